@@ -1,0 +1,22 @@
+"""The ``lazy`` MLIR dialect: one op table, one generated dialect.
+
+Importing this package fills the op table (one module per op family) and
+registers the dialect with every context :func:`lazycore.mlir.new_context`
+makes. The shape rules in the table are plain Python and usable without MLIR:
+``lazycore.dialect.infer("add", a, b)``.
+"""
+
+from .types import ShapeError, TensorType  # noqa: F401
+from .spec import OPS, OpSpec, define, infer, op, spec_of  # noqa: F401
+
+# Op families: each module adds its rows to the table.
+from . import elementwise  # noqa: F401,E402
+
+from .build import (  # noqa: F401,E402
+    Lazy,
+    OP_CLASSES,
+    create,
+    from_mlir_type,
+    load,
+    tensor_type,
+)

@@ -1,0 +1,235 @@
+"""The ``lazy`` dialect, generated from the op table.
+
+For every :class:`~lazycore.dialect.spec.OpSpec` this module makes one
+Python-defined MLIR op (``dialects.ext``, registered through IRDL) whose
+verifier runs the op's own shape rule, so the builder, the verifier and the
+runtime's shape inference can never disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from lazycore.mlir import ext, ir, on_new_context
+
+from .spec import OPS, OpSpec
+from .types import ShapeError, TensorType, from_numpy_dtype, to_numpy_dtype
+
+
+class Lazy(ext.Dialect, name="lazy"):
+    """Framework-neutral tensor ops recorded by lazycore frontends."""
+
+
+# --- types -------------------------------------------------------------------
+
+
+def tensor_type(t: TensorType) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get(list(t.shape), ir.Type.parse(t.dtype))
+
+
+def from_mlir_type(t: ir.Type) -> TensorType:
+    if not isinstance(t, ir.RankedTensorType):
+        try:
+            t = ir.RankedTensorType(t)
+        except ValueError:
+            raise ShapeError(f"expected a ranked tensor type, got {t}") from None
+    return TensorType(tuple(t.shape), str(t.element_type))
+
+
+# --- attributes ----------------------------------------------------------------
+
+
+class DenseInfo:
+    """A dense constant whose values NumPy cannot hold (e.g. bf16): type only."""
+
+    def __init__(self, t: TensorType):
+        self.shape, self.dtype_name = t.shape, t.dtype
+
+    @property
+    def dtype(self):
+        return to_numpy_dtype(self.dtype_name)
+
+
+def attr_to_mlir(kind: str, value: Any) -> ir.Attribute:
+    if kind == "i64":
+        return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
+    if kind == "i64[]":
+        return ir.DenseI64ArrayAttr.get([int(v) for v in value])
+    if kind == "f64":
+        return ir.FloatAttr.get(ir.F64Type.get(), float(value))
+    if kind == "bool":
+        return ir.BoolAttr.get(bool(value))
+    if kind == "str":
+        return ir.StringAttr.get(str(value))
+    if kind == "dense":
+        array = np.asarray(value)
+        t = tensor_type(TensorType(tuple(array.shape), from_numpy_dtype(array.dtype)))
+        if array.dtype == to_numpy_dtype("bf16"):
+            # The buffer protocol does not know bf16: hand over the raw bits.
+            return ir.DenseElementsAttr.get(array.view(np.uint16), type=t)
+        return ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=t)
+    raise ValueError(f"unknown attribute kind '{kind}'")
+
+
+def attr_from_mlir(kind: str, attr: ir.Attribute) -> Any:
+    """The Python value of an attribute; ShapeError if it is of the wrong kind."""
+    try:
+        if kind == "i64":
+            a = ir.IntegerAttr(attr)
+            if a.type != ir.IntegerType.get_signless(64):
+                raise ValueError
+            return a.value
+        if kind == "i64[]":
+            return tuple(ir.DenseI64ArrayAttr(attr))
+        if kind == "f64":
+            return ir.FloatAttr(attr).value
+        if kind == "bool":
+            return ir.BoolAttr(attr).value
+        if kind == "str":
+            return ir.StringAttr(attr).value
+        if kind == "dense":
+            dense = ir.DenseElementsAttr(attr)
+            t = from_mlir_type(dense.type)
+            if t.dtype == "bf16":
+                return DenseInfo(t)
+            return np.array(dense).reshape(t.shape)
+    except (ValueError, TypeError):
+        pass
+    expected = {
+        "i64": "a 64-bit integer attribute",
+        "i64[]": "a DenseI64ArrayAttr (array<i64: ...>)",
+        "f64": "an f64 float attribute",
+        "bool": "a bool attribute",
+        "str": "a string attribute",
+        "dense": "a dense elements attribute",
+    }[kind]
+    raise ShapeError(f"expected {expected}, got {attr}")
+
+
+# --- op classes ----------------------------------------------------------------
+
+
+def rule_inputs(spec: OpSpec, operation) -> tuple[list, dict]:
+    """Operand types (variadic group as a list) and rule kwargs of an op."""
+    types = [from_mlir_type(v.type) for v in operation.operands]
+    if spec.variadic:
+        # IRDL keeps a segment-size attribute; with one variadic group and
+        # fixed operands around it the split is recoverable from counts.
+        names = spec.operands
+        i = [n.endswith("*") for n in names].index(True)
+        n_fixed_after = len(names) - i - 1
+        end = len(types) - n_fixed_after
+        types = types[:i] + [types[i:end]] + types[end:]
+    kwargs = {}
+    for name, kind in spec.attrs.items():
+        if name not in operation.attributes:
+            raise ShapeError(f"requires attribute '{name}'")
+        try:
+            kwargs[name] = attr_from_mlir(kind, operation.attributes[name])
+        except ShapeError as e:
+            raise ShapeError(f"attribute '{name}': {e}") from None
+    if spec.result_params:
+        idx = spec.results.index(spec.params_from) if spec.params_from else 0
+        rt = from_mlir_type(operation.results[idx].type)
+        for p in spec.result_params:
+            kwargs[p] = rt.shape if p == "shape" else rt.dtype
+    return types, kwargs
+
+
+def verify(spec: OpSpec, operation) -> str | None:
+    """None if ``operation`` follows its rule, else the broken rule."""
+    try:
+        types, kwargs = rule_inputs(spec, operation)
+        expected = spec.infer(*types, **kwargs)
+    except ShapeError as e:
+        return str(e)
+    actual = [from_mlir_type(r.type) for r in operation.results]
+    if len(actual) != len(expected):
+        return f"expected {len(expected)} results, got {len(actual)}"
+    for name, want, got in zip(spec.results, expected, actual):
+        if want != got:
+            return f"result '{name}' has type {got}, but the operands and attributes give {want}"
+    return None
+
+
+def _make_op_class(spec: OpSpec):
+    annotations: dict[str, Any] = {}
+    for name in spec.operands:
+        if name.endswith("*"):
+            annotations[name[:-1]] = Sequence[ext.Operand[ir.RankedTensorType]]
+        else:
+            annotations[name] = ext.Operand[ir.RankedTensorType]
+    for name in spec.attrs:
+        annotations[name] = Any  # kinds are checked by the verifier, with a message
+    for name in spec.results:
+        annotations[name] = ext.Result[ir.RankedTensorType]
+
+    def verify_invariants(self):
+        problem = verify(spec, self.operation)
+        if problem is None:
+            return True
+        self.operation.location.emit_error(f"'{spec.full_name}' op {problem}")
+        return False
+
+    cls_name = "".join(p.capitalize() for p in spec.name.split("_")) + "Op"
+    namespace = {
+        "__annotations__": annotations,
+        "__doc__": spec.summary or (spec.rule.__doc__ or ""),
+        "verify_invariants": verify_invariants,
+        "SPEC": spec,
+    }
+    traits = [ext.Pure] if spec.pure else []
+    return type(cls_name, (Lazy.Operation,), namespace, name=spec.name, traits=traits)
+
+
+OP_CLASSES: dict[str, type] = {}
+
+
+def generate_op_classes() -> None:
+    """Make the op class of every table row not yet made (idempotent)."""
+    for full_name, spec in OPS.items():
+        if full_name not in OP_CLASSES:
+            OP_CLASSES[full_name] = _make_op_class(spec)
+
+
+@on_new_context
+def load(ctx: ir.Context) -> None:
+    """Load the ``lazy`` dialect into the current context."""
+    generate_op_classes()
+    Lazy.load()
+
+
+# --- building ops ----------------------------------------------------------------
+
+
+def create(name: str, *operands, loc=None, **kwargs) -> ir.Operation:
+    """Create ``lazy.<name>`` at the current insertion point.
+
+    ``operands`` are ``ir.Value`` (a list for a variadic group); ``kwargs``
+    hold the attributes as Python values and the result parameters (``shape``,
+    ``dtype``) where the op has them. Result types come from the op's rule.
+    """
+    full = name if name.startswith("lazy.") else f"lazy.{name}"
+    spec = OPS[full]
+    types = [
+        [from_mlir_type(v.type) for v in o] if isinstance(o, (list, tuple)) else from_mlir_type(o.type)
+        for o in operands
+    ]
+    results = spec.infer(*types, **kwargs)
+    attrs = {k: attr_to_mlir(kind, kwargs[k]) for k, kind in spec.attrs.items()}
+    flat = []
+    for o in operands:
+        flat.extend(o if isinstance(o, (list, tuple)) else [o])
+    if spec.variadic:
+        sizes = [len(o) if isinstance(o, (list, tuple)) else 1 for o in operands]
+        attrs["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get(sizes)
+    return ir.Operation.create(
+        full,
+        results=[tensor_type(r) for r in results],
+        operands=flat,
+        attributes=attrs,
+        loc=loc,
+    )

@@ -1,0 +1,115 @@
+"""The op table of the ``lazy`` dialect.
+
+Each op is declared once, as an :class:`OpSpec`: its operands, attributes,
+results, traits and its shape/dtype rule. Everything else is derived from that
+row: the MLIR op class and its verifier (:mod:`lazycore.dialect.build`), shape
+inference on the runtime's per-op path (:func:`infer`), and the documentation
+``lazy-opt --help-ops`` prints. This module is free of MLIR on purpose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .types import ShapeError, TensorType
+
+# How attribute values look on the Python side (the MLIR side is in build.py):
+#   "i64"   -> int                  IntegerAttr i64
+#   "i64[]" -> tuple[int, ...]      DenseI64ArrayAttr
+#   "f64"   -> float                FloatAttr f64
+#   "bool"  -> bool                 BoolAttr
+#   "str"   -> str                  StringAttr
+#   "dense" -> numpy.ndarray        DenseElementsAttr (its type is the tensor type)
+ATTR_KINDS = ("i64", "i64[]", "f64", "bool", "str", "dense")
+
+# Values a result type carries that the rule needs as input (reshape's target
+# shape, convert's target dtype): the builder passes them in, the verifier reads
+# them off the result type named by ``OpSpec.params_from``.
+RESULT_PARAMS = ("shape", "dtype")
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    """Op name without the dialect prefix, e.g. ``"add"``."""
+    operands: tuple[str, ...]
+    """Operand names; a name ending in ``*`` is a variadic group (at most one)."""
+    rule: Callable[..., TensorType | tuple[TensorType, ...]]
+    """``rule(*operand_types, **attrs, **result_params)`` -> result type(s).
+
+    Raises :class:`ShapeError` with a message stating the broken rule."""
+    attrs: dict[str, str] = field(default_factory=dict)
+    results: tuple[str, ...] = ("result",)
+    result_params: tuple[str, ...] = ()
+    params_from: str | None = None
+    """Which result carries ``result_params`` (default: the first)."""
+    pure: bool = True
+    commutative: bool = False
+    summary: str = ""
+
+    @property
+    def full_name(self) -> str:
+        return f"lazy.{self.name}"
+
+    @property
+    def variadic(self) -> str | None:
+        for o in self.operands:
+            if o.endswith("*"):
+                return o[:-1]
+        return None
+
+    @property
+    def operand_names(self) -> tuple[str, ...]:
+        return tuple(o.rstrip("*") for o in self.operands)
+
+    def infer(self, *operands: TensorType, **kwargs) -> tuple[TensorType, ...]:
+        """Run the rule; always returns a tuple of result types."""
+        out = self.rule(*operands, **kwargs)
+        return out if isinstance(out, tuple) and not isinstance(out, TensorType) else (out,)
+
+
+OPS: dict[str, OpSpec] = {}
+
+
+def define(spec: OpSpec) -> OpSpec:
+    """Add a row to the op table. Defining a name twice is an error."""
+    if spec.full_name in OPS:
+        raise ValueError(f"op '{spec.full_name}' is already defined")
+    for kind in spec.attrs.values():
+        if kind not in ATTR_KINDS:
+            raise ValueError(f"op '{spec.full_name}': unknown attribute kind '{kind}'")
+    for p in spec.result_params:
+        if p not in RESULT_PARAMS:
+            raise ValueError(f"op '{spec.full_name}': unknown result parameter '{p}'")
+    if sum(o.endswith("*") for o in spec.operands) > 1:
+        raise ValueError(f"op '{spec.full_name}': at most one variadic operand group")
+    OPS[spec.full_name] = spec
+    return spec
+
+
+def op(name: str, operands: tuple[str, ...] = (), **kw):
+    """Decorator form of :func:`define`: the decorated function is the rule."""
+
+    def wrap(rule):
+        define(OpSpec(name=name, operands=tuple(operands), rule=rule, **kw))
+        return rule
+
+    return wrap
+
+
+def spec_of(name: str) -> OpSpec:
+    """Look up an op by ``lazy.add`` or ``add``; an unknown op names itself."""
+    full = name if name.startswith("lazy.") else f"lazy.{name}"
+    try:
+        return OPS[full]
+    except KeyError:
+        raise KeyError(f"unknown lazy op '{full}'") from None
+
+
+def infer(name: str, *operands: TensorType, **kwargs) -> tuple[TensorType, ...]:
+    """Result types of ``lazy.<name>`` applied to ``operands`` with ``kwargs``."""
+    return spec_of(name).infer(*operands, **kwargs)
+
+
+__all__ = ["ATTR_KINDS", "OPS", "OpSpec", "ShapeError", "TensorType", "define", "infer", "op", "spec_of"]

@@ -1,0 +1,104 @@
+"""Tensor types as plain Python values, free of MLIR.
+
+Shape rules run on the runtime's per-op path, where no MLIR work may happen,
+so they see shapes as tuples and element types as the names MLIR prints
+(``f32``, ``i1``, ``ui8`` ...). Converting to and from ``ir`` types is one
+``str``/``parse`` away and lives in :mod:`lazycore.dialect.build`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import ml_dtypes
+import numpy as np
+
+FLOAT_DTYPES = ("f16", "bf16", "f32", "f64")
+SIGNED_DTYPES = ("i8", "i16", "i32", "i64")
+UNSIGNED_DTYPES = ("ui8", "ui16", "ui32", "ui64")
+INT_DTYPES = SIGNED_DTYPES + UNSIGNED_DTYPES
+BOOL_DTYPE = "i1"
+DTYPES = FLOAT_DTYPES + INT_DTYPES + (BOOL_DTYPE,)
+
+_TO_NUMPY = {
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+    "i1": np.dtype(np.bool_),
+    "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+    "ui8": np.dtype(np.uint8),
+    "ui16": np.dtype(np.uint16),
+    "ui32": np.dtype(np.uint32),
+    "ui64": np.dtype(np.uint64),
+}
+_FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items()}
+
+
+class ShapeError(ValueError):
+    """A shape, dtype or attribute rule of a ``lazy`` op was broken.
+
+    Raised by shape rules: at the user's call on the runtime path, and turned
+    into an MLIR diagnostic by the verifier.
+    """
+
+
+class TensorType(NamedTuple):
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __str__(self) -> str:
+        dims = "".join(f"{d}x" for d in self.shape)
+        return f"tensor<{dims}{self.dtype}>"
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in FLOAT_DTYPES
+
+
+def is_int(dtype: str) -> bool:
+    return dtype in INT_DTYPES
+
+
+def is_unsigned(dtype: str) -> bool:
+    return dtype in UNSIGNED_DTYPES
+
+
+def is_bool(dtype: str) -> bool:
+    return dtype == BOOL_DTYPE
+
+
+def check_dtype(dtype: str) -> str:
+    if dtype not in _TO_NUMPY:
+        raise ShapeError(f"unsupported element type '{dtype}' (supported: {', '.join(DTYPES)})")
+    return dtype
+
+
+def to_numpy_dtype(dtype: str) -> np.dtype:
+    return _TO_NUMPY[check_dtype(dtype)]
+
+
+def from_numpy_dtype(dtype) -> str:
+    try:
+        return _FROM_NUMPY[np.dtype(dtype)]
+    except KeyError:
+        raise ShapeError(f"unsupported NumPy dtype {np.dtype(dtype)}") from None
+
+
+def type_of(array) -> TensorType:
+    """The TensorType of a NumPy array (or anything with .shape and .dtype)."""
+    return TensorType(tuple(int(d) for d in array.shape), from_numpy_dtype(array.dtype))

@@ -1,0 +1,88 @@
+"""``lazy-aliasing``: buffer donation from a donation plan.
+
+A plan maps entry-function argument indices to result indices: "argument i
+may be donated to result j". For each pair the pass sets
+``tf.aliasing_output = j`` on argument i, which XLA turns into an
+input/output alias, so the result is written into the argument's buffer.
+
+Deciding *whether* donation is safe for the program's users (the LazyTensor
+paper's conditions) is the runtime's job; this pass refuses plans that cannot
+be right for the function itself: an argument or a result used twice, indices
+out of range, or an argument whose type differs from its result's.
+"""
+
+from __future__ import annotations
+
+from lazycore.mlir import ir
+
+from .pipeline import PassError, register_pass
+
+ALIAS_ATTR = "tf.aliasing_output"
+
+
+def parse_plan(text: str) -> dict[int, int]:
+    """``"0:1,2:0"`` -> {0: 1, 2: 0}; an argument given twice is refused."""
+    plan: dict[int, int] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        try:
+            a, r = (int(x) for x in item.split(":"))
+        except ValueError:
+            raise PassError(f"lazy-aliasing: bad plan entry '{item}' (expected ARG:RESULT)") from None
+        if a in plan:
+            raise PassError(f"lazy-aliasing: argument {a} is donated twice")
+        plan[a] = r
+    return plan
+
+
+def entry_function(module_op: ir.Operation, name: str = "main"):
+    for op in module_op.regions[0].blocks[0].operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == name:
+            return op
+    raise PassError(f"lazy-aliasing: no entry function @{name}")
+
+
+def apply_plan(module_op: ir.Operation, plan: dict[int, int], entry: str = "main") -> None:
+    fn = entry_function(module_op, entry)
+    ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+    args, results = list(ftype.inputs), list(ftype.results)
+    seen_results: dict[int, int] = {}
+    for a, r in plan.items():
+        if not 0 <= a < len(args):
+            raise PassError(f"lazy-aliasing: argument {a} out of range (@{entry} has {len(args)})")
+        if not 0 <= r < len(results):
+            raise PassError(f"lazy-aliasing: result {r} out of range (@{entry} has {len(results)})")
+        if r in seen_results:
+            raise PassError(f"lazy-aliasing: result {r} is the target of arguments {seen_results[r]} and {a}")
+        seen_results[r] = a
+        if args[a] != results[r]:
+            raise PassError(
+                f"lazy-aliasing: cannot donate argument {a} ({args[a]}) to result {r} ({results[r]}): types differ"
+            )
+    if not plan:
+        return
+    i32 = ir.IntegerType.get_signless(32)
+    arg_attrs = (
+        list(ir.ArrayAttr(fn.attributes["arg_attrs"])) if "arg_attrs" in fn.attributes else [ir.DictAttr.get({})] * len(args)
+    )
+    new_attrs = []
+    for i, d in enumerate(arg_attrs):
+        entries = {n.name: n.attr for n in ir.DictAttr(d)}
+        entries.pop(ALIAS_ATTR, None)
+        if i in plan:
+            entries[ALIAS_ATTR] = ir.IntegerAttr.get(i32, plan[i])
+        new_attrs.append(ir.DictAttr.get(entries))
+    fn.attributes["arg_attrs"] = ir.ArrayAttr.get(new_attrs)
+
+
+@register_pass(
+    "lazy-aliasing",
+    "Donate entry arguments to results (tf.aliasing_output) from a donation plan",
+    options={"donate": "comma-separated ARG:RESULT pairs, e.g. donate=0:0,2:1", "entry": "entry function (default main)"},
+)
+def _factory(donate="", entry="main"):
+    plan = donate if isinstance(donate, dict) else parse_plan(donate)
+
+    def run(module_op):
+        apply_plan(module_op, plan, entry)
+
+    return run

@@ -1,0 +1,27 @@
+"""Lowerings from ``lazy`` to StableHLO, one per op, in a registry users can extend.
+
+Public API: :func:`register_lowering`, :func:`unregister_lowering`,
+:func:`load_pdl_patterns`. Built-in lowerings live in one module per op family.
+"""
+
+from .registry import (  # noqa: F401
+    BUILTIN,
+    USER,
+    clear_user_patterns,
+    load_pdl_patterns,
+    lowering,
+    lowering_for,
+    register_lowering,
+    unregister_lowering,
+)
+
+_loaded = False
+
+
+def load_builtin_lowerings() -> None:
+    """Import the op-family modules, which register the built-in lowerings."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from . import elementwise  # noqa: F401

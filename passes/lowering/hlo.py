@@ -1,0 +1,126 @@
+"""Small builders for StableHLO ops, used by the lowerings.
+
+The MLIR bindings carry no generated StableHLO op classes, so ops are made
+with ``ir.Operation.create``; these helpers keep the lowerings short.
+All of them insert at the current insertion point and location.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from lazycore.dialect import TensorType, from_mlir_type, tensor_type
+from lazycore.dialect.types import to_numpy_dtype
+from lazycore.mlir import ir, stablehlo
+
+
+def op(name: str, operands: Sequence[ir.Value], results, **attrs) -> ir.Operation:
+    """``stablehlo.<name>`` with result type(s) ``results`` (ir or TensorType)."""
+    if not isinstance(results, (list, tuple)) or isinstance(results, TensorType):
+        results = [results]
+    results = [tensor_type(r) if isinstance(r, TensorType) else r for r in results]
+    return ir.Operation.create(
+        f"stablehlo.{name}",
+        results=results,
+        operands=list(operands),
+        attributes={k: v for k, v in attrs.items() if v is not None},
+    )
+
+
+def value(name: str, operands: Sequence[ir.Value], result, **attrs) -> ir.Value:
+    """Like :func:`op`, for single-result ops: returns the result value."""
+    return op(name, operands, result, **attrs).result
+
+
+def type_of(v: ir.Value) -> TensorType:
+    return from_mlir_type(v.type)
+
+
+def i64(v: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(v))
+
+
+def i64s(vs: Sequence[int]) -> ir.DenseI64ArrayAttr:
+    return ir.DenseI64ArrayAttr.get([int(v) for v in vs])
+
+
+def bools(vs: Sequence[bool]) -> ir.DenseBoolArrayAttr:
+    return ir.DenseBoolArrayAttr.get([bool(v) for v in vs])
+
+
+def direction(d: str) -> ir.Attribute:
+    return stablehlo.ComparisonDirectionAttr.get(d)
+
+
+def constant(array, t: TensorType | None = None) -> ir.Value:
+    """A ``stablehlo.constant``; a scalar with ``t`` is splat to type ``t``."""
+    if t is not None:
+        array = np.full(t.shape, array, dtype=to_numpy_dtype(t.dtype))
+    array = np.asarray(array)
+    from lazycore.dialect.build import attr_to_mlir
+
+    attr = attr_to_mlir("dense", array)
+    return ir.Operation.create(
+        "stablehlo.constant", results=[attr.type], attributes={"value": attr}
+    ).result
+
+
+def splat_like(scalar, v: ir.Value) -> ir.Value:
+    """A constant with the type of ``v``, every element ``scalar``."""
+    return constant(scalar, type_of(v))
+
+
+def compare(lhs: ir.Value, rhs: ir.Value, d: str) -> ir.Value:
+    t = type_of(lhs)
+    return value("compare", [lhs, rhs], TensorType(t.shape, "i1"), comparison_direction=direction(d))
+
+
+def select(pred: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+    return value("select", [pred, a, b], a.type)
+
+
+def convert(v: ir.Value, dtype: str) -> ir.Value:
+    t = type_of(v)
+    if t.dtype == dtype:
+        return v
+    return value("convert", [v], TensorType(t.shape, dtype))
+
+
+def binary(name: str, a: ir.Value, b: ir.Value) -> ir.Value:
+    return value(name, [a, b], a.type)
+
+
+def unary(name: str, a: ir.Value) -> ir.Value:
+    return value(name, [a], a.type)
+
+
+def with_body(
+    name: str,
+    operands: Sequence[ir.Value],
+    results,
+    block_args: Sequence[TensorType],
+    body: Callable[..., Sequence[ir.Value]],
+    **attrs,
+) -> ir.Operation:
+    """An op with one single-block region (reduce, scatter, reduce_window...).
+
+    ``body(*block_args)`` builds the region's ops and returns the values that
+    ``stablehlo.return`` yields.
+    """
+    if not isinstance(results, (list, tuple)):
+        results = [results]
+    results = [tensor_type(r) if isinstance(r, TensorType) else r for r in results]
+    new = ir.Operation.create(
+        f"stablehlo.{name}",
+        results=results,
+        operands=list(operands),
+        attributes={k: v for k, v in attrs.items() if v is not None},
+        regions=1,
+    )
+    block = new.regions[0].blocks.append(*[tensor_type(t) for t in block_args])
+    with ir.InsertionPoint(block):
+        out = body(*block.arguments)
+        ir.Operation.create("stablehlo.return", operands=list(out))
+    return new

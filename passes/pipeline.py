@@ -1,0 +1,174 @@
+"""Pass registry and pipelines.
+
+lazycore's passes are Python-defined MLIR passes. MLIR's textual pipeline
+parser does not know Python passes, so a pipeline string is split here: each
+element naming a lazycore pass becomes that pass, every other element (``cse``,
+``canonicalize``, ``func.func(cse)``...) goes to MLIR's own parser. The same
+names drive :func:`run_pipeline`, ``lazy-opt`` and the IR dumps.
+
+A pipeline runs one element at a time, so compiling can stop after any stage
+and a callback sees the IR after each one. The verifier runs after every pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from lazycore.mlir import ir, passmanager
+
+
+class PassError(RuntimeError):
+    """A pass refused its input or its options."""
+
+
+@dataclass(frozen=True)
+class PassInfo:
+    name: str
+    summary: str
+    factory: Callable[..., Callable]
+    """``factory(**options)`` -> ``run(module_op)``; raises PassError."""
+    options: dict[str, str] = field(default_factory=dict)
+    """Option name -> help text."""
+
+
+PASSES: dict[str, PassInfo] = {}
+
+
+def register_pass(name: str, summary: str, options: dict[str, str] | None = None):
+    """Decorator registering a pass factory under a pipeline name."""
+
+    def wrap(factory):
+        if name in PASSES:
+            raise ValueError(f"pass '{name}' is already registered")
+        PASSES[name] = PassInfo(name, summary, factory, dict(options or {}))
+        return factory
+
+    return wrap
+
+
+DEFAULT_PIPELINE = "lazy-canonicalize,cse,lazy-aliasing,lazy-to-stablehlo,canonicalize"
+
+
+def split_elements(pipeline: str) -> list[str]:
+    """Top-level elements of a pipeline; unwraps ``builtin.module(...)``."""
+    text = pipeline.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        text = text[len("builtin.module(") : -1]
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "({":
+            depth += 1
+        elif ch in ")}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return [e for e in out if e]
+
+
+def parse_options(text: str) -> dict[str, str]:
+    """``key=value key2=a,b`` (MLIR's pass-option syntax) -> dict."""
+    opts = {}
+    for item in text.split():
+        if "=" not in item:
+            opts[item] = "true"
+            continue
+        k, v = item.split("=", 1)
+        opts[k.strip()] = v.strip()
+    return opts
+
+
+@dataclass
+class Stage:
+    name: str
+    run: Callable[[ir.Operation], None]
+
+
+def make_stage(element: str, overrides: dict[str, dict] | None = None) -> Stage:
+    """One pipeline element as a runnable stage.
+
+    ``overrides`` maps a pass name to Python-side options (e.g. the runtime's
+    donation plan for ``lazy-aliasing``) that win over the text's options.
+    """
+    _ensure_passes_loaded()
+    name, _, rest = element.partition("{")
+    name = name.strip()
+    if name in PASSES:
+        opts = parse_options(rest.rstrip("}")) if rest else {}
+        info = PASSES[name]
+        unknown = set(opts) - set(info.options)
+        if unknown:
+            raise PassError(f"pass '{name}' has no option(s) {', '.join(sorted(unknown))}")
+        opts.update((overrides or {}).get(name, {}))
+        run = info.factory(**opts)
+
+        def run_python(module_op, run=run, name=name):
+            run(module_op)
+            _verify(module_op, name)
+
+        return Stage(name, run_python)
+
+    def run_mlir(module_op, element=element):
+        pm = passmanager.PassManager.parse(f"builtin.module({element})", context=module_op.context)
+        pm.enable_verifier(True)
+        pm.run(module_op)
+
+    # Parse now, so a bad pipeline fails before anything runs.
+    try:
+        passmanager.PassManager.parse(f"builtin.module({element})")
+    except (ValueError, ir.MLIRError) as e:
+        known = ", ".join(sorted(PASSES))
+        raise PassError(f"unknown pass or bad pipeline element '{element}' (lazycore passes: {known}): {e}") from None
+    return Stage(element, run_mlir)
+
+
+def _verify(module_op: ir.Operation, after: str) -> None:
+    try:
+        module_op.verify()
+    except ir.MLIRError as e:
+        raise PassError(f"IR does not verify after '{after}': {e}") from None
+
+
+def build_stages(pipeline: str = DEFAULT_PIPELINE, overrides: dict | None = None) -> list[Stage]:
+    return [make_stage(e, overrides) for e in split_elements(pipeline)]
+
+
+def run_pipeline(
+    module: ir.Module | ir.Operation,
+    pipeline: str = DEFAULT_PIPELINE,
+    *,
+    overrides: dict | None = None,
+    stop_after: str | None = None,
+    after_each: Callable[[str, ir.Operation], None] | None = None,
+) -> None:
+    """Run ``pipeline`` on ``module`` in place.
+
+    ``stop_after``: the name of the stage after which to stop.
+    ``after_each(stage_name, module_op)``: called after every stage (IR dumps).
+    """
+    module_op = module.operation if isinstance(module, ir.Module) else module
+    with module_op.context:
+        stages = build_stages(pipeline, overrides)
+        if stop_after is not None and stop_after not in [s.name for s in stages]:
+            raise PassError(f"stop_after: no stage '{stop_after}' in pipeline {[s.name for s in stages]}")
+        for stage in stages:
+            stage.run(module_op)
+            if after_each is not None:
+                after_each(stage.name, module_op)
+            if stage.name == stop_after:
+                break
+
+
+_loaded = False
+
+
+def _ensure_passes_loaded() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from . import aliasing, canonicalize, to_stablehlo  # noqa: F401

@@ -1,0 +1,67 @@
+"""The one door to the MLIR Python bindings.
+
+lazycore builds and transforms IR with the upstream MLIR Python bindings as
+shipped inside the ``torch-mlir`` wheel. Every other module imports MLIR names
+from here, so the source of the bindings can be swapped in one place. jaxlib
+carries a second, private MLIR build: nothing from it is imported here, and no
+``ir`` object ever crosses into it (see :func:`serialize_stablehlo`).
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir, passmanager, rewrite
+from torch_mlir.dialects import func
+from torch_mlir.dialects import ext
+from torch_mlir._mlir_libs import _stablehlo
+
+__all__ = [
+    "ir",
+    "passmanager",
+    "rewrite",
+    "func",
+    "ext",
+    "stablehlo",
+    "new_context",
+    "serialize_stablehlo",
+    "stablehlo_version",
+]
+
+stablehlo = _stablehlo
+
+_context_hooks: list = []
+
+
+def on_new_context(hook):
+    """Register ``hook(ctx)``, run inside every context :func:`new_context` makes.
+
+    The dialect package uses it to load the ``lazy`` dialect, so that every
+    context the project makes knows it.
+    """
+    _context_hooks.append(hook)
+    return hook
+
+
+def new_context() -> ir.Context:
+    """A fresh MLIR context with StableHLO and the ``lazy`` dialect loaded."""
+    import lazycore.dialect  # noqa: F401  (registers the hook that loads `lazy`)
+
+    ctx = ir.Context()
+    _stablehlo.register_dialect(ctx)
+    with ctx, ir.Location.unknown():
+        for hook in _context_hooks:
+            hook(ctx)
+    return ctx
+
+
+def stablehlo_version() -> str:
+    """The StableHLO version these bindings produce."""
+    return _stablehlo.get_current_version()
+
+
+def serialize_stablehlo(module_text: str, target_version: str) -> bytes:
+    """Serialize a StableHLO module (as text) to a portable artifact.
+
+    ``target_version`` is the consumer's StableHLO version (jaxlib reports it),
+    so an older consumer can read what a newer producer wrote.
+    """
+    return _stablehlo.serialize_portable_artifact_str(module_text, target_version)

@@ -1,0 +1,94 @@
+"""XLA through PJRT (jaxlib): compile StableHLO artifacts and run them.
+
+This is the only module that talks to jaxlib. What crosses over is bytes (a
+StableHLO portable artifact) and device buffers, never an ``ir`` object:
+jaxlib carries its own private MLIR build.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Sequence
+
+import jax
+import numpy as np
+from jax._src.lib import xla_client as xc
+from jaxlib.mlir._mlir_libs import _stablehlo as _jaxlib_stablehlo
+
+from lazycore.dialect.types import TensorType, type_of
+
+
+@functools.cache
+def consumer_stablehlo_version() -> str:
+    """The StableHLO version jaxlib reads: the target of serialization."""
+    return _jaxlib_stablehlo.get_current_version()
+
+
+def jaxlib_version() -> str:
+    import jaxlib
+
+    return jaxlib.__version__
+
+
+def devices(platform: str | None = None) -> list:
+    """PJRT devices jaxlib sees (CPU always; GPU/TPU when present)."""
+    if platform is None:
+        out = []
+        for p in ("cpu", "gpu", "tpu"):
+            try:
+                out.extend(jax.devices(p))
+            except RuntimeError:
+                pass
+        return out
+    return list(jax.devices(platform))
+
+
+@functools.cache
+def default_device():
+    return jax.devices("cpu")[0]
+
+
+def to_device(array: np.ndarray, device=None):
+    """Copy a host array to a device buffer, keeping 64-bit dtypes exact."""
+    with jax.enable_x64(True):
+        return jax.device_put(np.asarray(array), device or default_device())
+
+
+def to_host(buffer) -> np.ndarray:
+    return np.asarray(buffer)
+
+
+@dataclass
+class Executable:
+    """A compiled program: call it with device buffers, get device buffers."""
+
+    loaded: object
+    device: object
+    input_types: tuple[TensorType, ...]
+    output_types: tuple[TensorType, ...]
+
+    def __call__(self, buffers: Sequence) -> list:
+        if len(buffers) != len(self.input_types):
+            raise TypeError(f"executable takes {len(self.input_types)} inputs, got {len(buffers)}")
+        res = self.loaded.execute_sharded(list(buffers))
+        return [shards[0] for shards in res.disassemble_into_single_device_arrays()]
+
+    def run_numpy(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Convenience for tests and tools: host arrays in, host arrays out."""
+        for i, (a, t) in enumerate(zip(arrays, self.input_types)):
+            if type_of(np.asarray(a)) != t:
+                raise TypeError(f"input {i}: expected {t}, got {type_of(np.asarray(a))}")
+        outs = self([to_device(a, self.device) for a in arrays])
+        return [to_host(o) for o in outs]
+
+
+def compile_artifact(
+    artifact: bytes,
+    input_types: Sequence[TensorType],
+    output_types: Sequence[TensorType],
+    device=None,
+) -> Executable:
+    device = device or default_device()
+    loaded = device.client.compile_and_load(artifact, xc.DeviceList((device,)), xc.CompileOptions())
+    return Executable(loaded, device, tuple(input_types), tuple(output_types))
