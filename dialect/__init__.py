@@ -10,7 +10,7 @@ from .types import ShapeError, TensorType  # noqa: F401
 from .spec import OPS, OpSpec, define, infer, op, spec_of  # noqa: F401
 
 # Op families: each module adds its rows to the table.
-from . import elementwise  # noqa: F401,E402
+from . import elementwise, shape, reduction, linalg, indexing, random  # noqa: F401,E402
 
 from .build import (  # noqa: F401,E402
     Lazy,

@@ -1,0 +1,1 @@
+"""linalg ops of the lazy dialect (filled in by the op-family work)."""

@@ -1,0 +1,1 @@
+"""reduction ops of the lazy dialect (filled in by the op-family work)."""

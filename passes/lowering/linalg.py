@@ -1,0 +1,1 @@
+"""Lowerings of the linalg family."""
