@@ -1,1 +1,56 @@
-"""reduction ops of the lazy dialect (filled in by the op-family work)."""
+"""Reductions: sum, max, min, prod over a set of dims, and argmax/argmin.
+
+Reduced dims are removed from the shape (no keepdims: a frontend that wants
+them reshapes afterwards), so the op stays a plain StableHLO reduce.
+"""
+
+from __future__ import annotations
+
+from .rules import check_dims, require_dtype
+from .spec import OpSpec, define
+from .types import ShapeError, TensorType, check_dtype
+
+# name -> accepted element-type class. Sum and product of booleans have no
+# single obvious meaning (count? any?), so frontends convert first; max/min of
+# booleans are any/all.
+REDUCE = {
+    "reduce_sum": "numeric",
+    "reduce_max": "any",
+    "reduce_min": "any",
+    "reduce_prod": "numeric",
+}
+
+
+def drop_dims(shape: tuple[int, ...], dims) -> tuple[int, ...]:
+    return tuple(d for i, d in enumerate(shape) if i not in set(dims))
+
+
+def _reduce_rule(klass: str):
+    def rule(x: TensorType, *, dims):
+        require_dtype("operand", x, klass)
+        dims = check_dims(dims, x.rank)
+        return TensorType(drop_dims(x.shape, dims), x.dtype)
+
+    return rule
+
+
+for _name, _klass in REDUCE.items():
+    define(OpSpec(_name, ("operand",), _reduce_rule(_klass), attrs={"dims": "i64[]"},
+                  summary=f"{_name.removeprefix('reduce_')} over dims, which are removed from the shape"))
+
+
+def _arg_rule(x: TensorType, *, dim, dtype):
+    check_dims([dim], x.rank, "dim")
+    if x.shape[dim] == 0:
+        # NumPy raises here too: an empty dimension has no first extremum.
+        raise ShapeError(f"dim {dim} is empty in {x}: an arg-reduction needs at least one element")
+    require_dtype("result", TensorType((), check_dtype(dtype)), "int")
+    return TensorType(drop_dims(x.shape, [dim]), dtype)
+
+
+for _name in ("argmax", "argmin"):
+    define(OpSpec(_name, ("operand",), _arg_rule, attrs={"dim": "i64"}, result_params=("dtype",),
+                  summary=f"index of the first {_name[3:]} along dim (NaN counts as the extreme, "
+                          "as in NumPy); dim is removed; the result dtype is an integer type"))
+
+__all__ = ["REDUCE", "drop_dims"]

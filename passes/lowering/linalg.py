@@ -1,1 +1,49 @@
-"""Lowerings of the linalg family."""
+"""Lowerings of the linalg family (see lazycore.dialect.linalg)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lazycore.mlir import ir, stablehlo
+
+from . import hlo
+from .registry import lowering
+
+
+def _ints(op, name: str) -> list[int]:
+    return list(ir.DenseI64ArrayAttr(op.attributes[name]))
+
+
+@lowering("dot_general")
+def _dot_general(op, rewriter):
+    numbers = stablehlo.DotDimensionNumbers.get(
+        lhs_batching_dimensions=_ints(op, "lhs_batch"),
+        rhs_batching_dimensions=_ints(op, "rhs_batch"),
+        lhs_contracting_dimensions=_ints(op, "lhs_contract"),
+        rhs_contracting_dimensions=_ints(op, "rhs_contract"),
+    )
+    return hlo.value("dot_general", list(op.operands), op.results[0].type, dot_dimension_numbers=numbers)
+
+
+@lowering("convolution")
+def _convolution(op, rewriter):
+    # lazy.convolution's layouts are fixed (N, C, spatial...), so the
+    # dimension numbers are the identity ones for the operand rank.
+    spatial = list(range(2, hlo.type_of(op.operands[0]).rank))
+    numbers = stablehlo.ConvDimensionNumbers.get(
+        input_batch_dimension=0, input_feature_dimension=1, input_spatial_dimensions=spatial,
+        kernel_output_feature_dimension=0, kernel_input_feature_dimension=1,
+        kernel_spatial_dimensions=spatial,
+        output_batch_dimension=0, output_feature_dimension=1, output_spatial_dimensions=spatial,
+    )
+    padding = np.array(_ints(op, "padding"), dtype=np.int64).reshape(len(spatial), 2)
+    return hlo.value(
+        "convolution", list(op.operands), op.results[0].type,
+        window_strides=hlo.i64s(_ints(op, "strides")),
+        padding=ir.DenseElementsAttr.get(padding),
+        lhs_dilation=hlo.i64s(_ints(op, "lhs_dilation")),
+        rhs_dilation=hlo.i64s(_ints(op, "rhs_dilation")),
+        dimension_numbers=numbers,
+        feature_group_count=hlo.i64(int(op.attributes["groups"].value)),
+        batch_group_count=hlo.i64(1),
+    )

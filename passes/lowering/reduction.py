@@ -1,1 +1,109 @@
-"""Lowerings of the reduction family."""
+"""Lowerings of the reduction family (see lazycore.dialect.reduction)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from lazycore.dialect import TensorType
+from lazycore.dialect.types import is_bool, is_float, to_numpy_dtype
+
+from . import hlo
+from .registry import lowering
+
+
+def _lowest(dtype: str):
+    if is_bool(dtype):
+        return False
+    if is_float(dtype):
+        return -np.inf
+    return np.iinfo(to_numpy_dtype(dtype)).min
+
+
+def _highest(dtype: str):
+    if is_bool(dtype):
+        return True
+    if is_float(dtype):
+        return np.inf
+    return np.iinfo(to_numpy_dtype(dtype)).max
+
+
+# lazy op -> (combiner for numbers, combiner for i1, identity of the combiner)
+REDUCERS = {
+    "reduce_sum": ("add", None, lambda dtype: 0),
+    "reduce_prod": ("multiply", None, lambda dtype: 1),
+    "reduce_max": ("maximum", "or", _lowest),
+    "reduce_min": ("minimum", "and", _highest),
+}
+
+
+def _reduce(name: str, op, rewriter):
+    x = op.operands[0]
+    dims = list(op.attributes["dims"])
+    if not dims:
+        return x  # StableHLO would accept it, but there is nothing to compute
+    t = hlo.type_of(x)
+    combiner, bool_combiner, identity = REDUCERS[name]
+    if is_bool(t.dtype):
+        combiner = bool_combiner
+    scalar = TensorType((), t.dtype)
+    init = hlo.constant(identity(t.dtype), scalar)
+    return hlo.with_body(
+        "reduce", [x, init], op.results[0].type, [scalar, scalar],
+        lambda acc, v: [hlo.binary(combiner, acc, v)],
+        dimensions=hlo.i64s(dims),
+    ).result
+
+
+for _name in REDUCERS:
+    lowering(_name)(partial(_reduce, _name))
+
+
+def _or(a, b):
+    return hlo.binary("or", a, b)
+
+
+def _and(a, b):
+    return hlo.binary("and", a, b)
+
+
+def _arg_reduce(better: str, op, rewriter):
+    """A (value, index) reduce whose comparator picks the winner of a total order.
+
+    The order is: NaN above every number, then ``better`` (GT for argmax,
+    LT for argmin), ties (NaN with NaN included) broken by the lower index.
+    Being a total order makes the comparator associative and commutative, as
+    ``stablehlo.reduce`` requires, and reproduces NumPy's "first extremum,
+    first NaN wins".
+    """
+    x = op.operands[0]
+    t = hlo.type_of(x)
+    dim = int(op.attributes["dim"].value)
+    idx_dtype = hlo.type_of(op.results[0]).dtype
+    iota = hlo.value("iota", [], TensorType(t.shape, idx_dtype), iota_dimension=hlo.i64(dim))
+    val_s, idx_s = TensorType((), t.dtype), TensorType((), idx_dtype)
+    # The init value loses to (or ties with, at a higher index than) every element.
+    init_val = hlo.constant(_lowest(t.dtype) if better == "GT" else _highest(t.dtype), val_s)
+    init_idx = hlo.constant(0, idx_s)
+
+    def body(a, ai, b, bi):
+        equal = hlo.compare(a, b, "EQ")
+        pick_a = hlo.compare(a, b, better)
+        if is_float(t.dtype):
+            a_nan, b_nan = hlo.compare(a, a, "NE"), hlo.compare(b, b, "NE")
+            pick_a = _or(pick_a, _and(a_nan, hlo.unary("not", b_nan)))
+            equal = _or(equal, _and(a_nan, b_nan))
+        pick_a = _or(pick_a, _and(equal, hlo.compare(ai, bi, "LT")))
+        return [hlo.select(pick_a, a, b), hlo.select(pick_a, ai, bi)]
+
+    reduced = TensorType(hlo.type_of(op.results[0]).shape, t.dtype)
+    new = hlo.with_body(
+        "reduce", [x, iota, init_val, init_idx], [reduced, op.results[0].type],
+        [val_s, idx_s, val_s, idx_s], body, dimensions=hlo.i64s([dim]),
+    )
+    return new.results[1]
+
+
+lowering("argmax")(partial(_arg_reduce, "GT"))
+lowering("argmin")(partial(_arg_reduce, "LT"))
