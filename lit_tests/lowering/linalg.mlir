@@ -3,7 +3,7 @@
 // RUN: lazy-opt --split-input-file --lazy-to-stablehlo %s | filecheck %s
 
 // CHECK-LABEL: func.func @matmul
-// CHECK: stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<3x4xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>
+// CHECK: stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0], precision = [HIGHEST, HIGHEST] : (tensor<3x4xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>
 // CHECK-NOT: lazy.
 func.func @matmul(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>) -> tensor<3x5xf32> {
   %0 = "lazy.dot_general"(%a, %b) {lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_contract = array<i64: 0>} : (tensor<3x4xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>
@@ -14,7 +14,7 @@ func.func @matmul(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>) -> tensor<3x5xf32> {
 
 // Batch dims come first in the result, then lhs free, then rhs free dims.
 // CHECK-LABEL: func.func @batched
-// CHECK: stablehlo.dot_general %arg0, %arg1, batching_dims = [1] x [2], contracting_dims = [2] x [0] : (tensor<3x2x4xf32>, tensor<4x5x2xf32>) -> tensor<2x3x5xf32>
+// CHECK: stablehlo.dot_general %arg0, %arg1, batching_dims = [1] x [2], contracting_dims = [2] x [0], precision = [HIGHEST, HIGHEST] : (tensor<3x2x4xf32>, tensor<4x5x2xf32>) -> tensor<2x3x5xf32>
 func.func @batched(%a: tensor<3x2x4xf32>, %b: tensor<4x5x2xf32>) -> tensor<2x3x5xf32> {
   %0 = "lazy.dot_general"(%a, %b) {lhs_batch = array<i64: 1>, rhs_batch = array<i64: 2>, lhs_contract = array<i64: 2>, rhs_contract = array<i64: 0>} : (tensor<3x2x4xf32>, tensor<4x5x2xf32>) -> tensor<2x3x5xf32>
   return %0 : tensor<2x3x5xf32>
@@ -23,7 +23,7 @@ func.func @batched(%a: tensor<3x2x4xf32>, %b: tensor<4x5x2xf32>) -> tensor<2x3x5
 // -----
 
 // CHECK-LABEL: func.func @two_contractions
-// CHECK: stablehlo.dot_general %arg0, %arg1, contracting_dims = [1, 2] x [2, 0] : (tensor<2x3x4xi32>, tensor<4x5x3xi32>) -> tensor<2x5xi32>
+// CHECK: stablehlo.dot_general %arg0, %arg1, contracting_dims = [1, 2] x [2, 0], precision = [HIGHEST, HIGHEST] : (tensor<2x3x4xi32>, tensor<4x5x3xi32>) -> tensor<2x5xi32>
 func.func @two_contractions(%a: tensor<2x3x4xi32>, %b: tensor<4x5x3xi32>) -> tensor<2x5xi32> {
   %0 = "lazy.dot_general"(%a, %b) {lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 1, 2>, rhs_contract = array<i64: 2, 0>} : (tensor<2x3x4xi32>, tensor<4x5x3xi32>) -> tensor<2x5xi32>
   return %0 : tensor<2x5xi32>
@@ -34,7 +34,7 @@ func.func @two_contractions(%a: tensor<2x3x4xi32>, %b: tensor<4x5x3xi32>) -> ten
 // Grouped 2-d convolution: groups become feature_group_count; padding pairs
 // are (low, high) per spatial dim.
 // CHECK-LABEL: func.func @conv2d_groups
-// CHECK: stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [2, 2], pad = {{\[}}[1, 1], [1, 0]], lhs_dilate = [1, 1], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, feature_group_count = 2 : i64} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x4x4xf32>
+// CHECK: stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [2, 2], pad = {{\[}}[1, 1], [1, 0]], lhs_dilate = [1, 1], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, feature_group_count = 2 : i64, precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x4x4xf32>
 func.func @conv2d_groups(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) -> tensor<1x6x4x4xf32> {
   %0 = "lazy.convolution"(%x, %w) {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 0>, lhs_dilation = array<i64: 1, 1>, rhs_dilation = array<i64: 1, 1>, groups = 2} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x4x4xf32>
   return %0 : tensor<1x6x4x4xf32>
@@ -45,7 +45,7 @@ func.func @conv2d_groups(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) -> te
 // 1-d convolution with input (lhs) dilation, as a transposed convolution uses:
 // 5 inputs dilated by 2 are 9 wide, padded to 11, a 3-tap kernel leaves 9.
 // CHECK-LABEL: func.func @conv1d_lhs_dilation
-// CHECK: stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0], window = {stride = [1], pad = {{\[}}[1, 1]], lhs_dilate = [2], rhs_dilate = [1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x2x5xf32>, tensor<3x2x3xf32>) -> tensor<1x3x9xf32>
+// CHECK: stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0], window = {stride = [1], pad = {{\[}}[1, 1]], lhs_dilate = [2], rhs_dilate = [1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64, precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]} : (tensor<1x2x5xf32>, tensor<3x2x3xf32>) -> tensor<1x3x9xf32>
 func.func @conv1d_lhs_dilation(%x: tensor<1x2x5xf32>, %w: tensor<3x2x3xf32>) -> tensor<1x3x9xf32> {
   %0 = "lazy.convolution"(%x, %w) {strides = array<i64: 1>, padding = array<i64: 1, 1>, lhs_dilation = array<i64: 2>, rhs_dilation = array<i64: 1>, groups = 1} : (tensor<1x2x5xf32>, tensor<3x2x3xf32>) -> tensor<1x3x9xf32>
   return %0 : tensor<1x3x9xf32>

@@ -14,6 +14,13 @@ def _ints(op, name: str) -> list[int]:
     return list(ir.DenseI64ArrayAttr(op.attributes[name]))
 
 
+def _highest_precision() -> ir.ArrayAttr:
+    # Eager torch and NumPy compute f32 products in full f32; XLA's default
+    # precision may use TF32/bf16 passes on GPUs. Ask for the eager numbers.
+    p = ir.Attribute.parse("#stablehlo<precision HIGHEST>")
+    return ir.ArrayAttr.get([p, p])
+
+
 @lowering("dot_general")
 def _dot_general(op, rewriter):
     numbers = stablehlo.DotDimensionNumbers.get(
@@ -22,7 +29,10 @@ def _dot_general(op, rewriter):
         lhs_contracting_dimensions=_ints(op, "lhs_contract"),
         rhs_contracting_dimensions=_ints(op, "rhs_contract"),
     )
-    return hlo.value("dot_general", list(op.operands), op.results[0].type, dot_dimension_numbers=numbers)
+    return hlo.value(
+        "dot_general", list(op.operands), op.results[0].type,
+        dot_dimension_numbers=numbers, precision_config=_highest_precision(),
+    )
 
 
 @lowering("convolution")
@@ -46,4 +56,5 @@ def _convolution(op, rewriter):
         dimension_numbers=numbers,
         feature_group_count=hlo.i64(int(op.attributes["groups"].value)),
         batch_group_count=hlo.i64(1),
+        precision_config=_highest_precision(),
     )
