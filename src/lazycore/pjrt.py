@@ -90,5 +90,9 @@ def compile_artifact(
     device=None,
 ) -> Executable:
     device = device or default_device()
-    loaded = device.client.compile_and_load(artifact, xc.DeviceList((device,)), xc.CompileOptions())
+    options = xc.CompileOptions()
+    # Without an explicit assignment XLA places the one replica on device 0 of
+    # the client, and execution refuses buffers living on any other device.
+    options.executable_build_options.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]]))
+    loaded = device.client.compile_and_load(artifact, xc.DeviceList((device,)), options)
     return Executable(loaded, device, tuple(input_types), tuple(output_types))

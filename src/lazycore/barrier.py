@@ -1,0 +1,209 @@
+"""Barriers: turn the pending live tensors of a device into device data.
+
+At a barrier (:func:`mark_step`, or a value being observed) every live handle
+of the device whose value is still a computation becomes an output of ONE
+program. The graph is walked once (post-order, shared nodes visited once);
+device-data and scalar leaves become the parameters, in first-visit order.
+The walk also yields the compile-cache key, so on a hit nothing here touches
+MLIR. On a miss the walk is replayed as a ``func.func @main`` of ``lazy`` ops
+and compiled with the default pipeline.
+
+Donation: because every live tensor with pending work is an output and every
+output is evaluated in full (the LazyTensor paper's two conditions), an input
+buffer that lazycore made and that no live handle holds any more (it was
+overwritten in place, or its handle died) is dead after this program, so it
+may become the storage of an output of the same type. Buffers handed in by
+the user are never donated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lazycore import metrics
+from lazycore.cache import CACHE, make_key
+from lazycore.config import settings
+from lazycore.dialect.types import to_numpy_dtype
+from lazycore.graph import Data, Node, Scalar, Value
+
+_EDGE = [i.to_bytes(4, "little") for i in range(4096)]
+
+
+def _pos_bytes(i: int) -> bytes:
+    return _EDGE[i] if i < 4096 else i.to_bytes(4, "little")
+
+
+def _flat(node: Node):
+    for o in node.operands:
+        if type(o) is Value:
+            yield o
+        else:
+            yield from o
+
+
+class Walk:
+    """The graph behind some outputs, in post-order, and its structural encoding."""
+
+    def __init__(self, outputs: list[Value]):
+        self.outputs = outputs
+        self.order: list[Node] = []
+        self.params: list[Node] = []
+        pos: dict[int, int] = {}
+        enc: list[bytes] = []
+        for out in outputs:
+            stack = [out.node]
+            while stack:
+                node = stack[-1]
+                if id(node) in pos:
+                    stack.pop()
+                    continue
+                todo = [v.node for v in _flat(node) if id(v.node) not in pos]
+                if todo:
+                    stack.extend(reversed(todo))
+                    continue
+                stack.pop()
+                pos[id(node)] = len(self.order)
+                self.order.append(node)
+                enc.append(node.digest)
+                if node.is_leaf:
+                    self.params.append(node)
+                    enc.append(b"P")
+                    continue
+                for o in node.operands:
+                    group = (o,) if type(o) is Value else o
+                    if type(o) is not Value:
+                        enc.append(b"G" + _pos_bytes(len(o)))
+                    for v in group:
+                        enc.append(_pos_bytes(pos[id(v.node)]) + _pos_bytes(v.index))
+        enc.append(b"O")
+        for out in outputs:
+            enc.append(_pos_bytes(pos[id(out.node)]) + _pos_bytes(out.index))
+        self.encoding = b"".join(enc)
+
+
+def plan_donation(walk: Walk, held: set[int]) -> dict[int, int]:
+    """Parameter index -> output index for dead, lazycore-made input buffers."""
+    plan: dict[int, int] = {}
+    taken: set[int] = set()
+    for i, leaf in enumerate(walk.params):
+        if type(leaf) is not Data or not leaf.owned or id(leaf) in held:
+            continue
+        t = leaf.types[0]
+        for j, out in enumerate(walk.outputs):
+            if j not in taken and out.type == t:
+                plan[i] = j
+                taken.add(j)
+                break
+    return plan
+
+
+def build_module(walk: Walk):
+    """The walk as a ``lazy``-dialect module with entry ``@main``."""
+    from lazycore.dialect import create, tensor_type
+    from lazycore.mlir import func, ir, new_context
+
+    ctx = new_context()
+    with ctx, ir.Location.unknown():
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            ftype = ir.FunctionType.get(
+                [tensor_type(p.types[0]) for p in walk.params],
+                [tensor_type(o.type) for o in walk.outputs],
+            )
+            fn = func.FuncOp("main", ftype)
+            block = fn.add_entry_block()
+            env: dict[int, list] = {}
+            for arg, leaf in zip(block.arguments, walk.params):
+                env[id(leaf)] = [arg]
+            with ir.InsertionPoint(block):
+                for node in walk.order:
+                    if node.is_leaf:
+                        continue
+                    operands = [
+                        env[id(o.node)][o.index] if type(o) is Value else [env[id(v.node)][v.index] for v in o]
+                        for o in node.operands
+                    ]
+                    env[id(node)] = list(create(node.op, *operands, **node.attrs).results)
+                func.ReturnOp([env[id(o.node)][o.index] for o in walk.outputs])
+    return module
+
+
+def compile_walk(walk: Walk, device, donate: dict[int, int], pipeline: str):
+    from lazycore import compiler
+
+    with metrics.timed("lowering"):
+        module = build_module(walk)
+        compiler.lower(module, pipeline, donate=donate)
+    with metrics.timed("compile"):
+        exe = compiler.compile_stablehlo(module, device.pjrt)
+    metrics.bump("compiles")
+    return exe
+
+
+def _argument(leaf: Node, device):
+    if type(leaf) is Data:
+        return leaf.buffer
+    from lazycore import pjrt
+
+    host = np.asarray(leaf.value, dtype=to_numpy_dtype(leaf.types[0].dtype))
+    metrics.bump("transfers_to_device")
+    metrics.bump("bytes_to_device", host.nbytes)
+    return pjrt.to_device(host, device.pjrt)
+
+
+def sync(device, wait: bool = True) -> int:
+    """Run the pending computation of every live handle on ``device``.
+
+    Returns the number of handles updated (0: nothing was pending).
+    """
+    pending, held = [], set()
+    for t in device.arena.live():
+        node = t._value.node
+        if type(node) is Data:
+            held.add(id(node))
+        else:
+            pending.append(t)
+    if not pending:
+        return 0
+    if device.pjrt is None:
+        raise RuntimeError(f"device {device.name} cannot run programs (no PJRT device behind it)")
+    from lazycore.passes.pipeline import DEFAULT_PIPELINE
+
+    with metrics.timed("trace"):
+        slot: dict[tuple[int, int], int] = {}
+        outputs: list[Value] = []
+        for t in pending:
+            v = t._value
+            k = (id(v.node), v.index)
+            if k not in slot:
+                slot[k] = len(outputs)
+                outputs.append(v)
+        walk = Walk(outputs)
+        donate = plan_donation(walk, held) if settings.donation else {}
+        pipeline = settings.pipeline or DEFAULT_PIPELINE
+        key = make_key(walk.encoding, device, donate, pipeline)
+    exe = CACHE.get(key)
+    if exe is None:
+        exe = compile_walk(walk, device, donate, pipeline)
+        CACHE.put(key, exe)
+    args = [_argument(p, device) for p in walk.params]
+    with metrics.timed("execute"):
+        results = exe(args)
+        if wait:
+            for r in results:
+                r.block_until_ready()
+    metrics.bump("executions")
+    metrics.bump("donated_buffers", len(donate))
+    leaves = [Data(buf, out.type, owned=True) for buf, out in zip(results, outputs)]
+    for t in pending:
+        v = t._value
+        t._value = Value(leaves[slot[(id(v.node), v.index)]], 0)
+    return len(pending)
+
+
+def mark_step(wait: bool = True, devices=None) -> None:
+    """Barrier on every device (or the given ones): all pending live tensors run."""
+    from lazycore import device as _device
+
+    for d in devices if devices is not None else _device.known_devices():
+        sync(_device.get(d), wait)

@@ -1,0 +1,235 @@
+"""The core API frontends build on.
+
+Make lazy values (:func:`from_numpy`, :func:`from_buffer`, :func:`scalar`),
+apply ``lazy`` ops to them (:func:`apply`), update them in place
+(:func:`assign`), and observe them (:func:`to_numpy`, an implicit barrier) or
+run everything pending (:func:`mark_step`).
+
+:func:`apply` is the per-op path: it runs the op's shape rule, so a bad call
+raises :class:`~lazycore.dialect.ShapeError` right at the user's line, and
+records a graph node. It does no MLIR work and never walks the graph.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lazycore import metrics
+from lazycore import device as _device
+from lazycore.dialect.spec import OPS
+from lazycore.dialect.types import TensorType, from_numpy_dtype, to_numpy_dtype, type_of
+from lazycore.graph import Data, Scalar, Value, constant, make_node
+from lazycore.tensor import LazyTensor
+
+__all__ = [
+    "LazyTensor",
+    "apply",
+    "assign",
+    "devices",
+    "default_device",
+    "from_buffer",
+    "from_host",
+    "from_numpy",
+    "live_tensors",
+    "mark_step",
+    "scalar",
+    "to_buffer",
+    "to_device",
+    "to_numpy",
+]
+
+devices = _device.devices
+default_device = _device.default_device
+
+
+# --- making values ---------------------------------------------------------------
+
+
+def from_numpy(array, device=None) -> LazyTensor:
+    """Copy host data to ``device`` (default ``cpu:0``) as a lazy value."""
+    from lazycore import pjrt
+
+    dev = _device.get(device)
+    host = np.asarray(array)
+    t = type_of(host)  # ShapeError for dtypes the dialect has no name for
+    if dev.pjrt is None:
+        raise RuntimeError(f"device {dev.name} cannot hold data (no PJRT device behind it)")
+    buf = pjrt.to_device(host, dev.pjrt)
+    metrics.bump("transfers_to_device")
+    metrics.bump("bytes_to_device", host.nbytes)
+    return LazyTensor(Value(Data(buf, t, owned=True), 0), dev)
+
+
+from_host = from_numpy
+
+
+def from_buffer(buffer, device=None) -> LazyTensor:
+    """Wrap a PJRT buffer the caller owns; lazycore never donates it."""
+    dev = _device.get(device) if device is not None else _device_of(buffer)
+    t = TensorType(tuple(int(d) for d in buffer.shape), from_numpy_dtype(buffer.dtype))
+    return LazyTensor(Value(Data(buffer, t, owned=False), 0), dev)
+
+
+def _device_of(buffer):
+    (pj,) = buffer.devices()
+    for d in _device.devices():
+        if d.pjrt == pj:
+            return d
+    raise ValueError(f"buffer lives on {pj}, which lazycore does not know")
+
+
+def _scalar_dtype(value) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "i1"
+    if isinstance(value, (int, np.integer)):
+        return "i64"
+    if isinstance(value, (float, np.floating)):
+        return "f32"
+    raise TypeError(f"expected a Python scalar, got {type(value).__name__}")
+
+
+def scalar(value, dtype: str | None = None, device=None) -> LazyTensor:
+    """A rank-0 lazy value from a Python scalar, by the LazyTensor scalar policy.
+
+    0 and 1 are baked into the program as ``lazy.constant`` (they enable
+    folds like ``x * 1``); any other number becomes a program parameter whose
+    hash covers only its dtype, so a new learning rate does not recompile.
+    """
+    dtype = dtype or _scalar_dtype(value)
+    host = np.asarray(value, dtype=to_numpy_dtype(dtype))  # out-of-range values fail here
+    dev = _device.get(device)
+    if value == 0 or value == 1:
+        return LazyTensor(Value(constant(host), 0), dev)
+    return LazyTensor(Value(Scalar(host, dtype), 0), dev)
+
+
+# --- applying ops ------------------------------------------------------------------
+
+
+_SPECS: dict = {}
+
+
+def _spec(op_name: str):
+    spec = OPS.get(op_name) or OPS.get("lazy." + op_name)
+    if spec is None:
+        raise KeyError(f"unknown lazy op 'lazy.{op_name.removeprefix('lazy.')}'")
+    _SPECS[op_name] = spec
+    return spec
+
+
+_new_value = tuple.__new__
+
+
+def apply(op_name: str, *operands, device=None, **attrs_and_params):
+    """Apply ``lazy.<op_name>`` to lazy values (a list for a variadic group).
+
+    Attributes and result parameters (``shape``, ``dtype``) are keywords, as
+    in the op table. ``device`` only matters for ops without operands. Returns
+    a LazyTensor, or a tuple of them for a multi-result op.
+    """
+    spec = _SPECS.get(op_name) or _spec(op_name)
+    values, types = [], []
+    dev = None
+    for o in operands:
+        if type(o) is LazyTensor:
+            v = o._value
+            values.append(v)
+            types.append(v[0].types[v[1]])
+            if o.device is not dev:
+                dev = _check_device(spec, dev, o.device, len(values) - 1)
+        elif isinstance(o, (list, tuple)):
+            group = []
+            for t in o:
+                if not isinstance(t, LazyTensor):
+                    _bad_operand(spec, t, len(values))
+                if t.device is not dev:
+                    dev = _check_device(spec, dev, t.device, len(values))
+                group.append(t._value)
+            values.append(tuple(group))
+            types.append([v.type for v in group])
+        elif isinstance(o, LazyTensor):
+            values.append(o._value)
+            types.append(o.type)
+            if o.device is not dev:
+                dev = _check_device(spec, dev, o.device, len(values) - 1)
+        else:
+            _bad_operand(spec, o, len(values))
+    if dev is None:
+        dev = _device.get(device)
+    elif device is not None:
+        _check_device(spec, dev, _device.get(device), "device=")
+    result_types = spec.infer(*types, **attrs_and_params)
+    node = make_node(spec, values, attrs_and_params, result_types)
+    if len(result_types) == 1:
+        return LazyTensor(_new_value(Value, (node, 0)), dev)
+    return tuple(LazyTensor(_new_value(Value, (node, i)), dev) for i in range(len(result_types)))
+
+
+def _check_device(spec, first, other, position):
+    """The device of the operands so far; refuses a second device."""
+    if first is None:
+        return other
+    _device.check_same(spec.full_name, first, other, position)
+    return first
+
+
+def _bad_operand(spec, o, position):
+    raise TypeError(
+        f"{spec.full_name}: operand {position} is a {type(o).__name__}, not a LazyTensor "
+        f"(make Python scalars with lazycore.scalar)"
+    )
+
+
+def assign(target: LazyTensor, new: LazyTensor) -> LazyTensor:
+    """In-place update of ``target`` (see :meth:`LazyTensor.assign`)."""
+    return target.assign(new)
+
+
+# --- observing values ----------------------------------------------------------------
+
+
+def mark_step(wait: bool = True, devices=None) -> None:
+    """Run every pending live tensor, one program per device (cached)."""
+    from lazycore import barrier
+
+    barrier.mark_step(wait, devices)
+
+
+def _materialize(t: LazyTensor) -> Data:
+    if not isinstance(t, LazyTensor):
+        raise TypeError(f"expected a LazyTensor, got {type(t).__name__}")
+    if t.pending:
+        from lazycore import barrier
+
+        barrier.sync(t.device)
+    return t._value.node
+
+
+def to_numpy(t: LazyTensor) -> np.ndarray:
+    """The value on the host: an implicit barrier for ``t``'s device."""
+    from lazycore import pjrt
+
+    leaf = _materialize(t)
+    # A copy: the host view of a CPU buffer shares its memory, and the buffer
+    # may later be donated and overwritten.
+    host = np.array(pjrt.to_host(leaf.buffer))
+    metrics.bump("transfers_to_host")
+    metrics.bump("bytes_to_host", host.nbytes)
+    return host
+
+
+def to_buffer(t: LazyTensor):
+    """The device buffer behind ``t`` (a barrier); it is never donated afterwards."""
+    leaf = _materialize(t)
+    leaf.owned = False
+    return leaf.buffer
+
+
+def to_device(t: LazyTensor, device) -> LazyTensor:
+    """An explicit copy of ``t`` to another device (through the host)."""
+    return from_numpy(to_numpy(t), device)
+
+
+def live_tensors(device=None) -> int:
+    """How many handles the device's registry holds."""
+    return len(_device.get(device).arena)

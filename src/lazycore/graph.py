@@ -1,0 +1,179 @@
+"""The lazy graph: nodes recorded op by op, each hashed as it is built.
+
+A node is one ``lazy`` op applied to values; a value is ``(node, result
+index)``, so multi-result ops (``lazy.rng_bit_generator``) need nothing
+special. Leaves are device data (a PJRT buffer) and scalar parameters.
+
+Every node carries a 128-bit structural digest, computed once when the node is
+made from its op name, attributes, result types and its operands' digests, so
+no barrier ever re-hashes the graph. Leaves hash their type only: which buffer
+or which number sits in a leaf is a program *input*, not program structure
+(two buffers of one type, or learning rates 2.0 and 3.0, give one digest). How
+leaves are shared is recorded by the barrier's walk (see :mod:`lazycore.cache`).
+
+Nothing here touches MLIR: this is the per-op path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import NamedTuple
+
+import numpy as np
+
+from lazycore.dialect.types import TensorType, from_numpy_dtype
+
+DIGEST_SIZE = 16
+
+
+def digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=DIGEST_SIZE).digest()
+
+
+class Node:
+    """One op application (or a leaf, see the subclasses)."""
+
+    __slots__ = ("op", "operands", "attrs", "types", "digest")
+
+    def __init__(self, op: str, operands: tuple, attrs: dict, types: tuple[TensorType, ...], digest: bytes):
+        self.op = op
+        """Dialect op name without the prefix (``"add"``), as ``dialect.create`` takes it."""
+        self.operands = operands
+        """Values, and a tuple of values for a variadic group."""
+        self.attrs = attrs
+        """Attributes and result parameters as Python values (``dialect.spec.ATTR_KINDS``)."""
+        self.types = types
+        self.digest = digest
+
+    is_leaf = False
+
+    def __repr__(self) -> str:
+        types = ", ".join(map(str, self.types))
+        return f"<{type(self).__name__} lazy.{self.op} -> {types} #{self.digest.hex()[:8]}>"
+
+
+class Value(NamedTuple):
+    node: Node
+    index: int
+
+    @property
+    def type(self) -> TensorType:
+        return self.node.types[self.index]
+
+
+_leaf_digests: dict[tuple, bytes] = {}
+
+
+def _leaf_digest(kind: str, t: TensorType) -> bytes:
+    key = (kind, t)
+    d = _leaf_digests.get(key)
+    if d is None:
+        d = _leaf_digests[key] = digest(repr(("leaf", kind, tuple(t.shape), t.dtype)).encode())
+    return d
+
+
+class Data(Node):
+    """A leaf holding a device buffer."""
+
+    __slots__ = ("buffer", "owned")
+    is_leaf = True
+
+    def __init__(self, buffer, t: TensorType, owned: bool):
+        super().__init__("data", (), {}, (t,), _leaf_digest("data", t))
+        self.buffer = buffer
+        self.owned = owned
+        """Made by lazycore (from host data or as a result), so it may be donated
+        once nothing refers to it; False for buffers the user handed in."""
+
+
+class Scalar(Node):
+    """A Python scalar passed as a rank-0 program parameter."""
+
+    __slots__ = ("value",)
+    is_leaf = True
+
+    def __init__(self, value, dtype: str):
+        t = TensorType((), dtype)
+        super().__init__("scalar", (), {}, (t,), _leaf_digest("scalar", t))
+        self.value = value
+
+
+# --- op nodes --------------------------------------------------------------------
+
+
+def normalize_attr(kind: str, value):
+    """The attribute as stored on the node: the Python form MLIR building takes."""
+    if kind == "i64":
+        return int(value)
+    if kind == "i64[]":
+        return tuple(int(v) for v in value)
+    if kind == "f64":
+        return float(value)
+    if kind == "bool":
+        return bool(value)
+    if kind == "str":
+        return str(value)
+    if kind == "dense":
+        array = np.array(value)  # a copy: the user may mutate theirs later
+        from_numpy_dtype(array.dtype)  # refuse dtypes the dialect has no name for
+        return array
+    raise ValueError(f"unknown attribute kind '{kind}'")
+
+
+def _attr_key(kind: str, value):
+    if kind == "dense":
+        return ("dense", value.dtype.str, value.shape, digest(np.ascontiguousarray(value).tobytes()))
+    return value
+
+
+_types_bytes: dict[tuple, bytes] = {}
+_op_bytes: dict[str, bytes] = {}
+_INDEX = [i.to_bytes(2, "little") for i in range(256)]
+
+
+def _index_bytes(i: int) -> bytes:
+    return _INDEX[i] if i < 256 else i.to_bytes(4, "little")
+
+
+def make_node(spec, operands: tuple, kwargs: dict, types: tuple[TensorType, ...]) -> Node:
+    """A node for ``spec`` applied to values; ``kwargs`` already checked by its rule.
+
+    The digest input is unambiguous: the op name, then the repr of its
+    attributes (their set is fixed by the op), the repr of the result types,
+    then fixed-width operand entries, with a marker and a count for a
+    variadic group.
+    """
+    head = _op_bytes.get(spec.name)
+    if head is None:
+        head = _op_bytes[spec.name] = spec.name.encode() + b"|"
+    if kwargs:
+        attrs = dict(kwargs)
+        for name, kind in spec.attrs.items():
+            attrs[name] = normalize_attr(kind, attrs[name])
+        if "shape" in attrs:
+            attrs["shape"] = tuple(attrs["shape"])
+        if spec.attrs:
+            head += repr(tuple(_attr_key(k, attrs[n]) for n, k in spec.attrs.items())).encode()
+    else:
+        attrs = kwargs
+    tb = _types_bytes.get(types)
+    if tb is None:
+        tb = _types_bytes[types] = repr(tuple((tuple(t.shape), t.dtype) for t in types)).encode()
+    parts = [head, b"|", tb]
+    for o in operands:
+        if type(o) is Value:
+            parts += (o[0].digest, _INDEX[o[1]] if o[1] < 256 else _index_bytes(o[1]))
+        else:
+            parts += (b"G", _index_bytes(len(o)))
+            for v in o:
+                parts += (v.node.digest, _index_bytes(v.index))
+    return Node(spec.name, operands, attrs, types, digest(b"".join(parts)))
+
+
+def constant(array: np.ndarray) -> Node:
+    """A ``lazy.constant`` node (the scalar policy bakes 0 and 1 in this way)."""
+    from lazycore.dialect import spec_of
+
+    spec = spec_of("constant")
+    value = normalize_attr("dense", array)
+    return make_node(spec, (), {"value": value}, spec.infer(value=value))

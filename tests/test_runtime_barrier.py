@@ -1,0 +1,156 @@
+"""Barriers: live tensors, in-place updates, donation, counters, bounded state."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import lazycore as lc
+from lazycore import metrics, pjrt
+
+from test_runtime_core import MiniArray
+
+
+@pytest.fixture(autouse=True)
+def clean_runtime():
+    gc.collect()
+    lc.mark_step()
+    lc.cache.clear()
+    metrics.reset()
+    yield
+
+
+def buffer_of(arr: MiniArray):
+    return arr.t.value.node.buffer
+
+
+def test_paper_hazard_read_twice_after_in_place_update(capsys):
+    x = np.arange(4, dtype=np.float32)
+    a = MiniArray.from_numpy(x)
+    a += 1
+    print(a)
+    print(a)
+    first, second = capsys.readouterr().out.splitlines()
+    assert first == second == repr(MiniArray.from_numpy(x + 1))
+    np.testing.assert_array_equal(a.numpy(), x + 1)
+
+
+def test_paper_hazard_value_computed_before_in_place_update(capsys):
+    x = np.arange(4, dtype=np.float32)
+    a = MiniArray.from_numpy(x)
+    b = a + 2
+    a += 1
+    print(a)
+    print(b)
+    np.testing.assert_array_equal(a.numpy(), x + 1)
+    np.testing.assert_array_equal(b.numpy(), x + 2)
+    # a's first read ran one program for both: b was pending and live
+    assert metrics.counters()["executions"] == 1
+
+
+def test_step_loop_donates_the_overwritten_weights(rng):
+    w0, g0 = rng.standard_normal((8, 8)).astype(np.float32), rng.standard_normal((8, 8)).astype(np.float32)
+    w, g = MiniArray.from_numpy(w0), MiniArray.from_numpy(g0)
+    ref = w0.copy()
+    g_buffer = buffer_of(g)
+    for i in range(4):
+        lr = 0.01 * (i + 2)
+        old = buffer_of(w)
+        w -= lr * g
+        ref = ref - np.float32(lr) * g0
+        lc.mark_step()
+        assert old.is_deleted()  # its storage became the new w
+        assert not buffer_of(w).is_deleted()
+    assert not g_buffer.is_deleted()  # g is live: never donated
+    assert metrics.counters()["donated_buffers"] == 4
+    assert metrics.counters()["compiles"] == 1
+    np.testing.assert_allclose(w.numpy(), ref, rtol=1e-5)
+
+
+def test_a_buffer_the_user_handed_in_is_never_donated():
+    mine = pjrt.to_device(np.ones((3,), np.float32))
+    a = MiniArray(lc.from_buffer(mine))
+    a -= 0.5
+    lc.mark_step()
+    assert not mine.is_deleted()
+    np.testing.assert_array_equal(np.asarray(mine), np.ones((3,), np.float32))
+    np.testing.assert_array_equal(a.numpy(), np.full((3,), 0.5, np.float32))
+    assert metrics.counters()["donated_buffers"] == 0
+
+
+def test_a_buffer_a_live_handle_holds_is_never_donated():
+    a = MiniArray.from_numpy(np.ones((3,), np.float32))
+    b = a * 3.0  # a keeps its buffer; b has the same type
+    lc.mark_step()
+    assert not buffer_of(a).is_deleted()
+    assert metrics.counters()["donated_buffers"] == 0
+    np.testing.assert_array_equal(b.numpy(), np.full((3,), 3, np.float32))
+
+
+def test_an_exported_buffer_is_never_donated():
+    a = MiniArray.from_numpy(np.ones((3,), np.float32))
+    exported = lc.to_buffer(a.t)
+    a += 2.0
+    lc.mark_step()
+    assert not exported.is_deleted()
+    assert metrics.counters()["donated_buffers"] == 0
+
+
+def test_host_copy_survives_donation():
+    a = MiniArray.from_numpy(np.zeros((3,), np.float32))
+    a += 2.0
+    host = a.numpy()
+    a += 5.0
+    lc.mark_step()
+    assert metrics.counters()["donated_buffers"] == 2
+    np.testing.assert_array_equal(host, np.full((3,), 2, np.float32))
+
+
+def test_handles_sharing_a_value_get_one_output():
+    a = MiniArray.from_numpy(np.arange(3, dtype=np.float32))
+    b = a * 2.0
+    c = MiniArray.from_numpy(np.zeros((3,), np.float32))
+    c.t.assign(b.t)
+    lc.mark_step()
+    assert c.t.value.node is b.t.value.node
+    np.testing.assert_array_equal(c.numpy(), np.arange(3, dtype=np.float32) * 2)
+
+
+def test_mark_step_runs_nothing_when_nothing_is_pending():
+    a = MiniArray.from_numpy(np.ones((2,), np.float32))
+    lc.mark_step()
+    assert metrics.counters()["executions"] == 0
+    assert not a.t.pending
+
+
+def test_counters_and_timings(rng):
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    a = MiniArray.from_numpy(x)
+    out = (a * 4.0).numpy()
+    c = metrics.counters()
+    assert c["transfers_to_device"] == 2 and c["bytes_to_device"] == x.nbytes + 4  # data and the scalar 4.0
+    assert c["transfers_to_host"] == 1 and c["bytes_to_host"] == out.nbytes
+    assert (c["compiles"], c["executions"], c["fallbacks"]) == (1, 1, 0)
+    t = metrics.timings()
+    assert all(len(t[p]) == 1 and t[p][0] > 0 for p in ("trace", "lowering", "compile", "execute"))
+    metrics.reset()
+    assert set(metrics.counters().values()) == {0}
+    assert all(v == [] for v in metrics.timings().values())
+
+
+def test_thousand_steps_keep_registry_and_cache_bounded(rng):
+    w0, g0 = rng.standard_normal((4,)).astype(np.float32), rng.standard_normal((4,)).astype(np.float32)
+    w, g = MiniArray.from_numpy(w0), MiniArray.from_numpy(g0)
+    ref = w0.copy()
+    base = lc.live_tensors()  # w, g and whatever else this process still holds
+    live, cached = set(), set()
+    for i in range(1000):
+        lr = 0.001 * (i % 5 + 2)
+        w -= lr * g
+        ref = ref - np.float32(lr) * g0
+        lc.mark_step()
+        live.add(lc.live_tensors())
+        cached.add(lc.cache.size())
+    assert live == {base} and cached == {1}
+    assert metrics.counters()["compiles"] == 1 and metrics.counters()["executions"] == 1000
+    np.testing.assert_allclose(w.numpy(), ref, rtol=1e-4)

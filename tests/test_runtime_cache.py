@@ -1,0 +1,129 @@
+"""The compile cache: one compile per program structure, bounded, keyed safely."""
+
+import gc
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import lazycore as lc
+from lazycore import config, metrics
+from lazycore.barrier import Walk
+
+from test_runtime_core import MiniArray
+
+
+@pytest.fixture(autouse=True)
+def clean_runtime():
+    gc.collect()
+    lc.mark_step()
+    lc.cache.clear()
+    metrics.reset()
+    yield
+
+
+def step(x, scale):
+    """A small program: read back (a barrier) ``tanh(x * scale + x)``."""
+    a = MiniArray.from_numpy(x)
+    return MiniArray(lc.apply("tanh", (a * scale + a).t)).numpy()
+
+
+def test_same_program_twice_compiles_once(rng):
+    x = rng.standard_normal((4, 4)).astype(np.float32)
+    first, second = step(x, 2.0), step(x, 2.0)
+    np.testing.assert_array_equal(first, second)
+    c = metrics.counters()
+    assert (c["compiles"], c["cache_hits"], c["executions"]) == (1, 1, 2)
+    assert len(metrics.timings()["compile"]) == 1 and len(metrics.timings()["execute"]) == 2
+
+
+def test_new_scalar_value_reuses_the_program(rng):
+    x = rng.standard_normal((4, 4)).astype(np.float32)
+    a = MiniArray.from_numpy(x)
+    assert (a * 2.0).t.value.node.digest == (a * 3.0).t.value.node.digest
+    np.testing.assert_allclose(step(x, 2.0), np.tanh(x * np.float32(2.0) + x), rtol=1e-6)
+    np.testing.assert_allclose(step(x, 3.0), np.tanh(x * np.float32(3.0) + x), rtol=1e-6)
+    assert metrics.counters()["compiles"] == 1
+
+
+def test_zero_and_one_are_baked_so_they_compile_apart(rng):
+    x = rng.standard_normal((3,)).astype(np.float32)
+    step(x, 2.0)
+    np.testing.assert_allclose(step(x, 1.0), np.tanh(x + x), rtol=1e-6)
+    assert metrics.counters()["compiles"] == 2
+
+
+def test_shape_or_dtype_change_recompiles(rng):
+    step(rng.standard_normal((4, 4)).astype(np.float32), 2.0)
+    step(rng.standard_normal((5, 4)).astype(np.float32), 2.0)
+    step(rng.standard_normal((5, 4)), 2.0)  # f64
+    assert metrics.counters()["compiles"] == 3
+
+
+def test_sharing_of_leaves_is_part_of_the_key(rng):
+    x, y = (rng.standard_normal((3,)).astype(np.float32) for _ in range(2))
+    a, b = lc.from_numpy(x), lc.from_numpy(y)
+    same, diff = lc.apply("add", a, a), lc.apply("add", a, b)
+    assert same.value.node.digest == diff.value.node.digest  # leaves hash their type only
+    assert Walk([same.value]).encoding != Walk([diff.value]).encoding
+    # each barrier on its own, so each is a program of its own
+    np.testing.assert_allclose(lc.to_numpy(same), x + x)
+    np.testing.assert_allclose(lc.to_numpy(lc.apply("add", a, b)), x + y)
+    assert metrics.counters()["compiles"] == 2
+
+
+def test_sharing_of_inner_nodes_is_part_of_the_key(rng):
+    x, y = (lc.from_numpy(rng.standard_normal((3,)).astype(np.float32)) for _ in range(2))
+    n1, n2 = lc.apply("neg", x), lc.apply("neg", y)
+    shared = lc.apply("add", n1, n1)
+    apart = lc.apply("add", n1, n2)
+    assert Walk([shared.value]).encoding != Walk([apart.value]).encoding
+
+
+def test_cache_is_lru_and_bounded_by_the_setting(rng):
+    progs = [rng.standard_normal((n,)).astype(np.float32) for n in (2, 3, 4)]
+    with config.override(cache_size=2):
+        step(progs[0], 2.0)
+        step(progs[1], 2.0)
+        step(progs[0], 2.0)  # hit: now most recent
+        step(progs[2], 2.0)  # evicts progs[1]'s program
+        assert lc.cache.size() == 2
+        step(progs[0], 2.0)
+        assert metrics.counters()["cache_hits"] == 2
+        step(progs[1], 2.0)
+        assert metrics.counters()["compiles"] == 4
+
+
+def test_cache_size_comes_from_the_environment():
+    env = dict(os.environ, LAZYCORE_CACHE_SIZE="7")
+    code = "from lazycore.config import settings; print(settings.cache_size)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "7"
+    env["LAZYCORE_CACHE_SIZE"] = "many"
+    bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert bad.returncode != 0 and "LAZYCORE_CACHE_SIZE must be an integer" in bad.stderr
+
+
+def test_unknown_setting_is_refused():
+    with pytest.raises(KeyError, match="cache_sise"):
+        config.configure(cache_sise=3)
+
+
+def test_a_hit_does_no_mlir_work(rng, monkeypatch):
+    import lazycore.dialect
+    import lazycore.mlir
+    from lazycore import compiler
+
+    x = rng.standard_normal((2, 2)).astype(np.float32)
+    step(x, 2.0)
+
+    def boom(*a, **k):
+        raise AssertionError("MLIR used on a cache hit")
+
+    for mod, name in ((lazycore.mlir, "new_context"), (lazycore.dialect, "create"),
+                      (compiler, "lower"), (compiler, "compile_stablehlo")):
+        monkeypatch.setattr(mod, name, boom)
+    np.testing.assert_allclose(step(x, 5.0), np.tanh(x * np.float32(5.0) + x), rtol=1e-6)
+    assert metrics.counters()["cache_hits"] == 1

@@ -1,0 +1,197 @@
+"""The core API: values in and out, ops, the scalar policy, and a tiny frontend on top."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import lazycore as lc
+from lazycore import metrics
+from lazycore.dialect import ShapeError
+
+
+class MiniArray:
+    """An example frontend: NumPy-like operators on the core API only.
+
+    Python scalars go through ``lc.scalar`` (the scalar policy) and are
+    broadcast to the array's shape; ``+=``/``-=`` are in-place updates.
+    """
+
+    def __init__(self, t):
+        self.t = t
+
+    @classmethod
+    def from_numpy(cls, a, device=None):
+        return cls(lc.from_numpy(a, device))
+
+    def _lift(self, other):
+        if isinstance(other, MiniArray):
+            return other.t
+        s = lc.scalar(other, dtype=self.t.dtype, device=self.t.device)
+        return lc.apply("broadcast_in_dim", s, dims=(), shape=self.t.shape) if self.t.shape else s
+
+    def _op(self, name, other, reverse=False):
+        a, b = self.t, self._lift(other)
+        return MiniArray(lc.apply(name, *((b, a) if reverse else (a, b))))
+
+    __add__ = lambda self, o: self._op("add", o)
+    __radd__ = lambda self, o: self._op("add", o, True)
+    __sub__ = lambda self, o: self._op("sub", o)
+    __rsub__ = lambda self, o: self._op("sub", o, True)
+    __mul__ = lambda self, o: self._op("mul", o)
+    __rmul__ = lambda self, o: self._op("mul", o, True)
+    __truediv__ = lambda self, o: self._op("div", o)
+    __neg__ = lambda self: MiniArray(lc.apply("neg", self.t))
+
+    def __iadd__(self, o):
+        self.t.assign(lc.apply("add", self.t, self._lift(o)))
+        return self
+
+    def __isub__(self, o):
+        self.t.assign(lc.apply("sub", self.t, self._lift(o)))
+        return self
+
+    def numpy(self):
+        return lc.to_numpy(self.t)
+
+    def __repr__(self):
+        return f"MiniArray({self.numpy()!r})"
+
+
+@pytest.fixture(autouse=True)
+def clean_runtime():
+    gc.collect()
+    lc.mark_step()  # nothing pending from earlier tests joins this test's programs
+    lc.cache.clear()
+    metrics.reset()
+    yield
+
+
+def check(got, want):
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_roundtrip_keeps_values_and_dtype(rng):
+    for a in (rng.standard_normal((3, 4)).astype(np.float32), rng.integers(-9, 9, (5,)).astype(np.int64),
+              rng.integers(0, 2, (2, 2)).astype(bool)):
+        check(lc.to_numpy(lc.from_numpy(a)), a)
+
+
+def test_frontend_expression_matches_numpy(rng):
+    x, y = (rng.standard_normal((4, 5)).astype(np.float32) for _ in range(2))
+    a, b = MiniArray.from_numpy(x), MiniArray.from_numpy(y)
+    out = (a * b - 2.5 * a + 1) / (b * b + 3.0)
+    check(out.numpy(), (x * y - np.float32(2.5) * x + 1) / (y * y + np.float32(3.0)))
+    check((-a).numpy(), -x)
+    check((7.0 - a).numpy(), np.float32(7.0) - x)
+
+
+def test_integer_ops_keep_integer_dtype(rng):
+    x, y = (rng.integers(-50, 50, (6,)).astype(np.int32) for _ in range(2))
+    a, b = MiniArray.from_numpy(x), MiniArray.from_numpy(y)
+    check((a * b + 5).numpy(), x * y + np.int32(5))
+
+
+def test_variadic_group_is_a_list(rng):
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    starts = [lc.from_numpy(np.array(2, np.int64)), lc.scalar(1, dtype="i64")]
+    out = lc.apply("dynamic_slice", lc.from_numpy(x), starts, sizes=(2, 3))
+    assert out.shape == (2, 3)
+    check(lc.to_numpy(out), x[2:4, 1:4])
+
+
+def test_multi_result_op_gives_one_handle_per_result():
+    state = lc.from_numpy(np.array([7, 42], np.uint64))
+    new_state, bits = lc.apply("rng_bit_generator", state, algorithm="three_fry", shape=(4, 3), dtype="ui32")
+    assert new_state.value.node is bits.value.node and (new_state.value.index, bits.value.index) == (0, 1)
+    got = lc.to_numpy(bits)
+    assert got.dtype == np.uint32 and got.shape == (4, 3)
+    assert metrics.counters()["executions"] == 1  # both results came from one program
+    assert not np.array_equal(lc.to_numpy(new_state), np.array([7, 42], np.uint64))
+    # same state, same bits: the state really is the generator's input
+    _, again = lc.apply("rng_bit_generator", lc.from_numpy(np.array([7, 42], np.uint64)),
+                        algorithm="three_fry", shape=(4, 3), dtype="ui32")
+    np.testing.assert_array_equal(lc.to_numpy(again), got)
+
+
+def test_bad_call_raises_shape_error_at_the_users_line():
+    a = lc.from_numpy(np.zeros((2, 3), np.float32))
+    b = lc.from_numpy(np.zeros((3, 2), np.float32))
+    with pytest.raises(ShapeError, match="same type") as info:
+        lc.apply("add", a, b)
+    frames = [entry.frame.code.name for entry in info.traceback]
+    assert frames[0] == "test_bad_call_raises_shape_error_at_the_users_line"
+    assert "apply" in frames
+    with pytest.raises(ShapeError, match="out of range"):
+        lc.apply("broadcast_in_dim", a, dims=(0, 5), shape=(2, 3))
+    assert metrics.counters()["executions"] == 0
+
+
+def test_bad_operands_and_unknown_ops_are_named():
+    a = lc.from_numpy(np.zeros((2,), np.float32))
+    with pytest.raises(TypeError, match="lazycore.scalar"):
+        lc.apply("add", a, 2.0)
+    with pytest.raises(KeyError, match="lazy.no_such_op"):
+        lc.apply("no_such_op", a)
+
+
+def test_per_op_path_does_no_mlir_work(monkeypatch):
+    import lazycore.dialect
+    import lazycore.mlir
+
+    def boom(*a, **k):
+        raise AssertionError("MLIR used on the per-op path")
+
+    monkeypatch.setattr(lazycore.mlir, "new_context", boom)
+    monkeypatch.setattr(lazycore.dialect, "create", boom)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    a = MiniArray.from_numpy(x)
+    for _ in range(50):
+        a = a * 0.5 + 1.5
+    ref = x
+    for _ in range(50):
+        ref = ref * np.float32(0.5) + np.float32(1.5)
+    assert metrics.timings()["lowering"] == []
+    monkeypatch.undo()
+    check(a.numpy(), ref)
+
+
+def test_scalar_policy_bakes_only_zero_and_one():
+    assert lc.scalar(1.0).value.node.op == "constant"
+    assert lc.scalar(0, dtype="i32").value.node.op == "constant"
+    two, three = lc.scalar(2.0), lc.scalar(3.0)
+    assert two.value.node.op == three.value.node.op == "scalar"
+    assert two.value.node.digest == three.value.node.digest
+    assert lc.scalar(2.0, dtype="f64").value.node.digest != two.value.node.digest
+    assert lc.scalar(1.0).value.node.digest != lc.scalar(0.0).value.node.digest
+    with pytest.raises(OverflowError):
+        lc.scalar(300, dtype="ui8")
+
+
+def test_node_digests_are_structural():
+    x = np.ones((2, 2), np.float32)
+    a, b = lc.from_numpy(x), lc.from_numpy(2 * x)
+    d = lambda t: t.value.node.digest
+    assert d(lc.apply("add", a, b)) == d(lc.apply("add", b, a)) == d(lc.apply("add", a, a))
+    assert d(lc.apply("add", a, b)) != d(lc.apply("mul", a, b))
+    assert d(lc.apply("compare", a, b, direction="LT")) != d(lc.apply("compare", a, b, direction="GT"))
+    assert d(lc.apply("convert", a, dtype="f64")) != d(lc.apply("convert", a, dtype="i32"))
+    assert len(d(a)) == 16
+
+
+def test_assign_is_an_in_place_update_of_the_handle():
+    a = lc.from_numpy(np.ones((2,), np.float32))
+    before = a.value
+    a.assign(lc.apply("neg", a))
+    assert a.value is not before and a.pending
+    check(lc.to_numpy(a), -np.ones((2,), np.float32))
+    with pytest.raises(ShapeError, match="keeps the type"):
+        a.assign(lc.from_numpy(np.ones((3,), np.float32)))
+
+
+def test_to_numpy_returns_a_private_copy():
+    a = lc.from_numpy(np.ones((3,), np.float32))
+    host = lc.to_numpy(a)
+    host[0] = 5
+    check(lc.to_numpy(a), np.ones((3,), np.float32))
