@@ -5,14 +5,24 @@ Each pattern is a function ``(op, rewriter) -> bool`` that returns False when
 it rewrote the op (MLIR's Python pattern convention) and states its algebra
 in its docstring. ``PATTERNS`` lists (root op, pattern); the pass applies them
 with MLIR's greedy driver, so they compose to a fixpoint.
+
+Rewrites keep the program's values bit for bit, with two exceptions that
+XLA's own simplifier and constant folder share: ``x + 0 -> x`` keeps ``-0.0``
+where IEEE gives ``+0.0``, and folded transcendentals (exp, tanh, erf...) are
+evaluated in f64 and rounded once, which may differ from the backend's
+approximation in the last place.
 """
 
 from __future__ import annotations
 
+import math
+
+import ml_dtypes
 import numpy as np
 
 from lazycore.dialect import create
-from lazycore.dialect.build import attr_from_mlir, from_mlir_type
+from lazycore.dialect.build import attr_to_mlir, from_mlir_type, tensor_type
+from lazycore.dialect.types import TensorType, is_bool, is_float, is_unsigned, to_numpy_dtype
 from lazycore.mlir import ir, rewrite
 
 from .pipeline import register_pass
@@ -38,18 +48,39 @@ def defining_op(v: ir.Value):
     return owner if isinstance(owner, ir.OpView) or isinstance(owner, ir.Operation) else None
 
 
-def splat_value(v: ir.Value):
-    """The scalar of a splat ``lazy.constant``, or None."""
+def producer(v: ir.Value, name: str):
+    """The ``lazy.<name>`` op producing ``v``, or None."""
     o = defining_op(v)
-    if o is None or o.name != "lazy.constant":
+    return o if o is not None and o.operation.name == f"lazy.{name}" else None
+
+
+def type_of(v: ir.Value) -> TensorType:
+    return from_mlir_type(v.type)
+
+
+def i64s(op, name: str) -> tuple[int, ...]:
+    return tuple(ir.DenseI64ArrayAttr(op.attributes[name]))
+
+
+def splat_value(v: ir.Value):
+    """The scalar (a NumPy scalar of the element type) of a splat ``lazy.constant``, or None.
+
+    Read from the attribute's one stored element, so a splat of any size costs
+    nothing to look at.
+    """
+    o = producer(v, "constant")
+    if o is None:
         return None
     attr = ir.DenseElementsAttr(o.attributes["value"])
     if not attr.is_splat:
         return None
-    value = attr_from_mlir("dense", attr)
-    if not isinstance(value, np.ndarray):
-        return None
-    return value.reshape(-1)[0] if value.size else None
+    element = attr.get_splat_value()
+    dtype = type_of(v).dtype
+    if is_bool(dtype):
+        return np.bool_(ir.BoolAttr(element).value)
+    if is_float(dtype):
+        return to_numpy_dtype(dtype).type(ir.FloatAttr(element).value)
+    return to_numpy_dtype(dtype).type(ir.IntegerAttr(element).value)
 
 
 def is_splat_of(v: ir.Value, scalar) -> bool:
@@ -57,7 +88,23 @@ def is_splat_of(v: ir.Value, scalar) -> bool:
     return s is not None and s == scalar
 
 
-# --- patterns --------------------------------------------------------------------
+def splat_constant(scalar, t: TensorType) -> ir.Value:
+    """``lazy.constant`` of type ``t`` with every element ``scalar``.
+
+    ``create`` would hand MLIR every element of the array; a splat attribute
+    stores one, which matters for large shapes.
+    """
+    one = ir.DenseElementsAttr(attr_to_mlir("dense", np.asarray(scalar, dtype=to_numpy_dtype(t.dtype))))
+    value = ir.DenseElementsAttr.get_splat(tensor_type(t), one.get_splat_value())
+    return ir.Operation.create("lazy.constant", results=[tensor_type(t)], attributes={"value": value}).result
+
+
+def replace(op, rewriter, value: ir.Value) -> bool:
+    rewriter.replace_op(op, [value])
+    return False
+
+
+# --- identities ------------------------------------------------------------------
 
 
 @pattern("mul")
@@ -66,23 +113,353 @@ def mul_by_one(op, rewriter):
     lhs, rhs = op.operands
     for keep, one in ((lhs, rhs), (rhs, lhs)):
         if is_splat_of(one, 1):
-            rewriter.replace_op(op, [keep])
-            return False
+            return replace(op, rewriter, keep)
     return True
 
 
 @pattern("add")
 def add_zero(op, rewriter):
-    """x + 0 -> x, 0 + x -> x"""
+    """x + 0 -> x, 0 + x -> x  (as XLA does, -0.0 + 0.0 stays -0.0)"""
     lhs, rhs = op.operands
     for keep, zero in ((lhs, rhs), (rhs, lhs)):
-        if is_splat_of(zero, 0) and from_mlir_type(zero.type).dtype != "i1":
-            rewriter.replace_op(op, [keep])
-            return False
+        if is_splat_of(zero, 0) and type_of(zero).dtype != "i1":
+            return replace(op, rewriter, keep)
     return True
 
 
+@pattern("sub")
+def sub_zero(op, rewriter):
+    """x - 0 -> x  (for floats only +0.0: x - (-0.0) turns -0.0 into +0.0)"""
+    lhs, rhs = op.operands
+    zero = splat_value(rhs)
+    if zero is None or zero != 0:
+        return True
+    if is_float(type_of(rhs).dtype) and np.signbit(zero):
+        return True
+    return replace(op, rewriter, lhs)
+
+
+@pattern("convert")
+def convert_noop(op, rewriter):
+    """convert(x: T) -> T  =>  x"""
+    (x,) = op.operands
+    if x.type != op.results[0].type:
+        return True
+    return replace(op, rewriter, x)
+
+
+@pattern("reshape")
+def reshape_noop(op, rewriter):
+    """reshape(x: S) -> S  =>  x"""
+    (x,) = op.operands
+    if x.type != op.results[0].type:
+        return True
+    return replace(op, rewriter, x)
+
+
+@pattern("permute")
+def permute_identity(op, rewriter):
+    """permute(x, [0, 1, ..., n-1]) -> x"""
+    if i64s(op, "dims") != tuple(range(type_of(op.operands[0]).rank)):
+        return True
+    return replace(op, rewriter, op.operands[0])
+
+
+@pattern("broadcast_in_dim")
+def broadcast_noop(op, rewriter):
+    """broadcast_in_dim(x: S, dims=[0, ..., n-1]) -> S  =>  x
+
+    Same shape with other dims would be a transpose, which is not a no-op."""
+    (x,) = op.operands
+    if x.type != op.results[0].type or i64s(op, "dims") != tuple(range(type_of(x).rank)):
+        return True
+    return replace(op, rewriter, x)
+
+
+# --- chains of shape ops -----------------------------------------------------------
+
+
+@pattern("permute")
+def permute_of_permute(op, rewriter):
+    """permute(permute(x, p1), p2) -> permute(x, q) with q[i] = p1[p2[i]]
+
+    (result dim i is inner dim p2[i], which is x's dim p1[p2[i]]); the identity
+    q gives x itself."""
+    inner = producer(op.operands[0], "permute")
+    if inner is None:
+        return True
+    p1, p2 = i64s(inner, "dims"), i64s(op, "dims")
+    composed = tuple(p1[d] for d in p2)
+    x = inner.operands[0]
+    if composed == tuple(range(len(composed))):
+        return replace(op, rewriter, x)
+    with rewriter.ip, op.location:
+        return replace(op, rewriter, create("permute", x, dims=composed).result)
+
+
+@pattern("reshape")
+def reshape_of_reshape(op, rewriter):
+    """reshape(reshape(x, s1), s2) -> reshape(x, s2)  (row-major order is kept by both)"""
+    inner = producer(op.operands[0], "reshape")
+    if inner is None:
+        return True
+    with rewriter.ip, op.location:
+        new = create("reshape", inner.operands[0], shape=type_of(op.results[0]).shape)
+    return replace(op, rewriter, new.result)
+
+
+@pattern("broadcast_in_dim")
+def broadcast_of_splat(op, rewriter):
+    """broadcast_in_dim(splat c) -> splat c of the result shape"""
+    scalar = splat_value(op.operands[0])
+    if scalar is None:
+        return True
+    with rewriter.ip, op.location:
+        return replace(op, rewriter, splat_constant(scalar, type_of(op.results[0])))
+
+
+# --- convert chains --------------------------------------------------------------
+
+_FLOAT_PRECISION = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}  # significand bits
+_FLOAT_RANK = {"f16": 0, "bf16": 0, "f32": 1, "f64": 2}
+
+
+def _int_bits(dtype: str) -> tuple[int, bool]:
+    """(bits of magnitude, signed) of an integer or bool element type."""
+    if dtype == "i1":
+        return 1, False
+    width = int(dtype.lstrip("ui"))
+    return (width, False) if is_unsigned(dtype) else (width - 1, True)
+
+
+def exact_conversion(src: str, dst: str) -> bool:
+    """Does converting src -> dst keep every value of src (NaN, inf, -0.0 included)?"""
+    if src == dst:
+        return True
+    if is_float(src):
+        # f16 and bf16 trade range for precision: neither holds the other.
+        return is_float(dst) and _FLOAT_RANK[dst] > _FLOAT_RANK[src]
+    bits, signed = _int_bits(src)
+    if is_float(dst):
+        return bits <= _FLOAT_PRECISION[dst]
+    if dst == "i1":
+        return False
+    dst_bits, dst_signed = _int_bits(dst)
+    return dst_bits >= bits and (dst_signed or not signed)
+
+
+def same_conversion(a: str, b: str, c: str) -> bool:
+    """Do a -> c and b -> c agree on every value a can hold (a -> b being exact)?
+
+    Conversions to a float or to i1 depend only on the value. To a wider
+    integer type they do too, but a value out of c's range wraps when it
+    comes from an integer and saturates (XLA) when it comes from a float.
+    """
+    return is_float(c) or c == "i1" or is_float(a) == is_float(b) or exact_conversion(a, c)
+
+
+@pattern("convert")
+def convert_of_exact_convert(op, rewriter):
+    """convert(convert(x: A -> B) -> C) -> convert(x: A -> C) when A -> B is exact
+
+    and B -> C treats the value as A -> C would (see same_conversion).
+    A == C then folds to x: a round trip through a wider type.
+    """
+    inner = producer(op.operands[0], "convert")
+    if inner is None:
+        return True
+    x = inner.operands[0]
+    a, b, c = type_of(x).dtype, type_of(inner.results[0]).dtype, type_of(op.results[0]).dtype
+    if not (exact_conversion(a, b) and same_conversion(a, b, c)):
+        return True
+    with rewriter.ip, op.location:
+        return replace(op, rewriter, create("convert", x, dtype=c).result)
+
+
+# --- constant folding ----------------------------------------------------------------
+
+# Non-splat constants are folded up to this many elements, so folding never
+# bloats the module; splats of any size fold, costing one element.
+FOLD_LIMIT = 16
+
+
+def _via_f64(f):
+    """Transcendentals: evaluated in f64 and rounded once to the element type."""
+    return lambda x: np.asarray(f(x.astype(np.float64))).astype(x.dtype)
+
+
+def _sign(x):
+    # np.sign(-0.0) is +0.0; StableHLO keeps -0.0 (and NaN, as np.sign does).
+    return np.where(x == 0, x, np.sign(x)) if np.issubdtype(x.dtype, np.floating) else np.sign(x)
+
+
+def _not(x):
+    return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
+
+
+UNARY_FOLDS = {
+    "neg": np.negative,
+    "abs": np.abs,
+    "sign": _sign,
+    "exp": _via_f64(np.exp),
+    "log": _via_f64(np.log),
+    "log1p": _via_f64(np.log1p),
+    "expm1": _via_f64(np.expm1),
+    "tanh": _via_f64(np.tanh),
+    "logistic": _via_f64(lambda x: 1 / (1 + np.exp(-x))),
+    "sqrt": np.sqrt,  # correctly rounded, like IEEE sqrt
+    "rsqrt": _via_f64(lambda x: 1 / np.sqrt(x)),
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": np.rint,  # half to even
+    "erf": _via_f64(np.vectorize(math.erf, otypes=[np.float64])),
+    "sin": _via_f64(np.sin),
+    "cos": _via_f64(np.cos),
+    "not": _not,
+    "is_finite": np.isfinite,
+}
+
+
+def _int_division_defined(a, b) -> bool:
+    """StableHLO leaves x / 0 and INT_MIN / -1 to the backend: those do not fold."""
+    if np.any(b == 0):
+        return False
+    if np.issubdtype(a.dtype, np.signedinteger):
+        return not np.any((a == np.iinfo(a.dtype).min) & (b == -1))
+    return True
+
+
+def _div(a, b):
+    if np.issubdtype(a.dtype, np.floating):
+        return np.divide(a, b)
+    if not _int_division_defined(a, b):
+        return None
+    # Truncating division; a - fmod(a, b) is an exact multiple of b.
+    return (a - np.fmod(a, b)) // b
+
+
+def _rem(a, b):
+    if np.issubdtype(a.dtype, np.integer) and not _int_division_defined(a, b):
+        return None
+    return np.fmod(a, b)  # sign of the dividend
+
+
+def _pow(a, b):
+    if np.issubdtype(a.dtype, np.floating):
+        return _via_f64(lambda x: np.power(x, b.astype(np.float64)))(a)
+    if np.any(b < 0):
+        return None  # integer x ** -n is left to the backend
+    return np.power(a, b)  # wraps like XLA's square-and-multiply
+
+
+def _extremum(npf, prefer_negative_zero: bool):
+    def f(a, b):
+        if not np.issubdtype(a.dtype, np.floating):
+            return npf(a, b)
+        # IEEE: max(-0.0, +0.0) is +0.0 and min is -0.0, whatever the order;
+        # NumPy returns whichever operand came first.
+        tie = np.where(np.signbit(a) == prefer_negative_zero, a, b)
+        return np.where(a == b, tie, npf(a, b))
+
+    return f
+
+
+BINARY_FOLDS = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": _div,
+    "rem": _rem,
+    "pow": _pow,
+    "maximum": _extremum(np.maximum, prefer_negative_zero=False),
+    "minimum": _extremum(np.minimum, prefer_negative_zero=True),
+    "atan2": lambda a, b: _via_f64(lambda x: np.arctan2(x, b.astype(np.float64)))(a),
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
+
+COMPARE_FOLDS = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
+                 "GT": np.greater, "GE": np.greater_equal}
+
+
+def _convert(x, dtype: np.dtype):
+    if np.issubdtype(x.dtype, np.floating) and np.issubdtype(dtype, np.integer):
+        # float -> int truncates; NaN and out-of-range values are the backend's call.
+        info = np.iinfo(dtype)
+        t = np.trunc(x.astype(np.float64))
+        if np.any(np.isnan(t)) or np.any(t < info.min) or np.any(t > info.max):
+            return None
+    return x.astype(dtype)
+
+
+def _evaluate(name: str, op, args, dtype: np.dtype):
+    if name in UNARY_FOLDS:
+        return UNARY_FOLDS[name](*args)
+    if name in BINARY_FOLDS:
+        return BINARY_FOLDS[name](*args)
+    if name == "compare":
+        return COMPARE_FOLDS[ir.StringAttr(op.attributes["direction"]).value](*args)
+    if name == "select":
+        return np.where(*args)
+    if name == "convert":
+        return _convert(args[0], dtype)
+    raise AssertionError(name)
+
+
+FOLDABLE = tuple(UNARY_FOLDS) + tuple(BINARY_FOLDS) + ("compare", "select", "convert")
+
+
+def _has_subnormal(a: np.ndarray) -> bool:
+    """XLA's CPU backend flushes subnormals to zero and NumPy does not: leave them be."""
+    if a.dtype.kind != "f" and a.dtype != to_numpy_dtype("bf16"):
+        return False
+    wide = np.abs(a.astype(np.float64))
+    return bool(np.any((wide > 0) & (wide < float(ml_dtypes.finfo(a.dtype).tiny))))
+
+
+def constant_operand(v: ir.Value):
+    """(array, is_splat) of a ``lazy.constant`` operand small or splat enough to fold."""
+    scalar = splat_value(v)
+    if scalar is not None:
+        return np.asarray(scalar), True
+    o = producer(v, "constant")
+    t = type_of(v)
+    # NumPy cannot read bf16 out of an attribute, so only bf16 splats fold.
+    if o is None or t.size > FOLD_LIMIT or t.dtype == "bf16":
+        return None
+    return np.array(ir.DenseElementsAttr(o.attributes["value"])).reshape(t.shape), False
+
+
+@pattern(*FOLDABLE)
+def fold_constants(op, rewriter):
+    """op(c1, ..., cn) -> c, evaluated with NumPy under StableHLO's semantics
+
+    For elementwise ops whose operands are all constants, each a splat or of
+    at most FOLD_LIMIT elements. Cases StableHLO leaves to the backend
+    (integer division by zero, float -> int overflow, ...) are not folded."""
+    operands = [constant_operand(v) for v in op.operands]
+    if any(o is None or _has_subnormal(o[0]) for o in operands):
+        return True
+    result = type_of(op.results[0])
+    dtype = to_numpy_dtype(result.dtype)
+    with np.errstate(all="ignore"):
+        value = _evaluate(op.operation.name.removeprefix("lazy."), op, [a for a, _ in operands], dtype)
+        if value is None:
+            return True
+        value = np.asarray(value).astype(dtype)
+    if _has_subnormal(value):
+        return True
+    with rewriter.ip, op.location:
+        if all(splat for _, splat in operands):
+            new = splat_constant(value.reshape(()), result)
+        else:
+            new = create("constant", value=np.broadcast_to(value, result.shape).copy()).result
+    return replace(op, rewriter, new)
+
+
 def run(module_op: ir.Operation) -> None:
+    # A frozen pattern set may not be reused, so each run builds its own.
     patterns = rewrite.RewritePatternSet()
     for root, fn in PATTERNS:
         patterns.add(root, fn)
@@ -94,4 +471,4 @@ def _factory():
     return run
 
 
-__all__ = ["PATTERNS", "pattern", "run", "create"]
+__all__ = ["FOLDABLE", "FOLD_LIMIT", "PATTERNS", "exact_conversion", "same_conversion", "pattern", "run", "create"]

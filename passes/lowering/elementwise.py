@@ -69,3 +69,77 @@ def _compare(op, rewriter):
 def _iota(op, rewriter):
     dim = attr_to_mlir("i64", int(op.attributes["dim"].value))
     return hlo.value("iota", [], op.results[0].type, iota_dimension=dim)
+
+
+# --- erf -----------------------------------------------------------------------
+# StableHLO has no erf (that lives in chlo, which we do not have), so erf is
+# built from arithmetic. Polynomials are evaluated with Horner's rule.
+
+# Eigen's / XLA's f32 approximation: erf(x) = x * A(x^2) / B(x^2) on [-4, 4]
+# (erf(4) rounds to 1 in f32), accurate to a few ulp.
+_ERF_F32_A = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+              -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+              -1.60960333262415e-02)
+_ERF_F32_B = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+              -7.37332916720468e-03, -1.42647390514189e-02)
+
+# Cephes (ndtr.c) f64: erf(x) = x T(x^2) / U(x^2) for |x| < 1, and
+# erfc(x) = exp(-x^2) P(x) / Q(x) for 1 <= x < 8. T/U and P/Q have an implied
+# leading coefficient 1 in the denominators (Cephes' p1evl), written out here.
+_ERF_F64_T = (9.60497373987051638749e0, 9.00260197203842689217e1, 2.23200534594684319226e3,
+              7.00332514112805075473e3, 5.55923013010394962768e4)
+_ERF_F64_U = (1.0, 3.35617141647503099647e1, 5.21357949780152679795e2, 4.59432382970980127987e3,
+              2.26290000613890934246e4, 4.92673942608635921086e4)
+_ERFC_F64_P = (2.46196981473530512524e-10, 5.64189564831068821977e-1, 7.46321056442269912687e0,
+               4.86371970985681366614e1, 1.96520832956077098242e2, 5.26445194995477358631e2,
+               9.34528527171957607540e2, 1.02755188689515710272e3, 5.57535335369399327526e2)
+_ERFC_F64_Q = (1.0, 1.32281951154744992508e1, 8.67072140885989742329e1, 3.54937778887819891062e2,
+               9.75708501743205489753e2, 1.82390916687909736289e3, 2.24633760818710981792e3,
+               1.65666309194161350182e3, 5.57535340817727675546e2)
+# erfc(6) ~ 2e-17 is below half an f64 ulp of 1, so |x| >= 6 gives exactly +-1.
+_ERF_F64_SATURATE = 6.0
+
+
+def _horner(x, coefficients):
+    """c[0] x^n + c[1] x^(n-1) + ... + c[n], highest power first."""
+    acc = hlo.splat_like(coefficients[0], x)
+    for c in coefficients[1:]:
+        acc = hlo.binary("add", hlo.binary("multiply", acc, x), hlo.splat_like(c, x))
+    return acc
+
+
+def _clamp(lo, x, hi):
+    return hlo.value("clamp", [hlo.splat_like(lo, x), x, hlo.splat_like(hi, x)], x.type)
+
+
+def _erf_f32(x):
+    x = _clamp(-4.0, x, 4.0)
+    x2 = hlo.binary("multiply", x, x)
+    ratio = hlo.binary("divide", hlo.binary("multiply", x, _horner(x2, _ERF_F32_A)), _horner(x2, _ERF_F32_B))
+    return _clamp(-1.0, ratio, 1.0)
+
+
+def _erf_f64(x):
+    # |x| < 1: the odd rational form, on x clamped so the unused lanes stay finite.
+    xs = _clamp(-1.0, x, 1.0)
+    xs2 = hlo.binary("multiply", xs, xs)
+    small = hlo.binary("divide", hlo.binary("multiply", xs, _horner(xs2, _ERF_F64_T)), _horner(xs2, _ERF_F64_U))
+    # |x| >= 1: 1 - erfc(|x|), with the sign of x put back.
+    a = _clamp(1.0, hlo.unary("abs", x), _ERF_F64_SATURATE)
+    gauss = hlo.unary("exponential", hlo.unary("negate", hlo.binary("multiply", a, a)))
+    erfc = hlo.binary("divide", hlo.binary("multiply", gauss, _horner(a, _ERFC_F64_P)), _horner(a, _ERFC_F64_Q))
+    big = hlo.binary("subtract", hlo.splat_like(1.0, x), erfc)
+    signed = hlo.select(hlo.compare(x, hlo.splat_like(0.0, x), "LT"), hlo.unary("negate", big), big)
+    out = hlo.select(hlo.compare(hlo.unary("abs", x), hlo.splat_like(1.0, x), "LT"), small, signed)
+    # Both branches clamp, which would turn NaN into a number: keep NaN.
+    return hlo.select(hlo.compare(x, x, "NE"), x, out)
+
+
+@lowering("erf")
+def _erf(op, rewriter):
+    x = op.operands[0]
+    dtype = hlo.type_of(x).dtype
+    if dtype == "f64":
+        return _erf_f64(x)
+    # f16/bf16 have too few bits for the f32 polynomial's constants: widen.
+    return hlo.convert(_erf_f32(hlo.convert(x, "f32")), dtype)

@@ -1,0 +1,327 @@
+"""Every elementwise op, run through the real stack (lazy -> StableHLO -> PJRT) vs NumPy.
+
+Each test builds a one-op program, runs it on random inputs and compares
+values and dtype with NumPy's answer for the semantics the op table states
+(integer div/rem truncate toward zero, round is half to even, ...).
+"""
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from lazycore import compiler
+from lazycore.dialect.elementwise import BINARY, COMPARISON_DIRECTIONS, UNARY
+from lazycore.dialect.types import TensorType, to_numpy_dtype, type_of
+
+SHAPE = (3, 5)
+
+
+def ty(x) -> str:
+    return str(x if isinstance(x, TensorType) else type_of(np.asarray(x)))
+
+
+def one_op(name: str, inputs, result: str, attrs: str = "") -> list[np.ndarray]:
+    """Run ``lazy.<name>`` on ``inputs`` (as the entry arguments) and return its result."""
+    args = ", ".join(f"%a{i}: {ty(x)}" for i, x in enumerate(inputs))
+    uses = ", ".join(f"%a{i}" for i in range(len(inputs)))
+    in_types = ", ".join(ty(x) for x in inputs)
+    attr_text = f" {{{attrs}}}" if attrs else ""
+    text = f"""
+func.func @main({args}) -> {result} {{
+  %0 = "lazy.{name}"({uses}){attr_text} : ({in_types}) -> {result}
+  return %0 : {result}
+}}"""
+    (out,) = compiler.run_module(text, list(inputs))
+    return out
+
+
+def check_exact(out, want):
+    assert out.dtype == want.dtype, (out.dtype, want.dtype)
+    np.testing.assert_array_equal(out, want)
+
+
+def check_close(out, want, rtol=2e-6, atol=1e-6):
+    assert out.dtype == want.dtype, (out.dtype, want.dtype)
+    np.testing.assert_allclose(out.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol)
+
+
+# --- unary ---------------------------------------------------------------------
+
+# name -> (input maker from rng, NumPy reference, exact?)
+def _normal(rng, dtype=np.float32):
+    return (rng.standard_normal(SHAPE) * 3).astype(dtype)
+
+
+def _positive(rng, dtype=np.float32):
+    return rng.uniform(0.1, 10.0, SHAPE).astype(dtype)
+
+
+def _halves(rng, dtype=np.float32):
+    # .5 cases decide between half-to-even and half-away-from-zero rounding.
+    return (rng.integers(-8, 8, SHAPE) + 0.5).astype(dtype)
+
+
+UNARY_FLOAT_CASES = {
+    "neg": (_normal, np.negative, True),
+    "abs": (_normal, np.abs, True),
+    "sign": (lambda r: np.where(r.random(SHAPE) < 0.2, 0, _normal(r)).astype(np.float32), np.sign, True),
+    "exp": (_normal, np.exp, False),
+    "log": (_positive, np.log, False),
+    "log1p": (lambda r: r.uniform(-0.9, 5.0, SHAPE).astype(np.float32), np.log1p, False),
+    "expm1": (_normal, np.expm1, False),
+    "tanh": (_normal, np.tanh, False),
+    "logistic": (_normal, lambda x: (1 / (1 + np.exp(-x.astype(np.float64)))).astype(x.dtype), False),
+    "sqrt": (_positive, np.sqrt, False),
+    "rsqrt": (_positive, lambda x: (1 / np.sqrt(x.astype(np.float64))).astype(x.dtype), False),
+    "floor": (_normal, np.floor, True),
+    "ceil": (_normal, np.ceil, True),
+    "round": (_halves, np.round, True),
+    "sin": (_normal, np.sin, False),
+    "cos": (_normal, np.cos, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY_FLOAT_CASES))
+def test_unary_float(name, rng):
+    make, ref, exact = UNARY_FLOAT_CASES[name]
+    x = make(rng)
+    out = one_op(name, [x], ty(x))
+    (check_exact if exact else check_close)(out, ref(x))
+
+
+def test_round_is_half_to_even():
+    x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 0.49999997], dtype=np.float32)
+    check_exact(one_op("round", [x], ty(x)), np.array([-2, -2, -0, 0, 2, 2, 4, 0], dtype=np.float32))
+
+
+@pytest.mark.parametrize("name", ["neg", "abs", "sign"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8])
+def test_unary_signed_int(name, dtype, rng):
+    x = rng.integers(-50, 50, SHAPE).astype(dtype)
+    check_exact(one_op(name, [x], ty(x)), {"neg": np.negative, "abs": np.abs, "sign": np.sign}[name](x))
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.uint8])
+def test_not(dtype, rng):
+    x = rng.integers(0, 2 if dtype == np.bool_ else 200, SHAPE).astype(dtype)
+    want = np.logical_not(x) if dtype == np.bool_ else np.invert(x)
+    check_exact(one_op("not", [x], ty(x)), want)
+
+
+def test_is_finite():
+    x = np.array([0.0, -1.5, np.inf, -np.inf, np.nan, 3e38], dtype=np.float32)
+    check_exact(one_op("is_finite", [x], ty(TensorType(x.shape, "i1"))), np.isfinite(x))
+
+
+def _erf_reference(x):
+    return np.array([math.erf(float(v)) for v in x.reshape(-1)]).reshape(x.shape)
+
+
+@pytest.mark.parametrize(
+    "dtype, atol",
+    [(np.float64, 1e-15), (np.float32, 4e-7), (np.float16, 1e-3), (ml_dtypes.bfloat16, 8e-3)],
+)
+def test_erf(dtype, atol, rng):
+    # Dense over the range where erf is not yet +-1, plus the tails and specials.
+    x = np.concatenate([rng.uniform(-6.5, 6.5, 2000), [0.0, -0.0, 1.0, -1.0, 0.9999, 1e-8, 20, -20, np.inf, -np.inf]])
+    x = x.astype(dtype)
+    out = one_op("erf", [x], ty(x))
+    assert out.dtype == x.dtype
+    want = _erf_reference(x.astype(np.float64))
+    np.testing.assert_allclose(out.astype(np.float64), want, rtol=0, atol=atol)
+    # erf is odd, so rounding must not break the symmetry.
+    np.testing.assert_array_equal(one_op("erf", [-x], ty(x)), -out)
+
+
+def test_erf_keeps_nan():
+    x = np.array([np.nan, 0.5], dtype=np.float64)
+    out = one_op("erf", [x], ty(x))
+    assert np.isnan(out[0]) and out[1] == math.erf(0.5)
+
+
+def test_every_unary_op_is_covered():
+    covered = set(UNARY_FLOAT_CASES) | {"not", "is_finite", "erf"}
+    assert covered == set(UNARY)
+
+
+# --- binary --------------------------------------------------------------------
+
+FLOAT_BINARY = {
+    "add": (np.add, True),
+    "sub": (np.subtract, True),
+    "mul": (np.multiply, True),
+    "div": (np.divide, True),
+    "rem": (np.fmod, True),
+    "maximum": (np.maximum, True),
+    "minimum": (np.minimum, True),
+    "atan2": (np.arctan2, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT_BINARY))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_binary_float(name, dtype, rng):
+    ref, exact = FLOAT_BINARY[name]
+    a, b = _normal(rng, dtype), _normal(rng, dtype)
+    out = one_op(name, [a, b], ty(a))
+    (check_exact if exact else check_close)(out, ref(a, b))
+
+
+def test_pow_float(rng):
+    a, b = _positive(rng), rng.uniform(-3, 3, SHAPE).astype(np.float32)
+    check_close(one_op("pow", [a, b], ty(a)), np.power(a, b), rtol=1e-5)
+
+
+def _trunc_div(a, b):
+    q = np.abs(a) // np.abs(b)
+    return (np.sign(a) * np.sign(b) * q).astype(a.dtype)
+
+
+INT_BINARY = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": _trunc_div,  # toward zero, unlike NumPy's floor division
+    "rem": np.fmod,  # sign of the dividend, unlike NumPy's %
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
+
+
+@pytest.mark.parametrize("name", sorted(INT_BINARY))
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_binary_signed_int(name, dtype, rng):
+    a = rng.integers(-100, 100, SHAPE).astype(dtype)
+    b = rng.integers(1, 9, SHAPE).astype(dtype) * rng.choice([-1, 1], SHAPE).astype(dtype)
+    check_exact(one_op(name, [a, b], ty(a)), INT_BINARY[name](a, b))
+
+
+def test_int_div_rem_truncate_toward_zero():
+    a = np.array([7, -7, 7, -7, 0, 6], dtype=np.int32)
+    b = np.array([2, 2, -2, -2, 3, -3], dtype=np.int32)
+    check_exact(one_op("div", [a, b], ty(a)), np.array([3, -3, -3, 3, 0, -2], dtype=np.int32))
+    check_exact(one_op("rem", [a, b], ty(a)), np.array([1, -1, 1, -1, 0, 0], dtype=np.int32))
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "rem", "maximum", "minimum", "and", "or", "xor"])
+def test_binary_unsigned(name, rng):
+    a = rng.integers(0, 250, SHAPE).astype(np.uint8)
+    b = rng.integers(1, 250, SHAPE).astype(np.uint8)
+    ref = {"div": np.floor_divide, "rem": np.remainder}.get(name) or INT_BINARY[name]
+    check_exact(one_op(name, [a, b], ty(a)), ref(a, b))  # ui8 add/sub/mul wrap like NumPy
+
+
+def test_pow_int(rng):
+    a = rng.integers(-6, 6, SHAPE).astype(np.int32)
+    b = rng.integers(0, 6, SHAPE).astype(np.int32)
+    check_exact(one_op("pow", [a, b], ty(a)), np.power(a, b))
+
+
+@pytest.mark.parametrize("name, ref", [("and", np.logical_and), ("or", np.logical_or), ("xor", np.logical_xor),
+                                       ("maximum", np.maximum), ("minimum", np.minimum)])
+def test_binary_bool(name, ref, rng):
+    a, b = rng.random(SHAPE) < 0.5, rng.random(SHAPE) < 0.5
+    check_exact(one_op(name, [a, b], ty(a)), ref(a, b))
+
+
+def test_every_binary_op_is_covered():
+    assert set(FLOAT_BINARY) | set(INT_BINARY) | {"pow"} == set(BINARY)
+
+
+# --- compare, select, convert ----------------------------------------------------
+
+NUMPY_COMPARE = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
+                 "GT": np.greater, "GE": np.greater_equal}
+
+
+@pytest.mark.parametrize("direction", COMPARISON_DIRECTIONS)
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint32])
+def test_compare(direction, dtype, rng):
+    # Small integers so that EQ/NE see equal pairs; the float case adds NaN.
+    a = rng.integers(0, 4, SHAPE).astype(dtype)
+    b = rng.integers(0, 4, SHAPE).astype(dtype)
+    if dtype == np.float32:
+        a[0, 0] = b[0, 1] = np.nan
+    out = one_op("compare", [a, b], ty(TensorType(SHAPE, "i1")), f'direction = "{direction}"')
+    check_exact(out, NUMPY_COMPARE[direction](a, b))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_])
+def test_select(dtype, rng):
+    p = rng.random(SHAPE) < 0.5
+    a, b = (rng.integers(0, 2 if dtype == np.bool_ else 100, SHAPE).astype(dtype) for _ in range(2))
+    check_exact(one_op("select", [p, a, b], ty(a)), np.where(p, a, b))
+
+
+CONVERSIONS = [
+    (np.float32, np.int32),  # truncates toward zero
+    (np.float64, np.int64),
+    (np.int32, np.float32),
+    (np.float32, np.float64),
+    (np.float64, np.float16),
+    (np.float32, ml_dtypes.bfloat16),
+    (np.int64, np.int8),  # wraps, keeping the low bits
+    (np.uint8, np.int32),
+    (np.int32, np.bool_),  # nonzero -> true
+    (np.float32, np.bool_),
+    (np.bool_, np.float32),
+    (np.bool_, np.int32),
+]
+
+
+@pytest.mark.parametrize("src, dst", CONVERSIONS, ids=lambda d: np.dtype(d).name)
+def test_convert(src, dst, rng):
+    if np.dtype(src) == np.bool_:
+        x = rng.random(SHAPE) < 0.5
+    elif np.issubdtype(src, np.floating):
+        x = (rng.standard_normal(SHAPE) * 50).astype(src)
+        x[0, :3] = [0.0, -2.7, 2.7]
+    else:
+        x = rng.integers(np.iinfo(src).min, np.iinfo(src).max, SHAPE, dtype=src, endpoint=True)
+        x[0, 0] = 0
+    out = one_op("convert", [x], ty(TensorType(SHAPE, type_of(np.empty(0, dst)).dtype)))
+    check_exact(out, x.astype(dst))
+
+
+# --- ops without operands ----------------------------------------------------------
+
+
+def _no_operand_program(op_text: str, result: str) -> str:
+    return f"""
+func.func @main() -> {result} {{
+  %0 = {op_text} : () -> {result}
+  return %0 : {result}
+}}"""
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2])
+@pytest.mark.parametrize("dtype", ["f32", "i32", "ui8", "f64"])
+def test_iota(dim, dtype):
+    shape = (2, 3, 4)
+    t = str(TensorType(shape, dtype))
+    (out,) = compiler.run_module(_no_operand_program(f'"lazy.iota"() {{dim = {dim}}}', t), [])
+    want = np.broadcast_to(
+        np.arange(shape[dim]).reshape([-1 if i == dim else 1 for i in range(3)]), shape
+    ).astype(to_numpy_dtype(dtype))
+    check_exact(out, want)
+
+
+@pytest.mark.parametrize(
+    "literal, want",
+    [
+        ("dense<[[1.5, -2.0], [0.25, 3.0]]> : tensor<2x2xf32>", np.array([[1.5, -2.0], [0.25, 3.0]], np.float32)),
+        ("dense<7> : tensor<3xi64>", np.full(3, 7, np.int64)),
+        ("dense<[true, false, true]> : tensor<3xi1>", np.array([True, False, True])),
+        ("dense<-3> : tensor<2x2xi8>", np.full((2, 2), -3, np.int8)),
+        ("dense<2.5> : tensor<2xbf16>", np.full(2, 2.5, ml_dtypes.bfloat16)),
+    ],
+)
+def test_constant(literal, want):
+    t = literal.rsplit(":", 1)[1].strip()
+    (out,) = compiler.run_module(_no_operand_program(f'"lazy.constant"() {{value = {literal}}}', t), [])
+    check_exact(out, want)
