@@ -31,19 +31,30 @@ def _as_pattern(fn):
     return pattern
 
 
-def _pdl_patterns():
+def _apply_pdl_patterns(module_op: ir.Operation) -> None:
+    """Run the loaded PDL patterns greedily over ``module_op``."""
     if not registry.PDL_SOURCES:
-        return None
-    text = "\n".join(
-        # each source is a module; take their bodies into one module
-        s.strip().removeprefix("module {").removesuffix("}") if s.strip().startswith("module {") else s
-        for s in registry.PDL_SOURCES
-    )
-    return rewrite.PDLModule(ir.Module.parse(text)).freeze()
+        return
+    # Sources parse one by one (a file may or may not wrap its patterns in
+    # `module {}`), then meet in one module so their benefits compete.
+    # Every Python module object is held until freeze() has compiled the
+    # patterns: the bindings erase a module's op when its object dies, even
+    # while its ops are being moved or PDLModule is reading it.
+    with ir.Location.unknown():
+        merged = ir.Module.create()
+    sources = [ir.Module.parse(text) for text in registry.PDL_SOURCES]
+    for source in sources:
+        for pattern in list(source.body.operations):
+            merged.body.append(pattern)
+    frozen = rewrite.PDLModule(merged).freeze()
+    rewrite.apply_patterns_and_fold_greedily(module_op, frozen)
 
 
 def run(module_op: ir.Operation, pass_=None) -> None:
     load_builtin_lowerings()
+    # PDL patterns go first and win; they may also leave new lazy ops behind,
+    # so the ops to lower are collected after them.
+    _apply_pdl_patterns(module_op)
     names = set()
 
     def collect(o):
@@ -53,19 +64,8 @@ def run(module_op: ir.Operation, pass_=None) -> None:
 
     module_op.walk(collect)
     missing = sorted(n for n in names if registry.lowering_for(n) is None)
-
-    pdl = _pdl_patterns()
-    if pdl is not None:
-        rewrite.apply_patterns_and_fold_greedily(module_op, pdl)
-
     if missing:
-        # Ops a PDL pattern already lowered are fine; the rest name themselves.
-        left = set()
-        module_op.walk(lambda o: (left.add(o.name) if o.name in missing else None) or ir.WalkResult.ADVANCE)
-        if left:
-            raise LoweringError(
-                "lazy-to-stablehlo: no lowering registered for " + ", ".join(f"'{n}'" for n in sorted(left))
-            )
+        raise LoweringError("lazy-to-stablehlo: no lowering registered for " + ", ".join(f"'{n}'" for n in missing))
 
     patterns = rewrite.RewritePatternSet()
     for n in sorted(names):

@@ -1,1 +1,63 @@
-"""Lowerings of the indexing family."""
+"""Lowerings of the indexing family: one to one onto gather and scatter."""
+
+from __future__ import annotations
+
+from lazycore.dialect import TensorType
+from lazycore.dialect.build import attr_from_mlir
+from lazycore.mlir import stablehlo
+
+from . import hlo
+from .registry import lowering
+
+
+def _attr(op, name: str, kind: str = "i64[]"):
+    return attr_from_mlir(kind, op.attributes[name])
+
+
+@lowering("gather")
+def _gather(op, rewriter):
+    dims = stablehlo.GatherDimensionNumbers.get(
+        offset_dims=_attr(op, "offset_dims"),
+        collapsed_slice_dims=_attr(op, "collapsed_slice_dims"),
+        operand_batching_dims=_attr(op, "operand_batching_dims"),
+        start_indices_batching_dims=_attr(op, "start_indices_batching_dims"),
+        start_index_map=_attr(op, "start_index_map"),
+        index_vector_dim=_attr(op, "index_vector_dim", "i64"),
+    )
+    return hlo.value(
+        "gather",
+        list(op.operands),
+        op.results[0].type,
+        dimension_numbers=dims,
+        slice_sizes=op.attributes["slice_sizes"],
+        indices_are_sorted=op.attributes["indices_are_sorted"],
+    )
+
+
+def _combiner(mode: str):
+    """The scatter body: how an update meets the value already in place."""
+    if mode == "replace":
+        return lambda current, update: [update]
+    name = {"add": "add", "mul": "multiply", "max": "maximum", "min": "minimum"}[mode]
+    return lambda current, update: [hlo.binary(name, current, update)]
+
+
+@lowering("scatter")
+def _scatter(op, rewriter):
+    dims = stablehlo.ScatterDimensionNumbers.get(
+        update_window_dims=_attr(op, "update_window_dims"),
+        inserted_window_dims=_attr(op, "inserted_window_dims"),
+        input_batching_dims=_attr(op, "input_batching_dims"),
+        scatter_indices_batching_dims=_attr(op, "scatter_indices_batching_dims"),
+        scattered_dims_to_operand_dims=_attr(op, "scatter_dims_to_operand_dims"),
+        index_vector_dim=_attr(op, "index_vector_dim", "i64"),
+    )
+    scalar = TensorType((), hlo.type_of(op.operands[0]).dtype)
+    return hlo.with_body(
+        "scatter",
+        list(op.operands),
+        op.results[0].type,
+        [scalar, scalar],
+        _combiner(_attr(op, "mode", "str")),
+        scatter_dimension_numbers=dims,
+    ).result

@@ -1,1 +1,23 @@
 """Lowerings of the random family."""
+
+from __future__ import annotations
+
+from lazycore.mlir import ir, stablehlo
+
+from . import hlo
+from .registry import lowering
+
+# lazy algorithm names -> StableHLO's RngAlgorithm enum
+ALGORITHMS = {"three_fry": "THREE_FRY", "philox": "PHILOX", "default": "DEFAULT"}
+
+
+@lowering("rng_bit_generator")
+def _rng_bit_generator(op, rewriter):
+    algorithm = ALGORITHMS[ir.StringAttr(op.attributes["algorithm"]).value]
+    new = hlo.op(
+        "rng_bit_generator",
+        list(op.operands),
+        [r.type for r in op.results],
+        rng_algorithm=stablehlo.RngAlgorithmAttr.get(algorithm),
+    )
+    return list(new.results)

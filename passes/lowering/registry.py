@@ -67,15 +67,25 @@ def unregister_lowering(name: str) -> None:
 def load_pdl_patterns(source: str | Path) -> None:
     """Add the PDL patterns of a ``.mlir`` file (or of MLIR text).
 
-    The text is a module of ``pdl.pattern`` ops. They are applied greedily
-    before the built-in conversion, so a PDL pattern that rewrites a ``lazy``
-    op into StableHLO takes precedence over its Python lowering.
+    The text is a module of ``pdl.pattern`` ops (the ``module {}`` around them
+    may be left out). They are applied greedily before the built-in
+    conversion, so a PDL pattern that rewrites a ``lazy`` op into StableHLO
+    takes precedence over its Python lowering; one that rewrites it into other
+    ``lazy`` ops leaves those to their lowerings. A pattern must not match
+    its own output: the bindings apply no rewrite limit, so it would loop.
     """
     text = Path(source).read_text() if _looks_like_path(source) else str(source)
     from lazycore.mlir import new_context
 
+    # Fail here, at the user's call, rather than in some later compile.
     with new_context():
-        ir.Module.parse(text)  # fail here, at the user's call, on bad input
+        module = ir.Module.parse(text)
+        names = [o.operation.name for o in module.body.operations]
+        others = sorted(set(names) - {"pdl.pattern"})
+        if not names or others:
+            found = ", ".join(others) if others else "nothing"
+            raise ValueError(f"load_pdl_patterns: expected pdl.pattern ops, found {found}")
+        module.operation.verify()
     PDL_SOURCES.append(text)
 
 
