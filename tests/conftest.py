@@ -5,3 +5,18 @@ import pytest
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def clean_runtime():
+    """No pending work, an empty compile cache and zeroed counters."""
+    import gc
+
+    import lazycore as lc
+    from lazycore import metrics
+
+    gc.collect()
+    lc.mark_step()
+    lc.cache.clear()
+    metrics.reset()
+    yield

@@ -1,6 +1,5 @@
 """Barriers: live tensors, in-place updates, donation, counters, bounded state."""
 
-import gc
 
 import numpy as np
 import pytest
@@ -11,13 +10,7 @@ from lazycore import metrics, pjrt
 from test_runtime_core import MiniArray
 
 
-@pytest.fixture(autouse=True)
-def clean_runtime():
-    gc.collect()
-    lc.mark_step()
-    lc.cache.clear()
-    metrics.reset()
-    yield
+pytestmark = pytest.mark.usefixtures("clean_runtime")
 
 
 def buffer_of(arr: MiniArray):

@@ -1,6 +1,5 @@
 """The compile cache: one compile per program structure, bounded, keyed safely."""
 
-import gc
 import os
 import subprocess
 import sys
@@ -15,13 +14,7 @@ from lazycore.barrier import Walk
 from test_runtime_core import MiniArray
 
 
-@pytest.fixture(autouse=True)
-def clean_runtime():
-    gc.collect()
-    lc.mark_step()
-    lc.cache.clear()
-    metrics.reset()
-    yield
+pytestmark = pytest.mark.usefixtures("clean_runtime")
 
 
 def step(x, scale):

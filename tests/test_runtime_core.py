@@ -1,6 +1,5 @@
 """The core API: values in and out, ops, the scalar policy, and a tiny frontend on top."""
 
-import gc
 
 import numpy as np
 import pytest
@@ -58,13 +57,7 @@ class MiniArray:
         return f"MiniArray({self.numpy()!r})"
 
 
-@pytest.fixture(autouse=True)
-def clean_runtime():
-    gc.collect()
-    lc.mark_step()  # nothing pending from earlier tests joins this test's programs
-    lc.cache.clear()
-    metrics.reset()
-    yield
+pytestmark = pytest.mark.usefixtures("clean_runtime")
 
 
 def check(got, want):
