@@ -15,6 +15,7 @@ from . import elementwise, shape, reduction, linalg, indexing, random  # noqa: F
 from .build import (  # noqa: F401,E402
     Lazy,
     OP_CLASSES,
+    attr,
     create,
     from_mlir_type,
     load,

@@ -109,6 +109,16 @@ def attr_from_mlir(kind: str, attr: ir.Attribute) -> Any:
     raise ShapeError(f"expected {expected}, got {attr}")
 
 
+def attr(op, name: str) -> Any:
+    """The Python value of attribute ``name`` of a ``lazy`` op.
+
+    The kind comes from the op table, so lowerings and patterns read every
+    attribute the same way the verifier does.
+    """
+    operation = op.operation
+    return attr_from_mlir(OPS[operation.name].attrs[name], operation.attributes[name])
+
+
 # --- op classes ----------------------------------------------------------------
 
 

@@ -49,6 +49,12 @@ class OpSpec:
     summary: str = ""
 
     @property
+    def doc(self) -> str:
+        """One line saying what the op does (``lazy-opt --list-ops``)."""
+        text = self.summary or (self.rule.__doc__ or "")
+        return text.strip().splitlines()[0] if text.strip() else ""
+
+    @property
     def full_name(self) -> str:
         return f"lazy.{self.name}"
 

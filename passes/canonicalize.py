@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lazycore.dialect import create
+from lazycore.dialect import attr, create
 from lazycore.dialect.build import attr_to_mlir, from_mlir_type, tensor_type
 from lazycore.dialect.types import TensorType, is_bool, is_float, is_unsigned, to_numpy_dtype
 from lazycore.mlir import ir, rewrite
@@ -53,10 +53,6 @@ def producer(v: ir.Value, name: str):
 
 def type_of(v: ir.Value) -> TensorType:
     return from_mlir_type(v.type)
-
-
-def i64s(op, name: str) -> tuple[int, ...]:
-    return tuple(ir.DenseI64ArrayAttr(op.attributes[name]))
 
 
 def splat_value(v: ir.Value):
@@ -136,18 +132,9 @@ def sub_zero(op, rewriter):
     return replace(op, rewriter, lhs)
 
 
-@pattern("convert")
-def convert_noop(op, rewriter):
-    """convert(x: T) -> T  =>  x"""
-    (x,) = op.operands
-    if x.type != op.results[0].type:
-        return True
-    return replace(op, rewriter, x)
-
-
-@pattern("reshape")
-def reshape_noop(op, rewriter):
-    """reshape(x: S) -> S  =>  x"""
+@pattern("convert", "reshape")
+def same_type_noop(op, rewriter):
+    """convert(x: T) -> T  =>  x;  reshape(x: S) -> S  =>  x"""
     (x,) = op.operands
     if x.type != op.results[0].type:
         return True
@@ -157,7 +144,7 @@ def reshape_noop(op, rewriter):
 @pattern("permute")
 def permute_identity(op, rewriter):
     """permute(x, [0, 1, ..., n-1]) -> x"""
-    if i64s(op, "dims") != tuple(range(type_of(op.operands[0]).rank)):
+    if attr(op, "dims") != tuple(range(type_of(op.operands[0]).rank)):
         return True
     return replace(op, rewriter, op.operands[0])
 
@@ -168,7 +155,7 @@ def broadcast_noop(op, rewriter):
 
     Same shape with other dims would be a transpose, which is not a no-op."""
     (x,) = op.operands
-    if x.type != op.results[0].type or i64s(op, "dims") != tuple(range(type_of(x).rank)):
+    if x.type != op.results[0].type or attr(op, "dims") != tuple(range(type_of(x).rank)):
         return True
     return replace(op, rewriter, x)
 
@@ -185,7 +172,7 @@ def permute_of_permute(op, rewriter):
     inner = producer(op.operands[0], "permute")
     if inner is None:
         return True
-    p1, p2 = i64s(inner, "dims"), i64s(op, "dims")
+    p1, p2 = attr(inner, "dims"), attr(op, "dims")
     composed = tuple(p1[d] for d in p2)
     x = inner.operands[0]
     if composed == tuple(range(len(composed))):

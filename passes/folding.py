@@ -15,7 +15,7 @@ import math
 import ml_dtypes
 import numpy as np
 
-from lazycore.dialect import create
+from lazycore.dialect import attr, create
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.mlir import ir
 
@@ -142,7 +142,7 @@ def _evaluate(name: str, op, args, dtype: np.dtype):
     if name in BINARY_FOLDS:
         return BINARY_FOLDS[name](*args)
     if name == "compare":
-        return COMPARE_FOLDS[ir.StringAttr(op.attributes["direction"]).value](*args)
+        return COMPARE_FOLDS[attr(op, "direction")](*args)
     if name == "select":
         return np.where(*args)
     if name == "convert":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from lazycore.dialect.build import attr_to_mlir
+from lazycore.dialect import attr
 
 from . import hlo
 from .registry import lowering
@@ -61,14 +61,12 @@ def _constant(op, rewriter):
 
 @lowering("compare")
 def _compare(op, rewriter):
-    d = str(op.attributes["direction"]).strip('"')
-    return hlo.compare(op.operands[0], op.operands[1], d)
+    return hlo.compare(op.operands[0], op.operands[1], attr(op, "direction"))
 
 
 @lowering("iota")
 def _iota(op, rewriter):
-    dim = attr_to_mlir("i64", int(op.attributes["dim"].value))
-    return hlo.value("iota", [], op.results[0].type, iota_dimension=dim)
+    return hlo.value("iota", [], op.results[0].type, iota_dimension=hlo.i64(attr(op, "dim")))
 
 
 # --- erf -----------------------------------------------------------------------

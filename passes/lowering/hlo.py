@@ -46,10 +46,6 @@ def i64s(vs: Sequence[int]) -> ir.DenseI64ArrayAttr:
     return ir.DenseI64ArrayAttr.get([int(v) for v in vs])
 
 
-def bools(vs: Sequence[bool]) -> ir.DenseBoolArrayAttr:
-    return ir.DenseBoolArrayAttr.get([bool(v) for v in vs])
-
-
 def direction(d: str) -> ir.Attribute:
     return stablehlo.ComparisonDirectionAttr.get(d)
 

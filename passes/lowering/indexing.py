@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-from lazycore.dialect import TensorType
-from lazycore.dialect.build import attr_from_mlir
+from lazycore.dialect import TensorType, attr
 from lazycore.mlir import stablehlo
 
 from . import hlo
 from .registry import lowering
 
 
-def _attr(op, name: str, kind: str = "i64[]"):
-    return attr_from_mlir(kind, op.attributes[name])
-
-
 @lowering("gather")
 def _gather(op, rewriter):
     dims = stablehlo.GatherDimensionNumbers.get(
-        offset_dims=_attr(op, "offset_dims"),
-        collapsed_slice_dims=_attr(op, "collapsed_slice_dims"),
-        operand_batching_dims=_attr(op, "operand_batching_dims"),
-        start_indices_batching_dims=_attr(op, "start_indices_batching_dims"),
-        start_index_map=_attr(op, "start_index_map"),
-        index_vector_dim=_attr(op, "index_vector_dim", "i64"),
+        offset_dims=attr(op, "offset_dims"),
+        collapsed_slice_dims=attr(op, "collapsed_slice_dims"),
+        operand_batching_dims=attr(op, "operand_batching_dims"),
+        start_indices_batching_dims=attr(op, "start_indices_batching_dims"),
+        start_index_map=attr(op, "start_index_map"),
+        index_vector_dim=attr(op, "index_vector_dim"),
     )
     return hlo.value(
         "gather",
@@ -45,12 +40,12 @@ def _combiner(mode: str):
 @lowering("scatter")
 def _scatter(op, rewriter):
     dims = stablehlo.ScatterDimensionNumbers.get(
-        update_window_dims=_attr(op, "update_window_dims"),
-        inserted_window_dims=_attr(op, "inserted_window_dims"),
-        input_batching_dims=_attr(op, "input_batching_dims"),
-        scatter_indices_batching_dims=_attr(op, "scatter_indices_batching_dims"),
-        scattered_dims_to_operand_dims=_attr(op, "scatter_dims_to_operand_dims"),
-        index_vector_dim=_attr(op, "index_vector_dim", "i64"),
+        update_window_dims=attr(op, "update_window_dims"),
+        inserted_window_dims=attr(op, "inserted_window_dims"),
+        input_batching_dims=attr(op, "input_batching_dims"),
+        scatter_indices_batching_dims=attr(op, "scatter_indices_batching_dims"),
+        scattered_dims_to_operand_dims=attr(op, "scatter_dims_to_operand_dims"),
+        index_vector_dim=attr(op, "index_vector_dim"),
     )
     scalar = TensorType((), hlo.type_of(op.operands[0]).dtype)
     return hlo.with_body(
@@ -58,6 +53,6 @@ def _scatter(op, rewriter):
         list(op.operands),
         op.results[0].type,
         [scalar, scalar],
-        _combiner(_attr(op, "mode", "str")),
+        _combiner(attr(op, "mode")),
         scatter_dimension_numbers=dims,
     ).result

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from lazycore.dialect import attr
 from lazycore.mlir import ir, stablehlo
 
 from . import hlo
 from .registry import lowering
-
-
-def _ints(op, name: str) -> list[int]:
-    return list(ir.DenseI64ArrayAttr(op.attributes[name]))
 
 
 def _highest_precision() -> ir.ArrayAttr:
@@ -24,10 +21,10 @@ def _highest_precision() -> ir.ArrayAttr:
 @lowering("dot_general")
 def _dot_general(op, rewriter):
     numbers = stablehlo.DotDimensionNumbers.get(
-        lhs_batching_dimensions=_ints(op, "lhs_batch"),
-        rhs_batching_dimensions=_ints(op, "rhs_batch"),
-        lhs_contracting_dimensions=_ints(op, "lhs_contract"),
-        rhs_contracting_dimensions=_ints(op, "rhs_contract"),
+        lhs_batching_dimensions=attr(op, "lhs_batch"),
+        rhs_batching_dimensions=attr(op, "rhs_batch"),
+        lhs_contracting_dimensions=attr(op, "lhs_contract"),
+        rhs_contracting_dimensions=attr(op, "rhs_contract"),
     )
     return hlo.value(
         "dot_general", list(op.operands), op.results[0].type,
@@ -46,15 +43,15 @@ def _convolution(op, rewriter):
         kernel_spatial_dimensions=spatial,
         output_batch_dimension=0, output_feature_dimension=1, output_spatial_dimensions=spatial,
     )
-    padding = np.array(_ints(op, "padding"), dtype=np.int64).reshape(len(spatial), 2)
+    padding = np.array(attr(op, "padding"), dtype=np.int64).reshape(len(spatial), 2)
     return hlo.value(
         "convolution", list(op.operands), op.results[0].type,
-        window_strides=hlo.i64s(_ints(op, "strides")),
+        window_strides=hlo.i64s(attr(op, "strides")),
         padding=ir.DenseElementsAttr.get(padding),
-        lhs_dilation=hlo.i64s(_ints(op, "lhs_dilation")),
-        rhs_dilation=hlo.i64s(_ints(op, "rhs_dilation")),
+        lhs_dilation=hlo.i64s(attr(op, "lhs_dilation")),
+        rhs_dilation=hlo.i64s(attr(op, "rhs_dilation")),
         dimension_numbers=numbers,
-        feature_group_count=hlo.i64(int(op.attributes["groups"].value)),
+        feature_group_count=hlo.i64(attr(op, "groups")),
         batch_group_count=hlo.i64(1),
         precision_config=_highest_precision(),
     )

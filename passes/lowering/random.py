@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from lazycore.mlir import ir, stablehlo
+from lazycore.dialect import attr
+from lazycore.mlir import stablehlo
 
 from . import hlo
 from .registry import lowering
@@ -13,7 +14,7 @@ ALGORITHMS = {"three_fry": "THREE_FRY", "philox": "PHILOX", "default": "DEFAULT"
 
 @lowering("rng_bit_generator")
 def _rng_bit_generator(op, rewriter):
-    algorithm = ALGORITHMS[ir.StringAttr(op.attributes["algorithm"]).value]
+    algorithm = ALGORITHMS[attr(op, "algorithm")]
     new = hlo.op(
         "rng_bit_generator",
         list(op.operands),

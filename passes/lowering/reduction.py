@@ -6,7 +6,7 @@ from functools import partial
 
 import numpy as np
 
-from lazycore.dialect import TensorType
+from lazycore.dialect import TensorType, attr
 from lazycore.dialect.types import is_bool, is_float, to_numpy_dtype
 
 from . import hlo
@@ -40,7 +40,7 @@ REDUCERS = {
 
 def _reduce(name: str, op, rewriter):
     x = op.operands[0]
-    dims = list(op.attributes["dims"])
+    dims = list(attr(op, "dims"))
     if not dims:
         return x  # StableHLO would accept it, but there is nothing to compute
     t = hlo.type_of(x)
@@ -79,7 +79,7 @@ def _arg_reduce(better: str, op, rewriter):
     """
     x = op.operands[0]
     t = hlo.type_of(x)
-    dim = int(op.attributes["dim"].value)
+    dim = attr(op, "dim")
     idx_dtype = hlo.type_of(op.results[0]).dtype
     iota = hlo.value("iota", [], TensorType(t.shape, idx_dtype), iota_dimension=hlo.i64(dim))
     val_s, idx_s = TensorType((), t.dtype), TensorType((), idx_dtype)

@@ -24,7 +24,7 @@ from lazycore import metrics
 from lazycore.cache import CACHE, make_key
 from lazycore.config import settings
 from lazycore.dialect.types import to_numpy_dtype
-from lazycore.graph import Data, Node, Scalar, Value
+from lazycore.graph import Data, Node, Value
 
 _EDGE = [i.to_bytes(4, "little") for i in range(4096)]
 

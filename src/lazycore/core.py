@@ -16,7 +16,7 @@ import numpy as np
 
 from lazycore import metrics
 from lazycore import device as _device
-from lazycore.dialect.spec import OPS
+from lazycore.dialect.spec import spec_of
 from lazycore.dialect.types import TensorType, from_numpy_dtype, to_numpy_dtype, type_of
 from lazycore.graph import Data, Scalar, Value, constant, make_node
 from lazycore.tensor import LazyTensor
@@ -110,10 +110,8 @@ _SPECS: dict = {}
 
 
 def _spec(op_name: str):
-    spec = OPS.get(op_name) or OPS.get("lazy." + op_name)
-    if spec is None:
-        raise KeyError(f"unknown lazy op 'lazy.{op_name.removeprefix('lazy.')}'")
-    _SPECS[op_name] = spec
+    # spec_of builds a string per call; the hot path looks names up here first.
+    spec = _SPECS[op_name] = spec_of(op_name)
     return spec
 
 
@@ -131,7 +129,7 @@ def apply(op_name: str, *operands, device=None, **attrs_and_params):
     values, types = [], []
     dev = None
     for o in operands:
-        if type(o) is LazyTensor:
+        if isinstance(o, LazyTensor):
             v = o._value
             values.append(v)
             types.append(v[0].types[v[1]])
@@ -147,11 +145,6 @@ def apply(op_name: str, *operands, device=None, **attrs_and_params):
                 group.append(t._value)
             values.append(tuple(group))
             types.append([v.type for v in group])
-        elif isinstance(o, LazyTensor):
-            values.append(o._value)
-            types.append(o.type)
-            if o.device is not dev:
-                dev = _check_device(spec, dev, o.device, len(values) - 1)
         else:
             _bad_operand(spec, o, len(values))
     if dev is None:

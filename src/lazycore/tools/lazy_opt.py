@@ -120,8 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         from lazycore.dialect import OPS
 
         for name, spec in OPS.items():
-            doc = spec.summary or (spec.rule.__doc__ or "").strip().splitlines()[0] if (spec.summary or spec.rule.__doc__) else ""
-            print(f"{name:28s} {doc}")
+            print(f"{name:28s} {spec.doc}")
         return 0
     if args.pass_pipeline and steps:
         parser.error("use either --pass-pipeline or per-pass flags, not both")
