@@ -37,6 +37,21 @@ def bump(name: str, n: int = 1) -> None:
     _counters[name] += n
 
 
+_fallback_sites: dict[str, dict[str, int]] = {}
+
+
+def fallback(op: str, location: str) -> None:
+    """Count a frontend op that ran outside lazycore, with the user line that reached it."""
+    _counters["fallbacks"] += 1
+    sites = _fallback_sites.setdefault(op, {})
+    sites[location] = sites.get(location, 0) + 1
+
+
+def fallbacks() -> dict[str, dict[str, int]]:
+    """Fallback counts by op name, then by user source location (``file:line``)."""
+    return {op: dict(sites) for op, sites in _fallback_sites.items()}
+
+
 def counters() -> dict[str, int]:
     """A snapshot of every counter."""
     return dict(_counters)
@@ -64,5 +79,6 @@ def reset() -> None:
     """Zero the counters and forget the timings."""
     for k in _counters:
         _counters[k] = 0
+    _fallback_sites.clear()
     for d in _timings.values():
         d.clear()

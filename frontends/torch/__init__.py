@@ -1,0 +1,88 @@
+"""The torch frontend: PyTorch programs on a lazycore device.
+
+    import lazycore
+    import lazycore.torch as ltorch
+
+    dev = ltorch.device()
+    model = MyModel().to(dev)
+    ...
+    loss.backward()
+    ltorch.optimizer_step(opt)      # opt.step(), then lazycore.mark_step()
+
+Ops are recorded below autograd through a ``__torch_dispatch__`` wrapper
+subclass (:class:`Tensor`), so autograd, ``torch.nn``, ``torch.optim`` and
+``torch.no_grad()`` work unchanged.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from lazycore import core
+
+from . import dispatch, ops  # noqa: F401  (ops registers the lowerings)
+from .lowering import register as register_lowering
+from .lowering import unregister as unregister_lowering
+from .ops.random import manual_seed
+from .tensor import Tensor, device, lc_device
+
+__all__ = [
+    "Tensor",
+    "device",
+    "lc_device",
+    "manual_seed",
+    "mark_step",
+    "optimizer_step",
+    "register_lowering",
+    "unregister_lowering",
+]
+
+
+def mark_step(wait: bool = True) -> None:
+    """Run everything pending on every lazy device (``lazycore.mark_step``)."""
+    core.mark_step(wait)
+
+
+def optimizer_step(optimizer, barrier: bool = True, optimizer_args: dict | None = None):
+    """``optimizer.step()``, then the step barrier (as PyTorch/XLA's ``optimizer_step``)."""
+    loss = optimizer.step(**(optimizer_args or {}))
+    if barrier:
+        mark_step()
+    return loss
+
+
+# --- factory functions with device=lazy ------------------------------------------------------
+
+_LIB = torch.library.Library("aten", "IMPL")
+
+
+def _factory_kernel(func):
+    def kernel(*args, **kwargs):
+        from .fallback import run as fallback
+        from .lowering import Ctx, lookup
+        from .tensor import wrap
+
+        tdev = kwargs.get("device") or torch.device("lazy", 0)
+        mkwargs = dict(kwargs, device=torch.device("meta"))
+        out = func(*args, **mkwargs)
+        fn = lookup(func)
+        if fn is None:
+            return fallback(func, args, kwargs)
+        ctx = Ctx(func, out, args, mkwargs, lc_device(tdev))
+        return wrap(fn(ctx, *args, **kwargs), out)
+
+    return kernel
+
+
+def _lazy_key_fallback(op, *args, **kwargs):
+    from .fallback import run as fallback
+
+    return fallback(op, args, kwargs)
+
+
+for _f in ops.factories.FACTORIES:
+    _LIB.impl(_f._schema.name.split("::")[1] + ("" if _f._overloadname == "default" else "." + _f._overloadname),
+              _factory_kernel(_f), "Lazy")
+# Any other op routed to the Lazy key by its device argument (randperm, ...).
+_FALLBACK_LIB = torch.library.Library("_", "IMPL")
+_FALLBACK_LIB.fallback(_lazy_key_fallback, dispatch_key="Lazy")

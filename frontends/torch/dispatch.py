@@ -1,0 +1,290 @@
+"""Where every ATen op on a lazy tensor goes.
+
+For each op overload one handler is chosen once (and cached):
+
+1. special ops that move data or observe it (``copy_``, ``_to_copy``,
+   ``_local_scalar_dense``, ...), in :mod:`.special`;
+2. view ops: new view steps over the same storage (:mod:`.views`);
+3. a registered lowering (:mod:`.lowering`, ops in :mod:`.ops`);
+4. an in-place or ``out=`` op whose functional form lowers: the functional
+   result is written into the mutated tensor;
+5. PyTorch's decomposition table (``torch._decomp``): the decomposition runs
+   on lazy tensors, so its pieces come back here;
+6. the fallback: the eager CPU kernel on materialized inputs, counted with
+   the user's source line (:mod:`.fallback`).
+
+Every handler first runs the op on meta tensors: that checks the arguments
+with eager's own code (same exceptions, same messages, raised at the user's
+call) and gives the result's sizes, strides and dtype.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch._decomp import decomposition_table
+
+from . import fallback, lowering, special, views
+from .tensor import Tensor, lc_device, read, view_of, wrap, write
+
+aten = torch.ops.aten
+
+_HANDLERS: dict = {}
+
+
+def run(func, args, kwargs):
+    handler = _HANDLERS.get(func)
+    if handler is None:
+        handler = _HANDLERS[func] = resolve(func)
+    return handler(func, args, kwargs)
+
+
+def forget() -> None:
+    """Drop cached handler choices (after the lowering registry changed)."""
+    _HANDLERS.clear()
+
+
+def resolve(func):
+    if func in special.SPECIAL:
+        return special.SPECIAL[func]
+    schema = func._schema
+    if _is_view(schema):
+        return _view
+    fn = lowering.lookup(func)
+    if fn is not None:
+        return _lowered(fn, _mutated_self(schema))
+    functional = _functional_of(func)
+    if functional is not None:
+        return _via_functional(functional)
+    decomp = decomposition_table.get(func)
+    if decomp is not None:
+        return _decomposed(decomp)
+    return fallback.run
+
+
+# --- schema questions -------------------------------------------------------------------
+
+
+def _is_view(schema) -> bool:
+    rets = schema.returns
+    if not rets:
+        return False
+    info = rets[0].alias_info
+    return info is not None and not info.is_write and not schema.is_mutable
+
+
+def _mutated_self(schema) -> bool:
+    args = schema.arguments
+    return bool(args) and args[0].alias_info is not None and args[0].alias_info.is_write
+
+
+def _out_args(schema) -> list[str]:
+    return [a.name for a in schema.arguments if a.kwarg_only and a.alias_info is not None and a.alias_info.is_write]
+
+
+def _functional_of(func):
+    """The functional overload an in-place (``add_``) or ``out=`` op stands for."""
+    schema = func._schema
+    name = func.overloadpacket.__name__
+    if _mutated_self(schema) and name.endswith("_") and not name.startswith("_"):
+        packet = getattr(aten, name[:-1], None)
+        if packet is not None and func._overloadname in packet.overloads():
+            return ("inplace", getattr(packet, func._overloadname))
+        return None
+    outs = _out_args(schema)
+    if outs and len(outs) == len(schema.returns):
+        want = [a.name for a in schema.arguments if a.name not in outs]
+        packet = func.overloadpacket
+        for ov in packet.overloads():
+            cand = getattr(packet, ov)
+            s = cand._schema
+            if cand is not func and not s.is_mutable and [a.name for a in s.arguments] == want:
+                return ("out", cand, outs)
+    return None
+
+
+# --- arguments on the meta device --------------------------------------------------------
+
+
+def _meta_tensor(t):
+    if type(t) is Tensor:
+        if t._storage is None:
+            raise RuntimeError("lazycore: this tensor's storage was released")
+        offset = t.storage_offset()
+        if offset == 0:
+            return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+        extent = 1 + offset + sum((n - 1) * s for n, s in zip(t.shape, t.stride()) if n > 0)
+        return torch.empty(extent, dtype=t.dtype, device="meta").as_strided(t.shape, t.stride(), offset)
+    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+
+
+class _Args:
+    """One pass over the arguments: meta copies, lazy copies and the device."""
+
+    __slots__ = ("device", "cpu_tensor")
+
+    def __init__(self):
+        self.device = None
+        self.cpu_tensor = None
+
+    def meta(self, x):
+        if isinstance(x, torch.Tensor):
+            if type(x) is Tensor or isinstance(x, Tensor):
+                dev = x.device
+                if self.device is None:
+                    self.device = dev
+                elif dev != self.device:
+                    raise RuntimeError(
+                        f"Expected all tensors to be on the same device, but found at least two devices, "
+                        f"{self.device} and {dev}!"
+                    )
+            elif x.dim() != 0 or x.device.type != "cpu":
+                self.cpu_tensor = x
+            return _meta_tensor(x)
+        if isinstance(x, (list, tuple)):
+            return type(x)(self.meta(v) for v in x)
+        if isinstance(x, torch.device) and x.type == "lazy":
+            if self.device is None:
+                self.device = x
+            return torch.device("meta")
+        return x
+
+    def lazy(self, x, lc_dev):
+        if isinstance(x, torch.Tensor):
+            if isinstance(x, Tensor):
+                return read(x)
+            from .tensor import upload
+
+            return upload(x, lc_dev)  # a 0-dim CPU tensor, as torch allows
+        if isinstance(x, (list, tuple)):
+            return type(x)(self.lazy(v, lc_dev) for v in x)
+        return x
+
+
+def metas(args, kwargs):
+    a = _Args()
+    margs = tuple(a.meta(x) for x in args)
+    mkwargs = {k: a.meta(v) for k, v in kwargs.items()}
+    if a.cpu_tensor is not None and a.device is not None:
+        raise RuntimeError(
+            f"Expected all tensors to be on the same device, but found at least two devices, "
+            f"{a.device} and {a.cpu_tensor.device}!"
+        )
+    return a, margs, mkwargs
+
+
+def _run_meta(func, margs, mkwargs):
+    try:
+        return func(*margs, **mkwargs)
+    except NotImplementedError:
+        return None
+
+
+# --- handlers ------------------------------------------------------------------------------
+
+
+def _view(func, args, kwargs):
+    a, margs, mkwargs = metas(args, kwargs)
+    out = func(*margs, **mkwargs)
+    base = args[0]
+    outs = out if isinstance(out, (list, tuple)) else (out,)
+    if any(o.dtype != base.dtype for o in outs):
+        raise NotImplementedError(f"lazycore: {func} reinterprets the element type; bitcast views are not supported")
+    steps = views.steps_for(func, base, out, args[1:], kwargs)
+    if isinstance(out, (list, tuple)):
+        return type(out)(view_of(base, s, o) for s, o in zip(steps, out))
+    return view_of(base, steps, out)
+
+
+def wrap_results(func, out, res):
+    """Lazy tensors for the handles a lowering returned, checked against eager's meta result."""
+    if isinstance(out, torch.Tensor):
+        _check(func, out, res)
+        return wrap(res, out)
+    if isinstance(out, (list, tuple)):
+        if len(res) != len(out):
+            raise RuntimeError(f"lazycore: lowering of {func} returned {len(res)} results, eager returns {len(out)}")
+        return type(out)(None if o is None else wrap_results(func, o, r) for o, r in zip(out, res))
+    if out is None:
+        return None
+    raise RuntimeError(f"lazycore: lowering of {func}: unexpected result kind {type(out).__name__}")
+
+
+def _check(func, meta, h):
+    from .dtypes import lazy_dtype
+
+    if h is None or tuple(h.shape) != tuple(meta.shape) or h.dtype != lazy_dtype(meta.dtype):
+        got = "nothing" if h is None else f"{h.type}"
+        raise RuntimeError(
+            f"lazycore: the lowering of {func} made {got}, eager makes {list(meta.shape)} {meta.dtype}"
+        )
+
+
+def _lowered(fn, inplace: bool):
+    def handler(func, args, kwargs):
+        a, margs, mkwargs = metas(args, kwargs)
+        out = _run_meta(func, margs, mkwargs)
+        if out is None:
+            return fallback.run(func, args, kwargs)
+        dev = lc_device(a.device) if a.device is not None else None
+        ctx = lowering.Ctx(func, out, margs, mkwargs, dev)
+        largs = tuple(a.lazy(x, dev) for x in args)
+        lkwargs = {k: a.lazy(v, dev) for k, v in kwargs.items()}
+        res = fn(ctx, *largs, **lkwargs)
+        if res is NotImplemented:
+            return fallback.run(func, args, kwargs)
+        if inplace:
+            _check(func, out, res)
+            return write(args[0], res)
+        return wrap_results(func, out, res)
+
+    return handler
+
+
+def _via_functional(found):
+    kind, functional = found[0], found[1]
+
+    def handler(func, args, kwargs):
+        a, margs, mkwargs = metas(args, kwargs)
+        _run_meta(func, margs, mkwargs)  # eager's checks (casting, broadcasting into self)
+        if kind == "inplace":
+            result = run(functional, args, kwargs)
+            return _store(args[0], result)
+        outs = found[2]
+        fkwargs = {k: v for k, v in kwargs.items() if k not in outs}
+        result = run(functional, args, fkwargs)
+        targets = [kwargs[k] for k in outs]
+        results = result if isinstance(result, (list, tuple)) else (result,)
+        for t, r in zip(targets, results):
+            _store(t, r)
+        return targets[0] if len(targets) == 1 else tuple(targets)
+
+    return handler
+
+
+def _store(target, result):
+    """``target.copy_(result)`` for a result already shaped by eager's rules."""
+    if not isinstance(target, Tensor):
+        target.copy_(result.cpu() if isinstance(result, Tensor) else result)
+        return target
+    if tuple(result.shape) != tuple(target.shape):
+        raise RuntimeError(
+            f"lazycore: out= tensor has shape {list(target.shape)} but the result has shape "
+            f"{list(result.shape)}; lazy tensors cannot be resized"
+        )
+    from .lowering import convert
+    from .dtypes import lazy_dtype
+
+    h = read(result) if isinstance(result, Tensor) else result
+    return write(target, convert(h, lazy_dtype(target.dtype)))
+
+
+def _decomposed(decomp):
+    def handler(func, args, kwargs):
+        a, margs, mkwargs = metas(args, kwargs)
+        _run_meta(func, margs, mkwargs)  # eager's checks, at the user's call
+        out = decomp(*args, **kwargs)
+        if out is NotImplemented:
+            return fallback.run(func, args, kwargs)
+        return out
+
+    return handler

@@ -1,0 +1,176 @@
+"""The ATen lowering registry and the helpers lowerings are written with.
+
+A lowering maps one ATen op overload onto ``lazy`` ops through
+:func:`lazycore.apply`. It is called as ``fn(ctx, *args, **kwargs)`` with
+torch's own arguments, except that lazy tensors arrive as lazycore handles
+(and 0-dim CPU tensors as lazycore scalars); ``ctx.out`` is eager's result
+computed on the meta device (so shapes, dtypes and errors are eager's), and
+``ctx.margs``/``ctx.mkwargs`` are the arguments as meta tensors. It returns
+a handle per tensor result, each with exactly the meta result's shape and
+element type. For an in-place op (``add_``) it returns the new value of the
+mutated argument.
+
+Ops without a lowering go to PyTorch's decomposition table and, failing that,
+to the eager CPU kernel (a counted fallback): see :mod:`.dispatch`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from lazycore import core
+from lazycore.dialect.types import is_float, to_numpy_dtype
+
+from .dtypes import lazy_dtype
+
+LOWERINGS: dict = {}
+
+
+def lowers(*ops):
+    """Register the decorated function as the lowering of ATen ``ops``
+    (overloads, or packets meaning every overload). Registering an op twice
+    is an error; :func:`register` replaces deliberately."""
+
+    def deco(fn):
+        for op in ops:
+            if op in LOWERINGS:
+                raise ValueError(f"{op} already has a lowering ({LOWERINGS[op].__module__}.{LOWERINGS[op].__name__})")
+            LOWERINGS[op] = fn
+        return fn
+
+    return deco
+
+
+def register(op, fn) -> None:
+    """Install (or replace) the lowering of ``op``; takes effect at the next call."""
+    from . import dispatch
+
+    LOWERINGS[op] = fn
+    dispatch.forget()
+
+
+def unregister(op) -> None:
+    from . import dispatch
+
+    LOWERINGS.pop(op, None)
+    dispatch.forget()
+
+
+def lookup(func):
+    return LOWERINGS.get(func) or LOWERINGS.get(func.overloadpacket)
+
+
+class Ctx:
+    __slots__ = ("func", "out", "margs", "mkwargs", "device")
+
+    def __init__(self, func, out, margs, mkwargs, device):
+        self.func = func
+        """The ATen op overload being lowered."""
+        self.out = out
+        self.margs = margs
+        self.mkwargs = mkwargs
+        self.device = device
+        """The lazycore device the op runs on."""
+
+    @property
+    def func_name(self) -> str:
+        """The op's name without overload (``add`` for ``aten.add_.Tensor`` too)."""
+        name = self.func.overloadpacket.__name__
+        return name[:-1] if name.endswith("_") and not name.endswith("__") else name
+
+    @property
+    def dtype(self) -> str:
+        """The element type of the (first) result."""
+        out = self.out[0] if isinstance(self.out, (tuple, list)) else self.out
+        return lazy_dtype(out.dtype)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        out = self.out[0] if isinstance(self.out, (tuple, list)) else self.out
+        return tuple(out.shape)
+
+
+# --- helpers ------------------------------------------------------------------------
+
+
+def apply(op, *operands, **attrs):
+    return core.apply(op, *operands, **attrs)
+
+
+def const(value, dtype: str, device, shape=()):
+    """A constant baked into the program (use for structural numbers only)."""
+    c = core.apply("constant", value=np.asarray(value, dtype=to_numpy_dtype(dtype)), device=device)
+    return broadcast(c, shape) if tuple(shape) != () else c
+
+
+def scalar(value, dtype: str, device, shape=()):
+    """A Python number by the scalar policy: 0 and 1 baked, others a parameter
+    (so a new learning rate is a new input, not a new program)."""
+    if dtype == "i1":
+        value = bool(value)
+    elif is_float(dtype):
+        value = float(value)
+    else:
+        value = int(value)
+    s = core.scalar(value, dtype, device=device)
+    return broadcast(s, shape) if tuple(shape) != () else s
+
+
+def is_handle(x) -> bool:
+    return isinstance(x, core.LazyTensor)
+
+
+def broadcast(h, shape):
+    """Broadcast ``h`` to ``shape`` the way torch does (trailing dims align)."""
+    shape = tuple(shape)
+    if h.shape == shape:
+        return h
+    lead = len(shape) - len(h.shape)
+    if lead < 0:
+        # torch allows a result with fewer dims only when the extra ones are 1
+        return core.apply("reshape", h, shape=shape)
+    if all(h.shape[i] == shape[lead + i] for i in range(len(h.shape))):
+        return core.apply("broadcast_in_dim", h, dims=tuple(range(lead, len(shape))), shape=shape)
+    # size-1 dims stretch: drop them first, then place the rest
+    keep = [i for i, n in enumerate(h.shape) if n == shape[lead + i]]
+    squeezed = core.apply("reshape", h, shape=tuple(h.shape[i] for i in keep))
+    return core.apply("broadcast_in_dim", squeezed, dims=tuple(lead + i for i in keep), shape=shape)
+
+
+def convert(h, dtype: str):
+    if h.dtype == dtype:
+        return h
+    if dtype == "i1":  # torch: nonzero is True
+        return apply("compare", h, const(0, h.dtype, h.device, h.shape), direction="NE")
+    return apply("convert", h, dtype=dtype)
+
+
+def operand(x, dtype: str, shape, device):
+    """Any tensor-ish argument as a handle of ``dtype`` broadcast to ``shape``."""
+    if is_handle(x):
+        return broadcast(convert(x, dtype), shape)
+    if isinstance(x, (bool, int, float)):
+        return scalar(x, dtype, device, shape)
+    raise TypeError(f"lazycore: cannot use {type(x).__name__} as a tensor operand")
+
+
+def full(value, dtype: str, shape, device):
+    return scalar(value, dtype, device, shape)
+
+
+def dim(d: int, rank: int) -> int:
+    return d + rank if d < 0 else d
+
+
+def dims(ds, rank: int) -> tuple[int, ...]:
+    if ds is None or (isinstance(ds, (list, tuple)) and len(ds) == 0):
+        return tuple(range(rank))
+    if isinstance(ds, int):
+        ds = (ds,)
+    return tuple(sorted(dim(d, rank) for d in ds))
+
+
+def reshape(h, shape):
+    shape = tuple(shape)
+    return h if h.shape == shape else core.apply("reshape", h, shape=shape)

@@ -1,0 +1,78 @@
+"""Factory functions with ``device=lazycore.torch.device()``.
+
+Torch routes a factory call by its device argument to the ``Lazy`` dispatch
+key; the kernels registered here lower it like any op. Composite factories
+(``zeros``, ``full``, ``randn``, ...) reach them through ``empty`` followed
+by an in-place fill, which dispatches to the lazy tensor.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..lowering import apply, const, convert, lowers
+
+aten = torch.ops.aten
+
+
+@lowers(aten.empty.memory_format, aten.empty_strided.default, aten.zeros.default)
+def _empty(ctx, *args, **kwargs):
+    # eager leaves memory uninitialized; zeros keep programs deterministic
+    return const(0, ctx.dtype, ctx.device, ctx.shape)
+
+
+@lowers(aten.arange.default, aten.arange.start, aten.arange.start_step)
+def _arange(ctx, *args, **kwargs):
+    nums = [a for a in args if isinstance(a, (int, float))]
+    if len(nums) == 1:
+        start, end, step = 0, nums[0], 1
+    elif len(nums) == 2:
+        (start, end), step = nums, 1
+    else:
+        start, end, step = nums
+    (n,) = ctx.shape
+    wide = "f64" if ctx.dtype in ("f16", "bf16", "f32", "f64") else "i64"
+    i = apply("iota", dim=0, shape=(n,), dtype=wide, device=ctx.device)
+    v = apply("add", apply("mul", i, const(step, wide, ctx.device, (n,))), const(start, wide, ctx.device, (n,)))
+    return convert(v, ctx.dtype)
+
+
+@lowers(aten.linspace.default)
+def _linspace(ctx, start, end, steps, **kwargs):
+    (n,) = ctx.shape
+    wide = "f64"
+    if n == 1:
+        return convert(const(start, wide, ctx.device, (1,)), ctx.dtype)
+    step = (end - start) / (n - 1)
+    i = apply("iota", dim=0, shape=(n,), dtype=wide, device=ctx.device)
+    # symmetric, as eager: the first half counts up from start, the rest down from end
+    up = apply("add", const(start, wide, ctx.device, (n,)), apply("mul", i, const(step, wide, ctx.device, (n,))))
+    back = apply("sub", const(n - 1, wide, ctx.device, (n,)), i)
+    down = apply("sub", const(end, wide, ctx.device, (n,)), apply("mul", back, const(step, wide, ctx.device, (n,))))
+    first = apply("compare", i, const(n // 2, wide, ctx.device, (n,)), direction="LT")
+    v = apply("select", first, up, down)
+    if ctx.dtype not in ("f16", "bf16", "f32", "f64"):
+        v = apply("select", apply("compare", v, const(0, wide, ctx.device, (n,)), direction="LT"),
+                  apply("ceil", v), apply("floor", v))
+    return convert(v, ctx.dtype)
+
+
+@lowers(aten.eye.default, aten.eye.m)
+def _eye(ctx, n, m=None, **kwargs):
+    shape = ctx.shape
+    rows = apply("iota", dim=0, shape=shape, dtype="i64", device=ctx.device)
+    cols = apply("iota", dim=1, shape=shape, dtype="i64", device=ctx.device)
+    return convert(apply("compare", rows, cols, direction="EQ"), ctx.dtype)
+
+
+FACTORIES = (
+    aten.empty.memory_format,
+    aten.empty_strided.default,
+    aten.zeros.default,
+    aten.arange.default,
+    aten.arange.start,
+    aten.arange.start_step,
+    aten.linspace.default,
+    aten.eye.default,
+    aten.eye.m,
+)

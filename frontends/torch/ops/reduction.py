@@ -1,0 +1,103 @@
+"""Reductions: sum, mean, prod, max/min (with indices), argmax/argmin, any/all."""
+
+from __future__ import annotations
+
+import torch
+
+from lazycore.dialect.types import is_float
+
+from ..lowering import apply, const, convert, dims, lowers, reshape
+
+aten = torch.ops.aten
+
+
+def _reduce(op, x, ds, keepdim, out_shape):
+    if x.shape == () or not ds:
+        return reshape(x, out_shape)
+    r = apply(op, x, dims=ds)
+    return reshape(r, out_shape)
+
+
+def _dims_arg(x, dim):
+    return dims(dim, len(x.shape)) if len(x.shape) else ()
+
+
+@lowers(aten.sum.dim_IntList, aten.sum.default)
+def _sum(ctx, x, dim=None, keepdim=False, dtype=None):
+    x = convert(x, ctx.dtype)
+    return _reduce("reduce_sum", x, _dims_arg(x, dim), keepdim, ctx.shape)
+
+
+@lowers(aten.mean.dim, aten.mean.default)
+def _mean(ctx, x, dim=None, keepdim=False, dtype=None):
+    x = convert(x, ctx.dtype)
+    ds = _dims_arg(x, dim)
+    total = _reduce("reduce_sum", x, ds, keepdim, ctx.shape)
+    count = 1
+    for d in ds:
+        count *= x.shape[d]
+    return apply("div", total, const(count, ctx.dtype, ctx.device, ctx.shape))
+
+
+@lowers(aten.prod.dim_int, aten.prod.default)
+def _prod(ctx, x, dim=None, keepdim=False, dtype=None):
+    x = convert(x, ctx.dtype)
+    return _reduce("reduce_prod", x, _dims_arg(x, dim), keepdim, ctx.shape)
+
+
+def _nan_aware(op, x, ds, keepdim, shape):
+    r = _reduce(op, x, ds, keepdim, shape)
+    if is_float(x.dtype) and ds and x.shape != ():
+        # a NaN anywhere in the reduced slice makes the result NaN, as in eager
+        isnan = apply("compare", x, x, direction="NE")
+        anynan = _reduce("reduce_max", isnan, ds, keepdim, shape)
+        r = apply("select", anynan, const(float("nan"), x.dtype, x.device, shape), r)
+    return r
+
+
+@lowers(aten.amax.default, aten.amin.default, aten.max.default, aten.min.default)
+def _amax(ctx, x, dim=(), keepdim=False):
+    op = "reduce_max" if ctx.func_name in ("amax", "max") else "reduce_min"
+    return _nan_aware(op, x, _dims_arg(x, dim), keepdim, ctx.shape)
+
+
+@lowers(aten.max.dim, aten.min.dim)
+def _max_dim(ctx, x, dim, keepdim=False):
+    values = _amax(ctx, x, dim, keepdim)
+    indices = _arg(ctx, x, dim, keepdim, "argmax" if ctx.func_name == "max" else "argmin", ctx.out[1])
+    return values, indices
+
+
+def _arg(ctx, x, dim, keepdim, op, out):
+    shape = tuple(out.shape)
+    if dim is None:
+        x = reshape(x, (max(1, _numel(x.shape)),))
+        d = 0
+    elif x.shape == ():
+        return const(0, "i64", ctx.device, shape)
+    else:
+        d = dim % len(x.shape)
+    if x.dtype == "i1":
+        x = convert(x, "i8")
+    r = apply(op, x, dim=d, dtype="i64")
+    return reshape(r, shape)
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+@lowers(aten.argmax.default, aten.argmin.default)
+def _argmax(ctx, x, dim=None, keepdim=False):
+    return _arg(ctx, x, dim, keepdim, ctx.func_name, ctx.out)
+
+
+@lowers(aten.any.default, aten.any.dim, aten.any.dims, aten.all.default, aten.all.dim, aten.all.dims)
+def _any_all(ctx, x, dim=None, keepdim=False):
+    b = convert(x, "i1")
+    op = "reduce_max" if ctx.func_name == "any" else "reduce_min"
+    r = _reduce(op, b, _dims_arg(b, dim), keepdim, ctx.shape)
+    return convert(r, ctx.dtype)

@@ -1,0 +1,209 @@
+"""The torch tensor of the lazy device: a wrapper subclass over a lazycore handle.
+
+Torch sees an ordinary tensor with sizes, strides and a ``lazy:N`` device;
+its data is a lazycore value. Views are the LazyTensor paper's view
+sequences: every tensor points at a :class:`Storage` (one lazycore handle
+shared by a base and all its views) plus the steps that derive its value from
+the storage. Reading a view replays the steps forward (:func:`read`); an
+in-place update of a view replays them backward into a new storage value
+(:func:`write`), so ``x.t().mul_(2)`` updates ``x`` exactly as in eager.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from lazycore import core
+from lazycore import device as _lc_device
+
+from . import dtypes
+
+
+class Storage:
+    """One lazycore handle and its physical layout (the strides of the base)."""
+
+    __slots__ = ("handle", "strides", "__weakref__")
+
+    def __init__(self, handle, strides: tuple[int, ...]):
+        self.handle = handle
+        self.strides = strides
+
+
+class Tensor(torch.Tensor):
+    """A tensor on the lazy device (``lazycore.torch.device()``)."""
+
+    # No __torch_function__ layer: everything is handled below autograd.
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        from .dispatch import run
+
+        return run(func, args, kwargs or {})
+
+    def numpy(self, *, force: bool = False):
+        if self.requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+            )
+        return to_host(self).numpy()
+
+    def __repr__(self, *, tensor_contents=None):
+        text = repr(to_host(self))
+        extra = f", device='{self.device}'"
+        if self.grad_fn is not None:
+            extra += f", grad_fn=<{type(self.grad_fn).__name__}>"
+        elif self.requires_grad:
+            extra += ", requires_grad=True"
+        return text[:-1] + extra + ")"
+
+    def __reduce_ex__(self, proto):
+        return (_unpickle, (to_host(self), str(self.device)))
+
+
+def _unpickle(host, device):
+    return host.to(device)
+
+
+# --- devices ----------------------------------------------------------------------
+
+_TORCH_TO_LC: dict[int, object] = {}
+_LC_TO_TORCH: dict[object, torch.device] = {}
+
+
+def _ordered_devices():
+    # Accelerators first, so torch.device("lazy") (index 0) is the best device.
+    devs = _lc_device.devices()
+    return [d for d in devs if d.platform != "cpu"] + [d for d in devs if d.platform == "cpu"]
+
+
+def _init_devices():
+    if not _TORCH_TO_LC:
+        for i, d in enumerate(_ordered_devices()):
+            _TORCH_TO_LC[i] = d
+            _LC_TO_TORCH[d] = torch.device("lazy", i)
+
+
+def lc_device(tdev) -> object:
+    """The lazycore device behind a torch ``lazy:N`` device."""
+    _init_devices()
+    tdev = torch.device(tdev)
+    if tdev.type != "lazy":
+        raise RuntimeError(f"expected a lazy device, got {tdev}")
+    try:
+        return _TORCH_TO_LC[tdev.index or 0]
+    except KeyError:
+        raise RuntimeError(f"no lazy device {tdev} (there are {len(_TORCH_TO_LC)})") from None
+
+
+def torch_device(lc_dev) -> torch.device:
+    _init_devices()
+    return _LC_TO_TORCH[lc_dev]
+
+
+def device(kind: str | None = None, index: int = 0) -> torch.device:
+    """The torch device of a lazycore device: ``device()`` is the best one there is
+    (an accelerator when jaxlib sees one, else the CPU); ``device("cpu")``,
+    ``device("gpu", 1)`` pick one."""
+    _init_devices()
+    if kind is None:
+        return _LC_TO_TORCH[_TORCH_TO_LC[0]]
+    kind = "gpu" if kind == "cuda" else kind
+    same = [d for d in _ordered_devices() if d.platform == kind]
+    if index >= len(same):
+        have = ", ".join(d.name for d in _ordered_devices())
+        raise RuntimeError(f"no lazycore device {kind}:{index} (available: {have})")
+    return _LC_TO_TORCH[same[index]]
+
+
+# --- making tensors and reading/writing their values ----------------------------------
+
+
+def wrap(handle, meta: torch.Tensor | None = None, strides=None) -> Tensor:
+    """A new tensor with its own storage holding ``handle``.
+
+    The sizes and strides are ``meta``'s (eager's layout for the op's result)
+    when given; otherwise contiguous ``strides`` of the handle's shape.
+    """
+    # A fresh handle on the same value: the one given may be another storage's
+    # (an op that returned its input unchanged), and storages never share one.
+    handle = core.LazyTensor(handle.value, handle.device)
+    shape = handle.shape
+    if meta is not None:
+        strides = tuple(meta.stride())
+    elif strides is None:
+        strides = _contiguous(shape)
+    return _new(Storage(handle, strides), (), shape, strides, 0, dtypes.TO_TORCH[handle.dtype],
+                torch_device(handle.device))
+
+
+def view_of(base: Tensor, steps: tuple, meta: torch.Tensor) -> Tensor:
+    """A view sharing ``base``'s storage; its value is ``steps`` applied to it."""
+    return _new(base._storage, steps, tuple(meta.shape), tuple(meta.stride()), meta.storage_offset(),
+                meta.dtype, base.device)
+
+
+def _new(storage, steps, shape, strides, offset, dtype, tdev) -> Tensor:
+    t = torch.Tensor._make_wrapper_subclass(
+        Tensor, shape, strides=strides, storage_offset=offset, dtype=dtype, device=tdev, requires_grad=False
+    )
+    t._storage = storage
+    t._steps = steps
+    return t
+
+
+def _contiguous(shape) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def read(t: Tensor):
+    """The lazycore handle for ``t``'s current value (a view replays its steps)."""
+    h = t._storage.handle
+    for step in t._steps:
+        h = step.forward(h, t._storage)
+    return h
+
+
+def write(t: Tensor, new) -> Tensor:
+    """Make ``new`` (``t``'s shape and element type) the value of ``t``, in place.
+
+    For a view the new value flows back through the view steps into the
+    storage, so the base and every other view of it see the update.
+    """
+    storage = t._storage
+    steps = t._steps
+    if steps:
+        values = [storage.handle]
+        for step in steps[:-1]:
+            values.append(step.forward(values[-1], storage))
+        for step, old in zip(reversed(steps), reversed(values)):
+            new = step.inverse(old, new, storage)
+    storage.handle.assign(new)
+    return t
+
+
+def to_host(t: Tensor) -> torch.Tensor:
+    """A CPU copy of ``t``'s value, with ``t``'s strides (an implicit barrier)."""
+    host = dtypes.from_numpy(core.to_numpy(read(t)))
+    if t.dim() > 1 and not t.is_contiguous():
+        out = torch.empty_strided(t.shape, t.stride(), dtype=host.dtype)
+        out.copy_(host)
+        return out
+    return host
+
+
+def from_host(host: torch.Tensor, tdev) -> Tensor:
+    """Upload a CPU tensor to the lazy device ``tdev`` as a new tensor."""
+    handle = core.from_numpy(dtypes.to_numpy(host), lc_device(tdev))
+    return wrap(handle)
+
+
+def upload(host: torch.Tensor, lc_dev):
+    """A CPU tensor's value as a lazycore handle on ``lc_dev``."""
+    if host.dim() == 0:
+        return core.scalar(host.item(), dtypes.lazy_dtype(host.dtype), device=lc_dev)
+    return core.from_numpy(dtypes.to_numpy(host), lc_dev)
