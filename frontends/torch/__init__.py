@@ -83,6 +83,18 @@ def _lazy_key_fallback(op, *args, **kwargs):
 for _f in ops.factories.FACTORIES:
     _LIB.impl(_f._schema.name.split("::")[1] + ("" if _f._overloadname == "default" else "." + _f._overloadname),
               _factory_kernel(_f), "Lazy")
+
+
+def _copy_from(src, dst, non_blocking=False):
+    # copy_ reaches the backend this way when torch has the Python key off
+    # (torch.tensor(data, device=lazy) builds the tensor so).
+    from .special import copy_
+
+    return copy_(None, (dst, src), {})
+
+
+_LIB.impl("_copy_from", _copy_from, "Lazy")
+
 # Any other op routed to the Lazy key by its device argument (randperm, ...).
 _FALLBACK_LIB = torch.library.Library("_", "IMPL")
 _FALLBACK_LIB.fallback(_lazy_key_fallback, dispatch_key="Lazy")

@@ -230,6 +230,8 @@ def _check(func, meta, h):
 
 def _lowered(fn, inplace: bool):
     def handler(func, args, kwargs):
+        if kwargs.get("generator") is not None:
+            return fallback.run(func, args, kwargs)  # the user's CPU generator decides the values
         a, margs, mkwargs = metas(args, kwargs)
         out = _run_meta(func, margs, mkwargs)
         if out is None:

@@ -48,6 +48,20 @@ class Tensor(torch.Tensor):
             )
         return to_host(self).numpy()
 
+    @property
+    def data(self):
+        return self.detach()
+
+    @data.setter
+    def data(self, new):
+        # torch swaps the metadata; the value behind it is ours to swap
+        torch._C.TensorBase.data.__set__(self, new)
+        self._storage = new._storage
+        self._steps = new._steps
+
+    def tolist(self):
+        return to_host(self).tolist()
+
     def __repr__(self, *, tensor_contents=None):
         text = repr(to_host(self))
         extra = f", device='{self.device}'"

@@ -151,7 +151,7 @@ class Strided:
             "scatter", flat, self._index(old.device), new,
             update_window_dims=(), inserted_window_dims=(0,), input_batching_dims=(),
             scatter_indices_batching_dims=(), scatter_dims_to_operand_dims=(0,), index_vector_dim=rank,
-            mode="replace", indices_are_sorted=False, unique_indices=False,
+            mode="replace",
         )
         return _from_memory(flat, old.shape, storage)
 
