@@ -79,14 +79,25 @@ class Walk:
         for out in outputs:
             enc.append(_pos_bytes(pos[id(out.node)]) + _pos_bytes(out.index))
         self.encoding = b"".join(enc)
+        # Scalar leaves travel packed, one vector per dtype (one transfer each
+        # instead of one per number); entry arguments are the device-data
+        # leaves first, then the packs. Both orders follow the walk, which the
+        # encoding pins, so equal keys mean equal layouts.
+        self.data: list[Node] = []
+        self.packs: dict[str, list[Node]] = {}
+        for leaf in self.params:
+            if type(leaf) is Data:
+                self.data.append(leaf)
+            else:
+                self.packs.setdefault(leaf.types[0].dtype, []).append(leaf)
 
 
 def plan_donation(walk: Walk, held: set[int]) -> dict[int, int]:
     """Parameter index -> output index for dead, lazycore-made input buffers."""
     plan: dict[int, int] = {}
     taken: set[int] = set()
-    for i, leaf in enumerate(walk.params):
-        if type(leaf) is not Data or not leaf.owned or id(leaf) in held:
+    for i, leaf in enumerate(walk.data):
+        if not leaf.owned or id(leaf) in held:
             continue
         t = leaf.types[0]
         for j, out in enumerate(walk.outputs):
@@ -100,6 +111,7 @@ def plan_donation(walk: Walk, held: set[int]) -> dict[int, int]:
 def build_module(walk: Walk):
     """The walk as a ``lazy``-dialect module with entry ``@main``."""
     from lazycore.dialect import create, tensor_type
+    from lazycore.dialect.types import TensorType
     from lazycore.mlir import func, ir, new_context
 
     ctx = new_context()
@@ -107,15 +119,21 @@ def build_module(walk: Walk):
         module = ir.Module.create()
         with ir.InsertionPoint(module.body):
             ftype = ir.FunctionType.get(
-                [tensor_type(p.types[0]) for p in walk.params],
+                [tensor_type(p.types[0]) for p in walk.data]
+                + [tensor_type(TensorType((len(group),), dtype)) for dtype, group in walk.packs.items()],
                 [tensor_type(o.type) for o in walk.outputs],
             )
             fn = func.FuncOp("main", ftype)
             block = fn.add_entry_block()
             env: dict[int, list] = {}
-            for arg, leaf in zip(block.arguments, walk.params):
+            for arg, leaf in zip(block.arguments, walk.data):
                 env[id(leaf)] = [arg]
             with ir.InsertionPoint(block):
+                packs = block.arguments[len(walk.data):]
+                for pack, group in zip(packs, walk.packs.values()):
+                    for i, leaf in enumerate(group):
+                        one = create("slice", pack, start=[i], limit=[i + 1], strides=[1]).result
+                        env[id(leaf)] = [create("reshape", one, shape=()).result]
                 for node in walk.order:
                     if node.is_leaf:
                         continue
@@ -140,15 +158,38 @@ def compile_walk(walk: Walk, device, donate: dict[int, int], pipeline: str):
     return exe
 
 
-def _argument(leaf: Node, device):
-    if type(leaf) is Data:
-        return leaf.buffer
-    from lazycore import pjrt
+class _PackCache:
+    """Device copies of recent scalar packs: a loop whose numbers do not
+    change (a fixed learning rate) transfers nothing after its first step."""
 
-    host = np.asarray(leaf.value, dtype=to_numpy_dtype(leaf.types[0].dtype))
-    metrics.bump("transfers_to_device")
-    metrics.bump("bytes_to_device", host.nbytes)
-    return pjrt.to_device(host, device.pjrt)
+    def __init__(self, size: int = 64):
+        self.size = size
+        self.entries: dict[tuple, object] = {}
+
+    def get(self, host: np.ndarray, device):
+        from lazycore import pjrt
+
+        key = (device.name, host.dtype.str, host.tobytes())
+        buf = self.entries.pop(key, None)
+        if buf is None:
+            buf = pjrt.to_device(host, device.pjrt)
+            metrics.bump("transfers_to_device")
+            metrics.bump("bytes_to_device", host.nbytes)
+            if len(self.entries) >= self.size:
+                self.entries.pop(next(iter(self.entries)))
+        self.entries[key] = buf  # most recent last
+        return buf
+
+
+_PACKS = _PackCache()
+
+
+def _arguments(walk: Walk, device) -> list:
+    args = [leaf.buffer for leaf in walk.data]
+    for dtype, group in walk.packs.items():
+        host = np.array([leaf.value for leaf in group], dtype=to_numpy_dtype(dtype))
+        args.append(_PACKS.get(host, device))
+    return args
 
 
 def sync(device, wait: bool = True) -> int:
@@ -186,7 +227,7 @@ def sync(device, wait: bool = True) -> int:
     if exe is None:
         exe = compile_walk(walk, device, donate, pipeline)
         CACHE.put(key, exe)
-    args = [_argument(p, device) for p in walk.params]
+    args = _arguments(walk, device)
     with metrics.timed("execute"):
         results = exe(args)
         if wait:
