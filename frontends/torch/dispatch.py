@@ -120,7 +120,7 @@ def _meta_tensor(t):
 
 
 class _Args:
-    """One pass over the arguments: meta copies, lazy copies and the device."""
+    """One pass over the arguments: their meta copies and the lazy device."""
 
     __slots__ = ("device", "cpu_tensor")
 
@@ -130,7 +130,7 @@ class _Args:
 
     def meta(self, x):
         if isinstance(x, torch.Tensor):
-            if type(x) is Tensor or isinstance(x, Tensor):
+            if isinstance(x, Tensor):
                 dev = x.device
                 if self.device is None:
                     self.device = dev
@@ -150,17 +150,6 @@ class _Args:
             return torch.device("meta")
         return x
 
-    def lazy(self, x, lc_dev):
-        if isinstance(x, torch.Tensor):
-            if isinstance(x, Tensor):
-                return read(x)
-            from .tensor import upload
-
-            return upload(x, lc_dev)  # a 0-dim CPU tensor, as torch allows
-        if isinstance(x, (list, tuple)):
-            return type(x)(self.lazy(v, lc_dev) for v in x)
-        return x
-
 
 def metas(args, kwargs):
     a = _Args()
@@ -172,6 +161,74 @@ def metas(args, kwargs):
             f"{a.device} and {a.cpu_tensor.device}!"
         )
     return a, margs, mkwargs
+
+
+def _lazy(x, lc_dev):
+    """An argument as lowerings take it: lazy tensors as lazycore handles."""
+    if isinstance(x, torch.Tensor):
+        if isinstance(x, Tensor):
+            return read(x)
+        from .tensor import upload
+
+        return upload(x, lc_dev)  # a 0-dim CPU tensor, as torch allows
+    if isinstance(x, (list, tuple)):
+        return type(x)(_lazy(v, lc_dev) for v in x)
+    return x
+
+
+# --- eager's meta result, cached by argument signature ---------------------------------------
+# Running an op on meta tensors costs 5 us to several ms (many meta kernels
+# are Python refs). The result depends only on the tensors' metadata, on the
+# types of top-level Python numbers and on the values of everything else
+# (dims, sizes, lists), so a step that repeats finds every result here.
+
+_META: dict = {}
+_META_LIMIT = 100_000
+_NO_META = object()
+
+
+def _sig(x, acc: list, nested: bool):
+    t = type(x)
+    if t is Tensor:
+        acc.append((x.shape, x.stride(), x.storage_offset(), x.dtype, x.device))
+    elif t is float:
+        acc.append(x if nested else float)
+    elif t is int or t is bool:
+        acc.append((t, x))
+    elif t is list or t is tuple:
+        acc.append(len(x))
+        for v in x:
+            _sig(v, acc, True)
+        acc.append(")")
+    elif isinstance(x, torch.Tensor):
+        acc.append(("host", x.shape, x.stride(), x.dtype, x.device))
+    else:
+        acc.append(x)
+
+
+def meta_call(func, args, kwargs):
+    """``(meta result, meta args, meta kwargs, torch device)``; raises eager's error
+    for bad arguments. The result is None when no meta kernel exists."""
+    acc = [func]
+    for x in args:
+        _sig(x, acc, False)
+    for k, v in kwargs.items():
+        acc.append(k)
+        _sig(v, acc, False)
+    try:
+        key = tuple(acc)
+        hit = _META.get(key)
+    except TypeError:  # an unhashable argument: no caching
+        key, hit = None, None
+    if hit is None:
+        a, margs, mkwargs = metas(args, kwargs)
+        out = _run_meta(func, margs, mkwargs)
+        hit = (out, margs, mkwargs, a.device)
+        if key is not None:
+            if len(_META) >= _META_LIMIT:
+                _META.clear()
+            _META[key] = hit
+    return hit
 
 
 def _run_meta(func, margs, mkwargs):
@@ -192,8 +249,9 @@ def _composite(func, args, kwargs):
 
 
 def _view(func, args, kwargs):
-    a, margs, mkwargs = metas(args, kwargs)
-    out = func(*margs, **mkwargs)
+    out = meta_call(func, args, kwargs)[0]
+    if out is None:
+        raise NotImplementedError(f"lazycore: no meta kernel for view op {func}")
     base = args[0]
     outs = out if isinstance(out, (list, tuple)) else (out,)
     if any(o.dtype != base.dtype for o in outs):
@@ -232,14 +290,13 @@ def _lowered(fn, inplace: bool):
     def handler(func, args, kwargs):
         if kwargs.get("generator") is not None:
             return fallback.run(func, args, kwargs)  # the user's CPU generator decides the values
-        a, margs, mkwargs = metas(args, kwargs)
-        out = _run_meta(func, margs, mkwargs)
+        out, margs, mkwargs, tdev = meta_call(func, args, kwargs)
         if out is None:
             return fallback.run(func, args, kwargs)
-        dev = lc_device(a.device) if a.device is not None else None
+        dev = lc_device(tdev) if tdev is not None else None
         ctx = lowering.Ctx(func, out, margs, mkwargs, dev)
-        largs = tuple(a.lazy(x, dev) for x in args)
-        lkwargs = {k: a.lazy(v, dev) for k, v in kwargs.items()}
+        largs = tuple(_lazy(x, dev) for x in args)
+        lkwargs = {k: _lazy(v, dev) for k, v in kwargs.items()}
         res = fn(ctx, *largs, **lkwargs)
         if res is NotImplemented:
             return fallback.run(func, args, kwargs)
@@ -255,8 +312,7 @@ def _via_functional(found):
     kind, functional = found[0], found[1]
 
     def handler(func, args, kwargs):
-        a, margs, mkwargs = metas(args, kwargs)
-        _run_meta(func, margs, mkwargs)  # eager's checks (casting, broadcasting into self)
+        meta_call(func, args, kwargs)  # eager's checks (casting, broadcasting into self)
         if kind == "inplace":
             result = run(functional, args, kwargs)
             return _store(args[0], result)
@@ -291,8 +347,7 @@ def _store(target, result):
 
 def _decomposed(decomp):
     def handler(func, args, kwargs):
-        a, margs, mkwargs = metas(args, kwargs)
-        _run_meta(func, margs, mkwargs)  # eager's checks, at the user's call
+        meta_call(func, args, kwargs)  # eager's checks, at the user's call
         out = decomp(*args, **kwargs)
         if out is NotImplemented:
             return fallback.run(func, args, kwargs)

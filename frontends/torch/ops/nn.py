@@ -1,0 +1,231 @@
+"""Neural-network ops met in every training step: linear layers, softmax,
+losses and activation backwards, and the optimizers' fused updates.
+
+PyTorch has decompositions for all of them; direct lowerings exist because
+the decompositions run through Python prims wrappers at 1-10 ms a call, which
+would dominate the tracing time of a training step.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from lazycore.dialect.types import is_float
+
+from ..lowering import apply, broadcast, const, convert, lowers, operand, reshape, scalar
+
+aten = torch.ops.aten
+
+
+def _keep(h, d, shape):
+    """A reduction over ``d`` broadcast back to ``shape``."""
+    kept = tuple(1 if i == d else n for i, n in enumerate(shape))
+    return broadcast(reshape(h, kept), shape)
+
+
+def _reduce_keep(op, x, d):
+    if x.shape == ():
+        return x
+    return _keep(apply(op, x, dims=(d,)), d, x.shape)
+
+
+def _dim(d, rank):
+    return (d % rank) if rank else 0
+
+
+@lowers(aten.addmm.default)
+def _addmm(ctx, bias, m1, m2, beta=1, alpha=1):
+    dt = ctx.dtype
+    prod = apply("dot_general", convert(m1, dt), convert(m2, dt), lhs_batch=(), rhs_batch=(),
+                 lhs_contract=(1,), rhs_contract=(0,))
+    if alpha != 1:
+        prod = apply("mul", prod, scalar(alpha, dt, ctx.device, ctx.shape))
+    if beta == 0:
+        return prod
+    b = operand(bias, dt, ctx.shape, ctx.device)
+    if beta != 1:
+        b = apply("mul", b, scalar(beta, dt, ctx.device, ctx.shape))
+    return apply("add", b, prod)
+
+
+@lowers(aten._log_softmax.default)
+def _log_softmax(ctx, x, dim, half_to_float=False):
+    x = convert(x, ctx.dtype)
+    d = _dim(dim, len(x.shape))
+    shifted = apply("sub", x, _reduce_keep("reduce_max", x, d))
+    total = _reduce_keep("reduce_sum", apply("exp", shifted), d)
+    return apply("sub", shifted, apply("log", total))
+
+
+@lowers(aten._softmax.default)
+def _softmax(ctx, x, dim, half_to_float=False):
+    x = convert(x, ctx.dtype)
+    d = _dim(dim, len(x.shape))
+    e = apply("exp", apply("sub", x, _reduce_keep("reduce_max", x, d)))
+    return apply("div", e, _reduce_keep("reduce_sum", e, d))
+
+
+@lowers(aten._log_softmax_backward_data.default)
+def _log_softmax_backward(ctx, grad, output, dim, input_dtype):
+    grad, output = convert(grad, ctx.dtype), convert(output, ctx.dtype)
+    d = _dim(dim, len(grad.shape))
+    return apply("sub", grad, apply("mul", apply("exp", output), _reduce_keep("reduce_sum", grad, d)))
+
+
+@lowers(aten._softmax_backward_data.default)
+def _softmax_backward(ctx, grad, output, dim, input_dtype):
+    grad, output = convert(grad, ctx.dtype), convert(output, ctx.dtype)
+    d = _dim(dim, len(grad.shape))
+    inner = _reduce_keep("reduce_sum", apply("mul", grad, output), d)
+    return apply("mul", output, apply("sub", grad, inner))
+
+
+@lowers(aten.threshold_backward.default)
+def _threshold_backward(ctx, grad, x, threshold):
+    grad = convert(grad, ctx.dtype)
+    below = apply("compare", x, operand(threshold, x.dtype, x.shape, ctx.device), direction="LE")
+    return apply("select", broadcast(below, ctx.shape), const(0, ctx.dtype, ctx.device, ctx.shape),
+                 broadcast(grad, ctx.shape))
+
+
+@lowers(aten.sigmoid_backward.default)
+def _sigmoid_backward(ctx, grad, y):
+    grad, y = convert(grad, ctx.dtype), convert(y, ctx.dtype)
+    one = const(1, ctx.dtype, ctx.device, ctx.shape)
+    return apply("mul", grad, apply("mul", y, apply("sub", one, y)))
+
+
+@lowers(aten.tanh_backward.default)
+def _tanh_backward(ctx, grad, y):
+    grad, y = convert(grad, ctx.dtype), convert(y, ctx.dtype)
+    one = const(1, ctx.dtype, ctx.device, ctx.shape)
+    return apply("mul", grad, apply("sub", one, apply("mul", y, y)))
+
+
+# --- losses -------------------------------------------------------------------------------
+
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _nll_parts(ctx, x, target, weight, ignore_index):
+    """(rows of x as (N, C), one-hot of the targets, per-row weight) for nll_loss."""
+    dt = x.dtype
+    rows = x if len(x.shape) == 2 else reshape(x, (1, x.shape[0]))
+    n, c = rows.shape
+    t = reshape(convert(target, "i64"), (n,))
+    classes = apply("iota", dim=1, shape=(n, c), dtype="i64", device=ctx.device)
+    tb = broadcast(reshape(t, (n, 1)), (n, c))
+    hit = apply("compare", classes, tb, direction="EQ")
+    kept = apply("compare", t, const(ignore_index, "i64", ctx.device, (n,)), direction="NE")
+    hit = apply("and", hit, broadcast(reshape(kept, (n, 1)), (n, c)))
+    if weight is None:
+        w = convert(kept, dt)
+    else:
+        wb = broadcast(reshape(convert(weight, dt), (1, c)), (n, c))
+        w = apply("reduce_sum", apply("select", hit, wb, const(0, dt, ctx.device, (n, c))), dims=(1,))
+    return rows, hit, w
+
+
+@lowers(aten.nll_loss_forward.default)
+def _nll_loss_forward(ctx, x, target, weight, reduction, ignore_index):
+    rows, hit, w = _nll_parts(ctx, x, target, weight, ignore_index)
+    n, c = rows.shape
+    dt = rows.dtype
+    picked = apply("reduce_sum", apply("select", hit, rows, const(0, dt, ctx.device, (n, c))), dims=(1,))
+    losses = apply("neg", apply("mul", picked, w))
+    total_weight = apply("reduce_sum", w, dims=(0,))
+    kind = _REDUCTIONS[reduction]
+    out_shape = tuple(ctx.out[0].shape)
+    if kind == "none":
+        out = reshape(losses, out_shape)
+    else:
+        out = apply("reduce_sum", losses, dims=(0,))
+        if kind == "mean":
+            out = apply("div", out, total_weight)
+    return out, reshape(total_weight, tuple(ctx.out[1].shape))
+
+
+@lowers(aten.nll_loss_backward.default)
+def _nll_loss_backward(ctx, grad, x, target, weight, reduction, ignore_index, total_weight):
+    rows, hit, w = _nll_parts(ctx, x, target, weight, ignore_index)
+    n, c = rows.shape
+    dt = rows.dtype
+    kind = _REDUCTIONS[reduction]
+    g = convert(grad, dt)
+    if kind == "none":
+        g = reshape(g, (n,))
+    else:
+        if kind == "mean":
+            g = apply("div", g, convert(total_weight, dt))
+        g = broadcast(reshape(g, ()), (n,))
+    per_row = apply("neg", apply("mul", g, w))
+    out = apply("select", hit, broadcast(reshape(per_row, (n, 1)), (n, c)), const(0, dt, ctx.device, (n, c)))
+    return reshape(out, ctx.shape)
+
+
+@lowers(aten.mse_loss.default)
+def _mse_loss(ctx, x, target, reduction=1):
+    dt = ctx.dtype
+    shape = tuple(torch.broadcast_shapes(tuple(ctx.margs[0].shape), tuple(ctx.margs[1].shape)))
+    d = apply("sub", operand(x, dt, shape, ctx.device), operand(target, dt, shape, ctx.device))
+    sq = apply("mul", d, d)
+    kind = _REDUCTIONS[reduction]
+    if kind == "none" or sq.shape == ():
+        return reshape(sq, ctx.shape) if kind != "mean" or sq.shape == () else sq
+    total = apply("reduce_sum", sq, dims=tuple(range(len(shape))))
+    if kind == "mean":
+        count = 1
+        for s in shape:
+            count *= s
+        total = apply("div", total, const(count, dt, ctx.device))
+    return total
+
+
+@lowers(aten.mse_loss_backward.default)
+def _mse_loss_backward(ctx, grad, x, target, reduction):
+    dt = ctx.dtype
+    d = apply("sub", operand(x, dt, ctx.shape, ctx.device), operand(target, dt, ctx.shape, ctx.device))
+    g = operand(grad, dt, ctx.shape, ctx.device)
+    scale = 2.0
+    if _REDUCTIONS[reduction] == "mean":
+        count = 1
+        for s in ctx.margs[1].shape:
+            count *= s
+        scale = 2.0 / max(count, 1)
+    return apply("mul", apply("mul", d, g), const(scale, dt, ctx.device, ctx.shape))
+
+
+# --- optimizer updates --------------------------------------------------------------------
+
+
+@lowers(aten.addcmul.default)
+def _addcmul(ctx, x, t1, t2, value=1):
+    x, t1, t2 = (operand(v, ctx.dtype, ctx.shape, ctx.device) for v in (x, t1, t2))
+    prod = apply("mul", t1, t2)
+    if value != 1:
+        prod = apply("mul", prod, scalar(value, ctx.dtype, ctx.device, ctx.shape))
+    return apply("add", x, prod)
+
+
+@lowers(aten.addcdiv.default)
+def _addcdiv(ctx, x, t1, t2, value=1):
+    x, t1, t2 = (operand(v, ctx.dtype, ctx.shape, ctx.device) for v in (x, t1, t2))
+    q = apply("div", t1, t2)
+    if value != 1:
+        q = apply("mul", q, scalar(value, ctx.dtype, ctx.device, ctx.shape))
+    return apply("add", x, q)
+
+
+@lowers(aten.lerp.Scalar, aten.lerp.Tensor)
+def _lerp(ctx, x, end, weight):
+    dt = ctx.dtype
+    x, end = operand(x, dt, ctx.shape, ctx.device), operand(end, dt, ctx.shape, ctx.device)
+    w = operand(weight, dt, ctx.shape, ctx.device)
+    diff = apply("sub", end, x)
+    # eager's two-sided formula keeps lerp(a, b, 1) == b exactly
+    low = apply("add", x, apply("mul", w, diff))
+    high = apply("sub", end, apply("mul", diff, apply("sub", const(1, dt, ctx.device, ctx.shape), w)))
+    if isinstance(weight, (int, float)):
+        return low if abs(weight) < 0.5 else high
+    small = apply("compare", apply("abs", w), const(0.5, dt, ctx.device, ctx.shape), direction="LT")
+    return apply("select", small, low, high)
