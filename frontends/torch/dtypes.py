@@ -45,7 +45,7 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
 
 def from_numpy(a: np.ndarray) -> torch.Tensor:
     """A NumPy array as a host torch tensor that owns its memory."""
-    a = np.ascontiguousarray(a)
+    a = np.asarray(a, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
     if a.dtype == ml_dtypes.bfloat16:
         return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16)
     return torch.from_numpy(a.copy() if not a.flags.writeable else a)

@@ -203,11 +203,21 @@ def write(t: Tensor, new) -> Tensor:
 def to_host(t: Tensor) -> torch.Tensor:
     """A CPU copy of ``t``'s value, with ``t``'s strides (an implicit barrier)."""
     host = dtypes.from_numpy(core.to_numpy(read(t)))
-    if t.dim() > 1 and not t.is_contiguous():
+    if t.dim() > 1 and not t.is_contiguous() and _dense(t.shape, t.stride()):
         out = torch.empty_strided(t.shape, t.stride(), dtype=host.dtype)
         out.copy_(host)
         return out
     return host
+
+
+def _dense(shape, strides) -> bool:
+    """Non-overlapping and dense: a layout a copy may keep (eager's preserve_format)."""
+    acc = 1
+    for n, s in sorted(zip(shape, strides), key=lambda p: p[1]):
+        if n != 1 and s != acc:
+            return False
+        acc *= n
+    return True
 
 
 def from_host(host: torch.Tensor, tdev) -> Tensor:

@@ -1,0 +1,431 @@
+"""Convolution and pooling, forward and backward, and the batch statistics batch norm needs.
+
+Convolutions map onto ``lazy.convolution`` (PyTorch's N,C,spatial layouts).
+A transposed convolution is a convolution over the input dilated by the
+stride with the kernel flipped and its in/out channels swapped per group;
+the weight gradient is a convolution with batch and channels exchanged.
+
+Pooling has no window op in the dialect: a pooled value is a combination of
+one strided slice of the padded input per kernel offset, and a pooling
+gradient puts each offset's share back with interior padding (stride - 1
+zeros between elements) and edge padding that may be negative (a crop).
+All window arithmetic is static, so positions, divisors and first indices
+are structural constants.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import torch
+
+from lazycore.dialect.types import is_float, to_numpy_dtype
+
+from ..dtypes import lazy_dtype
+from ..lowering import apply, broadcast, const, convert, dims, lowers, reshape
+
+aten = torch.ops.aten
+
+
+def _ntuple(v, n: int, default=None) -> tuple[int, ...]:
+    if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
+        v = default
+    if isinstance(v, int):
+        return (v,) * n
+    v = tuple(int(e) for e in v)
+    return v * n if len(v) == 1 else v
+
+
+def _permute(h, order):
+    order = tuple(order)
+    return h if order == tuple(range(len(order))) else apply("permute", h, dims=order)
+
+
+def _crop(h, sizes):
+    """The leading ``sizes`` of each dim (sizes shorter than the rank apply to the last dims)."""
+    lead = h.shape[: len(h.shape) - len(sizes)]
+    limit = tuple(lead) + tuple(sizes)
+    if limit == h.shape:
+        return h
+    return apply("slice", h, start=(0,) * len(h.shape), limit=limit, strides=(1,) * len(h.shape))
+
+
+def _pad(h, value, low, high, interior):
+    """``lazy.pad`` of the trailing dims (leading dims untouched)."""
+    lead = (0,) * (len(h.shape) - len(low))
+    return apply("pad", h, const(value, h.dtype, h.device), low=lead + tuple(low), high=lead + tuple(high),
+                 interior=lead + tuple(interior))
+
+
+# --- convolution -----------------------------------------------------------------------
+
+
+def _conv(x, w, strides, lows, highs, lhs_dil, rhs_dil, groups):
+    """``lazy.convolution`` allowing negative edge padding (done as a crop by ``lazy.pad`` first)."""
+    n = len(strides)
+    if any(v < 0 for v in tuple(lows) + tuple(highs)):
+        x = _pad(x, 0, lows, highs, [d - 1 for d in lhs_dil])
+        lows, highs, lhs_dil = (0,) * n, (0,) * n, (1,) * n
+    padding = tuple(v for pair in zip(lows, highs) for v in pair)
+    return apply("convolution", x, w, strides=tuple(strides), padding=padding, lhs_dilation=tuple(lhs_dil),
+                 rhs_dilation=tuple(rhs_dil), groups=groups)
+
+
+def _transposed(x, w, stride, padding, dilation, groups, out_spatial):
+    """conv_transpose of ``x`` with ``w`` in its layout (C_in, C_out/groups, k...), sized ``out_spatial``."""
+    n = len(stride)
+    cin, cout_g = w.shape[:2]
+    kernel = w.shape[2:]
+    # per group, (C_in/g, C_out/g) becomes (C_out/g, C_in/g); the window runs backwards
+    w = reshape(w, (groups, cin // groups, cout_g) + kernel)
+    w = _permute(w, (0, 2, 1) + tuple(range(3, 3 + n)))
+    w = reshape(w, (groups * cout_g, cin // groups) + kernel)
+    w = apply("reverse", w, dims=tuple(range(2, 2 + n)))
+    lows = [dilation[i] * (kernel[i] - 1) - padding[i] for i in range(n)]
+    highs = [out_spatial[i] - 1 - (x.shape[2 + i] - 1) * stride[i] + padding[i] for i in range(n)]
+    return _conv(x, w, (1,) * n, lows, highs, stride, dilation, groups)
+
+
+def _weight_grad(x, gy, stride, padding, dilation, groups, kernel):
+    """d(conv(x, w))/dw applied to ``gy``: batch becomes the contracted channel and
+    each group's input channels the batch, so groups stay a grouped convolution."""
+    n = len(stride)
+    batch, c = x.shape[:2]
+    sp = tuple(range(3, 3 + n))
+    lhs = reshape(x, (batch, groups, c // groups) + x.shape[2:])
+    lhs = reshape(_permute(lhs, (2, 1, 0) + sp), (c // groups, groups * batch) + x.shape[2:])
+    rhs = _permute(gy, (1, 0) + tuple(range(2, 2 + n)))
+    g = _conv(lhs, rhs, dilation, padding, padding, (1,) * n, stride, groups)
+    g = _crop(g, kernel)
+    return _permute(g, (1, 0) + tuple(range(2, 2 + n)))
+
+
+def _add_bias(y, b):
+    b = convert(b, y.dtype)
+    return apply("add", y, apply("broadcast_in_dim", b, dims=(1,), shape=y.shape))
+
+
+@lowers(aten.convolution.default)
+def _convolution(ctx, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
+    x, w = convert(x, ctx.dtype), convert(w, ctx.dtype)
+    n = len(w.shape) - 2
+    stride, padding, dilation = _ntuple(stride, n), _ntuple(padding, n), _ntuple(dilation, n)
+    if transposed:
+        y = _transposed(x, w, stride, padding, dilation, groups, ctx.shape[2:])
+    else:
+        y = _conv(x, w, stride, padding, padding, (1,) * n, dilation, groups)
+    if bias is not None:
+        y = _add_bias(y, bias)
+    return y
+
+
+@lowers(aten.convolution_backward.default)
+def _convolution_backward(ctx, gy, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding,
+                          groups, output_mask):
+    n = len(w.shape) - 2
+    stride, padding, dilation = _ntuple(stride, n), _ntuple(padding, n), _ntuple(dilation, n)
+    dt = gy.dtype
+    x, w = convert(x, dt), convert(w, dt)
+    kernel = w.shape[2:]
+    gi = gw = gb = None
+    if output_mask[0]:
+        if transposed:
+            # the adjoint of conv_transpose is the plain convolution; output_padding rows are never read
+            gi = _crop(_conv(gy, w, stride, padding, padding, (1,) * n, dilation, groups), x.shape[2:])
+        else:
+            gi = _transposed(gy, w, stride, padding, dilation, groups, x.shape[2:])
+    if output_mask[1]:
+        if transposed:
+            # conv_transpose(x, w) = conv^T: its weight gradient is the plain one with x and gy exchanged
+            gw = _weight_grad(gy, x, stride, padding, dilation, groups, kernel)
+        else:
+            gw = _weight_grad(x, gy, stride, padding, dilation, groups, kernel)
+    if output_mask[2]:
+        gb = apply("reduce_sum", gy, dims=(0,) + tuple(range(2, 2 + n)))
+    return tuple(None if o is None else convert(h, lazy_dtype(o.dtype)) for o, h in zip(ctx.out, (gi, gw, gb)))
+
+
+# --- pooling windows ---------------------------------------------------------------------
+
+
+class _Window:
+    """Static geometry of a pooling over the last ``n`` dims."""
+
+    def __init__(self, in_sp, out_sp, kernel, stride, padding, dilation):
+        self.in_sp, self.out_sp = tuple(in_sp), tuple(out_sp)
+        self.kernel, self.stride, self.padding, self.dilation = kernel, stride, padding, dilation
+        self.n = len(in_sp)
+
+    def offsets(self):
+        """Kernel offsets in eager's loop order (first spatial dim outermost)."""
+        return itertools.product(*(range(k) for k in self.kernel))
+
+    def slices(self, x, fill):
+        """(offset, the input values that offset sees for every output position)."""
+        n = self.n
+        need = [(o - 1) * s + d * (k - 1) + 1
+                for o, s, d, k in zip(self.out_sp, self.stride, self.dilation, self.kernel)]
+        high = [max(0, m - size - p) for m, size, p in zip(need, self.in_sp, self.padding)]
+        xp = _pad(x, fill, self.padding, high, (0,) * n)
+        lead = xp.shape[:-n]
+        for off in self.offsets():
+            start = [o * d for o, d in zip(off, self.dilation)]
+            limit = [b + (o - 1) * s + 1 for b, o, s in zip(start, self.out_sp, self.stride)]
+            yield off, apply("slice", xp, start=(0,) * len(lead) + tuple(start), limit=tuple(lead) + tuple(limit),
+                             strides=(1,) * len(lead) + tuple(self.stride))
+
+    def scatter(self, per_offset):
+        """Sum over offsets of each offset's output-shaped values placed back at the input positions it read."""
+        total = None
+        for off in self.offsets():
+            v = per_offset(off)
+            low = [o * d - p for o, d, p in zip(off, self.dilation, self.padding)]
+            high = [size - lo - (o - 1) * s - 1 for size, lo, o, s in zip(self.in_sp, low, self.out_sp, self.stride)]
+            placed = _pad(v, 0, low, high, [s - 1 for s in self.stride])
+            total = placed if total is None else apply("add", total, placed)
+        return total
+
+    def flat_positions(self, device, shape):
+        """For each output position, the flat input index (over the spatial dims) of kernel offset 0,
+        as an i64 handle of ``shape``; offset ``off`` adds :meth:`flat_shift`."""
+        return _grid([np.arange(o) * s for o, s in zip(self.out_sp, self.stride)], self._flat_strides(),
+                     device, shape)
+
+    def flat_shift(self, off) -> int:
+        return sum((o * d - p) * f for o, d, p, f in zip(off, self.dilation, self.padding, self._flat_strides()))
+
+    def first_valid(self, device, shape):
+        """Eager's initial index: the window's first position inside the input."""
+        starts = []
+        for o, s, p, d in zip(self.out_sp, self.stride, self.padding, self.dilation):
+            h = np.arange(o) * s - p
+            h = np.where(h < 0, h + (-h + d - 1) // d * d, h)
+            starts.append(h)
+        return _grid(starts, self._flat_strides(), device, shape)
+
+    def _flat_strides(self):
+        return [int(np.prod(self.in_sp[i + 1:], dtype=np.int64)) for i in range(self.n)]
+
+
+def _grid(vectors, scales, device, shape):
+    """sum_i vectors[i] * scales[i], the i-th varying along the i-th of the last len(vectors) dims of ``shape``."""
+    rank, n = len(shape), len(vectors)
+    total = None
+    for i, (v, f) in enumerate(zip(vectors, scales)):
+        c = const(np.asarray(v, dtype=np.int64) * f, "i64", device)
+        c = apply("broadcast_in_dim", c, dims=(rank - n + i,), shape=tuple(shape))
+        total = c if total is None else apply("add", total, c)
+    return total
+
+
+def _pool_args(n, kernel_size, stride, padding, dilation=1):
+    kernel = _ntuple(kernel_size, n)
+    return kernel, _ntuple(stride, n, kernel), _ntuple(padding, n), _ntuple(dilation, n)
+
+
+def _lowest(dtype: str):
+    if is_float(dtype):
+        return -math.inf
+    if dtype == "i1":
+        return False
+    return np.iinfo(to_numpy_dtype(dtype)).min
+
+
+# --- max pooling -----------------------------------------------------------------------------
+
+_MAX_POOL_RANK = {
+    aten.max_pool2d_with_indices.default: 2,
+    aten.max_pool3d_with_indices.default: 3,
+    aten.max_pool2d_with_indices_backward.default: 2,
+    aten.max_pool3d_with_indices_backward.default: 3,
+}
+
+
+@lowers(aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default)
+def _max_pool(ctx, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    n = _MAX_POOL_RANK[ctx.func]
+    win = _Window(x.shape[-n:], ctx.shape[-n:], *_pool_args(n, kernel_size, stride, padding, dilation))
+    shape, dev = ctx.shape, ctx.device
+    lowest = _lowest(x.dtype)
+    best = const(lowest, x.dtype, dev, shape)
+    index = win.first_valid(dev, shape)
+    base = win.flat_positions(dev, shape)
+    for off, v in win.slices(x, lowest):
+        # eager's loop: a later value wins if strictly greater, or if it is NaN
+        take = apply("compare", v, best, direction="GT")
+        if is_float(x.dtype):
+            take = apply("or", take, apply("compare", v, v, direction="NE"))
+        best = apply("select", take, v, best)
+        at = apply("add", base, const(win.flat_shift(off), "i64", dev, shape))
+        index = apply("select", take, at, index)
+    return best, index
+
+
+@lowers(aten.max_pool2d_with_indices_backward.default, aten.max_pool3d_with_indices_backward.default)
+def _max_pool_backward(ctx, gy, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    n = _MAX_POOL_RANK[ctx.func]
+    gy = convert(gy, ctx.dtype)
+    win = _Window(x.shape[-n:], gy.shape[-n:], *_pool_args(n, kernel_size, stride, padding, dilation))
+    dev, shape = ctx.device, gy.shape
+    base = win.flat_positions(dev, shape)
+    zero = const(0, gy.dtype, dev, shape)
+
+    def share(off):
+        # positions in the padding never match a real index once cropped, so no validity mask is needed
+        at = apply("add", base, const(win.flat_shift(off), "i64", dev, shape))
+        return apply("select", apply("compare", indices, at, direction="EQ"), gy, zero)
+
+    return win.scatter(share)
+
+
+# --- average pooling -------------------------------------------------------------------------
+
+_AVG_POOL_RANK = {
+    aten.avg_pool2d.default: 2,
+    aten.avg_pool3d.default: 3,
+    aten.avg_pool2d_backward.default: 2,
+    aten.avg_pool3d_backward.default: 3,
+}
+
+
+def _avg_divisor(win, count_include_pad, divisor_override, dtype, dev, shape):
+    """What eager divides each window's sum by, as a handle of ``shape``."""
+    if divisor_override:
+        return const(divisor_override, dtype, dev, shape)
+    per_dim = []
+    for o, s, p, k, size in zip(win.out_sp, win.stride, win.padding, win.kernel, win.in_sp):
+        start = np.arange(o) * s - p
+        end = np.minimum(start + k, size + p)
+        if count_include_pad:
+            per_dim.append(end - start)
+        else:
+            per_dim.append(np.minimum(end, size) - np.maximum(start, 0))
+    if all(np.all(v == v[0]) for v in per_dim):
+        return const(int(np.prod([v[0] for v in per_dim])), dtype, dev, shape)
+    rank, n = len(shape), len(per_dim)
+    total = None
+    for i, v in enumerate(per_dim):
+        c = apply("broadcast_in_dim", const(v, dtype, dev), dims=(rank - n + i,), shape=tuple(shape))
+        total = c if total is None else apply("mul", total, c)
+    return total
+
+
+@lowers(aten.avg_pool2d.default, aten.avg_pool3d.default)
+def _avg_pool(ctx, x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+              divisor_override=None):
+    n = _AVG_POOL_RANK[ctx.func]
+    x = convert(x, ctx.dtype)
+    win = _Window(x.shape[-n:], ctx.shape[-n:], *_pool_args(n, kernel_size, stride, padding))
+    total = None
+    for _, v in win.slices(x, 0):
+        total = v if total is None else apply("add", total, v)
+    return apply("div", total, _avg_divisor(win, count_include_pad, divisor_override, ctx.dtype, ctx.device,
+                                            ctx.shape))
+
+
+@lowers(aten.avg_pool2d_backward.default, aten.avg_pool3d_backward.default)
+def _avg_pool_backward(ctx, gy, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    n = _AVG_POOL_RANK[ctx.func]
+    gy = convert(gy, ctx.dtype)
+    win = _Window(x.shape[-n:], gy.shape[-n:], *_pool_args(n, kernel_size, stride, padding))
+    g = apply("div", gy, _avg_divisor(win, count_include_pad, divisor_override, gy.dtype, ctx.device, gy.shape))
+    return win.scatter(lambda off: g)
+
+
+# --- adaptive average pooling ------------------------------------------------------------------
+# Adaptive windows are products of per-dim intervals, so the pooling is one
+# averaging per spatial dim: a reshape and sum when the sizes divide, else a
+# product with a constant (in, out) averaging matrix.
+
+_ADAPTIVE_RANK = {
+    aten._adaptive_avg_pool2d.default: 2,
+    aten._adaptive_avg_pool3d.default: 3,
+    aten._adaptive_avg_pool2d_backward.default: 2,
+    aten._adaptive_avg_pool3d_backward.default: 3,
+}
+
+
+def _averaging_matrix(size: int, out: int) -> np.ndarray:
+    m = np.zeros((size, out))
+    for o in range(out):
+        start, end = (o * size) // out, -(-((o + 1) * size) // out)
+        m[start:end, o] = 1.0 / (end - start)
+    return m
+
+
+def _along(h, axis, matrix):
+    """``h`` contracted with ``matrix`` along ``axis``; the new dim takes its place."""
+    rank = len(h.shape)
+    m = const(matrix, h.dtype, h.device)
+    r = apply("dot_general", h, m, lhs_batch=(), rhs_batch=(), lhs_contract=(axis,), rhs_contract=(0,))
+    return _permute(r, tuple(range(axis)) + (rank - 1,) + tuple(range(axis, rank - 1)))
+
+
+def _adaptive_down(h, axis, out):
+    size = h.shape[axis]
+    if size == out:
+        return h
+    if size % out:
+        return _along(h, axis, _averaging_matrix(size, out))
+    k = size // out
+    split = reshape(h, h.shape[:axis] + (out, k) + h.shape[axis + 1:])
+    s = apply("reduce_sum", split, dims=(axis + 1,))
+    return apply("div", s, const(k, h.dtype, h.device, s.shape))
+
+
+def _adaptive_up(g, axis, size):
+    out = g.shape[axis]
+    if size == out:
+        return g
+    if size % out:
+        return _along(g, axis, _averaging_matrix(size, out).T.copy())
+    k = size // out
+    g = apply("div", g, const(k, g.dtype, g.device, g.shape))
+    shape = g.shape[:axis] + (out, k) + g.shape[axis + 1:]
+    spread = apply("broadcast_in_dim", g, dims=tuple(d for d in range(len(shape)) if d != axis + 1), shape=shape)
+    return reshape(spread, g.shape[:axis] + (size,) + g.shape[axis + 1:])
+
+
+@lowers(aten._adaptive_avg_pool2d.default, aten._adaptive_avg_pool3d.default)
+def _adaptive_avg_pool(ctx, x, output_size):
+    n = _ADAPTIVE_RANK[ctx.func]
+    h = convert(x, ctx.dtype)
+    rank = len(h.shape)
+    for i, out in enumerate(ctx.shape[-n:]):
+        h = _adaptive_down(h, rank - n + i, out)
+    return h
+
+
+@lowers(aten._adaptive_avg_pool2d_backward.default, aten._adaptive_avg_pool3d_backward.default)
+def _adaptive_avg_pool_backward(ctx, gy, x):
+    n = _ADAPTIVE_RANK[ctx.func]
+    g = convert(gy, ctx.dtype)
+    rank = len(g.shape)
+    for i, size in enumerate(x.shape[-n:]):
+        g = _adaptive_up(g, rank - n + i, size)
+    return g
+
+
+# --- batch statistics ----------------------------------------------------------------------------
+
+
+@lowers(aten.var_mean.correction)
+def _var_mean(ctx, x, dim=None, *, correction=None, keepdim=False):
+    """Batch norm's statistics (its decomposition asks for var_mean, whose own decomposition is prims)."""
+    var_out, mean_out = ctx.out
+    x = convert(x, ctx.dtype)
+    rank = len(x.shape)
+    ds = dims(dim, rank) if rank else ()
+    count = int(np.prod([x.shape[d] for d in ds], dtype=np.int64))
+    kept = tuple(1 if d in ds else n for d, n in enumerate(x.shape))
+    total = apply("reduce_sum", x, dims=ds) if ds else x
+    mean = apply("div", total, const(count, x.dtype, x.device, total.shape))
+    centered = apply("sub", x, broadcast(reshape(mean, kept), x.shape))
+    sq = apply("mul", centered, centered)
+    sq_sum = apply("reduce_sum", sq, dims=ds) if ds else sq
+    c = 1 if correction is None else correction
+    denom = max(0, count - c)
+    var = apply("div", sq_sum, const(denom, x.dtype, x.device, sq_sum.shape))
+    return reshape(var, tuple(var_out.shape)), reshape(mean, tuple(mean_out.shape))

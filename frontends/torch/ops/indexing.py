@@ -1,0 +1,468 @@
+"""Indexing ATen ops: gather/scatter families, index_add/copy/fill/reduce, put,
+advanced indexing (``x[i, :, j]`` and its assignment), masked_scatter, the
+``*_like`` factories and cumulative scans.
+
+Everything lowers onto ``lazy.gather`` / ``lazy.scatter`` (StableHLO's
+dimension numbers; per-element ops along one dim use batching dims), ``select``
+and shape ops; nothing runs on the CPU. i32 and i64 index tensors are both
+accepted, and negative indices wrap as in eager's ``x[i]``, ``take``, ``put``
+and ``index_fill``.
+
+Index values live on the device, so eager's bounds check on them cannot run
+at the call: an out-of-range index is clamped into range by ``gather`` and its
+update is dropped by ``scatter`` (XLA's semantics), where eager raises (it
+raises for negative indices of ``gather``/``scatter``/``index_add``/
+``index_copy`` too; here they wrap). Likewise ``masked_scatter`` cannot check
+that ``source`` is long enough. Boolean-mask indexing has a data-dependent
+result shape and falls back, except ``x[mask] = value`` with one value, which
+is a ``select``. ``scatter`` with ``replace`` picks an unspecified one of
+duplicate indices, as eager does.
+
+There is no scan op in the dialect: ``cumsum``/``cumprod``/``logcumsumexp``
+are Hillis-Steele scans, log2(n) steps of shift (``pad``) and combine. Integer
+results are exact; float sums are added in a tree order instead of eager's
+left-to-right one, which differs by rounding only (half types accumulate in
+f32, as eager's CPU kernel does).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from lazycore.dialect.types import is_float, to_numpy_dtype
+
+from ..lowering import apply, broadcast, const, convert, lowers, operand, reshape, scalar
+from ..lowering import dim as wrap_dim
+
+aten = torch.ops.aten
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _numel(shape) -> int:
+    return math.prod(shape)
+
+
+def _zeros(ctx):
+    return const(0, ctx.dtype, ctx.device, ctx.shape)
+
+
+def _wrap(index, n: int):
+    """``index`` as i64 with negative entries counted from the end of a size-``n`` dim."""
+    index = convert(index, "i64")
+    shape, dev = index.shape, index.device
+    neg = apply("compare", index, const(0, "i64", dev, shape), direction="LT")
+    return apply("select", neg, apply("add", index, const(n, "i64", dev, shape)), index)
+
+
+def _at_least_1d(h):
+    return reshape(h, (1,)) if h.shape == () else h
+
+
+def _corner(h, sizes):
+    """The leading ``sizes`` block of ``h`` (torch lets index tensors be smaller than self)."""
+    sizes = tuple(sizes)
+    if h.shape == sizes:
+        return h
+    r = len(sizes)
+    return apply("slice", h, start=[0] * r, limit=list(sizes), strides=[1] * r)
+
+
+def _mode(mode: str, dtype: str) -> str:
+    if dtype == "i1":  # bool add/mul are or/and
+        return {"add": "max", "mul": "min"}.get(mode, mode)
+    return mode
+
+
+def _no_lazy_device(device) -> bool:
+    return device is not None and torch.device(device).type != "lazy"
+
+
+# --- torch.gather and the scatter family ----------------------------------------------------
+# Per-element ops along one dim: every other dim of index pairs up with the same
+# dim of self, which is what gather/scatter batching dims express.
+
+
+@lowers(aten.gather.default)
+def _gather(ctx, x, dim, index, sparse_grad=False):
+    if _numel(ctx.shape) == 0:
+        return _zeros(ctx)
+    x, index = _at_least_1d(x), _at_least_1d(index)
+    rank = len(x.shape)
+    d = wrap_dim(dim, rank)
+    index = _wrap(index, x.shape[d])
+    region = list(index.shape)
+    region[d] = x.shape[d]
+    others = tuple(i for i in range(rank) if i != d)
+    g = apply(
+        "gather", _corner(x, region), index,
+        offset_dims=(), collapsed_slice_dims=(d,), operand_batching_dims=others,
+        start_indices_batching_dims=others, start_index_map=(d,), index_vector_dim=rank,
+        slice_sizes=(1,) * rank, indices_are_sorted=False,
+    )
+    return reshape(g, ctx.shape)
+
+
+def _scatter_along(ctx, x, dim, index, updates, mode):
+    """``x`` with ``updates`` (index's shape) combined in at ``x[..., index[i], ...]``."""
+    x = convert(x, ctx.dtype)
+    if _numel(index.shape) == 0:
+        return x
+    x1, index = _at_least_1d(x), _at_least_1d(index)
+    updates = reshape(updates, index.shape)
+    rank = len(x1.shape)
+    d = wrap_dim(dim, rank)
+    index = _wrap(index, x1.shape[d])
+    region = list(index.shape)
+    region[d] = x1.shape[d]
+    part = _corner(x1, region)
+    others = tuple(i for i in range(rank) if i != d)
+    out = apply(
+        "scatter", part, index, updates,
+        update_window_dims=(), inserted_window_dims=(d,), input_batching_dims=others,
+        scatter_indices_batching_dims=others, scatter_dims_to_operand_dims=(d,), index_vector_dim=rank,
+        mode=_mode(mode, ctx.dtype),
+    )
+    if part.shape != x1.shape:
+        starts = [const(0, "i64", ctx.device)] * rank
+        out = apply("dynamic_update_slice", x1, out, starts)
+    return reshape(out, ctx.shape)
+
+
+def _src(ctx, src, index):
+    return _corner(_at_least_1d(convert(src, ctx.dtype)), _at_least_1d(index).shape)
+
+
+_SCATTER_REDUCE = {"add": "add", "multiply": "mul", "sum": "add", "prod": "mul", "mean": "add",
+                   "amax": "max", "amin": "min"}
+
+
+@lowers(aten.scatter.src, aten.scatter.reduce)
+def _scatter_src(ctx, x, dim, index, src, reduce=None):
+    mode = "replace" if reduce is None else _SCATTER_REDUCE[reduce]
+    return _scatter_along(ctx, x, dim, index, _src(ctx, src, index), mode)
+
+
+@lowers(aten.scatter.value, aten.scatter.value_reduce)
+def _scatter_value(ctx, x, dim, index, value, reduce=None):
+    mode = "replace" if reduce is None else _SCATTER_REDUCE[reduce]
+    updates = operand(value, ctx.dtype, index.shape, ctx.device)
+    return _scatter_along(ctx, x, dim, index, updates, mode)
+
+
+@lowers(aten.scatter_add.default)
+def _scatter_add(ctx, x, dim, index, src):
+    return _scatter_along(ctx, x, dim, index, _src(ctx, src, index), "add")
+
+
+def _identity(reduce: str, dtype: str):
+    """The value a reduction starts from (what include_self=False puts in place first)."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype == "i1":
+        return reduce == "amin"
+    if is_float(dtype):
+        return -math.inf if reduce == "amax" else math.inf
+    info = np.iinfo(to_numpy_dtype(dtype))
+    return int(info.min) if reduce == "amax" else int(info.max)
+
+
+@lowers(aten.scatter_reduce.two)
+def _scatter_reduce(ctx, x, dim, index, src, reduce, include_self=True):
+    def put(base, updates, mode):
+        return _scatter_along(ctx, base, dim, index, updates, mode)
+
+    return _reduced(ctx, x, _src(ctx, src, index), reduce, include_self, put)
+
+
+def _reduced(ctx, x, src, reduce, include_self, put):
+    """scatter_reduce / index_reduce: ``put(base, updates, mode)`` combines
+    updates of ``src``'s shape into base at the op's places."""
+    x = convert(x, ctx.dtype)
+    if not include_self:
+        x = put(x, const(_identity(reduce, ctx.dtype), ctx.dtype, ctx.device, src.shape), "replace")
+    out = put(x, src, _SCATTER_REDUCE[reduce])
+    if reduce != "mean":
+        return out
+    # eager: divide by how many values met at each place (self counts once if included)
+    count = const(1 if include_self else 0, ctx.dtype, ctx.device, ctx.shape)
+    count = put(count, const(1, ctx.dtype, ctx.device, src.shape), "add")
+    one = const(1, ctx.dtype, ctx.device, ctx.shape)
+    count = apply("select", apply("compare", count, _zeros(ctx), direction="EQ"), one, count)
+    if is_float(ctx.dtype):
+        return apply("div", out, count)
+    return _floor_div(out, count)
+
+
+def _floor_div(a, b):
+    """Integer a // b for b > 0 (eager's scatter mean rounds down)."""
+    q = apply("div", a, b)
+    r = apply("rem", a, b)
+    zero = const(0, a.dtype, a.device, a.shape)
+    down = apply("and", apply("compare", r, zero, direction="NE"), apply("compare", a, zero, direction="LT"))
+    return apply("select", down, apply("sub", q, const(1, a.dtype, a.device, a.shape)), q)
+
+
+# --- index_add / index_copy / index_fill: whole slices along one dim ---------------------------
+
+
+def _index_along(ctx, x, dim, index, updates, mode):
+    """``x`` with the slices of ``updates`` along ``dim`` combined in at ``index`` (1-D)."""
+    x = convert(x, ctx.dtype)
+    n = _numel(index.shape)
+    if n == 0 or _numel(ctx.shape) == 0:
+        return x
+    x1 = _at_least_1d(x)
+    rank = len(x1.shape)
+    d = wrap_dim(dim, rank)
+    index = _wrap(reshape(index, (n,)), x1.shape[d])
+    sizes = list(x1.shape)
+    sizes[d] = n
+    updates = reshape(updates, sizes)
+    out = apply(
+        "scatter", x1, index, updates,
+        update_window_dims=tuple(i for i in range(rank) if i != d), inserted_window_dims=(d,),
+        input_batching_dims=(), scatter_indices_batching_dims=(), scatter_dims_to_operand_dims=(d,),
+        index_vector_dim=1, mode=_mode(mode, ctx.dtype),
+    )
+    return reshape(out, ctx.shape)
+
+
+@lowers(aten.index_add.default)
+def _index_add(ctx, x, dim, index, source, alpha=1):
+    source = convert(source, ctx.dtype)
+    if alpha != 1:
+        source = apply("mul", source, scalar(alpha, ctx.dtype, ctx.device, source.shape))
+    return _index_along(ctx, x, dim, index, source, "add")
+
+
+@lowers(aten.index_copy.default)
+def _index_copy(ctx, x, dim, index, source):
+    return _index_along(ctx, x, dim, index, convert(source, ctx.dtype), "replace")
+
+
+@lowers(aten.index_fill.int_Scalar, aten.index_fill.int_Tensor)
+def _index_fill(ctx, x, dim, index, value):
+    sizes = list(_at_least_1d(x).shape)
+    sizes[wrap_dim(dim, len(sizes))] = _numel(index.shape)
+    updates = operand(value, ctx.dtype, tuple(sizes), ctx.device)
+    return _index_along(ctx, x, dim, index, updates, "replace")
+
+
+@lowers(aten.index_reduce.default)
+def _index_reduce(ctx, x, dim, index, source, reduce, include_self=True):
+    def put(base, updates, mode):
+        return _index_along(ctx, base, dim, index, updates, mode)
+
+    return _reduced(ctx, x, convert(source, ctx.dtype), reduce, include_self, put)
+
+
+@lowers(aten.put.default)
+def _put(ctx, x, index, source, accumulate=False):
+    """``x.flatten()[index] = source`` (or ``+=``), negative indices from the end."""
+    x = convert(x, ctx.dtype)
+    n, k = _numel(x.shape), _numel(index.shape)
+    if k == 0 or n == 0:
+        return x
+    index = _wrap(reshape(index, (k,)), n)
+    out = apply(
+        "scatter", reshape(x, (n,)), index, reshape(convert(source, ctx.dtype), (k,)),
+        update_window_dims=(), inserted_window_dims=(0,), input_batching_dims=(),
+        scatter_indices_batching_dims=(), scatter_dims_to_operand_dims=(0,), index_vector_dim=1,
+        mode=_mode("add" if accumulate else "replace", ctx.dtype),
+    )
+    return reshape(out, ctx.shape)
+
+
+# --- advanced indexing: x[i0, :, i2] and x[i0, :, i2] = v ------------------------------------------
+
+
+def _is_mask(t) -> bool:
+    return t is not None and t.dtype in ("i1", "ui8")
+
+
+class _Plan:
+    """Dimension numbers shared by ``x[indices]`` (gather) and its assignment (scatter).
+
+    The index tensors broadcast to one shape B; B takes the place of the
+    indexed dims when they are adjacent, else it goes first (numpy's rule).
+    """
+
+    def __init__(self, x_shape, indices):
+        rank = len(x_shape)
+        idx = list(indices) + [None] * (rank - len(indices))
+        self.dims = tuple(i for i, t in enumerate(idx) if t is not None)
+        batch = tuple(torch.broadcast_shapes(*(tuple(idx[i].shape) for i in self.dims)))
+        rest = [i for i in range(rank) if i not in self.dims]
+        first = self.dims[0]
+        adjacent = self.dims == tuple(range(first, self.dims[-1] + 1))
+        p = first if adjacent else 0  # where the batch dims go in the result
+        before = [i for i in rest if adjacent and i < first]
+        after = [i for i in rest if i not in before]
+        self.offset_dims = tuple(range(p)) + tuple(range(p + len(batch), p + len(batch) + len(after)))
+        self.shape = tuple(x_shape[i] for i in before) + batch + tuple(x_shape[i] for i in after)
+        self.slice_sizes = tuple(1 if i in self.dims else n for i, n in enumerate(x_shape))
+        self.batch = batch
+        # the start indices: one coordinate per indexed dim along a new last axis
+        coords = [reshape(broadcast(_wrap(idx[i], x_shape[i]), batch), batch + (1,)) for i in self.dims]
+        stacked = coords[0]
+        for c in coords[1:]:
+            stacked = apply("concatenate", stacked, c, dim=len(batch))
+        self.indices = stacked
+
+    def check_nonempty(self, x_shape):
+        for i in self.dims:
+            if x_shape[i] == 0 and _numel(self.batch):
+                raise IndexError(f"index is out of bounds for dimension {i} with size 0")
+
+
+@lowers(aten.index.Tensor)
+def _index(ctx, x, indices):
+    if any(_is_mask(t) for t in indices):
+        return NotImplemented  # the result's size depends on the mask's values
+    if all(t is None for t in indices):
+        return reshape(x, ctx.shape)
+    if _numel(ctx.shape) == 0:
+        return _zeros(ctx)
+    plan = _Plan(x.shape, indices)
+    plan.check_nonempty(x.shape)
+    g = apply(
+        "gather", x, plan.indices,
+        offset_dims=plan.offset_dims, collapsed_slice_dims=plan.dims, operand_batching_dims=(),
+        start_indices_batching_dims=(), start_index_map=plan.dims, index_vector_dim=len(plan.batch),
+        slice_sizes=plan.slice_sizes, indices_are_sorted=False,
+    )
+    return reshape(g, ctx.shape)
+
+
+@lowers(aten.index_put.default)
+def _index_put(ctx, x, indices, values, accumulate=False):
+    x = convert(x, ctx.dtype)
+    values = convert(values, ctx.dtype)
+    if any(_is_mask(t) for t in indices):
+        return _masked_put(ctx, x, indices, values, accumulate)
+    if all(t is None for t in indices):
+        return NotImplemented
+    plan = _Plan(x.shape, indices)
+    if _numel(plan.shape) == 0:
+        return x
+    plan.check_nonempty(x.shape)
+    out = apply(
+        "scatter", x, plan.indices, broadcast(values, plan.shape),
+        update_window_dims=plan.offset_dims, inserted_window_dims=plan.dims, input_batching_dims=(),
+        scatter_indices_batching_dims=(), scatter_dims_to_operand_dims=plan.dims,
+        index_vector_dim=len(plan.batch), mode=_mode("add" if accumulate else "replace", ctx.dtype),
+    )
+    return out
+
+
+def _masked_put(ctx, x, indices, values, accumulate):
+    """``x[mask] = v`` (one mask, one value): a select, no data-dependent shape."""
+    held = [i for i, t in enumerate(indices) if t is not None]
+    if len(held) != 1 or _numel(values.shape) != 1:
+        return NotImplemented
+    p = held[0]
+    mask = convert(indices[p], "i1")
+    mask = apply("broadcast_in_dim", mask, dims=tuple(range(p, p + len(mask.shape))), shape=ctx.shape)
+    v = broadcast(reshape(values, ()), ctx.shape)
+    if accumulate:
+        v = apply("or" if ctx.dtype == "i1" else "add", x, v)
+    return apply("select", mask, v, x)
+
+
+@lowers(aten.masked_scatter.default)
+def _masked_scatter(ctx, x, mask, source):
+    """Where mask holds, the next unused element of source (in row-major order)."""
+    x = broadcast(convert(x, ctx.dtype), ctx.shape)
+    n, m = _numel(ctx.shape), _numel(source.shape)
+    if n == 0 or m == 0:
+        return x
+    mask = broadcast(convert(mask, "i1"), ctx.shape)
+    flat = reshape(mask, (n,))
+    # position of each element in source: how many mask elements up to it, less one
+    pos = apply("sub", _scan(convert(flat, "i64"), 0, "add"), const(1, "i64", ctx.device, (n,)))
+    pos = apply("maximum", pos, const(0, "i64", ctx.device, (n,)))
+    taken = apply(
+        "gather", reshape(convert(source, ctx.dtype), (m,)), pos,
+        offset_dims=(), collapsed_slice_dims=(0,), operand_batching_dims=(), start_indices_batching_dims=(),
+        start_index_map=(0,), index_vector_dim=1, slice_sizes=(1,), indices_are_sorted=False,
+    )
+    return apply("select", mask, reshape(taken, ctx.shape), x)
+
+
+# --- *_like factories ---------------------------------------------------------------------------
+
+
+@lowers(aten.full_like.default)
+def _full_like(ctx, x, fill_value, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    if _no_lazy_device(device):
+        return NotImplemented
+    return operand(fill_value, ctx.dtype, ctx.shape, ctx.device)
+
+
+@lowers(aten.empty_like.default)
+def _empty_like(ctx, x, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    if _no_lazy_device(device):
+        return NotImplemented
+    # eager leaves memory uninitialized; zeros keep programs deterministic
+    return _zeros(ctx)
+
+
+# --- cumulative scans ------------------------------------------------------------------------------
+
+
+def _scan(h, d: int, combine: str, identity=None):
+    """Inclusive scan of ``h`` along ``d`` (Hillis-Steele: shift by 1, 2, 4, ... and combine)."""
+    n = h.shape[d]
+    rank = len(h.shape)
+    if identity is None:
+        identity = {"add": 0, "mul": 1}[combine]
+    fill = const(identity, h.dtype, h.device)
+    k = 1
+    while k < n:
+        low, high = [0] * rank, [0] * rank
+        low[d], high[d] = k, -k
+        shifted = apply("pad", h, fill, low=low, high=high, interior=[0] * rank)
+        h = _logaddexp(h, shifted) if combine == "logaddexp" else apply(combine, h, shifted)
+        k *= 2
+    return h
+
+
+def _logaddexp(a, b):
+    m = apply("maximum", a, b)
+    gap = apply("neg", apply("abs", apply("sub", a, b)))
+    r = apply("add", m, apply("log1p", apply("exp", gap)))
+    # both -inf (or an inf): the gap is NaN, the answer is the max
+    inf = apply("compare", apply("abs", m), const(math.inf, m.dtype, m.device, m.shape), direction="EQ")
+    return apply("select", inf, m, r)
+
+
+def _cumulative(ctx, x, dim, combine, identity=None):
+    wide = "f32" if ctx.dtype in ("f16", "bf16") else ctx.dtype
+    h = convert(x, wide)
+    if h.shape != () and _numel(h.shape):
+        h = _scan(h, wrap_dim(dim, len(h.shape)), combine, identity)
+    return convert(h, ctx.dtype)
+
+
+@lowers(aten.cumsum.default)
+def _cumsum(ctx, x, dim, dtype=None):
+    return _cumulative(ctx, x, dim, "add")
+
+
+@lowers(aten.cumprod.default)
+def _cumprod(ctx, x, dim, dtype=None):
+    return _cumulative(ctx, x, dim, "mul")
+
+
+@lowers(aten.logcumsumexp.default)
+def _logcumsumexp(ctx, x, dim):
+    if not is_float(ctx.dtype):
+        return NotImplemented
+    return _cumulative(ctx, x, dim, "logaddexp", -math.inf)
