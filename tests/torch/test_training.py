@@ -89,3 +89,28 @@ def test_no_grad_and_eval(dev):
         got = model.to(dev)(x.to(dev))
     assert not got.requires_grad
     torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-6)
+
+
+def cnn():
+    return nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(4, 8, 3), nn.BatchNorm2d(8), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 5),
+    )
+
+
+def images(n=16):
+    g = torch.Generator().manual_seed(2)
+    return torch.randn(n, 1, 12, 12, generator=g), torch.randint(0, 5, (n,), generator=g)
+
+
+@pytest.mark.parametrize("opt", ["sgd-momentum", "adam"])
+def test_cnn_matches_eager(dev, opt, clean_runtime):
+    x, y = images()
+    eager = train("cpu", cnn, OPTIMIZERS[opt], x, y)
+    lazy = train(dev, cnn, OPTIMIZERS[opt], x, y)
+    for e, l in zip(eager, lazy):
+        assert abs(e - l) <= 1e-4 * abs(e), (eager, lazy)
+    assert metrics.fallbacks() == {}
+    # one program for the first step, one for every later step
+    assert metrics.counters()["compiles"] == 2, metrics.counters()
