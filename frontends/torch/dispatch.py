@@ -151,11 +151,15 @@ class _Args:
         return x
 
 
-def metas(args, kwargs):
+# As on CUDA, index tensors may stay on the host; they are uploaded.
+_HOST_INDICES_OK = {aten.index.Tensor, aten.index_put.default, aten.index_put_.default, aten._index_put_impl_.default}
+
+
+def metas(args, kwargs, func=None):
     a = _Args()
     margs = tuple(a.meta(x) for x in args)
     mkwargs = {k: a.meta(v) for k, v in kwargs.items()}
-    if a.cpu_tensor is not None and a.device is not None:
+    if a.cpu_tensor is not None and a.device is not None and func not in _HOST_INDICES_OK:
         raise RuntimeError(
             f"Expected all tensors to be on the same device, but found at least two devices, "
             f"{a.device} and {a.cpu_tensor.device}!"
@@ -221,7 +225,7 @@ def meta_call(func, args, kwargs):
     except TypeError:  # an unhashable argument: no caching
         key, hit = None, None
     if hit is None:
-        a, margs, mkwargs = metas(args, kwargs)
+        a, margs, mkwargs = metas(args, kwargs, func)
         out = _run_meta(func, margs, mkwargs)
         hit = (out, margs, mkwargs, a.device)
         if key is not None:

@@ -228,3 +228,13 @@ def test_mark_step_runs_everything_pending(dev, clean_runtime):
     lazycore.mark_step()
     assert metrics.counters()["executions"] == 1
     assert z.item() == 24.0 and metrics.counters()["executions"] == 1
+
+
+def test_host_index_tensors_are_accepted_as_on_cuda(dev):
+    x = torch.arange(12.0).reshape(3, 4)
+    idx = torch.tensor([2, 0])
+    torch.testing.assert_close(x.to(dev)[idx].cpu(), x[idx])
+    lazy = x.to(dev)
+    lazy[idx] = -1.0
+    x[idx] = -1.0
+    torch.testing.assert_close(lazy.cpu(), x)
