@@ -28,19 +28,19 @@ def spirals(n: int, classes: int, seed: int = 0):
     per = n // classes
     r = torch.linspace(0.05, 1.0, per).repeat(classes)
     k = torch.arange(classes).repeat_interleave(per)
-    theta = k * (2 * torch.pi / classes) + r * 4.0 + 0.2 * torch.randn(per * classes, generator=g)
+    theta = k * (2 * torch.pi / classes) + r * 4.0 + 0.4 * torch.randn(per * classes, generator=g)
     x = torch.stack([r * torch.cos(theta), r * torch.sin(theta)], dim=1)
     return x, k
 
 
 def model():
     torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(2, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 3))
+    return nn.Sequential(nn.Linear(2, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 3))
 
 
 def train(device, steps: int, x, y):
     net = model().to(device)
-    opt = torch.optim.Adam(net.parameters(), lr=0.01)
+    opt = torch.optim.Adam(net.parameters(), lr=0.005)
     x, y = x.to(device), y.to(device)
     losses, times = [], []
     for _ in range(steps):
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     lazy, lazy_t, lazy_acc = train(dev, args.steps, x, y)
     counters = lazycore.metrics.counters()
 
-    print(f"MLP 2-64-64-3, Adam, {len(x)} points, {args.steps} steps; eager on CPU vs lazycore on {dev}")
+    print(f"MLP 2-64-64-3 (tanh), Adam, {len(x)} points, {args.steps} steps; eager on CPU vs lazycore on {dev}")
     print(f"{'step':>6} {'eager loss':>12} {'lazy loss':>12} {'rel diff':>10}")
     for i in list(range(0, args.steps, args.every)) + [args.steps - 1]:
         rel = abs(eager[i] - lazy[i]) / max(abs(eager[i]), 1e-30)
