@@ -198,22 +198,14 @@ def _mse_loss_backward(ctx, grad, x, target, reduction):
 # --- optimizer updates --------------------------------------------------------------------
 
 
-@lowers(aten.addcmul.default)
-def _addcmul(ctx, x, t1, t2, value=1):
+@lowers(aten.addcmul.default, aten.addcdiv.default)
+def _addc(ctx, x, t1, t2, value=1):
+    """x + value * (t1 * t2) or x + value * (t1 / t2)."""
     x, t1, t2 = (operand(v, ctx.dtype, ctx.shape, ctx.device) for v in (x, t1, t2))
-    prod = apply("mul", t1, t2)
+    term = apply("mul" if ctx.func_name == "addcmul" else "div", t1, t2)
     if value != 1:
-        prod = apply("mul", prod, scalar(value, ctx.dtype, ctx.device, ctx.shape))
-    return apply("add", x, prod)
-
-
-@lowers(aten.addcdiv.default)
-def _addcdiv(ctx, x, t1, t2, value=1):
-    x, t1, t2 = (operand(v, ctx.dtype, ctx.shape, ctx.device) for v in (x, t1, t2))
-    q = apply("div", t1, t2)
-    if value != 1:
-        q = apply("mul", q, scalar(value, ctx.dtype, ctx.device, ctx.shape))
-    return apply("add", x, q)
+        term = apply("mul", term, scalar(value, ctx.dtype, ctx.device, ctx.shape))
+    return apply("add", x, term)
 
 
 @lowers(aten.lerp.Scalar, aten.lerp.Tensor)
