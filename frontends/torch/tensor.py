@@ -15,18 +15,10 @@ import torch
 
 from lazycore import core
 from lazycore import device as _lc_device
+from lazycore import views
+from lazycore.views import Storage
 
 from . import dtypes
-
-
-class Storage:
-    """One lazycore handle and its physical layout (the strides of the base)."""
-
-    __slots__ = ("handle", "strides", "__weakref__")
-
-    def __init__(self, handle, strides: tuple[int, ...]):
-        self.handle = handle
-        self.strides = strides
 
 
 class Tensor(torch.Tensor):
@@ -176,27 +168,13 @@ def _contiguous(shape) -> tuple[int, ...]:
 
 def read(t: Tensor):
     """The lazycore handle for ``t``'s current value (a view replays its steps)."""
-    h = t._storage.handle
-    for step in t._steps:
-        h = step.forward(h, t._storage)
-    return h
+    return views.read(t._storage, t._steps)
 
 
 def write(t: Tensor, new) -> Tensor:
-    """Make ``new`` (``t``'s shape and element type) the value of ``t``, in place.
-
-    For a view the new value flows back through the view steps into the
-    storage, so the base and every other view of it see the update.
-    """
-    storage = t._storage
-    steps = t._steps
-    if steps:
-        values = [storage.handle]
-        for step in steps[:-1]:
-            values.append(step.forward(values[-1], storage))
-        for step, old in zip(reversed(steps), reversed(values)):
-            new = step.inverse(old, new, storage)
-    storage.handle.assign(new)
+    """Make ``new`` (``t``'s shape and element type) the value of ``t``, in place;
+    through a view it reaches the base and every other view."""
+    views.write(t._storage, t._steps, new)
     return t
 
 

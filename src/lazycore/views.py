@@ -1,0 +1,216 @@
+"""Views over lazy values: the LazyTensor paper's forward and inverse view sequences.
+
+Frontends with aliasing views (torch, NumPy) keep, for every array, a
+:class:`Storage` (one lazycore handle shared by a base and all its views, and
+the base's memory layout) and the view steps from the storage to the array.
+:func:`read` replays the steps forward; :func:`write` replays them backward,
+so an in-place update through any view updates the base and every other view.
+
+Each step has ``forward(value, storage)`` and ``inverse(old_input, new_value,
+storage)``. The common views have structured steps that lower to cheap ops
+(permute, reshape, slice, broadcast); any other view becomes one
+:class:`Strided` step that indexes the storage's memory as the view's sizes,
+strides (in elements) and offset say, so every strided view is covered.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lazycore import core
+
+
+class Storage:
+    """One lazycore handle and its physical layout (the strides of the base, in elements)."""
+
+    __slots__ = ("handle", "strides", "__weakref__")
+
+    def __init__(self, handle, strides: tuple[int, ...]):
+        self.handle = handle
+        self.strides = strides
+
+
+def read(storage: Storage, steps: tuple):
+    """The handle for the value that ``steps`` derive from ``storage``."""
+    h = storage.handle
+    for step in steps:
+        h = step.forward(h, storage)
+    return h
+
+
+def write(storage: Storage, steps: tuple, new) -> None:
+    """Make ``new`` the value of the view ``steps`` over ``storage``, in place:
+    the new value flows back through the steps into the storage."""
+    if steps:
+        values = [storage.handle]
+        for step in steps[:-1]:
+            values.append(step.forward(values[-1], storage))
+        for step, old in zip(reversed(steps), reversed(values)):
+            new = step.inverse(old, new, storage)
+    storage.handle.assign(new)
+
+OVERLAP_MESSAGE = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single "
+    "memory location. Please clone() the tensor before performing the operation."
+)
+
+
+def const(value, dtype: str, device):
+    return core.apply("constant", value=np.asarray(value, dtype=_np(dtype)), device=device)
+
+
+def _np(dtype):
+    from lazycore.dialect.types import to_numpy_dtype
+
+    return to_numpy_dtype(dtype)
+
+
+class Permute:
+    __slots__ = ("dims",)
+
+    def __init__(self, dims):
+        self.dims = tuple(dims)
+
+    def forward(self, h, storage):
+        return core.apply("permute", h, dims=self.dims)
+
+    def inverse(self, old, new, storage):
+        return core.apply("permute", new, dims=tuple(np.argsort(self.dims)))
+
+
+class Reshape:
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+    def forward(self, h, storage):
+        return core.apply("reshape", h, shape=self.shape)
+
+    def inverse(self, old, new, storage):
+        return core.apply("reshape", new, shape=old.shape)
+
+
+class Expand:
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+    def forward(self, h, storage):
+        lead = len(self.shape) - len(h.shape)
+        return core.apply("broadcast_in_dim", h, dims=tuple(range(lead, len(self.shape))), shape=self.shape)
+
+    def inverse(self, old, new, storage):
+        raise RuntimeError(OVERLAP_MESSAGE)
+
+
+class Slice:
+    __slots__ = ("dim", "start", "count", "step")
+
+    def __init__(self, dim, start, count, step):
+        self.dim, self.start, self.count, self.step = dim, start, count, step
+
+    def forward(self, h, storage):
+        rank = len(h.shape)
+        start = [0] * rank
+        limit = list(h.shape)
+        strides = [1] * rank
+        start[self.dim] = self.start
+        limit[self.dim] = self.start + (self.count - 1) * self.step + 1 if self.count else self.start
+        strides[self.dim] = self.step
+        return core.apply("slice", h, start=start, limit=limit, strides=strides)
+
+    def inverse(self, old, new, storage):
+        dev = old.device
+        rank = len(old.shape)
+        if self.step == 1:
+            starts = [const(self.start if d == self.dim else 0, "i64", dev) for d in range(rank)]
+            return core.apply("dynamic_update_slice", old, new, starts)
+        # Strided slice: spread the update with interior padding and pick it
+        # where a mask (padded the same way) says the update lands.
+        low = [0] * rank
+        high = [0] * rank
+        interior = [0] * rank
+        low[self.dim] = self.start
+        interior[self.dim] = self.step - 1
+        used = self.start + (self.count - 1) * self.step + 1 if self.count else self.start
+        high[self.dim] = old.shape[self.dim] - used
+        zero = const(0, new.dtype, dev)
+        spread = core.apply("pad", new, zero, low=low, high=high, interior=interior)
+        ones = core.apply("broadcast_in_dim", const(True, "i1", dev), dims=(), shape=new.shape)
+        mask = core.apply("pad", ones, const(False, "i1", dev), low=low, high=high, interior=interior)
+        return core.apply("select", mask, spread, old)
+
+
+class Strided:
+    """Any strided view: ``size``/``stride``/``offset`` (in elements) over the
+    storage's memory. Always the first and only step of its view."""
+
+    __slots__ = ("size", "stride", "offset")
+
+    def __init__(self, size, stride, offset):
+        self.size, self.stride, self.offset = tuple(size), tuple(stride), offset
+
+    def _index(self, dev):
+        rank = len(self.size)
+        idx = const(self.offset, "i64", dev)
+        idx = core.apply("broadcast_in_dim", idx, dims=(), shape=self.size)
+        for d in range(rank):
+            if self.size[d] > 1 and self.stride[d]:
+                i = core.apply("iota", dim=d, shape=self.size, dtype="i64", device=dev)
+                s = core.apply("broadcast_in_dim", const(self.stride[d], "i64", dev), dims=(), shape=self.size)
+                idx = core.apply("add", idx, core.apply("mul", i, s))
+        return idx
+
+    def forward(self, h, storage):
+        flat = _memory(h, storage)
+        rank = len(self.size)
+        return core.apply(
+            "gather", flat, self._index(h.device),
+            offset_dims=(), collapsed_slice_dims=(0,), operand_batching_dims=(),
+            start_indices_batching_dims=(), start_index_map=(0,), index_vector_dim=rank,
+            slice_sizes=(1,), indices_are_sorted=False,
+        )
+
+    def inverse(self, old, new, storage):
+        if any(n > 1 and s == 0 for n, s in zip(self.size, self.stride)):
+            raise RuntimeError(OVERLAP_MESSAGE)
+        flat = _memory(old, storage)
+        rank = len(self.size)
+        flat = core.apply(
+            "scatter", flat, self._index(old.device), new,
+            update_window_dims=(), inserted_window_dims=(0,), input_batching_dims=(),
+            scatter_indices_batching_dims=(), scatter_dims_to_operand_dims=(0,), index_vector_dim=rank,
+            mode="replace",
+        )
+        return _from_memory(flat, old.shape, storage)
+
+
+def _memory_order(shape, strides):
+    """Dims from the slowest to the fastest varying in memory; checks the layout is dense."""
+    order = sorted(range(len(shape)), key=lambda d: (-strides[d], -d))
+    acc = 1
+    for d in reversed(order):
+        if shape[d] != 1 and strides[d] != acc:
+            raise NotImplementedError(
+                f"lazycore: views of a tensor with a non-dense layout (sizes {list(shape)}, strides "
+                f"{list(strides)}) are not supported"
+            )
+        acc *= shape[d]
+    return tuple(order)
+
+
+def _memory(h, storage):
+    order = _memory_order(h.shape, storage.strides)
+    if order != tuple(range(len(order))):
+        h = core.apply("permute", h, dims=order)
+    return core.apply("reshape", h, shape=(int(np.prod(h.shape, dtype=np.int64)),))
+
+
+def _from_memory(flat, shape, storage):
+    order = _memory_order(shape, storage.strides)
+    h = core.apply("reshape", flat, shape=tuple(shape[d] for d in order))
+    if order != tuple(range(len(order))):
+        h = core.apply("permute", h, dims=tuple(np.argsort(order)))
+    return h
