@@ -9,30 +9,17 @@ line of user code that reached it.
 
 from __future__ import annotations
 
-import os
 import sys
 
 import torch
 
-from lazycore import metrics
+from lazycore import metrics, sourceloc
+from lazycore.sourceloc import user_location
 
 from .tensor import Tensor, from_host, to_host, write
 
-_SKIP = tuple(
-    os.path.dirname(os.path.abspath(m.__file__)) + os.sep
-    for m in (torch, sys.modules["lazycore"], sys.modules["lazycore.frontends"])
-)
-
-
-def user_location() -> str:
-    """``file:line`` of the innermost frame outside torch and lazycore."""
-    f = sys._getframe(1)
-    while f is not None:
-        name = f.f_code.co_filename
-        if not name.startswith(_SKIP) and not name.startswith("<frozen"):
-            return f"{name}:{f.f_lineno}"
-        f = f.f_back
-    return "<unknown>"
+sourceloc.skip(torch)
+sourceloc.skip(sys.modules["lazycore.frontends"])
 
 
 def _to_cpu(x, state):

@@ -91,6 +91,19 @@ class Reshape:
         return core.apply("reshape", new, shape=old.shape)
 
 
+class Reverse:
+    __slots__ = ("dims",)
+
+    def __init__(self, dims):
+        self.dims = tuple(dims)
+
+    def forward(self, h, storage):
+        return core.apply("reverse", h, dims=self.dims)
+
+    def inverse(self, old, new, storage):
+        return core.apply("reverse", new, dims=self.dims)
+
+
 class Expand:
     __slots__ = ("shape",)
 
