@@ -1,0 +1,44 @@
+"""``import lazycore.numpy as np``: NumPy's API on lazy arrays.
+
+Array expressions are recorded, fused and compiled by XLA at a barrier
+(``np.asarray(a)``, ``print(a)``, ``a.item()``, ``lazycore.mark_step()``).
+NumPy's own functions called on lazy arrays (``numpy.sum(a)``) stay lazy
+through ``__array_function__``/``__array_ufunc__``; functions with no lazy
+version run NumPy on materialized inputs, counted in
+``lazycore.metrics.fallbacks()`` with the caller's line.
+"""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from . import creation, fallback, methods, reductions, ufuncs  # noqa: F401  (methods binds operators)
+from .array import asarray, ndarray
+from .creation import *  # noqa: F401,F403
+from .reductions import *  # noqa: F401,F403
+
+# NumPy's scalar types and constants are the same objects here
+from numpy import (  # noqa: F401
+    bool_, dtype, e, euler_gamma, finfo, float16, float32, float64, iinfo, inf, int8, int16, int32, int64,
+    integer, floating, nan, newaxis, number, pi, uint8, uint16, uint32, uint64, generic, result_type,
+    promote_types, can_cast, broadcast_shapes,
+)
+
+globals().update(ufuncs.UFUNCS)
+abs = ufuncs.UFUNCS["absolute"]  # noqa: A001
+bool = bool_  # noqa: A001
+
+
+def __getattr__(name):
+    """Any other NumPy function: NumPy itself on materialized inputs (a counted fallback)."""
+    target = getattr(_np, name, None)
+    if callable(target):
+        def call(*args, **kwargs):
+            return fallback.call_numpy(target, args, kwargs, name=f"numpy.{name}")
+
+        call.__name__ = name
+        call.__doc__ = target.__doc__
+        return call
+    if target is not None:
+        return target
+    raise AttributeError(f"module 'lazycore.numpy' has no attribute '{name}'")

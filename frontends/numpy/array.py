@@ -1,0 +1,365 @@
+"""The lazy ndarray: NumPy's array API over a lazycore value.
+
+An :class:`ndarray` is a storage (one lazycore handle, shared by a base and
+its views) plus view steps (:mod:`lazycore.views`), with NumPy's metadata:
+shape, dtype, and the strides and offset NumPy would give it (in elements),
+so views, copies and ``reshape`` follow NumPy's rules exactly. NumPy itself
+decides them: every view operation is first applied to a *memory-less
+stand-in* (:meth:`ndarray._standin`, an ``as_strided`` array over an
+untouched buffer), which gives the result's shape, strides and offset and
+raises NumPy's own errors (``IndexError``, ``ValueError``) at the call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lazycore import core
+from lazycore import device as _lc_device
+from lazycore import views
+from lazycore.views import Permute, Reshape, Reverse, Slice, Storage, Strided
+
+from . import dtypes
+
+_DEVICE = None
+
+
+def device():
+    """Where lazy arrays live: the accelerator if jaxlib sees one, else the CPU."""
+    global _DEVICE
+    if _DEVICE is None:
+        devs = _lc_device.devices()
+        _DEVICE = next((d for d in devs if d.platform != "cpu"), devs[0])
+    return _DEVICE
+
+
+def _contiguous(shape) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+class ndarray:
+    """A lazy array; build one with :func:`lazycore.numpy.asarray` and friends."""
+
+    __slots__ = ("_storage", "_steps", "_shape", "_dtype", "_estrides", "_offset", "_writeable", "__weakref__")
+    __array_priority__ = 1000  # binary ops with NumPy arrays come here
+
+    # --- metadata (never a barrier) -------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self._shape:
+            n *= s
+        return n
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return tuple(s * self.itemsize for s in self._estrides)
+
+    @property
+    def device(self):
+        return self._storage.handle.device
+
+    @property
+    def T(self) -> "ndarray":
+        return self.transpose()
+
+    @property
+    def mT(self) -> "ndarray":
+        if self.ndim < 2:
+            raise ValueError("matrix transpose with ndim < 2 is undefined")
+        return self.swapaxes(-1, -2)
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of unsized object")
+        return self._shape[0]
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self._shape[0]):
+            yield self[i]
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'ndarray'")
+
+    # --- observing values (barriers) --------------------------------------------------
+
+    def __array__(self, dtype=None, copy=None):
+        host = to_host(self)
+        return host if dtype is None else host.astype(dtype, copy=False)
+
+    def item(self, *args):
+        return to_host(self).item(*args)
+
+    def tolist(self):
+        return to_host(self).tolist()
+
+    def __float__(self):
+        return float(self._scalar_host("float"))
+
+    def __int__(self):
+        return int(self._scalar_host("int"))
+
+    def __complex__(self):
+        return complex(self._scalar_host("complex"))
+
+    def __index__(self):
+        if self.ndim or self._dtype.kind not in "iub":
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return int(to_host(self))
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError(
+                "The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()"
+            )
+        return bool(to_host(self).reshape(()))
+
+    def _scalar_host(self, what):
+        if self.ndim:
+            if self.size != 1:
+                raise TypeError(f"only length-1 arrays can be converted to Python scalars")
+        return to_host(self).reshape(())
+
+    def __repr__(self):
+        return repr(to_host(self))
+
+    def __str__(self):
+        return str(to_host(self))
+
+    def __format__(self, spec):
+        return format(to_host(self), spec)
+
+    def __reduce__(self):
+        return (asarray, (to_host(self),))
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    # --- views -------------------------------------------------------------------------
+
+    def _standin(self) -> np.ndarray:
+        """A NumPy array with this one's shape, strides and offset over memory
+        nobody reads: NumPy answers view questions on it."""
+        lo = hi = self._offset
+        for n, s in zip(self._shape, self._estrides):
+            if n == 0:
+                lo = hi = 0
+                break
+            reach = (n - 1) * s
+            lo, hi = (lo + reach, hi) if reach < 0 else (lo, hi + reach)
+        buf = np.empty(hi + 1, np.int8)
+        start = buf[self._offset:] if self.size else buf
+        return np.lib.stride_tricks.as_strided(start, self._shape, self._estrides if self.size else None,
+                                               writeable=True)
+
+    def _view(self, steps: tuple, standin: np.ndarray, origin: np.ndarray, writeable=None) -> "ndarray":
+        offset = standin.__array_interface__["data"][0] - origin.__array_interface__["data"][0] + self._offset
+        return _new(self._storage, self._steps + steps, standin.shape, self._dtype, standin.strides, offset,
+                    self._writeable if writeable is None else writeable)
+
+    def transpose(self, *axes) -> "ndarray":
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        origin = self._standin()
+        out = origin.transpose(axes or None)
+        perm = tuple(range(self.ndim))[::-1] if not axes else tuple(a % self.ndim for a in axes)
+        steps = (Permute(perm),) if perm != tuple(range(self.ndim)) else ()
+        return self._view(steps, out, origin)
+
+    def swapaxes(self, a: int, b: int) -> "ndarray":
+        origin = self._standin()
+        out = origin.swapaxes(a, b)
+        perm = list(range(self.ndim))
+        a, b = a % self.ndim, b % self.ndim
+        perm[a], perm[b] = perm[b], perm[a]
+        steps = (Permute(perm),) if a != b else ()
+        return self._view(steps, out, origin)
+
+    def reshape(self, *shape, order="C", copy=None) -> "ndarray":
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        shape = _reshape_target(self.size, tuple(int(s) for s in shape))
+        if order != "C":
+            from .fallback import call_numpy
+
+            return call_numpy(np.reshape, (self, shape), {"order": order})
+        if copy is not True:
+            origin = self._standin()
+            try:
+                out = origin.reshape(shape, copy=False)
+            except ValueError:
+                if copy is False:
+                    raise
+            else:
+                steps = (Reshape(shape),) if shape != self._shape else ()
+                return self._view(steps, out, origin)
+        return wrap(core.apply("reshape", value(self), shape=shape), self._dtype)
+
+    def ravel(self, order="C") -> "ndarray":
+        return self.reshape(-1, order=order)
+
+    def flatten(self, order="C") -> "ndarray":
+        return self.reshape(-1, order=order, copy=True)
+
+    def view(self, dtype=None, type=None):
+        if dtype is not None and np.dtype(dtype) != self._dtype:
+            raise NotImplementedError("lazycore.numpy: views that reinterpret the element type are not supported")
+        return _new(self._storage, self._steps, self._shape, self._dtype, self._estrides, self._offset,
+                    self._writeable)
+
+    def __getitem__(self, key):
+        from . import indexing
+
+        return indexing.getitem(self, key)
+
+    def __setitem__(self, key, val):
+        from . import indexing
+
+        indexing.setitem(self, key, val)
+
+    # --- protocols ------------------------------------------------------------------------
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from . import ufuncs
+
+        return ufuncs.array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from .fallback import array_function
+
+        return array_function(func, args, kwargs)
+
+    def __array_namespace__(self, *, api_version=None):
+        import lazycore.numpy as lnp
+
+        if api_version not in (None, "2021.12", "2022.12", "2023.12"):
+            raise ValueError(f"unsupported Array API version {api_version!r}")
+        return lnp
+
+
+def _reshape_target(size: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if any(s < -1 for s in shape):
+        raise ValueError("negative dimensions not allowed")
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if unknown:
+        if known == 0 or size % known:
+            raise ValueError(f"cannot reshape array of size {size} into shape {_shape_text(shape)}")
+        shape = tuple(size // known if s == -1 else s for s in shape)
+    elif known != size:
+        raise ValueError(f"cannot reshape array of size {size} into shape {_shape_text(shape)}")
+    return shape
+
+
+def _shape_text(shape):
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+# --- making arrays and reading/writing their values ----------------------------------------
+
+
+def _new(storage, steps, shape, dtype, estrides, offset, writeable=True) -> ndarray:
+    a = ndarray.__new__(ndarray)
+    a._storage = storage
+    a._steps = steps
+    a._shape = tuple(shape)
+    a._dtype = dtype
+    a._estrides = tuple(estrides)
+    a._offset = offset
+    a._writeable = writeable
+    return a
+
+
+def wrap(handle, dtype=None) -> ndarray:
+    """A new C-contiguous array owning ``handle`` (a fresh handle on its value:
+    storages never share one)."""
+    handle = core.LazyTensor(handle.value, handle.device)
+    strides = _contiguous(handle.shape)
+    dt = dtypes.TO_NUMPY[handle.dtype] if dtype is None else np.dtype(dtype)
+    return _new(Storage(handle, strides), (), handle.shape, dt, strides, 0)
+
+
+def value(a: ndarray):
+    """The lazycore handle for ``a``'s current value."""
+    return views.read(a._storage, a._steps)
+
+
+def write(a: ndarray, new) -> None:
+    """Make ``new`` the value of ``a`` in place (through views into the base)."""
+    if not a._writeable:
+        raise ValueError("assignment destination is read-only")
+    views.write(a._storage, a._steps, new)
+
+
+def to_host(a: ndarray) -> np.ndarray:
+    """The value as a NumPy array (an implicit barrier)."""
+    return core.to_numpy(value(a))
+
+
+def from_host(host: np.ndarray) -> ndarray:
+    """Upload a NumPy array as a new lazy array."""
+    host = np.asarray(host)
+    if not dtypes.supported(host.dtype):
+        raise TypeError(f"lazycore.numpy has no element type for {host.dtype}")
+    return wrap(core.from_numpy(host, device()), host.dtype)
+
+
+def asarray(obj, dtype=None, *, copy=None, device=None) -> ndarray:
+    """``obj`` as a lazy array (uploading host data; lazy arrays pass through)."""
+    if isinstance(obj, ndarray):
+        if dtype is not None and np.dtype(dtype) != obj.dtype:
+            return obj.astype(dtype)
+        return obj.copy() if copy else obj
+    if isinstance(obj, (list, tuple)) and any(isinstance(v, ndarray) for v in _flat(obj)):
+        obj = _materialize_nested(obj)
+    host = np.asarray(obj, dtype=dtype)
+    return from_host(host)
+
+
+def _flat(obj):
+    for v in obj:
+        if isinstance(v, (list, tuple)):
+            yield from _flat(v)
+        else:
+            yield v
+
+
+def _materialize_nested(obj):
+    if isinstance(obj, (list, tuple)):
+        return [_materialize_nested(v) for v in obj]
+    return to_host(obj) if isinstance(obj, ndarray) else obj

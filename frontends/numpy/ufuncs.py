@@ -1,0 +1,351 @@
+"""Universal functions: NumPy's type resolution and broadcasting, lazy loops.
+
+A lazy ufunc asks NumPy's own ufunc which loop it would run for these operand
+dtypes (``ufunc.resolve_dtypes``, with Python scalars as weak scalars: NumPy 2
+promotion), broadcasts the operands, converts them to the loop's input types
+and applies the loop's lowering, one entry of :data:`LOOPS`. Adding a ufunc
+is one entry there.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from lazycore import core
+
+from . import dtypes
+from .array import ndarray, value, wrap, write
+
+apply = core.apply
+
+
+# --- operands ---------------------------------------------------------------------
+
+
+def describe(x):
+    """What ``resolve_dtypes`` needs: a dtype, or the Python type of a weak scalar."""
+    if isinstance(x, ndarray):
+        return x.dtype
+    if isinstance(x, (bool, np.bool_)):
+        return np.dtype(bool)
+    if type(x) in (int, float, complex):
+        return type(x)
+    return np.asarray(x).dtype
+
+
+def shape_of(x):
+    if isinstance(x, ndarray):
+        return x.shape
+    if isinstance(x, (bool, int, float, complex, np.generic)):
+        return ()
+    return np.shape(x)
+
+
+def to_handle(x, dtype):
+    """Any array-like as a lazycore handle of ``dtype`` (NumPy dtype)."""
+    lt = dtypes.lazy_dtype(dtype)
+    if isinstance(x, ndarray):
+        return cast(value(x), dtype)
+    if isinstance(x, (bool, int, float, np.generic)) or np.ndim(x) == 0:
+        v = np.asarray(x).item() if not isinstance(x, (bool, int, float)) else x
+        if lt == "i1":
+            v = bool(v)
+        elif lt.startswith(("i", "u")):
+            v = int(v)
+        else:
+            v = float(v)
+        return core.scalar(v, lt)
+    from .array import from_host
+
+    return cast(value(from_host(np.asarray(x))), dtype)
+
+
+def asarray_like(x) -> ndarray:
+    """A lazy array for any array-like argument (uploading host data)."""
+    if isinstance(x, ndarray):
+        return x
+    from .array import asarray
+
+    return asarray(x)
+
+
+def cast(h, dtype):
+    lt = dtypes.lazy_dtype(dtype)
+    if h.dtype == lt:
+        return h
+    if lt == "i1":  # nonzero is True
+        zero = broadcast_to_shape(core.apply("constant", value=np.zeros((), dtypes.TO_NUMPY[h.dtype])), h.shape)
+        return apply("compare", h, zero, direction="NE")
+    return apply("convert", h, dtype=lt)
+
+
+def broadcast_to_shape(h, shape):
+    shape = tuple(shape)
+    if h.shape == shape:
+        return h
+    lead = len(shape) - len(h.shape)
+    keep = [i for i, n in enumerate(h.shape) if n == shape[lead + i]]
+    if len(keep) != len(h.shape):
+        h = apply("reshape", h, shape=tuple(h.shape[i] for i in keep))
+    return apply("broadcast_in_dim", h, dims=tuple(lead + i for i in keep), shape=shape)
+
+
+def const(v, h):
+    """A constant like ``h`` (same dtype and shape)."""
+    c = core.apply("constant", value=np.asarray(v, dtype=dtypes.TO_NUMPY[h.dtype]))
+    return broadcast_to_shape(c, h.shape)
+
+
+# --- loops: one lowering per ufunc, on operands already of the loop's types ------------
+
+
+def _is_bool(h):
+    return h.dtype == "i1"
+
+
+def _is_float(h):
+    return h.dtype in ("f16", "bf16", "f32", "f64")
+
+
+def _add(a, b):
+    return apply("or" if _is_bool(a) else "add", a, b)
+
+
+def _multiply(a, b):
+    return apply("and" if _is_bool(a) else "mul", a, b)
+
+
+def _sign_differs(r, b):
+    zero = const(0, r)
+    nonzero = apply("compare", r, zero, direction="NE")
+    differ = apply("xor", apply("compare", r, zero, direction="LT"), apply("compare", b, const(0, b), direction="LT"))
+    return apply("and", nonzero, differ)
+
+
+def _remainder(a, b):
+    r = apply("rem", a, b)
+    return apply("select", _sign_differs(r, b), apply("add", r, b), r)
+
+
+def _floor_divide(a, b):
+    if not _is_float(a):
+        q = apply("div", a, b)
+        r = apply("rem", a, b)
+        return apply("select", _sign_differs(r, b), apply("sub", q, const(1, q)), q)
+    # NumPy's divmod: from fmod, so exact quotients stay exact
+    r = apply("rem", a, b)
+    q = apply("div", apply("sub", a, r), b)
+    q = apply("select", _sign_differs(r, b), apply("sub", q, const(1, q)), q)
+    fl = apply("floor", q)
+    up = apply("compare", apply("sub", q, fl), const(0.5, q), direction="GT")
+    fl = apply("select", up, apply("add", fl, const(1, fl)), fl)
+    return apply("select", apply("compare", b, const(0, b), direction="EQ"), apply("div", a, b), fl)
+
+
+def _power(a, b):
+    return apply("pow", a, b)
+
+
+def _trunc(a):
+    if not _is_float(a):
+        return a
+    return apply("select", apply("compare", a, const(0, a), direction="LT"), apply("ceil", a), apply("floor", a))
+
+
+def _unary(name):
+    return lambda a: apply(name, a)
+
+
+def _cmp(direction):
+    return lambda a, b: apply("compare", a, b, direction=direction)
+
+
+def _logical(name):
+    return lambda a, b: apply(name, cast(a, bool), cast(b, bool))
+
+
+def _fmax_fmin(name):
+    def loop(a, b):
+        out = apply(name, a, b)
+        if _is_float(a):
+            out = apply("select", apply("compare", a, a, direction="NE"), b, out)
+            out = apply("select", apply("compare", b, b, direction="NE"), a, out)
+        return out
+
+    return loop
+
+
+def _isnan(a):
+    return apply("compare", a, a, direction="NE") if _is_float(a) else const(False, cast(a, bool))
+
+
+def _isinf(a):
+    if not _is_float(a):
+        return const(False, cast(a, bool))
+    return apply("compare", apply("abs", a), const(math.inf, a), direction="EQ")
+
+
+def _isfinite(a):
+    return apply("is_finite", a) if _is_float(a) else const(True, cast(a, bool))
+
+
+LOOPS = {
+    "add": _add,
+    "subtract": lambda a, b: apply("sub", a, b),
+    "multiply": _multiply,
+    "divide": lambda a, b: apply("div", a, b),
+    "true_divide": lambda a, b: apply("div", a, b),
+    "floor_divide": _floor_divide,
+    "remainder": _remainder,
+    "fmod": lambda a, b: apply("rem", a, b),
+    "power": _power,
+    "float_power": _power,
+    "negative": _unary("neg"),
+    "positive": lambda a: a,
+    "absolute": lambda a: a if _is_bool(a) else apply("abs", a),
+    "fabs": _unary("abs"),
+    "sign": _unary("sign"),
+    "sqrt": _unary("sqrt"),
+    "square": lambda a: apply("mul", a, a),
+    "reciprocal": lambda a: apply("div", const(1, a), a),
+    "exp": _unary("exp"),
+    "exp2": lambda a: apply("exp", apply("mul", a, const(math.log(2.0), a))),
+    "expm1": _unary("expm1"),
+    "log": _unary("log"),
+    "log2": lambda a: apply("div", apply("log", a), const(math.log(2.0), a)),
+    "log10": lambda a: apply("div", apply("log", a), const(math.log(10.0), a)),
+    "log1p": _unary("log1p"),
+    "sin": _unary("sin"),
+    "cos": _unary("cos"),
+    "tan": lambda a: apply("div", apply("sin", a), apply("cos", a)),
+    "arctan": lambda a: apply("atan2", a, const(1, a)),
+    "arctan2": lambda a, b: apply("atan2", a, b),
+    "tanh": _unary("tanh"),
+    "floor": lambda a: apply("floor", a) if _is_float(a) else a,
+    "ceil": lambda a: apply("ceil", a) if _is_float(a) else a,
+    "trunc": _trunc,
+    "rint": lambda a: apply("round", a) if _is_float(a) else a,
+    "maximum": lambda a, b: apply("maximum", a, b),
+    "minimum": lambda a, b: apply("minimum", a, b),
+    "fmax": _fmax_fmin("maximum"),
+    "fmin": _fmax_fmin("minimum"),
+    "greater": _cmp("GT"),
+    "greater_equal": _cmp("GE"),
+    "less": _cmp("LT"),
+    "less_equal": _cmp("LE"),
+    "equal": _cmp("EQ"),
+    "not_equal": _cmp("NE"),
+    "logical_and": _logical("and"),
+    "logical_or": _logical("or"),
+    "logical_xor": _logical("xor"),
+    "logical_not": lambda a: apply("not", cast(a, bool)),
+    "bitwise_and": lambda a, b: apply("and", a, b),
+    "bitwise_or": lambda a, b: apply("or", a, b),
+    "bitwise_xor": lambda a, b: apply("xor", a, b),
+    "invert": _unary("not"),
+    "bitwise_not": _unary("not"),
+    "isnan": _isnan,
+    "isinf": _isinf,
+    "isfinite": _isfinite,
+}
+
+
+# --- application ---------------------------------------------------------------------------
+
+_RESOLVED: dict = {}
+
+
+def resolve(uf, descr: tuple, dtype=None):
+    key = (uf, descr, dtype)
+    loop = _RESOLVED.get(key)
+    if loop is None:
+        sig = descr + ((np.dtype(dtype),) if dtype is not None else (None,)) * uf.nout
+        loop = uf.resolve_dtypes(sig, casting="same_kind")
+        _RESOLVED[key] = loop
+    return loop
+
+
+def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", **rest):
+    """Apply NumPy ufunc ``uf`` lazily; unsupported forms go to NumPy (counted)."""
+    name = uf.__name__
+    loop_fn = LOOPS.get(name)
+    if loop_fn is None or where is not True or rest.get("signature") or rest.get("order", "K") not in "KCA":
+        from .fallback import call_numpy
+
+        kw = dict(rest, dtype=dtype, casting=casting)
+        if out is not None:
+            kw["out"] = out
+        if where is not True:
+            kw["where"] = where
+        return call_numpy(uf, inputs, kw, name=f"numpy.{name}")
+    if len(inputs) != uf.nin:
+        raise TypeError(f"{name}() takes from {uf.nin} to {uf.nin + uf.nout} positional arguments but {len(inputs)} were given")
+    loop = resolve(uf, tuple(describe(x) for x in inputs), dtype)
+    in_dt, out_dt = loop[: uf.nin], loop[uf.nin:]
+    for dt in in_dt + out_dt:
+        dtypes.lazy_dtype(dt)  # unsupported types (complex, strings) fail here
+    shape = np.broadcast_shapes(*(shape_of(x) for x in inputs))
+    handles = [broadcast_to_shape(to_handle(x, dt), shape) for x, dt in zip(inputs, in_dt)]
+    results = loop_fn(*handles)
+    results = results if isinstance(results, tuple) else (results,)
+    arrays = [wrap(cast(r, dt), dt) for r, dt in zip(results, out_dt)]
+    if out is not None:
+        outs = out if isinstance(out, tuple) else (out,)
+        for target, res in zip(outs, arrays):
+            if not isinstance(target, ndarray):
+                raise TypeError("lazycore.numpy: out= must be a lazy array")
+            if not np.can_cast(res.dtype, target.dtype, casting):
+                raise TypeError(
+                    f"Cannot cast ufunc '{name}' output from {res.dtype!r} to {target.dtype!r} "
+                    f"with casting rule '{casting}'"
+                )
+            if np.broadcast_shapes(res.shape, target.shape) != target.shape:
+                raise ValueError(
+                    f"non-broadcastable output operand with shape {target.shape} doesn't match the broadcast "
+                    f"shape {res.shape}"
+                )
+            write(target, broadcast_to_shape(cast(value(res), target.dtype), target.shape))
+        return outs[0] if len(outs) == 1 else outs
+    return arrays[0] if len(arrays) == 1 else tuple(arrays)
+
+
+def array_ufunc(uf, method, inputs, kwargs):
+    """``ndarray.__array_ufunc__``: calls stay lazy; ``reduce`` maps to reductions."""
+    if method == "__call__":
+        return call(uf, inputs, **kwargs)
+    if method == "reduce" and uf.__name__ in REDUCERS:
+        from . import reductions
+
+        return getattr(reductions, REDUCERS[uf.__name__])(*inputs, **kwargs)
+    from .fallback import call_numpy
+
+    return call_numpy(getattr(uf, method), inputs, kwargs, name=f"numpy.{uf.__name__}.{method}")
+
+
+REDUCERS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+            "logical_and": "all", "logical_or": "any"}
+
+
+class ufunc:
+    """A lazy ufunc: ``lazycore.numpy.add(a, b)`` and ``np.add(a, b)`` on lazy arrays alike."""
+
+    def __init__(self, uf):
+        self._uf = uf
+        self.__name__ = uf.__name__
+        self.__doc__ = uf.__doc__
+        self.nin, self.nout, self.nargs = uf.nin, uf.nout, uf.nargs
+
+    def __call__(self, *inputs, **kwargs):
+        return call(self._uf, inputs, **kwargs)
+
+    def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False, **kwargs):
+        return array_ufunc(self._uf, "reduce", (a,), dict(axis=axis, dtype=dtype, out=out, keepdims=keepdims,
+                                                           **kwargs))
+
+    def __repr__(self):
+        return f"<lazy ufunc '{self.__name__}'>"
+
+
+UFUNCS = {name: ufunc(getattr(np, name)) for name in LOOPS}
