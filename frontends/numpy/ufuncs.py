@@ -284,6 +284,9 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", **re
         raise TypeError(f"{name}() takes from {uf.nin} to {uf.nin + uf.nout} positional arguments but {len(inputs)} were given")
     loop = resolve(uf, tuple(describe(x) for x in inputs), dtype)
     in_dt, out_dt = loop[: uf.nin], loop[uf.nin:]
+    if name in _COMPARISONS and _int_out_of_range(inputs, in_dt):
+        # NumPy compares integer arrays with out-of-range Python ints exactly
+        in_dt = (np.dtype(np.int64),) * uf.nin
     for dt in in_dt + out_dt:
         dtypes.lazy_dtype(dt)  # unsupported types (complex, strings) fail here
     shape = np.broadcast_shapes(*(shape_of(x) for x in inputs))
@@ -309,6 +312,18 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", **re
             write(target, broadcast_to_shape(cast(value(res), target.dtype), target.shape))
         return outs[0] if len(outs) == 1 else outs
     return arrays[0] if len(arrays) == 1 else tuple(arrays)
+
+
+_COMPARISONS = {"greater", "greater_equal", "less", "less_equal", "equal", "not_equal"}
+
+
+def _int_out_of_range(inputs, in_dt) -> bool:
+    for x, dt in zip(inputs, in_dt):
+        if type(x) is int and dt.kind in "iu":
+            info = np.iinfo(dt)
+            if not info.min <= x <= info.max:
+                return True
+    return False
 
 
 def array_ufunc(uf, method, inputs, kwargs):

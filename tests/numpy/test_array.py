@@ -1,0 +1,203 @@
+"""lazycore.numpy arrays against NumPy: ufuncs, promotion, creation, views, observation, errors."""
+
+import numpy
+import pytest
+
+import lazycore
+import lazycore.numpy as np
+from lazycore import metrics
+
+SHAPES = [(), (5,), (3, 4), (2, 3, 4)]
+DTYPES = ["float32", "float64", "int32", "int64", "uint8", "bool"]
+
+
+def sample(rng, shape, dtype):
+    dtype = numpy.dtype(dtype)
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) > 0.5
+    lo, hi = (1, 50) if dtype.kind == "u" else (-20, 20)
+    return rng.integers(lo, hi, shape).astype(dtype)
+
+
+def same(got, want, rtol=1e-6):
+    assert isinstance(got, np.ndarray), type(got)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
+    host = numpy.asarray(got)
+    if want.dtype.kind == "f":
+        numpy.testing.assert_allclose(host, want, rtol=rtol, atol=1e-6, equal_nan=True)
+    else:
+        numpy.testing.assert_array_equal(host, want)
+
+
+BINARY = ["add", "subtract", "multiply", "true_divide", "maximum", "minimum", "greater", "less_equal",
+          "equal", "not_equal", "logical_and", "logical_xor", "fmax", "arctan2"]
+UNARY = ["negative", "absolute", "sqrt", "exp", "log1p", "tanh", "sin", "cos", "floor", "ceil", "rint",
+         "square", "isnan", "isfinite", "logical_not", "sign", "expm1", "log", "reciprocal", "trunc"]
+
+
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("dtypes", [("float32", "float32"), ("int32", "float64"), ("uint8", "int64"),
+                                    ("bool", "int32")])
+def test_binary_ufuncs(rng, name, dtypes, clean_runtime):
+    a, b = sample(rng, (3, 4), dtypes[0]), sample(rng, (4,), dtypes[1])
+    uf = getattr(numpy, name)
+    try:
+        want = uf(a, b)
+    except TypeError:
+        with pytest.raises(TypeError):
+            getattr(np, name)(np.asarray(a), np.asarray(b))
+        return
+    same(getattr(np, name)(np.asarray(a), np.asarray(b)), want)
+    same(uf(np.asarray(a), b), want)  # NumPy's own ufunc on a lazy array stays lazy
+    assert metrics.fallbacks() == {}
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_unary_ufuncs(rng, name, dtype):
+    x = sample(rng, (2, 5), dtype)
+    if name in ("sqrt", "log", "log1p", "reciprocal"):
+        x = numpy.abs(x) + numpy.asarray(1, dtype)
+    with numpy.errstate(all="ignore"):
+        want = getattr(numpy, name)(x)
+    same(getattr(np, name)(np.asarray(x)), want, rtol=2e-6)
+
+
+@pytest.mark.parametrize("scalar", [2, 2.5, True, -3])
+@pytest.mark.parametrize("dtype", ["float32", "int8", "uint8", "int64", "float64"])
+def test_python_scalars_are_weak(rng, scalar, dtype):
+    x = sample(rng, (4,), dtype)
+    for f in (lambda a: a + scalar, lambda a: scalar * a, lambda a: a / scalar, lambda a: a > scalar,
+              lambda a: a // (scalar or 1), lambda a: a % 3):
+        try:
+            want = f(x)
+        except (TypeError, OverflowError) as e:
+            with pytest.raises(type(e)):
+                f(np.asarray(x))
+            continue
+        same(f(np.asarray(x)), want)
+
+
+def test_numpy_scalars_are_strong():
+    x = numpy.arange(4, dtype=numpy.float32)
+    same(np.asarray(x) + numpy.float64(1.5), x + numpy.float64(1.5))
+    same(np.asarray(x.astype(numpy.int8)) * numpy.int16(3), x.astype(numpy.int8) * numpy.int16(3))
+
+
+def test_creation():
+    same(np.zeros((2, 3)), numpy.zeros((2, 3)))
+    same(np.ones(4, dtype=np.int32), numpy.ones(4, dtype=numpy.int32))
+    same(np.full((2, 2), 7.5, dtype=np.float32), numpy.full((2, 2), 7.5, dtype=numpy.float32))
+    same(np.full((3,), 4), numpy.full((3,), 4))
+    same(np.arange(10), numpy.arange(10))
+    same(np.arange(1.0, 2.0, 0.25), numpy.arange(1.0, 2.0, 0.25))
+    same(np.arange(5, 1, -2), numpy.arange(5, 1, -2))
+    same(np.linspace(-1, 1, 7), numpy.linspace(-1, 1, 7))
+    same(np.linspace(0, 10, 4, endpoint=False), numpy.linspace(0, 10, 4, endpoint=False))
+    same(np.eye(3, 4, k=1), numpy.eye(3, 4, k=1))
+    same(np.identity(3, dtype=np.int64), numpy.identity(3, dtype=numpy.int64))
+    a = np.asarray(numpy.arange(6.0).reshape(2, 3))
+    same(np.zeros_like(a), numpy.zeros((2, 3)))
+    same(np.full_like(a, 2, dtype=np.int32), numpy.full((2, 3), 2, dtype=numpy.int32))
+    same(np.array([[1, 2], [3, 4]]), numpy.array([[1, 2], [3, 4]]))
+    with pytest.raises(ValueError):
+        np.zeros((-1, 2))
+
+
+def test_views_follow_numpys_rules():
+    base = numpy.arange(24.0).reshape(4, 6)
+    lazy = np.asarray(base.copy())
+    ref = base.copy()
+    for f in (lambda a: a[1:3, ::2], lambda a: a[::-1, 2], lambda a: a.T[1:, 0:4:3], lambda a: a[..., None, 1:],
+              lambda a: a.reshape(6, 4)[2], lambda a: a[:, ::-2].T):
+        view, rview = f(lazy), f(ref)
+        assert view.shape == rview.shape and view.strides == rview.strides
+        view *= 10
+        rview *= 10
+        same(lazy, ref)
+
+
+def test_reshape_copies_when_numpy_copies():
+    lazy, ref = np.asarray(numpy.arange(6.0).reshape(2, 3)), numpy.arange(6.0).reshape(2, 3)
+    flat, rflat = lazy.T.reshape(-1), ref.T.reshape(-1)  # not expressible as a view: a copy
+    flat[0] = 100
+    rflat[0] = 100
+    same(lazy, ref)
+    same(flat, rflat)
+    with pytest.raises(ValueError, match="cannot reshape array of size 6 into shape"):
+        lazy.reshape(4, 2)
+
+
+def test_setitem_and_inplace_operators():
+    lazy, ref = np.asarray(numpy.zeros((3, 4), numpy.int32)), numpy.zeros((3, 4), numpy.int32)
+    for f in (lambda a: a.__setitem__((1, slice(None)), 7), lambda a: a.__setitem__((slice(None), 0), [1, 2, 3]),
+              lambda a: a.__setitem__(Ellipsis, 2.9)):
+        f(lazy)
+        f(ref)
+        same(lazy, ref)
+    lazy[0] += 5
+    ref[0] += 5
+    same(lazy, ref)
+    with pytest.raises(TypeError):  # same_kind casting of float into int, as NumPy
+        lazy += 1.5
+    with pytest.raises(ValueError, match="could not broadcast"):
+        lazy[0] = numpy.ones(3)
+
+
+def test_observation_and_repr():
+    x = numpy.arange(6, dtype=numpy.float32).reshape(2, 3) / 4
+    a = np.asarray(x)
+    assert repr(a) == repr(x) and str(a) == str(x)
+    assert a.tolist() == x.tolist() and a[1, 2].item() == x[1, 2].item()
+    assert float(a[0, 1]) == 0.25 and int(a[1, 2] * 4) == 5 and bool(a[1, 0])
+    assert len(a) == 2 and [r.shape for r in a] == [(3,), (3,)]
+    numpy.testing.assert_array_equal(numpy.asarray(a), x)
+    with pytest.raises(ValueError, match="truth value"):
+        bool(a)
+    assert a.shape == (2, 3) and a.ndim == 2 and a.size == 6 and a.dtype == numpy.float32
+    assert a.nbytes == 24 and a.strides == x.strides
+
+
+def test_errors_are_numpys():
+    a = np.ones((2, 3))
+    with pytest.raises(ValueError):
+        a + np.ones(4)
+    with pytest.raises(numpy.exceptions.AxisError):
+        np.sum(a, axis=2)
+    with pytest.raises(IndexError):
+        a[5]
+    with pytest.raises(IndexError):
+        a[0, 0, 0]
+    with pytest.raises(TypeError):
+        np.add(a, "x")
+
+
+def test_fallback_is_counted_with_the_caller_line(clean_runtime):
+    a = np.asarray(numpy.array([3.0, 1.0, 2.0]))
+    s = numpy.sort(a)  # no lazy sort: NumPy runs it
+    line = test_fallback_is_counted_with_the_caller_line.__code__.co_firstlineno + 2
+    assert isinstance(s, np.ndarray)
+    same(s * 2, numpy.array([2.0, 4.0, 6.0]))
+    (site,) = metrics.fallbacks()["numpy.sort"]
+    assert site.endswith(f"test_array.py:{line}")
+
+
+def test_fallback_writes_back_in_place_changes(clean_runtime):
+    a = np.asarray(numpy.arange(5.0))
+    view = a[1:4]
+    numpy.copyto(view, 9.0)  # NumPy writes into the materialized view: written back through it
+    same(a, numpy.array([0.0, 9.0, 9.0, 9.0, 4.0]))
+    assert "numpy.copyto" in metrics.fallbacks()
+
+
+def test_expressions_fuse_into_one_program(clean_runtime):
+    x = np.asarray(numpy.linspace(-2, 2, 1000, dtype=numpy.float32))
+    y = np.tanh(x * 1.5 + 0.5) * (1 / (1 + np.exp(-x))) - x * x / 3 + np.exp(-np.abs(x))
+    lazycore.mark_step()
+    c = metrics.counters()
+    assert c["compiles"] == 1 and c["executions"] == 1
+    ref = numpy.linspace(-2, 2, 1000, dtype=numpy.float32)
+    want = numpy.tanh(ref * 1.5 + 0.5) * (1 / (1 + numpy.exp(-ref))) - ref * ref / 3 + numpy.exp(-numpy.abs(ref))
+    same(y, want, rtol=1e-5)
