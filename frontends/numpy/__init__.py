@@ -25,6 +25,10 @@ from numpy import (  # noqa: F401
 )
 
 globals().update(ufuncs.UFUNCS)
+from . import array_api  # noqa: E402
+from .array_api import __array_api_version__, __array_namespace_info__, astype, matrix_transpose, permute_dims  # noqa: E402,F401
+
+globals().update(array_api.ALIASES)
 abs = ufuncs.UFUNCS["absolute"]  # noqa: A001
 bool = bool_  # noqa: A001
 
