@@ -44,7 +44,8 @@ def _contiguous(shape) -> tuple[int, ...]:
 class ndarray:
     """A lazy array; build one with :func:`lazycore.numpy.asarray` and friends."""
 
-    __slots__ = ("_storage", "_steps", "_shape", "_dtype", "_estrides", "_offset", "_writeable", "__weakref__")
+    __slots__ = ("_storage", "_steps", "_shape", "_dtype", "_estrides", "_offset", "_writeable", "_cache",
+                 "__weakref__")
     __array_priority__ = 1000  # binary ops with NumPy arrays come here
 
     # --- metadata (never a barrier) -------------------------------------------------
@@ -302,6 +303,7 @@ def _new(storage, steps, shape, dtype, estrides, offset, writeable=True) -> ndar
     a._estrides = tuple(estrides)
     a._offset = offset
     a._writeable = writeable
+    a._cache = None
     return a
 
 
@@ -316,7 +318,18 @@ def wrap(handle, dtype=None) -> ndarray:
 
 def value(a: ndarray):
     """The lazycore handle for ``a``'s current value."""
-    return views.read(a._storage, a._steps)
+    storage = a._storage
+    if not a._steps:
+        return storage.handle
+    # A view read again while its storage is unchanged reuses the graph it
+    # built (a stencil reads the same slices many times).
+    current = storage.handle.value
+    cache = a._cache
+    if cache is not None and cache[0] is current:
+        return core.LazyTensor(cache[1], storage.handle.device)
+    h = views.read(storage, a._steps)
+    a._cache = (current, h.value)
+    return h
 
 
 def write(a: ndarray, new) -> None:

@@ -1,10 +1,12 @@
-"""Matrix products: mm, bmm, mv, dot (f32 at full precision, as eager)."""
+"""Matrix products (mm, bmm, mv, dot, addbmm; f32 at full precision, as eager) and cdist."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from ..lowering import apply, convert, lowers
+from ..lowering import apply, broadcast, const, convert, lowers, reshape, scalar
 
 aten = torch.ops.aten
 
@@ -31,3 +33,65 @@ def _mv(ctx, a, v):
 @lowers(aten.dot.default, aten.vdot.default)
 def _vdot(ctx, a, b):
     return _dot(convert(a, ctx.dtype), convert(b, ctx.dtype), (), (), (0,), (0,))
+
+
+@lowers(aten.addbmm.default)
+def _addbmm(ctx, x, b1, b2, beta=1, alpha=1):
+    # one contraction over the batch and inner dims: sum_b b1[b] @ b2[b]
+    prod = _dot(convert(b1, ctx.dtype), convert(b2, ctx.dtype), (), (), (0, 2), (0, 1))
+    if alpha != 1:
+        prod = apply("mul", prod, scalar(alpha, ctx.dtype, ctx.device, ctx.shape))
+    if beta == 0:  # eager ignores self then, NaNs included
+        return prod
+    x = broadcast(convert(x, ctx.dtype), ctx.shape)
+    if beta != 1:
+        x = apply("mul", x, scalar(beta, ctx.dtype, ctx.device, ctx.shape))
+    return apply("add", x, prod)
+
+
+@lowers(aten._cdist_forward.default)
+def _cdist(ctx, x1, x2, p, compute_mode=None):
+    x1, x2 = convert(x1, ctx.dtype), convert(x2, ctx.dtype)
+    *batch, r1, r2 = ctx.shape
+    m = x1.shape[-1]
+    if m == 0 or r1 == 0 or r2 == 0:
+        return const(0, ctx.dtype, ctx.device, ctx.shape)
+    batch = tuple(batch)
+    if p == 2 and (compute_mode == 1 or compute_mode in (None, 0) and (r1 > 25 or r2 > 25)):
+        return _euclid_mm(ctx, x1, x2, batch, r1, r2, m)
+    full = batch + (r1, r2, m)
+    a = broadcast(reshape(x1, x1.shape[:-1] + (1, m)), full)
+    b = broadcast(reshape(x2, x2.shape[:-2] + (1, r2, m)), full)
+    d = apply("abs", apply("sub", a, b))
+    last = (len(full) - 1,)
+    if p == 0:
+        return apply("reduce_sum", convert(apply("compare", d, _zero(d), direction="NE"), ctx.dtype), dims=last)
+    if p == 1:
+        return apply("reduce_sum", d, dims=last)
+    if p == 2:
+        return apply("sqrt", apply("reduce_sum", apply("mul", d, d), dims=last))
+    if p == math.inf:
+        return apply("reduce_max", d, dims=last)
+    s = apply("reduce_sum", apply("pow", d, scalar(p, ctx.dtype, ctx.device, full)), dims=last)
+    return apply("pow", s, scalar(1.0 / p, ctx.dtype, ctx.device, ctx.shape))
+
+
+def _zero(h):
+    return const(0, h.dtype, h.device, h.shape)
+
+
+def _euclid_mm(ctx, x1, x2, batch, r1, r2, m):
+    """Eager's matrix-product form, |a|^2 - 2ab + |b|^2, so rounding matches it."""
+    x1 = broadcast(x1, batch + (r1, m))
+    x2 = broadcast(x2, batch + (r2, m))
+    last = len(batch) + 1
+    n1 = reshape(apply("reduce_sum", apply("mul", x1, x1), dims=(last,)), batch + (r1, 1))
+    n2 = reshape(apply("reduce_sum", apply("mul", x2, x2), dims=(last,)), batch + (r2, 1))
+    one1 = const(1, ctx.dtype, ctx.device, batch + (r1, 1))
+    one2 = const(1, ctx.dtype, ctx.device, batch + (r2, 1))
+    lhs = apply("concatenate", apply("concatenate", apply("mul", x1, const(-2, ctx.dtype, ctx.device, x1.shape)),
+                                     n1, dim=last), one1, dim=last)
+    rhs = apply("concatenate", apply("concatenate", x2, one2, dim=last), n2, dim=last)
+    nb = tuple(range(len(batch)))
+    sq = _dot(lhs, rhs, nb, nb, (last,), (last,))
+    return apply("sqrt", apply("maximum", sq, _zero(sq)))

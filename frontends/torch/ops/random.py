@@ -136,6 +136,10 @@ def _random_(ctx, x, *args, generator=None):
         info_bits = {torch.float32: 24, torch.float64: 53, torch.float16: 11, torch.bfloat16: 8}
         high = (1 << info_bits[dtype]) + 1 if dtype in info_bits else (
             2 if dtype == torch.bool else torch.iinfo(dtype).max + 1)
+    return _randint(ctx, low, high)
+
+
+def _randint(ctx, low, high):
     span = high - low
     if span <= 0:
         return NotImplemented
@@ -143,3 +147,33 @@ def _random_(ctx, x, *args, generator=None):
     r = apply("rem", b, const(span, "ui64", ctx.device, ctx.shape))
     v = apply("add", convert(r, "i64"), const(low, "i64", ctx.device, ctx.shape))
     return convert(v, ctx.dtype)
+
+
+# --- *_like: fresh values of another tensor's shape --------------------------------------
+
+
+def _elsewhere(kwargs):
+    dev = kwargs.get("device")
+    return dev is not None and torch.device(dev).type != "lazy"
+
+
+@lowers(aten.rand_like.default)
+def _rand_like(ctx, x, **kwargs):
+    if _elsewhere(kwargs):
+        return NotImplemented
+    return convert(uniform01(ctx.device, ctx.shape, _wide(ctx.dtype)), ctx.dtype)
+
+
+@lowers(aten.randn_like.default)
+def _randn_like(ctx, x, **kwargs):
+    if _elsewhere(kwargs):
+        return NotImplemented
+    return convert(standard_normal(ctx.device, ctx.shape, _wide(ctx.dtype)), ctx.dtype)
+
+
+@lowers(aten.randint_like.default, aten.randint_like.low_dtype)
+def _randint_like(ctx, x, *bounds, **kwargs):
+    if _elsewhere(kwargs):
+        return NotImplemented
+    low, high = (0, bounds[0]) if len(bounds) == 1 else bounds
+    return _randint(ctx, int(low), int(high))

@@ -1,4 +1,4 @@
-"""Reductions: sum, mean, prod, max/min (with indices), argmax/argmin, any/all."""
+"""Reductions: sum, mean, prod, var, max/min (with indices), argmax/argmin, any/all."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import torch
 
 from lazycore.dialect.types import is_float
 
-from ..lowering import apply, const, convert, dims, lowers, reshape
+from ..lowering import apply, broadcast, const, convert, dims, lowers, reshape
 
 aten = torch.ops.aten
+prims = torch.ops.prims
 
 
 def _reduce(op, x, ds, keepdim, out_shape):
@@ -20,6 +21,13 @@ def _reduce(op, x, ds, keepdim, out_shape):
 
 def _dims_arg(x, dim):
     return dims(dim, len(x.shape)) if len(x.shape) else ()
+
+
+@lowers(prims.sum.default)
+def _prims_sum(ctx, x, dims, output_dtype=None):
+    if dims is not None and not len(dims):  # unlike aten.sum, no dims reduces nothing
+        return convert(x, ctx.dtype)
+    return _sum(ctx, x, dims)
 
 
 @lowers(aten.sum.dim_IntList, aten.sum.default)
@@ -37,6 +45,22 @@ def _mean(ctx, x, dim=None, keepdim=False, dtype=None):
     for d in ds:
         count *= x.shape[d]
     return apply("div", total, const(count, ctx.dtype, ctx.device, ctx.shape))
+
+
+@lowers(prims.var.default)
+def _var(ctx, x, dims, correction=1, output_dtype=None):
+    """sum((x - mean)^2) / max(0, N - correction), two passes as eager."""
+    x = convert(x, ctx.dtype)
+    ds = _dims_arg(x, dims) if dims is None or len(dims) else ()
+    count = 1
+    for d in ds:
+        count *= x.shape[d]
+    kept = tuple(1 if i in ds else n for i, n in enumerate(x.shape))
+    mean = apply("div", reshape(_reduce("reduce_sum", x, ds, True, kept), kept),
+                 const(count, x.dtype, x.device, kept))
+    dev = apply("sub", x, broadcast(mean, x.shape))
+    sq = _reduce("reduce_sum", apply("mul", dev, dev), ds, False, ctx.shape)
+    return apply("div", sq, const(max(0, count - correction), x.dtype, x.device, ctx.shape))
 
 
 @lowers(aten.prod.dim_int, aten.prod.default)
