@@ -56,6 +56,8 @@ def resolve(func):
         return _lowered(fn, _mutated_self(schema))
     functional = _functional_of(func)
     if functional is not None:
+        if functional[0] == "inplace" and _is_view(functional[1]._schema):
+            return _inplace_view(functional[1])
         return _via_functional(functional)
     decomp = decomposition_table.get(func)
     if decomp is not None:
@@ -89,8 +91,15 @@ def _functional_of(func):
     name = func.overloadpacket.__name__
     if _mutated_self(schema) and name.endswith("_") and not name.startswith("_"):
         packet = getattr(aten, name[:-1], None)
-        if packet is not None and func._overloadname in packet.overloads():
+        if packet is None:
+            return None
+        if func._overloadname in packet.overloads():
             return ("inplace", getattr(packet, func._overloadname))
+        want = [a.name for a in schema.arguments]
+        for ov in packet.overloads():  # transpose_.default is transpose.int
+            cand = getattr(packet, ov)
+            if not cand._schema.is_mutable and [a.name for a in cand._schema.arguments] == want:
+                return ("inplace", cand)
         return None
     outs = _out_args(schema)
     if outs and len(outs) == len(schema.returns):
@@ -328,6 +337,20 @@ def _via_functional(found):
         for t, r in zip(targets, results):
             _store(t, r)
         return targets[0] if len(targets) == 1 else tuple(targets)
+
+    return handler
+
+
+def _inplace_view(view_op):
+    """``squeeze_``, ``t_``, ``as_strided_``...: the tensor itself becomes the view."""
+
+    def handler(func, args, kwargs):
+        meta_call(func, args, kwargs)
+        view = run(view_op, args, kwargs)
+        target = args[0]
+        torch._C.TensorBase.data.__set__(target, view)  # torch's sizes, strides and offset
+        target._storage, target._steps = view._storage, view._steps
+        return target
 
     return handler
 

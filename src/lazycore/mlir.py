@@ -14,6 +14,15 @@ from torch_mlir.dialects import func
 from torch_mlir.dialects import ext
 from torch_mlir._mlir_libs import _stablehlo
 
+# The bindings look for a Python module per dialect (``<package>.dialects.<name>``)
+# whenever they wrap an op, and retry the failing import every time. The ``lazy``
+# op classes register themselves through ``dialects.ext``; an empty module under
+# that name ends the search (it cost ~18% of a small compile).
+import sys as _sys
+import types as _types
+
+_sys.modules.setdefault("torch_mlir.dialects.lazy", _types.ModuleType("torch_mlir.dialects.lazy"))
+
 __all__ = [
     "ir",
     "passmanager",

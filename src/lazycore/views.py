@@ -177,6 +177,9 @@ class Strided:
         return idx
 
     def forward(self, h, storage):
+        if 0 in self.size:  # nothing to read
+            zero = core.apply("constant", value=np.zeros((), _np(h.dtype)), device=h.device)
+            return core.apply("broadcast_in_dim", zero, dims=(), shape=self.size)
         flat = _memory(h, storage)
         rank = len(self.size)
         return core.apply(
@@ -189,6 +192,8 @@ class Strided:
     def inverse(self, old, new, storage):
         if any(n > 1 and s == 0 for n, s in zip(self.size, self.stride)):
             raise RuntimeError(OVERLAP_MESSAGE)
+        if 0 in self.size:
+            return old
         flat = _memory(old, storage)
         rank = len(self.size)
         flat = core.apply(

@@ -238,3 +238,29 @@ def test_host_index_tensors_are_accepted_as_on_cuda(dev):
     lazy[idx] = -1.0
     x[idx] = -1.0
     torch.testing.assert_close(lazy.cpu(), x)
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        lambda x: x.squeeze_(0).mul_(2),
+        lambda x: x.unsqueeze_(1).add_(1),
+        lambda x: x.t_().sub_(1) if x.dim() == 2 else x,
+        lambda x: x.transpose_(0, 1)[0].zero_(),
+        lambda x: x.as_strided_((2, 2), (1, 2)).fill_(3),
+    ],
+)
+def test_in_place_view_ops_reshape_the_tensor_itself(dev, update):
+    x, ref = lazy_and_eager(lambda: torch.randn(1, 5), dev)
+    y = x.view(5)
+    ry = ref.view(5)
+    update(x)
+    update(ref)
+    assert x.shape == ref.shape and x.stride() == ref.stride()
+    torch.testing.assert_close(x.cpu(), ref)
+    torch.testing.assert_close(y.cpu(), ry)
+
+
+def test_views_of_empty_tensors(dev):
+    x = torch.randn(0, 3)
+    torch.testing.assert_close(x.to(dev).diagonal().cpu(), x.diagonal())
