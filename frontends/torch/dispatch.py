@@ -131,11 +131,12 @@ def _meta_tensor(t):
 class _Args:
     """One pass over the arguments: their meta copies and the lazy device."""
 
-    __slots__ = ("device", "cpu_tensor")
+    __slots__ = ("device", "cpu_tensor", "host_index")
 
     def __init__(self):
         self.device = None
         self.cpu_tensor = None
+        self.host_index = None
 
     def meta(self, x):
         if isinstance(x, torch.Tensor):
@@ -149,7 +150,10 @@ class _Args:
                         f"{self.device} and {dev}!"
                     )
             elif x.dim() != 0 or x.device.type != "cpu":
-                self.cpu_tensor = x
+                if x.device.type == "cpu" and x.dtype in _INDEX_DTYPES:
+                    self.host_index = x
+                else:
+                    self.cpu_tensor = x
             return _meta_tensor(x)
         if isinstance(x, (list, tuple)):
             return type(x)(self.meta(v) for v in x)
@@ -161,6 +165,7 @@ class _Args:
 
 
 # As on CUDA, index tensors may stay on the host; they are uploaded.
+_INDEX_DTYPES = {torch.int64, torch.int32, torch.bool, torch.uint8}
 _HOST_INDICES_OK = {aten.index.Tensor, aten.index_put.default, aten.index_put_.default, aten._index_put_impl_.default}
 
 
@@ -168,7 +173,9 @@ def metas(args, kwargs, func=None):
     a = _Args()
     margs = tuple(a.meta(x) for x in args)
     mkwargs = {k: a.meta(v) for k, v in kwargs.items()}
-    if a.cpu_tensor is not None and a.device is not None and func not in _HOST_INDICES_OK:
+    if a.host_index is not None and a.cpu_tensor is None and func not in _HOST_INDICES_OK:
+        a.cpu_tensor = a.host_index
+    if a.cpu_tensor is not None and a.device is not None:
         raise RuntimeError(
             f"Expected all tensors to be on the same device, but found at least two devices, "
             f"{a.device} and {a.cpu_tensor.device}!"
