@@ -13,9 +13,11 @@ from __future__ import annotations
 import numpy as _np
 
 from . import creation, fallback, methods, reductions, ufuncs  # noqa: F401  (methods binds operators)
+from . import linalg, random  # noqa: F401  (np.linalg, np.random; np.dot, np.take & co. publish themselves)
 from .array import asarray, ndarray
 from .creation import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
+from .manipulation import *  # noqa: F401,F403
 
 # NumPy's scalar types and constants are the same objects here
 from numpy import (  # noqa: F401

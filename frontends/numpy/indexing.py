@@ -1,22 +1,56 @@
-"""Indexing: basic indexing makes views (as in NumPy); assignment writes through them.
+"""Indexing: basic indexing makes views (as in NumPy); advanced indexing copies.
 
 Basic keys (ints, slices, ``...``, ``None``) become view steps: a slice per
 indexed dim (a reverse first for negative steps), then one reshape for the
 dims ints drop and ``None`` adds. NumPy's stand-in checks the key and gives
-the result's strides. Advanced keys (integer arrays, boolean masks) are
-copies, as in NumPy: see :func:`advanced_getitem`.
+the result's strides.
+
+Advanced keys (integer arrays: lists, NumPy arrays or lazy arrays) are a
+``lazy.gather`` and their assignment a ``lazy.scatter`` (see :class:`_Plan`).
+The key is split in two: a basic view ``t`` of the array where every advanced
+entry keeps its whole dim, then one gather over ``t``'s advanced dims. NumPy's
+placement rule follows: the broadcast index shape takes the place of the
+indexed dims when the advanced entries are adjacent in the key (an ``...`` or
+``None`` between them separates them), else it goes first; integers count as
+advanced entries once the key has an array.
+
+Bounds: host index arrays are checked at the call (NumPy's ``IndexError``)
+and their negative entries wrapped on the host. Lazy index arrays cannot be
+checked without a barrier: negative entries wrap on the device, and an
+out-of-range index is clamped into range by ``gather`` and its update
+dropped by ``scatter`` (XLA's semantics) where NumPy raises. Assignment with
+duplicate indices stores one of the values (XLA does not promise which;
+NumPy stores the last).
+
+Boolean masks give data-dependent shapes: ``a[mask]`` runs NumPy (a counted
+fallback). ``a[mask] = v`` with a ``v`` that does not depend on how many
+elements the mask selects (a scalar, or broadcastable along the selected
+dim) is a ``select`` on the device; a ``v`` holding one value per selected
+element falls back.
 """
 
 from __future__ import annotations
 
+import math
+import operator
+import sys
+
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 
 from lazycore import core
 from lazycore.views import Reshape, Reverse, Slice
 
-from .array import ndarray, value, wrap, write
+from .array import device, ndarray, value, wrap, write
+from .fallback import call_numpy, implements
+from .ufuncs import apply, asarray_like, broadcast_to_shape, cast, const, shape_of, to_handle
+
+__all__ = ["take", "take_along_axis", "put_along_axis"]
 
 _BASIC = (int, np.integer, slice, type(Ellipsis), type(None))
+_BAD_INDEX = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean "
+              "arrays are valid indices")
+_BAD_ARRAY = "arrays used as indices must be of integer (or boolean) type"
 
 
 def _normalize(key) -> tuple:
@@ -25,6 +59,9 @@ def _normalize(key) -> tuple:
 
 def is_basic(key: tuple) -> bool:
     return all(isinstance(k, _BASIC) and not isinstance(k, (bool, np.bool_)) for k in key)
+
+
+# --- basic indexing: views --------------------------------------------------------------------
 
 
 def basic_view(a: ndarray, key: tuple) -> ndarray:
@@ -65,18 +102,222 @@ def _sliced_shape(shape, steps):
     return tuple(shape)
 
 
+# --- key entries ---------------------------------------------------------------------------------
+
+
+class _Index:
+    """An index array from a key: integer or boolean, on the host or lazy."""
+
+    __slots__ = ("mask", "host", "lazy", "shape")
+
+    def __init__(self, mask: bool, host=None, lazy=None):
+        self.mask, self.host, self.lazy = mask, host, lazy
+        self.shape = tuple((host if lazy is None else lazy).shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+def _entry(k):
+    """A key entry as an int, slice, ``None``, ``...`` or :class:`_Index`."""
+    if k is None or k is Ellipsis or isinstance(k, slice):
+        return k
+    if isinstance(k, (bool, np.bool_)):
+        return _Index(True, host=np.asarray(k))
+    if isinstance(k, (int, np.integer)):
+        return int(k)
+    if isinstance(k, ndarray):
+        if k.dtype.kind == "b":
+            return _Index(True, lazy=k)
+        if k.dtype.kind in "iu":
+            return _Index(False, lazy=k)
+        raise IndexError(_BAD_ARRAY)
+    if not isinstance(k, (list, tuple, np.ndarray)) and hasattr(k, "__index__"):
+        return operator.index(k)
+    host = np.asarray(k)
+    if isinstance(k, (list, tuple)) and host.size == 0 and host.dtype.kind == "f":
+        host = host.astype(np.intp)  # NumPy reads an empty list as an empty integer index
+    if host.dtype.kind == "b":
+        return _Index(True, host=host)
+    if host.dtype.kind not in "iu":
+        raise IndexError(_BAD_ARRAY if host.ndim and host.dtype.kind in "fc" else _BAD_INDEX)
+    if host.ndim == 0:
+        return int(host)  # 0-d integer arrays index as integers (a view)
+    return _Index(False, host=host)
+
+
+def _consumes(e) -> int:
+    if e is None or e is Ellipsis:
+        return 0
+    if isinstance(e, _Index) and e.mask:
+        return e.ndim
+    return 1
+
+
+def _check_bounds(host: np.ndarray, n: int, axis: int) -> np.ndarray:
+    """NumPy's IndexError for out-of-range entries; negative ones wrapped."""
+    host = host.astype(np.int64, copy=False)
+    if host.size:
+        bad = (host < -n) | (host >= n)
+        if bad.any():
+            raise IndexError(f"index {host.flat[int(np.argmax(bad))]} is out of bounds for axis {axis} with size {n}")
+        host = np.where(host < 0, host + n, host)
+    return host
+
+
+def _wrap_lazy(h, n: int):
+    """i64 ``h`` with negative entries counted from the end of a size-``n`` dim."""
+    h = cast(h, np.int64)
+    neg = apply("compare", h, const(0, h), direction="LT")
+    return apply("select", neg, apply("add", h, const(n, h)), h)
+
+
+def _coordinate(idx: _Index, n: int, axis: int):
+    """An integer index entry as an i64 handle of in-range (host) or wrapped (lazy) positions."""
+    if idx.lazy is not None:
+        if n == 0 and math.prod(idx.shape):
+            raise IndexError(f"index is out of bounds for axis {axis} with size 0")
+        return _wrap_lazy(value(idx.lazy), n)
+    return core.from_numpy(_check_bounds(idx.host, n, axis), device())
+
+
+def _broadcast_index_shapes(shapes) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        text = " ".join(_shape_text(s) for s in shapes)
+        raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with shapes {text} ") from None
+
+
+def _shape_text(shape) -> str:
+    return "(" + ",".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+# --- advanced indexing: the plan -------------------------------------------------------------------
+
+
+class _Plan:
+    """``a[key]`` as a basic view ``t`` and index arrays over some of ``t``'s dims.
+
+    ``ints_advanced``: integers are index arrays (NumPy's rule once the key
+    has an array); else they stay basic and drop their dim in ``t``.
+    """
+
+    def __init__(self, a: ndarray, entries: tuple, ints_advanced: bool = True):
+        if sum(1 for e in entries if e is Ellipsis) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        used = sum(_consumes(e) for e in entries)
+        if used > a.ndim:
+            raise IndexError(f"too many indices for array: array is {a.ndim}-dimensional, but {used} were indexed")
+        fill = a.ndim - used  # dims the ``...`` (or the implicit trailing one) stands for
+        bkey, self.adv, positions = [], [], []  # adv: (t dim, a dim, _Index)
+        tdim = adim = 0
+        for pos, e in enumerate(entries):
+            if e is None:
+                bkey.append(None)
+                tdim += 1
+            elif e is Ellipsis:
+                bkey.append(Ellipsis)
+                tdim += fill
+                adim += fill
+            elif isinstance(e, slice) or (isinstance(e, int) and not ints_advanced):
+                bkey.append(e)
+                tdim += not isinstance(e, int)
+                adim += 1
+            else:
+                if isinstance(e, int):
+                    e = _Index(False, host=np.asarray(e))
+                k = e.ndim if e.mask else 1
+                if e.mask:
+                    got = a.shape[adim:adim + k]
+                    for i, (n, m) in enumerate(zip(got, e.shape)):
+                        if n != m:
+                            raise IndexError(
+                                f"boolean index did not match indexed array along axis {adim + i}; size of axis "
+                                f"is {n} but size of corresponding boolean axis is {m}")
+                bkey.extend([slice(None)] * k)
+                self.adv.append((tdim, adim, e))
+                positions.append(pos)
+                tdim += k
+                adim += k
+        self.adjacent = positions == list(range(positions[0], positions[-1] + 1))
+        self.t = basic_view(a, tuple(bkey))
+
+    def gather_parts(self):
+        """(dims of ``t`` indexed, stacked i64 coordinates, batch shape B, result shape, offset dims)."""
+        t = self.t
+        dims = tuple(td for td, _, _ in self.adv)
+        batch = _broadcast_index_shapes([e.shape for _, _, e in self.adv])
+        coords = [_coordinate(e, t.shape[td], ad) for td, ad, e in self.adv]
+        return _layout(t.shape, dims, coords, batch, self.adjacent)
+
+
+def _layout(shape, dims, coords, batch, adjacent):
+    """Dimension numbers for indexing dims ``dims`` of ``shape`` with ``coords`` (broadcast to ``batch``)."""
+    rest = [d for d in range(len(shape)) if d not in dims]
+    before = [d for d in rest if adjacent and d < dims[0]]
+    after = [d for d in rest if d not in before]
+    result = tuple(shape[d] for d in before) + batch + tuple(shape[d] for d in after)
+    offset_dims = tuple(range(len(before))) + tuple(range(len(before) + len(batch), len(result)))
+    stacked = None
+    if math.prod(result):
+        cols = [core.apply("reshape", broadcast_to_shape(c, batch), shape=batch + (1,)) for c in coords]
+        stacked = cols[0]
+        for c in cols[1:]:
+            stacked = core.apply("concatenate", stacked, c, dim=len(batch))
+    return dims, stacked, batch, result, offset_dims
+
+
+def _gather(h, dims, stacked, batch, offset_dims):
+    return core.apply(
+        "gather", h, stacked,
+        offset_dims=offset_dims, collapsed_slice_dims=dims, operand_batching_dims=(),
+        start_indices_batching_dims=(), start_index_map=dims, index_vector_dim=len(batch),
+        slice_sizes=tuple(1 if d in dims else n for d, n in enumerate(h.shape)), indices_are_sorted=False,
+    )
+
+
+def _scatter(h, dims, stacked, batch, offset_dims, updates):
+    return core.apply(
+        "scatter", h, stacked, updates,
+        update_window_dims=offset_dims, inserted_window_dims=dims, input_batching_dims=(),
+        scatter_indices_batching_dims=(), scatter_dims_to_operand_dims=dims, index_vector_dim=len(batch),
+        mode="replace",
+    )
+
+
+def _zeros(shape, dtype):
+    c = core.apply("constant", value=np.zeros((), dtype), device=device())
+    return broadcast_to_shape(c, tuple(shape))
+
+
+# --- getitem / setitem ----------------------------------------------------------------------------------
+
+
 def getitem(a: ndarray, key):
     key = _normalize(key)
     if is_basic(key):
         return basic_view(a, key)
-    return advanced_getitem(a, key)
+    entries = tuple(_entry(k) for k in key)
+    if is_basic(entries):
+        return basic_view(a, entries)
+    return advanced_getitem(a, entries)
 
 
-def advanced_getitem(a: ndarray, key: tuple):
-    """Integer-array and mask indexing: a copy (mask shapes depend on data: NumPy computes them)."""
-    from .fallback import call_numpy
+def advanced_getitem(a: ndarray, entries: tuple):
+    """Integer-array indexing: a gather (a copy). Masks: NumPy computes the data-dependent shape."""
+    if any(isinstance(e, _Index) and e.mask for e in entries):
+        return call_numpy(_getitem, (a, _raw_key(entries)), {}, name="ndarray.__getitem__")
+    plan = _Plan(a, entries)
+    dims, stacked, batch, result, offset_dims = plan.gather_parts()
+    if stacked is None:
+        return wrap(_zeros(result, a.dtype), a.dtype)
+    return wrap(_gather(value(plan.t), dims, stacked, batch, offset_dims), a.dtype)
 
-    return call_numpy(_getitem, (a, key), {}, name="ndarray.__getitem__")
+
+def _raw_key(entries):
+    return tuple((e.host if e.lazy is None else e.lazy) if isinstance(e, _Index) else e for e in entries)
 
 
 def _getitem(a, key):
@@ -87,6 +328,8 @@ def setitem(a: ndarray, key, val) -> None:
     key = _normalize(key)
     if not a._writeable:
         raise ValueError("assignment destination is read-only")
+    if not is_basic(key):
+        key = tuple(_entry(k) for k in key)
     if is_basic(key):
         target = basic_view(a, key)
         write(target, _broadcast_value(val, target))
@@ -94,25 +337,213 @@ def setitem(a: ndarray, key, val) -> None:
     advanced_setitem(a, key, val)
 
 
-def _broadcast_value(val, target: ndarray):
-    """``val`` cast (unsafely, as NumPy assignment does) and broadcast to ``target``."""
-    from .ufuncs import broadcast_to_shape, shape_of, to_handle
+def _fit_value(val, dtype, shape, what="indexing result"):
+    """``val`` cast (unsafely, as NumPy assignment does) and broadcast to ``shape``.
 
-    shape = shape_of(val)
+    Like NumPy, extra leading dims of size 1 are dropped first."""
+    vshape = tuple(shape_of(val))
+    extra = len(vshape) - len(shape)
+    trimmed = vshape[extra:] if extra > 0 and all(n == 1 for n in vshape[:extra]) else vshape
     try:
-        ok = np.broadcast_shapes(shape, target.shape) == target.shape
+        ok = np.broadcast_shapes(trimmed, shape) == tuple(shape)
     except ValueError:
         ok = False
     if not ok:
-        raise ValueError(f"could not broadcast input array from shape {shape} into shape {target.shape}")
-    return broadcast_to_shape(to_handle(val, target.dtype), target.shape)
+        raise ValueError(f"shape mismatch: value array of shape {_shape_text(vshape)} could not be broadcast to "
+                         f"{what} of shape {_shape_text(shape)}")
+    h = to_handle(val, dtype)
+    if trimmed != vshape:
+        h = core.apply("reshape", h, shape=trimmed)
+    return broadcast_to_shape(h, tuple(shape))
 
 
-def advanced_setitem(a: ndarray, key: tuple, val) -> None:
-    from .fallback import call_numpy
+def _broadcast_value(val, target: ndarray):
+    try:
+        return _fit_value(val, target.dtype, target.shape)
+    except ValueError:
+        raise ValueError(f"could not broadcast input array from shape {tuple(shape_of(val))} into shape "
+                         f"{target.shape}") from None
 
-    call_numpy(_setitem, (a, key, val), {}, name="ndarray.__setitem__")
+
+def advanced_setitem(a: ndarray, entries: tuple, val) -> None:
+    masks = [e for e in entries if isinstance(e, _Index) and e.mask]
+    if masks:
+        arrays = [e for e in entries if isinstance(e, _Index) and not e.mask]
+        if len(masks) == 1 and not arrays and masks[0].ndim and _masked_assign(a, entries, val):
+            return
+        call_numpy(_setitem, (a, _raw_key(entries), val), {}, name="ndarray.__setitem__")
+        return
+    plan = _Plan(a, entries)
+    dims, stacked, batch, result, offset_dims = plan.gather_parts()
+    updates = _fit_value(val, a.dtype, result)
+    if stacked is None:
+        return
+    t = plan.t
+    write(t, _scatter(value(t), dims, stacked, batch, offset_dims, updates))
+
+
+def _masked_assign(a: ndarray, entries: tuple, val) -> bool:
+    """``a[..., mask, ...] = val`` as a select, when ``val`` does not depend on the
+    number of selected elements; False to leave it to NumPy."""
+    plan = _Plan(a, entries, ints_advanced=False)
+    t = plan.t
+    (p, _, mask), = plan.adv
+    k = mask.ndim
+    others = [d for d in range(t.ndim) if not p <= d < p + k]
+    # the selection's shape, with its count dim (at q) as 1; ints are advanced entries
+    # too here, so they decide with the mask whether the selection stays in place
+    adv = [i for i, e in enumerate(entries) if isinstance(e, (int, _Index))]
+    adjacent = adv == list(range(adv[0], adv[-1] + 1))
+    q = sum(1 for d in others if d < p) if adjacent else 0
+    rest = [t.shape[d] for d in others]
+    sel = tuple(rest[:q]) + (1,) + tuple(rest[q:])
+    vshape = tuple(shape_of(val))
+    j = len(vshape) - (len(sel) - q)
+    if j >= 0 and vshape[j] != 1:
+        return False  # one value per selected element: the count is data-dependent
+    try:
+        h = _fit_value(val, a.dtype, sel)
+    except ValueError:
+        return False  # NumPy raises its own error
+    if not t.size:
+        return True
+    h = core.apply("reshape", h, shape=tuple(rest))
+    full = core.apply("broadcast_in_dim", h, dims=tuple(others), shape=t.shape)
+    m = value(mask.lazy) if mask.lazy is not None else core.from_numpy(mask.host, device())
+    m = core.apply("broadcast_in_dim", m, dims=tuple(range(p, p + k)), shape=t.shape)
+    write(t, core.apply("select", m, full, value(t)))
+    return True
 
 
 def _setitem(a, key, val):
     a[key] = val
+
+
+# --- take / take_along_axis / put_along_axis -----------------------------------------------------------------
+
+
+def _index_input(indices, casting_ok=True) -> _Index:
+    if isinstance(indices, ndarray):
+        if indices.dtype.kind not in "iu":
+            if indices.dtype.kind == "b" or not casting_ok:
+                raise IndexError("arrays used as indices must be of integer type")
+            return _Index(False, lazy=indices.astype(np.int64))
+        return _Index(False, lazy=indices)
+    host = np.asarray(indices)
+    if host.dtype.kind not in "iu":
+        if not casting_ok or host.dtype.kind not in "fb":
+            raise IndexError("arrays used as indices must be of integer type")
+        host = host.astype(np.intp)
+    return _Index(False, host=host)
+
+
+@implements(np.take)
+def take(a, indices, axis=None, out=None, mode="raise"):
+    a = asarray_like(a)
+    if axis is None:
+        a, axis = a.ravel(), 0
+    axis = normalize_axis_index(axis, a.ndim)
+    n = a.shape[axis]
+    idx = _index_input(indices)
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    if mode != "raise" and n == 0 and math.prod(idx.shape):
+        raise IndexError("cannot do a non-empty take from an empty axes.")
+    if idx.lazy is not None:
+        h = cast(value(idx.lazy), np.int64)
+        if mode == "wrap" and n:
+            r = apply("rem", h, const(n, h))
+            h = apply("select", apply("compare", r, const(0, h), direction="LT"), apply("add", r, const(n, h)), r)
+        elif mode == "clip" and n:
+            h = apply("minimum", apply("maximum", h, const(0, h)), const(n - 1, h))
+        idx = _Index(False, lazy=wrap(h, np.int64))
+    elif mode == "wrap" and n:
+        idx = _Index(False, host=np.mod(idx.host, n))
+    elif mode == "clip" and n:
+        idx = _Index(False, host=np.clip(idx.host, 0, n - 1))
+    dims, stacked, batch, result, offset_dims = _layout(
+        a.shape, (axis,), [_coordinate(idx, n, axis)], idx.shape, True)
+    h = _zeros(result, a.dtype) if stacked is None else _gather(value(a), dims, stacked, batch, offset_dims)
+    res = wrap(h, a.dtype)
+    if out is None:
+        return res
+    if not isinstance(out, ndarray) or out.shape != res.shape:
+        raise ValueError("output array does not match result of ndarray.take")
+    write(out, cast(h, out.dtype))
+    return out
+
+
+def _along_axis(arr, indices, axis):
+    """Common checks of take/put_along_axis: (arr, index, axis, shape of the indexed result).
+
+    NumPy builds the fancy index ``arange``s x ``indices``: they broadcast
+    in every dim but ``axis``."""
+    idx = _index_input(indices, casting_ok=False)
+    if axis is None:
+        if idx.ndim != 1:
+            raise ValueError("when axis=None, `indices` must have a single dimension.")
+        arr, axis = arr.ravel(), 0
+    if idx.ndim != arr.ndim:
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    axis = normalize_axis_index(axis, arr.ndim)
+    spread = tuple(1 if d == axis else n for d, n in enumerate(arr.shape))
+    return arr, idx, axis, _broadcast_index_shapes([spread, idx.shape])
+
+
+@implements(np.take_along_axis)
+def take_along_axis(arr, indices, axis=-1):
+    arr, idx, axis, shape = _along_axis(asarray_like(arr), indices, axis)
+    n = arr.shape[axis]
+    coord = _coordinate(idx, n, axis)
+    if not math.prod(shape):
+        return wrap(_zeros(shape, arr.dtype), arr.dtype)
+    rank = arr.ndim
+    src = broadcast_to_shape(value(arr), tuple(n if d == axis else s for d, s in enumerate(shape)))
+    others = tuple(d for d in range(rank) if d != axis)
+    g = core.apply(
+        "gather", src, broadcast_to_shape(coord, shape),
+        offset_dims=(), collapsed_slice_dims=(axis,), operand_batching_dims=others,
+        start_indices_batching_dims=others, start_index_map=(axis,), index_vector_dim=rank,
+        slice_sizes=(1,) * rank, indices_are_sorted=False,
+    )
+    return wrap(g, arr.dtype)
+
+
+@implements(np.put_along_axis)
+def put_along_axis(arr, indices, values, axis):
+    if not isinstance(arr, ndarray):
+        return call_numpy(np.put_along_axis, (arr, indices, values, axis), {})
+    if not arr._writeable:
+        raise ValueError("assignment destination is read-only")
+    target = arr
+    base, idx, axis, shape = _along_axis(arr, indices, axis)
+    if any(s != n for d, (s, n) in enumerate(zip(shape, base.shape)) if d != axis):
+        # an index broadcast over a size-1 dim of arr writes one place many times: NumPy decides
+        return call_numpy(np.put_along_axis, (arr, indices, values, axis), {})
+    n = base.shape[axis]
+    coord = _coordinate(idx, n, axis)
+    updates = _fit_value(values, base.dtype, shape)
+    if not math.prod(shape):
+        return None
+    rank = base.ndim
+    others = tuple(d for d in range(rank) if d != axis)
+    new = core.apply(
+        "scatter", value(base), broadcast_to_shape(coord, shape), updates,
+        update_window_dims=(), inserted_window_dims=(axis,), input_batching_dims=others,
+        scatter_indices_batching_dims=others, scatter_dims_to_operand_dims=(axis,), index_vector_dim=rank,
+        mode="replace",
+    )
+    if base is not target:  # axis=None worked on a flattened copy or view
+        new = core.apply("reshape", new, shape=target.shape)
+    write(target, new)
+    return None
+
+
+def _publish():
+    """NumPy keeps these at the top level: put them in ``lazycore.numpy`` too."""
+    pkg = sys.modules[__name__.rpartition(".")[0]]
+    for name in __all__:
+        setattr(pkg, name, globals()[name])
+
+
+_publish()

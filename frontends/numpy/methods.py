@@ -78,3 +78,88 @@ def fill(self, v):
 ndarray.astype = astype
 ndarray.copy = copy
 ndarray.fill = fill
+
+
+# --- issue 5: products, indexing functions (appended block: advanced indexing / linalg) ---------------------
+
+from . import indexing as _indexing  # noqa: E402  (also publishes np.take & co.)
+from . import linalg as _linalg  # noqa: E402  (also publishes np.dot, np.matmul & co.)
+
+
+def _matmul(self, other):
+    return _linalg.matmul(self, other)
+
+
+def _rmatmul(self, other):
+    return _linalg.matmul(other, self)
+
+
+def _imatmul(self, other):
+    # NumPy: in place only when the product keeps self's shape and casts back same_kind
+    res = _linalg.matmul(self, other)
+    if res.shape != self.shape:
+        raise ValueError(f"matmul: In-place matrix multiplication requires the output shape {self.shape} to "
+                         f"match the result shape {res.shape}")
+    return _linalg.matmul(self, other, out=self)
+
+
+def _dot_method(self, b, out=None):
+    return _linalg.TOP["dot"](self, b, out=out)
+
+
+def _trace_method(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    return _linalg.TOP["trace"](self, offset=offset, axis1=axis1, axis2=axis2, dtype=dtype, out=out)
+
+
+def _take_method(self, indices, axis=None, out=None, mode="raise"):
+    return _indexing.take(self, indices, axis=axis, out=out, mode=mode)
+
+
+_array_ufunc = ndarray.__array_ufunc__
+
+
+def _array_ufunc_with_matmul(self, ufunc, method, *inputs, **kwargs):
+    # np.matmul is a gufunc: ``host @ lazy`` and ``numpy.matmul(lazy, ...)`` arrive here
+    if ufunc is np.matmul and method == "__call__":
+        return _linalg.matmul(*inputs, **kwargs)
+    return _array_ufunc(self, ufunc, method, *inputs, **kwargs)
+
+
+ndarray.__array_ufunc__ = _array_ufunc_with_matmul
+ndarray.__matmul__ = _matmul
+ndarray.__rmatmul__ = _rmatmul
+ndarray.__imatmul__ = _imatmul
+ndarray.dot = _dot_method
+ndarray.trace = _trace_method
+ndarray.take = _take_method
+
+
+# --- issue 5: reductions and shape manipulation (appended block: reductions / manipulation) ------------------
+
+from . import manipulation as _manipulation  # noqa: E402
+
+for _name in ("std", "var", "argmax", "argmin", "cumsum", "cumprod", "ptp"):
+    setattr(ndarray, _name, _method(getattr(reductions, _name)))
+
+
+def _squeeze_method(self, axis=None):
+    return _manipulation.squeeze(self, axis=axis)
+
+
+def _repeat_method(self, repeats, axis=None):
+    return _manipulation.repeat(self, repeats, axis=axis)
+
+
+def _clip_method(self, min=None, max=None, out=None, **kwargs):
+    return _manipulation.clip(self, min, max, out=out, **kwargs)
+
+
+def _ravel_method(self, order="C"):
+    # NumPy copies unless C-contiguous, even where a strided view would do
+    return _manipulation.ravel(self, order=order)
+
+
+ndarray.squeeze = _squeeze_method
+ndarray.repeat = _repeat_method
+ndarray.clip = _clip_method
+ndarray.ravel = _ravel_method

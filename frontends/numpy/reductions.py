@@ -1,19 +1,44 @@
-"""Reductions with ``axis``/``keepdims``/``dtype`` and NumPy's result types."""
+"""Reductions and scans with ``axis``/``keepdims``/``dtype``/``where``/``out`` and NumPy's result types.
+
+NumPy's rules kept here: bools and small integers sum in the platform
+integer; half floats accumulate in float32 and round back once (NumPy's
+loops accumulate them in float too); ``max``/``min``/``argmax`` propagate NaN
+(the first NaN wins); ``var``/``std`` divide by ``max(n - ddof, 0)``; a
+``where=`` mask replaces left-out elements by the reduction's identity.
+Scans are Hillis-Steele (log2(n) steps of shift-by-``pad`` and combine):
+integer results are exact, float ones round in a different order than
+NumPy's sequential loop.
+"""
 
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
-from numpy.lib.array_utils import normalize_axis_tuple
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from lazycore import core
 
-from .array import ndarray, value, wrap
+from . import dtypes
+from .array import ndarray, value, wrap, write
 from .fallback import implements
-from .ufuncs import apply, asarray_like, broadcast_to_shape, cast, const
+from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const, shape_of, to_handle
 
-__all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "any", "all"]
+__all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "any", "all", "std", "var", "argmax", "argmin",
+           "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nansum", "nanprod", "nanmean", "nanmax",
+           "nanmin", "nanvar", "nanstd", "nancumsum", "nancumprod", "ptp", "average"]
+
+_NoValue = np._NoValue
+_BOOL = np.dtype(bool)
+_F64 = np.dtype(np.float64)
+
+
+# --- shared pieces ---------------------------------------------------------------------------
+
+
+def _given(x) -> bool:
+    return x is not None and x is not _NoValue
 
 
 def _axes(a: ndarray, axis) -> tuple[int, ...]:
@@ -22,24 +47,88 @@ def _axes(a: ndarray, axis) -> tuple[int, ...]:
     return normalize_axis_tuple(axis, a.ndim)  # NumPy's AxisError
 
 
-def _finish(h, a, axes, keepdims, dtype):
-    shape = tuple(1 if i in axes else n for i, n in enumerate(a.shape)) if keepdims else tuple(
-        n for i, n in enumerate(a.shape) if i not in axes)
-    if h.shape != shape:
-        h = apply("reshape", h, shape=shape)
+def _is_float(dt) -> bool:
+    return dtypes.lazy_dtype(dt) in ("f16", "bf16", "f32", "f64")
+
+
+def _acc(dt: np.dtype) -> np.dtype:
+    """The type to accumulate ``dt`` in: half floats in float32."""
+    return np.dtype(np.float32) if dtypes.lazy_dtype(dt) in ("f16", "bf16") else dt
+
+
+def _kept_shape(shape, axes, keepdims) -> tuple[int, ...]:
+    if keepdims:
+        return tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in axes)
+
+
+def _count(shape, axes) -> int:
+    n = 1
+    for d in axes:
+        n *= shape[d]
+    return n
+
+
+def _finish(h, shape, axes, keepdims, dtype) -> ndarray:
+    h = cast(h, dtype)
+    target = _kept_shape(shape, axes, keepdims)
+    if h.shape != target:
+        h = apply("reshape", h, shape=target)
     return wrap(h, dtype)
 
 
-def _reduce(op, a, axes, h):
+def _reduce(op, axes, h):
     if not axes or h.shape == ():
         return h
     return apply(op, h, dims=axes)
 
 
-def _sum_dtype(a, dtype):
+def _mask(a: ndarray, where):
+    """The ``where=`` mask as an i1 handle of ``a``'s shape; None when every element counts."""
+    if where is True or where is _NoValue:
+        return None
+    shape = shape_of(where)
+    try:
+        ok = np.broadcast_shapes(shape, a.shape) == a.shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"operands could not be broadcast together with remapped shapes "
+                         f"[original->remapped]: {shape} and requested shape {a.shape}")
+    return broadcast_to_shape(to_handle(where, _BOOL), a.shape)
+
+
+def _isnan(h):
+    return apply("compare", h, h, direction="NE")
+
+
+def _and(m, other):
+    return other if m is None else apply("and", m, other)
+
+
+def _keep(h, mask, identity):
+    """``h`` with the elements ``mask`` leaves out replaced by ``identity``."""
+    return h if mask is None else apply("select", mask, h, const(identity, h))
+
+
+def _store(res: ndarray, out) -> ndarray:
+    """Return ``res``, or write it into ``out`` (cast unsafely, as NumPy's reductions do)."""
+    if out is None:
+        return res
+    if isinstance(out, tuple) and len(out) == 1:
+        out = out[0]
+    if not isinstance(out, ndarray):
+        raise TypeError("lazycore.numpy: out= must be a lazy array")
+    if out.shape != res.shape:
+        raise ValueError(f"output parameter has the wrong shape: expected {res.shape}, got {out.shape}")
+    write(out, cast(value(res), out.dtype))
+    return out
+
+
+def _sum_dtype(a, dtype) -> np.dtype:
     if dtype is not None:
         return np.dtype(dtype)
-    # NumPy: integers and bools accumulate in the platform integer
+    # NumPy: bools and small integers accumulate in the platform integer
     if a.dtype.kind == "b" or (a.dtype.kind == "i" and a.dtype.itemsize < 8):
         return np.dtype(np.int64)
     if a.dtype.kind == "u" and a.dtype.itemsize < 8:
@@ -47,81 +136,414 @@ def _sum_dtype(a, dtype):
     return a.dtype
 
 
-def _reject_unsupported(where=True, out=None, initial=None):
-    if where is not True or out is not None or initial is not None:
-        return True
-    return False
+def _mean_dtype(a, dtype) -> np.dtype:
+    if dtype is not None:
+        return np.dtype(dtype)
+    return _F64 if a.dtype.kind in "biu" else a.dtype
+
+
+def _convert(h, lt: str):
+    return h if h.dtype == lt else apply("convert", h, dtype=lt)
+
+
+def _divide(total, count):
+    """``total / count`` in floating point (``count``: a Python number or a handle)."""
+    if total.dtype not in ("f32", "f64"):
+        total = _convert(total, "f64")
+    if isinstance(count, (int, float)):
+        return apply("div", total, const(count, total))
+    return apply("div", total, _convert(count, total.dtype))
+
+
+# --- sum, prod, any, all ------------------------------------------------------------------------
+
+_BOOL_FOR = {"reduce_sum": "reduce_max", "reduce_prod": "reduce_min"}  # dtype=bool: or/and
+_COMBINE = {"reduce_sum": "add", "reduce_prod": "mul", "reduce_max": "or", "reduce_min": "and"}
+
+
+def _sum_like(op, identity, a, axis, dtype, out, keepdims, initial, where, nan=False):
+    a = asarray_like(a)
+    axes = _axes(a, axis)
+    dt = _sum_dtype(a, dtype)
+    h = cast(value(a), dt)
+    valid = _mask(a, where)
+    if nan and _is_float(a.dtype):
+        # NaN of the input, not of the cast: nansum(x, dtype=int) still skips them
+        valid = _and(valid, apply("not", _isnan(value(a))))
+    if dt == _BOOL:
+        op = _BOOL_FOR[op]
+        identity = bool(identity)
+    h = cast(h, _acc(dt))
+    r = _reduce(op, axes, _keep(h, valid, identity))
+    if _given(initial):
+        r = apply(_COMBINE[op], r, const(initial, r))
+    return _store(_finish(r, a.shape, axes, keepdims, dt), out)
 
 
 @implements(np.sum)
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
-    a = asarray_like(a)
-    if _reject_unsupported(where, out, initial):
-        from .fallback import call_numpy
-
-        return call_numpy(np.sum, (a,), dict(axis=axis, dtype=dtype, out=out, keepdims=keepdims,
-                                              initial=initial, where=where) if initial is not None else
-                          dict(axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where))
-    axes = _axes(a, axis)
-    dt = _sum_dtype(a, dtype)
-    h = cast(value(a), dt)
-    return _finish(_reduce("reduce_sum", a, axes, h), a, axes, keepdims, dt)
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    return _sum_like("reduce_sum", 0, a, axis, dtype, out, keepdims, initial, where)
 
 
 @implements(np.prod)
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
-    a = asarray_like(a)
-    axes = _axes(a, axis)
-    dt = _sum_dtype(a, dtype)
-    h = cast(value(a), dt)
-    return _finish(_reduce("reduce_prod", a, axes, h), a, axes, keepdims, dt)
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    return _sum_like("reduce_prod", 1, a, axis, dtype, out, keepdims, initial, where)
 
 
-def _extremum(op, name):
-    def reduce(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+@implements(np.nansum)
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    return _sum_like("reduce_sum", 0, a, axis, dtype, out, keepdims, initial, where, nan=True)
+
+
+@implements(np.nanprod)
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    return _sum_like("reduce_prod", 1, a, axis, dtype, out, keepdims, initial, where, nan=True)
+
+
+def _logical(op, identity):
+    def reduce(a, axis=None, out=None, keepdims=False, *, where=True):
         a = asarray_like(a)
         axes = _axes(a, axis)
-        if builtins.any(a.shape[d] == 0 for d in axes) or (a.size == 0 and not axes):
-            raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
-        h = value(a)
-        r = _reduce(op, a, axes, h)
-        if a.dtype.kind == "f" and axes:
-            # NumPy propagates NaN through max/min
-            nan = _reduce("reduce_max", a, axes, apply("compare", h, h, direction="NE"))
-            r = apply("select", nan, const(float("nan"), r), r)
-        return _finish(r, a, axes, keepdims, a.dtype)
+        h = _keep(cast(value(a), _BOOL), _mask(a, where), identity)
+        return _store(_finish(_reduce(op, axes, h), a.shape, axes, keepdims, _BOOL), out)
 
     return reduce
 
 
-max = implements(np.max, np.amax)(_extremum("reduce_max", "maximum"))
-min = implements(np.min, np.amin)(_extremum("reduce_min", "minimum"))
+any = implements(np.any)(_logical("reduce_max", False))
+all = implements(np.all)(_logical("reduce_min", True))
+
+
+# --- max, min -------------------------------------------------------------------------------------
+
+
+def _lowest(dt):
+    if dt.kind == "b":
+        return False
+    if _is_float(dt):
+        return -math.inf
+    return np.iinfo(dt).min
+
+
+def _highest(dt):
+    if dt.kind == "b":
+        return True
+    if _is_float(dt):
+        return math.inf
+    return np.iinfo(dt).max
+
+
+def _extremum(op, name, nan_ignoring=False):
+    combine = "maximum" if op == "reduce_max" else "minimum"
+    identity = _lowest if op == "reduce_max" else _highest
+
+    def reduce(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
+        a = asarray_like(a)
+        axes = _axes(a, axis)
+        valid = _mask(a, where)
+        has_initial = _given(initial)
+        if not has_initial:
+            if valid is not None:
+                raise ValueError(f"reduction operation '{name}' does not have an identity, so to use a where "
+                                 f"mask one has to specify 'initial'")
+            if builtins.any(a.shape[d] == 0 for d in axes):
+                raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+        h = value(a)
+        is_float = _is_float(a.dtype)
+        nan = _isnan(h) if is_float else None
+        kept = _and(valid, apply("not", nan)) if nan_ignoring and is_float else valid
+        r = _reduce(op, axes, _keep(h, kept, identity(a.dtype)))
+        if is_float and axes and not nan_ignoring:
+            # NaN wins over every number, as in NumPy
+            any_nan = _reduce("reduce_max", axes, _keep(nan, valid, False))
+            r = apply("select", any_nan, const(math.nan, r), r)
+        if has_initial:
+            r = apply(combine, r, const(initial, r))
+        elif is_float and nan_ignoring:
+            # an all-NaN slice has nothing to compare: NaN (NumPy warns)
+            none = _reduce("reduce_min", axes, nan)
+            r = apply("select", none, const(math.nan, r), r)
+        return _store(_finish(r, a.shape, axes, keepdims, a.dtype), out)
+
+    return reduce
+
+
+max = implements(np.max)(_extremum("reduce_max", "maximum"))
+min = implements(np.min)(_extremum("reduce_min", "minimum"))
+if np.amax is not np.max:
+    implements(np.amax)(max)
+    implements(np.amin)(min)
 amax, amin = max, min
+nanmax = implements(np.nanmax)(_extremum("reduce_max", "fmax", nan_ignoring=True))
+nanmin = implements(np.nanmin)(_extremum("reduce_min", "fmin", nan_ignoring=True))
+
+
+# --- argmax, argmin -------------------------------------------------------------------------------
+
+
+def _arg(op, name):
+    def reduce(a, axis=None, out=None, *, keepdims=False):
+        a = asarray_like(a)
+        h = value(a)
+        if axis is None or a.ndim == 0:
+            if axis is not None:
+                normalize_axis_index(axis, 1)  # NumPy treats a 0-d array as 1-d here
+            h = apply("reshape", h, shape=(a.size,))
+            d, n = 0, a.size
+            shape = (1,) * a.ndim if keepdims else ()
+        else:
+            d = normalize_axis_index(axis, a.ndim)
+            n = a.shape[d]
+            shape = _kept_shape(a.shape, (d,), keepdims)
+        if n == 0:
+            raise ValueError(f"attempt to get {name} of an empty sequence")
+        r = apply(op, h, dim=d, dtype="i64")
+        if r.shape != shape:
+            r = apply("reshape", r, shape=shape)
+        return _store(wrap(r, np.dtype(np.int64)), out)
+
+    return reduce
+
+
+argmax = implements(np.argmax)(_arg("argmax", "argmax"))
+argmin = implements(np.argmin)(_arg("argmin", "argmin"))
+
+
+# --- mean, var, std -------------------------------------------------------------------------------
+
+
+def _mean_parts(a, axes, dt, valid):
+    """(sum, count) of the elements ``valid`` keeps, the sum in ``dt``'s accumulation type."""
+    acc = _acc(dt) if _is_float(dt) else dt
+    h = cast(cast(value(a), dt), acc)
+    total = _reduce("reduce_sum", axes, _keep(h, valid, 0))
+    if valid is None:
+        return total, _count(a.shape, axes)
+    return total, _reduce("reduce_sum", axes, _convert(valid, "i64"))
 
 
 @implements(np.mean)
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     a = asarray_like(a)
     axes = _axes(a, axis)
-    dt = np.dtype(dtype) if dtype is not None else (a.dtype if a.dtype.kind == "f" else np.dtype(np.float64))
-    h = cast(value(a), dt)
-    total = _reduce("reduce_sum", a, axes, h)
-    count = 1
-    for d in axes:
-        count *= a.shape[d]
-    total = apply("div", total, const(count, total))
-    return _finish(total, a, axes, keepdims, dt)
+    dt = _mean_dtype(a, dtype)
+    total, count = _mean_parts(a, axes, dt, _mask(a, where))
+    return _store(_finish(_divide(total, count), a.shape, axes, keepdims, dt), out)
 
 
-def _logical(op):
-    def reduce(a, axis=None, out=None, keepdims=False, where=True):
-        a = asarray_like(a)
-        axes = _axes(a, axis)
-        h = cast(value(a), np.dtype(bool))
-        return _finish(_reduce(op, a, axes, h), a, axes, keepdims, np.dtype(bool))
+@implements(np.nanmean)
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+    a = asarray_like(a)
+    if not _is_float(a.dtype):
+        return mean(a, axis, dtype, out, keepdims, where=where)
+    if dtype is not None and np.dtype(dtype).kind not in "fc":
+        raise TypeError("If a is inexact, then dtype must be inexact")
+    axes = _axes(a, axis)
+    dt = _mean_dtype(a, dtype)
+    valid = _and(_mask(a, where), apply("not", _isnan(value(a))))
+    total, count = _mean_parts(a, axes, dt, valid)
+    return _store(_finish(_divide(total, count), a.shape, axes, keepdims, dt), out)
 
-    return reduce
+
+def _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root, nan=False):
+    if _given(correction):
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
+    a = asarray_like(a)
+    axes = _axes(a, axis)
+    dt = _mean_dtype(a, dtype)
+    acc = _acc(dt) if _is_float(dt) else _F64
+    valid = _mask(a, where)
+    if nan and _is_float(a.dtype):
+        valid = _and(valid, apply("not", _isnan(value(a))))
+    h = cast(value(a), acc)
+    if valid is None:
+        n = _count(a.shape, axes)
+    else:
+        n = _reduce("reduce_sum", axes, cast(valid, acc))
+    if _given(mean_):
+        m = to_handle(mean_, acc)
+        try:
+            np.broadcast_shapes(m.shape, a.shape)
+        except ValueError:
+            raise ValueError(f"mean of shape {m.shape} does not broadcast to the array's shape {a.shape}") from None
+        m = broadcast_to_shape(m, a.shape)
+    else:
+        m = _reduce("reduce_sum", axes, _keep(h, valid, 0))
+        m = apply("div", m, const(n, m) if isinstance(n, int) else n)
+        m = broadcast_to_shape(apply("reshape", m, shape=_kept_shape(a.shape, axes, True)), a.shape)
+    dev = apply("sub", h, m)
+    s = _reduce("reduce_sum", axes, _keep(apply("mul", dev, dev), valid, 0))
+    if isinstance(n, int):
+        dof = builtins.max(n - ddof, 0)
+        v = apply("div", s, const(dof, s))
+        if nan and dof <= 0:
+            v = const(math.nan, v)
+    else:
+        dof = apply("maximum", apply("sub", n, const(ddof, n)), const(0, n))
+        v = apply("div", s, dof)
+        if nan:
+            # NumPy's nanvar gives NaN where the degrees of freedom run out
+            v = apply("select", apply("compare", dof, const(0, dof), direction="LE"), const(math.nan, v), v)
+    if root:
+        v = apply("sqrt", v)
+    return _store(_finish(v, a.shape, axes, keepdims, dt), out)
 
 
-any = implements(np.any)(_logical("reduce_max"))
-all = implements(np.all)(_logical("reduce_min"))
+@implements(np.var)
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=_NoValue,
+        correction=_NoValue):
+    return _var(a, axis, dtype, out, ddof, keepdims, where, mean, correction, root=False)
+
+
+@implements(np.std)
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=_NoValue,
+        correction=_NoValue):
+    return _var(a, axis, dtype, out, ddof, keepdims, where, mean, correction, root=True)
+
+
+@implements(np.nanvar)
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=_NoValue,
+           correction=_NoValue):
+    return _var(a, axis, dtype, out, ddof, keepdims, where, mean, correction, root=False, nan=True)
+
+
+@implements(np.nanstd)
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=_NoValue,
+           correction=_NoValue):
+    return _var(a, axis, dtype, out, ddof, keepdims, where, mean, correction, root=True, nan=True)
+
+
+# --- ptp, average -----------------------------------------------------------------------------------
+
+
+@implements(np.ptp)
+def ptp(a, axis=None, out=None, keepdims=False):
+    a = asarray_like(a)
+    hi = max(a, axis, keepdims=keepdims)
+    lo = min(a, axis, keepdims=keepdims)
+    return UFUNCS["subtract"](hi, lo) if out is None else UFUNCS["subtract"](hi, lo, out=out)
+
+
+@implements(np.average)
+def average(a, axis=None, weights=None, returned=False, *, keepdims=_NoValue):
+    """NumPy's ``average``; weights summing to zero give inf/NaN instead of
+    NumPy's ZeroDivisionError, which would need the values on the host."""
+    a = asarray_like(a)
+    if axis is not None:
+        axis = normalize_axis_tuple(axis, a.ndim, argname="axis")
+    kw = {} if keepdims is _NoValue else {"keepdims": keepdims}
+    if weights is None:
+        avg = mean(a, axis, **kw)
+        scl = avg.dtype.type(a.size / avg.size)
+    else:
+        w = asarray_like(weights)
+        if a.shape != w.shape:
+            if axis is None:
+                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            if w.shape != tuple(a.shape[ax] for ax in axis):
+                raise ValueError("Shape of weights must be consistent with shape of a along specified axis.")
+            w = w.transpose(tuple(int(i) for i in np.argsort(axis)))
+            w = w.reshape(tuple((s if ax in axis else 1) for ax, s in enumerate(a.shape)))
+        if a.dtype.kind in "biu":
+            rdt = np.result_type(a.dtype, w.dtype, "f8")
+        else:
+            rdt = np.result_type(a.dtype, w.dtype)
+        scl = sum(w, axis=axis, dtype=rdt, **kw)
+        avg = UFUNCS["true_divide"](sum(UFUNCS["multiply"](a, w, dtype=rdt), axis, **kw), scl)
+    if returned:
+        if scl.shape != avg.shape:  # NumPy scalars have a shape too
+            scl = wrap(broadcast_to_shape(to_handle(scl, scl.dtype), avg.shape), scl.dtype)
+        return avg, scl
+    return avg
+
+
+# --- scans ------------------------------------------------------------------------------------------
+
+
+def scan(h, d: int, combine: str, identity):
+    """Inclusive scan of ``h`` along ``d`` (Hillis-Steele: shift by 1, 2, 4, ... and combine)."""
+    n = h.shape[d]
+    rank = len(h.shape)
+    fill = core.apply("constant", value=np.asarray(identity, dtype=dtypes.TO_NUMPY[h.dtype]), device=h.device)
+    k = 1
+    while k < n:
+        low, high = [0] * rank, [0] * rank
+        low[d], high[d] = k, -k  # shift right by k: negative high padding crops the tail
+        shifted = apply("pad", h, fill, low=low, high=high, interior=[0] * rank)
+        h = apply(combine, h, shifted)
+        k *= 2
+    return h
+
+
+def _cumulative(a, axis, dtype, out, combine, identity, nan=False):
+    a = asarray_like(a)
+    h = value(a)
+    if axis is None or a.ndim == 0:
+        if axis is not None:
+            normalize_axis_index(axis, 1)  # NumPy treats a 0-d array as 1-d here
+        h = apply("reshape", h, shape=(a.size,))
+        d = 0
+    else:
+        d = normalize_axis_index(axis, a.ndim)
+    dt = _sum_dtype(a, dtype)
+    if nan and _is_float(a.dtype):
+        h = apply("select", _isnan(h), const(identity, h), h)
+    h = cast(h, dt)
+    if dt == _BOOL:
+        combine, identity = {"add": ("or", False), "mul": ("and", True)}[combine]
+    h = cast(h, _acc(dt))
+    if h.shape[d] > 1:
+        h = scan(h, d, combine, identity)
+    return _store(wrap(cast(h, dt), dt), out)
+
+
+@implements(np.cumsum)
+def cumsum(a, axis=None, dtype=None, out=None):
+    return _cumulative(a, axis, dtype, out, "add", 0)
+
+
+@implements(np.cumprod)
+def cumprod(a, axis=None, dtype=None, out=None):
+    return _cumulative(a, axis, dtype, out, "mul", 1)
+
+
+@implements(np.nancumsum)
+def nancumsum(a, axis=None, dtype=None, out=None):
+    return _cumulative(a, axis, dtype, out, "add", 0, nan=True)
+
+
+@implements(np.nancumprod)
+def nancumprod(a, axis=None, dtype=None, out=None):
+    return _cumulative(a, axis, dtype, out, "mul", 1, nan=True)
+
+
+def _array_api_cumulative(x, axis, dtype, out, include_initial, combine, identity):
+    x = asarray_like(x)
+    if x.ndim == 0:
+        x = wrap(apply("reshape", value(x), shape=(1,)), x.dtype)
+    if axis is None:
+        if x.ndim >= 2:
+            raise ValueError("For arrays which have more than one dimension ``axis`` argument is required.")
+        axis = 0
+    res = _cumulative(x, axis, dtype, None, combine, identity)
+    if include_initial:
+        d = normalize_axis_index(axis, x.ndim)
+        shape = list(res.shape)
+        shape[d] = 1
+        first = broadcast_to_shape(to_handle(identity, res.dtype), tuple(shape))
+        res = wrap(apply("concatenate", first, value(res), dim=d), res.dtype)
+    return _store(res, out)
+
+
+if hasattr(np, "cumulative_sum"):
+    @implements(np.cumulative_sum)
+    def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+        return _array_api_cumulative(x, axis, dtype, out, include_initial, "add", 0)
+
+    @implements(np.cumulative_prod)
+    def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+        return _array_api_cumulative(x, axis, dtype, out, include_initial, "mul", 1)
+else:  # NumPy < 2.1
+    __all__ = [n for n in __all__ if not n.startswith("cumulative_")]

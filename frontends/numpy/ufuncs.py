@@ -333,6 +333,10 @@ def array_ufunc(uf, method, inputs, kwargs):
     if method == "reduce" and uf.__name__ in REDUCERS:
         from . import reductions
 
+        kwargs = dict(kwargs)
+        kwargs.setdefault("axis", 0)  # NumPy passes only what the caller gave; reduce's default is 0
+        if kwargs.get("dtype", None) is None:
+            kwargs.pop("dtype", None)  # max/min/any/all take no dtype
         return getattr(reductions, REDUCERS[uf.__name__])(*inputs, **kwargs)
     from .fallback import call_numpy
 
