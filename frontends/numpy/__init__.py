@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as _np
 
 from . import creation, fallback, methods, reductions, ufuncs  # noqa: F401  (methods binds operators)
-from . import linalg, random  # noqa: F401  (np.linalg, np.random; np.dot, np.take & co. publish themselves)
+from . import indexing, linalg, random  # noqa: F401  (np.linalg, np.random)
+from .indexing import *  # noqa: F401,F403  (take, take_along_axis, put_along_axis)
 from .array import asarray, ndarray
 from .creation import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
@@ -31,6 +32,7 @@ from . import array_api  # noqa: E402
 from .array_api import __array_api_version__, __array_namespace_info__, astype, matrix_transpose, permute_dims  # noqa: E402,F401
 
 globals().update(array_api.ALIASES)
+globals().update(linalg.TOP)  # matmul, dot, einsum, ... live at the top level in NumPy
 abs = ufuncs.UFUNCS["absolute"]  # noqa: A001
 bool = bool_  # noqa: A001
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 import operator
-import sys
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
@@ -539,11 +538,3 @@ def put_along_axis(arr, indices, values, axis):
     return None
 
 
-def _publish():
-    """NumPy keeps these at the top level: put them in ``lazycore.numpy`` too."""
-    pkg = sys.modules[__name__.rpartition(".")[0]]
-    for name in __all__:
-        setattr(pkg, name, globals()[name])
-
-
-_publish()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import operator
-import sys
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
@@ -501,14 +500,6 @@ def __getattr__(name):
     return call
 
 
-def _publish():
-    """NumPy keeps the products at the top level: put them in ``lazycore.numpy`` too."""
-    pkg = sys.modules[__name__.rpartition(".")[0]]
-    for name, fn in TOP.items():
-        setattr(pkg, name, fn)
-
-
-TOP = {name: globals()[name] for name in TOP_LEVEL}  # the top-level versions (methods.py binds them)
-_publish()
+TOP = {name: globals()[name] for name in TOP_LEVEL}  # the top-level versions (the package exports them)
 # numpy.linalg's own outer and trace differ from the top-level ones (1-D only; the last two axes)
 outer, trace, tensordot = _linalg_outer, _linalg_trace, _linalg_tensordot  # noqa: F811

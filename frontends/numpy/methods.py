@@ -115,17 +115,6 @@ def _take_method(self, indices, axis=None, out=None, mode="raise"):
     return _indexing.take(self, indices, axis=axis, out=out, mode=mode)
 
 
-_array_ufunc = ndarray.__array_ufunc__
-
-
-def _array_ufunc_with_matmul(self, ufunc, method, *inputs, **kwargs):
-    # np.matmul is a gufunc: ``host @ lazy`` and ``numpy.matmul(lazy, ...)`` arrive here
-    if ufunc is np.matmul and method == "__call__":
-        return _linalg.matmul(*inputs, **kwargs)
-    return _array_ufunc(self, ufunc, method, *inputs, **kwargs)
-
-
-ndarray.__array_ufunc__ = _array_ufunc_with_matmul
 ndarray.__matmul__ = _matmul
 ndarray.__rmatmul__ = _rmatmul
 ndarray.__imatmul__ = _imatmul

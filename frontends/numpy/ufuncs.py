@@ -329,6 +329,10 @@ def _int_out_of_range(inputs, in_dt) -> bool:
 def array_ufunc(uf, method, inputs, kwargs):
     """``ndarray.__array_ufunc__``: calls stay lazy; ``reduce`` maps to reductions."""
     if method == "__call__":
+        if uf is np.matmul:  # a gufunc: ``host @ lazy`` and ``numpy.matmul(lazy, ...)``
+            from .linalg import matmul
+
+            return matmul(*inputs, **kwargs)
         return call(uf, inputs, **kwargs)
     if method == "reduce" and uf.__name__ in REDUCERS:
         from . import reductions
