@@ -17,7 +17,7 @@ import numpy as np
 from lazycore import core
 from lazycore import device as _lc_device
 from lazycore import views
-from lazycore.views import Permute, Reshape, Reverse, Slice, Storage, Strided
+from lazycore.views import Permute, Reshape, Storage
 
 from . import dtypes
 
@@ -31,14 +31,6 @@ def device():
         devs = _lc_device.devices()
         _DEVICE = next((d for d in devs if d.platform != "cpu"), devs[0])
     return _DEVICE
-
-
-def _contiguous(shape) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 class ndarray:
@@ -145,7 +137,7 @@ class ndarray:
     def _scalar_host(self, what):
         if self.ndim:
             if self.size != 1:
-                raise TypeError(f"only length-1 arrays can be converted to Python scalars")
+                raise TypeError("only length-1 arrays can be converted to Python scalars")
         return to_host(self).reshape(())
 
     def __repr__(self):
@@ -311,7 +303,7 @@ def wrap(handle, dtype=None) -> ndarray:
     """A new C-contiguous array owning ``handle`` (a fresh handle on its value:
     storages never share one)."""
     handle = core.LazyTensor(handle.value, handle.device)
-    strides = _contiguous(handle.shape)
+    strides = views.contiguous_strides(handle.shape)
     dt = dtypes.TO_NUMPY[handle.dtype] if dtype is None else np.dtype(dtype)
     return _new(Storage(handle, strides), (), handle.shape, dt, strides, 0)
 

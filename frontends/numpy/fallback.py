@@ -16,7 +16,7 @@ import numpy as np
 
 from lazycore import metrics, sourceloc
 
-from .array import from_host, ndarray, to_host, wrap, write
+from .array import from_host, ndarray, to_host, write
 
 sourceloc.skip(np)
 sourceloc.skip(sys.modules["lazycore.frontends"])

@@ -17,7 +17,6 @@ to the eager CPU kernel (a counted fallback): see :mod:`.dispatch`.
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from lazycore import core
 from lazycore.dialect.types import is_float, to_numpy_dtype

@@ -138,7 +138,7 @@ def wrap(handle, meta: torch.Tensor | None = None, strides=None) -> Tensor:
     if meta is not None:
         strides = tuple(meta.stride())
     elif strides is None:
-        strides = _contiguous(shape)
+        strides = views.contiguous_strides(shape)
     return _new(Storage(handle, strides), (), shape, strides, 0, dtypes.TO_TORCH[handle.dtype],
                 torch_device(handle.device))
 
@@ -156,14 +156,6 @@ def _new(storage, steps, shape, strides, offset, dtype, tdev) -> Tensor:
     t._storage = storage
     t._steps = steps
     return t
-
-
-def _contiguous(shape) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def read(t: Tensor):

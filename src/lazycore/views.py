@@ -30,6 +30,15 @@ class Storage:
         self.strides = strides
 
 
+def contiguous_strides(shape) -> tuple[int, ...]:
+    """Row-major strides, in elements, of an array of ``shape``."""
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
 def read(storage: Storage, steps: tuple):
     """The handle for the value that ``steps`` derive from ``storage``."""
     h = storage.handle

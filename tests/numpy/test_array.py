@@ -6,29 +6,10 @@ import pytest
 import lazycore
 import lazycore.numpy as np
 from lazycore import metrics
+from npcheck import sample, same
 
 SHAPES = [(), (5,), (3, 4), (2, 3, 4)]
 DTYPES = ["float32", "float64", "int32", "int64", "uint8", "bool"]
-
-
-def sample(rng, shape, dtype):
-    dtype = numpy.dtype(dtype)
-    if dtype.kind == "f":
-        return rng.standard_normal(shape).astype(dtype)
-    if dtype.kind == "b":
-        return rng.random(shape) > 0.5
-    lo, hi = (1, 50) if dtype.kind == "u" else (-20, 20)
-    return rng.integers(lo, hi, shape).astype(dtype)
-
-
-def same(got, want, rtol=1e-6):
-    assert isinstance(got, np.ndarray), type(got)
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-    host = numpy.asarray(got)
-    if want.dtype.kind == "f":
-        numpy.testing.assert_allclose(host, want, rtol=rtol, atol=1e-6, equal_nan=True)
-    else:
-        numpy.testing.assert_array_equal(host, want)
 
 
 BINARY = ["add", "subtract", "multiply", "true_divide", "maximum", "minimum", "greater", "less_equal",

@@ -8,27 +8,7 @@ from numpy.exceptions import AxisError
 
 import lazycore.numpy as np
 from lazycore import metrics
-
-
-def sample(rng, shape, dtype):
-    dtype = numpy.dtype(dtype)
-    if dtype.kind == "f":
-        return rng.standard_normal(shape).astype(dtype)
-    if dtype.kind == "b":
-        return rng.random(shape) > 0.5
-    lo, hi = (1, 50) if dtype.kind == "u" else (-20, 20)
-    return rng.integers(lo, hi, shape).astype(dtype)
-
-
-def same(got, want):
-    want = numpy.asarray(want)
-    assert isinstance(got, np.ndarray), type(got)
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-    host = numpy.asarray(got)
-    if want.dtype.kind == "f":
-        numpy.testing.assert_allclose(host, want, rtol=1e-6, atol=1e-6, equal_nan=True)
-    else:
-        numpy.testing.assert_array_equal(host, want)
+from npcheck import sample, same
 
 
 @pytest.fixture(autouse=True)

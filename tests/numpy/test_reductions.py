@@ -8,30 +8,15 @@ from numpy.exceptions import AxisError
 
 import lazycore.numpy as np
 from lazycore import metrics
+import npcheck
 
 
 def sample(rng, shape, dtype, nan=False):
-    dtype = numpy.dtype(dtype)
-    if dtype.kind == "f":
-        x = rng.standard_normal(shape).astype(dtype)
-        if nan and x.size:
-            x[rng.random(shape) < 0.2] = numpy.nan
-        return x
-    if dtype.kind == "b":
-        return rng.random(shape) > 0.5
-    lo, hi = (1, 6) if dtype.kind == "u" else (-5, 6)
-    return rng.integers(lo, hi, shape).astype(dtype)
+    return npcheck.sample(rng, shape, dtype, -5, 6, nan)
 
 
 def same(got, want, rtol=1e-5, atol=1e-6):
-    want = numpy.asarray(want)
-    assert isinstance(got, np.ndarray), type(got)
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-    host = numpy.asarray(got)
-    if want.dtype.kind == "f":
-        numpy.testing.assert_allclose(host, want, rtol=rtol, atol=atol, equal_nan=True)
-    else:
-        numpy.testing.assert_array_equal(host, want)
+    npcheck.same(got, want, rtol=rtol, atol=atol)
 
 
 @pytest.fixture(autouse=True)

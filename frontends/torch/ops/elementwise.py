@@ -11,9 +11,9 @@ import math
 
 import torch
 
-from lazycore.dialect.types import is_float, is_int
+from lazycore.dialect.types import is_float
 
-from ..lowering import apply, broadcast, const, convert, dims, lowers, operand, scalar
+from ..lowering import apply, broadcast, const, convert, lowers, operand, scalar
 from ..dtypes import lazy_dtype
 
 aten = torch.ops.aten

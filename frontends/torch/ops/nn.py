@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import torch
 
-from lazycore.dialect.types import is_float
-
 from ..lowering import apply, broadcast, const, convert, lowers, operand, reshape, scalar
 
 aten = torch.ops.aten

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ..lowering import apply, broadcast, const, convert, dim, dims, lowers, reshape, operand
+from ..lowering import apply, const, convert, dim, dims, lowers, reshape, operand
 
 aten = torch.ops.aten
 

@@ -7,26 +7,12 @@ import pytest
 
 import lazycore.numpy as np
 from lazycore import metrics
+from npcheck import sample, same
 
 
 @pytest.fixture(autouse=True)
 def _reset():
     metrics.reset()
-
-
-def sample(rng, shape, dtype):
-    dtype = numpy.dtype(dtype)
-    if dtype.kind == "f":
-        return rng.standard_normal(shape).astype(dtype)
-    if dtype.kind == "b":
-        return rng.random(shape) > 0.5
-    return rng.integers(-20, 20, shape).astype(dtype)
-
-
-def same(got, want):
-    assert isinstance(got, np.ndarray), type(got)
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-    numpy.testing.assert_array_equal(numpy.asarray(got), want)
 
 
 def lazy_key(key, kind):
