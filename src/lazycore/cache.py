@@ -89,4 +89,8 @@ def size() -> int:
 
 
 def clear() -> None:
+    """Forget every compiled program, and the device copies of recent scalar packs."""
+    from lazycore import barrier
+
     CACHE.clear()
+    barrier._PACKS.entries.clear()
