@@ -8,7 +8,7 @@ _CORE = {
     "LazyTensor", "apply", "assign", "devices", "default_device", "from_buffer", "from_host",
     "from_numpy", "live_tensors", "mark_step", "scalar", "to_buffer", "to_device", "to_numpy",
 }
-_SUBMODULES = {"barrier", "cache", "config", "core", "device", "graph", "metrics", "tensor"}
+_SUBMODULES = {"barrier", "cache", "config", "core", "debug", "device", "graph", "guards", "inspect_graph", "metrics", "profile", "tensor", "testing"}
 
 
 def __getattr__(name):

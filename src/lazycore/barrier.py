@@ -114,8 +114,22 @@ def build_module(walk: Walk):
     from lazycore.dialect.types import TensorType
     from lazycore.mlir import func, ir, new_context
 
+    from lazycore.sourceloc import resolve
+
     ctx = new_context()
-    with ctx, ir.Location.unknown():
+    unknown = ir.Location.unknown(ctx)
+    locs: dict = {}  # raw location -> ir.Location: the user's file:line per op
+
+    def location(loc):
+        if loc is None:
+            return unknown
+        mlir_loc = locs.get(loc)
+        if mlir_loc is None:
+            file, line = resolve(loc)
+            mlir_loc = locs[loc] = ir.Location.file(file, line, 0, ctx)
+        return mlir_loc
+
+    with ctx, unknown:
         module = ir.Module.create()
         with ir.InsertionPoint(module.body):
             ftype = ir.FunctionType.get(
@@ -141,17 +155,22 @@ def build_module(walk: Walk):
                         env[id(o.node)][o.index] if type(o) is Value else [env[id(v.node)][v.index] for v in o]
                         for o in node.operands
                     ]
-                    env[id(node)] = list(create(node.op, *operands, **node.attrs).results)
+                    with location(node.loc):
+                        env[id(node)] = list(create(node.op, *operands, **node.attrs).results)
                 func.ReturnOp([env[id(o.node)][o.index] for o in walk.outputs])
     return module
 
 
 def compile_walk(walk: Walk, device, donate: dict[int, int], pipeline: str):
-    from lazycore import compiler
+    from lazycore import compiler, inspect_graph
 
     with metrics.timed("lowering"):
         module = build_module(walk)
-        compiler.lower(module, pipeline, donate=donate)
+        # IR dumps / lazycore.testing captures; None unless one is on.
+        rec = inspect_graph.recording(walk, module, device, donate, pipeline)
+        compiler.lower(module, pipeline, donate=donate, after_each=rec.after_pass if rec else None)
+        if rec is not None:
+            rec.finish(module)
     with metrics.timed("compile"):
         exe = compiler.compile_stablehlo(module, device.pjrt)
     metrics.bump("compiles")
@@ -172,7 +191,8 @@ class _PackCache:
         key = (device.name, host.dtype.str, host.tobytes())
         buf = self.entries.pop(key, None)
         if buf is None:
-            buf = pjrt.to_device(host, device.pjrt)
+            with metrics.timed("transfer"):
+                buf = pjrt.to_device(host, device.pjrt)
             metrics.bump("transfers_to_device")
             metrics.bump("bytes_to_device", host.nbytes)
             if len(self.entries) >= self.size:
@@ -223,8 +243,14 @@ def sync(device, wait: bool = True) -> int:
         donate = plan_donation(walk, held) if settings.donation else {}
         pipeline = settings.pipeline or DEFAULT_PIPELINE
         key = make_key(walk.encoding, device, donate, pipeline)
+    metrics.record_graph(len(walk.order), len(outputs), len(walk.params))
     exe = CACHE.get(key)
+    hit = exe is not None
     if exe is None:
+        if settings.guard_compiles != "allow":  # lazycore.guards
+            from lazycore.guards import on_compile
+
+            on_compile(len(walk.order))
         exe = compile_walk(walk, device, donate, pipeline)
         CACHE.put(key, exe)
     args = _arguments(walk, device)
@@ -235,6 +261,10 @@ def sync(device, wait: bool = True) -> int:
                 r.block_until_ready()
     metrics.bump("executions")
     metrics.bump("donated_buffers", len(donate))
+    if settings.debug:  # lazycore.debug: a line per barrier, recompile reasons
+        from lazycore.debug import on_barrier
+
+        on_barrier(walk, device, hit, donate, pipeline)
     leaves = [Data(buf, out.type, owned=True) for buf, out in zip(results, outputs)]
     for t in pending:
         v = t._value

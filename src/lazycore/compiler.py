@@ -50,7 +50,9 @@ def lower(
 def compile_stablehlo(module: ir.Module, device=None) -> pjrt.Executable:
     """Serialize a StableHLO module for jaxlib and compile it with PJRT."""
     inputs, outputs = entry_types(module)
-    artifact = serialize_stablehlo(str(module), pjrt.consumer_stablehlo_version())
+    # with locations: XLA's op metadata and errors then name the user's lines
+    text = module.operation.get_asm(enable_debug_info=True)
+    artifact = serialize_stablehlo(text, pjrt.consumer_stablehlo_version())
     return pjrt.compile_artifact(artifact, inputs, outputs, device)
 
 

@@ -2,6 +2,14 @@
 
 ``LAZYCORE_CACHE_SIZE``: how many compiled programs the compile cache keeps
 (least recently used dropped first; default 256).
+``LAZYCORE_DEBUG``: 0 (default), 1 (one line per barrier on stderr, recompile
+reasons, a warning when compiles keep happening), 2 (also the graph text per
+barrier); see :mod:`lazycore.debug`.
+``LAZYCORE_SLOW_COMPILE_MS``: log a warning for a compile slower than this (default 2000).
+``LAZYCORE_GUARD_COMPILES``, ``LAZYCORE_GUARD_IMPLICIT_BARRIERS``,
+``LAZYCORE_GUARD_TRANSFERS``: allow | warn | error, globally (see :mod:`lazycore.guards`).
+``LAZYCORE_DUMP_DIR``: write the IR of every compiled graph, stage by stage,
+under this folder (see :mod:`lazycore.inspect_graph`).
 """
 
 from __future__ import annotations
@@ -24,14 +32,61 @@ def _env_int(name: str, default: int) -> int:
     return value
 
 
+GUARD_MODES = ("allow", "warn", "error")
+DEBUG_LEVELS = (0, 1, 2)
+
+
+def _env_debug(name: str) -> int:
+    raw = (os.environ.get(name) or "0").strip()
+    if raw not in ("0", "1", "2"):
+        raise ValueError(f"{name} must be 0, 1 or 2, got {raw!r}")
+    return int(raw)
+
+
+def _env_ms(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of milliseconds, got {raw!r}") from None
+    if value < 0:
+        raise ValueError(f"{name} must be at least 0, got {value}")
+    return value
+
+
+def _env_guard(name: str) -> str:
+    raw = (os.environ.get(name) or "allow").strip().lower()
+    if raw not in GUARD_MODES:
+        raise ValueError(f"{name} must be one of {', '.join(GUARD_MODES)}, got {raw!r}")
+    return raw
+
+
 @dataclass
 class Settings:
+    debug: int = _env_debug("LAZYCORE_DEBUG")
+    """``LAZYCORE_DEBUG``: 0 off; 1 a line per barrier (step, nodes, outputs, hit or
+    compile, times), recompile reasons, a warning on repeated compiles; 2 also the
+    graph text with source locations (see lazycore.debug)."""
     cache_size: int = _env_int("LAZYCORE_CACHE_SIZE", 256)
     """Compiled programs kept by the compile cache."""
     pipeline: str | None = None
     """Pass pipeline for barriers; None: the compiler's default pipeline."""
     donation: bool = True
     """Let barriers donate dead input buffers to outputs of the same type."""
+    slow_compile_ms: float = _env_ms("LAZYCORE_SLOW_COMPILE_MS", 2000.0)
+    """``LAZYCORE_SLOW_COMPILE_MS``: log a warning (logger ``lazycore``) for a compile
+    (lowering + XLA) of one graph that takes longer than this."""
+    guard_compiles: str = _env_guard("LAZYCORE_GUARD_COMPILES")
+    """``LAZYCORE_GUARD_COMPILES``: allow | warn | error on a compile after warm-up (see lazycore.guards)."""
+    guard_implicit_barriers: str = _env_guard("LAZYCORE_GUARD_IMPLICIT_BARRIERS")
+    """``LAZYCORE_GUARD_IMPLICIT_BARRIERS``: allow | warn | error when observing a value runs pending work."""
+    guard_transfers: str = _env_guard("LAZYCORE_GUARD_TRANSFERS")
+    """``LAZYCORE_GUARD_TRANSFERS``: allow | warn | error on a host <-> device copy."""
+    dump_dir: str | None = os.environ.get("LAZYCORE_DUMP_DIR") or None
+    """``LAZYCORE_DUMP_DIR``: for every compiled graph, a folder here with the lazy module
+    before and after each pass, the StableHLO and the graph as Graphviz (None: no dumps)."""
 
 
 settings = Settings()
@@ -45,6 +100,11 @@ def configure(**changes) -> dict:
         raise KeyError(f"unknown setting(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(names))})")
     if "cache_size" in changes and int(changes["cache_size"]) < 1:
         raise ValueError(f"cache_size must be at least 1, got {changes['cache_size']}")
+    if "debug" in changes and changes["debug"] not in DEBUG_LEVELS:
+        raise ValueError(f"debug must be 0, 1 or 2, got {changes['debug']!r}")
+    for k, v in changes.items():
+        if k.startswith("guard_") and v not in GUARD_MODES:
+            raise ValueError(f"{k} must be one of {', '.join(GUARD_MODES)}, got {v!r}")
     old = {k: getattr(settings, k) for k in changes}
     for k, v in changes.items():
         setattr(settings, k, v)

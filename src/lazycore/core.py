@@ -16,9 +16,11 @@ import numpy as np
 
 from lazycore import metrics
 from lazycore import device as _device
+from lazycore.config import settings as _settings
 from lazycore.dialect.spec import spec_of
 from lazycore.dialect.types import TensorType, from_numpy_dtype, to_numpy_dtype, type_of
 from lazycore.graph import Data, Scalar, Value, constant, make_node
+from lazycore.sourceloc import caller as _user_frame
 from lazycore.tensor import LazyTensor
 
 __all__ = [
@@ -54,7 +56,12 @@ def from_numpy(array, device=None) -> LazyTensor:
     t = type_of(host)  # ShapeError for dtypes the dialect has no name for
     if dev.pjrt is None:
         raise RuntimeError(f"device {dev.name} cannot hold data (no PJRT device behind it)")
-    buf = pjrt.to_device(host, dev.pjrt)
+    if _settings.guard_transfers != "allow":  # lazycore.guards
+        from lazycore.guards import violation
+
+        violation("transfers", f"host-to-device copy of a {t} ({host.nbytes} bytes)")
+    with metrics.timed("transfer"):
+        buf = pjrt.to_device(host, dev.pjrt)
     metrics.bump("transfers_to_device")
     metrics.bump("bytes_to_device", host.nbytes)
     return LazyTensor(Value(Data(buf, t, owned=True), 0), dev)
@@ -152,7 +159,7 @@ def apply(op_name: str, *operands, device=None, **attrs_and_params):
     elif device is not None:
         _check_device(spec, dev, _device.get(device), "device=")
     result_types = spec.infer(*types, **attrs_and_params)
-    node = make_node(spec, values, attrs_and_params, result_types)
+    node = make_node(spec, values, attrs_and_params, result_types, _user_frame(2))
     if len(result_types) == 1:
         return LazyTensor(_new_value(Value, (node, 0)), dev)
     return tuple(LazyTensor(_new_value(Value, (node, i)), dev) for i in range(len(result_types)))
@@ -194,6 +201,10 @@ def _materialize(t: LazyTensor) -> Data:
     if t.pending:
         from lazycore import barrier
 
+        if _settings.guard_implicit_barriers != "allow":  # lazycore.guards
+            from lazycore.guards import violation
+
+            violation("implicit_barriers", f"observing a pending {t.type} runs an implicit barrier")
         barrier.sync(t.device)
     return t._value.node
 
@@ -205,7 +216,12 @@ def to_numpy(t: LazyTensor) -> np.ndarray:
     leaf = _materialize(t)
     # A copy: the host view of a CPU buffer shares its memory, and the buffer
     # may later be donated and overwritten.
-    host = np.array(pjrt.to_host(leaf.buffer))
+    if _settings.guard_transfers != "allow":  # lazycore.guards
+        from lazycore.guards import violation
+
+        violation("transfers", f"device-to-host copy of a {leaf.types[0]}")
+    with metrics.timed("transfer"):
+        host = np.array(pjrt.to_host(leaf.buffer))
     metrics.bump("transfers_to_host")
     metrics.bump("bytes_to_host", host.nbytes)
     return host

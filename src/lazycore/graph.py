@@ -33,9 +33,11 @@ def digest(data: bytes) -> bytes:
 class Node:
     """One op application (or a leaf, see the subclasses)."""
 
-    __slots__ = ("op", "operands", "attrs", "types", "digest")
+    __slots__ = ("op", "operands", "attrs", "types", "digest", "loc")
 
-    def __init__(self, op: str, operands: tuple, attrs: dict, types: tuple[TensorType, ...], digest: bytes):
+    def __init__(
+        self, op: str, operands: tuple, attrs: dict, types: tuple[TensorType, ...], digest: bytes, loc=None
+    ):
         self.op = op
         """Dialect op name without the prefix (``"add"``), as ``dialect.create`` takes it."""
         self.operands = operands
@@ -44,6 +46,10 @@ class Node:
         """Attributes and result parameters as Python values (``dialect.spec.ATTR_KINDS``)."""
         self.types = types
         self.digest = digest
+        self.loc = loc
+        """The user's ``(file, line)`` that recorded the op (None: unknown, and
+        for leaves). Not part of the digest: one program recorded from two
+        places is one compile."""
 
     is_leaf = False
 
@@ -135,7 +141,7 @@ def _index_bytes(i: int) -> bytes:
     return _INDEX[i] if i < 256 else i.to_bytes(4, "little")
 
 
-def make_node(spec, operands: tuple, kwargs: dict, types: tuple[TensorType, ...]) -> Node:
+def make_node(spec, operands: tuple, kwargs: dict, types: tuple[TensorType, ...], loc=None) -> Node:
     """A node for ``spec`` applied to values; ``kwargs`` already checked by its rule.
 
     The digest input is unambiguous: the op name, then the repr of its
@@ -167,7 +173,7 @@ def make_node(spec, operands: tuple, kwargs: dict, types: tuple[TensorType, ...]
             parts += (b"G", _index_bytes(len(o)))
             for v in o:
                 parts += (v.node.digest, _index_bytes(v.index))
-    return Node(spec.name, operands, attrs, types, digest(b"".join(parts)))
+    return Node(spec.name, operands, attrs, types, digest(b"".join(parts)), loc)
 
 
 def constant(array: np.ndarray) -> Node:

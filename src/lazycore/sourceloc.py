@@ -1,7 +1,13 @@
 """The user's source line: the innermost frame outside lazycore and the array libraries.
 
-Fallbacks (and later recompile reasons and IR locations) name the line of
-user code responsible; frontends add their library's folder with :func:`skip`.
+Fallbacks, recompile reasons and IR locations name the line of user code
+responsible; frontends add their library's folder with :func:`skip`.
+
+:func:`caller` runs on every recorded op (``lazycore.apply``), so it is
+cheap: whether a file is a library file is decided once per file name and
+kept in a dict (one lookup per frame walked), and it returns the raw
+``(code object, bytecode offset)``; the line number is looked up only when
+someone asks (:func:`resolve`), at a compile or in a report.
 """
 
 from __future__ import annotations
@@ -10,6 +16,8 @@ import os
 import sys
 
 _SKIP: list[str] = []
+_LIBRARY: dict[str, bool] = {}
+"""File name -> True for a library file (skipped by the walk)."""
 
 
 def skip(module) -> None:
@@ -17,18 +25,70 @@ def skip(module) -> None:
     path = os.path.dirname(os.path.abspath(module.__file__)) + os.sep
     if path not in _SKIP:
         _SKIP.append(path)
+        _LIBRARY.clear()  # decided again against the new prefixes
+
+
+def _is_library(name: str) -> bool:
+    lib = name.startswith(tuple(_SKIP)) or name.startswith("<frozen")
+    _LIBRARY[name] = lib
+    return lib
+
+
+def caller(depth: int = 1, _getframe=sys._getframe, _get=_LIBRARY.get):
+    """The raw location of the innermost user frame: ``(code, offset)``.
+
+    The walk starts at ``sys._getframe(depth)`` as seen from here (1: the
+    caller). None if every frame is a library frame (an op recorded by a
+    library thread, e.g. autograd's). :func:`resolve` turns the result into
+    ``(file, line)``.
+    """
+    f = _getframe(depth)
+    while f is not None:
+        code = f.f_code
+        lib = _get(code.co_filename)
+        if not lib and (lib is not None or not _is_library(code.co_filename)):
+            return (code, f.f_lasti)
+        f = f.f_back
+    return None
+
+
+_LINES: dict[tuple, tuple[str, int]] = {}
+
+
+def resolve(loc) -> tuple[str, int] | None:
+    """``(file, line)`` for a location from :func:`caller` (or already resolved)."""
+    if loc is None or type(loc[0]) is str:
+        return loc
+    out = _LINES.get(loc)
+    if out is None:
+        code, offset = loc
+        line = code.co_firstlineno
+        for start, end, ln in code.co_lines():
+            if start <= offset < end:
+                if ln is not None:
+                    line = ln
+                break
+        if len(_LINES) > 100_000:
+            _LINES.clear()
+        out = _LINES[loc] = (code.co_filename, line)
+    return out
+
+
+def user_frame(depth: int = 1) -> tuple[str, int] | None:
+    """``(file, line)`` of the innermost frame outside the skipped packages
+    (``depth`` as in :func:`caller`)."""
+    return resolve(caller(depth + 1))
+
+
+def format_location(loc) -> str:
+    """``file:line`` for a location (raw or resolved); ``<unknown>`` for None."""
+    loc = resolve(loc)
+    return "<unknown>" if loc is None else f"{loc[0]}:{loc[1]}"
 
 
 def user_location(depth: int = 1) -> str:
     """``file:line`` of the innermost frame outside the skipped packages."""
-    prefixes = tuple(_SKIP)
-    f = sys._getframe(depth)
-    while f is not None:
-        name = f.f_code.co_filename
-        if not name.startswith(prefixes) and not name.startswith("<frozen"):
-            return f"{name}:{f.f_lineno}"
-        f = f.f_back
-    return "<unknown>"
+    return format_location(caller(depth + 1))
 
 
 skip(sys.modules["lazycore"])
