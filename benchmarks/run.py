@@ -1,0 +1,728 @@
+"""lazycore's benchmark suite (issue 7): one command, a table on screen, JSON on disk.
+
+    python benchmarks/run.py                      # full run, writes benchmarks/results.json
+    python benchmarks/run.py --quick              # CI smoke: tiny sizes, few steps
+    python benchmarks/run.py --only 2,3 --json out.json
+    python benchmarks/run.py --profile            # also cProfile benchmark 2's lazy step
+
+Every comparison runs in this one process, warm-up first, then timed steps
+(>= 20 in a full run); each row gives the median with min and max over the
+timed steps, the ratio to the benchmark's named baseline and the largest
+absolute difference from the baseline's numbers, which is checked.
+
+1. Tracing overhead: a 100-op elementwise chain on 16x16 tensors per step,
+   microseconds per op: lazycore.torch trace only (the Python op calls;
+   ``mark_step`` runs outside the timed region) and the whole step (trace +
+   barrier + run), against eager torch and two do-nothing
+   ``__torch_dispatch__`` wrapper subclasses (``_make_wrapper_subclass``):
+   one calls the op on the inner tensors (the named baseline), one wraps the
+   op's meta result.
+2. Training step: MLP 784-1024-1024-10 (ReLU), batch 128, cross entropy,
+   plain SGD, steady state: lazycore.torch, eager torch, torch.compile (the
+   model + loss compiled; backward and ``opt.step()`` as usual; skipped with a
+   note if it fails) and jax.jit of the same math (jax.numpy + jax.grad,
+   parameters donated; the baseline). Every variant starts from the same
+   weights and sees the same batches; final losses and parameters are compared.
+3. Fusion: ``tanh(x*1.5+0.5)*sigmoid(x) - x*x/3 + exp(-abs(x))`` on 4M float32:
+   NumPy, eager torch, jax.jit (baseline), lazycore.torch, lazycore.numpy. A
+   lazy step is: record the expression, ``mark_step()`` (which waits for the
+   device); the result stays on the device (no host copy is timed), as jax's
+   ``block_until_ready``.
+4. First-step latency (trace + lower + compile + run) of benchmark 2's step:
+   lazycore after ``lazycore.cache.clear()`` against jax.jit's first call of a
+   new function object (after ``jax.clear_caches()``). The torch frontend's
+   meta-result cache stays warm (it is not a compile cache).
+5. Recompiles: the lazy training step with the batch size cycling through 3
+   sizes for 20 steps (expect exactly 3 compiles) and with the learning rate
+   changed every step (expect 1), from ``lazycore.metrics.counters()``.
+6. The NumPy shim's heat demo against NumPy (``benchmarks/numpy_heat.py``).
+
+Targets are printed next to the ratios, never asserted. ``--quick`` only
+checks that every benchmark runs and agrees numerically (timings are printed
+but mean nothing; targets are not judged). The exit status is 1 if a result
+disagrees with its baseline or a benchmark raised, else 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pathlib
+import platform
+import pstats
+import statistics
+import sys
+import time
+import traceback
+
+import numpy
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+ROWS: list[dict] = []
+NOTES: list[str] = []
+FAILURES: list[str] = []
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _stats(times):
+    return {"median": statistics.median(times), "min": min(times), "max": max(times), "n": len(times)}
+
+
+def row(bench, variant, times=None, unit="ms", scale=1e3, baseline=False, diff=None, tol=None,
+        target=None, value=None, note=""):
+    """One table row; ``times`` in seconds, shown in ``unit`` (``scale`` = unit per second)."""
+    r = {"bench": bench, "variant": variant, "unit": unit, "baseline": baseline, "note": note,
+         "max_abs_diff": diff, "tol": tol, "target": target}
+    if times is not None:
+        s = _stats(times)
+        r.update({k: (v * scale if k != "n" else v) for k, v in s.items()})
+    if value is not None:
+        r["value"] = value
+    if diff is not None and tol is not None and not (diff <= tol):
+        FAILURES.append(f"{bench} / {variant}: max abs diff {diff:.3g} > {tol:.3g}")
+        r["agrees"] = False
+    elif diff is not None:
+        r["agrees"] = True
+    ROWS.append(r)
+    return r
+
+
+def timed_steps(fn, warmup, steps):
+    """Run ``fn`` ``warmup`` times, then time ``steps`` calls one by one (seconds)."""
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def maxdiff(a, b) -> float:
+    a = numpy.asarray(a, dtype=numpy.float64)
+    b = numpy.asarray(b, dtype=numpy.float64)
+    return float(numpy.max(numpy.abs(a - b))) if a.size else 0.0
+
+
+def set_ratios(bench):
+    """Ratio of each row's median to the bench's baseline row's median."""
+    rows = [r for r in ROWS if r["bench"] == bench]
+    base = [r for r in rows if r["baseline"] and "median" in r]
+    if not base:
+        return
+    b = base[0]
+    for r in rows:
+        if "median" in r and r["unit"] == b["unit"]:
+            r["ratio"] = r["median"] / b["median"]
+            r["ratio_to"] = b["variant"]
+
+
+# --- 1. tracing overhead ---------------------------------------------------------------------------
+
+
+def _passthrough_classes(torch):
+    from torch.utils._pytree import tree_map
+
+    class Inner(torch.Tensor):
+        """Do-nothing wrapper: dispatch unwraps, calls the op on the inner tensors, rewraps."""
+
+        @staticmethod
+        def __new__(cls, inner):
+            r = torch.Tensor._make_wrapper_subclass(cls, inner.shape, dtype=inner.dtype, device=inner.device,
+                                                    strides=inner.stride(), requires_grad=False)
+            r.inner = inner
+            return r
+
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            un = lambda t: t.inner if isinstance(t, Inner) else t  # noqa: E731
+            out = func(*tree_map(un, args), **tree_map(un, kwargs or {}))
+            return tree_map(lambda t: Inner(t) if isinstance(t, torch.Tensor) else t, out)
+
+    class Meta(torch.Tensor):
+        """Do-nothing wrapper: dispatch runs the op on meta tensors and wraps the result's metadata."""
+
+        @staticmethod
+        def __new__(cls, meta):
+            r = torch.Tensor._make_wrapper_subclass(cls, meta.shape, dtype=meta.dtype, device="cpu",
+                                                    strides=meta.stride(), requires_grad=False)
+            r.meta = meta
+            return r
+
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            un = lambda t: t.meta if isinstance(t, Meta) else t  # noqa: E731
+            out = func(*tree_map(un, args), **tree_map(un, kwargs or {}))
+            return tree_map(lambda t: Meta(t) if isinstance(t, torch.Tensor) else t, out)
+
+    return Inner, Meta
+
+
+def bench_tracing(args):
+    import torch
+
+    import lazycore
+    import lazycore.torch as ltorch
+
+    B = "1 tracing (us/op)"
+    n_ops = 100
+
+    def chain(x, y):
+        for _ in range(n_ops // 4):
+            x = x * 0.9
+            x = x + y
+            x = torch.tanh(x)
+            x = x - 0.1
+        return x
+
+    g = torch.Generator().manual_seed(0)
+    x0, y0 = torch.randn(16, 16, generator=g), torch.randn(16, 16, generator=g)
+    warm, steps = args.warmup, args.steps
+    per_op = 1e6 / n_ops  # seconds per step -> us per op
+
+    ref = chain(x0, y0)
+    row(B, "eager torch", timed_steps(lambda: chain(x0, y0), warm, steps), "us/op", per_op)
+
+    Inner, Meta = _passthrough_classes(torch)
+    xi, yi = Inner(x0), Inner(y0)
+    out = chain(xi, yi)
+    row(B, "do-nothing subclass (op on inner)", timed_steps(lambda: chain(xi, yi), warm, steps), "us/op",
+        per_op, baseline=True, diff=maxdiff(out.inner, ref), tol=1e-6, target="lazy trace <= 1.5x this")
+    xm, ym = Meta(x0.to("meta")), Meta(y0.to("meta"))
+    chain(xm, ym)
+    row(B, "do-nothing subclass (meta result)", timed_steps(lambda: chain(xm, ym), warm, steps), "us/op",
+        per_op, note="no values")
+
+    dev = ltorch.device()
+    xl, yl = x0.to(dev), y0.to(dev)
+    ltorch.mark_step()
+    trace, total, res = [], [], None
+    for i in range(warm + steps):
+        t0 = time.perf_counter()
+        res = chain(xl, yl)
+        t1 = time.perf_counter()
+        ltorch.mark_step()
+        t2 = time.perf_counter()
+        if i >= warm:
+            trace.append(t1 - t0)
+            total.append(t2 - t0)
+    d = maxdiff(res.cpu(), ref)
+    row(B, "lazycore.torch trace only", trace, "us/op", per_op, diff=d, tol=1e-5, target="<= 1.5x baseline")
+    row(B, "lazycore.torch whole step", total, "us/op", per_op, diff=d, tol=1e-5,
+        note="trace + mark_step (cache hit, run)")
+    set_ratios(B)
+
+
+# --- 2. training step ------------------------------------------------------------------------------
+
+
+def _mlp_config(args):
+    if args.quick:
+        return {"sizes": (784, 64, 64, 10), "batch": 16}
+    return {"sizes": (784, 1024, 1024, 10), "batch": 128}
+
+
+def _make_data(cfg, k=4, batch=None):
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    b = batch or cfg["batch"]
+    return [(torch.randn(b, cfg["sizes"][0], generator=g), torch.randint(0, cfg["sizes"][-1], (b,), generator=g))
+            for _ in range(k)]
+
+
+def _make_model(cfg):
+    import torch
+
+    torch.manual_seed(0)
+    s = cfg["sizes"]
+    layers = []
+    for i in range(len(s) - 1):
+        layers.append(torch.nn.Linear(s[i], s[i + 1]))
+        if i < len(s) - 2:
+            layers.append(torch.nn.ReLU())
+    return torch.nn.Sequential(*layers)
+
+
+def _torch_step(model, opt, x, y):
+    import torch.nn.functional as F
+
+    opt.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def _jax_step_fn():
+    """A new function object each call (benchmark 4 needs a fresh one)."""
+    import jax
+    import jax.numpy as jnp
+
+    def loss_fn(params, x, y):
+        h = x
+        for i, (w, b) in enumerate(params):
+            h = h @ w.T + b
+            if i < len(params) - 1:
+                h = jnp.maximum(h, 0.0)
+        logp = jax.nn.log_softmax(h, axis=-1)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    def step(params, x, y, lr):
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        return jax.tree_util.tree_map(lambda p, g: p - lr * g, params, grads), loss
+
+    return jax.jit(step, donate_argnums=0)
+
+
+def _jax_params(model):
+    import jax.numpy as jnp
+
+    lin = [m for m in model if hasattr(m, "weight")]
+    return [(jnp.asarray(m.weight.detach().numpy()), jnp.asarray(m.bias.detach().numpy())) for m in lin]
+
+
+def _params_np(model):
+    return [p.detach().cpu().numpy() for p in model.parameters()]
+
+
+LR = 0.01
+
+
+def bench_training(args):
+    import jax
+    import torch
+
+    import lazycore.torch as ltorch
+
+    B = "2 training step (ms)"
+    cfg = _mlp_config(args)
+    data = _make_data(cfg)
+    warm, steps = args.warmup, args.steps
+    total = warm + steps
+    results = {}  # variant -> (final loss, params as numpy list)
+
+    def run_torch(model, data, after=None, fwd=None):
+        opt = torch.optim.SGD(model.parameters(), lr=LR)
+        it = [0]
+        last = [None]
+
+        def one():
+            x, y = data[it[0] % len(data)]
+            it[0] += 1
+            if fwd is None:
+                last[0] = _torch_step(model, opt, x, y)
+            else:
+                opt.zero_grad()
+                loss = fwd(x, y)
+                loss.backward()
+                opt.step()
+                last[0] = loss
+            if after:
+                after()
+
+        times = timed_steps(one, warm, steps)
+        return times, float(last[0].detach().cpu()), _params_np(model)
+
+    # jax (baseline)
+    model = _make_model(cfg)
+    params = _jax_params(model)
+    jdata = [(jax.device_put(x.numpy()), jax.device_put(y.numpy().astype(numpy.int32))) for x, y in data]
+    jstep = _jax_step_fn()
+    st = {"p": params, "i": 0, "loss": None}
+
+    def jone():
+        x, y = jdata[st["i"] % len(jdata)]
+        st["i"] += 1
+        st["p"], st["loss"] = jstep(st["p"], x, y, LR)
+        jax.block_until_ready((st["p"], st["loss"]))
+
+    jt = timed_steps(jone, warm, steps)
+    jparams = [numpy.asarray(a) for wb in st["p"] for a in wb]
+    jloss = float(st["loss"])
+
+    def check(name, loss, ps):
+        return max([abs(loss - jloss)] + [maxdiff(a, b) for a, b in zip(ps, jparams)])
+
+    # eager
+    t, loss, ps = run_torch(_make_model(cfg), data)
+    results["eager"] = (t, loss, ps)
+
+    # lazycore
+    dev = ltorch.device()
+    lmodel = _make_model(cfg).to(dev)
+    ldata = [(x.to(dev), y.to(dev)) for x, y in data]
+    ltorch.mark_step()
+    lt, lloss, lps = run_torch(lmodel, ldata, after=ltorch.mark_step)
+
+    # torch.compile
+    tc = None
+    if args.no_torch_compile:
+        NOTES.append("2: torch.compile skipped (--no-torch-compile)")
+    else:
+        try:
+            import torch.nn.functional as F
+
+            cmodel = _make_model(cfg)
+            fwd = torch.compile(lambda x, y: F.cross_entropy(cmodel(x), y))
+            tc = run_torch(cmodel, data, fwd=fwd)
+        except Exception as e:  # noqa: BLE001
+            NOTES.append(f"2: torch.compile failed here, skipped: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+
+    tol = 1e-3
+    row(B, "jax.jit (donated params)", jt, baseline=True, diff=0.0, tol=tol, value={"final_loss": jloss},
+        note=f"loss after {total} steps {jloss:.6f}")
+    row(B, "eager torch", t, diff=check("eager", loss, ps), tol=tol, value={"final_loss": loss},
+        note=f"loss {loss:.6f}")
+    if tc is not None:
+        row(B, "torch.compile", tc[0], diff=check("tc", tc[1], tc[2]), tol=tol, value={"final_loss": tc[1]},
+            note=f"loss {tc[1]:.6f}; model+loss compiled, opt.step eager")
+    row(B, "lazycore.torch", lt, diff=check("lazy", lloss, lps), tol=tol, value={"final_loss": lloss},
+        target="<= 1.15x jax.jit", note=f"loss {lloss:.6f}; step incl. mark_step")
+    set_ratios(B)
+
+    if args.profile:
+        profile_lazy_step(lmodel, ldata, max(steps, 20))
+
+
+def profile_lazy_step(lmodel, ldata, steps):
+    import torch
+
+    import lazycore.torch as ltorch
+
+    opt = torch.optim.SGD(lmodel.parameters(), lr=LR)
+    pr = cProfile.Profile()
+    for i in range(steps):
+        x, y = ldata[i % len(ldata)]
+        if i == 2:
+            pr.enable()
+        _torch_step(lmodel, opt, x, y)
+        ltorch.mark_step()
+    pr.disable()
+    s = io.StringIO()
+    ps = pstats.Stats(pr, stream=s).sort_stats("tottime")
+    ps.print_stats(10)
+    text = s.getvalue()
+    print(f"\ncProfile of benchmark 2's lazy step ({steps - 2} steps), top 10 by tottime:")
+    print("\n".join(line for line in text.splitlines() if line.strip())[:6000])
+    PROFILE.append(text)
+
+
+PROFILE: list[str] = []
+
+
+# --- 3. fusion --------------------------------------------------------------------------------------
+
+
+def bench_fusion(args):
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    import lazycore
+    import lazycore.numpy as lnp
+    import lazycore.torch as ltorch
+
+    B = "3 fusion (ms)"
+    n = 1 << 16 if args.quick else 4 * 1024 * 1024
+    xnp = numpy.random.default_rng(2).standard_normal(n).astype(numpy.float32)
+    warm, steps = args.warmup, args.steps
+
+    def np_f(x):
+        return numpy.tanh(x * 1.5 + 0.5) * (1 / (1 + numpy.exp(-x))) - x * x / 3 + numpy.exp(-numpy.abs(x))
+
+    def t_f(x):
+        return torch.tanh(x * 1.5 + 0.5) * torch.sigmoid(x) - x * x / 3 + torch.exp(-torch.abs(x))
+
+    def j_f(x):
+        return jnp.tanh(x * 1.5 + 0.5) * jax.nn.sigmoid(x) - x * x / 3 + jnp.exp(-jnp.abs(x))
+
+    def l_f(x):
+        return lnp.tanh(x * 1.5 + 0.5) * (1 / (1 + lnp.exp(-x))) - x * x / 3 + lnp.exp(-lnp.abs(x))
+
+    ref = np_f(xnp)
+    tol = 1e-5
+    npt = timed_steps(lambda: np_f(xnp), warm, steps)
+
+    xt = torch.from_numpy(xnp)
+    tt = timed_steps(lambda: t_f(xt), warm, steps)
+    td = maxdiff(t_f(xt), ref)
+
+    jf = jax.jit(j_f)
+    xj = jax.device_put(xnp)
+    jt = timed_steps(lambda: jf(xj).block_until_ready(), warm, steps)
+    jd = maxdiff(jf(xj), ref)
+
+    dev = ltorch.device()
+    xl = xt.to(dev)
+    ltorch.mark_step()
+    keep = {}
+
+    def lt_step():
+        keep["r"] = t_f(xl)
+        ltorch.mark_step()  # runs and waits on the device; no host copy
+
+    lt = timed_steps(lt_step, warm, steps)
+    ld = maxdiff(keep["r"].cpu(), ref)
+
+    xa = lnp.asarray(xnp)
+    lazycore.mark_step()
+
+    def ln_step():
+        keep["n"] = l_f(xa)
+        lazycore.mark_step()
+
+    lnt = timed_steps(ln_step, warm, steps)
+    lnd = maxdiff(numpy.asarray(keep["n"]), ref)
+
+    row(B, "NumPy", npt, diff=0.0, tol=tol, note=f"{n} float32")
+    row(B, "eager torch", tt, diff=td, tol=tol)
+    row(B, "jax.jit", jt, baseline=True, diff=jd, tol=tol, note="block_until_ready")
+    row(B, "lazycore.torch", lt, diff=ld, tol=tol, target="<= 1.1x jax.jit, >= 5x NumPy",
+        note="trace + mark_step (waits), no host copy")
+    row(B, "lazycore.numpy", lnt, diff=lnd, tol=tol, target="<= 1.1x jax.jit, >= 5x NumPy",
+        note="trace + mark_step (waits), no host copy")
+    set_ratios(B)
+    np_med = statistics.median(npt)
+    for r in ROWS:
+        if r["bench"] == B and "median" in r:
+            r["speedup_vs_numpy"] = np_med * 1e3 / r["median"]
+
+
+# --- 4. first-step latency ----------------------------------------------------------------------------
+
+
+def bench_first_step(args):
+    import jax
+    import torch
+
+    import lazycore
+    import lazycore.torch as ltorch
+
+    B = "4 first step (ms)"
+    cfg = _mlp_config(args)
+    data = _make_data(cfg, k=1)
+    reps = 1 if args.quick else 3
+    dev = ltorch.device()
+
+    lat, ldiff_loss = [], None
+    for _ in range(reps):
+        model = _make_model(cfg).to(dev)
+        x, y = data[0][0].to(dev), data[0][1].to(dev)
+        opt = torch.optim.SGD(model.parameters(), lr=LR)
+        ltorch.mark_step()
+        lazycore.cache.clear()
+        c0 = lazycore.metrics.counters()["compiles"]
+        t = time.perf_counter()
+        loss = _torch_step(model, opt, x, y)
+        ltorch.mark_step()
+        lat.append(time.perf_counter() - t)
+        compiled = lazycore.metrics.counters()["compiles"] - c0
+        lloss = float(loss.detach().cpu())
+
+    jl = []
+    for _ in range(reps):
+        model = _make_model(cfg)
+        params = _jax_params(model)
+        xj, yj = jax.device_put(data[0][0].numpy()), jax.device_put(data[0][1].numpy().astype(numpy.int32))
+        jax.block_until_ready((params, xj, yj))
+        jax.clear_caches()
+        step = _jax_step_fn()  # a new function object
+        t = time.perf_counter()
+        params, jloss = step(params, xj, yj, LR)
+        jax.block_until_ready((params, jloss))
+        jl.append(time.perf_counter() - t)
+    ldiff_loss = abs(lloss - float(jloss))
+
+    row(B, "jax.jit first call", jl, baseline=True, diff=0.0, tol=1e-4, note="new function, jax.clear_caches()")
+    row(B, "lazycore.torch first step", lat, diff=ldiff_loss, tol=1e-4, target="<= 1.5x jax.jit",
+        note=f"cache.clear(); {compiled} compile(s)")
+    set_ratios(B)
+
+
+# --- 5. recompiles -------------------------------------------------------------------------------------
+
+
+def bench_recompiles(args):
+    import torch
+
+    import lazycore
+    import lazycore.torch as ltorch
+
+    B = "5 recompiles"
+    cfg = _mlp_config(args)
+    dev = ltorch.device()
+    b = cfg["batch"]
+    sizes = [b // 4, b // 2, b]
+    datas = {s: [(x.to(dev), y.to(dev)) for x, y in _make_data(cfg, k=1, batch=s)] for s in sizes}
+
+    def fresh():
+        model = _make_model(cfg).to(dev)
+        opt = torch.optim.SGD(model.parameters(), lr=LR)
+        ltorch.mark_step()
+        lazycore.cache.clear()
+        lazycore.metrics.reset()
+        return model, opt
+
+    model, opt = fresh()
+    for i in range(20):
+        x, y = datas[sizes[i % 3]][0]
+        _torch_step(model, opt, x, y)
+        ltorch.mark_step()
+    got = lazycore.metrics.counters()["compiles"]
+    hits = lazycore.metrics.counters()["cache_hits"]
+    row(B, f"batch size cycling {sizes}, 20 steps", value={"compiles": got, "expected": 3, "cache_hits": hits},
+        unit="compiles", target="exactly 3", note="PASS" if got == 3 else f"FAIL: {got} compiles")
+
+    model, opt = fresh()
+    x, y = datas[b][0]
+    for i in range(20):
+        opt.param_groups[0]["lr"] = LR * (1.0 + 0.05 * (i + 1))  # never 0 or 1 (those are constants)
+        _torch_step(model, opt, x, y)
+        ltorch.mark_step()
+    got = lazycore.metrics.counters()["compiles"]
+    hits = lazycore.metrics.counters()["cache_hits"]
+    row(B, "learning rate changed every step, 20 steps", value={"compiles": got, "expected": 1, "cache_hits": hits},
+        unit="compiles", target="exactly 1", note="PASS" if got == 1 else f"FAIL: {got} compiles")
+
+
+# --- 6. NumPy heat demo ----------------------------------------------------------------------------
+
+
+def bench_heat(args):
+    import tempfile
+
+    import numpy_heat
+
+    B = "6 numpy heat (ms/step)"
+    with tempfile.TemporaryDirectory() as d:
+        out = pathlib.Path(d) / "heat.json"
+        argv = ["--json", str(out)] + (["--quick"] if args.quick else [])
+        print("--- benchmarks/numpy_heat.py", " ".join(argv[2:]))
+        rc = numpy_heat.main(argv)
+        if rc != 0:
+            FAILURES.append("6 numpy heat: numpy_heat.main returned %d (mismatch)" % rc)
+            return
+        rows = json.loads(out.read_text())
+    for r in rows:
+        tag = f"n={r['n']}"
+        ROWS.append({"bench": B, "variant": f"NumPy {tag}", "unit": "ms", "baseline": True,
+                     "median": r["numpy_ms"], "note": "", "max_abs_diff": 0.0})
+        ROWS.append({"bench": B, "variant": f"lazycore.numpy {tag}, {r['lazy_every']} step(s)/program", "unit": "ms",
+                     "baseline": False, "median": r["lazy_ms"], "min": r["lazy_min_ms"], "max": r["lazy_max_ms"],
+                     "ratio": r["lazy_ms"] / r["numpy_ms"], "ratio_to": f"NumPy {tag}",
+                     "speedup_vs_numpy": r["speedup"], "max_abs_diff": r["max_abs_diff"],
+                     "agrees": r["max_abs_diff"] <= 1e-5, "note": "medians over repeats of per-step means"})
+
+
+BENCHES = {1: bench_tracing, 2: bench_training, 3: bench_fusion, 4: bench_first_step, 5: bench_recompiles,
+           6: bench_heat}
+
+
+# --- output ----------------------------------------------------------------------------------------
+
+
+def _fmt(v, unit):
+    if v is None:
+        return "-"
+    return f"{v:.2f}" if unit == "us/op" or v < 100 else f"{v:.1f}"
+
+
+def table(quick) -> str:
+    lines = []
+    hdr = (f"{'variant':<46} {'median':>9} {'min':>9} {'max':>9} {'ratio':>7} {'max|diff|':>9}  "
+           f"{'target' if not quick else 'target (not judged: --quick)'}")
+    bench = None
+    for r in ROWS:
+        if r["bench"] != bench:
+            bench = r["bench"]
+            lines.append("")
+            lines.append(f"== {bench}")
+            lines.append(hdr)
+        if "value" in r and r["unit"] == "compiles":
+            v = r["value"]
+            lines.append(f"{r['variant']:<46} {v['compiles']:>9} compiles (expected {v['expected']}, "
+                         f"{v['cache_hits']} cache hits)  {r['target']}: {r['note']}")
+            continue
+        ratio = f"{r['ratio']:.2f}x" if "ratio" in r else "-"
+        d = r.get("max_abs_diff")
+        ds = "-" if d is None else f"{d:.1e}"
+        if r.get("agrees") is False:
+            ds += "!"
+        extra = []
+        if r.get("target"):
+            extra.append(r["target"])
+        if "speedup_vs_numpy" in r and not r["variant"].startswith("NumPy"):
+            extra.append(f"speedup vs NumPy {r['speedup_vs_numpy']:.2f}x")
+        if r.get("note"):
+            extra.append(r["note"])
+        lines.append(f"{r['variant']:<46} {_fmt(r.get('median'), r['unit']):>9} {_fmt(r.get('min'), r['unit']):>9} "
+                     f"{_fmt(r.get('max'), r['unit']):>9} {ratio:>7} {ds:>9}  {'; '.join(extra)}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="CI smoke: tiny sizes, few steps; checks runs + numerics only")
+    p.add_argument("--json", type=pathlib.Path, default=HERE / "results.json", help="where to write the results")
+    p.add_argument("--only", default="", help="comma-separated benchmark numbers (1-6)")
+    p.add_argument("--steps", type=int, default=None, help="timed steps (default 20, --quick 3)")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 3, --quick 1)")
+    p.add_argument("--no-torch-compile", action="store_true", help="skip torch.compile in benchmark 2")
+    p.add_argument("--profile", action="store_true", help="cProfile benchmark 2's lazy step, top 10 by tottime")
+    args = p.parse_args(argv)
+    args.steps = args.steps if args.steps is not None else (3 if args.quick else 20)
+    args.warmup = args.warmup if args.warmup is not None else (1 if args.quick else 3)
+    if not args.quick and args.steps < 20:
+        print(f"note: {args.steps} timed steps (< 20)")
+    ROWS.clear(), NOTES.clear(), FAILURES.clear(), PROFILE.clear()
+
+    import torch
+
+    import lazycore  # noqa: F401
+
+    which = [int(s) for s in args.only.split(",") if s.strip()] or sorted(BENCHES)
+    t0 = time.perf_counter()
+    for k in which:
+        t = time.perf_counter()
+        try:
+            BENCHES[k](args)
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc()
+            FAILURES.append(f"benchmark {k} raised {type(e).__name__}: {e}")
+        print(f"[benchmark {k} done in {time.perf_counter() - t:.1f} s]", flush=True)
+
+    import jax
+
+    meta = {"quick": args.quick, "steps": args.steps, "warmup": args.warmup, "python": platform.python_version(),
+            "torch": torch.__version__, "jax": jax.__version__, "numpy": numpy.__version__,
+            "torch_threads": torch.get_num_threads(), "cpus": os.cpu_count(), "machine": platform.machine(),
+            "device": str(jax.devices()[0]), "seconds": time.perf_counter() - t0}
+    print(f"\nlazycore benchmarks ({'--quick smoke run: timings mean nothing' if args.quick else 'full run'}); "
+          f"torch {meta['torch']} ({meta['torch_threads']} threads), jax {meta['jax']}, {meta['cpus']} CPUs, "
+          f"{args.warmup} warm-up + {args.steps} timed steps; ratio = median / the baseline's median")
+    print(table(args.quick))
+    for n in NOTES:
+        print("note:", n)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"meta": meta, "rows": ROWS, "notes": NOTES, "failures": FAILURES,
+                                         "profile": PROFILE}, indent=2, default=str))
+        print(f"results written to {args.json}")
+    if FAILURES:
+        print("FAILED:\n  " + "\n  ".join(FAILURES))
+        return 1
+    print("OK: every benchmark ran and agrees with its baseline")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,34 @@
+"""The benchmark suite (benchmarks/run.py) runs end to end and every result agrees with its baseline.
+
+A smoke run only: ``--quick`` uses tiny sizes and a few steps, and never
+judges timings. It runs in a subprocess so the suite's cache clears, metric
+resets and jax/torch state stay out of this test process. torch.compile is
+skipped here (its compile alone takes tens of seconds on CI machines); a full
+``python benchmarks/run.py`` includes it.
+"""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_benchmark_suite_quick(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--no-torch-compile", "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert "OK: every benchmark ran" in proc.stdout
+    res = json.loads(out.read_text())
+    assert res["failures"] == []
+    benches = {r["bench"].split()[0] for r in res["rows"]}
+    assert benches == {"1", "2", "3", "4", "5", "6"}, benches
+    for r in res["rows"]:
+        assert r.get("agrees", True), r
+    # benchmark 5's compile counts are exact, not timings: check them too
+    counts = [r["value"] for r in res["rows"] if r["unit"] == "compiles"]
+    assert [c["compiles"] for c in counts] == [c["expected"] for c in counts] == [3, 1], counts
