@@ -72,29 +72,16 @@ def asarray_like(x) -> ndarray:
 
 
 def cast(h, dtype):
-    lt = dtypes.lazy_dtype(dtype)
-    if h.dtype == lt:
-        return h
-    if lt == "i1":  # nonzero is True
-        zero = broadcast_to_shape(core.apply("constant", value=np.zeros((), dtypes.TO_NUMPY[h.dtype])), h.shape)
-        return apply("compare", h, zero, direction="NE")
-    return apply("convert", h, dtype=lt)
+    """``h`` with NumPy dtype ``dtype`` (to bool: nonzero is True)."""
+    return core.convert_to(h, dtypes.lazy_dtype(dtype))
 
 
-def broadcast_to_shape(h, shape):
-    shape = tuple(shape)
-    if h.shape == shape:
-        return h
-    lead = len(shape) - len(h.shape)
-    keep = [i for i, n in enumerate(h.shape) if n == shape[lead + i]]
-    if len(keep) != len(h.shape):
-        h = apply("reshape", h, shape=tuple(h.shape[i] for i in keep))
-    return apply("broadcast_in_dim", h, dims=tuple(lead + i for i in keep), shape=shape)
+broadcast_to_shape = core.broadcast_to
 
 
 def const(v, h):
-    """A constant like ``h`` (same dtype and shape)."""
-    c = core.apply("constant", value=np.asarray(v, dtype=dtypes.TO_NUMPY[h.dtype]))
+    """A constant like ``h`` (same dtype, shape and device)."""
+    c = core.apply("constant", value=np.asarray(v, dtype=dtypes.TO_NUMPY[h.dtype]), device=h.device)
     return broadcast_to_shape(c, h.shape)
 
 

@@ -120,29 +120,9 @@ def is_handle(x) -> bool:
     return isinstance(x, core.LazyTensor)
 
 
-def broadcast(h, shape):
-    """Broadcast ``h`` to ``shape`` the way torch does (trailing dims align)."""
-    shape = tuple(shape)
-    if h.shape == shape:
-        return h
-    lead = len(shape) - len(h.shape)
-    if lead < 0:
-        # torch allows a result with fewer dims only when the extra ones are 1
-        return core.apply("reshape", h, shape=shape)
-    if all(h.shape[i] == shape[lead + i] for i in range(len(h.shape))):
-        return core.apply("broadcast_in_dim", h, dims=tuple(range(lead, len(shape))), shape=shape)
-    # size-1 dims stretch: drop them first, then place the rest
-    keep = [i for i, n in enumerate(h.shape) if n == shape[lead + i]]
-    squeezed = core.apply("reshape", h, shape=tuple(h.shape[i] for i in keep))
-    return core.apply("broadcast_in_dim", squeezed, dims=tuple(lead + i for i in keep), shape=shape)
-
-
-def convert(h, dtype: str):
-    if h.dtype == dtype:
-        return h
-    if dtype == "i1":  # torch: nonzero is True
-        return apply("compare", h, const(0, h.dtype, h.device, h.shape), direction="NE")
-    return apply("convert", h, dtype=dtype)
+# torch's broadcasting and bool conversion are the shared array rules
+broadcast = core.broadcast_to
+convert = core.convert_to
 
 
 def operand(x, dtype: str, shape, device):

@@ -27,6 +27,8 @@ __all__ = [
     "LazyTensor",
     "apply",
     "assign",
+    "broadcast_to",
+    "convert_to",
     "devices",
     "default_device",
     "from_buffer",
@@ -178,6 +180,34 @@ def _bad_operand(spec, o, position):
         f"{spec.full_name}: operand {position} is a {type(o).__name__}, not a LazyTensor "
         f"(make Python scalars with lazycore.scalar)"
     )
+
+
+def broadcast_to(t: LazyTensor, shape) -> LazyTensor:
+    """``t`` broadcast to ``shape`` by the array rule frontends share: trailing
+    dims align and size-1 dims stretch. (A ``shape`` with fewer dims is allowed
+    when the extra dims are 1: a reshape.)"""
+    shape = tuple(shape)
+    if t.shape == shape:
+        return t
+    lead = len(shape) - len(t.shape)
+    if lead < 0:
+        return apply("reshape", t, shape=shape)
+    keep = [i for i, n in enumerate(t.shape) if n == shape[lead + i]]
+    if len(keep) != len(t.shape):
+        # stretched size-1 dims: drop them, then place the rest
+        t = apply("reshape", t, shape=tuple(t.shape[i] for i in keep))
+    return apply("broadcast_in_dim", t, dims=tuple(lead + i for i in keep), shape=shape)
+
+
+def convert_to(t: LazyTensor, dtype: str) -> LazyTensor:
+    """``t`` with element type ``dtype``; to ``i1`` it means "nonzero", as in
+    torch and NumPy (a plain convert would truncate)."""
+    if t.dtype == dtype:
+        return t
+    if dtype == "i1":
+        zero = apply("constant", value=np.zeros((), to_numpy_dtype(t.dtype)), device=t.device)
+        return apply("compare", t, broadcast_to(zero, t.shape), direction="NE")
+    return apply("convert", t, dtype=dtype)
 
 
 def assign(target: LazyTensor, new: LazyTensor) -> LazyTensor:
