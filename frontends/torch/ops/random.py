@@ -6,8 +6,9 @@ draws fresh numbers without any host transfer. The state is seeded from
 torch's default generator, so ``torch.manual_seed`` makes lazy runs
 reproducible (:func:`manual_seed` also restarts the stream for a seed already
 in use). Eager and lazy draw different numbers from the same seed; both have
-the documented distributions. A call with an explicit ``generator=`` runs
-eagerly on the CPU with that generator (a counted fallback).
+the documented distributions. A call with an explicit ``generator=`` never
+reaches these lowerings: dispatch runs it eagerly on the CPU with that
+generator (a counted fallback).
 """
 
 from __future__ import annotations
@@ -64,9 +65,7 @@ def _wide(dtype):
 
 
 @lowers(aten.uniform_.default)
-def _uniform_(ctx, x, low=0.0, high=1.0, *rest, generator=None):
-    if generator is not None or rest:
-        return NotImplemented
+def _uniform_(ctx, x, low=0.0, high=1.0, generator=None):
     w = _wide(ctx.dtype)
     u = uniform01(ctx.device, ctx.shape, w)
     span = apply("mul", u, scalar(high - low, w, ctx.device, ctx.shape))
@@ -82,9 +81,7 @@ def standard_normal(dev, shape, w):
 
 
 @lowers(aten.normal_.default)
-def _normal_(ctx, x, mean=0.0, std=1.0, *rest, generator=None):
-    if generator is not None or rest:
-        return NotImplemented
+def _normal_(ctx, x, mean=0.0, std=1.0, generator=None):
     w = _wide(ctx.dtype)
     z = standard_normal(ctx.device, ctx.shape, w)
     z = apply("add", apply("mul", z, scalar(std, w, ctx.device, ctx.shape)), scalar(mean, w, ctx.device, ctx.shape))
@@ -92,18 +89,14 @@ def _normal_(ctx, x, mean=0.0, std=1.0, *rest, generator=None):
 
 
 @lowers(aten.bernoulli_.float)
-def _bernoulli_(ctx, x, p=0.5, *rest, generator=None):
-    if generator is not None or rest:
-        return NotImplemented
+def _bernoulli_(ctx, x, p=0.5, generator=None):
     u = uniform01(ctx.device, ctx.shape, "f64" if ctx.dtype == "f64" else "f32")
     hit = apply("compare", u, scalar(p, u.dtype, ctx.device, ctx.shape), direction="LT")
     return convert(hit, ctx.dtype)
 
 
 @lowers(aten.bernoulli.default, aten.bernoulli.p)
-def _bernoulli(ctx, x, p=None, *rest, generator=None):
-    if generator is not None or rest:
-        return NotImplemented
+def _bernoulli(ctx, x, p=None, generator=None):
     w = _wide(ctx.dtype)
     u = uniform01(ctx.device, ctx.shape, w)
     prob = convert(x, w) if p is None else scalar(p, w, ctx.device, ctx.shape)
@@ -111,9 +104,7 @@ def _bernoulli(ctx, x, p=None, *rest, generator=None):
 
 
 @lowers(aten.exponential_.default)
-def _exponential_(ctx, x, lambd=1.0, *rest, generator=None):
-    if generator is not None or rest:
-        return NotImplemented
+def _exponential_(ctx, x, lambd=1.0, generator=None):
     w = _wide(ctx.dtype)
     u = apply("sub", const(1, w, ctx.device, ctx.shape), uniform01(ctx.device, ctx.shape, w))  # (0, 1]
     e = apply("div", apply("neg", apply("log", u)), scalar(lambd, w, ctx.device, ctx.shape))
@@ -123,7 +114,7 @@ def _exponential_(ctx, x, lambd=1.0, *rest, generator=None):
 @lowers(getattr(aten.random_, "from"), aten.random_.to, aten.random_.default)
 def _random_(ctx, x, *args, generator=None):
     nums = [a for a in args if a is None or isinstance(a, int)]
-    if generator is not None or len(nums) != len(args):
+    if len(nums) != len(args):
         return NotImplemented
     if ctx.func._overloadname == "to":
         low, high = 0, nums[0]
