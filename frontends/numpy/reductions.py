@@ -278,22 +278,28 @@ nanmax = implements(np.nanmax)(_extremum("reduce_max", "fmax", nan_ignoring=True
 nanmin = implements(np.nanmin)(_extremum("reduce_min", "fmin", nan_ignoring=True))
 
 
+def _along(a, axis):
+    """``a``'s value and the dim an axis-wise op runs along: ``axis=None`` (and
+    any axis of a 0-d array) means the flattened array, as in NumPy."""
+    h = value(a)
+    if axis is None or a.ndim == 0:
+        if axis is not None:
+            normalize_axis_index(axis, 1)  # NumPy treats a 0-d array as 1-d here
+        return apply("reshape", h, shape=(a.size,)), 0
+    return h, normalize_axis_index(axis, a.ndim)
+
+
 # --- argmax, argmin -------------------------------------------------------------------------------
 
 
 def _arg(op, name):
     def reduce(a, axis=None, out=None, *, keepdims=False):
         a = asarray_like(a)
-        h = value(a)
+        h, d = _along(a, axis)
+        n = h.shape[d]
         if axis is None or a.ndim == 0:
-            if axis is not None:
-                normalize_axis_index(axis, 1)  # NumPy treats a 0-d array as 1-d here
-            h = apply("reshape", h, shape=(a.size,))
-            d, n = 0, a.size
             shape = (1,) * a.ndim if keepdims else ()
         else:
-            d = normalize_axis_index(axis, a.ndim)
-            n = a.shape[d]
             shape = _kept_shape(a.shape, (d,), keepdims)
         if n == 0:
             raise ValueError(f"attempt to get {name} of an empty sequence")
@@ -479,14 +485,7 @@ def scan(h, d: int, combine: str, identity):
 
 def _cumulative(a, axis, dtype, out, combine, identity, nan=False):
     a = asarray_like(a)
-    h = value(a)
-    if axis is None or a.ndim == 0:
-        if axis is not None:
-            normalize_axis_index(axis, 1)  # NumPy treats a 0-d array as 1-d here
-        h = apply("reshape", h, shape=(a.size,))
-        d = 0
-    else:
-        d = normalize_axis_index(axis, a.ndim)
+    h, d = _along(a, axis)
     dt = _sum_dtype(a, dtype)
     if nan and _is_float(a.dtype):
         h = apply("select", _isnan(h), const(identity, h), h)
