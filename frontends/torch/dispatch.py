@@ -23,8 +23,11 @@ from __future__ import annotations
 import torch
 from torch._decomp import decomposition_table
 
+from lazycore.config import settings
+from lazycore.recipes import record
+
 from . import fallback, lowering, special, views
-from .tensor import Tensor, lc_device, read, view_of, wrap, write
+from .tensor import Tensor, lc_device, read, refresh_key, view_of, wrap, write
 
 aten = torch.ops.aten
 
@@ -39,8 +42,10 @@ def run(func, args, kwargs):
 
 
 def forget() -> None:
-    """Drop cached handler choices (after the lowering registry changed)."""
+    """Drop cached handler choices and recorded lowerings (after the lowering
+    registry changed)."""
     _HANDLERS.clear()
+    _META.clear()
 
 
 def resolve(func):
@@ -183,16 +188,20 @@ def metas(args, kwargs, func=None):
     return a, margs, mkwargs
 
 
-def _lazy(x, lc_dev):
-    """An argument as lowerings take it: lazy tensors as lazycore handles."""
+def _lazy(x, lc_dev, handles):
+    """An argument as lowerings take it: lazy tensors as lazycore handles
+    (each also appended to ``handles``, the lowering's inputs in order)."""
     if isinstance(x, torch.Tensor):
         if isinstance(x, Tensor):
-            return read(x)
-        from .tensor import upload
+            h = read(x)
+        else:
+            from .tensor import upload
 
-        return upload(x, lc_dev)  # a 0-dim CPU tensor, as torch allows
+            h = upload(x, lc_dev)  # a 0-dim CPU tensor, as torch allows
+        handles.append(h)
+        return h
     if isinstance(x, (list, tuple)):
-        return type(x)(_lazy(v, lc_dev) for v in x)
+        return type(x)(_lazy(v, lc_dev, handles) for v in x)
     return x
 
 
@@ -210,7 +219,7 @@ _NO_META = object()
 def _sig(x, acc: list, nested: bool):
     t = type(x)
     if t is Tensor:
-        acc.append((x.shape, x.stride(), x.storage_offset(), x.dtype, x.device))
+        acc.append(x._key)
     elif t is float:
         acc.append(x if nested else float)
     elif t is int or t is bool:
@@ -227,8 +236,10 @@ def _sig(x, acc: list, nested: bool):
 
 
 def meta_call(func, args, kwargs):
-    """``(meta result, meta args, meta kwargs, torch device)``; raises eager's error
-    for bad arguments. The result is None when no meta kernel exists."""
+    """``(meta result, meta args, meta kwargs, torch device, recipes)``; raises
+    eager's error for bad arguments. The result is None when no meta kernel
+    exists. ``recipes`` holds the lowering's recordings for this signature,
+    by the values of the top-level Python floats (:mod:`lazycore.recipes`)."""
     acc = [func]
     for x in args:
         _sig(x, acc, False)
@@ -243,7 +254,7 @@ def meta_call(func, args, kwargs):
     if hit is None:
         a, margs, mkwargs = metas(args, kwargs, func)
         out = _run_meta(func, margs, mkwargs)
-        hit = (out, margs, mkwargs, a.device)
+        hit = (out, margs, mkwargs, a.device, {})
         if key is not None:
             if len(_META) >= _META_LIMIT:
                 _META.clear()
@@ -282,15 +293,18 @@ def _view(func, args, kwargs):
     return view_of(base, steps, out)
 
 
-def wrap_results(func, out, res):
-    """Lazy tensors for the handles a lowering returned, checked against eager's meta result."""
+def wrap_results(func, out, res, check: bool = True):
+    """Lazy tensors for the handles a lowering returned, checked against eager's
+    meta result. ``check=False``: the handles come from a replayed recording,
+    checked when it was recorded and made for these results alone."""
     if isinstance(out, torch.Tensor):
-        _check(func, out, res)
-        return wrap(res, out)
+        if check:
+            _check(func, out, res)
+        return wrap(res, out, owned=not check)
     if isinstance(out, (list, tuple)):
         if len(res) != len(out):
             raise RuntimeError(f"lazycore: lowering of {func} returned {len(res)} results, eager returns {len(out)}")
-        return type(out)(None if o is None else wrap_results(func, o, r) for o, r in zip(out, res))
+        return type(out)(None if o is None else wrap_results(func, o, r, check) for o, r in zip(out, res))
     if out is None:
         return None
     raise RuntimeError(f"lazycore: lowering of {func}: unexpected result kind {type(out).__name__}")
@@ -306,24 +320,49 @@ def _check(func, meta, h):
         )
 
 
+_RECIPE_LIMIT = 64
+"""Recordings kept per signature (one per set of float values seen)."""
+
+
+def _floats(args, kwargs) -> tuple:
+    # the meta key has the types of top-level floats; a recording needs their values
+    fl = tuple(x for x in args if type(x) is float)
+    if kwargs:
+        fl += tuple((k, v) for k, v in kwargs.items() if type(v) is float)
+    return fl
+
+
 def _lowered(fn, inplace: bool):
     def handler(func, args, kwargs):
         if kwargs.get("generator") is not None:
             return fallback.run(func, args, kwargs)  # the user's CPU generator decides the values
-        out, margs, mkwargs, tdev = meta_call(func, args, kwargs)
+        out, margs, mkwargs, tdev, recipes = meta_call(func, args, kwargs)
         if out is None:
             return fallback.run(func, args, kwargs)
         dev = lc_device(tdev) if tdev is not None else None
-        ctx = lowering.Ctx(func, out, margs, mkwargs, dev)
-        largs = tuple(_lazy(x, dev) for x in args)
-        lkwargs = {k: _lazy(v, dev) for k, v in kwargs.items()}
-        res = fn(ctx, *largs, **lkwargs)
-        if res is NotImplemented:
-            return fallback.run(func, args, kwargs)
+        inputs: list = []
+        largs = tuple(_lazy(x, dev, inputs) for x in args)
+        lkwargs = {k: _lazy(v, dev, inputs) for k, v in kwargs.items()} if kwargs else kwargs
+        fl = _floats(args, kwargs)
+        recipe = recipes.get(fl) if settings.replay else None
+        if recipe is not None and recipe.fits(inputs):
+            res = recipe.replay(inputs)
+            fresh = False
+        else:
+            ctx = lowering.Ctx(func, out, margs, mkwargs, dev)
+            res, recipe = record(fn, inputs, ctx, *largs, **lkwargs)
+            if res is NotImplemented:
+                return fallback.run(func, args, kwargs)
+            fresh = True
         if inplace:
-            _check(func, out, res)
-            return write(args[0], res)
-        return wrap_results(func, out, res)
+            if fresh:
+                _check(func, out, res)
+            result = write(args[0], res)
+        else:
+            result = wrap_results(func, out, res, fresh)
+        if fresh and recipe is not None and settings.replay and len(recipes) < _RECIPE_LIMIT:
+            recipes[fl] = recipe  # stored once the results passed the checks
+        return result
 
     return handler
 
@@ -357,6 +396,7 @@ def _inplace_view(view_op):
         target = args[0]
         torch._C.TensorBase.data.__set__(target, view)  # torch's sizes, strides and offset
         target._storage, target._steps = view._storage, view._steps
+        refresh_key(target)
         return target
 
     return handler

@@ -50,6 +50,7 @@ class Tensor(torch.Tensor):
         torch._C.TensorBase.data.__set__(self, new)
         self._storage = new._storage
         self._steps = new._steps
+        self._key = new._key
 
     def tolist(self):
         return to_host(self).tolist()
@@ -90,8 +91,18 @@ def _init_devices():
             _LC_TO_TORCH[d] = torch.device("lazy", i)
 
 
+_LC_OF: dict = {}
+
+
 def lc_device(tdev) -> object:
     """The lazycore device behind a torch ``lazy:N`` device."""
+    d = _LC_OF.get(tdev)
+    if d is None:
+        d = _LC_OF[tdev] = _lc_device_of(tdev)
+    return d
+
+
+def _lc_device_of(tdev) -> object:
     _init_devices()
     tdev = torch.device(tdev)
     if tdev.type != "lazy":
@@ -125,15 +136,17 @@ def device(kind: str | None = None, index: int = 0) -> torch.device:
 # --- making tensors and reading/writing their values ----------------------------------
 
 
-def wrap(handle, meta: torch.Tensor | None = None, strides=None) -> Tensor:
+def wrap(handle, meta: torch.Tensor | None = None, strides=None, owned: bool = False) -> Tensor:
     """A new tensor with its own storage holding ``handle``.
 
     The sizes and strides are ``meta``'s (eager's layout for the op's result)
     when given; otherwise contiguous ``strides`` of the handle's shape.
+    ``owned``: the caller made ``handle`` for this tensor alone.
     """
-    # A fresh handle on the same value: the one given may be another storage's
-    # (an op that returned its input unchanged), and storages never share one.
-    handle = core.LazyTensor(handle.value, handle.device)
+    if not owned:
+        # A fresh handle on the same value: the one given may be another storage's
+        # (an op that returned its input unchanged), and storages never share one.
+        handle = core.LazyTensor(handle._value, handle.device)
     shape = handle.shape
     if meta is not None:
         strides = tuple(meta.stride())
@@ -155,7 +168,14 @@ def _new(storage, steps, shape, strides, offset, dtype, tdev) -> Tensor:
     )
     t._storage = storage
     t._steps = steps
+    t._key = (shape, strides, offset, dtype, tdev)  # the dispatch signature (see refresh_key)
     return t
+
+
+def refresh_key(t: Tensor) -> None:
+    """After torch's metadata of ``t`` changed in place (an in-place view op):
+    its signature for dispatch's caches."""
+    t._key = (tuple(t.shape), t.stride(), t.storage_offset(), t.dtype, t.device)
 
 
 def read(t: Tensor):

@@ -33,14 +33,6 @@ def _pos_bytes(i: int) -> bytes:
     return _EDGE[i] if i < 4096 else i.to_bytes(4, "little")
 
 
-def _flat(node: Node):
-    for o in node.operands:
-        if type(o) is Value:
-            yield o
-        else:
-            yield from o
-
-
 class Walk:
     """The graph behind some outputs, in post-order, and its structural encoding."""
 
@@ -48,33 +40,47 @@ class Walk:
         self.outputs = outputs
         self.order: list[Node] = []
         self.params: list[Node] = []
+        order, params = self.order, self.params
         pos: dict[int, int] = {}
         enc: list[bytes] = []
+        add = enc.append
         for out in outputs:
+            if id(out.node) in pos:
+                continue
             stack = [out.node]
             while stack:
                 node = stack[-1]
-                if id(node) in pos:
-                    stack.pop()
-                    continue
-                todo = [v.node for v in _flat(node) if id(v.node) not in pos]
-                if todo:
-                    stack.extend(reversed(todo))
+                operands = node.operands
+                # push the operands not placed yet (first operand on top), and
+                # place the node once none is left
+                n = len(stack)
+                for o in reversed(operands):
+                    if type(o) is Value:
+                        if id(o[0]) not in pos:
+                            stack.append(o[0])
+                    else:
+                        for v in reversed(o):
+                            if id(v[0]) not in pos:
+                                stack.append(v[0])
+                if len(stack) != n:
                     continue
                 stack.pop()
-                pos[id(node)] = len(self.order)
-                self.order.append(node)
-                enc.append(node.digest)
-                if node.is_leaf:
-                    self.params.append(node)
-                    enc.append(b"P")
+                if id(node) in pos:  # pushed twice before it was placed
                     continue
-                for o in node.operands:
-                    group = (o,) if type(o) is Value else o
-                    if type(o) is not Value:
-                        enc.append(b"G" + _pos_bytes(len(o)))
-                    for v in group:
-                        enc.append(_pos_bytes(pos[id(v.node)]) + _pos_bytes(v.index))
+                pos[id(node)] = len(order)
+                order.append(node)
+                add(node.digest)
+                if node.is_leaf:
+                    params.append(node)
+                    add(b"P")
+                    continue
+                for o in operands:
+                    if type(o) is Value:
+                        add(_pos_bytes(pos[id(o[0])]) + _pos_bytes(o[1]))
+                    else:
+                        add(b"G" + _pos_bytes(len(o)))
+                        for v in o:
+                            add(_pos_bytes(pos[id(v[0])]) + _pos_bytes(v[1]))
         enc.append(b"O")
         for out in outputs:
             enc.append(_pos_bytes(pos[id(out.node)]) + _pos_bytes(out.index))

@@ -8,6 +8,8 @@ barrier); see :mod:`lazycore.debug`.
 ``LAZYCORE_SLOW_COMPILE_MS``: log a warning for a compile slower than this (default 2000).
 ``LAZYCORE_GUARD_COMPILES``, ``LAZYCORE_GUARD_IMPLICIT_BARRIERS``,
 ``LAZYCORE_GUARD_TRANSFERS``: allow | warn | error, globally (see :mod:`lazycore.guards`).
+``LAZYCORE_REPLAY``: 1 (default) replay recorded lowerings for repeated call
+signatures, 0 run every lowering's Python each call (see :mod:`lazycore.recipes`).
 ``LAZYCORE_DUMP_DIR``: write the IR of every compiled graph, stage by stage,
 under this folder (see :mod:`lazycore.inspect_graph`).
 """
@@ -56,6 +58,15 @@ def _env_ms(name: str, default: float) -> float:
     return value
 
 
+def _env_flag(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    if raw.strip() not in ("0", "1"):
+        raise ValueError(f"{name} must be 0 or 1, got {raw!r}")
+    return raw.strip() == "1"
+
+
 def _env_guard(name: str) -> str:
     raw = (os.environ.get(name) or "allow").strip().lower()
     if raw not in GUARD_MODES:
@@ -84,6 +95,9 @@ class Settings:
     """``LAZYCORE_GUARD_IMPLICIT_BARRIERS``: allow | warn | error when observing a value runs pending work."""
     guard_transfers: str = _env_guard("LAZYCORE_GUARD_TRANSFERS")
     """``LAZYCORE_GUARD_TRANSFERS``: allow | warn | error on a host <-> device copy."""
+    replay: bool = _env_flag("LAZYCORE_REPLAY", True)
+    """``LAZYCORE_REPLAY``: frontends record an op's lowering once per call signature
+    and replay it (lazycore.recipes); False runs the lowering's Python every call."""
     dump_dir: str | None = os.environ.get("LAZYCORE_DUMP_DIR") or None
     """``LAZYCORE_DUMP_DIR``: for every compiled graph, a folder here with the lazy module
     before and after each pass, the StableHLO and the graph as Graphviz (None: no dumps)."""

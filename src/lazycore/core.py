@@ -107,15 +107,18 @@ def scalar(value, dtype: str | None = None, device=None) -> LazyTensor:
     dtype = dtype or _scalar_dtype(value)
     host = np.asarray(value, dtype=to_numpy_dtype(dtype))  # out-of-range values fail here
     dev = _device.get(device)
-    if value == 0 or value == 1:
-        return LazyTensor(Value(constant(host), 0), dev)
-    return LazyTensor(Value(Scalar(host, dtype), 0), dev)
+    node = constant(host) if value == 0 or value == 1 else Scalar(host, dtype)
+    if _RECORDING is not None:  # lazycore.recipes: a constant of the recording
+        _RECORDING.on_leaf(node)
+    return LazyTensor(Value(node, 0), dev)
 
 
 # --- applying ops ------------------------------------------------------------------
 
 
 _SPECS: dict = {}
+_RECORDING = None
+"""The :class:`lazycore.recipes.Recorder` watching while a lowering is recorded."""
 
 
 def _spec(op_name: str):
@@ -162,6 +165,8 @@ def apply(op_name: str, *operands, device=None, **attrs_and_params):
         _check_device(spec, dev, _device.get(device), "device=")
     result_types = spec.infer(*types, **attrs_and_params)
     node = make_node(spec, values, attrs_and_params, result_types, _user_frame(2))
+    if _RECORDING is not None:  # lazycore.recipes
+        _RECORDING.on_node(spec, operands, node, attrs_and_params)
     if len(result_types) == 1:
         return LazyTensor(_new_value(Value, (node, 0)), dev)
     return tuple(LazyTensor(_new_value(Value, (node, i)), dev) for i in range(len(result_types)))
@@ -228,6 +233,8 @@ def mark_step(wait: bool = True, devices=None) -> None:
 def _materialize(t: LazyTensor) -> Data:
     if not isinstance(t, LazyTensor):
         raise TypeError(f"expected a LazyTensor, got {type(t).__name__}")
+    if _RECORDING is not None:  # a lowering that observes values cannot be replayed
+        _RECORDING.taint()
     if t.pending:
         from lazycore import barrier
 

@@ -149,6 +149,14 @@ def make_node(spec, operands: tuple, kwargs: dict, types: tuple[TensorType, ...]
     then fixed-width operand entries, with a marker and a count for a
     variadic group.
     """
+    attrs, prefix = node_prefix(spec, kwargs, types)
+    return Node(spec.name, operands, attrs, types, digest(prefix + operand_bytes(operands)), loc)
+
+
+def node_prefix(spec, kwargs: dict, types: tuple[TensorType, ...]) -> tuple[dict, bytes]:
+    """The stored attributes and the digest input before the operands: what a
+    node of ``spec`` with these attributes and result types always starts with
+    (:mod:`lazycore.recipes` keeps it to make the same node again)."""
     head = _op_bytes.get(spec.name)
     if head is None:
         head = _op_bytes[spec.name] = spec.name.encode() + b"|"
@@ -165,7 +173,12 @@ def make_node(spec, operands: tuple, kwargs: dict, types: tuple[TensorType, ...]
     tb = _types_bytes.get(types)
     if tb is None:
         tb = _types_bytes[types] = repr(tuple((tuple(t.shape), t.dtype) for t in types)).encode()
-    parts = [head, b"|", tb]
+    return attrs, head + b"|" + tb
+
+
+def operand_bytes(operands) -> bytes:
+    """The operands' part of a node's digest input."""
+    parts = []
     for o in operands:
         if type(o) is Value:
             parts += (o[0].digest, _INDEX[o[1]] if o[1] < 256 else _index_bytes(o[1]))
@@ -173,7 +186,7 @@ def make_node(spec, operands: tuple, kwargs: dict, types: tuple[TensorType, ...]
             parts += (b"G", _index_bytes(len(o)))
             for v in o:
                 parts += (v.node.digest, _index_bytes(v.index))
-    return Node(spec.name, operands, attrs, types, digest(b"".join(parts)), loc)
+    return b"".join(parts)
 
 
 def constant(array: np.ndarray) -> Node:

@@ -94,6 +94,10 @@ class LazyTensor:
             from lazycore.dialect.types import ShapeError
 
             raise ShapeError(f"an in-place update keeps the type: handle is {self.type}, new value is {new.type}")
+        from lazycore import core
+
+        if core._RECORDING is not None:  # a side effect: the lowering cannot be replayed
+            core._RECORDING.taint()
         self._value = new._value
         return self
 

@@ -1,0 +1,151 @@
+"""Recorded lowerings replayed per call signature (lazycore.recipes) give what tracing gives."""
+
+import numpy as np
+import pytest
+import torch
+
+import lazycore
+import lazycore.torch as ltorch
+from lazycore import recipes
+from lazycore.config import override
+
+
+def _digest(t):
+    from lazycore.frontends.torch.tensor import read
+
+    return read(t).value.node.digest
+
+
+def _rand(*shape, seed=0):
+    return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+
+def test_replayed_graph_hashes_as_the_traced_one(dev):
+    x, y = _rand(4, 5).to(dev), _rand(5, seed=1).to(dev)
+
+    def f(a, b):
+        return torch.tanh(a * 0.5 + b) - 2.5 * a / (b + 3)
+
+    with override(replay=False):
+        traced = _digest(f(x, y))
+    f(x, y)  # records
+    replayed = f(x, y)
+    assert _digest(replayed) == traced
+    np.testing.assert_allclose(replayed.cpu().numpy(), f(x.cpu(), y.cpu()).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_recording_with_one_input_twice_does_not_serve_two_inputs(dev):
+    a, b = _rand(3, 3).to(dev), _rand(3, 3, seed=1).to(dev)
+    sq = a * a  # recorded with both operands one handle
+    ab = a * b  # same signature, distinct inputs
+    ba = b * b
+    np.testing.assert_allclose(ab.cpu().numpy(), (a.cpu() * b.cpu()).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(sq.cpu().numpy(), (a.cpu() ** 2).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(ba.cpu().numpy(), (b.cpu() ** 2).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("values", [(0.5, 1.0, 0.0, 2.5, 0.5), (1.0, 3.0, 1.0, 0.0)])
+def test_python_numbers_take_their_own_value_at_every_call(dev, values):
+    x = _rand(8).to(dev)
+    for v in values:  # 0 and 1 are baked constants, others parameters: each value its own recording
+        np.testing.assert_allclose((x * v + v).cpu().numpy(), (x.cpu() * v + v).numpy(), rtol=1e-6)
+        np.testing.assert_allclose(torch.add(x, x, alpha=int(v)).cpu().numpy(),
+                                   torch.add(x.cpu(), x.cpu(), alpha=int(v)).numpy(), rtol=1e-6)
+
+
+def test_in_place_updates_replay_into_the_right_tensor(dev):
+    ws = [_rand(6, seed=i).to(dev) for i in range(3)]
+    ref = [w.cpu().clone() for w in ws]
+    for step in range(3):
+        for w, r in zip(ws, ref):
+            w.add_(w * 0.1, alpha=-0.5)
+            r.add_(r * 0.1, alpha=-0.5)
+        ltorch.mark_step()
+    for w, r in zip(ws, ref):
+        np.testing.assert_allclose(w.cpu().numpy(), r.numpy(), rtol=1e-6)
+
+
+def test_random_ops_are_never_replayed(dev):
+    ltorch.manual_seed(0)
+    x = torch.ones(1000, device=dev)
+    a = torch.nn.functional.dropout(x, 0.5)
+    b = torch.nn.functional.dropout(x, 0.5)
+    assert not torch.equal(a.cpu(), b.cpu())
+    u, v = torch.rand(100, device=dev), torch.rand(100, device=dev)
+    assert not torch.equal(u.cpu(), v.cpu())
+
+
+def test_a_lowering_that_looks_at_values_runs_every_call(dev):
+    aten = torch.ops.aten
+
+    def sign_by_value(ctx, x):  # a (bad) lowering whose nodes depend on the input's values
+        from lazycore.frontends.torch import lowering
+
+        s = float(np.sign(lazycore.to_numpy(x)).sum())
+        return lowering.scalar(s, x.dtype, ctx.device, x.shape)
+
+    ltorch.register_lowering(aten.sign.default, sign_by_value)
+    try:
+        pos, neg = torch.ones(3).to(dev), -torch.ones(3).to(dev)
+        assert torch.sign(pos).cpu().tolist() == [3.0] * 3
+        assert torch.sign(neg).cpu().tolist() == [-3.0] * 3
+    finally:
+        ltorch.unregister_lowering(aten.sign.default)
+
+
+def test_a_lowering_that_reads_other_state_runs_every_call(dev):
+    aten = torch.ops.aten
+    state = {}
+
+    def add_state(ctx, x):
+        return lazycore.apply("add", x, state["h"])
+
+    ltorch.register_lowering(aten.sign.default, add_state)
+    try:
+        x = torch.zeros(2).to(dev)
+        state["h"] = lazycore.from_numpy(np.float32([1, 2]))
+        assert torch.sign(x).cpu().tolist() == [1, 2]
+        state["h"] = lazycore.from_numpy(np.float32([5, 7]))
+        assert torch.sign(x).cpu().tolist() == [5, 7]
+    finally:
+        ltorch.unregister_lowering(aten.sign.default)
+
+
+def test_replacing_a_lowering_drops_its_recordings(dev):
+    aten = torch.ops.aten
+    x = _rand(5).to(dev)
+    torch.sign(x)  # recorded with the built-in lowering
+    ltorch.register_lowering(aten.sign.default, lambda ctx, h: lazycore.apply("neg", h))
+    try:
+        np.testing.assert_allclose(torch.sign(x).cpu().numpy(), -x.cpu().numpy())
+    finally:
+        ltorch.unregister_lowering(aten.sign.default)
+    np.testing.assert_allclose(torch.sign(x).cpu().numpy(), torch.sign(x.cpu()).numpy())
+
+
+def test_core_recording_refuses_assign_and_unknown_handles():
+    a = lazycore.from_numpy(np.float32([1, 2]))
+    b = lazycore.from_numpy(np.float32([3, 4]))
+
+    res, recipe = recipes.record(lambda x: lazycore.apply("add", x, lazycore.broadcast_to(lazycore.scalar(2.5), (2,))), [a], a)
+    assert recipe is not None
+    again = recipe.replay([b])
+    assert again.value.node.digest == res.value.node.digest
+    np.testing.assert_allclose(lazycore.to_numpy(again), [5.5, 6.5])
+
+    def assigns(x):
+        x.assign(lazycore.apply("neg", x))
+        return x
+
+    _, recipe = recipes.record(assigns, [a], a)
+    assert recipe is None
+    _, recipe = recipes.record(lambda x: lazycore.apply("add", x, b), [a], a)  # b is no input
+    assert recipe is None
+    assert not recipes.recording()
+
+
+def test_replay_can_be_switched_off(dev):
+    x = _rand(3).to(dev)
+    with override(replay=False):
+        for _ in range(2):
+            np.testing.assert_allclose((x * 3.0).cpu().numpy(), (x.cpu() * 3.0).numpy())
