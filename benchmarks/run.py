@@ -204,20 +204,28 @@ def bench_tracing(args):
     dev = ltorch.device()
     xl, yl = x0.to(dev), y0.to(dev)
     ltorch.mark_step()
-    trace, total, res = [], [], None
-    for i in range(warm + steps):
-        t0 = time.perf_counter()
-        res = chain(xl, yl)
-        t1 = time.perf_counter()
-        ltorch.mark_step()
-        t2 = time.perf_counter()
-        if i >= warm:
-            trace.append(t1 - t0)
-            total.append(t2 - t0)
-    d = maxdiff(res.cpu(), ref)
+
+    def lazy_run():
+        trace, total, res = [], [], None
+        for i in range(warm + steps):
+            t0 = time.perf_counter()
+            res = chain(xl, yl)
+            t1 = time.perf_counter()
+            ltorch.mark_step()
+            t2 = time.perf_counter()
+            if i >= warm:
+                trace.append(t1 - t0)
+                total.append(t2 - t0)
+        return trace, total, maxdiff(res.cpu(), ref)
+
+    trace, total, d = lazy_run()
     row(B, "lazycore.torch trace only", trace, "us/op", per_op, diff=d, tol=1e-5, target="<= 1.5x baseline")
     row(B, "lazycore.torch whole step", total, "us/op", per_op, diff=d, tol=1e-5,
         note="trace + mark_step (cache hit, run)")
+    with lazycore.config.override(replay=False):
+        trace, _, d = lazy_run()
+    row(B, "lazycore.torch trace only, replay off", trace, "us/op", per_op, diff=d, tol=1e-5,
+        note="LAZYCORE_REPLAY=0: every lowering's Python runs (before/after)")
     set_ratios(B)
 
 
@@ -301,6 +309,7 @@ def bench_training(args):
     import jax
     import torch
 
+    import lazycore
     import lazycore.torch as ltorch
 
     B = "2 training step (ms)"
@@ -310,12 +319,13 @@ def bench_training(args):
     total = warm + steps
     results = {}  # variant -> (final loss, params as numpy list)
 
-    def run_torch(model, data, after=None, fwd=None):
+    def run_torch(model, data, after=None, fwd=None, traced=None):
         opt = torch.optim.SGD(model.parameters(), lr=LR)
         it = [0]
         last = [None]
 
         def one():
+            t0 = time.perf_counter()
             x, y = data[it[0] % len(data)]
             it[0] += 1
             if fwd is None:
@@ -326,6 +336,8 @@ def bench_training(args):
                 loss.backward()
                 opt.step()
                 last[0] = loss
+            if traced is not None:
+                traced.append(time.perf_counter() - t0)
             if after:
                 after()
 
@@ -361,7 +373,13 @@ def bench_training(args):
     lmodel = _make_model(cfg).to(dev)
     ldata = [(x.to(dev), y.to(dev)) for x, y in data]
     ltorch.mark_step()
-    lt, lloss, lps = run_torch(lmodel, ldata, after=ltorch.mark_step)
+    traced: list = []
+    lt, lloss, lps = run_torch(lmodel, ldata, after=ltorch.mark_step, traced=traced)
+    traced = traced[warm:]
+    lmodel = _make_model(cfg).to(dev)
+    ltorch.mark_step()
+    with lazycore.config.override(replay=False):
+        lt0, lloss0, lps0 = run_torch(lmodel, ldata, after=ltorch.mark_step)
 
     # torch.compile
     tc = None
@@ -387,6 +405,10 @@ def bench_training(args):
             note=f"loss {tc[1]:.6f}; model+loss compiled, opt.step eager")
     row(B, "lazycore.torch", lt, diff=check("lazy", lloss, lps), tol=tol, value={"final_loss": lloss},
         target="<= 1.15x jax.jit", note=f"loss {lloss:.6f}; step incl. mark_step")
+    row(B, "  of which Python (trace, before mark_step)", traced,
+        note="autograd, optimizer and lazycore dispatch; the rest is the barrier and XLA")
+    row(B, "lazycore.torch, replay off", lt0, diff=check("lazy0", lloss0, lps0), tol=tol,
+        note="LAZYCORE_REPLAY=0 (before/after)")
     set_ratios(B)
 
     if args.profile:

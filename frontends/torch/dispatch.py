@@ -27,7 +27,7 @@ from lazycore.config import settings
 from lazycore.recipes import record
 
 from . import fallback, lowering, special, views
-from .tensor import Tensor, lc_device, read, refresh_key, view_of, wrap, write
+from .tensor import Tensor, lc_device, read, refresh_key, view_of, wrap, wrap_layout, write
 
 aten = torch.ops.aten
 
@@ -236,10 +236,11 @@ def _sig(x, acc: list, nested: bool):
 
 
 def meta_call(func, args, kwargs):
-    """``(meta result, meta args, meta kwargs, torch device, recipes)``; raises
+    """``(meta result, meta args, meta kwargs, torch device, memo)``; raises
     eager's error for bad arguments. The result is None when no meta kernel
-    exists. ``recipes`` holds the lowering's recordings for this signature,
-    by the values of the top-level Python floats (:mod:`lazycore.recipes`)."""
+    exists. ``memo`` is what handlers keep for this signature: a lowering's
+    recordings by the values of the top-level Python floats
+    (:mod:`lazycore.recipes`), a view's steps under ``"view"``."""
     acc = [func]
     for x in args:
         _sig(x, acc, False)
@@ -280,14 +281,20 @@ def _composite(func, args, kwargs):
 
 
 def _view(func, args, kwargs):
-    out = meta_call(func, args, kwargs)[0]
-    if out is None:
-        raise NotImplementedError(f"lazycore: no meta kernel for view op {func}")
+    entry = meta_call(func, args, kwargs)
+    out, memo = entry[0], entry[4]
     base = args[0]
-    outs = out if isinstance(out, (list, tuple)) else (out,)
-    if any(o.dtype != base.dtype for o in outs):
-        raise NotImplementedError(f"lazycore: {func} reinterprets the element type; bitcast views are not supported")
-    steps = views.steps_for(func, base, out, args[1:], kwargs)
+    made = memo.get("view")
+    if made is None:
+        if out is None:
+            raise NotImplementedError(f"lazycore: no meta kernel for view op {func}")
+        outs = out if isinstance(out, (list, tuple)) else (out,)
+        if any(o.dtype != base.dtype for o in outs):
+            raise NotImplementedError(
+                f"lazycore: {func} reinterprets the element type; bitcast views are not supported"
+            )
+        made = memo["view"] = views.view_steps(func, base, out, args[1:], kwargs)
+    steps = views.on_base(base, out, made)
     if isinstance(out, (list, tuple)):
         return type(out)(view_of(base, s, o) for s, o in zip(steps, out))
     return view_of(base, steps, out)
@@ -336,7 +343,7 @@ def _lowered(fn, inplace: bool):
     def handler(func, args, kwargs):
         if kwargs.get("generator") is not None:
             return fallback.run(func, args, kwargs)  # the user's CPU generator decides the values
-        out, margs, mkwargs, tdev, recipes = meta_call(func, args, kwargs)
+        out, margs, mkwargs, tdev, memo = meta_call(func, args, kwargs)
         if out is None:
             return fallback.run(func, args, kwargs)
         dev = lc_device(tdev) if tdev is not None else None
@@ -344,27 +351,43 @@ def _lowered(fn, inplace: bool):
         largs = tuple(_lazy(x, dev, inputs) for x in args)
         lkwargs = {k: _lazy(v, dev, inputs) for k, v in kwargs.items()} if kwargs else kwargs
         fl = _floats(args, kwargs)
-        recipe = recipes.get(fl) if settings.replay else None
-        if recipe is not None and recipe.fits(inputs):
-            res = recipe.replay(inputs)
-            fresh = False
-        else:
-            ctx = lowering.Ctx(func, out, margs, mkwargs, dev)
+        found = memo.get(fl) if settings.replay else None
+        if found is not None and found[0].fits(inputs):
+            res = found[0].replay(inputs)
+            if inplace:
+                return write(args[0], res)
+            layout = found[1]
+            if layout is not None:  # one tensor result: eager's layout, known already
+                return wrap_layout(res, *layout)
+            return wrap_results(func, out, res, False)
+        ctx = lowering.Ctx(func, out, margs, mkwargs, dev)
+        if settings.replay:
             res, recipe = record(fn, inputs, ctx, *largs, **lkwargs)
-            if res is NotImplemented:
-                return fallback.run(func, args, kwargs)
-            fresh = True
+        else:
+            res, recipe = fn(ctx, *largs, **lkwargs), None
+        if res is NotImplemented:
+            return fallback.run(func, args, kwargs)
         if inplace:
-            if fresh:
-                _check(func, out, res)
+            _check(func, out, res)
             result = write(args[0], res)
         else:
-            result = wrap_results(func, out, res, fresh)
-        if fresh and recipe is not None and settings.replay and len(recipes) < _RECIPE_LIMIT:
-            recipes[fl] = recipe  # stored once the results passed the checks
+            result = wrap_results(func, out, res)
+        if recipe is not None and len(memo) < _RECIPE_LIMIT:
+            # stored once the results passed the checks
+            memo[fl] = (recipe, _layout(out, res) if not inplace else None)
         return result
 
     return handler
+
+
+def _layout(out, res):
+    """What :func:`wrap` makes of a single tensor result, for replays to reuse."""
+    if not isinstance(out, torch.Tensor):
+        return None
+    from .dtypes import TO_TORCH
+    from .tensor import torch_device
+
+    return tuple(res.shape), tuple(out.stride()), TO_TORCH[res.dtype], torch_device(res.device)
 
 
 def _via_functional(found):

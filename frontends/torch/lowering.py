@@ -12,6 +12,12 @@ mutated argument.
 
 Ops without a lowering go to PyTorch's decomposition table and, failing that,
 to the eager CPU kernel (a counted fallback): see :mod:`.dispatch`.
+
+A lowering runs once per call signature (argument shapes, strides, dtypes,
+devices and the values of Python arguments); later calls replay the nodes it
+made (:mod:`lazycore.recipes`). So it must decide what to build from those
+alone, not from other state. One that reads another handle, uploads data,
+observes a value or assigns to a handle is detected and runs every call.
 """
 
 from __future__ import annotations

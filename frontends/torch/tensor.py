@@ -156,6 +156,12 @@ def wrap(handle, meta: torch.Tensor | None = None, strides=None, owned: bool = F
                 torch_device(handle.device))
 
 
+def wrap_layout(handle, shape, strides, dtype, tdev) -> Tensor:
+    """A new tensor owning ``handle`` (made for it alone), with eager's layout
+    for it given directly."""
+    return _new(Storage(handle, strides), (), shape, strides, 0, dtype, tdev)
+
+
 def view_of(base: Tensor, steps: tuple, meta: torch.Tensor) -> Tensor:
     """A view sharing ``base``'s storage; its value is ``steps`` applied to it."""
     return _new(base._storage, steps, tuple(meta.shape), tuple(meta.stride()), meta.storage_offset(),

@@ -111,15 +111,26 @@ VIEW_STEPS = {
 }
 
 
-def steps_for(func, t, out, args, kwargs):
-    """Steps for each result of view op ``func`` (a list for multi-result ops)."""
+def view_steps(func, t, out, args, kwargs):
+    """``(relative, steps)``: the steps ``func`` adds to ``t``'s own (relative),
+    or the steps that replace them (an ``as_strided``-like view indexes the
+    storage directly). They depend only on ``t``'s metadata and the arguments,
+    so dispatch keeps them per call signature."""
     maker = VIEW_STEPS.get(func)
-    multi = isinstance(out, (list, tuple))
     if maker is not None:
-        new = maker(t, out, *args, **kwargs)
-        if multi:
-            return [t._steps + s for s in new]
-        return t._steps + new
+        return True, maker(t, out, *args, **kwargs)
+    multi = isinstance(out, (list, tuple))
     outs = out if multi else [out]
     made = [(Strided(o.shape, o.stride(), o.storage_offset()),) for o in outs]
-    return made if multi else made[0]
+    return False, made if multi else made[0]
+
+
+def on_base(t, out, made):
+    """The full steps of each result (a list for multi-result ops) from
+    :func:`view_steps`'s answer."""
+    relative, steps = made
+    if not relative:
+        return steps
+    if isinstance(out, (list, tuple)):
+        return [t._steps + s for s in steps]
+    return t._steps + steps
