@@ -188,3 +188,12 @@ def test_to_numpy_returns_a_private_copy():
     host = lc.to_numpy(a)
     host[0] = 5
     check(lc.to_numpy(a), np.ones((3,), np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.int64, np.bool_])
+def test_uploaded_data_is_a_copy_the_host_array_cannot_change(dtype):
+    host = np.arange(6).astype(dtype)
+    want = host.copy()
+    t = lc.from_numpy(host)
+    host[...] = 0  # on the CPU, device_put may wrap host memory: lazycore must not
+    np.testing.assert_array_equal(lc.to_numpy(t), want)

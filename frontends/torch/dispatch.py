@@ -27,6 +27,8 @@ from lazycore.config import settings
 from lazycore.recipes import record
 
 from . import fallback, lowering, special, views
+from .dtypes import lazy_dtype as _lazy_dtype
+from .lowering import convert as _convert
 from .tensor import Tensor, lc_device, read, refresh_key, view_of, wrap, wrap_layout, write
 
 aten = torch.ops.aten
@@ -300,21 +302,14 @@ def _view(func, args, kwargs):
     return view_of(base, steps, out)
 
 
-def wrap_results(func, out, res, check: bool = True):
-    """Lazy tensors for the handles a lowering returned, checked against eager's
-    meta result. ``check=False``: the handles come from a replayed recording,
-    checked when it was recorded and made for these results alone."""
+def wrap_results(func, out, res, owned: bool = False):
+    """Lazy tensors for the (checked) handles of a lowering's results;
+    ``owned``: the handles were made for these results alone."""
     if isinstance(out, torch.Tensor):
-        if check:
-            _check(func, out, res)
-        return wrap(res, out, owned=not check)
+        return wrap(res, out, owned=owned)
     if isinstance(out, (list, tuple)):
-        if len(res) != len(out):
-            raise RuntimeError(f"lazycore: lowering of {func} returned {len(res)} results, eager returns {len(out)}")
-        return type(out)(None if o is None else wrap_results(func, o, r, check) for o, r in zip(out, res))
-    if out is None:
-        return None
-    raise RuntimeError(f"lazycore: lowering of {func}: unexpected result kind {type(out).__name__}")
+        return type(out)(None if o is None else wrap_results(func, o, r, owned) for o, r in zip(out, res))
+    return None
 
 
 def _check(func, meta, h):
@@ -325,6 +320,21 @@ def _check(func, meta, h):
         raise RuntimeError(
             f"lazycore: the lowering of {func} made {got}, eager makes {list(meta.shape)} {meta.dtype}"
         )
+
+
+def _check_results(func, out, res):
+    """A lowering's handles against eager's meta result: same structure, shapes, dtypes."""
+    if isinstance(out, torch.Tensor):
+        _check(func, out, res)
+    elif isinstance(out, (list, tuple)):
+        if not isinstance(res, (list, tuple)) or len(res) != len(out):
+            n = len(res) if isinstance(res, (list, tuple)) else 1
+            raise RuntimeError(f"lazycore: lowering of {func} returned {n} results, eager returns {len(out)}")
+        for o, r in zip(out, res):
+            if o is not None:
+                _check_results(func, o, r)
+    elif out is not None:
+        raise RuntimeError(f"lazycore: lowering of {func}: unexpected result kind {type(out).__name__}")
 
 
 _RECIPE_LIMIT = 64
@@ -339,43 +349,49 @@ def _floats(args, kwargs) -> tuple:
     return fl
 
 
+def _lower(fn, func, args, kwargs):
+    """Run lowering ``fn`` of ``func``, or replay its recording for this call
+    signature: ``(meta result, handles, layout, owned)``, or None when the call
+    goes to the fallback. ``layout`` is what :func:`wrap_layout` takes for a
+    single tensor result (else None); ``owned``: the handles are new."""
+    if kwargs.get("generator") is not None:
+        return None  # the user's CPU generator decides the values
+    out, margs, mkwargs, tdev, memo = meta_call(func, args, kwargs)
+    if out is None:
+        return None
+    dev = lc_device(tdev) if tdev is not None else None
+    inputs: list = []
+    largs = tuple(_lazy(x, dev, inputs) for x in args)
+    lkwargs = {k: _lazy(v, dev, inputs) for k, v in kwargs.items()} if kwargs else kwargs
+    fl = _floats(args, kwargs)
+    found = memo.get(fl) if settings.replay else None
+    if found is not None and found[0].fits(inputs):
+        return out, found[0].replay(inputs), found[1], True
+    ctx = lowering.Ctx(func, out, margs, mkwargs, dev)
+    if settings.replay:
+        res, recipe = record(fn, inputs, ctx, *largs, **lkwargs)
+    else:
+        res, recipe = fn(ctx, *largs, **lkwargs), None
+    if res is NotImplemented:
+        return None
+    _check_results(func, out, res)
+    layout = _layout(out, res)
+    if recipe is not None and len(memo) < _RECIPE_LIMIT:
+        memo[fl] = (recipe, layout)  # stored once the results passed the checks
+    return out, res, layout, False
+
+
 def _lowered(fn, inplace: bool):
     def handler(func, args, kwargs):
-        if kwargs.get("generator") is not None:
-            return fallback.run(func, args, kwargs)  # the user's CPU generator decides the values
-        out, margs, mkwargs, tdev, memo = meta_call(func, args, kwargs)
-        if out is None:
+        got = _lower(fn, func, args, kwargs)
+        if got is None:
             return fallback.run(func, args, kwargs)
-        dev = lc_device(tdev) if tdev is not None else None
-        inputs: list = []
-        largs = tuple(_lazy(x, dev, inputs) for x in args)
-        lkwargs = {k: _lazy(v, dev, inputs) for k, v in kwargs.items()} if kwargs else kwargs
-        fl = _floats(args, kwargs)
-        found = memo.get(fl) if settings.replay else None
-        if found is not None and found[0].fits(inputs):
-            res = found[0].replay(inputs)
-            if inplace:
-                return write(args[0], res)
-            layout = found[1]
-            if layout is not None:  # one tensor result: eager's layout, known already
-                return wrap_layout(res, *layout)
-            return wrap_results(func, out, res, False)
-        ctx = lowering.Ctx(func, out, margs, mkwargs, dev)
-        if settings.replay:
-            res, recipe = record(fn, inputs, ctx, *largs, **lkwargs)
-        else:
-            res, recipe = fn(ctx, *largs, **lkwargs), None
-        if res is NotImplemented:
-            return fallback.run(func, args, kwargs)
+        out, res, layout, owned = got
         if inplace:
-            _check(func, out, res)
-            result = write(args[0], res)
-        else:
-            result = wrap_results(func, out, res)
-        if recipe is not None and len(memo) < _RECIPE_LIMIT:
-            # stored once the results passed the checks
-            memo[fl] = (recipe, _layout(out, res) if not inplace else None)
-        return result
+            return write(args[0], res)
+        if owned and layout is not None:
+            return wrap_layout(res, *layout)
+        return wrap_results(func, out, res, owned)
 
     return handler
 
@@ -392,12 +408,18 @@ def _layout(out, res):
 
 def _via_functional(found):
     kind, functional = found[0], found[1]
+    fn = lowering.lookup(functional) if kind == "inplace" else None
 
     def handler(func, args, kwargs):
         meta_call(func, args, kwargs)  # eager's checks (casting, broadcasting into self)
         if kind == "inplace":
+            target = args[0]
+            got = _lower(fn, functional, args, kwargs) if fn is not None and isinstance(target, Tensor) else None
+            if got is not None and isinstance(got[0], torch.Tensor) and got[1].shape == tuple(target.shape):
+                # the functional result's handle goes straight into the tensor
+                return write(target, _convert(got[1], _lazy_dtype(target.dtype)))
             result = run(functional, args, kwargs)
-            return _store(args[0], result)
+            return _store(target, result)
         outs = found[2]
         fkwargs = {k: v for k, v in kwargs.items() if k not in outs}
         result = run(functional, args, fkwargs)
@@ -435,11 +457,8 @@ def _store(target, result):
             f"lazycore: out= tensor has shape {list(target.shape)} but the result has shape "
             f"{list(result.shape)}; lazy tensors cannot be resized"
         )
-    from .lowering import convert
-    from .dtypes import lazy_dtype
-
     h = read(result) if isinstance(result, Tensor) else result
-    return write(target, convert(h, lazy_dtype(target.dtype)))
+    return write(target, _convert(h, _lazy_dtype(target.dtype)))
 
 
 def _decomposed(decomp):

@@ -50,9 +50,14 @@ def default_device():
 
 
 def to_device(array: np.ndarray, device=None):
-    """Copy a host array to a device buffer, keeping 64-bit dtypes exact."""
+    """Copy a host array to a device buffer, keeping 64-bit dtypes exact.
+
+    Always a copy: on the CPU, ``device_put`` may wrap the host memory itself
+    (jax 0.10.2 does so for float16 even with ``may_alias=False``), and the
+    user's later in-place update of their array would reach the device value.
+    The private copy made here is what the buffer may wrap."""
     with jax.enable_x64(True):
-        return jax.device_put(np.asarray(array), device or default_device())
+        return jax.device_put(np.array(array, copy=True), device or default_device())
 
 
 def to_host(buffer) -> np.ndarray:

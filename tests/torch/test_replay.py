@@ -149,3 +149,17 @@ def test_replay_can_be_switched_off(dev):
     with override(replay=False):
         for _ in range(2):
             np.testing.assert_allclose((x * 3.0).cpu().numpy(), (x.cpu() * 3.0).numpy())
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float64, torch.int64])
+def test_in_place_ops_compute_in_the_promoted_type_then_cast(dev, dtype):
+    base = (torch.arange(6) - 2).to(dtype)
+    other = torch.linspace(-1, 1, 6, dtype=torch.float32) if dtype.is_floating_point else torch.arange(6) * 3
+    t, o = base.to(dev), other.to(dev)
+    for _ in range(2):  # recorded, then replayed
+        t.add_(o, alpha=3)
+        t.mul_(o)
+        base.add_(other, alpha=3)
+        base.mul_(other)
+    assert t.dtype == dtype
+    np.testing.assert_array_equal(t.cpu().numpy(), base.numpy())
