@@ -137,7 +137,8 @@ _op_bytes: dict[str, bytes] = {}
 _INDEX = [i.to_bytes(2, "little") for i in range(256)]
 
 
-def _index_bytes(i: int) -> bytes:
+def index_bytes(i: int) -> bytes:
+    """A result index (or a group size) as it enters a digest."""
     return _INDEX[i] if i < 256 else i.to_bytes(4, "little")
 
 
@@ -181,11 +182,11 @@ def operand_bytes(operands) -> bytes:
     parts = []
     for o in operands:
         if type(o) is Value:
-            parts += (o[0].digest, _INDEX[o[1]] if o[1] < 256 else _index_bytes(o[1]))
+            parts += (o[0].digest, _INDEX[o[1]] if o[1] < 256 else index_bytes(o[1]))
         else:
-            parts += (b"G", _index_bytes(len(o)))
+            parts += (b"G", index_bytes(len(o)))
             for v in o:
-                parts += (v.node.digest, _index_bytes(v.index))
+                parts += (v.node.digest, index_bytes(v.index))
     return b"".join(parts)
 
 

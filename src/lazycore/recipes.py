@@ -25,11 +25,12 @@ they are functions of their arguments' types and Python values.
 from __future__ import annotations
 
 from lazycore import core
-from lazycore.graph import Node, Value, digest, node_prefix, operand_bytes
+from lazycore.graph import Node, Value, digest, index_bytes, node_prefix, operand_bytes
 from lazycore.sourceloc import caller
 from lazycore.tensor import LazyTensor
 
 _INPUT, _STEP, _FROZEN, _GROUP = 0, 1, 2, 3
+_new_value = tuple.__new__
 
 
 class _Unreplayable(Exception):
@@ -117,8 +118,26 @@ class Recipe:
         loc = caller(2)
         made = []
         for name, refs, attrs, types, prefix in self.steps:
-            operands = tuple(_resolve(r, inputs, made) for r in refs)
-            made.append(Node(name, operands, attrs, types, digest(prefix + operand_bytes(operands)), loc))
+            # make_node's digest input, built as the operands are resolved
+            operands = []
+            parts = [prefix]
+            for ref in refs:
+                kind, a, b = ref
+                if kind == _INPUT:
+                    v = inputs[a]._value
+                elif kind == _STEP:
+                    v = _new_value(Value, (made[a], b))
+                elif kind == _FROZEN:
+                    v = a
+                else:
+                    v = _resolve(ref, inputs, made)
+                    operands.append(v)
+                    parts.append(operand_bytes((v,)))
+                    continue
+                operands.append(v)
+                parts.append(v[0].digest)
+                parts.append(index_bytes(v[1]))
+            made.append(Node(name, tuple(operands), attrs, types, digest(b"".join(parts)), loc))
         return _build(self.out, inputs, made)
 
 
@@ -130,7 +149,7 @@ def _resolve(ref, inputs, made):
         return Value(made[a], b)
     if kind == _FROZEN:
         return a
-    return tuple(_resolve(r, inputs, made) for r in a)
+    return tuple(_resolve(r, inputs, made) for r in a)  # a variadic group
 
 
 def _build(out, inputs, made):

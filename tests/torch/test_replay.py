@@ -163,3 +163,14 @@ def test_in_place_ops_compute_in_the_promoted_type_then_cast(dev, dtype):
         base.mul_(other)
     assert t.dtype == dtype
     np.testing.assert_array_equal(t.cpu().numpy(), base.numpy())
+
+
+def test_replays_with_a_variadic_operand_group(dev):
+    # scatter into a corner of x ends in lazy.dynamic_update_slice, whose start
+    # indices are one variadic group
+    x = _rand(4, 5)
+    for seed in (1, 2, 3):
+        idx = torch.from_numpy(np.random.default_rng(seed).integers(0, 4, (4, 2)))
+        src = _rand(4, 2, seed=seed)
+        got = x.to(dev).scatter(0, idx.to(dev), src.to(dev))
+        np.testing.assert_array_equal(got.cpu().numpy(), x.scatter(0, idx, src).numpy())
