@@ -12,7 +12,12 @@
 // CHECK: stablehlo.log_plus_one %arg0 : tensor<4xf32>
 // CHECK: stablehlo.exponential_minus_one %arg0 : tensor<4xf32>
 // CHECK: stablehlo.tanh %arg0 : tensor<4xf32>
-// CHECK: stablehlo.logistic %arg0 : tensor<4xf32>
+// logistic is 1 / (1 + exp(-x)): XLA's CPU backend runs stablehlo.logistic slowly.
+// CHECK: %[[NEG:.*]] = stablehlo.negate %arg0 : tensor<4xf32>
+// CHECK: %[[EXP:.*]] = stablehlo.exponential %[[NEG]]
+// CHECK: %[[ONE:.*]] = stablehlo.constant dense<1.000000e+00> : tensor<4xf32>
+// CHECK: %[[DEN:.*]] = stablehlo.add %[[ONE]], %[[EXP]]
+// CHECK: stablehlo.divide %[[ONE]], %[[DEN]]
 // CHECK: stablehlo.sqrt %arg0 : tensor<4xf32>
 // CHECK: stablehlo.rsqrt %arg0 : tensor<4xf32>
 // CHECK: stablehlo.floor %arg0 : tensor<4xf32>
@@ -188,4 +193,18 @@ func.func @erf_bf16(%x: tensor<8xbf16>) -> tensor<8xbf16> {
 func.func @erf_f64(%x: tensor<8xf64>) -> tensor<8xf64> {
   %0 = "lazy.erf"(%x) : (tensor<8xf64>) -> tensor<8xf64>
   return %0 : tensor<8xf64>
+}
+
+// -----
+
+// bf16 (and f16) logistic computes in f32 and rounds once, as eager torch does.
+// CHECK-LABEL: func.func @logistic_bf16
+// CHECK: %[[W:.*]] = stablehlo.convert %arg0 : (tensor<8xbf16>) -> tensor<8xf32>
+// CHECK: stablehlo.negate %[[W]] : tensor<8xf32>
+// CHECK: %[[Q:.*]] = stablehlo.divide %{{.*}}, %{{.*}} : tensor<8xf32>
+// CHECK: %[[N:.*]] = stablehlo.convert %[[Q]] : (tensor<8xf32>) -> tensor<8xbf16>
+// CHECK: return %[[N]]
+func.func @logistic_bf16(%x: tensor<8xbf16>) -> tensor<8xbf16> {
+  %0 = "lazy.logistic"(%x) : (tensor<8xbf16>) -> tensor<8xbf16>
+  return %0 : tensor<8xbf16>
 }

@@ -19,7 +19,6 @@ ONE_TO_ONE = {
     "log1p": "log_plus_one",
     "expm1": "exponential_minus_one",
     "tanh": "tanh",
-    "logistic": "logistic",
     "sqrt": "sqrt",
     "rsqrt": "rsqrt",
     "floor": "floor",
@@ -52,6 +51,21 @@ def _same_operands(hlo_name, op, rewriter):
 
 for _lazy, _hlo in ONE_TO_ONE.items():
     lowering(_lazy)(partial(_same_operands, _hlo))
+
+
+@lowering("logistic")
+def _logistic(op, rewriter):
+    # 1 / (1 + exp(-x)), as jax lowers it: XLA's CPU backend runs
+    # stablehlo.logistic several times slower (a 10-op fusion on 4M f32 took
+    # 11.4 ms with it, 6.8 ms without). exp(-x) overflowing gives the right
+    # limit, 0. Half types compute in f32, as eager torch does.
+    x = op.operands[0]
+    dtype = hlo.type_of(x).dtype
+    wide = hlo.convert(x, "f32") if dtype in ("f16", "bf16") else x
+    e = hlo.unary("exponential", hlo.unary("negate", wide))
+    one = hlo.splat_like(1.0, wide)
+    out = hlo.binary("divide", one, hlo.binary("add", one, e))
+    return hlo.convert(out, dtype) if wide is not x else out
 
 
 @lowering("constant")
