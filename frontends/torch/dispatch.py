@@ -343,10 +343,15 @@ _RECIPE_LIMIT = 64
 
 def _floats(args, kwargs) -> tuple:
     # the meta key has the types of top-level floats; a recording needs their values
-    fl = tuple(x for x in args if type(x) is float)
+    fl = tuple(_fkey(x) for x in args if type(x) is float)
     if kwargs:
-        fl += tuple((k, v) for k, v in kwargs.items() if type(v) is float)
+        fl += tuple((k, _fkey(v)) for k, v in kwargs.items() if type(v) is float)
     return fl
+
+
+def _fkey(x: float):
+    # -0.0 == 0.0 and nan != nan as dict keys; a recording baked the one it saw
+    return x if x != 0.0 and x == x else repr(x)
 
 
 def _lower(fn, func, args, kwargs):

@@ -174,3 +174,12 @@ def test_replays_with_a_variadic_operand_group(dev):
         src = _rand(4, 2, seed=seed)
         got = x.to(dev).scatter(0, idx.to(dev), src.to(dev))
         np.testing.assert_array_equal(got.cpu().numpy(), x.scatter(0, idx, src).numpy())
+
+
+def test_signed_zeros_and_nan_are_their_own_recordings(dev):
+    x = torch.tensor([1.0, -2.0, 3.0])
+    xl = x.to(dev)
+    for v in (0.0, -0.0, 0.0, -0.0, float("nan"), float("nan"), 0.0):
+        got, want = (xl * v).cpu(), x * v
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        np.testing.assert_array_equal(np.signbit(got.numpy()), np.signbit(want.numpy()))
