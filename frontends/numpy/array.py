@@ -8,16 +8,22 @@ decides them: every view operation is first applied to a *memory-less
 stand-in* (:meth:`ndarray._standin`, an ``as_strided`` array over an
 untouched buffer), which gives the result's shape, strides and offset and
 raises NumPy's own errors (``IndexError``, ``ValueError``) at the call.
+
+Reading and writing through views is recorded once per signature and
+replayed (:mod:`lazycore.recipes`; see the view reads and writes section).
 """
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 
-from lazycore import core
+from lazycore import core, recipes
 from lazycore import device as _lc_device
 from lazycore import views
-from lazycore.views import Permute, Reshape, Storage
+from lazycore.config import settings
+from lazycore.views import Expand, Permute, Reshape, Reverse, Slice, Storage, Strided
 
 from . import dtypes
 
@@ -162,21 +168,27 @@ class ndarray:
 
     def _standin(self) -> np.ndarray:
         """A NumPy array with this one's shape, strides and offset over memory
-        nobody reads: NumPy answers view questions on it."""
-        lo = hi = self._offset
-        for n, s in zip(self._shape, self._estrides):
-            if n == 0:
-                lo = hi = 0
-                break
-            reach = (n - 1) * s
-            lo, hi = (lo + reach, hi) if reach < 0 else (lo, hi + reach)
-        buf = np.empty(hi + 1, np.int8)
-        start = buf[self._offset:] if self.size else buf
-        return np.lib.stride_tricks.as_strided(start, self._shape, self._estrides if self.size else None,
-                                               writeable=True)
+        nobody reads: NumPy answers view questions on it. One per layout, shared
+        (nothing changes a stand-in: view questions make new arrays)."""
+        key = (self._shape, self._estrides, self._offset)
+        known = _STANDINS.get(key)
+        if known is None:
+            known = _make_standin(*key)
+            if known.base.nbytes <= 1 << 24:  # bigger buffers are not kept (untouched, but address space)
+                if len(_STANDINS) >= 256:
+                    _STANDINS.clear()
+                    _ADDRESS.clear()
+                _STANDINS[key] = known
+                _ADDRESS[id(known)] = (known, _address(known))
+        return known
 
     def _view(self, steps: tuple, standin: np.ndarray, origin: np.ndarray, writeable=None) -> "ndarray":
-        offset = standin.__array_interface__["data"][0] - origin.__array_interface__["data"][0] + self._offset
+        if standin is origin:
+            offset = self._offset
+        else:
+            known = _ADDRESS.get(id(origin))
+            start = known[1] if known is not None and known[0] is origin else _address(origin)
+            offset = _address(standin) - start + self._offset
         return _new(self._storage, self._steps + steps, standin.shape, self._dtype, standin.strides, offset,
                     self._writeable if writeable is None else writeable)
 
@@ -260,6 +272,28 @@ class ndarray:
         return lnp
 
 
+_STANDINS: dict = {}
+"""(shape, element strides, offset) -> the stand-in for that layout."""
+_ADDRESS: dict = {}
+"""id(stand-in) -> (stand-in, its data address): asking NumPy costs microseconds."""
+
+
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def _make_standin(shape, estrides, offset) -> np.ndarray:
+    hi = offset
+    for n, s in zip(shape, estrides):
+        if n == 0:  # no elements: any strides NumPy likes, at the buffer's start
+            return np.ndarray(shape, np.int8, np.empty(1, np.int8))
+        if s > 0:
+            hi += (n - 1) * s
+    # int8 elements: element strides are byte strides (np.ndarray checks the
+    # view fits the buffer: the offset covers the negative strides' reach)
+    return np.ndarray(shape, np.int8, np.empty(hi + 1, np.int8), offset, estrides)
+
+
 def _reshape_target(size: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
@@ -303,9 +337,71 @@ def wrap(handle, dtype=None) -> ndarray:
     """A new C-contiguous array owning ``handle`` (a fresh handle on its value:
     storages never share one)."""
     handle = core.LazyTensor(handle.value, handle.device)
-    strides = views.contiguous_strides(handle.shape)
+    shape = tuple(handle.shape)
     dt = dtypes.TO_NUMPY[handle.dtype] if dtype is None else np.dtype(dtype)
-    return _new(Storage(handle, strides), (), handle.shape, dt, strides, 0)
+    return new_array(handle, dt, shape, contiguous(shape))
+
+
+def new_array(handle, dtype: np.dtype, shape: tuple, strides: tuple) -> ndarray:
+    """A C-contiguous array owning ``handle``, a handle nobody else holds, of
+    ``shape`` (a tuple) with ``strides == contiguous(shape)``: :func:`wrap`
+    without its checks and copies, for callers that know all that."""
+    a = ndarray.__new__(ndarray)
+    a._storage = Storage(handle, strides)
+    a._steps = ()
+    a._shape = shape
+    a._dtype = dtype
+    a._estrides = strides
+    a._offset = 0
+    a._writeable = True
+    a._cache = None
+    return a
+
+
+_CONTIGUOUS: dict = {}
+
+
+def contiguous(shape: tuple) -> tuple:
+    """Row-major element strides of ``shape`` (kept per shape: made for every result)."""
+    strides = _CONTIGUOUS.get(shape)
+    if strides is None:
+        if len(_CONTIGUOUS) > 4096:
+            _CONTIGUOUS.clear()
+        strides = _CONTIGUOUS[shape] = views.contiguous_strides(shape)
+    return strides
+
+
+# --- view reads and writes, replayed per signature -----------------------------------------
+#
+# Reading a view applies its steps to the storage; writing through one runs the
+# steps' inverses. Both depend only on the storage's type and layout and on
+# the steps, and a stencil does the same ones every iteration on fresh view
+# objects, so each is recorded once per signature (lazycore.recipes) and
+# replayed: same nodes, same digests, without the steps' Python.
+
+_STEP_FIELDS = {cls: attrgetter(*cls.__slots__) for cls in (Permute, Reshape, Reverse, Expand, Slice, Strided)}
+_READS: dict = {}
+_WRITES: dict = {}
+_LIMIT = 4096
+
+
+def _steps_key(steps):
+    """A hashable description of view steps; None when a step is not one of
+    lazycore.views' own (a subclass may do more than make nodes: warn)."""
+    key = []
+    for step in steps:
+        fields = _STEP_FIELDS.get(type(step))
+        if fields is None:
+            return None
+        key.append((type(step), fields(step)))
+    return tuple(key)
+
+
+def _remember(memo: dict, key, recipe) -> None:
+    if recipe is not None:
+        if len(memo) >= _LIMIT:
+            memo.clear()
+        memo[key] = recipe
 
 
 def value(a: ndarray):
@@ -315,12 +411,25 @@ def value(a: ndarray):
         return storage.handle
     # A view read again while its storage is unchanged reuses the graph it
     # built (a stencil reads the same slices many times).
-    current = storage.handle.value
+    base = storage.handle
+    current = base._value
     cache = a._cache
     if cache is not None and cache[0] is current:
-        return core.LazyTensor(cache[1], storage.handle.device)
-    h = views.read(storage, a._steps)
-    a._cache = (current, h.value)
+        return core.LazyTensor(cache[1], base.device)
+    h = None
+    if settings.replay and core._RECORDING is None:
+        steps = _steps_key(a._steps)
+        if steps is not None:
+            key = (current.node.types[current.index], base.device, storage.strides, steps)
+            recipe = _READS.get(key)
+            if recipe is not None:
+                h = recipe.replay((base,))
+            else:
+                h, recipe = recipes.record(views.read, (base,), storage, a._steps)
+                _remember(_READS, key, recipe)
+    if h is None:
+        h = views.read(storage, a._steps)
+    a._cache = (current, h._value)
     return h
 
 
@@ -328,7 +437,33 @@ def write(a: ndarray, new) -> None:
     """Make ``new`` the value of ``a`` in place (through views into the base)."""
     if not a._writeable:
         raise ValueError("assignment destination is read-only")
-    views.write(a._storage, a._steps, new)
+    storage, steps = a._storage, a._steps
+    if steps and settings.replay and core._RECORDING is None:
+        skey = _steps_key(steps)
+        if skey is not None:
+            base = storage.handle
+            key = (base.type, base.device, storage.strides, skey, new.type, new.device)
+            recipe = _WRITES.get(key)
+            inputs = (base, new)
+            if recipe is not None and recipe.fits(inputs):
+                updated = recipe.replay(inputs)
+            else:
+                updated, recipe = recipes.record(_written, inputs, storage, steps, new)
+                _remember(_WRITES, key, recipe)
+            base.assign(updated)
+            return
+    views.write(storage, steps, new)
+
+
+def _written(storage, steps, new):
+    """The storage's value after writing ``new`` through ``steps``: what
+    :func:`lazycore.views.write` assigns, as a value (a recording may not assign)."""
+    values = [storage.handle]
+    for step in steps[:-1]:
+        values.append(step.forward(values[-1], storage))
+    for step, old in zip(reversed(steps), reversed(values)):
+        new = step.inverse(old, new, storage)
+    return new
 
 
 def to_host(a: ndarray) -> np.ndarray:

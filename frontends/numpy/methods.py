@@ -6,7 +6,7 @@ import numpy as np
 
 from . import reductions
 from .array import ndarray, value, wrap
-from .ufuncs import UFUNCS, cast
+from .ufuncs import UFUNCS, cast, quick
 
 _BINARY = {
     "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",
@@ -20,12 +20,13 @@ _UNARY = {"neg": "negative", "pos": "positive", "abs": "absolute", "invert": "in
 
 def _bind_binary(dunder: str, name: str):
     uf = UFUNCS[name]
+    np_uf = uf._uf
 
     def op(self, other):
-        return uf(self, other)
+        return quick(np_uf, (self, other))
 
     def rop(self, other):
-        return uf(other, self)
+        return quick(np_uf, (other, self))
 
     def iop(self, other):
         return uf(self, other, out=self)
@@ -35,12 +36,22 @@ def _bind_binary(dunder: str, name: str):
     setattr(ndarray, f"__i{dunder}__", iop)
 
 
+def _bind_compare(dunder: str, name: str):
+    np_uf = UFUNCS[name]._uf
+    setattr(ndarray, f"__{dunder}__", lambda self, other: quick(np_uf, (self, other)))
+
+
+def _bind_unary(dunder: str, name: str):
+    np_uf = UFUNCS[name]._uf
+    setattr(ndarray, f"__{dunder}__", lambda self: quick(np_uf, (self,)))
+
+
 for _d, _n in _BINARY.items():
     _bind_binary(_d, _n)
 for _d, _n in _COMPARE.items():
-    setattr(ndarray, f"__{_d}__", (lambda uf: lambda self, other: uf(self, other))(UFUNCS[_n]))
+    _bind_compare(_d, _n)
 for _d, _n in _UNARY.items():
-    setattr(ndarray, f"__{_d}__", (lambda uf: lambda self: uf(self))(UFUNCS[_n]))
+    _bind_unary(_d, _n)
 
 
 def _method(fn):

@@ -5,6 +5,12 @@ dtypes (``ufunc.resolve_dtypes``, with Python scalars as weak scalars: NumPy 2
 promotion), broadcasts the operands, converts them to the loop's input types
 and applies the loop's lowering, one entry of :data:`LOOPS`. Adding a ufunc
 is one entry there.
+
+Steady state: a call whose signature (:func:`_signature`: the ufunc, the
+arrays' shapes, dtypes and devices, the Python scalars' types and values,
+``dtype=``, ``casting=``) was seen before replays a recording of the lowering
+(:mod:`lazycore.recipes`) instead of resolving, converting and broadcasting
+again; the same nodes, digests and results, for a fraction of the Python.
 """
 
 from __future__ import annotations
@@ -13,10 +19,11 @@ import math
 
 import numpy as np
 
-from lazycore import core
+from lazycore import core, recipes
+from lazycore.config import settings
 
 from . import dtypes
-from .array import ndarray, value, wrap, write
+from .array import contiguous, ndarray, new_array, value, wrap, write
 
 apply = core.apply
 
@@ -191,7 +198,7 @@ LOOPS = {
     "float_power": _power,
     "negative": _unary("neg"),
     "positive": lambda a: a,
-    "absolute": lambda a: a if _is_bool(a) else apply("abs", a),
+    "absolute": lambda a: a if _is_bool(a) or a.dtype.startswith("ui") else apply("abs", a),  # abs: signed types
     "fabs": _unary("abs"),
     "sign": _unary("sign"),
     "sqrt": _unary("sqrt"),
@@ -269,6 +276,13 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", **re
         return call_numpy(uf, inputs, kw, name=f"numpy.{name}")
     if len(inputs) != uf.nin:
         raise TypeError(f"{name}() takes from {uf.nin} to {uf.nin + uf.nout} positional arguments but {len(inputs)} were given")
+    key = handles = None
+    if settings.replay and core._RECORDING is None:
+        key, handles = _signature(uf, inputs, dtype, casting)
+        if key is not None:
+            plan = _PLANS.get(key)
+            if plan is not None:
+                return _store(plan.run(handles), out, casting, name)
     loop = resolve(uf, tuple(describe(x) for x in inputs), dtype)
     in_dt, out_dt = loop[: uf.nin], loop[uf.nin:]
     if name in _COMPARISONS and _int_out_of_range(inputs, in_dt):
@@ -277,10 +291,48 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", **re
     for dt in in_dt + out_dt:
         dtypes.lazy_dtype(dt)  # unsupported types (complex, strings) fail here
     shape = np.broadcast_shapes(*(shape_of(x) for x in inputs))
-    handles = [broadcast_to_shape(to_handle(x, dt), shape) for x, dt in zip(inputs, in_dt)]
-    results = loop_fn(*handles)
+    if key is None:
+        results = _lower(loop_fn, inputs, None, in_dt, out_dt, shape)
+    else:
+        results, recipe = recipes.record(_lower, handles, loop_fn, inputs, handles, in_dt, out_dt, shape)
+        if recipe is not None:
+            if len(_PLANS) >= _PLAN_LIMIT:
+                _PLANS.clear()  # a long run's signatures change (scalar values): keep the recent ones
+            _PLANS[key] = _Plan(recipe, out_dt, shape)
+    arrays = [wrap(r, dt) for r, dt in zip(results, out_dt)]
+    return _store(arrays, out, casting, name)
+
+
+def quick(uf, inputs):
+    """``call(uf, inputs)`` without keywords (operators, ``lnp.exp(a)``): a
+    recorded signature replays without the checks; a signature is recorded only
+    after a call passed them all, so any other call goes to :func:`call`."""
+    if settings.replay and core._RECORDING is None:
+        key, handles = _signature(uf, inputs, None, "same_kind")
+        if key is not None:
+            plan = _PLANS.get(key)
+            if plan is not None:
+                arrays = plan.run(handles)
+                return arrays[0] if len(arrays) == 1 else tuple(arrays)
+    return call(uf, inputs)
+
+
+def _lower(loop_fn, inputs, handles, in_dt, out_dt, shape):
+    """The loop's result handles: operands converted and broadcast, the loop,
+    the results converted to the loop's output types. ``handles`` are the array
+    inputs' handles, in order (None: read them here)."""
+    operands = []
+    arrays = iter(handles) if handles is not None else None
+    for x, dt in zip(inputs, in_dt):
+        h = cast(next(arrays), dt) if arrays is not None and type(x) is ndarray else to_handle(x, dt)
+        operands.append(broadcast_to_shape(h, shape))
+    results = loop_fn(*operands)
     results = results if isinstance(results, tuple) else (results,)
-    arrays = [wrap(cast(r, dt), dt) for r, dt in zip(results, out_dt)]
+    return tuple(cast(r, dt) for r, dt in zip(results, out_dt))
+
+
+def _store(arrays, out, casting, name):
+    """The call's return value; with ``out=``, the results written into the targets."""
     if out is not None:
         outs = out if isinstance(out, tuple) else (out,)
         for target, res in zip(outs, arrays):
@@ -301,6 +353,58 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", **re
     return arrays[0] if len(arrays) == 1 else tuple(arrays)
 
 
+# --- replay: one recorded lowering per call signature (lazycore.recipes) ---------------------
+
+_PLANS: dict = {}
+_PLAN_LIMIT = 4096
+
+
+class _Plan:
+    """A signature's recorded lowering and its results' NumPy metadata."""
+
+    __slots__ = ("recipe", "meta")
+
+    def __init__(self, recipe, out_dt, shape):
+        self.recipe = recipe
+        strides = contiguous(shape)
+        self.meta = tuple((dt, shape, strides) for dt in out_dt)
+
+    def run(self, handles):
+        # replay makes fresh handles nobody else holds: they become the results' storages
+        results = self.recipe.replay(handles)
+        return [new_array(h, dt, shape, strides) for h, (dt, shape, strides) in zip(results, self.meta)]
+
+
+def _signature(uf, inputs, dtype, casting):
+    """``(key, handles)``: everything the lowering looks at (the loop NumPy picks
+    depends on dtypes and weak scalars' types, the comparison rule and the baked
+    scalars on Python values) and the array inputs' handles; ``(None, None)``
+    for calls not worth keying (host arrays and other array-likes)."""
+    parts = [uf, dtype, casting]
+    handles = []
+    for x in inputs:
+        tx = type(x)
+        if tx is ndarray:
+            h = value(x)
+            handles.append(h)
+            parts.append((x._shape, x._dtype, h.device))
+        elif tx is float:
+            # -0.0 == 0.0 and nan != nan, yet each is its own baked constant
+            parts.append((tx, x if x == x and x else repr(x)))
+        elif tx is int or tx is bool:
+            parts.append((tx, x))
+        elif isinstance(x, np.generic) and x.dtype.kind in "biuf":
+            parts.append((tx, x.tobytes()))
+        else:
+            return None, None
+    if len(handles) == 2:
+        parts.append(handles[0] is handles[1])  # ``a * a``: the recording has one input twice
+    elif len(handles) > 2:
+        seen: dict = {}
+        parts.append(tuple(seen.setdefault(id(h), i) for i, h in enumerate(handles)))
+    return tuple(parts), handles
+
+
 _COMPARISONS = {"greater", "greater_equal", "less", "less_equal", "equal", "not_equal"}
 
 
@@ -316,6 +420,8 @@ def _int_out_of_range(inputs, in_dt) -> bool:
 def array_ufunc(uf, method, inputs, kwargs):
     """``ndarray.__array_ufunc__``: calls stay lazy; ``reduce`` maps to reductions."""
     if method == "__call__":
+        if not kwargs and uf.__name__ in LOOPS:
+            return quick(uf, inputs)
         if uf is np.matmul:  # a gufunc: ``host @ lazy`` and ``numpy.matmul(lazy, ...)``
             from .linalg import matmul
 
@@ -348,6 +454,8 @@ class ufunc:
         self.nin, self.nout, self.nargs = uf.nin, uf.nout, uf.nargs
 
     def __call__(self, *inputs, **kwargs):
+        if not kwargs:
+            return quick(self._uf, inputs)
         return call(self._uf, inputs, **kwargs)
 
     def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False, **kwargs):

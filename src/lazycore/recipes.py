@@ -40,7 +40,7 @@ class _Unreplayable(Exception):
 class Recorder:
     """Watches the core API while a lowering runs (installed as ``core._RECORDING``)."""
 
-    __slots__ = ("inputs", "steps", "made", "frozen", "ok")
+    __slots__ = ("inputs", "steps", "made", "kept", "frozen", "ok")
 
     def __init__(self, inputs):
         self.inputs = {}
@@ -48,6 +48,7 @@ class Recorder:
             self.inputs.setdefault(id(h), i)
         self.steps: list = []
         self.made: dict[int, int] = {}  # id(node) -> step index
+        self.kept: list[Node] = []  # the nodes of ``made``, alive so no other node takes their id
         self.frozen: dict[int, Node] = {}  # id(node) -> node made of constants only
         self.ok = True
 
@@ -65,6 +66,7 @@ class Recorder:
             return
         _, prefix = node_prefix(spec, kwargs, node.types)
         self.made[id(node)] = len(self.steps)
+        self.kept.append(node)
         self.steps.append((spec.name, refs, node.attrs, node.types, prefix))
 
     def on_leaf(self, node) -> None:
