@@ -10,20 +10,17 @@ untouched buffer), which gives the result's shape, strides and offset and
 raises NumPy's own errors (``IndexError``, ``ValueError``) at the call.
 
 Reading and writing through views is recorded once per signature and
-replayed (:mod:`lazycore.recipes`; see the view reads and writes section).
+replayed (:func:`lazycore.views.read` and :func:`~lazycore.views.write`).
 """
 
 from __future__ import annotations
 
-from operator import attrgetter
-
 import numpy as np
 
-from lazycore import core, recipes
+from lazycore import core
 from lazycore import device as _lc_device
 from lazycore import views
-from lazycore.config import settings
-from lazycore.views import Expand, Permute, Reshape, Reverse, Slice, Storage, Strided
+from lazycore.views import Permute, Reshape, Storage
 
 from . import dtypes
 
@@ -371,39 +368,6 @@ def contiguous(shape: tuple) -> tuple:
     return strides
 
 
-# --- view reads and writes, replayed per signature -----------------------------------------
-#
-# Reading a view applies its steps to the storage; writing through one runs the
-# steps' inverses. Both depend only on the storage's type and layout and on
-# the steps, and a stencil does the same ones every iteration on fresh view
-# objects, so each is recorded once per signature (lazycore.recipes) and
-# replayed: same nodes, same digests, without the steps' Python.
-
-_STEP_FIELDS = {cls: attrgetter(*cls.__slots__) for cls in (Permute, Reshape, Reverse, Expand, Slice, Strided)}
-_READS: dict = {}
-_WRITES: dict = {}
-_LIMIT = 4096
-
-
-def _steps_key(steps):
-    """A hashable description of view steps; None when a step is not one of
-    lazycore.views' own (a subclass may do more than make nodes: warn)."""
-    key = []
-    for step in steps:
-        fields = _STEP_FIELDS.get(type(step))
-        if fields is None:
-            return None
-        key.append((type(step), fields(step)))
-    return tuple(key)
-
-
-def _remember(memo: dict, key, recipe) -> None:
-    if recipe is not None:
-        if len(memo) >= _LIMIT:
-            memo.clear()
-        memo[key] = recipe
-
-
 def value(a: ndarray):
     """The lazycore handle for ``a``'s current value."""
     storage = a._storage
@@ -416,19 +380,7 @@ def value(a: ndarray):
     cache = a._cache
     if cache is not None and cache[0] is current:
         return core.LazyTensor(cache[1], base.device)
-    h = None
-    if settings.replay and core._RECORDING is None:
-        steps = _steps_key(a._steps)
-        if steps is not None:
-            key = (current.node.types[current.index], base.device, storage.strides, steps)
-            recipe = _READS.get(key)
-            if recipe is not None:
-                h = recipe.replay((base,))
-            else:
-                h, recipe = recipes.record(views.read, (base,), storage, a._steps)
-                _remember(_READS, key, recipe)
-    if h is None:
-        h = views.read(storage, a._steps)
+    h = views.read(storage, a._steps)
     a._cache = (current, h._value)
     return h
 
@@ -437,33 +389,7 @@ def write(a: ndarray, new) -> None:
     """Make ``new`` the value of ``a`` in place (through views into the base)."""
     if not a._writeable:
         raise ValueError("assignment destination is read-only")
-    storage, steps = a._storage, a._steps
-    if steps and settings.replay and core._RECORDING is None:
-        skey = _steps_key(steps)
-        if skey is not None:
-            base = storage.handle
-            key = (base.type, base.device, storage.strides, skey, new.type, new.device)
-            recipe = _WRITES.get(key)
-            inputs = (base, new)
-            if recipe is not None and recipe.fits(inputs):
-                updated = recipe.replay(inputs)
-            else:
-                updated, recipe = recipes.record(_written, inputs, storage, steps, new)
-                _remember(_WRITES, key, recipe)
-            base.assign(updated)
-            return
-    views.write(storage, steps, new)
-
-
-def _written(storage, steps, new):
-    """The storage's value after writing ``new`` through ``steps``: what
-    :func:`lazycore.views.write` assigns, as a value (a recording may not assign)."""
-    values = [storage.handle]
-    for step in steps[:-1]:
-        values.append(step.forward(values[-1], storage))
-    for step, old in zip(reversed(steps), reversed(values)):
-        new = step.inverse(old, new, storage)
-    return new
+    views.write(a._storage, a._steps, new)
 
 
 def to_host(a: ndarray) -> np.ndarray:

@@ -15,9 +15,12 @@ strides (in elements) and offset say, so every strided view is covered.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 
-from lazycore import core
+from lazycore import core, recipes
+from lazycore.config import settings as _settings
 
 
 class Storage:
@@ -40,23 +43,91 @@ def contiguous_strides(shape) -> tuple[int, ...]:
 
 
 def read(storage: Storage, steps: tuple):
-    """The handle for the value that ``steps`` derive from ``storage``."""
+    """The handle for the value that ``steps`` derive from ``storage``.
+
+    Replayed per signature (the storage's type, device and layout, and the
+    steps): a loop reads the same views of fresh view objects every step."""
+    h = storage.handle
+    if not steps:
+        return h
+    key = _replay_key(storage, steps)
+    if key is None:
+        return _read(storage, steps)
+    recipe = _READS.get(key)
+    if recipe is not None:
+        return recipe.replay((h,))
+    out, recipe = recipes.record(_read, (h,), storage, steps)
+    _remember(_READS, key, recipe)
+    return out
+
+
+def write(storage: Storage, steps: tuple, new) -> None:
+    """Make ``new`` the value of the view ``steps`` over ``storage``, in place:
+    the new value flows back through the steps into the storage (replayed per
+    signature, as :func:`read`)."""
+    if steps:
+        key = _replay_key(storage, steps)
+        if key is None:
+            new = _written(storage, steps, new)
+        else:
+            key += (new.type, new.device)
+            inputs = (storage.handle, new)
+            recipe = _WRITES.get(key)
+            if recipe is not None and recipe.fits(inputs):
+                new = recipe.replay(inputs)
+            else:
+                new, recipe = recipes.record(_written, inputs, storage, steps, new)
+                _remember(_WRITES, key, recipe)
+    storage.handle.assign(new)
+
+
+def _read(storage, steps):
     h = storage.handle
     for step in steps:
         h = step.forward(h, storage)
     return h
 
 
-def write(storage: Storage, steps: tuple, new) -> None:
-    """Make ``new`` the value of the view ``steps`` over ``storage``, in place:
-    the new value flows back through the steps into the storage."""
-    if steps:
-        values = [storage.handle]
-        for step in steps[:-1]:
-            values.append(step.forward(values[-1], storage))
-        for step, old in zip(reversed(steps), reversed(values)):
-            new = step.inverse(old, new, storage)
-    storage.handle.assign(new)
+def _written(storage, steps, new):
+    """The storage's value after writing ``new`` through ``steps`` (a value:
+    a recording may not assign)."""
+    values = [storage.handle]
+    for step in steps[:-1]:
+        values.append(step.forward(values[-1], storage))
+    for step, old in zip(reversed(steps), reversed(values)):
+        new = step.inverse(old, new, storage)
+    return new
+
+
+_READS: dict = {}
+_WRITES: dict = {}
+_LIMIT = 4096
+_FIELDS: dict = {}
+"""Step class -> getter of its fields (the steps below register themselves)."""
+
+
+def _replay_key(storage, steps):
+    """What a view read or write depends on; None when replay is off, a
+    recording is running, or a step is not one of this module's own (a
+    frontend's subclass may do more than make nodes)."""
+    if not _settings.replay or core._RECORDING is not None:
+        return None
+    key = []
+    for step in steps:
+        fields = _FIELDS.get(type(step))
+        if fields is None:
+            return None
+        key.append((type(step), fields(step)))
+    h = storage.handle
+    return (h.type, h.device, storage.strides, tuple(key))
+
+
+def _remember(memo: dict, key, recipe) -> None:
+    if recipe is not None:
+        if len(memo) >= _LIMIT:
+            memo.clear()
+        memo[key] = recipe
+
 
 OVERLAP_MESSAGE = (
     "unsupported operation: more than one element of the written-to tensor refers to a single "
@@ -241,3 +312,7 @@ def _from_memory(flat, shape, storage):
     if order != tuple(range(len(order))):
         h = core.apply("permute", h, dims=tuple(np.argsort(order)))
     return h
+
+
+for _cls in (Permute, Reshape, Reverse, Expand, Slice, Strided):
+    _FIELDS[_cls] = attrgetter(*_cls.__slots__)

@@ -183,3 +183,28 @@ def test_signed_zeros_and_nan_are_their_own_recordings(dev):
         got, want = (xl * v).cpu(), x * v
         np.testing.assert_array_equal(got.numpy(), want.numpy())
         np.testing.assert_array_equal(np.signbit(got.numpy()), np.signbit(want.numpy()))
+
+
+def test_replayed_nodes_carry_the_callers_line(dev):
+    from lazycore.frontends.torch.tensor import read
+    from lazycore.sourceloc import resolve
+
+    x = _rand(3).to(dev)
+    first = x * 2.5  # recorded here
+    second = x * 2.5  # replayed here
+    lines = [resolve(read(t).value.node.loc) for t in (first, second)]
+    assert lines[0][0] == __file__ and lines[1][0] == __file__
+    assert lines[1][1] == lines[0][1] + 1
+
+
+def test_reads_and_writes_through_views_replay(dev):
+    x = _rand(4, 6)
+    xl = x.to(dev)
+    for _ in range(3):  # the first round records each view read and write, the others replay
+        xl.t()[1:3].mul_(1.5)
+        x.t()[1:3].mul_(1.5)
+        xl[:, ::2].add_(xl[:, 1::2].flip(0))
+        x[:, ::2].add_(x[:, 1::2].flip(0))
+        xl.as_strided((3, 2), (5, 2), 1).sub_(0.25)
+        x.as_strided((3, 2), (5, 2), 1).sub_(0.25)
+    np.testing.assert_allclose(xl.cpu().numpy(), x.numpy(), rtol=1e-6)
