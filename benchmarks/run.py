@@ -6,8 +6,9 @@
     python benchmarks/run.py --profile            # also cProfile benchmark 2's lazy step
 
 Every comparison runs in this one process, warm-up first, then timed steps
-(>= 20 in a full run); each row gives the median with min and max over the
-timed steps, the ratio to the benchmark's named baseline and the largest
+(>= 20 in a full run). Benchmarks 1-3 time their variants in turns, one step
+each with the order rotating (a noisy machine slows them all alike); each
+row gives the median with min and max over the timed steps, the ratio to the benchmark's named baseline and the largest
 absolute difference from the baseline's numbers, which is checked.
 
 1. Tracing overhead: a 100-op elementwise chain on 16x16 tensors per step,
@@ -94,16 +95,25 @@ def row(bench, variant, times=None, unit="ms", scale=1e3, baseline=False, diff=N
     return r
 
 
-def timed_steps(fn, warmup, steps):
-    """Run ``fn`` ``warmup`` times, then time ``steps`` calls one by one (seconds)."""
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(steps):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return out
+def interleaved(fns: dict, warmup: int, steps: int):
+    """Time several variants step by step in turns (the order rotating every
+    step), so a noisy machine slows them all alike. Each function may return
+    the seconds of a part of its step (or None). Returns ``({name: step
+    times}, {name: part times})``."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    names = list(fns)
+    times = {n: [] for n in names}
+    parts = {n: [] for n in names}
+    for k in range(steps):
+        for n in names[k % len(names):] + names[:k % len(names)]:
+            t = time.perf_counter()
+            part = fns[n]()
+            times[n].append(time.perf_counter() - t)
+            if part is not None:
+                parts[n].append(part)
+    return times, parts
 
 
 def maxdiff(a, b) -> float:
@@ -189,42 +199,37 @@ def bench_tracing(args):
     per_op = 1e6 / n_ops  # seconds per step -> us per op
 
     ref = chain(x0, y0)
-    row(B, "eager torch", timed_steps(lambda: chain(x0, y0), warm, steps), "us/op", per_op)
-
     Inner, Meta = _passthrough_classes(torch)
     xi, yi = Inner(x0), Inner(y0)
-    out = chain(xi, yi)
-    row(B, "do-nothing subclass (op on inner)", timed_steps(lambda: chain(xi, yi), warm, steps), "us/op",
-        per_op, baseline=True, diff=maxdiff(out.inner, ref), tol=1e-6, target="lazy trace <= 1.5x this")
     xm, ym = Meta(x0.to("meta")), Meta(y0.to("meta"))
-    chain(xm, ym)
-    row(B, "do-nothing subclass (meta result)", timed_steps(lambda: chain(xm, ym), warm, steps), "us/op",
-        per_op, note="no values")
-
     dev = ltorch.device()
     xl, yl = x0.to(dev), y0.to(dev)
     ltorch.mark_step()
+    out = {}
 
-    def lazy_run():
-        trace, total, res = [], [], None
-        for i in range(warm + steps):
-            t0 = time.perf_counter()
-            res = chain(xl, yl)
-            t1 = time.perf_counter()
-            ltorch.mark_step()
-            t2 = time.perf_counter()
-            if i >= warm:
-                trace.append(t1 - t0)
-                total.append(t2 - t0)
-        return trace, total, maxdiff(res.cpu(), ref)
+    def lazy(replay):
+        def step():
+            with lazycore.config.override(replay=replay):
+                t0 = time.perf_counter()
+                out[replay] = chain(xl, yl)
+                t1 = time.perf_counter()
+                ltorch.mark_step()
+            return t1 - t0
+        return step
 
-    trace, total, d = lazy_run()
-    row(B, "lazycore.torch trace only", trace, "us/op", per_op, diff=d, tol=1e-5, target="<= 1.5x baseline")
-    row(B, "lazycore.torch whole step", total, "us/op", per_op, diff=d, tol=1e-5,
+    times, parts = interleaved({
+        "eager": lambda: chain(x0, y0), "inner": lambda: out.__setitem__("inner", chain(xi, yi)),
+        "meta": lambda: chain(xm, ym), "lazy": lazy(True), "lazy0": lazy(False),
+    }, warm, steps)
+    row(B, "eager torch", times["eager"], "us/op", per_op)
+    row(B, "do-nothing subclass (op on inner)", times["inner"], "us/op", per_op, baseline=True,
+        diff=maxdiff(out["inner"].inner, ref), tol=1e-6, target="lazy trace <= 1.5x this")
+    row(B, "do-nothing subclass (meta result)", times["meta"], "us/op", per_op, note="no values")
+    d, d0 = maxdiff(out[True].cpu(), ref), maxdiff(out[False].cpu(), ref)
+    row(B, "lazycore.torch trace only", parts["lazy"], "us/op", per_op, diff=d, tol=1e-5, target="<= 1.5x baseline")
+    row(B, "lazycore.torch whole step", times["lazy"], "us/op", per_op, diff=d, tol=1e-5,
         note="trace + mark_step (cache hit, run)")
-    with lazycore.config.override(replay=False):
-        trace, _, d = lazy_run()
-    row(B, "lazycore.torch trace only, replay off", trace, "us/op", per_op, diff=d, tol=1e-5,
+    row(B, "lazycore.torch trace only, replay off", parts["lazy0"], "us/op", per_op, diff=d0, tol=1e-5,
         note="LAZYCORE_REPLAY=0: every lowering's Python runs (before/after)")
     set_ratios(B)
 
@@ -317,32 +322,33 @@ def bench_training(args):
     data = _make_data(cfg)
     warm, steps = args.warmup, args.steps
     total = warm + steps
-    results = {}  # variant -> (final loss, params as numpy list)
 
-    def run_torch(model, data, after=None, fwd=None, traced=None):
+    def make_torch(model, data, after=None, fwd=None, replay=True):
+        """One training step as a function (returning its Python part's seconds
+        when ``after`` is the barrier) and a function giving (loss, params)."""
         opt = torch.optim.SGD(model.parameters(), lr=LR)
         it = [0]
         last = [None]
 
         def one():
-            t0 = time.perf_counter()
-            x, y = data[it[0] % len(data)]
-            it[0] += 1
-            if fwd is None:
-                last[0] = _torch_step(model, opt, x, y)
-            else:
-                opt.zero_grad()
-                loss = fwd(x, y)
-                loss.backward()
-                opt.step()
-                last[0] = loss
-            if traced is not None:
-                traced.append(time.perf_counter() - t0)
-            if after:
-                after()
+            with lazycore.config.override(replay=replay):
+                t0 = time.perf_counter()
+                x, y = data[it[0] % len(data)]
+                it[0] += 1
+                if fwd is None:
+                    last[0] = _torch_step(model, opt, x, y)
+                else:
+                    opt.zero_grad()
+                    loss = fwd(x, y)
+                    loss.backward()
+                    opt.step()
+                    last[0] = loss
+                traced = time.perf_counter() - t0
+                if after:
+                    after()
+            return traced if after else None
 
-        times = timed_steps(one, warm, steps)
-        return times, float(last[0].detach().cpu()), _params_np(model)
+        return one, lambda: (float(last[0].detach().cpu()), _params_np(model))
 
     # jax (baseline)
     model = _make_model(cfg)
@@ -357,32 +363,18 @@ def bench_training(args):
         st["p"], st["loss"] = jstep(st["p"], x, y, LR)
         jax.block_until_ready((st["p"], st["loss"]))
 
-    jt = timed_steps(jone, warm, steps)
-    jparams = [numpy.asarray(a) for wb in st["p"] for a in wb]
-    jloss = float(st["loss"])
+    variants = {"jax": jone}
+    finals = {}
+    variants["eager"], finals["eager"] = make_torch(_make_model(cfg), data)
 
-    def check(name, loss, ps):
-        return max([abs(loss - jloss)] + [maxdiff(a, b) for a, b in zip(ps, jparams)])
-
-    # eager
-    t, loss, ps = run_torch(_make_model(cfg), data)
-    results["eager"] = (t, loss, ps)
-
-    # lazycore
     dev = ltorch.device()
-    lmodel = _make_model(cfg).to(dev)
     ldata = [(x.to(dev), y.to(dev)) for x, y in data]
-    ltorch.mark_step()
-    traced: list = []
-    lt, lloss, lps = run_torch(lmodel, ldata, after=ltorch.mark_step, traced=traced)
-    traced = traced[warm:]
     lmodel = _make_model(cfg).to(dev)
+    variants["lazy"], finals["lazy"] = make_torch(lmodel, ldata, after=ltorch.mark_step)
+    variants["lazy0"], finals["lazy0"] = make_torch(_make_model(cfg).to(dev), ldata, after=ltorch.mark_step,
+                                                    replay=False)
     ltorch.mark_step()
-    with lazycore.config.override(replay=False):
-        lt0, lloss0, lps0 = run_torch(lmodel, ldata, after=ltorch.mark_step)
 
-    # torch.compile
-    tc = None
     if args.no_torch_compile:
         NOTES.append("2: torch.compile skipped (--no-torch-compile)")
     else:
@@ -390,24 +382,40 @@ def bench_training(args):
             import torch.nn.functional as F
 
             cmodel = _make_model(cfg)
+            start = {k: v.clone() for k, v in cmodel.state_dict().items()}
             fwd = torch.compile(lambda x, y: F.cross_entropy(cmodel(x), y))
-            tc = run_torch(cmodel, data, fwd=fwd)
+            make_torch(cmodel, data, fwd=fwd)[0]()  # compiles here: a failure skips the variant
+            cmodel.load_state_dict(start)  # then the same start as the others
+            variants["tc"], finals["tc"] = make_torch(cmodel, data, fwd=fwd)
         except Exception as e:  # noqa: BLE001
             NOTES.append(f"2: torch.compile failed here, skipped: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
 
+    times, parts = interleaved(variants, warm, steps)
+    jparams = [numpy.asarray(a) for wb in st["p"] for a in wb]
+    jloss = float(st["loss"])
+
+    def check(name):
+        loss, ps = finals[name]()
+        return loss, max([abs(loss - jloss)] + [maxdiff(a, b) for a, b in zip(ps, jparams)])
+
+    # every variant ran warm + steps steps from the same weights on the same batches
+    jt, t, lt, lt0, traced = times["jax"], times["eager"], times["lazy"], times["lazy0"], parts["lazy"]
+    loss, d_eager = check("eager")
+    lloss, d_lazy = check("lazy")
+    lloss0, d_lazy0 = check("lazy0")
     tol = 1e-3
     row(B, "jax.jit (donated params)", jt, baseline=True, diff=0.0, tol=tol, value={"final_loss": jloss},
         note=f"loss after {total} steps {jloss:.6f}")
-    row(B, "eager torch", t, diff=check("eager", loss, ps), tol=tol, value={"final_loss": loss},
-        note=f"loss {loss:.6f}")
-    if tc is not None:
-        row(B, "torch.compile", tc[0], diff=check("tc", tc[1], tc[2]), tol=tol, value={"final_loss": tc[1]},
-            note=f"loss {tc[1]:.6f}; model+loss compiled, opt.step eager")
-    row(B, "lazycore.torch", lt, diff=check("lazy", lloss, lps), tol=tol, value={"final_loss": lloss},
+    row(B, "eager torch", t, diff=d_eager, tol=tol, value={"final_loss": loss}, note=f"loss {loss:.6f}")
+    if "tc" in times:
+        tloss, d_tc = check("tc")
+        row(B, "torch.compile", times["tc"], diff=d_tc, tol=tol, value={"final_loss": tloss},
+            note=f"loss {tloss:.6f}; model+loss compiled, opt.step eager")
+    row(B, "lazycore.torch", lt, diff=d_lazy, tol=tol, value={"final_loss": lloss},
         target="<= 1.15x jax.jit", note=f"loss {lloss:.6f}; step incl. mark_step")
     row(B, "  of which Python (trace, before mark_step)", traced,
         note="autograd, optimizer and lazycore dispatch; the rest is the barrier and XLA")
-    row(B, "lazycore.torch, replay off", lt0, diff=check("lazy0", lloss0, lps0), tol=tol,
+    row(B, "lazycore.torch, replay off", lt0, diff=d_lazy0, tol=tol,
         note="LAZYCORE_REPLAY=0 (before/after)")
     set_ratios(B)
 
@@ -472,38 +480,28 @@ def bench_fusion(args):
 
     ref = np_f(xnp)
     tol = 1e-5
-    npt = timed_steps(lambda: np_f(xnp), warm, steps)
-
     xt = torch.from_numpy(xnp)
-    tt = timed_steps(lambda: t_f(xt), warm, steps)
-    td = maxdiff(t_f(xt), ref)
-
     jf = jax.jit(j_f)
     xj = jax.device_put(xnp)
-    jt = timed_steps(lambda: jf(xj).block_until_ready(), warm, steps)
-    jd = maxdiff(jf(xj), ref)
-
     dev = ltorch.device()
     xl = xt.to(dev)
-    ltorch.mark_step()
+    xa = lnp.asarray(xnp)
+    lazycore.mark_step()
     keep = {}
 
     def lt_step():
-        keep["r"] = t_f(xl)
+        keep["t"] = t_f(xl)
         ltorch.mark_step()  # runs and waits on the device; no host copy
-
-    lt = timed_steps(lt_step, warm, steps)
-    ld = maxdiff(keep["r"].cpu(), ref)
-
-    xa = lnp.asarray(xnp)
-    lazycore.mark_step()
 
     def ln_step():
         keep["n"] = l_f(xa)
         lazycore.mark_step()
 
-    lnt = timed_steps(ln_step, warm, steps)
-    lnd = maxdiff(numpy.asarray(keep["n"]), ref)
+    times, _ = interleaved({"numpy": lambda: np_f(xnp), "torch": lambda: t_f(xt),
+                            "jax": lambda: jf(xj).block_until_ready(), "lt": lt_step, "ln": ln_step}, warm, steps)
+    npt, tt, jt, lt, lnt = (times[k] for k in ("numpy", "torch", "jax", "lt", "ln"))
+    td, jd = maxdiff(t_f(xt), ref), maxdiff(jf(xj), ref)
+    ld, lnd = maxdiff(keep["t"].cpu(), ref), maxdiff(numpy.asarray(keep["n"]), ref)
 
     row(B, "NumPy", npt, diff=0.0, tol=tol, note=f"{n} float32")
     row(B, "eager torch", tt, diff=td, tol=tol)
