@@ -245,7 +245,13 @@ def meta_call(func, args, kwargs):
     (:mod:`lazycore.recipes`), a view's steps under ``"view"``."""
     acc = [func]
     for x in args:
-        _sig(x, acc, False)
+        t = type(x)
+        if t is Tensor:  # the common cases inline: this runs for every op
+            acc.append(x._key)
+        elif t is float:
+            acc.append(float)
+        else:
+            _sig(x, acc, False)
     for k, v in kwargs.items():
         acc.append(k)
         _sig(v, acc, False)
@@ -366,7 +372,14 @@ def _lower(fn, func, args, kwargs):
         return None
     dev = lc_device(tdev) if tdev is not None else None
     inputs: list = []
-    largs = tuple(_lazy(x, dev, inputs) for x in args)
+    largs = []
+    for x in args:
+        if type(x) is Tensor:
+            h = read(x)
+            inputs.append(h)
+            largs.append(h)
+        else:
+            largs.append(_lazy(x, dev, inputs))
     lkwargs = {k: _lazy(v, dev, inputs) for k, v in kwargs.items()} if kwargs else kwargs
     fl = _floats(args, kwargs)
     found = memo.get(fl) if settings.replay else None
