@@ -6,9 +6,9 @@
     python benchmarks/run.py --profile            # also cProfile benchmark 2's lazy step
 
 Every comparison runs in this one process, warm-up first, then timed steps
-(>= 20 in a full run). Benchmarks 1-3 time their variants in turns, one step
-each with the order rotating (a noisy machine slows them all alike); each
-row gives the median with min and max over the timed steps, the ratio to the benchmark's named baseline and the largest
+(>= 20 in a full run). Benchmarks 1-3 time their variants in two blocks of
+consecutive steps each, mirrored (A B C, then C B A: a drifting machine
+slows them all alike); each row gives the median with min and max over the timed steps, the ratio to the benchmark's named baseline and the largest
 absolute difference from the baseline's numbers, which is checked.
 
 1. Tracing overhead: a 100-op elementwise chain on 16x16 tensors per step,
@@ -95,24 +95,30 @@ def row(bench, variant, times=None, unit="ms", scale=1e3, baseline=False, diff=N
     return r
 
 
-def interleaved(fns: dict, warmup: int, steps: int):
-    """Time several variants step by step in turns (the order rotating every
-    step), so a noisy machine slows them all alike. Each function may return
-    the seconds of a part of its step (or None). Returns ``({name: step
-    times}, {name: part times})``."""
+def in_blocks(fns: dict, warmup: int, steps: int):
+    """Time several variants in two blocks of consecutive steps each, the
+    second round in reverse order (A B C, then C B A), so a slow drift of the
+    machine hits every variant alike while each still runs undisturbed by the
+    others (interleaving single steps made jax.jit's fusion step up to 2x
+    slower than alone). Each block starts with one untimed step. Each function
+    may return the seconds of a part of its step (or None). Returns
+    ``({name: step times}, {name: part times})``."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
     names = list(fns)
     times = {n: [] for n in names}
     parts = {n: [] for n in names}
-    for k in range(steps):
-        for n in names[k % len(names):] + names[:k % len(names)]:
-            t = time.perf_counter()
-            part = fns[n]()
-            times[n].append(time.perf_counter() - t)
-            if part is not None:
-                parts[n].append(part)
+    first = (steps + 1) // 2
+    for order, count in ((names, first), (names[::-1], steps - first)):
+        for n in order:
+            fns[n]()
+            for _ in range(count):
+                t = time.perf_counter()
+                part = fns[n]()
+                times[n].append(time.perf_counter() - t)
+                if part is not None:
+                    parts[n].append(part)
     return times, parts
 
 
@@ -217,7 +223,7 @@ def bench_tracing(args):
             return t1 - t0
         return step
 
-    times, parts = interleaved({
+    times, parts = in_blocks({
         "eager": lambda: chain(x0, y0), "inner": lambda: out.__setitem__("inner", chain(xi, yi)),
         "meta": lambda: chain(xm, ym), "lazy": lazy(True), "lazy0": lazy(False),
     }, warm, steps)
@@ -321,7 +327,7 @@ def bench_training(args):
     cfg = _mlp_config(args)
     data = _make_data(cfg)
     warm, steps = args.warmup, args.steps
-    total = warm + steps
+    total = warm + steps + 2  # in_blocks runs one untimed step at the start of each of its two blocks
 
     def make_torch(model, data, after=None, fwd=None, replay=True):
         """One training step as a function (returning its Python part's seconds
@@ -390,7 +396,7 @@ def bench_training(args):
         except Exception as e:  # noqa: BLE001
             NOTES.append(f"2: torch.compile failed here, skipped: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
 
-    times, parts = interleaved(variants, warm, steps)
+    times, parts = in_blocks(variants, warm, steps)
     jparams = [numpy.asarray(a) for wb in st["p"] for a in wb]
     jloss = float(st["loss"])
 
@@ -497,7 +503,7 @@ def bench_fusion(args):
         keep["n"] = l_f(xa)
         lazycore.mark_step()
 
-    times, _ = interleaved({"numpy": lambda: np_f(xnp), "torch": lambda: t_f(xt),
+    times, _ = in_blocks({"numpy": lambda: np_f(xnp), "torch": lambda: t_f(xt),
                             "jax": lambda: jf(xj).block_until_ready(), "lt": lt_step, "ln": ln_step}, warm, steps)
     npt, tt, jt, lt, lnt = (times[k] for k in ("numpy", "torch", "jax", "lt", "ln"))
     td, jd = maxdiff(t_f(xt), ref), maxdiff(jf(xj), ref)
