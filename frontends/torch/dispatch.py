@@ -214,6 +214,7 @@ def _lazy(x, lc_dev, handles):
 # (dims, sizes, lists), so a step that repeats finds every result here.
 
 _META: dict = {}
+_default_dtype = torch.get_default_dtype
 _META_LIMIT = 100_000
 _NO_META = object()
 
@@ -243,7 +244,7 @@ def meta_call(func, args, kwargs):
     exists. ``memo`` is what handlers keep for this signature: a lowering's
     recordings by the values of the top-level Python floats
     (:mod:`lazycore.recipes`), a view's steps under ``"view"``."""
-    acc = [func]
+    acc = [func, _default_dtype()]  # int tensor * float follows the default dtype
     for x in args:
         t = type(x)
         if t is Tensor:  # the common cases inline: this runs for every op

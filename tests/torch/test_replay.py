@@ -208,3 +208,16 @@ def test_reads_and_writes_through_views_replay(dev):
         xl.as_strided((3, 2), (5, 2), 1).sub_(0.25)
         x.as_strided((3, 2), (5, 2), 1).sub_(0.25)
     np.testing.assert_allclose(xl.cpu().numpy(), x.numpy(), rtol=1e-6)
+
+
+def test_the_default_dtype_is_part_of_the_signature(dev):
+    x = torch.arange(3).to(dev)
+    assert (x * 1.5).dtype == torch.float32
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        y = x * 1.5  # an int tensor times a float takes the default dtype, as in eager
+        assert y.dtype == torch.float64
+        np.testing.assert_array_equal(y.cpu().numpy(), (torch.arange(3) * 1.5).numpy())
+    finally:
+        torch.set_default_dtype(old)
