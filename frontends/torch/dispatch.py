@@ -27,6 +27,7 @@ from lazycore.config import settings
 from lazycore.recipes import record
 
 from . import fallback, lowering, special, views
+from . import tensor as _tensor_module
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
 from .tensor import Tensor, lc_device, read, refresh_key, view_of, wrap, wrap_layout, write
@@ -41,6 +42,9 @@ def run(func, args, kwargs):
     if handler is None:
         handler = _HANDLERS[func] = resolve(func)
     return handler(func, args, kwargs)
+
+
+_tensor_module._dispatch = run  # the tensor class calls ``run`` directly from now on
 
 
 def forget() -> None:

@@ -29,9 +29,7 @@ class Tensor(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        from .dispatch import run
-
-        return run(func, args, kwargs or {})
+        return _dispatch(func, args, kwargs or {})
 
     def numpy(self, *, force: bool = False):
         if self.requires_grad and not force:
@@ -66,6 +64,14 @@ class Tensor(torch.Tensor):
 
     def __reduce_ex__(self, proto):
         return (_unpickle, (to_host(self), str(self.device)))
+
+
+def _dispatch(func, args, kwargs):
+    # Stands in until .dispatch (which imports this module) has loaded and put
+    # its own ``run`` here: no import statement on the per-op path.
+    from .dispatch import run
+
+    return run(func, args, kwargs)
 
 
 def _unpickle(host, device):
