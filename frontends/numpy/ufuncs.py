@@ -276,13 +276,9 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", **re
         return call_numpy(uf, inputs, kw, name=f"numpy.{name}")
     if len(inputs) != uf.nin:
         raise TypeError(f"{name}() takes from {uf.nin} to {uf.nin + uf.nout} positional arguments but {len(inputs)} were given")
-    key = handles = None
-    if settings.replay and core._RECORDING is None:
-        key, handles = _signature(uf, inputs, dtype, casting)
-        if key is not None:
-            plan = _PLANS.get(key)
-            if plan is not None:
-                return _store(plan.run(handles), out, casting, name)
+    plan, key, handles = _planned(uf, inputs, dtype, casting)
+    if plan is not None:
+        return _store(plan.run(handles), out, casting, name)
     loop = resolve(uf, tuple(describe(x) for x in inputs), dtype)
     in_dt, out_dt = loop[: uf.nin], loop[uf.nin:]
     if name in _COMPARISONS and _int_out_of_range(inputs, in_dt):
@@ -307,14 +303,21 @@ def quick(uf, inputs):
     """``call(uf, inputs)`` without keywords (operators, ``lnp.exp(a)``): a
     recorded signature replays without the checks; a signature is recorded only
     after a call passed them all, so any other call goes to :func:`call`."""
-    if settings.replay and core._RECORDING is None:
-        key, handles = _signature(uf, inputs, None, "same_kind")
-        if key is not None:
-            plan = _PLANS.get(key)
-            if plan is not None:
-                arrays = plan.run(handles)
-                return arrays[0] if len(arrays) == 1 else tuple(arrays)
+    plan, _, handles = _planned(uf, inputs, None, "same_kind")
+    if plan is not None:
+        arrays = plan.run(handles)
+        return arrays[0] if len(arrays) == 1 else tuple(arrays)
     return call(uf, inputs)
+
+
+def _planned(uf, inputs, dtype, casting):
+    """``(plan, key, handles)`` for the call's signature: the plan None when
+    none was recorded yet, the key None when the call is not keyed (replay
+    off, a recording running, host arrays among the inputs)."""
+    if not settings.replay or core._RECORDING is not None:
+        return None, None, None
+    key, handles = _signature(uf, inputs, dtype, casting)
+    return (_PLANS.get(key) if key is not None else None), key, handles
 
 
 def _lower(loop_fn, inputs, handles, in_dt, out_dt, shape):
@@ -389,19 +392,15 @@ def _signature(uf, inputs, dtype, casting):
             handles.append(h)
             parts.append((x._shape, x._dtype, h.device))
         elif tx is float:
-            # -0.0 == 0.0 and nan != nan, yet each is its own baked constant
-            parts.append((tx, x if x == x and x else repr(x)))
+            parts.append((tx, recipes.float_key(x)))
         elif tx is int or tx is bool:
             parts.append((tx, x))
         elif isinstance(x, np.generic) and x.dtype.kind in "biuf":
             parts.append((tx, x.tobytes()))
         else:
             return None, None
-    if len(handles) == 2:
-        parts.append(handles[0] is handles[1])  # ``a * a``: the recording has one input twice
-    elif len(handles) > 2:
-        seen: dict = {}
-        parts.append(tuple(seen.setdefault(id(h), i) for i, h in enumerate(handles)))
+    if len(handles) > 1:
+        parts.append(recipes.alias_pattern(handles))  # ``a * a``: the recording has one input twice
     return tuple(parts), handles
 
 

@@ -24,7 +24,7 @@ import torch
 from torch._decomp import decomposition_table
 
 from lazycore.config import settings
-from lazycore.recipes import record
+from lazycore.recipes import float_key, record
 
 from . import fallback, lowering, special, views
 from . import tensor as _tensor_module
@@ -313,13 +313,13 @@ def _view(func, args, kwargs):
     return view_of(base, steps, out)
 
 
-def wrap_results(func, out, res, owned: bool = False):
+def wrap_results(out, res, owned: bool = False):
     """Lazy tensors for the (checked) handles of a lowering's results;
     ``owned``: the handles were made for these results alone."""
     if isinstance(out, torch.Tensor):
         return wrap(res, out, owned=owned)
     if isinstance(out, (list, tuple)):
-        return type(out)(None if o is None else wrap_results(func, o, r, owned) for o, r in zip(out, res))
+        return type(out)(None if o is None else wrap_results(o, r, owned) for o, r in zip(out, res))
     return None
 
 
@@ -354,15 +354,10 @@ _RECIPE_LIMIT = 64
 
 def _floats(args, kwargs) -> tuple:
     # the meta key has the types of top-level floats; a recording needs their values
-    fl = tuple(_fkey(x) for x in args if type(x) is float)
+    fl = tuple(float_key(x) for x in args if type(x) is float)
     if kwargs:
-        fl += tuple((k, _fkey(v)) for k, v in kwargs.items() if type(v) is float)
+        fl += tuple((k, float_key(v)) for k, v in kwargs.items() if type(v) is float)
     return fl
-
-
-def _fkey(x: float):
-    # -0.0 == 0.0 and nan != nan as dict keys; a recording baked the one it saw
-    return x if x != 0.0 and x == x else repr(x)
 
 
 def _lower(fn, func, args, kwargs):
@@ -414,7 +409,7 @@ def _lowered(fn, inplace: bool):
             return write(args[0], res)
         if owned and layout is not None:
             return wrap_layout(res, *layout)
-        return wrap_results(func, out, res, owned)
+        return wrap_results(out, res, owned)
 
     return handler
 

@@ -112,7 +112,7 @@ class Recipe:
         the recipe then only fits calls with the same pattern."""
 
     def fits(self, inputs) -> bool:
-        return self.aliased is None or _pattern(inputs) == self.aliased
+        return self.aliased is None or alias_pattern(inputs) == self.aliased
 
     def replay(self, inputs):
         """The lowering's result for ``inputs`` (handles in the recorded order).
@@ -168,9 +168,17 @@ def _build(out, inputs, made):
     return LazyTensor(a, second)
 
 
-def _pattern(inputs):
+def alias_pattern(inputs) -> tuple:
+    """For each input, the position of its first occurrence: ``(0, 1)`` for two
+    handles, ``(0, 0)`` for one handle twice (a recording's inputs pattern)."""
     seen: dict[int, int] = {}
     return tuple(seen.setdefault(id(h), i) for i, h in enumerate(inputs))
+
+
+def float_key(x: float):
+    """A Python float as a key part for the recording that baked it in:
+    -0.0 == 0.0 and nan != nan, yet each is its own constant."""
+    return x if x != 0.0 and x == x else repr(x)
 
 
 def record(fn, inputs, *args, **kwargs):
@@ -193,7 +201,7 @@ def record(fn, inputs, *args, **kwargs):
         out = rec._out(result)
     except _Unreplayable:
         return result, None
-    aliased = _pattern(inputs)
+    aliased = alias_pattern(inputs)
     if aliased == tuple(range(len(aliased))):
         aliased = None
     return result, Recipe(tuple(rec.steps), out, aliased)
