@@ -22,12 +22,16 @@ absolute difference from the baseline's numbers, which is checked.
    plain SGD, steady state: lazycore.torch, eager torch, torch.compile (the
    model + loss compiled; backward and ``opt.step()`` as usual; skipped with a
    note if it fails) and jax.jit of the same math (jax.numpy + jax.grad,
-   parameters donated; the baseline). Every variant starts from the same
-   weights and sees the same batches; final losses and parameters are compared.
+   parameters donated; the baseline, waiting for each step). The lazy step
+   ends with ``mark_step()``, which starts the step's program and waits for
+   the previous one, so tracing overlaps execution (as PyTorch/XLA); rows
+   for ``mark_step(wait=True)`` and for jax.jit dispatching ahead the same
+   way show both sides of that. Every variant starts from the same weights
+   and sees the same batches; final losses and parameters are compared.
 3. Fusion: ``tanh(x*1.5+0.5)*sigmoid(x) - x*x/3 + exp(-abs(x))`` on 4M float32:
    NumPy, eager torch, jax.jit (baseline), lazycore.torch, lazycore.numpy. A
-   lazy step is: record the expression, ``mark_step()`` (which waits for the
-   device); the result stays on the device (no host copy is timed), as jax's
+   lazy step is: record the expression, ``mark_step(wait=True)``; the
+   result stays on the device (no host copy is timed), as jax's
    ``block_until_ready``.
 4. First-step latency (trace + lower + compile + run) of benchmark 2's step:
    lazycore after ``lazycore.cache.clear()`` against jax.jit's first call of a
@@ -95,17 +99,22 @@ def row(bench, variant, times=None, unit="ms", scale=1e3, baseline=False, diff=N
     return r
 
 
-def in_blocks(fns: dict, warmup: int, steps: int):
+def in_blocks(fns: dict, warmup: int, steps: int, settle: dict | None = None):
     """Time several variants in two blocks of consecutive steps each, the
     second round in reverse order (A B C, then C B A), so a slow drift of the
     machine hits every variant alike while each still runs undisturbed by the
     others (interleaving single steps made jax.jit's fusion step up to 2x
-    slower than alone). Each block starts with one untimed step. Each function
-    may return the seconds of a part of its step (or None). Returns
-    ``({name: step times}, {name: part times})``."""
-    for fn in fns.values():
+    slower than alone). Each block starts with one untimed step and ends with
+    ``settle[name]()`` (untimed), where given: a variant that leaves work
+    running (an asynchronous barrier) finishes it before the next one starts.
+    Each function may return the seconds of a part of its step (or None).
+    Returns ``({name: step times}, {name: part times})``."""
+    settle = settle or {}
+    for n, fn in fns.items():
         for _ in range(warmup):
             fn()
+        if n in settle:
+            settle[n]()
     names = list(fns)
     times = {n: [] for n in names}
     parts = {n: [] for n in names}
@@ -119,6 +128,8 @@ def in_blocks(fns: dict, warmup: int, steps: int):
                 times[n].append(time.perf_counter() - t)
                 if part is not None:
                     parts[n].append(part)
+            if n in settle:
+                settle[n]()
     return times, parts
 
 
@@ -219,7 +230,7 @@ def bench_tracing(args):
                 t0 = time.perf_counter()
                 out[replay] = chain(xl, yl)
                 t1 = time.perf_counter()
-                ltorch.mark_step()
+                ltorch.mark_step(wait=True)
             return t1 - t0
         return step
 
@@ -234,7 +245,7 @@ def bench_tracing(args):
     d, d0 = maxdiff(out[True].cpu(), ref), maxdiff(out[False].cpu(), ref)
     row(B, "lazycore.torch trace only", parts["lazy"], "us/op", per_op, diff=d, tol=1e-5, target="<= 1.5x baseline")
     row(B, "lazycore.torch whole step", times["lazy"], "us/op", per_op, diff=d, tol=1e-5,
-        note="trace + mark_step (cache hit, run)")
+        note="trace + mark_step(wait=True) (cache hit, run)")
     row(B, "lazycore.torch trace only, replay off", parts["lazy0"], "us/op", per_op, diff=d0, tol=1e-5,
         note="LAZYCORE_REPLAY=0: every lowering's Python runs (before/after)")
     set_ratios(B)
@@ -356,12 +367,10 @@ def bench_training(args):
 
         return one, lambda: (float(last[0].detach().cpu()), _params_np(model))
 
-    # jax (baseline)
-    model = _make_model(cfg)
-    params = _jax_params(model)
+    # jax (baseline): waits for every step
     jdata = [(jax.device_put(x.numpy()), jax.device_put(y.numpy().astype(numpy.int32))) for x, y in data]
     jstep = _jax_step_fn()
-    st = {"p": params, "i": 0, "loss": None}
+    st = {"p": _jax_params(_make_model(cfg)), "i": 0, "loss": None}
 
     def jone():
         x, y = jdata[st["i"] % len(jdata)]
@@ -369,17 +378,34 @@ def bench_training(args):
         st["p"], st["loss"] = jstep(st["p"], x, y, LR)
         jax.block_until_ready((st["p"], st["loss"]))
 
-    variants = {"jax": jone}
-    finals = {}
+    # jax dispatching ahead, as lazycore's default barrier does: each step
+    # starts the next program and then waits for the one before
+    sa = {"p": _jax_params(_make_model(cfg)), "i": 0, "loss": None}
+
+    def jahead():
+        x, y = jdata[sa["i"] % len(jdata)]
+        sa["i"] += 1
+        before = sa["loss"]
+        sa["p"], sa["loss"] = jstep(sa["p"], x, y, LR)
+        if before is not None:
+            before.block_until_ready()
+
+    variants = {"jax": jone, "jaxa": jahead}
+    settle = {"jaxa": lambda: jax.block_until_ready((sa["p"], sa["loss"]))}
+    finals = {"jaxa": lambda: (float(sa["loss"]), [numpy.asarray(a) for wb in sa["p"] for a in wb])}
     variants["eager"], finals["eager"] = make_torch(_make_model(cfg), data)
 
     dev = ltorch.device()
     ldata = [(x.to(dev), y.to(dev)) for x, y in data]
     lmodel = _make_model(cfg).to(dev)
     variants["lazy"], finals["lazy"] = make_torch(lmodel, ldata, after=ltorch.mark_step)
+    variants["lazyw"], finals["lazyw"] = make_torch(_make_model(cfg).to(dev), ldata,
+                                                    after=lambda: ltorch.mark_step(wait=True))
     variants["lazy0"], finals["lazy0"] = make_torch(_make_model(cfg).to(dev), ldata, after=ltorch.mark_step,
                                                     replay=False)
-    ltorch.mark_step()
+    ltorch.mark_step(wait=True)
+    for name in ("lazy", "lazyw", "lazy0"):
+        settle[name] = lambda: ltorch.mark_step(wait=True)
 
     if args.no_torch_compile:
         NOTES.append("2: torch.compile skipped (--no-torch-compile)")
@@ -396,7 +422,7 @@ def bench_training(args):
         except Exception as e:  # noqa: BLE001
             NOTES.append(f"2: torch.compile failed here, skipped: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
 
-    times, parts = in_blocks(variants, warm, steps)
+    times, parts = in_blocks(variants, warm, steps, settle)
     jparams = [numpy.asarray(a) for wb in st["p"] for a in wb]
     jloss = float(st["loss"])
 
@@ -409,18 +435,24 @@ def bench_training(args):
     loss, d_eager = check("eager")
     lloss, d_lazy = check("lazy")
     lloss0, d_lazy0 = check("lazy0")
+    llossw, d_lazyw = check("lazyw")
+    _, d_jaxa = check("jaxa")
     tol = 1e-3
     row(B, "jax.jit (donated params)", jt, baseline=True, diff=0.0, tol=tol, value={"final_loss": jloss},
         note=f"loss after {total} steps {jloss:.6f}")
+    row(B, "jax.jit, dispatching ahead", times["jaxa"], diff=d_jaxa, tol=tol,
+        note="waits for the step before, as lazycore's mark_step()")
     row(B, "eager torch", t, diff=d_eager, tol=tol, value={"final_loss": loss}, note=f"loss {loss:.6f}")
     if "tc" in times:
         tloss, d_tc = check("tc")
         row(B, "torch.compile", times["tc"], diff=d_tc, tol=tol, value={"final_loss": tloss},
             note=f"loss {tloss:.6f}; model+loss compiled, opt.step eager")
     row(B, "lazycore.torch", lt, diff=d_lazy, tol=tol, value={"final_loss": lloss},
-        target="<= 1.15x jax.jit", note=f"loss {lloss:.6f}; step incl. mark_step")
+        target="<= 1.15x jax.jit", note=f"loss {lloss:.6f}; step incl. mark_step() (waits for the step before)")
     row(B, "  of which Python (trace, before mark_step)", traced,
         note="autograd, optimizer and lazycore dispatch; the rest is the barrier and XLA")
+    row(B, "lazycore.torch, mark_step(wait=True)", times["lazyw"], diff=d_lazyw, tol=tol,
+        note="waits for its own step: no overlap of tracing and execution")
     row(B, "lazycore.torch, replay off", lt0, diff=d_lazy0, tol=tol,
         note="LAZYCORE_REPLAY=0 (before/after)")
     set_ratios(B)
@@ -497,11 +529,11 @@ def bench_fusion(args):
 
     def lt_step():
         keep["t"] = t_f(xl)
-        ltorch.mark_step()  # runs and waits on the device; no host copy
+        ltorch.mark_step(wait=True)  # as block_until_ready; no host copy
 
     def ln_step():
         keep["n"] = l_f(xa)
-        lazycore.mark_step()
+        lazycore.mark_step(wait=True)
 
     times, _ = in_blocks({"numpy": lambda: np_f(xnp), "torch": lambda: t_f(xt),
                             "jax": lambda: jf(xj).block_until_ready(), "lt": lt_step, "ln": ln_step}, warm, steps)
@@ -513,9 +545,9 @@ def bench_fusion(args):
     row(B, "eager torch", tt, diff=td, tol=tol)
     row(B, "jax.jit", jt, baseline=True, diff=jd, tol=tol, note="block_until_ready")
     row(B, "lazycore.torch", lt, diff=ld, tol=tol, target="<= 1.1x jax.jit, >= 5x NumPy",
-        note="trace + mark_step (waits), no host copy")
+        note="trace + mark_step(wait=True), no host copy")
     row(B, "lazycore.numpy", lnt, diff=lnd, tol=tol, target="<= 1.1x jax.jit, >= 5x NumPy",
-        note="trace + mark_step (waits), no host copy")
+        note="trace + mark_step(wait=True), no host copy")
     set_ratios(B)
     np_med = statistics.median(npt)
     for r in ROWS:
@@ -549,7 +581,7 @@ def bench_first_step(args):
         c0 = lazycore.metrics.counters()["compiles"]
         t = time.perf_counter()
         loss = _torch_step(model, opt, x, y)
-        ltorch.mark_step()
+        ltorch.mark_step(wait=True)
         lat.append(time.perf_counter() - t)
         compiled = lazycore.metrics.counters()["compiles"] - c0
         lloss = float(loss.detach().cpu())

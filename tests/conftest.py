@@ -16,7 +16,7 @@ def clean_runtime():
     from lazycore import metrics
 
     gc.collect()
-    lc.mark_step()
+    lc.mark_step(wait=True)
     lc.cache.clear()
     metrics.reset()
     yield

@@ -147,3 +147,74 @@ def test_thousand_steps_keep_registry_and_cache_bounded(rng):
     assert live == {base} and cached == {1}
     assert metrics.counters()["compiles"] == 1 and metrics.counters()["executions"] == 1000
     np.testing.assert_allclose(w.numpy(), ref, rtol=1e-4)
+
+
+# --- the pipelined barrier: mark_step() returns once its program started -------------------------
+
+
+def _cpu():
+    from lazycore import device
+
+    return device.get("cpu:0")
+
+
+def test_mark_step_returns_with_its_program_started_and_the_one_before_finished(rng):
+    w0 = rng.standard_normal((64, 64)).astype(np.float32)
+    w = MiniArray.from_numpy(w0)
+    w += 1
+    lc.mark_step()
+    first = _cpu().running
+    assert first is not None  # started, not waited for
+    w += 1
+    lc.mark_step()
+    second = _cpu().running
+    assert second is not None and second is not first
+    first.block_until_ready()  # the barrier waited for it already: returns at once
+    lc.mark_step(wait=True)  # nothing pending: still waits for the running program
+    assert _cpu().running is None
+    np.testing.assert_array_equal(w.numpy(), (w0 + np.float32(1)) + np.float32(1))
+
+
+def test_mark_step_wait_true_leaves_nothing_running(rng):
+    a = MiniArray.from_numpy(rng.standard_normal(8).astype(np.float32))
+    a += 1
+    lc.mark_step(wait=True)
+    assert _cpu().running is None
+    assert not a.t.pending
+
+
+def test_pipelined_steps_match_waited_steps_with_donation(rng):
+    """A loop that never looks at a value: every step's program starts while
+    the one before may still run and its buffers are donated to the next."""
+    w0, g0 = rng.standard_normal((128, 128)).astype(np.float32), rng.standard_normal((128, 128)).astype(np.float32)
+
+    def train(wait):
+        w, g = MiniArray.from_numpy(w0), MiniArray.from_numpy(g0)
+        for i in range(30):
+            w -= 0.01 * (g * w)
+            w += 0.5
+            lc.mark_step(wait=wait)
+        return w.numpy()
+
+    metrics.reset()
+    pipelined = train(False)
+    assert metrics.counters()["donated_buffers"] == 30
+    waited = train(True)
+    np.testing.assert_array_equal(pipelined, waited)
+    ref = w0.copy()
+    for i in range(30):
+        ref = ref - np.float32(0.01) * (g0 * ref)
+        ref = ref + np.float32(0.5)
+    np.testing.assert_allclose(pipelined, ref, rtol=1e-4)
+
+
+def test_reading_a_value_after_a_pipelined_barrier_waits_for_it(rng):
+    x0 = rng.standard_normal((256, 256)).astype(np.float32)
+    a = MiniArray.from_numpy(x0)
+    for _ in range(5):
+        a = a * 1.5 + 1
+        lc.mark_step()
+    ref = x0
+    for _ in range(5):
+        ref = ref * np.float32(1.5) + np.float32(1)
+    np.testing.assert_allclose(a.numpy(), ref, rtol=1e-6, atol=1e-5)  # no explicit wait

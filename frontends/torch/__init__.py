@@ -38,8 +38,10 @@ __all__ = [
 ]
 
 
-def mark_step(wait: bool = True) -> None:
-    """Run everything pending on every lazy device (``lazycore.mark_step``)."""
+def mark_step(wait: bool = False) -> None:
+    """Run everything pending on every lazy device (``lazycore.mark_step``):
+    returns once the step's program has started and the previous one has
+    finished; ``wait=True`` waits for this one too."""
     core.mark_step(wait)
 
 

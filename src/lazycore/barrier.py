@@ -221,7 +221,10 @@ def _arguments(walk: Walk, device) -> list:
 def sync(device, wait: bool = True) -> int:
     """Run the pending computation of every live handle on ``device``.
 
-    Returns the number of handles updated (0: nothing was pending).
+    ``wait``: return once the program has finished; else once it has started
+    and the program started by the barrier before it has finished (the next
+    step's tracing then overlaps this one's execution). Returns the number of
+    handles updated (0: nothing was pending).
     """
     pending, held = [], set()
     for t in device.arena.live():
@@ -231,6 +234,8 @@ def sync(device, wait: bool = True) -> int:
         else:
             pending.append(t)
     if not pending:
+        if wait:
+            device.wait()
         return 0
     if device.pjrt is None:
         raise RuntimeError(f"device {device.name} cannot run programs (no PJRT device behind it)")
@@ -261,10 +266,15 @@ def sync(device, wait: bool = True) -> int:
         CACHE.put(key, exe)
     args = _arguments(walk, device)
     with metrics.timed("execute"):
-        results = exe(args)
+        results, done = exe.launch(args)
+        # At most one program runs while Python traces the next step: the
+        # one before this must be done before the barrier returns (so a loop
+        # that never looks at a value cannot queue up work and memory).
+        previous, device.running = device.running, done
+        if previous is not None:
+            previous.block_until_ready()
         if wait:
-            for r in results:
-                r.block_until_ready()
+            device.wait()
     metrics.bump("executions")
     metrics.bump("donated_buffers", len(donate))
     if settings.debug:  # lazycore.debug: a line per barrier, recompile reasons
@@ -278,8 +288,12 @@ def sync(device, wait: bool = True) -> int:
     return len(pending)
 
 
-def mark_step(wait: bool = True, devices=None) -> None:
-    """Barrier on every device (or the given ones): all pending live tensors run."""
+def mark_step(wait: bool = False, devices=None) -> None:
+    """Barrier on every device (or the given ones): all pending live tensors run.
+
+    By default it returns as soon as the program has started (after the
+    previous step's program has finished); reading any value waits for it.
+    ``wait=True`` returns once it has finished."""
     from lazycore import device as _device
 
     for d in devices if devices is not None else _device.known_devices():

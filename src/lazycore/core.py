@@ -223,8 +223,13 @@ def assign(target: LazyTensor, new: LazyTensor) -> LazyTensor:
 # --- observing values ----------------------------------------------------------------
 
 
-def mark_step(wait: bool = True, devices=None) -> None:
-    """Run every pending live tensor, one program per device (cached)."""
+def mark_step(wait: bool = False, devices=None) -> None:
+    """Run every pending live tensor, one program per device (cached).
+
+    Returns once the program has started and the previous step's program has
+    finished, so tracing the next step overlaps this step's execution (as
+    PyTorch/XLA's ``mark_step``); ``wait=True`` waits for it to finish. Any
+    read of a value (``to_numpy``, ``.item()``, printing) waits for the value."""
     from lazycore import barrier
 
     barrier.mark_step(wait, devices)

@@ -12,7 +12,7 @@ from lazycore.tensor import Arena
 
 
 class Device:
-    __slots__ = ("platform", "index", "pjrt", "arena")
+    __slots__ = ("platform", "index", "pjrt", "arena", "running")
 
     def __init__(self, platform: str, index: int, pjrt_device=None):
         self.platform = platform
@@ -21,6 +21,15 @@ class Device:
         """The jaxlib device; None for a device object that cannot run anything."""
         self.arena = Arena()
         """Live tensors on this device (the paper's DeviceContextArena)."""
+        self.running = None
+        """The last program a barrier started here and did not wait for (its
+        completion handle), or None: at most one runs while Python traces."""
+
+    def wait(self) -> None:
+        """Wait for the program still running here, if any."""
+        running, self.running = self.running, None
+        if running is not None:
+            running.block_until_ready()
 
     @property
     def name(self) -> str:

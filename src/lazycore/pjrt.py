@@ -74,10 +74,18 @@ class Executable:
     output_types: tuple[TensorType, ...]
 
     def __call__(self, buffers: Sequence) -> list:
+        return self.launch(buffers)[0]
+
+    def launch(self, buffers: Sequence) -> tuple[list, object]:
+        """Start the program: its result buffers (filled asynchronously; reading
+        one waits for it) and a handle whose ``block_until_ready()`` waits for
+        the whole execution (results that get donated later cannot be waited
+        on themselves)."""
         if len(buffers) != len(self.input_types):
             raise TypeError(f"executable takes {len(self.input_types)} inputs, got {len(buffers)}")
-        res = self.loaded.execute_sharded(list(buffers))
-        return [shards[0] for shards in res.disassemble_into_single_device_arrays()]
+        res = self.loaded.execute_sharded(list(buffers), with_tokens=True)
+        done = res.consume_token()
+        return [shards[0] for shards in res.disassemble_into_single_device_arrays()], done
 
     def run_numpy(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Convenience for tests and tools: host arrays in, host arrays out."""
