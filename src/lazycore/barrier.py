@@ -18,6 +18,8 @@ the user are never donated.
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 
 from lazycore import metrics
@@ -25,12 +27,6 @@ from lazycore.cache import CACHE, make_key
 from lazycore.config import settings
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.graph import Data, Node, Value
-
-_EDGE = [i.to_bytes(4, "little") for i in range(4096)]
-
-
-def _pos_bytes(i: int) -> bytes:
-    return _EDGE[i] if i < 4096 else i.to_bytes(4, "little")
 
 
 class Walk:
@@ -41,50 +37,60 @@ class Walk:
         self.order: list[Node] = []
         self.params: list[Node] = []
         order, params = self.order, self.params
-        pos: dict[int, int] = {}
-        enc: list[bytes] = []
-        add = enc.append
+        pos: dict[Node, int] = {}  # nodes hash by identity
+        digests: list[bytes] = []
+        edges: list[int] = []
+        put = edges.append
         for out in outputs:
-            if id(out.node) in pos:
+            if out[0] in pos:
                 continue
-            stack = [out.node]
+            stack = [out[0]]
             while stack:
                 node = stack[-1]
+                if node in pos:  # pushed twice before it was placed
+                    stack.pop()
+                    continue
                 operands = node.operands
                 # push the operands not placed yet (first operand on top), and
                 # place the node once none is left
                 n = len(stack)
                 for o in reversed(operands):
                     if type(o) is Value:
-                        if id(o[0]) not in pos:
+                        if o[0] not in pos:
                             stack.append(o[0])
                     else:
                         for v in reversed(o):
-                            if id(v[0]) not in pos:
+                            if v[0] not in pos:
                                 stack.append(v[0])
                 if len(stack) != n:
                     continue
                 stack.pop()
-                if id(node) in pos:  # pushed twice before it was placed
-                    continue
-                pos[id(node)] = len(order)
+                pos[node] = len(order)
                 order.append(node)
-                add(node.digest)
+                digests.append(node.digest)
                 if node.is_leaf:
                     params.append(node)
-                    add(b"P")
+                    put(-1)
                     continue
+                # the node's operands by walk position: -1 a leaf, -2 a group
+                put(len(operands))
                 for o in operands:
                     if type(o) is Value:
-                        add(_pos_bytes(pos[id(o[0])]) + _pos_bytes(o[1]))
+                        put(pos[o[0]])
+                        put(o[1])
                     else:
-                        add(b"G" + _pos_bytes(len(o)))
+                        put(-2)
+                        put(len(o))
                         for v in o:
-                            add(_pos_bytes(pos[id(v[0])]) + _pos_bytes(v[1]))
-        enc.append(b"O")
+                            put(pos[v[0]])
+                            put(v[1])
+        put(-3)
         for out in outputs:
-            enc.append(_pos_bytes(pos[id(out.node)]) + _pos_bytes(out.index))
-        self.encoding = b"".join(enc)
+            put(pos[out[0]])
+            put(out[1])
+        # the node count, the fixed-width digests, then the self-delimiting
+        # edge list: unambiguous
+        self.encoding = len(order).to_bytes(8, "little") + b"".join(digests) + array("q", edges).tobytes()
         # Scalar leaves travel packed, one vector per dtype (one transfer each
         # instead of one per number); entry arguments are the device-data
         # leaves first, then the packs. Both orders follow the walk, which the

@@ -16,7 +16,7 @@ import numpy as np
 from jax._src.lib import xla_client as xc
 from jaxlib.mlir._mlir_libs import _stablehlo as _jaxlib_stablehlo
 
-from lazycore.dialect.types import TensorType, type_of
+from lazycore.dialect.types import TensorType, to_numpy_dtype, type_of
 
 
 @functools.cache
@@ -64,6 +64,14 @@ def to_host(buffer) -> np.ndarray:
     return np.asarray(buffer)
 
 
+def _result_handler(t: TensorType, device):
+    from jax._src.core import ShapedArray
+    from jax.sharding import SingleDeviceSharding
+
+    aval = ShapedArray(tuple(t.shape), to_numpy_dtype(t.dtype))
+    return xc.array_result_handler(aval, SingleDeviceSharding(device), committed=True, _skip_checks=True)
+
+
 @dataclass
 class Executable:
     """A compiled program: call it with device buffers, get device buffers."""
@@ -72,6 +80,11 @@ class Executable:
     device: object
     input_types: tuple[TensorType, ...]
     output_types: tuple[TensorType, ...]
+
+    def __post_init__(self):
+        # jaxlib's own result handlers wrap the outputs as arrays in C++, a
+        # few times faster per output than disassembling them in Python
+        self._handlers = [_result_handler(t, self.device) for t in self.output_types]
 
     def __call__(self, buffers: Sequence) -> list:
         return self.launch(buffers)[0]
@@ -85,7 +98,7 @@ class Executable:
             raise TypeError(f"executable takes {len(self.input_types)} inputs, got {len(buffers)}")
         res = self.loaded.execute_sharded(list(buffers), with_tokens=True)
         done = res.consume_token()
-        return [shards[0] for shards in res.disassemble_into_single_device_arrays()], done
+        return res.consume_with_handlers(self._handlers), done
 
     def run_numpy(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Convenience for tests and tools: host arrays in, host arrays out."""

@@ -34,6 +34,22 @@ def test_replayed_graph_hashes_as_the_traced_one(dev):
     np.testing.assert_allclose(replayed.cpu().numpy(), f(x.cpu(), y.cpu()).numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_replays_hash_by_their_inputs_structure_not_the_last_replay(dev):
+    """A replay reuses the node digests of the one before only when its
+    inputs' digests are the same; inputs of another structure hash anew."""
+    x, y = _rand(4, 5).to(dev), _rand(5, seed=1).to(dev)
+
+    def f(a):
+        return torch.tanh(a * 0.5 + y)
+
+    inputs = [x, x * 2, x, torch.exp(x), x * 2, x]
+    with override(replay=False):
+        traced = [_digest(f(a)) for a in inputs]
+    f(x)  # records
+    assert [_digest(f(a)) for a in inputs] == traced
+    assert len(set(traced)) == 3
+
+
 def test_a_recording_with_one_input_twice_does_not_serve_two_inputs(dev):
     a, b = _rand(3, 3).to(dev), _rand(3, 3, seed=1).to(dev)
     sq = a * a  # recorded with both operands one handle
