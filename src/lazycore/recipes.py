@@ -30,6 +30,7 @@ from lazycore.sourceloc import caller
 from lazycore.tensor import LazyTensor
 
 _INPUT, _STEP, _FROZEN, _GROUP = 0, 1, 2, 3
+_DIGESTS_KEPT = 64
 _new_value = tuple.__new__
 
 
@@ -102,7 +103,7 @@ class Recorder:
 class Recipe:
     """A recorded lowering: the nodes to make again and where the results come from."""
 
-    __slots__ = ("steps", "out", "aliased", "_last")
+    __slots__ = ("steps", "out", "aliased", "_digests")
 
     def __init__(self, steps, out, aliased):
         self.steps = steps
@@ -110,10 +111,12 @@ class Recipe:
         self.aliased = aliased
         """The inputs' identity pattern when some were one handle (``x * x``):
         the recipe then only fits calls with the same pattern."""
-        self._last = None
-        """``(input digests, node digests)`` of the last replay: a step that
-        repeats feeds inputs of the same structure, whose nodes then hash
-        as before (no hashing)."""
+        self._digests: dict = {}
+        """Input digests -> the node digests replaying on such inputs made: a
+        step that repeats feeds inputs of the same structures, whose nodes
+        then hash as before (no hashing). One signature may serve a few
+        places in a step (two ReLUs of one shape, a chain of 25 scalings),
+        hence up to ``_DIGESTS_KEPT`` entries."""
 
     def fits(self, inputs) -> bool:
         return self.aliased is None or alias_pattern(inputs) == self.aliased
@@ -123,10 +126,11 @@ class Recipe:
         Every result handle is new, even where the lowering returned an input."""
         loc = caller(2)
         vals = [h._value for h in inputs]
-        key = [(v[0].digest, v[1]) for v in vals]
-        last = self._last
-        hit = last is not None and last[0] == key
-        digests = last[1] if hit else []
+        key = tuple([(v[0].digest, v[1]) for v in vals])
+        digests = self._digests.get(key)
+        hit = digests is not None
+        if not hit:
+            digests = []
         made = []
         for i, (name, refs, attrs, types, prefix) in enumerate(self.steps):
             operands = []
@@ -147,7 +151,9 @@ class Recipe:
                 digests.append(d)
             made.append(Node(name, tuple(operands), attrs, types, d, loc))
         if not hit:
-            self._last = (key, digests)
+            if len(self._digests) >= _DIGESTS_KEPT:
+                self._digests.clear()
+            self._digests[key] = digests
         return _build(self.out, inputs, made)
 
 
