@@ -193,6 +193,51 @@ def _passthrough_classes(torch):
     return Inner, Meta
 
 
+def _shape_only_class(torch):
+    """A do-nothing wrapper subclass that only knows shapes: each op returns
+    new wrappers with the metadata eager's meta kernel gave the first call of
+    its signature. Training through it costs what autograd, the modules, the
+    optimizer and subclass dispatch cost: the least Python any
+    ``__torch_dispatch__`` frontend pays for a step."""
+    from torch.utils._pytree import tree_map
+
+    memo = {}
+
+    class ShapeOnly(torch.Tensor):
+        @staticmethod
+        def __new__(cls, shape, dtype, stride):
+            return torch.Tensor._make_wrapper_subclass(cls, shape, dtype=dtype, device="cpu", strides=stride,
+                                                        requires_grad=False)
+
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            key = (func,) + tuple((a.shape, a.dtype) if type(a) is ShapeOnly else
+                                  tuple(a) if isinstance(a, list) else a for a in args)
+            got = memo.get(key)
+            if got is None:
+                def meta(t):
+                    if isinstance(t, ShapeOnly):
+                        return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+                    return t
+
+                out = func(*tree_map(meta, args), **tree_map(meta, kwargs or {}))
+                if isinstance(out, torch.Tensor):
+                    got = (None, (out.shape, out.dtype, out.stride()))
+                elif isinstance(out, (list, tuple)):
+                    got = (type(out), [(o.shape, o.dtype, o.stride()) for o in out])
+                else:
+                    got = ("value", out)
+                memo[key] = got
+            kind, spec = got
+            if kind is None:
+                return ShapeOnly(*spec)
+            if kind == "value":
+                return spec
+            return kind(ShapeOnly(*s) for s in spec)
+
+    return ShapeOnly
+
+
 def bench_tracing(args):
     import torch
 
@@ -398,6 +443,16 @@ def bench_training(args):
     dev = ltorch.device()
     ldata = [(x.to(dev), y.to(dev)) for x, y in data]
     lmodel = _make_model(cfg).to(dev)
+    # the Python floor: the same step through a subclass that only knows shapes
+    ShapeOnly = _shape_only_class(torch)
+    fmodel = _make_model(cfg)
+    for mod in fmodel:
+        if hasattr(mod, "weight"):
+            for name in ("weight", "bias"):
+                p = getattr(mod, name)
+                setattr(mod, name, torch.nn.Parameter(ShapeOnly(p.shape, p.dtype, p.stride())))
+    fdata = [(ShapeOnly(x.shape, x.dtype, x.stride()), ShapeOnly(y.shape, y.dtype, y.stride())) for x, y in data]
+    variants["floor"] = make_torch(fmodel, fdata)[0]
     variants["lazy"], finals["lazy"] = make_torch(lmodel, ldata, after=ltorch.mark_step)
     variants["lazyw"], finals["lazyw"] = make_torch(_make_model(cfg).to(dev), ldata,
                                                     after=lambda: ltorch.mark_step(wait=True))
@@ -451,6 +506,8 @@ def bench_training(args):
         target="<= 1.15x jax.jit", note=f"loss {lloss:.6f}; step incl. mark_step() (waits for the step before)")
     row(B, "  of which Python (trace, before mark_step)", traced,
         note="autograd, optimizer and lazycore dispatch; the rest is the barrier and XLA")
+    row(B, "do-nothing subclass, shapes only (Python floor)", times["floor"],
+        note="autograd, modules, optimizer, subclass dispatch; no values: what any torch-dispatch frontend pays")
     row(B, "lazycore.torch, mark_step(wait=True)", times["lazyw"], diff=d_lazyw, tol=tol,
         note="waits for its own step: no overlap of tracing and execution")
     row(B, "lazycore.torch, replay off", lt0, diff=d_lazy0, tol=tol,
