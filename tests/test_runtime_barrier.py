@@ -218,3 +218,19 @@ def test_reading_a_value_after_a_pipelined_barrier_waits_for_it(rng):
     for _ in range(5):
         ref = ref * np.float32(1.5) + np.float32(1)
     np.testing.assert_allclose(a.numpy(), ref, rtol=1e-6, atol=1e-5)  # no explicit wait
+
+
+def test_clearing_the_cache_while_a_program_runs_keeps_its_results(rng):
+    import gc
+
+    x0 = rng.standard_normal((512, 512)).astype(np.float32)
+    a = MiniArray.from_numpy(x0)
+    for _ in range(20):
+        a = a * 1.5 - 0.25
+    lc.mark_step()  # started, not waited for
+    lc.cache.clear()
+    gc.collect()  # the executable's last Python reference is gone
+    ref = x0
+    for _ in range(20):
+        ref = ref * np.float32(1.5) - np.float32(0.25)
+    np.testing.assert_allclose(a.numpy(), ref, rtol=1e-5, atol=1e-3)
