@@ -490,7 +490,7 @@ def bench_training(args):
     loss, d_eager = check("eager")
     lloss, d_lazy = check("lazy")
     lloss0, d_lazy0 = check("lazy0")
-    llossw, d_lazyw = check("lazyw")
+    _, d_lazyw = check("lazyw")
     _, d_jaxa = check("jaxa")
     tol = 1e-3
     row(B, "jax.jit (donated params)", jt, baseline=True, diff=0.0, tol=tol, value={"final_loss": jloss},

@@ -68,11 +68,13 @@ class Walk:
                 pos[node] = len(order)
                 order.append(node)
                 digests.append(node.digest)
+                # per node: -1 for a leaf, else the operand count and each
+                # operand's (walk position, result index); a variadic group
+                # is -2, its size, then its members' pairs
                 if node.is_leaf:
                     params.append(node)
                     put(-1)
                     continue
-                # the node's operands by walk position: -1 a leaf, -2 a group
                 put(len(operands))
                 for o in operands:
                     if type(o) is Value:
