@@ -275,6 +275,8 @@ def _factory():
 
 # Constant folding lives in its own module; importing it adds its patterns.
 from . import folding  # noqa: E402,F401
+# ...and so does the module on partial updates (which also holds lazy-update-to-select).
+from . import updates  # noqa: E402,F401
 from .folding import FOLDABLE, FOLD_LIMIT  # noqa: E402
 
 __all__ = ["FOLDABLE", "FOLD_LIMIT", "PATTERNS", "exact_conversion", "same_conversion", "pattern", "run", "create"]

@@ -47,7 +47,7 @@ def register_pass(name: str, summary: str, options: dict[str, str] | None = None
     return wrap
 
 
-DEFAULT_PIPELINE = "lazy-canonicalize,cse,lazy-aliasing,lazy-to-stablehlo,canonicalize"
+DEFAULT_PIPELINE = "lazy-canonicalize,cse,lazy-update-to-select,lazy-aliasing,lazy-to-stablehlo,canonicalize"
 
 
 def split_elements(pipeline: str) -> list[str]:

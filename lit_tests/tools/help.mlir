@@ -6,7 +6,8 @@
 // CHECK-DAG: donate:
 // CHECK-DAG: --lazy-canonicalize
 // CHECK-DAG: --lazy-to-stablehlo
+// CHECK-DAG: --lazy-update-to-select
 // CHECK-DAG: --pass-pipeline
 // CHECK-DAG: --split-input-file
 // CHECK: default pipeline (--lazy-default-pipeline):
-// CHECK-NEXT: lazy-canonicalize,cse,lazy-aliasing,lazy-to-stablehlo,canonicalize
+// CHECK-NEXT: lazy-canonicalize,cse,lazy-update-to-select,lazy-aliasing,lazy-to-stablehlo,canonicalize
