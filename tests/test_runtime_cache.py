@@ -120,3 +120,25 @@ def test_a_hit_does_no_mlir_work(rng, monkeypatch):
         monkeypatch.setattr(mod, name, boom)
     np.testing.assert_allclose(step(x, 5.0), np.tanh(x * np.float32(5.0) + x), rtol=1e-6)
     assert metrics.counters()["cache_hits"] == 1
+
+
+def test_user_lowerings_are_part_of_the_key(rng):
+    """The environment part of the key is kept between barriers; registering
+    or dropping a lowering must still reach it."""
+    from lazycore.passes import register_lowering, unregister_lowering
+    from lazycore.passes.lowering import hlo, registry
+
+    def tanh_as_zero(op, rewriter):  # a visibly different program
+        return hlo.splat_like(0.0, op.operands[0])
+
+    x = rng.standard_normal((4, 4)).astype(np.float32)
+    want = np.tanh(x * 2.0 + x)
+    try:
+        np.testing.assert_allclose(step(x, 2.0), want, rtol=1e-6)
+        register_lowering("tanh", tanh_as_zero)
+        np.testing.assert_array_equal(step(x, 2.0), np.zeros_like(x))
+        unregister_lowering("tanh")
+        np.testing.assert_allclose(step(x, 2.0), want, rtol=1e-6)
+        assert metrics.counters()["compiles"] == 2  # the builtin program came back from the cache
+    finally:
+        registry.clear_user_patterns()

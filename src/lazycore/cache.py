@@ -31,15 +31,27 @@ from lazycore import metrics
 from lazycore.config import settings
 
 
+_ENVIRONMENTS: dict[tuple, bytes] = {}
+
+
 def _environment() -> bytes:
-    """What outside the graph changes the compiled program, as bytes."""
-    import lazycore
-    from lazycore import pjrt
+    """What outside the graph changes the compiled program, as bytes; kept
+    per state of the user's lowerings and PDL patterns (every barrier asks)."""
     from lazycore.passes.lowering import registry
 
-    user = sorted((name, fn.__module__, fn.__qualname__, id(fn)) for name, fn in registry.USER.items())
-    pdl = [hashlib.blake2b(t.encode(), digest_size=16).hexdigest() for t in registry.PDL_SOURCES]
-    return repr((lazycore.__version__, pjrt.jaxlib_version(), pjrt.consumer_stablehlo_version(), user, pdl)).encode()
+    state = (tuple(registry.USER.items()), tuple(registry.PDL_SOURCES))
+    env = _ENVIRONMENTS.get(state)
+    if env is None:
+        import lazycore
+        from lazycore import pjrt
+
+        user = sorted((name, fn.__module__, fn.__qualname__, id(fn)) for name, fn in registry.USER.items())
+        pdl = [hashlib.blake2b(t.encode(), digest_size=16).hexdigest() for t in registry.PDL_SOURCES]
+        env = repr((lazycore.__version__, pjrt.jaxlib_version(), pjrt.consumer_stablehlo_version(), user, pdl))
+        if len(_ENVIRONMENTS) >= 64:
+            _ENVIRONMENTS.clear()
+        env = _ENVIRONMENTS[state] = env.encode()
+    return env
 
 
 def make_key(walk: bytes, device, donate: dict[int, int], pipeline: str) -> bytes:
