@@ -3,7 +3,8 @@
 Pipeline names (usable in :func:`run_pipeline` and ``lazy-opt``):
 ``lazy-canonicalize``, ``lazy-update-to-select``, ``lazy-aliasing``,
 ``lazy-to-stablehlo``, plus any upstream MLIR pass (``cse``,
-``canonicalize``...). ``DEFAULT_PIPELINE`` composes them. Lowerings are patterns in a registry: see :mod:`lazycore.passes.lowering`.
+``canonicalize``...). ``DEFAULT_PIPELINE`` composes them. Lowerings are
+patterns in a registry: see :mod:`lazycore.passes.lowering`.
 """
 
 from .pipeline import (  # noqa: F401
