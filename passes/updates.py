@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from lazycore.dialect import attr, create
-from lazycore.dialect.types import TensorType, to_numpy_dtype
+from lazycore.dialect.types import TensorType
 from lazycore.mlir import ir, rewrite
 
 from .canonicalize import pattern, producer, replace, splat_constant, splat_value, type_of
@@ -38,14 +38,9 @@ is assumed not to (the update stays in place, as without this pass)."""
 
 
 def constant_int(v: ir.Value):
-    """The value of a rank-0 integer ``lazy.constant``, or None."""
-    o = producer(v, "constant")
-    if o is None:
-        return None
-    value = attr(o, "value")
-    if value.ndim != 0 or value.dtype.kind not in "iu":
-        return None
-    return int(value)
+    """The value of a rank-0 integer ``lazy.constant`` (a start index), or None."""
+    s = splat_value(v) if type_of(v).rank == 0 else None
+    return int(s) if isinstance(s, np.integer) else None
 
 
 def static_starts(op):
@@ -60,11 +55,11 @@ def static_starts(op):
 
 
 def _index_constants(values, like: ir.Value) -> list[ir.Value]:
-    dtype = to_numpy_dtype(type_of(like).dtype)
+    """One constant of ``like``'s type per distinct value, in ``values``' order."""
     made: dict[int, ir.Value] = {}
     for v in values:
         if v not in made:
-            made[v] = create("constant", value=np.array(v, dtype=dtype)).result
+            made[v] = splat_constant(v, type_of(like))
     return [made[v] for v in values]
 
 

@@ -128,6 +128,7 @@ def test_self_reading_updates_become_selects_with_the_same_values(n):
     assert text_after.count('"lazy.select"') == 2 and text_after.count(", %arg0) :") == 2
 
 
+@pytest.mark.usefixtures("clean_runtime")  # zeroed counters: the donation seen is this test's
 def test_default_pipeline_with_donation_keeps_a_stencil_loop_exact():
     """Ten heat steps per program through lazycore.numpy, the update donated
     in place, equal eager NumPy."""
