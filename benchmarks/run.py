@@ -26,8 +26,10 @@ absolute difference from the baseline's numbers, which is checked.
    ends with ``mark_step()``, which starts the step's program and waits for
    the previous one, so tracing overlaps execution (as PyTorch/XLA); rows
    for ``mark_step(wait=True)`` and for jax.jit dispatching ahead the same
-   way show both sides of that. Every variant starts from the same weights
-   and sees the same batches; final losses and parameters are compared.
+   way show both sides of that. A row with a new learning rate every step
+   (``LR * (1 + 1e-6 * step)``) shows what a schedule costs the trace. Every
+   variant starts from the same weights and sees the same batches; final
+   losses and parameters are compared.
 3. Fusion: ``tanh(x*1.5+0.5)*sigmoid(x) - x*x/3 + exp(-abs(x))`` on 4M float32:
    NumPy, eager torch, jax.jit (baseline), lazycore.torch, lazycore.numpy. A
    lazy step is: record the expression, ``mark_step(wait=True)``; the
@@ -385,9 +387,11 @@ def bench_training(args):
     warm, steps = args.warmup, args.steps
     total = warm + steps + 2  # in_blocks runs one untimed step at the start of each of its two blocks
 
-    def make_torch(model, data, after=None, fwd=None, replay=True):
+    def make_torch(model, data, after=None, fwd=None, replay=True, drift=0.0):
         """One training step as a function (returning its Python part's seconds
-        when ``after`` is the barrier) and a function giving (loss, params)."""
+        when ``after`` is the barrier) and a function giving (loss, params).
+        ``drift``: the learning rate is ``LR * (1 + drift * step)``, a new float
+        every step (as a schedule makes), numerically within the tolerance."""
         opt = torch.optim.SGD(model.parameters(), lr=LR)
         it = [0]
         last = [None]
@@ -397,6 +401,8 @@ def bench_training(args):
                 t0 = time.perf_counter()
                 x, y = data[it[0] % len(data)]
                 it[0] += 1
+                if drift:
+                    opt.param_groups[0]["lr"] = LR * (1 + drift * it[0])
                 if fwd is None:
                     last[0] = _torch_step(model, opt, x, y)
                 else:
@@ -458,8 +464,10 @@ def bench_training(args):
                                                     after=lambda: ltorch.mark_step(wait=True))
     variants["lazy0"], finals["lazy0"] = make_torch(_make_model(cfg).to(dev), ldata, after=ltorch.mark_step,
                                                     replay=False)
+    variants["lazylr"], finals["lazylr"] = make_torch(_make_model(cfg).to(dev), ldata, after=ltorch.mark_step,
+                                                      drift=1e-6)
     ltorch.mark_step(wait=True)
-    for name in ("lazy", "lazyw", "lazy0"):
+    for name in ("lazy", "lazyw", "lazy0", "lazylr"):
         settle[name] = lambda: ltorch.mark_step(wait=True)
 
     if args.no_torch_compile:
@@ -512,6 +520,11 @@ def bench_training(args):
         note="waits for its own step: no overlap of tracing and execution")
     row(B, "lazycore.torch, replay off", lt0, diff=d_lazy0, tol=tol,
         note="LAZYCORE_REPLAY=0 (before/after)")
+    _, d_lazylr = check("lazylr")
+    row(B, "lazycore.torch, new learning rate every step", times["lazylr"], diff=d_lazylr, tol=tol,
+        note="lr = LR*(1+1e-6*step): a new float per step, as a schedule gives")
+    row(B, "  of which Python (new learning rate every step)", parts["lazylr"],
+        note="the SGD updates replay one recording for every learning rate")
     set_ratios(B)
 
     if args.profile:

@@ -115,7 +115,7 @@ def scalar(value, dtype: str, device, shape=()):
     if dtype == "i1":
         value = bool(value)
     elif is_float(dtype):
-        value = float(value)
+        value = value if isinstance(value, float) else float(value)  # a recorded float argument stays one
     else:
         value = int(value)
     s = core.scalar(value, dtype, device=device)

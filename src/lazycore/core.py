@@ -104,12 +104,15 @@ def scalar(value, dtype: str | None = None, device=None) -> LazyTensor:
     folds like ``x * 1``); any other number becomes a program parameter whose
     hash covers only its dtype, so a new learning rate does not recompile.
     """
+    source = None
+    if _RECORDING is not None:  # lazycore.recipes: a float argument of the recorded call?
+        value, source = _RECORDING.plain(value)
     dtype = dtype or _scalar_dtype(value)
     host = np.asarray(value, dtype=to_numpy_dtype(dtype))  # out-of-range values fail here
     dev = _device.get(device)
     node = constant(host) if value == 0 or value == 1 else Scalar(host, dtype)
-    if _RECORDING is not None:  # lazycore.recipes: a constant of the recording
-        _RECORDING.on_leaf(node)
+    if _RECORDING is not None:  # a constant of the recording, or that argument's parameter
+        _RECORDING.on_leaf(node, source)
     return LazyTensor(Value(node, 0), dev)
 
 

@@ -20,17 +20,32 @@ device array), uploads host data, observes a value (an implicit barrier) or
 assigns to a handle is run again at every call. The frontend's key must cover
 everything else the lowering may look at; the contract for lowerings is that
 they are functions of their arguments' types and Python values.
+
+Float arguments (:func:`record_call`): a learning rate that changes every
+step, or Adam's step size, would otherwise make a new recording per value.
+While recording, each top-level float argument is a :class:`_Param`, a float
+that notices being looked at. If the lowering only hands it to
+:func:`lazycore.core.scalar` (it becomes a program parameter), and no
+comparison, arithmetic or conversion touched it and its value was not baked
+into a constant, the recipe is *parametric*: it replays for other values of
+that float (:attr:`Recipe.parametric`), making that value's scalar parameter
+(and the broadcasts made from it alone) once per value, as a recording of
+that value would have.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from lazycore import core
-from lazycore.graph import Node, Value, digest, node_prefix, operand_bytes
+from lazycore.dialect.types import to_numpy_dtype
+from lazycore.graph import Node, Scalar, Value, digest, node_prefix, operand_bytes
 from lazycore.sourceloc import caller
 from lazycore.tensor import LazyTensor
 
-_INPUT, _STEP, _FROZEN, _GROUP = 0, 1, 2, 3
+_INPUT, _STEP, _FROZEN, _GROUP, _PARAM = 0, 1, 2, 3, 4
 _DIGESTS_KEPT = 64
+_VALUES_KEPT = 64
 _new_value = tuple.__new__
 
 
@@ -41,7 +56,8 @@ class _Unreplayable(Exception):
 class Recorder:
     """Watches the core API while a lowering runs (installed as ``core._RECORDING``)."""
 
-    __slots__ = ("inputs", "steps", "made", "kept", "frozen", "ok")
+    __slots__ = ("inputs", "steps", "made", "kept", "frozen", "ok", "params", "pmade", "psteps", "pnodes",
+                 "specific")
 
     def __init__(self, inputs):
         self.inputs = {}
@@ -52,6 +68,26 @@ class Recorder:
         self.kept: list[Node] = []  # the nodes of ``made``, alive so no other node takes their id
         self.frozen: dict[int, Node] = {}  # id(node) -> node made of constants only
         self.ok = True
+        self.params: list[_Param] = []  # the float arguments, in order
+        self.psteps: list = []  # nodes made of float parameters (and constants) only
+        self.pmade: dict[int, int] = {}  # id(node) -> psteps index
+        self.pnodes: list[Node] = []  # the nodes of ``pmade``
+        self.specific = False
+        """A float argument was looked at: the recording holds for its value only."""
+
+    def param(self, x: float) -> _Param:
+        p = _Param(x)
+        p.recorder, p.index = self, len(self.params)
+        self.params.append(p)
+        return p
+
+    def plain(self, value):
+        """``(value, argument index)`` for a number reaching ``core.scalar``:
+        a float argument of this recording as a plain float, with its index
+        (else the value as it is, and None)."""
+        if type(value) is _Param and value.recorder is self:
+            return _PLAIN(value), value.index
+        return value, None
 
     # hooks called by lazycore.core / lazycore.tensor
     def on_node(self, spec, handles, node, kwargs) -> None:
@@ -65,12 +101,24 @@ class Recorder:
         if all(r[0] == _FROZEN for r in refs):
             self.frozen[id(node)] = node
             return
+        if all(r[0] == _FROZEN or r[0] == _PARAM for r in refs):
+            # made of parameters and constants: once per value, like constants once
+            self.pmade[id(node)] = len(self.psteps)
+            self.pnodes.append(node)
+            self.psteps.append((spec.name, refs, node.attrs, node.types, node.digest))
+            return
         _, prefix = node_prefix(spec, kwargs, node.types)
         self.made[id(node)] = len(self.steps)
         self.kept.append(node)
         self.steps.append((spec.name, refs, node.attrs, node.types, prefix))
 
-    def on_leaf(self, node) -> None:
+    def on_leaf(self, node, source: int | None = None) -> None:
+        """A leaf ``core.scalar`` made; ``source``: the float argument it holds."""
+        if source is not None and type(node) is Scalar:
+            self.pmade[id(node)] = len(self.psteps)
+            self.pnodes.append(node)
+            self.psteps.append((None, source, None, node.types, node.digest))
+            return
         self.frozen[id(node)] = node
 
     def taint(self) -> None:
@@ -86,6 +134,9 @@ class Recorder:
         k = self.made.get(id(node))
         if k is not None:
             return (_STEP, k, index)
+        k = self.pmade.get(id(node))
+        if k is not None:
+            return (_PARAM, k, index)
         if id(node) in self.frozen:
             return (_FROZEN, h._value, None)
         raise _Unreplayable
@@ -103,9 +154,9 @@ class Recorder:
 class Recipe:
     """A recorded lowering: the nodes to make again and where the results come from."""
 
-    __slots__ = ("steps", "out", "aliased", "_digests")
+    __slots__ = ("steps", "out", "aliased", "_digests", "psteps", "parametric", "_values")
 
-    def __init__(self, steps, out, aliased):
+    def __init__(self, steps, out, aliased, psteps=(), parametric=False):
         self.steps = steps
         self.out = out
         self.aliased = aliased
@@ -117,12 +168,22 @@ class Recipe:
         then hash as before (no hashing). One signature may serve a few
         places in a step (two ReLUs of one shape, a chain of 25 scalings),
         hence up to ``_DIGESTS_KEPT`` entries."""
+        self.psteps = psteps
+        """The float parameters' scalars and the nodes made of them alone."""
+        self.parametric = parametric
+        """The recording holds for any value of the float arguments (else
+        only for the values it was recorded with)."""
+        self._values: dict = {}
+        """Float argument values -> the nodes of ``psteps`` made for them:
+        one value's scalar and broadcasts are shared by every replay, as a
+        constant's are."""
 
     def fits(self, inputs) -> bool:
         return self.aliased is None or alias_pattern(inputs) == self.aliased
 
-    def replay(self, inputs):
-        """The lowering's result for ``inputs`` (handles in the recorded order).
+    def replay(self, inputs, floats=()):
+        """The lowering's result for ``inputs`` (handles in the recorded order)
+        and ``floats`` (the float arguments, for a recording that has them).
         Every result handle is new, even where the lowering returned an input."""
         loc = caller(2)
         vals = [h._value for h in inputs]
@@ -131,6 +192,7 @@ class Recipe:
         hit = digests is not None
         if not hit:
             digests = []
+        pnodes = self._params(floats, loc) if self.psteps else None
         made = []
         for i, (name, refs, attrs, types, prefix) in enumerate(self.steps):
             operands = []
@@ -142,8 +204,10 @@ class Recipe:
                     operands.append(_new_value(Value, (made[a], b)))
                 elif kind == _FROZEN:
                     operands.append(a)
+                elif kind == _PARAM:
+                    operands.append(_new_value(Value, (pnodes[a], b)))
                 else:
-                    operands.append(_resolve(ref, inputs, made))
+                    operands.append(_resolve(ref, inputs, made, pnodes))
             if hit:
                 d = digests[i]
             else:  # make_node's digest
@@ -154,10 +218,30 @@ class Recipe:
             if len(self._digests) >= _DIGESTS_KEPT:
                 self._digests.clear()
             self._digests[key] = digests
-        return _build(self.out, inputs, made)
+        return _build(self.out, inputs, made, pnodes)
+
+    def _params(self, floats, loc) -> list[Node]:
+        key = tuple([float_key(f) for f in floats])
+        nodes = self._values.get(key)
+        if nodes is None:
+            nodes = []
+            for name, refs, attrs, types, d in self.psteps:
+                if name is None:  # a float argument's scalar, as core.scalar makes it
+                    dtype = types[0].dtype
+                    nodes.append(Scalar(np.asarray(floats[refs], dtype=to_numpy_dtype(dtype)), dtype))
+                    continue
+                operands = tuple(_resolve(r, (), (), nodes) for r in refs)
+                nodes.append(Node(name, operands, attrs, types, d, loc))
+            self.remember(key, nodes)
+        return nodes
+
+    def remember(self, key: tuple, nodes: list) -> None:
+        if len(self._values) >= _VALUES_KEPT:
+            self._values.clear()
+        self._values[key] = nodes
 
 
-def _resolve(ref, inputs, made):
+def _resolve(ref, inputs, made, pnodes=None):
     kind, a, b = ref
     if kind == _INPUT:
         return inputs[a]._value
@@ -165,20 +249,24 @@ def _resolve(ref, inputs, made):
         return Value(made[a], b)
     if kind == _FROZEN:
         return a
-    return tuple(_resolve(r, inputs, made) for r in a)  # a variadic group
+    if kind == _PARAM:
+        return Value(pnodes[a], b)
+    return tuple(_resolve(r, inputs, made, pnodes) for r in a)  # a variadic group
 
 
-def _build(out, inputs, made):
+def _build(out, inputs, made, pnodes):
     if out is None:
         return None
     first, second = out
     if type(first) is type:  # a list or tuple of results
-        return first(_build(o, inputs, made) for o in second)
+        return first(_build(o, inputs, made, pnodes) for o in second)
     kind, a, b = first
     if kind == _INPUT:  # a fresh handle, as every other result is
         return LazyTensor(inputs[a]._value, second)
     if kind == _STEP:
         return LazyTensor(Value(made[a], b), second)
+    if kind == _PARAM:
+        return LazyTensor(Value(pnodes[a], b), second)
     return LazyTensor(a, second)
 
 
@@ -201,14 +289,29 @@ def record(fn, inputs, *args, **kwargs):
     recipe)``, the recipe None when the lowering cannot be replayed (or
     returned NotImplemented). Recording inside a recording records nothing
     of its own: the outer recording sees every node."""
+    return record_call(fn, inputs, args, kwargs, floats=False)
+
+
+def record_call(fn, inputs, args, kwargs, floats: bool = True):
+    """:func:`record` with the arguments as a tuple and a dict. ``floats``:
+    the top-level float arguments (positional first, then keywords, in order)
+    are watched, and the recipe is :attr:`~Recipe.parametric` when the
+    lowering passed them to ``core.scalar`` and did nothing else with them.
+    Its :meth:`~Recipe.replay` then takes the call's floats in that order."""
     if core._RECORDING is not None:
         return fn(*args, **kwargs), None
     rec = Recorder(inputs)
+    if floats:
+        args = tuple(rec.param(x) if type(x) is float else x for x in args)
+        if kwargs:
+            kwargs = {k: rec.param(v) if type(v) is float else v for k, v in kwargs.items()}
     core._RECORDING = rec
     try:
         result = fn(*args, **kwargs)
     finally:
         core._RECORDING = None
+        for p in rec.params:
+            p.recorder = None  # a float kept by the lowering is a float from now on
     if not rec.ok or result is NotImplemented:
         return result, None
     try:
@@ -218,7 +321,109 @@ def record(fn, inputs, *args, **kwargs):
     aliased = alias_pattern(inputs)
     if aliased == tuple(range(len(aliased))):
         aliased = None
-    return result, Recipe(tuple(rec.steps), out, aliased)
+    parametric = floats and not rec.specific and not _baked(rec)
+    recipe = Recipe(tuple(rec.steps), out, aliased, tuple(rec.psteps), parametric)
+    if rec.psteps:
+        recipe.remember(tuple([float_key(_PLAIN(p)) for p in rec.params]), rec.pnodes)
+    return result, recipe
+
+
+def _baked(rec: Recorder) -> bool:
+    """Whether a float argument's value may sit in a node of the recording
+    other than its own scalar: read without noticing (``np.asarray``, a C
+    function) and made a constant, an attribute or another scalar."""
+    values = [_PLAIN(p) for p in rec.params]
+    if not values:
+        return False
+    nodes = list(rec.kept) + list(rec.frozen.values())
+    nodes += [n for n, ps in zip(rec.pnodes, rec.psteps) if ps[0] is not None]
+    for node in nodes:
+        if type(node) is Scalar and _holds(node.value, values):
+            return True
+        for v in node.attrs.values():
+            if _holds(v, values):
+                return True
+    return False
+
+
+def _holds(v, values) -> bool:
+    """``v`` (an attribute or a leaf's value) contains one of ``values``,
+    as itself or rounded to ``v``'s float type."""
+    if isinstance(v, (list, tuple)):
+        return any(_holds(x, values) for x in v)
+    if isinstance(v, float):
+        return v in values
+    if isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind in "fcV":
+        try:
+            with np.errstate(all="ignore"):
+                wanted = np.asarray(values).astype(v.dtype)
+            return bool(np.isin(np.asarray(v).ravel(), wanted).any())
+        except (TypeError, ValueError):
+            return True  # cannot tell: assume it does
+    return False
+
+
+class _Param(float):
+    """A float argument while its lowering is recorded: the recorder notices
+    any use but ``core.scalar``'s (see :class:`Recorder`)."""
+
+    __slots__ = ("recorder", "index")
+
+
+_PLAIN = float.__float__  # the plain float of a _Param, without noticing
+
+
+def _noticing(name: str):
+    base = getattr(float, name)
+
+    def method(self, *args):
+        if self.recorder is not None:
+            self.recorder.specific = True
+        return base(self, *args)
+
+    method.__name__ = name
+    return method
+
+
+def _comparing(name: str, decided):
+    """A comparison that goes unnoticed when its answer is the same for every
+    value a parametric recipe serves (see the frontends' value classes: no
+    whole numbers, one sign): ``alpha == 1`` for the scalar policy, ``x < 0``."""
+    base = getattr(float, name)
+
+    def method(self, other):
+        if self.recorder is not None and not (type(other) in (int, float, bool) and decided(other)):
+            self.recorder.specific = True
+        return base(self, other)
+
+    method.__name__ = name
+    return method
+
+
+def _whole(x) -> bool:
+    return x == x and x not in (float("inf"), float("-inf")) and x == int(x)
+
+
+_COMPARISONS = {
+    "__eq__": _whole, "__ne__": _whole,  # never equal to a whole number
+    "__lt__": lambda x: x == 0, "__le__": lambda x: x == 0, "__gt__": lambda x: x == 0, "__ge__": lambda x: x == 0,
+}
+
+
+for _name in (
+    "__abs__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+    "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__divmod__", "__rdivmod__",
+    "__pow__", "__rpow__", "__neg__", "__pos__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
+    "__bool__", "__hash__", "__int__", "__float__", "__round__", "__trunc__", "__floor__", "__ceil__",
+    "__repr__", "__str__", "__format__", "is_integer", "as_integer_ratio", "hex", "conjugate",
+    "__getnewargs__", "__reduce__", "__reduce_ex__",
+):
+    if _name in _COMPARISONS:
+        setattr(_Param, _name, _comparing(_name, _COMPARISONS[_name]))
+    elif hasattr(float, _name):
+        setattr(_Param, _name, _noticing(_name))
+_Param.real = property(_noticing("conjugate"))
+_Param.imag = property(lambda self: _noticing("__mul__")(self, 0.0))
 
 
 def recording() -> bool:

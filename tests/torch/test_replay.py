@@ -237,3 +237,151 @@ def test_the_default_dtype_is_part_of_the_signature(dev):
         np.testing.assert_array_equal(y.cpu().numpy(), (torch.arange(3) * 1.5).numpy())
     finally:
         torch.set_default_dtype(old)
+
+
+# --- float arguments that change every call (lazycore.recipes.record_call) ---------------
+
+
+@pytest.fixture
+def recordings(monkeypatch):
+    """How many lowerings were recorded (rather than replayed) so far."""
+    from lazycore.frontends.torch import dispatch
+
+    calls = []
+    real = dispatch.record_call
+
+    def counting(fn, inputs, args, kwargs, floats=True):
+        calls.append(args[0].func)
+        return real(fn, inputs, args, kwargs, floats)
+
+    monkeypatch.setattr(dispatch, "record_call", counting)
+    return calls
+
+
+def test_a_learning_rate_that_changes_every_step_is_recorded_once(dev, recordings):
+    w, g = _rand(6, 5), _rand(6, 5, seed=1)
+    lw, lg = w.to(dev), g.to(dev)
+    lazycore.metrics.reset()
+    lr = 0.1
+    for step in range(6):
+        lr *= 0.9  # 0.09, 0.081, ...: every value new
+        lw.add_(lg * 0.3, alpha=-lr)
+        w.add_(g * 0.3, alpha=-lr)
+        ltorch.mark_step()
+        np.testing.assert_allclose(lw.cpu().numpy(), w.numpy(), rtol=1e-6)
+        if step == 0:
+            first = list(recordings)
+    assert recordings == first  # the first step's only
+    assert torch.ops.aten.add.Tensor in first
+    assert lazycore.metrics.counters()["compiles"] == 1
+
+
+def test_a_float_argument_serves_only_values_of_its_class(dev, recordings):
+    """Whole numbers (0 and 1 are baked constants) and each sign get their own recordings."""
+    x, y = _rand(7), _rand(7, seed=1)
+    lx, ly = x.to(dev), y.to(dev)
+    for v in (0.3, 0.7, 2.0, 1.0, -0.3, -0.9, 0.0, -2.0, 1e-3, float("inf"), 5.5):
+        got = torch.add(lx, ly, alpha=v).cpu().numpy()
+        np.testing.assert_allclose(got, torch.add(x, y, alpha=v).numpy(), rtol=1e-6)
+    # 0.3 (then 0.7, 1e-3, 5.5 replay it), 2.0, 1.0, -0.3 (then -0.9), 0.0, -2.0, inf
+    assert len(recordings) == 7
+
+
+def test_adam_replays_every_step_and_matches_eager(dev, recordings):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    lmodel = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    lmodel.load_state_dict(model.state_dict())
+    lmodel.to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=0.05)
+    lopt = torch.optim.Adam(lmodel.parameters(), lr=0.05)
+    x, y = _rand(16, 5, seed=2), _rand(16, 3, seed=3)
+    lx, ly = x.to(dev), y.to(dev)
+    for step in range(8):
+        for m, o, a, b in ((model, opt, x, y), (lmodel, lopt, lx, ly)):
+            o.zero_grad()
+            torch.nn.functional.mse_loss(m(a), b).backward()
+            o.step()
+        ltorch.mark_step()
+        if step == 2:
+            settled = len(recordings)
+            compiles = lazycore.metrics.counters()["compiles"]
+    assert len(recordings) == settled  # Adam's step size and bias corrections change every step
+    assert lazycore.metrics.counters()["compiles"] == compiles
+    for p, lp in zip(model.parameters(), lmodel.parameters()):
+        np.testing.assert_allclose(lp.detach().cpu().numpy(), p.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_lerp_branching_on_its_weight_is_recorded_per_weight(dev, recordings):
+    """The lerp lowering picks its formula by ``abs(weight) < 0.5``: looking at the
+    weight makes each recording serve its own value only."""
+    x, y = _rand(9), _rand(9, seed=1)
+    lx, ly = x.to(dev), y.to(dev)
+    for w in (0.3, 0.7, 0.2, 0.9):
+        np.testing.assert_allclose(torch.lerp(lx, ly, w).cpu().numpy(), torch.lerp(x, y, w).numpy(),
+                                   rtol=1e-6, atol=1e-7)
+    assert len(recordings) == 4
+
+
+def _recorded(fn, value):
+    a = lazycore.from_numpy(np.float32([1, 2, 3]))
+    res, recipe = recipes.record_call(fn, [a], (a, value), {})
+    return a, res, recipe
+
+
+@pytest.mark.parametrize("looks", [
+    lambda s: s > 0.5,
+    lambda s: s * 2,
+    lambda s: -s,
+    lambda s: float(s),
+    lambda s: abs(s),
+    lambda s: s == 0.25,
+    lambda s: round(s, 3),
+    lambda s: f"{s:.3f}",
+    lambda s: {s: 1},
+])
+def test_a_float_the_lowering_looks_at_makes_the_recording_value_specific(looks):
+    def fn(x, s):
+        looks(s)
+        return lazycore.apply("mul", x, lazycore.broadcast_to(lazycore.scalar(s), (3,)))
+
+    _, _, recipe = _recorded(fn, 0.25)
+    assert recipe is not None and not recipe.parametric
+
+
+def _unnoticed(s):
+    import struct
+
+    return struct.unpack("d", struct.pack("d", s))[0]  # read in C, as a plain double
+
+
+@pytest.mark.parametrize("bake", [
+    lambda s: lazycore.apply("constant", value=np.asarray(_unnoticed(s), np.float32)),
+    lambda s: lazycore.scalar(_unnoticed(s)),
+    lambda s: lazycore.convert_to(lazycore.scalar(np.float16(_unnoticed(s)), "f16"), "f32"),
+])
+def test_a_float_baked_into_a_constant_makes_the_recording_value_specific(bake):
+    def fn(x, s):
+        return lazycore.apply("mul", x, lazycore.broadcast_to(bake(s), (3,)))
+
+    _, _, recipe = _recorded(fn, 0.375)
+    assert recipe is not None and not recipe.parametric
+
+
+def test_a_parametric_recording_replays_other_values_with_the_same_digests():
+    def fn(x, s):
+        if s == 1 or s < 0:  # decided by the value class: unnoticed
+            return x
+        return lazycore.apply("mul", x, lazycore.broadcast_to(lazycore.scalar(s), (3,)))
+
+    a, res, recipe = _recorded(fn, 0.25)
+    assert recipe.parametric
+    b = lazycore.from_numpy(np.float32([4, 5, 6]))
+    outs = [recipe.replay([b], [v]) for v in (0.5 + 0.25, 1.5, 0.75)]
+    assert {o.value.node.digest for o in outs} == {res.value.node.digest}
+    # one value, one scalar parameter (and one broadcast), as one constant would be
+    assert outs[0].value.node.operands[1] == outs[2].value.node.operands[1]
+    assert outs[0].value.node.operands[1] != outs[1].value.node.operands[1]
+    np.testing.assert_allclose(lazycore.to_numpy(outs[1]), [6, 7.5, 9])
+    np.testing.assert_allclose(lazycore.to_numpy(outs[2]), [3, 3.75, 4.5])
+    np.testing.assert_allclose(lazycore.to_numpy(res), [0.25, 0.5, 0.75])
