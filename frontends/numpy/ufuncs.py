@@ -10,7 +10,9 @@ Steady state: a call whose signature (:func:`_signature`: the ufunc, the
 arrays' shapes, dtypes and devices, the Python scalars' types and values,
 ``dtype=``, ``casting=``) was seen before replays a recording of the lowering
 (:mod:`lazycore.recipes`) instead of resolving, converting and broadcasting
-again; the same nodes, digests and results, for a fraction of the Python.
+again; the same nodes, digests and results, for a fraction of the Python. A
+recording that only made its Python floats scalar parameters serves every
+value of their class (a time step that changes every iteration).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def to_handle(x, dtype):
             v = bool(v)
         elif lt.startswith(("i", "u")):
             v = int(v)
-        else:
+        elif not isinstance(v, float):  # a recorded float argument stays one (lazycore.recipes)
             v = float(v)
         return core.scalar(v, lt)
     from .array import from_host
@@ -276,9 +278,9 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", **re
         return call_numpy(uf, inputs, kw, name=f"numpy.{name}")
     if len(inputs) != uf.nin:
         raise TypeError(f"{name}() takes from {uf.nin} to {uf.nin + uf.nout} positional arguments but {len(inputs)} were given")
-    plan, key, handles = _planned(uf, inputs, dtype, casting)
+    plan, key, handles, floats = _planned(uf, inputs, dtype, casting)
     if plan is not None:
-        return _store(plan.run(handles), out, casting, name)
+        return _store(plan.run(handles, floats), out, casting, name)
     loop = resolve(uf, tuple(describe(x) for x in inputs), dtype)
     in_dt, out_dt = loop[: uf.nin], loop[uf.nin:]
     if name in _COMPARISONS and _int_out_of_range(inputs, in_dt):
@@ -290,11 +292,13 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", **re
     if key is None:
         results = _lower(loop_fn, inputs, None, in_dt, out_dt, shape)
     else:
-        results, recipe = recipes.record(_lower, handles, loop_fn, inputs, handles, in_dt, out_dt, shape)
+        # the Python floats as arguments of their own: the recording may hold for any value
+        results, recipe = recipes.record_call(_lower_flat, handles, (loop_fn, handles, in_dt, out_dt, shape, *inputs), {})
         if recipe is not None:
             if len(_PLANS) >= _PLAN_LIMIT:
                 _PLANS.clear()  # a long run's signatures change (scalar values): keep the recent ones
-            _PLANS[key] = _Plan(recipe, out_dt, shape)
+            vkey = _any_value_key(key, floats) if recipe.parametric else None
+            _PLANS[vkey or key] = _Plan(recipe, out_dt, shape)
     arrays = [wrap(r, dt) for r, dt in zip(results, out_dt)]
     return _store(arrays, out, casting, name)
 
@@ -303,21 +307,43 @@ def quick(uf, inputs):
     """``call(uf, inputs)`` without keywords (operators, ``lnp.exp(a)``): a
     recorded signature replays without the checks; a signature is recorded only
     after a call passed them all, so any other call goes to :func:`call`."""
-    plan, _, handles = _planned(uf, inputs, None, "same_kind")
+    plan, _, handles, floats = _planned(uf, inputs, None, "same_kind")
     if plan is not None:
-        arrays = plan.run(handles)
+        arrays = plan.run(handles, floats)
         return arrays[0] if len(arrays) == 1 else tuple(arrays)
     return call(uf, inputs)
 
 
 def _planned(uf, inputs, dtype, casting):
-    """``(plan, key, handles)`` for the call's signature: the plan None when
-    none was recorded yet, the key None when the call is not keyed (replay
-    off, a recording running, host arrays among the inputs)."""
+    """``(plan, key, handles, floats)`` for the call's signature: the plan None
+    when none was recorded yet, the key None when the call is not keyed
+    (replay off, a recording running, host arrays among the inputs);
+    ``floats``: the Python float inputs. A recording for these very values
+    comes first, then one for any values of their class."""
     if not settings.replay or core._RECORDING is not None:
-        return None, None, None
-    key, handles = _signature(uf, inputs, dtype, casting)
-    return (_PLANS.get(key) if key is not None else None), key, handles
+        return None, None, None, None
+    key, handles, floats = _signature(uf, inputs, dtype, casting)
+    if key is None:
+        return None, None, None, None
+    plan = _PLANS.get(key)
+    if plan is None and floats:
+        vkey = _any_value_key(key, floats)
+        if vkey is not None:
+            plan = _PLANS.get(vkey)
+    return plan, key, handles, floats
+
+
+def _any_value_key(key, floats):
+    """The signature without the floats' values, for a recording that holds for
+    any value of their class (None: these values have no such recordings)."""
+    vclass = recipes.value_class(floats)
+    if vclass is None:
+        return None
+    return tuple(p[0] if type(p) is tuple and p[0] is float else p for p in key) + (vclass,)
+
+
+def _lower_flat(loop_fn, handles, in_dt, out_dt, shape, *inputs):
+    return _lower(loop_fn, inputs, handles, in_dt, out_dt, shape)
 
 
 def _lower(loop_fn, inputs, handles, in_dt, out_dt, shape):
@@ -372,19 +398,21 @@ class _Plan:
         strides = contiguous(shape)
         self.meta = tuple((dt, shape, strides) for dt in out_dt)
 
-    def run(self, handles):
+    def run(self, handles, floats):
         # replay makes fresh handles nobody else holds: they become the results' storages
-        results = self.recipe.replay(handles)
+        results = self.recipe.replay(handles, floats)
         return [new_array(h, dt, shape, strides) for h, (dt, shape, strides) in zip(results, self.meta)]
 
 
 def _signature(uf, inputs, dtype, casting):
-    """``(key, handles)``: everything the lowering looks at (the loop NumPy picks
-    depends on dtypes and weak scalars' types, the comparison rule and the baked
-    scalars on Python values) and the array inputs' handles; ``(None, None)``
-    for calls not worth keying (host arrays and other array-likes)."""
+    """``(key, handles, floats)``: everything the lowering looks at (the loop
+    NumPy picks depends on dtypes and weak scalars' types, the comparison rule
+    and the baked scalars on Python values), the array inputs' handles and the
+    Python floats; ``(None, None, None)`` for calls not worth keying (host
+    arrays and other array-likes)."""
     parts = [uf, dtype, casting]
     handles = []
+    floats = []
     for x in inputs:
         tx = type(x)
         if tx is ndarray:
@@ -392,16 +420,17 @@ def _signature(uf, inputs, dtype, casting):
             handles.append(h)
             parts.append((x._shape, x._dtype, h.device))
         elif tx is float:
+            floats.append(x)
             parts.append((tx, recipes.float_key(x)))
         elif tx is int or tx is bool:
             parts.append((tx, x))
         elif isinstance(x, np.generic) and x.dtype.kind in "biuf":
             parts.append((tx, x.tobytes()))
         else:
-            return None, None
+            return None, None, None
     if len(handles) > 1:
         parts.append(recipes.alias_pattern(handles))  # ``a * a``: the recording has one input twice
-    return tuple(parts), handles
+    return tuple(parts), handles, floats
 
 
 _COMPARISONS = {"greater", "greater_equal", "less", "less_equal", "equal", "not_equal"}

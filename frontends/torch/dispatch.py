@@ -20,13 +20,11 @@ call) and gives the result's sizes, strides and dtype.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch._decomp import decomposition_table
 
 from lazycore.config import settings
-from lazycore.recipes import float_key, record_call
+from lazycore.recipes import float_key, record_call, value_class
 
 from . import fallback, lowering, special, views
 from . import tensor as _tensor_module
@@ -358,29 +356,13 @@ def _floats(args, kwargs) -> tuple[tuple, list]:
     """The top-level float arguments: ``(key of their values, the floats)``.
     The meta key has their types only; a recording may depend on the values."""
     floats = [x for x in args if type(x) is float]
-    key = tuple([float_key(x) for x in floats])
+    key = tuple([float_key(x) for x in floats]) if floats else ()
     if kwargs:
         named = [(k, v) for k, v in kwargs.items() if type(v) is float]
         if named:
             floats += [v for _, v in named]
             key += tuple([(k, float_key(v)) for k, v in named])
     return key, floats
-
-
-_ANY_VALUE = object()  # memo key part of a recording that holds for any float values
-
-
-def _value_class(floats):
-    """Where a parametric recording may serve these floats: not for 0, 1 or
-    other whole numbers (the scalar policy and lowerings treat those apart),
-    infinities or NaN; then per sign and order of the values, the distinctions
-    a lowering could make without being noticed (``np.sign``)."""
-    for f in floats:
-        if not math.isfinite(f) or f == math.floor(f):
-            return None
-    n = len(floats)
-    order = tuple(sorted(range(n), key=floats.__getitem__)) if n > 1 else ()
-    return (_ANY_VALUE, tuple(f > 0 for f in floats), order)
 
 
 def _lower(fn, func, args, kwargs):
@@ -411,9 +393,11 @@ def _lower(fn, func, args, kwargs):
         # a recording for these very values first: a value once recorded as such stays on it
         found = memo.get(fl)
         if found is None and floats:
-            vclass = _value_class(floats)
+            vclass = value_class(floats)
             if vclass is not None:
                 found = memo.get(vclass)
+                if found is not None and len(memo) < _RECIPE_LIMIT:
+                    memo[fl] = found  # the same recording, found at once for a value that repeats
     if found is not None and found[0].fits(inputs):
         return out, found[0].replay(inputs, floats), found[1], True
     ctx = lowering.Ctx(func, out, margs, mkwargs, dev)

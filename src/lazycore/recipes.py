@@ -35,6 +35,8 @@ that value would have.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from lazycore import core
@@ -268,6 +270,27 @@ def _build(out, inputs, made, pnodes):
     if kind == _PARAM:
         return LazyTensor(Value(pnodes[a], b), second)
     return LazyTensor(a, second)
+
+
+_ANY_VALUE = object()  # in keys of recordings that hold for any value of a class
+
+
+def value_class(floats) -> tuple | None:
+    """The key part under which a parametric recording serves these floats
+    (see :func:`record_call`), or None where none may: 0, 1 and other whole
+    numbers (the scalar policy and lowerings treat them apart, unnoticed:
+    ``alpha == 1``), infinities and NaN. Otherwise one class per sign and
+    order of the values, distinctions a lowering could draw without being
+    noticed (``np.sign``, ``x < 0``). None as well for no floats at all:
+    the values' key is the whole key then."""
+    if not floats:
+        return None
+    for f in floats:
+        if not math.isfinite(f) or f == math.floor(f):
+            return None
+    n = len(floats)
+    order = tuple(sorted(range(n), key=floats.__getitem__)) if n > 1 else ()
+    return (_ANY_VALUE, tuple([f > 0 for f in floats]), order)
 
 
 def alias_pattern(inputs) -> tuple:

@@ -231,3 +231,43 @@ def test_view_steps_with_side_effects_run_every_call(rng):
             hx[...] = 2.5 + k
         same(x, hx)
         same(a, ha)
+
+
+def _decay_step(np_, u, dt):
+    return u + dt * (np_.roll(u, 1) - u) * 0.5
+
+
+def test_a_float_that_changes_every_step_replays_one_recording(rng, monkeypatch):
+    """A time step (or any Python float) new at every call: the ufunc recordings
+    made the float a scalar parameter only, so they serve every value."""
+    host = sample(rng, (6, 7), "float32")
+    u, want = lnp.asarray(host), host.copy()
+    lazycore.mark_step()
+    metrics.reset()
+    calls = []
+    real = ufuncs.recipes.record_call
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ufuncs.recipes, "record_call", counting)
+    dt = 0.3
+    for step in range(6):
+        dt *= 0.93
+        u = u + dt * (u - 0.25)
+        want = want + numpy.float32(dt) * (want - numpy.float32(0.25))
+        lazycore.mark_step()
+        if step == 0:
+            first = len(calls)
+    assert first > 0 and len(calls) == first
+    assert metrics.counters()["compiles"] == 1
+    numpy.testing.assert_allclose(numpy.asarray(u), want, rtol=2e-6)
+
+
+def test_whole_and_negative_floats_are_their_own_recordings(rng):
+    host, a = _pairs(rng, (5,), "float32")
+    pairs = []
+    for v in (0.3, 0.6, 2.0, 0.0, -0.3, -1.7, 1.0, 1e-4, 3.25):
+        pairs += [(a * v, host * v), (v - a, v - host), (a / v if v else a, host / v if v else host)]
+    _check_all(pairs)
