@@ -445,8 +445,16 @@ for _name in (
         setattr(_Param, _name, _comparing(_name, _COMPARISONS[_name]))
     elif hasattr(float, _name):
         setattr(_Param, _name, _noticing(_name))
+
+
+def _imag(self) -> float:
+    if self.recorder is not None:
+        self.recorder.specific = True
+    return 0.0
+
+
 _Param.real = property(_noticing("conjugate"))
-_Param.imag = property(lambda self: _noticing("__mul__")(self, 0.0))
+_Param.imag = property(_imag)
 
 
 def recording() -> bool:
