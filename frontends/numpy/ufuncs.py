@@ -297,8 +297,11 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", **re
         if recipe is not None:
             if len(_PLANS) >= _PLAN_LIMIT:
                 _PLANS.clear()  # a long run's signatures change (scalar values): keep the recent ones
+            # under these values too: a loop whose floats repeat finds it at the first lookup
+            plan = _PLANS[key] = _Plan(recipe, out_dt, shape)
             vkey = _any_value_key(key, floats) if recipe.parametric else None
-            _PLANS[vkey or key] = _Plan(recipe, out_dt, shape)
+            if vkey is not None:
+                _PLANS[vkey] = plan
     arrays = [wrap(r, dt) for r, dt in zip(results, out_dt)]
     return _store(arrays, out, casting, name)
 
