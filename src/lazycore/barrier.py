@@ -23,10 +23,11 @@ from array import array
 import numpy as np
 
 from lazycore import metrics
-from lazycore.cache import CACHE, make_key
+from lazycore.cache import CACHE, environment, make_key
 from lazycore.config import settings
 from lazycore.dialect.types import to_numpy_dtype
-from lazycore.graph import Data, Node, Value
+from lazycore import stepplans
+from lazycore.graph import LOG, Data, Node, Value
 
 
 class Walk:
@@ -106,16 +107,17 @@ class Walk:
                 self.packs.setdefault(leaf.types[0].dtype, []).append(leaf)
 
 
-def plan_donation(walk: Walk, held: set[int]) -> dict[int, int]:
-    """Parameter index -> output index for dead, lazycore-made input buffers."""
+def plan_donation(data: list[Data], out_types: list, held: set[int]) -> dict[int, int]:
+    """Parameter index -> output index for dead, lazycore-made input buffers
+    (``data``: the device-data parameters in argument order)."""
     plan: dict[int, int] = {}
     taken: set[int] = set()
-    for i, leaf in enumerate(walk.data):
+    for i, leaf in enumerate(data):
         if not leaf.owned or id(leaf) in held:
             continue
         t = leaf.types[0]
-        for j, out in enumerate(walk.outputs):
-            if j not in taken and out.type == t:
+        for j, out_type in enumerate(out_types):
+            if j not in taken and out_type == t:
                 plan[i] = j
                 taken.add(j)
                 break
@@ -218,12 +220,36 @@ class _PackCache:
 _PACKS = _PackCache()
 
 
-def _arguments(walk: Walk, device) -> list:
-    args = [leaf.buffer for leaf in walk.data]
-    for dtype, group in walk.packs.items():
+def _arguments(data: list[Data], packs, device) -> list:
+    """Entry arguments: the device-data leaves, then one vector per scalar dtype
+    (``packs``: ``(dtype, scalar leaves)`` pairs)."""
+    args = [leaf.buffer for leaf in data]
+    for dtype, group in packs:
         host = np.array([leaf.value for leaf in group], dtype=to_numpy_dtype(dtype))
         args.append(_PACKS.get(host, device))
     return args
+
+
+def _recalled(plan, held: set[int], pipeline: str, device):
+    """The step's parameters, compile key and donation plan from a recalled
+    plan; None when its program is no longer cached (the walk then compiles)."""
+    nodes = LOG.nodes
+    data = [nodes[i] for i in plan.data]
+    if settings.donation:
+        can = tuple([leaf.owned and id(leaf) not in held for leaf in data])
+    else:
+        can = None
+    # everything else make_key covers besides the graph
+    context = (can, pipeline, device.name, environment())
+    known = plan.keys.get(context)
+    if known is None:
+        donate = plan_donation(data, plan.out_types, held) if settings.donation else {}
+        known = plan.keys[context] = (make_key(plan.encoding, device, donate, pipeline), donate)
+    key, donate = known
+    if key not in CACHE:
+        return None
+    packs = [(dtype, [nodes[i] for i in group]) for dtype, group in plan.packs]
+    return data, packs, key, donate
 
 
 def sync(device, wait: bool = True) -> int:
@@ -242,6 +268,7 @@ def sync(device, wait: bool = True) -> int:
         else:
             pending.append(t)
     if not pending:
+        LOG.reset()
         if wait:
             device.wait()
         return 0
@@ -249,20 +276,37 @@ def sync(device, wait: bool = True) -> int:
         raise RuntimeError(f"device {device.name} cannot run programs (no PJRT device behind it)")
     from lazycore.passes.pipeline import DEFAULT_PIPELINE
 
+    walk = None
     with metrics.timed("trace"):
-        slot: dict[tuple[int, int], int] = {}
-        outputs: list[Value] = []
-        for t in pending:
-            v = t._value
-            k = (id(v.node), v.index)
-            if k not in slot:
-                slot[k] = len(outputs)
-                outputs.append(v)
-        walk = Walk(outputs)
-        donate = plan_donation(walk, held) if settings.donation else {}
         pipeline = settings.pipeline or DEFAULT_PIPELINE
-        key = make_key(walk.encoding, device, donate, pipeline)
-    metrics.record_graph(len(walk.order), len(outputs), len(walk.params))
+        # a step like one before it recalls that step's walk (lazycore.stepplans);
+        # LAZYCORE_DEBUG reports need the walk itself
+        fp = stepplans.fingerprint(pending) if not settings.debug else None
+        plan = stepplans.get(fp) if fp is not None else None
+        recalled = _recalled(plan, held, pipeline, device) if plan is not None else None
+        if recalled is not None:
+            data, packs, key, donate = recalled
+            slots, out_types, counts = plan.slots, plan.out_types, plan.counts
+        else:
+            index: dict[tuple[int, int], int] = {}
+            outputs: list[Value] = []
+            slots = []
+            for t in pending:
+                v = t._value
+                k = (id(v.node), v.index)
+                if k not in index:
+                    index[k] = len(outputs)
+                    outputs.append(v)
+                slots.append(index[k])
+            walk = Walk(outputs)
+            data, packs = walk.data, list(walk.packs.items())
+            out_types = [out.type for out in outputs]
+            counts = (len(walk.order), len(outputs), len(walk.params))
+            donate = plan_donation(data, out_types, held) if settings.donation else {}
+            key = make_key(walk.encoding, device, donate, pipeline)
+            if fp is not None:
+                stepplans.remember(fp, walk, slots)
+    metrics.record_graph(*counts)
     exe = CACHE.get(key)
     hit = exe is not None
     if exe is None:
@@ -272,7 +316,7 @@ def sync(device, wait: bool = True) -> int:
             on_compile(len(walk.order))
         exe = compile_walk(walk, device, donate, pipeline)
         CACHE.put(key, exe)
-    args = _arguments(walk, device)
+    args = _arguments(data, packs, device)
     with metrics.timed("execute"):
         results, done = exe.launch(args)
         # At most one program runs while Python traces the next step: the
@@ -289,10 +333,10 @@ def sync(device, wait: bool = True) -> int:
         from lazycore.debug import on_barrier
 
         on_barrier(walk, device, hit, donate, pipeline)
-    leaves = [Data(buf, out.type, owned=True) for buf, out in zip(results, outputs)]
-    for t in pending:
-        v = t._value
-        t._value = Value(leaves[slot[(id(v.node), v.index)]], 0)
+    leaves = [Data(buf, t, owned=True) for buf, t in zip(results, out_types)]
+    for t, k in zip(pending, slots):
+        t._value = Value(leaves[k], 0)
+    LOG.reset()  # the next step starts: everything before it is old
     return len(pending)
 
 

@@ -34,7 +34,7 @@ from lazycore.config import settings
 _ENVIRONMENTS: dict[tuple, bytes] = {}
 
 
-def _environment() -> bytes:
+def environment() -> bytes:
     """What outside the graph changes the compiled program, as bytes; kept
     per state of the user's lowerings and PDL patterns (every barrier asks)."""
     from lazycore.passes.lowering import registry
@@ -58,7 +58,7 @@ def make_key(walk: bytes, device, donate: dict[int, int], pipeline: str) -> byte
     h = hashlib.blake2b(digest_size=16)
     h.update(repr((device.name, device.kind, sorted(donate.items()), pipeline)).encode())
     h.update(b"\0")
-    h.update(_environment())
+    h.update(environment())
     h.update(b"\0")
     h.update(walk)
     return h.digest()

@@ -17,6 +17,7 @@ Nothing here touches MLIR: this is the per-op path.
 from __future__ import annotations
 
 import hashlib
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -30,10 +31,92 @@ def digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=DIGEST_SIZE).digest()
 
 
+class StepLog:
+    """Every node made since the last barrier, numbered in order.
+
+    The barrier's walk is the same for every step of a training loop, yet
+    cost about as much as the rest of the barrier. This log lets a barrier
+    recall it instead (:mod:`lazycore.stepplans`): making a node only numbers
+    it and appends it here, and the barrier encodes the log (each node's
+    digest and its operands as log positions) in one flat pass, so two steps
+    with equal encodings made isomorphic graphs. Logging stops for a step
+    that makes more than :data:`STEP_LOG_LIMIT` nodes (its barrier walks).
+    """
+
+    __slots__ = ("start", "nodes", "on")
+
+    def __init__(self):
+        self.start = 0
+        """The number the first node of this step gets; older nodes have lower ones."""
+        self.nodes: list[Node] = []
+        self.on = True
+
+    def reset(self) -> None:
+        """Start a new step (after a barrier): everything made so far is old."""
+        self.start += len(self.nodes) + 1
+        self.nodes = []
+        self.on = True
+
+    def stop(self) -> None:
+        self.reset()
+        self.on = False
+
+    def _old(self, node: "Node") -> int:
+        """Log a node made before this step; its number."""
+        s = node.seq = self.start + len(self.nodes)
+        self.nodes.append(node)
+        return s
+
+    def encode(self, outputs) -> tuple:
+        """The step's graph as plain data: for ``outputs`` (values) their log
+        positions, then every node's digest and operand positions. A node made
+        before this step that a logged node (or an output) uses is logged
+        here, numbered after the step's own nodes in the order found."""
+        start = self.start
+        nodes = self.nodes
+        outs = []
+        for v in outputs:
+            n = v[0]
+            s = n.seq
+            if s < start:
+                s = self._old(n)
+            outs.append(s - start)
+            outs.append(v[1])
+        edges = []
+        put = edges.append
+        i = 0
+        while i < len(nodes):  # grows while old nodes are found
+            for o in nodes[i].operands:
+                if type(o) is Value:
+                    n = o[0]
+                    s = n.seq
+                    if s < start:
+                        s = self._old(n)
+                    put(s - start)
+                    put(o[1])
+                else:  # a variadic group: its size, then its pairs
+                    put(-2 - len(o))
+                    for v in o:
+                        n = v[0]
+                        s = n.seq
+                        if s < start:
+                            s = self._old(n)
+                        put(s - start)
+                        put(v[1])
+            put(-1)
+            i += 1
+        return tuple(outs), tuple(map(_DIGEST, nodes)), tuple(edges)
+
+
+STEP_LOG_LIMIT = 100_000
+_DIGEST = attrgetter("digest")
+LOG = StepLog()
+
+
 class Node:
     """One op application (or a leaf, see the subclasses)."""
 
-    __slots__ = ("op", "operands", "attrs", "types", "digest", "loc")
+    __slots__ = ("op", "operands", "attrs", "types", "digest", "loc", "seq")
 
     def __init__(
         self, op: str, operands: tuple, attrs: dict, types: tuple[TensorType, ...], digest: bytes, loc=None
@@ -50,8 +133,19 @@ class Node:
         """The user's ``(file, line)`` that recorded the op (None: unknown, and
         for leaves). Not part of the digest: one program recorded from two
         places is one compile."""
+        log = LOG
+        if log.on and self.log_when_made:
+            nodes = log.nodes
+            n = len(nodes)
+            self.seq = log.start + n
+            nodes.append(self)
+            if n >= STEP_LOG_LIMIT:
+                log.stop()
+        else:
+            self.seq = -1  # in no step's log (logged when a logged node uses it)
 
     is_leaf = False
+    log_when_made = True
 
     def __repr__(self) -> str:
         types = ", ".join(map(str, self.types))
@@ -83,6 +177,7 @@ class Data(Node):
 
     __slots__ = ("buffer", "owned")
     is_leaf = True
+    log_when_made = False  # when used: an upload nothing uses is not kept until the barrier
 
     def __init__(self, buffer, t: TensorType, owned: bool):
         super().__init__("data", (), {}, (t,), _leaf_digest("data", t))

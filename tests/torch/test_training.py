@@ -114,3 +114,38 @@ def test_cnn_matches_eager(dev, opt, clean_runtime):
     assert metrics.fallbacks() == {}
     # one program for the first step, one for every later step
     assert metrics.counters()["compiles"] == 2, metrics.counters()
+
+
+def test_later_steps_recall_the_barrier_walk(dev, clean_runtime, monkeypatch):
+    """From the third step on, a training step's barrier finds its walk by
+    the step log (lazycore.stepplans) and makes none; losses stay eager's."""
+    from lazycore import barrier
+
+    walked = []
+    real = barrier.Walk
+
+    class Counted(real):
+        def __init__(self, outputs):
+            walked.append(len(losses_so_far))
+            super().__init__(outputs)
+
+    losses_so_far = []
+    monkeypatch.setattr(barrier, "Walk", Counted)
+    x, y = data()
+    schedule = lambda i: 0.01 / (1 + 0.3 * i)  # new scalars every step
+    torch.manual_seed(0)
+    model = mlp().to(dev)
+    opt = OPTIMIZERS["adam"](model.parameters())
+    xd, yd = x.to(dev), y.to(dev)
+    for i in range(8):
+        for group in opt.param_groups:
+            group["lr"] = schedule(i)
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(xd), yd)
+        loss.backward()
+        ltorch.optimizer_step(opt)
+        losses_so_far.append(loss.item())
+    assert walked and max(walked) <= 2, walked
+    eager = train("cpu", mlp, OPTIMIZERS["adam"], x, y, steps=8, lr_schedule=schedule)
+    for e, l in zip(eager, losses_so_far):
+        assert abs(e - l) <= 1e-4 * abs(e), (eager, losses_so_far)
