@@ -406,6 +406,22 @@ def _full_like(ctx, x, fill_value, dtype=None, layout=None, device=None, pin_mem
     return operand(fill_value, ctx.dtype, ctx.shape, ctx.device)
 
 
+@lowers(aten.ones_like.default)
+def _ones_like(ctx, x, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    # directly, not through eager's full_like decomposition: autograd makes
+    # one for every backward pass (the loss's seed gradient)
+    if _no_lazy_device(device):
+        return NotImplemented
+    return operand(1, ctx.dtype, ctx.shape, ctx.device)
+
+
+@lowers(aten.zeros_like.default)
+def _zeros_like(ctx, x, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    if _no_lazy_device(device):
+        return NotImplemented
+    return _zeros(ctx)
+
+
 @lowers(aten.empty_like.default)
 def _empty_like(ctx, x, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     if _no_lazy_device(device):
