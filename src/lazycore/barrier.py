@@ -6,7 +6,9 @@ program. The graph is walked once (post-order, shared nodes visited once);
 device-data and scalar leaves become the parameters, in first-visit order.
 The walk also yields the compile-cache key, so on a hit nothing here touches
 MLIR. On a miss the walk is replayed as a ``func.func @main`` of ``lazy`` ops
-and compiled with the default pipeline.
+and compiled with the default pipeline. A step whose graph repeats an earlier
+step's (its step log encodes the same) recalls that walk's results instead of
+walking (:mod:`lazycore.stepplans`).
 
 Donation: because every live tensor with pending work is an output and every
 output is evaluated in full (the LazyTensor paper's two conditions), an input
