@@ -8,13 +8,15 @@ benchmark 2). The step log (:data:`lazycore.graph.LOG`) numbers every node
 made or used since the last barrier, with its digest and its operands as log
 positions. Two steps whose logs and outputs (as log positions) are equal made
 isomorphic graphs, and their walks put the same log positions in the same
-places. So a barrier looks its log up here, and a hit gives the walk's
-results as log positions: which leaves are the parameters, in order, how
-pending handles map to outputs, and the compile key per donation pattern.
+places. So a barrier looks the digest of its log up here, and a hit gives the
+walk's results as log positions: which leaves are the parameters, in order,
+how pending handles map to outputs, and the compile key per donation
+pattern, device, pipeline and set of user lowerings.
 
-Nothing here holds a node: plans are positions, digests and types, so a
-recalled plan can never bind a stale leaf. A step whose log was stopped
-(:data:`lazycore.graph.STEP_LOG_LIMIT`) has no fingerprint and walks.
+Nothing here holds a node: a plan is a 128-bit key, positions and types, so
+it stays small for any graph and can never bind a stale leaf. A step whose
+log was stopped (:data:`lazycore.graph.STEP_LOG_LIMIT`) has no fingerprint
+and walks.
 """
 
 from __future__ import annotations
@@ -45,22 +47,24 @@ class Plan:
         """(donatable parameters, pipeline) -> (compile key, donation plan)."""
 
 
-_PLANS: dict[tuple, Plan] = {}
+_PLANS: dict[bytes, Plan] = {}
 
 
-def fingerprint(pending) -> tuple | None:
-    """The step's log with the pending handles' values as outputs; None
-    when logging stopped this step."""
+def fingerprint(pending) -> bytes | None:
+    """The digest of the step's log with the pending handles' values as
+    outputs (:meth:`~lazycore.graph.StepLog.encode`); None when logging
+    stopped this step. As for compile keys, a wrong hit is as likely as a
+    128-bit collision."""
     if not LOG.on:
         return None
     return LOG.encode([t._value for t in pending])
 
 
-def get(fp: tuple) -> Plan | None:
+def get(fp: bytes) -> Plan | None:
     return _PLANS.get(fp)
 
 
-def remember(fp: tuple, walk, slots: list[int]) -> Plan | None:
+def remember(fp: bytes, walk, slots: list[int]) -> Plan | None:
     """Keep ``walk`` (made from this step's pending handles) as the plan for ``fp``."""
     start = LOG.start
     for leaf in walk.params:
