@@ -7,6 +7,7 @@ import pytest
 
 import lazycore as lc
 from lazycore import barrier, graph, metrics
+from lazycore.cache import CACHE
 from lazycore.tensor import LazyTensor
 
 pytestmark = pytest.mark.usefixtures("clean_runtime")
@@ -138,7 +139,7 @@ def test_a_cleared_cache_compiles_under_a_recalled_plan(rng, walks):
     w0, x = rng.standard_normal((2, 8, 8)).astype(np.float32)
     lrs = [0.5] * 4
     sgd_loop(w0, x, lrs, walks)
-    lc.cache.clear()
+    CACHE.clear()  # the programs only: the plans stay
     w, _ = sgd_loop(w0, x, lrs, walks)
     np.testing.assert_allclose(w, sgd_numpy(w0, x, lrs), rtol=1e-5, atol=1e-6)
     assert metrics.counters()["compiles"] == 2
@@ -177,3 +178,14 @@ def test_variadic_groups_are_part_of_the_log(rng, walks):
     np.testing.assert_array_equal(step(True), x[3:5, 2:4])
     np.testing.assert_array_equal(step(False), x[2:4, 3:5])
     assert walks[0] == before + 1
+
+
+def test_encodings_kept_are_bounded(rng, walks, monkeypatch):
+    from lazycore import stepplans
+
+    monkeypatch.setattr(stepplans, "ITEMS_KEPT", 10)  # below one step's encoding
+    w0, x = rng.standard_normal((2, 8, 8)).astype(np.float32)
+    lrs = [0.1 + 0.01 * i for i in range(5)]
+    w, late = sgd_loop(w0, x, lrs, walks)
+    np.testing.assert_allclose(w, sgd_numpy(w0, x, lrs), rtol=1e-5, atol=1e-6)
+    assert late == 3 and stepplans._items[0] == 0

@@ -101,8 +101,10 @@ def size() -> int:
 
 
 def clear() -> None:
-    """Forget every compiled program, and the device copies of recent scalar packs."""
-    from lazycore import barrier
+    """Forget every compiled program, the device copies of recent scalar
+    packs and the barrier walks kept for recall (:mod:`lazycore.stepplans`)."""
+    from lazycore import barrier, stepplans
 
     CACHE.clear()
     barrier._PACKS.entries.clear()
+    stepplans.clear()

@@ -17,7 +17,6 @@ Nothing here touches MLIR: this is the per-op path.
 from __future__ import annotations
 
 import hashlib
-from array import array
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -68,12 +67,11 @@ class StepLog:
         self.nodes.append(node)
         return s
 
-    def encode(self, outputs) -> bytes:
-        """A 128-bit digest of the step's graph: for ``outputs`` (values)
-        their log positions, then every node's digest and operands as log
-        positions. A node made before this step that a logged node (or an
-        output) uses is logged here, numbered after the step's own nodes in
-        the order found."""
+    def encode(self, outputs) -> tuple:
+        """The step's graph as plain data: for ``outputs`` (values) their log
+        positions, then every node's digest and operand positions. A node made
+        before this step that a logged node (or an output) uses is logged
+        here, numbered after the step's own nodes in the order found."""
         start = self.start
         nodes = self.nodes
         outs = []
@@ -107,13 +105,7 @@ class StepLog:
                         put(v[1])
             put(-1)
             i += 1
-        # counts first, fixed-width digests, self-delimiting edges: unambiguous
-        h = hashlib.blake2b(digest_size=DIGEST_SIZE)
-        h.update(array("q", [len(outs), len(nodes)]).tobytes())
-        h.update(array("q", outs).tobytes())
-        h.update(b"".join(map(_DIGEST, nodes)))
-        h.update(array("q", edges).tobytes())
-        return h.digest()
+        return tuple(outs), tuple(map(_DIGEST, nodes)), tuple(edges)
 
 
 STEP_LOG_LIMIT = 100_000

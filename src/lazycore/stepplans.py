@@ -13,10 +13,12 @@ walk's results as log positions: which leaves are the parameters, in order,
 how pending handles map to outputs, and the compile key per donation
 pattern, device, pipeline and set of user lowerings.
 
-Nothing here holds a node: a plan is a 128-bit key, positions and types, so
-it stays small for any graph and can never bind a stale leaf. A step whose
-log was stopped (:data:`lazycore.graph.STEP_LOG_LIMIT`) has no fingerprint
-and walks.
+Nothing here holds a node: a plan is keyed by the log's encoding (digests
+and integers) and holds positions and types, so it can never bind a stale
+leaf. The encodings kept are bounded in total (:data:`ITEMS_KEPT`): a
+128-bit digest of them would be smaller, but hashing it cost more than the
+lookup saves. A step whose log was stopped
+(:data:`lazycore.graph.STEP_LOG_LIMIT`) has no fingerprint and walks.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 from lazycore.graph import LOG
 
 PLANS_KEPT = 64
+ITEMS_KEPT = 1_000_000
 
 
 class Plan:
@@ -44,27 +47,28 @@ class Plan:
         self.counts = counts
         """(nodes, outputs, parameters), for :func:`lazycore.metrics.record_graph`."""
         self.keys: dict = {}
-        """(donatable parameters, pipeline) -> (compile key, donation plan)."""
+        """(donatable parameters, pipeline, device, user lowerings) ->
+        (compile key, donation plan)."""
 
 
-_PLANS: dict[bytes, Plan] = {}
+_PLANS: dict[tuple, Plan] = {}
+_items = [0]  # digests and edge integers held by the keys of _PLANS
 
 
-def fingerprint(pending) -> bytes | None:
-    """The digest of the step's log with the pending handles' values as
-    outputs (:meth:`~lazycore.graph.StepLog.encode`); None when logging
-    stopped this step. As for compile keys, a wrong hit is as likely as a
-    128-bit collision."""
+def fingerprint(pending) -> tuple | None:
+    """The step's log encoded with the pending handles' values as outputs
+    (:meth:`~lazycore.graph.StepLog.encode`); None when logging stopped
+    this step."""
     if not LOG.on:
         return None
     return LOG.encode([t._value for t in pending])
 
 
-def get(fp: bytes) -> Plan | None:
+def get(fp: tuple) -> Plan | None:
     return _PLANS.get(fp)
 
 
-def remember(fp: bytes, walk, slots: list[int]) -> Plan | None:
+def remember(fp: tuple, walk, slots: list[int]) -> Plan | None:
     """Keep ``walk`` (made from this step's pending handles) as the plan for ``fp``."""
     start = LOG.start
     for leaf in walk.params:
@@ -78,11 +82,16 @@ def remember(fp: bytes, walk, slots: list[int]) -> Plan | None:
         [out.type for out in walk.outputs],
         (len(walk.order), len(walk.outputs), len(walk.params)),
     )
-    if len(_PLANS) >= PLANS_KEPT:
-        _PLANS.clear()
+    size = len(fp[1]) + len(fp[2])
+    if size > ITEMS_KEPT:
+        return None
+    if len(_PLANS) >= PLANS_KEPT or _items[0] + size > ITEMS_KEPT:
+        clear()
     _PLANS[fp] = plan
+    _items[0] += size
     return plan
 
 
 def clear() -> None:
     _PLANS.clear()
+    _items[0] = 0
