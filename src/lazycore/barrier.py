@@ -24,11 +24,10 @@ from array import array
 
 import numpy as np
 
-from lazycore import metrics
+from lazycore import metrics, stepplans
 from lazycore.cache import CACHE, environment, make_key
 from lazycore.config import settings
 from lazycore.dialect.types import to_numpy_dtype
-from lazycore import stepplans
 from lazycore.graph import LOG, Data, Node, Value
 
 
