@@ -8,8 +8,8 @@ benchmark 2). The step log (:data:`lazycore.graph.LOG`) numbers every node
 made or used since the last barrier, with its digest and its operands as log
 positions. Two steps whose logs and outputs (as log positions) are equal made
 isomorphic graphs, and their walks put the same log positions in the same
-places. So a barrier looks the digest of its log up here, and a hit gives the
-walk's results as log positions: which leaves are the parameters, in order,
+places. So a barrier looks the encoding of its log up here, and a hit gives
+the walk's results as log positions: which leaves are the parameters, in order,
 how pending handles map to outputs, and the compile key per donation
 pattern, device, pipeline and set of user lowerings.
 
@@ -70,6 +70,9 @@ def get(fp: tuple) -> Plan | None:
 
 def remember(fp: tuple, walk, slots: list[int]) -> Plan | None:
     """Keep ``walk`` (made from this step's pending handles) as the plan for ``fp``."""
+    size = len(fp[1]) + len(fp[2])
+    if size > ITEMS_KEPT:
+        return None
     start = LOG.start
     for leaf in walk.params:
         if leaf.seq < start:  # not in this step's log: it cannot be recalled by it
@@ -82,9 +85,6 @@ def remember(fp: tuple, walk, slots: list[int]) -> Plan | None:
         [out.type for out in walk.outputs],
         (len(walk.order), len(walk.outputs), len(walk.params)),
     )
-    size = len(fp[1]) + len(fp[2])
-    if size > ITEMS_KEPT:
-        return None
     if len(_PLANS) >= PLANS_KEPT or _items[0] + size > ITEMS_KEPT:
         clear()
     _PLANS[fp] = plan
