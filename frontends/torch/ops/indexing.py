@@ -408,18 +408,14 @@ def _full_like(ctx, x, fill_value, dtype=None, layout=None, device=None, pin_mem
 
 @lowers(aten.ones_like.default)
 def _ones_like(ctx, x, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    # directly, not through eager's full_like decomposition: autograd makes
-    # one for every backward pass (the loss's seed gradient)
-    if _no_lazy_device(device):
-        return NotImplemented
-    return operand(1, ctx.dtype, ctx.shape, ctx.device)
+    # full_like's lowering, not eager's decomposition through a second
+    # dispatch: autograd makes one for every backward pass (the seed gradient)
+    return _full_like(ctx, x, 1, device=device)
 
 
 @lowers(aten.zeros_like.default)
 def _zeros_like(ctx, x, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    if _no_lazy_device(device):
-        return NotImplemented
-    return _zeros(ctx)
+    return _full_like(ctx, x, 0, device=device)
 
 
 @lowers(aten.empty_like.default)
