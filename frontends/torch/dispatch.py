@@ -30,17 +30,23 @@ from . import fallback, lowering, special, views
 from . import tensor as _tensor_module
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
-from .tensor import Tensor, lc_device, read, refresh_key, view_of, wrap, wrap_layout, write
+from .tensor import Tensor, lc_device, meta_layout, read, refresh_key, view_of, wrap, wrap_layout, write
 
 aten = torch.ops.aten
 
 _HANDLERS: dict = {}
+"""``id(op overload)`` -> its handler. By id: an ``OpOverload`` hashes in
+Python, a cost every op paid twice (here and in the meta key). The ops are
+kept alive in :data:`_OPS`, so an id is never another op's."""
+_OPS: list = []
 
 
 def run(func, args, kwargs):
-    handler = _HANDLERS.get(func)
+    handler = _HANDLERS.get(id(func))
     if handler is None:
-        handler = _HANDLERS[func] = resolve(func)
+        handler = resolve(func)
+        _OPS.append(func)
+        _HANDLERS[id(func)] = handler
     return handler(func, args, kwargs)
 
 
@@ -52,6 +58,7 @@ def forget() -> None:
     registry changed)."""
     _HANDLERS.clear()
     _META.clear()
+    _OPS.clear()
 
 
 def resolve(func):
@@ -223,43 +230,78 @@ _META_LIMIT = 100_000
 _NO_META = object()
 
 
-def _sig(x, acc: list, nested: bool):
+def _sig(x, acc: list, nested: bool) -> bool:
+    """Append ``x``'s part of the signature to ``acc``; True if ``x`` holds a tensor."""
     t = type(x)
     if t is Tensor:
         acc.append(x._key)
-    elif t is float:
+        return True
+    if t is float:
         acc.append(x if nested else float)
     elif t is int or t is bool:
         acc.append((t, x))
     elif t is list or t is tuple:
         acc.append(len(x))
+        held = False
         for v in x:
-            _sig(v, acc, True)
+            held = _sig(v, acc, True) or held
         acc.append(")")
+        return held
     elif isinstance(x, torch.Tensor):
         acc.append(("host", x.shape, x.stride(), x.dtype, x.device))
+        return True
     else:
         acc.append(x)
+    return False
 
 
-def meta_call(func, args, kwargs):
-    """``(meta result, meta args, meta kwargs, torch device, memo)``; raises
-    eager's error for bad arguments. The result is None when no meta kernel
-    exists. ``memo`` is what handlers keep for this signature: a lowering's
-    recordings by the values of the top-level Python floats
-    (:mod:`lazycore.recipes`), a view's steps under ``"view"``."""
-    acc = [func, _default_dtype()]  # int tensor * float follows the default dtype
+def _signature(func, args, kwargs):
+    """One pass over a call's arguments: ``(meta key, top-level lazy tensors,
+    top-level float arguments (positional, then keywords), keyword names of
+    those floats, plain)``. ``plain``: the lazy tensors listed are all the
+    tensors there are (none in a list, no host tensor)."""
+    # the op by id (see _HANDLERS; an entry keeps its op alive);
+    # int tensor * float follows the default dtype
+    acc = [id(func), _default_dtype()]
+    tensors, floats, named = [], [], None
+    plain = True
     for x in args:
         t = type(x)
         if t is Tensor:  # the common cases inline: this runs for every op
             acc.append(x._key)
+            tensors.append(x)
         elif t is float:
             acc.append(float)
-        else:
-            _sig(x, acc, False)
+            floats.append(x)
+        elif _sig(x, acc, False):
+            plain = False
     for k, v in kwargs.items():
         acc.append(k)
-        _sig(v, acc, False)
+        t = type(v)
+        if t is Tensor:
+            acc.append(v._key)
+            tensors.append(v)
+        elif t is float:
+            acc.append(float)
+            floats.append(v)
+            named = (named or ()) + (k,)
+        elif _sig(v, acc, False):
+            plain = False
+    return acc, tensors, floats, named, plain
+
+
+def meta_call(func, args, kwargs):
+    """``(meta result, meta args, meta kwargs, torch device, memo, op)``; raises
+    eager's error for bad arguments. The result is None when no meta kernel
+    exists. ``memo`` is what handlers keep for this signature: a lowering's
+    recordings by the values of the top-level Python floats
+    (:mod:`lazycore.recipes`), a view's steps and layouts under ``"view"``. ``op`` is
+    ``func``, kept alive by the entry (the key holds its id)."""
+    return _meta_entry(_signature(func, args, kwargs)[0], func, args, kwargs)
+
+
+def _meta_entry(acc: list, func, args, kwargs):
+    """:func:`meta_call` for the signature ``acc`` of this call."""
     try:
         key = tuple(acc)
         hit = _META.get(key)
@@ -268,7 +310,7 @@ def meta_call(func, args, kwargs):
     if hit is None:
         a, margs, mkwargs = metas(args, kwargs, func)
         out = _run_meta(func, margs, mkwargs)
-        hit = (out, margs, mkwargs, a.device, {})
+        hit = (out, margs, mkwargs, a.device, {}, func)
         if key is not None:
             if len(_META) >= _META_LIMIT:
                 _META.clear()
@@ -306,11 +348,13 @@ def _view(func, args, kwargs):
             raise NotImplementedError(
                 f"lazycore: {func} reinterprets the element type; bitcast views are not supported"
             )
-        made = memo["view"] = views.view_steps(func, base, out, args[1:], kwargs)
-    steps = views.on_base(base, out, made)
+        steps = views.view_steps(func, base, out, args[1:], kwargs)
+        layout = [meta_layout(o) for o in out] if isinstance(out, (list, tuple)) else meta_layout(out)
+        made = memo["view"] = (steps, layout)
+    steps = views.on_base(base, out, made[0])
     if isinstance(out, (list, tuple)):
-        return type(out)(view_of(base, s, o) for s, o in zip(steps, out))
-    return view_of(base, steps, out)
+        return type(out)(view_of(base, s, lay) for s, lay in zip(steps, made[1]))
+    return view_of(base, steps, made[1])
 
 
 def wrap_results(out, res, owned: bool = False):
@@ -352,17 +396,14 @@ _RECIPE_LIMIT = 64
 """Recordings kept per signature (one per set of float values seen)."""
 
 
-def _floats(args, kwargs) -> tuple[tuple, list]:
-    """The top-level float arguments: ``(key of their values, the floats)``.
-    The meta key has their types only; a recording may depend on the values."""
-    floats = [x for x in args if type(x) is float]
-    key = tuple([float_key(x) for x in floats]) if floats else ()
-    if kwargs:
-        named = [(k, v) for k, v in kwargs.items() if type(v) is float]
-        if named:
-            floats += [v for _, v in named]
-            key += tuple([(k, float_key(v)) for k, v in named])
-    return key, floats
+def _float_keys(floats, named) -> tuple:
+    """The key of the top-level float arguments' values (see :func:`_signature`):
+    the meta key has their types only; a recording may depend on the values."""
+    if named is None:
+        return tuple([float_key(x) for x in floats])
+    n = len(floats) - len(named)
+    return tuple([float_key(x) for x in floats[:n]]) + tuple(
+        [(k, float_key(x)) for k, x in zip(named, floats[n:])])
 
 
 def _lower(fn, func, args, kwargs):
@@ -370,23 +411,13 @@ def _lower(fn, func, args, kwargs):
     signature: ``(meta result, handles, layout, owned)``, or None when the call
     goes to the fallback. ``layout`` is what :func:`wrap_layout` takes for a
     single tensor result (else None); ``owned``: the handles are new."""
-    if kwargs.get("generator") is not None:
+    if kwargs and kwargs.get("generator") is not None:
         return None  # the user's CPU generator decides the values
-    out, margs, mkwargs, tdev, memo = meta_call(func, args, kwargs)
+    acc, tensors, floats, named, plain = _signature(func, args, kwargs)
+    out, margs, mkwargs, tdev, memo, _ = _meta_entry(acc, func, args, kwargs)
     if out is None:
         return None
-    dev = lc_device(tdev) if tdev is not None else None
-    inputs: list = []
-    largs = []
-    for x in args:
-        if type(x) is Tensor:
-            h = read(x)
-            inputs.append(h)
-            largs.append(h)
-        else:
-            largs.append(_lazy(x, dev, inputs))
-    lkwargs = {k: _lazy(v, dev, inputs) for k, v in kwargs.items()} if kwargs else kwargs
-    fl, floats = _floats(args, kwargs)
+    fl = _float_keys(floats, named) if floats else ()
     vclass = None
     found = None
     if settings.replay:
@@ -398,6 +429,16 @@ def _lower(fn, func, args, kwargs):
                 found = memo.get(vclass)
                 if found is not None and len(memo) < _RECIPE_LIMIT:
                     memo[fl] = found  # the same recording, found at once for a value that repeats
+        if found is not None and plain:  # the replay needs the handles only
+            inputs = [x._storage.handle if not x._steps else read(x) for x in tensors]
+            recipe = found[0]
+            if recipe.aliased is None or recipe.fits(inputs):
+                # above this frame: a handler, run, and __torch_dispatch__ or another handler
+                return out, recipe.replay(inputs, floats, 3), found[1], True
+    dev = lc_device(tdev) if tdev is not None else None
+    inputs = []
+    largs = [_lazy(x, dev, inputs) for x in args]
+    lkwargs = {k: _lazy(v, dev, inputs) for k, v in kwargs.items()} if kwargs else kwargs
     if found is not None and found[0].fits(inputs):
         return out, found[0].replay(inputs, floats), found[1], True
     ctx = lowering.Ctx(func, out, margs, mkwargs, dev)

@@ -168,16 +168,26 @@ def wrap_layout(handle, shape, strides, dtype, tdev) -> Tensor:
     return _new(Storage(handle, strides), (), shape, strides, 0, dtype, tdev)
 
 
-def view_of(base: Tensor, steps: tuple, meta: torch.Tensor) -> Tensor:
-    """A view sharing ``base``'s storage; its value is ``steps`` applied to it."""
-    return _new(base._storage, steps, tuple(meta.shape), tuple(meta.stride()), meta.storage_offset(),
-                meta.dtype, base.device)
+def view_of(base: Tensor, steps: tuple, layout: tuple) -> Tensor:
+    """A view sharing ``base``'s storage; its value is ``steps`` applied to it.
+    ``layout``: the view's :func:`meta_layout`."""
+    return _new(base._storage, steps, *layout, base.device)
+
+
+def meta_layout(meta: torch.Tensor) -> tuple:
+    """``(shape, strides, offset, dtype)`` of a meta tensor, as :func:`_new` takes them."""
+    return tuple(meta.shape), tuple(meta.stride()), meta.storage_offset(), meta.dtype
+
+
+_make = torch.Tensor._make_wrapper_subclass
 
 
 def _new(storage, steps, shape, strides, offset, dtype, tdev) -> Tensor:
-    t = torch.Tensor._make_wrapper_subclass(
-        Tensor, shape, strides=strides, storage_offset=offset, dtype=dtype, device=tdev, requires_grad=False
-    )
+    # keywords left at their defaults cost time to parse
+    if offset:
+        t = _make(Tensor, shape, strides=strides, storage_offset=offset, dtype=dtype, device=tdev)
+    else:
+        t = _make(Tensor, shape, strides=strides, dtype=dtype, device=tdev)
     t._storage = storage
     t._steps = steps
     t._key = (shape, strides, offset, dtype, tdev)  # the dispatch signature (see refresh_key)

@@ -159,7 +159,7 @@ class Recorder:
 class Recipe:
     """A recorded lowering: the nodes to make again and where the results come from."""
 
-    __slots__ = ("steps", "out", "aliased", "_digests", "psteps", "parametric", "_values")
+    __slots__ = ("steps", "out", "aliased", "_digests", "psteps", "parametric", "_values", "_fast")
 
     def __init__(self, steps, out, aliased, psteps=(), parametric=False):
         self.steps = steps
@@ -182,47 +182,42 @@ class Recipe:
         """Float argument values -> the nodes of ``psteps`` made for them:
         one value's scalar and broadcasts are shared by every replay, as a
         constant's are."""
+        self._fast = None
+        """The replay as straight-line Python (:func:`_generate`), made at
+        the first replay."""
 
     def fits(self, inputs) -> bool:
         return self.aliased is None or alias_pattern(inputs) == self.aliased
 
-    def replay(self, inputs, floats=()):
+    def replay(self, inputs, floats=(), skip: int = 0):
         """The lowering's result for ``inputs`` (handles in the recorded order)
         and ``floats`` (the float arguments, for a recording that has them).
-        Every result handle is new, even where the lowering returned an input."""
-        loc = caller(2)
+        Every result handle is new, even where the lowering returned an input.
+        ``skip``: how many frames above the caller are always the library's
+        own; the search for the user's line starts above them (each frame
+        walked costs about 0.2 us)."""
+        loc = caller(2 + skip)
+        fast = self._fast
+        if fast is not None:
+            out = fast(inputs, floats, loc)
+            if out is not _MISS:
+                return out
+        # inputs of structures not seen before: hash the nodes, then replay
+        # through the generated code from now on
         vals = [h._value for h in inputs]
-        key = tuple([(v[0].digest, v[1]) for v in vals])
-        digests = self._digests.get(key)
-        hit = digests is not None
-        if not hit:
-            digests = []
+        key = tuple([part for v in vals for part in (v[0].digest, v[1])])
         pnodes = self._params(floats, loc) if self.psteps else None
-        made = []
-        for i, (name, refs, attrs, types, prefix) in enumerate(self.steps):
-            operands = []
-            for ref in refs:
-                kind, a, b = ref
-                if kind == _INPUT:
-                    operands.append(vals[a])
-                elif kind == _STEP:
-                    operands.append(_new_value(Value, (made[a], b)))
-                elif kind == _FROZEN:
-                    operands.append(a)
-                elif kind == _PARAM:
-                    operands.append(_new_value(Value, (pnodes[a], b)))
-                else:
-                    operands.append(_resolve(ref, inputs, made, pnodes))
-            if hit:
-                d = digests[i]
-            else:  # make_node's digest
-                d = digest(prefix + operand_bytes(operands))
-                digests.append(d)
-            made.append(Node(name, tuple(operands), attrs, types, d, loc))
-        if not hit:
-            if len(self._digests) >= _DIGESTS_KEPT:
-                self._digests.clear()
-            self._digests[key] = digests
+        made, digests = [], []
+        for name, refs, attrs, types, prefix in self.steps:
+            operands = tuple(_resolve(ref, inputs, made, pnodes) for ref in refs)
+            d = digest(prefix + operand_bytes(operands))  # make_node's digest
+            digests.append(d)
+            made.append(Node(name, operands, attrs, types, d, loc))
+        if len(self._digests) >= _DIGESTS_KEPT:
+            self._digests.clear()
+        self._digests[key] = digests
+        if fast is None:
+            self._fast = _generate(self, len(inputs))
         return _build(self.out, inputs, made, pnodes)
 
     def _params(self, floats, loc) -> list[Node]:
@@ -244,6 +239,67 @@ class Recipe:
         if len(self._values) >= _VALUES_KEPT:
             self._values.clear()
         self._values[key] = nodes
+
+
+_MISS = object()
+
+
+def _generate(recipe: Recipe, n_inputs: int):
+    """``replay(inputs, floats, loc)`` for ``recipe`` as generated
+    straight-line code: the same nodes and results as the loop in
+    :meth:`Recipe.replay`, without interpreting the steps at every call
+    (the loop cost more than the nodes it made). Returns ``_MISS`` for
+    inputs whose node digests are not known yet."""
+    env = {"Node": Node, "LT": LazyTensor, "TV": _new_value, "Value": Value, "MISS": _MISS,
+           "DIGESTS": recipe._digests, "PARAMS": recipe._params}
+
+    def const(x) -> str:
+        name = f"c{len(env)}"
+        env[name] = x
+        return name
+
+    def operand(ref) -> str:
+        kind, a, b = ref
+        if kind == _INPUT:
+            return f"v{a}"
+        if kind == _STEP:
+            return f"TV(Value, (n{a}, {b}))"
+        if kind == _FROZEN:
+            return const(a)
+        if kind == _PARAM:
+            return f"TV(Value, (pn[{a}], {b}))"
+        return "(" + "".join(operand(r) + ", " for r in a) + ")"  # a variadic group
+
+    def result(out) -> str:
+        if out is None:
+            return "None"
+        first, second = out
+        if type(first) is type:
+            return f"{const(first)}([" + ", ".join(result(o) for o in second) + "])"
+        kind, a, b = first
+        dev = const(second)
+        if kind == _INPUT:
+            return f"LT(v{a}, {dev})"
+        if kind == _STEP:
+            return f"LT(TV(Value, (n{a}, {b})), {dev})"
+        if kind == _PARAM:
+            return f"LT(TV(Value, (pn[{a}], {b})), {dev})"
+        return f"LT({const(a)}, {dev})"
+
+    lines = ["def replay(inputs, floats, loc):"]
+    lines += [f"    v{i} = inputs[{i}]._value" for i in range(n_inputs)]
+    key = "".join(f"v{i}[0].digest, v{i}[1], " for i in range(n_inputs))
+    lines.append(f"    ds = DIGESTS.get(({key}))")
+    lines.append("    if ds is None:")
+    lines.append("        return MISS")
+    if recipe.psteps:
+        lines.append("    pn = PARAMS(floats, loc)")
+    for i, (name, refs, attrs, types, _) in enumerate(recipe.steps):
+        ops = "".join(operand(r) + ", " for r in refs)
+        lines.append(f"    n{i} = Node({const(name)}, ({ops}), {const(attrs)}, {const(types)}, ds[{i}], loc)")
+    lines.append(f"    return {result(recipe.out)}")
+    exec(compile("\n".join(lines), f"<lazycore replay of {len(recipe.steps)} nodes>", "exec"), env)
+    return env["replay"]
 
 
 def _resolve(ref, inputs, made, pnodes=None):

@@ -94,8 +94,6 @@ class LazyTensor:
             from lazycore.dialect.types import ShapeError
 
             raise ShapeError(f"an in-place update keeps the type: handle is {self.type}, new value is {new.type}")
-        from lazycore import core
-
         if core._RECORDING is not None:  # a side effect: the lowering cannot be replayed
             core._RECORDING.taint()
         self._value = new._value
@@ -109,3 +107,6 @@ class LazyTensor:
     def __repr__(self) -> str:
         state = "pending" if self.pending else "data"
         return f"<LazyTensor {self.type} on {self.device.name}, {state}>"
+
+
+from lazycore import core  # noqa: E402  (core builds handles: it imports this module first)
