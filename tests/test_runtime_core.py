@@ -108,6 +108,33 @@ def test_multi_result_op_gives_one_handle_per_result():
     np.testing.assert_array_equal(lc.to_numpy(again), got)
 
 
+def test_a_replayed_recording_uses_the_recorded_result_of_a_multi_result_op():
+    # the recording reads result 1 (the bits) of a node it made: its replay
+    # (generated code, lazycore.recipes) must wire that result, not result 0
+    from lazycore import recipes
+    from lazycore.config import override
+
+    def draw(state):
+        _, bits = lc.apply("rng_bit_generator", state, algorithm="three_fry", shape=(4, 3), dtype="ui32")
+        return lc.apply("add", bits, bits)
+
+    def state(seed):
+        return lc.from_numpy(np.array([seed, 42], np.uint64))
+
+    with override(replay=False):
+        traced = [draw(state(s)) for s in (7, 8, 9)]
+    digests = [t.value.node.digest for t in traced]  # (a barrier makes them data)
+    s0 = state(7)
+    _, recipe = recipes.record(draw, (s0,), s0)
+    assert recipe is not None
+    for seed, t, d in zip((7, 8, 9), traced, digests):  # the second replay per state runs the generated code
+        for _ in range(2):
+            got = recipe.replay((state(seed),))
+            assert got.value.node.digest == d
+            assert got.value.node.operands[0].index == 1
+            np.testing.assert_array_equal(lc.to_numpy(got), lc.to_numpy(t))
+
+
 def test_bad_call_raises_shape_error_at_the_users_line():
     a = lc.from_numpy(np.zeros((2, 3), np.float32))
     b = lc.from_numpy(np.zeros((3, 2), np.float32))

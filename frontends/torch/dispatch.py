@@ -25,6 +25,7 @@ from torch._decomp import decomposition_table
 
 from lazycore.config import settings
 from lazycore.recipes import float_key, record_call, value_class
+from lazycore.views import read as read_view
 
 from . import fallback, lowering, special, views
 from . import tensor as _tensor_module
@@ -430,11 +431,14 @@ def _lower(fn, func, args, kwargs):
                 if found is not None and len(memo) < _RECIPE_LIMIT:
                     memo[fl] = found  # the same recording, found at once for a value that repeats
         if found is not None and plain:  # the replay needs the handles only
-            inputs = [x._storage.handle if not x._steps else read(x) for x in tensors]
+            # the frames from here up (for the user's line): this one, a
+            # handler, run, and __torch_dispatch__ or another handler
+            inputs = []
+            for x in tensors:  # (not a comprehension: that would be one more frame)
+                inputs.append(read_view(x._storage, x._steps, 4) if x._steps else x._storage.handle)
             recipe = found[0]
             if recipe.aliased is None or recipe.fits(inputs):
-                # above this frame: a handler, run, and __torch_dispatch__ or another handler
-                return out, recipe.replay(inputs, floats, 3), found[1], True
+                return out, recipe.replay(inputs, floats, 4), found[1], True
     dev = lc_device(tdev) if tdev is not None else None
     inputs = []
     largs = [_lazy(x, dev, inputs) for x in args]

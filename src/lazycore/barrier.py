@@ -29,6 +29,7 @@ from lazycore.cache import CACHE, environment, make_key
 from lazycore.config import settings
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.graph import LOG, Data, Node, Value
+from lazycore.sourceloc import forget as forget_frame
 
 
 class Walk:
@@ -261,6 +262,7 @@ def sync(device, wait: bool = True) -> int:
     step's tracing then overlaps this one's execution). Returns the number of
     handles updated (0: nothing was pending).
     """
+    forget_frame()  # a frame kept for source lines must not keep its dead tensors live
     pending, held = [], set()
     for t in device.arena.live():
         node = t._value.node

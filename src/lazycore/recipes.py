@@ -193,10 +193,11 @@ class Recipe:
         """The lowering's result for ``inputs`` (handles in the recorded order)
         and ``floats`` (the float arguments, for a recording that has them).
         Every result handle is new, even where the lowering returned an input.
-        ``skip``: how many frames above the caller are always the library's
-        own; the search for the user's line starts above them (each frame
-        walked costs about 0.2 us)."""
-        loc = caller(2 + skip)
+        ``skip``: how many frames, the caller's first, are always the
+        library's own; the search for the user's line starts above them (each frame
+        walked costs about 0.2 us), at a frame that calls into the library
+        (:func:`~lazycore.sourceloc.caller`'s ``remember``)."""
+        loc = caller(2 + skip, remember=skip > 0)
         fast = self._fast
         if fast is not None:
             out = fast(inputs, floats, loc)

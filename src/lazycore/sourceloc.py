@@ -12,6 +12,7 @@ someone asks (:func:`resolve`), at a compile or in a report.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 
@@ -34,22 +35,51 @@ def _is_library(name: str) -> bool:
     return lib
 
 
-def caller(depth: int = 1, _getframe=sys._getframe, _get=_LIBRARY.get):
+def caller(depth: int = 1, remember: bool = False, _getframe=sys._getframe, _get=_LIBRARY.get):
     """The raw location of the innermost user frame: ``(code, offset)``.
 
     The walk starts at ``sys._getframe(depth)`` as seen from here (1: the
     caller). None if every frame is a library frame (an op recorded by a
     library thread, e.g. autograd's). :func:`resolve` turns the result into
     ``(file, line)``.
+
+    ``remember``: the start frame is one that calls into the library many
+    times from one place (autograd's engine runs a whole backward pass from
+    one line, an optimizer loops over its parameters): while that frame is
+    at the same instruction, the answer is the same, and walking the frames
+    again (each one made a Python object) cost more than the op's nodes.
+    The start frame is kept until another one is remembered or
+    :func:`forget` (every barrier) drops it.
     """
     f = _getframe(depth)
+    if remember:
+        last = _LAST
+        if f is last[0] and f.f_lasti == last[1]:
+            return last[2]
+    start = f
     while f is not None:
         code = f.f_code
         lib = _get(code.co_filename)
         if not lib and (lib is not None or not _is_library(code.co_filename)):
-            return (code, f.f_lasti)
+            found = (code, f.f_lasti)
+            break
         f = f.f_back
-    return None
+    else:
+        found = None
+    # a generator's frame resumes under other callers; a user's frame is found at once
+    if remember and f is not start and not start.f_code.co_flags & _SUSPENDS:
+        _LAST[:] = (start, start.f_lasti, found)
+    return found
+
+
+_LAST: list = [None, -1, None]
+"""The remembered start frame, its instruction offset, and the answer."""
+_SUSPENDS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+def forget() -> None:
+    """Drop the frame :func:`caller` remembered (so its locals are not kept alive)."""
+    _LAST[:] = (None, -1, None)
 
 
 _LINES: dict[tuple, tuple[str, int]] = {}

@@ -42,11 +42,13 @@ def contiguous_strides(shape) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def read(storage: Storage, steps: tuple):
+def read(storage: Storage, steps: tuple, skip: int = 0):
     """The handle for the value that ``steps`` derive from ``storage``.
 
     Replayed per signature (the storage's type, device and layout, and the
-    steps): a loop reads the same views of fresh view objects every step."""
+    steps): a loop reads the same views of fresh view objects every step.
+    ``skip``: as :meth:`Recipe.replay <lazycore.recipes.Recipe.replay>`'s,
+    for the frames from the caller of this function."""
     h = storage.handle
     if not steps:
         return h
@@ -55,7 +57,7 @@ def read(storage: Storage, steps: tuple):
         return _read(storage, steps)
     recipe = _READS.get(key)
     if recipe is not None:
-        return recipe.replay((h,))
+        return recipe.replay((h,), (), skip + 1 if skip else 0)
     out, recipe = recipes.record(_read, (h,), storage, steps)
     _remember(_READS, key, recipe)
     return out

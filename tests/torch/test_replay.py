@@ -50,6 +50,26 @@ def test_replays_hash_by_their_inputs_structure_not_the_last_replay(dev):
     assert len(set(traced)) == 3
 
 
+def test_multi_result_and_list_lowerings_replay_as_traced(dev):
+    # results that are a tuple (max with dim), a list input (cat): the
+    # generated replay code builds them as the recorded lowering did
+    x, y = _rand(4, 5).to(dev), _rand(4, 5, seed=1).to(dev)
+
+    def f(a, b):
+        values, indices = torch.max(a * 1.5, dim=1)
+        return torch.cat([values, b.sum(0), values], 0), indices
+
+    with override(replay=False):
+        traced = [_digest(t) for t in f(x, y)]
+    f(x, y)  # records
+    for _ in range(2):
+        got = f(x, y)
+        assert [_digest(t) for t in got] == traced
+    want = f(x.cpu(), y.cpu())
+    np.testing.assert_allclose(got[0].cpu().numpy(), want[0].numpy(), rtol=1e-6)
+    np.testing.assert_array_equal(got[1].cpu().numpy(), want[1].numpy())
+
+
 def test_a_recording_with_one_input_twice_does_not_serve_two_inputs(dev):
     a, b = _rand(3, 3).to(dev), _rand(3, 3, seed=1).to(dev)
     sq = a * a  # recorded with both operands one handle
@@ -211,6 +231,90 @@ def test_replayed_nodes_carry_the_callers_line(dev):
     lines = [resolve(read(t).value.node.loc) for t in (first, second)]
     assert lines[0][0] == __file__ and lines[1][0] == __file__
     assert lines[1][1] == lines[0][1] + 1
+
+
+@pytest.fixture
+def library_scale(tmp_path):
+    """An ``nn.Module`` from a library folder: a frame between the user's lines
+    and the op, as ``nn.Linear``'s is."""
+    import importlib.util
+
+    from lazycore import sourceloc
+
+    folder = tmp_path / "somelib"
+    folder.mkdir()
+    (folder / "scale.py").write_text(
+        "import torch\n\n\nclass Scale(torch.nn.Module):\n    def forward(self, x):\n        return x * 2.5\n"
+    )
+    spec = importlib.util.spec_from_file_location("somelib_scale", folder / "scale.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sourceloc.skip(mod)
+    try:
+        yield mod.Scale()
+    finally:
+        sourceloc._SKIP.remove(str(folder) + __import__("os").sep)
+        sourceloc._LIBRARY.clear()
+
+
+def _lines(*tensors):
+    from lazycore.frontends.torch.tensor import read
+    from lazycore.sourceloc import resolve
+
+    return [resolve(read(t).value.node.loc)[1] for t in tensors]
+
+
+def test_remembered_frames_name_each_users_line(dev, library_scale):
+    # Library frames are remembered while they call the library (sourceloc.caller's
+    # `remember`); one library function called from three lines must still name
+    # each line, even when a later frame reuses an earlier one's memory.
+    x = _rand(3).to(dev)
+    for _ in range(3):
+        a = library_scale(x)  # line A
+        b = library_scale(x)  # line B
+        c = library_scale(x)  # line C
+        first, second, third = _lines(a, b, c)
+        assert second == first + 1 and third == first + 2
+
+
+def test_backward_and_optimizer_ops_name_their_users_lines(dev):
+    from lazycore.sourceloc import resolve
+
+    lin = torch.nn.Linear(4, 3).to(dev)
+    opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+    x = _rand(5, 4).to(dev)
+    for _ in range(3):
+        opt.zero_grad()
+        loss = lin(x).square().mean()
+        loss.backward()  # the backward line
+        grads = [p.grad for p in lin.parameters()]
+        opt.step()  # the step line
+        here = __import__("inspect").currentframe().f_lineno
+        for g in grads:  # the node behind the storage (reading a view would make one here)
+            assert resolve(g._storage.handle.value.node.loc) == (__file__, here - 3)
+        for p in lin.parameters():
+            assert resolve(p._storage.handle.value.node.loc) == (__file__, here - 1)
+        ltorch.mark_step()
+
+
+def test_a_barrier_keeps_no_frame_alive(dev, library_scale):
+    import gc
+    import weakref
+
+    from lazycore import sourceloc
+
+    x = _rand(3).to(dev)
+
+    def make():
+        y = library_scale(x)
+        return weakref.ref(y)  # y dies with this frame (or a frame kept for its line)
+
+    for _ in range(3):
+        ref = make()
+        ltorch.mark_step()
+        gc.collect()
+        assert ref() is None
+        assert sourceloc._LAST[0] is None
 
 
 def test_reads_and_writes_through_views_replay(dev):
