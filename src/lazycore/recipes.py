@@ -194,9 +194,9 @@ class Recipe:
         and ``floats`` (the float arguments, for a recording that has them).
         Every result handle is new, even where the lowering returned an input.
         ``skip``: how many frames, the caller's first, are always the
-        library's own; the search for the user's line starts above them (each frame
-        walked costs about 0.2 us), at a frame that calls into the library
-        (:func:`~lazycore.sourceloc.caller`'s ``remember``)."""
+        library's own. The search for the user's line starts above them
+        (each frame walked costs about 0.3 us), at a frame that calls into
+        the library (:func:`~lazycore.sourceloc.caller`'s ``remember``)."""
         loc = caller(2 + skip, remember=skip > 0)
         fast = self._fast
         if fast is not None:
