@@ -203,23 +203,23 @@ class Recipe:
             out = fast(inputs, floats, loc)
             if out is not _MISS:
                 return out
-        # inputs of structures not seen before: hash the nodes, then replay
-        # through the generated code from now on
+        # inputs of structures not seen before: hash the nodes these inputs
+        # make (as make_node would), then make them in the generated code
         vals = [h._value for h in inputs]
         key = tuple([part for v in vals for part in (v[0].digest, v[1])])
         pnodes = self._params(floats, loc) if self.psteps else None
-        made, digests = [], []
+        hashed, digests = [], []
         for name, refs, attrs, types, prefix in self.steps:
-            operands = tuple(_resolve(ref, inputs, made, pnodes) for ref in refs)
-            d = digest(prefix + operand_bytes(operands))  # make_node's digest
+            operands = tuple(_resolve(ref, inputs, hashed, pnodes) for ref in refs)
+            d = digest(prefix + operand_bytes(operands))
             digests.append(d)
-            made.append(Node(name, operands, attrs, types, d, loc))
+            hashed.append(_Hashed(d))
         if len(self._digests) >= _DIGESTS_KEPT:
             self._digests.clear()
         self._digests[key] = digests
         if fast is None:
-            self._fast = _generate(self, len(inputs))
-        return _build(self.out, inputs, made, pnodes)
+            fast = self._fast = _generate(self, len(inputs))
+        return fast(inputs, floats, loc)
 
     def _params(self, floats, loc) -> list[Node]:
         key = tuple([float_key(f) for f in floats])
@@ -245,12 +245,22 @@ class Recipe:
 _MISS = object()
 
 
+class _Hashed:
+    """A node of a replay as far as hashing its users needs it: its digest."""
+
+    __slots__ = ("digest",)
+
+    def __init__(self, d: bytes):
+        self.digest = d
+
+
 def _generate(recipe: Recipe, n_inputs: int):
     """``replay(inputs, floats, loc)`` for ``recipe`` as generated
-    straight-line code: the same nodes and results as the loop in
-    :meth:`Recipe.replay`, without interpreting the steps at every call
-    (the loop cost more than the nodes it made). Returns ``_MISS`` for
-    inputs whose node digests are not known yet."""
+    straight-line code: it makes the recorded nodes with the digests
+    :meth:`Recipe.replay` hashed for inputs of this structure, and the
+    results, without interpreting the steps at every call (a loop doing so
+    cost more than the nodes it made). Returns ``_MISS`` for inputs whose
+    node digests are not known yet."""
     env = {"Node": Node, "LT": LazyTensor, "TV": _new_value, "Value": Value, "MISS": _MISS,
            "DIGESTS": recipe._digests, "PARAMS": recipe._params}
 
@@ -314,22 +324,6 @@ def _resolve(ref, inputs, made, pnodes=None):
     if kind == _PARAM:
         return Value(pnodes[a], b)
     return tuple(_resolve(r, inputs, made, pnodes) for r in a)  # a variadic group
-
-
-def _build(out, inputs, made, pnodes):
-    if out is None:
-        return None
-    first, second = out
-    if type(first) is type:  # a list or tuple of results
-        return first(_build(o, inputs, made, pnodes) for o in second)
-    kind, a, b = first
-    if kind == _INPUT:  # a fresh handle, as every other result is
-        return LazyTensor(inputs[a]._value, second)
-    if kind == _STEP:
-        return LazyTensor(Value(made[a], b), second)
-    if kind == _PARAM:
-        return LazyTensor(Value(pnodes[a], b), second)
-    return LazyTensor(a, second)
 
 
 _ANY_VALUE = object()  # in keys of recordings that hold for any value of a class
