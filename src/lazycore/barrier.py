@@ -308,7 +308,7 @@ def sync(device, wait: bool = True) -> int:
             donate = plan_donation(data, out_types, held) if settings.donation else {}
             key = make_key(walk.encoding, device, donate, pipeline)
             if fp is not None:
-                stepplans.remember(fp, walk, slots)
+                stepplans.remember(fp, walk, slots, out_types, counts)
     metrics.record_graph(*counts)
     exe = CACHE.get(key)
     hit = exe is not None

@@ -68,8 +68,9 @@ def get(fp: tuple) -> Plan | None:
     return _PLANS.get(fp)
 
 
-def remember(fp: tuple, walk, slots: list[int]) -> Plan | None:
-    """Keep ``walk`` (made from this step's pending handles) as the plan for ``fp``."""
+def remember(fp: tuple, walk, slots: list[int], out_types: list, counts: tuple) -> Plan | None:
+    """Keep ``walk`` (made from this step's pending handles) as the plan for
+    ``fp``; the rest is what the barrier had from the walk (see :class:`Plan`)."""
     size = len(fp[1]) + len(fp[2])
     if size > ITEMS_KEPT:
         return None
@@ -82,8 +83,8 @@ def remember(fp: tuple, walk, slots: list[int]) -> Plan | None:
         [leaf.seq - start for leaf in walk.data],
         [(dtype, [leaf.seq - start for leaf in group]) for dtype, group in walk.packs.items()],
         slots,
-        [out.type for out in walk.outputs],
-        (len(walk.order), len(walk.outputs), len(walk.params)),
+        out_types,
+        counts,
     )
     if len(_PLANS) >= PLANS_KEPT or _items[0] + size > ITEMS_KEPT:
         clear()
