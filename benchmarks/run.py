@@ -387,14 +387,16 @@ def bench_training(args):
     warm, steps = args.warmup, args.steps
     total = warm + steps + 2  # in_blocks runs one untimed step at the start of each of its two blocks
 
-    def make_torch(model, data, after=None, fwd=None, replay=True, drift=0.0):
+    def make_torch(model, data, after=None, fwd=None, replay=True, drift=0.0, capture=False):
         """One training step as a function (returning its Python part's seconds
         when ``after`` is the barrier) and a function giving (loss, params).
         ``drift``: the learning rate is ``LR * (1 + drift * step)``, a new float
-        every step (as a schedule makes), numerically within the tolerance."""
+        every step (as a schedule makes), numerically within the tolerance.
+        ``capture``: the step goes through ``lazycore.torch.capture``."""
         opt = torch.optim.SGD(model.parameters(), lr=LR)
         it = [0]
         last = [None]
+        step = ltorch.capture(_torch_step) if capture else _torch_step
 
         def one():
             with lazycore.config.override(replay=replay):
@@ -404,7 +406,7 @@ def bench_training(args):
                 if drift:
                     opt.param_groups[0]["lr"] = LR * (1 + drift * it[0])
                 if fwd is None:
-                    last[0] = _torch_step(model, opt, x, y)
+                    last[0] = step(model, opt, x, y)
                 else:
                     opt.zero_grad()
                     loss = fwd(x, y)
@@ -460,6 +462,8 @@ def bench_training(args):
     fdata = [(ShapeOnly(x.shape, x.dtype, x.stride()), ShapeOnly(y.shape, y.dtype, y.stride())) for x, y in data]
     variants["floor"] = make_torch(fmodel, fdata)[0]
     variants["lazy"], finals["lazy"] = make_torch(lmodel, ldata, after=ltorch.mark_step)
+    variants["lazycap"], finals["lazycap"] = make_torch(_make_model(cfg).to(dev), ldata, after=ltorch.mark_step,
+                                                        capture=True)
     variants["lazyw"], finals["lazyw"] = make_torch(_make_model(cfg).to(dev), ldata,
                                                     after=lambda: ltorch.mark_step(wait=True))
     variants["lazy0"], finals["lazy0"] = make_torch(_make_model(cfg).to(dev), ldata, after=ltorch.mark_step,
@@ -467,7 +471,7 @@ def bench_training(args):
     variants["lazylr"], finals["lazylr"] = make_torch(_make_model(cfg).to(dev), ldata, after=ltorch.mark_step,
                                                       drift=1e-6)
     ltorch.mark_step(wait=True)
-    for name in ("lazy", "lazyw", "lazy0", "lazylr"):
+    for name in ("lazy", "lazycap", "lazyw", "lazy0", "lazylr"):
         settle[name] = lambda: ltorch.mark_step(wait=True)
 
     if args.no_torch_compile:
@@ -514,6 +518,11 @@ def bench_training(args):
         target="<= 1.15x jax.jit", note=f"loss {lloss:.6f}; step incl. mark_step() (waits for the step before)")
     row(B, "  of which Python (trace, before mark_step)", traced,
         note="autograd, optimizer and lazycore dispatch; the rest is the barrier and XLA")
+    _, d_lazycap = check("lazycap")
+    row(B, "lazycore.torch.capture (the same step, captured)", times["lazycap"], diff=d_lazycap, tol=tol,
+        target="<= 1.15x jax.jit", note="traced twice, then replayed: no op dispatch; mark_step() as above")
+    row(B, "  of which Python (replay, before mark_step)", parts["lazycap"],
+        note="guards, then the step's nodes made again from the recording")
     row(B, "do-nothing subclass, shapes only (Python floor)", times["floor"],
         note="autograd, modules, optimizer, subclass dispatch; no values: what any torch-dispatch frontend pays")
     row(B, "lazycore.torch, mark_step(wait=True)", times["lazyw"], diff=d_lazyw, tol=tol,

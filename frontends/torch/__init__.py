@@ -21,13 +21,16 @@ import torch
 from lazycore import core
 
 from . import dispatch, ops  # noqa: F401  (ops registers the lowerings)
+from .capture import Captured, capture
 from .lowering import register as register_lowering
 from .lowering import unregister as unregister_lowering
 from .ops.random import manual_seed
 from .tensor import Tensor, device, lc_device
 
 __all__ = [
+    "Captured",
     "Tensor",
+    "capture",
     "device",
     "lc_device",
     "manual_seed",

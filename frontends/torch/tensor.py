@@ -11,6 +11,8 @@ in-place update of a view replays them backward into a new storage value
 
 from __future__ import annotations
 
+from weakref import ref as _weakref
+
 import torch
 
 from lazycore import core
@@ -180,6 +182,8 @@ def meta_layout(meta: torch.Tensor) -> tuple:
 
 
 _make = torch.Tensor._make_wrapper_subclass
+_MADE: list | None = None
+"""While :mod:`.capture` traces a step: weak references to every tensor made."""
 
 
 def _new(storage, steps, shape, strides, offset, dtype, tdev) -> Tensor:
@@ -191,6 +195,8 @@ def _new(storage, steps, shape, strides, offset, dtype, tdev) -> Tensor:
     t._storage = storage
     t._steps = steps
     t._key = (shape, strides, offset, dtype, tdev)  # the dispatch signature (see refresh_key)
+    if _MADE is not None:
+        _MADE.append(_weakref(t))
     return t
 
 

@@ -37,7 +37,7 @@ from collections import deque
 from lazycore.graph import Value
 from lazycore.sourceloc import format_location, resolve
 
-__all__ = ["HISTORY_KEPT", "Signature", "on_barrier", "reason", "reset", "signature", "stream"]
+__all__ = ["HISTORY_KEPT", "Signature", "on_barrier", "on_capture", "reason", "reset", "signature", "stream"]
 
 stream = None
 """Where the debug lines go; None: ``sys.stderr`` at the time of each write."""
@@ -288,6 +288,11 @@ def reset() -> None:
     global _step
     _step = 0
     _devices.clear()
+
+
+def on_capture(name: str, what: str) -> None:
+    """A line for a decision of a captured step (``lazycore.torch.capture``)."""
+    _write(f"[lazycore] capture {name}: {what}")
 
 
 def _write(line: str) -> None:

@@ -114,14 +114,23 @@ def _replay_key(storage, steps):
     frontend's subclass may do more than make nodes)."""
     if not _settings.replay or core._RECORDING is not None:
         return None
+    key = steps_key(steps)
+    if key is None:
+        return None
+    h = storage.handle
+    return (h.type, h.device, storage.strides, key)
+
+
+def steps_key(steps: tuple):
+    """``steps`` as a hashable value equal for equal steps; None when a step is
+    not one of this module's own."""
     key = []
     for step in steps:
         fields = _FIELDS.get(type(step))
         if fields is None:
             return None
         key.append((type(step), fields(step)))
-    h = storage.handle
-    return (h.type, h.device, storage.strides, tuple(key))
+    return tuple(key)
 
 
 def _remember(memo: dict, key, recipe) -> None:

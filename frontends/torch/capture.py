@@ -1,0 +1,370 @@
+"""``lazycore.torch.capture``: a training step traced twice, then replayed.
+
+    @lazycore.torch.capture
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    for x, y in batches:
+        loss = step(x, y)
+        lazycore.torch.mark_step()
+
+Per-op tracing runs autograd, the modules, the optimizer and the dispatch of
+every op in Python at every step. A captured step runs them while it is
+traced; once two traced calls did exactly the same thing (same ops on the
+same tensors, same Python numbers), later calls with arguments of the same
+kind replay the recording (:mod:`lazycore.capture`): the step's nodes are
+made again on the current values, parameters and optimizer state are updated
+in place, new gradients are set, and the result tensors come back, with no
+op dispatched. What it compiles is what the traced step compiled.
+
+Guards, checked at every call before anything changes (a failed one traces
+the call again): the arguments (lazy tensors by sizes, strides, dtype and
+device; anything else by value, like ``jax.jit``'s static arguments), grad
+mode and the default dtype, the ``training`` flag of every module the step
+called, every hyperparameter of every optimizer it stepped (a scheduler's new
+learning rate retraces), those optimizers' state tensors, and whether each
+parameter has a gradient. Python values read elsewhere are baked in, as in
+``jax.jit``: pass what changes as an argument.
+
+Refused (traced at every call, the reason in :attr:`Captured.why`): a step
+that looks at a value (``.item()``, ``print``, a fallback op, ``mark_step``),
+uploads host data, or keeps a tensor it made anywhere but in its result and
+the gradients (a list outside, a ``self.`` attribute). Optimizer state made
+on a first step is kept that way, so such a step replays from its third call.
+
+A replayed call returns tensors without autograd history
+(``requires_grad=False``): the step is expected to run its own backward.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import weakref
+
+import torch
+import torch.optim.optimizer as _optimizer
+from torch.utils import _pytree as pytree
+
+from lazycore import capture as _capture
+from lazycore.config import settings
+from lazycore import views as _views
+from lazycore.tensor import LazyTensor
+from lazycore.views import Storage
+
+from . import tensor as _tensor
+from .tensor import Tensor, _new
+
+_GUARDED = object()
+"""What a replay returns when a guard failed (None is a step's result)."""
+_FAILED = [None]
+"""The guard that failed last (for LAZYCORE_DEBUG's line)."""
+
+
+def _guarded(why: str):
+    _FAILED[0] = why
+    return _GUARDED
+
+
+_KINDS_KEPT = 8
+"""Kinds of arguments (sizes, dtypes, Python values) a captured function keeps recordings for."""
+_PLANS_KEPT = 4
+"""Confirmed recordings kept per kind of arguments (a model in training and in eval mode: two)."""
+
+
+def capture(fn=None):
+    """Capture the step function ``fn`` (a decorator): see the module docs."""
+    if fn is None:
+        return capture
+    return Captured(fn)
+
+
+class Captured:
+    """A captured step function. Call it as the function itself."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+        self._plans: dict = {}  # argument key -> confirmed _Plans, oldest first
+        self._last: dict = {}  # argument key -> the plan of the last traced call
+        self._known = weakref.WeakValueDictionary()  # id -> a tensor whose gradient a call set
+        self.traces = 0
+        """Calls that ran the function."""
+        self.replays = 0
+        """Calls that replayed a recording instead."""
+        self.why: str | None = None
+        """Why the last traced call cannot be replayed (None: it can, or no call yet)."""
+
+    def __call__(self, *args, **kwargs):
+        flat, spec = pytree.tree_flatten((args, kwargs))
+        key = _arg_key(flat, spec)
+        if key is not None:
+            for plan in self._plans.get(key, ()):
+                out = plan.replay(flat)
+                if out is not _GUARDED:
+                    self.replays += 1
+                    return out
+        return self._trace(args, kwargs, flat, key)
+
+    def _trace(self, args, kwargs, flat, key):
+        self.traces += 1
+        if settings.debug and self._plans.get(key):
+            _say(self, f"traced again: {_FAILED[0]}")
+        if key is None:
+            self.why = "an argument is neither a lazy tensor nor a hashable Python value"
+            return self.fn(*args, **kwargs)
+        previous = self._last.get(key)
+        try:
+            plan, out = _Plan.trace(self.fn, args, kwargs, flat, self._known)
+        except _capture.Refused as e:
+            self.why = e.args[0]
+            if settings.debug:
+                _say(self, f"cannot replay: {self.why}")
+            self._last.pop(key, None)
+            return e.args[1] if len(e.args) > 1 else None
+        self.why = None
+        if previous is not None and previous.key != plan.key and previous.complete and plan.complete:
+            self.why = ("the last two traced calls differed (the step reads a Python number that changes every "
+                        "call, such as Adam's bias correction, or its ops depend on one)")
+            if settings.debug:
+                _say(self, self.why)
+        if previous is not None and previous.key == plan.key:
+            plans = self._plans.get(key)
+            if plans is None:
+                if len(self._plans) >= _KINDS_KEPT:
+                    self._plans.pop(next(iter(self._plans)))
+                plans = self._plans[key] = []
+            if len(plans) >= _PLANS_KEPT:
+                plans.pop(0)
+            plans.append(plan)
+            self._last.pop(key)
+            if settings.debug:
+                _say(self, f"recorded ({len(plan.rec.entries)} nodes): calls with these arguments replay")
+        else:
+            if len(self._last) >= _KINDS_KEPT:
+                self._last.pop(next(iter(self._last)))
+            self._last[key] = plan
+        return out
+
+
+def _say(captured, what: str) -> None:
+    from lazycore.debug import on_capture
+
+    on_capture(getattr(captured, "__qualname__", "step"), what)
+
+
+def _arg_key(flat, spec):
+    """What replay needs to know about the arguments, hashable; None if it cannot be."""
+    key = [spec]
+    for x in flat:
+        t = type(x)
+        if t is Tensor:
+            steps = x._steps
+            if steps:
+                steps = _views.steps_key(steps)
+                if steps is None:
+                    return None
+            key.append((x._key, x.requires_grad, steps))
+        elif isinstance(x, torch.Tensor):
+            return None  # a host tensor: its values would be baked
+        else:
+            key.append((t, x))
+    key = tuple(key)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _stray_tensors(made: list, accounted: set) -> None:
+    """Refuse when a tensor the step made outlives it anywhere but in its
+    result and the gradients (a replay would not make it)."""
+
+    def strays():
+        return sum(1 for r in made if r() is not None and id(r()) not in accounted)
+
+    if strays():
+        _capture.forget_frame()  # a library frame kept for source lines holds its locals
+        gc.collect()  # reference cycles may hold the last ones
+        n = strays()
+        if n:
+            raise _capture.Refused(
+                f"the step keeps {n} tensor(s) it made where capture cannot see them (a list or attribute "
+                f"outside the step, the autograd history of a result whose backward is not in the step, "
+                f"optimizer state made on a first step): return them instead")
+
+
+def _global_state() -> tuple:
+    return (torch.is_grad_enabled(), torch.get_default_dtype())
+
+
+def _hyper(opt) -> tuple:
+    """An optimizer's hyperparameters and the identity of its state tensors."""
+    groups = tuple(tuple((k, id(v) if isinstance(v, torch.Tensor) else v) for k, v in g.items() if k != "params")
+                   for g in opt.param_groups)
+    state = tuple(id(v) for s in opt.state.values() for v in s.values() if isinstance(v, torch.Tensor))
+    return groups, len(opt.state), state
+
+
+class _Plan:
+    """A traced call: the core recording plus what torch adds (guards, gradients, results)."""
+
+    @classmethod
+    def trace(cls, fn, args, kwargs, flat, seen):
+        tensors = [x for x in flat if type(x) is Tensor]
+        # parameters whose gradients to watch: those the step touched before, and the arguments
+        known = dict(seen.items())
+        for x in tensors:
+            if x.requires_grad:  # (a parameter passed in: it is one by identity)
+                known[id(x)] = x
+        before = {i: (p.grad, p.grad is None) for i, p in known.items()}
+        modules, optims = {}, {}
+        h1 = torch.nn.modules.module.register_module_forward_pre_hook(
+            lambda m, a: modules.setdefault(id(m), m) and None)
+        h2 = _optimizer.register_optimizer_step_pre_hook(
+            lambda o, a, k: optims.setdefault(id(o), o) and None)
+        state0 = _global_state()
+        outer, _tensor._MADE = _tensor._MADE, []
+        try:
+            watch = _capture.begin([x._storage.handle for x in tensors])
+            out = fn(*args, **kwargs)
+        finally:
+            h1.remove()
+            h2.remove()
+            made, _tensor._MADE = _tensor._MADE, outer
+        if outer is not None:
+            outer.extend(made)
+        try:
+            return cls(watch, made, known, before, modules, optims, state0, out, seen), out
+        except _capture.Refused as e:
+            raise _capture.Refused(str(e), out) from None
+
+    def __init__(self, watch, made, known, before, modules, optims, state0, out, seen):
+        _capture.check(watch)  # a barrier or an upload first: the clearest reason
+        if _global_state() != state0:
+            raise _capture.Refused("the step changed grad mode or the default dtype")
+        for m in modules.values():
+            for p in m.parameters():
+                known.setdefault(id(p), p)
+        for o in optims.values():
+            for g in o.param_groups:
+                for p in g["params"]:
+                    known.setdefault(id(p), p)
+        self.complete = all(i in before for i in known)
+        for i, p in known.items():
+            if i not in seen and p.requires_grad:
+                seen[i] = p
+        self.state = state0
+        self.modules = [(weakref.ref(m), m.training) for m in modules.values()]
+        self.optims = [(weakref.ref(o), _hyper(o)) for o in optims.values()]
+        fresh = _capture._fresh(watch)  # oldest first: replays make them in this order too
+        fresh_ids = {id(h) for h in fresh}
+        used: dict[int, Storage] = {}  # id(new handle) -> its storage
+
+        def describe(t):
+            """How to make ``t`` again: (id of its new handle or its old storage, steps, layout)."""
+            if type(t) is not Tensor:
+                raise _capture.Refused(f"the step returns or sets a {type(t).__name__} that is not a lazy tensor")
+            st = t._storage
+            if id(st.handle) in fresh_ids:
+                if used.setdefault(id(st.handle), st) is not st:
+                    raise _capture.Refused("two storages of the step's results share one handle")
+                return (("new", id(st.handle)), st.strides, t._steps, t._key)
+            return (weakref.ref(st), st.strides, t._steps, t._key)
+
+        # gradients: a parameter's after the call is None, the one it had, or a new tensor
+        self.grads = []
+        for i, p in known.items():
+            # found during this call: its state before is unknown (the key will not match)
+            g0, none0 = before.get(i, (None, None))
+            g = p.grad
+            if g is None:
+                after = None
+            elif g is g0:
+                after = "same"
+            else:
+                after = describe(g)
+            self.grads.append((weakref.ref(p), p.requires_grad, none0,
+                               weakref.ref(g0) if after == "same" else None, after))
+        flat_out, self.out_spec = pytree.tree_flatten(out)
+        self.outs = [describe(x) if isinstance(x, torch.Tensor) else ("value", x) for x in flat_out]
+        _stray_tensors(made, {id(x) for x in flat_out} | {id(p.grad) for p in known.values()})
+        kept = [h for h in fresh if id(h) in used]
+        del fresh  # (it would keep the step's other handles alive)
+        index = {id(h): k for k, h in enumerate(kept)}
+
+        def renumber(desc):
+            if desc is None or desc == "same" or desc[0] == "value" or type(desc[0]) is not tuple:
+                return desc
+            return (index[desc[0][1]],) + desc[1:]
+
+        self.grads = [g[:4] + (renumber(g[4]),) for g in self.grads]
+        self.outs = [renumber(o) for o in self.outs]
+        self.rec = _capture.finish(watch, kept)
+        self.strides = [used[id(h)].strides for h in kept]
+        self.old = [d[0] for d in self.outs + [g[4] for g in self.grads]
+                    if isinstance(d, tuple) and isinstance(d[0], weakref.ref)]
+        self.key = self._key() if self.complete else object()  # incomplete: never equal
+
+    def _key(self) -> tuple:
+        def d(desc):
+            if desc is None or desc == "same" or desc[0] == "value":
+                return desc if desc is None or desc == "same" else ("value", repr(desc[1]))
+            where, strides, steps, layout = desc
+            return (where if type(where) is int else id(where()), strides, _views.steps_key(steps), layout)
+
+        return (self.rec.key, self.state,
+                tuple((id(r()), tr) for r, tr in self.modules),
+                tuple((id(r()), h) for r, h in self.optims),
+                tuple((id(p()), rg, n0, d(after)) for p, rg, n0, _, after in self.grads),
+                str(self.out_spec), tuple(d(o) for o in self.outs))
+
+    def replay(self, flat):
+        """The call's result, replayed; ``_GUARDED`` (nothing changed) when a guard fails."""
+        if _global_state() != self.state:
+            return _guarded("grad mode or the default dtype changed")
+        for r, training in self.modules:
+            m = r()
+            if m is None or m.training != training:
+                return _guarded("a module's training flag changed (train()/eval())" if m is not None
+                                else "a module the step called is gone")
+        for r, hyper in self.optims:
+            o = r()
+            if o is None or _hyper(o) != hyper:
+                return _guarded("an optimizer's hyperparameters or state tensors changed" if o is not None
+                                else "an optimizer the step stepped is gone")
+        params = []
+        for r, rg, none0, same, after in self.grads:
+            p = r()
+            if p is None or p.requires_grad != rg or (p.grad is None) != none0:
+                return _guarded("a parameter is gone, or its requires_grad or whether it has a gradient changed")
+            if same is not None and p.grad is not same():
+                return _guarded("a parameter's gradient is another tensor")
+            params.append(p)
+        for r in self.old:
+            if r() is None:
+                return _guarded("a tensor the step returned a view of is gone")
+        values = self.rec.replay([x._storage.handle for x in flat if type(x) is Tensor])
+        if values is None:
+            return _guarded("a tensor the step read or updated is gone, holds a value of another structure "
+                            "(a pending computation), or arguments alias differently")
+        made = [Storage(LazyTensor(v, dev), strides) for v, (_, dev), strides in zip(values, self.rec.kept,
+                                                                                      self.strides)]
+
+        def make(desc):
+            where, _, steps, layout = desc
+            return _new(made[where] if type(where) is int else where(), steps, *layout)
+
+        for p, (_, _, _, _, after) in zip(params, self.grads):
+            if after is None:
+                if p.grad is not None:
+                    p.grad = None
+            elif after != "same":
+                p.grad = make(after)
+        outs = [make(o) if o[0] != "value" else o[1] for o in self.outs]
+        return pytree.tree_unflatten(outs, self.out_spec)

@@ -1,0 +1,288 @@
+"""Whole-step capture: what one call of a step function did to the lazy graph,
+recorded so later calls can redo it without running the function.
+
+Per-op tracing pays Python for every op of every step (the frontend's
+dispatch, autograd, the optimizer's loop), which a jitted step pays once.
+A frontend's capture wrapper (``lazycore.torch.capture``) runs the step
+function traced while this module watches (:func:`begin`, :func:`finish`),
+and the result, a :class:`Recording`, says in plain data:
+
+* which values the step read: each either the value an argument's handle
+  held, or the value a live handle held when the call began (a parameter, a
+  gradient, optimizer state, the RNG state; held by weak reference);
+* the nodes it made, in the order made, with their digests, attributes and
+  source lines; leaves made in the step (scalar parameters, constants) and
+  constant-only nodes made before it are kept as they are;
+* which live handles it updated in place, and the values of the new handles
+  the frontend keeps (results, gradients).
+
+:meth:`Recording.replay` checks that the world still looks the same (the
+handles alive, their values of the recorded structure, no argument aliasing
+that was not there) and only then makes the same nodes on the current input
+values and makes the same updates: a replayed step hashes exactly as a traced
+one, so it compiles nothing new, and it fails before changing anything.
+
+What a recording refuses (:class:`Refused`, with the reason): a step that
+runs a barrier (it looked at a value), uploads host data, falls back to eager
+kernels, keeps a handle it made somewhere other than where the frontend
+looks, or reads a value no live handle held. Python values the step reads
+are baked in, as in ``jax.jit``; the frontend compares two traced calls
+before it trusts a recording, and guards the Python state it knows about.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+from lazycore.tensor import LazyTensor  # first: it loads the core in the order the core needs
+
+from lazycore import device as _device
+from lazycore import metrics
+from lazycore.graph import LOG, Data, Node, Scalar, Value
+from lazycore.sourceloc import forget as forget_frame
+
+_new_value = tuple.__new__
+
+
+class Refused(Exception):
+    """A traced call that cannot be replayed; the message says why."""
+
+
+class Watch:
+    """The state of the world when a traced call began (see :func:`begin`)."""
+
+    __slots__ = ("seq", "log_start", "before", "held", "counters", "args")
+
+    def __init__(self, args):
+        self.args = list(args)
+        self.seq = LOG.start + len(LOG.nodes)  # nodes numbered from here on are the step's
+        self.log_start = LOG.start
+        self.before: dict[int, tuple] = {}  # id(handle) -> (handle, its value)
+        self.held: dict[tuple, list] = {}  # (id(node), index) -> handles holding that value
+        for dev in _device.known_devices():
+            for h in dev.arena.live():
+                v = h._value
+                self.before[id(h)] = (h, v)
+                self.held.setdefault((id(v[0]), v[1]), []).append(h)
+        c = metrics.counters()
+        self.counters = (c["transfers_to_device"], c["fallbacks"])
+
+
+def begin(args) -> Watch:
+    """Start watching a call whose arguments are the handles ``args``."""
+    return Watch(args)
+
+
+def _fresh(watch: Watch) -> list[LazyTensor]:
+    """Live handles made since ``watch`` began, oldest first."""
+    forget_frame()  # a library frame kept for source lines holds its locals' tensors
+    out = []
+    for dev in _device.known_devices():
+        for h in dev.arena.live():
+            if watch.before.get(id(h), (None,))[0] is not h:
+                out.append(h)
+    return out
+
+
+def check(watch: Watch) -> None:
+    """Refuse a call that did what no replay can redo: ran a barrier, uploaded
+    host data, fell back to an eager kernel."""
+    if LOG.start != watch.log_start:
+        raise Refused("the step ran a barrier (it looked at a value: .item(), print, a fallback op, mark_step)")
+    if not LOG.on:
+        raise Refused("the step made more nodes than the step log keeps")
+    c = metrics.counters()
+    if c["fallbacks"] != watch.counters[1]:
+        raise Refused("the step ran an op without a lowering (a counted fallback)")
+    if c["transfers_to_device"] != watch.counters[0]:
+        raise Refused("the step copied host data to the device (a tensor made from Python data or a CPU tensor)")
+
+
+def finish(watch: Watch, kept) -> "Recording":
+    """The recording of the call ``watch`` watched. ``kept``: the handles the
+    frontend will make again at a replay (the storages of results and of new
+    gradients); every other handle the call made must be dead by now.
+    Raises :class:`Refused`."""
+    check(watch)
+    keep = {id(h) for h in kept}
+    stray = [h for h in _fresh(watch) if id(h) not in keep]
+    if stray:
+        gc.collect()  # reference cycles (autograd graphs) may hold the last ones
+        stray = [h for h in _fresh(watch) if id(h) not in keep]
+    if stray:
+        raise Refused(
+            f"the step keeps {len(stray)} tensor(s) it made where capture cannot see them (a list or "
+            f"attribute outside the step, optimizer state made on a first step): return them instead"
+        )
+    return Recording(watch, kept)
+
+
+class Recording:
+    """One traced call, as data; :meth:`replay` redoes it."""
+
+    def __init__(self, watch: Watch, kept):
+        seq0 = watch.seq
+        arg_index = {}
+        for i, h in enumerate(watch.args):
+            arg_index.setdefault(id(h), i)
+        self.aliasing = tuple(arg_index[id(h)] for h in watch.args)
+        self.slots: list = []  # ("arg", i) or ("live", weakrefs of the handles holding the value)
+        self.slot_digests: list = []
+        self.baked: list = []  # values used as they are: leaves made in the step, old constant-only nodes
+        baked_keys: list = []  # what makes each baked value the same in another recording
+        env: dict[tuple, int] = {}  # (id(node), index) -> position: inputs, then baked, then made
+        made: list[Node] = []  # the step's own nodes with operands
+        constant_only: dict[int, bool] = {}
+
+        changed = []
+        for h, v0 in watch.before.values():
+            v = h._value
+            if v[0] is not v0[0] or v[1] != v0[1]:
+                changed.append((h, v))
+        outputs = [v for _, v in changed] + [h._value for h in kept]
+
+        # everything the outputs depend on, back to values from before the call
+        inputs, old = [], []
+        seen: set[int] = set()
+        stack = list(outputs)
+        while stack:
+            v = stack.pop()
+            node = v[0]
+            if node.seq >= seq0 and type(node) is not Data:  # made in the step
+                if id(node) in seen:
+                    continue
+                seen.add(id(node))
+                if node.operands:
+                    made.append(node)
+                    for o in node.operands:
+                        stack.extend([o] if type(o) is Value else o)
+                else:
+                    old.append(v)  # a leaf made in the step: baked, see below
+                continue
+            old.append(v)
+        for v in old:
+            node, i = v
+            k = (id(node), i)
+            if k in env:
+                continue
+            holders = watch.held.get(k)
+            if node.seq >= seq0:
+                env[k] = -1 - len(self.baked)
+                self.baked.append(v)
+                if type(node) is Scalar:  # a parameter: its value counts
+                    baked_keys.append(("scalar", node.digest, node.value.tobytes(), i))
+                else:
+                    baked_keys.append(("leaf", node.digest, i))
+            elif holders is not None:
+                a = [arg_index[id(h)] for h in holders if id(h) in arg_index]
+                if a:
+                    self.slots.append(("arg", a[0]))
+                else:
+                    self.slots.append(("live", tuple(weakref.ref(h) for h in holders)))
+                self.slot_digests.append(node.digest)
+                env[k] = len(self.slots) - 1
+                inputs.append(v)
+            elif _constant_only(node, constant_only):
+                env[k] = -1 - len(self.baked)
+                self.baked.append(v)
+                baked_keys.append(("old", id(node), i))
+            else:
+                raise Refused(f"the step reads a value no live tensor held when it began ({node!r})")
+        n = len(self.slots)
+        for k, p in env.items():
+            if p < 0:
+                env[k] = n - 1 - p
+        made.sort(key=lambda node: node.seq)
+        pos = n + len(self.baked)
+        for node in made:
+            for i in range(len(node.types)):
+                env[(id(node), i)] = pos
+                pos += 1
+
+        def at(v):
+            return env[(id(v[0]), v[1])]
+
+        self.entries = [
+            (node.op, tuple(at(o) if type(o) is Value else tuple(at(x) for x in o) for o in node.operands),
+             node.attrs, node.types, node.digest, node.loc, len(node.types))
+            for node in made
+        ]
+        self.updates = []  # (arg index or weakref of a live handle, position of its new value)
+        for h, v in changed:
+            i = arg_index.get(id(h))
+            self.updates.append((i if i is not None else weakref.ref(h), at(v)))
+        self.kept = [(at(h._value), h.device) for h in kept]
+        self.key = self._key(baked_keys)
+
+    def _key(self, baked) -> tuple:
+        """Equal for two recordings that replay the same way."""
+        slots = tuple(s if s[0] == "arg" else ("live", tuple(id(r()) for r in s[1])) for s in self.slots)
+        updates = tuple((u if type(u) is int else id(u()), p) for u, p in self.updates)
+        entries = tuple((op, ops, digest, nres) for op, ops, _, _, digest, _, nres in self.entries)
+        return (self.aliasing, slots, tuple(self.slot_digests), tuple(baked), entries, updates,
+                tuple((p, id(d)) for p, d in self.kept))
+
+    def replay(self, args) -> list | None:
+        """Redo the call on the argument handles ``args``: the values of the
+        kept handles, in the order given to :func:`finish`; None (and nothing
+        changed) when the world no longer matches the recording."""
+        if len(args) != len(self.aliasing):
+            return None
+        if self.aliasing:
+            seen = {}
+            for i, h in enumerate(args):
+                if self.aliasing[i] != seen.setdefault(id(h), i):
+                    return None
+        env = []
+        digests = self.slot_digests
+        for j, (kind, where) in enumerate(self.slots):
+            if kind == "arg":
+                v = args[where]._value
+            else:
+                h = where[0]()
+                if h is None:
+                    return None
+                v = h._value
+                for r in where[1:]:
+                    other = r()
+                    if other is None or other._value[0] is not v[0] or other._value[1] != v[1]:
+                        return None
+            if v[0].digest != digests[j]:
+                return None
+            env.append(v)
+        targets = []
+        for target, p in self.updates:
+            if type(target) is int:
+                targets.append(args[target])
+            else:
+                targets.append(target())  # a dead handle needs no update
+        env.extend(self.baked)
+        append = env.append
+        for op, ops, attrs, types, digest, loc, nres in self.entries:
+            operands = tuple([env[i] if type(i) is int else tuple([env[j] for j in i]) for i in ops])
+            node = Node(op, operands, attrs, types, digest, loc)
+            if nres == 1:
+                append(_new_value(Value, (node, 0)))
+            else:
+                for i in range(nres):
+                    append(_new_value(Value, (node, i)))
+        for h, (_, p) in zip(targets, self.updates):
+            if h is not None:
+                h._value = env[p]
+        return [env[p] for p, _ in self.kept]
+
+
+def _constant_only(node: Node, memo: dict) -> bool:
+    """Made of constants and scalar parameters alone (so shared as it is)."""
+    got = memo.get(id(node))
+    if got is None:
+        if type(node) is Data:
+            got = False
+        elif not node.operands:
+            got = True
+        else:
+            got = all(_constant_only(o[0], memo) if type(o) is Value else all(_constant_only(x[0], memo) for x in o)
+                      for o in node.operands)
+        memo[id(node)] = got
+    return got

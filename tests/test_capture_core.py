@@ -1,0 +1,88 @@
+"""lazycore.capture through the core API alone: what a frontend's capture wrapper builds on."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import lazycore as lc
+from lazycore import capture
+
+
+def _step(state, x):
+    """state <- state * 0.5 + x; returns tanh(state)."""
+    lc.assign(state, lc.apply("add", lc.apply("mul", state, lc.broadcast_to(lc.scalar(0.5), state.shape)), x))
+    return lc.apply("tanh", state)
+
+
+def _record(state, x):
+    watch = capture.begin([x])
+    out = _step(state, x)
+    return capture.finish(watch, [out]), out
+
+
+def test_a_replay_makes_what_the_traced_call_made_on_new_inputs():
+    rng = np.random.default_rng(0)
+    s_np = rng.standard_normal((3, 4)).astype(np.float32)
+    state = lc.from_numpy(s_np)
+    rec, out = _record(state, lc.from_numpy(np.zeros((3, 4), np.float32)))
+    lc.mark_step()
+    s_np = s_np * 0.5
+    for i in range(3):
+        x_np = rng.standard_normal((3, 4)).astype(np.float32)
+        x = lc.from_numpy(x_np)
+        traced_digest = _step(lc.from_numpy(s_np), x).value.node.digest
+        (value,) = rec.replay([x])
+        assert value.node.digest == traced_digest  # the traced call's very graph
+        out = lc.LazyTensor(value, state.device)
+        s_np = s_np * 0.5 + x_np
+        np.testing.assert_allclose(lc.to_numpy(state), s_np, rtol=1e-6)
+        np.testing.assert_allclose(lc.to_numpy(out), np.tanh(s_np), rtol=1e-6)
+
+
+def test_a_recording_is_keyed_by_the_scalar_values_it_baked():
+    state = lc.from_numpy(np.ones(2, np.float32))
+    x = lc.from_numpy(np.ones(2, np.float32))
+    a, _ = _record(state, x)
+    lc.mark_step()
+    b, _ = _record(state, x)
+    lc.mark_step()
+    watch = capture.begin([x])
+    lc.assign(state, lc.apply("add", lc.apply("mul", state, lc.broadcast_to(lc.scalar(0.25), state.shape)), x))
+    c = capture.finish(watch, [])
+    assert a.key == b.key and a.key != c.key
+
+
+def test_replay_refuses_before_changing_anything():
+    state = lc.from_numpy(np.ones(2, np.float32))
+    rec, _ = _record(state, lc.from_numpy(np.ones(2, np.float32)))
+    lc.mark_step()
+    # an input of another structure (a pending value, not device data)
+    pending = lc.apply("add", lc.from_numpy(np.ones(2, np.float32)), lc.from_numpy(np.ones(2, np.float32)))
+    before = state.value
+    assert rec.replay([pending]) is None and state.value is before
+    assert rec.replay([]) is None  # another number of arguments
+    # the state it updates is gone: the recording cannot stand for the call any more
+    del state
+    gc.collect()
+    assert rec.replay([lc.from_numpy(np.ones(2, np.float32))]) is None
+
+
+@pytest.mark.parametrize("case", ["barrier", "upload", "stray"])
+def test_what_cannot_be_replayed_is_refused_with_a_reason(case):
+    state = lc.from_numpy(np.ones(2, np.float32))
+    x = lc.from_numpy(np.ones(2, np.float32))
+    watch = capture.begin([x])
+    out = _step(state, x)
+    kept = [out]
+    if case == "barrier":
+        lc.to_numpy(out)
+        match = "barrier"
+    elif case == "upload":
+        kept = [lc.apply("add", out, lc.from_numpy(np.ones(2, np.float32)))]
+        match = "host data"
+    else:
+        kept = []  # ``out`` is still alive, and nobody said so
+        match = "keeps 1 tensor"
+    with pytest.raises(capture.Refused, match=match):
+        capture.finish(watch, kept)

@@ -1,0 +1,270 @@
+"""lazycore.torch.capture: a step traced twice, then replayed, computes what the
+traced step computes, compiles nothing more, and traces again whenever what it
+guards changes or the step does something a replay could not redo."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import lazycore
+import lazycore.torch as ltorch
+from lazycore import metrics
+
+
+def _model(dropout=0.0):
+    torch.manual_seed(0)
+    layers = [torch.nn.Linear(8, 16), torch.nn.ReLU()]
+    if dropout:
+        layers.append(torch.nn.Dropout(dropout))
+    layers.append(torch.nn.Linear(16, 4))
+    return torch.nn.Sequential(*layers)
+
+
+def _batches(n=3, batch=5):
+    g = torch.Generator().manual_seed(1)
+    return [(torch.randn(batch, 8, generator=g), torch.randint(0, 4, (batch,), generator=g)) for _ in range(n)]
+
+
+def _train(dev, captured, steps=10, make_opt=lambda ps: torch.optim.SGD(ps, lr=0.1), dropout=0.0, before=None,
+           batches=None, stash=None):
+    """Train from the same start, traced or captured; (losses, params, grads, the step)."""
+    ltorch.manual_seed(0)
+    model = _model(dropout).to(dev)
+    opt = make_opt(model.parameters())
+    batches = batches or _batches()
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        if stash is not None:
+            stash.append(loss.detach())
+        return {"loss": loss, "tag": "train"}
+
+    fn = ltorch.capture(step) if captured else step
+    losses = []
+    for i in range(steps):
+        if before is not None:
+            before(i, model, opt)
+        x, y = batches[i % len(batches)]
+        out = fn(x.to(dev), y.to(dev))
+        assert out["tag"] == "train"
+        ltorch.mark_step()
+        losses.append(float(out["loss"].detach().cpu()))
+    params = [p.detach().cpu().numpy() for p in model.parameters()]
+    grads = [p.grad.cpu().numpy() for p in model.parameters()]
+    return losses, params, grads, fn
+
+
+def _same(a, b):
+    assert a[0] == b[0]  # bitwise: a replay makes the traced step's very program
+    for u, v in zip(a[1] + a[2], b[1] + b[2]):
+        np.testing.assert_array_equal(u, v)
+
+
+def test_a_replayed_training_step_equals_the_traced_one_and_compiles_nothing_new(dev):
+    lazycore.cache.clear()
+    metrics.reset()
+    traced = _train(dev, False)
+    compiles = metrics.counters()["compiles"]
+    lazycore.cache.clear()
+    metrics.reset()
+    captured = _train(dev, True)
+    _same(traced, captured)
+    fn = captured[3]
+    assert (fn.traces, fn.replays, fn.why) == (3, 7, None)
+    assert metrics.counters()["compiles"] == compiles  # the traced step's programs, and no other
+
+
+def test_a_replay_dispatches_no_op(dev, monkeypatch):
+    *_, fn = _train(dev, True, steps=4)
+    from lazycore.frontends.torch import dispatch
+
+    calls = []
+    real = dispatch.run
+    x, y = (t.to(dev) for t in _batches()[0])
+    monkeypatch.setattr("lazycore.frontends.torch.tensor._dispatch", lambda *a: calls.append(a) or real(*a))
+    model_out = fn(x, y)
+    ltorch.mark_step()
+    assert fn.replays == 2 and calls == []
+    assert model_out["loss"].requires_grad is False  # a replayed result has no autograd history
+
+
+def test_optimizer_state_made_on_the_first_step_then_replays(dev):
+    mom = lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9)  # noqa: E731
+    traced, captured = _train(dev, False, make_opt=mom), _train(dev, True, make_opt=mom)
+    _same(traced, captured)
+    assert captured[3].replays >= 6
+
+
+def test_adam_bias_correction_changes_every_step_so_it_never_replays(dev):
+    adam = lambda ps: torch.optim.Adam(ps, lr=0.01)  # noqa: E731
+    traced, captured = _train(dev, False, make_opt=adam), _train(dev, True, make_opt=adam)
+    _same(traced, captured)
+    fn = captured[3]
+    assert fn.replays == 0 and "differed" in fn.why
+
+
+def test_a_new_learning_rate_from_a_scheduler_traces_again(dev):
+    def schedule(i, model, opt):
+        if i == 6:
+            opt.param_groups[0]["lr"] = 0.05
+
+    traced, captured = _train(dev, False, before=schedule), _train(dev, True, before=schedule)
+    _same(traced, captured)
+    assert captured[3].traces == 5  # 3 before the change (first step, two to confirm), 2 after
+
+
+def test_train_and_eval_mode_each_keep_a_recording(dev):
+    def mode(i, model, opt):
+        model.train(i % 4 != 3)
+
+    traced = _train(dev, False, steps=16, dropout=0.3, before=mode)
+    captured = _train(dev, True, steps=16, dropout=0.3, before=mode)
+    _same(traced, captured)  # dropout draws the same numbers: the RNG state is updated by the replay
+    assert captured[3].replays >= 8
+
+
+def test_reseeding_drops_the_recorded_rng_state(dev):
+    def reseed(i, model, opt):
+        if i == 7:
+            ltorch.manual_seed(5)
+
+    traced = _train(dev, False, dropout=0.3, before=reseed)
+    captured = _train(dev, True, dropout=0.3, before=reseed)
+    _same(traced, captured)
+    assert captured[3].traces > 3
+
+
+def test_new_batch_sizes_record_once_each(dev):
+    sizes = [_batches(1, b)[0] for b in (5, 7, 9)]
+    traced = _train(dev, False, steps=18, batches=sizes)
+    captured = _train(dev, True, steps=18, batches=sizes)
+    _same(traced, captured)
+    # the first size three times (the first call finds the parameters), the others twice
+    assert captured[3].traces == 7 and captured[3].replays == 11
+
+
+def test_a_tensor_kept_outside_the_step_is_refused_and_traced(dev):
+    kept_t, kept_c = [], []
+    traced = _train(dev, False, stash=kept_t)
+    captured = _train(dev, True, stash=kept_c)
+    _same(traced, captured)
+    fn = captured[3]
+    assert fn.replays == 0 and "keeps 1 tensor" in fn.why
+    assert len(kept_c) == 10
+
+
+def test_a_step_that_looks_at_a_value_is_refused(dev):
+    model = _model().to(dev)
+    seen = []
+
+    @ltorch.capture
+    def step(x):
+        y = model(x).sum()
+        seen.append(y.item())  # a barrier inside the step
+        return y
+
+    x = torch.ones(2, 8).to(dev)
+    for _ in range(4):
+        step(x)
+    assert step.replays == 0 and "barrier" in step.why and len(seen) == 4
+
+
+def test_a_step_that_uploads_host_data_is_refused(dev):
+    @ltorch.capture
+    def step(x):
+        return x + torch.tensor([1.0, 2.0]).to(dev)
+
+    x = torch.ones(2).to(dev)
+    for _ in range(4):
+        out = step(x)
+    assert step.replays == 0 and "host data" in step.why
+    np.testing.assert_array_equal(out.cpu().numpy(), [2.0, 3.0])
+
+
+def test_a_result_whose_backward_is_not_in_the_step_is_refused(dev):
+    model = _model().to(dev)
+    fwd = ltorch.capture(lambda x: model(x).sum())
+    x = torch.ones(2, 8).to(dev)
+    for _ in range(4):
+        loss = fwd(x)
+        loss.backward()  # needs the autograd graph a replay would not have
+    assert fwd.replays == 0 and "autograd history" in fwd.why
+
+
+def test_in_place_updates_of_arguments_and_views_replay(dev):
+    @ltorch.capture
+    def step(acc, x, scale):
+        acc.t().mul_(scale)  # through a view: reaches acc itself
+        acc.add_(x)
+        return acc[0], x.sum()
+
+    a_t, a_c = torch.zeros(3, 3), torch.zeros(3, 3).to(dev)
+    for i in range(6):
+        x = torch.full((3, 3), float(i)) + torch.eye(3)
+        row_t, s_t = a_t[0], None
+        a_t.t().mul_(0.5)
+        a_t.add_(x)
+        row_c, s_c = step(a_c, x.to(dev), 0.5)
+        ltorch.mark_step()
+        np.testing.assert_array_equal(a_c.cpu().numpy(), a_t.numpy())
+        np.testing.assert_array_equal(row_c.cpu().numpy(), a_t[0].numpy())
+        assert float(s_c.cpu()) == float(x.sum())
+    assert step.replays == 3
+    row_c[1] = 42.0  # the returned row is still a view of the argument
+    assert float(a_c[0, 1].cpu()) == 42.0
+
+
+def test_a_guard_that_fails_changes_nothing(dev):
+    model = _model().to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    @ltorch.capture
+    def step(x):
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+
+    x = torch.ones(2, 8).to(dev)
+    for _ in range(4):
+        step(x)
+        ltorch.mark_step()
+    assert step.replays == 1
+    before = [p.detach().cpu().numpy() for p in model.parameters()]
+    model[0].weight.requires_grad_(False)  # a guard: the next call traces
+    step(x)
+    ltorch.mark_step()
+    assert step.replays == 1 and model[0].weight.grad is None  # zero_grad dropped it, backward skipped it
+    after = [p.detach().cpu().numpy() for p in model.parameters()]
+    np.testing.assert_array_equal(after[0], before[0])  # frozen: traced, not replayed
+    assert not np.array_equal(after[2], before[2])
+
+
+def test_bad_arguments_raise_eager_errors_at_the_call(dev):
+    model = _model().to(dev)
+    fwd = ltorch.capture(lambda x: model(x).detach())
+    for _ in range(4):
+        fwd(torch.ones(2, 8).to(dev))
+    with pytest.raises(RuntimeError, match=r"\[2, 9\]"):
+        fwd(torch.ones(2, 9).to(dev))
+    assert fwd.replays == 1
+
+
+def test_lazycore_debug_says_what_capture_decided(dev, capsys):
+    from lazycore import debug
+    from lazycore.config import override
+
+    def schedule(i, model, opt):
+        if i == 5:
+            opt.param_groups[0]["lr"] = 0.05
+
+    debug.reset()
+    with override(debug=1):
+        _train(dev, True, steps=6, before=schedule)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "capture" in ln]
+    assert lines[0].startswith("[lazycore] capture _train.<locals>.step: recorded (")
+    assert lines[1] == ("[lazycore] capture _train.<locals>.step: traced again: "
+                        "an optimizer's hyperparameters or state tensors changed")
