@@ -43,7 +43,6 @@ A replayed call returns tensors without autograd history
 from __future__ import annotations
 
 import functools
-import gc
 import weakref
 
 import torch
@@ -181,24 +180,6 @@ def _arg_key(flat, spec):
     return key
 
 
-def _stray_tensors(made: list, accounted: set) -> None:
-    """Refuse when a tensor the step made outlives it anywhere but in its
-    result and the gradients (a replay would not make it)."""
-
-    def strays():
-        return sum(1 for r in made if r() is not None and id(r()) not in accounted)
-
-    if strays():
-        _capture.forget_frame()  # a library frame kept for source lines holds its locals
-        gc.collect()  # reference cycles may hold the last ones
-        n = strays()
-        if n:
-            raise _capture.Refused(
-                f"the step keeps {n} tensor(s) it made where capture cannot see them (a list or attribute "
-                f"outside the step, the autograd history of a result whose backward is not in the step, "
-                f"optimizer state made on a first step): return them instead")
-
-
 def _global_state() -> tuple:
     return (torch.is_grad_enabled(), torch.get_default_dtype())
 
@@ -222,7 +203,7 @@ class _Plan:
         for x in tensors:
             if x.requires_grad:  # (a parameter passed in: it is one by identity)
                 known[id(x)] = x
-        before = {i: (p.grad, p.grad is None) for i, p in known.items()}
+        before = {i: p.grad for i, p in known.items()}
         modules, optims = {}, {}
         h1 = torch.nn.modules.module.register_module_forward_pre_hook(
             lambda m, a: modules.setdefault(id(m), m) and None)
@@ -267,21 +248,22 @@ class _Plan:
         used: dict[int, Storage] = {}  # id(new handle) -> its storage
 
         def describe(t):
-            """How to make ``t`` again: (id of its new handle or its old storage, steps, layout)."""
+            """How to make ``t`` again: (id of its new handle or its old storage, view steps, layout)."""
             if type(t) is not Tensor:
                 raise _capture.Refused(f"the step returns or sets a {type(t).__name__} that is not a lazy tensor")
             st = t._storage
             if id(st.handle) in fresh_ids:
                 if used.setdefault(id(st.handle), st) is not st:
                     raise _capture.Refused("two storages of the step's results share one handle")
-                return (("new", id(st.handle)), st.strides, t._steps, t._key)
-            return (weakref.ref(st), st.strides, t._steps, t._key)
+                return (("new", id(st.handle)), t._steps, t._key)
+            return (weakref.ref(st), t._steps, t._key)
 
         # gradients: a parameter's after the call is None, the one it had, or a new tensor
         self.grads = []
         for i, p in known.items():
-            # found during this call: its state before is unknown (the key will not match)
-            g0, none0 = before.get(i, (None, None))
+            # found during this call: its state before is unknown (None; the key will not match)
+            g0 = before.get(i)
+            none0 = (g0 is None) if i in before else None
             g = p.grad
             if g is None:
                 after = None
@@ -293,7 +275,8 @@ class _Plan:
                                weakref.ref(g0) if after == "same" else None, after))
         flat_out, self.out_spec = pytree.tree_flatten(out)
         self.outs = [describe(x) if isinstance(x, torch.Tensor) else ("value", x) for x in flat_out]
-        _stray_tensors(made, {id(x) for x in flat_out} | {id(p.grad) for p in known.values()})
+        accounted = {id(x) for x in flat_out} | {id(p.grad) for p in known.values()}
+        _capture.refuse_strays(lambda: sum(1 for r in made if r() is not None and id(r()) not in accounted))
         kept = [h for h in fresh if id(h) in used]
         del fresh  # (it would keep the step's other handles alive)
         index = {id(h): k for k, h in enumerate(kept)}
@@ -315,14 +298,14 @@ class _Plan:
         def d(desc):
             if desc is None or desc == "same" or desc[0] == "value":
                 return desc if desc is None or desc == "same" else ("value", repr(desc[1]))
-            where, strides, steps, layout = desc
-            return (where if type(where) is int else id(where()), strides, _views.steps_key(steps), layout)
+            where, steps, layout = desc
+            return (where if type(where) is int else id(where()), _views.steps_key(steps), layout)
 
         return (self.rec.key, self.state,
                 tuple((id(r()), tr) for r, tr in self.modules),
                 tuple((id(r()), h) for r, h in self.optims),
                 tuple((id(p()), rg, n0, d(after)) for p, rg, n0, _, after in self.grads),
-                str(self.out_spec), tuple(d(o) for o in self.outs))
+                str(self.out_spec), tuple(d(o) for o in self.outs), tuple(self.strides))
 
     def replay(self, flat):
         """The call's result, replayed; ``_GUARDED`` (nothing changed) when a guard fails."""
@@ -357,7 +340,7 @@ class _Plan:
                                                                                       self.strides)]
 
         def make(desc):
-            where, _, steps, layout = desc
+            where, steps, layout = desc
             return _new(made[where] if type(where) is int else where(), steps, *layout)
 
         for p, (_, _, _, _, after) in zip(params, self.grads):

@@ -106,16 +106,23 @@ def finish(watch: Watch, kept) -> "Recording":
     Raises :class:`Refused`."""
     check(watch)
     keep = {id(h) for h in kept}
-    stray = [h for h in _fresh(watch) if id(h) not in keep]
-    if stray:
-        gc.collect()  # reference cycles (autograd graphs) may hold the last ones
-        stray = [h for h in _fresh(watch) if id(h) not in keep]
-    if stray:
-        raise Refused(
-            f"the step keeps {len(stray)} tensor(s) it made where capture cannot see them (a list or "
-            f"attribute outside the step, optimizer state made on a first step): return them instead"
-        )
+    refuse_strays(lambda: sum(1 for h in _fresh(watch) if id(h) not in keep))
     return Recording(watch, kept)
+
+
+def refuse_strays(count) -> None:
+    """Refuse when ``count()``, the things a step made that are still alive
+    but that a replay would not make again, is not 0 once nothing but the
+    step's own references could hold them."""
+    if count():
+        forget_frame()  # a library frame kept for source lines holds its locals
+        gc.collect()  # reference cycles (autograd graphs) may hold the last ones
+        n = count()
+        if n:
+            raise Refused(
+                f"the step keeps {n} tensor(s) it made where capture cannot see them (a list or attribute "
+                f"outside the step, the autograd history of a result whose backward is not in the step, "
+                f"optimizer state made on a first step): return them instead")
 
 
 class Recording:
@@ -143,7 +150,7 @@ class Recording:
         outputs = [v for _, v in changed] + [h._value for h in kept]
 
         # everything the outputs depend on, back to values from before the call
-        inputs, old = [], []
+        old = []
         seen: set[int] = set()
         stack = list(outputs)
         while stack:
@@ -182,7 +189,6 @@ class Recording:
                     self.slots.append(("live", tuple(weakref.ref(h) for h in holders)))
                 self.slot_digests.append(node.digest)
                 env[k] = len(self.slots) - 1
-                inputs.append(v)
             elif _constant_only(node, constant_only):
                 env[k] = -1 - len(self.baked)
                 self.baked.append(v)
