@@ -10,7 +10,7 @@ checks the numbers against NumPy.
 
 import numpy as np
 
-from lazycore import compiler
+from lazycore.runtime import compiler
 from lazycore.dialect import TensorType, create, from_mlir_type, tensor_type
 from lazycore.mlir import func, ir, new_context
 

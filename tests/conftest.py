@@ -13,7 +13,7 @@ def clean_runtime():
     import gc
 
     import lazycore as lc
-    from lazycore import metrics
+    from lazycore.observe import metrics
 
     gc.collect()
     lc.mark_step(wait=True)

@@ -8,7 +8,7 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 
-from lazycore import compiler, pjrt
+from lazycore.runtime import compiler, pjrt
 from lazycore.passes import PassError, run_pipeline
 from lazycore.passes.aliasing import ALIAS_ATTR, apply_plan, parse_plan
 from lazycore.tools import lazy_opt

@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from lazycore import compiler
+from lazycore.runtime import compiler
 from lazycore.dialect.types import DTYPES, TensorType, is_float, to_numpy_dtype, type_of
 from lazycore.passes.canonicalize import FOLD_LIMIT, FOLDABLE, exact_conversion, same_conversion
 from lazycore.passes.pipeline import run_pipeline

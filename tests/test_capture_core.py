@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import lazycore as lc
-from lazycore import capture
+from lazycore.trace import capture
 
 
 def _step(state, x):

@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 
 import lazycore as lc
-from lazycore import barrier, compiler, core, debug, metrics, sourceloc
-from lazycore.config import configure, override
+from lazycore.runtime import barrier, compiler
+from lazycore.trace import core
+from lazycore.observe import debug, metrics
+from lazycore.ir import sourceloc
+from lazycore.ir.config import configure, override
 from lazycore.dialect import ShapeError
 
 pytestmark = pytest.mark.usefixtures("clean_runtime")
@@ -184,7 +187,7 @@ def test_operand_wiring_change(debugging):
 
 
 def test_donation_change_is_a_reason():
-    from lazycore.debug import Signature, reason
+    from lazycore.observe.debug import Signature, reason
 
     nodes = [("data", (), (((3,), "f32"),), ()), ("neg", (), (((3,), "f32"),), ((0, 0),))]
     a = Signature(nodes, [None, ("f.py", 3)], ((1, 0),), {0: 0}, "p", step=2)
@@ -248,7 +251,7 @@ def test_locations_survive_the_pipeline():
     x = lc.from_numpy(np.ones((4,), np.float32))
     y = lc.apply("add", x, x)  # pipeline add
     z = lc.apply("reduce_sum", lc.apply("mul", y, x), dims=[0])  # pipeline reduce
-    module = barrier.build_module(barrier.Walk([z.value]))
+    module = compiler.build_module(barrier.Walk([z.value]))
     compiler.lower(module)
     text = module.operation.get_asm(enable_debug_info=True)
     assert "stablehlo.add" in text and "stablehlo.reduce" in text

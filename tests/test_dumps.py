@@ -15,10 +15,10 @@ import torch
 
 import lazycore as lc
 import lazycore.numpy as lnp
-import lazycore.testing
+import lazycore.observe.testing
 import lazycore.torch as ltorch
-from lazycore import inspect_graph, metrics
-from lazycore.config import override
+from lazycore.observe import inspect_graph, metrics
+from lazycore.ir.config import override
 from lazycore.frontends.torch.tensor import read
 from lazycore.passes.pipeline import DEFAULT_PIPELINE, split_elements
 
@@ -266,7 +266,7 @@ def test_ir_text_and_to_dot_of_numpy_arrays_and_handles(clean_runtime):
 
 
 def test_dot_escapes_quotes_and_backslashes():
-    from lazycore.barrier import Walk
+    from lazycore.runtime.barrier import Walk
 
     h = lc.apply("add", lc.from_numpy(np.ones(2, np.float32)), lc.from_numpy(np.ones(2, np.float32)))
     text = inspect_graph.walk_to_dot(Walk([h.value]), name='we"ird\\name')

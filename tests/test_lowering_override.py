@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lazycore import compiler
+from lazycore.runtime import compiler
 from lazycore.dialect import OpSpec, define
 from lazycore.mlir import ir
 from lazycore.passes import LoweringError, load_pdl_patterns, register_lowering, unregister_lowering

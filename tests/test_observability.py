@@ -16,9 +16,9 @@ from torch import nn
 import lazycore
 import lazycore.numpy as lnp
 import lazycore.torch as ltorch
-from lazycore import metrics
-from lazycore.config import override
-from lazycore.guards import GuardError, guard
+from lazycore.observe import metrics
+from lazycore.ir.config import override
+from lazycore.observe.guards import GuardError, guard
 
 HERE = os.path.abspath(__file__)
 
@@ -179,7 +179,7 @@ def test_slow_compile_logs_size_and_line(caplog, clean_runtime):
 
 
 def test_slow_compile_setting_from_env():
-    code = "from lazycore.config import settings as s; print(s.slow_compile_ms, s.guard_compiles, s.guard_transfers)"
+    code = "from lazycore.ir.config import settings as s; print(s.slow_compile_ms, s.guard_compiles, s.guard_transfers)"
     env = dict(os.environ, LAZYCORE_SLOW_COMPILE_MS="0", LAZYCORE_GUARD_COMPILES="error", LAZYCORE_GUARD_TRANSFERS="Warn")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["0.0", "error", "warn"]

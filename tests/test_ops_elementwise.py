@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from lazycore import compiler
+from lazycore.runtime import compiler
 from lazycore.dialect.elementwise import BINARY, COMPARISON_DIRECTIONS, UNARY
 from lazycore.dialect.types import TensorType, to_numpy_dtype, type_of
 

@@ -8,7 +8,7 @@ the dimension numbers a frontend would pick for it.
 import numpy as np
 import pytest
 
-from lazycore import compiler
+from lazycore.runtime import compiler
 from lazycore.dialect import ShapeError, TensorType, infer, spec_of
 from lazycore.dialect.types import type_of
 

@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from lazycore import compiler
+from lazycore.runtime import compiler
 from lazycore.dialect import ShapeError, TensorType, infer
 from lazycore.dialect.types import type_of
 

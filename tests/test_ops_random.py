@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from lazycore import compiler
+from lazycore.runtime import compiler
 from lazycore.dialect import ShapeError, TensorType, infer
 
 # (algorithm, state words) for every accepted combination

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from lazycore import compiler
+from lazycore.runtime import compiler
 from lazycore.dialect import ShapeError, TensorType, infer
 from lazycore.dialect.types import to_numpy_dtype, type_of
 

@@ -7,7 +7,9 @@ NumPy exactly, element type included.
 import numpy as np
 import pytest
 
-from lazycore import compiler, dialect
+from lazycore import dialect
+
+from lazycore.runtime import compiler
 from lazycore.dialect import ShapeError, TensorType, create, tensor_type
 from lazycore.dialect.types import to_numpy_dtype, type_of
 from lazycore.mlir import func, ir, new_context

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from lazycore import compiler
+from lazycore.runtime import compiler
 from lazycore.passes import PassError, run_pipeline
 
 PROGRAM = """
@@ -45,7 +45,8 @@ def test_unknown_pass_is_named():
 
 
 def test_serializes_at_the_consumer_version(monkeypatch):
-    from lazycore import mlir, pjrt
+    from lazycore import mlir
+    from lazycore.runtime import pjrt
 
     seen = []
     real = mlir.serialize_stablehlo

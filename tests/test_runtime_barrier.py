@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import lazycore as lc
-from lazycore import metrics, pjrt
+from lazycore.observe import metrics
+from lazycore.runtime import pjrt
 
 from test_runtime_core import MiniArray
 
@@ -153,7 +154,7 @@ def test_thousand_steps_keep_registry_and_cache_bounded(rng):
 
 
 def _cpu():
-    from lazycore import device
+    from lazycore.runtime import device
 
     return device.get("cpu:0")
 

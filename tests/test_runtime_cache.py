@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import lazycore as lc
-from lazycore import config, metrics
-from lazycore.barrier import Walk
+from lazycore.ir import config
+from lazycore.observe import metrics
+from lazycore.runtime.barrier import Walk
 
 from test_runtime_core import MiniArray
 
@@ -91,7 +92,7 @@ def test_cache_is_lru_and_bounded_by_the_setting(rng):
 
 def test_cache_size_comes_from_the_environment():
     env = dict(os.environ, LAZYCORE_CACHE_SIZE="7")
-    code = "from lazycore.config import settings; print(settings.cache_size)"
+    code = "from lazycore.ir.config import settings; print(settings.cache_size)"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "7"
     env["LAZYCORE_CACHE_SIZE"] = "many"
@@ -107,7 +108,7 @@ def test_unknown_setting_is_refused():
 def test_a_hit_does_no_mlir_work(rng, monkeypatch):
     import lazycore.dialect
     import lazycore.mlir
-    from lazycore import compiler
+    from lazycore.runtime import compiler
 
     x = rng.standard_normal((2, 2)).astype(np.float32)
     step(x, 2.0)

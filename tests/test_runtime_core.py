@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import lazycore as lc
-from lazycore import metrics
+from lazycore.observe import metrics
 from lazycore.dialect import ShapeError
 
 
@@ -111,8 +111,8 @@ def test_multi_result_op_gives_one_handle_per_result():
 def test_a_replayed_recording_uses_the_recorded_result_of_a_multi_result_op():
     # the recording reads result 1 (the bits) of a node it made: its replay
     # (generated code, lazycore.recipes) must wire that result, not result 0
-    from lazycore import recipes
-    from lazycore.config import override
+    from lazycore.trace import recipes
+    from lazycore.ir.config import override
 
     def draw(state):
         _, bits = lc.apply("rng_bit_generator", state, algorithm="three_fry", shape=(4, 3), dtype="ui32")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import lazycore as lc
-from lazycore.device import Device
+from lazycore.runtime.device import Device
 
 
 def test_cpu_is_listed_and_default():

@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 
 import lazycore as lc
-from lazycore import barrier, graph, metrics
-from lazycore.cache import CACHE
-from lazycore.tensor import LazyTensor
+from lazycore.runtime import barrier
+from lazycore.ir import graph
+from lazycore.observe import metrics
+from lazycore.runtime.cache import CACHE
+from lazycore.ir.tensor import LazyTensor
 
 pytestmark = pytest.mark.usefixtures("clean_runtime")
 
@@ -181,7 +183,7 @@ def test_variadic_groups_are_part_of_the_log(rng, walks):
 
 
 def test_encodings_kept_are_bounded(rng, walks, monkeypatch):
-    from lazycore import stepplans
+    from lazycore.runtime import stepplans
 
     monkeypatch.setattr(stepplans, "ITEMS_KEPT", 10)  # below one step's encoding
     w0, x = rng.standard_normal((2, 8, 8)).astype(np.float32)

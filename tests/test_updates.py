@@ -6,7 +6,7 @@ the frontends against eager NumPy and torch."""
 import numpy as np
 import pytest
 
-from lazycore import compiler
+from lazycore.runtime import compiler
 
 PLAIN = "lazy-to-stablehlo"
 

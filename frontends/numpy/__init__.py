@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as _np
 
+import lazycore.observe  # noqa: F401  (metrics, guards, debug lines and dumps hear the runtime)
+
 from . import creation, fallback, methods, reductions, ufuncs  # noqa: F401  (methods binds operators)
 from . import indexing, linalg, random  # noqa: F401  (np.linalg, np.random)
 from .indexing import *  # noqa: F401,F403  (take, take_along_axis, put_along_axis)

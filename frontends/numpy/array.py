@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from lazycore import core
-from lazycore import device as _lc_device
-from lazycore import views
-from lazycore.views import Permute, Reshape, Storage
+from lazycore.trace import core
+from lazycore.runtime import device as _lc_device
+from lazycore.trace import views
+from lazycore.trace.views import Permute, Reshape, Storage
 
 from . import dtypes
 

@@ -7,7 +7,7 @@ import operator
 
 import numpy as np
 
-from lazycore import core
+from lazycore.trace import core
 
 from . import dtypes
 from .array import asarray, device, ndarray, wrap

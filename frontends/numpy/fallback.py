@@ -14,7 +14,9 @@ import sys
 
 import numpy as np
 
-from lazycore import metrics, sourceloc
+from lazycore.observe import metrics
+
+from lazycore.ir import sourceloc
 
 from .array import from_host, ndarray, to_host, write
 

@@ -37,8 +37,8 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from lazycore import core
-from lazycore.views import Reshape, Reverse, Slice
+from lazycore.trace import core
+from lazycore.trace.views import Reshape, Reverse, Slice
 
 from .array import device, ndarray, value, wrap, write
 from .fallback import call_numpy, implements

@@ -21,7 +21,7 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from lazycore import core
+from lazycore.trace import core
 
 from . import reductions
 from .array import ndarray, value, wrap, write

@@ -19,8 +19,8 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from lazycore import core
-from lazycore.views import Expand, Permute, Reshape, Reverse
+from lazycore.trace import core
+from lazycore.trace.views import Expand, Permute, Reshape, Reverse
 
 from . import dtypes
 from .array import ndarray, value, wrap, write

@@ -30,7 +30,7 @@ import operator
 
 import numpy as np
 
-from lazycore import core
+from lazycore.trace import core
 
 from .array import device, ndarray, value, wrap, write
 from .fallback import call_numpy

@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from lazycore import core
+from lazycore.trace import core
 
 from . import dtypes
 from .array import ndarray, value, wrap, write

@@ -21,8 +21,9 @@ import math
 
 import numpy as np
 
-from lazycore import core, recipes
-from lazycore.config import settings
+from lazycore.ir.context import TRACE
+from lazycore.trace import core, recipes
+from lazycore.ir.config import settings
 
 from . import dtypes
 from .array import contiguous, ndarray, new_array, value, wrap, write
@@ -323,7 +324,7 @@ def _planned(uf, inputs, dtype, casting):
     (replay off, a recording running, host arrays among the inputs);
     ``floats``: the Python float inputs. A recording for these very values
     comes first, then one for any values of their class."""
-    if not settings.replay or core._RECORDING is not None:
+    if not settings.replay or TRACE.recorder is not None:
         return None, None, None, None
     key, handles, floats = _signature(uf, inputs, dtype, casting)
     if key is None:

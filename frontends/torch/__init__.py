@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import torch
 
-from lazycore import core
+from lazycore.trace import core
+
+import lazycore.observe  # noqa: F401  (metrics, guards, debug lines and dumps hear the runtime)
 
 from . import dispatch, ops  # noqa: F401  (ops registers the lowerings)
 from .capture import Captured, capture

@@ -49,11 +49,11 @@ import torch
 import torch.optim.optimizer as _optimizer
 from torch.utils import _pytree as pytree
 
-from lazycore import capture as _capture
-from lazycore.config import settings
-from lazycore import views as _views
-from lazycore.tensor import LazyTensor
-from lazycore.views import Storage
+from lazycore.trace import capture as _capture
+from lazycore.ir.config import settings
+from lazycore.trace import views as _views
+from lazycore.ir.tensor import LazyTensor
+from lazycore.trace.views import Storage
 
 from . import tensor as _tensor
 from .tensor import Tensor, _new
@@ -151,7 +151,7 @@ class Captured:
 
 
 def _say(captured, what: str) -> None:
-    from lazycore.debug import on_capture
+    from lazycore.observe.debug import on_capture
 
     on_capture(getattr(captured, "__qualname__", "step"), what)
 
@@ -210,16 +210,13 @@ class _Plan:
         h2 = _optimizer.register_optimizer_step_pre_hook(
             lambda o, a, k: optims.setdefault(id(o), o) and None)
         state0 = _global_state()
-        outer, _tensor._MADE = _tensor._MADE, []
-        try:
-            watch = _capture.begin([x._storage.handle for x in tensors])
-            out = fn(*args, **kwargs)
-        finally:
-            h1.remove()
-            h2.remove()
-            made, _tensor._MADE = _tensor._MADE, outer
-        if outer is not None:
-            outer.extend(made)
+        with _tensor.MADE.collecting() as made:
+            try:
+                watch = _capture.begin([x._storage.handle for x in tensors])
+                out = fn(*args, **kwargs)
+            finally:
+                h1.remove()
+                h2.remove()
         try:
             return cls(watch, made, known, before, modules, optims, state0, out, seen), out
         except _capture.Refused as e:

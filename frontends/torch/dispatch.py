@@ -23,9 +23,9 @@ from __future__ import annotations
 import torch
 from torch._decomp import decomposition_table
 
-from lazycore.config import settings
-from lazycore.recipes import float_key, record_call, value_class
-from lazycore.views import read as read_view
+from lazycore.ir.config import settings
+from lazycore.trace.recipes import float_key, record_call, value_class
+from lazycore.trace.views import read as read_view
 
 from . import fallback, lowering, special, views
 from . import tensor as _tensor_module

@@ -13,8 +13,10 @@ import sys
 
 import torch
 
-from lazycore import metrics, sourceloc
-from lazycore.sourceloc import user_location
+from lazycore.observe import metrics
+
+from lazycore.ir import sourceloc
+from lazycore.ir.sourceloc import user_location
 
 from .tensor import Tensor, from_host, to_host, write
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lazycore import core
+from lazycore.trace import core
 from lazycore.dialect.types import is_float, to_numpy_dtype
 
 from .dtypes import lazy_dtype

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import torch
 
 import lazycore
-from lazycore import metrics
+from lazycore.observe import metrics
 
 STATUSES = ("pass_no_fallback", "pass_with_fallback", "mismatch", "error", "skipped")
 SAMPLES_PER_OP = 4

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from lazycore import core
+from lazycore.trace import core
 
 from . import dtypes
 from .tensor import Tensor, from_host, lc_device, read, to_host, wrap, write

@@ -11,14 +11,16 @@ in-place update of a view replays them backward into a new storage value
 
 from __future__ import annotations
 
+import contextlib
+
 from weakref import ref as _weakref
 
 import torch
 
-from lazycore import core
-from lazycore import device as _lc_device
-from lazycore import views
-from lazycore.views import Storage
+from lazycore.trace import core
+from lazycore.runtime import device as _lc_device
+from lazycore.trace import views
+from lazycore.trace.views import Storage
 
 from . import dtypes
 
@@ -182,8 +184,29 @@ def meta_layout(meta: torch.Tensor) -> tuple:
 
 
 _make = torch.Tensor._make_wrapper_subclass
-_MADE: list | None = None
-"""While :mod:`.capture` traces a step: weak references to every tensor made."""
+
+
+class _Made:
+    """While :mod:`.capture` traces a step: weak references to every tensor made."""
+
+    __slots__ = ("refs",)
+
+    def __init__(self):
+        self.refs: list | None = None
+
+    @contextlib.contextmanager
+    def collecting(self):
+        """Collect into a new list for the block; an enclosing collection sees them too."""
+        outer, self.refs = self.refs, []
+        try:
+            yield self.refs
+        finally:
+            made, self.refs = self.refs, outer
+            if outer is not None:
+                outer.extend(made)
+
+
+MADE = _Made()
 
 
 def _new(storage, steps, shape, strides, offset, dtype, tdev) -> Tensor:
@@ -195,8 +218,9 @@ def _new(storage, steps, shape, strides, offset, dtype, tdev) -> Tensor:
     t._storage = storage
     t._steps = steps
     t._key = (shape, strides, offset, dtype, tdev)  # the dispatch signature (see refresh_key)
-    if _MADE is not None:
-        _MADE.append(_weakref(t))
+    refs = MADE.refs
+    if refs is not None:
+        refs.append(_weakref(t))
     return t
 
 

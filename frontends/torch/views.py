@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from lazycore.views import Expand, Permute, Reshape, Slice, Strided
+from lazycore.trace.views import Expand, Permute, Reshape, Slice, Strided
 
 aten = torch.ops.aten
 

@@ -1,23 +1,91 @@
-"""lazycore: LazyTensor tracing for array frontends, compiled by XLA through MLIR."""
+"""lazycore: LazyTensor tracing for array frontends, compiled by XLA through MLIR.
+
+The package is layered; each layer imports only the ones below it (checked by
+import-linter, see ``.importlinter``):
+
+- ``lazycore.frontends``: torch and NumPy (``lazycore.torch``, ``lazycore.numpy``)
+- ``lazycore.observe``: metrics, debug lines, guards, profiles, IR dumps, testing
+- ``lazycore.trace``: the core API frontends build on, recorded lowerings, views, captures
+- ``lazycore.runtime``: devices, barriers, the compile cache, the compiler, PJRT
+- ``lazycore.ir``: settings, graph nodes and hashing, tensor handles, events
+
+``lazycore.dialect`` (the op table; its MLIR half loads on first use),
+``lazycore.passes`` and ``lazycore.mlir`` are the compiler the runtime drives.
+This module is the facade: the core API and the public modules by their
+short names (``lazycore.metrics``, ``lazycore.cache``, ...), all loaded on
+first use, so ``lazy-opt`` does not import jax and tracing never loads MLIR.
+"""
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
 
 __version__ = "0.1.0"
 
-# The runtime API loads on first use: tools that only need the compiler
-# (lazy-opt, lit tests) do not pay for importing jax.
 _CORE = {
     "LazyTensor", "apply", "assign", "broadcast_to", "convert_to", "devices", "default_device", "from_buffer",
     "from_host", "from_numpy", "live_tensors", "mark_step", "scalar", "to_buffer", "to_device", "to_numpy",
 }
-_SUBMODULES = {"barrier", "cache", "config", "core", "debug", "device", "graph", "guards", "inspect_graph", "metrics", "profile", "tensor", "testing"}
+# public short name -> the module behind it
+PUBLIC_MODULES = {
+    "config": "lazycore.ir.config",
+    "graph": "lazycore.ir.graph",
+    "sourceloc": "lazycore.ir.sourceloc",
+    "tensor": "lazycore.ir.tensor",
+    "device": "lazycore.runtime.device",
+    "barrier": "lazycore.runtime.barrier",
+    "cache": "lazycore.runtime.cache",
+    "compiler": "lazycore.runtime.compiler",
+    "stepplans": "lazycore.runtime.stepplans",
+    "core": "lazycore.trace.core",
+    "recipes": "lazycore.trace.recipes",
+    "capture": "lazycore.trace.capture",
+    "views": "lazycore.trace.views",
+    "metrics": "lazycore.observe.metrics",
+    "debug": "lazycore.observe.debug",
+    "guards": "lazycore.observe.guards",
+    "profile": "lazycore.observe.profile",
+    "inspect_graph": "lazycore.observe.inspect_graph",
+    "testing": "lazycore.observe.testing",
+}
+
+
+def _load(target: str):
+    module = importlib.import_module(target)
+    if not target.startswith("lazycore.ir"):
+        # anything past the graph layer can run a barrier: wire the observers in
+        importlib.import_module("lazycore.observe")
+    return module
+
+
+class _ShortNames(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import lazycore.metrics`` gives ``lazycore.observe.metrics`` itself (one module object)."""
+
+    def find_spec(self, name, path=None, target=None):
+        short = name.partition("lazycore.")[2]
+        if name.startswith("lazycore.") and short in PUBLIC_MODULES:
+            return importlib.util.spec_from_loader(name, self)
+        return None
+
+    def create_module(self, spec):
+        module = _load(PUBLIC_MODULES[spec.name.partition("lazycore.")[2]])
+        spec.loader_state = module.__spec__
+        return module
+
+    def exec_module(self, module):
+        # the import system just pointed the module's __spec__ at the short name
+        module.__spec__ = module.__spec__.loader_state
+
+
+sys.meta_path.append(_ShortNames())
 
 
 def __getattr__(name):
-    import importlib
-
     if name in _CORE:
-        value = getattr(importlib.import_module("lazycore.core"), name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f"lazycore.{name}")
+        value = getattr(_load("lazycore.trace.core"), name)
+    elif name in PUBLIC_MODULES:
+        value = _load(PUBLIC_MODULES[name])
     else:
         raise AttributeError(f"module 'lazycore' has no attribute '{name}'")
     globals()[name] = value  # later lookups skip this function
@@ -25,4 +93,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | _CORE | _SUBMODULES)
+    return sorted(set(globals()) | _CORE | set(PUBLIC_MODULES))

@@ -52,7 +52,7 @@ def on_new_context(hook):
 
 def new_context() -> ir.Context:
     """A fresh MLIR context with StableHLO and the ``lazy`` dialect loaded."""
-    import lazycore.dialect  # noqa: F401  (registers the hook that loads `lazy`)
+    import lazycore.dialect.build  # noqa: F401  (registers the hook that loads `lazy`)
 
     ctx = ir.Context()
     _stablehlo.register_dialect(ctx)

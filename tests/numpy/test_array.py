@@ -5,7 +5,7 @@ import pytest
 
 import lazycore
 import lazycore.numpy as np
-from lazycore import metrics
+from lazycore.observe import metrics
 from npcheck import sample, same
 
 SHAPES = [(), (5,), (3, 4), (2, 3, 4)]

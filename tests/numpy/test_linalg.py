@@ -6,7 +6,7 @@ import numpy
 import pytest
 
 import lazycore.numpy as np
-from lazycore import metrics
+from lazycore.observe import metrics
 import npcheck
 
 

@@ -7,7 +7,7 @@ import numpy
 
 import lazycore
 import lazycore.numpy as lnp
-from lazycore import metrics
+from lazycore.observe import metrics
 
 ROOT = pathlib.Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT / "examples"))

@@ -8,8 +8,9 @@ import pytest
 
 import lazycore
 import lazycore.numpy as lnp
-from lazycore import core, metrics
-from lazycore.config import override
+from lazycore.trace import core
+from lazycore.observe import metrics
+from lazycore.ir.config import override
 from lazycore.frontends.numpy import ufuncs
 from lazycore.frontends.numpy.array import value
 

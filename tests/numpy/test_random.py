@@ -8,7 +8,7 @@ import numpy
 import pytest
 
 import lazycore.numpy as np
-from lazycore import metrics
+from lazycore.observe import metrics
 
 N = 200_000
 

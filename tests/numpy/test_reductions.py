@@ -7,7 +7,7 @@ import pytest
 from numpy.exceptions import AxisError
 
 import lazycore.numpy as np
-from lazycore import metrics
+from lazycore.observe import metrics
 import npcheck
 
 

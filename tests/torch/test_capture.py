@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 import lazycore
 import lazycore.torch as ltorch
-from lazycore import metrics
+from lazycore.observe import metrics
 
 
 def _model(dropout=0.0):
@@ -254,8 +254,8 @@ def test_bad_arguments_raise_eager_errors_at_the_call(dev):
 
 
 def test_lazycore_debug_says_what_capture_decided(dev, capsys):
-    from lazycore import debug
-    from lazycore.config import override
+    from lazycore.observe import debug
+    from lazycore.ir.config import override
 
     def schedule(i, model, opt):
         if i == 5:

@@ -8,7 +8,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import lazycore
-from lazycore import metrics
+from lazycore.observe import metrics
 
 TOL = dict(rtol=1e-4, atol=1e-5)
 

@@ -9,7 +9,7 @@ import torch
 
 import lazycore
 import lazycore.torch as ltorch
-from lazycore import metrics
+from lazycore.observe import metrics
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import torch
 
 import lazycore
 import lazycore.torch as ltorch
-from lazycore import recipes
-from lazycore.config import override
+from lazycore.trace import recipes
+from lazycore.ir.config import override
 
 
 def _digest(t):
@@ -223,7 +223,7 @@ def test_signed_zeros_and_nan_are_their_own_recordings(dev):
 
 def test_replayed_nodes_carry_the_callers_line(dev):
     from lazycore.frontends.torch.tensor import read
-    from lazycore.sourceloc import resolve
+    from lazycore.ir.sourceloc import resolve
 
     x = _rand(3).to(dev)
     first = x * 2.5  # recorded here
@@ -239,7 +239,7 @@ def library_scale(tmp_path):
     and the op, as ``nn.Linear``'s is."""
     import importlib.util
 
-    from lazycore import sourceloc
+    from lazycore.ir import sourceloc
 
     folder = tmp_path / "somelib"
     folder.mkdir()
@@ -259,7 +259,7 @@ def library_scale(tmp_path):
 
 def _lines(*tensors):
     from lazycore.frontends.torch.tensor import read
-    from lazycore.sourceloc import resolve
+    from lazycore.ir.sourceloc import resolve
 
     return [resolve(read(t).value.node.loc)[1] for t in tensors]
 
@@ -278,7 +278,7 @@ def test_remembered_frames_name_each_users_line(dev, library_scale):
 
 
 def test_backward_and_optimizer_ops_name_their_users_lines(dev):
-    from lazycore.sourceloc import resolve
+    from lazycore.ir.sourceloc import resolve
 
     lin = torch.nn.Linear(4, 3).to(dev)
     opt = torch.optim.SGD(lin.parameters(), lr=0.1)
@@ -301,7 +301,7 @@ def test_a_barrier_keeps_no_frame_alive(dev, library_scale):
     import gc
     import weakref
 
-    from lazycore import sourceloc
+    from lazycore.ir import sourceloc
 
     x = _rand(3).to(dev)
 

@@ -6,7 +6,7 @@ import torch
 
 import lazycore
 import lazycore.torch as ltorch
-from lazycore import metrics
+from lazycore.observe import metrics
 
 
 def lazy_and_eager(make, dev):

@@ -6,7 +6,7 @@ from torch import nn
 
 import lazycore
 import lazycore.torch as ltorch
-from lazycore import metrics
+from lazycore.observe import metrics
 
 
 def mlp():
@@ -119,7 +119,7 @@ def test_cnn_matches_eager(dev, opt, clean_runtime):
 def test_later_steps_recall_the_barrier_walk(dev, clean_runtime, monkeypatch):
     """From the third step on, a training step's barrier finds its walk by
     the step log (lazycore.stepplans) and makes none; losses stay eager's."""
-    from lazycore import barrier
+    from lazycore.runtime import barrier
 
     walked = []
     real = barrier.Walk

@@ -18,7 +18,7 @@ import math
 import numpy as np
 import torch
 
-from lazycore import core
+from lazycore.trace import core
 
 from ..lowering import apply, const, convert, lowers, scalar
 

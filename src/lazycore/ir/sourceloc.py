@@ -12,9 +12,12 @@ someone asks (:func:`resolve`), at a compile or in a report.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import sys
+
+from lazycore.ir import events
 
 _SKIP: list[str] = []
 _LIBRARY: dict[str, bool] = {}
@@ -122,3 +125,9 @@ def user_location(depth: int = 1) -> str:
 
 
 skip(sys.modules["lazycore"])
+# A ``with`` block's exit runs contextlib's frames between the library and the
+# user's line; they are never the line a user wants.
+_SKIP.append(contextlib.__file__)
+# A barrier drops the remembered frame before it collects live tensors, so the
+# frame's locals never add a program output.
+events.listen("barrier_start", lambda device: forget())

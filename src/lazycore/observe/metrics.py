@@ -17,56 +17,27 @@ logs a warning on the ``lazycore`` logger.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
-import sys
-import time
-from collections import deque
 
-COUNTERS = (
-    "compiles",
-    "cache_hits",
-    "executions",
-    "fallbacks",  # ops a frontend ran outside lazycore (it bumps this itself)
-    "transfers_to_device",
-    "transfers_to_host",
-    "bytes_to_device",
-    "bytes_to_host",
-    "donated_buffers",
-)
-PHASES = ("trace", "lowering", "compile", "execute")
-REPORT_PHASES = PHASES + ("transfer",)
-TIMINGS_KEPT = 10_000
+from lazycore.ir import events, sourceloc
+from lazycore.ir.config import settings
+from lazycore.runtime import cache
+from lazycore.ir.events import COUNTERS, PHASES, REPORT_PHASES, TIMINGS_KEPT, bump, fallback, record, record_graph, timed  # noqa: F401
 
 logger = logging.getLogger("lazycore")
 
-_counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
-_timings: dict[str, deque] = {p: deque(maxlen=TIMINGS_KEPT) for p in REPORT_PHASES}
-# phase -> [count, total seconds, max seconds] since the last reset
-_totals: dict[str, list] = {p: [0, 0.0, 0.0] for p in REPORT_PHASES}
-# (nodes, outputs, parameters) per barrier, most recent last
-_graphs: deque = deque(maxlen=TIMINGS_KEPT)
-_graph_totals = [0, 0, 0]  # barriers, max nodes, total nodes
+_E = events.EVENTS
+_counters = _E.counters
+_timings = _E.timings
+_totals = _E.totals
+_graphs = _E.graphs
+_graph_totals = _E.graph_totals
+_fallback_sites = _E.fallback_sites
 
-# The active profiler (lazycore.profile), or None: one check per timed phase.
+# The active profiler (lazycore.profile), or None: it gets every timed phase
+# and graph size.
 _recorder = None
-
-
-def bump(name: str, n: int = 1) -> None:
-    if name not in _counters:
-        raise KeyError(f"unknown counter '{name}' (known: {', '.join(COUNTERS)})")
-    _counters[name] += n
-
-
-_fallback_sites: dict[str, dict[str, int]] = {}
-
-
-def fallback(op: str, location: str) -> None:
-    """Count a frontend op that ran outside lazycore, with the user line that reached it."""
-    _counters["fallbacks"] += 1
-    sites = _fallback_sites.setdefault(op, {})
-    sites[location] = sites.get(location, 0) + 1
 
 
 def fallbacks() -> dict[str, dict[str, int]]:
@@ -94,86 +65,40 @@ def graph_sizes() -> list[tuple[int, int, int]]:
     return list(_graphs)
 
 
-def _finish(phase: str, start: float, end: float) -> None:
-    seconds = end - start
-    _timings[phase].append(seconds)
-    tot = _totals[phase]
-    tot[0] += 1
-    tot[1] += seconds
-    if seconds > tot[2]:
-        tot[2] = seconds
+def reset() -> None:
+    """Zero the counters and forget the timings, graph sizes and fallback sites."""
+    _E.reset()
+
+
+def _on_phase(phase: str, start: float, end: float) -> None:
     if phase == "compile":
-        _check_slow_compile(seconds)
+        _check_slow_compile(end - start)
     if _recorder is not None:
         _recorder.span(phase, start, end)
 
 
-def record(phase: str, seconds: float) -> None:
-    """Add a duration measured elsewhere (it ends now)."""
-    end = time.perf_counter()
-    _finish(phase, end - seconds, end)
-
-
-@contextlib.contextmanager
-def timed(phase: str):
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        _finish(phase, start, time.perf_counter())
-
-
-def record_graph(nodes: int, outputs: int, params: int) -> None:
-    """The size of the graph a barrier runs (called once per barrier, before compile or execute)."""
-    _graphs.append((nodes, outputs, params))
-    g = _graph_totals
-    g[0] += 1
-    g[2] += nodes
-    if nodes > g[1]:
-        g[1] = nodes
+def _on_graph(nodes: int, outputs: int, params: int) -> None:
     if _recorder is not None:
         _recorder.graph(nodes, outputs, params)
 
 
 def _check_slow_compile(xla_seconds: float) -> None:
     """Log one warning for a compile (lowering + XLA) over the threshold."""
-    from lazycore.config import settings
-
     lowering = _timings["lowering"][-1] if _timings["lowering"] else 0.0
     ms = (lowering + xla_seconds) * 1e3
     if ms <= settings.slow_compile_ms:
         return
-    from lazycore import sourceloc
-
     nodes, outputs, params = _graphs[-1] if _graphs else (0, 0, 0)
-    # Start the search above the timer's ``with`` exit (contextlib's frames are
-    # not library frames to sourceloc): 1 is our caller, as user_location counts.
-    depth, f = 1, sys._getframe(1)
-    for i in range(1, 8):
-        if f is None:
-            break
-        if f.f_code.co_filename == contextlib.__file__:
-            depth = i + 1
-        f = f.f_back
     logger.warning(
         "lazycore: slow compile: %.1f ms (lowering %.1f ms, XLA %.1f ms; threshold %s ms) for a graph of "
         "%d nodes, %d outputs, %d parameters; barrier reached from %s",
         ms, lowering * 1e3, xla_seconds * 1e3, settings.slow_compile_ms, nodes, outputs, params,
-        sourceloc.user_location(depth + 1),
+        sourceloc.user_location(),
     )
 
 
-def reset() -> None:
-    """Zero the counters and forget the timings, graph sizes and fallback sites."""
-    for k in _counters:
-        _counters[k] = 0
-    _fallback_sites.clear()
-    for d in _timings.values():
-        d.clear()
-    for tot in _totals.values():
-        tot[:] = [0, 0.0, 0.0]
-    _graphs.clear()
-    _graph_totals[:] = [0, 0, 0]
+events.listen("phase", _on_phase)
+events.listen("graph", _on_graph)
 
 
 # --- the report ----------------------------------------------------------------------
@@ -229,8 +154,6 @@ def report() -> str:
     hits, misses = c["cache_hits"], c["compiles"]
     looked = hits + misses
     rate = f"{100.0 * hits / looked:.1f}%" if looked else "-"
-    from lazycore import cache
-    from lazycore.config import settings
 
     lines += [
         "",
@@ -238,7 +161,7 @@ def report() -> str:
         f"{cache.size()} programs cached (limit {settings.cache_size})",
     ]
 
-    barriers, max_nodes, total_nodes = _graph_totals
+    barriers, total_nodes, max_nodes = _graph_totals
     lines += ["", f"graph sizes per barrier: {barriers} barriers"]
     if barriers and _graphs:
         lines.append(f"  {'':<10} {'mean':>10} {'median':>8} {'p90':>8} {'max':>8}")

@@ -1,7 +1,7 @@
 """Lazy tensor handles and the registry of live ones.
 
 A :class:`LazyTensor` is what a frontend holds: a device and the value
-(:class:`~lazycore.graph.Value`) currently behind it, either pending
+(:class:`~lazycore.ir.graph.Value`) currently behind it, either pending
 computation or device data. An in-place update swaps the value behind the
 handle (:meth:`LazyTensor.assign`); graphs that used the old value keep it.
 
@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import weakref
 
-_ref = weakref.ref
+from lazycore.dialect.types import ShapeError
+from lazycore.ir.context import TRACE
+from lazycore.ir.graph import Data, Value
 
-from lazycore.graph import Data, Value
+_ref = weakref.ref
 
 
 class Arena:
@@ -91,22 +93,15 @@ class LazyTensor:
         if new.device is not self.device:
             raise ValueError(f"assign: value is on {new.device.name}, the handle on {self.device.name}")
         if new.type != self.type:
-            from lazycore.dialect.types import ShapeError
-
             raise ShapeError(f"an in-place update keeps the type: handle is {self.type}, new value is {new.type}")
-        if core._RECORDING is not None:  # a side effect: the lowering cannot be replayed
-            core._RECORDING.taint()
+        TRACE.taint()  # a side effect: a recorded lowering that assigns cannot be replayed
         self._value = new._value
         return self
 
     def numpy(self):
-        from lazycore.core import to_numpy
-
-        return to_numpy(self)
+        """The value on the host (a barrier on its device when pending)."""
+        return self.device.read(self)
 
     def __repr__(self) -> str:
         state = "pending" if self.pending else "data"
         return f"<LazyTensor {self.type} on {self.device.name}, {state}>"
-
-
-from lazycore import core  # noqa: E402  (core builds handles: it imports this module first)

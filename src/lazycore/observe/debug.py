@@ -34,8 +34,10 @@ from __future__ import annotations
 import sys
 from collections import deque
 
-from lazycore.graph import Value
-from lazycore.sourceloc import format_location, resolve
+from lazycore.ir import events
+from lazycore.ir.config import settings
+from lazycore.ir.graph import Value
+from lazycore.ir.sourceloc import format_location, resolve
 
 __all__ = ["HISTORY_KEPT", "Signature", "on_barrier", "on_capture", "reason", "reset", "signature", "stream"]
 
@@ -302,9 +304,7 @@ def _write(line: str) -> None:
 
 
 def _last_ms(phase: str) -> float | None:
-    from lazycore import metrics
-
-    d = metrics._timings.get(phase)
+    d = events.EVENTS.timings.get(phase)
     return d[-1] * 1e3 if d else None
 
 
@@ -315,9 +315,9 @@ def _ms(v: float | None) -> str:
 
 
 def on_barrier(walk, device, hit: bool, donate: dict[int, int], pipeline: str) -> None:
-    """Called by :func:`lazycore.barrier.sync` after a barrier ran, when ``settings.debug`` is on."""
-    from lazycore.config import settings
-
+    """A barrier ran (the ``barrier`` event); one line, and a recompile's reason, when ``settings.debug`` is on."""
+    if not settings.debug:
+        return
     global _step
     _step += 1
     step = _step
@@ -352,8 +352,10 @@ def on_barrier(walk, device, hit: bool, donate: dict[int, int], pipeline: str) -
                 f"differs (input shapes, Python numbers baked in, control flow)"
             )
     if settings.debug >= 2:
-        from lazycore.barrier import build_module
+        from lazycore.runtime.compiler import build_module
 
         text = build_module(walk).operation.get_asm(enable_debug_info=True)
         _write(f"[lazycore] step {step} {device.name}: graph:\n{text.rstrip()}")
-from lazycore.inspect_graph import ir_text, to_dot  # noqa: E402,F401
+events.listen("barrier", on_barrier)
+
+from lazycore.observe.inspect_graph import ir_text, to_dot  # noqa: E402,F401

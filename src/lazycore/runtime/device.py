@@ -8,7 +8,8 @@ the call (:func:`check_same`).
 
 from __future__ import annotations
 
-from lazycore.tensor import Arena
+from lazycore.ir.tensor import Arena
+from lazycore.runtime import pjrt
 
 
 class Device:
@@ -24,6 +25,12 @@ class Device:
         self.running = None
         """The last program a barrier started here and did not wait for (its
         completion handle), or None: at most one runs while Python traces."""
+
+    def read(self, t):
+        """``t``'s value on the host: a barrier here when it is pending."""
+        from lazycore.runtime.transfer import to_numpy  # transfer builds on devices
+
+        return to_numpy(t)
 
     def wait(self) -> None:
         """Wait for the program still running here, if any."""
@@ -53,8 +60,6 @@ _DEVICES: dict[tuple[str, int], Device] = {}
 
 def devices() -> list[Device]:
     """Every device jaxlib sees, CPU first."""
-    from lazycore import pjrt
-
     out, seen = [], {}
     for d in pjrt.devices():
         platform = "gpu" if d.platform in ("cuda", "rocm") else d.platform

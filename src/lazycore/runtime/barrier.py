@@ -24,12 +24,13 @@ from array import array
 
 import numpy as np
 
-from lazycore import metrics, stepplans
-from lazycore.cache import CACHE, environment, make_key
-from lazycore.config import settings
 from lazycore.dialect.types import to_numpy_dtype
-from lazycore.graph import LOG, Data, Node, Value
-from lazycore.sourceloc import forget as forget_frame
+from lazycore.ir import events
+from lazycore.ir.config import settings
+from lazycore.ir.graph import LOG, Data, Node, Value
+from lazycore.runtime import device as _device
+from lazycore.runtime import pjrt, stepplans
+from lazycore.runtime.cache import CACHE, PACKS
 
 
 class Walk:
@@ -126,100 +127,12 @@ def plan_donation(data: list[Data], out_types: list, held: set[int]) -> dict[int
     return plan
 
 
-def build_module(walk: Walk):
-    """The walk as a ``lazy``-dialect module with entry ``@main``."""
-    from lazycore.dialect import create, tensor_type
-    from lazycore.dialect.types import TensorType
-    from lazycore.mlir import func, ir, new_context
+def _compiler():
+    """The compiler, loaded by the first barrier: importing lazycore and
+    tracing ops never load the MLIR bindings."""
+    from lazycore.runtime import compiler
 
-    from lazycore.sourceloc import resolve
-
-    ctx = new_context()
-    unknown = ir.Location.unknown(ctx)
-    locs: dict = {}  # raw location -> ir.Location: the user's file:line per op
-
-    def location(loc):
-        if loc is None:
-            return unknown
-        mlir_loc = locs.get(loc)
-        if mlir_loc is None:
-            file, line = resolve(loc)
-            mlir_loc = locs[loc] = ir.Location.file(file, line, 0, ctx)
-        return mlir_loc
-
-    with ctx, unknown:
-        module = ir.Module.create()
-        with ir.InsertionPoint(module.body):
-            ftype = ir.FunctionType.get(
-                [tensor_type(p.types[0]) for p in walk.data]
-                + [tensor_type(TensorType((len(group),), dtype)) for dtype, group in walk.packs.items()],
-                [tensor_type(o.type) for o in walk.outputs],
-            )
-            fn = func.FuncOp("main", ftype)
-            block = fn.add_entry_block()
-            env: dict[int, list] = {}
-            for arg, leaf in zip(block.arguments, walk.data):
-                env[id(leaf)] = [arg]
-            with ir.InsertionPoint(block):
-                packs = block.arguments[len(walk.data):]
-                for pack, group in zip(packs, walk.packs.values()):
-                    for i, leaf in enumerate(group):
-                        one = create("slice", pack, start=[i], limit=[i + 1], strides=[1]).result
-                        env[id(leaf)] = [create("reshape", one, shape=()).result]
-                for node in walk.order:
-                    if node.is_leaf:
-                        continue
-                    operands = [
-                        env[id(o.node)][o.index] if type(o) is Value else [env[id(v.node)][v.index] for v in o]
-                        for o in node.operands
-                    ]
-                    with location(node.loc):
-                        env[id(node)] = list(create(node.op, *operands, **node.attrs).results)
-                func.ReturnOp([env[id(o.node)][o.index] for o in walk.outputs])
-    return module
-
-
-def compile_walk(walk: Walk, device, donate: dict[int, int], pipeline: str):
-    from lazycore import compiler, inspect_graph
-
-    with metrics.timed("lowering"):
-        module = build_module(walk)
-        # IR dumps / lazycore.testing captures; None unless one is on.
-        rec = inspect_graph.recording(walk, module, device, donate, pipeline)
-        compiler.lower(module, pipeline, donate=donate, after_each=rec.after_pass if rec else None)
-        if rec is not None:
-            rec.finish(module)
-    with metrics.timed("compile"):
-        exe = compiler.compile_stablehlo(module, device.pjrt)
-    metrics.bump("compiles")
-    return exe
-
-
-class _PackCache:
-    """Device copies of recent scalar packs: a loop whose numbers do not
-    change (a fixed learning rate) transfers nothing after its first step."""
-
-    def __init__(self, size: int = 64):
-        self.size = size
-        self.entries: dict[tuple, object] = {}
-
-    def get(self, host: np.ndarray, device):
-        from lazycore import pjrt
-
-        key = (device.name, host.dtype.str, host.tobytes())
-        buf = self.entries.pop(key, None)
-        if buf is None:
-            with metrics.timed("transfer"):
-                buf = pjrt.to_device(host, device.pjrt)
-            metrics.bump("transfers_to_device")
-            metrics.bump("bytes_to_device", host.nbytes)
-            if len(self.entries) >= self.size:
-                self.entries.pop(next(iter(self.entries)))
-        self.entries[key] = buf  # most recent last
-        return buf
-
-
-_PACKS = _PackCache()
+    return compiler
 
 
 def _arguments(data: list[Data], packs, device) -> list:
@@ -228,7 +141,7 @@ def _arguments(data: list[Data], packs, device) -> list:
     args = [leaf.buffer for leaf in data]
     for dtype, group in packs:
         host = np.array([leaf.value for leaf in group], dtype=to_numpy_dtype(dtype))
-        args.append(_PACKS.get(host, device))
+        args.append(PACKS.get(host, device))
     return args
 
 
@@ -242,11 +155,12 @@ def _recalled(plan, held: set[int], pipeline: str, device):
     else:
         can = None
     # everything else make_key covers besides the graph
-    context = (can, pipeline, device.name, environment())
+    compiler = _compiler()
+    context = (can, pipeline, device.name, compiler.environment())
     known = plan.keys.get(context)
     if known is None:
         donate = plan_donation(data, plan.out_types, held) if settings.donation else {}
-        known = plan.keys[context] = (make_key(plan.encoding, device, donate, pipeline), donate)
+        known = plan.keys[context] = (compiler.make_key(plan.encoding, device, donate, pipeline), donate)
     key, donate = known
     if key not in CACHE:
         return None
@@ -262,7 +176,7 @@ def sync(device, wait: bool = True) -> int:
     step's tracing then overlaps this one's execution). Returns the number of
     handles updated (0: nothing was pending).
     """
-    forget_frame()  # a frame kept for source lines must not keep its dead tensors live
+    events.emit("barrier_start", device)
     pending, held = [], set()
     for t in device.arena.live():
         node = t._value.node
@@ -277,11 +191,9 @@ def sync(device, wait: bool = True) -> int:
         return 0
     if device.pjrt is None:
         raise RuntimeError(f"device {device.name} cannot run programs (no PJRT device behind it)")
-    from lazycore.passes.pipeline import DEFAULT_PIPELINE
-
     walk = None
-    with metrics.timed("trace"):
-        pipeline = settings.pipeline or DEFAULT_PIPELINE
+    with events.timed("trace"):
+        pipeline = settings.pipeline or _compiler().DEFAULT_PIPELINE
         # a step like one before it recalls that step's walk (lazycore.stepplans);
         # LAZYCORE_DEBUG reports need the walk itself
         fp = stepplans.fingerprint(pending) if not settings.debug else None
@@ -306,21 +218,18 @@ def sync(device, wait: bool = True) -> int:
             out_types = [out.type for out in outputs]
             counts = (len(walk.order), len(outputs), len(walk.params))
             donate = plan_donation(data, out_types, held) if settings.donation else {}
-            key = make_key(walk.encoding, device, donate, pipeline)
+            key = _compiler().make_key(walk.encoding, device, donate, pipeline)
             if fp is not None:
                 stepplans.remember(fp, walk, slots, out_types, counts)
-    metrics.record_graph(*counts)
+    events.record_graph(*counts)
     exe = CACHE.get(key)
     hit = exe is not None
     if exe is None:
-        if settings.guard_compiles != "allow":  # lazycore.guards
-            from lazycore.guards import on_compile
-
-            on_compile(len(walk.order))
-        exe = compile_walk(walk, device, donate, pipeline)
+        events.emit("compile", len(walk.order))
+        exe = _compiler().compile_walk(walk, device, donate, pipeline)
         CACHE.put(key, exe)
     args = _arguments(data, packs, device)
-    with metrics.timed("execute"):
+    with events.timed("execute"):
         results, done = exe.launch(args)
         # At most one program runs while Python traces the next step: the
         # one before this must be done before the barrier returns (so a loop
@@ -330,12 +239,9 @@ def sync(device, wait: bool = True) -> int:
             previous.block_until_ready()
         if wait:
             device.wait()
-    metrics.bump("executions")
-    metrics.bump("donated_buffers", len(donate))
-    if settings.debug:  # lazycore.debug: a line per barrier, recompile reasons
-        from lazycore.debug import on_barrier
-
-        on_barrier(walk, device, hit, donate, pipeline)
+    events.bump("executions")
+    events.bump("donated_buffers", len(donate))
+    events.emit("barrier", walk, device, hit, donate, pipeline)
     leaves = [Data(buf, t, owned=True) for buf, t in zip(results, out_types)]
     for t, k in zip(pending, slots):
         t._value = Value(leaves[k], 0)
@@ -349,7 +255,5 @@ def mark_step(wait: bool = False, devices=None) -> None:
     By default it returns as soon as the program has started (after the
     previous step's program has finished); reading any value waits for it.
     ``wait=True`` returns once it has finished."""
-    from lazycore import device as _device
-
     for d in devices if devices is not None else _device.known_devices():
         sync(_device.get(d), wait)

@@ -35,12 +35,11 @@ from __future__ import annotations
 import gc
 import weakref
 
-from lazycore.tensor import LazyTensor  # first: it loads the core in the order the core needs
-
-from lazycore import device as _device
-from lazycore import metrics
-from lazycore.graph import LOG, Data, Node, Scalar, Value
-from lazycore.sourceloc import forget as forget_frame
+from lazycore.ir import events
+from lazycore.ir.graph import LOG, Data, Node, Scalar, Value
+from lazycore.ir.sourceloc import forget as forget_frame
+from lazycore.ir.tensor import LazyTensor
+from lazycore.runtime import device as _device
 
 _new_value = tuple.__new__
 
@@ -65,7 +64,7 @@ class Watch:
                 v = h._value
                 self.before[id(h)] = (h, v)
                 self.held.setdefault((id(v[0]), v[1]), []).append(h)
-        c = metrics.counters()
+        c = dict(events.EVENTS.counters)
         self.counters = (c["transfers_to_device"], c["fallbacks"])
 
 
@@ -92,7 +91,7 @@ def check(watch: Watch) -> None:
         raise Refused("the step ran a barrier (it looked at a value: .item(), print, a fallback op, mark_step)")
     if not LOG.on:
         raise Refused("the step made more nodes than the step log keeps")
-    c = metrics.counters()
+    c = dict(events.EVENTS.counters)
     if c["fallbacks"] != watch.counters[1]:
         raise Refused("the step ran an op without a lowering (a counted fallback)")
     if c["transfers_to_device"] != watch.counters[0]:

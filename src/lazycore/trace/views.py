@@ -19,8 +19,9 @@ from operator import attrgetter
 
 import numpy as np
 
-from lazycore import core, recipes
-from lazycore.config import settings as _settings
+from lazycore.ir.context import TRACE
+from lazycore.trace import core, recipes
+from lazycore.ir.config import settings as _settings
 
 
 class Storage:
@@ -112,7 +113,7 @@ def _replay_key(storage, steps):
     """What a view read or write depends on; None when replay is off, a
     recording is running, or a step is not one of this module's own (a
     frontend's subclass may do more than make nodes)."""
-    if not _settings.replay or core._RECORDING is not None:
+    if not _settings.replay or TRACE.recorder is not None:
         return None
     key = steps_key(steps)
     if key is None:

@@ -42,11 +42,12 @@ import math
 
 import numpy as np
 
-from lazycore import core
+from lazycore.ir.context import TRACE
+from lazycore.trace import core
 from lazycore.dialect.types import to_numpy_dtype
-from lazycore.graph import Node, Scalar, Value, digest, node_prefix, operand_bytes
-from lazycore.sourceloc import caller
-from lazycore.tensor import LazyTensor
+from lazycore.ir.graph import Node, Scalar, Value, digest, node_prefix, operand_bytes
+from lazycore.ir.sourceloc import caller
+from lazycore.ir.tensor import LazyTensor
 
 _INPUT, _STEP, _FROZEN, _GROUP, _PARAM = 0, 1, 2, 3, 4
 _DIGESTS_KEPT = 64
@@ -59,7 +60,7 @@ class _Unreplayable(Exception):
 
 
 class Recorder:
-    """Watches the core API while a lowering runs (installed as ``core._RECORDING``)."""
+    """Watches the core API while a lowering runs (installed with ``TRACE.recording``)."""
 
     __slots__ = ("inputs", "steps", "made", "kept", "frozen", "ok", "params", "pmade", "psteps", "pnodes",
                  "specific")
@@ -375,18 +376,17 @@ def record_call(fn, inputs, args, kwargs, floats: bool = True):
     are watched, and the recipe is :attr:`~Recipe.parametric` when the
     lowering passed them to ``core.scalar`` and did nothing else with them.
     Its :meth:`~Recipe.replay` then takes the call's floats in that order."""
-    if core._RECORDING is not None:
+    if TRACE.recorder is not None:
         return fn(*args, **kwargs), None
     rec = Recorder(inputs)
     if floats:
         args = tuple(rec.param(x) if type(x) is float else x for x in args)
         if kwargs:
             kwargs = {k: rec.param(v) if type(v) is float else v for k, v in kwargs.items()}
-    core._RECORDING = rec
     try:
-        result = fn(*args, **kwargs)
+        with TRACE.recording(rec):
+            result = fn(*args, **kwargs)
     finally:
-        core._RECORDING = None
         for p in rec.params:
             p.recorder = None  # a float kept by the lowering is a float from now on
     if not rec.ok or result is NotImplemented:
@@ -513,4 +513,4 @@ _Param.imag = property(_imag)
 
 def recording() -> bool:
     """True while a lowering is being recorded."""
-    return core._RECORDING is not None
+    return TRACE.recorder is not None

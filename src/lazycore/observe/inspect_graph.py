@@ -34,9 +34,10 @@ import os
 import re
 import sys
 
-from lazycore.config import settings
-from lazycore.graph import Data, Node, Scalar, Value
-from lazycore.tensor import LazyTensor
+from lazycore.ir import events
+from lazycore.ir.config import settings
+from lazycore.ir.graph import Data, Node, Scalar, Value
+from lazycore.ir.tensor import LazyTensor
 
 __all__ = ["OBSERVERS", "ir_text", "recording", "to_dot", "values_of", "walk_to_dot"]
 
@@ -71,7 +72,7 @@ def values_of(tensors) -> list[Value]:
 
 
 def _walk(tensors):
-    from lazycore.barrier import Walk
+    from lazycore.runtime.barrier import Walk
 
     return Walk(values_of(tensors))
 
@@ -84,7 +85,7 @@ def ir_text(tensors, *, locations: bool = False) -> str:
     vector per dtype of scalar parameters (as a barrier passes them).
     ``locations=True`` prints the MLIR locations (the user's source lines).
     """
-    from lazycore.barrier import build_module
+    from lazycore.runtime.compiler import build_module
 
     module = build_module(_walk(tensors))
     with module.context:  # printing verifies; the op verifiers need the context
@@ -134,7 +135,7 @@ def _node_label(node: Node) -> tuple[str, dict]:
 
 def _loc_text(loc) -> str | None:
     """``file:line`` of a node's recorded location (None when it has none)."""
-    from lazycore.sourceloc import resolve
+    from lazycore.ir.sourceloc import resolve
 
     loc = resolve(loc)
     return None if loc is None else f"{loc[0]}:{loc[1]}"
@@ -200,9 +201,8 @@ per-compile sink with ``stage(name, text_fn)`` and ``end()`` (or None).
 def recording(walk, module, device, donate: dict, pipeline: str):
     """The recorder of one compile, or None when neither dumps nor observers are on.
 
-    ``barrier.compile_walk`` calls this after building the ``lazy`` module and
-    passes ``rec.after_pass`` as the pipeline's ``after_each``; ``rec.finish``
-    records the StableHLO.
+    It listens to the runtime's ``lowering`` event: the compiler calls
+    ``rec.after_pass`` after every stage and ``rec.finish`` with the StableHLO.
     """
     if not settings.dump_dir and not OBSERVERS:
         return None
@@ -254,7 +254,7 @@ class _Recording:
 
 
 def _key(walk, device, donate, pipeline) -> bytes:
-    from lazycore.cache import make_key
+    from lazycore.runtime.compiler import make_key
 
     return make_key(walk.encoding, device, donate, pipeline)
 
@@ -285,3 +285,6 @@ def _new_dump_folder(walk, device, donate, pipeline) -> str:
 def _write(folder: str, name: str, text: str) -> None:
     with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
         f.write(text)
+
+
+events.listen("lowering", recording)

@@ -23,7 +23,7 @@ lookup saves. A step whose log was stopped
 
 from __future__ import annotations
 
-from lazycore.graph import LOG
+from lazycore.ir.graph import LOG
 
 PLANS_KEPT = 64
 ITEMS_KEPT = 1_000_000

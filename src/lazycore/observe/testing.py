@@ -5,7 +5,7 @@ inside a ``with`` block: the ``lazy`` module before the pass pipeline, after
 each pass, and the StableHLO handed to XLA. :meth:`Capture.check` runs
 FileCheck directives against them::
 
-    import lazycore.testing
+    import lazycore.observe.testing
 
     with lazycore.testing.capture() as cap:
         (x.to(dev) * 2).cpu()
@@ -37,7 +37,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
-from lazycore import inspect_graph
+from lazycore.observe import inspect_graph
 
 __all__ = ["Capture", "CapturedGraph", "FILECHECK", "capture", "check", "filecheck"]
 
@@ -128,7 +128,7 @@ def capture(*, locations: bool = False, fresh_cache: bool = True):
     ``locations=True`` keeps MLIR locations (``loc(...)``) in the text, so
     directives can check the user's file:line.
     """
-    from lazycore.cache import CACHE
+    from lazycore.runtime.cache import CACHE
 
     cap = Capture(locations)
     saved = None

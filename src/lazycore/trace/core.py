@@ -14,14 +14,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from lazycore import metrics
-from lazycore import device as _device
-from lazycore.config import settings as _settings
 from lazycore.dialect.spec import spec_of
-from lazycore.dialect.types import TensorType, from_numpy_dtype, to_numpy_dtype, type_of
-from lazycore.graph import Data, Scalar, Value, constant, make_node
-from lazycore.sourceloc import caller as _user_frame
-from lazycore.tensor import LazyTensor
+from lazycore.dialect.types import to_numpy_dtype
+from lazycore.ir.context import TRACE
+from lazycore.ir.graph import Scalar, Value, constant, make_node
+from lazycore.ir.sourceloc import caller as _user_frame
+from lazycore.ir.tensor import LazyTensor
+from lazycore.runtime import device as _device
+from lazycore.runtime.transfer import (  # noqa: F401  (the core API: values in and out)
+    from_buffer,
+    from_host,
+    from_numpy,
+    live_tensors,
+    mark_step,
+    to_buffer,
+    to_device,
+    to_numpy,
+)
 
 __all__ = [
     "LazyTensor",
@@ -49,44 +58,6 @@ default_device = _device.default_device
 # --- making values ---------------------------------------------------------------
 
 
-def from_numpy(array, device=None) -> LazyTensor:
-    """Copy host data to ``device`` (default ``cpu:0``) as a lazy value."""
-    from lazycore import pjrt
-
-    dev = _device.get(device)
-    host = np.asarray(array)
-    t = type_of(host)  # ShapeError for dtypes the dialect has no name for
-    if dev.pjrt is None:
-        raise RuntimeError(f"device {dev.name} cannot hold data (no PJRT device behind it)")
-    if _settings.guard_transfers != "allow":  # lazycore.guards
-        from lazycore.guards import violation
-
-        violation("transfers", f"host-to-device copy of a {t} ({host.nbytes} bytes)")
-    with metrics.timed("transfer"):
-        buf = pjrt.to_device(host, dev.pjrt)
-    metrics.bump("transfers_to_device")
-    metrics.bump("bytes_to_device", host.nbytes)
-    return LazyTensor(Value(Data(buf, t, owned=True), 0), dev)
-
-
-from_host = from_numpy
-
-
-def from_buffer(buffer, device=None) -> LazyTensor:
-    """Wrap a PJRT buffer the caller owns; lazycore never donates it."""
-    dev = _device.get(device) if device is not None else _device_of(buffer)
-    t = TensorType(tuple(int(d) for d in buffer.shape), from_numpy_dtype(buffer.dtype))
-    return LazyTensor(Value(Data(buffer, t, owned=False), 0), dev)
-
-
-def _device_of(buffer):
-    (pj,) = buffer.devices()
-    for d in _device.devices():
-        if d.pjrt == pj:
-            return d
-    raise ValueError(f"buffer lives on {pj}, which lazycore does not know")
-
-
 def _scalar_dtype(value) -> str:
     if isinstance(value, (bool, np.bool_)):
         return "i1"
@@ -105,14 +76,15 @@ def scalar(value, dtype: str | None = None, device=None) -> LazyTensor:
     hash covers only its dtype, so a new learning rate does not recompile.
     """
     source = None
-    if _RECORDING is not None:  # lazycore.recipes: a float argument of the recorded call?
-        value, source = _RECORDING.plain(value)
+    rec = TRACE.recorder
+    if rec is not None:  # lazycore.recipes: a float argument of the recorded call?
+        value, source = rec.plain(value)
     dtype = dtype or _scalar_dtype(value)
     host = np.asarray(value, dtype=to_numpy_dtype(dtype))  # out-of-range values fail here
     dev = _device.get(device)
     node = constant(host) if value == 0 or value == 1 else Scalar(host, dtype)
-    if _RECORDING is not None:  # a constant of the recording, or that argument's parameter
-        _RECORDING.on_leaf(node, source)
+    if rec is not None:  # a constant of the recording, or that argument's parameter
+        rec.on_leaf(node, source)
     return LazyTensor(Value(node, 0), dev)
 
 
@@ -120,8 +92,6 @@ def scalar(value, dtype: str | None = None, device=None) -> LazyTensor:
 
 
 _SPECS: dict = {}
-_RECORDING = None
-"""The :class:`lazycore.recipes.Recorder` watching while a lowering is recorded."""
 
 
 def _spec(op_name: str):
@@ -168,8 +138,9 @@ def apply(op_name: str, *operands, device=None, **attrs_and_params):
         _check_device(spec, dev, _device.get(device), "device=")
     result_types = spec.infer(*types, **attrs_and_params)
     node = make_node(spec, values, attrs_and_params, result_types, _user_frame(2))
-    if _RECORDING is not None:  # lazycore.recipes
-        _RECORDING.on_node(spec, operands, node, attrs_and_params)
+    rec = TRACE.recorder
+    if rec is not None:  # lazycore.recipes
+        rec.on_node(spec, operands, node, attrs_and_params)
     if len(result_types) == 1:
         return LazyTensor(_new_value(Value, (node, 0)), dev)
     return tuple(LazyTensor(_new_value(Value, (node, i)), dev) for i in range(len(result_types)))
@@ -221,69 +192,3 @@ def convert_to(t: LazyTensor, dtype: str) -> LazyTensor:
 def assign(target: LazyTensor, new: LazyTensor) -> LazyTensor:
     """In-place update of ``target`` (see :meth:`LazyTensor.assign`)."""
     return target.assign(new)
-
-
-# --- observing values ----------------------------------------------------------------
-
-
-def mark_step(wait: bool = False, devices=None) -> None:
-    """Run every pending live tensor, one program per device (cached).
-
-    Returns once the program has started and the previous step's program has
-    finished, so tracing the next step overlaps this step's execution (as
-    PyTorch/XLA's ``mark_step``); ``wait=True`` waits for it to finish. Any
-    read of a value (``to_numpy``, ``.item()``, printing) waits for the value."""
-    from lazycore import barrier
-
-    barrier.mark_step(wait, devices)
-
-
-def _materialize(t: LazyTensor) -> Data:
-    if not isinstance(t, LazyTensor):
-        raise TypeError(f"expected a LazyTensor, got {type(t).__name__}")
-    if _RECORDING is not None:  # a lowering that observes values cannot be replayed
-        _RECORDING.taint()
-    if t.pending:
-        from lazycore import barrier
-
-        if _settings.guard_implicit_barriers != "allow":  # lazycore.guards
-            from lazycore.guards import violation
-
-            violation("implicit_barriers", f"observing a pending {t.type} runs an implicit barrier")
-        barrier.sync(t.device)
-    return t._value.node
-
-
-def to_numpy(t: LazyTensor) -> np.ndarray:
-    """The value on the host: an implicit barrier for ``t``'s device."""
-    from lazycore import pjrt
-
-    leaf = _materialize(t)
-    # A copy: the host view of a CPU buffer shares its memory, and the buffer
-    # may later be donated and overwritten.
-    if _settings.guard_transfers != "allow":  # lazycore.guards
-        from lazycore.guards import violation
-
-        violation("transfers", f"device-to-host copy of a {leaf.types[0]}")
-    with metrics.timed("transfer"):
-        host = np.array(pjrt.to_host(leaf.buffer))
-    metrics.bump("transfers_to_host")
-    metrics.bump("bytes_to_host", host.nbytes)
-    return host
-
-
-def to_buffer(t: LazyTensor):
-    """The device buffer behind ``t`` (a barrier); it is never donated afterwards."""
-    leaf = _materialize(t)
-    leaf.owned = False
-    return leaf.buffer
-
-
-def to_device(t: LazyTensor, device) -> LazyTensor:
-    """An explicit copy of ``t`` to another device (through the host)."""
-    return from_numpy(to_numpy(t), device)
-
-
-def live_tensors(device=None) -> int:
-    """How many handles the device's registry holds."""
-    return len(_device.get(device).arena)

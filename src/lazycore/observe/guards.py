@@ -35,8 +35,8 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from lazycore import metrics, sourceloc
-from lazycore.config import GUARD_MODES, override, settings
+from lazycore.ir import events, sourceloc
+from lazycore.ir.config import GUARD_MODES, override, settings
 
 __all__ = ["GuardError", "guard"]
 
@@ -63,7 +63,7 @@ def guard(compiles: str | None = None, implicit_barriers: str | None = None, tra
         if mode not in GUARD_MODES:
             raise ValueError(f"guard {kind}= must be one of {', '.join(GUARD_MODES)}, got {mode!r}")
         changes[f"guard_{kind}"] = mode
-    _baseline.append(metrics._counters["executions"])
+    _baseline.append(events.EVENTS.counters["executions"])
     try:
         with override(**changes):
             yield
@@ -84,9 +84,14 @@ def violation(kind: str, what: str) -> None:
 
 def on_compile(nodes: int) -> None:
     """A barrier is about to compile a graph of ``nodes`` nodes (a cache miss)."""
-    done = metrics._counters["executions"]
+    done = events.EVENTS.counters["executions"]
     base = _baseline[-1]
     if done < base:  # metrics.reset() inside the region: count from there
         _baseline[-1] = base = 0
     if done > base:
         violation("compiles", f"compile after warm-up ({done - base} barriers already ran), a graph of {nodes} nodes")
+
+
+events.listen("transfer", lambda what: violation("transfers", what))
+events.listen("implicit_barrier", lambda what: violation("implicit_barriers", what))
+events.listen("compile", on_compile)

@@ -26,7 +26,7 @@ import os
 import threading
 import time
 
-from lazycore import metrics
+from lazycore.observe import metrics
 
 __all__ = ["Recorder", "span", "trace"]
 

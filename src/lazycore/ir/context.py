@@ -1,0 +1,38 @@
+"""Who is watching the graph being built.
+
+While a frontend records one call's lowering (:mod:`lazycore.trace.recipes`),
+the recorder sees every leaf and node the core API makes and every side
+effect (an in-place assign, a value read). It is installed and removed only
+through :meth:`TraceContext.recording`; everything else asks
+:attr:`TraceContext.recorder`, one attribute read on the per-op path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+
+class TraceContext:
+    __slots__ = ("recorder",)
+
+    def __init__(self):
+        self.recorder = None
+        """The active recorder (``plain``, ``on_leaf``, ``on_node``, ``taint``), or None."""
+
+    @contextlib.contextmanager
+    def recording(self, recorder):
+        if self.recorder is not None:
+            raise RuntimeError("a recording is already active: recordings do not nest")
+        self.recorder = recorder
+        try:
+            yield recorder
+        finally:
+            self.recorder = None
+
+    def taint(self) -> None:
+        """A side effect happened: what is being recorded cannot be replayed."""
+        if self.recorder is not None:
+            self.recorder.taint()
+
+
+TRACE = TraceContext()

@@ -1,0 +1,146 @@
+"""What happened: counters, timed phases, graph sizes, and listeners.
+
+Every layer reports here (tracing counts fallbacks and transfers, the runtime
+times its phases and announces barriers and compiles); nothing here knows who
+listens. :mod:`lazycore.observe` reads the numbers (``lazycore.metrics``) and
+subscribes to events (guards, ``LAZYCORE_DEBUG`` lines, profiles, IR dumps)
+with :func:`listen`, so the layers below it never name it.
+
+Events (``emit(name, *args)``; a listener's return value reaches the caller,
+see :func:`emit`):
+
+- ``"phase"`` ``(phase, start, end)``: a timed phase ended (perf_counter seconds)
+- ``"graph"`` ``(nodes, outputs, params)``: a barrier's graph size
+- ``"barrier_start"`` ``(device)``: a barrier is about to collect live tensors
+- ``"transfer"`` ``(what)``: a host <-> device copy is about to happen
+- ``"implicit_barrier"`` ``(what)``: a value read is about to run a barrier
+- ``"compile"`` ``(nodes)``: a barrier is about to compile a new program
+- ``"lowering"`` ``(walk, module, device, donate, pipeline)``: a module is
+  about to be lowered; a listener may return an object with
+  ``after_pass(name, op)`` and ``finish(module)`` to see every stage
+- ``"barrier"`` ``(walk, device, hit, donate, pipeline)``: a barrier ran
+  (``walk`` is None when the step's walk was recalled)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import deque
+
+COUNTERS = (
+    "compiles",
+    "cache_hits",
+    "executions",
+    "fallbacks",  # ops a frontend ran outside lazycore (it bumps this itself)
+    "transfers_to_device",
+    "transfers_to_host",
+    "bytes_to_device",
+    "bytes_to_host",
+    "donated_buffers",
+)
+PHASES = ("trace", "lowering", "compile", "execute")
+REPORT_PHASES = PHASES + ("transfer",)
+TIMINGS_KEPT = 10_000
+
+
+class Events:
+    """The one store of counters and timings, and the listener lists."""
+
+    def __init__(self):
+        self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+        self.timings: dict[str, deque] = {p: deque(maxlen=TIMINGS_KEPT) for p in REPORT_PHASES}
+        # phase -> [count, total seconds, max seconds] since the last reset
+        self.totals: dict[str, list] = {p: [0, 0.0, 0.0] for p in REPORT_PHASES}
+        # (nodes, outputs, parameters) per barrier, most recent last
+        self.graphs: deque = deque(maxlen=TIMINGS_KEPT)
+        self.graph_totals = [0, 0, 0]  # barriers, total nodes, max nodes
+        self.fallback_sites: dict[str, dict[str, int]] = {}
+        self.listeners: dict[str, list] = {}
+
+    def reset(self) -> None:
+        for k in self.counters:
+            self.counters[k] = 0
+        self.fallback_sites.clear()
+        for d in self.timings.values():
+            d.clear()
+        for tot in self.totals.values():
+            tot[:] = [0, 0.0, 0.0]
+        self.graphs.clear()
+        self.graph_totals[:] = [0, 0, 0]
+
+
+EVENTS = Events()
+_counters = EVENTS.counters
+_listeners = EVENTS.listeners
+
+
+def bump(name: str, n: int = 1) -> None:
+    if name not in _counters:
+        raise KeyError(f"unknown counter '{name}' (known: {', '.join(COUNTERS)})")
+    _counters[name] += n
+
+
+def fallback(op: str, location: str) -> None:
+    """Count a frontend op that ran outside lazycore, with the user line that reached it."""
+    _counters["fallbacks"] += 1
+    sites = EVENTS.fallback_sites.setdefault(op, {})
+    sites[location] = sites.get(location, 0) + 1
+
+
+def listen(event: str, fn) -> None:
+    """Call ``fn(*args)`` at every ``emit(event, *args)``, after earlier listeners."""
+    _listeners.setdefault(event, []).append(fn)
+
+
+def unlisten(event: str, fn) -> None:
+    _listeners.get(event, []).remove(fn)
+
+
+def emit(event: str, *args) -> list:
+    """Tell every listener of ``event``; returns their non-None answers."""
+    out = []
+    for fn in _listeners.get(event, ()):
+        r = fn(*args)
+        if r is not None:
+            out.append(r)
+    return out
+
+
+def _tally(tot: list, x) -> None:
+    """``tot`` is [count, total, max]."""
+    tot[0] += 1
+    tot[1] += x
+    if x > tot[2]:
+        tot[2] = x
+
+
+def _finish(phase: str, start: float, end: float) -> None:
+    seconds = end - start
+    EVENTS.timings[phase].append(seconds)
+    _tally(EVENTS.totals[phase], seconds)
+    if "phase" in _listeners:
+        emit("phase", phase, start, end)
+
+
+def record(phase: str, seconds: float) -> None:
+    """Add a duration measured elsewhere (it ends now)."""
+    end = time.perf_counter()
+    _finish(phase, end - seconds, end)
+
+
+@contextlib.contextmanager
+def timed(phase: str):
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        _finish(phase, start, time.perf_counter())
+
+
+def record_graph(nodes: int, outputs: int, params: int) -> None:
+    """The size of the graph a barrier runs (once per barrier, before compile or execute)."""
+    EVENTS.graphs.append((nodes, outputs, params))
+    _tally(EVENTS.graph_totals, nodes)
+    if "graph" in _listeners:
+        emit("graph", nodes, outputs, params)

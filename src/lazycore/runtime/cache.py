@@ -1,0 +1,92 @@
+"""The runtime's caches, each with a bound and one owner (this module).
+
+- :data:`CACHE`: compiled programs by key (:func:`lazycore.runtime.compiler.make_key`
+  says what a key covers, and why a hit needs no structural comparison); at
+  most ``settings.cache_size`` programs, the least recently used dropped first.
+- :data:`PACKS`: device copies of recent scalar packs.
+- the step plans of recalled barrier walks (:mod:`lazycore.runtime.stepplans`).
+
+:func:`clear` forgets all three.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from lazycore.ir import events
+from lazycore.ir.config import settings
+from lazycore.runtime import pjrt
+
+
+class CompileCache:
+    """LRU map from key to compiled program."""
+
+    def __init__(self):
+        self._entries: OrderedDict[bytes, object] = OrderedDict()
+
+    def get(self, key: bytes):
+        exe = self._entries.get(key)
+        if exe is not None:
+            self._entries.move_to_end(key)
+            events.bump("cache_hits")
+        return exe
+
+    def put(self, key: bytes, exe) -> None:
+        self._entries[key] = exe
+        self._entries.move_to_end(key)
+        while len(self._entries) > settings.cache_size:
+            self._entries.popitem(last=False)
+
+    def __contains__(self, key: bytes) -> bool:
+        return key in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+CACHE = CompileCache()
+
+
+class PackCache:
+    """Device copies of recent scalar packs: a loop whose numbers do not
+    change (a fixed learning rate) transfers nothing after its first step."""
+
+    def __init__(self, size: int = 64):
+        self.size = size
+        self.entries: dict[tuple, object] = {}
+
+    def get(self, host: np.ndarray, device):
+        key = (device.name, host.dtype.str, host.tobytes())
+        buf = self.entries.pop(key, None)
+        if buf is None:
+            with events.timed("transfer"):
+                buf = pjrt.to_device(host, device.pjrt)
+            events.bump("transfers_to_device")
+            events.bump("bytes_to_device", host.nbytes)
+            if len(self.entries) >= self.size:
+                self.entries.pop(next(iter(self.entries)))
+        self.entries[key] = buf  # most recent last
+        return buf
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+
+PACKS = PackCache()
+
+
+def size() -> int:
+    return len(CACHE)
+
+
+def clear() -> None:
+    """Forget every compiled program, the device copies of recent scalar
+    packs and the barrier walks kept for recall (:mod:`lazycore.stepplans`)."""
+    from lazycore.runtime import stepplans
+
+    CACHE.clear()
+    PACKS.clear()
+    stepplans.clear()

@@ -1,0 +1,103 @@
+"""Values in and out of the graph: device data from the host or a buffer, and
+reads that run a barrier.
+
+Uploads and reads are announced as events (``transfer``, ``implicit_barrier``)
+before they happen, so a guard in :mod:`lazycore.observe` can stop them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lazycore.dialect.types import TensorType, from_numpy_dtype, type_of
+from lazycore.ir import events
+from lazycore.ir.context import TRACE
+from lazycore.ir.graph import Data, Value
+from lazycore.ir.tensor import LazyTensor
+from lazycore.runtime import barrier, pjrt
+from lazycore.runtime import device as _device
+
+
+def from_numpy(array, device=None) -> LazyTensor:
+    """Copy host data to ``device`` (default ``cpu:0``) as a lazy value."""
+    dev = _device.get(device)
+    host = np.asarray(array)
+    t = type_of(host)  # ShapeError for dtypes the dialect has no name for
+    if dev.pjrt is None:
+        raise RuntimeError(f"device {dev.name} cannot hold data (no PJRT device behind it)")
+    events.emit("transfer", f"host-to-device copy of a {t} ({host.nbytes} bytes)")
+    with events.timed("transfer"):
+        buf = pjrt.to_device(host, dev.pjrt)
+    events.bump("transfers_to_device")
+    events.bump("bytes_to_device", host.nbytes)
+    return LazyTensor(Value(Data(buf, t, owned=True), 0), dev)
+
+
+from_host = from_numpy
+
+
+def from_buffer(buffer, device=None) -> LazyTensor:
+    """Wrap a PJRT buffer the caller owns; lazycore never donates it."""
+    dev = _device.get(device) if device is not None else _device_of(buffer)
+    t = TensorType(tuple(int(d) for d in buffer.shape), from_numpy_dtype(buffer.dtype))
+    return LazyTensor(Value(Data(buffer, t, owned=False), 0), dev)
+
+
+def _device_of(buffer):
+    (pj,) = buffer.devices()
+    for d in _device.devices():
+        if d.pjrt == pj:
+            return d
+    raise ValueError(f"buffer lives on {pj}, which lazycore does not know")
+
+
+
+
+def mark_step(wait: bool = False, devices=None) -> None:
+    """Run every pending live tensor, one program per device (cached).
+
+    Returns once the program has started and the previous step's program has
+    finished, so tracing the next step overlaps this step's execution (as
+    PyTorch/XLA's ``mark_step``); ``wait=True`` waits for it to finish. Any
+    read of a value (``to_numpy``, ``.item()``, printing) waits for the value."""
+    barrier.mark_step(wait, devices)
+
+
+def _materialize(t: LazyTensor) -> Data:
+    if not isinstance(t, LazyTensor):
+        raise TypeError(f"expected a LazyTensor, got {type(t).__name__}")
+    TRACE.taint()  # a lowering that observes values cannot be replayed
+    if t.pending:
+        events.emit("implicit_barrier", f"observing a pending {t.type} runs an implicit barrier")
+        barrier.sync(t.device)
+    return t._value.node
+
+
+def to_numpy(t: LazyTensor) -> np.ndarray:
+    """The value on the host: an implicit barrier for ``t``'s device."""
+    leaf = _materialize(t)
+    # A copy: the host view of a CPU buffer shares its memory, and the buffer
+    # may later be donated and overwritten.
+    events.emit("transfer", f"device-to-host copy of a {leaf.types[0]}")
+    with events.timed("transfer"):
+        host = np.array(pjrt.to_host(leaf.buffer))
+    events.bump("transfers_to_host")
+    events.bump("bytes_to_host", host.nbytes)
+    return host
+
+
+def to_buffer(t: LazyTensor):
+    """The device buffer behind ``t`` (a barrier); it is never donated afterwards."""
+    leaf = _materialize(t)
+    leaf.owned = False
+    return leaf.buffer
+
+
+def to_device(t: LazyTensor, device) -> LazyTensor:
+    """An explicit copy of ``t`` to another device (through the host)."""
+    return from_numpy(to_numpy(t), device)
+
+
+def live_tensors(device=None) -> int:
+    """How many handles the device's registry holds."""
+    return len(_device.get(device).arena)

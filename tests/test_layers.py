@@ -1,0 +1,82 @@
+"""The core's layers: what loads when, and the public short names.
+
+The import direction itself is checked by import-linter (``scripts/lint_imports.py``,
+run by ``bash scripts/dev test``); these tests check what it cannot see: the
+deferred imports really are deferred.
+"""
+
+import subprocess
+import sys
+import textwrap
+
+
+def _run(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_importing_and_tracing_load_no_mlir_the_first_barrier_does():
+    out = _run("""
+        import sys
+        import numpy as np
+        import torch
+        import lazycore
+        import lazycore.torch as ltorch
+        import lazycore.numpy as lnp
+
+        def mlir():
+            return sorted(m for m in ("torch_mlir", "lazycore.mlir", "lazycore.dialect.build", "lazycore.passes")
+                          if m in sys.modules)
+
+        x = lazycore.from_numpy(np.ones((2, 3), np.float32))
+        y = lazycore.apply("add", x, x)
+        t = torch.ones(2, 3, device=ltorch.device()) * 3
+        a = lnp.ones((2, 3)) + 1
+        print("traced", mlir())
+        print(y.numpy().tolist(), t.cpu().tolist(), a.tolist())
+        print("ran", mlir())
+    """)
+    lines = out.splitlines()
+    assert lines[0] == "traced []"
+    assert lines[1] == "[[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]] [[3.0, 3.0, 3.0], [3.0, 3.0, 3.0]] [[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]"
+    assert lines[2] == "ran ['lazycore.dialect.build', 'lazycore.mlir', 'lazycore.passes', 'torch_mlir']"
+
+
+def test_lazy_opt_does_not_load_the_runtime():
+    out = _run("""
+        import sys
+        from lazycore.tools import lazy_opt
+        print(sorted(m for m in ("jax", "lazycore.runtime", "lazycore.trace", "torch") if m in sys.modules))
+    """)
+    assert out.strip() == "[]"
+
+
+def test_public_short_names_are_the_layer_modules():
+    out = _run("""
+        import lazycore
+        import lazycore.metrics, lazycore.cache, lazycore.testing
+        from lazycore.config import override
+        from lazycore.guards import guard
+        import lazycore.observe.metrics, lazycore.runtime.cache, lazycore.ir.config, lazycore.observe.guards
+        print(lazycore.metrics is lazycore.observe.metrics, lazycore.cache is lazycore.runtime.cache,
+              override is lazycore.ir.config.override, guard is lazycore.observe.guards.guard,
+              lazycore.metrics.__spec__.name, lazycore.metrics.__name__)
+    """)
+    assert out.split() == ["True"] * 4 + ["lazycore.observe.metrics"] * 2
+
+
+def test_observers_hear_the_runtime_through_events_alone():
+    # a program using only the core API (no frontend) still gets guards and counters
+    out = _run("""
+        import numpy as np
+        import lazycore as lc
+        x = lc.from_numpy(np.ones(3, np.float32))
+        with lc.guards.guard(transfers="error"):
+            try:
+                lc.to_numpy(lc.apply("add", x, x))
+            except lc.guards.GuardError as e:
+                print("refused", "device-to-host" in str(e))
+        print(lc.metrics.counters()["executions"], lc.metrics.counters()["transfers_to_host"])
+    """)
+    assert out.split() == ["refused", "True", "1", "0"]
