@@ -31,7 +31,7 @@ from . import fallback, lowering, special, views
 from . import tensor as _tensor_module
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
-from .tensor import Tensor, lc_device, meta_layout, read, refresh_key, view_of, wrap, wrap_layout, write
+from .tensor import ENTRY, Tensor, lc_device, meta_layout, read, refresh_key, view_of, wrap, wrap_layout, write
 
 aten = torch.ops.aten
 
@@ -431,14 +431,11 @@ def _lower(fn, func, args, kwargs):
                 if found is not None and len(memo) < _RECIPE_LIMIT:
                     memo[fl] = found  # the same recording, found at once for a value that repeats
         if found is not None and plain:  # the replay needs the handles only
-            # the frames from here up (for the user's line): this one, a
-            # handler, run, and __torch_dispatch__ or another handler
-            inputs = []
-            for x in tensors:  # (not a comprehension: that would be one more frame)
-                inputs.append(read_view(x._storage, x._steps, 4) if x._steps else x._storage.handle)
+            start = ENTRY.frame
+            inputs = [read_view(x._storage, x._steps, start) if x._steps else x._storage.handle for x in tensors]
             recipe = found[0]
             if recipe.aliased is None or recipe.fits(inputs):
-                return out, recipe.replay(inputs, floats, 4), found[1], True
+                return out, recipe.replay(inputs, floats, start), found[1], True
     dev = lc_device(tdev) if tdev is not None else None
     inputs = []
     largs = [_lazy(x, dev, inputs) for x in args]

@@ -12,6 +12,7 @@ in-place update of a view replays them backward into a new storage value
 from __future__ import annotations
 
 import contextlib
+import sys
 
 from weakref import ref as _weakref
 
@@ -25,6 +26,20 @@ from lazycore.trace.views import Storage
 from . import dtypes
 
 
+class _Entry:
+    """The frame that called into torch for the op being dispatched (None
+    outside dispatch): where the search for the user's line starts, above
+    dispatch's own frames (:func:`lazycore.ir.sourceloc.caller`)."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self):
+        self.frame = None
+
+
+ENTRY = _Entry()
+
+
 class Tensor(torch.Tensor):
     """A tensor on the lazy device (``lazycore.torch.device()``)."""
 
@@ -32,8 +47,13 @@ class Tensor(torch.Tensor):
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     @classmethod
-    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        return _dispatch(func, args, kwargs or {})
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None, _getframe=sys._getframe):
+        entry = ENTRY
+        outer, entry.frame = entry.frame, _getframe(1)  # the frame that called into torch
+        try:
+            return _dispatch(func, args, kwargs or {})
+        finally:
+            entry.frame = outer
 
     def numpy(self, *, force: bool = False):
         if self.requires_grad and not force:

@@ -38,23 +38,24 @@ def _is_library(name: str) -> bool:
     return lib
 
 
-def caller(depth: int = 1, remember: bool = False, _getframe=sys._getframe, _get=_LIBRARY.get):
+def caller(depth: int = 1, start=None, _getframe=sys._getframe, _get=_LIBRARY.get):
     """The raw location of the innermost user frame: ``(code, offset)``.
 
     The walk starts at ``sys._getframe(depth)`` as seen from here (1: the
-    caller). None if every frame is a library frame (an op recorded by a
-    library thread, e.g. autograd's). :func:`resolve` turns the result into
-    ``(file, line)``.
+    caller), or at ``start``. None if every frame is a library frame (an op
+    recorded by a library thread, e.g. autograd's). :func:`resolve` turns
+    the result into ``(file, line)``.
 
-    ``remember``: the start frame is one that calls into the library many
-    times from one place (autograd's engine runs a whole backward pass from
-    one line, an optimizer loops over its parameters): while that frame is
-    at the same instruction, the answer is the same, and walking the frames
-    again (each one made a Python object) cost more than the op's nodes.
-    The start frame is kept until another one is remembered or
-    :func:`forget` (every barrier) drops it.
+    ``start``: a frame that calls into the library (the frame a frontend's
+    entry point was called from). Such a frame often calls many times from
+    one place (autograd's engine runs a whole backward pass from one line,
+    an optimizer loops over its parameters): while it is at the same
+    instruction the answer is the same, and walking the frames again (each
+    one made a Python object) cost more than the op's nodes. It is kept
+    until another one is remembered or a barrier drops it (:func:`forget`).
     """
-    f = _getframe(depth)
+    remember = start is not None
+    f = start if remember else _getframe(depth)
     if remember:
         last = _LAST
         if f is last[0] and f.f_lasti == last[1]:

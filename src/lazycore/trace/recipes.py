@@ -190,15 +190,14 @@ class Recipe:
     def fits(self, inputs) -> bool:
         return self.aliased is None or alias_pattern(inputs) == self.aliased
 
-    def replay(self, inputs, floats=(), skip: int = 0):
+    def replay(self, inputs, floats=(), start=None):
         """The lowering's result for ``inputs`` (handles in the recorded order)
         and ``floats`` (the float arguments, for a recording that has them).
         Every result handle is new, even where the lowering returned an input.
-        ``skip``: how many frames, the caller's first, are always the
-        library's own. The search for the user's line starts above them
-        (each frame walked costs about 0.3 us), at a frame that calls into
-        the library (:func:`~lazycore.sourceloc.caller`'s ``remember``)."""
-        loc = caller(2 + skip, remember=skip > 0)
+        ``start``: the frame that called into the frontend, where the search
+        for the user's line starts (:func:`~lazycore.ir.sourceloc.caller`);
+        by default the caller of this method."""
+        loc = caller(2, start)
         fast = self._fast
         if fast is not None:
             out = fast(inputs, floats, loc)

@@ -43,13 +43,12 @@ def contiguous_strides(shape) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def read(storage: Storage, steps: tuple, skip: int = 0):
+def read(storage: Storage, steps: tuple, start=None):
     """The handle for the value that ``steps`` derive from ``storage``.
 
     Replayed per signature (the storage's type, device and layout, and the
     steps): a loop reads the same views of fresh view objects every step.
-    ``skip``: as :meth:`Recipe.replay <lazycore.recipes.Recipe.replay>`'s,
-    for the frames from the caller of this function."""
+    ``start``: as :meth:`Recipe.replay <lazycore.trace.recipes.Recipe.replay>`'s."""
     h = storage.handle
     if not steps:
         return h
@@ -58,7 +57,7 @@ def read(storage: Storage, steps: tuple, skip: int = 0):
         return _read(storage, steps)
     recipe = _READS.get(key)
     if recipe is not None:
-        return recipe.replay((h,), (), skip + 1 if skip else 0)
+        return recipe.replay((h,), (), start)
     out, recipe = recipes.record(_read, (h,), storage, steps)
     _remember(_READS, key, recipe)
     return out
