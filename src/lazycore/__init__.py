@@ -5,10 +5,10 @@ __version__ = "0.1.0"
 # The runtime API loads on first use: tools that only need the compiler
 # (lazy-opt, lit tests) do not pay for importing jax.
 _CORE = {
-    "LazyTensor", "apply", "assign", "broadcast_to", "convert_to", "devices", "default_device", "from_buffer",
-    "from_host", "from_numpy", "live_tensors", "mark_step", "scalar", "to_buffer", "to_device", "to_numpy",
+    "BarrierError", "LazyTensor", "apply", "assign", "broadcast_to", "convert_to", "devices", "default_device",
+    "from_buffer", "from_host", "from_numpy", "live_tensors", "mark_step", "scalar", "to_buffer", "to_device", "to_numpy",
 }
-_SUBMODULES = {"barrier", "cache", "config", "core", "debug", "device", "graph", "guards", "inspect_graph", "metrics", "profile", "tensor", "testing"}
+_SUBMODULES = {"barrier", "cache", "config", "core", "debug", "device", "failures", "graph", "guards", "inspect_graph", "metrics", "profile", "tensor", "testing"}
 
 
 def __getattr__(name):

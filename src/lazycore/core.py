@@ -19,11 +19,13 @@ from lazycore import device as _device
 from lazycore.config import settings as _settings
 from lazycore.dialect.spec import spec_of
 from lazycore.dialect.types import TensorType, from_numpy_dtype, to_numpy_dtype, type_of
+from lazycore.failures import BarrierError, Failure
 from lazycore.graph import Data, Scalar, Value, constant, make_node
 from lazycore.sourceloc import caller as _user_frame
 from lazycore.tensor import LazyTensor
 
 __all__ = [
+    "BarrierError",
     "LazyTensor",
     "apply",
     "assign",
@@ -251,11 +253,16 @@ def _materialize(t: LazyTensor) -> Data:
 
             violation("implicit_barriers", f"observing a pending {t.type} runs an implicit barrier")
         barrier.sync(t.device)
-    return t._value.node
+    leaf = t._value.node
+    if type(leaf.buffer) is Failure:  # its computation failed (lazycore.failures)
+        raise leaf.buffer.error()
+    return leaf
 
 
 def to_numpy(t: LazyTensor) -> np.ndarray:
-    """The value on the host: an implicit barrier for ``t``'s device."""
+    """The value on the host: an implicit barrier for ``t``'s device.
+
+    Raises :class:`BarrierError` when computing it failed."""
     from lazycore import pjrt
 
     leaf = _materialize(t)
@@ -266,14 +273,26 @@ def to_numpy(t: LazyTensor) -> np.ndarray:
 
         violation("transfers", f"device-to-host copy of a {leaf.types[0]}")
     with metrics.timed("transfer"):
-        host = np.array(pjrt.to_host(leaf.buffer))
+        try:
+            host = np.array(pjrt.to_host(leaf.buffer))
+        except Exception:
+            if t.device.running is None:
+                raise
+            host = None
+        if host is None:
+            # the program still running failed: waiting settles its results
+            # in their leaves (lazycore.barrier._Launch); read again
+            t.device.wait()
+            host = np.array(pjrt.to_host(_materialize(t).buffer))
     metrics.bump("transfers_to_host")
     metrics.bump("bytes_to_host", host.nbytes)
     return host
 
 
 def to_buffer(t: LazyTensor):
-    """The device buffer behind ``t`` (a barrier); it is never donated afterwards."""
+    """The device buffer behind ``t`` (a barrier); it is never donated afterwards.
+
+    Raises :class:`BarrierError` when computing it failed."""
     leaf = _materialize(t)
     leaf.owned = False
     return leaf.buffer

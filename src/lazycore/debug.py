@@ -37,7 +37,9 @@ from collections import deque
 from lazycore.graph import Value
 from lazycore.sourceloc import format_location, resolve
 
-__all__ = ["HISTORY_KEPT", "Signature", "on_barrier", "on_capture", "reason", "reset", "signature", "stream"]
+__all__ = [
+    "HISTORY_KEPT", "Signature", "on_barrier", "on_capture", "on_failure", "reason", "reset", "signature", "stream",
+]
 
 stream = None
 """Where the debug lines go; None: ``sys.stderr`` at the time of each write."""
@@ -293,6 +295,12 @@ def reset() -> None:
 def on_capture(name: str, what: str) -> None:
     """A line for a decision of a captured step (``lazycore.torch.capture``)."""
     _write(f"[lazycore] capture {name}: {what}")
+
+
+def on_failure(device, failed: int, outputs: int, first: str) -> None:
+    """A line for a barrier whose program failed (:mod:`lazycore.failures`)."""
+    _write(f"[lazycore] {device.name}: {failed} of {outputs} output{'s' * (outputs != 1)} failed "
+           f"(reading one raises): {first}")
 
 
 def _write(line: str) -> None:

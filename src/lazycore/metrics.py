@@ -34,6 +34,7 @@ COUNTERS = (
     "bytes_to_device",
     "bytes_to_host",
     "donated_buffers",
+    "failed_outputs",  # program outputs that hold an error (lazycore.failures)
 )
 PHASES = ("trace", "lowering", "compile", "execute")
 REPORT_PHASES = PHASES + ("transfer",)

@@ -18,6 +18,7 @@ import weakref
 
 _ref = weakref.ref
 
+from lazycore.failures import Failure
 from lazycore.graph import Data, Value
 
 
@@ -78,7 +79,9 @@ class LazyTensor:
 
     @property
     def pending(self) -> bool:
-        """True while the value is a computation not yet run (no device data)."""
+        """True while the value is a computation not yet run (no device data).
+        A computation that failed is not pending: reading it raises
+        (:mod:`lazycore.failures`)."""
         return not isinstance(self._value.node, Data)
 
     def assign(self, new: "LazyTensor") -> "LazyTensor":
@@ -105,7 +108,11 @@ class LazyTensor:
         return to_numpy(self)
 
     def __repr__(self) -> str:
-        state = "pending" if self.pending else "data"
+        node = self._value.node
+        if not isinstance(node, Data):
+            state = "pending"
+        else:
+            state = "failed" if type(node.buffer) is Failure else "data"
         return f"<LazyTensor {self.type} on {self.device.name}, {state}>"
 
 
