@@ -24,8 +24,8 @@ import sys
 __version__ = "0.1.0"
 
 _CORE = {
-    "LazyTensor", "apply", "assign", "broadcast_to", "convert_to", "devices", "default_device", "from_buffer",
-    "from_host", "from_numpy", "live_tensors", "mark_step", "scalar", "to_buffer", "to_device", "to_numpy",
+    "BarrierError", "LazyTensor", "apply", "assign", "broadcast_to", "convert_to", "devices", "default_device",
+    "from_buffer", "from_host", "from_numpy", "live_tensors", "mark_step", "scalar", "to_buffer", "to_device", "to_numpy",
 }
 # public short name -> the module behind it
 PUBLIC_MODULES = {
@@ -37,6 +37,7 @@ PUBLIC_MODULES = {
     "barrier": "lazycore.runtime.barrier",
     "cache": "lazycore.runtime.cache",
     "compiler": "lazycore.runtime.compiler",
+    "failures": "lazycore.runtime.failures",
     "stepplans": "lazycore.runtime.stepplans",
     "core": "lazycore.trace.core",
     "recipes": "lazycore.trace.recipes",

@@ -20,6 +20,8 @@ see :func:`emit`):
   ``after_pass(name, op)`` and ``finish(module)`` to see every stage
 - ``"barrier"`` ``(walk, device, hit, donate, pipeline)``: a barrier ran
   (``walk`` is None when the step's walk was recalled)
+- ``"failure"`` ``(device, failed, outputs, first_message)``: a barrier's
+  program failed; ``failed`` of its ``outputs`` now hold the error
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ COUNTERS = (
     "bytes_to_device",
     "bytes_to_host",
     "donated_buffers",
+    "failed_outputs",  # program outputs that hold an error (lazycore.runtime.failures)
 )
 PHASES = ("trace", "lowering", "compile", "execute")
 REPORT_PHASES = PHASES + ("transfer",)

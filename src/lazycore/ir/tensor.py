@@ -20,6 +20,8 @@ from lazycore.dialect.types import ShapeError
 from lazycore.ir.context import TRACE
 from lazycore.ir.graph import Data, Value
 
+from lazycore.ir.failure import Failure
+
 _ref = weakref.ref
 
 
@@ -80,7 +82,9 @@ class LazyTensor:
 
     @property
     def pending(self) -> bool:
-        """True while the value is a computation not yet run (no device data)."""
+        """True while the value is a computation not yet run (no device data).
+        A computation that failed is not pending: reading it raises
+        (:mod:`lazycore.runtime.failures`)."""
         return not isinstance(self._value.node, Data)
 
     def assign(self, new: "LazyTensor") -> "LazyTensor":
@@ -103,5 +107,9 @@ class LazyTensor:
         return self.device.read(self)
 
     def __repr__(self) -> str:
-        state = "pending" if self.pending else "data"
+        node = self._value.node
+        if not isinstance(node, Data):
+            state = "pending"
+        else:
+            state = "failed" if type(node.buffer) is Failure else "data"
         return f"<LazyTensor {self.type} on {self.device.name}, {state}>"

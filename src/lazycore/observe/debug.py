@@ -22,7 +22,7 @@ the last 5 barriers on a device (after its first 2) compiled, a warning line
 says the graph keeps changing.
 
 ``LAZYCORE_DEBUG=2`` also prints the graph of every barrier: the ``lazy``
-module (:func:`lazycore.barrier.build_module`) with its source locations.
+module (:func:`lazycore.runtime.compiler.build_module`) with its source locations.
 
 Signatures are kept only while debugging is on (the last
 :data:`HISTORY_KEPT` per device); with ``debug=0`` the barrier does nothing
@@ -39,7 +39,9 @@ from lazycore.ir.config import settings
 from lazycore.ir.graph import Value
 from lazycore.ir.sourceloc import format_location, resolve
 
-__all__ = ["HISTORY_KEPT", "Signature", "on_barrier", "on_capture", "reason", "reset", "signature", "stream"]
+__all__ = [
+    "HISTORY_KEPT", "Signature", "on_barrier", "on_capture", "on_failure", "reason", "reset", "signature", "stream",
+]
 
 stream = None
 """Where the debug lines go; None: ``sys.stderr`` at the time of each write."""
@@ -111,7 +113,7 @@ class Signature:
 
 
 def signature(walk, donate: dict[int, int] | None = None, pipeline: str | None = None, step=None) -> Signature:
-    """The :class:`Signature` of a :class:`~lazycore.barrier.Walk`."""
+    """The :class:`Signature` of a :class:`~lazycore.runtime.barrier.Walk`."""
     pos: dict[int, int] = {}
     nodes, locs = [], []
     for i, node in enumerate(walk.order):
@@ -297,6 +299,14 @@ def on_capture(name: str, what: str) -> None:
     _write(f"[lazycore] capture {name}: {what}")
 
 
+def on_failure(device, failed: int, outputs: int, first: str) -> None:
+    """A line for a barrier whose program failed (:mod:`lazycore.runtime.failures`)."""
+    if not settings.debug:
+        return
+    _write(f"[lazycore] {device.name}: {failed} of {outputs} output{'s' * (outputs != 1)} failed "
+           f"(reading one raises): {first}")
+
+
 def _write(line: str) -> None:
     out = stream if stream is not None else sys.stderr
     out.write(line + "\n")
@@ -357,5 +367,6 @@ def on_barrier(walk, device, hit: bool, donate: dict[int, int], pipeline: str) -
         text = build_module(walk).operation.get_asm(enable_debug_info=True)
         _write(f"[lazycore] step {step} {device.name}: graph:\n{text.rstrip()}")
 events.listen("barrier", on_barrier)
+events.listen("failure", on_failure)
 
 from lazycore.observe.inspect_graph import ir_text, to_dot  # noqa: E402,F401

@@ -1,8 +1,8 @@
 """Look at the pending graph behind some tensors without running anything.
 
 :func:`ir_text` prints the ``lazy``-dialect module a barrier on those tensors
-would compile (the same :class:`~lazycore.barrier.Walk` and
-:func:`~lazycore.barrier.build_module`); :func:`to_dot` draws the graph as
+would compile (the same :class:`~lazycore.runtime.barrier.Walk` and
+:func:`~lazycore.runtime.compiler.build_module`); :func:`to_dot` draws the graph as
 Graphviz, in the style of Figure 1b of the LazyTensor paper: one box per op
 (name and result type), device-data leaves (shape, "device data"), scalar
 parameters, and the outputs marked; edges run from operand to user.
@@ -142,7 +142,7 @@ def _loc_text(loc) -> str | None:
 
 
 def walk_to_dot(walk, name: str = "lazy") -> str:
-    """A barrier walk (:class:`~lazycore.barrier.Walk`) as Graphviz DOT text."""
+    """A barrier walk (:class:`~lazycore.runtime.barrier.Walk`) as Graphviz DOT text."""
     ids = {id(n): f"n{i}" for i, n in enumerate(walk.order)}
     out_of: dict[int, list[int]] = {}
     for j, v in enumerate(walk.outputs):

@@ -16,6 +16,13 @@ buffer that lazycore made and that no live handle holds any more (it was
 overwritten in place, or its handle died) is dead after this program, so it
 may become the storage of an output of the same type. Buffers handed in by
 the user are never donated.
+
+A program that fails to lower, compile or run does not make the barrier
+raise: :mod:`lazycore.runtime.failures` settles which outputs hold the error and
+computes the others. A failure found only when the program is waited for
+(it runs asynchronously) is settled then, in the result leaves the handles
+already hold; until that wait the barrier keeps the graph it ran (a
+:class:`_Launch`), and with it that graph's inputs that were not donated.
 """
 
 from __future__ import annotations
@@ -29,8 +36,9 @@ from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.graph import LOG, Data, Node, Value
 from lazycore.runtime import device as _device
-from lazycore.runtime import pjrt, stepplans
+from lazycore.runtime import failures, pjrt, stepplans
 from lazycore.runtime.cache import CACHE, PACKS
+from lazycore.runtime.failures import Failure, ProgramError
 
 
 class Walk:
@@ -135,6 +143,64 @@ def _compiler():
     return compiler
 
 
+def run_alone(device, values: list[Value]) -> list:
+    """The buffers of ``values`` computed by a program of their own that
+    donates nothing, once it has finished (the retries of
+    :func:`lazycore.runtime.failures.settle`); raises
+    :class:`~lazycore.runtime.failures.ProgramError`."""
+    compiler = _compiler()
+    walk = Walk(values)
+    pipeline = settings.pipeline or compiler.DEFAULT_PIPELINE
+    key = compiler.make_key(walk.encoding, device, {}, pipeline)
+    events.record_graph(len(walk.order), len(values), len(walk.params))
+    exe = CACHE.get(key)
+    if exe is None:
+        exe = compiler.compile_walk(walk, device, {}, pipeline)
+        CACHE.put(key, exe)
+    args = _arguments(walk.data, list(walk.packs.items()), device)
+    with events.timed("execute"):
+        try:
+            results, done = exe.launch(args)
+            done.block_until_ready()
+        except Exception as e:
+            raise ProgramError("run", e) from e
+    events.bump("executions")
+    return results
+
+
+class _Launch:
+    """A program a barrier started without waiting for it (``device.running``):
+    if it turns out to have failed, its results are computed again (or marked
+    failed) in the leaves the handles already hold."""
+
+    __slots__ = ("done", "device", "values", "leaves")
+
+    def __init__(self, done, device, values: list[Value], leaves: list[Data]):
+        self.done = done
+        self.device = device
+        self.values = values
+        """What the program computes: each output's value before the barrier."""
+        self.leaves = leaves
+
+    def block_until_ready(self) -> None:
+        """Wait for the program; a failure is settled, not raised (reads raise it)."""
+        try:
+            self.done.block_until_ready()
+        except Exception as e:
+            values, leaves = self.values, self.leaves
+            if values is None:  # settled already
+                return
+            results = failures.settle(self.device, values, ProgramError("run", e), whole=True)
+            for leaf, r in zip(leaves, results):
+                if type(r) is Failure:
+                    failures.mark(leaf, r)
+                else:
+                    leaf.buffer = r
+            _on_failure(self.device, results)
+        finally:
+            self.values = self.leaves = None  # the graph it ran may go now
+
+
 def _arguments(data: list[Data], packs, device) -> list:
     """Entry arguments: the device-data leaves, then one vector per scalar dtype
     (``packs``: ``(dtype, scalar leaves)`` pairs)."""
@@ -222,19 +288,34 @@ def sync(device, wait: bool = True) -> int:
             if fp is not None:
                 stepplans.remember(fp, walk, slots, out_types, counts)
     events.record_graph(*counts)
+    if failures.seen[0] and any(type(leaf.buffer) is Failure for leaf in data):
+        return _contain(device, pending, slots, len(out_types), None, wait)
     exe = CACHE.get(key)
     hit = exe is not None
     if exe is None:
         events.emit("compile", len(walk.order))
-        exe = _compiler().compile_walk(walk, device, donate, pipeline)
+        try:
+            exe = _compiler().compile_walk(walk, device, donate, pipeline)
+        except ProgramError as e:
+            return _contain(device, pending, slots, len(out_types), e, wait)
         CACHE.put(key, exe)
     args = _arguments(data, packs, device)
     with events.timed("execute"):
-        results, done = exe.launch(args)
+        try:
+            results, done = exe.launch(args)
+        except Exception as e:
+            return _contain(device, pending, slots, len(out_types), ProgramError("run", e), wait)
+        # the handles hold the results at once: a failure found while waiting
+        # is settled in these leaves (_Launch)
+        leaves = [Data(buf, t, owned=True) for buf, t in zip(results, out_types)]
+        values = [None] * len(leaves)
+        for t, k in zip(pending, slots):
+            values[k] = t._value
+            t._value = Value(leaves[k], 0)
         # At most one program runs while Python traces the next step: the
         # one before this must be done before the barrier returns (so a loop
         # that never looks at a value cannot queue up work and memory).
-        previous, device.running = device.running, done
+        previous, device.running = device.running, _Launch(done, device, values, leaves)
         if previous is not None:
             previous.block_until_ready()
         if wait:
@@ -242,11 +323,40 @@ def sync(device, wait: bool = True) -> int:
     events.bump("executions")
     events.bump("donated_buffers", len(donate))
     events.emit("barrier", walk, device, hit, donate, pipeline)
-    leaves = [Data(buf, t, owned=True) for buf, t in zip(results, out_types)]
-    for t, k in zip(pending, slots):
-        t._value = Value(leaves[k], 0)
     LOG.reset()  # the next step starts: everything before it is old
     return len(pending)
+
+
+def _contain(device, pending, slots: list[int], n_outputs: int, error, wait: bool) -> int:
+    """The barrier's program failed with ``error`` (None: some inputs are
+    failed values): settle every output (:func:`lazycore.runtime.failures.settle`)
+    and give each handle its buffer or its failure."""
+    values: list = [None] * n_outputs
+    for t, k in zip(pending, slots):
+        values[k] = t._value
+    results = failures.settle(device, values, error)
+    leaves = []
+    for r, v in zip(results, values):
+        if type(r) is Failure:
+            leaf = Data(None, v.type, owned=False)
+            failures.mark(leaf, r)
+        else:
+            leaf = Data(r, v.type, owned=True)
+        leaves.append(leaf)
+    for t, k in zip(pending, slots):
+        t._value = Value(leaves[k], 0)
+    _on_failure(device, results)
+    if wait:
+        device.wait()
+    LOG.reset()
+    return len(pending)
+
+
+def _on_failure(device, results: list) -> None:
+    failed = [r for r in results if type(r) is Failure]
+    events.bump("failed_outputs", len(failed))
+    if failed:
+        events.emit("failure", device, len(failed), len(results), failed[0].message)
 
 
 def mark_step(wait: bool = False, devices=None) -> None:

@@ -21,6 +21,7 @@ from lazycore.mlir import func, ir, new_context, serialize_stablehlo
 from lazycore.passes.lowering import registry
 from lazycore.passes.pipeline import DEFAULT_PIPELINE, run_pipeline
 from lazycore.runtime import pjrt
+from lazycore.runtime.failures import ProgramError
 
 
 _ENVIRONMENTS: dict[tuple, bytes] = {}
@@ -178,20 +179,27 @@ def build_module(walk):
     return module
 
 
-def compile_walk(walk: Walk, device, donate: dict[int, int], pipeline: str):
+def compile_walk(walk, device, donate: dict[int, int], pipeline: str):
+    """The walk's program; raises :class:`~lazycore.runtime.failures.ProgramError`."""
     with events.timed("lowering"):
-        module = build_module(walk)
-        # observers of every stage (IR dumps, lazycore.testing captures)
-        watchers = events.emit("lowering", walk, module, device, donate, pipeline)
+        try:
+            module = build_module(walk)
+            # observers of every stage (IR dumps, lazycore.testing captures)
+            watchers = events.emit("lowering", walk, module, device, donate, pipeline)
 
-        def after_each(name, op):
+            def after_each(name, op):
+                for w in watchers:
+                    w.after_pass(name, op)
+
+            lower(module, pipeline, donate=donate, after_each=after_each if watchers else None)
             for w in watchers:
-                w.after_pass(name, op)
-
-        lower(module, pipeline, donate=donate, after_each=after_each if watchers else None)
-        for w in watchers:
-            w.finish(module)
+                w.finish(module)
+        except Exception as e:
+            raise ProgramError("lower", e) from e
     with events.timed("compile"):
-        exe = compile_stablehlo(module, device.pjrt)
+        try:
+            exe = compile_stablehlo(module, device.pjrt)
+        except Exception as e:
+            raise ProgramError("compile", e) from e
     events.bump("compiles")
     return exe

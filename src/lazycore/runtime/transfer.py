@@ -12,6 +12,7 @@ import numpy as np
 from lazycore.dialect.types import TensorType, from_numpy_dtype, type_of
 from lazycore.ir import events
 from lazycore.ir.context import TRACE
+from lazycore.ir.failure import Failure
 from lazycore.ir.graph import Data, Value
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import barrier, pjrt
@@ -70,24 +71,41 @@ def _materialize(t: LazyTensor) -> Data:
     if t.pending:
         events.emit("implicit_barrier", f"observing a pending {t.type} runs an implicit barrier")
         barrier.sync(t.device)
-    return t._value.node
+    leaf = t._value.node
+    if type(leaf.buffer) is Failure:  # its computation failed (lazycore.runtime.failures)
+        raise leaf.buffer.error()
+    return leaf
 
 
 def to_numpy(t: LazyTensor) -> np.ndarray:
-    """The value on the host: an implicit barrier for ``t``'s device."""
+    """The value on the host: an implicit barrier for ``t``'s device.
+
+    Raises :class:`~lazycore.ir.failure.BarrierError` when computing it failed."""
     leaf = _materialize(t)
     # A copy: the host view of a CPU buffer shares its memory, and the buffer
     # may later be donated and overwritten.
     events.emit("transfer", f"device-to-host copy of a {leaf.types[0]}")
     with events.timed("transfer"):
-        host = np.array(pjrt.to_host(leaf.buffer))
+        try:
+            host = np.array(pjrt.to_host(leaf.buffer))
+        except Exception:
+            if t.device.running is None:
+                raise
+            host = None
+        if host is None:
+            # the program still running failed: waiting settles its results
+            # in their leaves (lazycore.runtime.barrier._Launch); read again
+            t.device.wait()
+            host = np.array(pjrt.to_host(_materialize(t).buffer))
     events.bump("transfers_to_host")
     events.bump("bytes_to_host", host.nbytes)
     return host
 
 
 def to_buffer(t: LazyTensor):
-    """The device buffer behind ``t`` (a barrier); it is never donated afterwards."""
+    """The device buffer behind ``t`` (a barrier); it is never donated afterwards.
+
+    Raises :class:`~lazycore.ir.failure.BarrierError` when computing it failed."""
     leaf = _materialize(t)
     leaf.owned = False
     return leaf.buffer

@@ -17,6 +17,7 @@ import numpy as np
 from lazycore.dialect.spec import spec_of
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir.context import TRACE
+from lazycore.ir.failure import BarrierError  # noqa: F401  (what reading a failed value raises)
 from lazycore.ir.graph import Scalar, Value, constant, make_node
 from lazycore.ir.sourceloc import caller as _user_frame
 from lazycore.ir.tensor import LazyTensor
@@ -33,6 +34,7 @@ from lazycore.runtime.transfer import (  # noqa: F401  (the core API: values in 
 )
 
 __all__ = [
+    "BarrierError",
     "LazyTensor",
     "apply",
     "assign",

@@ -1,0 +1,67 @@
+"""A value whose computation failed.
+
+A barrier whose program fails to lower, compile or run puts a
+:class:`Failure` where the buffer of each failed output's device-data leaf
+would be (:mod:`lazycore.runtime.failures` decides which outputs failed).
+Reading such a value raises :class:`BarrierError`.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+
+class BarrierError(RuntimeError):
+    """Reading a value whose computation failed at a barrier.
+
+    ``op`` is the ``lazy`` op named (``"lazy.sign"``), ``location`` the
+    user's ``file:line`` that recorded it (None: unknown), ``stage`` where it
+    failed: ``"lower"``, ``"compile"`` or ``"run"``."""
+
+    def __init__(self, message: str, op: str | None = None, location: str | None = None, stage: str | None = None):
+        super().__init__(message)
+        self.op = op
+        self.location = location
+        self.stage = stage
+
+
+class Failure:
+    """Stands where the buffer of a :class:`~lazycore.ir.graph.Data` leaf would
+    be, for a value whose computation failed."""
+
+    __slots__ = ("message", "op", "location", "stage", "cause")
+
+    def __init__(self, message: str, op, location, stage, cause):
+        self.message = message
+        self.op = op
+        self.location = location
+        self.stage = stage
+        self.cause = _detached(cause)
+
+    def error(self) -> BarrierError:
+        """A new error for one read (raising one object again would grow its traceback)."""
+        e = BarrierError(self.message, self.op, self.location, self.stage)
+        e.__cause__ = self.cause
+        return e
+
+    def __repr__(self) -> str:
+        return f"<Failure {self.message!r}>"
+
+
+def _detached(error: BaseException | None) -> BaseException | None:
+    """``error`` with the tracebacks of its chain kept as text (a note). A
+    failure lives as long as its tensor, and a traceback holds its frames,
+    and through them every caller's frame: the failed barrier's handles and
+    the user's locals would stay alive with it."""
+    todo, done = [error], set()
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in done:
+            continue
+        done.add(id(e))
+        tb = e.__traceback__
+        if tb is not None:
+            e.add_note("Traceback (kept as text):\n" + "".join(traceback.format_tb(tb)).rstrip())
+            e.__traceback__ = None
+        todo += (e.__cause__, e.__context__)
+    return error
