@@ -24,8 +24,8 @@ def _constant(*, value):
 # name -> accepted element-type class
 UNARY = {
     "neg": "numeric",
-    "abs": "numeric",
-    "sign": "numeric",
+    "abs": "numeric",  # of an unsigned x: x
+    "sign": "numeric",  # of an unsigned x: 0 or 1
     "exp": "float",
     "log": "float",
     "log1p": "float",
@@ -65,7 +65,7 @@ BINARY = {
     "mul": ("numeric", True),
     "div": ("numeric", False),  # integer division truncates toward zero
     "rem": ("numeric", False),  # sign follows the dividend (C fmod)
-    "pow": ("numeric", False),
+    "pow": ("numeric", False),  # integers wrap; x ** -n is 0 unless x is 1 or -1 (torch's; NumPy raises)
     "maximum": ("any", True),
     "minimum": ("any", True),
     "atan2": ("float", False),

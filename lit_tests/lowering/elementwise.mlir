@@ -85,6 +85,77 @@ func.func @binary(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>, %p: tensor<2x3xi1>, 
 
 // -----
 
+// stablehlo.abs and stablehlo.sign take signed types only: for unsigned
+// operands abs is the operand itself and sign is (x != 0) converted back.
+// CHECK-LABEL: func.func @abs_sign_unsigned
+// CHECK-NOT: stablehlo.abs %arg0
+// CHECK-NOT: stablehlo.sign %arg0
+// CHECK: %[[ZERO:.*]] = stablehlo.constant dense<0> : tensor<4xui8>
+// CHECK: %[[NZ:.*]] = stablehlo.compare NE, %arg0, %[[ZERO]] : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xi1>
+// CHECK: %[[SIGN:.*]] = stablehlo.convert %[[NZ]] : (tensor<4xi1>) -> tensor<4xui8>
+// CHECK: %[[IABS:.*]] = stablehlo.abs %arg1 : tensor<4xi32>
+// CHECK: %[[ISIGN:.*]] = stablehlo.sign %arg1 : tensor<4xi32>
+// CHECK: return %arg0, %[[SIGN]], %[[IABS]], %[[ISIGN]]
+func.func @abs_sign_unsigned(%u: tensor<4xui8>, %i: tensor<4xi32>) -> (tensor<4xui8>, tensor<4xui8>, tensor<4xi32>, tensor<4xi32>) {
+  %abs = "lazy.abs"(%u) : (tensor<4xui8>) -> tensor<4xui8>
+  %sign = "lazy.sign"(%u) : (tensor<4xui8>) -> tensor<4xui8>
+  %iabs = "lazy.abs"(%i) : (tensor<4xi32>) -> tensor<4xi32>
+  %isign = "lazy.sign"(%i) : (tensor<4xi32>) -> tensor<4xi32>
+  return %abs, %sign, %iabs, %isign : tensor<4xui8>, tensor<4xui8>, tensor<4xi32>, tensor<4xi32>
+}
+
+// -----
+
+// Integer pow squares and multiplies over every exponent bit (XLA's
+// stablehlo.power on integers looks at six bits only): bits 0..6 of an i8
+// exponent, then x ** -n is 0 unless x is 1 or -1.
+// CHECK-LABEL: func.func @int_pow
+// CHECK-NOT: stablehlo.power
+// CHECK-DAG: %[[ZERO:.*]] = stablehlo.constant dense<0> : tensor<4xi8>
+// CHECK-DAG: %[[ONE:.*]] = stablehlo.constant dense<1> : tensor<4xi8>
+// CHECK: %[[B0:.*]] = stablehlo.and %arg1, %{{.*}} : tensor<4xi8>
+// CHECK: %[[SET0:.*]] = stablehlo.compare NE, %[[B0]], %[[ZERO]]
+// CHECK: %[[ACC0:.*]] = stablehlo.select %[[SET0]], %arg0, %[[ONE]] : tensor<4xi1>, tensor<4xi8>
+// CHECK: %[[SQ1:.*]] = stablehlo.multiply %arg0, %arg0 : tensor<4xi8>
+// CHECK: %[[TWO:.*]] = stablehlo.constant dense<2> : tensor<4xi8>
+// CHECK: %[[B1:.*]] = stablehlo.and %arg1, %[[TWO]] : tensor<4xi8>
+// CHECK: %[[SET1:.*]] = stablehlo.compare NE, %[[B1]], %[[ZERO]]
+// CHECK: %[[MUL1:.*]] = stablehlo.multiply %[[ACC0]], %[[SQ1]] : tensor<4xi8>
+// CHECK: stablehlo.select %[[SET1]], %[[MUL1]], %[[ACC0]] : tensor<4xi1>, tensor<4xi8>
+// CHECK: stablehlo.constant dense<64> : tensor<4xi8>
+// CHECK-NOT: stablehlo.constant dense<-128> : tensor<4xi8>
+// CHECK: %[[ACC:.*]] = stablehlo.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<4xi1>, tensor<4xi8>
+// CHECK: %[[IS1:.*]] = stablehlo.compare EQ, %arg0, %[[ONE]]
+// CHECK: %[[M1:.*]] = stablehlo.constant dense<-1> : tensor<4xi8>
+// CHECK: %[[ISM1:.*]] = stablehlo.compare EQ, %arg0, %[[M1]]
+// CHECK: %[[UNIT:.*]] = stablehlo.or %[[IS1]], %[[ISM1]] : tensor<4xi1>
+// CHECK: %[[NEG:.*]] = stablehlo.compare LT, %arg1, %[[ZERO]]
+// CHECK: %[[NOTUNIT:.*]] = stablehlo.not %[[UNIT]] : tensor<4xi1>
+// CHECK: %[[FRACTION:.*]] = stablehlo.and %[[NEG]], %[[NOTUNIT]] : tensor<4xi1>
+// CHECK: %[[POW:.*]] = stablehlo.select %[[FRACTION]], %[[ZERO]], %[[ACC]] : tensor<4xi1>, tensor<4xi8>
+// CHECK: return %[[POW]]
+func.func @int_pow(%a: tensor<4xi8>, %b: tensor<4xi8>) -> tensor<4xi8> {
+  %0 = "lazy.pow"(%a, %b) : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  return %0 : tensor<4xi8>
+}
+
+// -----
+
+// An unsigned exponent uses all its bits, the top one included, and is never negative.
+// CHECK-LABEL: func.func @uint_pow
+// CHECK-NOT: stablehlo.power
+// CHECK: stablehlo.constant dense<64> : tensor<4xui8>
+// CHECK: %[[TOP:.*]] = stablehlo.constant dense<128> : tensor<4xui8>
+// CHECK: stablehlo.and %arg1, %[[TOP]] : tensor<4xui8>
+// CHECK: %[[POW:.*]] = stablehlo.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<4xi1>, tensor<4xui8>
+// CHECK-NEXT: return %[[POW]]
+func.func @uint_pow(%a: tensor<4xui8>, %b: tensor<4xui8>) -> tensor<4xui8> {
+  %0 = "lazy.pow"(%a, %b) : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  return %0 : tensor<4xui8>
+}
+
+// -----
+
 // compare carries its direction over as a #stablehlo<comparison_direction>.
 // CHECK-LABEL: func.func @compare
 // CHECK: stablehlo.compare EQ, %arg0, %arg1 : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi1>

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from lazycore.dialect import attr
+from lazycore.dialect.types import is_int, is_unsigned, to_numpy_dtype
 
 from . import hlo
 from .registry import lowering
@@ -12,8 +13,6 @@ from .registry import lowering
 # lazy op -> StableHLO op with the same operands, attributes-free, same semantics.
 ONE_TO_ONE = {
     "neg": "negate",
-    "abs": "abs",
-    "sign": "sign",
     "exp": "exponential",
     "log": "log",
     "log1p": "log_plus_one",
@@ -33,7 +32,6 @@ ONE_TO_ONE = {
     "mul": "multiply",
     "div": "divide",
     "rem": "remainder",
-    "pow": "power",
     "maximum": "maximum",
     "minimum": "minimum",
     "atan2": "atan2",
@@ -51,6 +49,59 @@ def _same_operands(hlo_name, op, rewriter):
 
 for _lazy, _hlo in ONE_TO_ONE.items():
     lowering(_lazy)(partial(_same_operands, _hlo))
+
+
+# stablehlo.abs and stablehlo.sign take signed integers and floats only; the
+# unsigned answers are NumPy's and torch's, which need no sign at all.
+
+
+@lowering("abs")
+def _abs(op, rewriter):
+    x = op.operands[0]
+    return x if is_unsigned(hlo.type_of(x).dtype) else hlo.unary("abs", x)
+
+
+@lowering("sign")
+def _sign(op, rewriter):
+    x = op.operands[0]
+    dtype = hlo.type_of(x).dtype
+    if not is_unsigned(dtype):
+        return hlo.unary("sign", x)
+    return hlo.convert(hlo.compare(x, hlo.splat_like(0, x), "NE"), dtype)
+
+
+@lowering("pow")
+def _pow(op, rewriter):
+    base, exponent = op.operands
+    dtype = hlo.type_of(base).dtype
+    return _int_pow(base, exponent, dtype) if is_int(dtype) else hlo.binary("power", base, exponent)
+
+
+def _int_pow(base, exponent, dtype):
+    """Square and multiply over every bit of the exponent, wrapping as NumPy and torch do.
+
+    XLA's integer power squares six times only and takes an unsigned exponent
+    from 128 on for a negative one: 0 ** 64 came out 1, (-3) ** 100 in i16
+    -14639 instead of 5073, 3 ** 200 in ui8 0."""
+    bits = to_numpy_dtype(dtype).itemsize * 8
+    if not is_unsigned(dtype):
+        bits -= 1  # a non-negative exponent has no more
+    zero, one = hlo.splat_like(0, base), hlo.splat_like(1, base)
+
+    def bit_set(i):
+        return hlo.compare(hlo.binary("and", exponent, hlo.splat_like(1 << i, exponent)), zero, "NE")
+
+    acc, square = hlo.select(bit_set(0), base, one), base  # base ** (bits 0..i of the exponent)
+    for i in range(1, bits):
+        square = hlo.binary("multiply", square, square)  # base ** (2 ** i)
+        acc = hlo.select(bit_set(i), hlo.binary("multiply", acc, square), acc)
+    if is_unsigned(dtype):
+        return acc
+    # x ** -n is torch's (NumPy raises): 1 for x = 1, (-1) ** n for x = -1 (which
+    # the loop gave: it saw n's parity in bit 0), 0 otherwise.
+    unit = hlo.binary("or", hlo.compare(base, one, "EQ"), hlo.compare(base, hlo.splat_like(-1, base), "EQ"))
+    fraction = hlo.binary("and", hlo.compare(exponent, zero, "LT"), hlo.unary("not", unit))
+    return hlo.select(fraction, zero, acc)
 
 
 @lowering("logistic")

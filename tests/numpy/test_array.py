@@ -46,6 +46,33 @@ def test_unary_ufuncs(rng, name, dtype):
     same(getattr(np, name)(np.asarray(x)), want, rtol=2e-6)
 
 
+INTEGER_TYPES = ["uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64"]
+
+
+@pytest.mark.parametrize("name", ["sign", "absolute", "negative"])
+@pytest.mark.parametrize("dtype", INTEGER_TYPES)
+def test_sign_and_absolute_of_every_integer_type(name, dtype):
+    # the unsigned types have no stablehlo.sign / stablehlo.abs: lazy.sign and lazy.abs lower them apart
+    info = numpy.iinfo(dtype)
+    x = numpy.array([0, 1, 7, info.max, info.min, info.max // 3], dtype=dtype)
+    same(getattr(np, name)(np.asarray(x)), getattr(numpy, name)(x))
+    if name == "absolute":
+        same(np.abs(np.asarray(x)), numpy.abs(x))
+
+
+@pytest.mark.parametrize("dtype", INTEGER_TYPES)
+def test_integer_power_wraps_for_every_exponent(rng, dtype):
+    # XLA's integer power looks at six exponent bits only: 0 ** 64 was 1, (-3) ** 100 in int16 -14639
+    info = numpy.iinfo(dtype)
+    base = rng.integers(max(info.min, -3), 4, 40).astype(dtype)
+    exponent = rng.integers(0, info.max, 40, dtype=dtype, endpoint=True)
+    exponent[:5] = [0, 64, 100, 255 if info.bits == 8 and info.min == 0 else 127, info.max]
+    base[:3] = 0
+    same(np.power(np.asarray(base), np.asarray(exponent)), numpy.power(base, exponent))
+    same(np.asarray(base) ** 200 if info.max >= 200 else np.asarray(base) ** 100,
+         base ** 200 if info.max >= 200 else base ** 100)
+
+
 @pytest.mark.parametrize("scalar", [2, 2.5, True, -3])
 @pytest.mark.parametrize("dtype", ["float32", "int8", "uint8", "int64", "float64"])
 def test_python_scalars_are_weak(rng, scalar, dtype):

@@ -1,5 +1,7 @@
 """The lazy device as torch users see it: moving data, observing values, views and in-place ops."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -264,3 +266,31 @@ def test_in_place_view_ops_reshape_the_tensor_itself(dev, update):
 def test_views_of_empty_tensors(dev):
     x = torch.randn(0, 3)
     torch.testing.assert_close(x.to(dev).diagonal().cpu(), x.diagonal())
+
+
+INTEGER_TYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
+
+
+@pytest.mark.parametrize("dtype", INTEGER_TYPES)
+def test_sign_abs_and_power_of_integers_match_eager(dev, dtype):
+    # unsigned types have no stablehlo.sign / abs; XLA's integer power looks at six
+    # exponent bits only and gives 0 for (-1) ** -n: each lowers apart now
+    info = torch.iinfo(dtype)
+    x = torch.tensor([0, 1, 7, info.max, info.min, info.max // 3], dtype=dtype)
+    for f in (torch.sign, torch.sgn, torch.abs, torch.neg):
+        torch.testing.assert_close(f(x.to(dev)).cpu(), f(x), rtol=0, atol=0)
+    base = torch.tensor([0, 3, -3, 1, -1, -1, 2, 5, 0], dtype=torch.int64).to(dtype)
+    exponent = torch.tensor([64, 100, 100, -5, -3, -2, 64, 70, -1], dtype=torch.int64).to(dtype)
+    if dtype == torch.uint8:
+        exponent = exponent.abs() + 130  # past the sign bit of a signed byte
+    got = torch.pow(base.to(dev), exponent.to(dev)).cpu()
+    torch.testing.assert_close(got, torch.pow(base, exponent), rtol=0, atol=0)
+    torch.testing.assert_close((base.to(dev) ** 100).cpu(), base ** 100, rtol=0, atol=0)
+
+
+def test_types_the_op_table_refuses_raise_eagers_error(dev):
+    for f, x in [(torch.abs, torch.tensor([True, False])), (torch.bitwise_not, torch.tensor([1.5]))]:
+        with pytest.raises(NotImplementedError) as eager:
+            f(x)
+        with pytest.raises(NotImplementedError, match=re.escape(str(eager.value))):
+            f(x.to(dev))

@@ -11,6 +11,8 @@ import math
 
 import torch
 
+from lazycore.dialect.elementwise import UNARY as LAZY_UNARY
+from lazycore.dialect.rules import DTYPE_CLASSES
 from lazycore.dialect.types import is_float
 
 from ..lowering import apply, broadcast, const, convert, lowers, operand, scalar
@@ -44,8 +46,12 @@ UNARY = {
 
 
 def _unary(lazy_op):
+    accepts = DTYPE_CLASSES[LAZY_UNARY[lazy_op]]
+
     def lower(ctx, x):
         (x,) = _args(ctx, x)
+        if not accepts(x.dtype):
+            return NotImplemented  # eager's kernel has its say: it raises for these (abs of bool)
         return apply(lazy_op, x)
 
     lower.__name__ = f"lower_{lazy_op}"
@@ -420,6 +426,8 @@ def _logical_not(ctx, x):
 
 @lowers(aten.bitwise_not.default)
 def _bitwise_not(ctx, x):
+    if is_float(x.dtype):
+        return NotImplemented  # eager's kernel raises its NotImplementedError
     return apply("not", x)
 
 

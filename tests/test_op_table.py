@@ -1,0 +1,676 @@
+"""The op table, its rules and its lowerings agree, for every op and element type.
+
+The parameters come from the op table itself (``lazycore.dialect.OPS``): every
+op, every type parameter of it (its operand, index or result element types),
+every element type in ``DTYPES``. ``SAMPLES`` says, per op, which element
+types each type parameter accepts and how to make operands, attributes and the
+NumPy answer for them. For an accepted type the op is built with the
+dialect's builder, verified, lowered with the default pipeline (the verifier
+runs after every pass, so the StableHLO is verified), compiled and run through
+PJRT, and its results compared with NumPy's; for any other type the op's rule
+must raise ShapeError. So the accepted types are pinned here both ways, and an
+op added to the table without a sample fails :func:`test_op` until it has one.
+
+Every combination of accepted types runs, all of one op in one module (one
+XLA compile per op keeps the file fast): ``convert`` for every (source,
+target) pair, ``argmax`` for every (operand, index) pair. Values reach the
+edges: integers over their whole range (sums, products and powers wrap as in
+NumPy), floats at NaN, infinities and signed zeros. Ops the canonicalizer
+folds run a second time on constants, so the folded values are checked too.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pytest
+
+from lazycore import compiler
+from lazycore.dialect import OPS, ShapeError, create, spec_of, tensor_type
+from lazycore.dialect.types import (
+    DTYPES,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    UNSIGNED_DTYPES,
+    is_bool,
+    is_float,
+    is_int,
+    is_unsigned,
+    to_numpy_dtype,
+    type_of,
+)
+from lazycore.mlir import func, ir, new_context
+from lazycore.passes.folding import FOLDABLE
+
+from test_ops_elementwise import (
+    FLOAT_BINARY,
+    INT_BINARY,
+    NUMPY_COMPARE,
+    UNARY_FLOAT_CASES,
+    _erf_reference,
+)
+from test_ops_indexing import ROWS
+from test_ops_linalg import CONVS, DOTS, conv_reference
+from test_ops_reduction import ARG, NUMPY as NUMPY_REDUCE
+from test_ops_shape import broadcast_in_dim_ref, clamped, pad_ref, random_array
+
+ANY = DTYPES
+FLOAT = FLOAT_DTYPES
+INT = INT_DTYPES
+NUMERIC = FLOAT_DTYPES + INT_DTYPES
+INTEGRAL = INT_DTYPES + ("i1",)  # bitwise / logical ops
+UNSIGNED = UNSIGNED_DTYPES
+F64 = np.float64
+
+# How close an inexact float result must be to NumPy's f64 answer rounded to the type.
+TOL = {"f64": 1e-12, "f32": 4e-6, "f16": 2e-3, "bf16": 1.6e-2}
+
+
+def np_dtype(dtype: str) -> np.dtype:
+    return to_numpy_dtype(dtype)
+
+
+@dataclass
+class Case:
+    """One op application: operands (a list for a variadic group), attributes and
+    result parameters as :func:`lazycore.dialect.create` takes them, the expected
+    results (None where the op has no NumPy answer; ``check`` looks at them then)."""
+
+    operands: list
+    kwargs: dict = field(default_factory=dict)
+    want: Callable[[], tuple] | None = None
+    """Made only for cases that run: NumPy may have no answer for a refused type."""
+    exact: bool = True
+    check: Callable | None = None
+    refused: bool = False
+    """The rule must refuse this case even when every type is one the op accepts."""
+
+
+@dataclass
+class Sample:
+    axes: dict[str, tuple[str, ...]]
+    """Type parameter -> the element types the op's rule accepts for it."""
+    make: Callable[..., list[Case]]
+    """``make(rng, **{axis: dtype})`` -> cases; called with refused types too."""
+
+
+def small(rng, shape, dtype, lo=-5, hi=5):
+    """Values of any element type, small enough for every integer width."""
+    if is_bool(dtype):
+        return rng.random(shape) < 0.5
+    if is_unsigned(dtype):
+        return rng.integers(0, hi + 1, shape).astype(np_dtype(dtype))
+    if is_int(dtype):
+        return rng.integers(lo, hi + 1, shape).astype(np_dtype(dtype))
+    return (rng.standard_normal(shape) * (hi - lo) / 4).astype(np_dtype(dtype))
+
+
+def later(fn, *args):
+    """A ``Case.want`` computed only if the case runs (NumPy may refuse the type)."""
+    return lambda: (fn(*args),)
+
+
+def known(*values):
+    """A ``Case.want`` for results computed already (in a loop: no late binding)."""
+    return lambda: values
+
+
+def full_range(rng, shape, dtype, lo=None):
+    """Integers from anywhere in the type's range (from ``lo`` if given), its extremes first."""
+    if not is_int(dtype):
+        return small(rng, shape, dtype)
+    info = np.iinfo(np_dtype(dtype))
+    lo = info.min if lo is None else max(lo, info.min)
+    x = rng.integers(lo, info.max, shape, dtype=np_dtype(dtype), endpoint=True)
+    x.reshape(-1)[:2] = [lo, info.max]
+    return x
+
+
+def with_extremes(x):
+    """``x`` with its type's smallest and largest integer in the first two places."""
+    if is_int(type_of(x).dtype):
+        info = np.iinfo(x.dtype)
+        x = x.copy()
+        x.reshape(-1)[:2] = [info.min, info.max]
+    return x
+
+
+# Floats at the edges of every op's domain: NaN, infinities, signed zeros, overflow.
+SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 100.0, -100.0, 1e-3])
+
+
+def reference(ref, *xs, dtype=None):
+    """``ref`` on ``xs``: floats in f64, rounded once to the result type."""
+    with np.errstate(all="ignore"):
+        if is_float(type_of(xs[0]).dtype):
+            out = ref(*(x.astype(F64) for x in xs))
+            return out.astype(xs[0].dtype if dtype is None else dtype)
+        return np.asarray(ref(*xs))
+
+
+SHAPE = (3, 5)
+
+# --- elementwise ---------------------------------------------------------------------
+
+
+def unary_sample(name, klass):
+    def make(rng, operand):
+        if name in UNARY_FLOAT_CASES:
+            maker, ref, exact = UNARY_FLOAT_CASES[name]
+        else:
+            maker, ref, exact = None, None, False
+        if name == "erf":
+            maker, ref = (lambda r: (r.standard_normal(SHAPE) * 2).astype(np.float32)), _erf_reference
+        if is_float(operand) and maker is not None:
+            xs = [maker(rng).astype(np_dtype(operand)), SPECIALS.astype(np_dtype(operand))]
+        else:
+            xs = [with_extremes(small(rng, SHAPE, operand, hi=100 if name == "not" else 5))]
+        if name == "not":
+            ref = np.logical_not if is_bool(operand) else np.invert
+        return [Case([x], want=ref and later(reference, ref, x), exact=exact) for x in xs]
+
+    return Sample({"operand": klass}, make)
+
+
+def _is_finite(rng, operand):
+    if not is_float(operand):
+        return [Case([small(rng, (6,), operand)])]
+    x = np.array([0.0, -1.5, np.inf, -np.inf, np.nan, 3.0]).astype(np_dtype(operand))
+    return [Case([x], want=known(np.isfinite(x.astype(F64))))]
+
+
+def _special_pairs(dtype):
+    """Every pair of SPECIALS, as two operands."""
+    a, b = np.meshgrid(SPECIALS, SPECIALS)
+    return a.reshape(-1).astype(np_dtype(dtype)), b.reshape(-1).astype(np_dtype(dtype))
+
+
+def _pow_operands(rng, dtype):
+    if is_float(dtype):
+        return [(rng.uniform(0.1, 10.0, SHAPE).astype(np_dtype(dtype)),
+                 rng.uniform(-3, 3, SHAPE).astype(np_dtype(dtype)))]
+    # Exponents over the type's whole range: small bases, whose powers wrap
+    # late, and any base; every power wraps around as in NumPy and torch.
+    exponent = full_range(rng, SHAPE, dtype, lo=0)
+    exponent.reshape(-1)[:4] = [0, 1, 64, 100]
+    return [(small(rng, SHAPE, dtype, -3, 3), exponent), (full_range(rng, SHAPE, dtype), exponent)]
+
+
+def _int_pow_negative(rng, dtype):
+    """Negative exponents: NumPy raises, torch gives 1 ** -n = 1, (-1) ** -n = +-1, else 0."""
+    base = small(rng, SHAPE, dtype, -3, 3)
+    exponent = full_range(rng, SHAPE, dtype)
+    exponent.reshape(-1)[:6] = [-1, -2, -3, -64, -101, np.iinfo(exponent.dtype).min]
+    want = np.where(base == 1, 1, np.where(base == -1, np.where(exponent % 2 == 0, 1, -1), 0)).astype(base.dtype)
+    with np.errstate(all="ignore"):
+        want = np.where(exponent < 0, want, np.power(base, np.maximum(exponent, 0)))
+    return Case([base, exponent], want=known(want))
+
+
+def _exact_trunc_div(a, b):
+    """Integer division toward zero over the whole range (a - fmod(a, b) is a multiple of b)."""
+    return (a - np.fmod(a, b)) // b
+
+
+def binary_sample(name, klass):
+    def make(rng, lhs):
+        if name == "pow":
+            pairs = _pow_operands(rng, lhs) + ([_special_pairs(lhs)] if is_float(lhs) else [])
+            cases = [Case([a, b], want=later(reference, np.power, a, b), exact=not is_float(lhs)) for a, b in pairs]
+            return cases + ([_int_pow_negative(rng, lhs)] if is_int(lhs) and not is_unsigned(lhs) else [])
+        a = small(rng, SHAPE, lhs, -100, 100)
+        b = small(rng, SHAPE, lhs, 1, 9)
+        if is_int(lhs) and not is_unsigned(lhs):
+            b = b * rng.choice([-1, 1], SHAPE).astype(b.dtype)
+        pairs = [(with_extremes(a) if name not in ("div", "rem") else a, b)]
+        if is_int(lhs):
+            # Any values; integer x / 0 and INT_MIN / -1 are left undefined by the op.
+            a, b = full_range(rng, SHAPE, lhs), full_range(rng, SHAPE, lhs)
+            b[::-1][0, :2] = [2, 3]  # small divisors too
+            undefined = (b == 0) | ((a == np.iinfo(a.dtype).min) & (b == np.array(-1).astype(b.dtype)))
+            pairs.append((a, np.where(undefined, 1, b).astype(b.dtype)))
+        elif is_float(lhs):
+            pairs.append(_special_pairs(lhs))
+        if is_float(lhs):
+            ref, exact = FLOAT_BINARY.get(name, (None, True))
+        elif is_unsigned(lhs):
+            ref, exact = {"div": np.floor_divide, "rem": np.remainder}.get(name) or INT_BINARY.get(name), True
+        elif is_bool(lhs):
+            ref, exact = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor,
+                          "maximum": np.maximum, "minimum": np.minimum}.get(name), True
+        else:
+            ref, exact = {"div": _exact_trunc_div}.get(name) or INT_BINARY.get(name), True
+        # No NumPy answer: a type the op refuses (so the case never runs).
+        return [Case([a, b], want=ref and later(reference, ref, a, b), exact=exact) for a, b in pairs]
+
+    return Sample({"lhs": klass}, make)
+
+
+def _compare(rng, lhs):
+    # Few distinct values so that EQ/NE see equal pairs; floats add NaN.
+    a, b = (small(rng, SHAPE, lhs, 0, 3) if not is_float(lhs)
+            else rng.integers(0, 4, SHAPE).astype(np_dtype(lhs)) for _ in range(2))
+    if is_float(lhs):
+        a[0, 0] = b[0, 1] = np.nan
+    return [Case([a, b], dict(direction=d), want=known(ref(a.astype(F64), b.astype(F64))))
+            for d, ref in NUMPY_COMPARE.items()]
+
+
+def _select(rng, on_true, pred):
+    p = (rng.random(SHAPE) < 0.5).astype(np_dtype(pred))
+    a, b = small(rng, SHAPE, on_true), small(rng, SHAPE, on_true)
+    return [Case([p, a, b], want=known(np.where(p, a, b)))]
+
+
+def _convert(rng, operand, result):
+    """Values whose conversion NumPy and the op define alike: any integer to an
+    integer or bool (two's complement wraps), small numbers otherwise, float ->
+    integer truncating toward zero within the target's range."""
+    src, dst = np_dtype(operand), np_dtype(result)
+    if is_bool(operand):
+        x = rng.random(SHAPE) < 0.5
+    elif is_int(operand) and (is_int(result) or is_bool(result)):
+        info = np.iinfo(src)
+        x = rng.integers(info.min, info.max, SHAPE, dtype=src, endpoint=True)
+        x[0, :3] = [0, info.min, info.max]
+    elif is_int(operand):
+        x = full_range(rng, SHAPE, operand)
+    elif is_float(result):
+        x = (rng.standard_normal(SHAPE) * 50).astype(src)
+        x[0, :4] = [0.0, np.inf, -np.inf, np.nan]
+    elif is_bool(result):
+        x = (rng.standard_normal(SHAPE) * 2).astype(src)
+        x[0, :3] = [0.0, -0.0, 0.25]
+    else:
+        lo = 0 if is_unsigned(result) else -100
+        x = rng.uniform(lo, 100, SHAPE).astype(src)
+        x[0, :2] = [0.0, 2.75]
+    return [Case([x], dict(dtype=result), want=known(x.astype(dst)))]
+
+
+def _iota(rng, result):
+    counts = {0: np.arange(2)[:, None], 1: np.arange(3)[None, :]}
+    return [Case([], dict(shape=(2, 3), dtype=result, dim=dim),
+                 want=known(np.broadcast_to(counts[dim], (2, 3)).astype(np_dtype(result))))
+            for dim in (0, 1)]
+
+
+def _constant(rng, value):
+    v = full_range(rng, (2, 3), value) if is_int(value) else random_array(rng, (2, 3), value)
+    return [Case([], dict(value=c), want=known(c)) for c in (v, v[0, 0].reshape(()))]
+
+
+# --- shape ---------------------------------------------------------------------------
+
+
+def _shape_sample(make):
+    return Sample({"operand": ANY}, make)
+
+
+def _broadcast_in_dim(rng, operand):
+    x = random_array(rng, (3, 1), operand)
+    return [Case([x], dict(dims=(1, 2), shape=(2, 3, 4)), want=known(broadcast_in_dim_ref(x, (1, 2), (2, 3, 4))))]
+
+
+def _reshape(rng, operand):
+    x = random_array(rng, (2, 3), operand)
+    return [Case([x], dict(shape=(3, 2)), want=known(x.reshape(3, 2)))]
+
+
+def _permute(rng, operand):
+    x = random_array(rng, (2, 3, 4), operand)
+    return [Case([x], dict(dims=(2, 0, 1)), want=known(np.transpose(x, (2, 0, 1))))]
+
+
+def _slice(rng, operand):
+    x = random_array(rng, (4, 5), operand)
+    return [Case([x], dict(start=(1, 0), limit=(4, 5), strides=(2, 2)), want=known(x[1:4:2, 0:5:2]))]
+
+
+def _starts(starts, index):
+    return [np.asarray(s).astype(np_dtype(index)) for s in starts]
+
+
+def _dynamic_slice(rng, operand, start_indices):
+    x = random_array(rng, (4, 5), operand)
+    cases = []
+    for starts in [(1, 4), (0, 2)]:  # the first is clamped in dim 1
+        at = clamped(starts, (2, 3), x.shape)
+        cases.append(Case([x, _starts(starts, start_indices)], dict(sizes=(2, 3)),
+                          want=known(x[at[0]:at[0] + 2, at[1]:at[1] + 3])))
+    return cases
+
+
+def _dynamic_update_slice(rng, operand, start_indices):
+    x, update = random_array(rng, (4, 5), operand), random_array(rng, (2, 3), operand)
+    cases = []
+    for starts in [(3, 1), (1, 2)]:  # the first is clamped in dim 0
+        at = clamped(starts, update.shape, x.shape)
+        want = x.copy()
+        want[at[0]:at[0] + 2, at[1]:at[1] + 3] = update
+        cases.append(Case([x, update, _starts(starts, start_indices)], want=known(want)))
+    return cases
+
+
+def _concatenate(rng, lhs):
+    a, b = random_array(rng, (2, 3), lhs), random_array(rng, (2, 2), lhs)
+    return [Case([a, b], dict(dim=1), want=known(np.concatenate([a, b], axis=1)))]
+
+
+def _pad(rng, operand):
+    x, value = random_array(rng, (3, 4), operand), random_array(rng, (), operand)
+    attrs = dict(low=(1, -1), high=(0, 2), interior=(1, 0))
+    return [Case([x, value], attrs, want=known(pad_ref(x, value, attrs["low"], attrs["high"], attrs["interior"])))]
+
+
+def _reverse(rng, operand):
+    x = random_array(rng, (3, 4), operand)
+    return [Case([x], dict(dims=dims), want=known(np.flip(x, dims))) for dims in [(0, 1), (1,)]]
+
+
+# --- reductions -------------------------------------------------------------------------
+
+
+def reduce_sample(name, klass):
+    def make(rng, operand):
+        if is_int(operand):
+            x = full_range(rng, (3, 4), operand)  # sums and products wrap around
+        else:
+            x = small(rng, (3, 4), operand, -3, 3)
+        if is_float(operand):
+            x[1, 2] = np.nan
+        ref = NUMPY_REDUCE[name]
+        cases = []
+        for dims in [(1,), (0, 1)]:
+            if is_float(operand):
+                want = np.asarray(ref(x.astype(F64), axis=dims)).astype(x.dtype)
+            else:
+                keep = {"dtype": x.dtype} if name in ("reduce_sum", "reduce_prod") else {}
+                want = np.asarray(ref(x, axis=dims, **keep))
+            cases.append(Case([x], dict(dims=dims), want=known(want), exact=not is_float(operand)))
+        return cases
+
+    return Sample({"operand": klass}, make)
+
+
+def arg_sample(name):
+    def make(rng, operand, result):
+        x = with_extremes(small(rng, (3, 5), operand, -2, 2))  # ties for the extreme in most rows
+        if is_float(operand):
+            x[1, 2] = x[1, 4] = np.nan  # the first NaN is the extreme
+        return [Case([x], dict(dim=d, dtype=result), want=known(ARG[name](x, axis=d).astype(np_dtype(result))))
+                for d in (0, 1)]
+
+    return Sample({"operand": ANY, "result": INT}, make)
+
+
+# --- linalg ------------------------------------------------------------------------------
+
+
+def _dot_general(rng, lhs):
+    cases = []
+    for key in ("matmul", "batched_matmul"):
+        ls, rs, lb, rb, lc, rc, spec = DOTS[key]
+        if is_int(lhs):  # products and sums wrap around, in NumPy too
+            a, b = full_range(rng, ls, lhs), full_range(rng, rs, lhs)
+            want = np.einsum(spec, a, b)
+        else:
+            a, b = small(rng, ls, lhs, -2, 2), small(rng, rs, lhs, -2, 2)
+            want = np.einsum(spec, a.astype(F64), b.astype(F64)).astype(a.dtype)
+        cases.append(Case([a, b], dict(lhs_batch=lb, rhs_batch=rb, lhs_contract=lc, rhs_contract=rc),
+                          want=known(want), exact=not is_float(lhs)))
+    return cases
+
+
+def _convolution(rng, input):
+    cases = []
+    for key in ("1d_stride_pad", "2d_groups"):
+        xs, ws, strides, padding, lhs_dilation, rhs_dilation, groups = CONVS[key]
+        x, w = small(rng, xs, input, -2, 2), small(rng, ws, input, -2, 2)
+        want = conv_reference(x.astype(F64), w.astype(F64), strides, padding, lhs_dilation, rhs_dilation, groups)
+        cases.append(Case([x, w], dict(strides=strides, padding=padding, lhs_dilation=lhs_dilation,
+                                       rhs_dilation=rhs_dilation, groups=groups),
+                          want=known(want.astype(x.dtype)), exact=not is_float(input)))
+    return cases
+
+
+# --- indexing ------------------------------------------------------------------------------
+
+
+def _gather(rng, operand, start_indices):
+    x = random_array(rng, (5, 3), operand)
+    idx = np.array([4, 0, 2, 2], dtype=np.int64)
+    attrs = dict(offset_dims=(1,), collapsed_slice_dims=(0,), operand_batching_dims=(),
+                 start_indices_batching_dims=(), start_index_map=(0,), index_vector_dim=1,
+                 slice_sizes=(1, 3), indices_are_sorted=False)
+    return [Case([x, idx.astype(np_dtype(start_indices))], attrs, want=known(x[idx]))]
+
+
+SCATTER_UFUNCS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def _scatter(rng, operand, scatter_indices):
+    x = small(rng, (5, 3), operand, -3, 3)
+    upd = small(rng, (4, 3), operand, -3, 3)
+    attrs = {**ROWS, "input_batching_dims": (), "scatter_indices_batching_dims": ()}
+    cases = []
+    for mode in ("replace", *SCATTER_UFUNCS):
+        idx = np.array([[3], [0], [1], [4]] if mode == "replace" else [[3], [0], [3], [3]])
+        want = x.astype(F64) if is_float(operand) else x.copy()
+        if mode == "replace":
+            want[idx[:, 0]] = upd
+        else:
+            SCATTER_UFUNCS[mode].at(want, idx[:, 0], upd.astype(want.dtype))
+        cases.append(Case([x, idx.astype(np_dtype(scatter_indices)), upd], dict(attrs, mode=mode),
+                          want=known(want.astype(x.dtype)), exact=not is_float(operand),
+                          refused=mode in ("add", "mul") and is_bool(operand)))
+    return cases
+
+
+# --- random -------------------------------------------------------------------------------
+
+
+def _random_bits(out, case):
+    state = case.operands[0]
+    new_state, bits = out
+    assert new_state.dtype == state.dtype and new_state.shape == state.shape
+    assert not np.array_equal(new_state, state)
+    assert bits.shape == case.kwargs["shape"] and bits.dtype == np_dtype(case.kwargs["dtype"])
+    assert len(np.unique(bits)) > 1
+
+
+def _rng_bit_generator(rng, state, bits):
+    return [Case([np.arange(7, 7 + words).astype(np_dtype(state))], dict(algorithm=algorithm, shape=(4, 8), dtype=bits),
+                 check=_random_bits)
+            for algorithm, words in [("three_fry", 2), ("philox", 3), ("default", 2)]]
+
+
+# --- the table of samples --------------------------------------------------------------------
+
+SAMPLES: dict[str, Sample] = {
+    "constant": Sample({"value": ANY}, _constant),
+    **{n: unary_sample(n, NUMERIC) for n in ("neg", "abs", "sign")},
+    **{n: unary_sample(n, FLOAT) for n in ("exp", "log", "log1p", "expm1", "tanh", "logistic", "sqrt", "rsqrt",
+                                            "floor", "ceil", "round", "erf", "sin", "cos")},
+    "not": unary_sample("not", INTEGRAL),
+    "is_finite": Sample({"operand": FLOAT}, _is_finite),
+    **{n: binary_sample(n, NUMERIC) for n in ("add", "sub", "mul", "div", "rem", "pow")},
+    **{n: binary_sample(n, ANY) for n in ("maximum", "minimum")},
+    "atan2": binary_sample("atan2", FLOAT),
+    **{n: binary_sample(n, INTEGRAL) for n in ("and", "or", "xor")},
+    "compare": Sample({"lhs": ANY}, _compare),
+    "select": Sample({"on_true": ANY, "pred": ("i1",)}, _select),
+    "convert": Sample({"operand": ANY, "result": ANY}, _convert),
+    "iota": Sample({"result": NUMERIC}, _iota),
+    "broadcast_in_dim": _shape_sample(_broadcast_in_dim),
+    "reshape": _shape_sample(_reshape),
+    "permute": _shape_sample(_permute),
+    "slice": _shape_sample(_slice),
+    "dynamic_slice": Sample({"operand": ANY, "start_indices": INT}, _dynamic_slice),
+    "dynamic_update_slice": Sample({"operand": ANY, "start_indices": INT}, _dynamic_update_slice),
+    "concatenate": Sample({"lhs": ANY}, _concatenate),
+    "pad": _shape_sample(_pad),
+    "reverse": _shape_sample(_reverse),
+    **{n: reduce_sample(n, NUMERIC) for n in ("reduce_sum", "reduce_prod")},
+    **{n: reduce_sample(n, ANY) for n in ("reduce_max", "reduce_min")},
+    **{n: arg_sample(n) for n in ("argmax", "argmin")},
+    "dot_general": Sample({"lhs": NUMERIC}, _dot_general),
+    "convolution": Sample({"input": NUMERIC}, _convolution),
+    "gather": Sample({"operand": ANY, "start_indices": INT}, _gather),
+    "scatter": Sample({"operand": ANY, "scatter_indices": INT}, _scatter),
+    "rng_bit_generator": Sample({"state": ("ui64",), "bits": UNSIGNED}, _rng_bit_generator),
+}
+
+
+def combos(axes: dict[str, tuple[str, ...]]):
+    for types in itertools.product(*axes.values()):
+        yield dict(zip(axes, types))
+
+
+def make_cases(name: str, types: dict[str, str]) -> list[Case]:
+    return SAMPLES[name].make(np.random.default_rng(1234), **types)
+
+
+def label(types: dict[str, str]) -> str:
+    return ", ".join(f"{a}={t}" for a, t in types.items())
+
+
+def _flat(operands):
+    return [np.asarray(a) for o in operands for a in (o if isinstance(o, list) else [o])]
+
+
+def operand_types(case: Case):
+    return [[type_of(np.asarray(a)) for a in o] if isinstance(o, list) else type_of(np.asarray(o))
+            for o in case.operands]
+
+
+def run_cases(name: str, cases: list[Case]) -> list[list[list[np.ndarray]]]:
+    """One module applying ``lazy.<name>`` per case, built, lowered, compiled and run.
+
+    Each case runs on entry arguments; an op the canonicalizer folds also runs on
+    the same values as constants, so the folded answer is checked as well.
+    Returns, per case, the results of each way it ran."""
+    inputs = [a for c in cases for a in _flat(c.operands)]
+    ways = 2 if name in FOLDABLE else 1
+    counts = []
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+
+            @func.FuncOp.from_py_func(*(tensor_type(type_of(a)) for a in inputs), name="main")
+            def main(*args):
+                args, results = list(args), []
+                for case in cases:
+                    grouped, constants = [], []
+                    for o in case.operands:
+                        n = len(o) if isinstance(o, list) else 1
+                        grouped.append(args[:n] if isinstance(o, list) else args[0])
+                        constants.append(create("constant", value=np.asarray(o)).result)
+                        args = args[n:]
+                    for operands in (grouped, constants)[:ways]:
+                        op = create(name, *operands, **case.kwargs)
+                        counts.append(len(op.results))
+                        results.extend(op.results)
+                return results
+
+        assert module.operation.verify()
+        compiler.lower(module)  # verifies after every pass, the StableHLO included
+        assert "lazy." not in str(module)
+        outputs = compiler.compile_stablehlo(module).run_numpy(inputs)
+    per_op = []
+    for n in counts:
+        per_op.append(outputs[:n])
+        outputs = outputs[n:]
+    return [per_op[i:i + ways] for i in range(0, len(per_op), ways)]
+
+
+def check_case(case: Case, out: list[np.ndarray], what: str) -> None:
+    if case.check is not None:
+        case.check(out, case)
+    if case.want is None:
+        assert case.check is not None, f"{what}: a case needs a reference or a check"
+        return
+    wants = case.want()
+    assert len(out) == len(wants)
+    for got, want in zip(out, wants):
+        want = np.asarray(want)
+        assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, got.shape, want.dtype, want.shape)
+        dtype = type_of(want).dtype
+        if not is_float(dtype):
+            np.testing.assert_array_equal(got, want, err_msg=what)
+        elif case.exact:  # in f64: NumPy's NaN test does not know bf16
+            np.testing.assert_array_equal(got.astype(F64), want.astype(F64), err_msg=what)
+        else:
+            np.testing.assert_allclose(got.astype(F64), want.astype(F64), rtol=TOL[dtype], atol=TOL[dtype],
+                                       err_msg=what)
+
+
+def lowering_failure(name: str, cases: list[Case]) -> str | None:
+    """Why ``cases`` fail to build, lower, compile or run: the error's first diagnostic line."""
+    try:
+        run_cases(name, cases)
+    except Exception as e:  # noqa: BLE001 - any failure of the stack is what is looked for
+        lines = str(e).strip().splitlines() or [""]
+        return f"{type(e).__name__}: " + next((ln.strip() for ln in lines if "error:" in ln), lines[0])
+    return None
+
+
+@pytest.mark.parametrize("name", [spec.name for spec in OPS.values()])
+def test_op(name):
+    """Refused types raise ShapeError; every accepted combination builds, lowers, runs and matches NumPy."""
+    sample = SAMPLES.get(name)
+    if sample is None:
+        pytest.fail(f"lazy.{name} has no sample in tests/test_op_table.py SAMPLES: add one, with the element "
+                    "types its rule accepts and a NumPy reference")
+    spec = spec_of(name)
+    problems = []
+    for axis, accepted in sample.axes.items():
+        others = {a: ts for a, ts in sample.axes.items() if a != axis}
+        for dtype in sorted(set(DTYPES) - set(accepted)):
+            for types in combos(others):
+                types = {**types, axis: dtype}
+                for case in make_cases(name, types):
+                    try:
+                        spec.infer(*operand_types(case), **case.kwargs)
+                    except ShapeError:
+                        continue
+                    problems.append(f"[{label(types)}] the rule accepts a type the sample says it refuses")
+    runs = []  # (types, case)
+    for types in combos(sample.axes):
+        for case in make_cases(name, types):
+            if not case.refused:
+                runs.append((types, case))
+                continue
+            with pytest.raises(ShapeError):
+                spec.infer(*operand_types(case), **case.kwargs)
+    try:
+        outs = run_cases(name, [case for _, case in runs])
+    except Exception:  # noqa: BLE001 - named per combination below
+        outs = None
+    if outs is None:
+        # One module holds every combination: name each that fails on its own.
+        failures = []
+        for types in combos(sample.axes):
+            why = lowering_failure(name, [c for t, c in runs if t == types])
+            if why:
+                failures.append(f"[{label(types)}] {why}")
+        assert failures, f"lazy.{name}: the module of all combinations fails, but no combination alone"
+        pytest.fail(f"lazy.{name}:\n" + "\n".join(problems + failures))
+    for i, ((types, case), case_outs) in enumerate(zip(runs, outs)):
+        for way, out in zip(("on arguments", "on constants"), case_outs):
+            try:
+                check_case(case, out, f"case {i} {way}")
+            except AssertionError as e:
+                problems.append(f"[{label(types)}] {way} {case.kwargs if 'value' not in case.kwargs else ''} {e}")
+    if problems:
+        pytest.fail(f"lazy.{name}:\n" + "\n".join(problems))
+
+
+def test_samples_name_ops_of_the_table():
+    assert set(SAMPLES) <= {spec.name for spec in OPS.values()}
+    for name, sample in SAMPLES.items():
+        for axis, types in sample.axes.items():
+            assert set(types) <= set(DTYPES), (name, axis)
