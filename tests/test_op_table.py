@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from lazycore import compiler
+from lazycore.runtime import compiler
 from lazycore.dialect import OPS, ShapeError, create, spec_of, tensor_type
 from lazycore.dialect.types import (
     DTYPES,
