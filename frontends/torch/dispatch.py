@@ -24,6 +24,7 @@ import torch
 from torch._decomp import decomposition_table
 
 from lazycore.ir.config import settings
+from lazycore.ir.memo import Memo
 from lazycore.trace.recipes import float_key, record_call, value_class
 from lazycore.trace.views import read as read_view
 
@@ -225,9 +226,8 @@ def _lazy(x, lc_dev, handles):
 # types of top-level Python numbers and on the values of everything else
 # (dims, sizes, lists), so a step that repeats finds every result here.
 
-_META: dict = {}
+_META = Memo("torch.meta", 100_000)
 _default_dtype = torch.get_default_dtype
-_META_LIMIT = 100_000
 _NO_META = object()
 
 
@@ -313,9 +313,7 @@ def _meta_entry(acc: list, func, args, kwargs):
         out = _run_meta(func, margs, mkwargs)
         hit = (out, margs, mkwargs, a.device, {}, func)
         if key is not None:
-            if len(_META) >= _META_LIMIT:
-                _META.clear()
-            _META[key] = hit
+            _META.put(key, hit)
     return hit
 
 

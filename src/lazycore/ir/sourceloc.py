@@ -18,6 +18,7 @@ import os
 import sys
 
 from lazycore.ir import events
+from lazycore.ir.memo import Memo
 
 _SKIP: list[str] = []
 _LIBRARY: dict[str, bool] = {}
@@ -86,7 +87,8 @@ def forget() -> None:
     _LAST[:] = (None, -1, None)
 
 
-_LINES: dict[tuple, tuple[str, int]] = {}
+_LINES = Memo("ir.source_lines", 100_000)
+"""Raw location -> ``(file, line)``."""
 
 
 def resolve(loc) -> tuple[str, int] | None:
@@ -102,9 +104,7 @@ def resolve(loc) -> tuple[str, int] | None:
                 if ln is not None:
                     line = ln
                 break
-        if len(_LINES) > 100_000:
-            _LINES.clear()
-        out = _LINES[loc] = (code.co_filename, line)
+        out = _LINES.put(loc, (code.co_filename, line))
     return out
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import math
 
-from lazycore.ir import events, sourceloc
+from lazycore.ir import events, memo, sourceloc
 from lazycore.ir.config import settings
 from lazycore.runtime import cache
 from lazycore.ir.events import COUNTERS, PHASES, REPORT_PHASES, TIMINGS_KEPT, bump, fallback, record, record_graph, timed  # noqa: F401
@@ -126,7 +126,8 @@ def _bytes(n: int) -> str:
 def report() -> str:
     """Everything above as text: counters, phase timings (count, total,
     median, p90, max in ms), compile cache hits and misses, graph sizes per
-    barrier, and fallback ops by name with the user lines that reached them."""
+    barrier, the tracing memos' sizes, and fallback ops by name with the user
+    lines that reached them."""
     c = _counters
     lines = ["lazycore metrics report", "", "counters:"]
     width = max(len(k) for k in c)
@@ -159,6 +160,8 @@ def report() -> str:
         "",
         f"compile cache: {hits} hits, {misses} misses (compiles), hit rate {rate}; "
         f"{cache.size()} programs cached (limit {settings.cache_size})",
+        "tracing memos (entries of bound): "
+        + ", ".join(f"{name} {n}/{bound}" for name, (n, bound) in memo.sizes().items()),
     ]
 
     barriers, total_nodes, max_nodes = _graph_totals

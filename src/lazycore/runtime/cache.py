@@ -6,14 +6,16 @@
 - :data:`PACKS`: device copies of recent scalar packs.
 - the step plans of recalled barrier walks (:mod:`lazycore.runtime.stepplans`).
 
-:func:`clear` forgets all three.
+The tracing path's memos (eager's meta results, view steps, source lines,
+...) are :class:`lazycore.ir.memo.Memo` objects, each owned by its module.
+:func:`clear` forgets all of these.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
-from lazycore.ir import events
+from lazycore.ir import events, memo
 from lazycore.ir.config import settings
 from lazycore.runtime import pjrt
 
@@ -84,9 +86,11 @@ def size() -> int:
 
 def clear() -> None:
     """Forget every compiled program, the device copies of recent scalar
-    packs and the barrier walks kept for recall (:mod:`lazycore.stepplans`)."""
+    packs, the barrier walks kept for recall (:mod:`lazycore.runtime.stepplans`)
+    and every tracing memo (:mod:`lazycore.ir.memo`)."""
     from lazycore.runtime import stepplans
 
     CACHE.clear()
     PACKS.clear()
     stepplans.clear()
+    memo.clear_all()

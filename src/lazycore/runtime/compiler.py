@@ -15,6 +15,7 @@ import numpy as np
 from lazycore.dialect import create, from_mlir_type, tensor_type
 from lazycore.dialect.types import TensorType
 from lazycore.ir import events
+from lazycore.ir.memo import Memo
 from lazycore.ir.graph import Value
 from lazycore.ir.sourceloc import resolve
 from lazycore.mlir import func, ir, new_context, serialize_stablehlo
@@ -24,7 +25,7 @@ from lazycore.runtime import pjrt
 from lazycore.runtime.failures import ProgramError
 
 
-_ENVIRONMENTS: dict[tuple, bytes] = {}
+_ENVIRONMENTS = Memo("runtime.environments", 64)
 
 
 def environment() -> bytes:
@@ -38,9 +39,7 @@ def environment() -> bytes:
         user = sorted((name, fn.__module__, fn.__qualname__, id(fn)) for name, fn in registry.USER.items())
         pdl = [hashlib.blake2b(t.encode(), digest_size=16).hexdigest() for t in registry.PDL_SOURCES]
         env = repr((lazycore.__version__, pjrt.jaxlib_version(), pjrt.consumer_stablehlo_version(), user, pdl))
-        if len(_ENVIRONMENTS) >= 64:
-            _ENVIRONMENTS.clear()
-        env = _ENVIRONMENTS[state] = env.encode()
+        env = _ENVIRONMENTS.put(state, env.encode())
     return env
 
 

@@ -20,6 +20,7 @@ from operator import attrgetter
 import numpy as np
 
 from lazycore.ir.context import TRACE
+from lazycore.ir.memo import Memo
 from lazycore.trace import core, recipes
 from lazycore.ir.config import settings as _settings
 
@@ -101,9 +102,8 @@ def _written(storage, steps, new):
     return new
 
 
-_READS: dict = {}
-_WRITES: dict = {}
-_LIMIT = 4096
+_READS = Memo("trace.view_reads", 4096)
+_WRITES = Memo("trace.view_writes", 4096)
 _FIELDS: dict = {}
 """Step class -> getter of its fields (the steps below register themselves)."""
 
@@ -133,11 +133,9 @@ def steps_key(steps: tuple):
     return tuple(key)
 
 
-def _remember(memo: dict, key, recipe) -> None:
+def _remember(memo: Memo, key, recipe) -> None:
     if recipe is not None:
-        if len(memo) >= _LIMIT:
-            memo.clear()
-        memo[key] = recipe
+        memo.put(key, recipe)
 
 
 OVERLAP_MESSAGE = (
