@@ -264,3 +264,15 @@ def test_in_place_view_ops_reshape_the_tensor_itself(dev, update):
 def test_views_of_empty_tensors(dev):
     x = torch.randn(0, 3)
     torch.testing.assert_close(x.to(dev).diagonal().cpu(), x.diagonal())
+
+
+def test_torch_dtypes_map_onto_the_cores_element_types():
+    """The torch table (frontends/torch/dtypes.py) is torch's own; the element types it
+    names are the dialect's one table, and a tensor's host copy has that table's NumPy dtype."""
+    from lazycore.dialect.types import DTYPES, to_numpy_dtype
+    from lazycore.frontends.torch import dtypes
+
+    assert sorted(dtypes.TO_LAZY.values()) == sorted(DTYPES)  # each core type once, no other names
+    for tdtype, name in dtypes.TO_LAZY.items():
+        assert dtypes.TO_TORCH[name] is tdtype
+        assert dtypes.to_numpy(torch.zeros(2, dtype=tdtype)).dtype == to_numpy_dtype(name), tdtype
