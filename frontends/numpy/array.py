@@ -15,6 +15,8 @@ replayed (:func:`lazycore.views.read` and :func:`~lazycore.views.write`).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from lazycore.trace import core
@@ -59,10 +61,7 @@ class ndarray:
 
     @property
     def size(self) -> int:
-        n = 1
-        for s in self._shape:
-            n *= s
-        return n
+        return math.prod(self._shape)
 
     @property
     def itemsize(self) -> int:

@@ -2,10 +2,12 @@
 
 :data:`HANDLED` maps NumPy functions to their lazy versions (filled by
 :func:`implements`); ``ndarray.__array_function__`` looks them up, so
-``np.sum(lazy)`` stays lazy. Anything else materializes its lazy arguments,
-calls NumPy, uploads array results, writes back lazy arguments NumPy changed
-in place, and records ``numpy.<name>`` with the user's line in
-``lazycore.metrics.fallbacks()``.
+``np.sum(lazy)`` stays lazy. Anything else goes through the shared fallback
+(:mod:`lazycore.trace.fallback`): lazy arguments are materialized, NumPy runs,
+array results are uploaded, and ``numpy.<name>`` is recorded with the user's
+line in ``lazycore.metrics.fallbacks()``. This bridge says what is NumPy's:
+an argument NumPy changed in place (``out=``, ``np.copyto``, ``a[mask] = v``)
+is found by comparing it with a copy taken before, and written back.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ import sys
 
 import numpy as np
 
-from lazycore.observe import metrics
-
 from lazycore.ir import sourceloc
+from lazycore.trace import fallback
 
-from .array import from_host, ndarray, to_host, write
+from . import dtypes
+from .array import from_host, ndarray, to_host, value, write
 
 sourceloc.skip(np)
 sourceloc.skip(sys.modules["lazycore.frontends"])
@@ -46,47 +48,30 @@ def array_function(func, args, kwargs):
     return call_numpy(func, args, kwargs)
 
 
+class _Bridge(fallback.Bridge):
+    lazy = ndarray
+    host = np.ndarray
+
+    def to_host(self, x, call):
+        h = to_host(x)
+        call.notes[id(h)] = h.copy()
+        return h
+
+    def changed(self, call, func):
+        for lazy, h in call.inputs:
+            before = call.notes[id(h)]
+            if lazy._writeable and not np.array_equal(h, before, equal_nan=h.dtype.kind in "fc"):
+                yield lazy, h
+
+    def write(self, lazy, host, call):
+        write(lazy, value(from_host(host)))
+
+    def from_host(self, host, call):
+        return from_host(host) if dtypes.supported(host.dtype) else host
+
+
+_BRIDGE = _Bridge()
+
+
 def call_numpy(func, args, kwargs, name=None):
-    name = name or f"numpy.{getattr(func, '__name__', func)}"
-    metrics.fallback(name, sourceloc.user_location())
-    hosts: list[tuple[ndarray, np.ndarray, np.ndarray]] = []
-
-    def down(x):
-        if isinstance(x, ndarray):
-            h = to_host(x)
-            hosts.append((x, h, h.copy()))
-            return h
-        if isinstance(x, (list, tuple)):
-            return type(x)(down(v) for v in x)
-        if isinstance(x, dict):
-            return {k: down(v) for k, v in x.items()}
-        return x
-
-    hargs = down(args)
-    hkwargs = down(kwargs)
-    out = func(*hargs, **hkwargs)
-    # NumPy may have written into arguments (out=, np.copyto, a[mask] = v): write those back
-    by_id = {}
-    for lazy, h, before in hosts:
-        by_id[id(h)] = lazy
-        if lazy._writeable and not np.array_equal(h, before, equal_nan=h.dtype.kind in "fc"):
-            write(lazy, from_host_handle(h))
-
-    def up(o):
-        if isinstance(o, np.ndarray):
-            if id(o) in by_id:
-                return by_id[id(o)]
-            from . import dtypes
-
-            return from_host(o) if dtypes.supported(o.dtype) else o
-        if isinstance(o, (list, tuple)):
-            return type(o)(up(v) for v in o)
-        return o
-
-    return up(out)
-
-
-def from_host_handle(h: np.ndarray):
-    from .array import value
-
-    return value(from_host(h))
+    return fallback.run(name or f"numpy.{getattr(func, '__name__', func)}", func, args, kwargs, _BRIDGE)

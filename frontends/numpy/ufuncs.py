@@ -17,12 +17,10 @@ value of their class (a time step that changes every iteration).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from lazycore.ir.context import TRACE
-from lazycore.trace import core, recipes
+from lazycore.trace import composites, core, recipes
 from lazycore.ir.config import settings
 
 from . import dtypes
@@ -91,8 +89,7 @@ broadcast_to_shape = core.broadcast_to
 
 def const(v, h):
     """A constant like ``h`` (same dtype, shape and device)."""
-    c = core.apply("constant", value=np.asarray(v, dtype=dtypes.TO_NUMPY[h.dtype]), device=h.device)
-    return broadcast_to_shape(c, h.shape)
+    return composites.full_like(h, v)
 
 
 # --- loops: one lowering per ufunc, on operands already of the loop's types ------------
@@ -114,41 +111,8 @@ def _multiply(a, b):
     return apply("and" if _is_bool(a) else "mul", a, b)
 
 
-def _sign_differs(r, b):
-    zero = const(0, r)
-    nonzero = apply("compare", r, zero, direction="NE")
-    differ = apply("xor", apply("compare", r, zero, direction="LT"), apply("compare", b, const(0, b), direction="LT"))
-    return apply("and", nonzero, differ)
-
-
-def _remainder(a, b):
-    r = apply("rem", a, b)
-    return apply("select", _sign_differs(r, b), apply("add", r, b), r)
-
-
-def _floor_divide(a, b):
-    if not _is_float(a):
-        q = apply("div", a, b)
-        r = apply("rem", a, b)
-        return apply("select", _sign_differs(r, b), apply("sub", q, const(1, q)), q)
-    # NumPy's divmod: from fmod, so exact quotients stay exact
-    r = apply("rem", a, b)
-    q = apply("div", apply("sub", a, r), b)
-    q = apply("select", _sign_differs(r, b), apply("sub", q, const(1, q)), q)
-    fl = apply("floor", q)
-    up = apply("compare", apply("sub", q, fl), const(0.5, q), direction="GT")
-    fl = apply("select", up, apply("add", fl, const(1, fl)), fl)
-    return apply("select", apply("compare", b, const(0, b), direction="EQ"), apply("div", a, b), fl)
-
-
 def _power(a, b):
     return apply("pow", a, b)
-
-
-def _trunc(a):
-    if not _is_float(a):
-        return a
-    return apply("select", apply("compare", a, const(0, a), direction="LT"), apply("ceil", a), apply("floor", a))
 
 
 def _unary(name):
@@ -163,39 +127,14 @@ def _logical(name):
     return lambda a, b: apply(name, cast(a, bool), cast(b, bool))
 
 
-def _fmax_fmin(name):
-    def loop(a, b):
-        out = apply(name, a, b)
-        if _is_float(a):
-            out = apply("select", apply("compare", a, a, direction="NE"), b, out)
-            out = apply("select", apply("compare", b, b, direction="NE"), a, out)
-        return out
-
-    return loop
-
-
-def _isnan(a):
-    return apply("compare", a, a, direction="NE") if _is_float(a) else const(False, cast(a, bool))
-
-
-def _isinf(a):
-    if not _is_float(a):
-        return const(False, cast(a, bool))
-    return apply("compare", apply("abs", a), const(math.inf, a), direction="EQ")
-
-
-def _isfinite(a):
-    return apply("is_finite", a) if _is_float(a) else const(True, cast(a, bool))
-
-
 LOOPS = {
     "add": _add,
     "subtract": lambda a, b: apply("sub", a, b),
     "multiply": _multiply,
     "divide": lambda a, b: apply("div", a, b),
     "true_divide": lambda a, b: apply("div", a, b),
-    "floor_divide": _floor_divide,
-    "remainder": _remainder,
+    "floor_divide": composites.floor_divide,
+    "remainder": lambda a, b: composites.remainder(a, b, zero_sign="divisor"),
     "fmod": lambda a, b: apply("rem", a, b),
     "power": _power,
     "float_power": _power,
@@ -206,28 +145,36 @@ LOOPS = {
     "sign": _unary("sign"),
     "sqrt": _unary("sqrt"),
     "square": lambda a: apply("mul", a, a),
-    "reciprocal": lambda a: apply("div", const(1, a), a),
+    "reciprocal": composites.reciprocal,
     "exp": _unary("exp"),
-    "exp2": lambda a: apply("exp", apply("mul", a, const(math.log(2.0), a))),
+    "exp2": composites.exp2,
     "expm1": _unary("expm1"),
     "log": _unary("log"),
-    "log2": lambda a: apply("div", apply("log", a), const(math.log(2.0), a)),
-    "log10": lambda a: apply("div", apply("log", a), const(math.log(10.0), a)),
+    "log2": composites.log2,
+    "log10": composites.log10,
     "log1p": _unary("log1p"),
     "sin": _unary("sin"),
     "cos": _unary("cos"),
-    "tan": lambda a: apply("div", apply("sin", a), apply("cos", a)),
-    "arctan": lambda a: apply("atan2", a, const(1, a)),
+    "tan": composites.tan,
+    "arctan": composites.atan,
     "arctan2": lambda a, b: apply("atan2", a, b),
+    "arcsin": composites.asin,
+    "arccos": composites.acos,
+    "sinh": composites.sinh,
+    "cosh": composites.cosh,
     "tanh": _unary("tanh"),
+    "arcsinh": composites.asinh,
+    "arccosh": composites.acosh,
+    "arctanh": composites.atanh,
+    "hypot": composites.hypot,
     "floor": lambda a: apply("floor", a) if _is_float(a) else a,
     "ceil": lambda a: apply("ceil", a) if _is_float(a) else a,
-    "trunc": _trunc,
+    "trunc": composites.trunc,
     "rint": lambda a: apply("round", a) if _is_float(a) else a,
     "maximum": lambda a, b: apply("maximum", a, b),
     "minimum": lambda a, b: apply("minimum", a, b),
-    "fmax": _fmax_fmin("maximum"),
-    "fmin": _fmax_fmin("minimum"),
+    "fmax": composites.fmax,
+    "fmin": composites.fmin,
     "greater": _cmp("GT"),
     "greater_equal": _cmp("GE"),
     "less": _cmp("LT"),
@@ -243,9 +190,9 @@ LOOPS = {
     "bitwise_xor": lambda a, b: apply("xor", a, b),
     "invert": _unary("not"),
     "bitwise_not": _unary("not"),
-    "isnan": _isnan,
-    "isinf": _isinf,
-    "isfinite": _isfinite,
+    "isnan": composites.isnan,
+    "isinf": composites.isinf,
+    "isfinite": composites.isfinite,
 }
 
 

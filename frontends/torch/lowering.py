@@ -22,10 +22,8 @@ observes a value or assigns to a handle is detected and runs every call.
 
 from __future__ import annotations
 
-import numpy as np
-
-from lazycore.trace import core
-from lazycore.dialect.types import is_float, to_numpy_dtype
+from lazycore.trace import composites, core
+from lazycore.dialect.types import is_float
 
 from .dtypes import lazy_dtype
 
@@ -103,10 +101,9 @@ def apply(op, *operands, **attrs):
     return core.apply(op, *operands, **attrs)
 
 
-def const(value, dtype: str, device, shape=()):
-    """A constant baked into the program (use for structural numbers only)."""
-    c = core.apply("constant", value=np.asarray(value, dtype=to_numpy_dtype(dtype)), device=device)
-    return broadcast(c, shape) if tuple(shape) != () else c
+# ``const(value, dtype, device, shape=())``: a number baked into the program (use for
+# structural numbers only; data is a :func:`scalar`)
+const = composites.constant
 
 
 def scalar(value, dtype: str, device, shape=()):

@@ -240,3 +240,18 @@ def test_factorizations_fall_back(rng):
     numpy.testing.assert_allclose(numpy.asarray(np.linalg.det(a)), numpy.linalg.det(x))
     assert {"numpy.linalg.inv", "numpy.linalg.solve", "numpy.linalg.det"} <= set(metrics.fallbacks())
     assert np.linalg.LinAlgError is numpy.linalg.LinAlgError
+
+
+def test_factorizations_return_numpys_named_tuples(rng):
+    x = sample(rng, (4, 4), "float64") + 4 * numpy.eye(4)
+    sym = x + x.T
+    a, s = np.asarray(x), np.asarray(sym)
+    for got, want in ((np.linalg.eigh(s), numpy.linalg.eigh(sym)), (np.linalg.svd(a), numpy.linalg.svd(x)),
+                      (np.linalg.slogdet(a), numpy.linalg.slogdet(x)), (np.linalg.qr(a), numpy.linalg.qr(x))):
+        assert type(got) is type(want) and got._fields == want._fields
+        for g, w in zip(got, want):
+            if isinstance(w, numpy.ndarray):
+                same(g, w)
+            else:  # slogdet's sign and logarithm: NumPy scalars, as NumPy returns them
+                assert type(g) is type(w) and numpy.isclose(g, w)
+    assert {"numpy.linalg.eigh", "numpy.linalg.svd", "numpy.linalg.slogdet", "numpy.linalg.qr"} <= set(metrics.fallbacks())

@@ -294,3 +294,15 @@ def test_types_the_op_table_refuses_raise_eagers_error(dev):
             f(x)
         with pytest.raises(NotImplementedError, match=re.escape(str(eager.value))):
             f(x.to(dev))
+
+
+def test_torch_dtypes_map_onto_the_cores_element_types():
+    """The torch table (frontends/torch/dtypes.py) is torch's own; the element types it
+    names are the dialect's one table, and a tensor's host copy has that table's NumPy dtype."""
+    from lazycore.dialect.types import DTYPES, to_numpy_dtype
+    from lazycore.frontends.torch import dtypes
+
+    assert sorted(dtypes.TO_LAZY.values()) == sorted(DTYPES)  # each core type once, no other names
+    for tdtype, name in dtypes.TO_LAZY.items():
+        assert dtypes.TO_TORCH[name] is tdtype
+        assert dtypes.to_numpy(torch.zeros(2, dtype=tdtype)).dtype == to_numpy_dtype(name), tdtype

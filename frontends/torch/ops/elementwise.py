@@ -14,6 +14,7 @@ import torch
 from lazycore.dialect.elementwise import UNARY as LAZY_UNARY
 from lazycore.dialect.rules import DTYPE_CLASSES
 from lazycore.dialect.types import is_float
+from lazycore.trace import composites
 
 from ..lowering import apply, broadcast, const, convert, lowers, operand, scalar
 from ..dtypes import lazy_dtype
@@ -26,42 +27,69 @@ def _args(ctx, *xs):
     return [operand(x, ctx.dtype, ctx.shape, ctx.device) for x in xs]
 
 
-# --- unary --------------------------------------------------------------------------
+_c = composites.full_like  # a constant like x: the formulas stay readable
 
-UNARY = {
-    aten.abs: "abs",
-    aten.neg: "neg",
-    aten.exp: "exp",
-    aten.log: "log",
-    aten.log1p: "log1p",
-    aten.expm1: "expm1",
-    aten.tanh: "tanh",
-    aten.sigmoid: "logistic",
-    aten.sqrt: "sqrt",
-    aten.rsqrt: "rsqrt",
-    aten.erf: "erf",
-    aten.sin: "sin",
-    aten.cos: "cos",
+
+# --- elementwise functions ----------------------------------------------------------
+
+
+def _op(name):
+    accepts = DTYPE_CLASSES[LAZY_UNARY[name]] if name in LAZY_UNARY else None
+
+    def fn(*xs):
+        if accepts is not None and not accepts(xs[0].dtype):
+            return NotImplemented  # eager's kernel has its say: it raises for these (abs of bool)
+        return apply(name, *xs)
+
+    fn.__name__ = name
+    return fn
+
+
+# one lazy op, or a composite of the core (shared with lazycore.numpy)
+ELEMENTWISE = {
+    aten.abs: _op("abs"),
+    aten.neg: _op("neg"),
+    aten.exp: _op("exp"),
+    aten.log: _op("log"),
+    aten.log1p: _op("log1p"),
+    aten.expm1: _op("expm1"),
+    aten.tanh: _op("tanh"),
+    aten.sigmoid: _op("logistic"),
+    aten.sqrt: _op("sqrt"),
+    aten.rsqrt: _op("rsqrt"),
+    aten.erf: _op("erf"),
+    aten.sin: _op("sin"),
+    aten.cos: _op("cos"),
+    aten.atan2: _op("atan2"),
+    aten.reciprocal: composites.reciprocal,
+    aten.exp2: composites.exp2,
+    aten.log2: composites.log2,
+    aten.log10: composites.log10,
+    aten.tan: composites.tan,
+    aten.atan: composites.atan,
+    aten.asin: composites.asin,
+    aten.acos: composites.acos,
+    aten.sinh: composites.sinh,
+    aten.cosh: composites.cosh,
+    aten.asinh: composites.asinh,
+    aten.acosh: composites.acosh,
+    aten.atanh: composites.atanh,
+    aten.hypot: composites.hypot,
 }
 
 
-def _unary(lazy_op):
-    accepts = DTYPE_CLASSES[LAZY_UNARY[lazy_op]]
+def _elementwise(fn):
+    def lower(ctx, *xs):
+        return fn(*_args(ctx, *xs))
 
-    def lower(ctx, x):
-        (x,) = _args(ctx, x)
-        if not accepts(x.dtype):
-            return NotImplemented  # eager's kernel has its say: it raises for these (abs of bool)
-        return apply(lazy_op, x)
-
-    lower.__name__ = f"lower_{lazy_op}"
+    lower.__name__ = f"lower_{fn.__name__}"
     return lower
 
 
-for _aten, _lazy in UNARY.items():
+for _aten, _fn in ELEMENTWISE.items():
     # the prim of the same name too: torch._refs decompositions call prims directly
     _prim = getattr(prims, _aten.__name__, None)
-    lowers(_aten.default, *([_prim.default] if _prim is not None else []))(_unary(_lazy))
+    lowers(_aten.default, *([_prim.default] if _prim is not None else []))(_elementwise(_fn))
 
 
 @lowers(aten.floor.default, aten.ceil.default, aten.round.default, aten.trunc.default, prims.round.default)
@@ -70,12 +98,8 @@ def _rounding(ctx, x):
         return x
     name = ctx.func_name
     if name == "trunc":
-        return apply("select", _lt0(x), apply("ceil", x), apply("floor", x))
+        return composites.trunc(x)
     return apply({"floor": "floor", "ceil": "ceil", "round": "round"}[name], x)
-
-
-def _lt0(x):
-    return apply("compare", x, const(0, x.dtype, x.device, x.shape), direction="LT")
 
 
 @lowers(aten.sign.default, aten.sgn.default)
@@ -85,147 +109,14 @@ def _sign(ctx, x):
     return apply("sign", x)
 
 
-@lowers(aten.reciprocal.default)
-def _reciprocal(ctx, x):
-    (x,) = _args(ctx, x)
-    return apply("div", const(1, x.dtype, x.device, x.shape), x)
-
-
 @lowers(aten.relu.default)
 def _relu(ctx, x):
-    return apply("maximum", x, const(0, x.dtype, x.device, x.shape))
+    return apply("maximum", x, _c(x, 0))
 
 
-_LOG_BASES = {aten.log2.default: 2.0, aten.log10.default: 10.0}
-
-
-@lowers(*_LOG_BASES)
-def _log_base(ctx, x):
-    (x,) = _args(ctx, x)
-    base = 2.0 if ctx.func_name == "log2" else 10.0
-    return apply("div", apply("log", x), const(math.log(base), x.dtype, x.device, x.shape))
-
-
-@lowers(aten.exp2.default)
-def _exp2(ctx, x):
-    (x,) = _args(ctx, x)
-    return apply("exp", apply("mul", x, const(math.log(2.0), x.dtype, x.device, x.shape)))
-
-
-@lowers(aten.tan.default)
-def _tan(ctx, x):
-    (x,) = _args(ctx, x)
-    return apply("div", apply("sin", x), apply("cos", x))
-
-
-@lowers(aten.atan.default)
-def _atan(ctx, x):
-    (x,) = _args(ctx, x)
-    return apply("atan2", x, const(1, x.dtype, x.device, x.shape))
-
-
-# Inverse trigonometric and hyperbolic functions, from ops the dialect has, in the
-# forms XLA's own expansions use (chlo): products like (1 - x)(1 + x) and log1p/expm1
-# keep the digits near 0 and 1 that the textbook formulas lose.
-
-
-def _c(x, value):
-    return const(value, x.dtype, x.device, x.shape)
-
-
-def _float_args(ctx, *xs):
-    """The operands in the dtype to compute in: f32 for f16/bf16 (eager's CPU kernels
-    compute those in float too; the formulas' intermediates would overflow a half)."""
-    wide = "f32" if ctx.dtype in ("f16", "bf16") else ctx.dtype
-    return [operand(x, wide, ctx.shape, ctx.device) for x in xs]
-
-
-def _upcast(fn):
-    """Round a lowering's result (computed per :func:`_float_args`) to the result dtype once."""
-
-    def lower(ctx, *args):
-        r = fn(ctx, *args)
-        return r if r is NotImplemented else convert(r, ctx.dtype)
-
-    lower.__name__ = fn.__name__
-    return lower
-
-
-@lowers(aten.asin.default, prims.asin.default)
-@_upcast
-def _asin(ctx, x):
-    (x,) = _float_args(ctx, x)
-    # asin(x) = 2 atan2(x, 1 + sqrt(1 - x^2))
-    root = apply("sqrt", apply("mul", apply("sub", _c(x, 1), x), apply("add", _c(x, 1), x)))
-    return apply("mul", _c(x, 2), apply("atan2", x, apply("add", _c(x, 1), root)))
-
-
-@lowers(aten.acos.default, prims.acos.default)
-@_upcast
-def _acos(ctx, x):
-    (x,) = _float_args(ctx, x)
-    # acos(x) = 2 atan2(sqrt(1 - x^2), 1 + x), and pi at x = -1 (where that is atan2(0, 0))
-    root = apply("sqrt", apply("mul", apply("sub", _c(x, 1), x), apply("add", _c(x, 1), x)))
-    r = apply("mul", _c(x, 2), apply("atan2", root, apply("add", _c(x, 1), x)))
-    return apply("select", apply("compare", x, _c(x, -1), direction="EQ"), _c(x, math.pi), r)
-
-
-@lowers(aten.sinh.default, prims.sinh.default)
-@_upcast
-def _sinh(ctx, x):
-    (x,) = _float_args(ctx, x)
-    # small |x|: from expm1, exact near 0; otherwise e^(x - ln 2) - e^(-x - ln 2), which
-    # stays finite where e^x alone would overflow
-    e = apply("expm1", x)
-    small = apply("mul", _c(x, 0.5), apply("add", e, apply("div", e, apply("add", e, _c(x, 1)))))
-    half = _c(x, math.log(0.5))
-    large = apply("sub", apply("exp", apply("add", x, half)), apply("exp", apply("sub", half, x)))
-    return apply("select", apply("compare", apply("abs", x), _c(x, 1), direction="LT"), small, large)
-
-
-@lowers(aten.cosh.default, prims.cosh.default)
-@_upcast
-def _cosh(ctx, x):
-    (x,) = _float_args(ctx, x)
-    half = _c(x, math.log(0.5))
-    return apply("add", apply("exp", apply("add", x, half)), apply("exp", apply("sub", half, x)))
-
-
-@lowers(aten.asinh.default, prims.asinh.default)
-@_upcast
-def _asinh(ctx, x):
-    (x,) = _float_args(ctx, x)
-    # asinh|x| = log1p(|x| + x^2 / (1 + sqrt(1 + x^2))); ln 2 + ln|x| once x^2 overflows
-    a = apply("abs", x)
-    sq = apply("mul", a, a)
-    near = apply("log1p", apply("add", a, apply("div", sq, apply("add", _c(x, 1), apply("sqrt", apply("add", _c(x, 1), sq))))))
-    far = apply("add", apply("log", a), _c(x, math.log(2.0)))
-    big = apply("compare", a, _c(x, 1e18 if x.dtype != "f64" else 1e150), direction="GT")
-    r = apply("select", big, far, near)
-    return apply("select", apply("compare", x, _c(x, 0), direction="LT"), apply("neg", r), r)
-
-
-@lowers(aten.acosh.default, prims.acosh.default)
-@_upcast
-def _acosh(ctx, x):
-    (x,) = _float_args(ctx, x)
-    # acosh(x) = log1p((x - 1) + sqrt((x - 1)(x + 1))); ln 2 + ln x once that product overflows
-    xm1 = apply("sub", x, _c(x, 1))
-    near = apply("log1p", apply("add", xm1, apply("sqrt", apply("mul", xm1, apply("add", x, _c(x, 1))))))
-    far = apply("add", apply("log", x), _c(x, math.log(2.0)))
-    big = apply("compare", x, _c(x, 1e18 if x.dtype != "f64" else 1e150), direction="GT")
-    r = apply("select", big, far, near)
-    # below 1 the product can be positive again (x very negative): NaN, as the domain says
-    return apply("select", apply("compare", x, _c(x, 1), direction="LT"), _c(x, math.nan), r)
-
-
-@lowers(aten.atanh.default, prims.atanh.default)
-@_upcast
-def _atanh(ctx, x):
-    (x,) = _float_args(ctx, x)
-    # atanh(x) = log1p(2x / (1 - x)) / 2: NaN beyond [-1, 1], +-inf at the ends
-    r = apply("log1p", apply("div", apply("mul", _c(x, 2), x), apply("sub", _c(x, 1), x)))
-    return apply("mul", _c(x, 0.5), r)
+# Functions only torch has (NumPy's ufuncs do not include them), written as the core's
+# composites are: over handles, f16/bf16 computed in f32 and rounded once
+# (composites.rounded_once).
 
 
 @lowers(aten.signbit.default, prims.signbit.default)
@@ -243,28 +134,12 @@ def _signbit(ctx, x):
 
 
 @lowers(aten.angle.default)
-@_upcast
-def _angle(ctx, x):
+@_elementwise
+@composites.rounded_once
+def _angle(x):
     # real inputs only reach here (complex has no lazy element type): pi below 0, else 0
-    (x,) = _float_args(ctx, x)
     r = apply("select", apply("compare", x, _c(x, 0), direction="LT"), _c(x, math.pi), _c(x, 0))
     return apply("select", apply("compare", x, x, direction="NE"), x, r)
-
-
-@lowers(aten.hypot.default, prims.hypot.default)
-@_upcast
-def _hypot(ctx, a, b):
-    a, b = _float_args(ctx, a, b)
-    a, b = apply("abs", a), apply("abs", b)
-    # m sqrt(1 + (n/m)^2) with m = max, n = min: no overflow from squaring
-    m, n = apply("maximum", a, b), apply("minimum", a, b)
-    r = apply("div", n, m)
-    h = apply("mul", m, apply("sqrt", apply("add", _c(m, 1), apply("mul", r, r))))
-    h = apply("select", apply("compare", m, _c(m, 0), direction="EQ"), _c(m, 0), h)
-    # an infinite side wins over a NaN one, as C's hypot
-    inf = apply("or", apply("compare", a, _c(a, math.inf), direction="EQ"),
-                apply("compare", b, _c(b, math.inf), direction="EQ"))
-    return apply("select", inf, _c(m, math.inf), h)
 
 
 # Gamma-function family and erfinv, as XLA expands them: the Lanczos approximation
@@ -299,9 +174,9 @@ def _is_int(x):
 
 
 @lowers(aten.lgamma.default, prims.lgamma.default)
-@_upcast
-def _lgamma(ctx, x):
-    (x,) = _float_args(ctx, x)
+@_elementwise
+@composites.rounded_once
+def _lgamma(x):
     reflect, z, series, _, log_t, t = _lanczos(x)
     lg = apply("add", apply("sub", apply("mul", apply("add", z, _c(x, 0.5)), log_t), t),
                apply("add", apply("log", series), _c(x, 0.5 * math.log(2 * math.pi))))
@@ -317,9 +192,9 @@ def _lgamma(ctx, x):
 
 
 @lowers(aten.digamma.default, prims.digamma.default)
-@_upcast
-def _digamma(ctx, x):
-    (x,) = _float_args(ctx, x)
+@_elementwise
+@composites.rounded_once
+def _digamma(x):
     reflect, _, series, slope, log_t, t = _lanczos(x)
     y = apply("sub", apply("add", log_t, apply("div", slope, series)), apply("div", _c(x, _LANCZOS_G), t))
     # reflection: psi(x) = psi(1 - x) - pi cot(pi x), cot from x's offset to the nearest integer
@@ -355,11 +230,14 @@ def _horner(w, coeffs):
 
 
 @lowers(aten.erfinv.default, prims.erf_inv.default)
-@_upcast
 def _erfinv(ctx, x):
     if ctx.dtype == "f64":
         return NotImplemented  # the polynomials are single-precision ones
-    (x,) = _float_args(ctx, x)
+    return _erfinv_single(*_args(ctx, x))
+
+
+@composites.rounded_once
+def _erfinv_single(x):
     w = apply("neg", apply("log", apply("mul", apply("sub", _c(x, 1), x), apply("add", _c(x, 1), x))))
     near = _horner(apply("sub", w, _c(x, 2.5)), _ERFINV_NEAR)
     tail = _horner(apply("sub", apply("sqrt", w), _c(x, 3)), _ERFINV_TAIL)
@@ -380,11 +258,14 @@ _MAXLOG_F32 = 88.72283905206835
 
 
 @lowers(aten.erfc.default, prims.erfc.default)
-@_upcast
 def _erfc(ctx, x):
     if ctx.dtype == "f64":
         return NotImplemented  # single-precision coefficients
-    (x,) = _float_args(ctx, x)
+    return _erfc_single(*_args(ctx, x))
+
+
+@composites.rounded_once
+def _erfc_single(x):
     a = apply("abs", x)
     x2 = apply("mul", x, x)
     q = apply("div", _c(x, 1), a)
@@ -400,23 +281,17 @@ def _erfc(ctx, x):
 
 @lowers(aten.isnan.default)
 def _isnan(ctx, x):
-    if not is_float(x.dtype):
-        return const(False, "i1", x.device, x.shape)
-    return apply("compare", x, x, direction="NE")
+    return composites.isnan(x)
 
 
 @lowers(aten.isinf.default)
 def _isinf(ctx, x):
-    if not is_float(x.dtype):
-        return const(False, "i1", x.device, x.shape)
-    return apply("compare", apply("abs", x), const(math.inf, x.dtype, x.device, x.shape), direction="EQ")
+    return composites.isinf(x)
 
 
 @lowers(aten.isfinite.default)
 def _isfinite(ctx, x):
-    if not is_float(x.dtype):
-        return const(True, "i1", x.device, x.shape)
-    return apply("is_finite", x)
+    return composites.isfinite(x)
 
 
 @lowers(aten.logical_not.default)
@@ -463,33 +338,11 @@ def _mul(ctx, a, b):
 @lowers(aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode)
 def _div(ctx, a, b, rounding_mode=None):
     a, b = _args(ctx, a, b)
+    if rounding_mode == "floor":
+        return composites.floor_divide(a, b)
     q = apply("div", a, b)
-    if rounding_mode is None or not is_float(ctx.dtype) and rounding_mode == "trunc":
-        return q
-    if rounding_mode == "trunc":
-        return apply("select", _lt0(q), apply("ceil", q), apply("floor", q))
-    if is_float(ctx.dtype):
-        # floor(a / b) as eager computes it: from fmod, so exact quotients stay exact
-        r = apply("rem", a, b)
-        qt = apply("div", apply("sub", a, r), b)
-        fix = _sign_differs(r, b)
-        qt = apply("select", fix, apply("sub", qt, const(1, ctx.dtype, ctx.device, ctx.shape)), qt)
-        fl = apply("floor", qt)
-        round_up = apply("compare", apply("sub", qt, fl), const(0.5, ctx.dtype, ctx.device, ctx.shape),
-                         direction="GT")
-        fl = apply("select", round_up, apply("add", fl, const(1, ctx.dtype, ctx.device, ctx.shape)), fl)
-        zero_b = apply("compare", b, const(0, ctx.dtype, ctx.device, ctx.shape), direction="EQ")
-        return apply("select", zero_b, q, fl)
-    # integers: truncated quotient, one less where the remainder's sign differs from b's
-    r = apply("rem", a, b)
-    return apply("select", _sign_differs(r, b), apply("sub", q, const(1, ctx.dtype, ctx.device, ctx.shape)), q)
-
-
-def _sign_differs(r, b):
-    zero = const(0, r.dtype, r.device, r.shape)
-    nonzero = apply("compare", r, zero, direction="NE")
-    differ = apply("xor", apply("compare", r, zero, direction="LT"), apply("compare", b, zero, direction="LT"))
-    return apply("and", nonzero, differ)
+    # integers divide truncating already
+    return composites.trunc(q) if rounding_mode == "trunc" else q
 
 
 @lowers(prims.div.default)
@@ -501,9 +354,7 @@ def _prims_div(ctx, a, b):
 
 @lowers(aten.remainder.Tensor, aten.remainder.Scalar, aten.remainder.Scalar_Tensor)
 def _remainder(ctx, a, b):
-    a, b = _args(ctx, a, b)
-    r = apply("rem", a, b)
-    return apply("select", _sign_differs(r, b), apply("add", r, b), r)
+    return composites.remainder(*_args(ctx, a, b))
 
 
 @lowers(aten.fmod.Tensor, aten.fmod.Scalar)
@@ -521,23 +372,12 @@ def _pow(ctx, a, b):
     return apply("pow", a, b)
 
 
+_MAX_MIN = {"maximum": _op("maximum"), "minimum": _op("minimum"), "fmax": composites.fmax, "fmin": composites.fmin}
+
+
 @lowers(aten.maximum.default, aten.minimum.default, aten.fmax.default, aten.fmin.default)
 def _max_min(ctx, a, b):
-    a, b = _args(ctx, a, b)
-    name = ctx.func_name
-    op = "maximum" if name in ("maximum", "fmax") else "minimum"
-    out = apply(op, a, b)
-    if name in ("fmax", "fmin") and is_float(ctx.dtype):
-        # fmax/fmin ignore a NaN when the other operand is a number
-        out = apply("select", apply("compare", a, a, direction="NE"), b, out)
-        out = apply("select", apply("compare", b, b, direction="NE"), a, out)
-    return out
-
-
-@lowers(aten.atan2.default)
-def _atan2(ctx, a, b):
-    a, b = _args(ctx, a, b)
-    return apply("atan2", a, b)
+    return _MAX_MIN[ctx.func_name](*_args(ctx, a, b))
 
 
 _BITWISE = {"bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor",
