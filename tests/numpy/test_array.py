@@ -47,7 +47,6 @@ def test_unary_ufuncs(rng, name, dtype):
     same(getattr(np, name)(np.asarray(x)), want, rtol=2e-6)
 
 
-<<<<<<< HEAD
 INTEGER_TYPES = ["uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64"]
 
 
@@ -73,7 +72,8 @@ def test_integer_power_wraps_for_every_exponent(rng, dtype):
     same(np.power(np.asarray(base), np.asarray(exponent)), numpy.power(base, exponent))
     same(np.asarray(base) ** 200 if info.max >= 200 else np.asarray(base) ** 100,
          base ** 200 if info.max >= 200 else base ** 100)
-=======
+
+
 # the core's composites (lazycore.trace.composites), shared with lazycore.torch: lazy, and NumPy's values
 COMPOSITE_UFUNCS = {"arcsin": (-1, 1), "arccos": (-1, 1), "sinh": (-12, 12), "cosh": (-12, 12),
                     "arcsinh": (-1e3, 1e3), "arccosh": (1, 1e3), "arctanh": (-1, 1), "tan": (-3, 3),
@@ -132,7 +132,6 @@ def test_floor_division_and_remainder_zeros_are_signed_as_numpys():
         got, want = numpy.asarray(f(np.asarray(a), np.asarray(b))), f(a, b)
         numpy.testing.assert_array_equal(got, want)
         numpy.testing.assert_array_equal(numpy.signbit(got), numpy.signbit(want))
->>>>>>> share
 
 
 @pytest.mark.parametrize("scalar", [2, 2.5, True, -3])
