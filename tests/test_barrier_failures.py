@@ -30,20 +30,9 @@ from lazycore.runtime.failures import BarrierError, Failure
 from lazycore.mlir import ir
 from lazycore.passes import LoweringError, register_lowering
 from lazycore.passes.lowering import registry
+from markers import markers
 
-HERE = __file__
-
-
-def line_of(marker: str) -> int:
-    """The line of this file that ends with ``# <marker>`` (one only)."""
-    with open(HERE) as f:
-        hits = [i for i, text in enumerate(f, 1) if text.rstrip().endswith(f"# {marker}")]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
-
-
-def at(marker: str) -> str:
-    return f"{HERE}:{line_of(marker)}"
+HERE, line_of, at = markers(__file__)
 
 
 @pytest.fixture(autouse=True)

@@ -16,22 +16,11 @@ from lazycore.observe import debug, metrics
 from lazycore.ir import sourceloc
 from lazycore.ir.config import configure, override
 from lazycore.dialect import ShapeError
+from markers import markers
 
 pytestmark = pytest.mark.usefixtures("clean_runtime")
 
-HERE = os.path.abspath(__file__)
-
-
-def line_of(marker: str) -> int:
-    """The line of this file that ends with ``# <marker>`` (one only)."""
-    with open(HERE) as f:
-        hits = [i for i, text in enumerate(f, 1) if text.rstrip().endswith(f"# {marker}")]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
-
-
-def at(marker: str) -> str:
-    return f"{HERE}:{line_of(marker)}"
+HERE, line_of, at = markers(__file__)
 
 
 @pytest.fixture

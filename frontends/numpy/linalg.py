@@ -24,9 +24,9 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from lazycore.trace import core
 
 from . import reductions
-from .array import ndarray, value, wrap, write
+from .array import ndarray, value, wrap
 from .fallback import call_numpy, implements
-from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const
+from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const, store_out
 
 TOP_LEVEL = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "trace"]
 __all__ = TOP_LEVEL + ["norm", "vector_norm", "matrix_norm", "vecdot", "matrix_transpose"]
@@ -57,14 +57,7 @@ def _result_type(*arrays, dtype=None):
 
 
 def _to_out(res: ndarray, out, name: str):
-    if out is None:
-        return res
-    if not isinstance(out, ndarray):
-        raise TypeError("lazycore.numpy: out= must be a lazy array")
-    if out.shape != res.shape:
-        raise ValueError(f"{name}: output array has wrong shape {out.shape}, expected {res.shape}")
-    write(out, cast(value(res), out.dtype))
-    return out
+    return store_out(res, out, name + ": output array has wrong shape {got}, expected {want}")
 
 
 def _shape_text(shape) -> str:

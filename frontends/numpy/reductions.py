@@ -21,9 +21,9 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from lazycore.trace import core
 
 from . import dtypes
-from .array import ndarray, value, wrap, write
+from .array import ndarray, value, wrap
 from .fallback import implements
-from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const, shape_of, to_handle
+from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const, shape_of, store_out, to_handle
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "any", "all", "std", "var", "argmax", "argmin",
            "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nansum", "nanprod", "nanmean", "nanmax",
@@ -113,16 +113,9 @@ def _keep(h, mask, identity):
 
 def _store(res: ndarray, out) -> ndarray:
     """Return ``res``, or write it into ``out`` (cast unsafely, as NumPy's reductions do)."""
-    if out is None:
-        return res
     if isinstance(out, tuple) and len(out) == 1:
         out = out[0]
-    if not isinstance(out, ndarray):
-        raise TypeError("lazycore.numpy: out= must be a lazy array")
-    if out.shape != res.shape:
-        raise ValueError(f"output parameter has the wrong shape: expected {res.shape}, got {out.shape}")
-    write(out, cast(value(res), out.dtype))
-    return out
+    return store_out(res, out, "output parameter has the wrong shape: expected {want}, got {got}")
 
 
 def _sum_dtype(a, dtype) -> np.dtype:

@@ -311,6 +311,20 @@ def _lower(loop_fn, inputs, handles, in_dt, out_dt, shape):
     return tuple(cast(r, dt) for r, dt in zip(results, out_dt))
 
 
+def store_out(res: ndarray, out, wrong_shape: str) -> ndarray:
+    """``res``, or ``res`` written into the lazy array ``out`` (cast unsafely, as
+    NumPy's reductions and products do); ``wrong_shape``: the ValueError's
+    message when the shapes differ, with ``{got}`` and ``{want}`` in it."""
+    if out is None:
+        return res
+    if not isinstance(out, ndarray):
+        raise TypeError("lazycore.numpy: out= must be a lazy array")
+    if out.shape != res.shape:
+        raise ValueError(wrong_shape.format(got=out.shape, want=res.shape))
+    write(out, cast(value(res), out.dtype))
+    return out
+
+
 def _store(arrays, out, casting, name):
     """The call's return value; with ``out=``, the results written into the targets."""
     if out is not None:

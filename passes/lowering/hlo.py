@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from lazycore.dialect import TensorType, from_mlir_type, tensor_type
+from lazycore.dialect import TensorType, attr, from_mlir_type, tensor_type
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.mlir import ir, stablehlo
 
@@ -120,3 +120,9 @@ def with_body(
         out = body(*block.arguments)
         ir.Operation.create("stablehlo.return", operands=list(out))
     return new
+
+
+def dimension_numbers(builder, op, fields: dict[str, str]):
+    """``builder.get(field=<the op's attribute>, ...)``: StableHLO dimension
+    numbers from a lazy op's attributes (``fields``: field -> attribute name)."""
+    return builder.get(**{field: attr(op, name) for field, name in fields.items()})

@@ -9,16 +9,18 @@ from . import hlo
 from .registry import lowering
 
 
+# StableHLO's dimension-number fields and the lazy attributes that hold them
+_GATHER_DIMS = {name: name for name in (
+    "offset_dims", "collapsed_slice_dims", "operand_batching_dims", "start_indices_batching_dims",
+    "start_index_map", "index_vector_dim")}
+_SCATTER_DIMS = {name: name for name in (
+    "update_window_dims", "inserted_window_dims", "input_batching_dims", "scatter_indices_batching_dims",
+    "index_vector_dim")} | {"scattered_dims_to_operand_dims": "scatter_dims_to_operand_dims"}
+
+
 @lowering("gather")
 def _gather(op, rewriter):
-    dims = stablehlo.GatherDimensionNumbers.get(
-        offset_dims=attr(op, "offset_dims"),
-        collapsed_slice_dims=attr(op, "collapsed_slice_dims"),
-        operand_batching_dims=attr(op, "operand_batching_dims"),
-        start_indices_batching_dims=attr(op, "start_indices_batching_dims"),
-        start_index_map=attr(op, "start_index_map"),
-        index_vector_dim=attr(op, "index_vector_dim"),
-    )
+    dims = hlo.dimension_numbers(stablehlo.GatherDimensionNumbers, op, _GATHER_DIMS)
     return hlo.value(
         "gather",
         list(op.operands),
@@ -39,14 +41,7 @@ def _combiner(mode: str):
 
 @lowering("scatter")
 def _scatter(op, rewriter):
-    dims = stablehlo.ScatterDimensionNumbers.get(
-        update_window_dims=attr(op, "update_window_dims"),
-        inserted_window_dims=attr(op, "inserted_window_dims"),
-        input_batching_dims=attr(op, "input_batching_dims"),
-        scatter_indices_batching_dims=attr(op, "scatter_indices_batching_dims"),
-        scattered_dims_to_operand_dims=attr(op, "scatter_dims_to_operand_dims"),
-        index_vector_dim=attr(op, "index_vector_dim"),
-    )
+    dims = hlo.dimension_numbers(stablehlo.ScatterDimensionNumbers, op, _SCATTER_DIMS)
     scalar = TensorType((), hlo.type_of(op.operands[0]).dtype)
     return hlo.with_body(
         "scatter",

@@ -20,12 +20,9 @@ def _highest_precision() -> ir.ArrayAttr:
 
 @lowering("dot_general")
 def _dot_general(op, rewriter):
-    numbers = stablehlo.DotDimensionNumbers.get(
-        lhs_batching_dimensions=attr(op, "lhs_batch"),
-        rhs_batching_dimensions=attr(op, "rhs_batch"),
-        lhs_contracting_dimensions=attr(op, "lhs_contract"),
-        rhs_contracting_dimensions=attr(op, "rhs_contract"),
-    )
+    numbers = hlo.dimension_numbers(stablehlo.DotDimensionNumbers, op, {
+        "lhs_batching_dimensions": "lhs_batch", "rhs_batching_dimensions": "rhs_batch",
+        "lhs_contracting_dimensions": "lhs_contract", "rhs_contracting_dimensions": "rhs_contract"})
     return hlo.value(
         "dot_general", list(op.operands), op.results[0].type,
         dot_dimension_numbers=numbers, precision_config=_highest_precision(),

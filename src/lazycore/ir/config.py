@@ -21,17 +21,21 @@ import os
 from dataclasses import dataclass, fields
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_number(name: str, default, parse, what: str, least):
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
-        value = int(raw)
+        value = parse(raw)
     except ValueError:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
+        raise ValueError(f"{name} must be {what}, got {raw!r}") from None
+    if value < least:
+        raise ValueError(f"{name} must be at least {least}, got {value}")
     return value
+
+
+def _env_int(name: str, default: int) -> int:
+    return _env_number(name, default, int, "an integer", 1)
 
 
 GUARD_MODES = ("allow", "warn", "error")
@@ -46,16 +50,7 @@ def _env_debug(name: str) -> int:
 
 
 def _env_ms(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a number of milliseconds, got {raw!r}") from None
-    if value < 0:
-        raise ValueError(f"{name} must be at least 0, got {value}")
-    return value
+    return _env_number(name, default, float, "a number of milliseconds", 0)
 
 
 def _env_flag(name: str, default: bool) -> bool:
