@@ -49,7 +49,11 @@ class Tensor(torch.Tensor):
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None, _getframe=sys._getframe):
         entry = ENTRY
-        outer, entry.frame = entry.frame, _getframe(1)  # the frame that called into torch
+        outer = entry.frame
+        try:
+            entry.frame = _getframe(1)  # the frame that called into torch
+        except ValueError:  # called from a thread with no Python frame below (a C++ worker)
+            entry.frame = None
         try:
             return _dispatch(func, args, kwargs or {})
         finally:
