@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from lazycore.dialect.spec import spec_of
 from lazycore.dialect.types import TensorType, from_numpy_dtype
 
 DIGEST_SIZE = 16
@@ -289,8 +290,6 @@ def operand_bytes(operands) -> bytes:
 
 def constant(array: np.ndarray) -> Node:
     """A ``lazy.constant`` node (the scalar policy bakes 0 and 1 in this way)."""
-    from lazycore.dialect import spec_of
-
     spec = spec_of("constant")
     value = normalize_attr("dense", array)
     return make_node(spec, (), {"value": value}, spec.infer(value=value))

@@ -37,7 +37,9 @@ import sys
 from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.graph import Data, Node, Scalar, Value
+from lazycore.ir.sourceloc import resolve
 from lazycore.ir.tensor import LazyTensor
+from lazycore.runtime.barrier import Walk
 
 __all__ = ["OBSERVERS", "ir_text", "recording", "to_dot", "values_of", "walk_to_dot"]
 
@@ -72,8 +74,6 @@ def values_of(tensors) -> list[Value]:
 
 
 def _walk(tensors):
-    from lazycore.runtime.barrier import Walk
-
     return Walk(values_of(tensors))
 
 
@@ -135,8 +135,6 @@ def _node_label(node: Node) -> tuple[str, dict]:
 
 def _loc_text(loc) -> str | None:
     """``file:line`` of a node's recorded location (None when it has none)."""
-    from lazycore.ir.sourceloc import resolve
-
     loc = resolve(loc)
     return None if loc is None else f"{loc[0]}:{loc[1]}"
 

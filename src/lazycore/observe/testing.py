@@ -38,6 +38,7 @@ import tempfile
 from dataclasses import dataclass, field
 
 from lazycore.observe import inspect_graph
+from lazycore.runtime.cache import CACHE
 
 __all__ = ["Capture", "CapturedGraph", "FILECHECK", "capture", "check", "filecheck"]
 
@@ -128,8 +129,6 @@ def capture(*, locations: bool = False, fresh_cache: bool = True):
     ``locations=True`` keeps MLIR locations (``loc(...)``) in the text, so
     directives can check the user's file:line.
     """
-    from lazycore.runtime.cache import CACHE
-
     cap = Capture(locations)
     saved = None
     if fresh_cache:

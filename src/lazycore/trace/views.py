@@ -19,6 +19,7 @@ from operator import attrgetter
 
 import numpy as np
 
+from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir.context import TRACE
 from lazycore.ir.memo import Memo
 from lazycore.trace import core, recipes
@@ -145,13 +146,9 @@ OVERLAP_MESSAGE = (
 
 
 def const(value, dtype: str, device):
-    return core.apply("constant", value=np.asarray(value, dtype=_np(dtype)), device=device)
+    return core.apply("constant", value=np.asarray(value, dtype=to_numpy_dtype(dtype)), device=device)
 
 
-def _np(dtype):
-    from lazycore.dialect.types import to_numpy_dtype
-
-    return to_numpy_dtype(dtype)
 
 
 class Permute:
@@ -267,7 +264,7 @@ class Strided:
 
     def forward(self, h, storage):
         if 0 in self.size:  # nothing to read
-            zero = core.apply("constant", value=np.zeros((), _np(h.dtype)), device=h.device)
+            zero = core.apply("constant", value=np.zeros((), to_numpy_dtype(h.dtype)), device=h.device)
             return core.apply("broadcast_in_dim", zero, dims=(), shape=self.size)
         flat = _memory(h, storage)
         rank = len(self.size)
