@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from lazycore.ir.memo import Memo
 from lazycore.trace import core
 from lazycore.runtime import device as _lc_device
 from lazycore.trace import views
@@ -171,11 +172,8 @@ class ndarray:
         if known is None:
             known = _make_standin(*key)
             if known.base.nbytes <= 1 << 24:  # bigger buffers are not kept (untouched, but address space)
-                if len(_STANDINS) >= 256:
-                    _STANDINS.clear()
-                    _ADDRESS.clear()
-                _STANDINS[key] = known
-                _ADDRESS[id(known)] = (known, _address(known))
+                _STANDINS.put(key, known)
+                _ADDRESS.put(id(known), (known, _address(known)))
         return known
 
     def _view(self, steps: tuple, standin: np.ndarray, origin: np.ndarray, writeable=None) -> "ndarray":
@@ -268,10 +266,11 @@ class ndarray:
         return lnp
 
 
-_STANDINS: dict = {}
+_STANDINS = Memo("numpy.standins", 256)
 """(shape, element strides, offset) -> the stand-in for that layout."""
-_ADDRESS: dict = {}
-"""id(stand-in) -> (stand-in, its data address): asking NumPy costs microseconds."""
+_ADDRESS = Memo("numpy.standin_addresses", 256)
+"""id(stand-in) -> (stand-in, its data address): asking NumPy costs microseconds.
+An entry outliving its stand-in is never wrong: a lookup checks the stand-in."""
 
 
 def _address(a: np.ndarray) -> int:
@@ -354,16 +353,14 @@ def new_array(handle, dtype: np.dtype, shape: tuple, strides: tuple) -> ndarray:
     return a
 
 
-_CONTIGUOUS: dict = {}
+_CONTIGUOUS = Memo("numpy.contiguous_strides", 4096)
 
 
 def contiguous(shape: tuple) -> tuple:
     """Row-major element strides of ``shape`` (kept per shape: made for every result)."""
     strides = _CONTIGUOUS.get(shape)
     if strides is None:
-        if len(_CONTIGUOUS) > 4096:
-            _CONTIGUOUS.clear()
-        strides = _CONTIGUOUS[shape] = views.contiguous_strides(shape)
+        strides = _CONTIGUOUS.put(shape, views.contiguous_strides(shape))
     return strides
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from lazycore.ir.context import TRACE
+from lazycore.ir.memo import Memo
 from lazycore.trace import composites, core, recipes
 from lazycore.ir.config import settings
 
@@ -198,7 +199,7 @@ LOOPS = {
 
 # --- application ---------------------------------------------------------------------------
 
-_RESOLVED: dict = {}
+_RESOLVED = Memo("numpy.ufunc_loops", 4096)
 
 
 def resolve(uf, descr: tuple, dtype=None):
@@ -206,8 +207,7 @@ def resolve(uf, descr: tuple, dtype=None):
     loop = _RESOLVED.get(key)
     if loop is None:
         sig = descr + ((np.dtype(dtype),) if dtype is not None else (None,)) * uf.nout
-        loop = uf.resolve_dtypes(sig, casting="same_kind")
-        _RESOLVED[key] = loop
+        loop = _RESOLVED.put(key, uf.resolve_dtypes(sig, casting="same_kind"))
     return loop
 
 
@@ -243,13 +243,11 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", **re
         # the Python floats as arguments of their own: the recording may hold for any value
         results, recipe = recipes.record_call(_lower_flat, handles, (loop_fn, handles, in_dt, out_dt, shape, *inputs), {})
         if recipe is not None:
-            if len(_PLANS) >= _PLAN_LIMIT:
-                _PLANS.clear()  # a long run's signatures change (scalar values): keep the recent ones
             # under these values too: a loop whose floats repeat finds it at the first lookup
-            plan = _PLANS[key] = _Plan(recipe, out_dt, shape)
+            plan = _PLANS.put(key, _Plan(recipe, out_dt, shape))
             vkey = _any_value_key(key, floats) if recipe.parametric else None
             if vkey is not None:
-                _PLANS[vkey] = plan
+                _PLANS.put(vkey, plan)
     arrays = [wrap(r, dt) for r, dt in zip(results, out_dt)]
     return _store(arrays, out, casting, name)
 
@@ -349,8 +347,7 @@ def _store(arrays, out, casting, name):
 
 # --- replay: one recorded lowering per call signature (lazycore.recipes) ---------------------
 
-_PLANS: dict = {}
-_PLAN_LIMIT = 4096
+_PLANS = Memo("numpy.ufunc_plans", 4096)  # a long run's signatures drift (scalar values)
 
 
 class _Plan:
