@@ -40,6 +40,7 @@ from lazycore.ir.graph import LOG, Data, Node, Scalar, Value
 from lazycore.ir.sourceloc import forget as forget_frame
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import device as _device
+from lazycore.trace.straightline import Code, value
 
 _new_value = tuple.__new__
 
@@ -219,6 +220,8 @@ class Recording:
             self.updates.append((i if i is not None else weakref.ref(h), at(v)))
         self.kept = [(at(h._value), h.device) for h in kept]
         self.key = self._key(baked_keys)
+        self._make = None
+        """The replay as straight-line code, made at the first replay."""
 
     def _key(self, baked) -> tuple:
         """Equal for two recordings that replay the same way."""
@@ -262,20 +265,34 @@ class Recording:
                 targets.append(args[target])
             else:
                 targets.append(target())  # a dead handle needs no update
-        env.extend(self.baked)
-        append = env.append
-        for op, ops, attrs, types, digest, loc, nres in self.entries:
-            operands = tuple([env[i] if type(i) is int else tuple([env[j] for j in i]) for i in ops])
-            node = Node(op, operands, attrs, types, digest, loc)
-            if nres == 1:
-                append(_new_value(Value, (node, 0)))
-            else:
-                for i in range(nres):
-                    append(_new_value(Value, (node, i)))
-        for h, (_, p) in zip(targets, self.updates):
+        make = self._make
+        if make is None:
+            make = self._make = self._generate()
+        new, kept = make(env)
+        for h, v in zip(targets, new):
             if h is not None:
-                h._value = env[p]
-        return [env[p] for p, _ in self.kept]
+                h._value = v
+        return kept
+
+    def _generate(self):
+        """``make(slot values) -> (updated values, kept values)``: the
+        recorded nodes made again as straight-line code (:mod:`.straightline`),
+        with their digests and source lines."""
+        code = Code("def make(env):")
+        n = len(self.slots)
+        names = [f"e{i}" for i in range(n)] + [code.const(v) for v in self.baked]
+        for i in range(n):
+            code.line(f"e{i} = env[{i}]")
+        for k, (op, ops, attrs, types, digest, loc, nres) in enumerate(self.entries):
+            operands = [names[i] if type(i) is int else "(" + "".join(names[j] + ", " for j in i) + ")" for i in ops]
+            code.node(f"n{k}", op, operands, attrs, types, code.const(digest), code.const(loc))
+            for r in range(nres):
+                code.line(f"r{k}_{r} = {value(f'n{k}', r)}")
+                names.append(f"r{k}_{r}")
+        updated = "".join(names[p] + ", " for _, p in self.updates)
+        kept = "".join(names[p] + ", " for p, _ in self.kept)
+        code.line(f"return ({updated}), [{kept}]")
+        return code.function(f"a captured step, {len(self.entries)} nodes")
 
 
 def _constant_only(node: Node, memo: dict) -> bool:

@@ -43,7 +43,7 @@ import math
 import numpy as np
 
 from lazycore.ir.context import TRACE
-from lazycore.trace import core
+from lazycore.trace.straightline import Code, value
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir.graph import Node, Scalar, Value, digest, node_prefix, operand_bytes
 from lazycore.ir.sourceloc import caller
@@ -52,7 +52,6 @@ from lazycore.ir.tensor import LazyTensor
 _INPUT, _STEP, _FROZEN, _GROUP, _PARAM = 0, 1, 2, 3, 4
 _DIGESTS_KEPT = 64
 _VALUES_KEPT = 64
-_new_value = tuple.__new__
 
 
 class _Unreplayable(Exception):
@@ -255,30 +254,22 @@ class _Hashed:
 
 
 def _generate(recipe: Recipe, n_inputs: int):
-    """``replay(inputs, floats, loc)`` for ``recipe`` as generated
-    straight-line code: it makes the recorded nodes with the digests
+    """``replay(inputs, floats, loc)`` for ``recipe`` as straight-line code
+    (:mod:`.straightline`): it makes the recorded nodes with the digests
     :meth:`Recipe.replay` hashed for inputs of this structure, and the
-    results, without interpreting the steps at every call (a loop doing so
-    cost more than the nodes it made). Returns ``_MISS`` for inputs whose
-    node digests are not known yet."""
-    env = {"Node": Node, "LT": LazyTensor, "TV": _new_value, "Value": Value, "MISS": _MISS,
-           "DIGESTS": recipe._digests, "PARAMS": recipe._params}
-
-    def const(x) -> str:
-        name = f"c{len(env)}"
-        env[name] = x
-        return name
+    results. Returns ``_MISS`` for inputs whose node digests are not known yet."""
+    code = Code("def replay(inputs, floats, loc):", MISS=_MISS, DIGESTS=recipe._digests, PARAMS=recipe._params)
 
     def operand(ref) -> str:
         kind, a, b = ref
         if kind == _INPUT:
             return f"v{a}"
         if kind == _STEP:
-            return f"TV(Value, (n{a}, {b}))"
+            return value(f"n{a}", b)
         if kind == _FROZEN:
-            return const(a)
+            return code.const(a)
         if kind == _PARAM:
-            return f"TV(Value, (pn[{a}], {b}))"
+            return value(f"pn[{a}]", b)
         return "(" + "".join(operand(r) + ", " for r in a) + ")"  # a variadic group
 
     def result(out) -> str:
@@ -286,31 +277,21 @@ def _generate(recipe: Recipe, n_inputs: int):
             return "None"
         first, second = out
         if type(first) is type:
-            return f"{const(first)}([" + ", ".join(result(o) for o in second) + "])"
-        kind, a, b = first
-        dev = const(second)
-        if kind == _INPUT:
-            return f"LT(v{a}, {dev})"
-        if kind == _STEP:
-            return f"LT(TV(Value, (n{a}, {b})), {dev})"
-        if kind == _PARAM:
-            return f"LT(TV(Value, (pn[{a}], {b})), {dev})"
-        return f"LT({const(a)}, {dev})"
+            return f"{code.const(first)}([" + ", ".join(result(o) for o in second) + "])"
+        return f"LT({operand(first)}, {code.const(second)})"
 
-    lines = ["def replay(inputs, floats, loc):"]
-    lines += [f"    v{i} = inputs[{i}]._value" for i in range(n_inputs)]
+    for i in range(n_inputs):
+        code.line(f"v{i} = inputs[{i}]._value")
     key = "".join(f"v{i}[0].digest, v{i}[1], " for i in range(n_inputs))
-    lines.append(f"    ds = DIGESTS.get(({key}))")
-    lines.append("    if ds is None:")
-    lines.append("        return MISS")
+    code.line(f"ds = DIGESTS.get(({key}))")
+    code.line("if ds is None:")
+    code.line("    return MISS")
     if recipe.psteps:
-        lines.append("    pn = PARAMS(floats, loc)")
+        code.line("pn = PARAMS(floats, loc)")
     for i, (name, refs, attrs, types, _) in enumerate(recipe.steps):
-        ops = "".join(operand(r) + ", " for r in refs)
-        lines.append(f"    n{i} = Node({const(name)}, ({ops}), {const(attrs)}, {const(types)}, ds[{i}], loc)")
-    lines.append(f"    return {result(recipe.out)}")
-    exec(compile("\n".join(lines), f"<lazycore replay of {len(recipe.steps)} nodes>", "exec"), env)
-    return env["replay"]
+        code.node(f"n{i}", name, [operand(r) for r in refs], attrs, types, f"ds[{i}]", "loc")
+    code.line(f"return {result(recipe.out)}")
+    return code.function(f"{len(recipe.steps)} nodes")
 
 
 def _resolve(ref, inputs, made, pnodes=None):
