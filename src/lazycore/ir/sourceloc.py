@@ -108,12 +108,6 @@ def resolve(loc) -> tuple[str, int] | None:
     return out
 
 
-def user_frame(depth: int = 1) -> tuple[str, int] | None:
-    """``(file, line)`` of the innermost frame outside the skipped packages
-    (``depth`` as in :func:`caller`)."""
-    return resolve(caller(depth + 1))
-
-
 def format_location(loc) -> str:
     """``file:line`` for a location (raw or resolved); ``<unknown>`` for None."""
     loc = resolve(loc)
