@@ -1,7 +1,7 @@
 """lazycore: LazyTensor tracing for array frontends, compiled by XLA through MLIR.
 
 The package is layered; each layer imports only the ones below it (checked by
-import-linter, see ``.importlinter``):
+import-linter: ``[tool.importlinter]`` in pyproject.toml):
 
 - ``lazycore.frontends``: torch and NumPy (``lazycore.torch``, ``lazycore.numpy``)
 - ``lazycore.observe``: metrics, debug lines, guards, profiles, IR dumps, testing

@@ -12,8 +12,11 @@ see :func:`emit`):
 - ``"phase"`` ``(phase, start, end)``: a timed phase ended (perf_counter seconds)
 - ``"graph"`` ``(nodes, outputs, params)``: a barrier's graph size
 - ``"barrier_start"`` ``(device)``: a barrier is about to collect live tensors
-- ``"transfer"`` ``(what)``: a host <-> device copy is about to happen
-- ``"implicit_barrier"`` ``(what)``: a value read is about to run a barrier
+- ``"transfer"`` ``(direction, type, nbytes)``: a host <-> device copy is
+  about to happen (``"host-to-device"`` or ``"device-to-host"``; ``nbytes``
+  None when not known yet)
+- ``"implicit_barrier"`` ``(type)``: reading a pending value of that type is
+  about to run a barrier
 - ``"compile"`` ``(nodes)``: a barrier is about to compile a new program
 - ``"lowering"`` ``(walk, module, device, donate, pipeline)``: a module is
   about to be lowered; a listener may return an object with

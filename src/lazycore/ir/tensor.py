@@ -18,9 +18,8 @@ import weakref
 
 from lazycore.dialect.types import ShapeError
 from lazycore.ir.context import TRACE
-from lazycore.ir.graph import Data, Value
-
 from lazycore.ir.failure import Failure
+from lazycore.ir.graph import Data, Value
 
 _ref = weakref.ref
 

@@ -92,6 +92,17 @@ def on_compile(nodes: int) -> None:
         violation("compiles", f"compile after warm-up ({done - base} barriers already ran), a graph of {nodes} nodes")
 
 
-events.listen("transfer", lambda what: violation("transfers", what))
-events.listen("implicit_barrier", lambda what: violation("implicit_barriers", what))
+def _on_transfer(direction: str, t, nbytes) -> None:
+    if settings.guard_transfers != "allow":  # the message is made only for a guard
+        size = "" if nbytes is None else f" ({nbytes} bytes)"
+        violation("transfers", f"{direction} copy of a {t}{size}")
+
+
+def _on_implicit_barrier(t) -> None:
+    if settings.guard_implicit_barriers != "allow":
+        violation("implicit_barriers", f"observing a pending {t} runs an implicit barrier")
+
+
+events.listen("transfer", _on_transfer)
+events.listen("implicit_barrier", _on_implicit_barrier)
 events.listen("compile", on_compile)

@@ -23,7 +23,7 @@ import math
 from lazycore.ir import events, memo, sourceloc
 from lazycore.ir.config import settings
 from lazycore.runtime import cache
-from lazycore.ir.events import COUNTERS, PHASES, REPORT_PHASES, TIMINGS_KEPT, bump, fallback, record, record_graph, timed  # noqa: F401
+from lazycore.ir.events import PHASES, REPORT_PHASES, TIMINGS_KEPT
 
 logger = logging.getLogger("lazycore")
 

@@ -36,7 +36,7 @@ from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.graph import LOG, Data, Node, Value
 from lazycore.runtime import device as _device
-from lazycore.runtime import failures, pjrt, stepplans
+from lazycore.runtime import failures, stepplans
 from lazycore.runtime.cache import CACHE, PACKS
 from lazycore.runtime.failures import Failure, ProgramError
 

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+import numpy as np
+
 from lazycore.ir import events, memo
 from lazycore.ir.config import settings
-from lazycore.runtime import pjrt
+from lazycore.runtime import pjrt, stepplans
 
 
 class CompileCache:
@@ -88,8 +90,6 @@ def clear() -> None:
     """Forget every compiled program, the device copies of recent scalar
     packs, the barrier walks kept for recall (:mod:`lazycore.runtime.stepplans`)
     and every tracing memo (:mod:`lazycore.ir.memo`)."""
-    from lazycore.runtime import stepplans
-
     CACHE.clear()
     PACKS.clear()
     stepplans.clear()

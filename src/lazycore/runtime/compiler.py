@@ -12,11 +12,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+import lazycore
 from lazycore.dialect import create, from_mlir_type, tensor_type
 from lazycore.dialect.types import TensorType
 from lazycore.ir import events
-from lazycore.ir.memo import Memo
 from lazycore.ir.graph import Value
+from lazycore.ir.memo import Memo
 from lazycore.ir.sourceloc import resolve
 from lazycore.mlir import func, ir, new_context, serialize_stablehlo
 from lazycore.passes.lowering import registry
@@ -34,8 +35,6 @@ def environment() -> bytes:
     state = (tuple(registry.USER.items()), tuple(registry.PDL_SOURCES))
     env = _ENVIRONMENTS.get(state)
     if env is None:
-        import lazycore
-
         user = sorted((name, fn.__module__, fn.__qualname__, id(fn)) for name, fn in registry.USER.items())
         pdl = [hashlib.blake2b(t.encode(), digest_size=16).hexdigest() for t in registry.PDL_SOURCES]
         env = repr((lazycore.__version__, pjrt.jaxlib_version(), pjrt.consumer_stablehlo_version(), user, pdl))

@@ -45,7 +45,7 @@ class Plan:
         """For each pending handle, in registry order, its output index."""
         self.out_types = out_types
         self.counts = counts
-        """(nodes, outputs, parameters), for :func:`lazycore.metrics.record_graph`."""
+        """(nodes, outputs, parameters), for :func:`lazycore.ir.events.record_graph`."""
         self.keys: dict = {}
         """(donatable parameters, pipeline, device, user lowerings) ->
         (compile key, donation plan)."""

@@ -26,7 +26,7 @@ def from_numpy(array, device=None) -> LazyTensor:
     t = type_of(host)  # ShapeError for dtypes the dialect has no name for
     if dev.pjrt is None:
         raise RuntimeError(f"device {dev.name} cannot hold data (no PJRT device behind it)")
-    events.emit("transfer", f"host-to-device copy of a {t} ({host.nbytes} bytes)")
+    events.emit("transfer", "host-to-device", t, host.nbytes)
     with events.timed("transfer"):
         buf = pjrt.to_device(host, dev.pjrt)
     events.bump("transfers_to_device")
@@ -69,7 +69,7 @@ def _materialize(t: LazyTensor) -> Data:
         raise TypeError(f"expected a LazyTensor, got {type(t).__name__}")
     TRACE.taint()  # a lowering that observes values cannot be replayed
     if t.pending:
-        events.emit("implicit_barrier", f"observing a pending {t.type} runs an implicit barrier")
+        events.emit("implicit_barrier", t.type)
         barrier.sync(t.device)
     leaf = t._value.node
     if type(leaf.buffer) is Failure:  # its computation failed (lazycore.runtime.failures)
@@ -84,7 +84,7 @@ def to_numpy(t: LazyTensor) -> np.ndarray:
     leaf = _materialize(t)
     # A copy: the host view of a CPU buffer shares its memory, and the buffer
     # may later be donated and overwritten.
-    events.emit("transfer", f"device-to-host copy of a {leaf.types[0]}")
+    events.emit("transfer", "device-to-host", leaf.types[0], None)
     with events.timed("transfer"):
         try:
             host = np.array(pjrt.to_host(leaf.buffer))
