@@ -23,6 +23,7 @@ from lazycore.trace import core
 import lazycore.observe  # noqa: F401  (metrics, guards, debug lines and dumps hear the runtime)
 
 from . import dispatch, ops  # noqa: F401  (ops registers the lowerings)
+from . import optim as _optim
 from .capture import Captured, capture
 from .lowering import register as register_lowering
 from .lowering import unregister as unregister_lowering
@@ -41,6 +42,8 @@ __all__ = [
     "register_lowering",
     "unregister_lowering",
 ]
+
+_optim.install()
 
 
 def mark_step(wait: bool = False) -> None:

@@ -26,15 +26,25 @@ the call again): the arguments (lazy tensors by sizes, strides, dtype and
 device; anything else by value, like ``jax.jit``'s static arguments), grad
 mode and the default dtype, the ``training`` flag of every module the step
 called, every hyperparameter of every optimizer it stepped (a scheduler's new
-learning rate retraces), those optimizers' state tensors, and whether each
-parameter has a gradient. Python values read elsewhere are baked in, as in
-``jax.jit``: pass what changes as an argument.
+float learning rate retraces; a tensor one, ``lr=torch.tensor(1e-3)``, stepped
+outside the captured step, is read by the program and replays), those
+optimizers' state tensors, and whether each parameter has a gradient. Python
+values read elsewhere are baked in, as in ``jax.jit``: pass what changes as an
+argument.
+
+Optimizers replay: on the lazy device they are capturable
+(:mod:`lazycore.frontends.torch.optim`), so Adam's step counter and bias
+corrections are device values, not new Python numbers every call. A value
+the step reads that several live tensors hold (a learning rate and the
+scheduler's copy of it) is read from the oldest; a replay refuses when they
+no longer agree.
 
 Refused (traced at every call, the reason in :attr:`Captured.why`): a step
 that looks at a value (``.item()``, ``print``, a fallback op, ``mark_step``),
 uploads host data, or keeps a tensor it made anywhere but in its result and
 the gradients (a list outside, a ``self.`` attribute). Optimizer state made
-on a first step is kept that way, so such a step replays from its third call.
+on a first step is kept that way, so such a step replays from its fourth call
+(the first makes the state, the next two confirm the recording).
 
 A replayed call returns tensors without autograd history
 (``requires_grad=False``): the step is expected to run its own backward.
@@ -127,8 +137,7 @@ class Captured:
             return e.args[1] if len(e.args) > 1 else None
         self.why = None
         if previous is not None and previous.key != plan.key and previous.complete and plan.complete:
-            self.why = ("the last two traced calls differed (the step reads a Python number that changes every "
-                        "call, such as Adam's bias correction, or its ops depend on one)")
+            self.why = _differed(previous, plan)
             if settings.debug:
                 _say(self, self.why)
         if previous is not None and previous.key == plan.key:
@@ -154,6 +163,19 @@ def _say(captured, what: str) -> None:
     from lazycore.observe.debug import on_capture
 
     on_capture(getattr(captured, "__qualname__", "step"), what)
+
+
+def _differed(previous: "_Plan", plan: "_Plan") -> str:
+    """Why two traced calls with the same arguments made different plans."""
+    for (_, h0), (_, h1) in zip(previous.optims, plan.optims):
+        for g0, g1 in zip(h0[0], h1[0]):
+            changed = [k for (k, v0), (_, v1) in zip(g0, g1) if v0 != v1]
+            if changed:
+                return (f"an optimizer's {', '.join(changed)} changed between calls (a scheduler): make it a "
+                        f"tensor (lr=torch.tensor(...)) and step the scheduler outside the captured step, so "
+                        f"the program reads it instead of tracing again")
+    return ("the last two traced calls differed (the step reads a Python number that changes every call, or its "
+            "ops depend on one)")
 
 
 def _arg_key(flat, spec):

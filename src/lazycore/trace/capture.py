@@ -225,7 +225,7 @@ class Recording:
 
     def _key(self, baked) -> tuple:
         """Equal for two recordings that replay the same way."""
-        slots = tuple(s if s[0] == "arg" else ("live", tuple(id(r()) for r in s[1])) for s in self.slots)
+        slots = tuple(s if s[0] == "arg" else ("live", id(s[1][0]())) for s in self.slots)
         updates = tuple((u if type(u) is int else id(u()), p) for u, p in self.updates)
         entries = tuple((op, ops, digest, nres) for op, ops, _, _, digest, _, nres in self.entries)
         return (self.aliasing, slots, tuple(self.slot_digests), tuple(baked), entries, updates,
@@ -254,8 +254,8 @@ class Recording:
                 v = h._value
                 for r in where[1:]:
                     other = r()
-                    if other is None or other._value[0] is not v[0] or other._value[1] != v[1]:
-                        return None
+                    if other is not None and (other._value[0] is not v[0] or other._value[1] != v[1]):
+                        return None  # which of the two the step read is no longer one value
             if v[0].digest != digests[j]:
                 return None
             env.append(v)
