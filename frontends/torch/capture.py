@@ -65,6 +65,7 @@ from lazycore.trace import views as _views
 from lazycore.ir.tensor import LazyTensor
 from lazycore.trace.views import Storage
 
+from . import optim as _optim
 from . import tensor as _tensor
 from .tensor import Tensor, _new
 
@@ -202,13 +203,33 @@ def _arg_key(flat, spec):
     return key
 
 
+def _scheduler_calls(steps) -> list:
+    """The scheduler steps a replay makes again after the recorded graph."""
+    if steps.unexplained:
+        raise _capture.Refused("the step changes an optimizer's learning rate other than by stepping a scheduler: "
+                               "Python work a replay would not redo")
+    calls = []
+    for ref, args, kwargs, after in steps.calls:
+        if not after:
+            raise _capture.Refused("the step steps a learning-rate scheduler before its optimizer: a replay steps "
+                                   "them again after the recorded graph")
+        try:
+            hash((args, tuple(kwargs.items())))
+        except TypeError:
+            raise _capture.Refused("the step passes a scheduler a value that is not a hashable Python value") from None
+        calls.append((ref, args, tuple(kwargs.items())))
+    return calls
+
+
 def _global_state() -> tuple:
     return (torch.is_grad_enabled(), torch.get_default_dtype())
 
 
 def _hyper(opt) -> tuple:
-    """An optimizer's hyperparameters and the identity of its state tensors."""
-    groups = tuple(tuple((k, id(v) if isinstance(v, torch.Tensor) else v) for k, v in g.items() if k != "params")
+    """An optimizer's hyperparameters (but those its program reads as inputs)
+    and the identity of its state tensors."""
+    skip = ("params", *_optim.read_as_input(opt))
+    groups = tuple(tuple((k, id(v) if isinstance(v, torch.Tensor) else v) for k, v in g.items() if k not in skip)
                    for g in opt.param_groups)
     state = tuple(id(v) for s in opt.state.values() for v in s.values() if isinstance(v, torch.Tensor))
     return groups, len(opt.state), state
@@ -232,7 +253,8 @@ class _Plan:
         h2 = _optimizer.register_optimizer_step_pre_hook(
             lambda o, a, k: optims.setdefault(id(o), o) and None)
         state0 = _global_state()
-        with _tensor.MADE.collecting() as made:
+        _optim.refresh_all()  # a new learning rate: an input of the step, not a value it made
+        with _tensor.MADE.collecting() as made, _optim.SchedulerSteps() as schedulers:
             try:
                 watch = _capture.begin([x._storage.handle for x in tensors])
                 out = fn(*args, **kwargs)
@@ -240,11 +262,11 @@ class _Plan:
                 h1.remove()
                 h2.remove()
         try:
-            return cls(watch, made, known, before, modules, optims, state0, out, seen), out
+            return cls(watch, made, known, before, modules, optims, state0, out, seen, schedulers), out
         except _capture.Refused as e:
             raise _capture.Refused(str(e), out) from None
 
-    def __init__(self, watch, made, known, before, modules, optims, state0, out, seen):
+    def __init__(self, watch, made, known, before, modules, optims, state0, out, seen, schedulers):
         _capture.check(watch)  # a barrier or an upload first: the clearest reason
         if _global_state() != state0:
             raise _capture.Refused("the step changed grad mode or the default dtype")
@@ -259,6 +281,7 @@ class _Plan:
         for i, p in known.items():
             if i not in seen and p.requires_grad:
                 seen[i] = p
+        self.schedulers = _scheduler_calls(schedulers)
         self.state = state0
         self.modules = [(weakref.ref(m), m.training) for m in modules.values()]
         self.optims = [(weakref.ref(o), _hyper(o)) for o in optims.values()]
@@ -324,7 +347,8 @@ class _Plan:
                 tuple((id(r()), tr) for r, tr in self.modules),
                 tuple((id(r()), h) for r, h in self.optims),
                 tuple((id(p()), rg, n0, d(after)) for p, rg, n0, _, after in self.grads),
-                str(self.out_spec), tuple(d(o) for o in self.outs), tuple(self.strides))
+                str(self.out_spec), tuple(d(o) for o in self.outs), tuple(self.strides),
+                tuple((id(r()), args, kwargs) for r, args, kwargs in self.schedulers))
 
     def replay(self, flat):
         """The call's result, replayed; ``_GUARDED`` (nothing changed) when a guard fails."""
@@ -351,6 +375,11 @@ class _Plan:
         for r in self.old:
             if r() is None:
                 return _guarded("a tensor the step returned a view of is gone")
+        for r, _, _ in self.schedulers:
+            if r() is None:
+                return _guarded("a learning-rate scheduler the step stepped is gone")
+        for r, _ in self.optims:
+            _optim.refresh(r())
         values = self.rec.replay([x._storage.handle for x in flat if type(x) is Tensor])
         if values is None:
             return _guarded("a tensor the step read or updated is gone, holds a value of another structure "
@@ -369,4 +398,6 @@ class _Plan:
             elif after != "same":
                 p.grad = make(after)
         outs = [make(o) if o[0] != "value" else o[1] for o in self.outs]
+        for r, args, kwargs in self.schedulers:
+            r().step(*args, **dict(kwargs))
         return pytree.tree_unflatten(outs, self.out_spec)

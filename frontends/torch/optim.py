@@ -20,23 +20,30 @@ capturable at its first step (a step counter already on the CPU, from
 from __future__ import annotations
 
 import sys
+import weakref
 
 import torch
 import torch.optim  # noqa: F401  (loads the optimizer modules patched below)
 import torch.optim.optimizer as _optimizer
 
+from lazycore.trace import core
+
 _LAZY = "lazy"
+_TENSOR_LR = (torch.optim.Adam, torch.optim.Adamax, torch.optim.NAdam, torch.optim.RAdam, torch.optim.ASGD,
+              torch.optim.Rprop)
+"""Optimizers whose capturable step takes its learning rate as a device tensor
+without reading it back (SGD, RMSprop, Adagrad and Adadelta call ``.item()``)."""
 
 
 def _with_lazy(original):
     def supported(*args, **kwargs):
         return [*original(*args, **kwargs), _LAZY]
 
-    supported.__wrapped__ = original
+    supported.lazycore_wraps = original
     return supported
 
 
-def _make_capturable(opt, args, kwargs) -> None:
+def _make_capturable(opt) -> None:
     for group in opt.param_groups:
         if group.get("capturable", True) or not group["params"]:
             continue  # capturable already, or an optimizer without the notion (SGD)
@@ -49,6 +56,157 @@ def _make_capturable(opt, args, kwargs) -> None:
         group["capturable"] = True
 
 
+class _Rate:
+    """A parameter group's float learning rate as a 0-d device tensor, swapped
+    into the group while its optimizer steps: the program reads the rate, so a
+    scheduler's new value is a new input, not a new program (nor, captured, a
+    retrace). Outside the step the group holds the user's float."""
+
+    __slots__ = ("tensor", "value", "fresh")
+
+    def __init__(self, value: float, device):
+        with torch.no_grad():
+            self.tensor = torch.full((), value, device=device)
+        self.value = value
+        self.fresh = True
+
+    def fill(self, value: float) -> None:
+        """Set the device value: a new program parameter of its own (a fill
+        would share its value with every other tensor filled with the same
+        number, and a capture could not tell which one the step read). Set
+        every step, even to the same value, so the step's graph always reads
+        a parameter, not sometimes the last step's result: one program (and,
+        captured, one recording)."""
+        handle = self.tensor._storage.handle
+        core.assign(handle, core.scalar(value, handle.dtype, handle.device, fold=False))
+        self.value = value
+
+    def at_step(self, value: float) -> None:
+        if self.fresh and value == self.value:
+            self.fresh = False  # filled for this step already, before a capture began watching it
+        else:
+            self.fill(value)
+            self.fresh = False
+
+
+_RATES: "weakref.WeakKeyDictionary[torch.optim.Optimizer, dict[int, _Rate]]" = weakref.WeakKeyDictionary()
+
+
+def refresh(opt) -> None:
+    """Give ``opt``'s device learning rates their groups' current values (a
+    captured step does this before it begins watching, so the new value is an
+    input of the step rather than something it made)."""
+    rates = _RATES.get(opt)
+    if rates:
+        for i, rate in rates.items():
+            lr = opt.param_groups[i]["lr"]
+            if type(lr) is float:
+                rate.fill(lr)
+                rate.fresh = True
+
+
+def refresh_all() -> None:
+    for opt in list(_RATES.keys()):
+        refresh(opt)
+
+
+def _rates() -> dict:
+    """Every device learning rate's group value, to tell who changed them."""
+    return {id(opt): tuple(opt.param_groups[i]["lr"] for i in rates) for opt, rates in list(_RATES.items())}
+
+
+def _differ(a: dict, b: dict) -> bool:
+    """(an optimizer that made its rates in between changed none)"""
+    return any(a[k] != b[k] for k in a.keys() & b.keys())
+
+
+class SchedulerSteps:
+    """The learning-rate schedulers a traced call stepped (``with
+    SchedulerSteps() as steps``), to step them again at a replay: their
+    Python is all they do to the step (the rates they set are inputs).
+    :attr:`unexplained` says whether a device learning rate changed during
+    the call other than by those steps (a replay could not redo that)."""
+
+    def __init__(self):
+        self.calls: list = []  # (weakref of the scheduler, args, kwargs, optimizer steps before it)
+        self.optimizer_steps = 0
+        self._depth = 0
+        self._checks: list = []  # learning rates around each step, and at the ends
+
+    def __enter__(self):
+        _SCHEDULING.append(self)
+        self._checks.append(_rates())
+        return self
+
+    def __exit__(self, *exc):
+        _SCHEDULING.remove(self)
+        self._checks.append(_rates())
+
+    @property
+    def unexplained(self) -> bool:
+        c = self._checks
+        return any(_differ(c[i], c[i + 1]) for i in range(0, len(c) - 1, 2))
+
+    def run(self, step, scheduler, args, kwargs):
+        if self._depth:  # a scheduler stepping its children (SequentialLR, ChainedScheduler)
+            return step(scheduler, *args, **kwargs)
+        self.calls.append((weakref.ref(scheduler), args, kwargs, self.optimizer_steps))
+        self._checks.append(_rates())
+        self._depth += 1
+        try:
+            return step(scheduler, *args, **kwargs)
+        finally:
+            self._depth -= 1
+            self._checks.append(_rates())
+
+
+_SCHEDULING: list[SchedulerSteps] = []
+
+
+def _watched(step):
+    def watched_step(self, *args, **kwargs):
+        if _SCHEDULING:
+            return _SCHEDULING[-1].run(step, self, args, kwargs)
+        return step(self, *args, **kwargs)
+
+    watched_step.lazycore_wraps = step
+    return watched_step
+
+
+def read_as_input(opt) -> tuple[str, ...]:
+    """The hyperparameters of ``opt`` its program reads as inputs."""
+    return ("lr",) if _RATES.get(opt) else ()
+
+
+def _swap_in(opt, args, kwargs) -> None:
+    if _SCHEDULING:
+        _SCHEDULING[-1].optimizer_steps += 1
+    _make_capturable(opt)
+    if not isinstance(opt, _TENSOR_LR):
+        return
+    rates = None
+    for i, group in enumerate(opt.param_groups):
+        lr = group["lr"]
+        if type(lr) is not float or not group["params"] or group["params"][0].device.type != _LAZY:
+            continue
+        if rates is None:
+            rates = _RATES.setdefault(opt, {})
+        rate = rates.get(i)
+        if rate is None:
+            rate = rates[i] = _Rate(lr, group["params"][0].device)
+        rate.at_step(lr)
+        group["lr"] = rate.tensor
+
+
+def _swap_out(opt, args, kwargs) -> None:
+    # (a step that raised leaves the tensor in place: the optimizer takes it
+    # as well, and the next step reads its value from there)
+    for i, rate in _RATES.get(opt, {}).items():
+        group = opt.param_groups[i]
+        if group["lr"] is rate.tensor:
+            group["lr"] = rate.value
+
+
 def install() -> None:
     """Add the lazy device to torch's capturable devices and make optimizers
     over lazy parameters capturable (idempotent)."""
@@ -57,10 +215,17 @@ def install() -> None:
         if not name.startswith("torch.optim"):
             continue
         found = module.__dict__.get("_get_capturable_supported_devices")
-        if found is not None and not hasattr(found, "__wrapped__"):
+        if found is not None and not hasattr(found, "lazycore_wraps"):
             module._get_capturable_supported_devices = _with_lazy(found)
+    import torch.optim.lr_scheduler as schedulers
+
+    for cls in vars(schedulers).values():
+        if isinstance(cls, type) and issubclass(cls, schedulers.LRScheduler) and "step" in vars(cls):
+            if not hasattr(cls.step, "lazycore_wraps"):
+                cls.step = _watched(cls.step)
     if not _HOOK:
-        _HOOK.append(_optimizer.register_optimizer_step_pre_hook(_make_capturable))
+        _HOOK.append(_optimizer.register_optimizer_step_pre_hook(_swap_in))
+        _HOOK.append(_optimizer.register_optimizer_step_post_hook(_swap_out))
 
 
 _HOOK: list = []

@@ -325,15 +325,28 @@ def test_lazycore_debug_says_what_capture_decided(dev, capsys):
                         "an optimizer's hyperparameters or state tensors changed")
 
 
-def _gpt_like_train(dev, captured, *, tensor_lr=False, accumulate=1, steps=8):
-    """AdamW, clip_grad_norm_, a LambdaLR stepped outside the step, and
-    ``accumulate`` micro-batches per step; (losses, params, the step)."""
+_SCHEDULERS = {
+    "lambda": lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 / (1.0 + 0.1 * s)),
+    "cosine": lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=5),
+    "onecycle": lambda opt: torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-2, total_steps=20,
+                                                                cycle_momentum=False),
+    "sequential": lambda opt: torch.optim.lr_scheduler.SequentialLR(
+        opt, [torch.optim.lr_scheduler.LinearLR(opt, 0.1, total_iters=3),
+              torch.optim.lr_scheduler.ExponentialLR(opt, 0.9)], milestones=[3]),
+}
+
+
+def _adamw_train(dev, captured, *, tensor_lr=False, accumulate=1, steps=8, schedule="lambda", inside=False,
+                 extra=None):
+    """AdamW, clip_grad_norm_, a learning-rate scheduler stepped outside the
+    step (or ``inside`` it, after the optimizer), and ``accumulate``
+    micro-batches per step; (losses, params, the step)."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16),
                                 torch.nn.Linear(16, 4)).to(dev)
     lr = torch.tensor(3e-3, device=dev) if tensor_lr else 3e-3
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 / (1.0 + 0.1 * s))
+    sched = _SCHEDULERS[schedule](opt)
 
     def step(*batches):
         opt.zero_grad()
@@ -343,7 +356,11 @@ def _gpt_like_train(dev, captured, *, tensor_lr=False, accumulate=1, steps=8):
             loss.backward()
             total = total + loss.detach()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        if extra is not None:
+            extra(opt, sched)
         opt.step()
+        if inside:
+            sched.step()
         return total
 
     fn = ltorch.capture(step) if captured else step
@@ -352,25 +369,63 @@ def _gpt_like_train(dev, captured, *, tensor_lr=False, accumulate=1, steps=8):
     for i in range(steps):
         flat = [t.to(dev) for xy in data[i * accumulate:(i + 1) * accumulate] for t in xy]
         loss = fn(*flat)
-        sched.step()
+        if not inside:
+            sched.step()
         if dev.type == "lazy":
             ltorch.mark_step()
         losses.append(float(loss.cpu()))
     return losses, [p.detach().cpu().numpy() for p in model.parameters()], fn
 
 
-@pytest.mark.parametrize("accumulate", [1, 3])
-def test_adamw_with_clipping_and_a_tensor_learning_rate_from_a_scheduler_replays(dev, accumulate):
-    eager = _gpt_like_train(torch.device("cpu"), False, tensor_lr=True, accumulate=accumulate)
-    losses, params, fn = _gpt_like_train(dev, True, tensor_lr=True, accumulate=accumulate)
-    assert (fn.traces, fn.replays) == (3, 5), fn.why
-    np.testing.assert_allclose(losses, eager[0], rtol=1e-5)
-    for u, v in zip(params, eager[1]):
+def _close_to_eager(got, eager):
+    np.testing.assert_allclose(got[0], eager[0], rtol=1e-5)
+    for u, v in zip(got[1], eager[1]):
         np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6)
 
 
-def test_a_float_learning_rate_from_a_scheduler_traces_again_and_says_what_to_do(dev):
-    eager = _gpt_like_train(torch.device("cpu"), False)
-    losses, params, fn = _gpt_like_train(dev, True)
-    assert fn.replays == 0 and "lr changed between calls" in fn.why and "torch.tensor" in fn.why
-    np.testing.assert_allclose(losses, eager[0], rtol=1e-5)
+@pytest.mark.parametrize("accumulate", [1, 3])
+@pytest.mark.parametrize("tensor_lr", [False, True])
+def test_adamw_with_clipping_accumulation_and_a_scheduler_replays(dev, accumulate, tensor_lr):
+    """The learning rate a scheduler sets is an input of the program (a float
+    one is swapped for a device value while the optimizer steps)."""
+    eager = _adamw_train(torch.device("cpu"), False, tensor_lr=tensor_lr, accumulate=accumulate)
+    got = _adamw_train(dev, True, tensor_lr=tensor_lr, accumulate=accumulate)
+    assert (got[2].traces, got[2].replays) == (3, 5), got[2].why
+    _close_to_eager(got, eager)
+
+
+@pytest.mark.parametrize("schedule", sorted(_SCHEDULERS))
+def test_a_scheduler_stepped_inside_the_step_is_stepped_again_by_each_replay(dev, schedule):
+    eager = _adamw_train(torch.device("cpu"), False, schedule=schedule, inside=True, steps=10)
+    got = _adamw_train(dev, True, schedule=schedule, inside=True, steps=10)
+    assert (got[2].traces, got[2].replays) == (3, 7), got[2].why
+    _close_to_eager(got, eager)
+
+
+def test_a_learning_rate_set_by_hand_inside_the_step_is_never_replayed_stale(dev):
+    def halve(opt, sched):
+        opt.param_groups[0]["lr"] *= 0.5
+
+    eager = _adamw_train(torch.device("cpu"), False, extra=halve)
+    got = _adamw_train(dev, True, extra=halve)
+    assert got[2].replays == 0 and "other than by stepping a scheduler" in got[2].why
+    _close_to_eager(got, eager)
+
+
+def test_a_scheduler_stepped_before_the_optimizer_is_refused(dev):
+    got = _adamw_train(dev, True, extra=lambda opt, sched: sched.step())
+    assert got[2].replays == 0 and "before its optimizer" in got[2].why
+
+
+def test_momentum_cycled_by_one_cycle_traces_again_and_says_so(dev):
+    """OneCycleLR's default also cycles Adam's beta1, a Python number the
+    optimizer reads: each call traces (with eager's values)."""
+    _SCHEDULERS["onecycle-momentum"] = lambda opt: torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-2,
+                                                                                        total_steps=20)
+    try:
+        eager = _adamw_train(torch.device("cpu"), False, schedule="onecycle-momentum")
+        got = _adamw_train(dev, True, schedule="onecycle-momentum")
+    finally:
+        del _SCHEDULERS["onecycle-momentum"]
+    assert got[2].replays == 0 and "betas changed between calls" in got[2].why
+    _close_to_eager(got, eager)

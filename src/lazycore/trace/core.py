@@ -70,12 +70,14 @@ def _scalar_dtype(value) -> str:
     raise TypeError(f"expected a Python scalar, got {type(value).__name__}")
 
 
-def scalar(value, dtype: str | None = None, device=None) -> LazyTensor:
+def scalar(value, dtype: str | None = None, device=None, fold: bool = True) -> LazyTensor:
     """A rank-0 lazy value from a Python scalar, by the LazyTensor scalar policy.
 
     0 and 1 are baked into the program as ``lazy.constant`` (they enable
     folds like ``x * 1``); any other number becomes a program parameter whose
     hash covers only its dtype, so a new learning rate does not recompile.
+    ``fold=False``: a parameter whatever the value (a value that passes
+    through 0 or 1, such as a scheduled learning rate, keeps one program).
     """
     source = None
     rec = TRACE.recorder
@@ -84,7 +86,7 @@ def scalar(value, dtype: str | None = None, device=None) -> LazyTensor:
     dtype = dtype or _scalar_dtype(value)
     host = np.asarray(value, dtype=to_numpy_dtype(dtype))  # out-of-range values fail here
     dev = _device.get(device)
-    node = constant(host) if value == 0 or value == 1 else Scalar(host, dtype)
+    node = constant(host) if fold and (value == 0 or value == 1) else Scalar(host, dtype)
     if rec is not None:  # a constant of the recording, or that argument's parameter
         rec.on_leaf(node, source)
     return LazyTensor(Value(node, 0), dev)
