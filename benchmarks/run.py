@@ -38,11 +38,17 @@ absolute difference from the baseline's numbers, which is checked.
 4. First-step latency (trace + lower + compile + run) of benchmark 2's step:
    lazycore after ``lazycore.cache.clear()`` against jax.jit's first call of a
    new function object (after ``jax.clear_caches()``). The torch frontend's
-   meta-result cache stays warm (it is not a compile cache).
+   meta-result cache stays warm (it is not a compile cache). Then the first
+   step of a new process (its imports not timed), twice on one fresh
+   persistent compile cache folder: the first process compiles and writes
+   the program, the second loads it (``LAZYCORE_CACHE_DIR``).
 5. Recompiles: the lazy training step with the batch size cycling through 3
    sizes for 20 steps (expect exactly 3 compiles) and with the learning rate
    changed every step (expect 1), from ``lazycore.metrics.counters()``.
 6. The NumPy shim's heat demo against NumPy (``benchmarks/numpy_heat.py``).
+
+The persistent compile cache is off in this process (benchmarks 4 and 5
+count compiles); benchmark 4 measures it in processes of its own.
 
 Targets are printed next to the ratios, never asserted. ``--quick`` only
 checks that every benchmark runs and agrees numerically (timings are printed
@@ -61,7 +67,9 @@ import pathlib
 import platform
 import pstats
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -682,7 +690,56 @@ def bench_first_step(args):
     row(B, "jax.jit first call", jl, baseline=True, diff=0.0, tol=1e-4, note="new function, jax.clear_caches()")
     row(B, "lazycore.torch first step", lat, diff=ldiff_loss, tol=1e-4, target="<= 1.5x jax.jit",
         note=f"cache.clear(); {compiled} compile(s)")
+
+    # new processes on one fresh persistent cache folder: the first compiles, the second loads
+    runs: dict[bool, list] = {False: [], True: []}
+    for _ in range(reps):
+        with tempfile.TemporaryDirectory(prefix="lazycore-bench-cache-") as folder:
+            for cached in (False, True):
+                runs[cached].append(_first_step_in_new_process(folder, args.quick))
+    for cached, what in ((False, "cold disk cache"), (True, "program on disk")):
+        rs = runs[cached]
+        compiles, loads = sum(r["compiles"] for r in rs), sum(r["disk_cache_hits"] for r in rs)
+        if cached and compiles:
+            FAILURES.append(f"{B}: a process with its program in the persistent cache compiled {compiles} time(s)")
+        row(B, f"lazycore.torch, new process, {what}", [r["seconds"] for r in rs],
+            diff=max(abs(r["loss"] - float(jloss)) for r in rs), tol=1e-4,
+            note=f"{compiles} compile(s), {loads} load(s) from disk over {len(rs)} process(es)")
     set_ratios(B)
+
+
+def _first_step_in_new_process(cache_dir: str, quick: bool) -> dict:
+    """Benchmark 4's step as the first work of a new process using ``cache_dir``."""
+    code = f"import sys; sys.path.insert(0, {str(HERE)!r}); import run; run.first_step_child({quick!r})"
+    env = {**os.environ, "LAZYCORE_CACHE_DIR": cache_dir}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"the first-step process failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def first_step_child(quick: bool) -> None:
+    """In a new process: benchmark 4's first step (after the imports and the
+    uploads), its seconds, loss and counters as JSON on stdout."""
+    import torch
+
+    import lazycore
+    import lazycore.torch as ltorch
+
+    cfg = _mlp_config(argparse.Namespace(quick=quick))
+    data = _make_data(cfg, k=1)
+    dev = ltorch.device()
+    model = _make_model(cfg).to(dev)
+    x, y = data[0][0].to(dev), data[0][1].to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    ltorch.mark_step(wait=True)
+    t = time.perf_counter()
+    loss = _torch_step(model, opt, x, y)
+    ltorch.mark_step(wait=True)
+    seconds = time.perf_counter() - t
+    c = lazycore.metrics.counters()
+    print(json.dumps({"seconds": seconds, "loss": float(loss.detach().cpu()), "compiles": c["compiles"],
+                      "disk_cache_hits": c["disk_cache_hits"]}))
 
 
 # --- 5. recompiles -------------------------------------------------------------------------------------
@@ -824,8 +881,10 @@ def main(argv=None) -> int:
 
     import torch
 
-    import lazycore  # noqa: F401
+    import lazycore
 
+    # compiles are counted here: programs an earlier run left on disk must not load
+    lazycore.config.configure(cache_dir="off")
     which = [int(s) for s in args.only.split(",") if s.strip()] or sorted(BENCHES)
     t0 = time.perf_counter()
     for k in which:

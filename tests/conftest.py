@@ -1,3 +1,10 @@
+import os
+
+# Tests count compiles: a program another run left in the persistent compile
+# cache would load instead. Subprocesses inherit this; tests/test_disk_cache.py
+# points its own processes at a fresh folder.
+os.environ["LAZYCORE_CACHE_DIR"] = "off"
+
 import numpy as np
 import pytest
 

@@ -2,6 +2,11 @@
 
 ``LAZYCORE_CACHE_SIZE``: how many compiled programs the compile cache keeps
 (least recently used dropped first; default 256).
+``LAZYCORE_CACHE_DIR``: the folder of the persistent compile cache (default
+``$XDG_CACHE_HOME/lazycore``, else ``~/.cache/lazycore``); ``off`` disables it
+(see :mod:`lazycore.runtime.diskcache`).
+``LAZYCORE_CACHE_MAX_BYTES``: the size bound of that folder (default 1 GiB;
+least recently used entries removed first).
 ``LAZYCORE_DEBUG``: 0 (default), 1 (one line per barrier on stderr, recompile
 reasons, a warning when compiles keep happening), 2 (also the graph text per
 barrier); see :mod:`lazycore.debug`.
@@ -62,6 +67,36 @@ def _env_flag(name: str, default: bool) -> bool:
     return raw.strip() == "1"
 
 
+def cache_dir_setting(value) -> str | None:
+    """``off`` (or None) -> None; a path -> that path, absolute (a later
+    ``chdir`` keeps the folder)."""
+    if value is None or str(value).strip().lower() == "off":
+        return None
+    path = os.path.expanduser(os.fspath(value).strip())
+    if path.startswith("~"):  # no home directory to expand it against
+        raise ValueError(f"cache_dir: cannot expand {value!r} (no home directory)")
+    return os.path.abspath(path)
+
+
+def default_cache_dir() -> str | None:
+    """``$XDG_CACHE_HOME/lazycore``, else ``~/.cache/lazycore``; None without a home directory."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    if os.path.isabs(xdg):  # the XDG spec ignores a relative value
+        return os.path.join(xdg, "lazycore")
+    home = os.path.expanduser("~")
+    return None if home.startswith("~") else os.path.join(home, ".cache", "lazycore")
+
+
+def _env_cache_dir(name: str) -> str | None:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default_cache_dir()
+    try:
+        return cache_dir_setting(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a folder or 'off', got {raw!r}") from None
+
+
 def _env_guard(name: str) -> str:
     raw = (os.environ.get(name) or "allow").strip().lower()
     if raw not in GUARD_MODES:
@@ -77,6 +112,13 @@ class Settings:
     graph text with source locations (see lazycore.debug)."""
     cache_size: int = _env_int("LAZYCORE_CACHE_SIZE", 256)
     """Compiled programs kept by the compile cache."""
+    cache_dir: str | None = _env_cache_dir("LAZYCORE_CACHE_DIR")
+    """``LAZYCORE_CACHE_DIR``: the persistent compile cache's folder (default
+    ``$XDG_CACHE_HOME/lazycore`` or ``~/.cache/lazycore``); None (``off``): no
+    persistent cache. ``configure(cache_dir="off")`` works too."""
+    cache_max_bytes: int = _env_int("LAZYCORE_CACHE_MAX_BYTES", 1 << 30)
+    """``LAZYCORE_CACHE_MAX_BYTES``: the persistent cache's size bound; after a write
+    the least recently used entries go until the folder is within it."""
     pipeline: str | None = None
     """Pass pipeline for barriers; None: the compiler's default pipeline."""
     donation: bool = True
@@ -109,6 +151,10 @@ def configure(**changes) -> dict:
         raise KeyError(f"unknown setting(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(names))})")
     if "cache_size" in changes and int(changes["cache_size"]) < 1:
         raise ValueError(f"cache_size must be at least 1, got {changes['cache_size']}")
+    if "cache_max_bytes" in changes and int(changes["cache_max_bytes"]) < 1:
+        raise ValueError(f"cache_max_bytes must be at least 1, got {changes['cache_max_bytes']}")
+    if "cache_dir" in changes:
+        changes = {**changes, "cache_dir": cache_dir_setting(changes["cache_dir"])}
     if "debug" in changes and changes["debug"] not in DEBUG_LEVELS:
         raise ValueError(f"debug must be 0, 1 or 2, got {changes['debug']!r}")
     for k, v in changes.items():

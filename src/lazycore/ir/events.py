@@ -17,12 +17,15 @@ see :func:`emit`):
   None when not known yet)
 - ``"implicit_barrier"`` ``(type)``: reading a pending value of that type is
   about to run a barrier
-- ``"compile"`` ``(nodes)``: a barrier is about to compile a new program
+- ``"compile"`` ``(nodes)``: a barrier needs a program its compile cache
+  lacks; it is about to compile it, or to load it from the persistent cache
+  (:mod:`lazycore.runtime.diskcache`), which a guard cannot know in advance
 - ``"lowering"`` ``(walk, module, device, donate, pipeline)``: a module is
   about to be lowered; a listener may return an object with
   ``after_pass(name, op)`` and ``finish(module)`` to see every stage
-- ``"barrier"`` ``(walk, device, hit, donate, pipeline)``: a barrier ran
-  (``walk`` is None when the step's walk was recalled)
+- ``"barrier"`` ``(walk, device, hit, donate, pipeline, loaded)``: a barrier ran
+  (``walk`` is None when the step's walk was recalled; ``hit``: the program
+  was in the compile cache; ``loaded``: it came from the persistent cache)
 - ``"failure"`` ``(device, failed, outputs, first_message)``: a barrier's
   program failed; ``failed`` of its ``outputs`` now hold the error
 """
@@ -44,9 +47,15 @@ COUNTERS = (
     "bytes_to_host",
     "donated_buffers",
     "failed_outputs",  # program outputs that hold an error (lazycore.runtime.failures)
+    # the persistent compile cache (lazycore.runtime.diskcache): programs loaded
+    # instead of compiled, programs written, entries unreadable or unwritable
+    "disk_cache_hits",
+    "disk_cache_writes",
+    "disk_cache_errors",
 )
 PHASES = ("trace", "lowering", "compile", "execute")
-REPORT_PHASES = PHASES + ("transfer",)
+# disk_load: reading a program from the persistent cache (instead of lowering and compiling)
+REPORT_PHASES = PHASES + ("transfer", "disk_load")
 TIMINGS_KEPT = 10_000
 
 

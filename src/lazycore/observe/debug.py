@@ -8,6 +8,10 @@ up without any logging setup, in order with the graph text)::
     [lazycore] step 3 cpu:0: 9 nodes (2 inputs), 1 output, compile: trace 0.05 ms, lowering 3.1 ms, compile 21.4 ms, execute 0.09 ms
     [lazycore] step 3 cpu:0: recompile: input 0 shape (16, 4) vs (8, 4) in the graph compiled at step 1; first used by lazy.mul at train.py:42
     [lazycore] step 4 cpu:0: 9 nodes (2 inputs), 1 output, cache hit: trace 0.04 ms, execute 0.07 ms
+    [lazycore] step 5 cpu:0: 12 nodes (2 inputs), 1 output, disk cache hit: trace 0.05 ms, disk_load 1.2 ms, execute 0.08 ms
+
+A ``disk cache hit`` is a program another process compiled, loaded from the
+persistent compile cache (:mod:`lazycore.runtime.diskcache`).
 
 The step is the number of barriers that ran something since debugging was
 switched on (all devices together). For every compile after the first on a
@@ -324,8 +328,12 @@ def _ms(v: float | None) -> str:
     return f"{v:.3f} ms" if v < 1 else f"{v:.1f} ms" if v >= 10 else f"{v:.2f} ms"
 
 
-def on_barrier(walk, device, hit: bool, donate: dict[int, int], pipeline: str) -> None:
-    """A barrier ran (the ``barrier`` event); one line, and a recompile's reason, when ``settings.debug`` is on."""
+def on_barrier(walk, device, hit: bool, donate: dict[int, int], pipeline: str, loaded: bool = False) -> None:
+    """A barrier ran (the ``barrier`` event); one line, and a recompile's reason, when ``settings.debug`` is on.
+
+    A program loaded from the persistent compile cache (``loaded``) is a new
+    program for this process like a compiled one (a reason, the warning when
+    graphs keep changing): only its line says ``disk cache hit``."""
     if not settings.debug:
         return
     global _step
@@ -336,11 +344,16 @@ def on_barrier(walk, device, hit: bool, donate: dict[int, int], pipeline: str) -
         st = _devices[device.name] = _DeviceState()
     st.barriers += 1
     nodes, inputs, outputs = len(walk.order), len(walk.params), len(walk.outputs)
-    phases = ("trace", "execute") if hit else ("trace", "lowering", "compile", "execute")
+    if hit:
+        phases, what = ("trace", "execute"), "cache hit"
+    elif loaded:
+        phases, what = ("trace", "disk_load", "execute"), "disk cache hit"
+    else:
+        phases, what = ("trace", "lowering", "compile", "execute"), "compile"
     times = ", ".join(f"{p} {_ms(_last_ms(p))}" for p in phases)
     _write(
         f"[lazycore] step {step} {device.name}: {nodes} nodes ({inputs} input{'s' * (inputs != 1)}), "
-        f"{outputs} output{'s' * (outputs != 1)}, {'cache hit' if hit else 'compile'}: {times}"
+        f"{outputs} output{'s' * (outputs != 1)}, {what}: {times}"
     )
     if not hit:
         sig = signature(walk, donate, pipeline, step)

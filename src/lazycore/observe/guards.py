@@ -14,7 +14,9 @@ logger) or ``"error"`` (:class:`GuardError`):
 
 * ``compiles``: a compile after the first barrier inside the region (the
   first barrier may compile: warm-up). It is checked before compiling, so an
-  error leaves the pending work pending.
+  error leaves the pending work pending; a program the persistent compile
+  cache would load counts too (the check comes before the lookup), so a
+  guarded run behaves the same whatever the disk holds.
 * ``implicit_barriers``: observing a value (``core.to_numpy``, ``.item()``,
   ``.cpu()``, ``np.asarray``, a frontend fallback materializing its inputs)
   that has to run pending work first. ``lazycore.mark_step()`` is explicit

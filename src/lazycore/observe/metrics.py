@@ -4,7 +4,8 @@ Counters answer "did it recompile / transfer / donate?" in tests and in the
 field; timings give one duration (seconds) per barrier for each phase:
 ``trace`` (walk the graph, make the cache key), ``lowering`` (build the lazy
 module, run the pass pipeline), ``compile`` (XLA) and ``execute``; host <->
-device copies are timed as ``transfer``. Only the most recent durations are
+device copies are timed as ``transfer``, and programs read from the
+persistent compile cache as ``disk_load``. Only the most recent durations are
 kept, so a long training loop does not grow them; counts, totals and maxima
 cover everything since the last :func:`reset`. :func:`report` prints all of
 it, with the compile cache's hit rate, graph sizes per barrier and the
@@ -23,6 +24,7 @@ import math
 from lazycore.ir import events, memo, sourceloc
 from lazycore.ir.config import settings
 from lazycore.runtime import cache
+from lazycore.runtime.diskcache import DISK
 from lazycore.ir.events import PHASES, REPORT_PHASES, TIMINGS_KEPT
 
 logger = logging.getLogger("lazycore")
@@ -123,9 +125,21 @@ def _bytes(n: int) -> str:
     return f"{n} B"  # unreachable
 
 
+def _disk_line(c: dict) -> str:
+    if settings.cache_dir is None:
+        return "persistent compile cache: off"
+    entries, size = DISK.usage()
+    return (
+        f"persistent compile cache: {c['disk_cache_hits']} loads, {c['disk_cache_writes']} writes, "
+        f"{c['disk_cache_errors']} errors; {entries} programs, {_bytes(size)} of {_bytes(settings.cache_max_bytes)} "
+        f"in {settings.cache_dir}"
+    )
+
+
 def report() -> str:
     """Everything above as text: counters, phase timings (count, total,
-    median, p90, max in ms), compile cache hits and misses, graph sizes per
+    median, p90, max in ms), compile cache hits and misses, the persistent
+cache's loads, writes and size, graph sizes per
     barrier, the tracing memos' sizes, and fallback ops by name with the user
     lines that reached them."""
     c = _counters
@@ -160,6 +174,7 @@ def report() -> str:
         "",
         f"compile cache: {hits} hits, {misses} misses (compiles), hit rate {rate}; "
         f"{cache.size()} programs cached (limit {settings.cache_size})",
+        _disk_line(c),
         "tracing memos (entries of bound): "
         + ", ".join(f"{name} {n}/{bound}" for name, (n, bound) in memo.sizes().items()),
     ]

@@ -10,8 +10,9 @@
 
 writes Chrome trace-event JSON (open it at https://ui.perfetto.dev): one span
 per barrier (``barrier N``, with its graph size and whether the compile cache
-hit), and inside it the phases ``trace`` (walk, cache key), ``lowering``
-(lazy module, pass pipeline), ``compile`` (XLA) and ``execute``; every host
+hit, missed or the program came from the persistent cache: ``disk``), and
+inside it the phases ``trace`` (walk, cache key), ``lowering`` (lazy module,
+pass pipeline), ``compile`` (XLA) or ``disk_load``, and ``execute``; every host
 <-> device copy is a ``transfer`` span. The spans come from
 :mod:`lazycore.metrics`' timers, which check for an active recorder (one
 ``None`` test per timed phase, nothing per recorded op). Traces may nest; an
@@ -66,6 +67,8 @@ class Recorder:
             self._barrier = {"start": start, "args": {"barrier": self.barriers, "cache": "hit"}}
         elif phase == "compile" and self._barrier is not None:
             self._barrier["args"]["cache"] = "miss"
+        elif phase == "disk_load" and self._barrier is not None:
+            self._barrier["args"]["cache"] = "disk"  # a compile after it (the entry was unreadable) says miss
         self._event(phase, "lazycore", start, end)
         if phase == "execute" and self._barrier is not None:
             b, self._barrier = self._barrier, None

@@ -20,8 +20,9 @@ pass (``"lazy-canonicalize"``: the module right after that pass).
 
 A graph compiled before the block is a cache hit inside it and compiles
 nothing, so by default the block starts with an empty view of the compile
-cache (``fresh_cache=True``): every barrier inside compiles and is captured;
-the programs cached before are back afterwards, next to the new ones.
+cache (``fresh_cache=True``), with the persistent compile cache off: every
+barrier inside compiles and is captured; the programs cached before are back
+afterwards, next to the new ones.
 
 FileCheck is the ``filecheck`` Python package (``pip install filecheck``, in
 lazycore's ``test`` extra), run as ``python -m filecheck``;
@@ -37,6 +38,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
+from lazycore.ir.config import override
 from lazycore.observe import inspect_graph
 from lazycore.runtime.cache import CACHE
 
@@ -135,8 +137,10 @@ def capture(*, locations: bool = False, fresh_cache: bool = True):
         saved = CACHE._entries.copy()
         CACHE._entries.clear()
     inspect_graph.OBSERVERS.append(cap)
+    # a program loaded from the persistent cache is not lowered: nothing to capture
     try:
-        yield cap
+        with override(cache_dir="off") if fresh_cache else contextlib.nullcontext():
+            yield cap
     finally:
         inspect_graph.OBSERVERS.remove(cap)
         if saved is not None:

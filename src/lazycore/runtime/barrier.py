@@ -5,8 +5,9 @@ of the device whose value is still a computation becomes an output of ONE
 program. The graph is walked once (post-order, shared nodes visited once);
 device-data and scalar leaves become the parameters, in first-visit order.
 The walk also yields the compile-cache key, so on a hit nothing here touches
-MLIR. On a miss the walk is replayed as a ``func.func @main`` of ``lazy`` ops
-and compiled with the default pipeline. A step whose graph repeats an earlier
+MLIR. On a miss the program comes from the persistent compile cache
+(:mod:`lazycore.runtime.diskcache`), or the walk is replayed as a
+``func.func @main`` of ``lazy`` ops and compiled with the default pipeline. A step whose graph repeats an earlier
 step's (its step log encodes the same) recalls that walk's results instead of
 walking (:mod:`lazycore.stepplans`).
 
@@ -155,7 +156,7 @@ def run_alone(device, values: list[Value]) -> list:
     events.record_graph(len(walk.order), len(values), len(walk.params))
     exe = CACHE.get(key)
     if exe is None:
-        exe = compiler.compile_walk(walk, device, {}, pipeline)
+        exe = compiler.program(walk, device, {}, pipeline)[0]
         CACHE.put(key, exe)
     args = _arguments(walk.data, list(walk.packs.items()), device)
     with events.timed("execute"):
@@ -292,10 +293,11 @@ def sync(device, wait: bool = True) -> int:
         return _contain(device, pending, slots, len(out_types), None, wait)
     exe = CACHE.get(key)
     hit = exe is not None
+    loaded = False
     if exe is None:
         events.emit("compile", len(walk.order))
         try:
-            exe = _compiler().compile_walk(walk, device, donate, pipeline)
+            exe, loaded = _compiler().program(walk, device, donate, pipeline)
         except ProgramError as e:
             return _contain(device, pending, slots, len(out_types), e, wait)
         CACHE.put(key, exe)
@@ -322,7 +324,7 @@ def sync(device, wait: bool = True) -> int:
             device.wait()
     events.bump("executions")
     events.bump("donated_buffers", len(donate))
-    events.emit("barrier", walk, device, hit, donate, pipeline)
+    events.emit("barrier", walk, device, hit, donate, pipeline, loaded)
     LOG.reset()  # the next step starts: everything before it is old
     return len(pending)
 

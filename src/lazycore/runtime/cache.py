@@ -5,6 +5,8 @@
   most ``settings.cache_size`` programs, the least recently used dropped first.
 - :data:`PACKS`: device copies of recent scalar packs.
 - the step plans of recalled barrier walks (:mod:`lazycore.runtime.stepplans`).
+- on disk, the persistent compile cache shared by processes
+  (:mod:`lazycore.runtime.diskcache`, which owns it; ``clear(disk=True)`` empties it).
 
 The tracing path's memos (eager's meta results, view steps, source lines,
 ...) are :class:`lazycore.ir.memo.Memo` objects, each owned by its module.
@@ -20,6 +22,7 @@ import numpy as np
 from lazycore.ir import events, memo
 from lazycore.ir.config import settings
 from lazycore.runtime import pjrt, stepplans
+from lazycore.runtime.diskcache import DISK
 
 
 class CompileCache:
@@ -86,10 +89,13 @@ def size() -> int:
     return len(CACHE)
 
 
-def clear() -> None:
+def clear(disk: bool = False) -> None:
     """Forget every compiled program, the device copies of recent scalar
     packs, the barrier walks kept for recall (:mod:`lazycore.runtime.stepplans`)
-    and every tracing memo (:mod:`lazycore.ir.memo`)."""
+    and every tracing memo (:mod:`lazycore.ir.memo`); ``disk=True`` also
+    empties the persistent compile cache's folder (other processes' programs too)."""
+    if disk:
+        DISK.clear()
     CACHE.clear()
     PACKS.clear()
     stepplans.clear()

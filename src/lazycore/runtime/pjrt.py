@@ -8,11 +8,13 @@ jaxlib carries its own private MLIR build.
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass
 from typing import Sequence
 
 import jax
 import numpy as np
+from jax._src import cache_key as _jax_cache_key
 from jax._src.lib import xla_client as xc
 from jaxlib.mlir._mlir_libs import _stablehlo as _jaxlib_stablehlo
 
@@ -109,6 +111,14 @@ class Executable:
         return [to_host(o) for o in outs]
 
 
+def _compile_options(device) -> xc.CompileOptions:
+    options = xc.CompileOptions()
+    # Without an explicit assignment XLA places the one replica on device 0 of
+    # the client, and execution refuses buffers living on any other device.
+    options.executable_build_options.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]]))
+    return options
+
+
 def compile_artifact(
     artifact: bytes,
     input_types: Sequence[TensorType],
@@ -116,9 +126,45 @@ def compile_artifact(
     device=None,
 ) -> Executable:
     device = device or default_device()
-    options = xc.CompileOptions()
-    # Without an explicit assignment XLA places the one replica on device 0 of
-    # the client, and execution refuses buffers living on any other device.
-    options.executable_build_options.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]]))
-    loaded = device.client.compile_and_load(artifact, xc.DeviceList((device,)), options)
+    loaded = device.client.compile_and_load(artifact, xc.DeviceList((device,)), _compile_options(device))
+    return Executable(loaded, device, tuple(input_types), tuple(output_types))
+
+
+# --- executables as bytes (the persistent compile cache) ------------------------------
+
+
+@functools.cache
+def fingerprint(device) -> bytes:
+    """What on the XLA side decides the executable compiled for ``device``,
+    as jax's persistent cache keys it (``jax._src.cache_key``, whose pieces are
+    reused): jax, jaxlib and StableHLO versions, platform and its version, the
+    XLA flags (``XLA_FLAGS``, ``--xla*`` arguments), the compile options, the
+    accelerator topology (device kinds where there is none), plus the device
+    count. Fixed for the process: XLA reads its flags once."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr((jax.__version__, jaxlib_version(), consumer_stablehlo_version())).encode())
+    client = device.client
+    _jax_cache_key._hash_platform(h, client)
+    _jax_cache_key._hash_xla_flags(h, _jax_cache_key.get_flag_prefixes())
+    # as jax does: a GPU executable is bound to its device when it is loaded
+    _jax_cache_key._hash_serialized_compile_options(
+        h, _compile_options(device), strip_device_assignment=client.platform == "gpu"
+    )
+    _jax_cache_key._hash_accelerator_config(h, np.array([device]))
+    h.update(repr((device.platform, device.device_kind, len(client.devices()))).encode())
+    return h.digest()
+
+
+def serialize(exe: Executable) -> bytes:
+    """The executable as bytes :func:`deserialize` loads in another process."""
+    return exe.loaded.serialize()
+
+
+def deserialize(
+    blob: bytes, input_types: Sequence[TensorType], output_types: Sequence[TensorType], device=None
+) -> Executable:
+    """An executable from :func:`serialize`'s bytes, loaded onto ``device``.
+    XLA checks little: bytes changed in the middle may load (callers check a digest)."""
+    device = device or default_device()
+    loaded = device.client.deserialize_executable(blob, xc.DeviceList((device,)), _compile_options(device))
     return Executable(loaded, device, tuple(input_types), tuple(output_types))

@@ -1,0 +1,227 @@
+"""The persistent compile cache: compiled programs on disk, shared by processes.
+
+A barrier whose program is not in the compile cache (:mod:`lazycore.runtime.cache`)
+looks here before compiling, and writes here what it compiled
+(:func:`lazycore.runtime.compiler.program`, which also says what a key
+covers). The folder is ``settings.cache_dir`` (``LAZYCORE_CACHE_DIR``; None,
+``off``: no persistent cache); one file per program, named by its key.
+
+An entry is :data:`MAGIC`, a BLAKE2b digest of the rest, a JSON header (the
+key, the program's parameter and result types, the compression) and the
+executable as jaxlib serializes it, compressed. XLA loads altered bytes
+without complaint, so the digest is checked before anything is loaded: an
+entry that fails it (truncated, corrupt, another format) gives a
+:class:`DiskCacheWarning` and counts as an error; the program is compiled
+and its entry written again.
+
+Processes share a folder: an entry is written to a temporary file in the
+folder and renamed over its name, so a reader sees a whole entry or none,
+and two writers of one key write equivalent programs. A hit touches the
+entry's modification time; after a write, the least recently used entries
+are removed until the folder is within ``settings.cache_max_bytes``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+import warnings
+import zlib
+
+from lazycore.dialect.types import TensorType
+from lazycore.ir import events
+from lazycore.ir.config import settings
+from lazycore.runtime import pjrt
+
+MAGIC = b"LZCX\x00\x01\r\n"
+"""The first bytes of an entry: the file kind and format version (1); the
+line ends catch a copy that rewrote them."""
+SUFFIX = ".lcx"
+TEMP_PREFIX = ".tmp-"
+STALE_TEMP_SECONDS = 3600.0
+"""A temporary file this old belongs to a writer that died; the eviction scan removes it."""
+_DIGEST_SIZE = 32
+_LENGTH_SIZE = 4
+
+
+class DiskCacheWarning(RuntimeWarning):
+    """A persistent compile cache entry could not be read (it is compiled
+    again) or written (the program still runs)."""
+
+
+def _types_json(types) -> list:
+    return [[list(t.shape), t.dtype] for t in types]
+
+
+def _types(raw) -> tuple[TensorType, ...]:
+    return tuple(TensorType(tuple(int(d) for d in shape), str(dtype)) for shape, dtype in raw)
+
+
+def pack(key: bytes, exe: pjrt.Executable) -> bytes:
+    """An entry's bytes for ``exe`` under ``key``."""
+    header = json.dumps({
+        "key": key.hex(),
+        "inputs": _types_json(exe.input_types),
+        "outputs": _types_json(exe.output_types),
+        "compression": "zlib",
+    }).encode()
+    # level 1: most of the size for a small part of the time of the default
+    body = len(header).to_bytes(_LENGTH_SIZE, "little") + header + zlib.compress(pjrt.serialize(exe), 1)
+    return MAGIC + hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest() + body
+
+
+def unpack(blob: bytes, key: bytes) -> tuple[bytes, tuple, tuple]:
+    """The serialized executable and its parameter and result types from an
+    entry's bytes; raises ValueError for anything but a whole entry for ``key``."""
+    start = len(MAGIC) + _DIGEST_SIZE
+    if len(blob) < start + _LENGTH_SIZE or not blob.startswith(MAGIC):
+        raise ValueError("not an entry of this format")
+    body = blob[start:]
+    if hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest() != blob[len(MAGIC):start]:
+        raise ValueError("its digest does not match (truncated or corrupt)")
+    n = int.from_bytes(body[:_LENGTH_SIZE], "little")
+    header = json.loads(body[_LENGTH_SIZE:_LENGTH_SIZE + n])
+    if header.get("key") != key.hex() or header.get("compression") != "zlib":
+        raise ValueError("it is the entry of another program")
+    return zlib.decompress(body[_LENGTH_SIZE + n:]), _types(header["inputs"]), _types(header["outputs"])
+
+
+class DiskCache:
+    """The entries in ``settings.cache_dir`` (read at every call, so
+    :func:`lazycore.config.override` moves or disables it at once)."""
+
+    def __init__(self):
+        self._write_failures_reported: set[str] = set()
+
+    def path(self, key: bytes, folder: str | None = None) -> str:
+        return os.path.join(folder or settings.cache_dir, key.hex() + SUFFIX)
+
+    def load(self, key: bytes, device) -> pjrt.Executable | None:
+        """The program stored under ``key``, loaded onto the PJRT ``device``;
+        None when there is none or it cannot be read (a warning says so)."""
+        folder = settings.cache_dir
+        if folder is None:
+            return None
+        path = self.path(key, folder)
+        try:
+            f = open(path, "rb")
+        except (FileNotFoundError, NotADirectoryError):  # no entry (a bad folder is reported on writing)
+            return None
+        except OSError as e:
+            self._unreadable(path, e)
+            return None
+        with events.timed("disk_load"):
+            try:
+                with f:
+                    blob = f.read()
+                serialized, inputs, outputs = unpack(blob, key)
+                exe = pjrt.deserialize(serialized, inputs, outputs, device)
+            except Exception as e:  # whatever the bytes make jaxlib or the decoders raise
+                self._unreadable(path, e)
+                return None
+        try:
+            os.utime(path)  # most recently used
+        except OSError:
+            pass  # evicted by another process meanwhile: the program is loaded
+        events.bump("disk_cache_hits")
+        return exe
+
+    def _unreadable(self, path: str, error: Exception) -> None:
+        events.bump("disk_cache_errors")
+        warnings.warn(
+            f"lazycore: ignoring persistent compile cache entry {path}: {error}; compiling the program again",
+            DiskCacheWarning,
+            stacklevel=2,
+        )
+
+    def store(self, key: bytes, exe: pjrt.Executable) -> None:
+        """Write ``exe`` under ``key``, then evict down to the size bound. A
+        failure is counted and reported once per folder: the program runs all the same."""
+        folder = settings.cache_dir
+        if folder is None:
+            return
+        try:
+            blob = pack(key, exe)
+            os.makedirs(folder, exist_ok=True)
+            fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=folder)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(blob)
+                os.replace(temp, self.path(key, folder))
+            except BaseException:
+                try:
+                    os.unlink(temp)
+                except OSError:
+                    pass
+                raise
+        except Exception as e:  # a full or read-only disk, an executable jaxlib cannot serialize
+            events.bump("disk_cache_errors")
+            if folder not in self._write_failures_reported:
+                self._write_failures_reported.add(folder)
+                warnings.warn(
+                    f"lazycore: cannot write to the persistent compile cache in {folder}: {e} "
+                    f"(reported once; LAZYCORE_CACHE_DIR=off turns the cache off)",
+                    DiskCacheWarning,
+                    stacklevel=2,
+                )
+            return
+        events.bump("disk_cache_writes")
+        self.evict(settings.cache_max_bytes, folder)
+
+    def _scan(self, folder: str) -> list[tuple[float, int, str]]:
+        """``(mtime, size, path)`` of every entry; removes temporary files of dead writers."""
+        found = []
+        now = time.time()
+        try:
+            with os.scandir(folder) as it:
+                for e in it:
+                    try:
+                        if e.name.endswith(SUFFIX):
+                            st = e.stat()
+                            found.append((st.st_mtime, st.st_size, e.path))
+                        elif e.name.startswith(TEMP_PREFIX) and now - e.stat().st_mtime > STALE_TEMP_SECONDS:
+                            os.unlink(e.path)
+                    except FileNotFoundError:
+                        pass  # another process removed it meanwhile
+        except FileNotFoundError:
+            pass
+        return found
+
+    def evict(self, max_bytes: int, folder: str | None = None) -> int:
+        """Remove the least recently used entries until the folder holds at
+        most ``max_bytes``; returns how many went."""
+        folder = folder or settings.cache_dir
+        if folder is None:
+            return 0
+        entries = self._scan(folder)
+        total = sum(size for _, size, _ in entries)
+        removed = 0
+        for _, size, path in sorted(entries):
+            if total <= max_bytes:
+                break
+            try:
+                os.unlink(path)
+                removed += 1
+            except FileNotFoundError:
+                pass
+            total -= size
+        return removed
+
+    def usage(self) -> tuple[int, int]:
+        """``(entries, bytes)`` in the folder now (0, 0 when off)."""
+        folder = settings.cache_dir
+        if folder is None:
+            return 0, 0
+        entries = self._scan(folder)
+        return len(entries), sum(size for _, size, _ in entries)
+
+    def clear(self) -> int:
+        """Remove every entry (and any temporary file of a dead writer); returns how many entries went."""
+        folder = settings.cache_dir
+        return 0 if folder is None else self.evict(0, folder)
+
+
+DISK = DiskCache()
