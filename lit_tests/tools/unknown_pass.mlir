@@ -2,7 +2,7 @@
 // lazy-opt exits non-zero without printing IR.
 // RUN: not lazy-opt --pass-pipeline="builtin.module(lazy-canonicalize,lazy-frobnicate)" %s 2>&1 | filecheck %s
 
-// CHECK: error: unknown pass or bad pipeline element 'lazy-frobnicate' (lazycore passes: lazy-aliasing, lazy-canonicalize, lazy-to-stablehlo, lazy-update-to-select)
+// CHECK: error: unknown pass or bad pipeline element 'lazy-frobnicate' (lazycore passes: lazy-aliasing, lazy-apply-pdl, lazy-canonicalize, lazy-to-stablehlo, lazy-update-to-select)
 func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {
   return %a : tensor<3xf32>
 }
