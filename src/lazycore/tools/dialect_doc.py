@@ -2,7 +2,7 @@
 
 ``python -m lazycore.tools.dialect_doc -o docs/dialect.md`` (or
 ``lazy-opt --dialect-doc``) writes it. Everything on the page comes from the
-table (:data:`lazycore.dialect.OPS`): operands, attributes and their kinds,
+table (:data:`lazycore.dialect.OPS`, the rows the dialect's modules define): operands, attributes and their kinds,
 results, traits, the shape/dtype rule's docstring, the element-type classes
 the rules name; each op's example is built from
 :data:`lazycore.dialect.examples.EXAMPLES` by the dialect's builder and
@@ -37,6 +37,12 @@ _KIND_VALUES = {
     "str": ("str", "LT"),
     "dense": ("numpy.ndarray", None),
 }
+
+
+def dialect_ops() -> list[OpSpec]:
+    """The ops the dialect's own modules define: the table is open to rows
+    added at run time (tests, users' ops), which are not the dialect's."""
+    return [spec for spec in OPS.values() if spec.rule.__module__.startswith("lazycore.dialect.")]
 
 
 def _flat(operands) -> list:
@@ -160,7 +166,7 @@ def _op_section(spec: OpSpec) -> list[str]:
 def render() -> str:
     """The whole page."""
     families: dict[str, list[OpSpec]] = {}
-    for spec in OPS.values():
+    for spec in dialect_ops():
         families.setdefault(_family(spec), []).append(spec)
 
     out = [
