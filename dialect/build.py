@@ -149,8 +149,22 @@ def rule_inputs(spec: OpSpec, operation) -> tuple[list, dict]:
     return types, kwargs
 
 
+def _operand_count_problem(spec: OpSpec, count: int) -> str | None:
+    """The rule takes its operands positionally: count them before calling it."""
+    fixed = len(spec.operands) - (1 if spec.variadic else 0)
+    names = f" ({', '.join(o.replace('*', '...') for o in spec.operands)})" if spec.operands else ""
+    if spec.variadic is None and count != fixed:
+        return f"expected {fixed} operand{'s' * (fixed != 1)}{names}, got {count}"
+    if spec.variadic is not None and count < fixed:
+        return f"expected at least {fixed} operand{'s' * (fixed != 1)}{names}, got {count}"
+    return None
+
+
 def verify(spec: OpSpec, operation) -> str | None:
     """None if ``operation`` follows its rule, else the broken rule."""
+    problem = _operand_count_problem(spec, len(operation.operands))
+    if problem is not None:
+        return problem
     try:
         types, kwargs = rule_inputs(spec, operation)
         expected = spec.infer(*types, **kwargs)

@@ -50,6 +50,10 @@ def _unary_rule(klass: str, result_bool: bool):
         require_dtype("operand", x, klass)
         return TensorType(x.shape, "i1") if result_bool else x
 
+    # The reference (docs/dialect.md) shows each row's rule by its docstring.
+    rule.__doc__ = f"The operand has {klass} element type; the result has its " + (
+        "shape and element type i1." if result_bool else "type."
+    )
     return rule
 
 
@@ -81,6 +85,10 @@ def _binary_rule(klass: str):
         require_dtype("operands", lhs, klass)
         return lhs
 
+    rule.__doc__ = (
+        f"Both operands have one type (no broadcasting, no promotion), of {klass} element type; "
+        "the result has that type."
+    )
     return rule
 
 

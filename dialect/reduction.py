@@ -31,6 +31,11 @@ def _reduce_rule(klass: str):
         dims = check_dims(dims, x.rank)
         return TensorType(drop_dims(x.shape, dims), x.dtype)
 
+    # The reference (docs/dialect.md) shows each row's rule by its docstring.
+    rule.__doc__ = (
+        f"The operand has {klass} element type; ``dims`` are distinct dimensions of it. "
+        "The result is the operand's shape without ``dims``, of the operand's element type."
+    )
     return rule
 
 
@@ -40,6 +45,9 @@ for _name, _klass in REDUCE.items():
 
 
 def _arg_rule(x: TensorType, *, dim, dtype):
+    """``dim`` is a non-empty dimension of the operand. The result is the
+    operand's shape without ``dim``, of the integer element type ``dtype``
+    its type declares."""
     check_dims([dim], x.rank, "dim")
     if x.shape[dim] == 0:
         # NumPy raises here too: an empty dimension has no first extremum.

@@ -4,7 +4,7 @@ Each op is declared once, as an :class:`OpSpec`: its operands, attributes,
 results, traits and its shape/dtype rule. Everything else is derived from that
 row: the MLIR op class and its verifier (:mod:`lazycore.dialect.build`), shape
 inference on the runtime's per-op path (:func:`infer`), and the documentation
-``lazy-opt --help-ops`` prints. This module is free of MLIR on purpose.
+``lazy-opt --list-ops`` and ``--dialect-doc`` print. This module is free of MLIR on purpose.
 """
 
 from __future__ import annotations
@@ -50,9 +50,11 @@ class OpSpec:
 
     @property
     def doc(self) -> str:
-        """One line saying what the op does (``lazy-opt --list-ops``)."""
+        """One line saying what the op does (``lazy-opt --list-ops``): the
+        summary, else the first paragraph of the rule's docstring."""
         text = self.summary or (self.rule.__doc__ or "")
-        return text.strip().splitlines()[0] if text.strip() else ""
+        paragraph = text.strip().split("\n\n")[0]
+        return " ".join(line.strip() for line in paragraph.splitlines())
 
     @property
     def full_name(self) -> str:

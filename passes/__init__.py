@@ -2,7 +2,7 @@
 
 Pipeline names (usable in :func:`run_pipeline` and ``lazy-opt``):
 ``lazy-canonicalize``, ``lazy-update-to-select``, ``lazy-aliasing``,
-``lazy-to-stablehlo``, plus any upstream MLIR pass (``cse``,
+``lazy-to-stablehlo``, ``lazy-apply-pdl``, plus any upstream MLIR pass (``cse``,
 ``canonicalize``...). ``DEFAULT_PIPELINE`` composes them. Lowerings are
 patterns in a registry: see :mod:`lazycore.passes.lowering`.
 """
@@ -10,6 +10,7 @@ patterns in a registry: see :mod:`lazycore.passes.lowering`.
 from .pipeline import (  # noqa: F401
     DEFAULT_PIPELINE,
     PASSES,
+    IRPrinting,
     PassError,
     build_stages,
     register_pass,

@@ -1,7 +1,8 @@
 """``lazy-aliasing``: buffer donation from a donation plan.
 
-A plan maps entry-function argument indices to result indices: "argument i
-may be donated to result j". For each pair the pass sets
+A plan maps argument indices of one function (``entry``; by default the
+module's only function) to its result indices: "argument i may be donated to
+result j". For each pair the pass sets
 ``tf.aliasing_output = j`` on argument i, which XLA turns into an
 input/output alias, so the result is written into the argument's buffer.
 
@@ -34,32 +35,63 @@ def parse_plan(text: str) -> dict[int, int]:
     return plan
 
 
-def entry_function(module_op: ir.Operation, name: str = "main"):
-    for op in module_op.regions[0].blocks[0].operations:
-        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == name:
-            return op
-    raise PassError(f"lazy-aliasing: no entry function @{name}")
+def _functions(module_op: ir.Operation) -> list:
+    return [op for op in module_op.regions[0].blocks[0].operations if op.operation.name == "func.func"]
 
 
-def apply_plan(module_op: ir.Operation, plan: dict[int, int], entry: str = "main") -> None:
+def _symbol(fn) -> str:
+    return ir.StringAttr(fn.attributes["sym_name"]).value
+
+
+def entry_function(module_op: ir.Operation, name: str | None = None):
+    """The function ``@name``; without a name, the module's only function.
+
+    A plan's indices mean something only for one function, so a module of
+    several functions needs the plan to name it (the runtime's names @main).
+    """
+    functions = _functions(module_op)
+    if name is not None:
+        for fn in functions:
+            if _symbol(fn) == name:
+                return fn
+        raise PassError(f"lazy-aliasing: no entry function @{name}", module_op.location)
+    if len(functions) == 1:
+        return functions[0]
+    if not functions:
+        raise PassError("lazy-aliasing: the module has no function to donate arguments of", module_op.location)
+    names = ", ".join(f"@{_symbol(fn)}" for fn in functions)
+    raise PassError(
+        f"lazy-aliasing: the module has {len(functions)} functions ({names}); say which one the plan is for with entry=NAME",
+        module_op.location,
+    )
+
+
+def apply_plan(module_op: ir.Operation, plan: dict[int, int], entry: str | None = None) -> None:
+    """Donate per ``plan`` in function ``@entry`` (default: the only function).
+
+    An empty plan changes nothing and needs no function, so a pipeline with
+    ``lazy-aliasing`` runs on any module.
+    """
+    if not plan:
+        return
     fn = entry_function(module_op, entry)
+    name, where = _symbol(fn), fn.location
     ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
     args, results = list(ftype.inputs), list(ftype.results)
     seen_results: dict[int, int] = {}
     for a, r in plan.items():
         if not 0 <= a < len(args):
-            raise PassError(f"lazy-aliasing: argument {a} out of range (@{entry} has {len(args)})")
+            raise PassError(f"lazy-aliasing: argument {a} out of range (@{name} has {len(args)})", where)
         if not 0 <= r < len(results):
-            raise PassError(f"lazy-aliasing: result {r} out of range (@{entry} has {len(results)})")
+            raise PassError(f"lazy-aliasing: result {r} out of range (@{name} has {len(results)})", where)
         if r in seen_results:
-            raise PassError(f"lazy-aliasing: result {r} is the target of arguments {seen_results[r]} and {a}")
+            raise PassError(f"lazy-aliasing: result {r} is the target of arguments {seen_results[r]} and {a}", where)
         seen_results[r] = a
         if args[a] != results[r]:
             raise PassError(
-                f"lazy-aliasing: cannot donate argument {a} ({args[a]}) to result {r} ({results[r]}): types differ"
+                f"lazy-aliasing: cannot donate argument {a} ({args[a]}) to result {r} ({results[r]}): types differ",
+                where,
             )
-    if not plan:
-        return
     i32 = ir.IntegerType.get_signless(32)
     arg_attrs = (
         list(ir.ArrayAttr(fn.attributes["arg_attrs"])) if "arg_attrs" in fn.attributes else [ir.DictAttr.get({})] * len(args)
@@ -77,9 +109,12 @@ def apply_plan(module_op: ir.Operation, plan: dict[int, int], entry: str = "main
 @register_pass(
     "lazy-aliasing",
     "Donate entry arguments to results (tf.aliasing_output) from a donation plan",
-    options={"donate": "comma-separated ARG:RESULT pairs, e.g. donate=0:0,2:1", "entry": "entry function (default main)"},
+    options={
+        "donate": "comma-separated ARG:RESULT pairs, e.g. donate=0:0,2:1",
+        "entry": "the function the plan is for (default: the module's only function)",
+    },
 )
-def _factory(donate="", entry="main"):
+def _factory(donate="", entry=None):
     plan = donate if isinstance(donate, dict) else parse_plan(donate)
 
     def run(module_op):

@@ -12,6 +12,7 @@ and a callback sees the IR after each one. The verifier runs after every pass.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -19,7 +20,15 @@ from lazycore.mlir import ir, passmanager
 
 
 class PassError(RuntimeError):
-    """A pass refused its input or its options."""
+    """A pass refused its input or its options.
+
+    ``location`` is the ``ir.Location`` of what was refused (a function, an
+    op) where there is one, so that ``lazy-opt`` can print ``file:line:col``.
+    """
+
+    def __init__(self, message: str, location: "ir.Location | None" = None):
+        super().__init__(message)
+        self.location = location
 
 
 @dataclass(frozen=True)
@@ -83,10 +92,42 @@ def parse_options(text: str) -> dict[str, str]:
     return opts
 
 
+@dataclass(frozen=True)
+class IRPrinting:
+    """``mlir-opt``'s ``--mlir-print-ir-before-all``/``-after-all``: the IR
+    around every pass, on stderr, under MLIR's own banner.
+
+    Upstream elements print through their PassManager (one dump per MLIR
+    pass, nested ones included, written by MLIR straight to the process's
+    stderr); lazycore's passes print the module in the same form.
+    """
+
+    before: bool = False
+    after: bool = False
+    debug_info: bool = False
+    generic: bool = False
+
+    def dump(self, when: str, name: str, module_op: ir.Operation) -> None:
+        text = module_op.get_asm(enable_debug_info=self.debug_info, print_generic_op_form=self.generic)
+        sys.stderr.write(f"// -----// IR Dump {when} {name} //----- //\n{text}\n\n")
+        sys.stderr.flush()
+
+    def enable(self, pm) -> None:
+        pm.enable_ir_printing(
+            print_before_all=self.before,
+            print_after_all=self.after,
+            enable_debug_info=self.debug_info,
+            print_generic_op_form=self.generic,
+        )
+        # MLIR writes to file descriptor 2 itself: what Python buffered goes first.
+        sys.stderr.flush()
+
+
 @dataclass
 class Stage:
     name: str
-    run: Callable[[ir.Operation], None]
+    run: Callable[..., None]
+    """``run(module_op, printing=None)``; ``printing`` is an :class:`IRPrinting`."""
 
 
 def make_stage(element: str, overrides: dict[str, dict] | None = None) -> Stage:
@@ -107,15 +148,21 @@ def make_stage(element: str, overrides: dict[str, dict] | None = None) -> Stage:
         opts.update((overrides or {}).get(name, {}))
         run = info.factory(**opts)
 
-        def run_python(module_op, run=run, name=name):
+        def run_python(module_op, printing=None, run=run, name=name):
+            if printing is not None and printing.before:
+                printing.dump("Before", name, module_op)
             run(module_op)
             _verify(module_op, name)
+            if printing is not None and printing.after:
+                printing.dump("After", name, module_op)
 
         return Stage(name, run_python)
 
-    def run_mlir(module_op, element=element):
+    def run_mlir(module_op, printing=None, element=element):
         pm = passmanager.PassManager.parse(f"builtin.module({element})", context=module_op.context)
         pm.enable_verifier(True)
+        if printing is not None and (printing.before or printing.after):
+            printing.enable(pm)
         pm.run(module_op)
 
     # Parse now, so a bad pipeline fails before anything runs.
@@ -144,12 +191,16 @@ def run_pipeline(
     *,
     overrides: dict | None = None,
     stop_after: str | None = None,
+    before_each: Callable[[str, ir.Operation], None] | None = None,
     after_each: Callable[[str, ir.Operation], None] | None = None,
+    print_ir: IRPrinting | None = None,
 ) -> None:
     """Run ``pipeline`` on ``module`` in place.
 
     ``stop_after``: the name of the stage after which to stop.
-    ``after_each(stage_name, module_op)``: called after every stage (IR dumps).
+    ``before_each(stage_name, module_op)``, ``after_each(...)``: called around
+    every stage (IR dumps; lazy-opt names the stage that failed).
+    ``print_ir``: print the IR before/after every pass to stderr.
     """
     module_op = module.operation if isinstance(module, ir.Module) else module
     with module_op.context:
@@ -157,7 +208,9 @@ def run_pipeline(
         if stop_after is not None and stop_after not in [s.name for s in stages]:
             raise PassError(f"stop_after: no stage '{stop_after}' in pipeline {[s.name for s in stages]}")
         for stage in stages:
-            stage.run(module_op)
+            if before_each is not None:
+                before_each(stage.name, module_op)
+            stage.run(module_op, print_ir)
             if after_each is not None:
                 after_each(stage.name, module_op)
             if stage.name == stop_after:
@@ -171,4 +224,4 @@ def _ensure_passes_loaded() -> None:
     global _loaded
     if not _loaded:
         _loaded = True
-        from . import aliasing, canonicalize, to_stablehlo  # noqa: F401
+        from . import aliasing, canonicalize, pdl, to_stablehlo  # noqa: F401

@@ -14,15 +14,18 @@ from lazycore.mlir import ir, rewrite
 
 from .lowering import registry
 from .lowering import load_builtin_lowerings
+from .pdl import apply_pdl_patterns
 
 
 class LoweringError(RuntimeError):
     """The conversion to StableHLO could not lower some op.
 
     ``op`` is the op whose lowering failed, when one is known (a barrier
-    turns it back into the graph node the user recorded)."""
+    turns it back into the graph node the user recorded); ``location`` is
+    its ``ir.Location`` (lazy-opt prints it as file:line:col)."""
 
     op: "FailedOp | None" = None
+    location: "ir.Location | None" = None
 
 
 class FailedOp(NamedTuple):
@@ -73,7 +76,7 @@ def _as_pattern(fn, failures: list):
             with rewriter.ip, op.location:
                 out = fn(op, rewriter)
             if out is None:
-                failures.append((_failed(op, "its lowering declined it"), None))
+                failures.append((_failed(op, "its lowering declined it"), None, op.location))
                 return True  # the conversion reports the op as illegal
             if isinstance(out, ir.Value):
                 out = [out]
@@ -83,10 +86,10 @@ def _as_pattern(fn, failures: list):
                 if isinstance(owner, ir.OpView) and not owner.operation.name.startswith("lazy."):
                     owner.operation.verify()
         except ir.MLIRError as e:
-            failures.append((_failed(op, f"its lowering built invalid StableHLO: {diagnostics(e)}"), e))
+            failures.append((_failed(op, f"its lowering built invalid StableHLO: {diagnostics(e)}"), e, op.location))
             return True
         except Exception as e:
-            failures.append((_failed(op, f"its lowering raised {type(e).__name__}: {e}"), e))
+            failures.append((_failed(op, f"its lowering raised {type(e).__name__}: {e}"), e, op.location))
             return True
         rewriter.replace_op(op, out)
         return False
@@ -94,35 +97,16 @@ def _as_pattern(fn, failures: list):
     return pattern
 
 
-def _apply_pdl_patterns(module_op: ir.Operation) -> None:
-    """Run the loaded PDL patterns greedily over ``module_op``."""
-    if not registry.PDL_SOURCES:
-        return
-    # Sources parse one by one (a file may or may not wrap its patterns in
-    # `module {}`), then meet in one module so their benefits compete.
-    # Every Python module object is held until freeze() has compiled the
-    # patterns: the bindings erase a module's op when its object dies, even
-    # while its ops are being moved or PDLModule is reading it.
-    with ir.Location.unknown():
-        merged = ir.Module.create()
-    sources = [ir.Module.parse(text) for text in registry.PDL_SOURCES]
-    for source in sources:
-        for pattern in list(source.body.operations):
-            merged.body.append(pattern)
-    frozen = rewrite.PDLModule(merged).freeze()
-    rewrite.apply_patterns_and_fold_greedily(module_op, frozen)
-
-
 def run(module_op: ir.Operation, pass_=None) -> None:
     load_builtin_lowerings()
     # PDL patterns go first and win; they may also leave new lazy ops behind,
     # so the ops to lower are collected after them.
-    _apply_pdl_patterns(module_op)
-    names = set()
+    apply_pdl_patterns(module_op)
+    names: dict[str, ir.Location] = {}  # op name -> where it first occurs
 
     def collect(o):
         if o.name.startswith("lazy."):
-            names.add(o.name)
+            names.setdefault(o.name, o.location)
         return ir.WalkResult.ADVANCE
 
     module_op.walk(collect)
@@ -130,6 +114,7 @@ def run(module_op: ir.Operation, pass_=None) -> None:
     if missing:
         error = LoweringError("lazy-to-stablehlo: no lowering registered for " + ", ".join(f"'{n}'" for n in missing))
         error.op = FailedOp(missing[0], None, None, "no lowering is registered for it")
+        error.location = names[missing[0]]
         raise error
 
     failures: list = []
@@ -148,13 +133,13 @@ def run(module_op: ir.Operation, pass_=None) -> None:
     except ir.MLIRError as e:
         if not failures:
             raise LoweringError(f"lazy-to-stablehlo failed: {e}") from None
-        failed, cause = failures[0]
+        failed, cause, location = failures[0]
         where = "" if failed.location is None else f" at {failed.location[0]}:{failed.location[1]}"
         if cause is None:  # declined: MLIR's message says it already
             error = LoweringError(f"lazy-to-stablehlo failed: {e}")
         else:
             error = LoweringError(f"lazy-to-stablehlo: {failed.name}{where}: {failed.reason}")
-        error.op = failed
+        error.op, error.location = failed, location
         raise error from cause
 
 

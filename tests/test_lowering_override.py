@@ -8,7 +8,7 @@ import pytest
 from lazycore.runtime import compiler
 from lazycore.dialect import OpSpec, define
 from lazycore.mlir import ir
-from lazycore.passes import LoweringError, load_pdl_patterns, register_lowering, unregister_lowering
+from lazycore.passes import LoweringError, PassError, load_pdl_patterns, register_lowering, unregister_lowering
 from lazycore.passes.lowering import hlo, registry
 
 PDL_FILE = Path(__file__).parent.parent / "lit_tests" / "Inputs" / "pdl_lowerings.mlir"
@@ -162,3 +162,12 @@ pdl.pattern @twice_as_add : benefit(1) {{
     (out,) = compiler.run_module(TANH.replace("lazy.tanh", TWICE.full_name), [a])
     np.testing.assert_array_equal(out, 2 * a)
 
+
+
+def test_a_pdl_pattern_matching_its_own_output_stops_with_an_error():
+    # neg(x) -> neg(x) rewrites forever; the bound on rewrites ends it with the
+    # pattern's name, at the neg (line 3 of NEG_ABS), instead of a hang
+    load_pdl_patterns(PDL_FILE.parent / "pdl_self_matching.mlir")
+    with pytest.raises(PassError, match=r"did not converge .* still matching: @neg_forever \(rooted at lazy.neg\)") as e:
+        compiler.lower(NEG_ABS)
+    assert (e.value.location.filename, e.value.location.start_line) == ("-", 3)

@@ -1,4 +1,4 @@
-// PDL lowerings loaded by tests of lazycore.passes.load_pdl_patterns.
+// PDL lowerings loaded by tests of lazycore.passes.load_pdl_patterns and lazy-opt --load-pdl-patterns.
 module {
   // |x| = max(x, -x), in lazy ops: the Python lowerings take it from there.
   pdl.pattern @abs_as_max_of_neg : benefit(1) {

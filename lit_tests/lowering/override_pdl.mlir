@@ -1,7 +1,17 @@
-// PDL patterns loaded with lazycore.passes.load_pdl_patterns run before the
-// Python lowerings and win where they match. lazy-opt has no flag to load
-// them, so the RUN line loads the file and then calls lazy-opt's main.
-// RUN: %PYTHON -c "import sys; from lazycore.passes import load_pdl_patterns; from lazycore.tools.lazy_opt import main; load_pdl_patterns(sys.argv[1]); sys.exit(main(sys.argv[2:]))" %S/../Inputs/pdl_lowerings.mlir --split-input-file --lazy-to-stablehlo %s | filecheck %s
+// PDL patterns loaded with --load-pdl-patterns (lazycore.passes.load_pdl_patterns
+// in Python) run before the Python lowerings and win where they match.
+// RUN: lazy-opt --load-pdl-patterns %S/../Inputs/pdl_lowerings.mlir --split-input-file --lazy-to-stablehlo %s \
+// RUN:   | filecheck %s
+// lazy-apply-pdl applies them alone, to see what they do before any lowering:
+// RUN: lazy-opt --load-pdl-patterns %S/../Inputs/pdl_lowerings.mlir --split-input-file --lazy-apply-pdl %s \
+// RUN:   | filecheck %s --check-prefix=APPLY
+
+// APPLY-LABEL: func.func @neg
+// APPLY: stablehlo.subtract
+// APPLY: "lazy.neg"(%arg1)
+// APPLY-LABEL: func.func @abs
+// APPLY: %[[N:.*]] = "lazy.neg"(%arg0)
+// APPLY: "lazy.maximum"(%arg0, %[[N]])
 
 // The neg pattern matches tensor<4xf32> only: 0 - x there, the built-in negate elsewhere.
 // CHECK-LABEL: func.func @neg

@@ -1,9 +1,18 @@
-// `lazy-opt --help` lists every lazycore pass with its summary and options.
+// `lazy-opt --help` lists every lazycore pass with its summary and options,
+// and mlir-opt's flags that lazy-opt has.
 // RUN: lazy-opt --help | filecheck %s
 
 // CHECK: usage: lazy-opt
+// CHECK-DAG: --verify-diagnostics
+// CHECK-DAG: --mlir-print-ir-before-all
+// CHECK-DAG: --mlir-print-ir-after-all
+// CHECK-DAG: --mlir-print-debuginfo
+// CHECK-DAG: --load-pdl-patterns FILE
+// CHECK-DAG: --load-python-module FILE_OR_MODULE
+// CHECK-DAG: --dialect-doc
 // CHECK-DAG: --lazy-aliasing
 // CHECK-DAG: donate:
+// CHECK-DAG: --lazy-apply-pdl
 // CHECK-DAG: --lazy-canonicalize
 // CHECK-DAG: --lazy-to-stablehlo
 // CHECK-DAG: --lazy-update-to-select

@@ -71,8 +71,9 @@ def load_pdl_patterns(source: str | Path) -> None:
     may be left out). They are applied greedily before the built-in
     conversion, so a PDL pattern that rewrites a ``lazy`` op into StableHLO
     takes precedence over its Python lowering; one that rewrites it into other
-    ``lazy`` ops leaves those to their lowerings. A pattern must not match
-    its own output: the bindings apply no rewrite limit, so it would loop.
+    ``lazy`` ops leaves those to their lowerings. A pattern that matches its
+    own output fails the pass once the rewrites exceed a bound set by the
+    module's size (:mod:`lazycore.passes.pdl`).
     """
     text = Path(source).read_text() if _looks_like_path(source) else str(source)
     from lazycore.mlir import new_context

@@ -156,7 +156,9 @@ def lower(
     """Run the pipeline (default: canonicalize, cse, aliasing, to StableHLO)."""
     if isinstance(module, str):
         module = parse(module)
-    overrides = {"lazy-aliasing": {"donate": dict(donate)}} if donate else None
+    # build_module's function is @main; the plan says so rather than relying
+    # on it being the module's only one
+    overrides = {"lazy-aliasing": {"donate": dict(donate), "entry": "main"}} if donate else None
     run_pipeline(module, pipeline, overrides=overrides, after_each=after_each)
     return module
 

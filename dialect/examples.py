@@ -1,0 +1,82 @@
+"""One example per op of the table, for the dialect reference (``docs/dialect.md``).
+
+An example is the op's operand types and the keyword arguments
+:func:`lazycore.dialect.create` takes (attributes as Python values, result
+parameters). The reference builds the op from it, so its result types come
+from the op's own rule, and prints it; ``tests/test_dialect_doc.py`` parses
+every printed example back and verifies it. An op added to the table without
+an example fails that test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .elementwise import BINARY, UNARY
+from .reduction import REDUCE
+from .types import TensorType
+
+
+def t(text: str) -> TensorType:
+    """``"2x3xf32"`` -> TensorType((2, 3), "f32"); ``"f32"`` is a scalar."""
+    *dims, dtype = text.split("x")
+    return TensorType(tuple(int(d) for d in dims), dtype)
+
+
+@dataclass(frozen=True)
+class Example:
+    operands: tuple = ()
+    """One TensorType per operand; a list of them for a variadic group."""
+    kwargs: dict = field(default_factory=dict)
+
+
+# Ops that only take integers (or booleans) get i32 operands, the rest f32.
+_SAMPLE_DTYPE = {"integral": "i32", "int": "i32", "bool": "i1"}
+
+EXAMPLES: dict[str, Example] = {
+    "constant": Example(kwargs=dict(value=np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32))),
+    **{name: Example((t(f"2x3x{_SAMPLE_DTYPE.get(klass, 'f32')}"),)) for name, klass in UNARY.items()},
+    **{name: Example((t(f"2x3x{_SAMPLE_DTYPE.get(klass, 'f32')}"),) * 2) for name, (klass, _) in BINARY.items()},
+    "compare": Example((t("2x3xf32"), t("2x3xf32")), dict(direction="LT")),
+    "select": Example((t("2x3xi1"), t("2x3xf32"), t("2x3xf32"))),
+    "convert": Example((t("2x3xf32"),), dict(dtype="i32")),
+    "iota": Example(kwargs=dict(dim=1, shape=(2, 3), dtype="i32")),
+    "broadcast_in_dim": Example((t("3xf32"),), dict(dims=(1,), shape=(2, 3))),
+    "reshape": Example((t("2x3xf32"),), dict(shape=(3, 2))),
+    "permute": Example((t("2x3xf32"),), dict(dims=(1, 0))),
+    "slice": Example((t("4x6xf32"),), dict(start=(0, 1), limit=(4, 6), strides=(2, 2))),
+    "dynamic_slice": Example((t("4x6xf32"), [t("i64"), t("i64")]), dict(sizes=(2, 3))),
+    "dynamic_update_slice": Example((t("4x6xf32"), t("2x3xf32"), [t("i64"), t("i64")])),
+    "concatenate": Example((t("2x3xf32"), t("2x2xf32")), dict(dim=1)),
+    "pad": Example((t("2x3xf32"), t("f32")), dict(low=(1, 0), high=(0, 1), interior=(0, 1))),
+    "reverse": Example((t("2x3xf32"),), dict(dims=(1,))),
+    **{name: Example((t("2x3xf32"),), dict(dims=(1,))) for name in REDUCE},
+    "argmax": Example((t("2x3xf32"),), dict(dim=1, dtype="i64")),
+    "argmin": Example((t("2x3xf32"),), dict(dim=1, dtype="i64")),
+    # a matrix product: contract lhs dim 1 with rhs dim 0
+    "dot_general": Example(
+        (t("2x3xf32"), t("3x4xf32")), dict(lhs_batch=(), rhs_batch=(), lhs_contract=(1,), rhs_contract=(0,))
+    ),
+    # a 3x3 convolution, 2 -> 4 channels, padding 1 keeps 5x5
+    "convolution": Example(
+        (t("1x2x5x5xf32"), t("4x2x3x3xf32")),
+        dict(strides=(1, 1), padding=(1, 1, 1, 1), lhs_dilation=(1, 1), rhs_dilation=(1, 1), groups=1),
+    ),
+    # rows 4 of x[idx] (numpy.take along axis 0)
+    "gather": Example(
+        (t("5x3xf32"), t("4x1xi64")),
+        dict(offset_dims=(1,), collapsed_slice_dims=(0,), operand_batching_dims=(),
+             start_indices_batching_dims=(), start_index_map=(0,), index_vector_dim=1,
+             slice_sizes=(1, 3), indices_are_sorted=False),
+    ),
+    # x[idx] += updates, row by row (index_add along axis 0)
+    "scatter": Example(
+        (t("5x3xf32"), t("4x1xi64"), t("4x3xf32")),
+        dict(update_window_dims=(1,), inserted_window_dims=(0,), input_batching_dims=(),
+             scatter_indices_batching_dims=(), scatter_dims_to_operand_dims=(0,), index_vector_dim=1,
+             mode="add"),
+    ),
+    "rng_bit_generator": Example((t("2xui64"),), dict(algorithm="three_fry", shape=(2, 3), dtype="ui32")),
+}
