@@ -28,8 +28,10 @@ mode and the default dtype, the ``training`` flag of every module the step
 called, every hyperparameter of every optimizer it stepped (a scheduler's new
 float learning rate retraces; a tensor one, ``lr=torch.tensor(1e-3)``, stepped
 outside the captured step, is read by the program and replays), those
-optimizers' state tensors, and whether each parameter has a gradient. Python
-values read elsewhere are baked in, as in ``jax.jit``: pass what changes as an
+optimizers' state tensors, whether each parameter has a gradient, and the
+Python state the step's own code read (globals, closed-over cells, ``self``
+attributes: :mod:`lazycore.trace.pyreads`). Python values read elsewhere
+(by library code) are baked in, as in ``jax.jit``: pass what changes as an
 argument.
 
 Optimizers replay: on the lazy device they are capturable
@@ -60,6 +62,7 @@ import torch.optim.optimizer as _optimizer
 from torch.utils import _pytree as pytree
 
 from lazycore.trace import capture as _capture
+from lazycore.trace import pyreads as _pyreads
 from lazycore.ir.config import settings
 from lazycore.trace import views as _views
 from lazycore.ir.tensor import LazyTensor
@@ -175,6 +178,10 @@ def _differed(previous: "_Plan", plan: "_Plan") -> str:
                 return (f"an optimizer's {', '.join(changed)} changed between calls (a scheduler): make it a "
                         f"tensor (lr=torch.tensor(...)) and step the scheduler outside the captured step, so "
                         f"the program reads it instead of tracing again")
+    now = dict(plan.python.key)
+    for label, value in previous.python.key:
+        if label in now and now[label] != value:
+            return f"the step reads {label}, which changed between calls: pass it as an argument"
     return ("the last two traced calls differed (the step reads a Python number that changes every call, or its "
             "ops depend on one)")
 
@@ -254,7 +261,7 @@ class _Plan:
             lambda o, a, k: optims.setdefault(id(o), o) and None)
         state0 = _global_state()
         _optim.refresh_all()  # a new learning rate: an input of the step, not a value it made
-        with _tensor.MADE.collecting() as made, _optim.SchedulerSteps() as schedulers:
+        with _tensor.MADE.collecting() as made, _optim.SchedulerSteps() as schedulers, _pyreads.Reads(fn) as reads:
             try:
                 watch = _capture.begin([x._storage.handle for x in tensors])
                 out = fn(*args, **kwargs)
@@ -262,7 +269,11 @@ class _Plan:
                 h1.remove()
                 h2.remove()
         try:
-            return cls(watch, made, known, before, modules, optims, state0, out, seen, schedulers), out
+            plan = cls(watch, made, known, before, modules, optims, state0, out, seen, schedulers)
+            plan.python = reads.guards()
+            if plan.complete:
+                plan.key += (plan.python.key,)
+            return plan, out
         except _capture.Refused as e:
             raise _capture.Refused(str(e), out) from None
 
@@ -352,6 +363,9 @@ class _Plan:
 
     def replay(self, flat):
         """The call's result, replayed; ``_GUARDED`` (nothing changed) when a guard fails."""
+        changed = self.python.failed()
+        if changed is not None:
+            return _guarded(changed)
         if _global_state() != self.state:
             return _guarded("grad mode or the default dtype changed")
         for r, training in self.modules:

@@ -159,7 +159,63 @@ def test_a_python_number_that_changes_every_call_never_replays(dev):
         bump(i, model, opt)
         step(x.to(dev), y.to(dev))
         ltorch.mark_step()
-    assert step.replays == 0 and "differed" in step.why
+    assert step.replays == 0 and "closed-over 'scale'" in step.why and "changed between calls" in step.why
+
+
+class _Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = _model()
+        self.scale = 1.0
+
+    def forward(self, x):
+        return self.inner(x) * self.scale * _GLOBAL_SCALE
+
+
+_GLOBAL_SCALE = 1.0
+
+
+@pytest.mark.parametrize("where", ["closure", "global", "attribute"])
+def test_a_python_value_changed_after_recording_retraces_instead_of_replaying_stale(dev, where):
+    """torch.compile's guards on what the step read: a closed-over number, a
+    module global, an attribute of a user module; checked before a replay."""
+    global _GLOBAL_SCALE
+    results = {}
+    for device in (torch.device("cpu"), dev):
+        torch.manual_seed(0)
+        model = _Scaled().to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        closed = 1.0
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y) * closed
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        fn = ltorch.capture(step) if device == dev else step
+        losses = []
+        _GLOBAL_SCALE = 1.0
+        try:
+            for i, (x, y) in enumerate(_batches(10)):
+                if i == 6:  # after the recording replayed three times
+                    before = fn.replays if device == dev else None
+                    if where == "closure":
+                        closed = 3.0
+                    elif where == "global":
+                        _GLOBAL_SCALE = 0.5
+                    else:
+                        model.scale = 2.0
+                losses.append(float(fn(x.to(device), y.to(device)).cpu()))
+                if device == dev:
+                    ltorch.mark_step()
+        finally:
+            _GLOBAL_SCALE = 1.0
+        results[device.type] = (losses, fn, before)
+    losses, fn, before = results["lazy"]
+    np.testing.assert_allclose(losses, results["cpu"][0], rtol=1e-5)  # never the old value
+    assert before == 3 and fn.replays > before  # the new value is recorded and replays in its turn
 
 
 def test_a_new_learning_rate_from_a_scheduler_traces_again(dev):

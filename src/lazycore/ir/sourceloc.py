@@ -33,6 +33,12 @@ def skip(module) -> None:
         _LIBRARY.clear()  # decided again against the new prefixes
 
 
+def is_library(filename: str) -> bool:
+    """Whether frames of ``filename`` are library frames (see :func:`skip`)."""
+    lib = _LIBRARY.get(filename)
+    return _is_library(filename) if lib is None else lib
+
+
 def _is_library(name: str) -> bool:
     lib = name.startswith(tuple(_SKIP)) or name.startswith("<frozen")
     _LIBRARY[name] = lib

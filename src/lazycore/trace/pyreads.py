@@ -1,0 +1,233 @@
+"""The Python state a traced call read, kept as guards a replay checks first.
+
+A captured step bakes in every Python number it reads: a closed-over scale,
+a module-level flag, a module's ``self.p``. Two traced calls that read the
+same values record the same thing, and replays then assume the values stay.
+:class:`Reads` watches a traced call (``sys.setprofile``, call events only,
+the previous profiler kept running) and notes, for each function of user
+code it entered (:func:`is_user_code`):
+
+* the module globals its code loads (``LOAD_GLOBAL``);
+* the cells it closes over, found through the function the call came from
+  (the step itself, and functions held in its cells or globals);
+* the attributes of its ``self``.
+
+:meth:`Reads.guards` turns them into :class:`Guards`: plain values (numbers,
+strings, None, and small tuples, lists, dicts and sets of them) compared by
+value, other globals and cell contents by identity (a rebound function, a
+replaced model). Tensors, modules' parameters and optimizer state are the
+frontend's to guard. What goes unseen: state read by library code on the
+user's behalf (a library global), and an attribute of an object other than
+``self`` that the step reaches through a local variable.
+"""
+
+from __future__ import annotations
+
+import dis
+import os
+import sys
+import sysconfig
+import weakref
+
+from lazycore.ir.memo import Memo
+from lazycore.ir.sourceloc import is_library
+
+_PLAIN = (int, float, bool, str, bytes, complex, type(None))
+_SMALL = 16
+_NAMES = Memo("trace.global_names", 4096)
+"""Code object -> the global names its bytecode loads."""
+
+
+_INSTALLED = tuple({os.path.join(os.path.realpath(p), "") for k, p in sysconfig.get_paths().items()
+                    if k in ("stdlib", "platstdlib", "purelib", "platlib")})
+_USER: dict[str, bool] = {}
+
+
+def is_user_code(filename: str) -> bool:
+    """Code a user wrote: not a library frame (:func:`~lazycore.ir.sourceloc.is_library`),
+    not an installed package or the standard library, not generated (``<string>``)."""
+    user = _USER.get(filename)
+    if user is None:
+        user = _USER[filename] = not (is_library(filename) or filename.startswith("<")
+                                      or os.path.realpath(filename).startswith(_INSTALLED))
+    return user
+
+
+def _global_names(code) -> tuple[str, ...]:
+    names = _NAMES.get(code)
+    if names is None:
+        found = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+        names = _NAMES.put(code, tuple(sorted(n for n in found if isinstance(n, str))))
+    return names
+
+
+def plain(value):
+    """``value`` as a comparable snapshot when it is a plain value (or a small
+    container of them); None when it is not (``_NOT_PLAIN``)."""
+    t = type(value)
+    if t in _PLAIN:
+        return (t, repr(value) if t is float or t is complex else value)  # nan equal to nan, -0.0 not to 0.0
+    if t in (tuple, list, frozenset, set) and len(value) <= _SMALL:
+        items = [plain(v) for v in value]
+        if _NOT_PLAIN not in items:
+            return (t, tuple(items) if t in (tuple, list) else frozenset(items))
+    elif t is dict and len(value) <= _SMALL:
+        items = [(plain(k), plain(v)) for k, v in value.items()]
+        if all(_NOT_PLAIN not in kv for kv in items):
+            return (t, tuple(items))
+    return _NOT_PLAIN
+
+
+_NOT_PLAIN = object()
+
+
+class Reads:
+    """Watch a traced call: ``with Reads(fn) as reads: fn(...)``."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.codes: dict = {}  # code -> its globals dict, for the user functions entered
+        self.selves: dict[int, object] = {}  # id -> a ``self`` of a user method entered
+        self._previous = None
+
+    def __enter__(self):
+        self._previous = sys.getprofile()
+        previous = self._previous
+        codes, selves = self.codes, self.selves
+
+        def on_event(frame, event, arg):
+            if event == "call":
+                code = frame.f_code
+                if is_user_code(code.co_filename):
+                    codes.setdefault(code, frame.f_globals)
+                    if code.co_argcount and code.co_varnames[0] == "self":
+                        me = frame.f_locals.get("self")
+                        if me is not None:
+                            selves.setdefault(id(me), me)
+            if previous is not None:
+                previous(frame, event, arg)
+
+        sys.setprofile(on_event)
+        return self
+
+    def __exit__(self, *exc):
+        sys.setprofile(self._previous)
+
+    def guards(self) -> "Guards":
+        checks = []
+        for code, g in self.codes.items():
+            for name in _global_names(code):
+                if name in g:
+                    checks.append(_check(f"global '{name}' of {_where(code)}", _Global(g, name), g[name]))
+        for f in _functions(self.fn, self.codes):
+            code = f.__code__
+            for name, cell in zip(code.co_freevars, f.__closure__ or ()):
+                try:
+                    value = cell.cell_contents
+                except ValueError:
+                    continue
+                checks.append(_check(f"closed-over '{name}' of {_where(code)}", _Cell(cell), value))
+        for me in self.selves.values():
+            try:
+                ref = weakref.ref(me)
+                attrs = vars(me)
+            except TypeError:
+                continue  # no weak reference or no __dict__: nothing of its own to guard
+            for name, value in attrs.items():
+                snap = plain(value)
+                if snap is not _NOT_PLAIN:
+                    checks.append((f"attribute '{name}' of a {type(me).__name__}", _Attr(ref, name), snap, False))
+        return Guards(checks)
+
+
+def _functions(fn, codes) -> list:
+    """The step and the user functions held in its cells or in the globals
+    of the code entered, whose code ran: the ones whose cells can be read again."""
+    out, seen = [], set()
+    stack = [fn]
+    for g in {id(g): g for g in codes.values()}.values():
+        stack.extend(v for v in g.values() if type(v).__name__ == "function")
+    while stack:
+        f = stack.pop()
+        f = getattr(f, "__func__", f)
+        if type(f).__name__ != "function" or id(f) in seen:
+            continue
+        seen.add(id(f))
+        if f.__code__ in codes or f is fn:
+            out.append(f)
+            for cell in f.__closure__ or ():
+                try:
+                    stack.append(cell.cell_contents)
+                except ValueError:
+                    pass
+    return out
+
+
+def _where(code) -> str:
+    return f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno})"
+
+
+def _check(label: str, read, value):
+    snap = plain(value)
+    if snap is _NOT_PLAIN:
+        return (label, read, value, True)  # by identity (holding it: an id can be reused)
+    return (label, read, snap, False)
+
+
+_GONE = object()
+
+
+class _Global:
+    __slots__ = ("g", "name")
+
+    def __init__(self, g, name):
+        self.g, self.name = g, name
+
+    def __call__(self):
+        return self.g.get(self.name, _GONE)
+
+
+class _Cell:
+    __slots__ = ("cell",)
+
+    def __init__(self, cell):
+        self.cell = cell
+
+    def __call__(self):
+        try:
+            return self.cell.cell_contents
+        except ValueError:
+            return _GONE
+
+
+class _Attr:
+    __slots__ = ("ref", "name")
+
+    def __init__(self, ref, name):
+        self.ref, self.name = ref, name
+
+    def __call__(self):
+        me = self.ref()
+        return _GONE if me is None else vars(me).get(self.name, _GONE)
+
+
+class Guards:
+    """Checks of the Python state a traced call read (see :class:`Reads`)."""
+
+    __slots__ = ("checks", "key")
+
+    def __init__(self, checks):
+        self.checks = checks
+        self.key = tuple((label, id(expected) if same else expected) for label, _, expected, same in checks)
+        """Equal for two calls that read the same state."""
+
+    def failed(self) -> str | None:
+        """What changed since the traced call (None: nothing)."""
+        for label, read, expected, same in self.checks:
+            now = read()
+            if same:
+                if now is not expected:
+                    return f"{label} is another object"
+            elif plain(now) != expected:
+                return f"{label} changed"
+        return None
