@@ -25,6 +25,7 @@ import lazycore.observe  # noqa: F401  (metrics, guards, debug lines and dumps h
 from . import dispatch, ops  # noqa: F401  (ops registers the lowerings)
 from . import optim as _optim
 from .capture import Captured, capture
+from .loader import DeviceLoader
 from .lowering import register as register_lowering
 from .lowering import unregister as unregister_lowering
 from .ops.random import manual_seed
@@ -32,6 +33,7 @@ from .tensor import Tensor, device, lc_device
 
 __all__ = [
     "Captured",
+    "DeviceLoader",
     "Tensor",
     "capture",
     "device",

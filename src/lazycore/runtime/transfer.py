@@ -21,20 +21,47 @@ from lazycore.runtime import device as _device
 
 def from_numpy(array, device=None) -> LazyTensor:
     """Copy host data to ``device`` (default ``cpu:0``) as a lazy value."""
+    dev, host, t = _target(array, device)
+    events.emit("transfer", "host-to-device", t, host.nbytes)
+    with events.timed("transfer"):
+        buf = pjrt.to_device(host, dev.pjrt)
+    return _uploaded(buf, t, host.nbytes, dev)
+
+
+from_host = from_numpy
+
+
+class Upload:
+    """Host data copied to a device from any thread (an input pipeline's), and
+    made a lazy value by the thread that traces (:meth:`claim`): the copy
+    overlaps the step; the upload is announced and counted where the value
+    enters the graph."""
+
+    __slots__ = ("device", "type", "nbytes", "buffer")
+
+    def __init__(self, array, device=None):
+        self.device, host, self.type = _target(array, device)
+        self.nbytes = host.nbytes
+        self.buffer = pjrt.to_device(host, self.device.pjrt)
+
+    def claim(self) -> LazyTensor:
+        events.emit("transfer", "host-to-device", self.type, self.nbytes)
+        return _uploaded(self.buffer, self.type, self.nbytes, self.device)
+
+
+def _target(array, device):
     dev = _device.get(device)
     host = np.asarray(array)
     t = type_of(host)  # ShapeError for dtypes the dialect has no name for
     if dev.pjrt is None:
         raise RuntimeError(f"device {dev.name} cannot hold data (no PJRT device behind it)")
-    events.emit("transfer", "host-to-device", t, host.nbytes)
-    with events.timed("transfer"):
-        buf = pjrt.to_device(host, dev.pjrt)
+    return dev, host, t
+
+
+def _uploaded(buf, t, nbytes: int, dev) -> LazyTensor:
     events.bump("transfers_to_device")
-    events.bump("bytes_to_device", host.nbytes)
+    events.bump("bytes_to_device", nbytes)
     return LazyTensor(Value(Data(buf, t, owned=True), 0), dev)
-
-
-from_host = from_numpy
 
 
 def from_buffer(buffer, device=None) -> LazyTensor:

@@ -23,6 +23,7 @@ from lazycore.ir.sourceloc import caller as _user_frame
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import device as _device
 from lazycore.runtime.transfer import (  # noqa: F401  (the core API: values in and out)
+    Upload,
     from_buffer,
     from_host,
     from_numpy,
@@ -36,6 +37,7 @@ from lazycore.runtime.transfer import (  # noqa: F401  (the core API: values in 
 __all__ = [
     "BarrierError",
     "LazyTensor",
+    "Upload",
     "apply",
     "assign",
     "broadcast_to",
