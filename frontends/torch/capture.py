@@ -105,6 +105,7 @@ class Captured:
         self._plans: dict = {}  # argument key -> confirmed _Plans, oldest first
         self._last: dict = {}  # argument key -> the plan of the last traced call
         self._known = weakref.WeakValueDictionary()  # id -> a tensor whose gradient a call set
+        self._optimizers = weakref.WeakSet()  # the optimizers traced calls stepped
         self.traces = 0
         """Calls that ran the function."""
         self.replays = 0
@@ -132,7 +133,7 @@ class Captured:
             return self.fn(*args, **kwargs)
         previous = self._last.get(key)
         try:
-            plan, out = _Plan.trace(self.fn, args, kwargs, flat, self._known)
+            plan, out = _Plan.trace(self.fn, args, kwargs, flat, self._known, self._optimizers)
         except _capture.Refused as e:
             self.why = e.args[0]
             if settings.debug:
@@ -246,7 +247,7 @@ class _Plan:
     """A traced call: the core recording plus what torch adds (guards, gradients, results)."""
 
     @classmethod
-    def trace(cls, fn, args, kwargs, flat, seen):
+    def trace(cls, fn, args, kwargs, flat, seen, optimizers):
         tensors = [x for x in flat if type(x) is Tensor]
         # parameters whose gradients to watch: those the step touched before, and the arguments
         known = dict(seen.items())
@@ -258,9 +259,10 @@ class _Plan:
         h1 = torch.nn.modules.module.register_module_forward_pre_hook(
             lambda m, a: modules.setdefault(id(m), m) and None)
         h2 = _optimizer.register_optimizer_step_pre_hook(
-            lambda o, a, k: optims.setdefault(id(o), o) and None)
+            lambda o, a, k: optims.setdefault(id(o), o) and optimizers.add(o))
         state0 = _global_state()
-        _optim.refresh_all()  # a new learning rate: an input of the step, not a value it made
+        for opt in list(optimizers):
+            _optim.refresh(opt)  # a new learning rate: an input of the step, not a value it made
         with _tensor.MADE.collecting() as made, _optim.SchedulerSteps() as schedulers, _pyreads.Reads(fn) as reads:
             try:
                 watch = _capture.begin([x._storage.handle for x in tensors])

@@ -105,11 +105,6 @@ def refresh(opt) -> None:
                 rate.fresh = True
 
 
-def refresh_all() -> None:
-    for opt in list(_RATES.keys()):
-        refresh(opt)
-
-
 def _rates() -> dict:
     """Every device learning rate's group value, to tell who changed them."""
     return {id(opt): tuple(opt.param_groups[i]["lr"] for i in rates) for opt, rates in list(_RATES.items())}
