@@ -53,14 +53,26 @@ def test_a_recording_is_keyed_by_the_scalar_values_it_baked():
     assert a.key == b.key and a.key != c.key
 
 
+def test_an_input_of_another_structure_replays_with_the_digests_a_trace_would_give():
+    state = lc.from_numpy(np.ones(2, np.float32))
+    rec, _ = _record(state, lc.from_numpy(np.ones(2, np.float32)))
+    lc.mark_step()
+    # a pending value, not device data: the recorded nodes are hashed again over it
+    pending = lc.apply("add", lc.from_numpy(np.ones(2, np.float32)), lc.from_numpy(np.ones(2, np.float32)))
+    twin = lc.from_numpy(np.ones(2, np.float32))
+    traced_digest = _step(twin, pending).value.node.digest
+    (value,) = rec.replay([pending])
+    assert value.node.digest == traced_digest
+    np.testing.assert_allclose(lc.to_numpy(lc.LazyTensor(value, state.device)), np.tanh([2.75, 2.75]), rtol=1e-6)  # 1.5 * 0.5 + 2
+    np.testing.assert_allclose(lc.to_numpy(state), [2.75, 2.75])
+
+
 def test_replay_refuses_before_changing_anything():
     state = lc.from_numpy(np.ones(2, np.float32))
     rec, _ = _record(state, lc.from_numpy(np.ones(2, np.float32)))
     lc.mark_step()
-    # an input of another structure (a pending value, not device data)
-    pending = lc.apply("add", lc.from_numpy(np.ones(2, np.float32)), lc.from_numpy(np.ones(2, np.float32)))
     before = state.value
-    assert rec.replay([pending]) is None and state.value is before
+    assert rec.replay([lc.from_numpy(np.ones(3, np.float32))]) is None and state.value is before  # another type
     assert rec.replay([]) is None  # another number of arguments
     # the state it updates is gone: the recording cannot stand for the call any more
     del state

@@ -156,7 +156,7 @@ class Captured:
             plans.append(plan)
             self._last.pop(key)
             if settings.debug:
-                _say(self, f"recorded ({len(plan.rec.entries)} nodes): calls with these arguments replay")
+                _say(self, f"recorded ({len(plan.rec.fragment.entries)} nodes): calls with these arguments replay")
         else:
             if len(self._last) >= _KINDS_KEPT:
                 self._last.pop(next(iter(self._last)))
@@ -398,8 +398,8 @@ class _Plan:
             _optim.refresh(r())
         values = self.rec.replay([x._storage.handle for x in flat if type(x) is Tensor])
         if values is None:
-            return _guarded("a tensor the step read or updated is gone, holds a value of another structure "
-                            "(a pending computation), or arguments alias differently")
+            return _guarded("a tensor the step read or updated is gone, holds a value of another type, "
+                            "or arguments alias differently")
         made = [Storage(LazyTensor(v, dev), strides) for v, (_, dev), strides in zip(values, self.rec.kept,
                                                                                       self.strides)]
 

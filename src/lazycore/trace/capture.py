@@ -10,17 +10,20 @@ and the result, a :class:`Recording`, says in plain data:
 * which values the step read: each either the value an argument's handle
   held, or the value a live handle held when the call began (a parameter, a
   gradient, optimizer state, the RNG state; held by weak reference);
-* the nodes it made, in the order made, with their digests, attributes and
-  source lines; leaves made in the step (scalar parameters, constants) and
-  constant-only nodes made before it are kept as they are;
+* the nodes it made, in the order made, with their attributes and source
+  lines, as a :class:`~lazycore.trace.fragment.Fragment` over the values
+  read; leaves made in the step (scalar parameters, constants) and
+  constant-only nodes made before it are its constants;
 * which live handles it updated in place, and the values of the new handles
   the frontend keeps (results, gradients).
 
 :meth:`Recording.replay` checks that the world still looks the same (the
-handles alive, their values of the recorded structure, no argument aliasing
+handles alive, their values of the recorded types, no argument aliasing
 that was not there) and only then makes the same nodes on the current input
 values and makes the same updates: a replayed step hashes exactly as a traced
-one, so it compiles nothing new, and it fails before changing anything.
+one would on those values (a value of another structure than the recorded
+one, a pending computation instead of device data, is hashed over), so it
+compiles nothing a trace would not, and it fails before changing anything.
 
 What a recording refuses (:class:`Refused`, with the reason): a step that
 runs a barrier (it looked at a value), uploads host data, falls back to eager
@@ -36,11 +39,12 @@ import gc
 import weakref
 
 from lazycore.ir import events
-from lazycore.ir.graph import LOG, Data, Node, Scalar, Value
+from lazycore.dialect.spec import spec_of
+from lazycore.ir.graph import LOG, Data, Node, Scalar, Value, node_prefix
 from lazycore.ir.sourceloc import forget as forget_frame
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import device as _device
-from lazycore.trace.straightline import Code, value
+from lazycore.trace.fragment import Fragment
 
 _new_value = tuple.__new__
 
@@ -135,7 +139,8 @@ class Recording:
             arg_index.setdefault(id(h), i)
         self.aliasing = tuple(arg_index[id(h)] for h in watch.args)
         self.slots: list = []  # ("arg", i) or ("live", weakrefs of the handles holding the value)
-        self.slot_digests: list = []
+        self.slot_types: list = []
+        recorded_inputs: list = []  # the slots' values in this call
         self.baked: list = []  # values used as they are: leaves made in the step, old constant-only nodes
         baked_keys: list = []  # what makes each baked value the same in another recording
         env: dict[tuple, int] = {}  # (id(node), index) -> position: inputs, then baked, then made
@@ -187,7 +192,8 @@ class Recording:
                     self.slots.append(("arg", a[0]))
                 else:
                     self.slots.append(("live", tuple(weakref.ref(h) for h in holders)))
-                self.slot_digests.append(node.digest)
+                self.slot_types.append(node.types[i])
+                recorded_inputs.append(v)
                 env[k] = len(self.slots) - 1
             elif _constant_only(node, constant_only):
                 env[k] = -1 - len(self.baked)
@@ -209,27 +215,25 @@ class Recording:
         def at(v):
             return env[(id(v[0]), v[1])]
 
-        self.entries = [
-            (node.op, tuple(at(o) if type(o) is Value else tuple(at(x) for x in o) for o in node.operands),
-             node.attrs, node.types, node.digest, node.loc, len(node.types))
-            for node in made
-        ]
-        self.updates = []  # (arg index or weakref of a live handle, position of its new value)
+        entries = [(node.op, tuple(at(o) if type(o) is Value else tuple(at(x) for x in o) for o in node.operands),
+                    node.attrs, node.types, node_prefix(spec_of(node.op), node.attrs, node.types)[1])
+                   for node in made]
+        self.updates = []  # (arg index or weakref of a live handle, output number of its new value)
         for h, v in changed:
             i = arg_index.get(id(h))
-            self.updates.append((i if i is not None else weakref.ref(h), at(v)))
-        self.kept = [(at(h._value), h.device) for h in kept]
-        self.key = self._key(baked_keys)
-        self._make = None
-        """The replay as straight-line code, made at the first replay."""
+            self.updates.append((i if i is not None else weakref.ref(h), len(self.updates)))
+        self.kept = [(len(self.updates) + k, h.device) for k, h in enumerate(kept)]
+        outputs = [at(v) for _, v in changed] + [at(h._value) for h in kept]
+        self.fragment = Fragment(entries, n, self.baked, outputs, [node.loc for node in made], "a captured step")
+        self.fragment.remember(recorded_inputs, [node.digest for node in made])
+        self.key = self._key(baked_keys, [(node.op, e[1], node.digest) for node, e in zip(made, entries)], outputs)
 
-    def _key(self, baked) -> tuple:
+    def _key(self, baked, entries, outputs) -> tuple:
         """Equal for two recordings that replay the same way."""
         slots = tuple(s if s[0] == "arg" else ("live", id(s[1][0]())) for s in self.slots)
-        updates = tuple((u if type(u) is int else id(u()), p) for u, p in self.updates)
-        entries = tuple((op, ops, digest, nres) for op, ops, _, _, digest, _, nres in self.entries)
-        return (self.aliasing, slots, tuple(self.slot_digests), tuple(baked), entries, updates,
-                tuple((p, id(d)) for p, d in self.kept))
+        updates = tuple(u if type(u) is int else id(u()) for u, _ in self.updates)
+        return (self.aliasing, slots, tuple(self.slot_types), tuple(baked), tuple(entries), tuple(outputs), updates,
+                tuple(id(d) for _, d in self.kept))
 
     def replay(self, args) -> list | None:
         """Redo the call on the argument handles ``args``: the values of the
@@ -243,7 +247,7 @@ class Recording:
                 if self.aliasing[i] != seen.setdefault(id(h), i):
                     return None
         env = []
-        digests = self.slot_digests
+        types = self.slot_types
         for j, (kind, where) in enumerate(self.slots):
             if kind == "arg":
                 v = args[where]._value
@@ -256,43 +260,20 @@ class Recording:
                     other = r()
                     if other is not None and (other._value[0] is not v[0] or other._value[1] != v[1]):
                         return None  # which of the two the step read is no longer one value
-            if v[0].digest != digests[j]:
+            if v[0].types[v[1]] != types[j]:
                 return None
             env.append(v)
         targets = []
-        for target, p in self.updates:
+        for target, _ in self.updates:
             if type(target) is int:
                 targets.append(args[target])
             else:
                 targets.append(target())  # a dead handle needs no update
-        make = self._make
-        if make is None:
-            make = self._make = self._generate()
-        new, kept = make(env)
-        for h, v in zip(targets, new):
+        values = self.fragment.replay((), env)
+        for h, v in zip(targets, values):
             if h is not None:
                 h._value = v
-        return kept
-
-    def _generate(self):
-        """``make(slot values) -> (updated values, kept values)``: the
-        recorded nodes made again as straight-line code (:mod:`.straightline`),
-        with their digests and source lines."""
-        code = Code("def make(env):")
-        n = len(self.slots)
-        names = [f"e{i}" for i in range(n)] + [code.const(v) for v in self.baked]
-        for i in range(n):
-            code.line(f"e{i} = env[{i}]")
-        for k, (op, ops, attrs, types, digest, loc, nres) in enumerate(self.entries):
-            operands = [names[i] if type(i) is int else "(" + "".join(names[j] + ", " for j in i) + ")" for i in ops]
-            code.node(f"n{k}", op, operands, attrs, types, code.const(digest), code.const(loc))
-            for r in range(nres):
-                code.line(f"r{k}_{r} = {value(f'n{k}', r)}")
-                names.append(f"r{k}_{r}")
-        updated = "".join(names[p] + ", " for _, p in self.updates)
-        kept = "".join(names[p] + ", " for p, _ in self.kept)
-        code.line(f"return ({updated}), [{kept}]")
-        return code.function(f"a captured step, {len(self.entries)} nodes")
+        return values[len(targets):]
 
 
 def _constant_only(node: Node, memo: dict) -> bool:

@@ -43,14 +43,13 @@ import math
 import numpy as np
 
 from lazycore.ir.context import TRACE
-from lazycore.trace.straightline import Code, value
+from lazycore.trace.fragment import MISS, Fragment
 from lazycore.dialect.types import to_numpy_dtype
-from lazycore.ir.graph import Node, Scalar, Value, digest, node_prefix, operand_bytes
+from lazycore.ir.graph import Node, Scalar, Value, node_prefix
 from lazycore.ir.sourceloc import caller
 from lazycore.ir.tensor import LazyTensor
 
 _INPUT, _STEP, _FROZEN, _GROUP, _PARAM = 0, 1, 2, 3, 4
-_DIGESTS_KEPT = 64
 _VALUES_KEPT = 64
 
 
@@ -157,24 +156,22 @@ class Recorder:
 
 
 class Recipe:
-    """A recorded lowering: the nodes to make again and where the results come from."""
+    """A recorded lowering: a :class:`~lazycore.trace.fragment.Fragment` over the
+    call's inputs (then the float arguments' values it uses), and where the
+    results come from."""
 
-    __slots__ = ("steps", "out", "aliased", "_digests", "psteps", "parametric", "_values", "_fast")
+    __slots__ = ("fragment", "aliased", "psteps", "prefs", "parametric", "_values")
 
-    def __init__(self, steps, out, aliased, psteps=(), parametric=False):
-        self.steps = steps
-        self.out = out
+    def __init__(self, fragment, aliased, psteps=(), prefs=(), parametric=False):
+        self.fragment = fragment
         self.aliased = aliased
         """The inputs' identity pattern when some were one handle (``x * x``):
         the recipe then only fits calls with the same pattern."""
-        self._digests: dict = {}
-        """Input digests -> the node digests replaying on such inputs made: a
-        step that repeats feeds inputs of the same structures, whose nodes
-        then hash as before (no hashing). One signature may serve a few
-        places in a step (two ReLUs of one shape, a chain of 25 scalings),
-        hence up to ``_DIGESTS_KEPT`` entries."""
         self.psteps = psteps
         """The float parameters' scalars and the nodes made of them alone."""
+        self.prefs = prefs
+        """``(psteps index, result index)`` of the values of ``psteps`` the
+        fragment reads, its inputs after the call's."""
         self.parametric = parametric
         """The recording holds for any value of the float arguments (else
         only for the values it was recorded with)."""
@@ -182,9 +179,6 @@ class Recipe:
         """Float argument values -> the nodes of ``psteps`` made for them:
         one value's scalar and broadcasts are shared by every replay, as a
         constant's are."""
-        self._fast = None
-        """The replay as straight-line Python (:func:`_generate`), made at
-        the first replay."""
 
     def fits(self, inputs) -> bool:
         return self.aliased is None or alias_pattern(inputs) == self.aliased
@@ -197,28 +191,17 @@ class Recipe:
         for the user's line starts (:func:`~lazycore.ir.sourceloc.caller`);
         by default the caller of this method."""
         loc = caller(2, start)
-        fast = self._fast
+        values = self._param_values(floats, loc) if self.prefs else ()
+        fast = self.fragment.fast
         if fast is not None:
-            out = fast(inputs, floats, loc)
-            if out is not _MISS:
+            out = fast(inputs, values, loc)
+            if out is not MISS:
                 return out
-        # inputs of structures not seen before: hash the nodes these inputs
-        # make (as make_node would), then make them in the generated code
-        vals = [h._value for h in inputs]
-        key = tuple([part for v in vals for part in (v[0].digest, v[1])])
-        pnodes = self._params(floats, loc) if self.psteps else None
-        hashed, digests = [], []
-        for name, refs, attrs, types, prefix in self.steps:
-            operands = tuple(_resolve(ref, inputs, hashed, pnodes) for ref in refs)
-            d = digest(prefix + operand_bytes(operands))
-            digests.append(d)
-            hashed.append(_Hashed(d))
-        if len(self._digests) >= _DIGESTS_KEPT:
-            self._digests.clear()
-        self._digests[key] = digests
-        if fast is None:
-            fast = self._fast = _generate(self, len(inputs))
-        return fast(inputs, floats, loc)
+        return self.fragment.replay(inputs, values, loc)
+
+    def _param_values(self, floats, loc) -> list:
+        pn = self._params(floats, loc)
+        return [Value(pn[k], i) for k, i in self.prefs]
 
     def _params(self, floats, loc) -> list[Node]:
         key = tuple([float_key(f) for f in floats])
@@ -230,7 +213,7 @@ class Recipe:
                     dtype = types[0].dtype
                     nodes.append(Scalar(np.asarray(floats[refs], dtype=to_numpy_dtype(dtype)), dtype))
                     continue
-                operands = tuple(_resolve(r, (), (), nodes) for r in refs)
+                operands = tuple(_resolve(r, nodes) for r in refs)
                 nodes.append(Node(name, operands, attrs, types, d, loc))
             self.remember(key, nodes)
         return nodes
@@ -241,70 +224,84 @@ class Recipe:
         self._values[key] = nodes
 
 
-_MISS = object()
-
-
-class _Hashed:
-    """A node of a replay as far as hashing its users needs it: its digest."""
-
-    __slots__ = ("digest",)
-
-    def __init__(self, d: bytes):
-        self.digest = d
-
-
-def _generate(recipe: Recipe, n_inputs: int):
-    """``replay(inputs, floats, loc)`` for ``recipe`` as straight-line code
-    (:mod:`.straightline`): it makes the recorded nodes with the digests
-    :meth:`Recipe.replay` hashed for inputs of this structure, and the
-    results. Returns ``_MISS`` for inputs whose node digests are not known yet."""
-    code = Code("def replay(inputs, floats, loc):", MISS=_MISS, DIGESTS=recipe._digests, PARAMS=recipe._params)
-
-    def operand(ref) -> str:
-        kind, a, b = ref
-        if kind == _INPUT:
-            return f"v{a}"
-        if kind == _STEP:
-            return value(f"n{a}", b)
-        if kind == _FROZEN:
-            return code.const(a)
-        if kind == _PARAM:
-            return value(f"pn[{a}]", b)
-        return "(" + "".join(operand(r) + ", " for r in a) + ")"  # a variadic group
-
-    def result(out) -> str:
-        if out is None:
-            return "None"
-        first, second = out
-        if type(first) is type:
-            return f"{code.const(first)}([" + ", ".join(result(o) for o in second) + "])"
-        return f"LT({operand(first)}, {code.const(second)})"
-
-    for i in range(n_inputs):
-        code.line(f"v{i} = inputs[{i}]._value")
-    key = "".join(f"v{i}[0].digest, v{i}[1], " for i in range(n_inputs))
-    code.line(f"ds = DIGESTS.get(({key}))")
-    code.line("if ds is None:")
-    code.line("    return MISS")
-    if recipe.psteps:
-        code.line("pn = PARAMS(floats, loc)")
-    for i, (name, refs, attrs, types, _) in enumerate(recipe.steps):
-        code.node(f"n{i}", name, [operand(r) for r in refs], attrs, types, f"ds[{i}]", "loc")
-    code.line(f"return {result(recipe.out)}")
-    return code.function(f"{len(recipe.steps)} nodes")
-
-
-def _resolve(ref, inputs, made, pnodes=None):
+def _resolve(ref, pnodes):
+    """A value of ``psteps``: a constant or an earlier one's."""
     kind, a, b = ref
-    if kind == _INPUT:
-        return inputs[a]._value
-    if kind == _STEP:
-        return Value(made[a], b)
     if kind == _FROZEN:
         return a
     if kind == _PARAM:
         return Value(pnodes[a], b)
-    return tuple(_resolve(r, inputs, made, pnodes) for r in a)  # a variadic group
+    return tuple(_resolve(r, pnodes) for r in a)  # a variadic group
+
+
+def _fragment(rec: Recorder, n_inputs: int, out):
+    """The recording as a fragment returning the lowering's result, and the
+    references to ``psteps`` it reads. Its inputs are the call's, then the values
+    of ``psteps`` the steps use; its constants the frozen values."""
+    prefs: dict[tuple, int] = {}
+    consts: dict[tuple, int] = {}
+    frozen: list = []
+    for ref in [r for step in rec.steps for r in _flat(step[1])] + list(_flat_out(out)):
+        if ref[0] == _PARAM:
+            prefs.setdefault((ref[1], ref[2]), len(prefs))
+        elif ref[0] == _FROZEN and (id(ref[1][0]), ref[1][1]) not in consts:
+            consts[(id(ref[1][0]), ref[1][1])] = len(frozen)
+            frozen.append(ref[1])
+    n = n_inputs + len(prefs)
+    starts, pos = [], n + len(frozen)
+    for step in rec.steps:
+        starts.append(pos)
+        pos += len(step[3])
+
+    def number(ref) -> int:
+        kind, a, b = ref
+        if kind == _INPUT:
+            return a
+        if kind == _PARAM:
+            return n_inputs + prefs[(a, b)]
+        if kind == _FROZEN:
+            return n + consts[(id(a[0]), a[1])]
+        return starts[a] + b
+
+    entries = [(name, tuple(number(r) if r[0] != _GROUP else tuple(number(x) for x in r[1]) for r in refs), attrs,
+                types, prefix) for name, refs, attrs, types, prefix in rec.steps]
+    outputs: list[int] = []
+
+    def place(ref) -> int:
+        outputs.append(number(ref))
+        return len(outputs) - 1
+
+    result = _numbered(out, place)
+    return Fragment(entries, n, frozen, outputs, label="a lowering", n_handles=n_inputs, result=result), tuple(prefs)
+
+
+def _flat(refs):
+    for r in refs:
+        if r[0] == _GROUP:
+            yield from r[1]
+        else:
+            yield r
+
+
+def _flat_out(out):
+    if out is None:
+        return
+    first, second = out
+    if type(first) is type:
+        for o in second:
+            yield from _flat_out(o)
+    else:
+        yield first
+
+
+def _numbered(out, number):
+    """``out`` (from :meth:`Recorder._out`) with each reference replaced by ``number(ref)``."""
+    if out is None:
+        return None
+    first, second = out
+    if type(first) is type:
+        return (first, tuple(_numbered(o, number) for o in second))
+    return (number(first), second)
 
 
 _ANY_VALUE = object()  # in keys of recordings that hold for any value of a class
@@ -379,9 +376,12 @@ def record_call(fn, inputs, args, kwargs, floats: bool = True):
     if aliased == tuple(range(len(aliased))):
         aliased = None
     parametric = floats and not rec.specific and not _baked(rec)
-    recipe = Recipe(tuple(rec.steps), out, aliased, tuple(rec.psteps), parametric)
+    fragment, prefs = _fragment(rec, len(inputs), out)
+    recipe = Recipe(fragment, aliased, tuple(rec.psteps), prefs, parametric)
     if rec.psteps:
         recipe.remember(tuple([float_key(_PLAIN(p)) for p in rec.params]), rec.pnodes)
+    recorded = [h._value for h in inputs] + [Value(rec.pnodes[k], i) for k, i in prefs]
+    fragment.remember(recorded, [node.digest for node in rec.kept])
     return result, recipe
 
 
