@@ -311,6 +311,7 @@ def _meta_entry(acc: list, func, args, kwargs):
     if hit is None:
         a, margs, mkwargs = metas(args, kwargs, func)
         out = _run_meta(func, margs, mkwargs)
+        _check_eager_kernel(func, margs, mkwargs)
         hit = (out, margs, mkwargs, a.device, {}, func)
         if key is not None:
             _META.put(key, hit)
@@ -322,6 +323,48 @@ def _run_meta(func, margs, mkwargs):
         return func(*margs, **mkwargs)
     except NotImplementedError:
         return None
+
+
+# Eager's CPU kernels take uint16/32/64 in a few ops only (copies, comparisons,
+# mul, sums, ...); the lowerings compute any op on them, and meta kernels do not
+# know. So for these dtypes, once per signature, the CPU kernel runs on
+# stand-ins of the arguments and its NotImplementedError is eager's answer.
+_KERNEL_GAPS = {torch.uint16, torch.uint32, torch.uint64}
+_STAND_IN_LIMIT = 4096
+"""Elements a stand-in holds at most; a larger one repeats one element."""
+
+
+def _stand_in(x):
+    if isinstance(x, torch.Tensor):
+        if x.numel() <= _STAND_IN_LIMIT:
+            return torch.ones(x.shape, dtype=x.dtype)
+        return torch.ones(1, dtype=x.dtype).expand(x.shape)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_stand_in(v) for v in x)
+    if isinstance(x, torch.device) and x.type == "meta":
+        return torch.device("cpu")
+    return x
+
+
+def _holds_gap_dtype(x) -> bool:
+    if isinstance(x, torch.Tensor):
+        return x.dtype in _KERNEL_GAPS
+    if isinstance(x, (list, tuple)):
+        return any(_holds_gap_dtype(v) for v in x)
+    return False
+
+
+def _check_eager_kernel(func, margs, mkwargs):
+    if not (any(_holds_gap_dtype(x) for x in margs) or any(_holds_gap_dtype(v) for v in mkwargs.values())):
+        return
+    if torch.Tag.nondeterministic_seeded in func.tags:
+        return  # a draw would move the user's generator
+    try:
+        func(*_stand_in(margs), **{k: _stand_in(v) for k, v in mkwargs.items()})
+    except NotImplementedError:
+        raise
+    except Exception:  # noqa: BLE001 - the stand-ins' values are not the user's: only the missing kernel counts
+        pass
 
 
 # --- handlers ------------------------------------------------------------------------------

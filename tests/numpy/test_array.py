@@ -7,6 +7,7 @@ import pytest
 import lazycore
 import lazycore.numpy as np
 from lazycore.observe import metrics
+from isolated import run_isolated
 from npcheck import sample, same
 
 SHAPES = [(), (5,), (3, 4), (2, 3, 4)]
@@ -132,6 +133,38 @@ def test_floor_division_and_remainder_zeros_are_signed_as_numpys():
         got, want = numpy.asarray(f(np.asarray(a), np.asarray(b))), f(a, b)
         numpy.testing.assert_array_equal(got, want)
         numpy.testing.assert_array_equal(numpy.signbit(got), numpy.signbit(want))
+
+
+def integer_division_by_zero_gives_numpys_zeros():
+    """NumPy's integer //, %, fmod and divmod by zero give 0 (and a RuntimeWarning);
+    a zero divisor that is a constant (``z % z`` of zeros) killed the process."""
+    for dtype in INTEGER_TYPES:
+        z = np.zeros(2, dtype=dtype)
+        a, b = numpy.array([7, 0, 5, 9], dtype=dtype), numpy.array([0, 0, 2, 3], dtype=dtype)
+        la, lb = np.asarray(a), np.asarray(b)
+        with numpy.errstate(all="ignore"):
+            same(z % z, numpy.zeros(2, dtype) % numpy.zeros(2, dtype))
+            same(z // z, numpy.zeros(2, dtype) // numpy.zeros(2, dtype))
+            for name in ("floor_divide", "remainder", "fmod"):
+                same(getattr(np, name)(la, lb), getattr(numpy, name)(a, b))
+                same(getattr(np, name)(la, 0), getattr(numpy, name)(a, 0))
+            for got, want in zip(np.divmod(la, lb), numpy.divmod(a, b)):
+                same(got, want)
+
+
+def test_integer_division_by_zero_gives_numpys_zeros():
+    run_isolated(__file__, "integer_division_by_zero_gives_numpys_zeros")
+
+
+def test_sign_of_zero_and_nan_is_numpys():
+    x = numpy.array([-0.0, 0.0, numpy.nan, -2.5, 3.0])
+    for dtype in ("float16", "float32", "float64"):
+        got, want = numpy.asarray(np.sign(np.asarray(x.astype(dtype)))), numpy.sign(x.astype(dtype))
+        numpy.testing.assert_array_equal(got, want)
+        numpy.testing.assert_array_equal(numpy.signbit(got), numpy.signbit(want))
+    # a -0.0 computed in the program, and one folded from constants
+    got = numpy.asarray(np.sign(np.zeros(3) * -1.0))
+    assert not numpy.signbit(got).any()
 
 
 @pytest.mark.parametrize("scalar", [2, 2.5, True, -3])

@@ -14,9 +14,9 @@ import torch
 from lazycore.dialect.elementwise import UNARY as LAZY_UNARY
 from lazycore.dialect.rules import DTYPE_CLASSES
 from lazycore.dialect.types import is_float
-from lazycore.trace import composites
+from lazycore.trace import composites, core
 
-from ..lowering import apply, broadcast, const, convert, lowers, operand, scalar
+from ..lowering import apply, broadcast, const, convert, is_handle, lowers, operand, scalar
 from ..dtypes import lazy_dtype
 
 aten = torch.ops.aten
@@ -102,11 +102,15 @@ def _rounding(ctx, x):
     return apply({"floor": "floor", "ceil": "ceil", "round": "round"}[name], x)
 
 
-@lowers(aten.sign.default, aten.sgn.default)
+@lowers(aten.sign.default, aten.sgn.default, prims.sign.default)
 def _sign(ctx, x):
     if x.dtype == "i1":
         return x
-    return apply("sign", x)
+    s = apply("sign", x)
+    if not is_float(x.dtype):
+        return s
+    # eager computes (0 < x) - (x < 0): NaN gives 0 (the op keeps NaN, NumPy's)
+    return apply("select", composites.isnan(x), _c(x, 0), s)
 
 
 @lowers(aten.relu.default)
@@ -335,32 +339,47 @@ def _mul(ctx, a, b):
     return apply("and" if ctx.dtype == "i1" else "mul", a, b)
 
 
+def _integer_division(ctx, fn, a, b):
+    """``fn`` of the operands; for integers, eager's error for a zero divisor:
+    a Python 0 raises here, a zero in a tensor fails the result at its barrier
+    (its values decide; lazycore.runtime.checks). The values would be the
+    dialect's 0."""
+    if is_float(ctx.dtype):
+        return fn(*_args(ctx, a, b))
+    if not is_handle(b):
+        if b == 0:
+            raise RuntimeError("ZeroDivisionError")
+        return fn(*_args(ctx, a, b))
+    a, b = _args(ctx, a, b)
+    return core.check(fn(a, b), apply("compare", b, _c(b, 0), direction="EQ"), "ZeroDivisionError")
+
+
+def _truncating(a, b):
+    return composites.trunc(apply("div", a, b))  # integers divide truncating already
+
+
+_ROUNDING = {None: lambda a, b: apply("div", a, b), "floor": composites.floor_divide, "trunc": _truncating}
+
+
 @lowers(aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode)
 def _div(ctx, a, b, rounding_mode=None):
-    a, b = _args(ctx, a, b)
-    if rounding_mode == "floor":
-        return composites.floor_divide(a, b)
-    q = apply("div", a, b)
-    # integers divide truncating already
-    return composites.trunc(q) if rounding_mode == "trunc" else q
+    return _integer_division(ctx, _ROUNDING[rounding_mode], a, b)
 
 
 @lowers(prims.div.default)
 def _prims_div(ctx, a, b):
     # true division for floats, truncation for integers: the dialect's div either way
-    a, b = _args(ctx, a, b)
-    return apply("div", a, b)
+    return _integer_division(ctx, _ROUNDING[None], a, b)
 
 
 @lowers(aten.remainder.Tensor, aten.remainder.Scalar, aten.remainder.Scalar_Tensor)
 def _remainder(ctx, a, b):
-    return composites.remainder(*_args(ctx, a, b))
+    return _integer_division(ctx, composites.remainder, a, b)
 
 
 @lowers(aten.fmod.Tensor, aten.fmod.Scalar)
 def _fmod(ctx, a, b):
-    a, b = _args(ctx, a, b)
-    return apply("rem", a, b)
+    return _integer_division(ctx, lambda a, b: apply("rem", a, b), a, b)
 
 
 @lowers(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar)

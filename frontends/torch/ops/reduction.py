@@ -50,6 +50,9 @@ def _mean(ctx, x, dim=None, keepdim=False, dtype=None):
 @lowers(prims.var.default)
 def _var(ctx, x, dims, correction=1, output_dtype=None):
     """sum((x - mean)^2) / max(0, N - correction), two passes as eager."""
+    if not is_float(x.dtype):
+        # eager's kernel refuses; its meta function does not, so the lowering must
+        raise RuntimeError("std and var only support floating point and complex dtypes")
     x = convert(x, ctx.dtype)
     ds = _dims_arg(x, dims) if dims is None or len(dims) else ()
     count = 1
