@@ -263,12 +263,14 @@ def _compare(rng, lhs):
 
 def _check(rng, operand, failed):
     """The operand passes through, whichever the flag (the runtime reads the flag:
-    tests/test_barrier_failures.py); a flag of any other rank is refused."""
+    tests/test_value_checks.py); a flag of any other rank, or an error type that is
+    not one of eager's, is refused."""
     x = small(rng, SHAPE, operand)
-    cases = [Case([x, np.array(flag).astype(np_dtype(failed))], dict(message="ZeroDivisionError"), want=known(x))
-             for flag in (False, True)]
-    refused = Case([x, np.zeros(2).astype(np_dtype(failed))], dict(message="ZeroDivisionError"), refused=True)
-    return cases + [refused]
+    attrs = dict(message="ZeroDivisionError", error="RuntimeError")
+    cases = [Case([x, np.array(flag).astype(np_dtype(failed))], attrs, want=known(x)) for flag in (False, True)]
+    refused = [Case([x, np.zeros(2).astype(np_dtype(failed))], attrs, refused=True),
+               Case([x, np.array(True)], dict(attrs, error="KeyboardInterrupt"), refused=True)]
+    return cases + refused
 
 
 def _select(rng, on_true, pred):

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import lazycore as lc
+from lazycore.dialect import ShapeError
 from lazycore.ir.config import override
 from lazycore.observe import metrics
 from lazycore.passes import register_lowering
@@ -167,3 +168,24 @@ def test_without_replay_or_plans_the_same():
         q = lc.check(div(a, b), by_zero(b), "ZeroDivisionError")  # without replay
         lc.mark_step(wait=True)
         fails(q, at("without replay"))
+
+
+def test_a_check_raises_eagers_exception_type_too():
+    """A check standing for NumPy's negative integer power raises a BarrierError
+    that is a ValueError, so code catching eager's type catches it."""
+    a = ints(2, 3)
+    b = ints(1, -1)
+    zero = lc.broadcast_to(lc.apply("constant", value=np.int32(0)), b.shape)
+    negative = lc.apply("compare", b, zero, direction="LT")
+    message = "Integers to negative integer powers are not allowed."
+    p = lc.check(lc.apply("pow", a, b), negative, message, error="ValueError")  # value check
+    with pytest.raises(ValueError, match="Integers to negative integer powers") as info:
+        lc.to_numpy(p)
+    e = info.value
+    assert isinstance(e, BarrierError) and (e.location, e.stage) == (at("value check"), "check")
+    # what is computed from it later raises the same type
+    with pytest.raises(ValueError):
+        lc.to_numpy(lc.apply("add", p, a))
+    # only eager's types, named at the call
+    with pytest.raises(ShapeError, match="error must be one of"):
+        lc.check(a, by_zero(b), "x", error="KeyError")

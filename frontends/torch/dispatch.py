@@ -113,12 +113,16 @@ def _functional_of(func):
         packet = getattr(aten, name[:-1], None)
         if packet is None:
             return None
-        if func._overloadname in packet.overloads():
-            return ("inplace", getattr(packet, func._overloadname))
-        want = [a.name for a in schema.arguments]
-        for ov in packet.overloads():  # transpose_.default is transpose.int
+        # the overload of the same name first; names do not decide (transpose_.default
+        # is transpose.int, and pow_.Scalar is pow.Tensor_Scalar: pow.Scalar's base is
+        # the number), the arguments do
+        want = [(a.name, str(a.type)) for a in schema.arguments]
+        names = packet.overloads()
+        if func._overloadname in names:
+            names = [func._overloadname] + names
+        for ov in names:
             cand = getattr(packet, ov)
-            if not cand._schema.is_mutable and [a.name for a in cand._schema.arguments] == want:
+            if not cand._schema.is_mutable and [(a.name, str(a.type)) for a in cand._schema.arguments] == want:
                 return ("inplace", cand)
         return None
     outs = _out_args(schema)
@@ -526,6 +530,11 @@ def _layout(out, res):
 def _via_functional(found):
     kind, functional = found[0], found[1]
     fn = lowering.lookup(functional) if kind == "inplace" else None
+    # an op with a dtype= argument (sum, prod, mean, cumsum, ...) takes the one
+    # out tensor's dtype as it when none is given; the meta call refuses the
+    # pairs eager refuses (log_softmax into another dtype)
+    computes_in_out_dtype = kind == "out" and len(found[2]) == 1 and any(
+        a.name == "dtype" and a.kwarg_only for a in functional._schema.arguments)
 
     def handler(func, args, kwargs):
         meta_call(func, args, kwargs)  # eager's checks (casting, broadcasting into self)
@@ -539,6 +548,9 @@ def _via_functional(found):
             return _store(target, result)
         outs = found[2]
         fkwargs = {k: v for k, v in kwargs.items() if k not in outs}
+        if computes_in_out_dtype and fkwargs.get("dtype") is None:
+            # eager reduces in the out tensor's dtype (sum of [.6, .6] into an int64 out is 0)
+            fkwargs["dtype"] = kwargs[outs[0]].dtype
         result = run(functional, args, fkwargs)
         targets = [kwargs[k] for k in outs]
         results = result if isinstance(result, (list, tuple)) else (result,)

@@ -151,7 +151,7 @@ func.func @int_division_by_zero(%a: tensor<4xi32>, %b: tensor<4xi32>, %x: tensor
 // CHECK-NOT: lazy.check
 // CHECK: return %arg0, %arg1 : tensor<4xi32>, tensor<i1>
 func.func @check(%x: tensor<4xi32>, %failed: tensor<i1>) -> (tensor<4xi32>, tensor<i1>) {
-  %0 = "lazy.check"(%x, %failed) {message = "ZeroDivisionError"} : (tensor<4xi32>, tensor<i1>) -> tensor<4xi32>
+  %0 = "lazy.check"(%x, %failed) {message = "ZeroDivisionError", error = "RuntimeError"} : (tensor<4xi32>, tensor<i1>) -> tensor<4xi32>
   return %0, %failed : tensor<4xi32>, tensor<i1>
 }
 

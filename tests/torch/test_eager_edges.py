@@ -124,3 +124,124 @@ def test_ops_eager_has_no_kernel_for_raise_eagers_error(dev, dtype):
     # and the ones eager has stay lazy, with its values
     for f in (lambda t: t * t, lambda t: t == t, torch.sum, lambda t: t.to(torch.float32)):
         same(f(x.to(dev)), f(x))
+
+
+# --- powers ------------------------------------------------------------------------------------
+
+
+def eager_or_error(f, *args):
+    try:
+        return f(*args)
+    except Exception as e:  # noqa: BLE001 - the error is the answer to compare
+        return e
+
+
+def same_answer(f, *args, dev):
+    """``f`` on CPU tensors and on their lazy copies: the same values, or the same error type and message."""
+    want = eager_or_error(f, *args)
+    if isinstance(want, Exception):
+        with pytest.raises(type(want), match=f"^{re.escape(str(want))}$"):
+            f(*(a.to(dev) if isinstance(a, torch.Tensor) else a for a in args)).cpu()
+    else:
+        same(f(*(a.to(dev) if isinstance(a, torch.Tensor) else a for a in args)), want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int8, torch.int32, torch.int64, torch.uint8])
+def test_in_place_powers_are_eagers(dev, dtype):
+    """``pow_`` and ``**=`` with a number went to pow.Scalar (the number as the base) and raised."""
+    x = torch.tensor([0, 1, 2, 3], dtype=dtype)
+    for p in (2, 3, 0):
+        for f in (lambda t: t.pow_(p), lambda t: t.__ipow__(p), lambda t: t.float_power_(p) if dtype == torch.float64 else t):
+            a, b = x.clone(), x.clone().to(dev)
+            f(a)
+            f(b)
+            same(b, a)
+    a, b = x.clone(), x.clone().to(dev)
+    a.pow_(torch.tensor([1, 2, 3, 2], dtype=dtype))
+    b.pow_(torch.tensor([1, 2, 3, 2], dtype=dtype, device=dev))
+    same(b, a)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64])
+def test_integer_powers_with_any_exponent_are_eagers(dev, dtype):
+    """Exponents past the type's range raise eager's conversion error; negative ones
+    its "not allowed"; every exponent bit counts, up to int64's."""
+    base = torch.tensor([2, 3, 1, 0, 5] if dtype == torch.uint8 else [2, 3, -1, 1, 0, -3], dtype=dtype)
+    for p in (2, 3, 63, 64, 257, 300, 2**31 + 3, 2**40 + 1, 2**62 + 1, 2**63 - 1, -1, -2):
+        same_answer(lambda t: t ** p, base, dev=dev)
+        same_answer(lambda t: torch.pow(t, p), base, dev=dev)
+    # a Python base wraps around as eager's wrapped numbers do
+    same_answer(lambda t: 300 ** t, torch.tensor([1, 2, 3], dtype=dtype), dev=dev)
+    # tensor exponents, negative ones included, are values
+    exponent = torch.tensor([2**62 + 1, 2**63 - 1, -1, -2, 7, 0]).to(dtype)
+    same_answer(torch.pow, torch.tensor([3, -3, 2, -1, 2, 0]).to(dtype), exponent, dev=dev)
+
+
+def test_python_ints_past_an_integer_type_wrap_or_raise_as_in_eager(dev):
+    """A number standing for a tensor operand wraps (int8 ``x + 300`` adds 44);
+    one that parametrizes an op (a bound, a fill, ``alpha=``) must fit."""
+    x = torch.tensor([1, 2, -3], dtype=torch.int8)
+    u = torch.tensor([1, 2, 0], dtype=torch.uint8)
+    for f in (lambda t: t + 300, lambda t: t * 300, lambda t: 300 - t, lambda t: t // 300, lambda t: t % 300,
+              lambda t: t & 300, lambda t: t == 300, lambda t: t < 300, lambda t: t + -1, lambda t: t == -1,
+              lambda t: t.clamp(max=300), lambda t: t.clone().fill_(300), lambda t: torch.where(t > 1, t, 300),
+              lambda t: t.masked_fill(t > 1, 300), lambda t: torch.add(t, t, alpha=300),
+              lambda t: torch.full((2,), 300, dtype=t.dtype, device=t.device)):
+        same_answer(f, x, dev=dev)
+        same_answer(f, u, dev=dev)
+
+
+# --- reductions ----------------------------------------------------------------------------------
+
+
+def test_reductions_into_an_out_tensor_compute_in_its_dtype(dev):
+    """Eager reduces in out's dtype (sum of [.6, .6] into int64 is 0, not round(1.2))."""
+    cases = [
+        (lambda x, o: torch.sum(x, 0, out=o), [0.6, 0.6], torch.float32, torch.int64, ()),
+        (lambda x, o: torch.sum(x, 0, out=o), [1e-8, 1.0, -1.0], torch.float64, torch.float32, ()),
+        (lambda x, o: torch.sum(x, 0, out=o), [100, 100], torch.int32, torch.int8, ()),
+        (lambda x, o: torch.sum(x, 0, out=o), [60000.0, 60000.0, -60000.0], torch.float32, torch.float16, ()),
+        (lambda x, o: torch.prod(x, 0, out=o), [1.5, 1.5], torch.float32, torch.int64, ()),
+        (lambda x, o: torch.mean(x, 0, out=o), [0.1, 0.2], torch.float32, torch.float64, ()),
+        (lambda x, o: torch.nansum(x, 0, out=o), [0.1, 0.2], torch.float32, torch.float64, ()),
+        (lambda x, o: torch.cumsum(x, 0, out=o), [0.6, 0.6], torch.float32, torch.int64, (2,)),
+        (lambda x, o: torch.cumprod(x, 0, out=o), [1.1, 1.1], torch.float32, torch.float64, (2,)),
+        (lambda x, o: torch.mean(x, 0, out=o), [0.6, 0.6], torch.float32, torch.int64, ()),  # eager refuses
+        (lambda x, o: torch.log_softmax(x, 0, out=o), [0.1, 0.2], torch.float32, torch.float64, (2,)),  # eager refuses
+    ]
+    for f, values, dtype, out_dtype, shape in cases:
+        def run(d):
+            out = torch.zeros(shape, dtype=out_dtype, device=d)
+            f(torch.tensor(values, dtype=dtype, device=d), out)
+            return out
+
+        want = eager_or_error(run, "cpu")
+        if isinstance(want, Exception):
+            with pytest.raises(type(want)):
+                run(dev)
+        else:
+            same(run(dev), want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_sums_of_halves_accumulate_in_float_as_eagers(dev, dtype):
+    x = torch.tensor([60000.0, 60000.0, -60000.0], dtype=dtype)
+    ones = torch.full((1000,), 1.01, dtype=dtype)
+    for f, t in ((torch.sum, x), (torch.mean, x), (torch.nansum, x), (torch.sum, ones), (torch.mean, ones),
+                 (lambda t: torch.sum(t.reshape(10, 100), 1), ones), (lambda t: torch.sum(t.float(), dtype=dtype), x)):
+        same(f(t.to(dev)), f(t))
+
+
+# --- atan2 -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_atan2_of_signed_zeros_is_eagers(dev, dtype):
+    y = torch.tensor([0.0, -0.0, 0.0, -0.0], dtype=dtype)
+    x = torch.tensor([0.0, 0.0, -0.0, -0.0], dtype=dtype)
+    same(torch.atan2(y.to(dev), x.to(dev)), torch.atan2(y, x))
+    # zeros the program makes as constants (the scalar policy bakes 0), folded or not
+    zeros = torch.zeros(4, dtype=dtype, device=dev)
+    same(torch.atan2(zeros, zeros), torch.atan2(torch.zeros(4, dtype=dtype), torch.zeros(4, dtype=dtype)))
+    same(torch.atan2(zeros * -1, zeros), torch.atan2(torch.zeros(4, dtype=dtype) * -1, torch.zeros(4, dtype=dtype)))
+    same(torch.atan2(zeros, zeros * -1), torch.atan2(torch.zeros(4, dtype=dtype), torch.zeros(4, dtype=dtype) * -1))

@@ -17,7 +17,9 @@ eager's error text. How a check reaches the user:
    (:mod:`lazycore.runtime.failures`): its leaf holds a ``Failure`` of stage
    ``"check"``, and every read raises :class:`lazycore.BarrierError` with
    the message and the line that recorded the check, as do values computed
-   from it later. The other outputs keep their values.
+   from it later; the error is also an instance of the builtin exception the
+   check's ``error`` names (eager's type: ``except ValueError`` catches
+   NumPy's negative integer power). The other outputs keep their values.
 3. A program with checks is waited for before the next barrier starts one
    (the values it failed must not feed the next program) and before any
    read returns a value.
@@ -60,6 +62,6 @@ def failed(values: list[Value], flags: list) -> list | None:
     seeds = {}
     for i in tripped:
         node = checked[i]
-        seeds[id(node)] = failures.node_failure(node, node.attrs["message"], "check", None)
+        seeds[id(node)] = failures.node_failure(node, node.attrs["message"], "check", None, node.attrs["error"])
     bad = failures.spread(walk, seeds)
     return [bad.get(id(v[0])) for v in values]

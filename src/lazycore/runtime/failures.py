@@ -79,12 +79,12 @@ def summary(error: BaseException) -> str:
     return text if len(text) <= 600 else text[:597] + "..."
 
 
-def node_failure(node: Node, message: str, stage: str, cause) -> Failure:
+def node_failure(node: Node, message: str, stage: str, cause, eager: str = "RuntimeError") -> Failure:
     """``node`` failed: the failure names its op and the user's line that recorded it."""
     where = format_location(node.loc) if node.loc is not None else None
     name = f"lazy.{node.op}"
     text = f"{name} (recorded at {where}): {message}" if where else f"{name} (no recorded line): {message}"
-    return Failure(text, name, where, stage, cause)
+    return Failure(text, name, where, stage, cause, eager)
 
 
 def _matches(node: Node, failed_op) -> bool:
@@ -158,7 +158,8 @@ def settle(device, values: list[Value], error: ProgramError | None, budget: list
         found = bad.get(id(v[0]))
         if found is not None:
             # a failed leaf names no op: the value names its own
-            out[i] = found if found.op is not None else node_failure(v[0], found.message, found.stage, found.cause)
+            out[i] = found if found.op is not None else node_failure(v[0], found.message, found.stage, found.cause,
+                                                                         found.eager)
     rest = [i for i, r in enumerate(out) if r is None]
     if not rest:
         return out
