@@ -120,8 +120,8 @@ def scalar(value, dtype: str, device, shape=()):
         value = value if isinstance(value, float) else float(value)  # a recorded float argument stays one
     else:
         value = int(value)
-        info = np.iinfo(to_numpy_dtype(dtype))
-        if not info.min <= value <= info.max:
+        lo, hi = _range(dtype)
+        if not lo <= value <= hi:
             raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dtype]} without overflow")
     s = core.scalar(value, dtype, device=device)
     return broadcast(s, shape) if tuple(shape) != () else s
@@ -132,14 +132,25 @@ _C_TYPES = {"i8": "int8_t", "i16": "int16_t", "i32": "int", "i64": "int64_t",
 """Eager's names for the integer types in its conversion errors."""
 
 
+_RANGES: dict[str, tuple[int, int]] = {}
+
+
+def _range(dtype: str) -> tuple[int, int]:
+    r = _RANGES.get(dtype)
+    if r is None:
+        info = np.iinfo(to_numpy_dtype(dtype))
+        r = _RANGES[dtype] = (int(info.min), int(info.max))
+    return r
+
+
 def wrapped(x, dtype: str):
     """A Python int standing for a tensor operand (``x + 300``: a wrapped number)
     as eager's kernels cast it to an integer ``dtype``: wrapped around, two's
     complement (int8 ``x + 300`` adds 44). Anything else as it is."""
     if type(x) is not int or not is_int(dtype):
         return x
-    info = np.iinfo(to_numpy_dtype(dtype))
-    return (x - info.min) % (info.max - info.min + 1) + info.min
+    lo, hi = _range(dtype)
+    return x if lo <= x <= hi else (x - lo) % (hi - lo + 1) + lo
 
 
 def is_handle(x) -> bool:
