@@ -25,7 +25,7 @@ def _constant(*, value):
 UNARY = {
     "neg": "numeric",
     "abs": "numeric",  # of an unsigned x: x
-    "sign": "numeric",  # of an unsigned x: 0 or 1
+    "sign": "numeric",  # of an unsigned x: 0 or 1; of a float zero +0.0, of NaN NaN (NumPy's)
     "exp": "float",
     "log": "float",
     "log1p": "float",
@@ -67,8 +67,8 @@ BINARY = {
     "add": ("numeric", True),
     "sub": ("numeric", False),
     "mul": ("numeric", True),
-    "div": ("numeric", False),  # integer division truncates toward zero
-    "rem": ("numeric", False),  # sign follows the dividend (C fmod)
+    "div": ("numeric", False),  # integer division truncates toward zero; integer x / 0 is 0 (NumPy's)
+    "rem": ("numeric", False),  # sign follows the dividend (C fmod); integer x rem 0 is 0 (NumPy's)
     "pow": ("numeric", False),  # integers wrap; x ** -n is 0 unless x is 1 or -1 (torch's; NumPy raises)
     "maximum": ("any", True),
     "minimum": ("any", True),

@@ -1,11 +1,12 @@
 """Constant folding for ``lazy-canonicalize``.
 
 Elementwise ops whose operands are all ``lazy.constant`` are evaluated with
-NumPy under StableHLO's semantics (integer division truncates toward zero,
-``rem`` takes the dividend's sign) and replaced by a constant. Cases StableHLO
-leaves to the backend (integer division by zero, ``INT_MIN / -1``, negative
-integer powers, out-of-range float->int) and subnormals (XLA's CPU backend
-flushes them) are left alone, so folding never changes a program's numbers.
+NumPy under the dialect's semantics (integer division truncates toward zero,
+``rem`` takes the dividend's sign, integer division or remainder by zero is
+0) and replaced by a constant. Cases left to the backend (``INT_MIN / -1``,
+negative integer powers, out-of-range float->int) and subnormals (XLA's CPU
+backend flushes them) are left alone, so folding never changes a program's
+numbers.
 """
 
 from __future__ import annotations
@@ -31,11 +32,6 @@ def _via_f64(f):
     return lambda x: np.asarray(f(x.astype(np.float64))).astype(x.dtype)
 
 
-def _sign(x):
-    # np.sign(-0.0) is +0.0; StableHLO keeps -0.0 (and NaN, as np.sign does).
-    return np.where(x == 0, x, np.sign(x)) if np.issubdtype(x.dtype, np.floating) else np.sign(x)
-
-
 def _not(x):
     return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
 
@@ -43,7 +39,7 @@ def _not(x):
 UNARY_FOLDS = {
     "neg": np.negative,
     "abs": np.abs,
-    "sign": _sign,
+    "sign": np.sign,  # +0.0 for -0.0, NaN for NaN: the op's
     "exp": _via_f64(np.exp),
     "log": _via_f64(np.log),
     "log1p": _via_f64(np.log1p),
@@ -64,9 +60,7 @@ UNARY_FOLDS = {
 
 
 def _int_division_defined(a, b) -> bool:
-    """StableHLO leaves x / 0 and INT_MIN / -1 to the backend: those do not fold."""
-    if np.any(b == 0):
-        return False
+    """INT_MIN / -1 is left to the backend: it does not fold."""
     if np.issubdtype(a.dtype, np.signedinteger):
         return not np.any((a == np.iinfo(a.dtype).min) & (b == -1))
     return True
@@ -77,14 +71,15 @@ def _div(a, b):
         return np.divide(a, b)
     if not _int_division_defined(a, b):
         return None
-    # Truncating division; a - fmod(a, b) is an exact multiple of b.
+    # Truncating division; a - fmod(a, b) is an exact multiple of b. NumPy's
+    # integer loops give 0 for a zero divisor, as the op does.
     return (a - np.fmod(a, b)) // b
 
 
 def _rem(a, b):
     if np.issubdtype(a.dtype, np.integer) and not _int_division_defined(a, b):
         return None
-    return np.fmod(a, b)  # sign of the dividend
+    return np.fmod(a, b)  # sign of the dividend; 0 for a zero divisor
 
 
 def _pow(a, b):
@@ -176,11 +171,11 @@ def constant_operand(v: ir.Value):
 
 @pattern(*FOLDABLE)
 def fold_constants(op, rewriter):
-    """op(c1, ..., cn) -> c, evaluated with NumPy under StableHLO's semantics
+    """op(c1, ..., cn) -> c, evaluated with NumPy under the dialect's semantics
 
     For elementwise ops whose operands are all constants, each a splat or of
-    at most FOLD_LIMIT elements. Cases StableHLO leaves to the backend
-    (integer division by zero, float -> int overflow, ...) are not folded."""
+    at most FOLD_LIMIT elements. Cases left to the backend (``INT_MIN / -1``,
+    float -> int overflow, ...) are not folded."""
     operands = [constant_operand(v) for v in op.operands]
     if any(o is None or _has_subnormal(o[0]) for o in operands):
         return True

@@ -227,7 +227,9 @@ def binary_sample(name, klass):
             b = b * rng.choice([-1, 1], SHAPE).astype(b.dtype)
         pairs = [(with_extremes(a) if name not in ("div", "rem") else a, b)]
         if is_int(lhs):
-            # Any values; integer x / 0 and INT_MIN / -1 are left undefined by the op.
+            # Any values but INT_MIN / -1, which the op leaves undefined, and x / 0 (0, the
+            # op's value: tested in a subprocess by test_ops_elementwise, as a wrong lowering
+            # makes XLA's constant folder kill the process).
             a, b = full_range(rng, SHAPE, lhs), full_range(rng, SHAPE, lhs)
             b[::-1][0, :2] = [2, 3]  # small divisors too
             undefined = (b == 0) | ((a == np.iinfo(a.dtype).min) & (b == np.array(-1).astype(b.dtype)))
@@ -257,6 +259,18 @@ def _compare(rng, lhs):
         a[0, 0] = b[0, 1] = np.nan
     return [Case([a, b], dict(direction=d), want=known(ref(a.astype(F64), b.astype(F64))))
             for d, ref in NUMPY_COMPARE.items()]
+
+
+def _check(rng, operand, failed):
+    """The operand passes through, whichever the flag (the runtime reads the flag:
+    tests/test_value_checks.py); a flag of any other rank, or an error type that is
+    not one of eager's, is refused."""
+    x = small(rng, SHAPE, operand)
+    attrs = dict(message="ZeroDivisionError", error="RuntimeError")
+    cases = [Case([x, np.array(flag).astype(np_dtype(failed))], attrs, want=known(x)) for flag in (False, True)]
+    refused = [Case([x, np.zeros(2).astype(np_dtype(failed))], attrs, refused=True),
+               Case([x, np.array(True)], dict(attrs, error="KeyboardInterrupt"), refused=True)]
+    return cases + refused
 
 
 def _select(rng, on_true, pred):
@@ -505,6 +519,7 @@ SAMPLES: dict[str, Sample] = {
     **{n: binary_sample(n, INTEGRAL) for n in ("and", "or", "xor")},
     "compare": Sample({"lhs": ANY}, _compare),
     "select": Sample({"on_true": ANY, "pred": ("i1",)}, _select),
+    "check": Sample({"operand": ANY, "failed": ("i1",)}, _check),
     "convert": Sample({"operand": ANY, "result": ANY}, _convert),
     "iota": Sample({"result": NUMERIC}, _iota),
     "broadcast_in_dim": _shape_sample(_broadcast_in_dim),

@@ -14,6 +14,7 @@ import pytest
 from lazycore.runtime import compiler
 from lazycore.dialect.elementwise import BINARY, COMPARISON_DIRECTIONS, UNARY
 from lazycore.dialect.types import TensorType, to_numpy_dtype, type_of
+from isolated import run_isolated
 
 SHAPE = (3, 5)
 
@@ -206,6 +207,40 @@ def test_int_div_rem_truncate_toward_zero():
     b = np.array([2, 2, -2, -2, 3, -3], dtype=np.int32)
     check_exact(one_op("div", [a, b], ty(a)), np.array([3, -3, -3, 3, 0, -2], dtype=np.int32))
     check_exact(one_op("rem", [a, b], ty(a)), np.array([1, -1, 1, -1, 0, 0], dtype=np.int32))
+
+
+def divide_by_zero_everywhere():
+    """Integer div and rem by zero on every integer type: the divisor as an
+    argument, as a constant lazy-canonicalize folds, and as a constant only XLA
+    sees (no lazy-canonicalize); each gives 0, NumPy's value."""
+    a, b = np.array([7, -7, 0, 5, 1, 3]), np.array([0, 0, 0, 2, 1, -3])
+    for dtype in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
+        x, y = (np.abs(a), np.abs(b)) if dtype.startswith("u") else (a, b)
+        x, y = x.astype(dtype), y.astype(dtype)
+        t = ty(x)
+        for name in ("div", "rem"):
+            with np.errstate(all="ignore"):
+                want = (x - np.fmod(x, y)) // y if name == "div" else np.fmod(x, y)
+            assert (want[:3] == 0).all()
+            on_argument = f"""
+func.func @main(%a: {t}, %b: {t}) -> {t} {{
+  %r = "lazy.{name}"(%a, %b) : ({t}, {t}) -> {t}
+  return %r : {t}
+}}"""
+            on_constant = f"""
+func.func @main(%a: {t}) -> {t} {{
+  %b = "lazy.constant"() {{value = dense<{y.tolist()}> : {t}}} : () -> {t}
+  %r = "lazy.{name}"(%a, %b) : ({t}, {t}) -> {t}
+  return %r : {t}
+}}"""
+            for text, inputs in ((on_argument, [x, y]), (on_constant, [x])):
+                for pipeline in (compiler.DEFAULT_PIPELINE, "lazy-to-stablehlo"):
+                    (out,) = compiler.run_module(text, inputs, pipeline=pipeline)
+                    check_exact(out, want)
+
+
+def test_int_division_by_zero_is_zero_and_never_reaches_xla():
+    run_isolated(__file__, "divide_by_zero_everywhere")
 
 
 @pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "rem", "maximum", "minimum", "and", "or", "xor"])

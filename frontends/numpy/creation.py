@@ -14,7 +14,7 @@ from .array import asarray, device, ndarray, wrap
 from .fallback import implements
 from .ufuncs import apply, broadcast_to_shape, cast
 
-__all__ = ["array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
+__all__ = ["array", "asarray", "ascontiguousarray", "asfortranarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
            "empty_like", "arange", "linspace", "eye", "identity"]
 
 
@@ -24,6 +24,31 @@ def array(obj, dtype=None, *, copy=True, ndmin=0, **kwargs) -> ndarray:
 
         return call_numpy(np.array, (obj,), dict(kwargs, dtype=dtype, ndmin=ndmin))
     return asarray(obj, dtype=dtype, copy=copy)
+
+
+@implements(np.ascontiguousarray)
+def ascontiguousarray(a, dtype=None, *, like=None) -> ndarray:
+    """NumPy's: ``a`` itself when it is C-contiguous (and of ``dtype``), else a
+    C-contiguous copy; at least 1-d. (Through the fallback, NumPy saw the
+    materialized copy, contiguous, and handed back a strided view unchanged.)"""
+    return _laid_out(a, dtype, "c_contiguous")
+
+
+@implements(np.asfortranarray)
+def asfortranarray(a, dtype=None, *, like=None) -> ndarray:
+    """NumPy's: ``a`` itself when it is Fortran-contiguous, else a column-major copy."""
+    return _laid_out(a, dtype, "f_contiguous")
+
+
+def _laid_out(a, dtype, flag: str) -> ndarray:
+    x = asarray(a, dtype=dtype)
+    if x.ndim == 0:
+        x = x.reshape(1)
+    if getattr(x._standin().flags, flag):
+        return x
+    if flag == "c_contiguous":
+        return x.copy()
+    return x.T.copy().T  # the transpose's row-major copy, transposed back: column-major
 
 
 def _shape(shape) -> tuple[int, ...]:

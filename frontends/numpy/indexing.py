@@ -297,11 +297,21 @@ def _zeros(shape, dtype):
 def getitem(a: ndarray, key):
     key = _normalize(key)
     if is_basic(key):
-        return basic_view(a, key)
+        return _element_or_view(a, key)
     entries = tuple(_entry(k) for k in key)
     if is_basic(entries):
-        return basic_view(a, entries)
+        return _element_or_view(a, entries)
     return advanced_getitem(a, entries)
+
+
+def _element_or_view(a: ndarray, key: tuple) -> ndarray:
+    """A view, or for an index naming one element (integers only, as ``a[0]`` of a
+    1-d array), the element: NumPy gives a scalar, a copy, and so ``s = a[0];
+    s += 1`` leaves ``a`` alone. Here it is a 0-d array of its own, still lazy."""
+    view = basic_view(a, key)
+    if view.ndim or any(k is Ellipsis for k in key):
+        return view
+    return wrap(value(view), a.dtype)
 
 
 def advanced_getitem(a: ndarray, entries: tuple):

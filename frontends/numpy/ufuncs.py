@@ -112,8 +112,16 @@ def _multiply(a, b):
     return apply("and" if _is_bool(a) else "mul", a, b)
 
 
+_NEGATIVE_POWER = "Integers to negative integer powers are not allowed."
+
+
 def _power(a, b):
-    return apply("pow", a, b)
+    p = apply("pow", a, b)
+    if a.dtype[0] != "i":  # floats; unsigned exponents are never negative
+        return p
+    # NumPy raises ValueError for a negative integer exponent: a Python one at the
+    # call (:func:`call`), one in an array when its values are known
+    return core.check(p, apply("compare", b, const(0, b), direction="LT"), _NEGATIVE_POWER, error="ValueError")
 
 
 def _unary(name):
@@ -202,35 +210,70 @@ LOOPS = {
 _RESOLVED = Memo("numpy.ufunc_loops", 4096)
 
 
-def resolve(uf, descr: tuple, dtype=None):
-    key = (uf, descr, dtype)
+def resolve(uf, descr: tuple, signature=None, casting="same_kind"):
+    """The loop NumPy runs for operands ``descr``: its input and output dtypes.
+    ``signature`` fixes some of them (``dtype=x`` fixes the outputs); NumPy's
+    own errors for loops it has not or casts ``casting`` forbids."""
+    key = (uf, descr, signature, casting)
     loop = _RESOLVED.get(key)
     if loop is None:
-        sig = descr + ((np.dtype(dtype),) if dtype is not None else (None,)) * uf.nout
-        loop = _RESOLVED.put(key, uf.resolve_dtypes(sig, casting="same_kind"))
+        fixed = {} if signature is None else {"signature": signature}
+        # NumPy's own call on 0-d stand-ins first: it raises NumPy's errors exactly,
+        # where resolve_dtypes words some apart and crashes on one (a Python float
+        # under casting="equiv" with a fixed signature: a segfault in NumPy 2.4)
+        standins = [d(0) if isinstance(d, type) else np.zeros((), d) for d in descr]
+        with np.errstate(all="ignore"):
+            uf(*standins, casting=casting, **fixed)
+        loop = _RESOLVED.put(key, uf.resolve_dtypes(descr + (None,) * uf.nout, casting=casting, **fixed))
     return loop
 
 
-def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", **rest):
+def _fixed(uf, dtype, signature):
+    """``signature=`` as ``resolve_dtypes`` takes it, with ``dtype=`` folded in
+    (``dtype=x`` is ``signature=(None, ..., x)``: it fixes the outputs)."""
+    if dtype is not None:
+        if signature is not None:
+            raise TypeError("cannot specify both 'signature' and 'dtype'")
+        return (None,) * uf.nin + (np.dtype(dtype),) * uf.nout
+    if isinstance(signature, list):
+        return tuple(signature)
+    return signature
+
+
+# the ufunc keywords a lazy call takes; any other goes to NumPy, which takes it or
+# raises its own error (``axes=`` of a generalized ufunc, a misspelled name)
+_ORDERS = ("K", "C", "A", None)
+
+
+def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", order="K", signature=None,
+         subok=True, **rest):
     """Apply NumPy ufunc ``uf`` lazily; unsupported forms go to NumPy (counted)."""
     name = uf.__name__
     loop_fn = LOOPS.get(name)
-    if loop_fn is None or where is not True or rest.get("signature") or rest.get("order", "K") not in "KCA":
+    # F order lays the result out column-major (NumPy's strides); a mask with no
+    # out= leaves NumPy's uninitialized values where it is False
+    masked = where is not True
+    if loop_fn is None or order not in _ORDERS or subok is not True or rest or (
+            masked and (out is None or not _boolean(where))):
         from .fallback import call_numpy
 
-        kw = dict(rest, dtype=dtype, casting=casting)
-        if out is not None:
-            kw["out"] = out
-        if where is not True:
+        # only what was given: NumPy refuses dtype= and signature= together, even as None
+        kw = dict(rest, **{k: v for k, v in (("dtype", dtype), ("signature", signature), ("out", out)) if v is not None})
+        kw.update({k: v for k, v, default in (("casting", casting, "same_kind"), ("order", order, "K"),
+                                               ("subok", subok, True)) if v != default})
+        if masked:
             kw["where"] = where
         return call_numpy(uf, inputs, kw, name=f"numpy.{name}")
     if len(inputs) != uf.nin:
         raise TypeError(f"{name}() takes from {uf.nin} to {uf.nin + uf.nout} positional arguments but {len(inputs)} were given")
-    plan, key, handles, floats = _planned(uf, inputs, dtype, casting)
+    signature = _fixed(uf, dtype, signature)
+    plan, key, handles, floats = _planned(uf, inputs, signature, casting)
     if plan is not None:
-        return _store(plan.run(handles, floats), out, casting, name)
-    loop = resolve(uf, tuple(describe(x) for x in inputs), dtype)
+        return _store(plan.run(handles, floats), out, casting, uf, plan.loop, where)
+    loop = resolve(uf, tuple(describe(x) for x in inputs), signature, casting)
     in_dt, out_dt = loop[: uf.nin], loop[uf.nin:]
+    if loop_fn is _power and in_dt[1].kind == "i" and _negative_number(inputs[1]):
+        raise ValueError(_NEGATIVE_POWER)
     if name in _COMPARISONS and _int_out_of_range(inputs, in_dt):
         # NumPy compares integer arrays with out-of-range Python ints exactly
         in_dt = (np.dtype(np.int64),) * uf.nin
@@ -244,12 +287,12 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", **re
         results, recipe = recipes.record_call(_lower_flat, handles, (loop_fn, handles, in_dt, out_dt, shape, *inputs), {})
         if recipe is not None:
             # under these values too: a loop whose floats repeat finds it at the first lookup
-            plan = _PLANS.put(key, _Plan(recipe, out_dt, shape))
+            plan = _PLANS.put(key, _Plan(recipe, loop, out_dt, shape))
             vkey = _any_value_key(key, floats) if recipe.parametric else None
             if vkey is not None:
                 _PLANS.put(vkey, plan)
     arrays = [wrap(r, dt) for r, dt in zip(results, out_dt)]
-    return _store(arrays, out, casting, name)
+    return _store(arrays, out, casting, uf, loop, where)
 
 
 def quick(uf, inputs):
@@ -263,7 +306,7 @@ def quick(uf, inputs):
     return call(uf, inputs)
 
 
-def _planned(uf, inputs, dtype, casting):
+def _planned(uf, inputs, signature, casting):
     """``(plan, key, handles, floats)`` for the call's signature: the plan None
     when none was recorded yet, the key None when the call is not keyed
     (replay off, a recording running, host arrays among the inputs);
@@ -271,7 +314,7 @@ def _planned(uf, inputs, dtype, casting):
     comes first, then one for any values of their class."""
     if not settings.replay or TRACE.recorder is not None:
         return None, None, None, None
-    key, handles, floats = _signature(uf, inputs, dtype, casting)
+    key, handles, floats = _signature(uf, inputs, signature, casting)
     if key is None:
         return None, None, None, None
     plan = _PLANS.get(key)
@@ -323,26 +366,44 @@ def store_out(res: ndarray, out, wrong_shape: str) -> ndarray:
     return out
 
 
-def _store(arrays, out, casting, name):
-    """The call's return value; with ``out=``, the results written into the targets."""
+def _store(arrays, out, casting, uf, loop, where=True):
+    """The call's return value; with ``out=``, the results written into the targets
+    where ``where`` is True (``loop``: the dtypes NumPy's loop takes and gives)."""
     if out is not None:
         outs = out if isinstance(out, tuple) else (out,)
         for target, res in zip(outs, arrays):
             if not isinstance(target, ndarray):
                 raise TypeError("lazycore.numpy: out= must be a lazy array")
             if not np.can_cast(res.dtype, target.dtype, casting):
-                raise TypeError(
-                    f"Cannot cast ufunc '{name}' output from {res.dtype!r} to {target.dtype!r} "
-                    f"with casting rule '{casting}'"
-                )
-            if np.broadcast_shapes(res.shape, target.shape) != target.shape:
+                _refuse_output_cast(uf, loop, outs, casting)
+            if np.broadcast_shapes(res.shape, shape_of(where), target.shape) != target.shape:
                 raise ValueError(
                     f"non-broadcastable output operand with shape {target.shape} doesn't match the broadcast "
-                    f"shape {res.shape}"
+                    f"shape {np.broadcast_shapes(res.shape, shape_of(where), target.shape)}"
                 )
-            write(target, broadcast_to_shape(cast(value(res), target.dtype), target.shape))
+            new = broadcast_to_shape(cast(value(res), target.dtype), target.shape)
+            if where is not True:
+                mask = broadcast_to_shape(to_handle(where, np.dtype(bool)), target.shape)
+                new = apply("select", mask, new, value(target))
+            write(target, new)
         return outs[0] if len(outs) == 1 else outs
     return arrays[0] if len(arrays) == 1 else tuple(arrays)
+
+
+def _boolean(where) -> bool:
+    """A ``where=`` lazycore takes: booleans (NumPy refuses or casts the others itself)."""
+    if isinstance(where, (bool, np.bool_)):
+        return True
+    dt = where.dtype if isinstance(where, (ndarray, np.ndarray)) else np.asarray(where).dtype
+    return dt == np.dtype(bool)
+
+
+def _refuse_output_cast(uf, loop, outs, casting):
+    """Raise NumPy's own error (type and message) for writing the results of
+    ``loop`` into ``outs`` under ``casting``: the same call on 0-d stand-ins."""
+    inputs = [np.zeros((), dt) for dt in loop[:uf.nin]]
+    uf(*inputs, out=tuple(np.empty((), o.dtype) for o in outs), signature=tuple(loop), casting=casting)
+    raise AssertionError(f"NumPy wrote {uf.__name__}'s {loop} into {[o.dtype for o in outs]} under {casting!r}")
 
 
 # --- replay: one recorded lowering per call signature (lazycore.recipes) ---------------------
@@ -353,10 +414,11 @@ _PLANS = Memo("numpy.ufunc_plans", 4096)  # a long run's signatures drift (scala
 class _Plan:
     """A signature's recorded lowering and its results' NumPy metadata."""
 
-    __slots__ = ("recipe", "meta")
+    __slots__ = ("recipe", "loop", "meta")
 
-    def __init__(self, recipe, out_dt, shape):
+    def __init__(self, recipe, loop, out_dt, shape):
         self.recipe = recipe
+        self.loop = loop
         strides = contiguous(shape)
         self.meta = tuple((dt, shape, strides) for dt in out_dt)
 
@@ -366,13 +428,13 @@ class _Plan:
         return [new_array(h, dt, shape, strides) for h, (dt, shape, strides) in zip(results, self.meta)]
 
 
-def _signature(uf, inputs, dtype, casting):
+def _signature(uf, inputs, signature, casting):
     """``(key, handles, floats)``: everything the lowering looks at (the loop
     NumPy picks depends on dtypes and weak scalars' types, the comparison rule
     and the baked scalars on Python values), the array inputs' handles and the
     Python floats; ``(None, None, None)`` for calls not worth keying (host
     arrays and other array-likes)."""
-    parts = [uf, dtype, casting]
+    parts = [uf, signature, casting]
     handles = []
     floats = []
     for x in inputs:
@@ -393,6 +455,10 @@ def _signature(uf, inputs, dtype, casting):
     if len(handles) > 1:
         parts.append(recipes.alias_pattern(handles))  # ``a * a``: the recording has one input twice
     return tuple(parts), handles, floats
+
+
+def _negative_number(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) and x < 0
 
 
 _COMPARISONS = {"greater", "greater_equal", "less", "less_equal", "equal", "not_equal"}

@@ -113,12 +113,16 @@ def _functional_of(func):
         packet = getattr(aten, name[:-1], None)
         if packet is None:
             return None
-        if func._overloadname in packet.overloads():
-            return ("inplace", getattr(packet, func._overloadname))
-        want = [a.name for a in schema.arguments]
-        for ov in packet.overloads():  # transpose_.default is transpose.int
+        # the overload of the same name first; names do not decide (transpose_.default
+        # is transpose.int, and pow_.Scalar is pow.Tensor_Scalar: pow.Scalar's base is
+        # the number), the arguments do
+        want = [(a.name, str(a.type)) for a in schema.arguments]
+        names = packet.overloads()
+        if func._overloadname in names:
+            names = [func._overloadname] + names
+        for ov in names:
             cand = getattr(packet, ov)
-            if not cand._schema.is_mutable and [a.name for a in cand._schema.arguments] == want:
+            if not cand._schema.is_mutable and [(a.name, str(a.type)) for a in cand._schema.arguments] == want:
                 return ("inplace", cand)
         return None
     outs = _out_args(schema)
@@ -311,6 +315,7 @@ def _meta_entry(acc: list, func, args, kwargs):
     if hit is None:
         a, margs, mkwargs = metas(args, kwargs, func)
         out = _run_meta(func, margs, mkwargs)
+        _check_eager_kernel(func, margs, mkwargs)
         hit = (out, margs, mkwargs, a.device, {}, func)
         if key is not None:
             _META.put(key, hit)
@@ -322,6 +327,48 @@ def _run_meta(func, margs, mkwargs):
         return func(*margs, **mkwargs)
     except NotImplementedError:
         return None
+
+
+# Eager's CPU kernels take uint16/32/64 in a few ops only (copies, comparisons,
+# mul, sums, ...); the lowerings compute any op on them, and meta kernels do not
+# know. So for these dtypes, once per signature, the CPU kernel runs on
+# stand-ins of the arguments and its NotImplementedError is eager's answer.
+_KERNEL_GAPS = {torch.uint16, torch.uint32, torch.uint64}
+_STAND_IN_LIMIT = 4096
+"""Elements a stand-in holds at most; a larger one repeats one element."""
+
+
+def _stand_in(x):
+    if isinstance(x, torch.Tensor):
+        if x.numel() <= _STAND_IN_LIMIT:
+            return torch.ones(x.shape, dtype=x.dtype)
+        return torch.ones(1, dtype=x.dtype).expand(x.shape)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_stand_in(v) for v in x)
+    if isinstance(x, torch.device) and x.type == "meta":
+        return torch.device("cpu")
+    return x
+
+
+def _holds_gap_dtype(x) -> bool:
+    if isinstance(x, torch.Tensor):
+        return x.dtype in _KERNEL_GAPS
+    if isinstance(x, (list, tuple)):
+        return any(_holds_gap_dtype(v) for v in x)
+    return False
+
+
+def _check_eager_kernel(func, margs, mkwargs):
+    if not (any(_holds_gap_dtype(x) for x in margs) or any(_holds_gap_dtype(v) for v in mkwargs.values())):
+        return
+    if torch.Tag.nondeterministic_seeded in func.tags:
+        return  # a draw would move the user's generator
+    try:
+        func(*_stand_in(margs), **{k: _stand_in(v) for k, v in mkwargs.items()})
+    except NotImplementedError:
+        raise
+    except Exception:  # noqa: BLE001 - the stand-ins' values are not the user's: only the missing kernel counts
+        pass
 
 
 # --- handlers ------------------------------------------------------------------------------
@@ -483,6 +530,11 @@ def _layout(out, res):
 def _via_functional(found):
     kind, functional = found[0], found[1]
     fn = lowering.lookup(functional) if kind == "inplace" else None
+    # an op with a dtype= argument (sum, prod, mean, cumsum, ...) takes the one
+    # out tensor's dtype as it when none is given; the meta call refuses the
+    # pairs eager refuses (log_softmax into another dtype)
+    computes_in_out_dtype = kind == "out" and len(found[2]) == 1 and any(
+        a.name == "dtype" and a.kwarg_only for a in functional._schema.arguments)
 
     def handler(func, args, kwargs):
         meta_call(func, args, kwargs)  # eager's checks (casting, broadcasting into self)
@@ -496,6 +548,9 @@ def _via_functional(found):
             return _store(target, result)
         outs = found[2]
         fkwargs = {k: v for k, v in kwargs.items() if k not in outs}
+        if computes_in_out_dtype and fkwargs.get("dtype") is None:
+            # eager reduces in the out tensor's dtype (sum of [.6, .6] into an int64 out is 0)
+            fkwargs["dtype"] = kwargs[outs[0]].dtype
         result = run(functional, args, fkwargs)
         targets = [kwargs[k] for k in outs]
         results = result if isinstance(result, (list, tuple)) else (result,)

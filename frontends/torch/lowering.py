@@ -22,8 +22,10 @@ observes a value or assigns to a handle is detected and runs every call.
 
 from __future__ import annotations
 
+import numpy as np
+
 from lazycore.trace import composites, core
-from lazycore.dialect.types import is_float
+from lazycore.dialect.types import is_float, is_int, to_numpy_dtype
 
 from .dtypes import lazy_dtype
 
@@ -108,15 +110,47 @@ const = composites.constant
 
 def scalar(value, dtype: str, device, shape=()):
     """A Python number by the scalar policy: 0 and 1 baked, others a parameter
-    (so a new learning rate is a new input, not a new program)."""
+    (so a new learning rate is a new input, not a new program). An integer the
+    type cannot hold raises eager's checked-conversion error (``clamp``,
+    ``fill_``, ``alpha=``, an exponent); operands eager wraps are
+    :func:`wrapped` first."""
     if dtype == "i1":
         value = bool(value)
     elif is_float(dtype):
         value = value if isinstance(value, float) else float(value)  # a recorded float argument stays one
     else:
         value = int(value)
+        lo, hi = _range(dtype)
+        if not lo <= value <= hi:
+            raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dtype]} without overflow")
     s = core.scalar(value, dtype, device=device)
     return broadcast(s, shape) if tuple(shape) != () else s
+
+
+_C_TYPES = {"i8": "int8_t", "i16": "int16_t", "i32": "int", "i64": "int64_t",
+            "ui8": "uint8_t", "ui16": "uint16_t", "ui32": "uint32_t", "ui64": "uint64_t"}
+"""Eager's names for the integer types in its conversion errors."""
+
+
+_RANGES: dict[str, tuple[int, int]] = {}
+
+
+def _range(dtype: str) -> tuple[int, int]:
+    r = _RANGES.get(dtype)
+    if r is None:
+        info = np.iinfo(to_numpy_dtype(dtype))
+        r = _RANGES[dtype] = (int(info.min), int(info.max))
+    return r
+
+
+def wrapped(x, dtype: str):
+    """A Python int standing for a tensor operand (``x + 300``: a wrapped number)
+    as eager's kernels cast it to an integer ``dtype``: wrapped around, two's
+    complement (int8 ``x + 300`` adds 44). Anything else as it is."""
+    if type(x) is not int or not is_int(dtype):
+        return x
+    lo, hi = _range(dtype)
+    return x if lo <= x <= hi else (x - lo) % (hi - lo + 1) + lo
 
 
 def is_handle(x) -> bool:

@@ -106,6 +106,57 @@ func.func @abs_sign_unsigned(%u: tensor<4xui8>, %i: tensor<4xi32>) -> (tensor<4x
 
 // -----
 
+// A float sign of either zero is +0.0 (NumPy's and torch's; stablehlo.sign keeps -0.0).
+// CHECK-LABEL: func.func @sign_of_zero
+// CHECK: %[[ZERO:.*]] = stablehlo.constant dense<0.000000e+00> : tensor<4xf32>
+// CHECK: %[[ISZERO:.*]] = stablehlo.compare EQ, %arg0, %[[ZERO]]
+// CHECK: %[[SIGN:.*]] = stablehlo.sign %arg0 : tensor<4xf32>
+// CHECK: %[[OUT:.*]] = stablehlo.select %[[ISZERO]], %[[ZERO]], %[[SIGN]] : tensor<4xi1>, tensor<4xf32>
+// CHECK: return %[[OUT]]
+func.func @sign_of_zero(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "lazy.sign"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Integer division and remainder by zero are 0 (NumPy's values), and XLA never
+// sees a zero divisor: its constant folder dies of SIGFPE on one. Zero lanes
+// divide by 1 instead, and their result is replaced by 0. Floats divide as they are.
+// CHECK-LABEL: func.func @int_division_by_zero
+// CHECK: %[[ZERO:.*]] = stablehlo.constant dense<0> : tensor<4xi32>
+// CHECK: %[[BYZERO:.*]] = stablehlo.compare EQ, %arg1, %[[ZERO]]
+// CHECK: %[[ONE:.*]] = stablehlo.constant dense<1> : tensor<4xi32>
+// CHECK: %[[SAFE:.*]] = stablehlo.select %[[BYZERO]], %[[ONE]], %arg1 : tensor<4xi1>, tensor<4xi32>
+// CHECK: %[[Q:.*]] = stablehlo.divide %arg0, %[[SAFE]] : tensor<4xi32>
+// CHECK: %[[DIV:.*]] = stablehlo.select %[[BYZERO]], %[[ZERO]], %[[Q]] : tensor<4xi1>, tensor<4xi32>
+// CHECK: %[[SAFE2:.*]] = stablehlo.select %{{.*}}, %{{.*}}, %arg1 : tensor<4xi1>, tensor<4xi32>
+// CHECK: %[[R:.*]] = stablehlo.remainder %arg0, %[[SAFE2]] : tensor<4xi32>
+// CHECK: %[[REM:.*]] = stablehlo.select %{{.*}}, %{{.*}}, %[[R]] : tensor<4xi1>, tensor<4xi32>
+// CHECK: %[[FDIV:.*]] = stablehlo.divide %arg2, %arg3 : tensor<4xf32>
+// CHECK: return %[[DIV]], %[[REM]], %[[FDIV]]
+func.func @int_division_by_zero(%a: tensor<4xi32>, %b: tensor<4xi32>, %x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xi32>, tensor<4xi32>, tensor<4xf32>) {
+  %div = "lazy.div"(%a, %b) : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  %rem = "lazy.rem"(%a, %b) : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  %fdiv = "lazy.div"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %div, %rem, %fdiv : tensor<4xi32>, tensor<4xi32>, tensor<4xf32>
+}
+
+// -----
+
+// A value check passes its operand through. The runtime returns the flag as an
+// extra program output before any pass runs (lazycore.runtime.checks), so
+// lowering the op drops nothing the program needs.
+// CHECK-LABEL: func.func @check
+// CHECK-NOT: lazy.check
+// CHECK: return %arg0, %arg1 : tensor<4xi32>, tensor<i1>
+func.func @check(%x: tensor<4xi32>, %failed: tensor<i1>) -> (tensor<4xi32>, tensor<i1>) {
+  %0 = "lazy.check"(%x, %failed) {message = "ZeroDivisionError", error = "RuntimeError"} : (tensor<4xi32>, tensor<i1>) -> tensor<4xi32>
+  return %0, %failed : tensor<4xi32>, tensor<i1>
+}
+
+// -----
+
 // Integer pow squares and multiplies over every exponent bit (XLA's
 // stablehlo.power on integers looks at six bits only): bits 0..6 of an i8
 // exponent, then x ** -n is 0 unless x is 1 or -1.

@@ -173,17 +173,33 @@ func.func @fold_int_div_rem() -> (tensor<4xi32>, tensor<4xi32>) {
 
 // -----
 
-// What StableHLO leaves to the backend does not fold: integer division by
-// zero, INT_MIN / -1, and float -> int conversion out of range.
+// Integer division and remainder by zero fold to 0, the ops' value (NumPy's).
+// CHECK-LABEL: func.func @fold_int_division_by_zero
+// CHECK: %[[Q:.*]] = "lazy.constant"() {value = dense<[0, 3]> : tensor<2xi32>}
+// CHECK: %[[R:.*]] = "lazy.constant"() {value = dense<[0, 1]> : tensor<2xi32>}
+// CHECK-NOT: lazy.div
+// CHECK-NOT: lazy.rem
+// CHECK: return %[[Q]], %[[R]]
+func.func @fold_int_division_by_zero() -> (tensor<2xi32>, tensor<2xi32>) {
+  %a = "lazy.constant"() {value = dense<[7, 7]> : tensor<2xi32>} : () -> tensor<2xi32>
+  %b = "lazy.constant"() {value = dense<[0, 2]> : tensor<2xi32>} : () -> tensor<2xi32>
+  %0 = "lazy.div"(%a, %b) : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
+  %1 = "lazy.rem"(%a, %b) : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
+  return %0, %1 : tensor<2xi32>, tensor<2xi32>
+}
+
+// -----
+
+// What is left to the backend does not fold: INT_MIN / -1 and float -> int
+// conversion out of range.
 // CHECK-LABEL: func.func @no_fold_undefined
 // CHECK: lazy.div
 // CHECK: lazy.rem
 // CHECK: lazy.convert
 func.func @no_fold_undefined() -> (tensor<2xi32>, tensor<2xi32>, tensor<2xi32>) {
   %a = "lazy.constant"() {value = dense<[7, -2147483648]> : tensor<2xi32>} : () -> tensor<2xi32>
-  %b = "lazy.constant"() {value = dense<[0, 1]> : tensor<2xi32>} : () -> tensor<2xi32>
   %m = "lazy.constant"() {value = dense<[1, -1]> : tensor<2xi32>} : () -> tensor<2xi32>
-  %0 = "lazy.div"(%a, %b) : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
+  %0 = "lazy.div"(%a, %m) : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
   %1 = "lazy.rem"(%a, %m) : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
   %f = "lazy.constant"() {value = dense<[1.0, 3.0e9]> : tensor<2xf32>} : () -> tensor<2xf32>
   %2 = "lazy.convert"(%f) : (tensor<2xf32>) -> tensor<2xi32>
@@ -232,10 +248,10 @@ func.func @fold_chain(%x: tensor<3xf32>) -> (tensor<3xi32>, tensor<3xf32>) {
 
 // -----
 
-// Signed zeros fold as IEEE says: sign(-0.0) is -0.0, max(-0.0, +0.0) is +0.0
-// and min is -0.0 in either operand order.
+// Signed zeros fold as the ops say: sign(-0.0) is +0.0 (NumPy's and torch's),
+// max(-0.0, +0.0) is +0.0 and min is -0.0 in either operand order (IEEE).
 // CHECK-LABEL: func.func @fold_signed_zero
-// CHECK-DAG: %[[S:.*]] = "lazy.constant"() {value = dense<[-0.000000e+00, 0.000000e+00, -1.000000e+00]> : tensor<3xf32>}
+// CHECK-DAG: %[[S:.*]] = "lazy.constant"() {value = dense<[0.000000e+00, 0.000000e+00, -1.000000e+00]> : tensor<3xf32>}
 // CHECK-DAG: %[[MAX:.*]] = "lazy.constant"() {value = dense<0.000000e+00> : tensor<2xf32>}
 // CHECK-DAG: %[[MIN:.*]] = "lazy.constant"() {value = dense<-0.000000e+00> : tensor<2xf32>}
 // CHECK: return %[[S]], %[[MAX]], %[[MIN]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from lazycore.dialect import attr
-from lazycore.dialect.types import is_int, is_unsigned, to_numpy_dtype
+from lazycore.dialect.types import is_float, is_int, is_unsigned, to_numpy_dtype
 
 from . import hlo
 from .registry import lowering
@@ -30,8 +30,6 @@ ONE_TO_ONE = {
     "add": "add",
     "sub": "subtract",
     "mul": "multiply",
-    "div": "divide",
-    "rem": "remainder",
     "maximum": "maximum",
     "minimum": "minimum",
     "atan2": "atan2",
@@ -51,8 +49,30 @@ for _lazy, _hlo in ONE_TO_ONE.items():
     lowering(_lazy)(partial(_same_operands, _hlo))
 
 
+# Integer division by zero: StableHLO leaves it to the backend, and XLA's
+# constant folder kills the process (SIGFPE) when the divisor is a constant 0
+# (jax.jit does the same). So no integer divide or remainder reaches XLA with a
+# zero divisor: zero lanes divide by 1 and give 0, NumPy's value for //, % and
+# fmod (torch raises there; its frontend checks the divisor, lazycore.dialect.checks).
+
+
+def _division(hlo_name, op, rewriter):
+    a, b = op.operands
+    if not is_int(hlo.type_of(a).dtype):
+        return hlo.binary(hlo_name, a, b)
+    zero = hlo.splat_like(0, b)
+    by_zero = hlo.compare(b, zero, "EQ")
+    quotient = hlo.binary(hlo_name, a, hlo.select(by_zero, hlo.splat_like(1, b), b))
+    return hlo.select(by_zero, zero, quotient)
+
+
+lowering("div")(partial(_division, "divide"))
+lowering("rem")(partial(_division, "remainder"))
+
+
 # stablehlo.abs and stablehlo.sign take signed integers and floats only; the
-# unsigned answers are NumPy's and torch's, which need no sign at all.
+# unsigned answers are NumPy's and torch's, which need no sign at all. The sign
+# of a zero float is +0.0 (NumPy's and torch's); of NaN, NaN (NumPy's).
 
 
 @lowering("abs")
@@ -65,9 +85,13 @@ def _abs(op, rewriter):
 def _sign(op, rewriter):
     x = op.operands[0]
     dtype = hlo.type_of(x).dtype
-    if not is_unsigned(dtype):
+    if is_unsigned(dtype):
+        return hlo.convert(hlo.compare(x, hlo.splat_like(0, x), "NE"), dtype)
+    if not is_float(dtype):
         return hlo.unary("sign", x)
-    return hlo.convert(hlo.compare(x, hlo.splat_like(0, x), "NE"), dtype)
+    # stablehlo.sign(-0.0) is -0.0; NumPy and torch give +0.0 for either zero
+    zero = hlo.splat_like(0.0, x)
+    return hlo.select(hlo.compare(x, zero, "EQ"), zero, hlo.unary("sign", x))
 
 
 @lowering("pow")

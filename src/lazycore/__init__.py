@@ -24,7 +24,7 @@ import sys
 __version__ = "0.1.0"
 
 _CORE = {
-    "BarrierError", "LazyTensor", "apply", "assign", "broadcast_to", "convert_to", "devices", "default_device",
+    "BarrierError", "LazyTensor", "apply", "assign", "broadcast_to", "check", "convert_to", "devices", "default_device",
     "from_buffer", "from_host", "from_numpy", "live_tensors", "mark_step", "scalar", "to_buffer", "to_device", "to_numpy",
 }
 # public short name -> the module behind it

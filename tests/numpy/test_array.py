@@ -1,5 +1,7 @@
 """lazycore.numpy arrays against NumPy: ufuncs, promotion, creation, views, observation, errors."""
 
+import itertools
+
 import ml_dtypes
 import numpy
 import pytest
@@ -7,6 +9,7 @@ import pytest
 import lazycore
 import lazycore.numpy as np
 from lazycore.observe import metrics
+from isolated import run_isolated
 from npcheck import sample, same
 
 SHAPES = [(), (5,), (3, 4), (2, 3, 4)]
@@ -74,6 +77,26 @@ def test_integer_power_wraps_for_every_exponent(rng, dtype):
          base ** 200 if info.max >= 200 else base ** 100)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64"])
+def test_negative_integer_powers_raise_numpys_error(dtype):
+    """NumPy raises ValueError: at the call for a Python exponent, at the barrier
+    (a ValueError too, naming the line) for one in an array."""
+    base, exponent = numpy.array([2, 3, 1], dtype), numpy.array([1, -1, 2], dtype)
+    for f in (lambda m, b: b ** -1, lambda m, b: m.power(b, -2), lambda m, b: m.power(b, numpy.int64(-1))):
+        with pytest.raises(ValueError) as eager:
+            f(numpy, base)
+        with pytest.raises(ValueError, match=f"^{eager.value}$"):
+            f(np, np.asarray(base))
+    with pytest.raises(ValueError):
+        numpy.power(base, exponent)
+    p = np.power(np.asarray(base), np.asarray(exponent))
+    with pytest.raises(ValueError, match="recorded at .*: Integers to negative integer powers are not allowed."):
+        numpy.asarray(p)
+    # non-negative ones are values; floats and unsigned types have nothing to check
+    same(np.power(np.asarray(base), np.asarray(abs(exponent))), numpy.power(base, abs(exponent)))
+    same(np.asarray(base) ** -1.0, base ** -1.0)
+
+
 # the core's composites (lazycore.trace.composites), shared with lazycore.torch: lazy, and NumPy's values
 COMPOSITE_UFUNCS = {"arcsin": (-1, 1), "arccos": (-1, 1), "sinh": (-12, 12), "cosh": (-12, 12),
                     "arcsinh": (-1e3, 1e3), "arccosh": (1, 1e3), "arctanh": (-1, 1), "tan": (-3, 3),
@@ -134,6 +157,126 @@ def test_floor_division_and_remainder_zeros_are_signed_as_numpys():
         numpy.testing.assert_array_equal(numpy.signbit(got), numpy.signbit(want))
 
 
+def integer_division_by_zero_gives_numpys_zeros():
+    """NumPy's integer //, %, fmod and divmod by zero give 0 (and a RuntimeWarning);
+    a zero divisor that is a constant (``z % z`` of zeros) killed the process."""
+    for dtype in INTEGER_TYPES:
+        z = np.zeros(2, dtype=dtype)
+        a, b = numpy.array([7, 0, 5, 9], dtype=dtype), numpy.array([0, 0, 2, 3], dtype=dtype)
+        la, lb = np.asarray(a), np.asarray(b)
+        with numpy.errstate(all="ignore"):
+            same(z % z, numpy.zeros(2, dtype) % numpy.zeros(2, dtype))
+            same(z // z, numpy.zeros(2, dtype) // numpy.zeros(2, dtype))
+            for name in ("floor_divide", "remainder", "fmod"):
+                same(getattr(np, name)(la, lb), getattr(numpy, name)(a, b))
+                same(getattr(np, name)(la, 0), getattr(numpy, name)(a, 0))
+            for got, want in zip(np.divmod(la, lb), numpy.divmod(a, b)):
+                same(got, want)
+
+
+def test_integer_division_by_zero_gives_numpys_zeros():
+    run_isolated(__file__, "integer_division_by_zero_gives_numpys_zeros")
+
+
+def _answer(f, module):
+    """``f(module)``: ("value", dtype, host values) or ("error", type, message)."""
+    try:
+        r = f(module)
+    except Exception as e:  # noqa: BLE001 - the error is the answer to compare
+        return ("error", type(e), str(e))
+    rs = r if isinstance(r, tuple) else (r,)
+    return ("value",) + tuple((x.dtype, numpy.asarray(x).tolist()) for x in rs)
+
+
+UFUNC_OPERANDS = {
+    "f8 f8": ("add", numpy.array([1.5, -2.5, 3.0]), numpy.array([1.5, -2.5, 3.0])),
+    "i8 i8": ("add", numpy.array([1, 2, 3]), numpy.array([4, 5, -6])),
+    "u1": ("negative", numpy.array([1, 2, 200], numpy.uint8)),
+    "i8 2.5": ("multiply", numpy.array([1, 2, 3]), 2.5),
+    "i8 / i8": ("true_divide", numpy.array([1, 2, 3]), numpy.array([2, 2, 2])),
+    "u1 < 3": ("less", numpy.array([1, 2, 200], numpy.uint8), 3),
+    "f4 f4": ("subtract", numpy.array([1.5, 2.5, 3.5], numpy.float32), numpy.array([0.5, 1.0, 1.5], numpy.float32)),
+}
+
+
+def ufunc_keywords_are_numpys():
+    """dtype=, signature= and casting= against NumPy: the result dtype and values,
+    or NumPy's error (type and message). One combination (a Python float under
+    casting="equiv" with a fixed output dtype) crashes NumPy's resolve_dtypes."""
+    for (name, *operands), dtype, casting in itertools.product(
+            UFUNC_OPERANDS.values(), [None, "float32", "float64", "int32", "int8", "bool"],
+            [None, "no", "equiv", "safe", "same_kind", "unsafe"]):
+        kw = {k: v for k, v in (("dtype", dtype), ("casting", casting)) if v is not None}
+
+        def f(m):
+            return getattr(m, name)(*(m.asarray(o) if isinstance(o, numpy.ndarray) else o for o in operands), **kw)
+
+        with numpy.errstate(all="ignore"):
+            want, got = _answer(f, numpy), _answer(f, np)
+        assert got == want, (name, kw, got, want)
+    a, i = numpy.array([1.5, -2.5, 3.0]), numpy.array([1, 2, 3])
+    for f in (lambda m: m.add(m.asarray(i), m.asarray(i), signature="ff->f"),
+              lambda m: m.add(m.asarray(i), m.asarray(i), signature=("f8", "f8", "f8")),
+              lambda m: m.add(m.asarray(i), m.asarray(i), signature="ff->f", dtype="f8"),
+              lambda m: m.add(m.asarray(a), 1.0, bogus=True),
+              lambda m: m.add(m.asarray(a), 1.0, order="X"),
+              lambda m: numpy.add(m.asarray(a), m.asarray(a), dtype=numpy.float32),  # NumPy's own ufunc
+              lambda m: numpy.sin(m.asarray(numpy.array([1, 2], numpy.uint8)), dtype=numpy.float64)):
+        want, got = _answer(f, numpy), _answer(f, np)
+        assert got[:2] == want[:2], (got, want)
+        if want[0] == "value":
+            assert numpy.allclose(got[1][1], want[1][1])
+
+
+def test_ufunc_dtype_signature_and_casting_are_numpys():
+    run_isolated(__file__, "ufunc_keywords_are_numpys")
+
+
+def test_ufunc_out_and_where_are_numpys(clean_runtime):
+    """out= of another dtype (cast by casting=), a tuple, broadcast into; where= with
+    out= keeps out's values where False, lazily; NumPy's errors for the rest."""
+    a, i, w = numpy.array([1.5, -2.5, 3.0]), numpy.array([1, 2, 3]), numpy.array([True, False, True])
+    cases = [
+        lambda m: m.add(m.asarray(a), m.asarray(a), out=m.asarray(numpy.zeros(3, numpy.int64))),
+        lambda m: m.add(m.asarray(a), m.asarray(a), out=m.asarray(numpy.zeros(3, numpy.int64)), casting="unsafe"),
+        lambda m: m.add(m.asarray(a), m.asarray(a), out=m.asarray(numpy.zeros(3, numpy.float32))),
+        lambda m: m.add(m.asarray(a), 1.0, out=(m.asarray(numpy.zeros(3)),)),
+        lambda m: m.add(m.asarray(a), 1.0, out=m.asarray(numpy.zeros((2, 3)))),
+        lambda m: m.add(m.asarray(a), 1.0, out=m.asarray(numpy.zeros(2))),
+        lambda m: m.add(m.asarray(i), m.asarray(i), dtype="float32", out=m.asarray(numpy.zeros(3))),
+        lambda m: m.divide(m.asarray(a), m.asarray(numpy.array([0.0, 2.0, 0.0])), out=m.zeros(3),
+                           where=m.asarray(numpy.array([0.0, 2.0, 0.0])) != 0),
+        lambda m: m.add(m.asarray(a), 1.0, out=m.asarray(numpy.full(3, 9.0)), where=w),
+        lambda m: m.add(m.asarray(a), 1.0, out=m.asarray(numpy.full(3, 9.0)), where=[True, False, False]),
+        lambda m: m.multiply(m.asarray(a.reshape(1, 3) + numpy.zeros((2, 1))), 3, out=m.asarray(numpy.zeros((2, 3))),
+                             where=w),
+        lambda m: m.add(m.asarray(i), 1, out=m.asarray(numpy.zeros(3, numpy.float32)), where=w),
+        lambda m: m.add(m.asarray(a), 1, out=m.asarray(numpy.zeros(3, numpy.int64)), where=w),
+        lambda m: m.add(m.asarray(a), 1, out=m.asarray(numpy.full(3, 7.0)), where=False),
+    ]
+    for k, f in enumerate(cases):
+        want, got = _answer(f, numpy), _answer(f, np)
+        assert got[:2] == want[:2] and (want[0] == "error" or got == want), (k, got, want)
+    assert metrics.fallbacks() == {}  # all lazy, where= with out= included
+    # an int mask is NumPy's to refuse, F order NumPy's to lay out: counted fallbacks
+    for f in (lambda m: m.add(m.asarray(a), 1.0, out=m.asarray(numpy.full(3, 9.0)), where=numpy.array([1, 0, 1])),
+              lambda m: m.add(m.asarray(a), 1.0, order="F")):
+        want, got = _answer(f, numpy), _answer(f, np)
+        assert got[:2] == want[:2], (got, want)
+    assert sum(metrics.fallbacks()["numpy.add"].values()) == 2
+
+
+def test_sign_of_zero_and_nan_is_numpys():
+    x = numpy.array([-0.0, 0.0, numpy.nan, -2.5, 3.0])
+    for dtype in ("float16", "float32", "float64"):
+        got, want = numpy.asarray(np.sign(np.asarray(x.astype(dtype)))), numpy.sign(x.astype(dtype))
+        numpy.testing.assert_array_equal(got, want)
+        numpy.testing.assert_array_equal(numpy.signbit(got), numpy.signbit(want))
+    # a -0.0 computed in the program, and one folded from constants
+    got = numpy.asarray(np.sign(np.zeros(3) * -1.0))
+    assert not numpy.signbit(got).any()
+
+
 @pytest.mark.parametrize("scalar", [2, 2.5, True, -3])
 @pytest.mark.parametrize("dtype", ["float32", "int8", "uint8", "int64", "float64"])
 def test_python_scalars_are_weak(rng, scalar, dtype):
@@ -186,6 +329,59 @@ def test_views_follow_numpys_rules():
         view *= 10
         rview *= 10
         same(lazy, ref)
+
+
+def test_an_index_naming_one_element_gives_a_copy_as_numpys_scalar():
+    """``a[0]`` of a 1-d array is NumPy's scalar: a copy, so ``s += 1`` leaves ``a``
+    alone. A key with ``...``, a slice or ``None`` still gives a view."""
+    base = numpy.arange(6.0).reshape(2, 3)
+    lazy, ref = np.asarray(base.copy()), base.copy()
+    for key in (0, -1, (1, 2), (numpy.int64(1), -3)):
+        one = lazy.reshape(-1) if not isinstance(key, tuple) else lazy
+        rone = ref.reshape(-1) if not isinstance(key, tuple) else ref
+        s, r = one[key], rone[key]
+        assert s.shape == () and s.dtype == r.dtype and float(s) == float(r)
+        s += 1
+        r += 1
+        same(lazy, ref)
+        assert float(s) == float(r)
+    # iterating a 1-d array gives elements (copies); a row of a 2-d array is a view
+    for s in lazy[0]:
+        s *= 10
+    same(lazy, ref)
+    row = lazy[1]
+    row += 1
+    ref[1] += 1
+    same(lazy, ref)
+    # a 0-d array: ``a[()]`` is the element, ``a[...]`` and ``a[0, ...]`` views
+    zero, rzero = np.asarray(numpy.array(5.0)), numpy.array(5.0)
+    s = zero[()]
+    s += 1
+    assert float(zero) == 5.0 and float(s) == 6.0
+    v = zero[...]
+    v += 1
+    w = lazy[0, ...]
+    w -= 1
+    ref[0, ...] -= 1
+    assert float(zero) == 6.0
+    same(lazy, ref)
+
+
+def test_ascontiguousarray_copies_what_is_not_contiguous():
+    """NumPy's: the array itself when C- (or F-) contiguous already, else a copy
+    with that layout; at least 1-d."""
+    base = numpy.arange(12.0).reshape(3, 4)
+    for f in (numpy.ascontiguousarray, numpy.asfortranarray):
+        lazy, ref = np.asarray(base.copy()), base.copy()
+        g = getattr(np, f.__name__)
+        for view in (lambda a: a[:, ::2], lambda a: a[1:], lambda a: a.T, lambda a: a[0], lambda a: a[:, 1]):
+            got, want = g(view(lazy)), f(view(ref))
+            assert got.shape == want.shape and got.strides == want.strides, (f.__name__, got.strides, want.strides)
+            got += 100
+            want += 100
+            same(lazy, ref)
+        assert g(np.asarray(numpy.array(2.0))).shape == (1,)
+        same(g(lazy, dtype=np.float32), f(ref, dtype=numpy.float32))
 
 
 def test_reshape_copies_when_numpy_copies():

@@ -14,9 +14,9 @@ import torch
 from lazycore.dialect.elementwise import UNARY as LAZY_UNARY
 from lazycore.dialect.rules import DTYPE_CLASSES
 from lazycore.dialect.types import is_float
-from lazycore.trace import composites
+from lazycore.trace import composites, core
 
-from ..lowering import apply, broadcast, const, convert, lowers, operand, scalar
+from ..lowering import apply, broadcast, const, convert, is_handle, lowers, operand, scalar, wrapped
 from ..dtypes import lazy_dtype
 
 aten = torch.ops.aten
@@ -25,6 +25,14 @@ prims = torch.ops.prims
 
 def _args(ctx, *xs):
     return [operand(x, ctx.dtype, ctx.shape, ctx.device) for x in xs]
+
+
+def _operands(ctx, *xs):
+    """The operands of arithmetic, bitwise and comparison ops: a Python int stands
+    for a tensor there, and eager wraps it into an integer type (int8 ``x + 300``
+    adds 44), where other Python numbers (``alpha=``, ``clamp``'s bounds, an
+    exponent) must fit (:func:`~lazycore.frontends.torch.lowering.scalar`)."""
+    return _args(ctx, *(wrapped(x, ctx.dtype) for x in xs))
 
 
 _c = composites.full_like  # a constant like x: the formulas stay readable
@@ -102,11 +110,15 @@ def _rounding(ctx, x):
     return apply({"floor": "floor", "ceil": "ceil", "round": "round"}[name], x)
 
 
-@lowers(aten.sign.default, aten.sgn.default)
+@lowers(aten.sign.default, aten.sgn.default, prims.sign.default)
 def _sign(ctx, x):
     if x.dtype == "i1":
         return x
-    return apply("sign", x)
+    s = apply("sign", x)
+    if not is_float(x.dtype):
+        return s
+    # eager computes (0 < x) - (x < 0): NaN gives 0 (the op keeps NaN, NumPy's)
+    return apply("select", composites.isnan(x), _c(x, 0), s)
 
 
 @lowers(aten.relu.default)
@@ -317,7 +329,7 @@ def _scaled(b, alpha, ctx):
 
 @lowers(aten.add.Tensor, aten.add.Scalar)
 def _add(ctx, a, b, alpha=1):
-    a, b = _args(ctx, a, b)
+    a, b = _operands(ctx, a, b)
     if ctx.dtype == "i1":  # booleans add as "or" (alpha is a bool then)
         return apply("or", a, b) if alpha else a
     return apply("add", a, _scaled(b, alpha, ctx))
@@ -325,46 +337,65 @@ def _add(ctx, a, b, alpha=1):
 
 @lowers(aten.sub.Tensor, aten.sub.Scalar)
 def _sub(ctx, a, b, alpha=1):
-    a, b = _args(ctx, a, b)
+    a, b = _operands(ctx, a, b)
     return apply("sub", a, _scaled(b, alpha, ctx))
 
 
 @lowers(aten.mul.Tensor, aten.mul.Scalar, prims.mul.default)
 def _mul(ctx, a, b):
-    a, b = _args(ctx, a, b)
+    a, b = _operands(ctx, a, b)
     return apply("and" if ctx.dtype == "i1" else "mul", a, b)
+
+
+def _integer_division(ctx, fn, a, b):
+    """``fn`` of the operands; for integers, eager's error for a zero divisor:
+    a Python 0 raises here, a zero in a tensor fails the result at its barrier
+    (its values decide; lazycore.runtime.checks). The values would be the
+    dialect's 0."""
+    if is_float(ctx.dtype):
+        return fn(*_args(ctx, a, b))
+    a, b = wrapped(a, ctx.dtype), wrapped(b, ctx.dtype)
+    if not is_handle(b):
+        if b == 0:
+            raise RuntimeError("ZeroDivisionError")
+        return fn(*_args(ctx, a, b))
+    a, b = _args(ctx, a, b)
+    return core.check(fn(a, b), apply("compare", b, _c(b, 0), direction="EQ"), "ZeroDivisionError")
+
+
+def _truncating(a, b):
+    return composites.trunc(apply("div", a, b))  # integers divide truncating already
+
+
+_ROUNDING = {None: lambda a, b: apply("div", a, b), "floor": composites.floor_divide, "trunc": _truncating}
 
 
 @lowers(aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode)
 def _div(ctx, a, b, rounding_mode=None):
-    a, b = _args(ctx, a, b)
-    if rounding_mode == "floor":
-        return composites.floor_divide(a, b)
-    q = apply("div", a, b)
-    # integers divide truncating already
-    return composites.trunc(q) if rounding_mode == "trunc" else q
+    return _integer_division(ctx, _ROUNDING[rounding_mode], a, b)
 
 
 @lowers(prims.div.default)
 def _prims_div(ctx, a, b):
     # true division for floats, truncation for integers: the dialect's div either way
-    a, b = _args(ctx, a, b)
-    return apply("div", a, b)
+    return _integer_division(ctx, _ROUNDING[None], a, b)
 
 
 @lowers(aten.remainder.Tensor, aten.remainder.Scalar, aten.remainder.Scalar_Tensor)
 def _remainder(ctx, a, b):
-    return composites.remainder(*_args(ctx, a, b))
+    return _integer_division(ctx, composites.remainder, a, b)
 
 
 @lowers(aten.fmod.Tensor, aten.fmod.Scalar)
 def _fmod(ctx, a, b):
-    a, b = _args(ctx, a, b)
-    return apply("rem", a, b)
+    return _integer_division(ctx, lambda a, b: apply("rem", a, b), a, b)
 
 
 @lowers(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar)
 def _pow(ctx, a, b):
+    a = wrapped(a, ctx.dtype)  # a Python base wraps (300 ** int8 is 44 ** int8); the exponent must fit
+    if type(b) is int and b < 0 and not is_float(ctx.dtype):
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
     if isinstance(b, (int, float)) and not isinstance(b, bool) and b == 2:
         (a,) = _args(ctx, a)
         return apply("mul", a, a)
@@ -388,7 +419,7 @@ _BITWISE = {"bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor",
         aten.bitwise_xor.Tensor, aten.bitwise_xor.Scalar, aten.__and__.Tensor, aten.__or__.Tensor,
         aten.__xor__.Tensor)
 def _bitwise(ctx, a, b):
-    a, b = _args(ctx, a, b)
+    a, b = _operands(ctx, a, b)
     return apply(_BITWISE[ctx.func_name], a, b)
 
 
@@ -407,8 +438,8 @@ _DIRECTIONS = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge":
 @lowers(*(getattr(aten, n).Tensor for n in _DIRECTIONS), *(getattr(aten, n).Scalar for n in _DIRECTIONS))
 def _compare(ctx, a, b):
     common = lazy_dtype(torch.result_type(ctx.margs[0], ctx.margs[1]))
-    a = operand(a, common, ctx.shape, ctx.device)
-    b = operand(b, common, ctx.shape, ctx.device)
+    a = operand(wrapped(a, common), common, ctx.shape, ctx.device)
+    b = operand(wrapped(b, common), common, ctx.shape, ctx.device)
     return apply("compare", a, b, direction=_DIRECTIONS[ctx.func_name])
 
 

@@ -30,26 +30,36 @@ def _prims_sum(ctx, x, dims, output_dtype=None):
     return _sum(ctx, x, dims)
 
 
+def _accumulating(x, dtype):
+    """``x`` in ``dtype``, then in the type eager's sums accumulate it in: halves
+    add up in f32 (three f16 60000, 60000, -60000 sum to 60000, not inf)."""
+    x = convert(x, dtype)
+    return convert(x, "f32") if dtype in ("f16", "bf16") else x
+
+
 @lowers(aten.sum.dim_IntList, aten.sum.default)
 def _sum(ctx, x, dim=None, keepdim=False, dtype=None):
-    x = convert(x, ctx.dtype)
-    return _reduce("reduce_sum", x, _dims_arg(x, dim), keepdim, ctx.shape)
+    x = _accumulating(x, ctx.dtype)
+    return convert(_reduce("reduce_sum", x, _dims_arg(x, dim), keepdim, ctx.shape), ctx.dtype)
 
 
 @lowers(aten.mean.dim, aten.mean.default)
 def _mean(ctx, x, dim=None, keepdim=False, dtype=None):
-    x = convert(x, ctx.dtype)
+    x = _accumulating(x, ctx.dtype)
     ds = _dims_arg(x, dim)
     total = _reduce("reduce_sum", x, ds, keepdim, ctx.shape)
     count = 1
     for d in ds:
         count *= x.shape[d]
-    return apply("div", total, const(count, ctx.dtype, ctx.device, ctx.shape))
+    return convert(apply("div", total, const(count, x.dtype, ctx.device, ctx.shape)), ctx.dtype)
 
 
 @lowers(prims.var.default)
 def _var(ctx, x, dims, correction=1, output_dtype=None):
     """sum((x - mean)^2) / max(0, N - correction), two passes as eager."""
+    if not is_float(x.dtype):
+        # eager's kernel refuses; its meta function does not, so the lowering must
+        raise RuntimeError("std and var only support floating point and complex dtypes")
     x = convert(x, ctx.dtype)
     ds = _dims_arg(x, dims) if dims is None or len(dims) else ()
     count = 1

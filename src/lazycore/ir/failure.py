@@ -25,22 +25,42 @@ class BarrierError(RuntimeError):
         self.stage = stage
 
 
+EAGER_ERRORS = {e.__name__: e for e in (RuntimeError, ValueError, IndexError, FloatingPointError)}
+"""The exception types a value check may raise as well, by name: eager's for
+the error it stands for (torch's integer division by zero is a RuntimeError,
+NumPy's negative integer power a ValueError)."""
+
+_AS: dict[str, type] = {"RuntimeError": BarrierError}
+
+
+def barrier_error_type(eager: str) -> type:
+    """:class:`BarrierError` that is also the builtin exception ``eager`` names,
+    so ``except ValueError`` catches a failed check standing for one."""
+    t = _AS.get(eager)
+    if t is None:
+        t = _AS[eager] = type(f"Barrier{eager}", (BarrierError, EAGER_ERRORS[eager]),
+                              {"__module__": __name__, "__doc__": f"A :class:`BarrierError` that is a {eager}."})
+    return t
+
+
 class Failure:
     """Stands where the buffer of a :class:`~lazycore.ir.graph.Data` leaf would
-    be, for a value whose computation failed."""
+    be, for a value whose computation failed. ``eager``: the builtin exception
+    type a read raises too (a name from :data:`EAGER_ERRORS`)."""
 
-    __slots__ = ("message", "op", "location", "stage", "cause")
+    __slots__ = ("message", "op", "location", "stage", "cause", "eager")
 
-    def __init__(self, message: str, op, location, stage, cause):
+    def __init__(self, message: str, op, location, stage, cause, eager: str = "RuntimeError"):
         self.message = message
         self.op = op
         self.location = location
         self.stage = stage
         self.cause = _detached(cause)
+        self.eager = eager
 
     def error(self) -> BarrierError:
         """A new error for one read (raising one object again would grow its traceback)."""
-        e = BarrierError(self.message, self.op, self.location, self.stage)
+        e = barrier_error_type(self.eager)(self.message, self.op, self.location, self.stage)
         e.__cause__ = self.cause
         return e
 

@@ -24,6 +24,9 @@ computes the others. A failure found only when the program is waited for
 (it runs asynchronously) is settled then, in the result leaves the handles
 already hold; until that wait the barrier keeps the graph it ran (a
 :class:`_Launch`), and with it that graph's inputs that were not donated.
+So are value checks (:mod:`lazycore.runtime.checks`): the program returns
+their flags after its outputs, and the outputs a true flag fails are marked
+when the program is waited for.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.graph import LOG, Data, Node, Value
 from lazycore.runtime import device as _device
-from lazycore.runtime import failures, stepplans
+from lazycore.runtime import checks, failures, stepplans
 from lazycore.runtime.cache import CACHE, PACKS
 from lazycore.runtime.failures import Failure, ProgramError
 
@@ -166,22 +169,30 @@ def run_alone(device, values: list[Value]) -> list:
         except Exception as e:
             raise ProgramError("run", e) from e
     events.bump("executions")
+    results, flags = results[:len(values)], results[len(values):]
+    found = checks.failed(values, flags) if flags else None
+    if found is not None:
+        results = [r if f is None else f for r, f in zip(results, found)]
     return results
 
 
 class _Launch:
     """A program a barrier started without waiting for it (``device.running``):
     if it turns out to have failed, its results are computed again (or marked
-    failed) in the leaves the handles already hold."""
+    failed) in the leaves the handles already hold, and so are the outputs
+    its value checks fail."""
 
-    __slots__ = ("done", "device", "values", "leaves")
+    __slots__ = ("done", "device", "values", "leaves", "flags")
 
-    def __init__(self, done, device, values: list[Value], leaves: list[Data]):
+    def __init__(self, done, device, values: list[Value], leaves: list[Data], flags: list):
         self.done = done
         self.device = device
         self.values = values
         """What the program computes: each output's value before the barrier."""
         self.leaves = leaves
+        self.flags = flags
+        """The flags of its value checks (:mod:`lazycore.runtime.checks`): while
+        any are unread, nothing may read or use its results before it is waited for."""
 
     def block_until_ready(self) -> None:
         """Wait for the program; a failure is settled, not raised (reads raise it)."""
@@ -198,8 +209,16 @@ class _Launch:
                 else:
                     leaf.buffer = r
             _on_failure(self.device, results)
+        else:
+            if self.flags and self.values is not None:
+                found = checks.failed(self.values, self.flags)
+                if found is not None:
+                    for leaf, f in zip(self.leaves, found):
+                        if f is not None:
+                            failures.mark(leaf, f)
+                    _on_failure(self.device, found)
         finally:
-            self.values = self.leaves = None  # the graph it ran may go now
+            self.values = self.leaves = self.flags = None  # the graph it ran may go now
 
 
 def _arguments(data: list[Data], packs, device) -> list:
@@ -244,6 +263,9 @@ def sync(device, wait: bool = True) -> int:
     handles updated (0: nothing was pending).
     """
     events.emit("barrier_start", device)
+    running = device.running
+    if running is not None and running.flags:
+        device.wait()  # its checks may fail values this step's program would read
     pending, held = [], set()
     for t in device.arena.live():
         node = t._value.node
@@ -317,7 +339,8 @@ def sync(device, wait: bool = True) -> int:
         # At most one program runs while Python traces the next step: the
         # one before this must be done before the barrier returns (so a loop
         # that never looks at a value cannot queue up work and memory).
-        previous, device.running = device.running, _Launch(done, device, values, leaves)
+        flags = results[len(out_types):]  # the value checks' (lazycore.runtime.checks)
+        previous, device.running = device.running, _Launch(done, device, values, leaves, flags)
         if previous is not None:
             previous.block_until_ready()
         if wait:

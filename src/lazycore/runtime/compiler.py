@@ -28,7 +28,7 @@ from lazycore.ir.sourceloc import resolve
 from lazycore.mlir import func, ir, new_context, serialize_stablehlo
 from lazycore.passes.lowering import registry
 from lazycore.passes.pipeline import DEFAULT_PIPELINE, PASSES, run_pipeline, split_elements
-from lazycore.runtime import pjrt
+from lazycore.runtime import checks, pjrt
 from lazycore.runtime.diskcache import DISK
 from lazycore.runtime.failures import ProgramError
 
@@ -195,7 +195,8 @@ def run_module(module: ir.Module | str, inputs: Sequence[np.ndarray], **kw) -> l
 
 
 def build_module(walk):
-    """The walk as a ``lazy``-dialect module with entry ``@main``."""
+    """The walk as a ``lazy``-dialect module with entry ``@main``: the walk's
+    outputs, then the flags of its value checks (:mod:`lazycore.runtime.checks`)."""
     ctx = new_context()
     unknown = ir.Location.unknown(ctx)
     locs: dict = {}  # raw location -> ir.Location: the user's file:line per op
@@ -209,13 +210,14 @@ def build_module(walk):
             mlir_loc = locs[loc] = ir.Location.file(file, line, 0, ctx)
         return mlir_loc
 
+    returned = list(walk.outputs) + checks.flag_values(walk)
     with ctx, unknown:
         module = ir.Module.create()
         with ir.InsertionPoint(module.body):
             ftype = ir.FunctionType.get(
                 [tensor_type(p.types[0]) for p in walk.data]
                 + [tensor_type(TensorType((len(group),), dtype)) for dtype, group in walk.packs.items()],
-                [tensor_type(o.type) for o in walk.outputs],
+                [tensor_type(o.type) for o in returned],
             )
             fn = func.FuncOp("main", ftype)
             block = fn.add_entry_block()
@@ -237,7 +239,7 @@ def build_module(walk):
                     ]
                     with location(node.loc):
                         env[id(node)] = list(create(node.op, *operands, **node.attrs).results)
-                func.ReturnOp([env[id(o.node)][o.index] for o in walk.outputs])
+                func.ReturnOp([env[id(o.node)][o.index] for o in returned])
     return module
 
 

@@ -79,11 +79,12 @@ def summary(error: BaseException) -> str:
     return text if len(text) <= 600 else text[:597] + "..."
 
 
-def _node_failure(node: Node, message: str, stage: str, cause) -> Failure:
+def node_failure(node: Node, message: str, stage: str, cause, eager: str = "RuntimeError") -> Failure:
+    """``node`` failed: the failure names its op and the user's line that recorded it."""
     where = format_location(node.loc) if node.loc is not None else None
     name = f"lazy.{node.op}"
     text = f"{name} (recorded at {where}): {message}" if where else f"{name} (no recorded line): {message}"
-    return Failure(text, name, where, stage, cause)
+    return Failure(text, name, where, stage, cause, eager)
 
 
 def _matches(node: Node, failed_op) -> bool:
@@ -110,12 +111,12 @@ def _seeds(walk, error) -> dict[int, Failure]:
     if failed_op is not None:
         for node in walk.order:
             if _matches(node, failed_op):
-                seeds[id(node)] = _node_failure(node, failed_op.reason, error.stage, error.cause)
+                seeds[id(node)] = node_failure(node, failed_op.reason, error.stage, error.cause)
     return seeds
 
 
-def _spread(walk, seeds: dict[int, Failure]) -> dict[int, Failure]:
-    """Every node of the walk that depends on a seed, with its seed's failure."""
+def spread(walk, seeds: dict[int, Failure]) -> dict[int, Failure]:
+    """Every node of the walk that depends on a seed (node ids), with its seed's failure."""
     bad = dict(seeds)
     for node in walk.order:  # operands come first
         if id(node) in bad:
@@ -133,7 +134,7 @@ def _spread(walk, seeds: dict[int, Failure]) -> dict[int, Failure]:
 
 
 def _unknown(value: Value, error: ProgramError) -> Failure:
-    return _node_failure(value.node, f"{_STAGES[error.stage]}: {summary(error.cause)}", error.stage, error.cause)
+    return node_failure(value.node, f"{_STAGES[error.stage]}: {summary(error.cause)}", error.stage, error.cause)
 
 
 def settle(device, values: list[Value], error: ProgramError | None, budget: list[int] | None = None,
@@ -152,12 +153,13 @@ def settle(device, values: list[Value], error: ProgramError | None, budget: list
         budget = [PROGRAMS_TRIED]
     out: list = [None] * len(values)
     walk = Walk(values)
-    bad = _spread(walk, _seeds(walk, error))
+    bad = spread(walk, _seeds(walk, error))
     for i, v in enumerate(values):
         found = bad.get(id(v[0]))
         if found is not None:
             # a failed leaf names no op: the value names its own
-            out[i] = found if found.op is not None else _node_failure(v[0], found.message, found.stage, found.cause)
+            out[i] = found if found.op is not None else node_failure(v[0], found.message, found.stage, found.cause,
+                                                                         found.eager)
     rest = [i for i, r in enumerate(out) if r is None]
     if not rest:
         return out

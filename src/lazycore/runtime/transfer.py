@@ -98,6 +98,9 @@ def _materialize(t: LazyTensor) -> Data:
     if t.pending:
         events.emit("implicit_barrier", t.type)
         barrier.sync(t.device)
+    running = t.device.running
+    if running is not None and running.flags:
+        t.device.wait()  # its value checks may fail this value (lazycore.runtime.checks)
     leaf = t._value.node
     if type(leaf.buffer) is Failure:  # its computation failed (lazycore.runtime.failures)
         raise leaf.buffer.error()

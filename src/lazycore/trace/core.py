@@ -41,6 +41,7 @@ __all__ = [
     "apply",
     "assign",
     "broadcast_to",
+    "check",
     "convert_to",
     "devices",
     "default_device",
@@ -193,6 +194,18 @@ def convert_to(t: LazyTensor, dtype: str) -> LazyTensor:
         zero = apply("constant", value=np.zeros((), to_numpy_dtype(t.dtype)), device=t.device)
         return apply("compare", t, broadcast_to(zero, t.shape), direction="NE")
     return apply("convert", t, dtype=dtype)
+
+
+def check(x: LazyTensor, failed: LazyTensor, message: str, error: str = "RuntimeError") -> LazyTensor:
+    """``x``, checked: where any element of the i1 ``failed`` is true, every
+    value computed from the result fails at its barrier, and reading one raises
+    :class:`BarrierError` with ``message`` and the line that called this
+    (:mod:`lazycore.runtime.checks`); the error is also an ``error`` (the name
+    of eager's exception type, one of ``lazycore.dialect.checks.ERRORS``). For
+    eager's errors that only values can tell (torch's integer division by zero)."""
+    if failed.shape != ():
+        failed = apply("reduce_max", failed, dims=tuple(range(len(failed.shape))))
+    return apply("check", x, failed, message=message, error=error)
 
 
 def assign(target: LazyTensor, new: LazyTensor) -> LazyTensor:
