@@ -263,7 +263,7 @@ class _Plan:
         state0 = _global_state()
         for opt in list(optimizers):
             _optim.refresh(opt)  # a new learning rate: an input of the step, not a value it made
-        with _tensor.MADE.collecting() as made, _optim.SchedulerSteps() as schedulers, _pyreads.Reads(fn) as reads:
+        with _tensor.MADE.collecting() as made, _optim.SchedulerSteps() as schedulers, _pyreads.Reads(fn, (torch.nn.Module,)) as reads:
             try:
                 watch = _capture.begin([x._storage.handle for x in tensors])
                 out = fn(*args, **kwargs)

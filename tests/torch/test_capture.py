@@ -166,6 +166,7 @@ class _Scaled(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.inner = _model()
+        self.inner[1] = torch.nn.LeakyReLU(0.01)
         self.scale = 1.0
 
     def forward(self, x):
@@ -175,7 +176,7 @@ class _Scaled(torch.nn.Module):
 _GLOBAL_SCALE = 1.0
 
 
-@pytest.mark.parametrize("where", ["closure", "global", "attribute"])
+@pytest.mark.parametrize("where", ["closure", "global", "attribute", "torch module attribute"])
 def test_a_python_value_changed_after_recording_retraces_instead_of_replaying_stale(dev, where):
     """torch.compile's guards on what the step read: a closed-over number, a
     module global, an attribute of a user module; checked before a replay."""
@@ -205,8 +206,10 @@ def test_a_python_value_changed_after_recording_retraces_instead_of_replaying_st
                         closed = 3.0
                     elif where == "global":
                         _GLOBAL_SCALE = 0.5
-                    else:
+                    elif where == "attribute":
                         model.scale = 2.0
+                    else:  # read by torch's own code: LeakyReLU.forward reads self.negative_slope
+                        model.inner[1].negative_slope = 0.5
                 losses.append(float(fn(x.to(device), y.to(device)).cpu()))
                 if device == dev:
                     ltorch.mark_step()

@@ -10,7 +10,8 @@ code it entered (:func:`is_user_code`):
 * the module globals its code loads (``LOAD_GLOBAL``);
 * the cells it closes over, found through the function the call came from
   (the step itself, and functions held in its cells or globals);
-* the attributes of its ``self``.
+* the attributes of its ``self`` (and of a frontend's module objects,
+  whoever's code reads them).
 
 :meth:`Reads.guards` turns them into :class:`Guards`: plain values (numbers,
 strings, None, and small tuples, lists, dicts and sets of them) compared by
@@ -84,8 +85,12 @@ _NOT_PLAIN = object()
 class Reads:
     """Watch a traced call: ``with Reads(fn) as reads: fn(...)``."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, library_selves: tuple = ()):
+        """``library_selves``: classes whose instances' attributes are guarded
+        even where library code reads them (a frontend's modules: torch's
+        ``Dropout.forward`` reads ``self.p``)."""
         self.fn = fn
+        self.library_selves = library_selves
         self.codes: dict = {}  # code -> its globals dict, for the user functions entered
         self.selves: dict[int, object] = {}  # id -> a ``self`` of a user method entered
         self._previous = None
@@ -93,17 +98,18 @@ class Reads:
     def __enter__(self):
         self._previous = sys.getprofile()
         previous = self._previous
-        codes, selves = self.codes, self.selves
+        codes, selves, library_selves = self.codes, self.selves, self.library_selves
 
         def on_event(frame, event, arg):
             if event == "call":
                 code = frame.f_code
-                if is_user_code(code.co_filename):
+                user = is_user_code(code.co_filename)
+                if user:
                     codes.setdefault(code, frame.f_globals)
-                    if code.co_argcount and code.co_varnames[0] == "self":
-                        me = frame.f_locals.get("self")
-                        if me is not None:
-                            selves.setdefault(id(me), me)
+                if code.co_argcount and code.co_varnames[0] == "self" and (user or library_selves):
+                    me = frame.f_locals.get("self")
+                    if me is not None and (user or isinstance(me, library_selves)):
+                        selves.setdefault(id(me), me)
             if previous is not None:
                 previous(frame, event, arg)
 
