@@ -135,8 +135,10 @@ def acos(x):
 
 
 def _with_sign_of(x, r):
-    """``r`` (computed from |x|) with x's sign: ``sign`` keeps -0.0 and NaN."""
-    return apply("mul", apply("sign", x), r)
+    """``r`` (computed from |x|) with x's sign, for odd functions with f(0) = 0:
+    ``sign`` keeps NaN but makes -0.0 +0.0 (eager's and NumPy's sign), so a zero
+    gives x itself."""
+    return apply("select", apply("compare", x, full_like(x, 0), direction="EQ"), x, apply("mul", apply("sign", x), r))
 
 
 @rounded_once
