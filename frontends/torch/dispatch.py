@@ -314,7 +314,12 @@ def _meta_entry(acc: list, func, args, kwargs):
         key, hit = None, None
     if hit is None:
         a, margs, mkwargs = metas(args, kwargs, func)
-        out = _run_meta(func, margs, mkwargs)
+        try:
+            out = _run_meta(func, margs, mkwargs)
+        except Exception:
+            if _probed(func):  # the meta kernel's error may not be eager's (an IndexError for a 0-d cat)
+                _check_eager_kernel(func, margs, mkwargs)
+            raise
         _check_eager_kernel(func, margs, mkwargs)
         hit = (out, margs, mkwargs, a.device, {}, func)
         if key is not None:
@@ -329,18 +334,27 @@ def _run_meta(func, margs, mkwargs):
         return None
 
 
-# Eager's CPU kernels take uint16/32/64 in a few ops only (copies, comparisons,
-# mul, sums, ...); the lowerings compute any op on them, and meta kernels do not
-# know. So for these dtypes, once per signature, the CPU kernel runs on
-# stand-ins of the arguments and its NotImplementedError is eager's answer.
+# Which dtypes an op takes is eager's kernels' to say, and meta kernels do not
+# know (a meta mm takes int @ float, a meta sub takes bools, a meta mul_ writes
+# a float into an int tensor). So once per signature, for pointwise ops,
+# reductions, matrix products and cat, eager's CPU kernel runs on stand-ins of
+# the arguments (ones, of their shapes and dtypes: no value of theirs can
+# fail these ops) and its error is eager's answer at the call. Elsewhere the
+# stand-ins' values could fail where the user's would not (indices), so only
+# uint16/32/64, which eager's CPU kernels take in a few ops only, are probed,
+# and only a missing kernel (NotImplementedError) counts.
 _KERNEL_GAPS = {torch.uint16, torch.uint32, torch.uint64}
-_STAND_IN_LIMIT = 4096
-"""Elements a stand-in holds at most; a larger one repeats one element."""
+_PROBED_TAGS = (torch.Tag.pointwise, torch.Tag.reduction)
+_PROBED_OPS = {aten.mm.default, aten.bmm.default, aten.mv.default, aten.dot.default, aten.addmm.default,
+               aten.addmv.default, aten.baddbmm.default, aten.cat.default, aten.floor_divide.default,
+               aten.floor_divide.Scalar, aten.floor_divide_.Tensor, aten.floor_divide_.Scalar}
+_STAND_IN_LIMIT = 1 << 16
+"""Elements a stand-in holds at most; a larger one read-only repeats one element."""
 
 
-def _stand_in(x):
+def _stand_in(x, written=False):
     if isinstance(x, torch.Tensor):
-        if x.numel() <= _STAND_IN_LIMIT:
+        if written or x.numel() <= _STAND_IN_LIMIT:
             return torch.ones(x.shape, dtype=x.dtype)
         return torch.ones(1, dtype=x.dtype).expand(x.shape)
     if isinstance(x, (list, tuple)):
@@ -358,23 +372,37 @@ def _holds_gap_dtype(x) -> bool:
     return False
 
 
+def _probed(func) -> bool:
+    return func in _PROBED_OPS or any(tag in func.tags for tag in _PROBED_TAGS)
+
+
 def _check_eager_kernel(func, margs, mkwargs):
-    if not (any(_holds_gap_dtype(x) for x in margs) or any(_holds_gap_dtype(v) for v in mkwargs.values())):
+    probed = _probed(func)
+    if not (probed or any(_holds_gap_dtype(x) for x in margs)
+            or any(_holds_gap_dtype(v) for v in mkwargs.values())):
         return
     if torch.Tag.nondeterministic_seeded in func.tags:
         return  # a draw would move the user's generator
+    schema = func._schema.arguments
+    written = [i < len(schema) and schema[i].alias_info is not None and schema[i].alias_info.is_write
+               for i in range(len(margs))]
     try:
-        func(*_stand_in(margs), **{k: _stand_in(v) for k, v in mkwargs.items()})
+        func(*[_stand_in(x, w) for x, w in zip(margs, written)],
+             **{k: _stand_in(v, k == "out") for k, v in mkwargs.items()})
     except NotImplementedError:
         raise
-    except Exception:  # noqa: BLE001 - the stand-ins' values are not the user's: only the missing kernel counts
-        pass
+    except Exception:
+        if probed:
+            raise
+        # (the stand-ins' values are not the user's: only a missing kernel counts)
 
 
 # --- handlers ------------------------------------------------------------------------------
 
 
 def _composite(func, args, kwargs):
+    if _probed(func):
+        meta_call(func, args, kwargs)  # eager's error for dtypes its kernel refuses (cached per signature)
     out = func.decompose(*args, **kwargs)
     if out is NotImplemented:
         return fallback.run(func, args, kwargs)

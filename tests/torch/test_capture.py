@@ -362,7 +362,7 @@ def test_bad_arguments_raise_eager_errors_at_the_call(dev):
     fwd = ltorch.capture(lambda x: model(x).detach())
     for _ in range(4):
         fwd(torch.ones(2, 8).to(dev))
-    with pytest.raises(RuntimeError, match=r"\[2, 9\]"):
+    with pytest.raises(RuntimeError, match="shapes cannot be multiplied \\(2x9 and 8x16\\)"):  # eager's message
         fwd(torch.ones(2, 9).to(dev))
     assert fwd.replays == 1
 
