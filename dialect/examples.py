@@ -42,6 +42,7 @@ EXAMPLES: dict[str, Example] = {
     "compare": Example((t("2x3xf32"), t("2x3xf32")), dict(direction="LT")),
     "select": Example((t("2x3xi1"), t("2x3xf32"), t("2x3xf32"))),
     "convert": Example((t("2x3xf32"),), dict(dtype="i32")),
+    "bitcast_convert": Example((t("2x3xf32"),), dict(dtype="i32")),
     "iota": Example(kwargs=dict(dim=1, shape=(2, 3), dtype="i32")),
     "broadcast_in_dim": Example((t("3xf32"),), dict(dims=(1,), shape=(2, 3))),
     "reshape": Example((t("2x3xf32"),), dict(shape=(3, 2))),
