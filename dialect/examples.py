@@ -41,6 +41,7 @@ EXAMPLES: dict[str, Example] = {
     **{name: Example((t(f"2x3x{_SAMPLE_DTYPE.get(klass, 'f32')}"),) * 2) for name, (klass, _) in BINARY.items()},
     "compare": Example((t("2x3xf32"), t("2x3xf32")), dict(direction="LT")),
     "select": Example((t("2x3xi1"), t("2x3xf32"), t("2x3xf32"))),
+    "check": Example((t("2x3xi32"), t("i1")), dict(message="integer division by zero", error="RuntimeError")),
     "convert": Example((t("2x3xf32"),), dict(dtype="i32")),
     "bitcast_convert": Example((t("2x3xf32"),), dict(dtype="i32")),
     "iota": Example(kwargs=dict(dim=1, shape=(2, 3), dtype="i32")),
