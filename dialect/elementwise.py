@@ -1,4 +1,4 @@
-"""Elementwise ops: constants, unary and binary math, comparisons, select, convert.
+"""Elementwise ops: constants, unary and binary math, comparisons, select, convert, bitcast_convert.
 
 Like StableHLO, elementwise ops take operands of one type: no implicit
 broadcasting or promotion. Frontends insert ``broadcast_in_dim``/``convert``.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .rules import check_shape, require_dtype, require_same
 from .spec import define, op, OpSpec
-from .types import ShapeError, TensorType, check_dtype, type_of
+from .types import BOOL_DTYPE, ShapeError, TensorType, check_dtype, to_numpy_dtype, type_of
 
 # --- constants ---------------------------------------------------------------
 
@@ -124,6 +124,19 @@ def _select(pred, on_true, on_false):
 def _convert(x, *, dtype):
     """Element type conversion (float->int truncates toward zero)."""
     return TensorType(x.shape, check_dtype(dtype))
+
+
+@op("bitcast_convert", ("operand",), result_params=("dtype",))
+def _bitcast_convert(x, *, dtype):
+    """The same bits read as another element type of the same width (torch's
+    ``view(dtype)``, NumPy's ``view``); i1 has no width in memory and is refused."""
+    dtype = check_dtype(dtype)
+    if BOOL_DTYPE in (x.dtype, dtype):
+        raise ShapeError(f"bitcast_convert of {x.dtype} to {dtype}: i1 has no bit width to reinterpret")
+    have, want = to_numpy_dtype(x.dtype).itemsize, to_numpy_dtype(dtype).itemsize
+    if have != want:
+        raise ShapeError(f"bitcast_convert of {x.dtype} to {dtype}: element widths differ ({8 * have} and {8 * want} bits)")
+    return TensorType(x.shape, dtype)
 
 
 @op("iota", result_params=("shape", "dtype"), attrs={"dim": "i64"})

@@ -142,10 +142,12 @@ def _evaluate(name: str, op, args, dtype: np.dtype):
         return np.where(*args)
     if name == "convert":
         return _convert(args[0], dtype)
+    if name == "bitcast_convert":
+        return args[0].view(dtype)
     raise AssertionError(name)
 
 
-FOLDABLE = tuple(UNARY_FOLDS) + tuple(BINARY_FOLDS) + ("compare", "select", "convert")
+FOLDABLE = tuple(UNARY_FOLDS) + tuple(BINARY_FOLDS) + ("compare", "select", "convert", "bitcast_convert")
 
 
 def _has_subnormal(a: np.ndarray) -> bool:

@@ -307,6 +307,16 @@ def _convert(rng, operand, result):
     return [Case([x], dict(dtype=result), want=known(want))]
 
 
+def _bitcast_convert(rng, operand, result):
+    """Any bits of the source (NaN payloads included) read as the target, as
+    NumPy's ``view``; types of two widths are refused."""
+    src, dst = np_dtype(operand), np_dtype(result)
+    x = rng.integers(0, 256, SHAPE + (src.itemsize,), dtype=np.uint8).view(src).reshape(SHAPE)
+    if src.itemsize != dst.itemsize:
+        return [Case([x], dict(dtype=result), refused=True)]
+    return [Case([x], dict(dtype=result), want=known(x.view(dst)))]
+
+
 def _iota(rng, result):
     counts = {0: np.arange(2)[:, None], 1: np.arange(3)[None, :]}
     return [Case([], dict(shape=(2, 3), dtype=result, dim=dim),
@@ -521,6 +531,7 @@ SAMPLES: dict[str, Sample] = {
     "select": Sample({"on_true": ANY, "pred": ("i1",)}, _select),
     "check": Sample({"operand": ANY, "failed": ("i1",)}, _check),
     "convert": Sample({"operand": ANY, "result": ANY}, _convert),
+    "bitcast_convert": Sample({"operand": NUMERIC, "result": NUMERIC}, _bitcast_convert),
     "iota": Sample({"result": NUMERIC}, _iota),
     "broadcast_in_dim": _shape_sample(_broadcast_in_dim),
     "reshape": _shape_sample(_reshape),

@@ -23,6 +23,7 @@ from lazycore.trace import core
 import lazycore.observe  # noqa: F401  (metrics, guards, debug lines and dumps hear the runtime)
 
 from . import dispatch, ops  # noqa: F401  (ops registers the lowerings)
+from . import hooks as _hooks
 from . import optim as _optim
 from .capture import Captured, capture
 from .loader import DeviceLoader
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 _optim.install()
+_hooks.install()  # torch._lazy, torch.lazy, torch.manual_seed, torch.autocast answer for lazycore
 
 
 def mark_step(wait: bool = False) -> None:

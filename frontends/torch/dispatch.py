@@ -418,9 +418,9 @@ def _view(func, args, kwargs):
         if out is None:
             raise NotImplementedError(f"lazycore: no meta kernel for view op {func}")
         outs = out if isinstance(out, (list, tuple)) else (out,)
-        if any(o.dtype != base.dtype for o in outs):
+        if func is not aten.view.dtype and any(o.dtype != base.dtype for o in outs):
             raise NotImplementedError(
-                f"lazycore: {func} reinterprets the element type; bitcast views are not supported"
+                f"lazycore: {func} reinterprets the element type; only same-size view(dtype) is supported"
             )
         steps = views.view_steps(func, base, out, args[1:], kwargs)
         layout = [meta_layout(o) for o in out] if isinstance(out, (list, tuple)) else meta_layout(out)

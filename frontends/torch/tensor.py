@@ -11,8 +11,11 @@ in-place update of a view replays them backward into a new storage value
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import copy
 import sys
+import threading
 
 from weakref import ref as _weakref
 
@@ -90,8 +93,43 @@ class Tensor(torch.Tensor):
             extra += ", requires_grad=True"
         return text[:-1] + extra + ")"
 
+    # Copies and pickles follow torch's own rules for device tensors without a
+    # host storage (``lazy`` and ``xla`` in torch/_tensor.py): a deep copy is a
+    # clone, a pickle holds a CPU copy and torch's allowlisted rebuild function
+    # (so ``torch.load(weights_only=True)`` and its ``map_location`` work). A
+    # parameter stays a parameter. Views do not share storage in a copy.
+
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user "
+                "(graph leaves) support the deepcopy protocol at the moment.  "
+                "If you were attempting to deepcopy a module, this may be because "
+                "of a torch.nn.utils.weight_norm usage, "
+                "see https://github.com/pytorch/pytorch/pull/103001"
+            )
+        if id(self) in memo:
+            return memo[id(self)]
+        with torch.no_grad():
+            new = self.clone()
+        if self.requires_grad:
+            new.requires_grad_()
+        if self.grad is not None:
+            new.grad = copy.deepcopy(self.grad, memo)
+        new.__dict__.update(copy.deepcopy(_user_state(self), memo))
+        memo[id(self)] = new
+        return new
+
     def __reduce_ex__(self, proto):
-        return (_unpickle, (to_host(self), str(self.device)))
+        data = (torch._utils._rebuild_device_tensor_from_cpu_tensor,
+                (to_host(self), self.dtype, str(self.device), self.requires_grad))
+        state = _user_state(self)
+        if state.pop("_is_param", False):
+            return (torch._utils._rebuild_parameter_with_state,
+                    (self.detach(), self.requires_grad, collections.OrderedDict(), state))
+        if state:
+            return (_rebuild_with_state, (data, state))
+        return data
 
 
 def _dispatch(func, args, kwargs):
@@ -102,8 +140,19 @@ def _dispatch(func, args, kwargs):
     return run(func, args, kwargs)
 
 
-def _unpickle(host, device):
-    return host.to(device)
+_INTERNAL = frozenset({"_storage", "_steps", "_key"})
+
+
+def _user_state(t) -> dict:
+    """What else ``t.__dict__`` holds: attributes set on the tensor (``_is_param`` ...)."""
+    return {k: v for k, v in t.__dict__.items() if k not in _INTERNAL}
+
+
+def _rebuild_with_state(data, state):
+    fn, args = data
+    t = fn(*args)
+    t.__dict__.update(state)
+    return t
 
 
 # --- devices ----------------------------------------------------------------------
@@ -125,14 +174,26 @@ def _init_devices():
             _LC_TO_TORCH[d] = torch.device("lazy", i)
 
 
+class _Current(threading.local):
+    """The index a ``lazy`` device without one names in this thread
+    (``torch.lazy.set_device``, as ``torch.cuda.set_device``)."""
+
+    index = 0
+
+
+CURRENT = _Current()
+
 _LC_OF: dict = {}
+"""torch device (or its string) with an index -> lazycore device."""
 
 
 def lc_device(tdev) -> object:
-    """The lazycore device behind a torch ``lazy:N`` device."""
+    """The lazycore device behind a torch ``lazy:N`` device (``lazy``: the current one)."""
     d = _LC_OF.get(tdev)
     if d is None:
-        d = _LC_OF[tdev] = _lc_device_of(tdev)
+        d = _lc_device_of(tdev)
+        if torch.device(tdev).index is not None:
+            _LC_OF[tdev] = d
     return d
 
 
@@ -142,7 +203,7 @@ def _lc_device_of(tdev) -> object:
     if tdev.type != "lazy":
         raise RuntimeError(f"expected a lazy device, got {tdev}")
     try:
-        return _TORCH_TO_LC[tdev.index or 0]
+        return _TORCH_TO_LC[CURRENT.index if tdev.index is None else tdev.index]
     except KeyError:
         raise RuntimeError(f"no lazy device {tdev} (there are {len(_TORCH_TO_LC)})") from None
 
@@ -150,6 +211,12 @@ def _lc_device_of(tdev) -> object:
 def torch_device(lc_dev) -> torch.device:
     _init_devices()
     return _LC_TO_TORCH[lc_dev]
+
+
+def device_count() -> int:
+    """How many ``lazy:N`` devices there are: one per device jaxlib sees."""
+    _init_devices()
+    return len(_TORCH_TO_LC)
 
 
 def device(kind: str | None = None, index: int = 0) -> torch.device:

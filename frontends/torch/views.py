@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from lazycore.trace.views import Expand, Permute, Reshape, Slice, Strided
+from lazycore.trace.views import Bitcast, Expand, Permute, Reshape, Slice, Strided
+
+from .dtypes import lazy_dtype
 
 aten = torch.ops.aten
 
@@ -85,12 +87,26 @@ def _unbind(t, outs, dim=0):
     return [(Slice(dim, i, 1, 1), Reshape(o.shape)) for i, o in enumerate(outs)]
 
 
+def _view_dtype(t, out, dtype):
+    if dtype == t.dtype:
+        return ()
+    if torch.bool in (dtype, t.dtype):
+        # lazycore's booleans are i1, with no byte to reinterpret
+        raise NotImplementedError(f"lazycore: view({dtype}) of a {t.dtype} tensor: bool reinterpretation is not supported")
+    if dtype.itemsize != t.dtype.itemsize:
+        raise NotImplementedError(
+            f"lazycore: view({dtype}) of a {t.dtype} tensor changes the element size; only same-size views are supported"
+        )
+    return (Bitcast(lazy_dtype(dtype)),)
+
+
 def _identity(t, out, *args, **kwargs):
     return ()
 
 
 VIEW_STEPS = {
     aten.view.default: _reshape,
+    aten.view.dtype: _view_dtype,
     aten._reshape_alias.default: _reshape,
     aten.unsqueeze.default: _reshape,
     aten.squeeze.default: _reshape,
@@ -121,7 +137,9 @@ def view_steps(func, t, out, args, kwargs):
         return True, maker(t, out, *args, **kwargs)
     multi = isinstance(out, (list, tuple))
     outs = out if multi else [out]
-    made = [(Strided(o.shape, o.stride(), o.storage_offset()),) for o in outs]
+    stored = t._storage.handle.dtype  # the storage's element type (a bitcast view's base differs)
+    made = [(Strided(o.shape, o.stride(), o.storage_offset()),)
+            + (() if lazy_dtype(o.dtype) == stored else (Bitcast(lazy_dtype(o.dtype)),)) for o in outs]
     return False, made if multi else made[0]
 
 

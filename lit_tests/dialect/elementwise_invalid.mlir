@@ -144,3 +144,12 @@ func.func @case15() -> tensor<3xf32> {
   %0 = "lazy.constant"() : () -> tensor<3xf32>
   return %0 : tensor<3xf32>
 }
+
+// -----
+
+// bitcast_convert keeps the element width.
+func.func @case16(%a: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+1 {{bitcast_convert of f32 to f16: element widths differ (32 and 16 bits)}}
+  %0 = "lazy.bitcast_convert"(%a) : (tensor<4xf32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}

@@ -330,3 +330,14 @@ func.func @logistic_bf16(%x: tensor<8xbf16>) -> tensor<8xbf16> {
   %0 = "lazy.logistic"(%x) : (tensor<8xbf16>) -> tensor<8xbf16>
   return %0 : tensor<8xbf16>
 }
+
+// -----
+
+// bitcast_convert reads the same bits as another type of the same width.
+// CHECK-LABEL: func.func @bitcast_convert
+// CHECK: %[[I:.*]] = stablehlo.bitcast_convert %arg0 : (tensor<2x2xf32>) -> tensor<2x2xi32>
+// CHECK: return %[[I]]
+func.func @bitcast_convert(%x: tensor<2x2xf32>) -> tensor<2x2xi32> {
+  %0 = "lazy.bitcast_convert"(%x) : (tensor<2x2xf32>) -> tensor<2x2xi32>
+  return %0 : tensor<2x2xi32>
+}

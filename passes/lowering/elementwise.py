@@ -38,6 +38,7 @@ ONE_TO_ONE = {
     "xor": "xor",
     "select": "select",
     "convert": "convert",
+    "bitcast_convert": "bitcast_convert",
 }
 
 

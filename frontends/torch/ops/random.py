@@ -1,14 +1,15 @@
 """Random ops, on a counter-based generator whose state lives on the device.
 
-Each lazycore device has one generator state (a ``ui64[2]`` lazy value)
-threaded through ``lazy.rng_bit_generator``: a program stays pure and a step
-draws fresh numbers without any host transfer. The state is seeded from
-torch's default generator, so ``torch.manual_seed`` makes lazy runs
-reproducible (:func:`manual_seed` also restarts the stream for a seed already
-in use). Eager and lazy draw different numbers from the same seed; both have
-the documented distributions. A call with an explicit ``generator=`` never
-reaches these lowerings: dispatch runs it eagerly on the CPU with that
-generator (a counted fallback).
+Each lazycore device has one :class:`Generator`: a seed and a ``ui64[2]`` lazy
+value threaded through ``lazy.rng_bit_generator``, so a program stays pure
+and a step draws fresh numbers without any host transfer. As CUDA's
+generators, every lazy generator is (re)seeded by ``torch.manual_seed`` and
+``torch.seed`` (:mod:`..hooks` hears them) and starts from
+``torch.initial_seed()`` otherwise; ``torch.lazy`` (:mod:`..device_module`)
+reads and sets one generator's state. Eager and lazy draw different numbers
+from the same seed; both have the documented distributions. A call with an
+explicit ``generator=`` never reaches these lowerings: dispatch runs it
+eagerly on the CPU with that generator (a counted fallback).
 """
 
 from __future__ import annotations
@@ -24,27 +25,87 @@ from ..lowering import apply, const, convert, lowers, scalar
 
 aten = torch.ops.aten
 
-_STATE: dict = {}  # lazycore device -> [seed, state handle]
 _GOLDEN = 0x9E3779B97F4A7C15
+_U64 = 0xFFFFFFFFFFFFFFFF
+
+
+class Generator:
+    """One device's random stream: its seed and the lazy ``ui64[2]`` state
+    value (None until the first draw after seeding: seeding costs no upload)."""
+
+    __slots__ = ("device", "seed", "state")
+
+    STATE_BYTES = 24
+    """``get_state``'s size: the seed and the two state words, little-endian u64."""
+
+    def __init__(self, device, seed: int):
+        self.device = device
+        self.seed = seed
+        self.state = None
+
+    def reseed(self, seed: int) -> None:
+        self.seed = seed & _U64
+        self.state = None
+
+    def handle(self):
+        """The state value, uploaded from the seed on the first draw."""
+        if self.state is None:
+            words = np.array([self.seed, _GOLDEN], dtype=np.uint64)
+            self.state = core.from_numpy(words, self.device)
+        return self.state
+
+    def get_state(self) -> torch.Tensor:
+        """The seed and the state words as a CPU uint8 tensor (``torch.cuda.get_rng_state``'s
+        kind). Reading a state that draws have advanced is a barrier: the words are on the device."""
+        if self.state is None:
+            words = np.array([self.seed, _GOLDEN], dtype=np.uint64)
+        else:
+            words = core.to_numpy(self.state).astype(np.uint64)
+        raw = np.concatenate([np.array([self.seed], dtype=np.uint64), words]).astype("<u8")
+        return torch.from_numpy(raw.view(np.uint8).copy())
+
+    def set_state(self, new_state) -> None:
+        if not isinstance(new_state, torch.Tensor) or new_state.dtype != torch.uint8:
+            raise TypeError(f"expected a torch.ByteTensor as the RNG state, got {type(new_state).__name__}"
+                            + (f" of dtype {new_state.dtype}" if isinstance(new_state, torch.Tensor) else ""))
+        raw = new_state.detach().cpu().contiguous().numpy()
+        if raw.size != self.STATE_BYTES:
+            raise RuntimeError(f"RNG state is wrong size: expected {self.STATE_BYTES} bytes, got {raw.size}")
+        seed, w0, w1 = (int(v) for v in raw.view("<u8"))
+        self.seed = seed
+        self.state = core.from_numpy(np.array([w0, w1], dtype=np.uint64), self.device)
+
+
+class Generators:
+    """The generator of each lazycore device, made on first use."""
+
+    __slots__ = ("by_device",)
+
+    def __init__(self):
+        self.by_device: dict = {}
+
+    def of(self, dev) -> Generator:
+        g = self.by_device.get(dev)
+        if g is None:
+            g = self.by_device[dev] = Generator(dev, torch.initial_seed())
+        return g
+
+    def reseed_all(self, seed: int) -> None:
+        """Every device's stream restarts from ``seed`` (also those made later)."""
+        for g in self.by_device.values():
+            g.reseed(seed)
+
+
+GENERATORS = Generators()
 
 
 def manual_seed(seed: int) -> None:
-    """``torch.manual_seed(seed)``, and restart the lazy streams from it."""
+    """``torch.manual_seed(seed)``, which restarts every lazy stream from it."""
     torch.manual_seed(seed)
-    _STATE.clear()
-
-
-def _state(dev):
-    seed = torch.initial_seed()
-    entry = _STATE.get(dev)
-    if entry is None or entry[0] != seed:
-        words = np.array([seed & 0xFFFFFFFFFFFFFFFF, _GOLDEN], dtype=np.uint64)
-        entry = _STATE[dev] = [seed, core.from_numpy(words, dev)]
-    return entry[1]
 
 
 def bits(dev, shape, dtype: str):
-    state = _state(dev)
+    state = GENERATORS.of(dev).handle()
     new_state, b = core.apply("rng_bit_generator", state, algorithm="three_fry", shape=tuple(shape), dtype=dtype)
     state.assign(new_state)
     return b

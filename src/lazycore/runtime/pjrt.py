@@ -51,6 +51,13 @@ def default_device():
     return jax.devices("cpu")[0]
 
 
+def memory_stats(device) -> dict:
+    """The allocator's counters a PJRT device reports (bytes in use, peak,
+    limit on GPUs and TPUs); empty where it reports none (the CPU)."""
+    stats = device.memory_stats() if device is not None else None
+    return dict(stats) if stats else {}
+
+
 def to_device(array: np.ndarray, device=None):
     """Copy a host array to a device buffer, keeping 64-bit dtypes exact.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lazycore.dialect.types import TensorType, from_numpy_dtype, type_of
+from lazycore.dialect.types import TensorType, from_numpy_dtype, to_numpy_dtype, type_of
 from lazycore.ir import events
 from lazycore.ir.context import TRACE
 from lazycore.ir.failure import Failure
@@ -149,3 +149,18 @@ def to_device(t: LazyTensor, device) -> LazyTensor:
 def live_tensors(device=None) -> int:
     """How many handles the device's registry holds."""
     return len(_device.get(device).arena)
+
+
+def live_bytes(device=None) -> tuple[int, int]:
+    """``(buffers, bytes)`` of the device data the device's live handles hold
+    (each buffer once; pending values hold none yet). A walk over the registry:
+    for memory queries, never on the per-op path."""
+    seen: set[int] = set()
+    total = 0
+    for handle in _device.get(device).arena.live():
+        node = handle._value.node
+        if type(node) is Data and id(node) not in seen:
+            seen.add(id(node))
+            t = node.types[0]
+            total += t.size * to_numpy_dtype(t.dtype).itemsize
+    return len(seen), total

@@ -242,6 +242,21 @@ class Slice:
         return core.apply("select", mask, spread, old)
 
 
+class Bitcast:
+    """The same bits read as another element type of the same width (torch's ``view(dtype)``)."""
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
+
+    def forward(self, h, storage):
+        return core.apply("bitcast_convert", h, dtype=self.dtype)
+
+    def inverse(self, old, new, storage):
+        return core.apply("bitcast_convert", new, dtype=old.dtype)
+
+
 class Strided:
     """Any strided view: ``size``/``stride``/``offset`` (in elements) over the
     storage's memory. Always the first and only step of its view."""
@@ -320,5 +335,5 @@ def _from_memory(flat, shape, storage):
     return h
 
 
-for _cls in (Permute, Reshape, Reverse, Expand, Slice, Strided):
+for _cls in (Permute, Reshape, Reverse, Expand, Slice, Bitcast, Strided):
     _FIELDS[_cls] = attrgetter(*_cls.__slots__)

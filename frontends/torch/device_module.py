@@ -1,0 +1,181 @@
+"""``torch.lazy``: the device module PyTorch asks about the ``lazy`` device.
+
+``torch.get_device_module("lazy")``, ``torch.random.fork_rng(device_type="lazy")``
+and ``torch.utils.checkpoint`` find the functions a device type's module has
+(``torch.cuda``'s names and meanings): the device count and the current
+device, synchronization, each device's random generator
+(:class:`~.ops.random.Generator`: its seed and state), and memory figures.
+:mod:`.hooks` registers this module with ``torch._register_device_module``.
+"""
+
+from __future__ import annotations
+
+import random as _random
+
+import torch
+
+from lazycore.runtime import pjrt
+from lazycore.runtime import transfer as _transfer
+
+from . import tensor as _tensor
+from .ops.random import GENERATORS
+
+_initialized = True
+"""``torch.utils.checkpoint`` stashes a device's RNG state only when its module
+says it is initialized; lazycore's devices start on first use, so always."""
+
+
+def is_available() -> bool:
+    """Always: the lazy device runs wherever jaxlib does (at least on the CPU)."""
+    return True
+
+
+def is_initialized() -> bool:
+    return True
+
+
+def device_count() -> int:
+    """The number of ``lazy:N`` devices (one per device jaxlib sees)."""
+    return _tensor.device_count()
+
+
+def current_device() -> int:
+    """The index ``lazy`` without one names in this thread."""
+    return _tensor.CURRENT.index
+
+
+def _index(device, optional: bool = True) -> int:
+    """A device index from an int, ``"lazy:N"``, a torch device or None (the current one)."""
+    if device is None:
+        if not optional:
+            raise ValueError("Expected a lazy device with a specified index or an integer, but got: None")
+        return current_device()
+    if isinstance(device, int) and not isinstance(device, bool):
+        index = device
+    else:
+        d = torch.device(device)
+        if d.type != "lazy":
+            raise ValueError(f"Expected a lazy device, but got: {d}")
+        index = current_device() if d.index is None else d.index
+    if not 0 <= index < device_count():
+        raise RuntimeError(f"Invalid device ordinal {index}: there are {device_count()} lazy devices")
+    return index
+
+
+def _lc(device):
+    return _tensor.lc_device(torch.device("lazy", _index(device)))
+
+
+def set_device(device) -> None:
+    """Make ``device`` the current lazy device of this thread."""
+    _tensor.CURRENT.index = _index(device)
+
+
+class device:
+    """Context manager: ``device`` is the current lazy device inside (as ``torch.cuda.device``)."""
+
+    def __init__(self, device):
+        self.idx = -1 if device is None else _index(device)
+        self.prev_idx = -1
+
+    def __enter__(self):
+        if self.idx != -1:
+            self.prev_idx = current_device()
+            set_device(self.idx)
+        return self
+
+    def __exit__(self, *exc):
+        if self.idx != -1:
+            set_device(self.prev_idx)
+        return False
+
+
+def get_device_name(device=None) -> str:
+    """The lazycore device behind ``lazy:N`` (``cpu:0``, ``gpu:0``, ...) and its chip."""
+    d = _lc(device)
+    return f"{d.name} ({d.kind})"
+
+
+def synchronize(device=None) -> None:
+    """Run everything pending on the device and wait for it to finish: as
+    ``torch.cuda.synchronize`` waits for the kernels already issued, with a
+    lazy device's issued work being its pending graph."""
+    _transfer.mark_step(wait=True, devices=[_lc(device)])
+
+
+# --- random numbers ------------------------------------------------------------------
+
+
+def manual_seed(seed) -> None:
+    """Seed the current lazy device's generator."""
+    GENERATORS.of(_lc(None)).reseed(_seed_value(seed))
+
+
+def manual_seed_all(seed) -> None:
+    """Seed every lazy device's generator."""
+    seed = _seed_value(seed)
+    for i in range(device_count()):
+        GENERATORS.of(_lc(i)).reseed(seed)
+
+
+def seed() -> None:
+    """Seed the current lazy device's generator with a non-deterministic number."""
+    GENERATORS.of(_lc(None)).reseed(_random.getrandbits(64))
+
+
+def seed_all() -> None:
+    """Seed every lazy device's generator with one non-deterministic number."""
+    manual_seed_all(_random.getrandbits(64))
+
+
+def initial_seed() -> int:
+    """The current lazy device's seed."""
+    return GENERATORS.of(_lc(None)).seed
+
+
+def get_rng_state(device="lazy") -> torch.Tensor:
+    """The device's generator state, a CPU uint8 tensor for :func:`set_rng_state`
+    (a barrier when draws have advanced it: the state is on the device)."""
+    return GENERATORS.of(_lc(device)).get_state()
+
+
+def set_rng_state(new_state, device="lazy") -> None:
+    GENERATORS.of(_lc(device)).set_state(new_state)
+
+
+def get_rng_state_all() -> list[torch.Tensor]:
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(new_states) -> None:
+    for i, state in enumerate(new_states):
+        set_rng_state(state, i)
+
+
+def _seed_value(seed) -> int:
+    # torch's range and wrapping (torch.manual_seed(-1) seeds 2**64 - 1)
+    seed = int(seed)
+    if not -(1 << 63) <= seed < (1 << 64):
+        raise ValueError("Overflow when unpacking long long")
+    return seed & 0xFFFFFFFFFFFFFFFF
+
+
+# --- memory ----------------------------------------------------------------------------
+
+
+def memory_allocated(device=None) -> int:
+    """Bytes of device data that live lazy values hold on the device."""
+    return _transfer.live_bytes(_lc(device))[1]
+
+
+def memory_stats(device=None) -> dict:
+    """``allocated_bytes.all.current`` and ``allocation.all.current`` (as
+    ``torch.cuda.memory_stats`` names them) for the buffers live lazy values
+    hold, and under ``device.`` what the device's own allocator reports
+    (GPUs and TPUs: bytes in use, peak, limit; nothing on the CPU)."""
+    d = _lc(device)
+    buffers, nbytes = _transfer.live_bytes(d)
+    stats = {"allocated_bytes.all.current": nbytes, "allocation.all.current": buffers}
+    for k, v in pjrt.memory_stats(d.pjrt).items():
+        stats[f"device.{k}"] = v
+    return stats

@@ -1,0 +1,135 @@
+"""PyTorch's own entry points for the ``lazy`` device type answer for lazycore.
+
+PyTorch reserves the ``lazy`` device type for its Lazy Tensor Core (LTC);
+lazycore implements that type (its ``Lazy`` dispatch key kernels live in
+:mod:`lazycore.frontends.torch`), so the places where PyTorch asks "the lazy
+backend" are answered here, once, when ``lazycore.torch`` is imported:
+
+- ``torch._lazy``'s functions are thin Python wrappers over bindings in
+  ``torch._C._lazy`` that talk to LTC's backend registry (no backend is
+  registered: "Lazy tensor backend not registered"). The bindings behind
+  ``mark_step``, ``wait_device_ops``, ``sync_multi`` (``to_cpu``, ``save``)
+  and ``torch._lazy.metrics`` are replaced by lazycore's, so torch's wrappers
+  keep their own logic (step closures) and reach lazycore. ``torch._lazy`` is
+  imported: PyTorch's test utilities call ``torch._lazy.mark_step()`` on lazy
+  results without importing it.
+- ``torch.lazy`` is registered as the device module
+  (:mod:`.device_module`), what ``torch.get_device_module``,
+  ``torch.random.fork_rng`` and ``torch.utils.checkpoint`` consult.
+- ``torch.manual_seed`` and ``torch.seed`` reseed every lazy generator:
+  both call ``torch.random._seed_custom_device(seed)``, the one place torch
+  seeds devices beyond the built-in ones (meant for the PrivateUse1 backend),
+  looked up at each call; it is wrapped to seed the lazy generators too.
+- ``torch.autocast("lazy", ...)``: see :mod:`.autocast`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from lazycore.observe import metrics
+from lazycore.runtime import transfer
+
+from . import autocast, device_module
+from .ops.random import GENERATORS
+from .tensor import lc_device
+
+_U64 = 0xFFFFFFFFFFFFFFFF
+
+
+# --- torch._lazy -----------------------------------------------------------------------
+
+
+def _lc_devices(devices):
+    """lazycore devices named by LTC's device strings; all of them for none."""
+    if not devices:
+        return None
+    return [lc_device(torch.device(d)) for d in devices]
+
+
+def _mark_step(device: str = "", devices=(), wait: bool = True) -> None:
+    named = list(devices) + ([device] if device else [])
+    transfer.mark_step(wait=wait, devices=_lc_devices(named))
+
+
+def _wait_device_ops(devices=()) -> None:
+    from lazycore.runtime import device as _device
+
+    for d in _lc_devices(devices) or _device.known_devices():
+        d.wait()
+
+
+def _sync_multi(tensors, devices, wait: bool = True, sync_ltc_data: bool = True) -> None:
+    # a barrier runs every pending live value of a device, the given ones included
+    named = {t.device for t in tensors if isinstance(t, torch.Tensor) and t.device.type == "lazy"}
+    named.update(torch.device(d) for d in devices)
+    if named:
+        transfer.mark_step(wait=wait, devices=[lc_device(d) for d in named])
+
+
+def _counter_names() -> list[str]:
+    return list(metrics.counters())
+
+
+def _counter_value(name: str):
+    return metrics.counters().get(name)
+
+
+def _get_default_device_type() -> str:
+    return "lazy"  # LTC's backend names its device type; step closures are kept per type
+
+
+_LAZY_BINDINGS = {
+    "_get_default_device_type": _get_default_device_type,
+    "_mark_step": _mark_step,
+    "_wait_device_ops": _wait_device_ops,
+    "_sync_multi": _sync_multi,
+    "_reset_metrics": metrics.reset,
+    "_counter_names": _counter_names,
+    "_counter_value": _counter_value,
+    "_metrics_report": metrics.report,
+}
+
+
+def _route_torch_lazy() -> None:
+    import torch._C._lazy as bindings
+    import torch._lazy  # noqa: F401  (torch.testing calls torch._lazy.mark_step() unimported)
+    import torch._lazy.metrics  # noqa: F401
+
+    for name, fn in _LAZY_BINDINGS.items():
+        setattr(bindings, name, fn)
+
+
+# --- seeding -----------------------------------------------------------------------------
+
+
+def _wrap_seeding() -> None:
+    seed_devices = torch.random._seed_custom_device
+    if getattr(seed_devices, "_lazycore", False):
+        return
+
+    def _seed_custom_device(seed) -> None:
+        seed_devices(seed)
+        seed = int(seed)
+        # out of torch's range, default_generator.manual_seed raises right after
+        if -(1 << 63) <= seed <= _U64:
+            GENERATORS.reseed_all(seed & _U64)
+
+    _seed_custom_device._lazycore = True
+    _seed_custom_device.__doc__ = seed_devices.__doc__
+    torch.random._seed_custom_device = _seed_custom_device
+
+
+# --- the device module -----------------------------------------------------------------------
+
+
+def _register_device_module() -> None:
+    if getattr(torch, "lazy", None) is not device_module:
+        torch._register_device_module("lazy", device_module)
+
+
+def install() -> None:
+    _route_torch_lazy()
+    _wrap_seeding()
+    _register_device_module()
+    autocast.install()
