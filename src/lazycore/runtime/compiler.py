@@ -42,7 +42,8 @@ def _environments() -> tuple[bytes, bytes | None]:
     state = (tuple(registry.USER.items()), tuple(registry.PDL_SOURCES))
     envs = _ENVIRONMENTS.get(state)
     if envs is None:
-        user = sorted((name, fn.__module__, fn.__qualname__, id(fn)) for name, fn in registry.USER.items())
+        user = [(name, [(getattr(r.fn, "__module__", None), getattr(r.fn, "__qualname__", None), id(r.fn)) for r in rs])
+                for name, rs in sorted(registry.USER.items())]
         pdl = [hashlib.blake2b(t.encode(), digest_size=16).hexdigest() for t in registry.PDL_SOURCES]
         versions = (lazycore.__version__, pjrt.jaxlib_version(), pjrt.consumer_stablehlo_version())
         env = repr(versions + (user, pdl)).encode()
