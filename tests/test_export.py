@@ -200,6 +200,34 @@ def test_updating_a_value_that_is_not_an_argument_is_refused_and_undone(dev):
     assert lazycore.export(bn, torch.randn(4, 3).to(dev)).results[0].shape == (4, 3)
 
 
+def test_random_draws_need_their_generator_state_as_an_argument(dev):
+    ltorch.manual_seed(0)
+    torch.rand(2, device=dev)  # the generator's state exists before the export, and keeps its value
+    with pytest.raises(ExportError, match=rf"<lambda> draws random numbers \(at {__file__}:\d+\) from a generator "
+                       "that is not an argument"):
+        lazycore.export(lambda x: x + torch.rand(3, device=dev), torch.ones(3, device=dev))
+    with pytest.raises(ExportError, match="draws random numbers"):
+        lazycore.export(lambda a: a + lnp.random.default_rng(0).random(3), lnp.ones(3))
+    # the lazy stream goes on as if nothing had been exported
+    ltorch.manual_seed(0)
+    want = torch.rand(2, device=dev).cpu(), torch.rand(3, device=dev).cpu()
+    ltorch.manual_seed(0)
+    torch.rand(2, device=dev)
+    with pytest.raises(ExportError):
+        lazycore.export(lambda x: x + torch.rand(3, device=dev), torch.ones(3, device=dev))
+    assert torch.equal(torch.rand(3, device=dev).cpu(), want[1])
+
+    def draw(state):  # a generator state given as an argument is the program's to thread
+        new, bits = lazycore.apply("rng_bit_generator", state, algorithm="three_fry", shape=(4,), dtype="ui32")
+        return bits, new
+
+    exported = lazycore.export(draw, lazycore.from_numpy(np.array([1, 2], np.uint64)))
+    bits, new = exported.call(np.array([1, 2], np.uint64))
+    again, _ = exported.call(new)
+    assert bits.dtype == np.uint32 and not np.array_equal(bits, again)
+    np.testing.assert_array_equal(exported.call(np.array([1, 2], np.uint64))[0], bits)
+
+
 def test_the_examples_are_never_read_and_the_trace_leaves_nothing_behind(dev):
     x = torch.ones(3).to(dev) * 5  # pending
     before = dict(lazycore.metrics.counters())

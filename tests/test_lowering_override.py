@@ -39,14 +39,7 @@ func.func @main(%a: tensor<4xf32>, %b: tensor<3xf64>) -> (tensor<4xf32>, tensor<
 }"""
 
 
-@pytest.fixture(autouse=True)
-def restore_registry():
-    """Overrides are process-wide: each test leaves the registry as it found it."""
-    user, pdl = dict(registry.USER), list(registry.PDL_SOURCES)
-    yield
-    registry.USER.clear()
-    registry.USER.update(user)
-    registry.PDL_SOURCES[:] = pdl
+pytestmark = pytest.mark.usefixtures("restore_lowerings")  # overrides are process-wide
 
 
 def stablehlo_text(program: str) -> str:

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from lazycore.passes.lowering import registry
-
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
@@ -43,15 +41,6 @@ def steps(text: str) -> list[tuple[str, str | None]]:
 def matches(expected: str, got: str) -> bool:
     pattern = ".*?".join(re.escape(part) for part in expected.split("..."))
     return re.fullmatch(pattern, got, re.S) is not None
-
-
-@pytest.fixture
-def restore_lowerings():
-    user, pdl = dict(registry.USER), list(registry.PDL_SOURCES)
-    yield
-    registry.USER.clear()
-    registry.USER.update(user)
-    registry.PDL_SOURCES[:] = pdl
 
 
 @pytest.mark.parametrize("title", ["Walkthrough: a fused lowering", "Exporting StableHLO: `lazycore.export`"])

@@ -28,6 +28,9 @@ How the trace is made and what the program holds:
   Python numbers are baked into the program as constants, with their values
   at the time of the export. Updating such a value in place raises
   :class:`ExportError` (and leaves it unchanged): it would be a hidden result.
+  So does drawing random numbers from a generator that is not an argument
+  (torch's, a ``lazycore.numpy`` Generator): the program would draw the same
+  numbers at every call.
 * ``donate_argnums``: arguments whose buffers the program may reuse (XLA's
   input/output aliasing: ``tf.aliasing_output`` on the argument), each for
   its own new value if ``fn`` updated it, else for the first result of its
@@ -46,6 +49,7 @@ import numpy as np
 
 from lazycore.dialect.types import TensorType, to_numpy_dtype
 from lazycore.ir import events, sourceloc
+from lazycore.ir.sourceloc import format_location
 from lazycore.ir.failure import BarrierError, Failure
 from lazycore.ir.graph import Data, Scalar, Value
 from lazycore.ir.tensor import LazyTensor
@@ -63,14 +67,8 @@ class ExportError(RuntimeError):
     ran a barrier, or updated a value it was not given as an argument."""
 
 
-@dataclass(frozen=True)
-class Arg:
-    """One parameter of the exported program, in the order ``fn`` takes them."""
-
-    index: int
-    type: TensorType
-    donated_to: int | None = None
-    """The result whose buffer this argument's may become; None: not donated."""
+class _Typed:
+    """``shape`` and NumPy ``dtype`` of a ``type`` (a :class:`TensorType`)."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -82,7 +80,17 @@ class Arg:
 
 
 @dataclass(frozen=True)
-class Result:
+class Arg(_Typed):
+    """One parameter of the exported program, in the order ``fn`` takes them."""
+
+    index: int
+    type: TensorType
+    donated_to: int | None = None
+    """The result whose buffer this argument's may become; None: not donated."""
+
+
+@dataclass(frozen=True)
+class Result(_Typed):
     """One result of the exported program, in order.
 
     ``kind``: ``"result"`` (what ``fn`` returned, in its order; these come
@@ -97,14 +105,6 @@ class Result:
     arg: int | None = None
     message: str | None = None
     error: str | None = None
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.type.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return np.dtype(to_numpy_dtype(self.type.dtype))
 
 
 @dataclass(frozen=True)
@@ -201,12 +201,20 @@ def export(fn, *example_args, donate_argnums=()) -> Exported:
                     raise
                 raise ExportError(f"lazycore.export: {e} (at {_user_line(e)})") from e
         values, updates = _outputs(out, inputs, leaves, name)
-        _refuse_hidden_updates(before, device, name)
-        return _build(name, device, leaves, values, updates, donated)
+        walk = Walk(values + list(updates.values()))
+        _refuse_hidden_random_state(walk, leaves, name)
     finally:
+        # whatever happened, values from before the trace keep their values
+        hidden = _undo_updates(before, device)
         for i, leaf in enumerate(leaves):
             failures.mark(leaf, Failure(f"argument {i} of lazycore.export's trace of {name}: it has no value "
                                         "outside that trace", None, None, "export", None))
+    if hidden:
+        raise ExportError(f"lazycore.export: {name} updated {len(hidden)} value(s) in place that it was not given "
+                          f"as arguments ({', '.join(hidden[:4])}{', ...' if len(hidden) > 4 else ''}: a module's "
+                          "buffers such as batch norm statistics, an optimizer's state): pass them as arguments, or "
+                          "trace a function that does not update them; they are left as they were")
+    return _build(name, device, walk, leaves, values, updates, donated)
 
 
 def _user_line(error: BaseException) -> str:
@@ -276,17 +284,30 @@ def _outputs(out, inputs, leaves, name: str) -> tuple[list[Value], dict[int, Val
     return values, updates
 
 
-def _refuse_hidden_updates(before: dict, device, name: str) -> None:
+def _undo_updates(before: dict, device) -> list[str]:
+    """Give the values from before the trace that ``fn`` updated in place
+    their old values back; the types of those it updated."""
     changed = [(h, old) for h, old in before.values() if h.value is not old]
-    if not changed:
-        return
     for h, old in changed:
         core.assign(h, LazyTensor(old, device))
-    types = ", ".join(str(h.type) for h, _ in changed[:4]) + (", ..." if len(changed) > 4 else "")
-    raise ExportError(f"lazycore.export: {name} updated {len(changed)} value(s) in place that it was not given as "
-                      f"arguments ({types}; a module's buffers such as batch norm statistics, an optimizer's "
-                      "state): pass them as arguments, or trace a function that does not update them; they are "
-                      "left as they were")
+    return [str(h.type) for h, _ in changed]
+
+
+def _refuse_hidden_random_state(walk, leaves, name: str) -> None:
+    """A random draw whose generator state is not an argument would be baked
+    into the program: it would draw the same numbers at every call."""
+    params = {id(leaf) for leaf in leaves}
+    for node in walk.order:
+        if node.op != "rng_bit_generator":
+            continue
+        state = node.operands[0].node
+        while state.op == "rng_bit_generator":
+            state = state.operands[0].node
+        if state.is_leaf and id(state) not in params:
+            where = format_location(node.loc) if node.loc is not None else "an unknown line"
+            raise ExportError(f"lazycore.export: {name} draws random numbers (at {where}) from a generator that is "
+                              "not an argument: its state would be a constant of the program, which would draw the "
+                              "same numbers at every call (model.eval() turns dropout off)")
 
 
 def _constant(leaf, name: str):
@@ -308,11 +329,10 @@ class _ExportWalk:
     packs: dict = field(default_factory=dict)
 
 
-def _build(name, device, leaves, values, updates, donated) -> Exported:
+def _build(name, device, walk, leaves, values, updates, donated) -> Exported:
     from lazycore.runtime import compiler  # the first MLIR use
 
-    outputs = values + list(updates.values())
-    walk = Walk(outputs)
+    outputs = walk.outputs
     params = {id(leaf) for leaf in leaves}
     constants = {id(n): _constant(n, name) for n in walk.params if id(n) not in params}
     ewalk = _ExportWalk(outputs, walk.order, list(leaves))
