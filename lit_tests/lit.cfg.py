@@ -1,5 +1,6 @@
-# lit configuration for lazycore: each test is MLIR (or Python) with RUN lines
-# piping through `lazy-opt` into `filecheck`.
+# lit configuration for lazycore: each test is MLIR with RUN lines piping
+# through `lazy-opt` into `filecheck`, or Python (`frontends/`: `%PYTHON %s`)
+# printing the IR of small torch and NumPy programs.
 import os
 import shutil
 import sys
@@ -27,3 +28,6 @@ config.substitutions.append(("filecheck", tool("filecheck")))
 config.substitutions.append(("FileCheck", tool("filecheck")))
 config.environment["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
 config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
+# Python tests compile programs: no persistent compile cache (a program
+# another run left would load instead, and the user's cache stays untouched).
+config.environment["LAZYCORE_CACHE_DIR"] = "off"

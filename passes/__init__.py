@@ -18,6 +18,8 @@ from .pipeline import (  # noqa: F401
     split_elements,
 )
 from .lowering import (  # noqa: F401
+    Decline,
+    builtin_lowering,
     load_pdl_patterns,
     register_lowering,
     unregister_lowering,

@@ -1,8 +1,10 @@
 """``lazy-to-stablehlo``: a dialect conversion from ``lazy`` to StableHLO.
 
-One rewrite pattern per op, taken from the lowering registry (user overrides
-first). The ``lazy`` dialect is illegal: after the pass no ``lazy`` op is
-left, and an op with no lowering fails the pass with its name.
+One rewrite pattern per op, made of the op's lowerings in the registry (user
+lowerings first, newest first, then the built-in one: the first that does
+not decline lowers the op). The ``lazy`` dialect is illegal: after the pass
+no ``lazy`` op is left, and an op with no lowering, or whose every lowering
+declined it, fails the pass with its name.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from lazycore.dialect import from_mlir_type
 from lazycore.mlir import ir, rewrite
 
 from .lowering import registry
-from .lowering import load_builtin_lowerings
+from .lowering import Decline, load_builtin_lowerings
 from .pdl import apply_pdl_patterns
 
 
@@ -65,36 +67,91 @@ def _failed(op, reason: str) -> FailedOp:
     return FailedOp(op.name, _file_line(op.location), types, reason)
 
 
-def _as_pattern(fn, failures: list):
-    """``fn`` as a rewrite pattern. A lowering that raises, declines or builds
-    an op that does not verify fails the match instead, and the op and why go
-    to ``failures`` (an exception never unwinds through the C++ driver, and
-    the failure names the ``lazy`` op rather than the StableHLO it became)."""
+class ResultTypeError(TypeError):
+    """A lowering returned values of other types than its op's results (the
+    conversion would only say "failed to legalize unresolved materialization")."""
+
+
+def _types_text(types) -> str:
+    texts = [str(t) for t in types]
+    return texts[0] if len(texts) == 1 else "(" + ", ".join(texts) + ")"
+
+
+def _candidate(lowering, op, rewriter, ip):
+    """Run one lowering at ``ip``: its replacement values, or None when it
+    declines (then the reason is the second item). Raises what it raised, an
+    ``ir.MLIRError`` for an op it built that does not verify, or a
+    :class:`ResultTypeError`."""
+    try:
+        with ip, op.location:
+            out = lowering.fn(op, rewriter)
+    except Decline as d:
+        return None, str(d)
+    if out is None or out is NotImplemented:
+        return None, ""
+    out = [out] if isinstance(out, ir.Value) else list(out)
+    got, want = [v.type for v in out], [r.type for r in op.results]
+    if got != want:
+        raise ResultTypeError(
+            f"lowering of {op.name} registered at {lowering.where} returned {_types_text(got) if got else 'nothing'}, "
+            f"expected {_types_text(want)}"
+        )
+    for v in out:
+        owner = v.owner
+        if isinstance(owner, ir.OpView) and not owner.operation.name.startswith("lazy."):
+            owner.operation.verify()
+    return out, None
+
+
+def _as_pattern(lowerings, failures: list, scratch):
+    """An op's lowerings (in the order tried) as one rewrite pattern. A
+    lowering that declines leaves the op to the next one; the ops it built are
+    dropped (every lowering but the last builds in ``scratch``, a detached
+    block, and what the one that accepts built moves before the op). A
+    lowering that raises, builds an op that does not verify or results of
+    other types, or the op every lowering declined, fails the match instead,
+    and the op and why go to ``failures`` (an exception never unwinds through
+    the C++ driver, and the failure names the ``lazy`` op rather than the
+    StableHLO it became)."""
+    last = len(lowerings) - 1
 
     def pattern(op, rewriter):
-        try:
-            with rewriter.ip, op.location:
-                out = fn(op, rewriter)
+        declined = []
+        for i, lowering in enumerate(lowerings):
+            ip = rewriter.ip if i == last else ir.InsertionPoint(scratch)
+            try:
+                out, why = _candidate(lowering, op, rewriter, ip)
+            except ir.MLIRError as e:
+                _clear(scratch)
+                failures.append((_failed(op, f"its lowering built invalid StableHLO: {diagnostics(e)}"), e, op.location))
+                return True
+            except ResultTypeError as e:
+                _clear(scratch)
+                failures.append((_failed(op, str(e)), e, op.location))
+                return True
+            except Exception as e:
+                _clear(scratch)
+                failures.append((_failed(op, f"its lowering raised {type(e).__name__}: {e}"), e, op.location))
+                return True
             if out is None:
-                failures.append((_failed(op, "its lowering declined it"), None, op.location))
-                return True  # the conversion reports the op as illegal
-            if isinstance(out, ir.Value):
-                out = [out]
-            out = list(out)
-            for v in out:
-                owner = v.owner
-                if isinstance(owner, ir.OpView) and not owner.operation.name.startswith("lazy."):
-                    owner.operation.verify()
-        except ir.MLIRError as e:
-            failures.append((_failed(op, f"its lowering built invalid StableHLO: {diagnostics(e)}"), e, op.location))
-            return True
-        except Exception as e:
-            failures.append((_failed(op, f"its lowering raised {type(e).__name__}: {e}"), e, op.location))
-            return True
-        rewriter.replace_op(op, out)
-        return False
+                _clear(scratch)
+                declined.append(lowering.describe() + (f": {why}" if why else ""))
+                continue
+            if i != last:
+                for built in list(scratch.operations):
+                    built.operation.move_before(op)
+            rewriter.replace_op(op, out)
+            return False
+        reason = "every lowering declined it: " + "; ".join(declined)
+        failures.append((_failed(op, reason), Decline(reason), op.location))
+        return True
 
     return pattern
+
+
+def _clear(block) -> None:
+    for built in reversed(list(block.operations)):
+        built.operation.erase()
 
 
 def run(module_op: ir.Operation, pass_=None) -> None:
@@ -119,10 +176,12 @@ def run(module_op: ir.Operation, pass_=None) -> None:
 
     failures: list = []
     patterns = rewrite.RewritePatternSet()
+    scratch_op = ir.Operation.create("builtin.module", regions=1, loc=ir.Location.unknown(module_op.context))
+    scratch = scratch_op.regions[0].blocks.append()
     for n in sorted(names):
-        fn = registry.lowering_for(n)
-        if fn is not None:
-            patterns.add(n, _as_pattern(fn, failures))
+        lowerings = registry.lowerings_for(n)
+        if lowerings:
+            patterns.add(n, _as_pattern(lowerings, failures, scratch))
     target = rewrite.ConversionTarget()
     target.add_legal_dialect("stablehlo")
     target.add_legal_dialect("func")
@@ -135,10 +194,7 @@ def run(module_op: ir.Operation, pass_=None) -> None:
             raise LoweringError(f"lazy-to-stablehlo failed: {e}") from None
         failed, cause, location = failures[0]
         where = "" if failed.location is None else f" at {failed.location[0]}:{failed.location[1]}"
-        if cause is None:  # declined: MLIR's message says it already
-            error = LoweringError(f"lazy-to-stablehlo failed: {e}")
-        else:
-            error = LoweringError(f"lazy-to-stablehlo: {failed.name}{where}: {failed.reason}")
+        error = LoweringError(f"lazy-to-stablehlo: {failed.name}{where}: {failed.reason}")
         error.op, error.location = failed, location
         raise error from cause
 

@@ -27,3 +27,15 @@ def clean_runtime():
     lc.cache.clear()
     metrics.reset()
     yield
+
+
+@pytest.fixture
+def restore_lowerings():
+    """User lowerings and PDL patterns are process-wide: the test leaves them as it found them."""
+    from lazycore.passes.lowering import registry
+
+    user, pdl = dict(registry.USER), list(registry.PDL_SOURCES)
+    yield
+    registry.USER.clear()
+    registry.USER.update(user)
+    registry.PDL_SOURCES[:] = pdl

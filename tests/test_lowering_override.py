@@ -1,5 +1,7 @@
 """The user-lowering API: Python overrides, PDL patterns, and ops with no lowering."""
 
+import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -8,7 +10,15 @@ import pytest
 from lazycore.runtime import compiler
 from lazycore.dialect import OpSpec, define
 from lazycore.mlir import ir
-from lazycore.passes import LoweringError, PassError, load_pdl_patterns, register_lowering, unregister_lowering
+from lazycore.passes import (
+    Decline,
+    LoweringError,
+    PassError,
+    builtin_lowering,
+    load_pdl_patterns,
+    register_lowering,
+    unregister_lowering,
+)
 from lazycore.passes.lowering import hlo, registry
 
 PDL_FILE = Path(__file__).parent.parent / "lit_tests" / "Inputs" / "pdl_lowerings.mlir"
@@ -29,14 +39,7 @@ func.func @main(%a: tensor<4xf32>, %b: tensor<3xf64>) -> (tensor<4xf32>, tensor<
 }"""
 
 
-@pytest.fixture(autouse=True)
-def restore_registry():
-    """Overrides are process-wide: each test leaves the registry as it found it."""
-    user, pdl = dict(registry.USER), list(registry.PDL_SOURCES)
-    yield
-    registry.USER.clear()
-    registry.USER.update(user)
-    registry.PDL_SOURCES[:] = pdl
+pytestmark = pytest.mark.usefixtures("restore_lowerings")  # overrides are process-wide
 
 
 def stablehlo_text(program: str) -> str:
@@ -76,14 +79,113 @@ def test_register_for_an_unknown_op_names_it():
         register_lowering("no_such_op", tanh_via_logistic)
 
 
-def test_a_declining_lowering_fails_naming_the_op():
+# --- declining, the built-in lowering, and results of the wrong type -------------
+
+
+def test_a_declining_lowering_leaves_the_op_to_the_builtin_one(rng):
+    built = []
+
+    def declines_after_building(op, rewriter):
+        built.append(hlo.unary("exponential", op.operands[0]))  # dropped: it declines
+        raise Decline("not this one")
+
     register_lowering("tanh", lambda op, rewriter: None)
-    with pytest.raises(LoweringError, match="failed to legalize operation 'lazy.tanh'"):
+    register_lowering("tanh", declines_after_building)
+    text = stablehlo_text(TANH)
+    assert built and "stablehlo.exponential" not in text and "stablehlo.tanh" in text
+    a = rng.standard_normal((2, 3)).astype(np.float32)
+    (out,) = compiler.run_module(TANH, [a])
+    np.testing.assert_allclose(out, np.tanh(a), rtol=1e-6)
+
+
+def test_user_lowerings_are_tried_newest_first_until_one_accepts():
+    tried = []
+
+    def accepts(op, rewriter):
+        tried.append("older")
+        return tanh_via_logistic(op, rewriter)
+
+    def declines(op, rewriter):
+        tried.append("newer")
+        return None
+
+    register_lowering("tanh", accepts)
+    register_lowering("tanh", declines)
+    text = stablehlo_text(TANH)
+    assert tried == ["newer", "older"]
+    assert "stablehlo.logistic" in text and "stablehlo.tanh" not in text
+    # dropping the accepting one alone leaves the declining one, then the built-in
+    unregister_lowering("tanh", accepts)
+    assert [r.fn for r in registry.USER["lazy.tanh"]] == [declines]
+    assert "stablehlo.tanh" in stablehlo_text(TANH)
+    # registering a function again moves it first instead of adding it twice
+    register_lowering("tanh", accepts)
+    register_lowering("tanh", declines)
+    assert [r.fn for r in registry.USER["lazy.tanh"]] == [accepts, declines]
+
+
+def test_a_lowering_may_call_the_builtin_one(rng):
+    assert builtin_lowering("lazy.tanh") is builtin_lowering("tanh")
+
+    @register_lowering("tanh")  # the decorator form
+    def clipped(op, rewriter):
+        t = builtin_lowering("tanh")(op, rewriter)
+        return hlo.binary("minimum", t, hlo.splat_like(0.5, t))
+
+    a = rng.standard_normal((2, 3)).astype(np.float32) * 3
+    (out,) = compiler.run_module(TANH, [a])
+    np.testing.assert_allclose(out, np.minimum(np.tanh(a), np.float32(0.5)), rtol=1e-6)
+    with pytest.raises(KeyError, match="'lazy.test_override_twice' has no built-in lowering"):
+        builtin_lowering(TWICE.name)
+
+
+def test_results_of_the_wrong_type_name_the_lowering_and_both_types():
+    def widens(op, rewriter):
+        return hlo.convert(op.operands[0], "f64")
+
+    register_lowering("tanh", widens)
+    line = widens.__code__.co_firstlineno + 3  # the register_lowering call
+    where = rf"{re.escape(__file__)}:{line}"
+    with pytest.raises(LoweringError, match=rf"lowering of lazy.tanh registered at {where} "
+                       r"returned tensor<2x3xf64>, expected tensor<2x3xf32>$") as e:
         compiler.lower(TANH)
+    assert "unresolved materialization" not in str(e.value)
+    assert e.value.op.name == "lazy.tanh" and e.value.op.location == ("-", 3)
+
+    register_lowering("tanh", lambda op, rewriter: [op.operands[0], op.operands[0]])
+    with pytest.raises(LoweringError, match=r"returned \(tensor<2x3xf32>, tensor<2x3xf32>\), expected tensor<2x3xf32>"):
+        compiler.lower(TANH)
+    register_lowering("tanh", lambda op, rewriter: [])
+    with pytest.raises(LoweringError, match=r"returned nothing, expected tensor<2x3xf32>"):
+        compiler.lower(TANH)
+
+
+def test_a_wrong_result_type_fails_the_barrier_with_the_users_line(rng):
+    import lazycore as lc
+
+    register_lowering("tanh", lambda op, rewriter: hlo.convert(op.operands[0], "f64"))
+    x = lc.from_numpy(rng.standard_normal(3).astype(np.float32))
+    y = lc.apply("tanh", x); line = sys._getframe().f_lineno  # noqa: E702
+    z = lc.apply("neg", x)
+    lc.mark_step()
+    with pytest.raises(lc.BarrierError, match=rf"lazy.tanh \(recorded at .*test_lowering_override.py:{line}\).*"
+                       r"lowering of lazy.tanh registered at .* returned tensor<3xf64>, expected tensor<3xf32>"):
+        lc.to_numpy(y)
+    np.testing.assert_array_equal(lc.to_numpy(z), -lc.to_numpy(x))
 
 
 # A row added for this test only: the op table is process-wide and append-only.
 TWICE = define(OpSpec("test_override_twice", ("operand",), lambda x: x, summary="2x, defined by a test"))
+
+
+def test_an_op_every_lowering_declines_fails_naming_each_and_why():
+    program = TANH.replace("lazy.tanh", TWICE.full_name)
+    register_lowering(TWICE.name, lambda op, rewriter: None)
+    register_lowering(TWICE.name, lambda op, rewriter: (_ for _ in ()).throw(Decline("only on Tuesdays")))
+    with pytest.raises(LoweringError, match=r"lazy.test_override_twice at -:3: every lowering declined it: "
+                       r"the lowering registered at .*test_lowering_override.py:\d+: only on Tuesdays; "
+                       r"the lowering registered at .*test_lowering_override.py:\d+$"):
+        compiler.lower(program)
 
 
 def test_new_op_needs_a_lowering_and_takes_a_user_one(rng):

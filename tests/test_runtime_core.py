@@ -1,5 +1,7 @@
 """The core API: values in and out, ops, the scalar policy, and a tiny frontend on top."""
 
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -56,6 +58,14 @@ class MiniArray:
     def __repr__(self):
         return f"MiniArray({self.numpy()!r})"
 
+    # the frontend protocol (lazycore.trace.protocol): the core's tools take MiniArrays
+    def __lazycore_value__(self):
+        return self.t
+
+    @classmethod
+    def __lazycore_wrap__(cls, handle):
+        return cls(handle)
+
 
 pytestmark = pytest.mark.usefixtures("clean_runtime")
 
@@ -78,6 +88,50 @@ def test_frontend_expression_matches_numpy(rng):
     check(out.numpy(), (x * y - np.float32(2.5) * x + 1) / (y * y + np.float32(3.0)))
     check((-a).numpy(), -x)
     check((7.0 - a).numpy(), np.float32(7.0) - x)
+
+
+def test_a_frontend_of_the_protocol_gets_the_core_tools(rng):
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    a = MiniArray.from_numpy(x)
+    y = a * 2.5 + 1
+    text = lc.debug.ir_text(y)
+    assert "func.func @main(%arg0: tensor<2x3xf32>, %arg1: tensor<1xf32>) -> tensor<2x3xf32>" in text
+    assert '"lazy.mul"(%arg0' in text and '"lazy.add"' in text
+    assert lc.debug.to_dot([a, y]).startswith("digraph")
+    exported = lc.export(lambda m: (m * m - 1.5, -m), a)
+    assert [r.type for r in exported.results] == [a.t.type] * 2
+    got = exported.call(x)
+    check(got[0], x * x - np.float32(1.5))
+    check(got[1], -x)
+    with pytest.raises(TypeError, match="expected a lazy value .* got list"):
+        lc.debug.ir_text([[a]])
+
+
+def test_a_frontend_module_marked_as_library_is_not_the_users_line(tmp_path):
+    import importlib.util
+
+    (tmp_path / "one_module_frontend.py").write_text(
+        "import lazycore as lc\n\ndef double(t):\n    return lc.apply('add', t, t)\n")
+    (tmp_path / "user_code.py").write_text(
+        "import one_module_frontend\n\ndef run(t):\n    return one_module_frontend.double(t)\n")
+    modules = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(tmp_path))
+        for name in ("one_module_frontend", "user_code"):
+            spec = importlib.util.find_spec(name)
+            modules[name] = importlib.util.module_from_spec(spec)
+            mp.setitem(sys.modules, name, modules[name])
+            spec.loader.exec_module(modules[name])
+    x = lc.from_numpy(np.ones(2, np.float32))
+
+    def line_of(t):
+        file, line = lc.sourceloc.resolve(t.value.node.loc)
+        return os.path.basename(file), line
+
+    assert line_of(modules["user_code"].run(x)) == ("one_module_frontend.py", 4)
+    lc.sourceloc.skip(modules["one_module_frontend"], folder=False)
+    # the frontend's own file only: its neighbour in the folder is user code
+    assert line_of(modules["user_code"].run(x)) == ("user_code.py", 4)
 
 
 def test_integer_ops_keep_integer_dtype(rng):

@@ -265,6 +265,14 @@ class ndarray:
             raise ValueError(f"unsupported Array API version {api_version!r}")
         return lnp
 
+    # the frontend protocol (lazycore.trace.protocol)
+    def __lazycore_value__(self):
+        return value(self)
+
+    @classmethod
+    def __lazycore_wrap__(cls, handle):
+        return wrap(handle)
+
 
 _STANDINS = Memo("numpy.standins", 256)
 """(shape, element strides, offset) -> the stand-in for that layout."""

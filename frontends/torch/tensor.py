@@ -84,6 +84,14 @@ class Tensor(torch.Tensor):
     def tolist(self):
         return to_host(self).tolist()
 
+    # the frontend protocol (lazycore.trace.protocol)
+    def __lazycore_value__(self):
+        return read(self)
+
+    @classmethod
+    def __lazycore_wrap__(cls, handle):
+        return wrap(handle)
+
     def __repr__(self, *, tensor_contents=None):
         text = repr(to_host(self))
         extra = f", device='{self.device}'"

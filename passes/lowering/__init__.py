@@ -1,16 +1,21 @@
 """Lowerings from ``lazy`` to StableHLO, one per op, in a registry users can extend.
 
 Public API: :func:`register_lowering`, :func:`unregister_lowering`,
-:func:`load_pdl_patterns`. Built-in lowerings live in one module per op family.
+:func:`builtin_lowering`, :class:`Decline`, :func:`load_pdl_patterns`.
+Built-in lowerings live in one module per op family.
 """
 
 from .registry import (  # noqa: F401
     BUILTIN,
     USER,
+    Decline,
+    Lowering,
+    builtin_lowering,
     clear_user_patterns,
     load_pdl_patterns,
     lowering,
     lowering_for,
+    lowerings_for,
     register_lowering,
     unregister_lowering,
 )

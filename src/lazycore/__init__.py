@@ -27,6 +27,8 @@ _CORE = {
     "BarrierError", "LazyTensor", "apply", "assign", "broadcast_to", "check", "convert_to", "devices", "default_device",
     "from_buffer", "from_host", "from_numpy", "live_tensors", "mark_step", "scalar", "to_buffer", "to_device", "to_numpy",
 }
+# functions and classes of other modules, by name -> their module
+_NAMED = {"export": "lazycore.observe.export", "ExportError": "lazycore.observe.export"}
 # public short name -> the module behind it
 PUBLIC_MODULES = {
     "config": "lazycore.ir.config",
@@ -85,6 +87,8 @@ sys.meta_path.append(_ShortNames())
 def __getattr__(name):
     if name in _CORE:
         value = getattr(_load("lazycore.trace.core"), name)
+    elif name in _NAMED:
+        value = getattr(_load(_NAMED[name]), name)
     elif name in PUBLIC_MODULES:
         value = _load(PUBLIC_MODULES[name])
     else:
@@ -94,4 +98,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | _CORE | set(PUBLIC_MODULES))
+    return sorted(set(globals()) | _CORE | set(_NAMED) | set(PUBLIC_MODULES))

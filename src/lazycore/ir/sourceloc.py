@@ -1,7 +1,8 @@
 """The user's source line: the innermost frame outside lazycore and the array libraries.
 
 Fallbacks, recompile reasons and IR locations name the line of user code
-responsible; frontends add their library's folder with :func:`skip`.
+responsible; frontends add their library's folder (or their one module's
+file) with :func:`skip`.
 
 :func:`caller` runs on every recorded op (``lazycore.apply``), so it is
 cheap: whether a file is a library file is decided once per file name and
@@ -25,9 +26,20 @@ _LIBRARY: dict[str, bool] = {}
 """File name -> True for a library file (skipped by the walk)."""
 
 
-def skip(module) -> None:
-    """Treat frames inside ``module``'s package folder as library frames."""
-    path = os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+_SKIP_FILES: set[str] = set()
+
+
+def skip(module, *, folder: bool = True) -> None:
+    """Treat frames inside ``module``'s package folder as library frames, so
+    locations name the user's line that called into it. ``folder=False``:
+    only the frames of ``module``'s own file (a frontend written as one
+    module, next to code of its users)."""
+    path = os.path.abspath(module.__file__)
+    if not folder:
+        _SKIP_FILES.update((module.__file__, path))
+        _LIBRARY.clear()
+        return
+    path = os.path.dirname(path) + os.sep
     if path not in _SKIP:
         _SKIP.append(path)
         _LIBRARY.clear()  # decided again against the new prefixes
@@ -40,7 +52,7 @@ def is_library(filename: str) -> bool:
 
 
 def _is_library(name: str) -> bool:
-    lib = name.startswith(tuple(_SKIP)) or name.startswith("<frozen")
+    lib = name in _SKIP_FILES or name.startswith(tuple(_SKIP)) or name.startswith("<frozen")
     _LIBRARY[name] = lib
     return lib
 

@@ -9,7 +9,9 @@ parameters, and the outputs marked; edges run from operand to user.
 
 Both take lazycore handles (:class:`~lazycore.tensor.LazyTensor`), tensors of
 the PyTorch frontend (``lazycore.torch``), arrays of the NumPy frontend
-(``lazycore.numpy``) or graph values, one or a list of them. A view is shown
+(``lazycore.numpy``), any object of the frontend protocol
+(``__lazycore_value__()``, :mod:`lazycore.trace.protocol`) or graph values,
+one or a list of them. A view is shown
 as the ops that read it from its storage, as a barrier would compute it.
 
 IR dumps. With ``LAZYCORE_DUMP_DIR=DIR`` (or ``configure(dump_dir=DIR)``)
@@ -32,14 +34,13 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 
 from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.graph import Data, Node, Scalar, Value
 from lazycore.ir.sourceloc import resolve
-from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime.barrier import Walk
+from lazycore.trace.protocol import handle_of
 
 __all__ = ["OBSERVERS", "ir_text", "recording", "to_dot", "values_of", "walk_to_dot"]
 
@@ -47,19 +48,7 @@ __all__ = ["OBSERVERS", "ir_text", "recording", "to_dot", "values_of", "walk_to_
 def _value_of(x) -> Value:
     if type(x) is Value:
         return x
-    if isinstance(x, LazyTensor):
-        return x.value
-    # Frontend objects: only look at a frontend that is already imported (an
-    # object of it can exist only then), so this never imports torch.
-    ttensor = sys.modules.get("lazycore.frontends.torch.tensor")
-    if ttensor is not None and isinstance(x, ttensor.Tensor):
-        return ttensor.read(x).value
-    narray = sys.modules.get("lazycore.frontends.numpy.array")
-    if narray is not None and isinstance(x, narray.ndarray):
-        return narray.value(x).value
-    raise TypeError(
-        f"expected a lazycore handle, a lazy torch tensor or a lazycore.numpy array, got {type(x).__name__}"
-    )
+    return handle_of(x).value
 
 
 def values_of(tensors) -> list[Value]:

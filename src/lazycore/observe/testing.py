@@ -42,7 +42,7 @@ from lazycore.ir.config import override
 from lazycore.observe import inspect_graph
 from lazycore.runtime.cache import CACHE
 
-__all__ = ["Capture", "CapturedGraph", "FILECHECK", "capture", "check", "filecheck"]
+__all__ = ["Capture", "CapturedGraph", "FILECHECK", "capture", "check", "filecheck", "print_ir"]
 
 FILECHECK: list[str] = [sys.executable, "-m", "filecheck"]
 """The FileCheck command; the check file is appended, the input comes on stdin."""
@@ -157,6 +157,32 @@ def check(snippet, directives: str, stage: str = "lazy", **capture_options) -> C
         snippet()
     cap.check(directives, stage)
     return cap
+
+
+def print_ir(fn=None, *, stage: str = "both", locations: bool = False):
+    """Run ``fn()`` inside :func:`capture` and print what it compiled: a line
+    ``// TEST: <fn's name>``, then each graph's ``stage`` text (default: its
+    ``lazy`` module, then ``// ----- stablehlo -----`` and its StableHLO).
+
+    For lit tests in the style of torch-mlir's and JAX's (``# RUN: %PYTHON %s
+    | FileCheck %s``, ``lit_tests/frontends/``): used as a decorator, it runs
+    the function where it is defined and returns it::
+
+        @lazycore.testing.print_ir
+        def add():
+            (x + y).cpu()
+        # CHECK-LABEL: TEST: add
+        # CHECK: lazy.add
+    """
+
+    def run(f):
+        print(f"// TEST: {f.__name__}")
+        with capture(locations=locations) as cap:
+            f()
+        print(cap.text(stage), flush=True)
+        return f
+
+    return run if fn is None else run(fn)
 
 
 def filecheck(text: str, directives: str, *, options=(), what: str = "input") -> None:

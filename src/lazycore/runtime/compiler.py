@@ -42,7 +42,8 @@ def _environments() -> tuple[bytes, bytes | None]:
     state = (tuple(registry.USER.items()), tuple(registry.PDL_SOURCES))
     envs = _ENVIRONMENTS.get(state)
     if envs is None:
-        user = sorted((name, fn.__module__, fn.__qualname__, id(fn)) for name, fn in registry.USER.items())
+        user = [(name, [(getattr(r.fn, "__module__", None), getattr(r.fn, "__qualname__", None), id(r.fn)) for r in rs])
+                for name, rs in sorted(registry.USER.items())]
         pdl = [hashlib.blake2b(t.encode(), digest_size=16).hexdigest() for t in registry.PDL_SOURCES]
         versions = (lazycore.__version__, pjrt.jaxlib_version(), pjrt.consumer_stablehlo_version())
         env = repr(versions + (user, pdl)).encode()
@@ -194,9 +195,11 @@ def run_module(module: ir.Module | str, inputs: Sequence[np.ndarray], **kw) -> l
     return compile_module(module, **kw).run_numpy([np.asarray(a) for a in inputs])
 
 
-def build_module(walk):
+def build_module(walk, constants: dict | None = None):
     """The walk as a ``lazy``-dialect module with entry ``@main``: the walk's
-    outputs, then the flags of its value checks (:mod:`lazycore.runtime.checks`)."""
+    outputs, then the flags of its value checks (:mod:`lazycore.runtime.checks`).
+    ``constants``: id(leaf) -> host array, leaves built as ``lazy.constant``
+    instead of parameters (an exported program's captured values)."""
     ctx = new_context()
     unknown = ir.Location.unknown(ctx)
     locs: dict = {}  # raw location -> ir.Location: the user's file:line per op
@@ -232,6 +235,8 @@ def build_module(walk):
                         env[id(leaf)] = [create("reshape", one, shape=()).result]
                 for node in walk.order:
                     if node.is_leaf:
+                        if constants and id(node) in constants:
+                            env[id(node)] = [create("constant", value=constants[id(node)]).result]
                         continue
                     operands = [
                         env[id(o.node)][o.index] if type(o) is Value else [env[id(v.node)][v.index] for v in o]
