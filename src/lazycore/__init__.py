@@ -27,6 +27,10 @@ _CORE = {
     "BarrierError", "LazyTensor", "apply", "assign", "broadcast_to", "check", "convert_to", "devices", "default_device",
     "from_buffer", "from_host", "from_numpy", "live_tensors", "mark_step", "scalar", "to_buffer", "to_device", "to_numpy",
 }
+# one program over many devices (lazycore.trace.sharding)
+_SHARDING = {
+    "Mesh", "all_gather", "all_reduce", "all_to_all", "collective_permute", "reduce_scatter", "shard", "sharding_of",
+}
 # public short name -> the module behind it
 PUBLIC_MODULES = {
     "config": "lazycore.ir.config",
@@ -85,6 +89,8 @@ sys.meta_path.append(_ShortNames())
 def __getattr__(name):
     if name in _CORE:
         value = getattr(_load("lazycore.trace.core"), name)
+    elif name in _SHARDING:
+        value = getattr(_load("lazycore.trace.sharding"), name)
     elif name in PUBLIC_MODULES:
         value = _load(PUBLIC_MODULES[name])
     else:
@@ -94,4 +100,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | _CORE | set(PUBLIC_MODULES))
+    return sorted(set(globals()) | _CORE | _SHARDING | set(PUBLIC_MODULES))
