@@ -303,3 +303,30 @@ def _api_on_four_devices():
 
 def test_api_on_four_devices():
     run_isolated(__file__, "_api_on_four_devices", env=FOUR_DEVICES)
+
+
+def _disk_cache_run():
+    """A mesh program from the persistent compile cache: the second process loads
+    it (with the layouts of its results) instead of compiling."""
+    import os
+
+    from lazycore.observe import metrics
+
+    mesh = lc.Mesh((2, 2), ("data", "model"))
+    h = np.arange(32, dtype=np.float32).reshape(8, 4)
+    x = lc.shard(h, mesh, ("data", "model"))
+    y = lc.apply("mul", x, x)
+    z = lc.apply("reduce_sum", y, dims=(1,))
+    np.testing.assert_array_equal(lc.to_numpy(z), (h * h).sum(1))
+    assert lc.sharding_of(y) == ("data", "model")
+    c = metrics.counters()
+    if os.environ["EXPECT"] == "compile":
+        assert c["compiles"] == 1 and c["disk_cache_writes"] == 1, c
+    else:
+        assert c["compiles"] == 0 and c["disk_cache_hits"] == 1, c
+
+
+def test_mesh_programs_in_the_persistent_cache(tmp_path):
+    for expect in ("compile", "load"):
+        run_isolated(__file__, "_disk_cache_run",
+                     env=dict(FOUR_DEVICES, LAZYCORE_CACHE_DIR=str(tmp_path), EXPECT=expect))

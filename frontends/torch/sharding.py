@@ -10,10 +10,13 @@ computes (the updated parameters keep their layout).
 
 from __future__ import annotations
 
+import torch
+
 from lazycore.runtime.device import Mesh
 from lazycore.trace import sharding
 
-from .tensor import Tensor, lc_device, read, torch_device, write
+from . import dtypes
+from .tensor import Tensor, lc_device, read, torch_device, wrap, write
 
 
 def mark_sharding(tensor: Tensor, mesh: Mesh, spec) -> Tensor:
@@ -35,6 +38,23 @@ def mark_sharding(tensor: Tensor, mesh: Mesh, spec) -> Tensor:
     if tensor._steps:
         raise RuntimeError("mark_sharding: the tensor is a view of another; mark the tensor it views")
     return write(tensor, sharding.shard(read(tensor), mesh, spec))
+
+
+def shard(tensor, mesh: Mesh, spec, *, local: bool = False) -> Tensor:
+    """A new tensor on ``mesh``'s device laid out as ``spec``
+    (:func:`lazycore.shard`), from a CPU tensor or a lazy one. ``local=True``:
+    ``tensor`` is this process's part (a CPU tensor: the batch it loaded) of
+    a tensor of a mesh spanning several processes; the result is the whole
+    tensor (:mod:`lazycore.runtime.distributed`)."""
+    if isinstance(tensor, Tensor):
+        if local:
+            raise TypeError("shard(local=True) takes this process's part as a CPU tensor")
+        source = read(tensor)
+    elif isinstance(tensor, torch.Tensor):
+        source = dtypes.to_numpy(tensor.detach())
+    else:
+        raise TypeError(f"shard expects a tensor, got {type(tensor).__name__}")
+    return wrap(sharding.shard(source, mesh, spec, local=local))
 
 
 def sharding_of(tensor: Tensor):

@@ -38,6 +38,7 @@ PUBLIC_MODULES = {
     "sourceloc": "lazycore.ir.sourceloc",
     "tensor": "lazycore.ir.tensor",
     "device": "lazycore.runtime.device",
+    "distributed": "lazycore.runtime.distributed",
     "barrier": "lazycore.runtime.barrier",
     "cache": "lazycore.runtime.cache",
     "compiler": "lazycore.runtime.compiler",

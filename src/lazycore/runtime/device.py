@@ -128,20 +128,23 @@ class Mesh(Device):
     barrier runs their pending work as one program that XLA's SPMD
     partitioner splits over the devices. ``devices`` (lazycore devices or
     their names, row-major) defaults to every device of the best platform
-    there is (an accelerator, else the CPU), and must fill the mesh exactly.
-    Two meshes of the same shape, names and devices are one object.
+    there is (an accelerator, else the CPU), of every process when several
+    run together (:mod:`lazycore.runtime.distributed`), and must fill the
+    mesh exactly. Two meshes of the same shape, names and devices are one object.
     """
 
     __slots__ = ("shape", "axis_names", "devices")
 
     def __new__(cls, shape, axis_names, devices=None):
         shape, names, devs = _mesh_args(shape, axis_names, devices)
-        key = ("mesh", shape, names, tuple(d.name for d in devs))
+        key = ("mesh", shape, names, tuple(map(_pjrt_name, devs)))
         mesh = _DEVICES.get(key)
         if mesh is None:
             mesh = object.__new__(cls)
-            Device.__init__(mesh, devs[0].platform, None, pjrt.MeshTarget([d.pjrt for d in devs], shape, names))
-            mesh.shape, mesh.axis_names, mesh.devices = shape, names, devs
+            Device.__init__(mesh, _platform(devs[0]), None, pjrt.MeshTarget(devs, shape, names))
+            mesh.shape, mesh.axis_names = shape, names
+            mesh.devices = devs
+            """The PJRT devices, row-major (of every process the mesh spans)."""
             _DEVICES[key] = mesh
         return mesh
 
@@ -165,11 +168,12 @@ class Mesh(Device):
             raise ValueError(f"{name!r} is not an axis of {self.name} (its axes: {', '.join(self.axis_names)})")
         return self.axis_names.index(name)
 
-    def spec_axes(self, spec, shape, what: str = "spec") -> tuple[int, ...]:
+    def spec_axes(self, spec, shape, what: str = "spec", sizes: bool = True) -> tuple[int, ...]:
         """``spec`` for a value of ``shape`` as mesh axis indices per dimension
         (-1: not split): an axis name or None per dimension (fewer entries than
         dimensions leave the last ones whole, as jax's ``PartitionSpec``). Bad
-        specs raise ValueError (TypeError for entries that are no names)."""
+        specs raise ValueError (TypeError for entries that are no names);
+        ``sizes=False`` leaves the sizes of the dimensions unchecked."""
         if isinstance(spec, str) or not isinstance(spec, (tuple, list)):
             raise TypeError(f"{what} must be a tuple with an axis name or None per dimension, got {spec!r}")
         spec = tuple(spec)
@@ -187,7 +191,7 @@ class Mesh(Device):
             a = self.axis_index(entry)
             if a in axes:
                 raise ValueError(f"{what} {spec}: mesh axis {entry!r} splits two dimensions")
-            if shape[d] % self.shape[a]:
+            if sizes and shape[d] % self.shape[a]:
                 raise ValueError(
                     f"{what} {spec}: dimension {d} of size {shape[d]} cannot be split evenly along mesh axis "
                     f"{entry!r} of size {self.shape[a]}"
@@ -202,11 +206,17 @@ class Mesh(Device):
     def __repr__(self) -> str:
         return f"Mesh({self.shape}, {self.axis_names}, devices=[{_device_names(self.devices)}])"
 
-    def __reduce__(self):
-        return (Mesh, (self.shape, self.axis_names, [d.name for d in self.devices]))
+
+def _platform(pjrt_device) -> str:
+    return "gpu" if pjrt_device.platform in ("cuda", "rocm") else pjrt_device.platform
 
 
-def _mesh_args(shape, axis_names, chosen) -> tuple[tuple[int, ...], tuple[str, ...], tuple[Device, ...]]:
+def _pjrt_name(pjrt_device) -> str:
+    """A PJRT device by its global id (in one process, the lazycore name)."""
+    return f"{_platform(pjrt_device)}:{pjrt_device.id}"
+
+
+def _mesh_args(shape, axis_names, chosen) -> tuple[tuple[int, ...], tuple[str, ...], tuple]:
     """The checked arguments of :class:`Mesh` (ValueError / TypeError for bad ones)."""
     if isinstance(shape, int):
         shape = (shape,)
@@ -226,9 +236,9 @@ def _mesh_args(shape, axis_names, chosen) -> tuple[tuple[int, ...], tuple[str, .
     for n in shape:
         size *= n
     if chosen is None:
-        every = devices()
-        best = next((d.platform for d in every if d.platform != "cpu"), "cpu")
-        devs = tuple(d for d in every if d.platform == best)
+        every = pjrt.global_devices()
+        best = next((_platform(d) for d in every if _platform(d) != "cpu"), "cpu")
+        devs = tuple(d for d in every if _platform(d) == best)
         if len(devs) != size:
             raise ValueError(
                 f"a mesh of shape {shape} needs {size} devices; there are {len(devs)} {best} devices "
@@ -247,14 +257,14 @@ def _mesh_args(shape, axis_names, chosen) -> tuple[tuple[int, ...], tuple[str, .
         raise ValueError(f"a mesh holds devices of one platform, got {_device_names(devs)}")
     if any(d.pjrt is None for d in devs):
         raise ValueError("a mesh is made of devices that can run programs")
-    return shape, names, devs
+    return shape, names, tuple(d.pjrt for d in devs)
 
 
 def _device_names(devs) -> str:
-    """``cpu:0-3`` for consecutive devices of one platform, else every name."""
-    platforms = {d.platform for d in devs}
-    indices = [d.index for d in devs]
-    if len(platforms) == 1 and len(devs) > 1 and indices == list(range(indices[0], indices[0] + len(devs))):
-        return f"{devs[0].platform}:{indices[0]}-{indices[-1]}"
-    return ",".join(d.name for d in devs)
+    """``cpu:0-3`` for PJRT devices of one platform with consecutive ids, else every name."""
+    platforms = {_platform(d) for d in devs}
+    ids = [d.id for d in devs]
+    if len(platforms) == 1 and len(devs) > 1 and ids == list(range(ids[0], ids[0] + len(devs))):
+        return f"{_platform(devs[0])}:{ids[0]}-{ids[-1]}"
+    return ",".join(map(_pjrt_name, devs))
 

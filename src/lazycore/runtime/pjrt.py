@@ -35,21 +35,58 @@ def jaxlib_version() -> str:
 
 
 def devices(platform: str | None = None) -> list:
-    """PJRT devices jaxlib sees (CPU always; GPU/TPU when present)."""
+    """PJRT devices this process drives (CPU always; GPU/TPU when present).
+    With several processes (:mod:`lazycore.runtime.distributed`), only this
+    process's own: a value of a single device lives here."""
+    return _devices(jax.local_devices, platform)
+
+
+def global_devices(platform: str | None = None) -> list:
+    """The devices of every process (:func:`devices` in a single process): what a mesh spans."""
+    return _devices(jax.devices, platform)
+
+
+def _devices(which, platform):
     if platform is None:
         out = []
         for p in ("cpu", "gpu", "tpu"):
             try:
-                out.extend(jax.devices(p))
+                out.extend(which(backend=p))
             except RuntimeError:
                 pass
         return out
-    return list(jax.devices(platform))
+    return list(which(backend=platform))
 
 
 @functools.cache
 def default_device():
-    return jax.devices("cpu")[0]
+    return jax.local_devices(backend="cpu")[0]
+
+
+def process_index() -> int:
+    return jax.process_index()
+
+
+def process_count() -> int:
+    return jax.process_count()
+
+
+def backends_started() -> bool:
+    """Whether jax made its clients already (after that, no process group can be joined)."""
+    from jax._src import xla_bridge
+
+    return xla_bridge.backends_are_initialized()
+
+
+def join_processes(coordinator_address: str, num_processes: int, process_id: int, local_device_ids,
+                   initialization_timeout: int, heartbeat_timeout: int) -> None:
+    """Join a group of processes through jax.distributed's coordination service;
+    CPU collectives between processes go through gloo."""
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(
+        coordinator_address, num_processes, process_id, local_device_ids,
+        initialization_timeout=initialization_timeout, heartbeat_timeout_seconds=heartbeat_timeout,
+    )
 
 
 def to_device(array: np.ndarray, device=None):
@@ -161,11 +198,33 @@ class MeshTarget:
         return names if str(self.sharding(names, ndim).text) == str(hlo) else None
 
     def put(self, array, sharding: Sharding):
-        """A host array (copied) or a buffer of this mesh, laid out as ``sharding``."""
+        """A host array (copied) or a buffer of this mesh, laid out as
+        ``sharding``. A mesh over several processes takes the same global array
+        in each (each process keeps its devices' blocks)."""
         if isinstance(array, np.ndarray):
             array = np.array(array, copy=True)
         with jax.enable_x64(True):
             return jax.device_put(array, sharding.jax)
+
+    def put_local(self, array: np.ndarray, sharding: Sharding, global_shape: tuple):
+        """A buffer of ``global_shape`` laid out as ``sharding`` from this
+        process's part of it (``array``: the blocks of its devices, together)."""
+        with jax.enable_x64(True):
+            return jax.make_array_from_process_local_data(sharding.jax, np.array(array, copy=True), global_shape)
+
+    def global_shape(self, spec: tuple, local_shape: tuple) -> tuple:
+        """The shape of the value whose part in this process has ``local_shape``, laid out as ``spec``."""
+        from jax._src.sharding_impls import local_to_global_shape
+
+        shape = local_to_global_shape(self.sharding(spec, len(local_shape)).jax, tuple(local_shape))
+        if any(n is None for n in shape):
+            raise ValueError(f"the global shape of a part of shape {tuple(local_shape)} laid out as {spec} "
+                             f"is ambiguous on this mesh")
+        return tuple(shape)
+
+    @property
+    def spans_processes(self) -> bool:
+        return any(d.process_index != self.devices[0].client.process_index() for d in self.devices)
 
     def output_shardings(self, loaded, types: Sequence[TensorType]) -> list[Sharding]:
         """The layouts XLA chose for the results (of ``types``) of a compiled program."""
@@ -208,6 +267,13 @@ def _padded(spec: tuple, ndim: int) -> tuple:
 
 
 def to_host(buffer) -> np.ndarray:
+    """The whole value; of a buffer spread over several processes, gathered
+    from all of them (a collective: every process reads it, as jax's
+    ``process_allgather``)."""
+    if not buffer.is_fully_addressable:
+        from jax.experimental import multihost_utils
+
+        return np.asarray(multihost_utils.process_allgather(buffer, tiled=True))
     return np.asarray(buffer)
 
 

@@ -90,6 +90,20 @@ def shard_data(source, mesh, spec: tuple) -> LazyTensor:
     return _uploaded(buf, t, host.nbytes, dev, sharding)
 
 
+def shard_local_data(local, mesh, spec: tuple, global_shape: tuple) -> LazyTensor:
+    """Device data on ``mesh`` of ``global_shape``, laid out as ``spec``
+    (both checked by the caller), from this process's part of it (its
+    devices' blocks, together: the batch a process loaded); every process of
+    the mesh makes it with its own part."""
+    dev, host, part = _target(local, mesh)
+    t = TensorType(tuple(global_shape), part.dtype)
+    sharding = mesh.pjrt.sharding(spec, t.rank)
+    events.emit("transfer", "host-to-device", part, host.nbytes)
+    with events.timed("transfer"):
+        buf = mesh.pjrt.put_local(host, sharding, t.shape)
+    return _uploaded(buf, t, host.nbytes, dev, sharding)
+
+
 def from_buffer(buffer, device=None) -> LazyTensor:
     """Wrap a PJRT buffer the caller owns; lazycore never donates it."""
     dev = _device.get(device) if device is not None else _device_of(buffer)

@@ -24,7 +24,7 @@ from lazycore.ir.failure import Failure
 from lazycore.ir.graph import Data
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime.device import Mesh
-from lazycore.runtime.transfer import shard_data, to_numpy
+from lazycore.runtime.transfer import shard_data, shard_local_data, to_numpy
 
 from .core import apply
 
@@ -46,7 +46,7 @@ def _mesh(mesh, what: str) -> Mesh:
     return mesh
 
 
-def shard(value, mesh: Mesh, spec) -> LazyTensor:
+def shard(value, mesh: Mesh, spec, *, local: bool = False) -> LazyTensor:
     """``value`` laid out over ``mesh``: dimension ``d`` split into equal
     blocks along the mesh axis ``spec[d]`` names, whole where it is None (and
     for dimensions past the end of ``spec``).
@@ -57,8 +57,21 @@ def shard(value, mesh: Mesh, spec) -> LazyTensor:
     partitioner follows), or a lazy value of a single device (copied through
     the host). Bad specs raise at the call: ValueError for more entries than
     dimensions, an unknown axis, an axis used twice or a dimension its axis
-    does not divide; a value of another mesh raises ValueError too."""
+    does not divide; a value of another mesh raises ValueError too.
+
+    ``local=True``: ``value`` is this process's part of a value of a mesh
+    spanning several processes (:mod:`lazycore.runtime.distributed`): the
+    blocks its devices hold, together; every process passes its own part
+    and the result is the global value."""
     mesh = _mesh(mesh, "shard")
+    if local:
+        if isinstance(value, LazyTensor):
+            raise TypeError("shard(local=True) takes this process's part as host data, not a lazy value")
+        host = np.asarray(value)
+        names = mesh.spec_names(mesh.spec_axes(spec, host.shape, sizes=False))
+        global_shape = mesh.pjrt.global_shape(names, host.shape)
+        mesh.spec_axes(spec, global_shape)  # each split dimension divisible
+        return shard_local_data(host, mesh, names, global_shape)
     shape = value.shape if isinstance(value, LazyTensor) else np.shape(value)
     axes = mesh.spec_axes(spec, shape)
     names = mesh.spec_names(axes)
