@@ -74,6 +74,23 @@ def _split_dim(x: TensorType, mesh, sharding, axis) -> int:
     return sharding.index(axis)
 
 
+def _without(sharding, axis: int) -> tuple[int, ...]:
+    return tuple(-1 if a == axis else a for a in sharding)
+
+
+def _check_new_split(what: str, t: TensorType, sharding, dim, mesh, axis) -> None:
+    """Dimension ``dim`` of ``t`` (laid out as ``sharding``) can be split along
+    mesh axis ``axis``: it exists, no other axis splits it, the axis size divides it."""
+    if not 0 <= dim < t.rank:
+        raise ShapeError(f"{what} {dim} out of range for rank {t.rank}")
+    if sharding[dim] != -1:
+        raise ShapeError(f"{what} {dim} is already split along mesh axis {sharding[dim]}")
+    if t.shape[dim] % mesh[axis]:
+        raise ShapeError(
+            f"{what} {dim} of size {t.shape[dim]} is not divisible by the size {mesh[axis]} of mesh axis {axis}"
+        )
+
+
 def _reduction(reduction) -> None:
     if reduction not in REDUCTIONS:
         raise ShapeError(f"reduction must be one of {', '.join(REDUCTIONS)}, got '{reduction}'")
@@ -118,15 +135,8 @@ def _reduce_scatter(x: TensorType, *, mesh, sharding, axis, dim, reduction):
     _reduction(reduction)
     sharding = check_sharding(x, check_mesh(mesh), sharding)
     result = _blocks_combined(x, mesh, sharding, axis)
-    if not 0 <= dim < x.rank:
-        raise ShapeError(f"dim {dim} out of range for rank {x.rank}")
-    if sharding[dim] not in (-1, axis):
-        raise ShapeError(f"dim {dim} is already split along mesh axis {sharding[dim]}")
-    if result.shape[dim] % mesh[axis]:
-        raise ShapeError(
-            f"dimension {dim} of the reduced value has size {result.shape[dim]}, not divisible by "
-            f"the size {mesh[axis]} of mesh axis {axis}"
-        )
+    # the combined block's dimension may be the one split again
+    _check_new_split("dim", result, _without(sharding, axis), dim, mesh, axis)
     return result
 
 
@@ -137,15 +147,9 @@ def _all_to_all(x: TensorType, *, mesh, sharding, axis, split_dim, concat_dim):
     sharding = check_sharding(x, check_mesh(mesh), sharding)
     if _split_dim(x, mesh, sharding, axis) != concat_dim:
         raise ShapeError(f"concat_dim {concat_dim} is not the dimension split along mesh axis {axis}")
-    if not 0 <= split_dim < x.rank or split_dim == concat_dim:
-        raise ShapeError(f"split_dim {split_dim} must be another dimension of the rank-{x.rank} operand")
-    if sharding[split_dim] != -1:
-        raise ShapeError(f"split_dim {split_dim} is already split along mesh axis {sharding[split_dim]}")
-    if x.shape[split_dim] % mesh[axis]:
-        raise ShapeError(
-            f"split_dim {split_dim} of size {x.shape[split_dim]} is not divisible by the size {mesh[axis]} "
-            f"of mesh axis {axis}"
-        )
+    if split_dim == concat_dim:
+        raise ShapeError(f"split_dim {split_dim} must be another dimension than concat_dim")
+    _check_new_split("split_dim", x, sharding, split_dim, mesh, axis)
     return x
 
 
@@ -182,7 +186,7 @@ def result_sharding(name: str, attrs) -> tuple[int, ...]:
     if name in ("shard", "collective_permute"):
         return sharding
     axis = attrs["axis"]
-    out = [-1 if a == axis else a for a in sharding]
+    out = list(_without(sharding, axis))
     if name == "reduce_scatter":
         out[attrs["dim"]] = axis
     elif name == "all_to_all":

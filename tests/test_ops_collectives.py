@@ -76,7 +76,7 @@ F = TensorType((8, 6), "f32")
     ("all_reduce", dict(mesh=(2, 2), sharding=(0, -1), axis=0, reduction="mean"), "reduction must be one of"),
     ("reduce_scatter", dict(mesh=(4,), sharding=(0, -1), axis=0, dim=1, reduction="sum"), "not divisible"),
     ("reduce_scatter", dict(mesh=(2, 2), sharding=(0, 1), axis=0, dim=1, reduction="sum"), "already split"),
-    ("all_to_all", dict(mesh=(2,), sharding=(0, -1), axis=0, split_dim=0, concat_dim=0), "another dimension"),
+    ("all_to_all", dict(mesh=(2,), sharding=(0, -1), axis=0, split_dim=0, concat_dim=0), "another dimension than"),
     ("all_to_all", dict(mesh=(2,), sharding=(0, -1), axis=0, split_dim=0, concat_dim=1), "is not the dimension"),
     ("collective_permute", dict(mesh=(2,), sharding=(0, -1), axis=0, pairs=(0, 1, 1, 1)), "twice"),
     ("collective_permute", dict(mesh=(2,), sharding=(0, -1), axis=0, pairs=(0, 2)), "out of range"),
@@ -289,6 +289,20 @@ def _api_on_four_devices():
     np.testing.assert_allclose(lc.to_numpy(lc.apply("reduce_sum", lc.apply("mul", a, a), dims=(0,))),
                                (h * h).sum(0), rtol=1e-5)
     assert metrics.counters()["compiles"] == 2
+
+    # a recompile for a new layout says so, with the line that used the input
+    import contextlib
+    import io
+
+    from lazycore.ir.config import override
+
+    err = io.StringIO()
+    with override(debug=1), contextlib.redirect_stderr(err):
+        for spec in [("data", None), (None, "model")]:
+            a = lc.shard(h, mesh, spec)
+            lc.to_numpy(lc.apply("reduce_max", lc.apply("abs", a), dims=(1,)))
+    assert "recompile: input 0 layout (None, 'model') vs ('data', None); first used by lazy.abs at " \
+        f"{__file__}:" in err.getvalue(), err.getvalue()
 
     # a value of a single device moves to the mesh only when asked
     single = lc.from_numpy(h)
