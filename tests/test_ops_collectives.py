@@ -304,6 +304,13 @@ def _api_on_four_devices():
     assert "recompile: input 0 layout (None, 'model') vs ('data', None); first used by lazy.abs at " \
         f"{__file__}:" in err.getvalue(), err.getvalue()
 
+    try:
+        lc.from_buffer(lc.to_buffer(x))
+    except ValueError as e:
+        assert "spans 4 devices" in str(e)
+    else:
+        raise AssertionError("a buffer of 4 devices was taken as one device's")
+
     # a value of a single device moves to the mesh only when asked
     single = lc.from_numpy(h)
     try:

@@ -112,6 +112,11 @@ def from_buffer(buffer, device=None) -> LazyTensor:
 
 
 def _device_of(buffer):
+    if len(buffer.devices()) != 1:
+        raise ValueError(
+            f"the buffer spans {len(buffer.devices())} devices; from_buffer takes a buffer of one device "
+            f"(lay data out over a mesh with lazycore.shard)"
+        )
     (pj,) = buffer.devices()
     for d in _device.devices():
         if d.pjrt == pj:
