@@ -81,4 +81,14 @@ EXAMPLES: dict[str, Example] = {
              mode="add"),
     ),
     "rng_bit_generator": Example((t("2xui64"),), dict(algorithm="three_fry", shape=(2, 3), dtype="ui32")),
+    # rows split over the first axis of a 2x2 mesh, replicated over the second
+    "shard": Example((t("8x6xf32"),), dict(mesh=(2, 2), sharding=(0, -1))),
+    # the sum of the 2 row blocks
+    "all_reduce": Example((t("8x6xf32"),), dict(mesh=(2, 2), sharding=(0, -1), axis=0, reduction="sum")),
+    "all_gather": Example((t("8x6xf32"),), dict(mesh=(2, 2), sharding=(0, 1), axis=1)),
+    # the sum of the 4 row blocks, its columns split over the axis
+    "reduce_scatter": Example((t("8x8xf32"),), dict(mesh=(4,), sharding=(0, -1), axis=0, dim=1, reduction="sum")),
+    "all_to_all": Example((t("8x6xf32"),), dict(mesh=(2,), sharding=(0, -1), axis=0, split_dim=1, concat_dim=0)),
+    # every row block moves one position along the axis, cyclically
+    "collective_permute": Example((t("8x6xf32"),), dict(mesh=(4,), sharding=(0, -1), axis=0, pairs=(0, 1, 1, 2, 2, 3, 3, 0))),
 }

@@ -52,6 +52,7 @@ from test_ops_elementwise import (
     UNARY_FLOAT_CASES,
     _erf_reference,
 )
+from test_ops_collectives import reference as collective_reference
 from test_ops_indexing import ROWS
 from test_ops_linalg import CONVS, DOTS, conv_reference
 from test_ops_reduction import ARG, NUMPY as NUMPY_REDUCE
@@ -514,6 +515,38 @@ def _rng_bit_generator(rng, state, bits):
             for algorithm, words in [("three_fry", 2), ("philox", 3), ("default", 2)]]
 
 
+# On one device (this process) a mesh has one device: each collective runs
+# with groups of one, its blocks are the whole operand. tests/test_ops_collectives.py
+# runs them on 4 devices.
+_COLLECTIVE_CASES = {
+    "shard": [dict(mesh=(1, 1), sharding=(0, 1)), dict(mesh=(1,), sharding=(-1, 0))],
+    "all_reduce": [dict(mesh=(1, 1), sharding=(0, -1), axis=0, reduction=r) for r in ("sum", "prod", "max", "min")],
+    "all_gather": [dict(mesh=(1, 1), sharding=(0, 1), axis=1)],
+    "reduce_scatter": [dict(mesh=(1,), sharding=(0, -1), axis=0, dim=1, reduction="sum")],
+    "all_to_all": [dict(mesh=(1,), sharding=(0, -1), axis=0, split_dim=1, concat_dim=0)],
+    # no pair: every block is zero
+    "collective_permute": [dict(mesh=(1,), sharding=(0, -1), axis=0, pairs=(0, 0)),
+                           dict(mesh=(1,), sharding=(0, -1), axis=0, pairs=())],
+}
+
+_COLLECTIVE_REFUSED = [
+    dict(mesh=(1,), sharding=(0,)),  # one entry per dimension
+    dict(mesh=(2,), sharding=(-1, 0)),  # 5 columns do not split in 2
+    dict(mesh=(1,), sharding=(1, -1)),  # no mesh axis 1
+]
+
+
+def _collective(name):
+    def make(rng, operand):
+        x = small(rng, (4, 5), operand)
+        extra = {k: v for k, v in _COLLECTIVE_CASES[name][0].items() if k not in ("mesh", "sharding")}
+        cases = [Case([x], attrs, want=known(collective_reference(name, x, **attrs)))
+                 for attrs in _COLLECTIVE_CASES[name]]
+        return cases + [Case([x], dict(bad, **extra), refused=True) for bad in _COLLECTIVE_REFUSED]
+
+    return make
+
+
 # --- the table of samples --------------------------------------------------------------------
 
 SAMPLES: dict[str, Sample] = {
@@ -550,6 +583,8 @@ SAMPLES: dict[str, Sample] = {
     "gather": Sample({"operand": ANY, "start_indices": INT}, _gather),
     "scatter": Sample({"operand": ANY, "scatter_indices": INT}, _scatter),
     "rng_bit_generator": Sample({"state": ("ui64",), "bits": UNSIGNED}, _rng_bit_generator),
+    **{n: Sample({"operand": ANY}, _collective(n)) for n in ("shard", "all_gather", "all_to_all", "collective_permute")},
+    **{n: Sample({"operand": NUMERIC}, _collective(n)) for n in ("all_reduce", "reduce_scatter")},
 }
 
 

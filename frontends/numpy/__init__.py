@@ -18,6 +18,7 @@ from . import creation, fallback, methods, reductions, ufuncs  # noqa: F401  (me
 from . import indexing, linalg, random  # noqa: F401  (np.linalg, np.random)
 from .indexing import *  # noqa: F401,F403  (take, take_along_axis, put_along_axis)
 from .array import asarray, ndarray
+from .sharding import shard, sharding_of
 from .creation import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .manipulation import *  # noqa: F401,F403

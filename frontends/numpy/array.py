@@ -401,12 +401,12 @@ def to_host(a: ndarray) -> np.ndarray:
     return core.to_numpy(value(a))
 
 
-def from_host(host: np.ndarray) -> ndarray:
-    """Upload a NumPy array as a new lazy array."""
+def from_host(host: np.ndarray, dev=None) -> ndarray:
+    """Upload a NumPy array as a new lazy array (to ``dev``; default: :func:`device`)."""
     host = np.asarray(host)
     if not dtypes.supported(host.dtype):
         raise TypeError(f"lazycore.numpy has no element type for {host.dtype}")
-    return wrap(core.from_numpy(host, device()), host.dtype)
+    return wrap(core.from_numpy(host, dev or device()), host.dtype)
 
 
 def asarray(obj, dtype=None, *, copy=None, device=None) -> ndarray:

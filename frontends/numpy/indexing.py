@@ -42,7 +42,7 @@ from lazycore.trace.views import Reshape, Reverse, Slice
 
 from .array import device, ndarray, value, wrap, write
 from .fallback import call_numpy, implements
-from .ufuncs import apply, asarray_like, broadcast_to_shape, cast, const, shape_of, to_handle
+from .ufuncs import apply, asarray_like, broadcast_to_shape, cast, const, device_of, shape_of, to_handle
 
 __all__ = ["take", "take_along_axis", "put_along_axis"]
 
@@ -346,8 +346,9 @@ def setitem(a: ndarray, key, val) -> None:
     advanced_setitem(a, key, val)
 
 
-def _fit_value(val, dtype, shape, what="indexing result"):
-    """``val`` cast (unsafely, as NumPy assignment does) and broadcast to ``shape``.
+def _fit_value(val, dtype, shape, what="indexing result", dev=None):
+    """``val`` cast (unsafely, as NumPy assignment does) and broadcast to
+    ``shape``, host data on ``dev`` (the target's device).
 
     Like NumPy, extra leading dims of size 1 are dropped first."""
     vshape = tuple(shape_of(val))
@@ -360,7 +361,7 @@ def _fit_value(val, dtype, shape, what="indexing result"):
     if not ok:
         raise ValueError(f"shape mismatch: value array of shape {_shape_text(vshape)} could not be broadcast to "
                          f"{what} of shape {_shape_text(shape)}")
-    h = to_handle(val, dtype)
+    h = to_handle(val, dtype, dev)
     if trimmed != vshape:
         h = core.apply("reshape", h, shape=trimmed)
     return broadcast_to_shape(h, tuple(shape))
@@ -368,7 +369,7 @@ def _fit_value(val, dtype, shape, what="indexing result"):
 
 def _broadcast_value(val, target: ndarray):
     try:
-        return _fit_value(val, target.dtype, target.shape)
+        return _fit_value(val, target.dtype, target.shape, dev=device_of(target))
     except ValueError:
         raise ValueError(f"could not broadcast input array from shape {tuple(shape_of(val))} into shape "
                          f"{target.shape}") from None
@@ -384,7 +385,7 @@ def advanced_setitem(a: ndarray, entries: tuple, val) -> None:
         return
     plan = _Plan(a, entries)
     dims, stacked, batch, result, offset_dims = plan.gather_parts()
-    updates = _fit_value(val, a.dtype, result)
+    updates = _fit_value(val, a.dtype, result, dev=device_of(a))
     if stacked is None:
         return
     t = plan.t
@@ -411,7 +412,7 @@ def _masked_assign(a: ndarray, entries: tuple, val) -> bool:
     if j >= 0 and vshape[j] != 1:
         return False  # one value per selected element: the count is data-dependent
     try:
-        h = _fit_value(val, a.dtype, sel)
+        h = _fit_value(val, a.dtype, sel, dev=device_of(a))
     except ValueError:
         return False  # NumPy raises its own error
     if not t.size:

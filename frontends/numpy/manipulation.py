@@ -26,7 +26,7 @@ from . import dtypes
 from .array import ndarray, value, wrap, write
 from .fallback import call_numpy, implements
 from .reductions import scan
-from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, shape_of, to_handle
+from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, device_of, shape_of, to_handle
 
 __all__ = ["reshape", "transpose", "permute_dims", "matrix_transpose", "swapaxes", "moveaxis", "rollaxis",
            "expand_dims", "squeeze", "ravel", "concatenate", "concat", "stack", "hstack", "vstack", "dstack",
@@ -783,17 +783,17 @@ def _probe(x):
     return np.empty((), np.asarray(x).dtype)
 
 
-def _operand(x, dt, shape):
+def _operand(x, dt, shape, dev):
     if type(x) in (int, float) and not isinstance(x, bool):
-        h = _scalar_unsafe(x, dt)
+        h = _scalar_unsafe(x, dt, dev)
     else:
-        h = to_handle(x, dt)
+        h = to_handle(x, dt, dev)
     return broadcast_to_shape(h, shape)
 
 
-def _scalar_unsafe(v, dt):
+def _scalar_unsafe(v, dt, dev):
     """A weak Python scalar stored as ``dt`` the way NumPy's ``where`` does (wrapping)."""
-    return core.scalar(np.asarray(v).astype(dt).item(), dtypes.lazy_dtype(dt))
+    return core.scalar(np.asarray(v).astype(dt).item(), dtypes.lazy_dtype(dt), device=dev)
 
 
 @implements(np.where)
@@ -806,8 +806,9 @@ def where(condition, x=_NoValue, y=_NoValue):
     dt = np.where(np.empty((), bool), _probe(x), _probe(y)).dtype
     dtypes.lazy_dtype(dt)
     shape = np.broadcast_shapes(shape_of(condition), shape_of(x), shape_of(y))
-    c = broadcast_to_shape(to_handle(condition, np.dtype(bool)), shape)
-    return wrap(apply("select", c, _operand(x, dt, shape), _operand(y, dt, shape)), dt)
+    dev = device_of(condition, x, y)
+    c = broadcast_to_shape(to_handle(condition, np.dtype(bool), dev), shape)
+    return wrap(apply("select", c, _operand(x, dt, shape, dev), _operand(y, dt, shape, dev)), dt)
 
 
 @implements(np.clip)

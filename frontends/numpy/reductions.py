@@ -23,7 +23,9 @@ from lazycore.trace import core
 from . import dtypes
 from .array import ndarray, value, wrap
 from .fallback import implements
-from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const, shape_of, store_out, to_handle
+from .ufuncs import (
+    UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const, device_of, shape_of, store_out, to_handle,
+)
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "any", "all", "std", "var", "argmax", "argmin",
            "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nansum", "nanprod", "nanmean", "nanmax",
@@ -95,7 +97,7 @@ def _mask(a: ndarray, where):
     if not ok:
         raise ValueError(f"operands could not be broadcast together with remapped shapes "
                          f"[original->remapped]: {shape} and requested shape {a.shape}")
-    return broadcast_to_shape(to_handle(where, _BOOL), a.shape)
+    return broadcast_to_shape(to_handle(where, _BOOL, device_of(a)), a.shape)
 
 
 def _isnan(h):
@@ -362,7 +364,7 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root, na
     else:
         n = _reduce("reduce_sum", axes, cast(valid, acc))
     if _given(mean_):
-        m = to_handle(mean_, acc)
+        m = to_handle(mean_, acc, device_of(a))
         try:
             np.broadcast_shapes(m.shape, a.shape)
         except ValueError:
@@ -524,7 +526,7 @@ def _array_api_cumulative(x, axis, dtype, out, include_initial, combine, identit
         d = normalize_axis_index(axis, x.ndim)
         shape = list(res.shape)
         shape[d] = 1
-        first = broadcast_to_shape(to_handle(identity, res.dtype), tuple(shape))
+        first = broadcast_to_shape(to_handle(identity, res.dtype, device_of(res)), tuple(shape))
         res = wrap(apply("concatenate", first, value(res), dim=d), res.dtype)
     return _store(res, out)
 

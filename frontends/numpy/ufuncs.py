@@ -52,8 +52,10 @@ def shape_of(x):
     return np.shape(x)
 
 
-def to_handle(x, dtype):
-    """Any array-like as a lazycore handle of ``dtype`` (NumPy dtype)."""
+def to_handle(x, dtype, device=None):
+    """Any array-like as a lazycore handle of ``dtype`` (NumPy dtype); host
+    data and Python numbers go to ``device`` (the lazy operands' device: a
+    mesh's, for sharded arrays; default: where lazy arrays live)."""
     lt = dtypes.lazy_dtype(dtype)
     if isinstance(x, ndarray):
         return cast(value(x), dtype)
@@ -65,10 +67,18 @@ def to_handle(x, dtype):
             v = int(v)
         elif not isinstance(v, float):  # a recorded float argument stays one (lazycore.recipes)
             v = float(v)
-        return core.scalar(v, lt)
+        return core.scalar(v, lt, device=device)
     from .array import from_host
 
-    return cast(value(from_host(np.asarray(x))), dtype)
+    return cast(value(from_host(np.asarray(x), device)), dtype)
+
+
+def device_of(*xs):
+    """The device of the first lazy array among ``xs`` (None: there is none)."""
+    for x in xs:
+        if isinstance(x, ndarray):
+            return x._storage.handle.device
+    return None
 
 
 def asarray_like(x) -> ndarray:
@@ -344,8 +354,9 @@ def _lower(loop_fn, inputs, handles, in_dt, out_dt, shape):
     inputs' handles, in order (None: read them here)."""
     operands = []
     arrays = iter(handles) if handles is not None else None
+    dev = device_of(*inputs)
     for x, dt in zip(inputs, in_dt):
-        h = cast(next(arrays), dt) if arrays is not None and type(x) is ndarray else to_handle(x, dt)
+        h = cast(next(arrays), dt) if arrays is not None and type(x) is ndarray else to_handle(x, dt, dev)
         operands.append(broadcast_to_shape(h, shape))
     results = loop_fn(*operands)
     results = results if isinstance(results, tuple) else (results,)
@@ -383,7 +394,7 @@ def _store(arrays, out, casting, uf, loop, where=True):
                 )
             new = broadcast_to_shape(cast(value(res), target.dtype), target.shape)
             if where is not True:
-                mask = broadcast_to_shape(to_handle(where, np.dtype(bool)), target.shape)
+                mask = broadcast_to_shape(to_handle(where, np.dtype(bool), device_of(target)), target.shape)
                 new = apply("select", mask, new, value(target))
             write(target, new)
         return outs[0] if len(outs) == 1 else outs

@@ -30,6 +30,7 @@ from .loader import DeviceLoader
 from .lowering import register as register_lowering
 from .lowering import unregister as unregister_lowering
 from .ops.random import manual_seed
+from .sharding import mark_sharding, shard, sharding_of
 from .tensor import Tensor, device, lc_device
 
 __all__ = [
@@ -40,9 +41,12 @@ __all__ = [
     "device",
     "lc_device",
     "manual_seed",
+    "mark_sharding",
     "mark_step",
     "optimizer_step",
     "register_lowering",
+    "shard",
+    "sharding_of",
     "unregister_lowering",
 ]
 

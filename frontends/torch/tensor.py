@@ -218,20 +218,39 @@ def _lc_device_of(tdev) -> object:
 
 def torch_device(lc_dev) -> torch.device:
     _init_devices()
-    return _LC_TO_TORCH[lc_dev]
+    tdev = _LC_TO_TORCH.get(lc_dev)
+    if tdev is None:
+        tdev = _number(lc_dev)
+    return tdev
 
 
 def device_count() -> int:
-    """How many ``lazy:N`` devices there are: one per device jaxlib sees."""
+    """How many ``lazy:N`` devices there are: one per device jaxlib sees (meshes,
+    numbered after them, are not devices of their own)."""
     _init_devices()
-    return len(_TORCH_TO_LC)
+    return sum(1 for d in _TORCH_TO_LC.values() if not isinstance(d, _lc_device.Mesh))
 
 
-def device(kind: str | None = None, index: int = 0) -> torch.device:
+def _number(lc_dev) -> torch.device:
+    """A ``lazy:N`` device for a lazycore device made after the devices were
+    numbered (a mesh), numbered after them."""
+    if not isinstance(lc_dev, _lc_device.Mesh):
+        raise KeyError(f"{lc_dev} has no torch device")
+    tdev = torch.device("lazy", len(_TORCH_TO_LC))
+    _TORCH_TO_LC[tdev.index] = lc_dev
+    _LC_TO_TORCH[lc_dev] = tdev
+    return tdev
+
+
+def device(kind=None, index: int = 0) -> torch.device:
     """The torch device of a lazycore device: ``device()`` is the best one there is
     (an accelerator when jaxlib sees one, else the CPU); ``device("cpu")``,
-    ``device("gpu", 1)`` pick one."""
+    ``device("gpu", 1)`` pick one; ``device(mesh)`` is a :class:`lazycore.Mesh`'s
+    (tensors moved there are replicated over its devices until
+    :func:`lazycore.torch.mark_sharding` lays them out)."""
     _init_devices()
+    if isinstance(kind, _lc_device.Mesh):
+        return torch_device(kind)
     if kind is None:
         return _LC_TO_TORCH[_TORCH_TO_LC[0]]
     kind = "gpu" if kind == "cuda" else kind

@@ -50,6 +50,13 @@ def direction(d: str) -> ir.Attribute:
     return stablehlo.ComparisonDirectionAttr.get(d)
 
 
+def constant_attr(array) -> ir.Attribute:
+    """A dense elements attribute of ``array``'s type (replica groups, pairs)."""
+    from lazycore.dialect.build import attr_to_mlir
+
+    return attr_to_mlir("dense", np.asarray(array))
+
+
 def constant(array, t: TensorType | None = None) -> ir.Value:
     """A ``stablehlo.constant``; a scalar with ``t`` is splat to type ``t``."""
     if t is not None:

@@ -28,7 +28,13 @@ _CORE = {
     "from_buffer", "from_host", "from_numpy", "live_tensors", "mark_step", "scalar", "to_buffer", "to_device", "to_numpy",
 }
 # functions and classes of other modules, by name -> their module
-_NAMED = {"export": "lazycore.observe.export", "ExportError": "lazycore.observe.export"}
+_NAMED = {
+    "export": "lazycore.observe.export", "ExportError": "lazycore.observe.export",
+    # one program over many devices
+    **{name: "lazycore.trace.sharding" for name in (
+        "Mesh", "all_gather", "all_reduce", "all_to_all", "collective_permute", "reduce_scatter", "shard",
+        "sharding_of")},
+}
 # public short name -> the module behind it
 PUBLIC_MODULES = {
     "config": "lazycore.ir.config",
@@ -36,6 +42,7 @@ PUBLIC_MODULES = {
     "sourceloc": "lazycore.ir.sourceloc",
     "tensor": "lazycore.ir.tensor",
     "device": "lazycore.runtime.device",
+    "distributed": "lazycore.runtime.distributed",
     "barrier": "lazycore.runtime.barrier",
     "cache": "lazycore.runtime.cache",
     "compiler": "lazycore.runtime.compiler",

@@ -167,27 +167,32 @@ class Value(NamedTuple):
 _leaf_digests: dict[tuple, bytes] = {}
 
 
-def _leaf_digest(kind: str, t: TensorType) -> bytes:
-    key = (kind, t)
+def _leaf_digest(kind: str, t: TensorType, sharding=None) -> bytes:
+    key = (kind, t, sharding)
     d = _leaf_digests.get(key)
     if d is None:
-        d = _leaf_digests[key] = digest(repr(("leaf", kind, tuple(t.shape), t.dtype)).encode())
+        parts = ("leaf", kind, tuple(t.shape), t.dtype) + (() if sharding is None else (str(sharding),))
+        d = _leaf_digests[key] = digest(repr(parts).encode())
     return d
 
 
 class Data(Node):
     """A leaf holding a device buffer."""
 
-    __slots__ = ("buffer", "owned")
+    __slots__ = ("buffer", "owned", "sharding")
     is_leaf = True
     log_when_made = False  # when used: an upload nothing uses is not kept until the barrier
 
-    def __init__(self, buffer, t: TensorType, owned: bool):
-        super().__init__("data", (), {}, (t,), _leaf_digest("data", t))
+    def __init__(self, buffer, t: TensorType, owned: bool, sharding=None):
+        super().__init__("data", (), {}, (t,), _leaf_digest("data", t, sharding))
         self.buffer = buffer
         self.owned = owned
         """Made by lazycore (from host data or as a result), so it may be donated
         once nothing refers to it; False for buffers the user handed in."""
+        self.sharding = sharding
+        """How the buffer is laid out over its mesh (its ``str`` is XLA's text,
+        part of the digest: a program is compiled for its inputs' layouts);
+        None on a single device."""
 
 
 class Scalar(Node):

@@ -127,11 +127,20 @@ def signature(walk, donate: dict[int, int] | None = None, pipeline: str | None =
             for o in node.operands
         )
         attrs = tuple((k, _attr_key(v)) for k, v in node.attrs.items())
+        layout = getattr(node, "sharding", None)
+        if layout is not None:  # device data on a mesh: its layout is part of the program
+            attrs = (("layout", _show_layout(layout)),)
         types = tuple((tuple(t.shape), t.dtype) for t in node.types)
         nodes.append((node.op, attrs, types, operands))
         locs.append(resolve(node.loc))
     outputs = tuple((pos[id(v[0])], v[1]) for v in walk.outputs)
     return Signature(nodes, locs, outputs, dict(donate or {}), pipeline, step)
+
+
+def _show_layout(layout) -> str:
+    """A buffer's layout over its mesh: its spec, or XLA's text when no spec says it."""
+    spec = getattr(layout, "spec", None)
+    return str(spec) if spec is not None else str(layout)
 
 
 def nearest(new: Signature, earlier) -> Signature | None:
@@ -219,8 +228,10 @@ def _describe(new: Signature, old: Signature, i: int) -> str:
             diff = f"type {_show_type(a[2][0])} vs {_show_type(b[2][0])}"
         elif sa != sb:
             diff = f"shape {sa} vs {sb}"
-        else:
+        elif da != db:
             diff = f"dtype {da} vs {db}"
+        else:
+            diff = f"layout {dict(a[1]).get('layout', 'none')} vs {dict(b[1]).get('layout', 'none')}"
         return f"{what} {diff}{_where(new, i)}"
     if a[1] != b[1]:
         old_attrs = dict(b[1])

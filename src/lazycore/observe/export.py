@@ -343,7 +343,7 @@ def _build(name, device, walk, leaves, values, updates, donated) -> Exported:
     results += [Result(len(results) + k, v.node.types[v.index], "check", message=n.attrs["message"],
                        error=n.attrs["error"]) for k, (n, v) in enumerate(flags)]
     plan = _plan(donated, leaves, results, name)
-    module = compiler.build_module(ewalk, constants)
+    module = compiler.build_module(ewalk, constants=constants)
     with module.context:
         lazy_text = module.operation.get_asm()
     compiler.lower(module, donate=plan)

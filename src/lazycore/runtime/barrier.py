@@ -207,7 +207,7 @@ class _Launch:
                 if type(r) is Failure:
                     failures.mark(leaf, r)
                 else:
-                    leaf.buffer = r
+                    leaf.buffer = _laid_out(r, leaf.sharding, self.device)
             _on_failure(self.device, results)
         else:
             if self.flags and self.values is not None:
@@ -331,7 +331,7 @@ def sync(device, wait: bool = True) -> int:
             return _contain(device, pending, slots, len(out_types), ProgramError("run", e), wait)
         # the handles hold the results at once: a failure found while waiting
         # is settled in these leaves (_Launch)
-        leaves = [Data(buf, t, owned=True) for buf, t in zip(results, out_types)]
+        leaves = [Data(buf, t, True, layout) for buf, t, layout in zip(results, out_types, exe.output_shardings)]
         values = [None] * len(leaves)
         for t, k in zip(pending, slots):
             values[k] = t._value
@@ -366,7 +366,7 @@ def _contain(device, pending, slots: list[int], n_outputs: int, error, wait: boo
             leaf = Data(None, v.type, owned=False)
             failures.mark(leaf, r)
         else:
-            leaf = Data(r, v.type, owned=True)
+            leaf = Data(r, v.type, True, _layout_of(r, v.type.rank, device))
         leaves.append(leaf)
     for t, k in zip(pending, slots):
         t._value = Value(leaves[k], 0)
@@ -375,6 +375,21 @@ def _contain(device, pending, slots: list[int], n_outputs: int, error, wait: boo
         device.wait()
     LOG.reset()
     return len(pending)
+
+
+def _layout_of(buffer, rank: int, device):
+    """The :class:`~lazycore.runtime.pjrt.Sharding` of a result buffer on a mesh (None on one device)."""
+    if isinstance(device, _device.Mesh):
+        return device.pjrt.from_jax(buffer.sharding, rank)
+    return None
+
+
+def _laid_out(buffer, sharding, device):
+    """``buffer`` as ``sharding`` says (a retried program's result may come
+    laid out otherwise than the leaf it fills, whose digest says how)."""
+    if sharding is not None and _layout_of(buffer, len(buffer.shape), device) != sharding:
+        return device.pjrt.put(buffer, sharding)
+    return buffer
 
 
 def _on_failure(device, results: list) -> None:

@@ -152,14 +152,22 @@ def lower(
     pipeline: str = DEFAULT_PIPELINE,
     *,
     donate: dict[int, int] | None = None,
+    donors: Sequence[int] | None = None,
     after_each: Callable[[str, ir.Operation], None] | None = None,
 ) -> ir.Module:
-    """Run the pipeline (default: canonicalize, cse, aliasing, to StableHLO)."""
+    """Run the pipeline (default: canonicalize, cse, aliasing, to StableHLO).
+
+    ``donate``: argument -> result aliases; ``donors``: arguments whose
+    results XLA picks (a program split over a mesh: :mod:`lazycore.passes.aliasing`)."""
     if isinstance(module, str):
         module = parse(module)
     # build_module's function is @main; the plan says so rather than relying
     # on it being the module's only one
-    overrides = {"lazy-aliasing": {"donate": dict(donate), "entry": "main"}} if donate else None
+    overrides = None
+    if donate:
+        overrides = {"lazy-aliasing": {"donate": dict(donate), "entry": "main"}}
+    elif donors:
+        overrides = {"lazy-aliasing": {"donors": list(donors), "entry": "main"}}
     run_pipeline(module, pipeline, overrides=overrides, after_each=after_each)
     return module
 
@@ -195,9 +203,16 @@ def run_module(module: ir.Module | str, inputs: Sequence[np.ndarray], **kw) -> l
     return compile_module(module, **kw).run_numpy([np.asarray(a) for a in inputs])
 
 
-def build_module(walk, constants: dict | None = None):
+def build_module(walk, device=None, constants: dict | None = None):
     """The walk as a ``lazy``-dialect module with entry ``@main``: the walk's
     outputs, then the flags of its value checks (:mod:`lazycore.runtime.checks`).
+
+    On a mesh (``device``), every argument carries its buffer's layout as
+    ``mhlo.sharding`` (XLA's text, as jax writes it for a ``jit`` with
+    ``in_shardings``; scalar packs are replicated) and the module the
+    partition count; XLA's SPMD partitioner splits the program from them and
+    the ``lazy.shard`` constraints inside. Data leaves with a layout carry it
+    whatever ``device`` is, so a module built for inspection shows it too.
     ``constants``: id(leaf) -> host array, leaves built as ``lazy.constant``
     instead of parameters (an exported program's captured values)."""
     ctx = new_context()
@@ -245,14 +260,31 @@ def build_module(walk, constants: dict | None = None):
                     with location(node.loc):
                         env[id(node)] = list(create(node.op, *operands, **node.attrs).results)
                 func.ReturnOp([env[id(o.node)][o.index] for o in returned])
+            _annotate_layouts(module, fn, walk, device)
     return module
+
+
+def _annotate_layouts(module, fn, walk, device) -> None:
+    mesh = device is not None and isinstance(device.pjrt, pjrt.MeshTarget)
+    layouts = [leaf.sharding for leaf in walk.data]
+    if not mesh and all(s is None for s in layouts):
+        return
+    replicated = "{replicated}"
+    texts = [replicated if s is None else str(s) for s in layouts] + [replicated] * len(walk.packs)
+    fn.attributes["arg_attrs"] = ir.ArrayAttr.get(
+        [ir.DictAttr.get({"mhlo.sharding": ir.StringAttr.get(text)}) for text in texts]
+    )
+    if mesh:
+        i32 = ir.IntegerType.get_signless(32)
+        module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, len(device.pjrt.devices))
+        module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
 
 
 def lower_walk(walk, device, donate: dict[int, int], pipeline: str) -> ir.Module:
     """The walk as a StableHLO module; raises :class:`~lazycore.runtime.failures.ProgramError`."""
     with events.timed("lowering"):
         try:
-            module = build_module(walk)
+            module = build_module(walk, device)
             # observers of every stage (IR dumps, lazycore.testing captures)
             watchers = events.emit("lowering", walk, module, device, donate, pipeline)
 
@@ -260,7 +292,11 @@ def lower_walk(walk, device, donate: dict[int, int], pipeline: str) -> ir.Module
                 for w in watchers:
                     w.after_pass(name, op)
 
-            lower(module, pipeline, donate=donate, after_each=after_each if watchers else None)
+            if isinstance(device.pjrt, pjrt.MeshTarget):
+                # the results' layouts are XLA's to choose: it picks what each donor aliases
+                lower(module, pipeline, donors=sorted(donate), after_each=after_each if watchers else None)
+            else:
+                lower(module, pipeline, donate=donate, after_each=after_each if watchers else None)
             for w in watchers:
                 w.finish(module)
         except Exception as e:

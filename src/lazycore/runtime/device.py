@@ -1,9 +1,11 @@
-"""Devices: the CPU always, GPUs/TPUs when jaxlib sees them.
+"""Devices: the CPU always, GPUs/TPUs when jaxlib sees them, and meshes of them.
 
 A :class:`Device` names one PJRT device (``"cpu:0"``, ``"gpu:1"``) and owns
-the registry of live lazy tensors placed on it. Values never move between
-devices implicitly: an op whose operands live on two devices is refused at
-the call (:func:`check_same`).
+the registry of live lazy tensors placed on it. A :class:`Mesh` is a device
+too: its values are laid out over its devices, and a barrier runs one
+program for all of them. Values never move between devices implicitly: an
+op whose operands live on two devices (or two meshes) is refused at the call
+(:func:`check_same`).
 """
 
 from __future__ import annotations
@@ -104,9 +106,165 @@ def known_devices() -> list[Device]:
 
 
 def check_same(op: str, first: Device, other: Device, position) -> None:
+    if other is not first and (isinstance(first, Mesh) or isinstance(other, Mesh)):
+        raise ValueError(
+            f"{op}: operand {position} is on {other.name} but the operands before it are on {first.name}; "
+            f"values of two meshes, or of a mesh and a single device, never mix (lay a value out on a mesh "
+            f"with lazycore.shard(value, mesh, spec))"
+        )
     if other is not first:
         raise ValueError(
             f"{op}: operand {position} is on {other.name} but the operands before it are on {first.name}; "
             f"lazycore never moves values between devices implicitly "
             f"(copy one with lazycore.to_device(value, device))"
         )
+
+
+class Mesh(Device):
+    """``Mesh(shape, axis_names, devices=None)``: devices in a logical array with named axes.
+
+    Values placed on a mesh are laid out over its devices
+    (``lazycore.shard(value, mesh, spec)``; uploads are replicated), and a
+    barrier runs their pending work as one program that XLA's SPMD
+    partitioner splits over the devices. ``devices`` (lazycore devices or
+    their names, row-major) defaults to every device of the best platform
+    there is (an accelerator, else the CPU), of every process when several
+    run together (:mod:`lazycore.runtime.distributed`), and must fill the
+    mesh exactly. Two meshes of the same shape, names and devices are one object.
+    """
+
+    __slots__ = ("shape", "axis_names", "devices")
+
+    def __new__(cls, shape, axis_names, devices=None):
+        shape, names, devs = _mesh_args(shape, axis_names, devices)
+        key = ("mesh", shape, names, tuple(map(_pjrt_name, devs)))
+        mesh = _DEVICES.get(key)
+        if mesh is None:
+            mesh = object.__new__(cls)
+            Device.__init__(mesh, _platform(devs[0]), None, pjrt.MeshTarget(devs, shape, names))
+            mesh.shape, mesh.axis_names = shape, names
+            mesh.devices = devs
+            """The PJRT devices, row-major (of every process the mesh spans)."""
+            _DEVICES[key] = mesh
+        return mesh
+
+    def __init__(self, shape, axis_names, devices=None):
+        pass  # made whole by __new__ (one object per mesh)
+
+    @property
+    def name(self) -> str:
+        axes = ",".join(f"{n}={s}" for n, s in zip(self.axis_names, self.shape))
+        return f"mesh({axes} over {_device_names(self.devices)})"
+
+    @property
+    def size(self) -> int:
+        return len(self.devices)
+
+    def axis_size(self, name: str) -> int:
+        return self.shape[self.axis_index(name)]
+
+    def axis_index(self, name) -> int:
+        if name not in self.axis_names:
+            raise ValueError(f"{name!r} is not an axis of {self.name} (its axes: {', '.join(self.axis_names)})")
+        return self.axis_names.index(name)
+
+    def spec_axes(self, spec, shape, what: str = "spec", sizes: bool = True) -> tuple[int, ...]:
+        """``spec`` for a value of ``shape`` as mesh axis indices per dimension
+        (-1: not split): an axis name or None per dimension (fewer entries than
+        dimensions leave the last ones whole, as jax's ``PartitionSpec``). Bad
+        specs raise ValueError (TypeError for entries that are no names);
+        ``sizes=False`` leaves the sizes of the dimensions unchecked."""
+        if isinstance(spec, str) or not isinstance(spec, (tuple, list)):
+            raise TypeError(f"{what} must be a tuple with an axis name or None per dimension, got {spec!r}")
+        spec = tuple(spec)
+        shape = tuple(shape)
+        if len(spec) > len(shape):
+            raise ValueError(f"{what} {spec} has {len(spec)} entries, more than the {len(shape)} dimensions "
+                             f"of a value of shape {shape}")
+        axes = []
+        for d, entry in enumerate(spec):
+            if entry is None:
+                axes.append(-1)
+                continue
+            if not isinstance(entry, str):
+                raise TypeError(f"{what} {spec}: entry {d} is {entry!r}; entries are mesh axis names or None")
+            a = self.axis_index(entry)
+            if a in axes:
+                raise ValueError(f"{what} {spec}: mesh axis {entry!r} splits two dimensions")
+            if sizes and shape[d] % self.shape[a]:
+                raise ValueError(
+                    f"{what} {spec}: dimension {d} of size {shape[d]} cannot be split evenly along mesh axis "
+                    f"{entry!r} of size {self.shape[a]}"
+                )
+            axes.append(a)
+        return tuple(axes) + (-1,) * (len(shape) - len(spec))
+
+    def spec_names(self, axes) -> tuple:
+        """Axis indices per dimension (-1: not split) as a spec of names."""
+        return tuple(None if a < 0 else self.axis_names[a] for a in axes)
+
+    def __repr__(self) -> str:
+        return f"Mesh({self.shape}, {self.axis_names}, devices=[{_device_names(self.devices)}])"
+
+
+def _platform(pjrt_device) -> str:
+    return "gpu" if pjrt_device.platform in ("cuda", "rocm") else pjrt_device.platform
+
+
+def _pjrt_name(pjrt_device) -> str:
+    """A PJRT device by its global id (in one process, the lazycore name)."""
+    return f"{_platform(pjrt_device)}:{pjrt_device.id}"
+
+
+def _mesh_args(shape, axis_names, chosen) -> tuple[tuple[int, ...], tuple[str, ...], tuple]:
+    """The checked arguments of :class:`Mesh` (ValueError / TypeError for bad ones)."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(shape)
+    if not shape or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in shape):
+        raise ValueError(f"a mesh shape is one or more positive integers, got {shape}")
+    if isinstance(axis_names, str):
+        axis_names = (axis_names,)
+    names = tuple(axis_names)
+    if not all(isinstance(n, str) and n for n in names):
+        raise TypeError(f"mesh axis names are non-empty strings, got {names}")
+    if len(names) != len(shape):
+        raise ValueError(f"a mesh of shape {shape} needs {len(shape)} axis names, got {len(names)}: {names}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"mesh axis names must differ, got {names}")
+    size = 1
+    for n in shape:
+        size *= n
+    if chosen is None:
+        every = pjrt.global_devices()
+        best = next((_platform(d) for d in every if _platform(d) != "cpu"), "cpu")
+        devs = tuple(d for d in every if _platform(d) == best)
+        if len(devs) != size:
+            raise ValueError(
+                f"a mesh of shape {shape} needs {size} devices; there are {len(devs)} {best} devices "
+                f"(pass devices=[...] for part of them; on the CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N "
+                f"set before jax is imported makes N)"
+            )
+        return shape, names, devs
+    devs = tuple(d if isinstance(d, Mesh) else get(d) for d in chosen)
+    if any(isinstance(d, Mesh) for d in devs):
+        raise TypeError("a mesh is made of single devices, not of meshes")
+    if len(devs) != size:
+        raise ValueError(f"a mesh of shape {shape} needs {size} devices, got {len(devs)}")
+    if len(set(devs)) != len(devs):
+        raise ValueError(f"a mesh holds each device once, got {_device_names(devs)}")
+    if len({d.platform for d in devs}) > 1:
+        raise ValueError(f"a mesh holds devices of one platform, got {_device_names(devs)}")
+    if any(d.pjrt is None for d in devs):
+        raise ValueError("a mesh is made of devices that can run programs")
+    return shape, names, tuple(d.pjrt for d in devs)
+
+
+def _device_names(devs) -> str:
+    """``cpu:0-3`` for PJRT devices of one platform with consecutive ids, else every name."""
+    platforms = {_platform(d) for d in devs}
+    ids = [d.id for d in devs]
+    if len(platforms) == 1 and len(devs) > 1 and ids == list(range(ids[0], ids[0] + len(devs))):
+        return f"{_platform(devs[0])}:{ids[0]}-{ids[-1]}"
+    return ",".join(map(_pjrt_name, devs))
+

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import jax
 import numpy as np
@@ -19,6 +19,7 @@ from jax._src.lib import xla_client as xc
 from jaxlib.mlir._mlir_libs import _stablehlo as _jaxlib_stablehlo
 
 from lazycore.dialect.types import TensorType, to_numpy_dtype, type_of
+from lazycore.ir.memo import Memo
 
 
 @functools.cache
@@ -34,21 +35,58 @@ def jaxlib_version() -> str:
 
 
 def devices(platform: str | None = None) -> list:
-    """PJRT devices jaxlib sees (CPU always; GPU/TPU when present)."""
+    """PJRT devices this process drives (CPU always; GPU/TPU when present).
+    With several processes (:mod:`lazycore.runtime.distributed`), only this
+    process's own: a value of a single device lives here."""
+    return _devices(jax.local_devices, platform)
+
+
+def global_devices(platform: str | None = None) -> list:
+    """The devices of every process (:func:`devices` in a single process): what a mesh spans."""
+    return _devices(jax.devices, platform)
+
+
+def _devices(which, platform):
     if platform is None:
         out = []
         for p in ("cpu", "gpu", "tpu"):
             try:
-                out.extend(jax.devices(p))
+                out.extend(which(backend=p))
             except RuntimeError:
                 pass
         return out
-    return list(jax.devices(platform))
+    return list(which(backend=platform))
 
 
 @functools.cache
 def default_device():
-    return jax.devices("cpu")[0]
+    return jax.local_devices(backend="cpu")[0]
+
+
+def process_index() -> int:
+    return jax.process_index()
+
+
+def process_count() -> int:
+    return jax.process_count()
+
+
+def backends_started() -> bool:
+    """Whether jax made its clients already (after that, no process group can be joined)."""
+    from jax._src import xla_bridge
+
+    return xla_bridge.backends_are_initialized()
+
+
+def join_processes(coordinator_address: str, num_processes: int, process_id: int, local_device_ids,
+                   initialization_timeout: int, heartbeat_timeout: int) -> None:
+    """Join a group of processes through jax.distributed's coordination service;
+    CPU collectives between processes go through gloo."""
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(
+        coordinator_address, num_processes, process_id, local_device_ids,
+        initialization_timeout=initialization_timeout, heartbeat_timeout_seconds=heartbeat_timeout,
+    )
 
 
 def memory_stats(device) -> dict:
@@ -59,26 +97,198 @@ def memory_stats(device) -> dict:
 
 
 def to_device(array: np.ndarray, device=None):
-    """Copy a host array to a device buffer, keeping 64-bit dtypes exact.
+    """Copy a host array to a device buffer, keeping 64-bit dtypes exact; on a
+    mesh (:class:`MeshTarget`), a copy on every device of it.
 
     Always a copy: on the CPU, ``device_put`` may wrap the host memory itself
     (jax 0.10.2 does so for float16 even with ``may_alias=False``), and the
     user's later in-place update of their array would reach the device value.
     The private copy made here is what the buffer may wrap."""
+    if isinstance(device, MeshTarget):
+        device = device.replicated_sharding
     with jax.enable_x64(True):
         return jax.device_put(np.array(array, copy=True), device or default_device())
 
 
+# --- meshes: one program over many devices ----------------------------------------------
+
+
+class Sharding(NamedTuple):
+    """How a buffer is laid out over a mesh.
+
+    ``text`` is XLA's sharding as jax prints it (canonical: one layout, one
+    text); it enters the graph's digests (``str``) and the entry arguments'
+    ``mhlo.sharding``. ``spec`` is the layout as a mesh axis name (or None) per
+    dimension, or None when XLA chose one no such spec describes."""
+
+    text: str
+    spec: tuple | None
+    jax: object
+    """The jax sharding (result handlers, resharding)."""
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"Sharding({self.text})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sharding) and self.text == other.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+class MeshTarget:
+    """A mesh's devices as jaxlib sees them, in row-major mesh order: where
+    its programs run (that order is their device assignment) and its values
+    live."""
+
+    def __init__(self, devices: Sequence, shape: tuple[int, ...], axis_names: tuple[str, ...]):
+        from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
+
+        self.devices = tuple(devices)
+        self.shape = tuple(shape)
+        self.axis_names = tuple(axis_names)
+        self.jax_mesh = Mesh(
+            np.array(self.devices, dtype=object).reshape(self.shape), self.axis_names,
+            axis_types=(AxisType.Auto,) * len(self.shape),
+        )
+        self.device_list = xc.DeviceList(self.devices)
+        self.client = self.devices[0].client
+        self.platform = self.devices[0].platform
+        self.device_kind = self.devices[0].device_kind
+        self._named = NamedSharding
+        self._spec = PartitionSpec
+        self.replicated_sharding = NamedSharding(self.jax_mesh, PartitionSpec())
+
+    def sharding(self, spec: tuple, ndim: int) -> Sharding:
+        """The layout ``spec`` (an axis name or None per dimension) of a rank-``ndim`` value."""
+        key = (self, spec, ndim)
+        found = _SHARDINGS.get(key)
+        if found is None:
+            named = self._named(self.jax_mesh, self._spec(*spec))
+            text = str(named._to_xla_hlo_sharding(ndim))
+            found = _SHARDINGS.put(key, Sharding(text, _padded(spec, ndim), named))
+        return found
+
+    def from_jax(self, sharding, ndim: int) -> Sharding:
+        """The :class:`Sharding` of a jax sharding over this mesh's devices."""
+        return self._from_hlo(sharding._to_xla_hlo_sharding(ndim), ndim, sharding)
+
+    def _from_hlo(self, hlo, ndim: int, jax_sharding) -> Sharding:
+        text = str(hlo)
+        key = (self, text, ndim)
+        found = _SHARDINGS.get(key)
+        if found is None:
+            found = _SHARDINGS.put(key, Sharding(text, self._spec_of(hlo, ndim), jax_sharding))
+        return found
+
+    def _spec_of(self, hlo, ndim: int) -> tuple | None:
+        """The spec that gives exactly ``hlo``, if one does (one axis or none per dimension)."""
+        from jax._src.sharding_impls import parse_flatten_op_sharding
+
+        try:
+            (spec,) = parse_flatten_op_sharding(hlo, self.jax_mesh)
+        except Exception:  # noqa: BLE001 - a layout jax cannot name has no spec
+            return None
+        names = []
+        for entry in tuple(spec) + (None,) * (ndim - len(spec)):
+            if isinstance(entry, tuple):
+                if len(entry) > 1:
+                    return None
+                entry = entry[0] if entry else None
+            if entry is not None and not isinstance(entry, str):
+                return None
+            names.append(entry)
+        names = tuple(names)
+        return names if str(self.sharding(names, ndim).text) == str(hlo) else None
+
+    def put(self, array, sharding: Sharding):
+        """A host array (copied) or a buffer of this mesh, laid out as
+        ``sharding``. A mesh over several processes takes the same global array
+        in each (each process keeps its devices' blocks)."""
+        if isinstance(array, np.ndarray):
+            array = np.array(array, copy=True)
+        with jax.enable_x64(True):
+            return jax.device_put(array, sharding.jax)
+
+    def put_local(self, array: np.ndarray, sharding: Sharding, global_shape: tuple):
+        """A buffer of ``global_shape`` laid out as ``sharding`` from this
+        process's part of it (``array``: the blocks of its devices, together)."""
+        with jax.enable_x64(True):
+            return jax.make_array_from_process_local_data(sharding.jax, np.array(array, copy=True), global_shape)
+
+    def global_shape(self, spec: tuple, local_shape: tuple) -> tuple:
+        """The shape of the value whose part in this process has ``local_shape``, laid out as ``spec``."""
+        from jax._src.sharding_impls import local_to_global_shape
+
+        shape = local_to_global_shape(self.sharding(spec, len(local_shape)).jax, tuple(local_shape))
+        if any(n is None for n in shape):
+            raise ValueError(f"the global shape of a part of shape {tuple(local_shape)} laid out as {spec} "
+                             f"is ambiguous on this mesh")
+        return tuple(shape)
+
+    @property
+    def spans_processes(self) -> bool:
+        return any(d.process_index != self.devices[0].client.process_index() for d in self.devices)
+
+    def output_shardings(self, loaded, types: Sequence[TensorType]) -> list[Sharding]:
+        """The layouts XLA chose for the results (of ``types``) of a compiled program."""
+        from jax._src.sharding_impls import GSPMDSharding
+
+        ops = loaded.get_output_shardings()
+        if not ops:  # one device: the partitioner did not run
+            return [self.sharding((), t.rank) for t in types]
+        if len(ops) == 1 and len(types) > 1:  # XLA put one sharding on the whole tuple
+            ops = list(ops) * len(types)
+        return [self._from_hlo(xc.HloSharding.from_proto(op), t.rank, GSPMDSharding(self.device_list, op))
+                for op, t in zip(ops, types)]
+
+    def compile_options(self) -> xc.CompileOptions:
+        """One program for all devices, split by XLA's SPMD partitioner (as jax
+        compiles a ``jit`` with shardings: ``pxla.create_compile_options``)."""
+        options = xc.CompileOptions()
+        options.num_replicas = 1
+        options.num_partitions = len(self.devices)
+        build = options.executable_build_options
+        build.use_spmd_partitioning = True
+        # the GSPMD partitioner reads the mhlo.sharding annotations lazycore
+        # writes; Shardy would ignore them
+        build.use_shardy_partitioner = False
+        build.device_assignment = xc.DeviceAssignment.create(np.array([[d.id for d in self.devices]]))
+        # inputs are laid out as their buffers are; outputs as XLA sees fit
+        build.allow_spmd_sharding_propagation_to_output = [True]
+        return options
+
+    def __repr__(self) -> str:
+        return f"MeshTarget({dict(zip(self.axis_names, self.shape))})"
+
+
+_SHARDINGS = Memo("runtime.mesh_shardings", 1024)
+"""(mesh target, spec or XLA's text, rank) -> :class:`Sharding`."""
+
+
+def _padded(spec: tuple, ndim: int) -> tuple:
+    return tuple(spec) + (None,) * (ndim - len(spec))
+
+
 def to_host(buffer) -> np.ndarray:
+    """The whole value; of a buffer spread over several processes, gathered
+    from all of them (a collective: every process reads it, as jax's
+    ``process_allgather``)."""
+    if not buffer.is_fully_addressable:
+        from jax.experimental import multihost_utils
+
+        return np.asarray(multihost_utils.process_allgather(buffer, tiled=True))
     return np.asarray(buffer)
 
 
-def _result_handler(t: TensorType, device):
+def _result_handler(t: TensorType, sharding):
     from jax._src.core import ShapedArray
-    from jax.sharding import SingleDeviceSharding
 
     aval = ShapedArray(tuple(t.shape), to_numpy_dtype(t.dtype))
-    return xc.array_result_handler(aval, SingleDeviceSharding(device), committed=True, _skip_checks=True)
+    return xc.array_result_handler(aval, sharding, committed=True, _skip_checks=True)
 
 
 @dataclass
@@ -93,7 +303,16 @@ class Executable:
     def __post_init__(self):
         # jaxlib's own result handlers wrap the outputs as arrays in C++, a
         # few times faster per output than disassembling them in Python
-        self._handlers = [_result_handler(t, self.device) for t in self.output_types]
+        if isinstance(self.device, MeshTarget):
+            self.output_shardings = tuple(self.device.output_shardings(self.loaded, self.output_types))
+            self._handlers = [_result_handler(t, s.jax) for t, s in zip(self.output_types, self.output_shardings)]
+        else:
+            from jax.sharding import SingleDeviceSharding
+
+            self.output_shardings = (None,) * len(self.output_types)
+            """Per result, its :class:`Sharding` on a mesh (None on one device)."""
+            sharding = SingleDeviceSharding(self.device)
+            self._handlers = [_result_handler(t, sharding) for t in self.output_types]
 
     def __call__(self, buffers: Sequence) -> list:
         return self.launch(buffers)[0]
@@ -119,6 +338,8 @@ class Executable:
 
 
 def _compile_options(device) -> xc.CompileOptions:
+    if isinstance(device, MeshTarget):
+        return device.compile_options()
     options = xc.CompileOptions()
     # Without an explicit assignment XLA places the one replica on device 0 of
     # the client, and execution refuses buffers living on any other device.
@@ -133,8 +354,12 @@ def compile_artifact(
     device=None,
 ) -> Executable:
     device = device or default_device()
-    loaded = device.client.compile_and_load(artifact, xc.DeviceList((device,)), _compile_options(device))
+    loaded = device.client.compile_and_load(artifact, _device_list(device), _compile_options(device))
     return Executable(loaded, device, tuple(input_types), tuple(output_types))
+
+
+def _device_list(device) -> xc.DeviceList:
+    return device.device_list if isinstance(device, MeshTarget) else xc.DeviceList((device,))
 
 
 # --- executables as bytes (the persistent compile cache) ------------------------------
@@ -157,8 +382,9 @@ def fingerprint(device) -> bytes:
     _jax_cache_key._hash_serialized_compile_options(
         h, _compile_options(device), strip_device_assignment=client.platform == "gpu"
     )
-    _jax_cache_key._hash_accelerator_config(h, np.array([device]))
-    h.update(repr((device.platform, device.device_kind, len(client.devices()))).encode())
+    devices = device.devices if isinstance(device, MeshTarget) else (device,)
+    _jax_cache_key._hash_accelerator_config(h, np.array(devices, dtype=object))
+    h.update(repr((device.platform, device.device_kind, len(client.devices()), len(devices))).encode())
     return h.digest()
 
 
@@ -173,5 +399,5 @@ def deserialize(
     """An executable from :func:`serialize`'s bytes, loaded onto ``device``.
     XLA checks little: bytes changed in the middle may load (callers check a digest)."""
     device = device or default_device()
-    loaded = device.client.deserialize_executable(blob, xc.DeviceList((device,)), _compile_options(device))
+    loaded = device.client.deserialize_executable(blob, _device_list(device), _compile_options(device))
     return Executable(loaded, device, tuple(input_types), tuple(output_types))

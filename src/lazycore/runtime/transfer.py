@@ -58,10 +58,50 @@ def _target(array, device):
     return dev, host, t
 
 
-def _uploaded(buf, t, nbytes: int, dev) -> LazyTensor:
+def _uploaded(buf, t, nbytes: int, dev, sharding=None) -> LazyTensor:
     events.bump("transfers_to_device")
     events.bump("bytes_to_device", nbytes)
-    return LazyTensor(Value(Data(buf, t, owned=True), 0), dev)
+    if sharding is None and isinstance(dev.pjrt, pjrt.MeshTarget):
+        sharding = dev.pjrt.sharding((), t.rank)  # an upload to a mesh is on every device
+    return LazyTensor(Value(Data(buf, t, owned=True, sharding=sharding), 0), dev)
+
+
+def shard_data(source, mesh, spec: tuple) -> LazyTensor:
+    """Device data on ``mesh`` laid out as ``spec`` (a mesh axis name or None
+    per dimension, checked by the caller): from a host array, or from a
+    handle holding device data of the mesh (XLA moves the blocks between its
+    devices; nothing passes through the host)."""
+    target = mesh.pjrt
+    if isinstance(source, LazyTensor):
+        leaf = _materialize(source)
+        t = leaf.types[0]
+        sharding = target.sharding(spec, t.rank)
+        if leaf.sharding == sharding:
+            return source
+        buf = target.put(leaf.buffer, sharding)
+        # jax may hand back the buffer itself for an equivalent layout: then
+        # it is the source's, and never donated through this handle
+        return LazyTensor(Value(Data(buf, t, owned=buf is not leaf.buffer, sharding=sharding), 0), mesh)
+    dev, host, t = _target(source, mesh)
+    sharding = target.sharding(spec, t.rank)
+    events.emit("transfer", "host-to-device", t, host.nbytes)
+    with events.timed("transfer"):
+        buf = target.put(host, sharding)
+    return _uploaded(buf, t, host.nbytes, dev, sharding)
+
+
+def shard_local_data(local, mesh, spec: tuple, global_shape: tuple) -> LazyTensor:
+    """Device data on ``mesh`` of ``global_shape``, laid out as ``spec``
+    (both checked by the caller), from this process's part of it (its
+    devices' blocks, together: the batch a process loaded); every process of
+    the mesh makes it with its own part."""
+    dev, host, part = _target(local, mesh)
+    t = TensorType(tuple(global_shape), part.dtype)
+    sharding = mesh.pjrt.sharding(spec, t.rank)
+    events.emit("transfer", "host-to-device", part, host.nbytes)
+    with events.timed("transfer"):
+        buf = mesh.pjrt.put_local(host, sharding, t.shape)
+    return _uploaded(buf, t, host.nbytes, dev, sharding)
 
 
 def from_buffer(buffer, device=None) -> LazyTensor:
@@ -72,6 +112,11 @@ def from_buffer(buffer, device=None) -> LazyTensor:
 
 
 def _device_of(buffer):
+    if len(buffer.devices()) != 1:
+        raise ValueError(
+            f"the buffer spans {len(buffer.devices())} devices; from_buffer takes a buffer of one device "
+            f"(lay data out over a mesh with lazycore.shard)"
+        )
     (pj,) = buffer.devices()
     for d in _device.devices():
         if d.pjrt == pj:
