@@ -412,6 +412,8 @@ def from_host(host: np.ndarray, dev=None) -> ndarray:
 def asarray(obj, dtype=None, *, copy=None, device=None) -> ndarray:
     """``obj`` as a lazy array (uploading host data; lazy arrays pass through)."""
     if isinstance(obj, ndarray):
+        if type(obj) is not ndarray:  # a lazy scalar: NumPy's asarray gives a 0-d array
+            obj, copy = wrap(value(obj), obj._dtype), False
         if dtype is not None and np.dtype(dtype) != obj.dtype:
             return obj.astype(dtype)
         return obj.copy() if copy else obj

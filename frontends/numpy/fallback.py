@@ -54,6 +54,8 @@ class _Bridge(fallback.Bridge):
 
     def to_host(self, x, call):
         h = to_host(x)
+        if type(x) is not ndarray:  # a lazy scalar: NumPy sees its scalar
+            h = h[()]
         call.notes[id(h)] = h.copy()
         return h
 

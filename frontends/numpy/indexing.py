@@ -42,6 +42,7 @@ from lazycore.trace.views import Reshape, Reverse, Slice
 
 from .array import device, ndarray, value, wrap, write
 from .fallback import call_numpy, implements
+from .scalars import as_scalar, result as numpy_result
 from .ufuncs import apply, asarray_like, broadcast_to_shape, cast, const, device_of, shape_of, to_handle
 
 __all__ = ["take", "take_along_axis", "put_along_axis"]
@@ -307,11 +308,11 @@ def getitem(a: ndarray, key):
 def _element_or_view(a: ndarray, key: tuple) -> ndarray:
     """A view, or for an index naming one element (integers only, as ``a[0]`` of a
     1-d array), the element: NumPy gives a scalar, a copy, and so ``s = a[0];
-    s += 1`` leaves ``a`` alone. Here it is a 0-d array of its own, still lazy."""
+    s += 1`` leaves ``a`` alone. Here it is a lazy scalar of its own storage."""
     view = basic_view(a, key)
     if view.ndim or any(k is Ellipsis for k in key):
         return view
-    return wrap(value(view), a.dtype)
+    return as_scalar(wrap(value(view), a.dtype))
 
 
 def advanced_getitem(a: ndarray, entries: tuple):
@@ -322,7 +323,7 @@ def advanced_getitem(a: ndarray, entries: tuple):
     dims, stacked, batch, result, offset_dims = plan.gather_parts()
     if stacked is None:
         return wrap(_zeros(result, a.dtype), a.dtype)
-    return wrap(_gather(value(plan.t), dims, stacked, batch, offset_dims), a.dtype)
+    return numpy_result(wrap(_gather(value(plan.t), dims, stacked, batch, offset_dims), a.dtype))
 
 
 def _raw_key(entries):
@@ -476,7 +477,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     h = _zeros(result, a.dtype) if stacked is None else _gather(value(a), dims, stacked, batch, offset_dims)
     res = wrap(h, a.dtype)
     if out is None:
-        return res
+        return numpy_result(res)
     if not isinstance(out, ndarray) or out.shape != res.shape:
         raise ValueError("output array does not match result of ndarray.take")
     write(out, cast(h, out.dtype))

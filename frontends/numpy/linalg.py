@@ -26,6 +26,7 @@ from lazycore.trace import core
 from . import reductions
 from .array import ndarray, value, wrap
 from .fallback import call_numpy, implements
+from .scalars import result
 from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const, store_out
 
 TOP_LEVEL = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "trace"]
@@ -57,7 +58,7 @@ def _result_type(*arrays, dtype=None):
 
 
 def _to_out(res: ndarray, out, name: str):
-    return store_out(res, out, name + ": output array has wrong shape {got}, expected {want}")
+    return store_out(result(res), out, name + ": output array has wrong shape {got}, expected {want}")
 
 
 def _shape_text(shape) -> str:
@@ -139,7 +140,7 @@ def vdot(a, b, /):
     dt = _result_type(a, b)
     ha = apply("reshape", value(a), shape=(a.size,))
     hb = apply("reshape", value(b), shape=(b.size,))
-    return wrap(_contract(ha, hb, dt, lhs_contract=(0,), rhs_contract=(0,)), dt)
+    return result(wrap(_contract(ha, hb, dt, lhs_contract=(0,), rhs_contract=(0,)), dt))
 
 
 @implements(np.inner)
@@ -152,7 +153,7 @@ def inner(a, b, /):
         raise ValueError(f"shapes {_shape_text(a.shape)} and {_shape_text(bt)} not aligned: "
                          f"{a.shape[-1]} (dim {a.ndim - 1}) != {b.shape[-1]} (dim 0)")
     dt = _result_type(a, b)
-    return wrap(_contract(value(a), value(b), dt, lhs_contract=(a.ndim - 1,), rhs_contract=(b.ndim - 1,)), dt)
+    return result(wrap(_contract(value(a), value(b), dt, lhs_contract=(a.ndim - 1,), rhs_contract=(b.ndim - 1,)), dt))
 
 
 @implements(np.outer)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import reductions
+from . import reductions, scalars
 from .array import ndarray, value, wrap
 from .ufuncs import UFUNCS, cast, quick
 
@@ -48,6 +48,7 @@ def _bind_unary(dunder: str, name: str):
 
 for _d, _n in _BINARY.items():
     _bind_binary(_d, _n)
+scalars.bind_inplace_operators(_BINARY)
 for _d, _n in _COMPARE.items():
     _bind_compare(_d, _n)
 for _d, _n in _UNARY.items():
@@ -132,6 +133,7 @@ ndarray.__imatmul__ = _imatmul
 ndarray.dot = _dot_method
 ndarray.trace = _trace_method
 ndarray.take = _take_method
+scalars.bind_inplace_operators(("matmul",))  # NumPy's scalars: ``s @= x`` is ``s = s @ x``
 
 
 # --- issue 5: reductions and shape manipulation (appended block: reductions / manipulation) ------------------

@@ -23,6 +23,7 @@ from lazycore.trace import core
 from . import dtypes
 from .array import ndarray, value, wrap
 from .fallback import implements
+from .scalars import result
 from .ufuncs import (
     UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const, device_of, shape_of, store_out, to_handle,
 )
@@ -43,9 +44,13 @@ def _given(x) -> bool:
     return x is not None and x is not _NoValue
 
 
-def _axes(a: ndarray, axis) -> tuple[int, ...]:
+def _axes(a: ndarray, axis, ufunc_reduce=False) -> tuple[int, ...]:
+    """The axes ``axis`` names; ``ufunc_reduce``: the reduction is NumPy's
+    ``ufunc.reduce``, which takes axis 0 or -1 (an integer) of a 0-d array."""
     if axis is None:
         return tuple(range(a.ndim))
+    if ufunc_reduce and not a.ndim and isinstance(axis, (int, np.integer)) and axis in (0, -1):
+        return ()
     return normalize_axis_tuple(axis, a.ndim)  # NumPy's AxisError
 
 
@@ -76,7 +81,7 @@ def _finish(h, shape, axes, keepdims, dtype) -> ndarray:
     target = _kept_shape(shape, axes, keepdims)
     if h.shape != target:
         h = apply("reshape", h, shape=target)
-    return wrap(h, dtype)
+    return result(wrap(h, dtype))
 
 
 def _reduce(op, axes, h):
@@ -158,7 +163,7 @@ _COMBINE = {"reduce_sum": "add", "reduce_prod": "mul", "reduce_max": "or", "redu
 
 def _sum_like(op, identity, a, axis, dtype, out, keepdims, initial, where, nan=False):
     a = asarray_like(a)
-    axes = _axes(a, axis)
+    axes = _axes(a, axis, ufunc_reduce=True)
     dt = _sum_dtype(a, dtype)
     h = cast(value(a), dt)
     valid = _mask(a, where)
@@ -198,7 +203,7 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue
 def _logical(op, identity):
     def reduce(a, axis=None, out=None, keepdims=False, *, where=True):
         a = asarray_like(a)
-        axes = _axes(a, axis)
+        axes = _axes(a, axis, ufunc_reduce=True)
         h = _keep(cast(value(a), _BOOL), _mask(a, where), identity)
         return _store(_finish(_reduce(op, axes, h), a.shape, axes, keepdims, _BOOL), out)
 
@@ -234,7 +239,7 @@ def _extremum(op, name, nan_ignoring=False):
 
     def reduce(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
         a = asarray_like(a)
-        axes = _axes(a, axis)
+        axes = _axes(a, axis, ufunc_reduce=True)
         valid = _mask(a, where)
         has_initial = _given(initial)
         if not has_initial:
@@ -301,7 +306,7 @@ def _arg(op, name):
         r = apply(op, h, dim=d, dtype="i64")
         if r.shape != shape:
             r = apply("reshape", r, shape=shape)
-        return _store(wrap(r, np.dtype(np.int64)), out)
+        return _store(result(wrap(r, np.dtype(np.int64))), out)
 
     return reduce
 

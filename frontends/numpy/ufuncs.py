@@ -26,6 +26,7 @@ from lazycore.ir.config import settings
 
 from . import dtypes
 from .array import contiguous, ndarray, new_array, value, wrap, write
+from .scalars import as_scalar, scalar
 
 apply = core.apply
 
@@ -289,6 +290,8 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", orde
         in_dt = (np.dtype(np.int64),) * uf.nin
     for dt in in_dt + out_dt:
         dtypes.lazy_dtype(dt)  # unsupported types (complex, strings) fail here
+    if out is not None:
+        _check_targets(out, out_dt, casting, uf, loop)  # NumPy checks the output casts before broadcasting
     shape = np.broadcast_shapes(*(shape_of(x) for x in inputs))
     if key is None:
         results = _lower(loop_fn, inputs, None, in_dt, out_dt, shape)
@@ -302,6 +305,8 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", orde
             if vkey is not None:
                 _PLANS.put(vkey, plan)
     arrays = [wrap(r, dt) for r, dt in zip(results, out_dt)]
+    if not shape:  # every input 0-d: NumPy returns scalars (out= aside)
+        arrays = [as_scalar(a) for a in arrays]
     return _store(arrays, out, casting, uf, loop, where)
 
 
@@ -356,7 +361,8 @@ def _lower(loop_fn, inputs, handles, in_dt, out_dt, shape):
     arrays = iter(handles) if handles is not None else None
     dev = device_of(*inputs)
     for x, dt in zip(inputs, in_dt):
-        h = cast(next(arrays), dt) if arrays is not None and type(x) is ndarray else to_handle(x, dt, dev)
+        keyed = arrays is not None and (type(x) is ndarray or type(x) is scalar)
+        h = cast(next(arrays), dt) if keyed else to_handle(x, dt, dev)
         operands.append(broadcast_to_shape(h, shape))
     results = loop_fn(*operands)
     results = results if isinstance(results, tuple) else (results,)
@@ -371,6 +377,8 @@ def store_out(res: ndarray, out, wrong_shape: str) -> ndarray:
         return res
     if not isinstance(out, ndarray):
         raise TypeError("lazycore.numpy: out= must be a lazy array")
+    if type(out) is scalar:
+        raise TypeError("return arrays must be of ArrayType")
     if out.shape != res.shape:
         raise ValueError(wrong_shape.format(got=out.shape, want=res.shape))
     write(out, cast(value(res), out.dtype))
@@ -381,12 +389,8 @@ def _store(arrays, out, casting, uf, loop, where=True):
     """The call's return value; with ``out=``, the results written into the targets
     where ``where`` is True (``loop``: the dtypes NumPy's loop takes and gives)."""
     if out is not None:
-        outs = out if isinstance(out, tuple) else (out,)
+        outs = _check_targets(out, [a.dtype for a in arrays], casting, uf, loop)
         for target, res in zip(outs, arrays):
-            if not isinstance(target, ndarray):
-                raise TypeError("lazycore.numpy: out= must be a lazy array")
-            if not np.can_cast(res.dtype, target.dtype, casting):
-                _refuse_output_cast(uf, loop, outs, casting)
             if np.broadcast_shapes(res.shape, shape_of(where), target.shape) != target.shape:
                 raise ValueError(
                     f"non-broadcastable output operand with shape {target.shape} doesn't match the broadcast "
@@ -399,6 +403,22 @@ def _store(arrays, out, casting, uf, loop, where=True):
             write(target, new)
         return outs[0] if len(outs) == 1 else outs
     return arrays[0] if len(arrays) == 1 else tuple(arrays)
+
+
+def _check_targets(out, out_dt, casting, uf, loop) -> tuple:
+    """The ``out=`` targets, each a lazy array the result of type ``out_dt``
+    casts to under ``casting`` (NumPy's errors otherwise)."""
+    outs = out if isinstance(out, tuple) else (out,)
+    for target, dt in zip(outs, out_dt):
+        if not isinstance(target, ndarray):
+            raise TypeError("lazycore.numpy: out= must be a lazy array")
+        if type(target) is scalar:
+            raise TypeError("return arrays must be of ArrayType")
+        if not target._writeable:
+            raise ValueError("output array is read-only")
+        if not np.can_cast(dt, target.dtype, casting):
+            _refuse_output_cast(uf, loop, outs, casting)
+    return outs
 
 
 def _boolean(where) -> bool:
@@ -425,18 +445,20 @@ _PLANS = Memo("numpy.ufunc_plans", 4096)  # a long run's signatures drift (scala
 class _Plan:
     """A signature's recorded lowering and its results' NumPy metadata."""
 
-    __slots__ = ("recipe", "loop", "meta")
+    __slots__ = ("recipe", "loop", "meta", "scalars")
 
     def __init__(self, recipe, loop, out_dt, shape):
         self.recipe = recipe
         self.loop = loop
         strides = contiguous(shape)
         self.meta = tuple((dt, shape, strides) for dt in out_dt)
+        self.scalars = not shape  # every input 0-d: NumPy returns scalars
 
     def run(self, handles, floats):
         # replay makes fresh handles nobody else holds: they become the results' storages
         results = self.recipe.replay(handles, floats)
-        return [new_array(h, dt, shape, strides) for h, (dt, shape, strides) in zip(results, self.meta)]
+        arrays = [new_array(h, dt, shape, strides) for h, (dt, shape, strides) in zip(results, self.meta)]
+        return [as_scalar(a) for a in arrays] if self.scalars else arrays
 
 
 def _signature(uf, inputs, signature, casting):
@@ -450,7 +472,7 @@ def _signature(uf, inputs, signature, casting):
     floats = []
     for x in inputs:
         tx = type(x)
-        if tx is ndarray:
+        if tx is ndarray or tx is scalar:
             h = value(x)
             handles.append(h)
             parts.append((x._shape, x._dtype, h.device))

@@ -237,9 +237,17 @@ func.func @select(%p: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xf32>) -> ten
 
 // -----
 
-// convert takes its target element type from the result type.
+// convert takes its target element type from the result type. Floats to i32/i64
+// give INT_MIN for NaN and out-of-range values (x86's cvttss2si: NumPy's, eager's).
 // CHECK-LABEL: func.func @convert
-// CHECK: %[[I:.*]] = stablehlo.convert %arg0 : (tensor<2x2xf32>) -> tensor<2x2xi32>
+// CHECK: %[[C:.*]] = stablehlo.convert %arg0 : (tensor<2x2xf32>) -> tensor<2x2xi32>
+// CHECK: %[[LO:.*]] = stablehlo.constant dense<-2.14748365E+9> : tensor<2x2xf32>
+// CHECK: %[[GE:.*]] = stablehlo.compare GE, %arg0, %[[LO]]
+// CHECK: %[[HI:.*]] = stablehlo.constant dense<2.14748365E+9> : tensor<2x2xf32>
+// CHECK: %[[LT:.*]] = stablehlo.compare LT, %arg0, %[[HI]]
+// CHECK: %[[IN:.*]] = stablehlo.and %[[GE]], %[[LT]]
+// CHECK: %[[MIN:.*]] = stablehlo.constant dense<-2147483648> : tensor<2x2xi32>
+// CHECK: %[[I:.*]] = stablehlo.select %[[IN]], %[[C]], %[[MIN]]
 // CHECK: %[[B:.*]] = stablehlo.convert %[[I]] : (tensor<2x2xi32>) -> tensor<2x2xbf16>
 // CHECK: return %[[B]]
 func.func @convert(%x: tensor<2x2xf32>) -> tensor<2x2xbf16> {

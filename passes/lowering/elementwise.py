@@ -37,7 +37,6 @@ ONE_TO_ONE = {
     "or": "or",
     "xor": "xor",
     "select": "select",
-    "convert": "convert",
     "bitcast_convert": "bitcast_convert",
 }
 
@@ -48,6 +47,27 @@ def _same_operands(hlo_name, op, rewriter):
 
 for _lazy, _hlo in ONE_TO_ONE.items():
     lowering(_lazy)(partial(_same_operands, _hlo))
+
+
+# Float to int32/int64: NumPy's and eager torch's CPU casts are x86's cvttss2si,
+# which gives INT_MIN for NaN and for values out of range either way; XLA
+# saturates them (NaN to 0). Lanes outside [-2**(n-1), 2**(n-1)) get INT_MIN.
+
+
+@lowering("convert")
+def _convert(op, rewriter):
+    x = op.operands[0]
+    source = hlo.type_of(x).dtype
+    target = hlo.type_of(op.results[0]).dtype
+    converted = hlo.value("convert", [x], op.results[0].type)
+    if not is_float(source) or target not in ("i32", "i64"):
+        return converted
+    bound = 2.0 ** (int(target[1:]) - 1)
+    if source in ("f16", "bf16"):  # the bounds overflow them: compare in f32, where they are exact
+        x = hlo.convert(x, "f32")
+    in_range = hlo.binary("and", hlo.compare(x, hlo.splat_like(-bound, x), "GE"),
+                          hlo.compare(x, hlo.splat_like(bound, x), "LT"))
+    return hlo.select(in_range, converted, hlo.splat_like(-int(bound), converted))
 
 
 # Integer division by zero: StableHLO leaves it to the backend, and XLA's
