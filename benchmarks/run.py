@@ -46,6 +46,13 @@ absolute difference from the baseline's numbers, which is checked.
    sizes for 20 steps (expect exactly 3 compiles) and with the learning rate
    changed every step (expect 1), from ``lazycore.metrics.counters()``.
 6. The NumPy shim's heat demo against NumPy (``benchmarks/numpy_heat.py``).
+7. A small GPT's training step (``benchmarks/gpt.py``: 2 pre-LayerNorm blocks,
+   width 128, context 64, batch 16, clip_grad_norm_, AdamW) against jax.jit
+   of the same math: eager torch, torch.compile (inductor), lazycore traced
+   (waiting and pipelined), ``lazycore.torch.capture`` and
+   ``torch.compile(step, backend="lazycore")``; first-call times and
+   lazycore's compile counts; every final loss and parameter checked against
+   eager torch.
 
 The persistent compile cache is off in this process (benchmarks 4 and 5
 count compiles); benchmark 4 measures it in processes of its own.
@@ -817,8 +824,17 @@ def bench_heat(args):
                      "agrees": r["max_abs_diff"] <= 1e-5, "note": "medians over repeats of per-step means"})
 
 
+# --- 7. GPT training step ------------------------------------------------------------------------
+
+
+def bench_gpt(args):
+    import gpt
+
+    gpt.bench(args, sys.modules[__name__])
+
+
 BENCHES = {1: bench_tracing, 2: bench_training, 3: bench_fusion, 4: bench_first_step, 5: bench_recompiles,
-           6: bench_heat}
+           6: bench_heat, 7: bench_gpt}
 
 
 # --- output ----------------------------------------------------------------------------------------
@@ -867,10 +883,10 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="CI smoke: tiny sizes, few steps; checks runs + numerics only")
     p.add_argument("--json", type=pathlib.Path, default=HERE / "results.json", help="where to write the results")
-    p.add_argument("--only", default="", help="comma-separated benchmark numbers (1-6)")
+    p.add_argument("--only", default="", help="comma-separated benchmark numbers (1-7)")
     p.add_argument("--steps", type=int, default=None, help="timed steps (default 20, --quick 3)")
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 3, --quick 1)")
-    p.add_argument("--no-torch-compile", action="store_true", help="skip torch.compile in benchmark 2")
+    p.add_argument("--no-torch-compile", action="store_true", help="skip torch.compile (inductor) in benchmarks 2 and 7")
     p.add_argument("--profile", action="store_true", help="cProfile benchmark 2's lazy step, top 10 by tottime")
     args = p.parse_args(argv)
     args.steps = args.steps if args.steps is not None else (3 if args.quick else 20)

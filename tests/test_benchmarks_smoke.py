@@ -1,7 +1,7 @@
 """The benchmark suite (benchmarks/run.py) runs end to end and every result agrees with its baseline.
 
-A smoke run only: ``--quick`` uses tiny sizes and a few steps, and never
-judges timings. It runs in a subprocess so the suite's cache clears, metric
+A smoke run only: ``--quick`` uses tiny sizes and a few steps (benchmark 7's
+GPT has one block of width 32), and never judges timings. It runs in a subprocess so the suite's cache clears, metric
 resets and jax/torch state stay out of this test process. torch.compile is
 skipped here (its compile alone takes tens of seconds on CI machines); a full
 ``python benchmarks/run.py`` includes it.
@@ -26,9 +26,21 @@ def test_benchmark_suite_quick(tmp_path):
     res = json.loads(out.read_text())
     assert res["failures"] == []
     benches = {r["bench"].split()[0] for r in res["rows"]}
-    assert benches == {"1", "2", "3", "4", "5", "6"}, benches
+    assert benches == {"1", "2", "3", "4", "5", "6", "7"}, benches
     for r in res["rows"]:
         assert r.get("agrees", True), r
     # benchmark 5's compile counts are exact, not timings: check them too
     counts = [r["value"] for r in res["rows"] if r["unit"] == "compiles"]
     assert [c["compiles"] for c in counts] == [c["expected"] for c in counts] == [3, 1], counts
+    # benchmark 7: every system's row, each checked against eager torch above
+    gpt = {r["variant"]: r for r in res["rows"] if r["bench"].startswith("7 ")}
+    assert {"jax.jit (donated params and state)", "eager torch", "lazycore.torch, mark_step(wait=True)",
+            "lazycore.torch, mark_step() (pipelined)", "lazycore.torch.capture",
+            'torch.compile(step, backend="lazycore")'} <= set(gpt), sorted(gpt)
+    for r in gpt.values():
+        assert r["max_abs_diff"] is not None and r["agrees"], r
+        assert r["value"]["first_call_ms"] > 0, r
+    # the lazycore backend compiles each of its graphs once (forward, backward,
+    # clipping, optimizer; the optimizer's first step is a graph of its own)
+    tc = gpt['torch.compile(step, backend="lazycore")']["value"]
+    assert 0 < tc["first_call_compiles"] and tc["compiles"] <= tc["first_call_compiles"] + 1, tc

@@ -9,7 +9,8 @@ For each op overload one handler is chosen once (and cached):
 4. an in-place or ``out=`` op whose functional form lowers: the functional
    result is written into the mutated tensor;
 5. PyTorch's decomposition table (``torch._decomp``): the decomposition runs
-   on lazy tensors, so its pieces come back here;
+   on lazy tensors, so its pieces come back here; a ``_foreach_*`` op runs
+   its single-tensor op per element the same way (:mod:`.foreach`);
 6. the fallback: the eager CPU kernel on materialized inputs, counted with
    the user's source line (:mod:`.fallback`).
 
@@ -28,7 +29,7 @@ from lazycore.ir.memo import Memo
 from lazycore.trace.recipes import float_key, record_call, value_class
 from lazycore.trace.views import read as read_view
 
-from . import fallback, lowering, special, views
+from . import fallback, foreach, lowering, special, views
 from . import tensor as _tensor_module
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
@@ -82,6 +83,8 @@ def resolve(func):
     decomp = decomposition_table.get(func)
     if decomp is not None:
         return _decomposed(decomp)
+    if foreach.is_foreach(func):
+        return _decomposed(foreach.per_element(func))
     return fallback.run
 
 

@@ -206,6 +206,14 @@ def _addc(ctx, x, t1, t2, value=1):
     return apply("add", x, term)
 
 
+def fma(ctx, a, b, c):
+    """``prims.fma``: a * b + c. Dynamo writes ``addcmul_`` with a value so;
+    the op exists once torch._inductor is loaded, and the torch.compile
+    backend (:mod:`..dynamo`) registers this lowering for it then."""
+    a, b, c = (operand(v, ctx.dtype, ctx.shape, ctx.device) for v in (a, b, c))
+    return apply("add", apply("mul", a, b), c)
+
+
 @lowers(aten.lerp.Scalar, aten.lerp.Tensor)
 def _lerp(ctx, x, end, weight):
     dt = ctx.dtype

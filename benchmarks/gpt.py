@@ -1,0 +1,346 @@
+"""Benchmark 7: a small GPT's training step (issue 19), registered in ``run.py``.
+
+The model: vocabulary 512, context 64, width 128, 4 heads, 2 pre-LayerNorm
+blocks (causal ``F.scaled_dot_product_attention``, a 4x MLP with exact GELU,
+residuals), a final LayerNorm and an untied head without bias; learned token
+and position embeddings; dropout 0. The step: next-token cross entropy on a
+batch of 16, backward, ``clip_grad_norm_(params, 1.0)``, AdamW (lr 1e-3,
+weight decay 0.01). Every system starts from the same weights and sees the
+same batches; after its last step its loss and parameters are compared with
+eager torch's (float32 throughout).
+
+Rows, as same-run ratios of medians to jax.jit (the baseline: the same math
+in jax.numpy, AdamW and the clipping written out, parameters and optimizer
+state donated, waiting for each step): eager torch; torch.compile (inductor);
+lazycore traced per op with ``mark_step(wait=True)`` and pipelined
+(``mark_step()``); the step under ``lazycore.torch.capture``; and
+``torch.compile(step, backend="lazycore")`` on host tensors. Each system's
+first call (trace + compile + run; lazycore after ``cache.clear()``, jax
+after ``jax.clear_caches()``) and lazycore's compile counts are rows too.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy
+
+VOCAB, CONTEXT, WIDTH, HEADS, BLOCKS, BATCH = 512, 64, 128, 4, 2, 16
+LR, WEIGHT_DECAY, BETAS, EPS, MAX_NORM = 1e-3, 0.01, (0.9, 0.999), 1e-8, 1.0
+TOL = 5e-4
+"""Largest absolute difference from eager torch's final loss and parameters
+after the run (float32; every system measured 3e-5 or less over 26 steps:
+AdamW's normalised steps carry rounding differences of the gradients into the
+parameters, bounded by the learning rate per step)."""
+
+
+def _config(quick):
+    if quick:
+        return {"vocab": 64, "context": 16, "width": 32, "heads": 2, "blocks": 1, "batch": 4}
+    return {"vocab": VOCAB, "context": CONTEXT, "width": WIDTH, "heads": HEADS, "blocks": BLOCKS, "batch": BATCH}
+
+
+# --- torch -------------------------------------------------------------------------------------------
+
+
+def make_model(cfg):
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self, d, heads):
+            super().__init__()
+            self.heads = heads
+            self.ln1 = nn.LayerNorm(d)
+            self.qkv = nn.Linear(d, 3 * d)
+            self.proj = nn.Linear(d, d)
+            self.ln2 = nn.LayerNorm(d)
+            self.fc = nn.Linear(d, 4 * d)
+            self.out = nn.Linear(4 * d, d)
+
+        def forward(self, h):
+            b, t, d = h.shape
+            q, k, v = self.qkv(self.ln1(h)).split(d, dim=2)
+            q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            h = h + self.proj(a.transpose(1, 2).reshape(b, t, d))
+            return h + self.out(F.gelu(self.fc(self.ln2(h))))
+
+    class GPT(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.tok = nn.Embedding(c["vocab"], c["width"])
+            self.pos = nn.Embedding(c["context"], c["width"])
+            self.blocks = nn.ModuleList(Block(c["width"], c["heads"]) for _ in range(c["blocks"]))
+            self.ln = nn.LayerNorm(c["width"])
+            self.head = nn.Linear(c["width"], c["vocab"], bias=False)
+
+        def forward(self, x):
+            h = self.tok(x) + self.pos.weight[: x.shape[1]]
+            for blk in self.blocks:
+                h = blk(h)
+            return self.head(self.ln(h))
+
+    torch.manual_seed(0)
+    return GPT(cfg)
+
+
+def make_data(cfg, k=4):
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    seqs = [torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["context"] + 1), generator=g) for _ in range(k)]
+    return [(s[:, :-1].contiguous(), s[:, 1:].contiguous()) for s in seqs]
+
+
+def make_step(model):
+    """The training step as one function of a batch (what every torch row runs)."""
+    import torch
+    import torch.nn.functional as F
+
+    params = list(model.parameters())
+    opt = torch.optim.AdamW(params, lr=LR, betas=BETAS, eps=EPS, weight_decay=WEIGHT_DECAY)
+
+    def step(x, y):
+        opt.zero_grad()
+        logits = model(x)
+        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, MAX_NORM)
+        opt.step()
+        return loss
+
+    return step
+
+
+# --- jax -----------------------------------------------------------------------------------------------
+
+
+def jax_params(model):
+    """The torch model's weights as a jax pytree (torch's layouts: Linear weights are [out, in])."""
+    import jax.numpy as jnp
+
+    return {k: jnp.asarray(v.detach().cpu().numpy()) for k, v in model.named_parameters()}
+
+
+def jax_step_fn(cfg):
+    """``step(params, m, v, count, x, y) -> (params, m, v, loss)``, jitted, state donated."""
+    import jax
+    import jax.numpy as jnp
+
+    heads, nblocks = cfg["heads"], cfg["blocks"]
+
+    def layer_norm(h, p, name):
+        mu = h.mean(-1, keepdims=True)
+        var = ((h - mu) ** 2).mean(-1, keepdims=True)
+        return (h - mu) / jnp.sqrt(var + 1e-5) * p[name + ".weight"] + p[name + ".bias"]
+
+    def linear(h, p, name, bias=True):
+        out = h @ p[name + ".weight"].T
+        return out + p[name + ".bias"] if bias else out
+
+    def loss_fn(p, x, y):
+        b, t = x.shape
+        h = p["tok.weight"][x] + p["pos.weight"][:t]
+        d = h.shape[-1]
+        mask = jnp.tril(jnp.ones((t, t), bool))
+        for i in range(nblocks):
+            n = f"blocks.{i}."
+            q, k, v = jnp.split(linear(layer_norm(h, p, n + "ln1"), p, n + "qkv"), 3, axis=-1)
+            q, k, v = (z.reshape(b, t, heads, d // heads).transpose(0, 2, 1, 3) for z in (q, k, v))
+            s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d // heads)
+            a = jax.nn.softmax(jnp.where(mask, s, -jnp.inf), axis=-1) @ v
+            h = h + linear(a.transpose(0, 2, 1, 3).reshape(b, t, d), p, n + "proj")
+            m = jax.nn.gelu(linear(layer_norm(h, p, n + "ln2"), p, n + "fc"), approximate=False)
+            h = h + linear(m, p, n + "out")
+        logits = linear(layer_norm(h, p, "ln"), p, "head", bias=False)
+        logp = jax.nn.log_softmax(logits, axis=-1)
+        return -jnp.mean(jnp.take_along_axis(logp, y[..., None], axis=-1))
+
+    def step(p, m, v, count, x, y):
+        loss, g = jax.value_and_grad(loss_fn)(p, x, y)
+        # clip_grad_norm_: the norm of the per-tensor norms, clip coefficient clamped at 1
+        total = jnp.sqrt(sum(jnp.sum(gi * gi) for gi in jax.tree_util.tree_leaves(g)))
+        coef = jnp.minimum(MAX_NORM / (total + 1e-6), 1.0)
+        g = jax.tree_util.tree_map(lambda gi: gi * coef, g)
+        # AdamW as torch's single-tensor implementation writes it
+        b1, b2 = BETAS
+        count = count + 1.0
+        bc1, bc2 = 1 - b1 ** count, 1 - b2 ** count
+        m = jax.tree_util.tree_map(lambda mi, gi: b1 * mi + (1 - b1) * gi, m, g)
+        v = jax.tree_util.tree_map(lambda vi, gi: b2 * vi + (1 - b2) * gi * gi, v, g)
+
+        def update(pi, mi, vi):
+            pi = pi * (1 - LR * WEIGHT_DECAY)
+            return pi - (LR / bc1) * mi / (jnp.sqrt(vi) / jnp.sqrt(bc2) + EPS)
+
+        p = jax.tree_util.tree_map(update, p, m, v)
+        return p, m, v, count, loss
+
+    return jax.jit(step, donate_argnums=(0, 1, 2, 3))
+
+
+# --- the benchmark ---------------------------------------------------------------------------------------
+
+
+def bench(args, kit):
+    """Benchmark 7; ``kit``: run.py's module (row, in_blocks, maxdiff, set_ratios, NOTES)."""
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    import lazycore
+    import lazycore.torch as ltorch
+
+    B = "7 GPT training step (ms)"
+    cfg = _config(args.quick)
+    data = make_data(cfg)
+    warm, steps = args.warmup, args.steps
+    firsts: dict[str, float] = {}
+    compiles: dict[str, int] = {}
+    first_compiles: dict[str, int] = {}
+    finals: dict = {}
+    variants: dict = {}
+    settle: dict = {}
+
+    def counted(name, fn):
+        """``fn``, adding the programs lazycore compiles while it runs to ``compiles[name]``."""
+        compiles[name] = 0
+        counter = lazycore.metrics.counters
+
+        def one():
+            c0 = counter()["compiles"]
+            fn()
+            compiles[name] += counter()["compiles"] - c0
+
+        return one
+
+    def timed_first(name, fn, cold=False):
+        """The variant's first call, timed; ``cold``: from an empty lazycore compile cache."""
+        if cold:
+            ltorch.mark_step(wait=True)
+            lazycore.cache.clear()
+        fn = counted(name, fn)
+        t = time.perf_counter()
+        fn()
+        ltorch.mark_step(wait=True)  # (the pipelined variant's program too)
+        firsts[name] = time.perf_counter() - t
+        first_compiles[name] = compiles[name]
+        return fn
+
+    def torch_variant(name, model, batches, after=None, wrap=None, cold=False):
+        step = make_step(model)
+        if wrap is not None:
+            step = wrap(step)
+        it, last = [0], [None]
+
+        def one():
+            x, y = batches[it[0] % len(batches)]
+            it[0] += 1
+            last[0] = step(x, y)
+            if after is not None:
+                after()
+
+        variants[name] = timed_first(name, one, cold)
+        finals[name] = lambda: (float(last[0].detach().cpu()), [p.detach().cpu().numpy() for p in model.parameters()])
+        return step
+
+    # jax.jit (baseline)
+    jdata = [(jnp.asarray(x.numpy().astype(numpy.int32)), jnp.asarray(y.numpy().astype(numpy.int32)))
+             for x, y in data]
+    p0 = jax_params(make_model(cfg))
+    st = {"p": p0, "m": jax.tree_util.tree_map(jnp.zeros_like, p0), "v": jax.tree_util.tree_map(jnp.zeros_like, p0),
+          "c": jnp.zeros((), jnp.float32), "i": 0, "loss": None}
+    jax.clear_caches()
+    jstep = jax_step_fn(cfg)
+
+    def jone():
+        x, y = jdata[st["i"] % len(jdata)]
+        st["i"] += 1
+        st["p"], st["m"], st["v"], st["c"], st["loss"] = jstep(st["p"], st["m"], st["v"], st["c"], x, y)
+        jax.block_until_ready(st["loss"])
+
+    variants["jax"] = timed_first("jax", jone)
+    names = list(p0)
+    finals["jax"] = lambda: (float(st["loss"]), [numpy.asarray(st["p"][k]) for k in names])
+
+    torch_variant("eager", make_model(cfg), data)
+
+    if args.no_torch_compile:
+        kit.NOTES.append("7: torch.compile (inductor) skipped (--no-torch-compile)")
+    else:
+        try:
+            model = make_model(cfg)
+            # a cold first call, as the others': no compiled graph from inductor's on-disk caches
+            with torch.compiler.config.patch(force_disable_caches=True):
+                torch_variant("inductor", model, data, wrap=torch.compile)
+        except Exception as e:  # noqa: BLE001
+            variants.pop("inductor", None)
+            kit.NOTES.append(f"7: torch.compile (inductor) failed here, skipped: {type(e).__name__}: "
+                             f"{str(e).splitlines()[0][:200]}")
+
+    dev = ltorch.device()
+    ldata = [(x.to(dev), y.to(dev)) for x, y in data]
+    wait = lambda: ltorch.mark_step(wait=True)  # noqa: E731
+    # the traced step's first call compiles from scratch; the pipelined and
+    # captured steps make the same programs and find them in the cache
+    torch_variant("lazyw", make_model(cfg).to(dev), ldata, after=wait, cold=True)
+    torch_variant("lazy", make_model(cfg).to(dev), ldata, after=ltorch.mark_step)
+    captured = torch_variant("lazycap", make_model(cfg).to(dev), ldata, after=ltorch.mark_step,
+                             wrap=ltorch.capture)
+    for name in ("lazyw", "lazy", "lazycap"):
+        settle[name] = wait
+    torch_variant("lazytc", make_model(cfg), data, wrap=lambda step: torch.compile(step, backend="lazycore"))
+
+    times, _ = kit.in_blocks(variants, warm, steps, settle)
+
+    eloss, eparams = finals["eager"]()
+
+    def check(name):
+        loss, ps = finals[name]()
+        return loss, max([abs(loss - eloss)] + [kit.maxdiff(a, b) for a, b in zip(ps, eparams)])
+
+    total = warm + steps + 3  # the first call, the warm-up, one untimed step at each of in_blocks' two blocks
+
+    def first(name):
+        return f"first call {firsts[name] * 1e3:.0f} ms"
+
+    def lazy_note(name):
+        cache = "" if name in ("lazyw", "lazytc") else " (cache warm from the row above)"
+        return (f"{first(name)}{cache}; lazycore compiled {first_compiles[name]} program(s) in it, "
+                f"{compiles[name]} in all {total} steps")
+
+    jloss, d = check("jax")
+    kit.row(B, "jax.jit (donated params and state)", times["jax"], baseline=True, diff=d, tol=TOL,
+            value={"final_loss": jloss, "first_call_ms": firsts["jax"] * 1e3},
+            note=f"loss after {total} steps {jloss:.6f}; {first('jax')}")
+    kit.row(B, "eager torch", times["eager"], diff=0.0, tol=TOL,
+            value={"final_loss": eloss, "first_call_ms": firsts["eager"] * 1e3},
+            note=f"the reference: loss {eloss:.6f}; {first('eager')}")
+    if "inductor" in variants:
+        loss, d = check("inductor")
+        kit.row(B, "torch.compile (inductor)", times["inductor"], diff=d, tol=TOL,
+                value={"final_loss": loss, "first_call_ms": firsts["inductor"] * 1e3},
+                note=f"the whole step compiled; {first('inductor')} (inductor's disk caches off for it)")
+    rows = [
+        ("lazyw", "lazycore.torch, mark_step(wait=True)", "per-op tracing, waits for its own step"),
+        ("lazy", "lazycore.torch, mark_step() (pipelined)", "tracing overlaps the step before"),
+        ("lazycap", "lazycore.torch.capture", None),
+        ("lazytc", 'torch.compile(step, backend="lazycore")', "host tensors: uploads, runs, downloads per graph"),
+    ]
+    for name, label, note in rows:
+        loss, d = check(name)
+        if name == "lazycap":
+            note = f"{captured.replays} replays, {captured.traces} traces"
+            if captured.replays == 0:
+                note += f"; does not replay: {captured.why}"
+        kit.row(B, label, times[name], diff=d, tol=TOL,
+                value={"final_loss": loss, "first_call_ms": firsts[name] * 1e3,
+                       "first_call_compiles": first_compiles[name], "compiles": compiles[name]},
+                note=f"{note}; {lazy_note(name)}")
+    kit.NOTES.append(f"7: tolerance {TOL:g} absolute on the final loss and parameters against eager torch "
+                     f"(float32)")
+    print(f"7: lazycore.torch.capture: {captured.replays} replays, {captured.traces} traces; why: {captured.why}")
+    kit.set_ratios(B)
