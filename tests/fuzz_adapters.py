@@ -15,9 +15,6 @@ class TorchSide:
         self.device = device
         self.lazy = device.type == "lazy"
 
-    def copy(self, v):
-        return v.clone() if isinstance(v, self.torch.Tensor) else v
-
     def numpy(self, v):
         return v.detach().cpu().numpy() if isinstance(v, self.torch.Tensor) else np.asarray(v)
 
@@ -111,12 +108,7 @@ class NumpySide:
         self.xp = xp
         self.lazy = xp is not np
 
-    def copy(self, v):
-        return v.copy() if hasattr(v, "copy") else v
-
     def numpy(self, v):
-        if self.lazy and hasattr(v, "__array__"):
-            return np.asarray(v)
         return np.asarray(v)
 
     def sync(self, env):

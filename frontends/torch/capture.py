@@ -400,8 +400,7 @@ class _Plan:
         if values is None:
             return _guarded("a tensor the step read or updated is gone, holds a value of another type, "
                             "or arguments alias differently")
-        made = [Storage(LazyTensor(v, dev), strides) for v, (_, dev), strides in zip(values, self.rec.kept,
-                                                                                      self.strides)]
+        made = [Storage(LazyTensor(v, dev), strides) for v, dev, strides in zip(values, self.rec.kept, self.strides)]
 
         def make(desc):
             where, steps, layout = desc

@@ -404,8 +404,6 @@ def _check_eager_kernel(func, margs, mkwargs):
 
 
 def _composite(func, args, kwargs):
-    if _probed(func):
-        meta_call(func, args, kwargs)  # eager's error for dtypes its kernel refuses (cached per signature)
     out = func.decompose(*args, **kwargs)
     if out is NotImplemented:
         return fallback.run(func, args, kwargs)

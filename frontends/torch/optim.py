@@ -43,12 +43,14 @@ def _with_lazy(original):
     return supported
 
 
+def _on_lazy(group) -> bool:
+    return bool(group["params"]) and group["params"][0].device.type == _LAZY
+
+
 def _make_capturable(opt) -> None:
     for group in opt.param_groups:
-        if group.get("capturable", True) or not group["params"]:
-            continue  # capturable already, or an optimizer without the notion (SGD)
-        if group["params"][0].device.type != _LAZY:
-            continue
+        if group.get("capturable", True) or not _on_lazy(group):
+            continue  # capturable already, an optimizer without the notion (SGD), or not ours
         for p in group["params"]:
             step = opt.state.get(p, {}).get("step")
             if isinstance(step, torch.Tensor) and step.device != p.device:
@@ -82,11 +84,10 @@ class _Rate:
         self.value = value
 
     def at_step(self, value: float) -> None:
-        if self.fresh and value == self.value:
-            self.fresh = False  # filled for this step already, before a capture began watching it
-        else:
+        # a fresh rate was filled for this step already, before a capture began watching it
+        if not (self.fresh and value == self.value):
             self.fill(value)
-            self.fresh = False
+        self.fresh = False
 
 
 _RATES: "weakref.WeakKeyDictionary[torch.optim.Optimizer, dict[int, _Rate]]" = weakref.WeakKeyDictionary()
@@ -182,7 +183,7 @@ def _swap_in(opt, args, kwargs) -> None:
     rates = None
     for i, group in enumerate(opt.param_groups):
         lr = group["lr"]
-        if type(lr) is not float or not group["params"] or group["params"][0].device.type != _LAZY:
+        if type(lr) is not float or not _on_lazy(group):
             continue
         if rates is None:
             rates = _RATES.setdefault(opt, {})

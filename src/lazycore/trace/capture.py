@@ -218,12 +218,14 @@ class Recording:
         entries = [(node.op, tuple(at(o) if type(o) is Value else tuple(at(x) for x in o) for o in node.operands),
                     node.attrs, node.types, node_prefix(spec_of(node.op), node.attrs, node.types)[1])
                    for node in made]
-        self.updates = []  # (arg index or weakref of a live handle, output number of its new value)
-        for h, v in changed:
+        # the fragment's outputs: the updated handles' new values, then the kept handles'
+        self.updates = []  # per updated handle: its argument index, or a weakref of the live handle
+        for h, _ in changed:
             i = arg_index.get(id(h))
-            self.updates.append((i if i is not None else weakref.ref(h), len(self.updates)))
-        self.kept = [(len(self.updates) + k, h.device) for k, h in enumerate(kept)]
-        outputs = [at(v) for _, v in changed] + [at(h._value) for h in kept]
+            self.updates.append(i if i is not None else weakref.ref(h))
+        self.kept = [h.device for h in kept]
+        """The devices of the kept handles' values, in order."""
+        outputs = [at(v) for v in outputs]
         self.fragment = Fragment(entries, n, self.baked, outputs, [node.loc for node in made], "a captured step")
         self.fragment.remember(recorded_inputs, [node.digest for node in made])
         self.key = self._key(baked_keys, [(node.op, e[1], node.digest) for node, e in zip(made, entries)], outputs)
@@ -231,9 +233,9 @@ class Recording:
     def _key(self, baked, entries, outputs) -> tuple:
         """Equal for two recordings that replay the same way."""
         slots = tuple(s if s[0] == "arg" else ("live", id(s[1][0]())) for s in self.slots)
-        updates = tuple(u if type(u) is int else id(u()) for u, _ in self.updates)
+        updates = tuple(u if type(u) is int else id(u()) for u in self.updates)
         return (self.aliasing, slots, tuple(self.slot_types), tuple(baked), tuple(entries), tuple(outputs), updates,
-                tuple(id(d) for _, d in self.kept))
+                tuple(id(d) for d in self.kept))
 
     def replay(self, args) -> list | None:
         """Redo the call on the argument handles ``args``: the values of the
@@ -264,7 +266,7 @@ class Recording:
                 return None
             env.append(v)
         targets = []
-        for target, _ in self.updates:
+        for target in self.updates:
             if type(target) is int:
                 targets.append(args[target])
             else:

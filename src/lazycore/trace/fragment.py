@@ -64,7 +64,10 @@ class Fragment:
         not hashed yet. (A caller on the per-op path calls it first.)"""
 
     def remember(self, inputs, digests) -> None:
-        """The entries' ``digests`` on input values ``inputs`` as recorded (no hashing at the first replay)."""
+        """The entries' ``digests`` on input values ``inputs`` (as recorded: no
+        hashing at the first replay)."""
+        if len(self._digests) >= _DIGESTS_KEPT:
+            self._digests.clear()
         self._digests[_key(inputs)] = tuple(digests)
 
     def replay(self, handles=(), values=(), loc=None):
@@ -89,9 +92,7 @@ class Fragment:
             digests.append(d)
             hashed = _Hashed(d)
             env.extend(Value(hashed, r) for r in range(len(types)))
-        if len(self._digests) >= _DIGESTS_KEPT:
-            self._digests.clear()
-        self._digests[_key(inputs)] = tuple(digests)
+        self.remember(inputs, digests)
 
     def _generate(self):
         code = _Code("def fast(handles, values, loc):", MISS=MISS, DIGESTS=self._digests)

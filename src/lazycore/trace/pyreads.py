@@ -29,6 +29,7 @@ import os
 import sys
 import sysconfig
 import weakref
+from types import FunctionType
 
 from lazycore.ir.memo import Memo
 from lazycore.ir.sourceloc import is_library
@@ -152,11 +153,11 @@ def _functions(fn, codes) -> list:
     out, seen = [], set()
     stack = [fn]
     for g in {id(g): g for g in codes.values()}.values():
-        stack.extend(v for v in g.values() if type(v).__name__ == "function")
+        stack.extend(v for v in g.values() if type(v) is FunctionType)
     while stack:
         f = stack.pop()
         f = getattr(f, "__func__", f)
-        if type(f).__name__ != "function" or id(f) in seen:
+        if type(f) is not FunctionType or id(f) in seen:
             continue
         seen.add(id(f))
         if f.__code__ in codes or f is fn:

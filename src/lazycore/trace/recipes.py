@@ -241,7 +241,9 @@ def _fragment(rec: Recorder, n_inputs: int, out):
     prefs: dict[tuple, int] = {}
     consts: dict[tuple, int] = {}
     frozen: list = []
-    for ref in [r for step in rec.steps for r in _flat(step[1])] + list(_flat_out(out)):
+    returned: list = []
+    _numbered(out, returned.append)
+    for ref in [r for step in rec.steps for r in _flat(step[1])] + returned:
         if ref[0] == _PARAM:
             prefs.setdefault((ref[1], ref[2]), len(prefs))
         elif ref[0] == _FROZEN and (id(ref[1][0]), ref[1][1]) not in consts:
@@ -281,17 +283,6 @@ def _flat(refs):
             yield from r[1]
         else:
             yield r
-
-
-def _flat_out(out):
-    if out is None:
-        return
-    first, second = out
-    if type(first) is type:
-        for o in second:
-            yield from _flat_out(o)
-    else:
-        yield first
 
 
 def _numbered(out, number):
