@@ -23,6 +23,9 @@ see :func:`emit`):
 - ``"lowering"`` ``(walk, module, device, donate, pipeline)``: a module is
   about to be lowered; a listener may return an object with
   ``after_pass(name, op)`` and ``finish(module)`` to see every stage
+- ``"program"`` ``(executable, device, walk, loaded)``: a barrier has a
+  program its compile cache lacked, compiled or (``loaded``) read from the
+  persistent cache
 - ``"barrier"`` ``(walk, device, hit, donate, pipeline, loaded)``: a barrier ran
   (``walk`` is None when the step's walk was recalled; ``hit``: the program
   was in the compile cache; ``loaded``: it came from the persistent cache)
@@ -57,6 +60,8 @@ PHASES = ("trace", "lowering", "compile", "execute")
 # disk_load: reading a program from the persistent cache (instead of lowering and compiling)
 REPORT_PHASES = PHASES + ("transfer", "disk_load")
 TIMINGS_KEPT = 10_000
+PROGRAMS_KEPT = 16
+"""Mesh programs described for the report (:mod:`lazycore.observe.placement`)."""
 
 
 class Events:
@@ -71,6 +76,7 @@ class Events:
         self.graphs: deque = deque(maxlen=TIMINGS_KEPT)
         self.graph_totals = [0, 0, 0]  # barriers, total nodes, max nodes
         self.fallback_sites: dict[str, dict[str, int]] = {}
+        self.programs: deque = deque(maxlen=PROGRAMS_KEPT)  # lazycore.observe.placement
         self.listeners: dict[str, list] = {}
 
     def reset(self) -> None:
@@ -82,6 +88,7 @@ class Events:
         for tot in self.totals.values():
             tot[:] = [0, 0.0, 0.0]
         self.graphs.clear()
+        self.programs.clear()
         self.graph_totals[:] = [0, 0, 0]
 
 

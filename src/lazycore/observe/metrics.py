@@ -25,6 +25,7 @@ from lazycore.ir import events, memo, sourceloc
 from lazycore.ir.config import settings
 from lazycore.runtime import cache
 from lazycore.runtime.diskcache import DISK
+from lazycore.observe import placement
 from lazycore.ir.events import PHASES, REPORT_PHASES, TIMINGS_KEPT
 
 logger = logging.getLogger("lazycore")
@@ -65,6 +66,20 @@ def transfer_timings() -> list[float]:
 def graph_sizes() -> list[tuple[int, int, int]]:
     """``(nodes, outputs, parameters)`` of each barrier's graph, oldest first."""
     return list(_graphs)
+
+
+def programs() -> list:
+    """The most recent programs compiled for meshes, oldest first: each a
+    :class:`~lazycore.observe.placement.MeshProgram` (its mesh, its inputs'
+    and results' layouts, the collectives XLA inserted, per-device memory,
+    the user line whose barrier made it)."""
+    return placement.programs()
+
+
+def memory() -> dict[str, dict[str, int]]:
+    """Per physical device: buffers and bytes live lazy values hold there,
+    and the device allocator's own figures where it reports them."""
+    return placement.memory()
 
 
 def reset() -> None:
@@ -140,8 +155,9 @@ def report() -> str:
     """Everything above as text: counters, phase timings (count, total,
     median, p90, max in ms), compile cache hits and misses, the persistent
 cache's loads, writes and size, graph sizes per
-    barrier, the tracing memos' sizes, and fallback ops by name with the user
-    lines that reached them."""
+    barrier, the tracing memos' sizes, fallback ops by name with the user
+    lines that reached them, the mesh programs (:func:`programs`) and the
+    memory live values hold per device (:func:`memory`)."""
     c = _counters
     lines = ["lazycore metrics report", "", "counters:"]
     width = max(len(k) for k in c)
@@ -194,4 +210,5 @@ cache's loads, writes and size, graph sizes per
         lines.append(f"  {op}: {sum(sites.values())}")
         for loc, n in sorted(sites.items(), key=lambda kv: -kv[1]):
             lines.append(f"      {n:>6}  {loc}")
+    lines += placement.report_lines(_bytes)
     return "\n".join(lines) + "\n"

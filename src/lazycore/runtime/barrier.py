@@ -323,6 +323,7 @@ def sync(device, wait: bool = True) -> int:
         except ProgramError as e:
             return _contain(device, pending, slots, len(out_types), e, wait)
         CACHE.put(key, exe)
+        events.emit("program", exe, device, walk, loaded)
     args = _arguments(data, packs, device)
     with events.timed("execute"):
         try:
