@@ -833,8 +833,14 @@ def bench_gpt(args):
     gpt.bench(args, sys.modules[__name__])
 
 
+def bench_scaleout(args):
+    import scaleout
+
+    scaleout.bench(args, sys.modules[__name__])
+
+
 BENCHES = {1: bench_tracing, 2: bench_training, 3: bench_fusion, 4: bench_first_step, 5: bench_recompiles,
-           6: bench_heat, 7: bench_gpt}
+           6: bench_heat, 7: bench_gpt, 8: bench_scaleout}
 
 
 # --- output ----------------------------------------------------------------------------------------

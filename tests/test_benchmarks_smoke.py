@@ -26,7 +26,7 @@ def test_benchmark_suite_quick(tmp_path):
     res = json.loads(out.read_text())
     assert res["failures"] == []
     benches = {r["bench"].split()[0] for r in res["rows"]}
-    assert benches == {"1", "2", "3", "4", "5", "6", "7"}, benches
+    assert benches == {"1", "2", "3", "4", "5", "6", "7", "8"}, benches
     for r in res["rows"]:
         assert r.get("agrees", True), r
     # benchmark 5's compile counts are exact, not timings: check them too
@@ -44,3 +44,11 @@ def test_benchmark_suite_quick(tmp_path):
     # clipping, optimizer; the optimizer's first step is a graph of its own)
     tc = gpt['torch.compile(step, backend="lazycore")']["value"]
     assert 0 < tc["first_call_compiles"] and tc["compiles"] <= tc["first_call_compiles"] + 1, tc
+    # benchmark 8: jax.jit and lazycore on meshes of 1, 2 and 4 forced devices, checked against eager torch
+    mesh = [r for r in res["rows"] if r["bench"].startswith("8 ")]
+    assert {r["bench"] for r in mesh} == {f"8 data-parallel GPT step, {n} (ms)" for n in
+                                          ("1 device", "2 devices", "4 devices")}, mesh
+    for r in mesh:
+        assert r["max_abs_diff"] is not None and r["agrees"], r
+    # one program for the steady step of each lazycore row (the first step's and the optimizer's first)
+    assert all(r["value"]["compiles"] <= 3 for r in mesh if "compiles" in r.get("value", {})), mesh

@@ -1,0 +1,180 @@
+"""Benchmark 8: benchmark 7's GPT step data-parallel on 1, 2 and 4 devices (issue 20), registered in ``run.py``.
+
+The devices are forced host CPU devices, so the benchmark runs in a child
+process started with ``XLA_FLAGS=--xla_force_host_platform_device_count=4``
+(jax reads it once, when it starts); the child prints its rows as JSON and
+the parent adds them to the table. On a 2-core machine 4 "devices" share 2
+cores: the figures compare lazycore with jax.jit on the same mesh, not
+meshes with each other.
+
+Per mesh size N (the first N devices, one axis ``data``): the batch of 16 is
+split along ``data``, parameters and optimizer state are replicated. The
+baseline is jax.jit of benchmark 7's step with the same layouts (batch
+``P("data", None)``, the rest ``P()``), state donated; lazycore runs the
+torch step on ``ltorch.device(mesh)`` with the batch marked
+``("data", None)``, traced per op and pipelined (``mark_step()``), and under
+``lazycore.torch.capture``. Each row notes the collectives in the program XLA
+compiled (lazycore's from ``metrics.programs()``, jax's from the compiled
+executable's HLO), which should match in count and kind. After the timed
+steps every variant's loss and parameters are compared with eager torch on
+the whole batch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy
+
+SIZES = (1, 2, 4)
+
+
+def bench(args, kit):
+    """Run the child and add its rows to ``kit`` (run.py's module)."""
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", LAZYCORE_CACHE_DIR="off")
+    cmd = [sys.executable, os.path.abspath(__file__), "--steps", str(args.steps), "--warmup", str(args.warmup)]
+    if args.quick:
+        cmd.append("--quick")
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    if out.returncode != 0:
+        raise RuntimeError(f"benchmark 8's child exited with status {out.returncode}:\n{out.stderr[-3000:]}")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    kit.ROWS.extend(result["rows"])
+    kit.NOTES.extend(result["notes"])
+    kit.FAILURES.extend(result["failures"])
+
+
+def _child(argv) -> None:
+    import argparse
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    import run as kit
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    args = p.parse_args(argv)
+
+    import lazycore
+
+    lazycore.config.configure(cache_dir="off")
+    for n in SIZES:
+        _one_size(n, args, kit)
+    print(json.dumps({"rows": kit.ROWS, "notes": kit.NOTES, "failures": kit.FAILURES}))
+
+
+def _one_size(n, args, kit):
+    import jax
+    import jax.numpy as jnp
+    import torch
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    import gpt
+    import lazycore
+    import lazycore.torch as ltorch
+    from lazycore.observe import placement
+
+    B = f"8 data-parallel GPT step, {n} device{'s' * (n > 1)} (ms)"
+    cfg = gpt._config(args.quick)
+    data = gpt.make_data(cfg)
+    variants, finals, collectives, settle = {}, {}, {}, {}
+
+    # jax.jit with the same layouts (the baseline)
+    jmesh = Mesh(numpy.array(jax.devices()[:n]), ("data",))
+    rep, split = NamedSharding(jmesh, P()), NamedSharding(jmesh, P("data", None))
+    jdata = [(jax.device_put(x.numpy().astype(numpy.int32), split), jax.device_put(y.numpy().astype(numpy.int32), split))
+             for x, y in data]
+    host = gpt.jax_params(gpt.make_model(cfg))
+    names = list(host)  # torch's order (device_put gives the dict back with sorted keys)
+    p0 = jax.device_put(host, rep)
+    zeros = jax.tree_util.tree_map(lambda a: jax.device_put(jnp.zeros_like(a), rep), p0)
+    st = {"p": p0, "m": zeros, "v": jax.tree_util.tree_map(jnp.copy, zeros), "c": jax.device_put(jnp.zeros((), jnp.float32), rep),
+          "i": 0, "loss": None}
+    jstep = gpt.jax_step_fn(cfg)
+    compiled = jstep.lower(st["p"], st["m"], st["v"], st["c"], *jdata[0]).compile()
+    collectives["jax"] = placement.collectives(compiled.as_text())
+
+    def jone():
+        x, y = jdata[st["i"] % len(jdata)]
+        st["i"] += 1
+        st["p"], st["m"], st["v"], st["c"], st["loss"] = jstep(st["p"], st["m"], st["v"], st["c"], x, y)
+        jax.block_until_ready(st["loss"])
+
+    variants["jax"] = jone
+    finals["jax"] = lambda: (float(st["loss"]), [numpy.asarray(st["p"][k]) for k in names])
+
+    # eager torch on the whole batch: the reference values
+    def torch_variant(name, model, batches, after=None, wrap=None):
+        step = gpt.make_step(model)
+        if wrap is not None:
+            step = wrap(step)
+        it, last = [0], [None]
+
+        def one():
+            x, y = batches[it[0] % len(batches)]
+            it[0] += 1
+            last[0] = step(x, y)
+            if after is not None:
+                after()
+
+        variants[name] = one
+        finals[name] = lambda: (float(last[0].detach().cpu()), [q.detach().cpu().numpy() for q in model.parameters()])
+        return step
+
+    torch_variant("eager", gpt.make_model(cfg), data)
+
+    mesh = lazycore.Mesh((n,), ("data",), devices=[f"cpu:{i}" for i in range(n)])
+    dev = ltorch.device(mesh)
+    ldata = []
+    for x, y in data:
+        x, y = x.to(dev), y.to(dev)
+        ltorch.mark_sharding(x, mesh, ("data", None))
+        ltorch.mark_sharding(y, mesh, ("data", None))
+        ldata.append((x, y))
+    wait = lambda: ltorch.mark_step(wait=True)  # noqa: E731
+    lazycore.metrics.reset()
+    torch_variant("lazy", gpt.make_model(cfg).to(dev), ldata, after=ltorch.mark_step)
+    captured = torch_variant("lazycap", gpt.make_model(cfg).to(dev), ldata, after=ltorch.mark_step, wrap=ltorch.capture)
+    settle["lazy"] = settle["lazycap"] = wait
+
+    c0 = lazycore.metrics.counters()["compiles"]
+    times, _ = kit.in_blocks(variants, args.warmup, args.steps, settle)
+    compiles = lazycore.metrics.counters()["compiles"] - c0
+    progs = lazycore.metrics.programs()
+    collectives["lazy"] = progs[-1].collectives if progs else {}
+
+    eloss, eparams = finals["eager"]()
+
+    def check(name):
+        loss, ps = finals[name]()
+        return max([abs(loss - eloss)] + [kit.maxdiff(a, b) for a, b in zip(ps, eparams)])
+
+    def show(c):
+        return ", ".join(f"{k} {v}" for k, v in sorted(c.items())) or "none"
+
+    same = collectives["lazy"] == collectives["jax"]
+    kit.row(B, "jax.jit (same layouts, state donated)", times["jax"], baseline=True, diff=check("jax"), tol=gpt.TOL,
+            value={"collectives": collectives["jax"]}, note=f"collectives: {show(collectives['jax'])}")
+    kit.row(B, "eager torch (whole batch, one CPU)", times["eager"], diff=0.0, tol=gpt.TOL, note="the reference values")
+    kit.row(B, "lazycore.torch on the mesh, mark_step()", times["lazy"], diff=check("lazy"), tol=gpt.TOL,
+            target="<= 1.1x jax.jit",
+            value={"collectives": collectives["lazy"], "compiles": compiles},
+            note=f"collectives: {show(collectives['lazy'])} ({'same as' if same else 'differ from'} jax's); "
+                 f"{compiles} compiles in the timed and warm-up steps of both lazycore rows")
+    kit.row(B, "lazycore.torch.capture on the mesh", times["lazycap"], diff=check("lazycap"), tol=gpt.TOL,
+            target="<= 1.1x jax.jit", note=f"{captured.replays} replays, {captured.traces} traces")
+    kit.set_ratios(B)
+    if not same:
+        kit.NOTES.append(f"8 ({n} devices): lazycore's collectives {show(collectives['lazy'])} vs jax's "
+                         f"{show(collectives['jax'])}")
+
+
+if __name__ == "__main__":
+    t = time.perf_counter()
+    _child(sys.argv[1:])
