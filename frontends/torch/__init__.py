@@ -23,6 +23,7 @@ from lazycore.trace import core
 import lazycore.observe  # noqa: F401  (metrics, guards, debug lines and dumps hear the runtime)
 
 from . import dispatch, ops  # noqa: F401  (ops registers the lowerings)
+from . import distributed as _distributed  # noqa: F401  (torch.distributed's "lazy" backend)
 from . import hooks as _hooks
 from . import optim as _optim
 from .capture import Captured, capture

@@ -246,6 +246,11 @@ def _mesh_args(shape, axis_names, chosen) -> tuple[tuple[int, ...], tuple[str, .
                 f"set before jax is imported makes N)"
             )
         return shape, names, devs
+    chosen = tuple(chosen)
+    if chosen and all(hasattr(d, "process_index") for d in chosen):  # PJRT devices, of any process
+        if len(chosen) != size or len(set(chosen)) != len(chosen):
+            raise ValueError(f"a mesh of shape {shape} needs {size} distinct devices, got {len(chosen)}")
+        return shape, names, chosen
     devs = tuple(d if isinstance(d, Mesh) else get(d) for d in chosen)
     if any(isinstance(d, Mesh) for d in devs):
         raise TypeError("a mesh is made of single devices, not of meshes")
@@ -258,6 +263,24 @@ def _mesh_args(shape, axis_names, chosen) -> tuple[tuple[int, ...], tuple[str, .
     if any(d.pjrt is None for d in devs):
         raise ValueError("a mesh is made of devices that can run programs")
     return shape, names, tuple(d.pjrt for d in devs)
+
+
+def process_mesh(device: Device, axis: str = "processes") -> Mesh:
+    """A one-axis mesh with, for every process running together
+    (:mod:`lazycore.runtime.distributed`), its device at ``device``'s place
+    among its own devices of that platform: what a collective between the
+    processes' single-device values runs on (every process makes the same
+    mesh from its own device)."""
+    if isinstance(device, Mesh):
+        raise TypeError("process_mesh takes a single device, not a mesh")
+    local = sorted((d for d in pjrt.devices() if _platform(d) == device.platform), key=lambda d: d.id)
+    k = local.index(device.pjrt)
+    per_process: dict[int, list] = {}
+    for d in pjrt.global_devices():
+        if _platform(d) == device.platform:
+            per_process.setdefault(d.process_index, []).append(d)
+    chosen = [sorted(devs, key=lambda d: d.id)[k] for _, devs in sorted(per_process.items())]
+    return Mesh((len(chosen),), (axis,), devices=chosen)
 
 
 def _device_names(devs) -> str:

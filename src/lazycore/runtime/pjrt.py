@@ -219,6 +219,12 @@ class MeshTarget:
         with jax.enable_x64(True):
             return jax.make_array_from_process_local_data(sharding.jax, np.array(array, copy=True), global_shape)
 
+    def assemble(self, buffers: Sequence, sharding: Sharding, global_shape: tuple):
+        """A buffer of ``global_shape`` laid out as ``sharding`` from the
+        blocks this process's devices hold (single-device buffers, no copy)."""
+        with jax.enable_x64(True):
+            return jax.make_array_from_single_device_arrays(tuple(global_shape), sharding.jax, list(buffers))
+
     def global_shape(self, spec: tuple, local_shape: tuple) -> tuple:
         """The shape of the value whose part in this process has ``local_shape``, laid out as ``spec``."""
         from jax._src.sharding_impls import local_to_global_shape
