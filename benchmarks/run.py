@@ -296,9 +296,30 @@ def bench_tracing(args):
             return t1 - t0
         return step
 
+    # the example third frontend (examples/mini_frontend.py): the core API and lc.replayed only
+    sys.path.insert(0, str(HERE.parent / "examples"))
+    from mini_frontend import MiniArray
+
+    def mini_chain(x, y):
+        for _ in range(n_ops // 4):
+            x = x * 0.9
+            x = x + y
+            x = x.tanh()
+            x = x - 0.1
+        return x
+
+    xa, ya = MiniArray.from_numpy(x0.numpy()), MiniArray.from_numpy(y0.numpy())
+
+    def mini():
+        t0 = time.perf_counter()
+        out["mini"] = mini_chain(xa, ya)
+        t1 = time.perf_counter()
+        lazycore.mark_step(wait=True)
+        return t1 - t0
+
     times, parts = in_blocks({
         "eager": lambda: chain(x0, y0), "inner": lambda: out.__setitem__("inner", chain(xi, yi)),
-        "meta": lambda: chain(xm, ym), "lazy": lazy(True), "lazy0": lazy(False),
+        "meta": lambda: chain(xm, ym), "lazy": lazy(True), "lazy0": lazy(False), "mini": mini,
     }, warm, steps)
     row(B, "eager torch", times["eager"], "us/op", per_op)
     row(B, "do-nothing subclass (op on inner)", times["inner"], "us/op", per_op, baseline=True,
@@ -310,6 +331,10 @@ def bench_tracing(args):
         note="trace + mark_step(wait=True) (cache hit, run)")
     row(B, "lazycore.torch trace only, replay off", parts["lazy0"], "us/op", per_op, diff=d0, tol=1e-5,
         note="LAZYCORE_REPLAY=0: every lowering's Python runs (before/after)")
+    vs_torch = statistics.median(parts["mini"]) / statistics.median(parts["lazy"])
+    row(B, "example frontend (lc.replayed) trace only", parts["mini"], "us/op", per_op,
+        diff=maxdiff(out["mini"].numpy(), ref), tol=1e-5, target="<= 1.2x lazycore.torch trace only",
+        value={"vs_torch": vs_torch}, note=f"{vs_torch:.2f}x lazycore.torch trace only (examples/mini_frontend.py)")
     set_ratios(B)
 
 

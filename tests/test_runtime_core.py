@@ -10,61 +10,8 @@ import lazycore as lc
 from lazycore.observe import metrics
 from lazycore.dialect import ShapeError
 
-
-class MiniArray:
-    """An example frontend: NumPy-like operators on the core API only.
-
-    Python scalars go through ``lc.scalar`` (the scalar policy) and are
-    broadcast to the array's shape; ``+=``/``-=`` are in-place updates.
-    """
-
-    def __init__(self, t):
-        self.t = t
-
-    @classmethod
-    def from_numpy(cls, a, device=None):
-        return cls(lc.from_numpy(a, device))
-
-    def _lift(self, other):
-        if isinstance(other, MiniArray):
-            return other.t
-        s = lc.scalar(other, dtype=self.t.dtype, device=self.t.device)
-        return lc.apply("broadcast_in_dim", s, dims=(), shape=self.t.shape) if self.t.shape else s
-
-    def _op(self, name, other, reverse=False):
-        a, b = self.t, self._lift(other)
-        return MiniArray(lc.apply(name, *((b, a) if reverse else (a, b))))
-
-    __add__ = lambda self, o: self._op("add", o)
-    __radd__ = lambda self, o: self._op("add", o, True)
-    __sub__ = lambda self, o: self._op("sub", o)
-    __rsub__ = lambda self, o: self._op("sub", o, True)
-    __mul__ = lambda self, o: self._op("mul", o)
-    __rmul__ = lambda self, o: self._op("mul", o, True)
-    __truediv__ = lambda self, o: self._op("div", o)
-    __neg__ = lambda self: MiniArray(lc.apply("neg", self.t))
-
-    def __iadd__(self, o):
-        self.t.assign(lc.apply("add", self.t, self._lift(o)))
-        return self
-
-    def __isub__(self, o):
-        self.t.assign(lc.apply("sub", self.t, self._lift(o)))
-        return self
-
-    def numpy(self):
-        return lc.to_numpy(self.t)
-
-    def __repr__(self):
-        return f"MiniArray({self.numpy()!r})"
-
-    # the frontend protocol (lazycore.trace.protocol): the core's tools take MiniArrays
-    def __lazycore_value__(self):
-        return self.t
-
-    @classmethod
-    def __lazycore_wrap__(cls, handle):
-        return cls(handle)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+from mini_frontend import MiniArray  # noqa: E402  (the example third frontend)
 
 
 pytestmark = pytest.mark.usefixtures("clean_runtime")
@@ -278,3 +225,55 @@ def test_uploaded_data_is_a_copy_the_host_array_cannot_change(dtype):
     t = lc.from_numpy(host)
     host[...] = 0  # on the CPU, device_put may wrap host memory: lazycore must not
     np.testing.assert_array_equal(lc.to_numpy(t), want)
+
+
+# --- lc.replayed: the per-op fast path for any frontend ------------------------------------
+
+
+def test_replayed_lowering_records_once_per_signature_and_compiles_as_traced(rng):
+    calls = []
+
+    @lc.replayed
+    def axpy(a, x, y):
+        calls.append(a)
+        s = lc.broadcast_to(lc.scalar(a, dtype=x.dtype), x.shape)
+        return lc.apply("add", lc.apply("mul", s, x), y)
+
+    xs, ys = (rng.standard_normal((3, 4)).astype(np.float32) for _ in range(2))
+    x, y = lc.from_numpy(xs), lc.from_numpy(ys)
+    metrics.reset()
+    # a float is a program parameter: one program; one recording per sign (a lowering may branch on it)
+    for a in (2.5, 3.5, 4.75, -4.25, -1.5):
+        check(lc.to_numpy(axpy(a, x, y)), np.float32(a) * xs + ys)
+    assert calls == [2.5, -4.25]
+    assert metrics.counters()["compiles"] == 1 and metrics.counters()["cache_hits"] == 4
+    # the replayed graph is the traced one: the unrecorded lowering finds its program
+    check(lc.to_numpy(axpy.__wrapped__(5.5, x, y)), np.float32(5.5) * xs + ys)
+    assert metrics.counters()["compiles"] == 1
+    assert calls == [2.5, -4.25, 5.5]
+    # another shape, another recording; one made with one input twice serves only calls alike
+    z = lc.from_numpy(xs[:2])
+    check(lc.to_numpy(axpy(2.5, z, z)), np.float32(2.5) * xs[:2] + xs[:2])
+    check(lc.to_numpy(axpy(2.5, z, lc.from_numpy(ys[:2]))), np.float32(2.5) * xs[:2] + ys[:2])
+    check(lc.to_numpy(axpy(2.5, x, x)), np.float32(2.5) * xs + xs)  # the (x, y) recording serves (x, x)
+    assert calls == [2.5, -4.25, 5.5, 2.5, 2.5]
+    with lc.config.override(replay=False):
+        axpy(2.5, x, y)
+    assert len(calls) == 6
+
+
+def test_replayed_runs_what_it_cannot_record_every_time():
+    calls = []
+
+    @lc.replayed
+    def plus_host(x, values):  # an upload: not replayable
+        calls.append(1)
+        return lc.apply("add", x, lc.from_numpy(np.asarray(values, np.float32)))
+
+    x = lc.from_numpy(np.ones(2, np.float32))
+    check(lc.to_numpy(plus_host(x, (1.0, 2.0))), np.array([2, 3], np.float32))
+    check(lc.to_numpy(plus_host(x, (1.0, 2.0))), np.array([2, 3], np.float32))
+    check(lc.to_numpy(plus_host(x, [3.0, 4.0])), np.array([4, 5], np.float32))  # unhashable: no key
+    assert len(calls) == 3
+    with pytest.raises(ShapeError):  # the lowering's own errors reach the caller
+        plus_host(x, (1.0, 2.0, 3.0))

@@ -30,6 +30,7 @@ _CORE = {
 # functions and classes of other modules, by name -> their module
 _NAMED = {
     "export": "lazycore.observe.export", "ExportError": "lazycore.observe.export",
+    "replayed": "lazycore.trace.recipes",  # a frontend's op lowering, recorded once per signature
     # one program over many devices
     **{name: "lazycore.trace.sharding" for name in (
         "Mesh", "all_gather", "all_reduce", "all_to_all", "collective_permute", "reduce_scatter", "shard",

@@ -42,7 +42,9 @@ import math
 
 import numpy as np
 
+from lazycore.ir.config import settings
 from lazycore.ir.context import TRACE
+from lazycore.ir.memo import Memo
 from lazycore.trace.fragment import MISS, Fragment
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir.graph import Node, Scalar, Value, node_prefix
@@ -485,3 +487,64 @@ _Param.imag = property(_imag)
 def recording() -> bool:
     """True while a lowering is being recorded."""
     return TRACE.recorder is not None
+
+
+_REPLAYED = Memo("trace.replayed", 4096)
+"""(wrapper, call signature) -> :class:`Recipe`, for :func:`replayed` functions."""
+
+
+def replayed(fn):
+    """``fn`` (a frontend's lowering of one op: lazy values and Python values
+    in, a lazy value or a tuple of them out) recorded once per call signature
+    and replayed afterwards, as the built-in frontends' ops are: the per-op
+    fast path, for any frontend through the core API.
+
+    The signature is each argument's type and device for lazy values, its
+    value for anything else (which must be hashable); a Python float may be
+    a program parameter of the recording (:func:`record_call`), so a new
+    learning rate replays too. ``fn`` must be a function of its arguments'
+    types and Python values (what it reads elsewhere is not in the key); a
+    call it makes that cannot be replayed (an upload, a read, an assignment)
+    just runs it every time. ``LAZYCORE_REPLAY=0`` turns replay off."""
+    token = object()
+
+    def call(*args, **kwargs):
+        if not settings.replay or TRACE.recorder is not None:
+            return fn(*args, **kwargs)
+        parts = [token]
+        handles, floats = [], []
+        for a in (*args, *kwargs.values()) if kwargs else args:
+            if isinstance(a, LazyTensor):
+                handles.append(a)
+                parts.append((a.type, a.device))
+            elif type(a) is float:
+                floats.append(a)
+                parts.append((float, float_key(a)))
+            else:
+                parts.append(a)
+        if kwargs:
+            parts.append(tuple(kwargs))
+        key = tuple(parts)
+        try:
+            recipe = _REPLAYED.get(key)
+        except TypeError:  # an unhashable argument: no signature, no recording
+            return fn(*args, **kwargs)
+        vkey = None
+        if recipe is None and floats:
+            vclass = value_class(floats)
+            if vclass is not None:
+                vkey = tuple(p[0] if type(p) is tuple and p[0] is float else p for p in parts) + (vclass,)
+                recipe = _REPLAYED.get(vkey)
+        if recipe is not None and recipe.fits(handles):
+            return recipe.replay(handles, floats)
+        result, recipe = record_call(fn, handles, args, kwargs)
+        if recipe is not None:
+            _REPLAYED.put(key, recipe)
+            if recipe.parametric and vkey is not None:
+                _REPLAYED.put(vkey, recipe)
+        return result
+
+    call.__wrapped__ = fn
+    call.__name__ = getattr(fn, "__name__", "replayed")
+    call.__doc__ = fn.__doc__
+    return call
