@@ -55,7 +55,10 @@ class Arena:
 class LazyTensor:
     """A handle on a lazy value. Build them with :mod:`lazycore.core`."""
 
-    __slots__ = ("_value", "device", "__weakref__")
+    __slots__ = ("_value", "device", "_held", "__weakref__")
+    # ``_held`` (set by the runtime, unset until then): id() of the device data
+    # a barrier or an upload last gave this handle, so the next barrier can
+    # donate that buffer to the handle's own new value (see barrier.plan_donation)
 
     def __init__(self, value: Value, device):
         self._value = value

@@ -122,21 +122,48 @@ class Walk:
                 self.packs.setdefault(leaf.types[0].dtype, []).append(leaf)
 
 
-def plan_donation(data: list[Data], out_types: list, held: set[int]) -> dict[int, int]:
+def plan_donation(data: list[Data], out_types: list, held: set[int], successors: dict | None = None
+                  ) -> dict[int, int]:
     """Parameter index -> output index for dead, lazycore-made input buffers
-    (``data``: the device-data parameters in argument order)."""
+    (``data``: the device-data parameters in argument order).
+
+    ``successors`` (id of a leaf -> output index, :func:`successors`): a
+    buffer goes to the new value of the handle that held it first. XLA
+    computes an update in place only when the buffer goes to its own
+    successor; paired with another output of the same type, the buffer is
+    still read after that output is written, and XLA copies it (a training
+    step of 116 buffers made 75 copies of parameters that way)."""
     plan: dict[int, int] = {}
     taken: set[int] = set()
+    free = []
     for i, leaf in enumerate(data):
         if not leaf.owned or id(leaf) in held:
             continue
-        t = leaf.types[0]
+        j = successors.get(id(leaf)) if successors else None
+        if j is not None and j not in taken and out_types[j] == leaf.types[0]:
+            plan[i] = j
+            taken.add(j)
+        else:
+            free.append(i)
+    for i in free:
+        t = data[i].types[0]
         for j, out_type in enumerate(out_types):
             if j not in taken and out_type == t:
                 plan[i] = j
                 taken.add(j)
                 break
-    return plan
+    return dict(sorted(plan.items()))
+
+
+def successors(pending: list, slots: list) -> dict[int, int]:
+    """id of the device data each pending handle held after the last barrier
+    or its upload -> the output index of the handle's new value."""
+    out: dict[int, int] = {}
+    for t, k in zip(pending, slots):
+        held = getattr(t, "_held", None)
+        if held is not None:
+            out.setdefault(held, k)
+    return out
 
 
 def _compiler():
@@ -231,7 +258,7 @@ def _arguments(data: list[Data], packs, device) -> list:
     return args
 
 
-def _recalled(plan, held: set[int], pipeline: str, device):
+def _recalled(plan, held: set[int], pipeline: str, device, pending):
     """The step's parameters, compile key and donation plan from a recalled
     plan; None when its program is no longer cached (the walk then compiles)."""
     nodes = LOG.nodes
@@ -245,7 +272,7 @@ def _recalled(plan, held: set[int], pipeline: str, device):
     context = (can, pipeline, device.name, compiler.environment())
     known = plan.keys.get(context)
     if known is None:
-        donate = plan_donation(data, plan.out_types, held) if settings.donation else {}
+        donate = plan_donation(data, plan.out_types, held, successors(pending, plan.slots)) if settings.donation else {}
         known = plan.keys[context] = (compiler.make_key(plan.encoding, device, donate, pipeline), donate)
     key, donate = known
     if key not in CACHE:
@@ -287,7 +314,7 @@ def sync(device, wait: bool = True) -> int:
         # LAZYCORE_DEBUG reports need the walk itself
         fp = stepplans.fingerprint(pending) if not settings.debug else None
         plan = stepplans.get(fp) if fp is not None else None
-        recalled = _recalled(plan, held, pipeline, device) if plan is not None else None
+        recalled = _recalled(plan, held, pipeline, device, pending) if plan is not None else None
         if recalled is not None:
             data, packs, key, donate = recalled
             slots, out_types, counts = plan.slots, plan.out_types, plan.counts
@@ -306,7 +333,7 @@ def sync(device, wait: bool = True) -> int:
             data, packs = walk.data, list(walk.packs.items())
             out_types = [out.type for out in outputs]
             counts = (len(walk.order), len(outputs), len(walk.params))
-            donate = plan_donation(data, out_types, held) if settings.donation else {}
+            donate = plan_donation(data, out_types, held, successors(pending, slots)) if settings.donation else {}
             key = _compiler().make_key(walk.encoding, device, donate, pipeline)
             if fp is not None:
                 stepplans.remember(fp, walk, slots, out_types, counts)
@@ -337,6 +364,7 @@ def sync(device, wait: bool = True) -> int:
         for t, k in zip(pending, slots):
             values[k] = t._value
             t._value = Value(leaves[k], 0)
+            t._held = id(leaves[k])
         # At most one program runs while Python traces the next step: the
         # one before this must be done before the barrier returns (so a loop
         # that never looks at a value cannot queue up work and memory).

@@ -63,7 +63,9 @@ def _uploaded(buf, t, nbytes: int, dev, sharding=None) -> LazyTensor:
     events.bump("bytes_to_device", nbytes)
     if sharding is None and isinstance(dev.pjrt, pjrt.MeshTarget):
         sharding = dev.pjrt.sharding((), t.rank)  # an upload to a mesh is on every device
-    return LazyTensor(Value(Data(buf, t, owned=True, sharding=sharding), 0), dev)
+    handle = LazyTensor(Value(leaf := Data(buf, t, owned=True, sharding=sharding), 0), dev)
+    handle._held = id(leaf)  # its new value may take this buffer (barrier.plan_donation)
+    return handle
 
 
 def shard_data(source, mesh, spec: tuple) -> LazyTensor:
