@@ -344,3 +344,58 @@ def bench(args, kit):
                      f"(float32)")
     print(f"7: lazycore.torch.capture: {captured.replays} replays, {captured.traces} traces; why: {captured.why}")
     kit.set_ratios(B)
+    executable_alone(cfg, data, kit, 3 if args.quick else 10)
+
+
+def executable_alone(cfg, data, kit, rounds):
+    """Rows for the compiled step alone (issue 19, item 4): lazycore's steady
+    step program and jax.jit's, both without donation and fed the same
+    buffers every call, timed in alternation in this process, next to eager
+    torch's whole step. What is left of benchmark 7's gap is host work."""
+    import re
+
+    import jax
+    import jax.numpy as jnp
+
+    import lazycore
+    import lazycore.torch as ltorch
+    from lazycore.dialect.types import to_numpy_dtype
+    from lazycore.mlir import ir
+    from lazycore.runtime import compiler, pjrt
+
+    B = "7b GPT step, compiled program alone (ms)"
+    dev = ltorch.device()
+    model = make_model(cfg).to(dev)
+    step = make_step(model)
+    for x, y in data[:2]:  # the optimizer's state exists after the first
+        step(x.to(dev), y.to(dev))
+        ltorch.mark_step(wait=True)
+    lazycore.cache.clear()  # the steady step compiles again, under capture
+    with lazycore.testing.capture() as cap:
+        step(data[2][0].to(dev), data[2][1].to(dev))
+        ltorch.mark_step(wait=True)
+    text = re.sub(r"\{tf\.aliasing_output = \d+ : i32\}", "", cap.graphs[-1].stablehlo)
+    with compiler.new_context():
+        artifact, ins, outs = compiler.stablehlo_artifact(ir.Module.parse(text))
+    exe = pjrt.compile_artifact(artifact, ins, outs)
+    rng = numpy.random.default_rng(0)
+    bufs = [pjrt.to_device((rng.standard_normal(t.shape) * 0.01).astype(to_numpy_dtype(t.dtype)))
+            if t.dtype.startswith("f") else pjrt.to_device(numpy.zeros(t.shape, to_numpy_dtype(t.dtype))) for t in ins]
+
+    p0 = jax_params(make_model(cfg))
+    state = [p0, jax.tree_util.tree_map(jnp.zeros_like, p0), jax.tree_util.tree_map(jnp.zeros_like, p0),
+             jnp.zeros((), jnp.float32)]
+    jx, jy = (jnp.asarray(a.numpy().astype(numpy.int32)) for a in data[0])
+    jstep = jax.jit(jax_step_fn(cfg).__wrapped__)  # no donation: the same buffers every call
+    eager = make_step(make_model(cfg))
+    variants = {
+        "lazy": lambda: jax.block_until_ready(exe(bufs)),
+        "jax": lambda: jax.block_until_ready(jstep(*state, jx, jy)),
+        "eager": lambda: eager(*data[0]),
+    }
+    times, _ = kit.in_blocks(variants, 2, rounds)
+    kit.row(B, "jax.jit's program (no donation)", times["jax"], baseline=True)
+    kit.row(B, "lazycore's steady-step program (no donation)", times["lazy"],
+            note=f"{len(ins)} arguments; the traced step's StableHLO compiled again without its aliasing")
+    kit.row(B, "eager torch, whole step", times["eager"], note="for reference: kernels and Python")
+    kit.set_ratios(B)
