@@ -23,6 +23,7 @@ from lazycore.dialect.types import TensorType
 from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.graph import Value
+from lazycore.ir.regions import RegionNode
 from lazycore.ir.memo import Memo
 from lazycore.ir.sourceloc import resolve
 from lazycore.mlir import func, ir, new_context, serialize_stablehlo
@@ -257,11 +258,63 @@ def build_module(walk, device=None, constants: dict | None = None):
                         env[id(o.node)][o.index] if type(o) is Value else [env[id(v.node)][v.index] for v in o]
                         for o in node.operands
                     ]
-                    with location(node.loc):
-                        env[id(node)] = list(create(node.op, *operands, **node.attrs).results)
+                    env[id(node)] = _emit(node, operands, location)
                 func.ReturnOp([env[id(o.node)][o.index] for o in returned])
             _annotate_layouts(module, fn, walk, device)
     return module
+
+
+def _emit(node, operands: list, location) -> list:
+    """The node as an op at the current insertion point; its results."""
+    with location(node.loc):
+        if type(node) is RegionNode:
+            return _emit_region(node, operands, location)
+        return list(create(node.op, *operands, **node.attrs).results)
+
+
+def _emit_region(node: RegionNode, operands: list, location) -> list:
+    """A loop or branch node as ``stablehlo.while`` / ``stablehlo.case``
+    whose regions hold its bodies' ``lazy`` ops (``lazy-to-stablehlo`` lowers
+    them in place). IRDL cannot declare a ``lazy`` op with a variadic group
+    of values of different types (one constraint variable binds one type for
+    the whole group), and a loop carries values of many types: StableHLO's own
+    region ops, which the bindings register, hold the bodies instead, and
+    their verifiers check the regions' signatures."""
+    types = [tensor_type(t) for t in node.types]
+    if node.op == "while":
+        carried = operands[0]
+        op = ir.Operation.create("stablehlo.while", results=types, operands=carried, regions=2)
+        for region, body in zip(op.regions, node.bodies):
+            block = region.blocks.append(*[v.type for v in carried])
+            with ir.InsertionPoint(block):
+                ir.Operation.create("stablehlo.return", operands=_emit_body(body, list(block.arguments), location))
+        return list(op.results)
+    index, given = operands
+    if from_mlir_type(index.type).dtype != "i32":
+        index = create("convert", index, dtype="i32").result
+    op = ir.Operation.create("stablehlo.case", results=types, operands=[index], regions=len(node.bodies))
+    for region, body in zip(op.regions, node.bodies):
+        # branches read the operands from above: stablehlo.case's regions take no arguments
+        block = region.blocks.append()
+        with ir.InsertionPoint(block):
+            ir.Operation.create("stablehlo.return", operands=_emit_body(body, list(given), location))
+    return list(op.results)
+
+
+def _emit_body(body, bound: list, location) -> list:
+    """A body's ops at the current insertion point; what it yields. ``bound``:
+    the values standing for the region node's operands."""
+    env: dict[int, list] = {}
+    at = body.boundary
+
+    def get(v):
+        p = at.get((id(v[0]), v[1]))
+        return bound[p] if p is not None else env[id(v[0])][v[1]]
+
+    for node in body.order:
+        operands = [get(o) if type(o) is Value else [get(v) for v in o] for o in node.operands]
+        env[id(node)] = _emit(node, operands, location)
+    return [get(v) for v in body.results]
 
 
 def _annotate_layouts(module, fn, walk, device) -> None:
