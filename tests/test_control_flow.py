@@ -212,3 +212,32 @@ def test_a_value_kept_out_of_a_body_fails_when_read(clean_runtime):
     np.testing.assert_allclose(np.asarray(out), np.full(3, 3.0))
     with pytest.raises(lc.BarrierError, match="made inside the body of fori_loop"):
         np.asarray(kept[0])
+
+
+def test_irdl_binds_one_type_to_a_variadic_group():
+    """Why the region ops are StableHLO's (lazycore.runtime.compiler._emit_region):
+    an IRDL op's variadic group takes values of one type only, and a loop
+    carries many. When the bindings lift this, a ``lazy.while`` can be declared
+    in the op table and this test says so."""
+    from collections.abc import Sequence
+
+    from lazycore.mlir import ext, ir
+
+    class Probe(ext.Dialect, name="cflow_probe"):
+        pass
+
+    # (as dialect/build.py makes op classes: this file's annotations are strings)
+    type("Carry", (Probe.Operation,), {"__annotations__": {"values": Sequence[ext.Operand[ir.RankedTensorType]]}},
+         name="carry")
+
+    def module(types):
+        args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(types))
+        uses = ", ".join(f"%a{i}" for i in range(len(types)))
+        return (f'func.func @f({args}) {{ "cflow_probe.carry"({uses}) '
+                f'{{operandSegmentSizes = array<i32: {len(types)}>}} : ({", ".join(types)}) -> () \n return }}')
+
+    with ir.Context(), ir.Location.unknown():
+        Probe.load()
+        ir.Module.parse(module(["tensor<3xf32>", "tensor<3xf32>"]))  # one type: fine
+        with pytest.raises(ir.MLIRError, match="expected 'tensor<i64>' but got 'tensor<3xf32>'"):
+            ir.Module.parse(module(["tensor<i64>", "tensor<3xf32>"]))
