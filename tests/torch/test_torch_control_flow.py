@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.utils._pytree as pytree
 from torch._higher_order_ops import scan, while_loop
 from torch._higher_order_ops.cond import cond_op
 from torch._higher_order_ops.scan import scan_op
@@ -112,7 +113,7 @@ def test_errors_are_torchs_runtime_errors(dev, clean_runtime):
         torch.cond(x > 2, lambda a: a, lambda a: a, (x,))
 
 
-def test_gradients_through_a_loop_are_refused_not_dropped(dev, clean_runtime):
+def test_gradients_through_cond_and_while_loop_are_refused_not_dropped(dev, clean_runtime):
     x = torch.arange(4.0, device=dev)
     w = torch.ones(4, device=dev, requires_grad=True)
     with pytest.raises(RuntimeError, match="gradients through its loop are not supported"):
@@ -122,3 +123,119 @@ def test_gradients_through_a_loop_are_refused_not_dropped(dev, clean_runtime):
     with torch.no_grad():
         torch.testing.assert_close(torch.cond(x.sum() > 2, lambda a: a * w, lambda a: a - 1, (x,)).cpu(),
                                    torch.arange(4.0))
+
+
+def _layers(L=4, D=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return ([torch.randn(D, D, generator=g) * 0.5 for _ in range(L)], [torch.randn(D, generator=g) for _ in range(L)])
+
+
+def test_training_through_a_scan_over_a_stack_of_layers_matches_eager(dev, clean_runtime):
+    """Each layer has its own weights; the stack is scanned (one loop forward,
+    one loop backward) and SGD steps match eager's unrolled layers."""
+    import lazycore.torch as ltorch
+
+    Ws, bs = _layers()
+    x = torch.randn(3, 5, generator=torch.Generator().manual_seed(1))
+    eager_W = [w.clone().requires_grad_() for w in Ws]
+    eager_b = [b.clone().requires_grad_() for b in bs]
+    lazy_W = [w.to(dev).requires_grad_() for w in Ws]
+    lazy_b = [b.to(dev).requires_grad_() for b in bs]
+    opt_e = torch.optim.SGD(eager_W + eager_b, lr=0.1)
+    opt_l = torch.optim.SGD(lazy_W + lazy_b, lr=0.1)
+    xl = x.to(dev)
+
+    def layer(h, params):
+        W, b = params
+        h = torch.tanh(h @ W + b)
+        return h, h.sum()
+
+    compiled = []
+    for step in range(4):
+        opt_e.zero_grad()
+        h, sums = x, []
+        for W, b in zip(eager_W, eager_b):
+            h, s = layer(h, (W, b))
+            sums.append(s)
+        loss_e = h.pow(2).sum() + torch.stack(sums).sum()
+        loss_e.backward()
+        grads_e = [p.grad.clone() for p in eager_W + eager_b]
+        opt_e.step()
+
+        opt_l.zero_grad()
+        h, ys = scan(layer, xl, (torch.stack(lazy_W), torch.stack(lazy_b)))
+        loss_l = h.pow(2).sum() + ys.sum()
+        loss_l.backward()
+        grads_l = [p.grad.clone() for p in lazy_W + lazy_b]
+        opt_l.step()
+        before = compiles()
+        ltorch.mark_step()
+        compiled.append(compiles() - before)
+
+        torch.testing.assert_close(loss_l.detach().cpu(), loss_e.detach(), rtol=1e-5, atol=1e-5)
+        for g_l, g_e in zip(grads_l, grads_e):
+            torch.testing.assert_close(g_l.cpu(), g_e, rtol=1e-4, atol=1e-5)
+    # one program (forward loop, backward loop, SGD update), run again by every later step
+    assert compiled == [1, 0, 0, 0]
+
+
+def test_scan_gradients_of_init_and_scanned_inputs(dev, clean_runtime):
+    torch.manual_seed(3)
+    init, xs = torch.randn(4), torch.randn(6, 4)
+
+    def step(c, x):
+        c = c * torch.sigmoid(x) + x
+        return c, c.square()
+
+    def grads(i, s, fn):
+        i, s = i.clone().requires_grad_(), s.clone().requires_grad_()
+        c, ys = fn(i, s)
+        (c.sum() + ys.mean()).backward()
+        return i.grad, s.grad
+
+    def unrolled(i, s):
+        c, ys = i, []
+        for x in s:
+            c, y = step(c, x)
+            ys.append(y)
+        return c, torch.stack(ys)
+
+    want = grads(init, xs, unrolled)
+    got = grads(init.to(dev), xs.to(dev), lambda i, s: scan(step, i, s, reverse=True))
+    want_rev = grads(init, xs, lambda i, s: (lambda c, y: (c, y.flip(0)))(*unrolled(i, s.flip(0))))
+    for g, w in zip(got, want_rev):
+        torch.testing.assert_close(g.cpu(), w, rtol=1e-5, atol=1e-6)
+    got = grads(init.to(dev), xs.to(dev), lambda i, s: scan(step, i, s))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.cpu(), w, rtol=1e-5, atol=1e-6)
+
+
+def test_scan_with_pytree_carries_and_outputs_and_their_gradients(dev, clean_runtime):
+    torch.manual_seed(4)
+    init = {"a": torch.zeros(3), "b": torch.ones(2)}
+    xs = (torch.randn(4, 3), torch.randn(4, 2))
+
+    def f(c, x):
+        a = c["a"] + x[0]
+        b = c["b"] * 1.5 + x[1]
+        return {"a": a, "b": b}, {"s": a.sum(), "t": (b - 1, b * 2)}
+
+    want = scan(f, init, xs)
+    got = scan(f, {k: v.to(dev) for k, v in init.items()}, tuple(x.to(dev) for x in xs))
+    assert pytree.tree_structure(got) == pytree.tree_structure(want)
+    for g, w in zip(pytree.tree_leaves(got), pytree.tree_leaves(want)):
+        torch.testing.assert_close(g.cpu(), w)
+
+    def g(c, x):
+        c = {"u": c["u"] * torch.sin(x) + c["v"], "v": c["v"] + 1}
+        return c, (c["u"].sum(), c["u"] * 3)
+
+    def grads(a, x):
+        a, x = a.clone().requires_grad_(), x.clone().requires_grad_()
+        c, (s, u) = scan(g, {"u": a, "v": a * 2}, x)
+        (c["u"].sum() + s.sum() + u.pow(2).sum() + c["v"].sum()).backward()
+        return a.grad, x.grad
+
+    a, x = torch.randn(4), torch.randn(5, 4)
+    for got_g, want_g in zip(grads(a.to(dev), x.to(dev)), grads(a, x)):
+        torch.testing.assert_close(got_g.cpu(), want_g, rtol=1e-5, atol=1e-6)

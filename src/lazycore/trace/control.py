@@ -30,7 +30,7 @@ import numpy as np
 from lazycore.dialect.types import TensorType, to_numpy_dtype
 from lazycore.ir.context import TRACE
 from lazycore.ir.failure import Failure
-from lazycore.ir.graph import Data, Value
+from lazycore.ir.graph import LOG, Data, Value
 from lazycore.ir.regions import Arg, Body, RegionNode
 from lazycore.ir.sourceloc import caller as _user_frame
 from lazycore.ir.tensor import Arena, LazyTensor
@@ -96,23 +96,24 @@ def flatten(tree) -> tuple[list, _Tree]:
 
 
 def unflatten(tree: _Tree, leaves) -> Any:
-    it = iter(leaves)
+    return _build(tree, iter(leaves))
 
-    def build(t: _Tree):
-        if t.kind == "leaf":
-            return next(it)
-        if t.kind == "none":
-            return None
-        kids = [build(c) for c in t.children]
-        if t.kind == "tuple":
-            return tuple(kids)
-        if t.kind == "list":
-            return kids
-        if t.kind == "namedtuple":
-            return t.meta(*kids)
-        return dict(zip(t.meta, kids))
 
-    return build(tree)
+def _build(t: _Tree, it) -> Any:
+    # a module function, not a closure calling itself: that would be a
+    # reference cycle keeping the leaves (pending values: program outputs) alive
+    if t.kind == "leaf":
+        return next(it)
+    if t.kind == "none":
+        return None
+    kids = [_build(c, it) for c in t.children]
+    if t.kind == "tuple":
+        return tuple(kids)
+    if t.kind == "list":
+        return kids
+    if t.kind == "namedtuple":
+        return t.meta(*kids)
+    return dict(zip(t.meta, kids))
 
 
 # --- leaves ----------------------------------------------------------------------
@@ -188,34 +189,64 @@ class _BodyRecorder:
 class _Traced:
     """A body traced over placeholders: its outputs and the outer values it reads."""
 
-    def __init__(self, args: list[Arg], outs: list[Value], out_tree: _Tree, out_examples: list, made: dict):
+    def __init__(self, args: list[Arg], outs: list[Value], out_tree: _Tree, out_examples: list, made: dict,
+                 since: int | None):
         self.args = args
         self.outs = outs
         self.out_tree = out_tree
         self.out_examples = out_examples
         self.out_types = [v.type for v in outs]
-        inner_args = {id(a) for a in args}
-        captured: dict[tuple[int, int], Value] = {}
-        seen: set[int] = set()
-        stack = list(outs)
-        while stack:
-            v = stack.pop()
-            node = v[0]
-            if id(node) in inner_args:
-                continue
-            if id(node) in made:
-                if id(node) in seen:
-                    continue
-                seen.add(id(node))
-                if node.op == "check":
-                    raise NotImplementedError(
-                        f"a value check ({node.attrs['message']}) inside a loop or branch body: lazycore cannot "
-                        "report its error from inside a loop yet; compute it outside the body")
-                for o in node.operands:
-                    stack.extend([o] if type(o) is Value else o)
-            else:
-                captured.setdefault((id(node), v[1]), v)
-        self.captured = list(captured.values())
+        self.captured = _captured(args, outs, made, since)
+
+
+def _captured(args: list[Arg], outs: list[Value], made: dict, since: int | None) -> list[Value]:
+    """The outer values a body reads. Inside the body are the placeholders,
+    the nodes the core API made while it was traced (constants too), and any
+    node made meanwhile that depends on a placeholder (a frontend's replayed
+    recording makes nodes without the core API); everything else the body's
+    nodes use is outer. ``since``: the step-log number of the first node made
+    while tracing (nodes numbered lower are outer without looking further);
+    None when the log was off (then dependence decides)."""
+    inner: dict[int, bool] = {id(a): True for a in args}
+
+    def operand_nodes(node):
+        return [v[0] for o in node.operands for v in ((o,) if type(o) is Value else o)]
+
+    stack = [v[0] for v in outs]
+    while stack:  # post-order: a node's inner-ness once its operands' is known
+        node = stack[-1]
+        if id(node) in inner:
+            stack.pop()
+            continue
+        if node.is_leaf or (since is not None and node.seq < since and id(node) not in made):
+            inner[id(node)] = False
+            stack.pop()
+            continue
+        todo = [n for n in operand_nodes(node) if id(n) not in inner]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        inner[id(node)] = id(node) in made or any(inner[id(n)] for n in operand_nodes(node))
+    captured: dict[tuple[int, int], Value] = {}
+    seen: set[int] = set()
+    stack = list(outs)
+    while stack:
+        v = stack.pop()
+        node = v[0]
+        if not inner[id(node)]:
+            captured.setdefault((id(node), v[1]), v)
+            continue
+        if id(node) in seen or node.is_leaf:
+            continue
+        seen.add(id(node))
+        if node.op == "check":
+            raise NotImplementedError(
+                f"a value check ({node.attrs['message']}) inside a loop or branch body: lazycore cannot "
+                "report its error from inside a loop yet; compute it outside the body")
+        for o in node.operands:
+            stack.extend([o] if type(o) is Value else o)
+    return list(captured.values())
 
 
 def _trace(fn: Callable, what: str, arg_types: list[TensorType], device, make_args: Callable) -> _Traced:
@@ -226,6 +257,7 @@ def _trace(fn: Callable, what: str, arg_types: list[TensorType], device, make_ar
         outer.taint()  # a recorded lowering or step with a loop in it is not replayed
     arena, device.arena = device.arena, Arena()
     rec = _BodyRecorder()
+    since = LOG.start + len(LOG.nodes) if LOG.on else None
     TRACE.recorder = rec
     try:
         handles = [LazyTensor(Value(a, 0), device) for a in args]
@@ -245,7 +277,9 @@ def _trace(fn: Callable, what: str, arg_types: list[TensorType], device, make_ar
             else:
                 raise TypeError(f"{what} returned a {type(x).__name__} (leaf {i}), not a lazy value or a number")
             outs.append(h._value)
-        return _Traced(args, outs, tree, examples, rec.made)
+        if not LOG.on or (since is not None and LOG.start + len(LOG.nodes) < since):
+            since = None  # the log stopped (or a barrier reset it) meanwhile: numbers do not tell
+        return _Traced(args, outs, tree, examples, rec.made, since)
     finally:
         TRACE.recorder = outer
         body_arena, device.arena = device.arena, arena
