@@ -299,6 +299,20 @@ def _fail_escaped(arena: Arena, what: str) -> None:
         h._value = Value(leaf, 0)
 
 
+def _merged(start: int, *traced: _Traced) -> tuple[dict[tuple[int, int], int], list[Value]]:
+    """The outer values some bodies of one region node read, once each: their
+    operand positions (from ``start``, after the node's own operands) and the values."""
+    at: dict[tuple[int, int], int] = {}
+    extra: list[Value] = []
+    for t in traced:
+        for v in t.captured:
+            k = (id(v[0]), v[1])
+            if k not in at:
+                at[k] = start + len(extra)
+                extra.append(v)
+    return at, extra
+
+
 def _body(traced: _Traced, captured_at: dict[tuple[int, int], int], results: list[Value]) -> Body:
     boundary = {(id(a), 0): i for i, a in enumerate(traced.args)}
     boundary.update(captured_at)
@@ -341,13 +355,7 @@ def _while(cond_fun, body_fun, init: _Leaves, tree: _Tree, what: str) -> list:
         raise TypeError(
             f"body_fun output and input must have identical types, got\n  input:  {_types_text(tree, types)}\n"
             f"  output: {_types_text(body.out_tree, body.out_types)}")
-    captured: dict[tuple[int, int], int] = {}
-    extra: list[Value] = []
-    for v in cond.captured + body.captured:
-        k = (id(v[0]), v[1])
-        if k not in captured:
-            captured[k] = len(types) + len(extra)
-            extra.append(v)
+    captured, extra = _merged(len(types), cond, body)
     carried = tuple(h._value for h in init.handles) + tuple(extra)
     carried_types = types + [v.type for v in extra]
     bodies = (_body(cond, captured, cond.outs), _body(body, captured, body.outs + extra))
@@ -429,12 +437,8 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     if ph.shape != ():
         raise TypeError(f"Pred must be a scalar, got {ph.type}")
     index = core.convert_to(ph, "i1")
-    return unflatten_result(_case(index, [false_fun, true_fun], ops, tree, device, "cond"))
-
-
-def unflatten_result(pair):
-    tree, leaves = pair
-    return unflatten(tree, leaves)
+    out_tree, results = _case(index, [false_fun, true_fun], ops, tree, device, "cond")
+    return unflatten(out_tree, results)
 
 
 def _case(index: LazyTensor, branches, ops: _Leaves, tree: _Tree, device, what: str):
@@ -449,13 +453,7 @@ def _case(index: LazyTensor, branches, ops: _Leaves, tree: _Tree, device, what: 
             f"true_fun and false_fun output must have identical types, got\n"
             f"  true_fun:  {_types_text(second.out_tree, second.out_types)}\n"
             f"  false_fun: {_types_text(first.out_tree, first.out_types)}")
-    captured: dict[tuple[int, int], int] = {}
-    extra: list[Value] = []
-    for v in first.captured + second.captured:
-        k = (id(v[0]), v[1])
-        if k not in captured:
-            captured[k] = len(ops.types) + len(extra)
-            extra.append(v)
+    captured, extra = _merged(len(ops.types), first, second)
     operands = tuple(h._value for h in ops.handles) + tuple(extra)
     bodies = tuple(_body(t, captured, t.outs) for t in traced)
     results = _node("case", (index._value, operands), bodies, first.out_types, device)
@@ -495,9 +493,9 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     def split(out):
         if not (isinstance(out, tuple) and len(out) == 2):
             raise TypeError(f"scan body output must be a pair (carry, y), got {type(out).__name__}")
-        return out
+        return out[0], out[1]  # a plain pair: a named tuple would give another structure
 
-    probe = _trace(lambda *a: _pair(split(f(*a))), "scan's f", carry.types + x_types, device, probe_args)
+    probe = _trace(lambda *a: split(f(*a)), "scan's f", carry.types + x_types, device, probe_args)
     c_leaves_n = len(carry.types)
     c_tree_out = probe.out_tree.children[0]
     y_tree = probe.out_tree.children[1]
@@ -568,10 +566,6 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
 
 def _count(tree: _Tree) -> int:
     return 1 if tree.kind == "leaf" else sum(_count(c) for c in tree.children)
-
-
-def _pair(out):
-    return (out[0], out[1])
 
 
 def _as_handle(x, device) -> LazyTensor:
