@@ -53,6 +53,9 @@ absolute difference from the baseline's numbers, which is checked.
    ``torch.compile(step, backend="lazycore")``; first-call times and
    lazycore's compile counts; every final loss and parameter checked against
    eager torch.
+11. A 12-layer stack of residual MLP blocks (``benchmarks/rolled_layers.py``),
+   forward, compiled unrolled and with ``roll_loops`` (one loop over the
+   stacked weights): first call (trace + compile) and step, rolled/unrolled.
 
 The persistent compile cache is off in this process (benchmarks 4 and 5
 count compiles); benchmark 4 measures it in processes of its own.
@@ -864,8 +867,14 @@ def bench_scaleout(args):
     scaleout.bench(args, sys.modules[__name__])
 
 
+def bench_rolled(args):
+    import rolled_layers
+
+    rolled_layers.bench(args, sys.modules[__name__])
+
+
 BENCHES = {1: bench_tracing, 2: bench_training, 3: bench_fusion, 4: bench_first_step, 5: bench_recompiles,
-           6: bench_heat, 7: bench_gpt, 8: bench_scaleout}
+           6: bench_heat, 7: bench_gpt, 8: bench_scaleout, 11: bench_rolled}
 
 
 # --- output ----------------------------------------------------------------------------------------

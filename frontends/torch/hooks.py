@@ -21,6 +21,8 @@ backend" are answered here, once, when ``lazycore.torch`` is imported:
   seeds devices beyond the built-in ones (meant for the PrivateUse1 backend),
   looked up at each call; it is wrapped to seed the lazy generators too.
 - ``torch.autocast("lazy", ...)``: see :mod:`.autocast`.
+- ``torch.cond``, ``torch._higher_order_ops.while_loop`` and ``scan`` on
+  lazy tensors record loops and branches: see :mod:`.control`.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import torch
 from lazycore.observe import metrics
 from lazycore.runtime import transfer
 
-from . import autocast, device_module
+from . import autocast, control, device_module
 from .ops.random import GENERATORS
 from .tensor import lc_device
 
@@ -133,3 +135,4 @@ def install() -> None:
     _wrap_seeding()
     _register_device_module()
     autocast.install()
+    control.install()

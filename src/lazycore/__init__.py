@@ -31,6 +31,8 @@ _CORE = {
 _NAMED = {
     "export": "lazycore.observe.export", "ExportError": "lazycore.observe.export",
     "replayed": "lazycore.trace.recipes",  # a frontend's op lowering, recorded once per signature
+    # loops and branches kept as loops and branches in the program
+    **{name: "lazycore.trace.control" for name in ("cond", "fori_loop", "scan", "while_loop")},
     # one program over many devices
     **{name: "lazycore.trace.sharding" for name in (
         "Mesh", "all_gather", "all_reduce", "all_to_all", "collective_permute", "reduce_scatter", "shard",

@@ -135,6 +135,10 @@ class Settings:
     replay: bool = _env_flag("LAZYCORE_REPLAY", True)
     """``LAZYCORE_REPLAY``: frontends record an op's lowering once per call signature
     and replay it (lazycore.recipes); False runs the lowering's Python every call."""
+    roll_loops: bool = _env_flag("LAZYCORE_ROLL_LOOPS", False)
+    """``LAZYCORE_ROLL_LOOPS``: a run of identical layers in a graph (each with
+    its own weights) compiles as one loop over the stacked weights
+    (lazycore.runtime.rolling); part of the compile key."""
     dump_dir: str | None = os.environ.get("LAZYCORE_DUMP_DIR") or None
     """``LAZYCORE_DUMP_DIR``: for every compiled graph, a folder here with the lazy module
     before and after each pass, the StableHLO and the graph as Graphviz (None: no dumps)."""

@@ -39,6 +39,7 @@ from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.graph import LOG, Data, Node, Value
+from lazycore.ir.regions import Arg
 from lazycore.runtime import device as _device
 from lazycore.runtime import checks, failures, stepplans
 from lazycore.runtime.cache import CACHE, PACKS
@@ -118,6 +119,11 @@ class Walk:
         for leaf in self.params:
             if type(leaf) is Data:
                 self.data.append(leaf)
+            elif type(leaf) is Arg:
+                raise TypeError(
+                    "a value computed from the carried values or operands of a loop or branch body was read while "
+                    "the body is traced (lazycore.while_loop, fori_loop, scan, cond): it has no value until the "
+                    "program runs; use lazycore.cond or a select instead of Python control flow on it")
             else:
                 self.packs.setdefault(leaf.types[0].dtype, []).append(leaf)
 

@@ -23,12 +23,13 @@ from lazycore.dialect.types import TensorType
 from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.graph import Value
+from lazycore.ir.regions import RegionNode
 from lazycore.ir.memo import Memo
 from lazycore.ir.sourceloc import resolve
 from lazycore.mlir import func, ir, new_context, serialize_stablehlo
 from lazycore.passes.lowering import registry
 from lazycore.passes.pipeline import DEFAULT_PIPELINE, PASSES, run_pipeline, split_elements
-from lazycore.runtime import checks, pjrt
+from lazycore.runtime import checks, pjrt, rolling
 from lazycore.runtime.diskcache import DISK
 from lazycore.runtime.failures import ProgramError
 
@@ -124,7 +125,7 @@ def make_key(walk: bytes, device, donate: dict[int, int], pipeline: str) -> byte
     hit.
     """
     h = hashlib.blake2b(digest_size=16)
-    h.update(repr((device.name, device.kind, sorted(donate.items()), pipeline)).encode())
+    h.update(repr((device.name, device.kind, sorted(donate.items()), pipeline, settings.roll_loops)).encode())
     h.update(b"\0")
     h.update(environment())
     h.update(b"\0")
@@ -248,7 +249,13 @@ def build_module(walk, device=None, constants: dict | None = None):
                     for i, leaf in enumerate(group):
                         one = create("slice", pack, start=[i], limit=[i + 1], strides=[1]).result
                         env[id(leaf)] = [create("reshape", one, shape=()).result]
-                for node in walk.order:
+                chain = _chain(walk, device, constants)
+                members = {id(n) for copy in chain.copies for n in copy} if chain is not None else ()
+                for position, node in enumerate(walk.order):
+                    if id(node) in members:
+                        if position == chain.last_position:
+                            _emit_chain(chain, env, location)
+                        continue
                     if node.is_leaf:
                         if constants and id(node) in constants:
                             env[id(node)] = [create("constant", value=constants[id(node)]).result]
@@ -257,11 +264,135 @@ def build_module(walk, device=None, constants: dict | None = None):
                         env[id(o.node)][o.index] if type(o) is Value else [env[id(v.node)][v.index] for v in o]
                         for o in node.operands
                     ]
-                    with location(node.loc):
-                        env[id(node)] = list(create(node.op, *operands, **node.attrs).results)
+                    env[id(node)] = _emit(node, operands, location)
                 func.ReturnOp([env[id(o.node)][o.index] for o in returned])
             _annotate_layouts(module, fn, walk, device)
     return module
+
+
+def _chain(walk, device, constants):
+    """The run of identical layers to emit as one loop (:mod:`lazycore.runtime.rolling`), or None."""
+    if not settings.roll_loops or constants or (device is not None and isinstance(device.pjrt, pjrt.MeshTarget)):
+        return None
+    return rolling.find_chain(walk.order, list(walk.outputs))
+
+
+def _emit_chain(chain, env: dict, location) -> None:
+    """The chain as one ``stablehlo.while``: a counter, the carried values,
+    the per-copy leaves stacked along a new leading axis (sliced at the
+    counter in the body), the shared values; the body is copy 0's ops. The
+    last copy's nodes are bound to the loop's results."""
+    def value(v):
+        return env[id(v[0])][v[1]]
+
+    k = len(chain.copies)
+    stacked = []
+    for leaves in chain.stacked:
+        t = leaves[0].type
+        rows = [create("reshape", value(v), shape=(1,) + tuple(t.shape)).result for v in leaves]
+        # one variadic concatenate (lazy.concatenate is binary: see the README's known limits)
+        stacked_type = tensor_type(TensorType((k,) + tuple(t.shape), t.dtype))
+        stacked.append(ir.Operation.create("stablehlo.concatenate", results=[stacked_type], operands=rows, attributes={
+            "dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).result)
+    i64 = np.dtype(np.int64)
+    zero = create("constant", value=np.zeros((), i64)).result
+    limit = create("constant", value=np.array(k, i64)).result
+    carried = [zero, limit] + [value(v) for v in chain.init] + stacked + [value(v) for v in chain.shared]
+    n_slots = len(chain.init)
+    types = [v.type for v in carried]
+    op = ir.Operation.create("stablehlo.while", results=types, operands=carried, regions=2)
+    cond = op.regions[0].blocks.append(*types)
+    with ir.InsertionPoint(cond):
+        ir.Operation.create("stablehlo.return", operands=[
+            create("compare", cond.arguments[0], cond.arguments[1], direction="LT").result])
+    body = op.regions[1].blocks.append(*types)
+    with ir.InsertionPoint(body):
+        args = list(body.arguments)
+        i, slots = args[0], args[2:2 + n_slots]
+        stacks = args[2 + n_slots:2 + n_slots + len(stacked)]
+        shared = args[2 + n_slots + len(stacked):]
+        rows = []
+        for s, leaves in zip(stacks, chain.stacked):
+            shape = tuple(leaves[0].type.shape)
+            starts = [i] + [create("constant", value=np.zeros((), i64)).result for _ in shape]
+            one = create("dynamic_slice", s, starts, sizes=(1,) + shape).result
+            rows.append(create("reshape", one, shape=shape).result)
+        local: dict[int, list] = {}
+        copy0 = {id(n): j for j, n in enumerate(chain.copies[0])}
+        sources = {"slot": slots, "stacked": rows, "shared": shared}
+        for j, node in enumerate(chain.copies[0]):
+            operands = []
+            for k_, o in enumerate(node.operands):
+                group = [o] if type(o) is Value else list(o)
+                vals = []
+                for m, v in enumerate(group):
+                    if id(v[0]) in copy0:
+                        vals.append(local[id(v[0])][v[1]])
+                    else:
+                        what, index = chain.operand_kind[(j, k_, m)]
+                        vals.append(sources[what][index])
+                operands.append(vals[0] if type(o) is Value else vals)
+            local[id(node)] = _emit(node, operands, location)
+        nxt = create("add", i, create("constant", value=np.ones((), i64)).result).result
+        new_slots = [local[id(chain.copies[0][j])][r] for j, r in chain.slots]
+        ir.Operation.create("stablehlo.return", operands=[nxt, args[1]] + new_slots + list(stacks) + list(shared))
+    last = chain.copies[-1]
+    for s, (j, r) in enumerate(chain.slots):
+        node = last[j]
+        env.setdefault(id(node), [None] * len(node.types))[r] = op.results[2 + s]
+
+
+def _emit(node, operands: list, location) -> list:
+    """The node as an op at the current insertion point; its results."""
+    with location(node.loc):
+        if type(node) is RegionNode:
+            return _emit_region(node, operands, location)
+        return list(create(node.op, *operands, **node.attrs).results)
+
+
+def _emit_region(node: RegionNode, operands: list, location) -> list:
+    """A loop or branch node as ``stablehlo.while`` / ``stablehlo.case``
+    whose regions hold its bodies' ``lazy`` ops (``lazy-to-stablehlo`` lowers
+    them in place). IRDL cannot declare a ``lazy`` op with a variadic group
+    of values of different types (one constraint variable binds one type for
+    the whole group), and a loop carries values of many types: StableHLO's own
+    region ops, which the bindings register, hold the bodies instead, and
+    their verifiers check the regions' signatures."""
+    types = [tensor_type(t) for t in node.types]
+    if node.op == "while":
+        carried = operands[0]
+        op = ir.Operation.create("stablehlo.while", results=types, operands=carried, regions=2)
+        for region, body in zip(op.regions, node.bodies):
+            block = region.blocks.append(*[v.type for v in carried])
+            with ir.InsertionPoint(block):
+                ir.Operation.create("stablehlo.return", operands=_emit_body(body, list(block.arguments), location))
+        return list(op.results)
+    index, given = operands
+    if from_mlir_type(index.type).dtype != "i32":
+        index = create("convert", index, dtype="i32").result
+    op = ir.Operation.create("stablehlo.case", results=types, operands=[index], regions=len(node.bodies))
+    for region, body in zip(op.regions, node.bodies):
+        # branches read the operands from above: stablehlo.case's regions take no arguments
+        block = region.blocks.append()
+        with ir.InsertionPoint(block):
+            ir.Operation.create("stablehlo.return", operands=_emit_body(body, list(given), location))
+    return list(op.results)
+
+
+def _emit_body(body, bound: list, location) -> list:
+    """A body's ops at the current insertion point; what it yields. ``bound``:
+    the values standing for the region node's operands."""
+    env: dict[int, list] = {}
+    at = body.boundary
+
+    def get(v):
+        p = at.get((id(v[0]), v[1]))
+        return bound[p] if p is not None else env[id(v[0])][v[1]]
+
+    for node in body.order:
+        operands = [get(o) if type(o) is Value else [get(v) for v in o] for o in node.operands]
+        env[id(node)] = _emit(node, operands, location)
+    return [get(v) for v in body.results]
 
 
 def _annotate_layouts(module, fn, walk, device) -> None:
@@ -331,7 +462,7 @@ def portable_key(walk: bytes, device, donate: dict[int, int], pipeline: str) -> 
     if env is None or not _own_passes_only(pipeline):
         return None
     h = hashlib.blake2b(digest_size=16)
-    h.update(repr(("walk", device.name, device.kind, sorted(donate.items()), pipeline)).encode())
+    h.update(repr(("walk", device.name, device.kind, sorted(donate.items()), pipeline, settings.roll_loops)).encode())
     for part in (env, pjrt.fingerprint(device.pjrt), walk):
         h.update(b"\0")
         h.update(part)

@@ -41,6 +41,7 @@ import weakref
 from lazycore.ir import events
 from lazycore.dialect.spec import spec_of
 from lazycore.ir.graph import LOG, Data, Node, Scalar, Value, node_prefix
+from lazycore.ir.regions import RegionNode
 from lazycore.ir.sourceloc import forget as forget_frame
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import device as _device
@@ -165,6 +166,9 @@ class Recording:
                 if id(node) in seen:
                     continue
                 seen.add(id(node))
+                if type(node) is RegionNode:
+                    # a fragment makes plain nodes again; a loop's bodies are graphs of their own
+                    raise Refused("the step records a loop or a branch (lazycore.cond, while_loop, fori_loop, scan)")
                 if node.operands:
                     made.append(node)
                     for o in node.operands:

@@ -1,0 +1,329 @@
+"""``torch.cond``, ``torch._higher_order_ops.while_loop`` and ``scan`` on the lazy device.
+
+Called eagerly, these torch functions check their arguments, flatten them
+and then run their higher-order operator (``cond_op``, ``while_loop_op``,
+``scan_op``) compiled by dynamo (``torch._higher_order_ops.utils._hop_compile_and_call``).
+Dynamo cannot trace a lazy tensor (a wrapper subclass whose value is a
+lazycore handle, not an inner tensor): torch raises
+``UncapturedHigherOrderOpError``. So, as for ``torch._lazy`` (:mod:`.hooks`),
+that one step is wrapped when ``lazycore.torch`` is imported: a call with
+lazy tensors runs the operator directly, as torch does under a dispatch mode
+that dynamo skips, and any other call compiles as before. The operator
+dispatches on the lazy tensor type to the rules registered here with
+``HigherOrderOperator.py_impl(Tensor)`` (the "natural" calling convention
+torch uses for subclasses: the operator's own arguments), which record one
+loop or branch of the lazy graph (:mod:`lazycore.trace.control`, each body
+traced once). A graph that calls the operators (an exported or FX program
+run eagerly) records the same loops.
+
+Errors are torch's types: torch's own argument checks run first, and a body
+whose outputs do not match its inputs raises RuntimeError at the call
+(dynamo's errors are RuntimeErrors).
+
+Gradients: ``scan`` differentiates (:class:`_ScanGrad`: the backward is a
+second loop, over the steps in reverse), so a stack of layers whose weights
+are stacked and scanned trains as eager does. ``cond`` and ``while_loop``
+refuse a call that autograd would have to differentiate, instead of
+returning values without history; so does ``scan`` when its step reads a
+tensor that requires grad other than through its arguments (torch's own
+eager scan does not allow that either). The operator runs below autograd;
+the bodies are traced with the caller's grad mode and dispatch state, so a
+body reading a tensor that requires grad is seen.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import torch.utils._pytree as pytree
+
+from lazycore.trace import control
+
+from .tensor import Tensor
+
+
+class _Caller:
+    """The grad mode and dispatch-key state of the call that ran an operator
+    on lazy tensors (the operator itself runs below autograd)."""
+
+    __slots__ = ("original", "grad", "include", "exclude")
+
+    def __init__(self):
+        self.original = None
+        """torch's ``_hop_compile_and_call``."""
+        self.grad = self.include = self.exclude = None
+
+    def tracing(self):
+        """Trace a body as the caller would run it: autograd on if it was."""
+        if self.grad is None:
+            return _Nothing()
+        return _Restored(self)
+
+
+class _Nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _Restored:
+    def __init__(self, caller: _Caller):
+        self.caller = caller
+
+    def __enter__(self):
+        c = self.caller
+        self.grad_mode = torch.enable_grad() if c.grad else torch.no_grad()
+        self.keys = torch._C._ForceDispatchKeyGuard(c.include, c.exclude)
+        self.keys.__enter__()
+        self.grad_mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.grad_mode.__exit__(*exc)
+        self.keys.__exit__(*exc)
+        return False
+
+
+CALLER = _Caller()
+
+
+def _is_lazy(x) -> bool:
+    return isinstance(x, Tensor)
+
+
+def _any_lazy(*trees) -> bool:
+    return any(_is_lazy(x) for tree in trees for x in pytree.tree_leaves(tree))
+
+
+def _no_grad_needed(what: str, *trees) -> None:
+    if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad
+                                       for tree in trees for x in pytree.tree_leaves(tree)):
+        raise RuntimeError(
+            f"{what} on the lazy device: gradients through its loop are not supported yet, and this call needs "
+            "them (an input or a tensor its body reads requires grad); run it under torch.no_grad()")
+
+
+def _checked(what: str, fn):
+    """``fn`` for tracing, as the caller would run it; its outputs must not
+    need autograd (a body that reads a tensor requiring grad), which the loop
+    could not give back."""
+
+    def traced(*args):
+        with CALLER.tracing():
+            out = fn(*args)
+            _no_grad_needed(what, out)
+        return out
+
+    return traced
+
+
+def _as_runtime_error(call):
+    """Run ``call()``; lazycore's TypeError for mismatched bodies is torch's RuntimeError."""
+    try:
+        return call()
+    except TypeError as e:
+        raise RuntimeError(str(e)) from e
+
+
+def _pred(pred) -> Tensor:
+    if isinstance(pred, torch.Tensor):
+        if pred.numel() != 1:
+            raise RuntimeError(f"Expected pred to be bool or single-element tensor, but got {pred}.")
+        if pred.dtype != torch.bool:
+            raise RuntimeError(f"Expected pred to be bool or a boolean tensor with a single item, got {pred.dtype}")
+        return pred.reshape(())
+    return pred
+
+
+# --- the operators, for graphs that call them -----------------------------------------
+
+
+def _cond_op(pred, true_fn, false_fn, operands):
+    return _as_runtime_error(lambda: control.cond(
+        _pred(pred), _checked("torch.cond", true_fn), _checked("torch.cond", false_fn), *operands))
+
+
+def _while_loop_op(cond_fn, body_fn, carried_inputs, additional_inputs):
+    additional = tuple(additional_inputs)
+
+    def c(state):
+        return _pred(cond_fn(*state, *additional))
+
+    def b(state):
+        out = body_fn(*state, *additional)
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+    return _as_runtime_error(lambda: tuple(control.while_loop(
+        _checked("torch.while_loop", c), _checked("torch.while_loop", b), tuple(carried_inputs))))
+
+
+class _FlatStep:
+    """A scan's ``combine_fn`` giving one flat list of leaves (carry, then y).
+    Called from a graph, ``combine_fn`` gives that list already; called from
+    ``torch.scan``'s eager path it is torch's ``wrap_combine_fn_flat``, which
+    gives the user's ``(carry, y)`` pytrees, and that path expects the result
+    as those pytrees too (the compiled call it replaces returns them)."""
+
+    def __init__(self, combine_fn):
+        from torch._higher_order_ops.scan import wrap_combine_fn_flat
+
+        self.combine_fn = combine_fn
+        self.eager = isinstance(combine_fn, functools.partial) and combine_fn.func is wrap_combine_fn_flat
+        self.y_spec = None
+
+    def __call__(self, *args):
+        out = self.combine_fn(*args)
+        if not self.eager:
+            return list(out)
+        carry, y = out
+        y_leaves, self.y_spec = pytree.tree_flatten(y)
+        return [*pytree.tree_leaves(carry), *y_leaves]
+
+    def result(self, flat: list, n_init: int):
+        if not self.eager:
+            return list(flat)
+        spec = self.combine_fn.keywords["spec_init"]
+        return pytree.tree_unflatten(flat[:n_init], spec), pytree.tree_unflatten(flat[n_init:], self.y_spec)
+
+
+def _scan_op(combine_fn, init, xs, additional_inputs):
+    # torch's scan() moved the scanned dim first and flipped a reverse scan
+    n = len(init)
+    flat = _FlatStep(combine_fn)
+
+    def step(carry, x):
+        out = flat(*carry, *x, *additional_inputs)
+        return list(out[:n]), list(out[n:])
+
+    carry, ys = _as_runtime_error(lambda: control.scan(_checked("torch.scan", step), list(init), list(xs)))
+    return flat.result(list(carry) + list(ys), n)
+
+
+def _hop_compile_and_call(fn, args, kwargs=None):
+    """torch's step that compiles an operator call with dynamo; with lazy
+    tensors among the arguments, the call runs directly instead."""
+    if not _any_lazy(args, kwargs):
+        return CALLER.original(fn, args, kwargs)
+    saved = (CALLER.grad, CALLER.include, CALLER.exclude)  # operators nest
+    CALLER.grad = torch.is_grad_enabled()
+    CALLER.include = torch._C._dispatch_tls_local_include_set()
+    CALLER.exclude = torch._C._dispatch_tls_local_exclude_set()
+    try:
+        return fn(*args, **(kwargs or {}))
+    finally:
+        CALLER.grad, CALLER.include, CALLER.exclude = saved
+
+
+# --- autograd --------------------------------------------------------------------------
+
+
+def _needs_grad(*trees) -> bool:
+    return torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad
+                                           for tree in trees for x in pytree.tree_leaves(tree))
+
+
+def _zeros_like(t):
+    return torch.zeros(t.shape, dtype=t.dtype, device=t.device)
+
+
+class _ScanGrad(torch.autograd.Function):
+    """A scan over lazy tensors that autograd differentiates: the forward
+    loop also stacks the carry each step started from; the backward is one
+    loop too, over the steps in reverse, that runs the step again on them
+    and takes its vector-Jacobian product with ``torch.autograd.grad`` (the
+    step's own autograd formulas, traced once into the loop's body). The
+    gradients of the additional inputs add up in its carry."""
+
+    @staticmethod
+    def forward(ctx, combine_fn, n_init, n_xs, *flat):
+        init, xs, add = flat[:n_init], flat[n_init:n_init + n_xs], flat[n_init + n_xs:]
+
+        def step(carry, x):
+            out = combine_fn(*carry, *x, *add)
+            return list(out[:n_init]), list(out[n_init:]) + list(carry)
+
+        carry, stacked = _as_runtime_error(lambda: control.scan(_checked("torch.scan", step), list(init), list(xs)))
+        n_y = len(stacked) - n_init
+        ys, starts = stacked[:n_y], stacked[n_y:]
+        ctx.save_for_backward(*xs, *add, *starts)
+        ctx.combine_fn = combine_fn
+        ctx.counts = (n_init, n_xs, len(add))
+        ctx.y_types = [(y.shape, y.dtype) for y in ys]
+        return (*carry, *ys)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        n_init, n_xs, n_add = ctx.counts
+        saved = ctx.saved_tensors
+        xs, add, starts = saved[:n_xs], saved[n_xs:n_xs + n_add], saved[n_xs + n_add:]
+        device = starts[0].device if starts else xs[0].device
+        g_carry = [g if g is not None else _zeros_like(s[0]) for g, s in zip(grads[:n_init], starts)]
+        g_ys = [g if g is not None else torch.zeros(shape, dtype=dtype, device=device)
+                for g, (shape, dtype) in zip(grads[n_init:], ctx.y_types)]
+        combine_fn = ctx.combine_fn
+
+        def step(carry, x):
+            g_c, g_add = carry[:n_init], carry[n_init:]
+            x_t, c_t, g_y = x[:n_xs], x[n_xs:n_xs + n_init], x[n_xs + n_init:]
+            with torch.enable_grad():
+                ins = [t.detach().requires_grad_(t.is_floating_point()) for t in (*c_t, *x_t, *add)]
+                out = combine_fn(*ins)
+                pairs = [(o, g) for o, g in zip(out, (*g_c, *g_y)) if o.requires_grad]
+                wrt = [t for t in ins if t.requires_grad]
+                found = iter(torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs],
+                                                 allow_unused=True) if pairs and wrt else [None] * len(wrt))
+            g_in = [next(found) if t.requires_grad else None for t in ins]
+            g_in = [g if g is not None else _zeros_like(t) for g, t in zip(g_in, ins)]
+            g_c_prev, g_x, g_a = g_in[:n_init], g_in[n_init:n_init + n_xs], g_in[n_init + n_xs:]
+            return list(g_c_prev) + [a + b for a, b in zip(g_add, g_a)], list(g_x)
+
+        carry, g_xs = control.scan(step, g_carry + [_zeros_like(a) for a in add],
+                                   list(xs) + list(starts) + g_ys, reverse=True)
+        grads_init, grads_add = carry[:n_init], carry[n_init:]
+
+        # only what autograd asks for: a gradient handed back and dropped stays
+        # pending (a program output) until it is collected
+        wanted = ctx.needs_input_grad[3:]
+        out = [g if want and t.is_floating_point() else None
+               for g, t, want in zip([*grads_init, *g_xs, *grads_add], [*starts, *xs, *add], wanted)]
+        return (None, None, None, *out)
+
+
+def _autograd_rule(op, what: str, original):
+    """The operator's autograd kernel: for lazy tensors that need gradients,
+    ours (scan) or a refusal (cond, while_loop: their gradients would be
+    dropped); torch's own for any other call."""
+
+    def rule(*args):
+        if not (_any_lazy(args) and _needs_grad(args)):
+            return original(*args)
+        if op == "scan":
+            combine_fn, init, xs, additional = args
+            flat = _FlatStep(combine_fn)
+            return flat.result(list(_ScanGrad.apply(flat, len(init), len(xs), *init, *xs, *additional)), len(init))
+        _no_grad_needed(what, args)
+
+    return rule
+
+
+def install() -> None:
+    """Let operator calls with lazy tensors skip dynamo, and give the
+    operators their lazy rules (once)."""
+    if CALLER.original is not None:
+        return
+    import torch._higher_order_ops.utils as hop_utils
+    from torch._higher_order_ops.cond import cond_op
+    from torch._higher_order_ops.scan import scan_op
+    from torch._higher_order_ops.while_loop import while_loop_op
+
+    CALLER.original = hop_utils._hop_compile_and_call
+    hop_utils._hop_compile_and_call = _hop_compile_and_call
+    for op, rule, what in ((cond_op, _cond_op, "torch.cond"), (while_loop_op, _while_loop_op, "torch.while_loop"),
+                           (scan_op, _scan_op, "torch.scan")):
+        op.py_impl(Tensor)(rule)
+        key = torch._C.DispatchKey.Autograd
+        op.py_kernels[key] = _autograd_rule(op.name(), what, op.py_kernels[key])
+        op._dispatch_cache.clear()

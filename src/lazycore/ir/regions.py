@@ -1,0 +1,124 @@
+"""Nodes that own sub-graphs: loops and branches kept as loops and branches.
+
+A :class:`RegionNode` is one ``while`` or ``case`` applied to outer values;
+its :class:`Body` objects are the graphs a loop body or a branch was traced
+into, once, over :class:`Arg` placeholders. A body reads outer values only
+through the node's operands (the trace layer passes every value a body
+closes over in as an operand), so a body is a closed graph: its :attr:`Body.encoding`
+(every inner node's digest and its operands as walk positions, the
+placeholders and captured values by operand position) pins its structure,
+and the node's digest covers it. Two loops with equal bodies hash equal
+whatever they were traced from; the compile cache keys them like any node.
+
+Nothing here touches MLIR: the barrier's module builder emits the regions.
+"""
+
+from __future__ import annotations
+
+from array import array
+
+from lazycore.dialect.types import TensorType
+from lazycore.ir.graph import Node, Value, digest, index_bytes, operand_bytes
+
+KINDS = ("while", "case")
+
+
+def _arg_digest(position: int, t: TensorType) -> bytes:
+    return digest(repr(("arg", position, tuple(t.shape), t.dtype)).encode())
+
+
+class Arg(Node):
+    """The placeholder for a region's block argument ``position`` while its
+    body is traced. It has no value: a barrier never computes it."""
+
+    __slots__ = ("position",)
+    is_leaf = True
+    log_when_made = False
+
+    def __init__(self, position: int, t: TensorType):
+        super().__init__("arg", (), {}, (t,), _arg_digest(position, t))
+        self.position = position
+
+
+class Body:
+    """One traced region: its inner nodes in post-order, what it yields, and
+    the outer values it reads (by operand position of the region node)."""
+
+    __slots__ = ("args", "order", "results", "boundary", "encoding")
+
+    def __init__(self, args: list[Arg], results: list[Value], boundary: dict[tuple[int, int], int]):
+        """``results``: the yielded values; ``boundary``: ``(id(node), index)``
+        -> operand position, for the placeholders and every outer value the
+        body reads (its inner nodes are the others)."""
+        self.args = args
+        self.results = results
+        self.boundary = boundary
+        self.order: list[Node] = []
+        pos: dict[int, int] = {}
+        digests: list[bytes] = []
+        edges: list[int] = []
+        put = edges.append
+
+        def ref(v) -> None:
+            b = boundary.get((id(v[0]), v[1]))
+            if b is not None:
+                put(-2 - b)  # an operand of the region node
+            else:
+                put(pos[id(v[0])])
+                put(v[1])
+
+        for out in results:
+            if (id(out[0]), out[1]) in boundary:
+                continue
+            stack = [out[0]]
+            while stack:
+                node = stack[-1]
+                if id(node) in pos:
+                    stack.pop()
+                    continue
+                n = len(stack)
+                for o in reversed(node.operands):
+                    for v in ((o,) if type(o) is Value else reversed(o)):
+                        if (id(v[0]), v[1]) not in boundary and id(v[0]) not in pos:
+                            stack.append(v[0])
+                if len(stack) != n:
+                    continue
+                stack.pop()
+                pos[id(node)] = len(self.order)
+                self.order.append(node)
+                digests.append(node.digest)
+                put(len(node.operands))
+                for o in node.operands:
+                    if type(o) is Value:
+                        ref(o)
+                    else:
+                        put(-1)
+                        put(len(o))
+                        for v in o:
+                            ref(v)
+        put(-1 << 40)
+        for out in results:
+            ref(out)
+        self.encoding = (len(self.order).to_bytes(8, "little") + b"".join(digests)
+                         + array("q", edges).tobytes())
+
+
+class RegionNode(Node):
+    """A ``while`` or ``case`` node: its operands are outer values, its
+    bodies the regions (``while``: cond, body; ``case``: branch 0, branch 1).
+
+    ``while``: operands ``(carried,)``, a group; results the carried values'
+    types. ``case``: operands ``(index, operands)``; results what the
+    branches yield."""
+
+    __slots__ = ("bodies",)
+
+    def __init__(self, kind: str, operands: tuple, bodies: tuple[Body, ...], types: tuple[TensorType, ...], loc=None):
+        if kind not in KINDS:
+            raise ValueError(f"unknown region op '{kind}'")
+        parts = [kind.encode(), b"|", repr(tuple((tuple(t.shape), t.dtype) for t in types)).encode()]
+        for body in bodies:
+            parts += (b"|R", index_bytes(len(body.encoding) & 0xFFFF), digest(body.encoding))
+        parts.append(operand_bytes(operands))
+        super().__init__(kind, operands, {}, types, digest(b"".join(parts)), loc)
+        self.bodies = bodies

@@ -1,0 +1,91 @@
+"""Loops kept as loops (first step): a run of identical layers, each with its
+own weights, compiles as one stablehlo.while over the stacked weights when
+``roll_loops`` is on (lazycore.runtime.rolling), with the unrolled program's
+results; off by default, and part of the compile key."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lazycore as lc
+import lazycore.numpy as lnp
+from lazycore.ir.config import override, settings
+from lazycore.observe import metrics
+from lazycore.testing import capture
+
+
+def compiles() -> int:
+    return metrics.counters()["compiles"]
+
+
+def _stack(rng, layers=6, width=8):
+    Ws = [rng.standard_normal((width, width)).astype(np.float32) * 0.3 for _ in range(layers)]
+    bs = [rng.standard_normal(width).astype(np.float32) for _ in range(layers)]
+    x = rng.standard_normal((4, width)).astype(np.float32)
+    return x, Ws, bs
+
+
+def _forward(np_, x, Ws, bs, keep=None):
+    h = x
+    for i, (W, b) in enumerate(zip(Ws, bs)):
+        h = h + np_.tanh(h @ W + b)
+        if keep is not None and i == 2:
+            keep.append(h * 2)
+    return h
+
+
+def test_off_by_default():
+    assert settings.roll_loops is False
+
+
+@pytest.mark.parametrize("layers", [3, 6])
+def test_a_stack_of_layers_becomes_one_loop_with_the_same_results(clean_runtime, rng, layers):
+    x, Ws, bs = _stack(rng, layers)
+    want = _forward(np, x, Ws, bs)
+    args = (lnp.asarray(x), [lnp.asarray(w) for w in Ws], [lnp.asarray(b) for b in bs])
+    with override(roll_loops=True), capture() as cap:
+        got = np.asarray(_forward(np, *args))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    text = cap.text("stablehlo")
+    assert text.count("stablehlo.while") == 1
+    assert text.count("stablehlo.tanh") == 1  # the layer once, not once per layer
+    assert compiles() == 1
+    # the same graph unrolled is another program
+    with override(roll_loops=False), capture(fresh_cache=False) as cap:
+        unrolled = np.asarray(_forward(np, *args))
+    np.testing.assert_allclose(unrolled, got, rtol=1e-6, atol=1e-6)
+    assert cap.text("stablehlo").count("stablehlo.tanh") == layers
+    assert compiles() == 2
+
+
+def test_a_run_whose_activations_are_read_elsewhere_stays_unrolled(clean_runtime, rng):
+    x, Ws, bs = _stack(rng, 6)
+    kept = []
+    want = _forward(np, x, Ws, bs, kept)
+    args = (lnp.asarray(x), [lnp.asarray(w) for w in Ws], [lnp.asarray(b) for b in bs])
+    got_kept = []
+    with override(roll_loops=True), capture() as cap:
+        got = _forward(np, *args, got_kept)
+        got = np.asarray(got)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(got_kept[0]), kept[0], rtol=1e-5, atol=1e-5)
+    # layers 4-6 may still roll: what they compute is read by no one else
+    assert cap.text("stablehlo").count("stablehlo.tanh") >= 3
+
+
+def test_layers_that_differ_in_a_constant_are_not_one_loop(clean_runtime, rng):
+    x, Ws, _ = _stack(rng, 5)
+    scales = [np.full((4, 8), k, np.float32) for k in range(2, 7)]  # baked dense constants, one per layer
+    want = x
+    for W, s in zip(Ws, scales):
+        want = np.tanh(want @ W) * s
+    with override(roll_loops=True), capture() as cap:
+        h = lc.from_numpy(x)
+        for W, s in zip(Ws, scales):
+            d = lc.apply("dot_general", h, lc.from_numpy(W), lhs_batch=(), rhs_batch=(), lhs_contract=(1,),
+                         rhs_contract=(0,))
+            h = lc.apply("mul", lc.apply("tanh", d), lc.apply("constant", value=s))
+        got = lc.to_numpy(h)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert "stablehlo.while" not in cap.text("stablehlo")
