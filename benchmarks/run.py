@@ -833,8 +833,17 @@ def bench_gpt(args):
     gpt.bench(args, sys.modules[__name__])
 
 
+# --- 9. automatic step barriers, learned scalar policy --------------------------------------------
+
+
+def bench_autobarrier(args):
+    import autobarrier
+
+    autobarrier.bench(args, sys.modules[__name__])
+
+
 BENCHES = {1: bench_tracing, 2: bench_training, 3: bench_fusion, 4: bench_first_step, 5: bench_recompiles,
-           6: bench_heat, 7: bench_gpt}
+           6: bench_heat, 7: bench_gpt, 9: bench_autobarrier}
 
 
 # --- output ----------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ import torch
 import torch.optim  # noqa: F401  (loads the optimizer modules patched below)
 import torch.optim.optimizer as _optimizer
 
+from lazycore.runtime.autostep import CUTTER
 from lazycore.trace import core
 
 _LAZY = "lazy"
@@ -203,6 +204,14 @@ def _swap_out(opt, args, kwargs) -> None:
             group["lr"] = rate.value
 
 
+def _step_ended(opt, args, kwargs) -> None:
+    """The automatic step barrier (:mod:`lazycore.runtime.autostep`): a step of an
+    optimizer over lazy parameters ends the training step, as a ``mark_step``
+    right after ``optimizer.step()`` would (not while dynamo traces the call)."""
+    if any(_on_lazy(g) for g in opt.param_groups) and not torch.compiler.is_compiling():
+        CUTTER.step_ended()
+
+
 def install() -> None:
     """Add the lazy device to torch's capturable devices and make optimizers
     over lazy parameters capturable (idempotent)."""
@@ -222,6 +231,7 @@ def install() -> None:
     if not _HOOK:
         _HOOK.append(_optimizer.register_optimizer_step_pre_hook(_swap_in))
         _HOOK.append(_optimizer.register_optimizer_step_post_hook(_swap_out))
+        _HOOK.append(_optimizer.register_optimizer_step_post_hook(_step_ended))  # after _swap_out
 
 
 _HOOK: list = []
