@@ -36,17 +36,18 @@ def _data(np):
     return X, y, w, b
 
 
-def gradient_descent(np, steps, mark=False, per_step=None):
-    """Linear regression by gradient descent, updating w and b in place."""
+def gradient_descent(np, steps, mark=lambda i: False, per_step=None):
+    """Linear regression by gradient descent, updating w and b in place;
+    ``mark(i)``: whether step ``i`` ends with ``mark_step()``."""
     X, y, w, b = _data(np)
     if np is lnp:
         lc.mark_step(wait=True)
-    for _ in range(steps):
+    for i in range(steps):
         e0 = metrics.counters()["executions"]
         err = X @ w + b - y
         w -= 0.1 * (X.T @ err / 64)
         b -= 0.1 * err.mean()
-        if mark:
+        if mark(i):
             lc.mark_step()
         if per_step is not None:
             per_step.append(metrics.counters()["executions"] - e0)
@@ -56,7 +57,7 @@ def gradient_descent(np, steps, mark=False, per_step=None):
 def test_gradient_descent_without_barriers_runs_one_program_per_step():
     ref = gradient_descent(numpy, STEPS)
     hand = []
-    got_hand = gradient_descent(lnp, STEPS, mark=True, per_step=hand)
+    got_hand = gradient_descent(lnp, STEPS, mark=lambda i: True, per_step=hand)
     compiles_hand = metrics.counters()["compiles"]
     assert hand == [1] * STEPS and compiles_hand == 1
     CUTTER.reset()  # (the hand-placed loop's marks taught it nothing; start clean all the same)
@@ -112,34 +113,16 @@ def test_off_switch_keeps_one_graph():
 
 def test_explicit_marks_every_few_steps_are_respected():
     """A program that marks every 4th step itself fuses 4 steps per program once it has marked."""
-    X, y, w, b = _data(lnp)
-    lc.mark_step(wait=True)
     runs = []
-    for i in range(16):
-        e0 = metrics.counters()["executions"]
-        err = X @ w + b - y
-        w -= 0.1 * (X.T @ err / 64)
-        b -= 0.1 * err.mean()
-        if i % 4 == 3:
-            lc.mark_step()
-        runs.append(metrics.counters()["executions"] - e0)
+    gradient_descent(lnp, 16, mark=lambda i: i % 4 == 3, per_step=runs)
     assert CUTTER.off  # its marks enclosed the same number of learned steps twice
     assert runs[-4:] == [0, 0, 0, 1]
 
 
 def test_an_occasional_mark_step_changes_nothing():
     """A mark_step before an evaluation: the learned step end stays."""
-    X, y, w, b = _data(lnp)
-    lc.mark_step(wait=True)
     runs = []
-    for i in range(30):
-        e0 = metrics.counters()["executions"]
-        err = X @ w + b - y
-        w -= 0.1 * (X.T @ err / 64)
-        b -= 0.1 * err.mean()
-        if i in (9, 19):
-            lc.mark_step()
-        runs.append(metrics.counters()["executions"] - e0)
+    gradient_descent(lnp, 30, mark=lambda i: i in (9, 19), per_step=runs)
     assert not CUTTER.off
     assert runs[-5:] == [1] * 5
 

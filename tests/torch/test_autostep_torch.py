@@ -48,7 +48,7 @@ def _train(device, how, make_opt=lambda ps: torch.optim.Adam(ps, lr=1e-2)):
         lc.cache.clear()
         metrics.reset()
     losses, per_step = [], []
-    for _ in range(STEPS):
+    for _ in range(STEPS):  # (a bare loop: the step is not the optimizer's call)
         e0 = metrics.counters()["executions"]
         opt.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
@@ -58,9 +58,9 @@ def _train(device, how, make_opt=lambda ps: torch.optim.Adam(ps, lr=1e-2)):
             ltorch.mark_step()
         per_step.append(metrics.counters()["executions"] - e0)
         losses.append(loss.detach())
+    losses = [float(v.cpu()) for v in losses]
     graphs = list(events.EVENTS.graphs)
     compiles = metrics.counters()["compiles"]
-    losses = [float(v.cpu()) for v in losses]
     params = [p.detach().cpu().numpy() for p in model.parameters()]
     return losses, params, per_step, graphs, compiles
 
@@ -72,21 +72,49 @@ def test_a_loop_without_mark_step_is_cut_after_each_optimizer_step(dev, optimize
     eager = _train("cpu", "eager", make)
     hand = _train(dev, "hand", make)
     auto = _train(dev, "auto", make)
-    assert auto[2] == hand[2] == [1] * STEPS  # one program per step, run at the step's end
+    assert hand[2] == [1] * STEPS
+    # one program per step; the first starts when the second step's forward
+    # reads the parameters (the loop might mark its steps itself), every later
+    # one at its optimizer.step()
+    assert auto[2] == [0, 2] + [1] * (STEPS - 2)
     assert auto[4] == hand[4]  # the same compiles
-    # the same programs: nodes, outputs (what stays alive in memory) and inputs per barrier
-    assert auto[3] == hand[3]
+    # the same programs: nodes, outputs (what stays alive in memory) and inputs
+    # per barrier; the first one's gradients were dropped by zero_grad() before it ran
+    assert auto[3][1:] == hand[3][1:]
+    assert auto[3][0][0] == hand[3][0][0] and auto[3][0][1] < hand[3][0][1]
     np.testing.assert_allclose(auto[0], eager[0], rtol=1e-5, atol=1e-6)
     for a, h, e in zip(auto[1], hand[1], eager[1]):
         np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(a, h)
 
 
+def test_work_after_the_optimizer_step_joins_its_step_and_own_marks_keep_their_programs(dev):
+    """A loss logged after opt.step() belongs to the step (no second program),
+    with or without a mark_step after it (as examples/debug_recompiles.py does)."""
+    for mark in (False, True):
+        model = _model().to(dev)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        x, y = (t.to(dev) for t in _data())
+        total = torch.zeros((), device=dev)
+        lc.mark_step(wait=True)
+        e0 = metrics.counters()["executions"]
+        for _ in range(4):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            total = total + loss.detach()
+            if mark:
+                ltorch.mark_step()
+        total.item()
+        assert metrics.counters()["executions"] - e0 == 4 + (not mark)  # (+ the read's, for the sum)
+
+
 def test_switched_off_the_loop_is_one_graph(dev):
     with override(auto_barrier=False):
         auto = _train(dev, "auto")
     assert auto[2] == [0] * STEPS
-    assert metrics.counters()["executions"] == 1  # one program, at the first read
+    assert len(auto[3]) == 1  # one program, at the first read
 
 
 def test_optimizer_step_marks_once(dev):

@@ -3,9 +3,15 @@
 A loop that never calls ``mark_step`` would otherwise grow one graph until a
 value is read, and compile that. Three cuts end a step instead:
 
-* A frontend that knows where a step ends says so (:meth:`StepCutter.step_ended`;
-  torch: after ``optimizer.step()`` of an optimizer over lazy parameters). The
-  barrier runs there, as a hand-placed ``mark_step`` after the call would.
+* A frontend that knows where a step ends says so (:meth:`StepCutter.step_begins`,
+  :meth:`StepCutter.step_ended`; torch: around ``optimizer.step()`` of an
+  optimizer over lazy parameters). The barrier runs there, as a ``mark_step``
+  right after the call would, once the step before ended without the
+  program's own ``mark_step``. After the first step, and after a step the
+  program marked itself, it runs later: before the first op that reads a
+  value the step updated in place (the next step's forward reading the
+  parameters), so work after the call (a logged loss) and the program's own
+  ``mark_step`` after it keep its programs exactly as they were.
 * Any frontend: where the pending graph starts repeating the previous step's.
   The signal is an in-place update of a handle that held device data when the
   segment (the graph since the last barrier) began, a parameter, updated a
@@ -77,12 +83,14 @@ class _Rule:
 class StepCutter:
     """The automatic step barriers' state (see the module docs): one per process."""
 
-    __slots__ = ("due", "held", "start", "due_start", "updates", "handles", "last", "starts", "anchor", "fails",
-                 "after", "rule", "seen", "base", "cuts", "ends", "last_ends", "off", "reported")
+    __slots__ = ("due", "held", "start", "due_start", "stepping", "watch", "marked", "updates", "handles", "last",
+                 "starts", "anchor", "fails", "after", "rule", "seen", "base", "cuts", "ends", "last_ends", "off",
+                 "reported")
 
     def __init__(self):
         self.due = False
-        """A learned step has ended: the next op runs the barrier first."""
+        """A step has ended: the next op (the next one reading :attr:`watch`, when
+        set) runs the barrier first. The per-op check reads this attribute."""
         self.held = 0
         self.reported: set[str] = set()
         self.reset()
@@ -91,6 +99,9 @@ class StepCutter:
         """Forget what was learned (and standing down)."""
         self.due = False
         self.due_start = -1
+        self.stepping: list[int] | None = None  # ids of the values a frontend's step is assigning
+        self.watch: set[int] | None = None  # those of the step that ended: reading one cuts
+        self.marked = True  # the program's own mark_step since the last step ended (or none yet)
         self.rule: _Rule | None = None
         self.cuts = 0
         self.ends = 0  # learned step ends since the program's last own mark_step
@@ -122,14 +133,27 @@ class StepCutter:
 
     # --- the signals ----------------------------------------------------------------------
 
+    def step_begins(self) -> None:
+        """A frontend's step begins (torch: ``optimizer.step()`` is called): watch its updates."""
+        if not (self.held or TRACE.recorder is not None or not settings.auto_barrier):
+            self.stepping = []
+
     def step_ended(self) -> None:
-        """A frontend saw a step end (torch: ``optimizer.step()``): the barrier, now."""
-        if self.held or TRACE.recorder is not None or not settings.auto_barrier:
+        """That step ended: the barrier runs before the first op that reads what it updated."""
+        made, self.stepping = self.stepping, None
+        if not made or self.held or TRACE.recorder is not None or not settings.auto_barrier:
             return
-        self._sync()
+        marked, self.marked = self.marked, False
+        if not marked:
+            self._sync()
+            return
+        self.watch = set(made)
+        self.due = True
+        self.due_start = LOG.start
 
     def explicit_mark(self) -> None:
         """The program called ``mark_step``: twice every ``k`` learned steps, it marks its own steps."""
+        self.marked = True
         ends, previous = self.ends, self.last_ends
         self.last_ends, self.ends = ends, 0
         if self.rule is not None and 1 <= ends <= _FUSED_MAX and ends == previous and not self.off:
@@ -141,6 +165,9 @@ class StepCutter:
 
     def updated(self, handle, new: Value) -> None:
         """``handle`` is about to hold ``new`` in place (from :meth:`LazyTensor.assign`)."""
+        stepping = self.stepping
+        if stepping is not None and len(stepping) < _UPDATES_KEPT:  # (a step that raised never ends)
+            stepping.append(id(new[0]))
         if self.held or self.off or not settings.auto_barrier or TRACE.recorder is not None:
             return
         log = LOG
@@ -160,6 +187,7 @@ class StepCutter:
                 self.seen += 1
                 if self.seen == rule.count:
                     self.ends += 1
+                    self.watch = None
                     self.due = True
                     self.due_start = log.start
                 return
@@ -181,21 +209,27 @@ class StepCutter:
                 self.anchor += 1
                 self.fails = 0
 
-    def cut(self) -> None:
-        """The per-op check fired (a learned step ended, or the graph reached
-        the bound): run the barrier before the op reads its operands."""
+    def cut(self, operands=()) -> None:
+        """The per-op check fired (a step ended, or the graph reached the
+        bound): run the barrier before the op reads ``operands`` (its handles,
+        and lists of them), when they are what the ended step waits for."""
         if self.held or TRACE.recorder is not None:
             return
         log = LOG
         if self.due and log.start != self.due_start:
             self.due = False  # a barrier ran since
+            self.watch = None
         over = len(log.nodes) >= settings.auto_barrier_nodes
         if not (self.due or over):
             return
+        if self.due and not over and self.watch is not None:
+            if not _reads(operands, self.watch):
+                return  # the step's own work after the update (a logged loss)
+            self.watch = None
         if not settings.auto_barrier:
             self.due = False
             return
-        if self.due:
+        if self.due and self.rule is not None:
             self.cuts += 1
         elif over:
             self._report_bound(len(log.nodes))
@@ -245,6 +279,7 @@ class StepCutter:
         self.seen = count - still
         self.base = boundary
         if still == 0:
+            self.watch = None
             self.due = True
             self.due_start = LOG.start
         events.emit("auto_barrier", f"a step of {period} nodes repeats: each step ends after the update "
@@ -301,6 +336,17 @@ class StepCutter:
             warnings.warn_explicit(message, UserWarning, loc[0], loc[1])
         else:
             warnings.warn(message, UserWarning, stacklevel=2)
+
+
+def _reads(operands, watch: set) -> bool:
+    """Whether a handle among ``operands`` (or in a list there) holds a watched value."""
+    for o in operands:
+        if isinstance(o, (list, tuple)):
+            if _reads(o, watch):
+                return True
+        elif id(getattr(o, "_value", (None,))[0]) in watch:
+            return True
+    return False
 
 
 def _same_attrs(a: dict, b: dict) -> bool:

@@ -127,7 +127,7 @@ def apply(op_name: str, *operands, device=None, **attrs_and_params):
     a LazyTensor, or a tuple of them for a multi-result op.
     """
     if _CUTTER.due or len(_LOG.nodes) >= _settings.auto_barrier_nodes:
-        _CUTTER.cut()  # a step ended: before the operands are read (lazycore.runtime.autostep)
+        _CUTTER.cut(operands)  # a step ended: before the operands are read (lazycore.runtime.autostep)
     spec = _SPECS.get(op_name) or _spec(op_name)
     values, types = [], []
     dev = None

@@ -193,7 +193,7 @@ class Recipe:
         for the user's line starts (:func:`~lazycore.ir.sourceloc.caller`);
         by default the caller of this method."""
         if CUTTER.due or len(LOG.nodes) >= settings.auto_barrier_nodes:
-            CUTTER.cut()  # a step ended: before the inputs are read (lazycore.runtime.autostep)
+            CUTTER.cut(inputs)  # a step ended: before the inputs are read (lazycore.runtime.autostep)
         loc = caller(2, start)
         values = self._param_values(floats, loc) if self.prefs else ()
         fast = self.fragment.fast
