@@ -16,8 +16,11 @@ every step, while another graph's number at that position comes from
 another line, so folds elsewhere (and lowerings that match a constant 1)
 keep their constants. A false promotion (one line making two graphs that
 share a position) only trades a fold for a parameter, once per place; the
-values stay exact. Integers that decide shapes (``expand(3, k)``) are
-attributes, never scalars, and stay baked.
+values stay exact. The line is found (a walk over the frames) only when a
+position sees another value than last time: a loop whose numbers repeat
+pays one lookup.
+Integers that decide shapes (``expand(3, k)``) are attributes, never
+scalars, and stay baked.
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ _PROMOTED = object()
 
 
 class ScalarPolicy:
-    """Per place: the first value seen, or promoted (a parameter from then on)."""
+    """Per place (position, dtype, line): the first value seen, or promoted (a
+    parameter from then on); per position, the last value seen there, its
+    line and the answer, so a repeated number needs no walk for its line."""
 
     __slots__ = ("places",)
 
@@ -46,20 +51,27 @@ class ScalarPolicy:
         folds = value == 0 or value == 1
         if not LOG.on:  # no positions to tell places apart
             return folds
-        where = caller(2)
-        key = (len(LOG.nodes), dtype, where)
+        at = (len(LOG.nodes), dtype)
         places = self.places
-        seen = places.get(key, places)  # (the memo itself: nothing seen yet)
+        last = places.get(at)
+        if last is not None and last[0] == value:
+            return last[2]
+        where = caller(2)
+        place = at + (where,)
+        seen = places.get(place, places)  # (the memo itself: nothing seen yet)
         if seen is places:
-            places.put(key, value)
-            return folds
-        if seen is _PROMOTED:
-            return False
-        if seen == value or seen != seen:  # (NaN: never a constant anyway)
-            return folds
-        places[key] = _PROMOTED
-        events.emit("scalar_promoted", seen, value, format_location(where))
-        return False
+            places.put(place, value)
+            bake = folds
+        elif seen is _PROMOTED:
+            bake = False
+        elif seen == value or seen != seen:  # (NaN: never a constant anyway)
+            bake = folds
+        else:
+            places[place] = _PROMOTED
+            events.emit("scalar_promoted", seen, value, format_location(where))
+            bake = False
+        places.put(at, (value, where, bake))
+        return bake
 
 
 POLICY = ScalarPolicy()
