@@ -1,7 +1,7 @@
 """Benchmark 9: automatic step barriers and the learned scalar policy (issue 22), registered in ``run.py``.
 
 Step time (median ms, same-run ratios to eager) of benchmark 2's MLP trained
-with Adam: eager torch (the baseline); lazycore with ``mark_step()`` after
+with SGD and momentum: eager torch (the baseline); lazycore with ``mark_step()`` after
 each step; lazycore with no ``mark_step`` at all (the automatic barrier after
 ``optimizer.step()``). The same for a NumPy gradient-descent loop updating its
 weights in place (NumPy; lazycore.numpy with ``mark_step()``; lazycore.numpy
@@ -83,15 +83,15 @@ def bench(args, kit):
     warm, steps = args.warmup, args.steps
     settle = lambda: lazycore.mark_step(wait=True)  # noqa: E731
 
-    # --- torch: an MLP with Adam --------------------------------------------------------------------
-    B = "9 automatic step barriers: torch MLP + Adam (ms/step)"
+    # --- torch: an MLP with SGD and momentum --------------------------------------------------------------------
+    B = "9 automatic step barriers: torch MLP + SGD momentum (ms/step)"
     cfg = kit._mlp_config(args)
     x, y = kit._make_data(cfg, k=1)[0]
     runs = {}
     for name, where in (("eager torch", "cpu"), ("lazycore, mark_step() each step", dev),
                         ("lazycore, no mark_step (automatic)", dev)):
         model = kit._make_model(cfg).to(where)
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         xs, ys = x.to(where), y.to(where)
         hand = name.startswith("lazycore, mark_step")
 
@@ -111,7 +111,7 @@ def bench(args, kit):
 
     def torch_loop(hand):
         model = kit._make_model(cfg).to(dev)
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         xs, ys = x.to(dev), y.to(dev)
         settle()
         lazycore.cache.clear()
