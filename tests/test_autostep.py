@@ -201,3 +201,12 @@ def test_bound_cuts_and_reports_the_line_once(monkeypatch):
 def test_bound_setting_is_checked():
     with pytest.raises(ValueError, match="auto_barrier_nodes"):
         lc.config.configure(auto_barrier_nodes=200_000)
+
+
+def test_the_debug_log_says_where_a_learned_step_ends(monkeypatch):
+    out = io.StringIO()
+    monkeypatch.setattr(debug, "stream", out)
+    with override(debug=1):
+        gradient_descent(lnp, 6)
+    learned = [ln for ln in out.getvalue().splitlines() if "automatic barrier: a step of" in ln]
+    assert len(learned) == 1 and f"{__file__}:" in learned[0], out.getvalue()
