@@ -23,19 +23,11 @@ import heat  # noqa: E402
 
 
 def run(np, n, steps, step_end=None, every=1):
-    import contextlib
-
-    import lazycore
-
     warm = every * 2
-    # several steps per program: the automatic barrier would cut each step
-    # (until the marks every `every` steps make it stand down)
-    fused = lazycore.config.override(auto_barrier=False) if every > 1 else contextlib.nullcontext()
-    with fused:
-        heat.simulate(np, n, warm, step_end=step_end, every=every)  # compile, warm caches
-        start = time.perf_counter()
-        u, _ = heat.simulate(np, n, steps, step_end=step_end, every=every)
-        field = numpy.asarray(u)
+    heat.simulate(np, n, warm, step_end=step_end, every=every)  # compile, warm caches
+    start = time.perf_counter()
+    u, _ = heat.simulate(np, n, steps, step_end=step_end, every=every)
+    field = numpy.asarray(u)
     return (time.perf_counter() - start) / steps, field
 
 

@@ -30,10 +30,12 @@ value is read, and compile that. Three cuts end a step instead:
 * A graph that reaches ``settings.auto_barrier_nodes`` nodes without a cut is
   cut, and the user's line reported once (a warning and ``LAZYCORE_DEBUG``).
 
-A program that calls ``mark_step`` itself every few learned steps (the same
-number, at most :data:`_FUSED_MAX`, twice in a row: ten steps per program, to
-fuse them) marks its steps itself: the learned cut stands down for good. A
-``mark_step`` now and then (before an evaluation, at an epoch's end) changes
+A program that marks its own steps keeps them: after its ``mark_step``
+ends a graph in which a handle was updated twice (several steps fused into
+one program), the next graph is not searched for steps; and once its
+``mark_step`` calls enclose the same number of learned steps twice (at most
+:data:`_FUSED_MAX`), the learned cut stands down for good. A ``mark_step`` now
+and then (after the setup, before an evaluation, at an epoch's end) changes
 nothing. Nothing is cut while a capture records a step, while ``torch.compile``
 traces, inside a lowering's recording, or after ``ltorch.optimizer_step``
 (which marks the step): see :meth:`StepCutter.holding`.
@@ -85,7 +87,7 @@ class StepCutter:
 
     __slots__ = ("due", "held", "start", "due_start", "stepping", "watch", "marked", "updates", "handles", "last",
                  "starts", "anchor", "fails", "after", "rule", "seen", "base", "cuts", "ends", "last_ends", "off",
-                 "reported")
+                 "repeated", "learning", "fused", "reported")
 
     def __init__(self):
         self.due = False
@@ -107,6 +109,7 @@ class StepCutter:
         self.ends = 0  # learned step ends since the program's last own mark_step
         self.last_ends = 0  # and between the two before
         self.off = False
+        self.fused = False  # the program's own mark_step ended a graph of several steps
         self._segment(-1)
 
     def _segment(self, start: int) -> None:
@@ -120,6 +123,8 @@ class StepCutter:
         self.after: dict[tuple[int, int], tuple] = {}  # (id(old node), index) -> (old node, new value)
         self.seen = 0  # updates of the rule's handle in this segment
         self.base = 0  # where the segment's current step began (a learning segment began mid-step)
+        self.repeated = False  # a handle was updated twice in this segment
+        self.learning, self.fused = not self.fused, False  # (the segment after a fused one is the program's)
 
     @contextlib.contextmanager
     def holding(self):
@@ -154,6 +159,7 @@ class StepCutter:
     def explicit_mark(self) -> None:
         """The program called ``mark_step``: twice every ``k`` learned steps, it marks its own steps."""
         self.marked = True
+        self.fused = self.repeated and self.start == LOG.start
         ends, previous = self.ends, self.last_ends
         self.last_ends, self.ends = ends, 0
         if self.rule is not None and 1 <= ends <= _FUSED_MAX and ends == previous and not self.off:
@@ -202,8 +208,10 @@ class StepCutter:
             if type(old[0]) is Data:
                 self.starts.append(hid)
             return
+        self.repeated = True
         starts = self.starts
-        if rule is None and starts and starts[self.anchor] == hid and not self._learn(previous, pos):
+        if (rule is None and self.learning and starts and starts[self.anchor] == hid
+                and not self._learn(previous, pos)):
             self.fails += 1
             if self.fails >= _TRIES and self.anchor + 1 < len(starts):
                 self.anchor += 1
