@@ -867,6 +867,12 @@ def bench_scaleout(args):
     scaleout.bench(args, sys.modules[__name__])
 
 
+def bench_autobarrier(args):
+    import autobarrier
+
+    autobarrier.bench(args, sys.modules[__name__])
+
+
 def bench_rolled(args):
     import rolled_layers
 
@@ -874,7 +880,8 @@ def bench_rolled(args):
 
 
 BENCHES = {1: bench_tracing, 2: bench_training, 3: bench_fusion, 4: bench_first_step, 5: bench_recompiles,
-           6: bench_heat, 7: bench_gpt, 8: bench_scaleout, 11: bench_rolled}
+           6: bench_heat, 7: bench_gpt, 8: bench_scaleout, 9: bench_autobarrier,
+           11: bench_rolled}
 
 
 # --- output ----------------------------------------------------------------------------------------

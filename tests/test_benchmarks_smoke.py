@@ -26,12 +26,15 @@ def test_benchmark_suite_quick(tmp_path):
     res = json.loads(out.read_text())
     assert res["failures"] == []
     benches = {r["bench"].split()[0] for r in res["rows"]}
-    assert benches == {"1", "2", "3", "4", "5", "6", "7", "7b", "8", "11"}, benches
+    assert benches == {"1", "2", "3", "4", "5", "6", "7", "7b", "8", "9", "11"}, benches
     for r in res["rows"]:
         assert r.get("agrees", True), r
     # benchmark 5's compile counts are exact, not timings: check them too
-    counts = [r["value"] for r in res["rows"] if r["unit"] == "compiles"]
+    counts = [r["value"] for r in res["rows"] if r["unit"] == "compiles" and r["bench"].startswith("5 ")]
     assert [c["compiles"] for c in counts] == [c["expected"] for c in counts] == [3, 1], counts
+    # and benchmark 9's (automatic barriers against mark_step, the learned scalar policy)
+    counts = [r["value"] for r in res["rows"] if r["unit"] == "compiles" and r["bench"].startswith("9 ")]
+    assert len(counts) == 7 and all(c["compiles"] == c["expected"] for c in counts), counts
     # benchmark 7: every system's row, each checked against eager torch above
     gpt = {r["variant"]: r for r in res["rows"] if r["bench"].startswith("7 ")}
     assert {"jax.jit (donated params and state)", "eager torch", "lazycore.torch, mark_step(wait=True)",

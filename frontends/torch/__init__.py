@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import torch
 
+from lazycore.runtime.autostep import CUTTER
 from lazycore.trace import core
 
 import lazycore.observe  # noqa: F401  (metrics, guards, debug lines and dumps hear the runtime)
@@ -63,8 +64,10 @@ def mark_step(wait: bool = False) -> None:
 
 
 def optimizer_step(optimizer, barrier: bool = True, optimizer_args: dict | None = None):
-    """``optimizer.step()``, then the step barrier (as PyTorch/XLA's ``optimizer_step``)."""
-    loss = optimizer.step(**(optimizer_args or {}))
+    """``optimizer.step()``, then the step barrier (as PyTorch/XLA's ``optimizer_step``;
+    ``barrier=False``: none, not even the automatic one)."""
+    with CUTTER.holding():
+        loss = optimizer.step(**(optimizer_args or {}))
     if barrier:
         mark_step()
     return loss

@@ -61,6 +61,7 @@ import torch
 import torch.optim.optimizer as _optimizer
 from torch.utils import _pytree as pytree
 
+from lazycore.runtime.autostep import CUTTER
 from lazycore.trace import capture as _capture
 from lazycore.trace import pyreads as _pyreads
 from lazycore.ir.config import settings
@@ -263,7 +264,7 @@ class _Plan:
         state0 = _global_state()
         for opt in list(optimizers):
             _optim.refresh(opt)  # a new learning rate: an input of the step, not a value it made
-        with _tensor.MADE.collecting() as made, _optim.SchedulerSteps() as schedulers, _pyreads.Reads(fn, (torch.nn.Module,)) as reads:
+        with _tensor.MADE.collecting() as made, _optim.SchedulerSteps() as schedulers, _pyreads.Reads(fn, (torch.nn.Module,)) as reads, CUTTER.holding():
             try:
                 watch = _capture.begin([x._storage.handle for x in tensors])
                 out = fn(*args, **kwargs)

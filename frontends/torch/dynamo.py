@@ -40,6 +40,7 @@ import torch
 from torch._dynamo import trace_rules
 
 from lazycore.ir.tensor import LazyTensor
+from lazycore.runtime.autostep import CUTTER
 from lazycore.trace import capture as _capture
 from lazycore.trace import core
 from lazycore.trace import views as _views
@@ -158,7 +159,8 @@ class Program:
             self.why = "an argument is a view lazycore cannot key, or an unhashable Python value"
             return list(self.gm(*args))
         watch = _capture.begin([a._storage.handle for a in args if type(a) is Tensor])
-        outs = list(self.gm(*args))
+        with CUTTER.holding():  # one ATen graph: no step ends inside it
+            outs = list(self.gm(*args))
         try:
             _capture.check(watch)
         except _capture.Refused as e:

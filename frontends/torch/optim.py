@@ -26,6 +26,7 @@ import torch
 import torch.optim  # noqa: F401  (loads the optimizer modules patched below)
 import torch.optim.optimizer as _optimizer
 
+from lazycore.runtime.autostep import CUTTER
 from lazycore.trace import core
 
 _LAZY = "lazy"
@@ -203,6 +204,23 @@ def _swap_out(opt, args, kwargs) -> None:
             group["lr"] = rate.value
 
 
+def _ours(opt) -> bool:
+    return any(_on_lazy(g) for g in opt.param_groups) and not torch.compiler.is_compiling()
+
+
+def _step_begins(opt, args, kwargs) -> None:
+    if _ours(opt):
+        CUTTER.step_begins()
+
+
+def _step_ended(opt, args, kwargs) -> None:
+    """The automatic step barrier (:mod:`lazycore.runtime.autostep`): a step of an
+    optimizer over lazy parameters ends the training step; the barrier runs
+    before the next op that reads what it updated (not while dynamo traces)."""
+    if _ours(opt):
+        CUTTER.step_ended()
+
+
 def install() -> None:
     """Add the lazy device to torch's capturable devices and make optimizers
     over lazy parameters capturable (idempotent)."""
@@ -221,7 +239,9 @@ def install() -> None:
                 cls.step = _watched(cls.step)
     if not _HOOK:
         _HOOK.append(_optimizer.register_optimizer_step_pre_hook(_swap_in))
+        _HOOK.append(_optimizer.register_optimizer_step_pre_hook(_step_begins))
         _HOOK.append(_optimizer.register_optimizer_step_post_hook(_swap_out))
+        _HOOK.append(_optimizer.register_optimizer_step_post_hook(_step_ended))  # after _swap_out
 
 
 _HOOK: list = []

@@ -47,6 +47,7 @@ PUBLIC_MODULES = {
     "device": "lazycore.runtime.device",
     "distributed": "lazycore.runtime.distributed",
     "barrier": "lazycore.runtime.barrier",
+    "autostep": "lazycore.runtime.autostep",
     "cache": "lazycore.runtime.cache",
     "compiler": "lazycore.runtime.compiler",
     "failures": "lazycore.runtime.failures",

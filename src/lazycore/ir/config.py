@@ -15,6 +15,9 @@ barrier); see :mod:`lazycore.debug`.
 ``LAZYCORE_GUARD_TRANSFERS``: allow | warn | error, globally (see :mod:`lazycore.guards`).
 ``LAZYCORE_REPLAY``: 1 (default) replay recorded lowerings for repeated call
 signatures, 0 run every lowering's Python each call (see :mod:`lazycore.recipes`).
+``LAZYCORE_AUTO_BARRIER``: 1 (default) automatic step barriers, 0 none (see
+:mod:`lazycore.runtime.autostep`); ``LAZYCORE_AUTO_BARRIER_NODES``: the graph
+size (nodes since the last barrier, at most 100000) at which a graph is cut.
 ``LAZYCORE_DUMP_DIR``: write the IR of every compiled graph, stage by stage,
 under this folder (see :mod:`lazycore.inspect_graph`).
 """
@@ -41,6 +44,17 @@ def _env_number(name: str, default, parse, what: str, least):
 
 def _env_int(name: str, default: int) -> int:
     return _env_number(name, default, int, "an integer", 1)
+
+
+AUTO_BARRIER_NODES_MAX = 100_000
+"""The step log's length (``lazycore.ir.graph.STEP_LOG_LIMIT``): the size bound counts its nodes."""
+
+
+def _env_auto_nodes(name: str) -> int:
+    value = _env_int(name, 50_000)
+    if value > AUTO_BARRIER_NODES_MAX:
+        raise ValueError(f"{name} must be at most {AUTO_BARRIER_NODES_MAX}, got {value}")
+    return value
 
 
 GUARD_MODES = ("allow", "warn", "error")
@@ -139,6 +153,13 @@ class Settings:
     """``LAZYCORE_ROLL_LOOPS``: a run of identical layers in a graph (each with
     its own weights) compiles as one loop over the stacked weights
     (lazycore.runtime.rolling); part of the compile key."""
+    auto_barrier: bool = _env_flag("LAZYCORE_AUTO_BARRIER", True)
+    """``LAZYCORE_AUTO_BARRIER``: cut a loop without ``mark_step`` into one program per
+    step (after ``optimizer.step()``, where the graph repeats, at a size bound; see
+    lazycore.runtime.autostep). False: only ``mark_step`` and reads run barriers."""
+    auto_barrier_nodes: int = _env_auto_nodes("LAZYCORE_AUTO_BARRIER_NODES")
+    """``LAZYCORE_AUTO_BARRIER_NODES``: a graph of this many nodes since the last barrier is
+    cut there and the line reported once (default 50000, at most 100000)."""
     dump_dir: str | None = os.environ.get("LAZYCORE_DUMP_DIR") or None
     """``LAZYCORE_DUMP_DIR``: for every compiled graph, a folder here with the lazy module
     before and after each pass, the StableHLO and the graph as Graphviz (None: no dumps)."""
@@ -159,6 +180,9 @@ def configure(**changes) -> dict:
         raise ValueError(f"cache_max_bytes must be at least 1, got {changes['cache_max_bytes']}")
     if "cache_dir" in changes:
         changes = {**changes, "cache_dir": cache_dir_setting(changes["cache_dir"])}
+    if "auto_barrier_nodes" in changes and not 1 <= int(changes["auto_barrier_nodes"]) <= AUTO_BARRIER_NODES_MAX:
+        raise ValueError(f"auto_barrier_nodes must be 1 to {AUTO_BARRIER_NODES_MAX}, "
+                         f"got {changes['auto_barrier_nodes']}")
     if "debug" in changes and changes["debug"] not in DEBUG_LEVELS:
         raise ValueError(f"debug must be 0, 1 or 2, got {changes['debug']!r}")
     for k, v in changes.items():

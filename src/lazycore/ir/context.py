@@ -13,11 +13,14 @@ import contextlib
 
 
 class TraceContext:
-    __slots__ = ("recorder",)
+    __slots__ = ("recorder", "updates")
 
     def __init__(self):
         self.recorder = None
         """The active recorder (``plain``, ``on_leaf``, ``on_node``, ``taint``), or None."""
+        self.updates = None
+        """Called as ``updates(handle, new_value)`` before an in-place update
+        (the automatic step barriers, :mod:`lazycore.runtime.autostep`), or None."""
 
     @contextlib.contextmanager
     def recording(self, recorder):

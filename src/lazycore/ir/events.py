@@ -29,6 +29,11 @@ see :func:`emit`):
 - ``"barrier"`` ``(walk, device, hit, donate, pipeline, loaded)``: a barrier ran
   (``walk`` is None when the step's walk was recalled; ``hit``: the program
   was in the compile cache; ``loaded``: it came from the persistent cache)
+- ``"scalar_promoted"`` ``(first, now, location)``: the learned scalar policy
+  made the number at a place a program parameter (it took ``first``, then
+  ``now``; ``location``: the user's ``file:line``)
+- ``"auto_barrier"`` ``(what, location)``: an automatic step barrier learned
+  where a step ends, cut a graph at the size bound, or stood down
 - ``"failure"`` ``(device, failed, outputs, first_message)``: a barrier's
   program failed; ``failed`` of its ``outputs`` now hold the error
 """

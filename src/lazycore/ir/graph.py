@@ -179,12 +179,15 @@ def _leaf_digest(kind: str, t: TensorType, sharding=None) -> bytes:
 class Data(Node):
     """A leaf holding a device buffer."""
 
-    __slots__ = ("buffer", "owned", "sharding")
+    __slots__ = ("buffer", "owned", "sharding", "made")
     is_leaf = True
     log_when_made = False  # when used: an upload nothing uses is not kept until the barrier
 
     def __init__(self, buffer, t: TensorType, owned: bool, sharding=None):
         super().__init__("data", (), {}, (t,), _leaf_digest("data", t, sharding))
+        self.made = LOG.start + len(LOG.nodes)
+        """The step-log number the next node would get when this leaf was made
+        (:mod:`lazycore.runtime.autostep` tells a new batch from a parameter so)."""
         self.buffer = buffer
         self.owned = owned
         """Made by lazycore (from host data or as a result), so it may be donated

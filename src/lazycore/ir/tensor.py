@@ -101,6 +101,9 @@ class LazyTensor:
         if new.type != self.type:
             raise ShapeError(f"an in-place update keeps the type: handle is {self.type}, new value is {new.type}")
         TRACE.taint()  # a side effect: a recorded lowering that assigns cannot be replayed
+        watch = TRACE.updates
+        if watch is not None:
+            watch(self, new._value)
         self._value = new._value
         return self
 

@@ -390,7 +390,23 @@ def on_barrier(walk, device, hit: bool, donate: dict[int, int], pipeline: str, l
 
         text = build_module(walk).operation.get_asm(enable_debug_info=True)
         _write(f"[lazycore] step {step} {device.name}: graph:\n{text.rstrip()}")
+def on_scalar_promoted(first, now, where: str) -> None:
+    """A line when the learned scalar policy makes a place's number a parameter
+    (:mod:`lazycore.trace.scalar_policy`)."""
+    if settings.debug:
+        _write(f"[lazycore] scalar at {where} took {first!r} then {now!r}: a program parameter from now on "
+               f"(later values compile nothing)")
+
+
+def on_auto_barrier(what: str, where: str) -> None:
+    """A line for an automatic step barrier's decision (:mod:`lazycore.runtime.autostep`)."""
+    if settings.debug:
+        _write(f"[lazycore] automatic barrier: {what} ({where})")
+
+
 events.listen("barrier", on_barrier)
 events.listen("failure", on_failure)
+events.listen("scalar_promoted", on_scalar_promoted)
+events.listen("auto_barrier", on_auto_barrier)
 
 from lazycore.observe.inspect_graph import ir_text, to_dot  # noqa: E402,F401

@@ -16,6 +16,7 @@ from lazycore.ir.failure import Failure
 from lazycore.ir.graph import Data, Value
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import barrier, pjrt
+from lazycore.runtime.autostep import CUTTER
 from lazycore.runtime import device as _device
 
 
@@ -161,6 +162,7 @@ def mark_step(wait: bool = False, devices=None) -> None:
     finished, so tracing the next step overlaps this step's execution (as
     PyTorch/XLA's ``mark_step``); ``wait=True`` waits for it to finish. Any
     read of a value (``to_numpy``, ``.item()``, printing) waits for the value."""
+    CUTTER.explicit_mark()
     barrier.mark_step(wait, devices)
 
 

@@ -18,10 +18,14 @@ from lazycore.dialect.spec import spec_of
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir.context import TRACE
 from lazycore.ir.failure import BarrierError  # noqa: F401  (what reading a failed value raises)
+from lazycore.ir.config import settings as _settings
+from lazycore.ir.graph import LOG as _LOG
 from lazycore.ir.graph import Scalar, Value, constant, make_node
 from lazycore.ir.sourceloc import caller as _user_frame
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import device as _device
+from lazycore.runtime.autostep import CUTTER as _CUTTER
+from lazycore.trace.scalar_policy import POLICY as _POLICY
 from lazycore.runtime.transfer import (  # noqa: F401  (the core API: values in and out)
     Upload,
     from_buffer,
@@ -74,14 +78,19 @@ def _scalar_dtype(value) -> str:
 
 
 def scalar(value, dtype: str | None = None, device=None, fold: bool = True) -> LazyTensor:
-    """A rank-0 lazy value from a Python scalar, by the LazyTensor scalar policy.
+    """A rank-0 lazy value from a Python scalar, by the learned scalar policy.
 
     0 and 1 are baked into the program as ``lazy.constant`` (they enable
     folds like ``x * 1``); any other number becomes a program parameter whose
     hash covers only its dtype, so a new learning rate does not recompile.
+    A place of the step's graph where the number has taken two different
+    values makes it a parameter from then on, 0 and 1 included
+    (:mod:`lazycore.trace.scalar_policy`).
     ``fold=False``: a parameter whatever the value (a value that passes
     through 0 or 1, such as a scheduled learning rate, keeps one program).
     """
+    if _CUTTER.due or len(_LOG.nodes) >= _settings.auto_barrier_nodes:
+        _CUTTER.cut()  # a step ended (lazycore.runtime.autostep)
     source = None
     rec = TRACE.recorder
     if rec is not None:  # lazycore.recipes: a float argument of the recorded call?
@@ -89,7 +98,7 @@ def scalar(value, dtype: str | None = None, device=None, fold: bool = True) -> L
     dtype = dtype or _scalar_dtype(value)
     host = np.asarray(value, dtype=to_numpy_dtype(dtype))  # out-of-range values fail here
     dev = _device.get(device)
-    node = constant(host) if fold and (value == 0 or value == 1) else Scalar(host, dtype)
+    node = constant(host) if fold and _POLICY.bake(value, dtype) else Scalar(host, dtype)
     if rec is not None:  # a constant of the recording, or that argument's parameter
         rec.on_leaf(node, source)
     return LazyTensor(Value(node, 0), dev)
@@ -117,6 +126,8 @@ def apply(op_name: str, *operands, device=None, **attrs_and_params):
     in the op table. ``device`` only matters for ops without operands. Returns
     a LazyTensor, or a tuple of them for a multi-result op.
     """
+    if _CUTTER.due or len(_LOG.nodes) >= _settings.auto_barrier_nodes:
+        _CUTTER.cut(operands)  # a step ended: before the operands are read (lazycore.runtime.autostep)
     spec = _SPECS.get(op_name) or _spec(op_name)
     values, types = [], []
     dev = None

@@ -47,9 +47,11 @@ from lazycore.ir.context import TRACE
 from lazycore.ir.memo import Memo
 from lazycore.trace.fragment import MISS, Fragment
 from lazycore.dialect.types import to_numpy_dtype
-from lazycore.ir.graph import Node, Scalar, Value, node_prefix
+from lazycore.ir.config import settings
+from lazycore.ir.graph import LOG, Node, Scalar, Value, node_prefix
 from lazycore.ir.sourceloc import caller
 from lazycore.ir.tensor import LazyTensor
+from lazycore.runtime.autostep import CUTTER
 
 _INPUT, _STEP, _FROZEN, _GROUP, _PARAM = 0, 1, 2, 3, 4
 _VALUES_KEPT = 64
@@ -192,6 +194,8 @@ class Recipe:
         ``start``: the frame that called into the frontend, where the search
         for the user's line starts (:func:`~lazycore.ir.sourceloc.caller`);
         by default the caller of this method."""
+        if CUTTER.due or len(LOG.nodes) >= settings.auto_barrier_nodes:
+            CUTTER.cut(inputs)  # a step ended: before the inputs are read (lazycore.runtime.autostep)
         loc = caller(2, start)
         values = self._param_values(floats, loc) if self.prefs else ()
         fast = self.fragment.fast

@@ -1,0 +1,78 @@
+"""The learned scalar policy: which Python numbers a program bakes in.
+
+LazyTensor's rule bakes 0 and 1 into the program as constants (they enable
+folds like ``x * 1``) and makes every other number a program parameter, so
+a new learning rate does not recompile. Baking is a bet that the number at
+that place never changes; a loop ``x * k`` over ``k = 0, 1, 2, ...`` loses it
+twice (one program for 0, one for 1, one for the rest). This policy learns
+from the loop instead: a place where a number has taken two different values
+makes it a parameter from then on, so the third value compiles nothing.
+
+A *place* is the position in the step log (:data:`lazycore.ir.graph.LOG`)
+the scalar's node will take, its dtype, and the user's instruction that
+made it (the raw location :func:`~lazycore.ir.sourceloc.caller` finds, as
+every op's node records): the same op of the same step graph lands there
+every step, while another graph's number at that position comes from
+another line, so folds elsewhere (and lowerings that match a constant 1)
+keep their constants. A false promotion (one line making two graphs that
+share a position) only trades a fold for a parameter, once per place; the
+values stay exact. The line is found (a walk over the frames) only when a
+position sees another value than last time: a loop whose numbers repeat
+pays one lookup.
+Integers that decide shapes (``expand(3, k)``) are attributes, never
+scalars, and stay baked.
+"""
+
+from __future__ import annotations
+
+from lazycore.ir import events
+from lazycore.ir.graph import LOG
+from lazycore.ir.memo import Memo
+from lazycore.ir.sourceloc import caller, format_location
+
+PLACES_KEPT = 4096
+"""Places the policy remembers (emptied whole when full, as every memo)."""
+
+_PROMOTED = object()
+
+
+class ScalarPolicy:
+    """Per place (position, dtype, line): the first value seen, or promoted (a
+    parameter from then on); per position, the last value seen there, its
+    line and the answer, so a repeated number needs no walk for its line."""
+
+    __slots__ = ("places",)
+
+    def __init__(self):
+        self.places = Memo("trace.scalar_places", PLACES_KEPT)
+
+    def bake(self, value, dtype: str) -> bool:
+        """Whether ``value`` becomes a ``lazy.constant`` (else a program parameter)."""
+        folds = value == 0 or value == 1
+        if not LOG.on:  # no positions to tell places apart
+            return folds
+        at = (len(LOG.nodes), dtype)
+        places = self.places
+        last = places.get(at)
+        if last is not None and last[0] == value:
+            return last[2]
+        where = caller(2)
+        place = at + (where,)
+        seen = places.get(place, places)  # (the memo itself: nothing seen yet)
+        if seen is places:
+            places.put(place, value)
+            bake = folds
+        elif seen is _PROMOTED:
+            bake = False
+        elif seen == value or seen != seen:  # (NaN: never a constant anyway)
+            bake = folds
+        else:
+            places[place] = _PROMOTED
+            events.emit("scalar_promoted", seen, value, format_location(where))
+            bake = False
+        places.put(at, (value, where, bake))
+        return bake
+
+
+POLICY = ScalarPolicy()
+"""The policy :func:`lazycore.trace.core.scalar` asks."""

@@ -1,0 +1,30 @@
+"""The learned scalar policy with torch's Python scalars (they enter through the
+op lowerings' lazycore.scalar): x * k over k compiles twice; shapes stay baked."""
+
+import numpy as np
+import pytest
+import torch
+
+import lazycore as lc
+from lazycore.observe import metrics
+
+pytestmark = pytest.mark.usefixtures("clean_runtime")
+
+
+@pytest.mark.parametrize("ks", [range(5), [0.0, 1.0, 0.5, 2.0, 1.0]])
+def test_x_times_k_compiles_twice(dev, ks):
+    x = torch.arange(6.0, device=dev)
+    lc.mark_step(wait=True)
+    c0 = metrics.counters()["compiles"]
+    for k in ks:
+        np.testing.assert_array_equal((x * k).cpu().numpy(), (torch.arange(6.0) * k).numpy())
+    assert metrics.counters()["compiles"] - c0 == 2
+
+
+def test_a_shape_deciding_integer_stays_baked(dev):
+    x = torch.arange(3.0, device=dev).reshape(3, 1)
+    lc.mark_step(wait=True)
+    c0 = metrics.counters()["compiles"]
+    for k in range(1, 5):
+        np.testing.assert_array_equal(x.expand(3, k).cpu().numpy(), torch.arange(3.0).reshape(3, 1).expand(3, k))
+    assert metrics.counters()["compiles"] - c0 == 4  # one program per shape
