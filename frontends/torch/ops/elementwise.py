@@ -13,7 +13,7 @@ import torch
 
 from lazycore.dialect.elementwise import UNARY as LAZY_UNARY
 from lazycore.dialect.rules import DTYPE_CLASSES
-from lazycore.dialect.types import is_float
+from lazycore.dialect.types import is_complex, is_float
 from lazycore.trace import composites, core
 
 from ..lowering import apply, broadcast, const, convert, is_handle, lowers, operand, scalar, wrapped
@@ -55,7 +55,6 @@ def _op(name):
 
 # one lazy op, or a composite of the core (shared with lazycore.numpy)
 ELEMENTWISE = {
-    aten.abs: _op("abs"),
     aten.neg: _op("neg"),
     aten.exp: _op("exp"),
     aten.log: _op("log"),
@@ -145,11 +144,27 @@ def _signbit(ctx, x):
     return convert(apply("or", apply("compare", x, _c(x, 0), direction="LT"), neg_zero), ctx.dtype)
 
 
+# abs and angle of a complex number are real: the operand keeps its own type
+
+
+@lowers(aten.abs.default, prims.abs.default)
+def _abs(ctx, x):
+    if is_handle(x) and is_complex(x.dtype):
+        return apply("abs", x)
+    return _elementwise(_op("abs"))(ctx, x)
+
+
 @lowers(aten.angle.default)
+def _angle(ctx, x):
+    if is_handle(x) and is_complex(x.dtype):
+        return apply("atan2", apply("imag", x), apply("real", x))
+    return _real_angle(ctx, x)
+
+
 @_elementwise
 @composites.rounded_once
-def _angle(x):
-    # real inputs only reach here (complex has no lazy element type): pi below 0, else 0
+def _real_angle(x):
+    # pi below 0, else 0; NaN stays
     r = apply("select", apply("compare", x, _c(x, 0), direction="LT"), _c(x, math.pi), _c(x, 0))
     return apply("select", apply("compare", x, x, direction="NE"), x, r)
 
