@@ -66,6 +66,8 @@ def to_handle(x, dtype, device=None):
             v = bool(v)
         elif lt.startswith(("i", "u")):
             v = int(v)
+        elif lt.startswith("complex"):
+            v = complex(v)
         elif not isinstance(v, float):  # a recorded float argument stays one (lazycore.recipes)
             v = float(v)
         return core.scalar(v, lt, device=device)
@@ -140,7 +142,45 @@ def _unary(name):
 
 
 def _cmp(direction):
-    return lambda a, b: apply("compare", a, b, direction=direction)
+    def compare(a, b):
+        if direction in ("EQ", "NE") or not a.dtype.startswith("complex"):
+            return apply("compare", a, b, direction=direction)
+        # NumPy orders complex numbers lexicographically: real parts, then imaginary ones
+        (ra, ia), (rb, ib) = ((apply("real", h), apply("imag", h)) for h in (a, b))
+        strict = "LT" if direction in ("LT", "LE") else "GT"
+        first = apply("compare", ra, rb, direction=strict)
+        tie = apply("and", apply("compare", ra, rb, direction="EQ"), apply("compare", ia, ib, direction=direction))
+        return apply("or", first, tie)
+
+    return compare
+
+
+def _extreme(name, direction):
+    def pick(a, b):
+        if not a.dtype.startswith("complex"):
+            return apply(name, a, b)
+        # NumPy's, for complex numbers: the lexicographic order, NaN (in either part) wins
+        a_nan, b_nan = (apply("compare", h, h, direction="NE") for h in (a, b))
+        a_wins = apply("or", a_nan, apply("and", apply("not", b_nan), _cmp(direction)(a, b)))
+        return apply("select", a_wins, a, b)
+
+    return pick
+
+
+def _conjugate(a):
+    if not a.dtype.startswith("complex"):
+        return a
+    return apply("complex", apply("real", a), apply("neg", apply("imag", a)))
+
+
+def _sign(a):
+    if not a.dtype.startswith("complex"):
+        return apply("sign", a)
+    # NumPy 2: z / |z|, and 0 for 0
+    m = apply("abs", a)
+    mag = apply("complex", m, const(0, m))
+    zero = apply("compare", m, const(0, m), direction="EQ")
+    return apply("select", zero, const(0, a), apply("div", a, mag))
 
 
 def _logical(name):
@@ -162,7 +202,8 @@ LOOPS = {
     "positive": lambda a: a,
     "absolute": lambda a: a if _is_bool(a) or a.dtype.startswith("ui") else apply("abs", a),  # abs: signed types
     "fabs": _unary("abs"),
-    "sign": _unary("sign"),
+    "sign": _sign,
+    "conjugate": _conjugate,
     "sqrt": _unary("sqrt"),
     "square": lambda a: apply("mul", a, a),
     "reciprocal": composites.reciprocal,
@@ -191,8 +232,8 @@ LOOPS = {
     "ceil": lambda a: apply("ceil", a) if _is_float(a) else a,
     "trunc": composites.trunc,
     "rint": lambda a: apply("round", a) if _is_float(a) else a,
-    "maximum": lambda a, b: apply("maximum", a, b),
-    "minimum": lambda a, b: apply("minimum", a, b),
+    "maximum": _extreme("maximum", "GE"),
+    "minimum": _extreme("minimum", "LE"),
     "fmax": composites.fmax,
     "fmin": composites.fmin,
     "greater": _cmp("GT"),
