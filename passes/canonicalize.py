@@ -89,6 +89,10 @@ def splat_constant(scalar, t: TensorType) -> ir.Value:
     ``create`` would hand MLIR every element of the array; a splat attribute
     stores one, which matters for large shapes.
     """
+    if is_complex(t.dtype):  # no complex attribute ever (lazycore.dialect.build.create): two real splats
+        z = complex(scalar)
+        parts = [splat_constant(p, TensorType(t.shape, real_dtype(t.dtype))) for p in (z.real, z.imag)]
+        return create("complex", *parts).result
     one = ir.DenseElementsAttr(attr_to_mlir("dense", np.asarray(scalar, dtype=to_numpy_dtype(t.dtype))))
     value = ir.DenseElementsAttr.get_splat(tensor_type(t), one.get_splat_value())
     return ir.Operation.create("lazy.constant", results=[tensor_type(t)], attributes={"value": value}).result

@@ -90,12 +90,12 @@ def _run(np_fn, a, axes, sizes, dtype, out_shape, kind, inverse, norm, out, kwar
     for ax, n in zip(axes, inputs):
         h = _resize(h, ax, n)
     if conj_in:
-        h = core.apply("complex", core.apply("real", h), core.apply("neg", core.apply("imag", h)))
+        h = composites.conj(h)
     n_total = math.prod(sizes)
     h = transform(h, axes, kind, norm_scale(norm or "backward", n_total, inverse), inverse=inverse,
                   last_size=sizes[-1] if kind == "c2r" else None)
     if conj_out:
-        h = core.apply("complex", core.apply("real", h), core.apply("neg", core.apply("imag", h)))
+        h = composites.conj(h)
     assert tuple(h.shape[ax] for ax in axes) == tuple(out_shape[ax] for ax in axes), (h.shape, out_shape)
     return wrap(cast(h, dtype), dtype)  # NumPy 2.4's hfft of float16 is float16, computed wider
 

@@ -167,20 +167,8 @@ def _extreme(name, direction):
     return pick
 
 
-def _conjugate(a):
-    if not a.dtype.startswith("complex"):
-        return a
-    return apply("complex", apply("real", a), apply("neg", apply("imag", a)))
-
-
 def _sign(a):
-    if not a.dtype.startswith("complex"):
-        return apply("sign", a)
-    # NumPy 2: z / |z|, and 0 for 0
-    m = apply("abs", a)
-    mag = apply("complex", m, const(0, m))
-    zero = apply("compare", m, const(0, m), direction="EQ")
-    return apply("select", zero, const(0, a), apply("div", a, mag))
+    return composites.complex_sign(a) if a.dtype.startswith("complex") else apply("sign", a)
 
 
 def _logical(name):
@@ -203,7 +191,7 @@ LOOPS = {
     "absolute": lambda a: a if _is_bool(a) or a.dtype.startswith("ui") else apply("abs", a),  # abs: signed types
     "fabs": _unary("abs"),
     "sign": _sign,
-    "conjugate": _conjugate,
+    "conjugate": composites.conj,
     "sqrt": _unary("sqrt"),
     "square": lambda a: apply("mul", a, a),
     "reciprocal": composites.reciprocal,

@@ -93,6 +93,26 @@ def _elementwise(fn):
     return lower
 
 
+# The composites written for real numbers that hold for complex ones too (checked
+# against eager by the OpInfo sweep over complex64); the others decline complex
+# operands, which run eager's kernel (a counted fallback).
+_COMPLEX_SAFE = {composites.reciprocal, composites.exp2, composites.log2, composites.log10, composites.tan}
+
+
+def _real_only(fn):
+    def lower(*xs):
+        if any(is_handle(x) and is_complex(x.dtype) for x in xs):
+            return NotImplemented
+        return fn(*xs)
+
+    lower.__name__ = fn.__name__
+    return lower
+
+
+for _aten, _fn in list(ELEMENTWISE.items()):
+    if _aten.__name__ not in LAZY_UNARY and _fn not in _COMPLEX_SAFE and _aten is not aten.atan2:
+        ELEMENTWISE[_aten] = _real_only(_fn)
+
 for _aten, _fn in ELEMENTWISE.items():
     # the prim of the same name too: torch._refs decompositions call prims directly
     _prim = getattr(prims, _aten.__name__, None)
@@ -113,6 +133,8 @@ def _rounding(ctx, x):
 def _sign(ctx, x):
     if x.dtype == "i1":
         return x
+    if is_complex(x.dtype):  # sgn: z / |z| (sign refuses complex at the meta call)
+        return composites.complex_sign(x)
     s = apply("sign", x)
     if not is_float(x.dtype):
         return s
@@ -367,7 +389,7 @@ def _integer_division(ctx, fn, a, b):
     a Python 0 raises here, a zero in a tensor fails the result at its barrier
     (its values decide; lazycore.runtime.checks). The values would be the
     dialect's 0."""
-    if is_float(ctx.dtype):
+    if is_float(ctx.dtype) or is_complex(ctx.dtype):
         return fn(*_args(ctx, a, b))
     a, b = wrapped(a, ctx.dtype), wrapped(b, ctx.dtype)
     if not is_handle(b):
@@ -409,7 +431,7 @@ def _fmod(ctx, a, b):
 @lowers(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar)
 def _pow(ctx, a, b):
     a = wrapped(a, ctx.dtype)  # a Python base wraps (300 ** int8 is 44 ** int8); the exponent must fit
-    if type(b) is int and b < 0 and not is_float(ctx.dtype):
+    if type(b) is int and b < 0 and not (is_float(ctx.dtype) or is_complex(ctx.dtype)):
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     if isinstance(b, (int, float)) and not isinstance(b, bool) and b == 2:
         (a,) = _args(ctx, a)

@@ -8,10 +8,10 @@ import math
 
 import torch
 
-from lazycore.dialect.types import is_complex
+from lazycore.trace import composites
 from lazycore.trace.fft import transform
 
-from ..lowering import apply, convert, lowers
+from ..lowering import convert, lowers
 
 aten = torch.ops.aten
 
@@ -49,6 +49,4 @@ def _c2r(ctx, x, dim, normalization, last_dim_size):
 
 @lowers(aten._conj_physical.default, aten.conj_physical.default)
 def _conj_physical(ctx, x):
-    if not is_complex(x.dtype):
-        return x
-    return apply("complex", apply("real", x), apply("neg", apply("imag", x)))
+    return composites.conj(x)

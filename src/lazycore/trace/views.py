@@ -22,7 +22,7 @@ import numpy as np
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir.context import TRACE
 from lazycore.ir.memo import Memo
-from lazycore.trace import core, recipes
+from lazycore.trace import composites, core, recipes
 from lazycore.ir.config import settings as _settings
 
 
@@ -300,7 +300,7 @@ class Conj:
     __slots__ = ()
 
     def forward(self, h, storage):
-        return core.apply("complex", core.apply("real", h), core.apply("neg", core.apply("imag", h)))
+        return composites.conj(h)
 
     def inverse(self, old, new, storage):
         return self.forward(new, storage)
