@@ -70,7 +70,7 @@ for _name, _klass in UNARY.items():
 
 @op("abs", ("operand",), summary="elementwise abs")
 def _abs(x: TensorType):
-    """The operand has arith element type; the result has its shape, and its
+    """The operand has numeric or complex element type; the result has its shape, and its
     type for a real operand, the float type of the parts for a complex one."""
     require_dtype("operand", x, UNARY["abs"])
     return TensorType(x.shape, real_dtype(x.dtype))
