@@ -245,6 +245,13 @@ LOOPS = {
 }
 
 
+# Loops written for real numbers whose ufuncs NumPy also has for complex ones:
+# complex operands run NumPy (counted). Every other loop takes complex operands
+# as NumPy does, or NumPy has no complex loop for it (and raises).
+_REAL_ONLY = frozenset({"arctan", "arcsin", "arccos", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "rint",
+                        "fmax", "fmin"})
+
+
 # --- application ---------------------------------------------------------------------------
 
 _RESOLVED = Memo("numpy.ufunc_loops", 4096)
@@ -293,17 +300,22 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", orde
     # F order lays the result out column-major (NumPy's strides); a mask with no
     # out= leaves NumPy's uninitialized values where it is False
     masked = where is not True
-    if loop_fn is None or order not in _ORDERS or subok is not True or rest or (
-            masked and (out is None or not _boolean(where))):
+
+    def numpy_itself():
         from .fallback import call_numpy
 
         # only what was given: NumPy refuses dtype= and signature= together, even as None
-        kw = dict(rest, **{k: v for k, v in (("dtype", dtype), ("signature", signature), ("out", out)) if v is not None})
+        kw = dict(rest, **{k: v for k, v in (("dtype", dtype), ("signature", given), ("out", out)) if v is not None})
         kw.update({k: v for k, v, default in (("casting", casting, "same_kind"), ("order", order, "K"),
                                                ("subok", subok, True)) if v != default})
         if masked:
             kw["where"] = where
         return call_numpy(uf, inputs, kw, name=f"numpy.{name}")
+
+    given = signature
+    if loop_fn is None or order not in _ORDERS or subok is not True or rest or (
+            masked and (out is None or not _boolean(where))):
+        return numpy_itself()
     if len(inputs) != uf.nin:
         raise TypeError(f"{name}() takes from {uf.nin} to {uf.nin + uf.nout} positional arguments but {len(inputs)} were given")
     signature = _fixed(uf, dtype, signature)
@@ -312,6 +324,8 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", orde
         return _store(plan.run(handles, floats), out, casting, uf, plan.loop, where)
     loop = resolve(uf, tuple(describe(x) for x in inputs), signature, casting)
     in_dt, out_dt = loop[: uf.nin], loop[uf.nin:]
+    if name in _REAL_ONLY and any(dt.kind == "c" for dt in in_dt):
+        return numpy_itself()
     if loop_fn is _power and in_dt[1].kind == "i" and _negative_number(inputs[1]):
         raise ValueError(_NEGATIVE_POWER)
     if name in _COMPARISONS and _int_out_of_range(inputs, in_dt):
