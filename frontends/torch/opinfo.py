@@ -14,7 +14,7 @@ The lazy results come back to the host and must equal eager's
 - ``mismatch``: a sample gave different values, shape or dtype (a bug);
 - ``error``: the lazy run raised where eager did not;
 - ``skipped``: nothing to compare (eager raised on every sample, or the
-  samples need element types the lazy device does not have, such as complex).
+  samples need element types the lazy device does not have, such as complex32).
 
 Random ops (``normal``, ``bernoulli``, ``dropout``, ...) and ops returning
 uninitialized memory (``empty``, ...) cannot match eager's values; their
@@ -412,7 +412,7 @@ def summary(results, samples: int = SAMPLES_PER_OP, batch: bool = False) -> str:
         f"| match eager, counting CPU fallbacks | {c['pass_no_fallback'] + c['pass_with_fallback']} |",
         f"| wrong values | {c['mismatch']} |",
         f"| error on the lazy device | {c['error']} |",
-        f"| skipped: nothing comparable (complex dtypes, eager raised) | {c['skipped']} |",
+        f"| skipped: nothing comparable (eager raised, or no element type) | {c['skipped']} |",
         "",
         f"Of the {compared} OpInfos with comparable samples, {c['pass_no_fallback']} run entirely on the "
         f"lazy device and {c['pass_no_fallback'] + c['pass_with_fallback']} give eager's results.",

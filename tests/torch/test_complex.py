@@ -183,3 +183,24 @@ def test_fft_round_trip_through_a_training_style_step(dev, no_fallback):
     want = F.irfft(F.rfft(x) * filt, n=32)
     same(F.irfft(F.rfft(x.to(dev)) * filt.to(dev), n=32), want)
     assert math.isclose(float((F.irfft(F.rfft(x.to(dev)), n=32) - x.to(dev)).abs().max()), 0.0, abs_tol=1e-5)
+
+
+def test_cpu_fallbacks_see_conj_views(dev):
+    """A fallback's CPU kernel (pinv: svd, then products of conj views) gets eager's numbers."""
+    a = cx((4, 3))
+    same(torch.linalg.pinv(a.to(dev)), torch.linalg.pinv(a))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a, b: torch.vdot(a[0], b[0]), lambda a, b: torch.linalg.vecdot(a, b),
+    lambda a, b: torch.var(a), lambda a, b: torch.std(a, dim=1), lambda a, b: torch.var_mean(a, dim=0),
+    lambda a, b: torch.sgn(a), lambda a, b: a ** -2, lambda a, b: torch.cosh(a), lambda a, b: torch.asin(b),
+    lambda a, b: torch.linspace(1 + 2j, -3j, 7, dtype=a.dtype, device=a.device),
+], ids=lambda f: None)
+def test_complex_semantics_found_by_the_opinfo_sweep(fn, dev):
+    a, b = cx((3, 4), seed=5), cx((3, 4), seed=6)
+    got = fn(a.to(dev), b.to(dev))
+    want = fn(a, b)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        same(g, w)
+
