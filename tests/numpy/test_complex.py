@@ -172,3 +172,10 @@ def test_ufuncs_written_for_reals_run_numpy_on_complex(name):
     before = sum(sum(v.values()) for v in metrics.fallbacks().values())
     close(getattr(np, name)(*(np.asarray(a) for a in args)), uf(*args))
     assert sum(sum(v.values()) for v in metrics.fallbacks().values()) == before + 1
+
+
+def test_array_api_namespace_lists_the_complex_types():
+    info = np.__array_namespace_info__()
+    assert set(info.dtypes(kind="complex floating")) == {"complex64", "complex128"}
+    assert {"complex64", "complex128"} <= set(info.dtypes(kind="numeric"))
+    assert np.complex64 is numpy.complex64 and np.complex128 is numpy.complex128
