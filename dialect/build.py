@@ -138,7 +138,11 @@ def rule_inputs(spec: OpSpec, operation) -> tuple[list, dict]:
         if name not in operation.attributes:
             raise ShapeError(f"requires attribute '{name}'")
         try:
-            kwargs[name] = attr_from_mlir(kind, operation.attributes[name])
+            try:
+                value = operation.attributes[name]
+            except TypeError:  # a complex dense attribute: the bindings cannot cast it
+                raise ShapeError("unreadable attribute (complex constants are lazy.complex of two real ones)") from None
+            kwargs[name] = attr_from_mlir(kind, value)
         except ShapeError as e:
             raise ShapeError(f"attribute '{name}': {e}") from None
     if spec.result_params:
@@ -229,6 +233,16 @@ def load(ctx: ir.Context) -> None:
 # --- building ops ----------------------------------------------------------------
 
 
+def _complex_constant(value: np.ndarray, loc) -> ir.Operation:
+    """A complex constant as ``lazy.complex`` of two real constants.
+
+    The bindings cannot hand a complex dense attribute back to Python (the
+    cast raises, and in some paths aborts the process), and every pass reads
+    constants; so no complex attribute is ever made. XLA folds the pair."""
+    parts = [create("constant", value=np.array(p, order="C"), loc=loc).result for p in (value.real, value.imag)]
+    return create("complex", *parts, loc=loc)
+
+
 def create(name: str, *operands, loc=None, **kwargs) -> ir.Operation:
     """Create ``lazy.<name>`` at the current insertion point.
 
@@ -237,6 +251,8 @@ def create(name: str, *operands, loc=None, **kwargs) -> ir.Operation:
     ``dtype``) where the op has them. Result types come from the op's rule.
     """
     full = name if name.startswith("lazy.") else f"lazy.{name}"
+    if full == "lazy.constant" and np.asarray(kwargs.get("value")).dtype.kind == "c":
+        return _complex_constant(np.asarray(kwargs["value"]), loc)
     spec = OPS[full]
     types = [
         [from_mlir_type(v.type) for v in o] if isinstance(o, (list, tuple)) else from_mlir_type(o.type)

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from .rules import check_shape, require_dtype, require_same
 from .spec import define, op, OpSpec
-from .types import BOOL_DTYPE, ShapeError, TensorType, check_dtype, to_numpy_dtype, type_of
+from .types import (BOOL_DTYPE, ShapeError, TensorType, check_dtype, complex_dtype, is_complex, real_dtype,
+                    to_numpy_dtype, type_of)
 
 # --- constants ---------------------------------------------------------------
 
 
 @op("constant", attrs={"value": "dense"})
 def _constant(*, value):
-    """A dense constant; a splat (one repeated value) prints as dense<v>."""
+    """A dense constant; a splat (one repeated value) prints as dense<v>. A
+    complex value is built as lazy.complex of two real constants."""
     return type_of(value)
 
 
@@ -23,23 +25,23 @@ def _constant(*, value):
 
 # name -> accepted element-type class
 UNARY = {
-    "neg": "numeric",
-    "abs": "numeric",  # of an unsigned x: x
+    "neg": "numeric or complex",
+    "abs": "numeric or complex",  # of an unsigned x: x; of a complex x, its modulus (own rule below)
     "sign": "numeric",  # of an unsigned x: 0 or 1; of a float zero +0.0, of NaN NaN (NumPy's)
-    "exp": "float",
-    "log": "float",
-    "log1p": "float",
-    "expm1": "float",
-    "tanh": "float",
+    "exp": "float or complex",
+    "log": "float or complex",  # complex: the principal branch, as NumPy and torch
+    "log1p": "float or complex",
+    "expm1": "float or complex",
+    "tanh": "float or complex",
     "logistic": "float",
-    "sqrt": "float",
-    "rsqrt": "float",
+    "sqrt": "float or complex",
+    "rsqrt": "float or complex",
     "floor": "float",
     "ceil": "float",
     "round": "float",  # half to even, as torch.round and numpy.round
     "erf": "float",
-    "sin": "float",
-    "cos": "float",
+    "sin": "float or complex",
+    "cos": "float or complex",
     "not": "integral",
     "is_finite": "float",  # result is i1
 }
@@ -58,20 +60,58 @@ def _unary_rule(klass: str, result_bool: bool):
 
 
 for _name, _klass in UNARY.items():
+    if _name == "abs":
+        continue
     define(OpSpec(_name, ("operand",), _unary_rule(_klass, _name == "is_finite"),
                   summary=f"elementwise {_name}"))
+
+# --- complex parts ---------------------------------------------------------
+
+
+@op("abs", ("operand",), summary="elementwise abs")
+def _abs(x: TensorType):
+    """The operand has numeric or complex element type; the result has its shape, and its
+    type for a real operand, the float type of the parts for a complex one."""
+    require_dtype("operand", x, UNARY["abs"])
+    return TensorType(x.shape, real_dtype(x.dtype))
+
+
+def _part_rule(part: str):
+    def rule(x: TensorType):
+        require_dtype("operand", x, "complex")
+        return TensorType(x.shape, real_dtype(x.dtype))
+
+    rule.__doc__ = (f"The {part} part of a complex operand; the result has its shape and the "
+                    "float element type of its parts.")
+    return rule
+
+
+for _name in ("real", "imag"):
+    define(OpSpec(_name, ("operand",), _part_rule(_name), summary=f"elementwise {_name} part"))
+
+
+@op("complex", ("lhs", "rhs"), summary="elementwise lhs + i * rhs")
+def _complex(lhs: TensorType, rhs: TensorType):
+    """Both operands have one type (no broadcasting), f32 or f64; the result has
+    their shape and the complex type with parts of theirs."""
+    require_same(lhs, rhs)
+    require_dtype("operands", lhs, "float")
+    if lhs.dtype not in ("f32", "f64"):
+        raise ShapeError(f"operands must be f32 or f64 (the parts of a complex type), got {lhs.dtype}")
+    return TensorType(lhs.shape, complex_dtype(lhs.dtype))
+
 
 # --- binary ------------------------------------------------------------------
 
 BINARY = {
-    "add": ("numeric", True),
-    "sub": ("numeric", False),
-    "mul": ("numeric", True),
-    "div": ("numeric", False),  # integer division truncates toward zero; integer x / 0 is 0 (NumPy's)
+    "add": ("numeric or complex", True),
+    "sub": ("numeric or complex", False),
+    "mul": ("numeric or complex", True),
+    "div": ("numeric or complex", False),  # integer division truncates toward zero; integer x / 0 is 0 (NumPy's)
     "rem": ("numeric", False),  # sign follows the dividend (C fmod); integer x rem 0 is 0 (NumPy's)
-    "pow": ("numeric", False),  # integers wrap; x ** -n is 0 unless x is 1 or -1 (torch's; NumPy raises)
-    "maximum": ("any", True),
-    "minimum": ("any", True),
+    "pow": ("numeric or complex", False),  # integers wrap; x ** -n is 0 unless x is 1 or -1 (torch's; NumPy raises)
+    "maximum": ("ordered", True),
+    "minimum": ("ordered", True),
     "atan2": ("float", False),
     "and": ("integral", True),
     "or": ("integral", True),
@@ -103,10 +143,13 @@ COMPARISON_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 
 @op("compare", ("lhs", "rhs"), attrs={"direction": "str"})
 def _compare(lhs, rhs, *, direction):
-    """Elementwise comparison; i1 result. Floats compare as IEEE (NaN != NaN)."""
+    """Elementwise comparison; i1 result. Floats compare as IEEE (NaN != NaN);
+    complex numbers have no order, only EQ and NE."""
     if direction not in COMPARISON_DIRECTIONS:
         raise ShapeError(f"direction must be one of {', '.join(COMPARISON_DIRECTIONS)}, got '{direction}'")
     require_same(lhs, rhs)
+    if is_complex(lhs.dtype) and direction not in ("EQ", "NE"):
+        raise ShapeError(f"complex operands have no order: direction must be EQ or NE, got '{direction}'")
     return TensorType(lhs.shape, "i1")
 
 
@@ -122,7 +165,8 @@ def _select(pred, on_true, on_false):
 
 @op("convert", ("operand",), result_params=("dtype",))
 def _convert(x, *, dtype):
-    """Element type conversion (float->int truncates toward zero)."""
+    """Element type conversion (float->int truncates toward zero; complex->real
+    keeps the real part, real->complex has imaginary part 0)."""
     return TensorType(x.shape, check_dtype(dtype))
 
 
@@ -131,6 +175,8 @@ def _bitcast_convert(x, *, dtype):
     """The same bits read as another element type of the same width (torch's
     ``view(dtype)``, NumPy's ``view``); i1 has no width in memory and is refused."""
     dtype = check_dtype(dtype)
+    if is_complex(x.dtype) or is_complex(dtype):
+        raise ShapeError(f"bitcast_convert of {x.dtype} to {dtype}: complex types are not reinterpreted")
     if BOOL_DTYPE in (x.dtype, dtype):
         raise ShapeError(f"bitcast_convert of {x.dtype} to {dtype}: i1 has no bit width to reinterpret")
     have, want = to_numpy_dtype(x.dtype).itemsize, to_numpy_dtype(dtype).itemsize

@@ -20,9 +20,12 @@ from .types import TensorType
 
 
 def t(text: str) -> TensorType:
-    """``"2x3xf32"`` -> TensorType((2, 3), "f32"); ``"f32"`` is a scalar."""
-    *dims, dtype = text.split("x")
-    return TensorType(tuple(int(d) for d in dims), dtype)
+    """``"2x3xf32"`` -> TensorType((2, 3), "f32"); ``"f32"`` is a scalar;
+    ``"2xcomplex<f32>"`` is complex (its ``x`` is no dimension separator)."""
+    head, sep, dtype = text.rpartition("complex<")
+    *dims, real = head.split("x") if sep else text.split("x")
+    dtype = sep + dtype if sep else real
+    return TensorType(tuple(int(d) for d in dims if d), dtype)
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,11 @@ EXAMPLES: dict[str, Example] = {
     "constant": Example(kwargs=dict(value=np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32))),
     **{name: Example((t(f"2x3x{_SAMPLE_DTYPE.get(klass, 'f32')}"),)) for name, klass in UNARY.items()},
     **{name: Example((t(f"2x3x{_SAMPLE_DTYPE.get(klass, 'f32')}"),) * 2) for name, (klass, _) in BINARY.items()},
+    "real": Example((t("2x3xcomplex<f32>"),)),
+    "imag": Example((t("2x3xcomplex<f32>"),)),
+    "complex": Example((t("2x3xf32"), t("2x3xf32"))),
+    # a real transform of 8 points along the last dimension: 8 -> 5 complex bins
+    "fft": Example((t("2x8xf32"),), dict(fft_type="RFFT", length=(8,))),
     "compare": Example((t("2x3xf32"), t("2x3xf32")), dict(direction="LT")),
     "select": Example((t("2x3xi1"), t("2x3xf32"), t("2x3xf32"))),
     "check": Example((t("2x3xi32"), t("i1")), dict(message="integer division by zero", error="RuntimeError")),

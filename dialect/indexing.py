@@ -150,6 +150,8 @@ def _scatter(
         raise ShapeError(f"mode must be one of {', '.join(SCATTER_MODES)}, got '{mode}'")
     if mode in ("add", "mul") and is_bool(operand.dtype):
         raise ShapeError(f"mode '{mode}' needs a numeric operand, got {operand.dtype}")
+    if mode in ("max", "min"):
+        require_dtype("operand", operand, "ordered")  # complex numbers have no order
     require_dtype("scatter_indices", scatter_indices, "int")
     if updates.dtype != operand.dtype:  # C6
         raise ShapeError(f"updates element type {updates.dtype} must match operand element type {operand.dtype}")

@@ -41,7 +41,7 @@ def _dot_general(lhs, rhs, *, lhs_batch, rhs_batch, lhs_contract, rhs_contract):
     """Batched contraction; result dims are batch, then lhs free, then rhs free."""
     if lhs.dtype != rhs.dtype:
         raise ShapeError(f"lhs and rhs must have the same element type, got {lhs.dtype} and {rhs.dtype}")
-    require_dtype("operands", lhs, "numeric")
+    require_dtype("operands", lhs, "numeric or complex")
     _check_side("lhs", lhs, lhs_batch, lhs_contract)
     _check_side("rhs", rhs, rhs_batch, rhs_contract)
     _pair_sizes(lhs, rhs, lhs_batch, rhs_batch, "batch")

@@ -14,10 +14,10 @@ from .types import ShapeError, TensorType, check_dtype
 # single obvious meaning (count? any?), so frontends convert first; max/min of
 # booleans are any/all.
 REDUCE = {
-    "reduce_sum": "numeric",
-    "reduce_max": "any",
-    "reduce_min": "any",
-    "reduce_prod": "numeric",
+    "reduce_sum": "numeric or complex",
+    "reduce_max": "ordered",
+    "reduce_min": "ordered",
+    "reduce_prod": "numeric or complex",
 }
 
 
@@ -47,7 +47,8 @@ for _name, _klass in REDUCE.items():
 def _arg_rule(x: TensorType, *, dim, dtype):
     """``dim`` is a non-empty dimension of the operand. The result is the
     operand's shape without ``dim``, of the integer element type ``dtype``
-    its type declares."""
+    its type declares. Complex numbers have no order."""
+    require_dtype("operand", x, "ordered")
     check_dims([dim], x.rank, "dim")
     if x.shape[dim] == 0:
         # NumPy raises here too: an empty dimension has no first extremum.

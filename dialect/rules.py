@@ -7,6 +7,7 @@ from .types import (
     ShapeError,
     TensorType,
     is_bool,
+    is_complex,
     is_float,
     is_int,
 )
@@ -16,7 +17,13 @@ from .types import (
 DTYPE_CLASSES = {
     "any": lambda d: d in DTYPES,
     "float": is_float,
-    "numeric": lambda d: is_float(d) or is_int(d),
+    "numeric": lambda d: is_float(d) or is_int(d),  # real numbers
+    # StableHLO's arithmetic (add ... power, dot, reduce) takes complex too;
+    # its orderings (maximum, compare LT, argmax) do not.
+    "numeric or complex": lambda d: is_float(d) or is_int(d) or is_complex(d),
+    "float or complex": lambda d: is_float(d) or is_complex(d),  # exp, log, sqrt ...
+    "ordered": lambda d: d in DTYPES and not is_complex(d),
+    "complex": is_complex,
     "integral": lambda d: is_int(d) or is_bool(d),  # bitwise / logical ops
     "int": is_int,
     "bool": is_bool,

@@ -18,7 +18,10 @@ SIGNED_DTYPES = ("i8", "i16", "i32", "i64")
 UNSIGNED_DTYPES = ("ui8", "ui16", "ui32", "ui64")
 INT_DTYPES = SIGNED_DTYPES + UNSIGNED_DTYPES
 BOOL_DTYPE = "i1"
-DTYPES = FLOAT_DTYPES + INT_DTYPES + (BOOL_DTYPE,)
+# MLIR's spelling: ``tensor<2xcomplex<f32>>``. Complex types come last so the
+# real types keep their positions in every table built from DTYPES.
+COMPLEX_DTYPES = ("complex<f32>", "complex<f64>")
+DTYPES = FLOAT_DTYPES + INT_DTYPES + (BOOL_DTYPE,) + COMPLEX_DTYPES
 
 _TO_NUMPY = {
     "f16": np.dtype(np.float16),
@@ -34,6 +37,8 @@ _TO_NUMPY = {
     "ui16": np.dtype(np.uint16),
     "ui32": np.dtype(np.uint32),
     "ui64": np.dtype(np.uint64),
+    "complex<f32>": np.dtype(np.complex64),
+    "complex<f64>": np.dtype(np.complex128),
 }
 _FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items()}
 
@@ -68,6 +73,23 @@ class TensorType(NamedTuple):
 
 def is_float(dtype: str) -> bool:
     return dtype in FLOAT_DTYPES
+
+
+def is_complex(dtype: str) -> bool:
+    return dtype in COMPLEX_DTYPES
+
+
+def real_dtype(dtype: str) -> str:
+    """The float type of a complex type's parts (``complex<f32>`` -> ``f32``); a real type itself."""
+    return dtype[8:-1] if dtype in COMPLEX_DTYPES else dtype
+
+
+def complex_dtype(dtype: str) -> str:
+    """The complex type whose parts are the float ``dtype`` (``f32`` -> ``complex<f32>``)."""
+    out = f"complex<{dtype}>"
+    if out not in COMPLEX_DTYPES:
+        raise ShapeError(f"no complex element type has {dtype} parts (have: {', '.join(COMPLEX_DTYPES)})")
+    return out
 
 
 def is_int(dtype: str) -> bool:

@@ -19,7 +19,7 @@ import numpy as np
 
 from lazycore.dialect import attr, create
 from lazycore.dialect.build import attr_to_mlir, from_mlir_type, tensor_type
-from lazycore.dialect.types import TensorType, is_bool, is_float, is_unsigned, to_numpy_dtype
+from lazycore.dialect.types import TensorType, is_bool, is_complex, is_float, is_unsigned, real_dtype, to_numpy_dtype
 from lazycore.mlir import ir, rewrite
 
 from .pipeline import register_pass
@@ -64,11 +64,13 @@ def splat_value(v: ir.Value):
     o = producer(v, "constant")
     if o is None:
         return None
+    dtype = type_of(v).dtype
+    if is_complex(dtype):
+        return None  # no identity or fold here looks into complex numbers (nor can the bindings)
     attr = ir.DenseElementsAttr(o.attributes["value"])
     if not attr.is_splat:
         return None
     element = attr.get_splat_value()
-    dtype = type_of(v).dtype
     if is_bool(dtype):
         return np.bool_(ir.BoolAttr(element).value)
     if is_float(dtype):
@@ -87,6 +89,10 @@ def splat_constant(scalar, t: TensorType) -> ir.Value:
     ``create`` would hand MLIR every element of the array; a splat attribute
     stores one, which matters for large shapes.
     """
+    if is_complex(t.dtype):  # no complex attribute ever (lazycore.dialect.build.create): two real splats
+        z = complex(scalar)
+        parts = [splat_constant(p, TensorType(t.shape, real_dtype(t.dtype))) for p in (z.real, z.imag)]
+        return create("complex", *parts).result
     one = ir.DenseElementsAttr(attr_to_mlir("dense", np.asarray(scalar, dtype=to_numpy_dtype(t.dtype))))
     value = ir.DenseElementsAttr.get_splat(tensor_type(t), one.get_splat_value())
     return ir.Operation.create("lazy.constant", results=[tensor_type(t)], attributes={"value": value}).result
@@ -220,6 +226,10 @@ def exact_conversion(src: str, dst: str) -> bool:
     """Does converting src -> dst keep every value of src (NaN, inf, -0.0 included)?"""
     if src == dst:
         return True
+    if is_complex(dst):  # each part converts on its own; a real source has imaginary part 0
+        return exact_conversion(real_dtype(src), real_dtype(dst))
+    if is_complex(src):  # to a real type the imaginary part is lost
+        return False
     if is_float(src):
         # f16 and bf16 trade range for precision: neither holds the other.
         return is_float(dst) and _FLOAT_RANK[dst] > _FLOAT_RANK[src]
@@ -239,6 +249,9 @@ def same_conversion(a: str, b: str, c: str) -> bool:
     integer type they do too, but a value out of c's range wraps when it
     comes from an integer and saturates (XLA) when it comes from a float.
     """
+    if is_complex(a) or is_complex(b) or is_complex(c):
+        # an exact b -> c too: the value passes both steps whole, as it passes a -> c
+        return exact_conversion(b, c)
     return is_float(c) or c == "i1" or is_float(a) == is_float(b) or exact_conversion(a, c)
 
 

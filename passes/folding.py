@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from lazycore.dialect import attr, create
-from lazycore.dialect.types import to_numpy_dtype
+from lazycore.dialect.types import is_complex, to_numpy_dtype
 from lazycore.mlir import ir
 
 from .canonicalize import pattern, producer, replace, splat_constant, splat_value, type_of
@@ -165,8 +165,9 @@ def constant_operand(v: ir.Value):
         return np.asarray(scalar), True
     o = producer(v, "constant")
     t = type_of(v)
-    # NumPy cannot read bf16 out of an attribute, so only bf16 splats fold.
-    if o is None or t.size > FOLD_LIMIT or t.dtype == "bf16":
+    # NumPy cannot read bf16 out of an attribute, so only bf16 splats fold;
+    # nor complex ones (the bindings refuse them), and those never fold.
+    if o is None or t.size > FOLD_LIMIT or t.dtype == "bf16" or is_complex(t.dtype):
         return None
     return np.array(ir.DenseElementsAttr(o.attributes["value"])).reshape(t.shape), False
 
@@ -182,6 +183,8 @@ def fold_constants(op, rewriter):
     if any(o is None or _has_subnormal(o[0]) for o in operands):
         return True
     result = type_of(op.results[0])
+    if is_complex(result.dtype):
+        return True  # a real -> complex convert: left to the backend, as complex operands are
     dtype = to_numpy_dtype(result.dtype)
     with np.errstate(all="ignore"):
         value = _evaluate(op.operation.name.removeprefix("lazy."), op, [a for a, _ in operands], dtype)

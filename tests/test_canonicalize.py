@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from lazycore.runtime import compiler
-from lazycore.dialect.types import DTYPES, TensorType, is_float, to_numpy_dtype, type_of
+from lazycore.dialect.types import DTYPES, TensorType, is_complex, is_float, real_dtype, to_numpy_dtype, type_of
 from lazycore.passes.canonicalize import FOLD_LIMIT, FOLDABLE, exact_conversion, same_conversion
 from lazycore.passes.pipeline import run_pipeline
 
@@ -202,6 +202,11 @@ def _all_values(dtype: str) -> np.ndarray:
     d = to_numpy_dtype(dtype)
     if dtype == "i1":
         return np.array([False, True])
+    if is_complex(dtype):  # every value of the parts, in either part
+        part = _all_values(real_dtype(dtype))
+        x = np.empty(len(part), d)
+        x.real, x.imag = part, part[::-1]
+        return x
     if np.issubdtype(d, np.integer):
         info = np.iinfo(d)
         return np.unique(np.array([info.min, info.min + 1, -1 if info.min else 0, 0, 1, info.max - 1, info.max], d))
@@ -221,13 +226,16 @@ def test_exact_conversions_round_trip(src):
             continue
         with np.errstate(all="ignore"):
             back = x.astype(to_numpy_dtype(dst)).astype(x.dtype)
-            same = (back == x) | (np.isnan(back) & np.isnan(x)) if is_float(src) else back == x
+            inexact = is_float(src) or is_complex(src)
+            same = (back == x) | (np.isnan(back) & np.isnan(x)) if inexact else back == x
         assert same.all(), f"{src} -> {dst} is called exact but changes {x[~same][:3]}"
 
 
 @pytest.mark.parametrize("src, dst", [("f32", "f16"), ("f32", "bf16"), ("f16", "bf16"), ("bf16", "f16"),
                                       ("i32", "f32"), ("i64", "f64"), ("i16", "f16"), ("i8", "ui8"),
-                                      ("i32", "i16"), ("ui8", "i8"), ("f32", "i64"), ("i8", "i1")])
+                                      ("i32", "i16"), ("ui8", "i8"), ("f32", "i64"), ("i8", "i1"),
+                                      ("complex<f32>", "f32"), ("complex<f64>", "complex<f32>"),
+                                      ("i32", "complex<f32>"), ("complex<f32>", "f64")])
 def test_lossy_conversions_are_not_exact(src, dst):
     assert not exact_conversion(src, dst)
 

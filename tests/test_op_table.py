@@ -31,14 +31,17 @@ import pytest
 from lazycore.runtime import compiler
 from lazycore.dialect import OPS, ShapeError, create, spec_of, tensor_type
 from lazycore.dialect.types import (
+    COMPLEX_DTYPES,
     DTYPES,
     FLOAT_DTYPES,
     INT_DTYPES,
     UNSIGNED_DTYPES,
     is_bool,
+    is_complex,
     is_float,
     is_int,
     is_unsigned,
+    real_dtype,
     to_numpy_dtype,
     type_of,
 )
@@ -64,6 +67,10 @@ INT = INT_DTYPES
 NUMERIC = FLOAT_DTYPES + INT_DTYPES
 INTEGRAL = INT_DTYPES + ("i1",)  # bitwise / logical ops
 UNSIGNED = UNSIGNED_DTYPES
+COMPLEX = COMPLEX_DTYPES
+ARITH = NUMERIC + COMPLEX  # add ... pow, dot, sums: StableHLO's arithmetic takes complex
+INEXACT = FLOAT + COMPLEX  # exp, log, sqrt ...
+ORDERED = tuple(d for d in ANY if d not in COMPLEX)  # maximum, argmax, compare LT: no order on complex
 F64 = np.float64
 
 # How close an inexact float result must be to NumPy's f64 answer rounded to the type.
@@ -106,6 +113,9 @@ def small(rng, shape, dtype, lo=-5, hi=5):
         return rng.integers(0, hi + 1, shape).astype(np_dtype(dtype))
     if is_int(dtype):
         return rng.integers(lo, hi + 1, shape).astype(np_dtype(dtype))
+    if is_complex(dtype):
+        parts = rng.standard_normal((2,) + tuple(shape)) * (hi - lo) / 4
+        return (parts[0] + 1j * parts[1]).astype(np_dtype(dtype))
     return (rng.standard_normal(shape) * (hi - lo) / 4).astype(np_dtype(dtype))
 
 
@@ -149,7 +159,21 @@ def reference(ref, *xs, dtype=None):
         if is_float(type_of(xs[0]).dtype):
             out = ref(*(x.astype(F64) for x in xs))
             return out.astype(xs[0].dtype if dtype is None else dtype)
+        if is_complex(type_of(xs[0]).dtype):
+            out = np.asarray(ref(*(x.astype(np.complex128) for x in xs)))
+            return out.astype(xs[0].dtype if out.dtype.kind == "c" else real_dtype_of(xs[0]))
         return np.asarray(ref(*xs))
+
+
+def real_dtype_of(x):
+    return np_dtype(real_dtype(type_of(x).dtype))
+
+
+# NumPy's complex functions, for the ops whose sample tables hold real ones.
+COMPLEX_UNARY = {"neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "log1p": np.log1p,
+                 "expm1": np.expm1, "tanh": np.tanh, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
+                 "sin": np.sin, "cos": np.cos}
+COMPLEX_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power}
 
 
 SHAPE = (3, 5)
@@ -165,6 +189,13 @@ def unary_sample(name, klass):
             maker, ref, exact = None, None, False
         if name == "erf":
             maker, ref = (lambda r: (r.standard_normal(SHAPE) * 2).astype(np.float32)), _erf_reference
+        if is_complex(operand):
+            x = small(rng, SHAPE, operand, -2, 2)
+            x.reshape(-1)[:3] = [0, 1j, -2.5]
+            if name in ("log", "rsqrt"):
+                x.reshape(-1)[0] = 1  # log(0) is -inf + nan i in XLA, -inf + 0i in NumPy
+            ref = COMPLEX_UNARY.get(name)  # None: a type the op refuses (the case never runs)
+            return [Case([x], want=ref and later(reference, ref, x), exact=name == "neg")]
         if is_float(operand) and maker is not None:
             xs = [maker(rng).astype(np_dtype(operand)), SPECIALS.astype(np_dtype(operand))]
         else:
@@ -218,6 +249,10 @@ def _exact_trunc_div(a, b):
 
 def binary_sample(name, klass):
     def make(rng, lhs):
+        if is_complex(lhs):
+            a, b = small(rng, SHAPE, lhs, -3, 3), small(rng, SHAPE, lhs, -3, 3)
+            ref = COMPLEX_BINARY.get(name)
+            return [Case([a, b], want=ref and later(reference, ref, a, b), exact=name in ("add", "sub"))]
         if name == "pow":
             pairs = _pow_operands(rng, lhs) + ([_special_pairs(lhs)] if is_float(lhs) else [])
             cases = [Case([a, b], want=later(reference, np.power, a, b), exact=not is_float(lhs)) for a, b in pairs]
@@ -253,6 +288,13 @@ def binary_sample(name, klass):
 
 
 def _compare(rng, lhs):
+    if is_complex(lhs):  # equal real parts, unequal imaginary ones; no order
+        a = rng.integers(0, 2, SHAPE) + 1j * rng.integers(0, 2, SHAPE)
+        b = rng.integers(0, 2, SHAPE) + 1j * rng.integers(0, 2, SHAPE)
+        a, b = a.astype(np_dtype(lhs)), b.astype(np_dtype(lhs))
+        return [Case([a, b], dict(direction=d), want=(known(ref(a, b)) if d in ("EQ", "NE") else None),
+                     refused=d not in ("EQ", "NE"))
+                for d, ref in NUMPY_COMPARE.items()]
     # Few distinct values so that EQ/NE see equal pairs; floats add NaN.
     a, b = (small(rng, SHAPE, lhs, 0, 3) if not is_float(lhs)
             else rng.integers(0, 4, SHAPE).astype(np_dtype(lhs)) for _ in range(2))
@@ -285,6 +327,16 @@ def _convert(rng, operand, result):
     integer or bool (two's complement wraps), small numbers otherwise, float ->
     integer truncating toward zero within the target's range."""
     src, dst = np_dtype(operand), np_dtype(result)
+    if is_complex(operand):
+        # to a real type: the real part (NumPy's cast, which warns); to bool: nonzero in either part
+        lo = 0 if is_unsigned(result) else -50
+        x = (rng.uniform(lo, 50, SHAPE) + 1j * rng.uniform(-50, 50, SHAPE)).astype(src)
+        x[0, :3] = [0, 1j, 2.75]
+        if is_bool(result):
+            return [Case([x], dict(dtype=result), want=known(x != 0))]
+        with np.errstate(over="ignore"):
+            want = x.astype(dst) if is_complex(result) else x.real.astype(dst)
+        return [Case([x], dict(dtype=result), want=known(want))]
     if is_bool(operand):
         x = rng.random(SHAPE) < 0.5
     elif is_int(operand) and (is_int(result) or is_bool(result)):
@@ -412,12 +464,12 @@ def reduce_sample(name, klass):
         ref = NUMPY_REDUCE[name]
         cases = []
         for dims in [(1,), (0, 1)]:
-            if is_float(operand):
-                want = np.asarray(ref(x.astype(F64), axis=dims)).astype(x.dtype)
+            if is_float(operand) or is_complex(operand):
+                want = np.asarray(ref(x.astype(F64 if is_float(operand) else np.complex128), axis=dims)).astype(x.dtype)
             else:
                 keep = {"dtype": x.dtype} if name in ("reduce_sum", "reduce_prod") else {}
                 want = np.asarray(ref(x, axis=dims, **keep))
-            cases.append(Case([x], dict(dims=dims), want=known(want), exact=not is_float(operand)))
+            cases.append(Case([x], dict(dims=dims), want=known(want), exact=is_int(operand) or is_bool(operand)))
         return cases
 
     return Sample({"operand": klass}, make)
@@ -431,7 +483,7 @@ def arg_sample(name):
         return [Case([x], dict(dim=d, dtype=result), want=known(ARG[name](x, axis=d).astype(np_dtype(result))))
                 for d in (0, 1)]
 
-    return Sample({"operand": ANY, "result": INT}, make)
+    return Sample({"operand": ORDERED, "result": INT}, make)
 
 
 # --- linalg ------------------------------------------------------------------------------
@@ -446,9 +498,10 @@ def _dot_general(rng, lhs):
             want = np.einsum(spec, a, b)
         else:
             a, b = small(rng, ls, lhs, -2, 2), small(rng, rs, lhs, -2, 2)
-            want = np.einsum(spec, a.astype(F64), b.astype(F64)).astype(a.dtype)
+            wide = np.complex128 if is_complex(lhs) else F64
+            want = np.einsum(spec, a.astype(wide), b.astype(wide)).astype(a.dtype)
         cases.append(Case([a, b], dict(lhs_batch=lb, rhs_batch=rb, lhs_contract=lc, rhs_contract=rc),
-                          want=known(want), exact=not is_float(lhs)))
+                          want=known(want), exact=is_int(lhs)))
     return cases
 
 
@@ -486,13 +539,16 @@ def _scatter(rng, operand, scatter_indices):
     cases = []
     for mode in ("replace", *SCATTER_UFUNCS):
         idx = np.array([[3], [0], [1], [4]] if mode == "replace" else [[3], [0], [3], [3]])
+        if is_complex(operand) and mode in ("max", "min"):  # no order
+            cases.append(Case([x, idx.astype(np_dtype(scatter_indices)), upd], dict(attrs, mode=mode), refused=True))
+            continue
         want = x.astype(F64) if is_float(operand) else x.copy()
         if mode == "replace":
             want[idx[:, 0]] = upd
         else:
             SCATTER_UFUNCS[mode].at(want, idx[:, 0], upd.astype(want.dtype))
         cases.append(Case([x, idx.astype(np_dtype(scatter_indices)), upd], dict(attrs, mode=mode),
-                          want=known(want.astype(x.dtype)), exact=not is_float(operand),
+                          want=known(want.astype(x.dtype)), exact=not (is_float(operand) or is_complex(operand)),
                           refused=mode in ("add", "mul") and is_bool(operand)))
     return cases
 
@@ -547,17 +603,76 @@ def _collective(name):
     return make
 
 
+# --- complex parts and the Fourier transform -------------------------------------------------
+
+
+def _part(name):
+    def make(rng, operand):
+        x = small(rng, SHAPE, operand)
+        return [Case([x], want=known(getattr(np, name)(x)))]
+
+    return make
+
+
+def _complex(rng, lhs):
+    a, b = small(rng, SHAPE, lhs), small(rng, SHAPE, lhs)
+    if is_float(lhs):
+        a[0, :3], b[0, :3] = [np.nan, 0.0, -0.0], [1.0, np.inf, -0.0]
+    want = np.empty(SHAPE, np.complex64 if lhs == "f32" else np.complex128)
+    want.real, want.imag = a, b
+    return [Case([a, b], want=known(want)),
+            Case([a, b.astype(np.float32 if lhs == "f64" else np.float64)], refused=True)]
+
+
+# (type, length, operand shape, NumPy's transform of the innermost len(length) dims)
+_FFTS = [
+    ("FFT", (5,), (2, 5), lambda x: np.fft.fft(x)),
+    ("IFFT", (4,), (3, 4), lambda x: np.fft.ifft(x)),
+    ("FFT", (3, 4), (2, 3, 4), lambda x: np.fft.fft2(x)),
+    ("IFFT", (2, 3, 2), (2, 3, 2), lambda x: np.fft.ifftn(x)),
+    ("RFFT", (7,), (2, 7), lambda x: np.fft.rfft(x)),
+    ("RFFT", (3, 6), (3, 6), lambda x: np.fft.rfft2(x)),
+    ("IRFFT", (6,), (2, 4), lambda x: np.fft.irfft(x, 6)),
+    ("IRFFT", (3, 5), (2, 3, 3), lambda x: np.fft.irfft2(x, (3, 5))),
+]
+
+
+def _fft(rng, operand):
+    cases = []
+    for fft_type, length, shape, ref in _FFTS:
+        x = small(rng, shape, operand)
+        ok = (is_complex(operand) if fft_type != "RFFT" else operand in ("f32", "f64"))
+        if not ok:
+            cases.append(Case([x], dict(fft_type=fft_type, length=length), refused=True))
+            continue
+        want = ref(x.astype(np.complex128 if is_complex(operand) else F64))
+        part = real_dtype(operand)
+        want = want.astype(np_dtype(part) if want.dtype.kind == "f" else (np.complex64 if part == "f32" else np.complex128))
+        cases.append(Case([x], dict(fft_type=fft_type, length=length), want=known(want), exact=False))
+    if operand == "complex<f32>":  # a length the innermost dims do not have, an unknown type
+        x = small(rng, (2, 4), operand)
+        cases += [Case([x], dict(fft_type="FFT", length=(5,)), refused=True),
+                  Case([x], dict(fft_type="DCT", length=(4,)), refused=True),
+                  Case([x], dict(fft_type="FFT", length=(1, 2, 4, 1)), refused=True)]
+    return cases
+
+
 # --- the table of samples --------------------------------------------------------------------
 
 SAMPLES: dict[str, Sample] = {
     "constant": Sample({"value": ANY}, _constant),
-    **{n: unary_sample(n, NUMERIC) for n in ("neg", "abs", "sign")},
-    **{n: unary_sample(n, FLOAT) for n in ("exp", "log", "log1p", "expm1", "tanh", "logistic", "sqrt", "rsqrt",
-                                            "floor", "ceil", "round", "erf", "sin", "cos")},
+    **{n: unary_sample(n, ARITH) for n in ("neg", "abs")},
+    "sign": unary_sample("sign", NUMERIC),
+    **{n: unary_sample(n, INEXACT) for n in ("exp", "log", "log1p", "expm1", "tanh", "sqrt", "rsqrt", "sin", "cos")},
+    **{n: unary_sample(n, FLOAT) for n in ("logistic", "floor", "ceil", "round", "erf")},
+    **{n: Sample({"operand": COMPLEX}, _part(n)) for n in ("real", "imag")},
+    "complex": Sample({"lhs": ("f32", "f64")}, _complex),
+    "fft": Sample({"operand": ANY}, _fft),
     "not": unary_sample("not", INTEGRAL),
     "is_finite": Sample({"operand": FLOAT}, _is_finite),
-    **{n: binary_sample(n, NUMERIC) for n in ("add", "sub", "mul", "div", "rem", "pow")},
-    **{n: binary_sample(n, ANY) for n in ("maximum", "minimum")},
+    **{n: binary_sample(n, ARITH) for n in ("add", "sub", "mul", "div", "pow")},
+    "rem": binary_sample("rem", NUMERIC),
+    **{n: binary_sample(n, ORDERED) for n in ("maximum", "minimum")},
     "atan2": binary_sample("atan2", FLOAT),
     **{n: binary_sample(n, INTEGRAL) for n in ("and", "or", "xor")},
     "compare": Sample({"lhs": ANY}, _compare),
@@ -575,10 +690,10 @@ SAMPLES: dict[str, Sample] = {
     "concatenate": Sample({"lhs": ANY}, _concatenate),
     "pad": _shape_sample(_pad),
     "reverse": _shape_sample(_reverse),
-    **{n: reduce_sample(n, NUMERIC) for n in ("reduce_sum", "reduce_prod")},
-    **{n: reduce_sample(n, ANY) for n in ("reduce_max", "reduce_min")},
+    **{n: reduce_sample(n, ARITH) for n in ("reduce_sum", "reduce_prod")},
+    **{n: reduce_sample(n, ORDERED) for n in ("reduce_max", "reduce_min")},
     **{n: arg_sample(n) for n in ("argmax", "argmin")},
-    "dot_general": Sample({"lhs": NUMERIC}, _dot_general),
+    "dot_general": Sample({"lhs": ARITH}, _dot_general),
     "convolution": Sample({"input": NUMERIC}, _convolution),
     "gather": Sample({"operand": ANY, "start_indices": INT}, _gather),
     "scatter": Sample({"operand": ANY, "scatter_indices": INT}, _scatter),
@@ -662,7 +777,13 @@ def check_case(case: Case, out: list[np.ndarray], what: str) -> None:
         want = np.asarray(want)
         assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, got.shape, want.dtype, want.shape)
         dtype = type_of(want).dtype
-        if not is_float(dtype):
+        if is_complex(dtype):
+            part = real_dtype(dtype)
+            if case.exact:
+                np.testing.assert_array_equal(got, want, err_msg=what)
+            else:
+                np.testing.assert_allclose(got, want, rtol=TOL[part], atol=TOL[part], err_msg=what)
+        elif not is_float(dtype):
             np.testing.assert_array_equal(got, want, err_msg=what)
         elif case.exact:  # in f64: NumPy's NaN test does not know bf16
             np.testing.assert_array_equal(got.astype(F64), want.astype(F64), err_msg=what)

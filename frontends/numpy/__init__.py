@@ -16,6 +16,7 @@ import lazycore.observe  # noqa: F401  (metrics, guards, debug lines and dumps h
 
 from . import creation, fallback, methods, reductions, ufuncs  # noqa: F401  (methods binds operators)
 from . import indexing, linalg, random  # noqa: F401  (np.linalg, np.random)
+from . import complexes, fft  # noqa: F401  (.real/.imag, np.angle; np.fft)
 from .indexing import *  # noqa: F401,F403  (take, take_along_axis, put_along_axis)
 from .array import asarray, ndarray
 from .sharding import shard, sharding_of
@@ -27,6 +28,7 @@ from .manipulation import *  # noqa: F401,F403
 from numpy import (  # noqa: F401
     bool_, dtype, e, euler_gamma, finfo, float16, float32, float64, iinfo, inf, int8, int16, int32, int64,
     integer, floating, nan, newaxis, number, pi, uint8, uint16, uint32, uint64, generic, result_type,
+    complex64, complex128, complexfloating, inexact,
     promote_types, can_cast, broadcast_shapes,
 )
 
@@ -37,6 +39,8 @@ from .array_api import __array_api_version__, __array_namespace_info__, astype, 
 globals().update(array_api.ALIASES)
 globals().update(linalg.TOP)  # matmul, dot, einsum, ... live at the top level in NumPy
 abs = ufuncs.UFUNCS["absolute"]  # noqa: A001
+conj = ufuncs.UFUNCS["conjugate"]
+real, imag, angle, iscomplexobj = complexes.np_real, complexes.np_imag, complexes.angle, complexes.iscomplexobj
 bool = bool_  # noqa: A001
 
 

@@ -57,7 +57,7 @@ class _Info:
 
     def dtypes(self, *, device=None, kind=None):
         kinds = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu",
-                 "real floating": "f", "numeric": "iuf"}
+                 "real floating": "f", "complex floating": "c", "numeric": "iufc"}
         chosen = [dt for dt in dtypes.TO_LAZY if dt.name != "bfloat16"]
         if kind is None:
             return {dt.name: dt for dt in chosen}

@@ -140,6 +140,8 @@ def vdot(a, b, /):
     dt = _result_type(a, b)
     ha = apply("reshape", value(a), shape=(a.size,))
     hb = apply("reshape", value(b), shape=(b.size,))
+    if a.dtype.kind == "c":  # vdot conjugates its first argument
+        ha = value(UFUNCS["conjugate"](wrap(ha, a.dtype)))
     return result(wrap(_contract(ha, hb, dt, lhs_contract=(0,), rhs_contract=(0,)), dt))
 
 
@@ -396,7 +398,13 @@ def _matrix_norm(x, ord, row, col, keepdims):
 def norm(x, ord=None, axis=None, keepdims=False):
     """Vector norms (any ``ord``) and the Frobenius, 1- and inf-norms of matrices
     lazily; the SVD-based matrix norms (2, -2, 'nuc') run NumPy."""
-    x = _float(_operand(x))
+    x = _operand(x)
+    if x.dtype.kind == "c":
+        # every norm but the SVD-based ones depends on the moduli alone
+        matrix = (axis is None and x.ndim == 2 and ord is not None) or (isinstance(axis, tuple) and len(axis) == 2)
+        if not (matrix and ord in (2, -2, "nuc")):
+            x = _absolute(x)
+    x = _float(x)
     nd = x.ndim
     if axis is None:
         if ord is None:

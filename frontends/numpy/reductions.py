@@ -22,7 +22,7 @@ from lazycore.trace import core
 
 from . import dtypes
 from .array import ndarray, value, wrap
-from .fallback import implements
+from .fallback import call_numpy, implements
 from .scalars import result
 from .ufuncs import (
     UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const, device_of, shape_of, store_out, to_handle,
@@ -148,7 +148,7 @@ def _convert(h, lt: str):
 
 def _divide(total, count):
     """``total / count`` in floating point (``count``: a Python number or a handle)."""
-    if total.dtype not in ("f32", "f64"):
+    if total.dtype not in ("f32", "f64", "complex<f32>", "complex<f64>"):
         total = _convert(total, "f64")
     if isinstance(count, (int, float)):
         return apply("div", total, const(count, total))
@@ -268,14 +268,26 @@ def _extremum(op, name, nan_ignoring=False):
     return reduce
 
 
-max = implements(np.max)(_extremum("reduce_max", "maximum"))
-min = implements(np.min)(_extremum("reduce_min", "minimum"))
+def _complex_by_numpy(np_fn, fn):
+    """``fn``, but NumPy itself (a counted fallback) for complex arrays: it orders
+    complex numbers lexicographically, which no lazy reduction does."""
+    def reduce(a, *args, **kwargs):
+        if isinstance(a, ndarray) and a.dtype.kind == "c":
+            return call_numpy(np_fn, (a,) + args, kwargs)
+        return fn(a, *args, **kwargs)
+
+    reduce.__name__ = np_fn.__name__
+    return reduce
+
+
+max = implements(np.max)(_complex_by_numpy(np.max, _extremum("reduce_max", "maximum")))
+min = implements(np.min)(_complex_by_numpy(np.min, _extremum("reduce_min", "minimum")))
 if np.amax is not np.max:
     implements(np.amax)(max)
     implements(np.amin)(min)
 amax, amin = max, min
-nanmax = implements(np.nanmax)(_extremum("reduce_max", "fmax", nan_ignoring=True))
-nanmin = implements(np.nanmin)(_extremum("reduce_min", "fmin", nan_ignoring=True))
+nanmax = implements(np.nanmax)(_complex_by_numpy(np.nanmax, _extremum("reduce_max", "fmax", nan_ignoring=True)))
+nanmin = implements(np.nanmin)(_complex_by_numpy(np.nanmin, _extremum("reduce_min", "fmin", nan_ignoring=True)))
 
 
 def _along(a, axis):
@@ -311,8 +323,8 @@ def _arg(op, name):
     return reduce
 
 
-argmax = implements(np.argmax)(_arg("argmax", "argmax"))
-argmin = implements(np.argmin)(_arg("argmin", "argmin"))
+argmax = implements(np.argmax)(_complex_by_numpy(np.argmax, _arg("argmax", "argmax")))
+argmin = implements(np.argmin)(_complex_by_numpy(np.argmin, _arg("argmin", "argmin")))
 
 
 # --- mean, var, std -------------------------------------------------------------------------------
@@ -359,7 +371,9 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root, na
     a = asarray_like(a)
     axes = _axes(a, axis)
     dt = _mean_dtype(a, dtype)
-    acc = _acc(dt) if _is_float(dt) else _F64
+    cplx = dt.kind == "c"  # the deviations' squared moduli: a real variance, of the parts' type
+    acc = dt if cplx else _acc(dt) if _is_float(dt) else _F64
+    count_dt = np.finfo(dt).dtype if cplx else acc
     valid = _mask(a, where)
     if nan and _is_float(a.dtype):
         valid = _and(valid, apply("not", _isnan(value(a))))
@@ -367,7 +381,7 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root, na
     if valid is None:
         n = _count(a.shape, axes)
     else:
-        n = _reduce("reduce_sum", axes, cast(valid, acc))
+        n = _reduce("reduce_sum", axes, cast(valid, count_dt))
     if _given(mean_):
         m = to_handle(mean_, acc, device_of(a))
         try:
@@ -377,10 +391,15 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root, na
         m = broadcast_to_shape(m, a.shape)
     else:
         m = _reduce("reduce_sum", axes, _keep(h, valid, 0))
-        m = apply("div", m, const(n, m) if isinstance(n, int) else n)
+        m = apply("div", m, const(n, m) if isinstance(n, int) else cast(n, acc))
         m = broadcast_to_shape(apply("reshape", m, shape=_kept_shape(a.shape, axes, True)), a.shape)
     dev = apply("sub", h, m)
-    s = _reduce("reduce_sum", axes, _keep(apply("mul", dev, dev), valid, 0))
+    if cplx:
+        re, im = apply("real", dev), apply("imag", dev)
+        square = apply("add", apply("mul", re, re), apply("mul", im, im))
+    else:
+        square = apply("mul", dev, dev)
+    s = _reduce("reduce_sum", axes, _keep(square, valid, 0))
     if isinstance(n, int):
         dof = builtins.max(n - ddof, 0)
         v = apply("div", s, const(dof, s))
@@ -394,7 +413,7 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root, na
             v = apply("select", apply("compare", dof, const(0, dof), direction="LE"), const(math.nan, v), v)
     if root:
         v = apply("sqrt", v)
-    return _store(_finish(v, a.shape, axes, keepdims, dt), out)
+    return _store(_finish(v, a.shape, axes, keepdims, count_dt if cplx else dt), out)
 
 
 @implements(np.var)

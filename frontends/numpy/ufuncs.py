@@ -66,6 +66,8 @@ def to_handle(x, dtype, device=None):
             v = bool(v)
         elif lt.startswith(("i", "u")):
             v = int(v)
+        elif lt.startswith("complex"):
+            v = complex(v)
         elif not isinstance(v, float):  # a recorded float argument stays one (lazycore.recipes)
             v = float(v)
         return core.scalar(v, lt, device=device)
@@ -140,7 +142,33 @@ def _unary(name):
 
 
 def _cmp(direction):
-    return lambda a, b: apply("compare", a, b, direction=direction)
+    def compare(a, b):
+        if direction in ("EQ", "NE") or not a.dtype.startswith("complex"):
+            return apply("compare", a, b, direction=direction)
+        # NumPy orders complex numbers lexicographically: real parts, then imaginary ones
+        (ra, ia), (rb, ib) = ((apply("real", h), apply("imag", h)) for h in (a, b))
+        strict = "LT" if direction in ("LT", "LE") else "GT"
+        first = apply("compare", ra, rb, direction=strict)
+        tie = apply("and", apply("compare", ra, rb, direction="EQ"), apply("compare", ia, ib, direction=direction))
+        return apply("or", first, tie)
+
+    return compare
+
+
+def _extreme(name, direction):
+    def pick(a, b):
+        if not a.dtype.startswith("complex"):
+            return apply(name, a, b)
+        # NumPy's, for complex numbers: the lexicographic order, NaN (in either part) wins
+        a_nan, b_nan = (apply("compare", h, h, direction="NE") for h in (a, b))
+        a_wins = apply("or", a_nan, apply("and", apply("not", b_nan), _cmp(direction)(a, b)))
+        return apply("select", a_wins, a, b)
+
+    return pick
+
+
+def _sign(a):
+    return composites.complex_sign(a) if a.dtype.startswith("complex") else apply("sign", a)
 
 
 def _logical(name):
@@ -162,7 +190,8 @@ LOOPS = {
     "positive": lambda a: a,
     "absolute": lambda a: a if _is_bool(a) or a.dtype.startswith("ui") else apply("abs", a),  # abs: signed types
     "fabs": _unary("abs"),
-    "sign": _unary("sign"),
+    "sign": _sign,
+    "conjugate": composites.conj,
     "sqrt": _unary("sqrt"),
     "square": lambda a: apply("mul", a, a),
     "reciprocal": composites.reciprocal,
@@ -191,8 +220,8 @@ LOOPS = {
     "ceil": lambda a: apply("ceil", a) if _is_float(a) else a,
     "trunc": composites.trunc,
     "rint": lambda a: apply("round", a) if _is_float(a) else a,
-    "maximum": lambda a, b: apply("maximum", a, b),
-    "minimum": lambda a, b: apply("minimum", a, b),
+    "maximum": _extreme("maximum", "GE"),
+    "minimum": _extreme("minimum", "LE"),
     "fmax": composites.fmax,
     "fmin": composites.fmin,
     "greater": _cmp("GT"),
@@ -214,6 +243,13 @@ LOOPS = {
     "isinf": composites.isinf,
     "isfinite": composites.isfinite,
 }
+
+
+# Loops written for real numbers whose ufuncs NumPy also has for complex ones:
+# complex operands run NumPy (counted). Every other loop takes complex operands
+# as NumPy does, or NumPy has no complex loop for it (and raises).
+_REAL_ONLY = frozenset({"arctan", "arcsin", "arccos", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "rint",
+                        "fmax", "fmin"})
 
 
 # --- application ---------------------------------------------------------------------------
@@ -264,17 +300,22 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", orde
     # F order lays the result out column-major (NumPy's strides); a mask with no
     # out= leaves NumPy's uninitialized values where it is False
     masked = where is not True
-    if loop_fn is None or order not in _ORDERS or subok is not True or rest or (
-            masked and (out is None or not _boolean(where))):
+
+    def numpy_itself():
         from .fallback import call_numpy
 
         # only what was given: NumPy refuses dtype= and signature= together, even as None
-        kw = dict(rest, **{k: v for k, v in (("dtype", dtype), ("signature", signature), ("out", out)) if v is not None})
+        kw = dict(rest, **{k: v for k, v in (("dtype", dtype), ("signature", given), ("out", out)) if v is not None})
         kw.update({k: v for k, v, default in (("casting", casting, "same_kind"), ("order", order, "K"),
                                                ("subok", subok, True)) if v != default})
         if masked:
             kw["where"] = where
         return call_numpy(uf, inputs, kw, name=f"numpy.{name}")
+
+    given = signature
+    if loop_fn is None or order not in _ORDERS or subok is not True or rest or (
+            masked and (out is None or not _boolean(where))):
+        return numpy_itself()
     if len(inputs) != uf.nin:
         raise TypeError(f"{name}() takes from {uf.nin} to {uf.nin + uf.nout} positional arguments but {len(inputs)} were given")
     signature = _fixed(uf, dtype, signature)
@@ -283,6 +324,8 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", orde
         return _store(plan.run(handles, floats), out, casting, uf, plan.loop, where)
     loop = resolve(uf, tuple(describe(x) for x in inputs), signature, casting)
     in_dt, out_dt = loop[: uf.nin], loop[uf.nin:]
+    if name in _REAL_ONLY and any(dt.kind == "c" for dt in in_dt):
+        return numpy_itself()
     if loop_fn is _power and in_dt[1].kind == "i" and _negative_number(inputs[1]):
         raise ValueError(_NEGATIVE_POWER)
     if name in _COMPARISONS and _int_out_of_range(inputs, in_dt):

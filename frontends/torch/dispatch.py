@@ -410,6 +410,10 @@ def _composite(func, args, kwargs):
     return out
 
 
+# view ops whose result has another element type than their input
+_DTYPE_VIEWS = (aten.view.dtype, aten.view_as_real.default, aten.view_as_complex.default)
+
+
 def _view(func, args, kwargs):
     entry = meta_call(func, args, kwargs)
     out, memo = entry[0], entry[4]
@@ -419,7 +423,7 @@ def _view(func, args, kwargs):
         if out is None:
             raise NotImplementedError(f"lazycore: no meta kernel for view op {func}")
         outs = out if isinstance(out, (list, tuple)) else (out,)
-        if func is not aten.view.dtype and any(o.dtype != base.dtype for o in outs):
+        if func not in _DTYPE_VIEWS and any(o.dtype != base.dtype for o in outs):
             raise NotImplementedError(
                 f"lazycore: {func} reinterprets the element type; only same-size view(dtype) is supported"
             )

@@ -20,6 +20,8 @@ TO_LAZY = {
     torch.uint32: "ui32",
     torch.uint64: "ui64",
     torch.bool: "i1",
+    torch.complex64: "complex<f32>",
+    torch.complex128: "complex<f64>",
 }
 TO_TORCH = {v: k for k, v in TO_LAZY.items()}
 

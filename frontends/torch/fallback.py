@@ -58,5 +58,18 @@ class _Bridge(fallback.Bridge):
 _BRIDGE = _Bridge()
 
 
+# Below __torch_dispatch__ torch excludes the Conjugate and Negative keys, so a
+# CPU kernel run from here would read a conj view (pinv's mH, ...) as plain
+# numbers: complex results came back wrong. The host call gets them back.
+_VIEW_KEYS = (torch._C.DispatchKey.Conjugate, torch._C.DispatchKey.Negative)
+
+
 def run(func, args, kwargs):
-    return fallback.run(str(func), func, args, kwargs, _BRIDGE)
+    saved = [torch._C._dispatch_tls_is_dispatch_key_excluded(k) for k in _VIEW_KEYS]
+    for k in _VIEW_KEYS:
+        torch._C._dispatch_tls_set_dispatch_key_excluded(k, False)
+    try:
+        return fallback.run(str(func), func, args, kwargs, _BRIDGE)
+    finally:
+        for k, was in zip(_VIEW_KEYS, saved):
+            torch._C._dispatch_tls_set_dispatch_key_excluded(k, was)

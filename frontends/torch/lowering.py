@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from lazycore.trace import composites, core
-from lazycore.dialect.types import is_float, is_int, to_numpy_dtype
+from lazycore.dialect.types import is_complex, is_float, is_int, to_numpy_dtype
 
 from .dtypes import lazy_dtype
 
@@ -116,6 +116,8 @@ def scalar(value, dtype: str, device, shape=()):
     :func:`wrapped` first."""
     if dtype == "i1":
         value = bool(value)
+    elif is_complex(dtype):
+        value = complex(value)
     elif is_float(dtype):
         value = value if isinstance(value, float) else float(value)  # a recorded float argument stays one
     else:
@@ -166,7 +168,7 @@ def operand(x, dtype: str, shape, device):
     """Any tensor-ish argument as a handle of ``dtype`` broadcast to ``shape``."""
     if is_handle(x):
         return broadcast(convert(x, dtype), shape)
-    if isinstance(x, (bool, int, float)):
+    if isinstance(x, (bool, int, float, complex)):
         return scalar(x, dtype, device, shape)
     raise TypeError(f"lazycore: cannot use {type(x).__name__} as a tensor operand")
 

@@ -2,6 +2,7 @@
 
 For every OpInfo in ``torch.testing._internal.common_methods_invocations.op_db``
 that supports float32 on the CPU, the first few float32 sample inputs run
+(``--dtype``/``dtype=``: another element type, such as complex64, instead)
 twice: eagerly on the CPU, and on the lazy device (tensors in ``input``,
 ``args`` and ``kwargs`` moved there, a ``device=`` argument pointed there).
 The lazy results come back to the host and must equal eager's
@@ -13,7 +14,7 @@ The lazy results come back to the host and must equal eager's
 - ``mismatch``: a sample gave different values, shape or dtype (a bug);
 - ``error``: the lazy run raised where eager did not;
 - ``skipped``: nothing to compare (eager raised on every sample, or the
-  samples need element types the lazy device does not have, such as complex).
+  samples need element types the lazy device does not have, such as complex32).
 
 Random ops (``normal``, ``bernoulli``, ``dropout``, ...) and ops returning
 uninitialized memory (``empty``, ...) cannot match eager's values; their
@@ -115,10 +116,15 @@ def op_name(op) -> str:
 
 def float32_ops():
     """The OpInfos that support float32 on the CPU, in op_db's order."""
+    return ops_for(torch.float32)
+
+
+def ops_for(dtype: torch.dtype):
+    """The OpInfos that support ``dtype`` on the CPU, in op_db's order."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from torch.testing._internal.common_methods_invocations import op_db
-    return [op for op in op_db if torch.float32 in op.supported_dtypes("cpu")]
+    return [op for op in op_db if dtype in op.supported_dtypes("cpu")]
 
 
 # --- moving samples -------------------------------------------------------------------
@@ -218,8 +224,8 @@ def _short(text, n=300):
 # --- the sweep ----------------------------------------------------------------------------
 
 
-def samples_of(op, n: int = SAMPLES_PER_OP) -> list:
-    """The first ``n`` float32 CPU samples of ``op``.
+def samples_of(op, n: int = SAMPLES_PER_OP, dtype: torch.dtype = torch.float32) -> list:
+    """The first ``n`` CPU samples of ``op`` for ``dtype`` (float32 by default).
 
     ``sample_inputs_func`` is called directly: ``op.sample_inputs`` wraps it in an
     iterator that walks the Python stack with ``inspect`` per call (for unittest
@@ -228,7 +234,7 @@ def samples_of(op, n: int = SAMPLES_PER_OP) -> list:
     torch.manual_seed(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return list(itertools.islice(op.sample_inputs_func(op, "cpu", torch.float32, False), n))
+        return list(itertools.islice(op.sample_inputs_func(op, "cpu", dtype, False), n))
 
 
 def trace_sample(op, sample, dev):
@@ -275,8 +281,8 @@ def check_sample(op, sample, expected, actual):
     return None if why is None else ("mismatch", why)
 
 
-def run_op(op, dev, samples: int = SAMPLES_PER_OP, batch: bool = False) -> Result:
-    """Run the first ``samples`` float32 samples of ``op`` and classify it.
+def run_op(op, dev, samples: int = SAMPLES_PER_OP, batch: bool = False, dtype: torch.dtype = torch.float32) -> Result:
+    """Run the first ``samples`` samples of ``op`` for ``dtype`` and classify it.
 
     Each sample gets its own barrier (``lazycore.mark_step()``), unless ``batch``:
     then all samples are traced first and run as one program, one XLA compile per
@@ -288,7 +294,7 @@ def run_op(op, dev, samples: int = SAMPLES_PER_OP, batch: bool = False) -> Resul
     metrics.reset()
     compared, skips, outcome, traced = 0, [], None, []
     try:
-        picked = samples_of(op, samples)
+        picked = samples_of(op, samples, dtype)
     except Exception as e:
         return Result(name, "skipped", f"no samples: {type(e).__name__}: {_short(str(e), 120)}")
     with warnings.catch_warnings():
@@ -361,12 +367,12 @@ def _ltc_mark_step():
 
 
 def sweep(names=None, limit=None, samples: int = SAMPLES_PER_OP, progress=None,
-          batch: bool = False) -> dict[str, Result]:
-    """Run the sweep over every float32 CPU OpInfo (or those in ``names``); see :func:`run_op`."""
+          batch: bool = False, dtype: torch.dtype = torch.float32) -> dict[str, Result]:
+    """Run the sweep over every CPU OpInfo of ``dtype`` (or those in ``names``); see :func:`run_op`."""
     import lazycore.torch as ltorch
 
     dev = ltorch.device()
-    ops = float32_ops()
+    ops = ops_for(dtype)
     if names:
         wanted = set(names)
         ops = [op for op in ops if op_name(op) in wanted or op.name in wanted]
@@ -375,7 +381,7 @@ def sweep(names=None, limit=None, samples: int = SAMPLES_PER_OP, progress=None,
     results = {}
     with _ltc_mark_step():
         for op in ops:
-            results[op_name(op)] = r = run_op(op, dev, samples, batch)
+            results[op_name(op)] = r = run_op(op, dev, samples, batch, dtype)
             if progress:
                 progress(r)
     return results
@@ -406,7 +412,7 @@ def summary(results, samples: int = SAMPLES_PER_OP, batch: bool = False) -> str:
         f"| match eager, counting CPU fallbacks | {c['pass_no_fallback'] + c['pass_with_fallback']} |",
         f"| wrong values | {c['mismatch']} |",
         f"| error on the lazy device | {c['error']} |",
-        f"| skipped: nothing comparable (complex dtypes, eager raised) | {c['skipped']} |",
+        f"| skipped: nothing comparable (eager raised, or no element type) | {c['skipped']} |",
         "",
         f"Of the {compared} OpInfos with comparable samples, {c['pass_no_fallback']} run entirely on the "
         f"lazy device and {c['pass_no_fallback'] + c['pass_with_fallback']} give eager's results.",
@@ -450,12 +456,16 @@ def main(argv=None) -> int:
     p.add_argument("--limit", type=int, help="only the first N OpInfos")
     p.add_argument("--samples", type=int, default=SAMPLES_PER_OP, help="samples per OpInfo")
     p.add_argument("--batch", action="store_true", help="one barrier per OpInfo, not per sample (faster)")
+    p.add_argument("--dtype", default="float32", help="the samples' element type (torch's name: complex64, int64 ...)")
     p.add_argument("--write-readme", action="store_true", help="record the counts in the README")
     p.add_argument("--readme", default=README, help=f"the README to write (default: {README})")
     p.add_argument("-v", "--verbose", action="store_true", help="print every OpInfo's result as it runs")
     a = p.parse_args(argv)
-    if a.write_readme and (a.ops or a.limit is not None):
-        p.error("--write-readme records the whole sweep; drop --ops/--limit")
+    if a.write_readme and (a.ops or a.limit is not None or a.dtype != "float32"):
+        p.error("--write-readme records the whole float32 sweep; drop --ops/--limit/--dtype")
+    dtype = getattr(torch, a.dtype, None)
+    if not isinstance(dtype, torch.dtype):
+        p.error(f"--dtype: torch has no dtype {a.dtype!r}")
     names = [n.strip() for n in a.ops.split(",") if n.strip()] if a.ops else None
 
     def progress(r):
@@ -463,7 +473,7 @@ def main(argv=None) -> int:
             print(f"{r.status:20s} {r.seconds:6.2f}s {r.name} {r.detail}", flush=True)
 
     start = time.perf_counter()
-    results = sweep(names, a.limit, a.samples, progress, a.batch)
+    results = sweep(names, a.limit, a.samples, progress, a.batch, dtype)
     took = time.perf_counter() - start
     for status in ("mismatch", "error"):
         bad = [r for r in results.values() if r.status == status]

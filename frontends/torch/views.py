@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from lazycore.trace.views import Bitcast, Expand, Permute, Reshape, Slice, Strided
+from lazycore.trace.views import PART_STEPS, AsComplex, AsReal, Bitcast, Conj, Expand, Permute, Reshape, Slice, Strided
 
 from .dtypes import lazy_dtype
 
@@ -93,6 +93,8 @@ def _view_dtype(t, out, dtype):
     if torch.bool in (dtype, t.dtype):
         # lazycore's booleans are i1, with no byte to reinterpret
         raise NotImplementedError(f"lazycore: view({dtype}) of a {t.dtype} tensor: bool reinterpretation is not supported")
+    if dtype.is_complex or t.dtype.is_complex:
+        raise NotImplementedError(f"lazycore: view({dtype}) of a {t.dtype} tensor: complex bits are not reinterpreted")
     if dtype.itemsize != t.dtype.itemsize:
         raise NotImplementedError(
             f"lazycore: view({dtype}) of a {t.dtype} tensor changes the element size; only same-size views are supported"
@@ -121,6 +123,9 @@ VIEW_STEPS = {
     aten.split.Tensor: _split,
     aten.split_with_sizes.default: _split_with_sizes,
     aten.unbind.int: _unbind,
+    aten.view_as_real.default: lambda t, out: (AsReal(),),
+    aten.view_as_complex.default: lambda t, out: (AsComplex(),),
+    aten._conj.default: lambda t, out: (Conj(),),
     aten.alias.default: _identity,
     aten.detach.default: _identity,
     aten.lift_fresh.default: _identity,
@@ -135,6 +140,9 @@ def view_steps(func, t, out, args, kwargs):
     maker = VIEW_STEPS.get(func)
     if maker is not None:
         return True, maker(t, out, *args, **kwargs)
+    if any(isinstance(step, PART_STEPS) for step in t._steps):
+        # its strides count real parts of complex elements, or complex elements of real pairs
+        raise NotImplementedError(f"lazycore: {func} of a view_as_real/view_as_complex view is not supported")
     multi = isinstance(out, (list, tuple))
     outs = out if multi else [out]
     stored = t._storage.handle.dtype  # the storage's element type (a bitcast view's base differs)

@@ -20,7 +20,7 @@ func.func @valid(%a: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @wrong_severity(%a: tensor<4xi32>) -> tensor<4xi32> {
-  // expected-warning @+1 {{operand must have float element type}}
+  // expected-warning @+1 {{operand must have float or complex element type}}
   %0 = "lazy.exp"(%a) : (tensor<4xi32>) -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }

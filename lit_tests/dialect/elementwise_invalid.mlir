@@ -32,7 +32,7 @@ func.func @case2(%a: tensor<4xf32>) -> tensor<4xf32> {
 
 // Arithmetic rejects booleans.
 func.func @case3(%a: tensor<4xi1>) -> tensor<4xi1> {
-  // expected-error @+1 {{'lazy.add' op operands must have numeric element type, got i1}}
+  // expected-error @+1 {{'lazy.add' op operands must have numeric or complex element type, got i1}}
   %0 = "lazy.add"(%a, %a) : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
   return %0 : tensor<4xi1>
 }

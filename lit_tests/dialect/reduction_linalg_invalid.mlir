@@ -21,7 +21,7 @@ func.func @keepdims_result(%x: tensor<2x3xf32>) -> tensor<2x1xf32> {
 // -----
 
 func.func @bool_prod(%x: tensor<4xi1>) -> tensor<i1> {
-  // expected-error @+1 {{'lazy.reduce_prod' op operand must have numeric element type, got i1}}
+  // expected-error @+1 {{'lazy.reduce_prod' op operand must have numeric or complex element type, got i1}}
   %0 = "lazy.reduce_prod"(%x) {dims = array<i64: 0>} : (tensor<4xi1>) -> tensor<i1>
   return %0 : tensor<i1>
 }

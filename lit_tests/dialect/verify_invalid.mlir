@@ -12,7 +12,7 @@ func.func @mismatched(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>) -> tensor<2x3xf3
 // -----
 
 func.func @int_exp(%a: tensor<4xi32>) -> tensor<4xi32> {
-  // expected-error @+1 {{'lazy.exp' op operand must have float element type, got i32}}
+  // expected-error @+1 {{'lazy.exp' op operand must have float or complex element type, got i32}}
   %0 = "lazy.exp"(%a) : (tensor<4xi32>) -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }

@@ -18,7 +18,7 @@ func.func @below(%a: tensor<4xf32>, %b: tensor<4xf64>) -> tensor<4xf32> {
 // @-N names a line above; an annotation without @ names its own line.
 func.func @above(%a: tensor<4xi32>) -> (tensor<4xi32>, tensor<4xi32>) {
   %0 = "lazy.exp"(%a) : (tensor<4xi32>) -> tensor<4xi32>
-  // expected-error @-1 {{'lazy.exp' op operand must have float element type, got i32}}
+  // expected-error @-1 {{'lazy.exp' op operand must have float or complex element type, got i32}}
   return %0, %0 : tensor<4xi32>, tensor<4xi32>
 }
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from functools import partial
 
 from lazycore.dialect import attr
-from lazycore.dialect.types import is_float, is_int, is_unsigned, to_numpy_dtype
+from lazycore.dialect import TensorType
+from lazycore.dialect.types import complex_dtype, is_complex, is_float, is_int, is_unsigned, real_dtype, to_numpy_dtype
 
 from . import hlo
 from .registry import lowering
@@ -38,6 +39,9 @@ ONE_TO_ONE = {
     "xor": "xor",
     "select": "select",
     "bitcast_convert": "bitcast_convert",
+    "real": "real",
+    "imag": "imag",
+    "complex": "complex",
 }
 
 
@@ -59,7 +63,26 @@ def _convert(op, rewriter):
     x = op.operands[0]
     source = hlo.type_of(x).dtype
     target = hlo.type_of(op.results[0]).dtype
-    converted = hlo.value("convert", [x], op.results[0].type)
+    if is_complex(source) != is_complex(target):
+        return _convert_complex(x, source, target)
+    return _convert_value(x, source, target, hlo.value("convert", [x], op.results[0].type))
+
+
+def _convert_complex(x, source: str, target: str):
+    """Between complex and real types StableHLO leaves the meaning open: a
+    complex number converts as its real part (NumPy's and torch's casts, which
+    warn), a real number as itself plus 0i."""
+    if target == "i1":  # nonzero in either part is true
+        return hlo.compare(x, hlo.splat_like(0, x), "NE")
+    if is_complex(source):
+        re = hlo.value("real", [x], TensorType(hlo.type_of(x).shape, real_dtype(source)))
+        return _convert_value(re, real_dtype(source), target, hlo.convert(re, target))
+    part = real_dtype(target)
+    re = _convert_value(x, source, part, hlo.convert(x, part))
+    return hlo.value("complex", [re, hlo.splat_like(0.0, re)], TensorType(hlo.type_of(x).shape, complex_dtype(part)))
+
+
+def _convert_value(x, source: str, target: str, converted):
     if not is_float(source) or target not in ("i32", "i64"):
         return converted
     bound = 2.0 ** (int(target[1:]) - 1)
@@ -99,7 +122,8 @@ lowering("rem")(partial(_division, "remainder"))
 @lowering("abs")
 def _abs(op, rewriter):
     x = op.operands[0]
-    return x if is_unsigned(hlo.type_of(x).dtype) else hlo.unary("abs", x)
+    # of a complex x, the modulus: a float result
+    return x if is_unsigned(hlo.type_of(x).dtype) else hlo.value("abs", [x], op.results[0].type)
 
 
 @lowering("sign")

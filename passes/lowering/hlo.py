@@ -62,6 +62,9 @@ def constant(array, t: TensorType | None = None) -> ir.Value:
     if t is not None:
         array = np.full(t.shape, array, dtype=to_numpy_dtype(t.dtype))
     array = np.asarray(array)
+    if array.dtype.kind == "c":  # no complex attribute ever (see lazycore.dialect.build.create)
+        re, im = constant(np.array(array.real, order="C")), constant(np.array(array.imag, order="C"))
+        return value("complex", [re, im], type_of(re)._replace(dtype=f"complex<{type_of(re).dtype}>"))
     from lazycore.dialect.build import attr_to_mlir
 
     attr = attr_to_mlir("dense", array)

@@ -10,60 +10,78 @@ import pytest
 
 pytest.importorskip("expecttest")  # torch.testing._internal imports it
 
+import torch  # noqa: E402
+
 from lazycore.frontends.torch import opinfo  # noqa: E402
 
 MIN_PASS_NO_FALLBACK = 150
 
-_COMPLEX = "needs complex intermediate values; lazycore has no complex element type"
-
 # OpInfo name -> why the lazy run raises. Only errors are excused here, never wrong values.
 KNOWN_ERRORS = {
-    "fft.hfft": _COMPLEX,
-    "fft.hfft2": _COMPLEX,
-    "fft.hfftn": _COMPLEX,
-    "fft.irfft": _COMPLEX,
-    "fft.irfft2": _COMPLEX,
-    "fft.irfftn": _COMPLEX,
-    "stft": _COMPLEX,
     "resize_": "lazy tensors cannot be resized to another shape",
 }
 
+# complex64 OpInfo name -> why the lazy run raises (the float32 rows above hold too).
+KNOWN_ERRORS_COMPLEX64 = {
+    "resize_": KNOWN_ERRORS["resize_"],
+}
+
 NAMES = [opinfo.op_name(op) for op in opinfo.float32_ops()]
+NAMES_COMPLEX64 = [opinfo.op_name(op) for op in opinfo.ops_for(torch.complex64)]
 COUNT_TEST = "test_pass_no_fallback_count"
 
 
-@pytest.fixture(scope="module")
-def results(request):
-    """The sweep over the OpInfos this session selected (all of them for the count test)."""
+def _sweep(request, test_name, dtype):
+    """The sweep over the OpInfos this session selected for ``test_name`` (all of them for the count test)."""
     import gc
 
     import lazycore
 
     items = [i for i in request.session.items if i.module is request.module]
-    if any(i.originalname == COUNT_TEST for i in items):
+    if dtype == torch.float32 and any(i.originalname == COUNT_TEST for i in items):
         names = None
     else:
-        names = {i.callspec.params["name"] for i in items if hasattr(i, "callspec")}
+        names = {i.callspec.params["name"] for i in items if hasattr(i, "callspec") and i.originalname == test_name}
     gc.collect()
     lazycore.mark_step()
-    return opinfo.sweep(names, batch=True)
+    return opinfo.sweep(names, batch=True, dtype=dtype) if names is None or names else {}
+
+
+@pytest.fixture(scope="module")
+def results(request):
+    return _sweep(request, "test_opinfo", torch.float32)
+
+
+@pytest.fixture(scope="module")
+def results_complex64(request):
+    return _sweep(request, "test_opinfo_complex64", torch.complex64)
 
 
 def test_known_errors_are_opinfos():
     assert set(KNOWN_ERRORS) <= set(NAMES)
+    assert set(KNOWN_ERRORS_COMPLEX64) <= set(NAMES_COMPLEX64)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_opinfo(results, name):
-    r = results[name]
+def _judge(r, name, known):
     if r.status == "skipped":
         pytest.skip(r.detail)
     assert r.status != "mismatch", f"{name}: the lazy device gives a different result: {r.detail}"
     if r.status == "error":
-        if name in KNOWN_ERRORS:
-            pytest.xfail(KNOWN_ERRORS[name])
+        if name in known:
+            pytest.xfail(known[name])
         pytest.fail(f"{name}: the lazy run raised where eager did not: {r.detail}")
     assert r.status in ("pass_no_fallback", "pass_with_fallback")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_opinfo(results, name):
+    _judge(results[name], name, KNOWN_ERRORS)
+
+
+@pytest.mark.parametrize("name", NAMES_COMPLEX64)
+def test_opinfo_complex64(results_complex64, name):
+    """The same over complex64 samples: no wrong value, errors only as listed."""
+    _judge(results_complex64[name], name, KNOWN_ERRORS_COMPLEX64)
 
 
 def test_pass_no_fallback_count(results):

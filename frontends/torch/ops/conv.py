@@ -415,7 +415,7 @@ def _adaptive_avg_pool_backward(ctx, gy, x):
 def _var_mean(ctx, x, dim=None, *, correction=None, keepdim=False):
     """Batch norm's statistics (its decomposition asks for var_mean, whose own decomposition is prims)."""
     var_out, mean_out = ctx.out
-    x = convert(x, ctx.dtype)
+    x = convert(x, lazy_dtype(mean_out.dtype))  # the mean keeps a complex type, the variance is real
     rank = len(x.shape)
     ds = dims(dim, rank) if rank else ()
     count = int(np.prod([x.shape[d] for d in ds], dtype=np.int64))
@@ -423,9 +423,13 @@ def _var_mean(ctx, x, dim=None, *, correction=None, keepdim=False):
     total = apply("reduce_sum", x, dims=ds) if ds else x
     mean = apply("div", total, const(count, x.dtype, x.device, total.shape))
     centered = apply("sub", x, broadcast(reshape(mean, kept), x.shape))
-    sq = apply("mul", centered, centered)
+    if x.dtype.startswith("complex"):
+        re, im = apply("real", centered), apply("imag", centered)
+        sq = apply("add", apply("mul", re, re), apply("mul", im, im))
+    else:
+        sq = apply("mul", centered, centered)
     sq_sum = apply("reduce_sum", sq, dims=ds) if ds else sq
     c = 1 if correction is None else correction
     denom = max(0, count - c)
-    var = apply("div", sq_sum, const(denom, x.dtype, x.device, sq_sum.shape))
+    var = apply("div", sq_sum, const(denom, sq.dtype, x.device, sq_sum.shape))
     return reshape(var, tuple(var_out.shape)), reshape(mean, tuple(mean_out.shape))

@@ -13,7 +13,7 @@ import torch
 
 from lazycore.dialect.elementwise import UNARY as LAZY_UNARY
 from lazycore.dialect.rules import DTYPE_CLASSES
-from lazycore.dialect.types import is_float
+from lazycore.dialect.types import is_complex, is_float
 from lazycore.trace import composites, core
 
 from ..lowering import apply, broadcast, const, convert, is_handle, lowers, operand, scalar, wrapped
@@ -55,7 +55,6 @@ def _op(name):
 
 # one lazy op, or a composite of the core (shared with lazycore.numpy)
 ELEMENTWISE = {
-    aten.abs: _op("abs"),
     aten.neg: _op("neg"),
     aten.exp: _op("exp"),
     aten.log: _op("log"),
@@ -94,6 +93,26 @@ def _elementwise(fn):
     return lower
 
 
+# The composites written for real numbers that hold for complex ones too (checked
+# against eager by the OpInfo sweep over complex64); the others decline complex
+# operands, which run eager's kernel (a counted fallback).
+_COMPLEX_SAFE = {composites.reciprocal, composites.exp2, composites.log2, composites.log10, composites.tan}
+
+
+def _real_only(fn):
+    def lower(*xs):
+        if any(is_handle(x) and is_complex(x.dtype) for x in xs):
+            return NotImplemented
+        return fn(*xs)
+
+    lower.__name__ = fn.__name__
+    return lower
+
+
+for _aten, _fn in list(ELEMENTWISE.items()):
+    if _aten.__name__ not in LAZY_UNARY and _fn not in _COMPLEX_SAFE and _aten is not aten.atan2:
+        ELEMENTWISE[_aten] = _real_only(_fn)
+
 for _aten, _fn in ELEMENTWISE.items():
     # the prim of the same name too: torch._refs decompositions call prims directly
     _prim = getattr(prims, _aten.__name__, None)
@@ -114,6 +133,8 @@ def _rounding(ctx, x):
 def _sign(ctx, x):
     if x.dtype == "i1":
         return x
+    if is_complex(x.dtype):  # sgn: z / |z| (sign refuses complex at the meta call)
+        return composites.complex_sign(x)
     s = apply("sign", x)
     if not is_float(x.dtype):
         return s
@@ -145,11 +166,27 @@ def _signbit(ctx, x):
     return convert(apply("or", apply("compare", x, _c(x, 0), direction="LT"), neg_zero), ctx.dtype)
 
 
+# abs and angle of a complex number are real: the operand keeps its own type
+
+
+@lowers(aten.abs.default, prims.abs.default)
+def _abs(ctx, x):
+    if is_handle(x) and is_complex(x.dtype):
+        return apply("abs", x)
+    return _elementwise(_op("abs"))(ctx, x)
+
+
 @lowers(aten.angle.default)
+def _angle(ctx, x):
+    if is_handle(x) and is_complex(x.dtype):
+        return apply("atan2", apply("imag", x), apply("real", x))
+    return _real_angle(ctx, x)
+
+
 @_elementwise
 @composites.rounded_once
-def _angle(x):
-    # real inputs only reach here (complex has no lazy element type): pi below 0, else 0
+def _real_angle(x):
+    # pi below 0, else 0; NaN stays
     r = apply("select", apply("compare", x, _c(x, 0), direction="LT"), _c(x, math.pi), _c(x, 0))
     return apply("select", apply("compare", x, x, direction="NE"), x, r)
 
@@ -352,7 +389,7 @@ def _integer_division(ctx, fn, a, b):
     a Python 0 raises here, a zero in a tensor fails the result at its barrier
     (its values decide; lazycore.runtime.checks). The values would be the
     dialect's 0."""
-    if is_float(ctx.dtype):
+    if is_float(ctx.dtype) or is_complex(ctx.dtype):
         return fn(*_args(ctx, a, b))
     a, b = wrapped(a, ctx.dtype), wrapped(b, ctx.dtype)
     if not is_handle(b):
@@ -394,7 +431,7 @@ def _fmod(ctx, a, b):
 @lowers(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar)
 def _pow(ctx, a, b):
     a = wrapped(a, ctx.dtype)  # a Python base wraps (300 ** int8 is 44 ** int8); the exponent must fit
-    if type(b) is int and b < 0 and not is_float(ctx.dtype):
+    if type(b) is int and b < 0 and not (is_float(ctx.dtype) or is_complex(ctx.dtype)):
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     if isinstance(b, (int, float)) and not isinstance(b, bool) and b == 2:
         (a,) = _args(ctx, a)

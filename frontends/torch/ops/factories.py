@@ -40,18 +40,19 @@ def _arange(ctx, *args, **kwargs):
 @lowers(aten.linspace.default)
 def _linspace(ctx, start, end, steps, **kwargs):
     (n,) = ctx.shape
-    wide = "f64"
+    wide = "complex<f64>" if ctx.dtype.startswith("complex") else "f64"
     if n == 1:
         return convert(const(start, wide, ctx.device, (1,)), ctx.dtype)
     step = (end - start) / (n - 1)
-    i = apply("iota", dim=0, shape=(n,), dtype=wide, device=ctx.device)
+    count = apply("iota", dim=0, shape=(n,), dtype="f64", device=ctx.device)
+    i = convert(count, wide)
     # symmetric, as eager: the first half counts up from start, the rest down from end
     up = apply("add", const(start, wide, ctx.device, (n,)), apply("mul", i, const(step, wide, ctx.device, (n,))))
     back = apply("sub", const(n - 1, wide, ctx.device, (n,)), i)
     down = apply("sub", const(end, wide, ctx.device, (n,)), apply("mul", back, const(step, wide, ctx.device, (n,))))
-    first = apply("compare", i, const(n // 2, wide, ctx.device, (n,)), direction="LT")
+    first = apply("compare", count, const(n // 2, "f64", ctx.device, (n,)), direction="LT")
     v = apply("select", first, up, down)
-    if ctx.dtype not in ("f16", "bf16", "f32", "f64"):
+    if ctx.dtype not in ("f16", "bf16", "f32", "f64", "complex<f32>", "complex<f64>"):
         v = apply("select", apply("compare", v, const(0, wide, ctx.device, (n,)), direction="LT"),
                   apply("ceil", v), apply("floor", v))
     return convert(v, ctx.dtype)

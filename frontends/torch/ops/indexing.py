@@ -195,7 +195,7 @@ def _reduced(ctx, x, src, reduce, include_self, put):
     count = put(count, const(1, ctx.dtype, ctx.device, src.shape), "add")
     one = const(1, ctx.dtype, ctx.device, ctx.shape)
     count = apply("select", apply("compare", count, _zeros(ctx), direction="EQ"), one, count)
-    if is_float(ctx.dtype):
+    if is_float(ctx.dtype) or ctx.dtype.startswith("complex"):
         return apply("div", out, count)
     return _floor_div(out, count)
 

@@ -6,6 +6,9 @@ import math
 
 import torch
 
+from lazycore.dialect.types import is_complex
+from lazycore.trace import composites
+
 from ..lowering import apply, broadcast, const, convert, lowers, reshape, scalar
 
 aten = torch.ops.aten
@@ -32,7 +35,10 @@ def _mv(ctx, a, v):
 
 @lowers(aten.dot.default, aten.vdot.default)
 def _vdot(ctx, a, b):
-    return _dot(convert(a, ctx.dtype), convert(b, ctx.dtype), (), (), (0,), (0,))
+    a = convert(a, ctx.dtype)
+    if ctx.func_name == "vdot" and is_complex(ctx.dtype):  # vdot conjugates its first argument
+        a = composites.conj(a)
+    return _dot(a, convert(b, ctx.dtype), (), (), (0,), (0,))
 
 
 @lowers(aten.addbmm.default)

@@ -6,6 +6,8 @@ import torch
 
 from lazycore.dialect.types import is_float
 
+from lazycore.dialect.types import is_complex
+
 from ..lowering import apply, broadcast, const, convert, dims, lowers, reshape
 
 aten = torch.ops.aten
@@ -57,10 +59,11 @@ def _mean(ctx, x, dim=None, keepdim=False, dtype=None):
 @lowers(prims.var.default)
 def _var(ctx, x, dims, correction=1, output_dtype=None):
     """sum((x - mean)^2) / max(0, N - correction), two passes as eager."""
-    if not is_float(x.dtype):
+    if not (is_float(x.dtype) or is_complex(x.dtype)):
         # eager's kernel refuses; its meta function does not, so the lowering must
         raise RuntimeError("std and var only support floating point and complex dtypes")
-    x = convert(x, ctx.dtype)
+    cplx = is_complex(x.dtype)  # the squared moduli of the deviations: a real result
+    x = x if cplx else convert(x, ctx.dtype)
     ds = _dims_arg(x, dims) if dims is None or len(dims) else ()
     count = 1
     for d in ds:
@@ -69,8 +72,13 @@ def _var(ctx, x, dims, correction=1, output_dtype=None):
     mean = apply("div", reshape(_reduce("reduce_sum", x, ds, True, kept), kept),
                  const(count, x.dtype, x.device, kept))
     dev = apply("sub", x, broadcast(mean, x.shape))
-    sq = _reduce("reduce_sum", apply("mul", dev, dev), ds, False, ctx.shape)
-    return apply("div", sq, const(max(0, count - correction), x.dtype, x.device, ctx.shape))
+    if cplx:
+        re, im = apply("real", dev), apply("imag", dev)
+        square = apply("add", apply("mul", re, re), apply("mul", im, im))
+    else:
+        square = apply("mul", dev, dev)
+    sq = _reduce("reduce_sum", square, ds, False, ctx.shape)
+    return apply("div", sq, const(max(0, count - correction), sq.dtype, x.device, ctx.shape))
 
 
 @lowers(aten.prod.dim_int, aten.prod.default)

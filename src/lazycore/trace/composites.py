@@ -34,6 +34,20 @@ def constant(value, dtype: str, device, shape=()):
     return broadcast_to(c, shape) if tuple(shape) != () else c
 
 
+def conj(x):
+    """The complex conjugate (a real ``x`` is its own)."""
+    if not x.dtype.startswith("complex"):
+        return x
+    return apply("complex", apply("real", x), apply("neg", apply("imag", x)))
+
+
+def complex_sign(x):
+    """z / |z|, and 0 for 0 (torch's ``sgn``, NumPy 2's ``sign``)."""
+    m = apply("abs", x)
+    zero = apply("compare", m, full_like(m, 0), direction="EQ")
+    return apply("select", zero, full_like(x, 0), apply("div", x, apply("complex", m, full_like(m, 0))))
+
+
 def full_like(x, value):
     """``value`` baked into the program with ``x``'s element type, shape and device."""
     return constant(value, x.dtype, x.device, x.shape)

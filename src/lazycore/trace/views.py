@@ -22,7 +22,7 @@ import numpy as np
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir.context import TRACE
 from lazycore.ir.memo import Memo
-from lazycore.trace import core, recipes
+from lazycore.trace import composites, core, recipes
 from lazycore.ir.config import settings as _settings
 
 
@@ -257,6 +257,55 @@ class Bitcast:
         return core.apply("bitcast_convert", new, dtype=old.dtype)
 
 
+class AsReal:
+    """A complex array as a real one with a last dimension of 2, (real, imaginary)
+    (torch's ``view_as_real``, under ``.real``/``.imag``; NumPy's ``.real``/``.imag``)."""
+
+    __slots__ = ()
+
+    def forward(self, h, storage):
+        parts = [core.apply("reshape", core.apply(p, h), shape=h.shape + (1,)) for p in ("real", "imag")]
+        return core.apply("concatenate", *parts, dim=len(h.shape))
+
+    def inverse(self, old, new, storage):
+        return _complex_of(new)
+
+
+class AsComplex:
+    """A real array whose last dimension is 2 as a complex one (torch's ``view_as_complex``)."""
+
+    __slots__ = ()
+
+    def forward(self, h, storage):
+        return _complex_of(h)
+
+    def inverse(self, old, new, storage):
+        return AsReal().forward(new, storage)
+
+
+def _complex_of(h):
+    """(..., 2) real -> (...) complex."""
+    rank, shape = len(h.shape), h.shape[:-1]
+    part = []
+    for i in (0, 1):
+        one = core.apply("slice", h, start=(0,) * (rank - 1) + (i,), limit=h.shape[:-1] + (i + 1,), strides=(1,) * rank)
+        part.append(core.apply("reshape", one, shape=shape))
+    return core.apply("complex", *part)
+
+
+class Conj:
+    """The complex conjugate, as a view (torch's ``conj()``: writes through it
+    land conjugated in the base)."""
+
+    __slots__ = ()
+
+    def forward(self, h, storage):
+        return composites.conj(h)
+
+    def inverse(self, old, new, storage):
+        return self.forward(new, storage)
+
+
 class Strided:
     """Any strided view: ``size``/``stride``/``offset`` (in elements) over the
     storage's memory. Always the first and only step of its view."""
@@ -337,3 +386,9 @@ def _from_memory(flat, shape, storage):
 
 for _cls in (Permute, Reshape, Reverse, Expand, Slice, Bitcast, Strided):
     _FIELDS[_cls] = attrgetter(*_cls.__slots__)
+for _cls in (AsReal, AsComplex, Conj):  # no fields: the class is the whole key
+    _FIELDS[_cls] = lambda step: ()
+
+PART_STEPS = (AsReal, AsComplex)
+"""Steps after which the storage's memory layout no longer describes the view's
+elements (a complex element is two real ones): no Strided step may follow them."""
