@@ -17,6 +17,10 @@ barrier); see :mod:`lazycore.debug`.
 signatures, 0 run every lowering's Python each call (see :mod:`lazycore.recipes`).
 ``LAZYCORE_DUMP_DIR``: write the IR of every compiled graph, stage by stage,
 under this folder (see :mod:`lazycore.inspect_graph`).
+``LAZYCORE_BUCKETS``: the sizes a dynamic dimension is padded to (``16,48,64``;
+default powers of two; ``off``: marks are ignored, see :mod:`lazycore.runtime.buckets`).
+``LAZYCORE_LEARN_BUCKETS``: 1 (default) mark an input dimension dynamic once it
+has changed twice at the same place, 0 only the dimensions the user marks.
 """
 
 from __future__ import annotations
@@ -97,6 +101,32 @@ def _env_cache_dir(name: str) -> str | None:
         raise ValueError(f"{name} must be a folder or 'off', got {raw!r}") from None
 
 
+def buckets_setting(value):
+    """``None`` (powers of two), ``()`` (``off``: no padding) or the sorted bucket
+    sizes, from a setting's text (``"16,48,64"``) or a sequence of sizes."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("", "pow2"):
+            return None
+        if text == "off":
+            return ()
+        value = text.split(",")
+    sizes = tuple(sorted({int(v) for v in value}))
+    if any(n < 1 for n in sizes):
+        raise ValueError(f"bucket sizes must be at least 1, got {value!r}")
+    return sizes
+
+
+def _env_buckets(name: str):
+    raw = os.environ.get(name)
+    try:
+        return buckets_setting(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be 'off', 'pow2' or sizes such as '16,48,64', got {raw!r}") from None
+
+
 def _env_guard(name: str) -> str:
     raw = (os.environ.get(name) or "allow").strip().lower()
     if raw not in GUARD_MODES:
@@ -135,6 +165,13 @@ class Settings:
     replay: bool = _env_flag("LAZYCORE_REPLAY", True)
     """``LAZYCORE_REPLAY``: frontends record an op's lowering once per call signature
     and replay it (lazycore.recipes); False runs the lowering's Python every call."""
+    buckets: tuple[int, ...] | None = _env_buckets("LAZYCORE_BUCKETS")
+    """``LAZYCORE_BUCKETS``: the sizes a dynamic dimension (``lazycore.torch.dynamic``)
+    is padded to: None powers of two, ``()`` none (``off``: marks are ignored),
+    else these sizes (a size above the largest is not padded)."""
+    learn_buckets: bool = _env_flag("LAZYCORE_LEARN_BUCKETS", True)
+    """``LAZYCORE_LEARN_BUCKETS``: mark an input dimension dynamic once its size
+    has changed twice at the same place of the same graph (the debug log says so)."""
     dump_dir: str | None = os.environ.get("LAZYCORE_DUMP_DIR") or None
     """``LAZYCORE_DUMP_DIR``: for every compiled graph, a folder here with the lazy module
     before and after each pass, the StableHLO and the graph as Graphviz (None: no dumps)."""
@@ -155,6 +192,8 @@ def configure(**changes) -> dict:
         raise ValueError(f"cache_max_bytes must be at least 1, got {changes['cache_max_bytes']}")
     if "cache_dir" in changes:
         changes = {**changes, "cache_dir": cache_dir_setting(changes["cache_dir"])}
+    if "buckets" in changes:
+        changes = {**changes, "buckets": buckets_setting(changes["buckets"])}
     if "debug" in changes and changes["debug"] not in DEBUG_LEVELS:
         raise ValueError(f"debug must be 0, 1 or 2, got {changes['debug']!r}")
     for k, v in changes.items():

@@ -26,6 +26,9 @@ see :func:`emit`):
 - ``"barrier"`` ``(walk, device, hit, donate, pipeline, loaded)``: a barrier ran
   (``walk`` is None when the step's walk was recalled; ``hit``: the program
   was in the compile cache; ``loaded``: it came from the persistent cache)
+- ``"buckets"`` ``(device, what)``: a shape-bucket decision
+  (:mod:`lazycore.runtime.buckets`: a dimension marked by the learned policy,
+  a graph its padding rules leave at its own sizes)
 - ``"failure"`` ``(device, failed, outputs, first_message)``: a barrier's
   program failed; ``failed`` of its ``outputs`` now hold the error
 """

@@ -40,7 +40,7 @@ from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.graph import LOG, Data, Node, Value
 from lazycore.runtime import device as _device
-from lazycore.runtime import checks, failures, stepplans
+from lazycore.runtime import buckets, checks, failures, stepplans
 from lazycore.runtime.cache import CACHE, PACKS
 from lazycore.runtime.failures import Failure, ProgramError
 
@@ -280,7 +280,7 @@ def sync(device, wait: bool = True) -> int:
         return 0
     if device.pjrt is None:
         raise RuntimeError(f"device {device.name} cannot run programs (no PJRT device behind it)")
-    walk = None
+    walk = bucketed = None
     with events.timed("trace"):
         pipeline = settings.pipeline or _compiler().DEFAULT_PIPELINE
         # a step like one before it recalls that step's walk (lazycore.stepplans);
@@ -310,6 +310,12 @@ def sync(device, wait: bool = True) -> int:
             key = _compiler().make_key(walk.encoding, device, donate, pipeline)
             if fp is not None:
                 stepplans.remember(fp, walk, slots, out_types, counts)
+            bucketed = buckets.prepare(walk, device)
+            if bucketed is not None:  # marked inputs padded: the program of their buckets
+                walk, out_types = bucketed.walk, bucketed.out_types
+                data, packs = walk.data, list(walk.packs.items())
+                donate = plan_donation(data, out_types, held) if settings.donation else {}
+                key = _compiler().make_key(walk.encoding, device, donate, pipeline)
     events.record_graph(*counts)
     if failures.seen[0] and any(type(leaf.buffer) is Failure for leaf in data):
         return _contain(device, pending, slots, len(out_types), None, wait)
@@ -335,7 +341,7 @@ def sync(device, wait: bool = True) -> int:
         values = [None] * len(leaves)
         for t, k in zip(pending, slots):
             values[k] = t._value
-            t._value = Value(leaves[k], 0)
+            t._value = Value(leaves[k], 0) if bucketed is None else bucketed.value(k, leaves[k])
         # At most one program runs while Python traces the next step: the
         # one before this must be done before the barrier returns (so a loop
         # that never looks at a value cannot queue up work and memory).

@@ -15,7 +15,7 @@ from lazycore.ir.context import TRACE
 from lazycore.ir.failure import Failure
 from lazycore.ir.graph import Data, Value
 from lazycore.ir.tensor import LazyTensor
-from lazycore.runtime import barrier, pjrt
+from lazycore.runtime import barrier, buckets, pjrt
 from lazycore.runtime import device as _device
 
 
@@ -136,19 +136,25 @@ def mark_step(wait: bool = False, devices=None) -> None:
     barrier.mark_step(wait, devices)
 
 
-def _materialize(t: LazyTensor) -> Data:
+def _materialize(t: LazyTensor, cut: bool = False) -> Data:
+    """The device data behind ``t`` after a barrier; ``cut``: a padded
+    result's slice (:class:`lazycore.runtime.buckets.Cut`) may be returned
+    instead (the caller slices on the host), else its own barrier computes it."""
     if not isinstance(t, LazyTensor):
         raise TypeError(f"expected a LazyTensor, got {type(t).__name__}")
     TRACE.taint()  # a lowering that observes values cannot be replayed
     if t.pending:
         events.emit("implicit_barrier", t.type)
         barrier.sync(t.device)
+        if not cut and type(t._value.node) is buckets.Cut:
+            barrier.sync(t.device)
     running = t.device.running
     if running is not None and running.flags:
         t.device.wait()  # its value checks may fail this value (lazycore.runtime.checks)
     leaf = t._value.node
-    if type(leaf.buffer) is Failure:  # its computation failed (lazycore.runtime.failures)
-        raise leaf.buffer.error()
+    padded = leaf.operands[0][0] if type(leaf) is buckets.Cut else leaf
+    if type(padded.buffer) is Failure:  # its computation failed (lazycore.runtime.failures)
+        raise padded.buffer.error()
     return leaf
 
 
@@ -156,7 +162,11 @@ def to_numpy(t: LazyTensor) -> np.ndarray:
     """The value on the host: an implicit barrier for ``t``'s device.
 
     Raises :class:`~lazycore.ir.failure.BarrierError` when computing it failed."""
-    leaf = _materialize(t)
+    leaf = _materialize(t, cut=True)
+    window = None
+    if type(leaf) is buckets.Cut:  # a padded result: the valid part is cut here
+        window = tuple(slice(0, n) for n in leaf.types[0].shape)
+        leaf = leaf.operands[0][0]
     # A copy: the host view of a CPU buffer shares its memory, and the buffer
     # may later be donated and overwritten.
     events.emit("transfer", "device-to-host", leaf.types[0], None)
@@ -172,6 +182,8 @@ def to_numpy(t: LazyTensor) -> np.ndarray:
             # in their leaves (lazycore.runtime.barrier._Launch); read again
             t.device.wait()
             host = np.array(pjrt.to_host(_materialize(t).buffer))
+        if window is not None:
+            host = np.ascontiguousarray(host[window])
     events.bump("transfers_to_host")
     events.bump("bytes_to_host", host.nbytes)
     return host

@@ -1,0 +1,220 @@
+"""Shape buckets: one program for inputs whose size varies along a dimension.
+
+An input dimension marked dynamic (``lazycore.torch.dynamic(t, dim)``,
+``lazycore.numpy.dynamic(a, axis)``, or the learned policy below) is padded
+at the barrier to its bucket, the least size of ``settings.buckets``
+(``LAZYCORE_BUCKETS``; powers of two by default) that holds it. The walked
+graph is rebuilt at bucket sizes with the masks that keep the padding out of
+every result (:mod:`lazycore.runtime.padding`), so a last small batch, or
+sequences of lengths 40 to 64, reuse one program; outputs with a padded
+dimension come back as a lazy slice of the padded result. A graph that the
+padding rules cannot prove exact compiles at its own sizes, as without
+marks, and ``LAZYCORE_DEBUG`` says which op refused.
+
+The learned policy (``settings.learn_buckets``): at a barrier whose graph has
+the same structure as an earlier one (ops and edges, sizes aside), an input
+dimension whose size has changed twice is marked dynamic, from then on, in
+every barrier of that structure; the debug log names it.
+
+Padding an input costs a copy through the host (the marked buffer is read,
+padded with zeros and uploaded; counted as transfers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+import numpy as np
+
+from lazycore.dialect.spec import spec_of
+from lazycore.ir import events
+from lazycore.ir.config import settings
+from lazycore.ir.failure import Failure
+from lazycore.ir.graph import Data, Node, Value, digest, node_prefix, operand_bytes
+from lazycore.ir.memo import Memo
+from lazycore.ir.sourceloc import resolve
+from lazycore.runtime import checks, pjrt
+from lazycore.runtime.padding import Refused, pad_graph
+
+
+def bucket(n: int) -> int | None:
+    """The size ``n`` is padded to; None when no bucket holds it."""
+    sizes = settings.buckets
+    if sizes is None:
+        return 1 << (n - 1).bit_length()
+    for b in sizes:
+        if b >= n:
+            return b
+    return None
+
+
+def mark(leaf: Data, dim: int) -> None:
+    """Mark dimension ``dim`` of an input (a device-data leaf) dynamic."""
+    leaf.dynamic = leaf.dynamic | {dim}
+
+
+class Bucketed:
+    """A barrier's walk at bucket sizes, and how its outputs go back to their own sizes."""
+
+    def __init__(self, walk, out_pads: list[dict], symbols: dict[int, int], original: list):
+        self.walk = walk
+        self.out_types = [v.type for v in walk.outputs]
+        self.original = original
+        """The outputs' unpadded types."""
+        self.cut = [any(sym is not None and symbols[sym] != sym for f in pads.values() for _, sym in f)
+                    for pads in out_pads]
+        """Per output: its program result is larger than the value."""
+
+    def value(self, k: int, leaf: Data) -> Value:
+        """The value of output ``k`` from its result ``leaf``: a lazy slice of a padded result."""
+        if not self.cut[k]:
+            return Value(leaf, 0)
+        t = self.original[k]
+        kwargs = {"start": (0,) * t.rank, "limit": tuple(t.shape), "strides": (1,) * t.rank}
+        operands = (Value(leaf, 0),)
+        attrs, prefix = node_prefix(spec_of("slice"), kwargs, (t,))
+        return Value(Cut("slice", operands, attrs, (t,), digest(prefix + operand_bytes(operands))), 0)
+
+
+class Cut(Node):
+    """The slice that is a padded result's value: a read copies the padded
+    result and cuts it on the host (no program); anything else computes it."""
+
+    __slots__ = ()
+
+
+def prepare(walk, device) -> Bucketed | None:
+    """``walk`` at bucket sizes when some of its inputs are marked dynamic and
+    the padding rules accept its graph; else None (it compiles as it is)."""
+    if settings.buckets == () or device.pjrt is None or isinstance(device.pjrt, pjrt.MeshTarget):
+        return None
+    if settings.learn_buckets:
+        LEARNED.observe(walk, device)
+    marks: dict[int, dict[int, int]] = {}
+    symbols: dict[int, int] = {}
+    for leaf in walk.data:
+        if not leaf.dynamic:
+            continue
+        if leaf.sharding is not None or type(leaf.buffer) is Failure:
+            return None
+        dims = {}
+        for d in sorted(leaf.dynamic):
+            n = leaf.types[0].shape[d]
+            b = bucket(n)
+            if n >= 2 and b is not None:  # size 1 is every broadcast's: no symbol
+                dims[d] = n
+                symbols[n] = b
+        if dims:
+            marks[id(leaf)] = dims
+    if not marks:
+        return None
+    from lazycore.runtime.barrier import Walk  # the barrier calls this module
+
+    try:
+        state, outputs, out_pads = pad_graph(walk, marks, symbols)
+        padded = Walk(outputs)
+        if [c.op for c in checks.nodes(padded)] != [c.op for c in checks.nodes(walk)]:
+            raise Refused("its value checks changed order")
+    except Refused as e:
+        events.emit("buckets", device, f"not padded: {e}; compiled at its own sizes")
+        return None
+    try:
+        for leaf, new in state.inputs:
+            new.buffer = _padded_buffer(leaf, new.types[0].shape, device)
+    except Exception:  # the buffer's program failed: the barrier settles it unpadded
+        return None
+    return Bucketed(padded, out_pads, symbols, [v.type for v in walk.outputs])
+
+
+def _padded_buffer(leaf: Data, shape: tuple, device):
+    t = leaf.types[0]
+    events.emit("transfer", "device-to-host", t, None)
+    with events.timed("transfer"):
+        host = np.asarray(pjrt.to_host(leaf.buffer))
+    events.bump("transfers_to_host")
+    events.bump("bytes_to_host", host.nbytes)
+    host = np.pad(host, [(0, b - s) for s, b in zip(host.shape, shape)])
+    events.emit("transfer", "host-to-device", type(t)(shape, t.dtype), host.nbytes)
+    with events.timed("transfer"):
+        buf = pjrt.to_device(host, device.pjrt)
+    events.bump("transfers_to_device")
+    events.bump("bytes_to_device", host.nbytes)
+    return buf
+
+
+# --- the learned policy ----------------------------------------------------------
+
+
+class _Place:
+    __slots__ = ("shapes", "sizes", "learned")
+
+    def __init__(self, shapes):
+        self.shapes = shapes
+        self.sizes: dict[tuple[int, int], set[int]] = {}
+        self.learned: set[tuple[int, int]] = set()
+
+
+class Learner:
+    """Input sizes seen per place (a graph's structure and the user's lines
+    that made it); marks a dimension that keeps changing."""
+
+    def __init__(self):
+        self.places = Memo("runtime.bucket_places", 256)
+
+    def observe(self, walk, device) -> None:
+        if all(node.is_leaf or node.op in _MOVES for node in walk.order):
+            return  # a read through views (a loop over parameters): nothing to share
+        shapes = [leaf.types[0].shape for leaf in walk.data]
+        key = _place(walk)
+        place = self.places.get(key)
+        if place is None:
+            self.places.put(key, _Place(shapes))
+            return
+        for p, (old, new) in enumerate(zip(place.shapes, shapes)):
+            changed = [d for d, (a, b) in enumerate(zip(old, new)) if a != b]
+            # one dimension changing while the others keep their sizes: a
+            # batch or a sequence length, not another tensor of the same rank
+            if len(changed) != 1 or (p, changed[0]) in place.learned or changed[0] in walk.data[p].dynamic:
+                continue
+            d = changed[0]
+            sizes = place.sizes.setdefault((p, d), {old[d]})
+            sizes.add(new[d])
+            if len(sizes) >= 3:  # it has changed twice: a third program otherwise
+                place.learned.add((p, d))
+                seen = ", ".join(map(str, sorted(sizes)))
+                events.emit("buckets", device, f"input {p} ({walk.data[p].types[0]}{_user(walk, p)}) "
+                            f"has had sizes {seen} along dim {d}: marked dynamic")
+        place.shapes = shapes
+        for p, d in place.learned:
+            if d not in walk.data[p].dynamic:
+                mark(walk.data[p], d)
+
+    def clear(self) -> None:
+        self.places.clear()
+
+
+_MOVES = frozenset({"reshape", "permute", "slice", "broadcast_in_dim", "convert", "constant", "iota"})
+
+
+def _place(walk) -> bytes:
+    """The walk without sizes: op names, edges, the inputs' ranks and dtypes,
+    and the user's lines that recorded its ops."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update("|".join(node.op for node in walk.order).encode())
+    h.update(walk.encoding[8 + 16 * len(walk.order):])
+    h.update(repr([(leaf.types[0].rank, leaf.types[0].dtype) for leaf in walk.data]).encode())
+    h.update(array("q", [hash(node.loc) for node in walk.order]).tobytes())
+    return h.digest()
+
+
+def _user(walk, p: int) -> str:
+    """Where input ``p`` is first used: ``, used at file:line``, or nothing."""
+    leaf = walk.data[p]
+    for node in walk.order:
+        if node.loc is not None and any(type(o) is Value and o[0] is leaf for o in node.operands):
+            file, line = resolve(node.loc)
+            return f", used at {file}:{line}"
+    return ""
+
+
+LEARNED = Learner()
