@@ -19,8 +19,8 @@ signatures, 0 run every lowering's Python each call (see :mod:`lazycore.recipes`
 under this folder (see :mod:`lazycore.inspect_graph`).
 ``LAZYCORE_BUCKETS``: the sizes a dynamic dimension is padded to (``16,48,64``;
 default powers of two; ``off``: marks are ignored, see :mod:`lazycore.runtime.buckets`).
-``LAZYCORE_LEARN_BUCKETS``: 1 (default) mark an input dimension dynamic once it
-has changed twice at the same place, 0 only the dimensions the user marks.
+``LAZYCORE_LEARN_BUCKETS``: 1 mark an input dimension dynamic once it has
+changed twice at the same place; 0 (default) only the dimensions the user marks.
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ class Settings:
     """``LAZYCORE_BUCKETS``: the sizes a dynamic dimension (``lazycore.torch.dynamic``)
     is padded to: None powers of two, ``()`` none (``off``: marks are ignored),
     else these sizes (a size above the largest is not padded)."""
-    learn_buckets: bool = _env_flag("LAZYCORE_LEARN_BUCKETS", True)
+    learn_buckets: bool = _env_flag("LAZYCORE_LEARN_BUCKETS", False)
     """``LAZYCORE_LEARN_BUCKETS``: mark an input dimension dynamic once its size
     has changed twice at the same place of the same graph (the debug log says so)."""
     dump_dir: str | None = os.environ.get("LAZYCORE_DUMP_DIR") or None

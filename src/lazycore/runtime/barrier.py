@@ -271,6 +271,8 @@ def sync(device, wait: bool = True) -> int:
         node = t._value.node
         if type(node) is Data:
             held.add(id(node))
+        elif type(node) is buckets.Cut:  # a padded result's value: no work (lazycore.runtime.buckets)
+            held.add(id(node.source))
         else:
             pending.append(t)
     if not pending:

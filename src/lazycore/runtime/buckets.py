@@ -11,7 +11,8 @@ dimension come back as a lazy slice of the padded result. A graph that the
 padding rules cannot prove exact compiles at its own sizes, as without
 marks, and ``LAZYCORE_DEBUG`` says which op refused.
 
-The learned policy (``settings.learn_buckets``): at a barrier whose graph has
+The learned policy (``settings.learn_buckets``, ``LAZYCORE_LEARN_BUCKETS=1``;
+off by default, as it changes which programs a changing shape compiles): at a barrier whose graph has
 the same structure as an earlier one (ops and edges, sizes aside), an input
 dimension whose size has changed twice is marked dynamic, from then on, in
 every barrier of that structure; the debug log names it.
@@ -27,6 +28,7 @@ from array import array
 import numpy as np
 
 from lazycore.dialect.spec import spec_of
+from lazycore.dialect.types import TensorType
 from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.failure import Failure
@@ -61,26 +63,64 @@ class Bucketed:
         self.out_types = [v.type for v in walk.outputs]
         self.original = original
         """The outputs' unpadded types."""
-        self.cut = [any(sym is not None and symbols[sym] != sym for f in pads.values() for _, sym in f)
-                    for pads in out_pads]
-        """Per output: its program result is larger than the value."""
+        self.out_pads = out_pads
+        self.symbols = symbols
 
     def value(self, k: int, leaf: Data) -> Value:
-        """The value of output ``k`` from its result ``leaf``: a lazy slice of a padded result."""
-        if not self.cut[k]:
+        """The value of output ``k`` from its result ``leaf``: a :class:`Cut` of a padded result."""
+        pads = self.out_pads[k]
+        sizes = {sym: self.symbols[sym] for f in pads.values() for _, sym in f if sym is not None}
+        if all(b == n for n, b in sizes.items()):
             return Value(leaf, 0)
-        t = self.original[k]
-        kwargs = {"start": (0,) * t.rank, "limit": tuple(t.shape), "strides": (1,) * t.rank}
-        operands = (Value(leaf, 0),)
-        attrs, prefix = node_prefix(spec_of("slice"), kwargs, (t,))
-        return Value(Cut("slice", operands, attrs, (t,), digest(prefix + operand_bytes(operands))), 0)
+        return Value(Cut.of(leaf, self.original[k], pads, sizes), 0)
 
 
 class Cut(Node):
-    """The slice that is a padded result's value: a read copies the padded
-    result and cuts it on the host (no program); anything else computes it."""
+    """A padded result's value: the valid part of ``source``. A barrier
+    leaves it pending (it is no work); a read copies the padded result and
+    cuts it on the host; a graph that uses it is padded with ``source`` as
+    its input (no copy), or, when the padding rules refuse that graph,
+    computes it (a slice; with a reshape on each side where a padded
+    dimension is merged with others)."""
 
-    __slots__ = ()
+    __slots__ = ("source", "layout", "sizes")
+
+    @classmethod
+    def of(cls, source: Data, t, layout: dict, sizes: dict[int, int]) -> "Cut":
+        expanded, limits = _expanded(t, layout, sizes)
+        v = Value(source, 0)
+        if len(expanded) != t.rank:
+            v = Value(_node("reshape", (v,), {"shape": expanded}, TensorType(expanded, t.dtype)), 0)
+        kwargs = {"start": (0,) * len(limits), "limit": limits, "strides": (1,) * len(limits)}
+        if len(expanded) == t.rank:
+            cut = _node("slice", (v,), kwargs, t, cls)
+        else:
+            v = Value(_node("slice", (v,), kwargs, TensorType(limits, t.dtype)), 0)
+            cut = _node("reshape", (v,), {"shape": t.shape}, t, cls)
+        cut.source, cut.layout, cut.sizes = source, layout, sizes
+        return cut
+
+    def host(self, array: np.ndarray) -> np.ndarray:
+        """The value from ``source``'s host copy."""
+        expanded, limits = _expanded(self.types[0], self.layout, self.sizes)
+        window = tuple(slice(0, n) for n in limits)
+        return np.ascontiguousarray(array.reshape(expanded)[window].reshape(self.types[0].shape))
+
+
+def _expanded(t, layout: dict, sizes: dict[int, int]) -> tuple[tuple, tuple]:
+    """The padded result with each padded dimension split into its factors,
+    and the valid sizes of that shape."""
+    expanded, limits = [], []
+    for d, n in enumerate(t.shape):
+        for size, sym in layout.get(d, ((n, None),)):
+            expanded.append(size if sym is None else sizes[sym])
+            limits.append(size)
+    return tuple(expanded), tuple(limits)
+
+
+def _node(op: str, operands: tuple, kwargs: dict, t, cls=Node) -> Node:
+    attrs, prefix = node_prefix(spec_of(op), kwargs, (t,))
+    return cls(op, operands, attrs, (t,), digest(prefix + operand_bytes(operands)))
 
 
 def prepare(walk, device) -> Bucketed | None:
@@ -90,7 +130,7 @@ def prepare(walk, device) -> Bucketed | None:
         return None
     if settings.learn_buckets:
         LEARNED.observe(walk, device)
-    marks: dict[int, dict[int, int]] = {}
+    marks: dict[int, dict] = {}
     symbols: dict[int, int] = {}
     for leaf in walk.data:
         if not leaf.dynamic:
@@ -102,10 +142,13 @@ def prepare(walk, device) -> Bucketed | None:
             n = leaf.types[0].shape[d]
             b = bucket(n)
             if n >= 2 and b is not None:  # size 1 is every broadcast's: no symbol
-                dims[d] = n
+                dims[d] = ((n, n),)
                 symbols[n] = b
         if dims:
             marks[id(leaf)] = dims
+    for node in walk.order:  # padded results of earlier programs stay padded
+        if type(node) is Cut and all(symbols.setdefault(n, b) == b for n, b in node.sizes.items()):
+            marks[id(node)] = node.layout
     if not marks:
         return None
     from lazycore.runtime.barrier import Walk  # the barrier calls this module

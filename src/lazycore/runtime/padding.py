@@ -169,11 +169,14 @@ class Padded:
 
     # --- the walk ------------------------------------------------------------------
 
-    def node(self, node: Node, marks: dict[int, int] | None) -> None:
+    def node(self, node: Node, marks: dict[int, Factors] | None) -> None:
+        if marks and not node.is_leaf:  # a padded result's cut: that result, padded
+            self.new[id(node)] = (node.source, [dict(marks)])
+            return
         if node.is_leaf:
             if marks:
                 t = node.types[0]
-                dims = {d: ((n, n),) for d, n in marks.items()}
+                dims = dict(marks)
                 leaf = Data(None, TensorType(self.widened(t.shape, dims), t.dtype), owned=False)
                 self.inputs.append((node, leaf))
                 self.new[id(node)] = (leaf, [dims])
@@ -241,14 +244,8 @@ class Padded:
         return self.splat(self.value("convert", (total,), {"dtype": dtype}), shape)
 
 
-def prefix_layout(factors: Factors) -> bool:
-    """The valid positions are the first ones (the padded factor is outermost
-    and the only one): the unpadded value is a slice of the padded one."""
-    return factors[0][1] is not None and all(sym is None for _, sym in factors[1:])
-
-
-def pad_graph(walk, marks: dict[int, dict[int, int]], symbols: dict[int, int]) -> tuple[Padded, list[Value], list]:
-    """``walk``'s graph with the ``marks`` (id(leaf) -> {dim: symbol}) padded
+def pad_graph(walk, marks: dict[int, dict[int, Factors]], symbols: dict[int, int]) -> tuple[Padded, list[Value], list]:
+    """``walk``'s graph with the ``marks`` (id(leaf or cut) -> {dim: factors}) padded
     to ``symbols``' buckets: the :class:`Padded` state, the new output values,
     and per output its padded dims. Raises :class:`Refused`."""
     state = Padded(symbols)
@@ -257,8 +254,6 @@ def pad_graph(walk, marks: dict[int, dict[int, int]], symbols: dict[int, int]) -
     outputs, out_pads = [], []
     for v in walk.outputs:
         new, padded = state.new[id(v[0])]
-        if not all(map(prefix_layout, padded[v[1]].values())):
-            raise Refused(f"an output of {_where(v[0])} has a padded dimension merged with another")
         outputs.append(Value(new, v[1]))
         out_pads.append(padded[v[1]])
     return state, outputs, out_pads

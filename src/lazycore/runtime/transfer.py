@@ -143,16 +143,17 @@ def _materialize(t: LazyTensor, cut: bool = False) -> Data:
     if not isinstance(t, LazyTensor):
         raise TypeError(f"expected a LazyTensor, got {type(t).__name__}")
     TRACE.taint()  # a lowering that observes values cannot be replayed
-    if t.pending:
+    if t.pending and type(t._value.node) is not buckets.Cut:
         events.emit("implicit_barrier", t.type)
         barrier.sync(t.device)
-        if not cut and type(t._value.node) is buckets.Cut:
-            barrier.sync(t.device)
+    if not cut and type(t._value.node) is buckets.Cut:  # the slice, as a program of its own
+        t.device.wait()
+        t._value = Value(Data(barrier.run_alone(t.device, [t._value])[0], t.type, True), 0)
     running = t.device.running
     if running is not None and running.flags:
         t.device.wait()  # its value checks may fail this value (lazycore.runtime.checks)
     leaf = t._value.node
-    padded = leaf.operands[0][0] if type(leaf) is buckets.Cut else leaf
+    padded = leaf.source if type(leaf) is buckets.Cut else leaf
     if type(padded.buffer) is Failure:  # its computation failed (lazycore.runtime.failures)
         raise padded.buffer.error()
     return leaf
@@ -163,10 +164,9 @@ def to_numpy(t: LazyTensor) -> np.ndarray:
 
     Raises :class:`~lazycore.ir.failure.BarrierError` when computing it failed."""
     leaf = _materialize(t, cut=True)
-    window = None
+    cut = None
     if type(leaf) is buckets.Cut:  # a padded result: the valid part is cut here
-        window = tuple(slice(0, n) for n in leaf.types[0].shape)
-        leaf = leaf.operands[0][0]
+        cut, leaf = leaf, leaf.source
     # A copy: the host view of a CPU buffer shares its memory, and the buffer
     # may later be donated and overwritten.
     events.emit("transfer", "device-to-host", leaf.types[0], None)
@@ -182,8 +182,8 @@ def to_numpy(t: LazyTensor) -> np.ndarray:
             # in their leaves (lazycore.runtime.barrier._Launch); read again
             t.device.wait()
             host = np.array(pjrt.to_host(_materialize(t).buffer))
-        if window is not None:
-            host = np.ascontiguousarray(host[window])
+        if cut is not None:
+            host = cut.host(host)
     events.bump("transfers_to_host")
     events.bump("bytes_to_host", host.nbytes)
     return host
