@@ -53,6 +53,10 @@ absolute difference from the baseline's numbers, which is checked.
    ``torch.compile(step, backend="lazycore")``; first-call times and
    lazycore's compile counts; every final loss and parameter checked against
    eager torch.
+10. Shape buckets (``benchmarks/buckets.py``): an MLP training step over
+   batch sizes 30..33 and a transformer block over sequence lengths 40..64,
+   marked ``dynamic`` or not: compiles, sweep time, the loss against eager
+   torch's; the steady step padded and at its own size.
 
 The persistent compile cache is off in this process (benchmarks 4 and 5
 count compiles); benchmark 4 measures it in processes of its own.
@@ -833,8 +837,14 @@ def bench_gpt(args):
     gpt.bench(args, sys.modules[__name__])
 
 
+def bench_buckets(args):
+    import buckets
+
+    buckets.bench(args, sys.modules[__name__])
+
+
 BENCHES = {1: bench_tracing, 2: bench_training, 3: bench_fusion, 4: bench_first_step, 5: bench_recompiles,
-           6: bench_heat, 7: bench_gpt}
+           6: bench_heat, 7: bench_gpt, 10: bench_buckets}
 
 
 # --- output ----------------------------------------------------------------------------------------
@@ -883,7 +893,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="CI smoke: tiny sizes, few steps; checks runs + numerics only")
     p.add_argument("--json", type=pathlib.Path, default=HERE / "results.json", help="where to write the results")
-    p.add_argument("--only", default="", help="comma-separated benchmark numbers (1-7)")
+    p.add_argument("--only", default="", help="comma-separated benchmark numbers (1-7, 10)")
     p.add_argument("--steps", type=int, default=None, help="timed steps (default 20, --quick 3)")
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 3, --quick 1)")
     p.add_argument("--no-torch-compile", action="store_true", help="skip torch.compile (inductor) in benchmarks 2 and 7")

@@ -43,7 +43,8 @@ def matches(expected: str, got: str) -> bool:
     return re.fullmatch(pattern, got, re.S) is not None
 
 
-@pytest.mark.parametrize("title", ["Walkthrough: a fused lowering", "Exporting StableHLO: `lazycore.export`"])
+@pytest.mark.parametrize("title", ["Walkthrough: a fused lowering", "Exporting StableHLO: `lazycore.export`",
+                                   "Shape buckets: `dynamic`"])
 def test_walkthrough_runs_and_prints_what_the_readme_shows(title, restore_lowerings):
     blocks = steps(section(title))
     assert blocks and any(expected is not None for _, expected in blocks)

@@ -84,6 +84,8 @@ class Cut(Node):
     dimension is merged with others)."""
 
     __slots__ = ("source", "layout", "sizes")
+    made = 0
+    """How many were made: until the first, barriers do not look for them."""
 
     @classmethod
     def of(cls, source: Data, t, layout: dict, sizes: dict[int, int]) -> "Cut":
@@ -98,6 +100,7 @@ class Cut(Node):
             v = Value(_node("slice", (v,), kwargs, TensorType(limits, t.dtype)), 0)
             cut = _node("reshape", (v,), {"shape": t.shape}, t, cls)
         cut.source, cut.layout, cut.sizes = source, layout, sizes
+        Cut.made += 1
         return cut
 
     def host(self, array: np.ndarray) -> np.ndarray:
@@ -146,7 +149,7 @@ def prepare(walk, device) -> Bucketed | None:
                 symbols[n] = b
         if dims:
             marks[id(leaf)] = dims
-    for node in walk.order:  # padded results of earlier programs stay padded
+    for node in walk.order if Cut.made else ():  # padded results of earlier programs stay padded
         if type(node) is Cut and all(symbols.setdefault(n, b) == b for n, b in node.sizes.items()):
             marks[id(node)] = node.layout
     if not marks:
