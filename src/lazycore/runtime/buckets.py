@@ -18,7 +18,9 @@ dimension whose size has changed twice is marked dynamic, from then on, in
 every barrier of that structure; the debug log names it.
 
 Padding an input costs a copy through the host (the marked buffer is read,
-padded with zeros and uploaded; counted as transfers).
+padded with zeros and uploaded; counted as transfers). When the graph
+cannot be padded as marked, it is tried once more with every unmarked input
+dimension of a padded size padded as well (labels beside marked inputs).
 """
 
 from __future__ import annotations
@@ -157,7 +159,14 @@ def prepare(walk, device) -> Bucketed | None:
     from lazycore.runtime.barrier import Walk  # the barrier calls this module
 
     try:
-        state, outputs, out_pads = pad_graph(walk, marks, symbols)
+        try:
+            state, outputs, out_pads = pad_graph(walk, marks, symbols)
+        except Refused:
+            # unmarked inputs of a padded size (labels beside marked inputs): padded too, once
+            more = _sized_like(walk, marks, symbols)
+            if not more:
+                raise
+            state, outputs, out_pads = pad_graph(walk, {**marks, **more}, symbols)
         padded = Walk(outputs)
         if [c.op for c in checks.nodes(padded)] != [c.op for c in checks.nodes(walk)]:
             raise Refused("its value checks changed order")
@@ -170,6 +179,17 @@ def prepare(walk, device) -> Bucketed | None:
     except Exception:  # the buffer's program failed: the barrier settles it unpadded
         return None
     return Bucketed(padded, out_pads, symbols, [v.type for v in walk.outputs])
+
+
+def _sized_like(walk, marks: dict, symbols: dict[int, int]) -> dict[int, dict]:
+    """Marks for the unmarked inputs' dimensions that have a symbol's size."""
+    more = {}
+    for leaf in walk.data:
+        if id(leaf) not in marks and leaf.sharding is None and type(leaf.buffer) is not Failure:
+            dims = {d: ((n, n),) for d, n in enumerate(leaf.types[0].shape) if n in symbols}
+            if dims:
+                more[id(leaf)] = dims
+    return more
 
 
 def _padded_buffer(leaf: Data, shape: tuple, device):

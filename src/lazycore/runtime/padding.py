@@ -20,7 +20,10 @@ the frontend made a scalar parameter, so it needs nothing more. Values made
 without an input (``broadcast_in_dim`` of a scalar, ``iota``, a splat
 constant) that have a dimension of size ``n`` are constant along it and are
 widened too: autograd's ``expand`` of a mean's gradient to the batch shape is
-one.
+one; so is the first ``n`` of a longer dimension (``causal[:t, :t]``), whose
+first ``b`` keep those ``n`` in front. Lookups at padded indices (``gather``:
+an embedding of padded tokens) are kept; updates at padded indices
+(``scatter``: its gradient) are masked with the mode's identity.
 
 A padded dimension is a list of *factors*, ``(size, symbol or None)``
 outermost first: a reshape that merges it with others (``linear`` on a
@@ -47,7 +50,7 @@ from lazycore.ir.sourceloc import resolve
 
 ELEMENTWISE = frozenset(UNARY) | frozenset(BINARY) | {"compare", "select", "convert", "bitcast_convert"}
 REDUCTIONS = {"reduce_sum": "zero", "reduce_prod": "one", "reduce_max": "low", "reduce_min": "high"}
-WIDENED = frozenset({"broadcast_in_dim", "iota", "constant"})
+WIDENED = frozenset({"broadcast_in_dim", "iota", "constant", "slice"})
 """Ops that make values of their own whose dimensions of a symbol's size are widened."""
 
 
@@ -300,23 +303,37 @@ def _mean_count(state, node, operands):
 
 
 def _stretched(state, v: Value, have: dict, want: dict) -> Value:
-    """``v`` padded as ``want`` where it is a broadcast constant along the
-    dimensions it lacks (a bias broadcast to ``(batch * seq, d)``: a size no
-    symbol has); else ``v`` (the op's rule then refuses the sizes)."""
+    """``v`` padded as ``want`` where it is constant along the dimensions it
+    lacks (a bias broadcast to ``(batch * seq, d)``, an iota along another
+    dimension, a splat: sizes no symbol has); else ``v`` (the op's rule then
+    refuses the sizes)."""
     node = v[0]
-    if node.op != "broadcast_in_dim":
+    t = v.type
+    op = node.op
+    operands = node.operands
+    if op == "broadcast_in_dim":
+        source = node.operands[0][0].types[node.operands[0][1]].shape
+        stretched = {d: i for i, d in enumerate(node.attrs["dims"])}
+        fixed = {d for d in stretched if source[stretched[d]] != 1}
+    elif op == "iota":
+        d = node.attrs["dim"]
+        # along its own dimension an iota widens only where the valid positions come first
+        fixed = {d} if len(want.get(d, ())) != 1 else set()
+    elif op == "constant" and node.attrs["value"].size and (node.attrs["value"] == node.attrs["value"].flat[0]).all():
+        fixed = set()
+    else:
         return v
-    dims, shape = node.attrs["dims"], node.attrs["shape"]
-    source = node.operands[0][0].types[node.operands[0][1]].shape
-    stretched = {d: i for i, d in enumerate(dims)}
     out = dict(have)
     for d, f in want.items():
         if d not in have:
-            if d in stretched and source[stretched[d]] != 1:
+            if d in fixed:
                 return v
             out[d] = f
-    widened = tuple(state.size(out[j]) if j in out else n for j, n in enumerate(shape))
-    return state.value("broadcast_in_dim", node.operands, {**node.attrs, "shape": widened})
+    widened = tuple(state.size(out[j]) if j in out else n for j, n in enumerate(t.shape))
+    if op == "constant":
+        value = node.attrs["value"]
+        return state.value("constant", (), {"value": np.full(widened, value.flat[0], value.dtype)})
+    return state.value(op, operands, {**node.attrs, "shape": widened})
 
 
 def _check(state, node, operands, pads):
@@ -439,7 +456,14 @@ def _slice(state, node, operands, pads):
         if a["start"][d] != 0 or a["strides"][d] != 1 or a["limit"][d] != source[d]:
             raise Refused(f"{_where(node)} takes part of a padded dimension")
         limit[d] = state.size(f)
-    return {**a, "limit": tuple(limit)}, operands, dict(pads[0])
+    out = dict(pads[0])
+    for d, f in state.fresh_dims(node.types[0].shape).items():
+        b = state.size(f)
+        if d not in out and a["start"][d] == 0 and a["strides"][d] == 1 and source[d] >= b:
+            # the first n of a longer dimension (a causal mask buffer's [:t, :t]): its first b
+            out[d] = f
+            limit[d] = b
+    return {**a, "limit": tuple(limit)}, operands, out
 
 
 def _concatenate(state, node, operands, pads):
@@ -462,6 +486,51 @@ def _reverse(state, node, operands, pads):
     return node.attrs, operands, dict(pads[0])
 
 
+def _index_batch(rank: int, index_vector_dim: int) -> list[int]:
+    """The dimensions of an index array that enumerate lookups (all but the index vector's)."""
+    return [d for d in range(rank) if d != index_vector_dim]
+
+
+def _gather(state, node, operands, pads):
+    """Lookups at padded indices (an embedding of padded tokens): the padded
+    positions look up something (indices are clamped) and stay garbage."""
+    a = node.attrs
+    pa, pi = pads
+    if pa or any(d in pi for d in a["start_indices_batching_dims"]) or a["index_vector_dim"] in pi:
+        raise Refused(f"{_where(node)} gathers from or along a padded dimension")
+    rank = len(a["offset_dims"]) + len(_index_batch(operands[1].type.rank, a["index_vector_dim"]))
+    positions = [j for j in range(rank) if j not in a["offset_dims"]]
+    batch = _index_batch(operands[1].type.rank, a["index_vector_dim"])
+    return a, operands, {positions[k]: pi[d] for k, d in enumerate(batch) if d in pi}
+
+
+_SCATTER_FILL = {"add": "zero", "mul": "one", "max": "low", "min": "high"}
+
+
+def _scatter(state, node, operands, pads):
+    """Updates at padded positions (an embedding's gradient) combine the
+    mode's identity: they change nothing wherever their garbage index points."""
+    a = node.attrs
+    po, pi, pu = pads
+    window = a["update_window_dims"]
+    if po or a["mode"] not in _SCATTER_FILL or any(d in pu for d in window) or a["index_vector_dim"] in pi \
+            or any(d in pi for d in a["scatter_indices_batching_dims"]):
+        raise Refused(f"{_where(node)} scatters into, or with mode {a['mode']} along, a padded dimension")
+    scattered = [d for d in range(operands[2].type.rank) if d not in window]
+    batch = _index_batch(operands[1].type.rank, a["index_vector_dim"])
+    masked = {}
+    for u, i in zip(scattered, batch):
+        fu, fi = pu.get(u), pi.get(i)
+        if fu is not None and fi is not None and fu != fi:
+            raise Refused(f"{_where(node)} pairs dimensions padded in different layouts")
+        if fu or fi:
+            masked[u] = fu or fi
+    updates = state.mask(operands[2], masked, _SCATTER_FILL[a["mode"]]) if masked else operands[2]
+    if masked and any(u not in pu for u in masked):
+        raise Refused(f"{_where(node)} scatters unpadded updates at padded indices")
+    return a, [operands[0], operands[1], updates], {}
+
+
 RULES = {name: _elementwise for name in ELEMENTWISE}
 RULES.update({
     "check": _check,
@@ -477,5 +546,7 @@ RULES.update({
     "concatenate": _concatenate,
     "pad": _pad,
     "reverse": _reverse,
+    "gather": _gather,
+    "scatter": _scatter,
 })
 RULES.update(dict.fromkeys(REDUCTIONS, _reduce))

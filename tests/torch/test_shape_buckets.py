@@ -117,3 +117,42 @@ def test_dynamic_needs_a_lazy_input(dev):
     with pytest.raises(IndexError):
         ltorch.dynamic(x, 2)
     assert ltorch.dynamic(x, 0) is x
+
+
+class TokenLM(torch.nn.Module):
+    """Token and position embeddings, attention masked by a causal buffer's ``[:t, :t]``, a vocabulary head."""
+
+    def __init__(self, vocab=30, d=8, context=64):
+        super().__init__()
+        self.tok, self.pos = torch.nn.Embedding(vocab, d), torch.nn.Embedding(context, d)
+        self.head = torch.nn.Linear(d, vocab)
+        self.register_buffer("causal", torch.ones(context, context, dtype=torch.bool).tril())
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
+        att = (x @ x.transpose(-1, -2)) / math.sqrt(x.shape[-1])
+        att = att.masked_fill(~self.causal[:t, :t], float("-inf")).softmax(-1)
+        return self.head(att @ x)
+
+
+def test_token_model_embeddings_and_their_gradients_over_lengths(dev):
+    torch.manual_seed(2)
+    model = TokenLM()
+    lazy = TokenLM().to(dev)
+    lazy.load_state_dict(model.state_dict())
+    compiled = 0
+    for t in (40, 43, 47):
+        idx, target = torch.randint(0, 30, (2, t)), torch.randint(0, 30, (2, t))
+        model.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(idx).reshape(-1, 30), target.reshape(-1))
+        loss.backward()
+
+        lazy.zero_grad()
+        li, lt = ltorch.dynamic(idx.to(dev), 1), ltorch.dynamic(target.to(dev), 1)
+        got = torch.nn.functional.cross_entropy(lazy(li).reshape(-1, 30), lt.reshape(-1))
+        got.backward()  # the embeddings' gradients scatter-add the padded positions' zeros
+        compiled += step_compiles(ltorch.mark_step)
+        torch.testing.assert_close(got.cpu(), loss.detach(), rtol=1e-6, atol=0)
+        check_grads(lazy, model)
+    assert compiled == 1
