@@ -312,12 +312,15 @@ def sync(device, wait: bool = True) -> int:
             key = _compiler().make_key(walk.encoding, device, donate, pipeline)
             if fp is not None:
                 stepplans.remember(fp, walk, slots, out_types, counts)
-            bucketed = buckets.prepare(walk, device)
-            if bucketed is not None:  # marked inputs padded: the program of their buckets
-                walk, out_types = bucketed.walk, bucketed.out_types
-                data, packs = walk.data, list(walk.packs.items())
+            def keyed(data, out_types, encoding):
                 donate = plan_donation(data, out_types, held) if settings.donation else {}
-                key = _compiler().make_key(walk.encoding, device, donate, pipeline)
+                return donate, _compiler().make_key(encoding, device, donate, pipeline)
+
+            bucketed = buckets.prepare(walk, device, keyed)
+            if bucketed is not None:  # marked inputs padded: the program of their buckets
+                walk = bucketed.walk or walk  # None: its program is cached
+                data, packs, out_types = bucketed.data, bucketed.packs, bucketed.out_types
+                donate, key = bucketed.donate, bucketed.key
     events.record_graph(*counts)
     if failures.seen[0] and any(type(leaf.buffer) is Failure for leaf in data):
         return _contain(device, pending, slots, len(out_types), None, wait)

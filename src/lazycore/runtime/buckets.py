@@ -34,7 +34,7 @@ from lazycore.dialect.types import TensorType
 from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.failure import Failure
-from lazycore.ir.graph import Data, Node, Value, digest, node_prefix, operand_bytes
+from lazycore.ir.graph import Data, Node, Scalar, Value, digest, node_prefix, operand_bytes
 from lazycore.ir.memo import Memo
 from lazycore.ir.sourceloc import resolve
 from lazycore.runtime import checks, pjrt
@@ -58,15 +58,19 @@ def mark(leaf: Data, dim: int) -> None:
 
 
 class Bucketed:
-    """A barrier's walk at bucket sizes, and how its outputs go back to their own sizes."""
+    """A barrier's program at bucket sizes: its arguments, key, and how its
+    outputs go back to their own sizes."""
 
-    def __init__(self, walk, out_pads: list[dict], symbols: dict[int, int], original: list):
+    def __init__(self, walk, data: list, packs: list, plan: "_Plan", keyed):
         self.walk = walk
-        self.out_types = [v.type for v in walk.outputs]
-        self.original = original
+        """The padded walk; None when recalled from a plan (its program is cached)."""
+        self.data, self.packs = data, packs
+        self.out_types = plan.out_types
+        self.original = plan.original
         """The outputs' unpadded types."""
-        self.out_pads = out_pads
-        self.symbols = symbols
+        self.out_pads = plan.out_pads
+        self.symbols = plan.symbols
+        self.donate, self.key = keyed(data, plan.out_types, plan.encoding)
 
     def value(self, k: int, leaf: Data) -> Value:
         """The value of output ``k`` from its result ``leaf``: a :class:`Cut` of a padded result."""
@@ -128,16 +132,52 @@ def _node(op: str, operands: tuple, kwargs: dict, t, cls=Node) -> Node:
     return cls(op, operands, attrs, (t,), digest(prefix + operand_bytes(operands)))
 
 
-def prepare(walk, device) -> Bucketed | None:
+class _Plan:
+    """How a padded program is called, by the unpadded walk's parameters
+    (:data:`PLANS`): a step like an earlier one skips rebuilding its graph."""
+
+    __slots__ = ("encoding", "data", "packs", "out_types", "original", "out_pads", "symbols")
+
+    def __init__(self, walk, padded, state, out_pads, symbols):
+        index = {id(leaf): i for i, leaf in enumerate(walk.params)}
+        source = {id(new): index[id(leaf)] for leaf, new in state.inputs}
+        self.encoding = padded.encoding
+        self.data = [(index[id(leaf)], None) if id(leaf) in index else (source[id(leaf)], leaf.types[0])
+                     for leaf in padded.data]
+        """Per argument: the walk's parameter, and the type it is padded to (None: as it is)."""
+        valid = {id(leaf): n for n, leaf in state.valid.items()}
+        self.packs = [(dtype, [(index[id(leaf)], None) if id(leaf) in index else (None, valid[id(leaf)])
+                               for leaf in group]) for dtype, group in padded.packs.items()]
+        """Per scalar pack: the walk's parameter or a valid size, per entry."""
+        self.out_types = [v.type for v in padded.outputs]
+        self.original = [v.type for v in walk.outputs]
+        self.out_pads, self.symbols = out_pads, symbols
+
+    def arguments(self, walk, device) -> tuple[list, list]:
+        params = walk.params
+        data = [params[i] if t is None else Data(_padded_buffer(params[i], t.shape, device), t, owned=False)
+                for i, t in self.data]
+        packs = [(dtype, [params[i] if i is not None else Scalar(np.asarray(n, np.int32), "i32") for i, n in group])
+                 for dtype, group in self.packs]
+        return data, packs
+
+
+PLANS = Memo("runtime.bucket_plans", 64)
+
+
+def prepare(walk, device, keyed) -> Bucketed | None:
     """``walk`` at bucket sizes when some of its inputs are marked dynamic and
-    the padding rules accept its graph; else None (it compiles as it is)."""
+    the padding rules accept its graph; else None (it compiles as it is).
+    ``keyed(data, out_types, encoding)``: the donation plan and compile key
+    of the padded program's arguments."""
     if settings.buckets == () or device.pjrt is None or isinstance(device.pjrt, pjrt.MeshTarget):
         return None
     if settings.learn_buckets:
         LEARNED.observe(walk, device)
     marks: dict[int, dict] = {}
     symbols: dict[int, int] = {}
-    for leaf in walk.data:
+    where = []  # the marks by position: a plan's key
+    for i, leaf in enumerate(walk.data):
         if not leaf.dynamic:
             continue
         if leaf.sharding is not None or type(leaf.buffer) is Failure:
@@ -151,13 +191,26 @@ def prepare(walk, device) -> Bucketed | None:
                 symbols[n] = b
         if dims:
             marks[id(leaf)] = dims
-    for node in walk.order if Cut.made else ():  # padded results of earlier programs stay padded
+            where.append((i, tuple(dims.items())))
+    for i, node in enumerate(walk.order if Cut.made else ()):  # padded results of earlier programs stay padded
         if type(node) is Cut and all(symbols.setdefault(n, b) == b for n, b in node.sizes.items()):
             marks[id(node)] = node.layout
+            where.append((-1 - i, tuple(node.layout.items())))
     if not marks:
         return None
     from lazycore.runtime.barrier import Walk  # the barrier calls this module
+    from lazycore.runtime.cache import CACHE
 
+    signature = (walk.encoding, tuple(where), tuple(sorted(symbols.items())))
+    plan = PLANS.get(signature)
+    if plan is not None and not settings.debug:  # debug lines describe the padded walk
+        try:
+            data, packs = plan.arguments(walk, device)
+        except Exception:  # an input's program failed: the barrier settles it unpadded
+            return None
+        known = Bucketed(None, data, packs, plan, keyed)
+        if known.key in CACHE:
+            return known
     try:
         try:
             state, outputs, out_pads = pad_graph(walk, marks, symbols)
@@ -178,7 +231,8 @@ def prepare(walk, device) -> Bucketed | None:
             new.buffer = _padded_buffer(leaf, new.types[0].shape, device)
     except Exception:  # the buffer's program failed: the barrier settles it unpadded
         return None
-    return Bucketed(padded, out_pads, symbols, [v.type for v in walk.outputs])
+    plan = PLANS.put(signature, _Plan(walk, padded, state, out_pads, symbols))
+    return Bucketed(padded, padded.data, list(padded.packs.items()), plan, keyed)
 
 
 def _sized_like(walk, marks: dict, symbols: dict[int, int]) -> dict[int, dict]:
