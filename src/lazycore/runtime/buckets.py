@@ -206,7 +206,7 @@ def prepare(walk, device, keyed) -> Bucketed | None:
     if plan is not None and not settings.debug:  # debug lines describe the padded walk
         try:
             data, packs = plan.arguments(walk, device)
-        except Exception:  # an input's program failed: the barrier settles it unpadded
+        except _Unready:  # an input's program failed: the barrier settles it unpadded
             return None
         known = Bucketed(None, data, packs, plan, keyed)
         if known.key in CACHE:
@@ -229,7 +229,7 @@ def prepare(walk, device, keyed) -> Bucketed | None:
     try:
         for leaf, new in state.inputs:
             new.buffer = _padded_buffer(leaf, new.types[0].shape, device)
-    except Exception:  # the buffer's program failed: the barrier settles it unpadded
+    except _Unready:  # the buffer's program failed: the barrier settles it unpadded
         return None
     plan = PLANS.put(signature, _Plan(walk, padded, state, out_pads, symbols))
     return Bucketed(padded, padded.data, list(padded.packs.items()), plan, keyed)
@@ -246,11 +246,20 @@ def _sized_like(walk, marks: dict, symbols: dict[int, int]) -> dict[int, dict]:
     return more
 
 
+class _Unready(Exception):
+    """An input's buffer could not be read: the program computing it failed."""
+
+
 def _padded_buffer(leaf: Data, shape: tuple, device):
+    """``leaf``'s buffer padded with zeros to ``shape``, through the host
+    (announced as transfers: a transfer guard sees these copies)."""
     t = leaf.types[0]
     events.emit("transfer", "device-to-host", t, None)
     with events.timed("transfer"):
-        host = np.asarray(pjrt.to_host(leaf.buffer))
+        try:
+            host = np.asarray(pjrt.to_host(leaf.buffer))
+        except Exception as e:
+            raise _Unready() from e
     events.bump("transfers_to_host")
     events.bump("bytes_to_host", host.nbytes)
     host = np.pad(host, [(0, b - s) for s, b in zip(host.shape, shape)])
