@@ -7,14 +7,17 @@ at the barrier to its bucket, the least size of ``settings.buckets``
 graph is rebuilt at bucket sizes with the masks that keep the padding out of
 every result (:mod:`lazycore.runtime.padding`), so a last small batch, or
 sequences of lengths 40 to 64, reuse one program; outputs with a padded
-dimension come back as a lazy slice of the padded result. A graph that the
+dimension come back as a :class:`Cut` of the padded result. A graph that the
 padding rules cannot prove exact compiles at its own sizes, as without
-marks, and ``LAZYCORE_DEBUG`` says which op refused.
+marks, and ``LAZYCORE_DEBUG`` says which op refused. A step like an earlier
+one (the same walk, marks and buckets) recalls how its padded program is
+called (:data:`PLANS`) instead of rebuilding the graph.
 
 The learned policy (``settings.learn_buckets``, ``LAZYCORE_LEARN_BUCKETS=1``;
-off by default, as it changes which programs a changing shape compiles): at a barrier whose graph has
-the same structure as an earlier one (ops and edges, sizes aside), an input
-dimension whose size has changed twice is marked dynamic, from then on, in
+off by default, as it changes which programs a changing shape compiles): at
+a barrier whose graph has the same structure as an earlier one (ops, edges
+and the user's lines, sizes aside), an input dimension whose size has
+changed twice, alone among that input's, is marked dynamic from then on in
 every barrier of that structure; the debug log names it.
 
 Padding an input costs a copy through the host (the marked buffer is read,
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 from array import array
+
 import numpy as np
 
 from lazycore.dialect.spec import spec_of

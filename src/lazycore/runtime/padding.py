@@ -15,8 +15,10 @@ dimension whole) computes the same values at valid positions as the
 unpadded op; an op that mixes positions along a padded dimension sees masked
 operands: a reduction the reduction's identity past the valid size, a
 contraction zeros in both operands (``0 * inf`` would be NaN), ``argmax``
-and ``argmin`` the far end of the type. A mean is a sum divided by a number
-the frontend made a scalar parameter, so it needs nothing more. Values made
+and ``argmin`` the far end of the type. A masked sum divided by its element
+count baked as a number (torch's ``mean``) is divided by the count computed
+from the valid sizes instead; a count passed as a scalar parameter (a mean's
+gradient) needs nothing. Values made
 without an input (``broadcast_in_dim`` of a scalar, ``iota``, a splat
 constant) that have a dimension of size ``n`` are constant along it and are
 widened too: autograd's ``expand`` of a mean's gradient to the batch shape is
@@ -33,9 +35,9 @@ flat one, and a later reshape may split the factors again. Values whose
 padded dimensions disagree on their factors never meet in one op.
 
 Any other op on a padded value (a slice that is not the whole dimension, a
-reshape that splits a padded factor, a gather, a cumulative op, ``reverse``, random bits)
-raises :class:`Refused`, and the barrier compiles the graph as it is: never a
-wrong value.
+reshape that splits a padded factor, a gather from it, a cumulative op,
+``reverse``, random bits) raises :class:`Refused`, and the barrier compiles
+the graph as it is: never a wrong value.
 """
 
 from __future__ import annotations
