@@ -156,3 +156,33 @@ def test_token_model_embeddings_and_their_gradients_over_lengths(dev):
         torch.testing.assert_close(got.cpu(), loss.detach(), rtol=1e-6, atol=0)
         check_grads(lazy, model)
     assert compiled == 1
+
+
+def test_unmarked_labels_beside_marked_inputs_are_padded_too(dev):
+    model = mlp()
+    lazy = mlp().to(dev)
+    compiled = 0
+    for n in (29, 30, 31):
+        x, y = torch.randn(n, 10), torch.randint(0, 5, (n,))
+        model.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        lazy.zero_grad()
+        got = torch.nn.functional.cross_entropy(lazy(ltorch.dynamic(x.to(dev), 0)), y.to(dev))  # y not marked
+        got.backward()
+        compiled += step_compiles(ltorch.mark_step)
+        torch.testing.assert_close(got.cpu(), loss.detach(), rtol=1e-6, atol=0)
+        check_grads(lazy, model)
+    assert compiled == 1
+
+
+def test_value_checks_do_not_see_the_padding(dev):
+    """Integer division checks its divisor for zeros: the padded positions (zeros) are masked out of that test."""
+    for n in (5, 6):
+        a, b = torch.arange(1, n + 1) * 7, torch.arange(1, n + 1)
+        la, lb = ltorch.dynamic(a.to(dev), 0), ltorch.dynamic(b.to(dev), 0)
+        got = torch.div(la, lb, rounding_mode="floor").sum()
+        assert got.item() == torch.div(a, b, rounding_mode="floor").sum().item() == 7 * n
+    zero = ltorch.dynamic(torch.tensor([1, 0, 3]).to(dev), 0)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):  # as eager: a real zero still fails
+        torch.div(ltorch.dynamic(torch.tensor([1, 2, 3]).to(dev), 0), zero, rounding_mode="floor").sum().item()

@@ -395,7 +395,9 @@ def on_barrier(walk, device, hit: bool, donate: dict[int, int], pipeline: str, l
     if settings.debug >= 2:
         from lazycore.runtime.compiler import build_module
 
-        text = build_module(walk).operation.get_asm(enable_debug_info=True)
+        module = build_module(walk)
+        with module.context:  # printing verifies, and an i64 attribute's check needs the context
+            text = module.operation.get_asm(enable_debug_info=True)
         _write(f"[lazycore] step {step} {device.name}: graph:\n{text.rstrip()}")
 events.listen("barrier", on_barrier)
 events.listen("failure", on_failure)
