@@ -140,3 +140,33 @@ def test_dynamic_refuses_what_it_cannot_mark():
     with pytest.raises(TypeError):
         lc.dynamic(np.ones(3), 0)
     assert lnp.dynamic(a, -1) is a
+
+
+W = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+# name -> (program on a (n, 4) array marked along axis 0, whether it is padded: one program for two sizes)
+PROGRAMS = {
+    "var": (lambda x, m: x.var(axis=0), True),
+    "argmin": (lambda x, m: x.argmin(axis=0), True),
+    "logsumexp": (lambda x, m: m.log(m.exp(x).sum(axis=0)), True),
+    "matmul": (lambda x, m: (x @ (W if m is np else lnp.asarray(W))).sum(axis=0), True),
+    "flatten": (lambda x, m: x.T.reshape(-1).sum(), True),
+    "prod": (lambda x, m: (x * 0.5 + 1).prod(axis=0), True),
+    "all": (lambda x, m: (x > -1.5).all(axis=0), True),
+    "log_of_padding": (lambda x, m: m.log(x * x).sum(axis=0), True),  # log(0) = -inf past the valid size
+    "take_columns": (lambda x, m: m.take(x, [0, 2], axis=1).sum(axis=0), True),
+    "cumsum": (lambda x, m: m.cumsum(x, axis=0), False),
+    "flip": (lambda x, m: x[::-1].sum(axis=0), False),
+    "concatenate_along_it": (lambda x, m: m.concatenate([x, x * 2], axis=0).sum(axis=0), False),
+}
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_programs_agree_with_numpy_padded_or_not(name, rng):
+    program, padded = PROGRAMS[name]
+    for n in (5, 7):
+        h = rng.standard_normal((n, 4)).astype(np.float32)
+        got = np.asarray(program(lnp.dynamic(lnp.asarray(h), 0), lnp))
+        want = np.asarray(program(h.astype(np.float64), np))
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert compiles() == (1 if padded else 2)

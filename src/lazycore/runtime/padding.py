@@ -35,7 +35,7 @@ flat one, and a later reshape may split the factors again. Values whose
 padded dimensions disagree on their factors never meet in one op.
 
 Any other op on a padded value (a slice that is not the whole dimension, a
-reshape that splits a padded factor, a gather from it, a cumulative op,
+reshape that splits a padded factor, a gather along it, a cumulative op,
 ``reverse``, random bits) raises :class:`Refused`, and the barrier compiles
 the graph as it is: never a wrong value.
 """
@@ -495,15 +495,26 @@ def _index_batch(rank: int, index_vector_dim: int) -> list[int]:
 
 def _gather(state, node, operands, pads):
     """Lookups at padded indices (an embedding of padded tokens): the padded
-    positions look up something (indices are clamped) and stay garbage."""
+    positions look up something (indices are clamped) and stay garbage. A
+    padded dimension of the operand that every lookup takes whole (``x[:, idx]``
+    of a batch) stays padded in the result."""
     a = node.attrs
     pa, pi = pads
-    if pa or any(d in pi for d in a["start_indices_batching_dims"]) or a["index_vector_dim"] in pi:
-        raise Refused(f"{_where(node)} gathers from or along a padded dimension")
-    rank = len(a["offset_dims"]) + len(_index_batch(operands[1].type.rank, a["index_vector_dim"]))
-    positions = [j for j in range(rank) if j not in a["offset_dims"]]
+    source = node.operands[0][0].types[node.operands[0][1]].shape
+    indexed = set(a["start_index_map"]) | set(a["collapsed_slice_dims"]) | set(a["operand_batching_dims"])
+    if any(d in indexed or a["slice_sizes"][d] != source[d] for d in pa) \
+            or any(d in pi for d in a["start_indices_batching_dims"]) or a["index_vector_dim"] in pi:
+        raise Refused(f"{_where(node)} gathers along a padded dimension")
     batch = _index_batch(operands[1].type.rank, a["index_vector_dim"])
-    return a, operands, {positions[k]: pi[d] for k, d in enumerate(batch) if d in pi}
+    rank = len(a["offset_dims"]) + len(batch)
+    positions = [j for j in range(rank) if j not in a["offset_dims"]]
+    out = {positions[k]: pi[d] for k, d in enumerate(batch) if d in pi}
+    windows = [d for d in range(len(source)) if d not in set(a["collapsed_slice_dims"]) | set(a["operand_batching_dims"])]
+    sizes = list(a["slice_sizes"])
+    for d, f in pa.items():
+        out[a["offset_dims"][windows.index(d)]] = f
+        sizes[d] = state.size(f)
+    return {**a, "slice_sizes": tuple(sizes)}, operands, out
 
 
 _SCATTER_FILL = {"add": "zero", "mul": "one", "max": "low", "min": "high"}
