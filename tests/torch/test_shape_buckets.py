@@ -186,3 +186,26 @@ def test_value_checks_do_not_see_the_padding(dev):
     zero = ltorch.dynamic(torch.tensor([1, 0, 3]).to(dev), 0)
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):  # as eager: a real zero still fails
         torch.div(ltorch.dynamic(torch.tensor([1, 2, 3]).to(dev), 0), zero, rounding_mode="floor").sum().item()
+
+
+def test_convolutions_over_a_padded_batch(dev):
+    """The batch is a convolution's batch dimension; the weight gradient contracts it."""
+    def cnn():
+        torch.manual_seed(3)
+        return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(4, 2, 3, stride=2),
+                                   torch.nn.Flatten(), torch.nn.Linear(2 * 3 * 3, 3))
+
+    model, lazy = cnn(), cnn().to(dev)
+    compiled = 0
+    for n in (5, 6, 7):  # the bucket of 8
+        x, y = torch.randn(n, 3, 8, 8), torch.randint(0, 3, (n,))
+        model.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        lazy.zero_grad()
+        got = torch.nn.functional.cross_entropy(lazy(ltorch.dynamic(x.to(dev), 0)), ltorch.dynamic(y.to(dev), 0))
+        got.backward()
+        compiled += step_compiles(ltorch.mark_step)
+        torch.testing.assert_close(got.cpu(), loss.detach(), rtol=1e-6, atol=0)
+        check_grads(lazy, model)
+    assert compiled == 1

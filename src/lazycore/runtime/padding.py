@@ -544,6 +544,30 @@ def _scatter(state, node, operands, pads):
     return a, [operands[0], operands[1], updates], {}
 
 
+def _convolution(state, node, operands, pads):
+    """N,C,spatial: a padded batch (input dim 0) or output feature (kernel
+    dim 0) dimension stays padded in the result; a padded input feature
+    dimension is contracted (both operands masked with zeros, as in
+    ``dot_general``: a weight gradient contracts the batch this way); a
+    window never slides over padding."""
+    a = node.attrs
+    pi, pk = pads
+    if any(d >= 2 for d in pi) or any(d >= 2 for d in pk):
+        raise Refused(f"{_where(node)} slides its window along a padded dimension")
+    inp, kernel = operands
+    contracted = _pair(node, pi, pk, (1,), (1,))
+    if contracted:
+        if a["groups"] != 1:
+            raise Refused(f"{_where(node)} groups a padded feature dimension")
+        inp, kernel = state.mask(inp, {1: contracted[0]}, "zero"), state.mask(kernel, {1: contracted[0]}, "zero")
+    out = {}
+    if 0 in pi:
+        out[0] = pi[0]
+    if 0 in pk:
+        out[1] = pk[0]
+    return a, [inp, kernel], out
+
+
 RULES = {name: _elementwise for name in ELEMENTWISE}
 RULES.update({
     "check": _check,
@@ -561,5 +585,6 @@ RULES.update({
     "reverse": _reverse,
     "gather": _gather,
     "scatter": _scatter,
+    "convolution": _convolution,
 })
 RULES.update(dict.fromkeys(REDUCTIONS, _reduce))
