@@ -84,24 +84,29 @@ def _cases(torch, quick):
     }
 
 
+def _step(ltorch, dev, model, loss_fn, inputs, dim, mark: bool) -> float:
+    """One lazy training step (its inputs marked along ``dim`` when ``mark``); its loss."""
+    model.zero_grad()
+    lazy_inputs = [x.to(dev) for x in inputs]
+    if mark:
+        for x in lazy_inputs:
+            ltorch.dynamic(x, dim)
+    loss = loss_fn(model, *lazy_inputs)
+    loss.backward()
+    ltorch.mark_step()
+    return loss.item()
+
+
 def _sweep(torch, ltorch, lazycore, case, mark: bool, data, reference):
-    factory, _, loss_fn, dim, sizes = case
+    factory, _, loss_fn, dim, _ = case
     dev = ltorch.device()
     model = factory(torch).to(dev)
     lazycore.cache.clear()
     lazycore.metrics.reset()
     worst = 0.0
     t0 = time.perf_counter()
-    for n, inputs, want in zip(sizes, data, reference):
-        model.zero_grad()
-        lazy_inputs = [x.to(dev) for x in inputs]
-        if mark:
-            for x in lazy_inputs:
-                ltorch.dynamic(x, dim)
-        loss = loss_fn(model, *lazy_inputs)
-        loss.backward()
-        ltorch.mark_step()
-        got = loss.item()
+    for inputs, want in zip(data, reference):
+        got = _step(ltorch, dev, model, loss_fn, inputs, dim, mark)
         worst = max(worst, abs(got - want) / abs(want))
     seconds = time.perf_counter() - t0
     c = lazycore.metrics.counters()
@@ -116,15 +121,7 @@ def _steady(torch, ltorch, lazycore, case, mark: bool, size: int, steps: int):
     times = []
     for i in range(steps + 2):
         t0 = time.perf_counter()
-        model.zero_grad()
-        lazy_inputs = [x.to(dev) for x in inputs]
-        if mark:
-            for x in lazy_inputs:
-                ltorch.dynamic(x, dim)
-        loss = loss_fn(model, *lazy_inputs)
-        loss.backward()
-        ltorch.mark_step()
-        loss.item()
+        _step(ltorch, dev, model, loss_fn, inputs, dim, mark)
         if i >= 2:
             times.append(time.perf_counter() - t0)
     return times

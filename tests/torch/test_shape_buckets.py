@@ -29,6 +29,38 @@ def check_grads(lazy_model, model):
         torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=1e-5, atol=1e-6)
 
 
+def pair(dev, make, seed):
+    """The same model twice, eager and on the lazy device."""
+    torch.manual_seed(seed)
+    model = make()
+    lazy = make().to(dev)
+    lazy.load_state_dict(model.state_dict())
+    return model, lazy
+
+
+def both_steps(dev, model, lazy, loss_fn, inputs, dims, grads=True) -> int:
+    """A training step of ``model`` (eager) and of ``lazy`` (its inputs marked
+    along ``dims``, None: not marked); checks the lazy loss and gradients
+    against eager's; returns the compiles of the lazy step's barrier."""
+    model.zero_grad()
+    loss = loss_fn(model, *inputs)
+    loss.backward()
+    lazy.zero_grad()
+    marked = [x.to(dev) if d is None else ltorch.dynamic(x.to(dev), d) for x, d in zip(inputs, dims)]
+    got = loss_fn(lazy, *marked)
+    got.backward()
+    compiled = step_compiles(ltorch.mark_step)
+    torch.testing.assert_close(got.cpu(), loss.detach(), rtol=1e-6, atol=0)
+    if grads:
+        check_grads(lazy, model)
+    return compiled
+
+
+def cross_entropy(model, x, y):
+    out = model(x)
+    return torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+
+
 @pytest.mark.parametrize("buckets, programs", [(None, 2), ("48,64", 1)])
 def test_mlp_training_step_over_batch_sizes_30_to_33(dev, buckets, programs):
     """Powers of two: 30..32 share the bucket of 32 and 33 takes 64's; with a bucket at 48, one program."""
@@ -37,18 +69,7 @@ def test_mlp_training_step_over_batch_sizes_30_to_33(dev, buckets, programs):
     compiled = 0
     with override(buckets=buckets):
         for n in (30, 31, 32, 33):
-            x, y = torch.randn(n, 10), torch.randint(0, 5, (n,))
-            model.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-
-            lazy.zero_grad()
-            lx, ly = ltorch.dynamic(x.to(dev), 0), ltorch.dynamic(y.to(dev), 0)
-            got = torch.nn.functional.cross_entropy(lazy(lx), ly)
-            got.backward()
-            compiled += step_compiles(ltorch.mark_step)
-            torch.testing.assert_close(got.cpu(), loss.detach(), rtol=1e-6, atol=0)
-            check_grads(lazy, model)
+            compiled += both_steps(dev, model, lazy, cross_entropy, (torch.randn(n, 10), torch.randint(0, 5, (n,))), (0, 0))
     assert compiled == programs
 
 
@@ -86,24 +107,11 @@ class Block(torch.nn.Module):
 
 
 def test_transformer_block_over_sequence_lengths_40_to_64(dev):
-    torch.manual_seed(1)
-    model = Block()
-    lazy = Block().to(dev)
-    lazy.load_state_dict(model.state_dict())
+    model, lazy = pair(dev, Block, 1)
     compiled = 0
     for t in range(40, 65):
-        x = torch.randn(2, t, 8)
-        model.zero_grad()
-        loss = model(x).pow(2).mean()
-        loss.backward()
-
-        lazy.zero_grad()
-        got = lazy(ltorch.dynamic(x.to(dev), 1)).pow(2).mean()
-        got.backward()
-        compiled += step_compiles(ltorch.mark_step)
-        torch.testing.assert_close(got.cpu(), loss.detach(), rtol=1e-6, atol=0)
-        if t in (40, 53, 64):
-            check_grads(lazy, model)
+        compiled += both_steps(dev, model, lazy, lambda m, x: m(x).pow(2).mean(), (torch.randn(2, t, 8),), (1,),
+                               grads=t in (40, 53, 64))
     assert compiled <= 2  # the issue's target; one today (every length in the bucket of 64)
     assert compiled == 1
 
@@ -137,24 +145,11 @@ class TokenLM(torch.nn.Module):
 
 
 def test_token_model_embeddings_and_their_gradients_over_lengths(dev):
-    torch.manual_seed(2)
-    model = TokenLM()
-    lazy = TokenLM().to(dev)
-    lazy.load_state_dict(model.state_dict())
+    model, lazy = pair(dev, TokenLM, 2)
     compiled = 0
-    for t in (40, 43, 47):
-        idx, target = torch.randint(0, 30, (2, t)), torch.randint(0, 30, (2, t))
-        model.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(idx).reshape(-1, 30), target.reshape(-1))
-        loss.backward()
-
-        lazy.zero_grad()
-        li, lt = ltorch.dynamic(idx.to(dev), 1), ltorch.dynamic(target.to(dev), 1)
-        got = torch.nn.functional.cross_entropy(lazy(li).reshape(-1, 30), lt.reshape(-1))
-        got.backward()  # the embeddings' gradients scatter-add the padded positions' zeros
-        compiled += step_compiles(ltorch.mark_step)
-        torch.testing.assert_close(got.cpu(), loss.detach(), rtol=1e-6, atol=0)
-        check_grads(lazy, model)
+    for t in (40, 43, 47):  # the embeddings' gradients scatter-add the padded positions' zeros
+        compiled += both_steps(dev, model, lazy, cross_entropy, (torch.randint(0, 30, (2, t)), torch.randint(0, 30, (2, t))),
+                               (1, 1))
     assert compiled == 1
 
 
@@ -162,17 +157,8 @@ def test_unmarked_labels_beside_marked_inputs_are_padded_too(dev):
     model = mlp()
     lazy = mlp().to(dev)
     compiled = 0
-    for n in (29, 30, 31):
-        x, y = torch.randn(n, 10), torch.randint(0, 5, (n,))
-        model.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        lazy.zero_grad()
-        got = torch.nn.functional.cross_entropy(lazy(ltorch.dynamic(x.to(dev), 0)), y.to(dev))  # y not marked
-        got.backward()
-        compiled += step_compiles(ltorch.mark_step)
-        torch.testing.assert_close(got.cpu(), loss.detach(), rtol=1e-6, atol=0)
-        check_grads(lazy, model)
+    for n in (29, 30, 31):  # the labels are not marked
+        compiled += both_steps(dev, model, lazy, cross_entropy, (torch.randn(n, 10), torch.randint(0, 5, (n,))), (0, None))
     assert compiled == 1
 
 
@@ -198,14 +184,5 @@ def test_convolutions_over_a_padded_batch(dev):
     model, lazy = cnn(), cnn().to(dev)
     compiled = 0
     for n in (5, 6, 7):  # the bucket of 8
-        x, y = torch.randn(n, 3, 8, 8), torch.randint(0, 3, (n,))
-        model.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        lazy.zero_grad()
-        got = torch.nn.functional.cross_entropy(lazy(ltorch.dynamic(x.to(dev), 0)), ltorch.dynamic(y.to(dev), 0))
-        got.backward()
-        compiled += step_compiles(ltorch.mark_step)
-        torch.testing.assert_close(got.cpu(), loss.detach(), rtol=1e-6, atol=0)
-        check_grads(lazy, model)
+        compiled += both_steps(dev, model, lazy, cross_entropy, (torch.randn(n, 3, 8, 8), torch.randint(0, 3, (n,))), (0, 0))
     assert compiled == 1
