@@ -31,11 +31,15 @@ class DeviceLoader:
     """Iterate ``loader`` with its batches' tensors on the lazy ``device``.
 
     ``prefetch``: batches copied ahead of the one in use. ``mark_step``: mark
-    the step when the next batch is taken and when the data ends."""
+    the step when the next batch is taken and when the data ends.
+    ``dynamic``: a dimension (the batch's, 0) that every tensor of a batch
+    has marked dynamic (:func:`lazycore.torch.dynamic`): an epoch's last,
+    smaller batch then runs the program of the others' bucket."""
 
-    def __init__(self, loader, device, prefetch: int = 2, mark_step: bool = True):
+    def __init__(self, loader, device, prefetch: int = 2, mark_step: bool = True, dynamic: int | None = None):
         if prefetch < 1:
             raise ValueError(f"prefetch must be at least 1, got {prefetch}")
+        self.dynamic = dynamic
         self.loader = loader
         self.device = torch.device(device)
         self.lc_device = lc_device(self.device)
@@ -103,7 +107,10 @@ class _Iterator:
 
     def _claim(self, x):
         if type(x) is core.Upload:
-            return wrap(x.claim(), owned=True)  # dense and row-major, as ``.to(device)`` makes it
+            handle = x.claim()
+            if self.owner.dynamic is not None and handle.type.rank > self.owner.dynamic:
+                core.dynamic(handle, self.owner.dynamic)
+            return wrap(handle, owned=True)  # dense and row-major, as ``.to(device)`` makes it
         if isinstance(x, torch.Tensor) and x.device.type == "cpu":
             return x.to(self.owner.device)
         return x

@@ -186,3 +186,19 @@ def test_convolutions_over_a_padded_batch(dev):
     for n in (5, 6, 7):  # the bucket of 8
         compiled += both_steps(dev, model, lazy, cross_entropy, (torch.randn(n, 3, 8, 8), torch.randint(0, 3, (n,))), (0, 0))
     assert compiled == 1
+
+
+def test_device_loader_marks_the_batch_dimension(dev):
+    """94 samples in batches of 32: the last batch of 30 runs the program of 32."""
+    torch.manual_seed(4)
+    data = torch.utils.data.TensorDataset(torch.randn(94, 10), torch.randint(0, 5, (94,)))
+    loader = torch.utils.data.DataLoader(data, batch_size=32)
+    lazy = mlp().to(dev)
+    before = metrics.counters()["compiles"]
+    sizes = []
+    for x, y in ltorch.DeviceLoader(loader, dev, dynamic=0):
+        lazy.zero_grad()
+        cross_entropy(lazy, x, y).backward()
+        sizes.append(x.shape[0])
+    assert sizes == [32, 32, 30]
+    assert metrics.counters()["compiles"] - before == 1
