@@ -170,3 +170,22 @@ def test_programs_agree_with_numpy_padded_or_not(name, rng):
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert compiles() == (1 if padded else 2)
+
+
+def test_a_padded_program_failing_while_it_runs_settles_its_results_exactly(restore_lowerings):
+    """The failed program's outputs are computed again unpadded; a padded
+    output's result is laid out again as padded, so its cut reads right."""
+    from lazycore.passes import register_lowering
+    from test_barrier_failures import FAILS_TO_RUN
+
+    register_lowering("sign", FAILS_TO_RUN)
+    n = 500  # the bucket of 512: not cheap, so PJRT runs it on its thread pool and the error comes later
+    h = np.linspace(0, 1, n * 4, dtype=np.float32).reshape(n, 4)
+    a = lnp.dynamic(lnp.asarray(h), 0)
+    x = lc.apply("sign", lnp.asarray(np.ones((n, n), np.float32)).__lazycore_value__())  # fails while running
+    y = a * 2  # padded: comes back cut
+    lc.mark_step()
+    lc.mark_step(wait=True)  # finds the failure, settles it
+    np.testing.assert_array_equal(np.asarray(y), h * 2)
+    with pytest.raises(lc.BarrierError):
+        lc.to_numpy(x)

@@ -182,15 +182,18 @@ class _Launch:
     failed) in the leaves the handles already hold, and so are the outputs
     its value checks fail."""
 
-    __slots__ = ("done", "device", "values", "leaves", "flags")
+    __slots__ = ("done", "device", "values", "leaves", "flags", "padded")
 
-    def __init__(self, done, device, values: list[Value], leaves: list[Data], flags: list):
+    def __init__(self, done, device, values: list[Value], leaves: list[Data], flags: list, padded=None):
         self.done = done
         self.device = device
         self.values = values
         """What the program computes: each output's value before the barrier."""
         self.leaves = leaves
         self.flags = flags
+        self.padded = padded
+        """The :class:`~lazycore.runtime.buckets.Bucketed` program it runs (its
+        results are padded), or None."""
         """The flags of its value checks (:mod:`lazycore.runtime.checks`): while
         any are unread, nothing may read or use its results before it is waited for."""
 
@@ -203,10 +206,12 @@ class _Launch:
             if values is None:  # settled already
                 return
             results = failures.settle(self.device, values, ProgramError("run", e), whole=True)
-            for leaf, r in zip(leaves, results):
+            for k, (leaf, r) in enumerate(zip(leaves, results)):
                 if type(r) is Failure:
                     failures.mark(leaf, r)
                 else:
+                    if self.padded is not None:  # computed again unpadded: laid out as the padded result
+                        r = self.padded.refill(k, r, self.device)
                     leaf.buffer = _laid_out(r, leaf.sharding, self.device)
             _on_failure(self.device, results)
         else:
@@ -218,7 +223,7 @@ class _Launch:
                             failures.mark(leaf, f)
                     _on_failure(self.device, found)
         finally:
-            self.values = self.leaves = self.flags = None  # the graph it ran may go now
+            self.values = self.leaves = self.flags = self.padded = None  # the graph it ran may go now
 
 
 def _arguments(data: list[Data], packs, device) -> list:
@@ -351,7 +356,7 @@ def sync(device, wait: bool = True) -> int:
         # one before this must be done before the barrier returns (so a loop
         # that never looks at a value cannot queue up work and memory).
         flags = results[len(out_types):]  # the value checks' (lazycore.runtime.checks)
-        previous, device.running = device.running, _Launch(done, device, values, leaves, flags)
+        previous, device.running = device.running, _Launch(done, device, values, leaves, flags, bucketed)
         if previous is not None:
             previous.block_until_ready()
         if wait:

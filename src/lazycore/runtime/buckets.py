@@ -85,6 +85,21 @@ class Bucketed:
         return Value(Cut.of(leaf, self.original[k], pads, sizes), 0)
 
 
+    def refill(self, k: int, buffer, device):
+        """``buffer``, output ``k`` computed unpadded (its program failed and
+        the outputs were computed again), laid out as the padded result that
+        output's :class:`Cut` reads."""
+        t, padded = self.original[k], self.out_types[k]
+        if padded == t:
+            return buffer
+        sizes = {sym: self.symbols[sym] for f in self.out_pads[k].values() for _, sym in f if sym is not None}
+        expanded, limits = _expanded(t, self.out_pads[k], sizes)
+        host = np.asarray(pjrt.to_host(buffer)).reshape(limits)
+        out = np.zeros(expanded, host.dtype)
+        out[tuple(slice(0, n) for n in limits)] = host
+        return pjrt.to_device(out.reshape(padded.shape), device.pjrt)
+
+
 class Cut(Node):
     """A padded result's value: the valid part of ``source``. A barrier
     leaves it pending (it is no work); a read copies the padded result and
