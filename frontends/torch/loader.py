@@ -15,16 +15,26 @@ from __future__ import annotations
 
 import queue
 import threading
+from typing import NamedTuple
 
 import torch
 from torch.utils import _pytree as pytree
 
+from lazycore.runtime import buckets
 from lazycore.trace import core
 
 from . import dtypes
 from .tensor import lc_device, wrap
 
 _DONE = object()
+
+
+class _Padded(NamedTuple):
+    """A batch's tensor uploaded padded along ``dim`` (``DeviceLoader(dynamic=dim)``)."""
+
+    upload: core.Upload
+    shape: tuple
+    dim: int
 
 
 class DeviceLoader:
@@ -34,7 +44,8 @@ class DeviceLoader:
     the step when the next batch is taken and when the data ends.
     ``dynamic``: a dimension (the batch's, 0) that every tensor of a batch
     has marked dynamic (:func:`lazycore.torch.dynamic`): an epoch's last,
-    smaller batch then runs the program of the others' bucket."""
+    smaller batch then runs the program of the others' bucket. The tensors
+    are uploaded padded to their bucket, so the barrier pads nothing."""
 
     def __init__(self, loader, device, prefetch: int = 2, mark_step: bool = True, dynamic: int | None = None):
         if prefetch < 1:
@@ -77,7 +88,11 @@ class _Iterator:
 
     def _copy(self, x):
         if type(x) is torch.Tensor and x.device.type == "cpu" and x.dim() and not x.requires_grad:
-            return core.Upload(dtypes.to_numpy(x), self.owner.lc_device)
+            host = dtypes.to_numpy(x)
+            dim = self.owner.dynamic
+            if dim is not None and host.ndim > dim:  # uploaded padded to its bucket
+                return _Padded(core.Upload(buckets.pad_host(host, dim), self.owner.lc_device), host.shape, dim)
+            return core.Upload(host, self.owner.lc_device)
         return x  # taken to the device as ``.to`` takes it (a 0-d tensor is a scalar parameter)
 
     def _put(self, item) -> bool:
@@ -106,11 +121,12 @@ class _Iterator:
         return pytree.tree_unflatten([self._claim(x) for x in copied], spec)
 
     def _claim(self, x):
+        if type(x) is _Padded:  # the batch's own size: a cut of the padded upload
+            handle = x.upload.claim()
+            value = buckets.cut(handle.value.node, x.shape, x.dim)
+            return wrap(core.LazyTensor(value, handle.device), owned=True)
         if type(x) is core.Upload:
-            handle = x.claim()
-            if self.owner.dynamic is not None and handle.type.rank > self.owner.dynamic:
-                core.dynamic(handle, self.owner.dynamic)
-            return wrap(handle, owned=True)  # dense and row-major, as ``.to(device)`` makes it
+            return wrap(x.claim(), owned=True)  # dense and row-major, as ``.to(device)`` makes it
         if isinstance(x, torch.Tensor) and x.device.type == "cpu":
             return x.to(self.owner.device)
         return x

@@ -265,6 +265,31 @@ def _sized_like(walk, marks: dict, symbols: dict[int, int]) -> dict[int, dict]:
     return more
 
 
+def pad_host(array: np.ndarray, dim: int) -> np.ndarray:
+    """``array`` padded with zeros along ``dim`` to its bucket (as it is when
+    no bucket holds that size): a loader uploads the padded batch and
+    hands out its :func:`cut`, so the barrier copies nothing."""
+    n = array.shape[dim]
+    b = bucket(n)
+    if n < 2 or b is None or b == n:
+        return array
+    widths = [(0, 0)] * array.ndim
+    widths[dim] = (0, b - n)
+    return np.pad(array, widths)
+
+
+def cut(leaf: Data, shape: tuple, dim: int) -> Value:
+    """The value of shape ``shape`` whose dimension ``dim`` ``leaf`` holds
+    padded (:func:`pad_host`): a :class:`Cut`, or the leaf itself, marked
+    dynamic, where nothing was padded."""
+    if leaf.types[0].shape == tuple(shape):
+        if shape[dim] >= 2:
+            mark(leaf, dim)
+        return Value(leaf, 0)
+    n, b = shape[dim], leaf.types[0].shape[dim]
+    return Value(Cut.of(leaf, TensorType(tuple(shape), leaf.types[0].dtype), {dim: ((n, n),)}, {n: b}), 0)
+
+
 class _Unready(Exception):
     """An input's buffer could not be read: the program computing it failed."""
 
@@ -273,6 +298,8 @@ def _padded_buffer(leaf: Data, shape: tuple, device):
     """``leaf``'s buffer padded with zeros to ``shape``, through the host
     (announced as transfers: a transfer guard sees these copies)."""
     t = leaf.types[0]
+    if tuple(shape) == t.shape:  # a size that is its own bucket: nothing to pad
+        return leaf.buffer
     events.emit("transfer", "device-to-host", t, None)
     with events.timed("transfer"):
         try:
