@@ -212,3 +212,5 @@ def test_device_loader_marks_the_batch_dimension(dev):
     model.zero_grad()
     cross_entropy(model, x, y).backward()
     check_grads(lazy, model)  # the last batch's gradients
+    for x, _ in ltorch.DeviceLoader(loader, dev, dynamic=0):
+        assert ltorch.dynamic(x, 0) is x  # marked already

@@ -228,6 +228,8 @@ def dynamic(t: LazyTensor, dim: int) -> LazyTensor:
     if not -rank <= dim < rank:
         raise IndexError(f"dynamic: dim {dim} is out of range for a tensor of rank {rank}")
     node = t._value.node
+    if type(node) is _buckets.Cut and dim % rank in node.layout:
+        return t  # a padded upload's value (DeviceLoader(dynamic=...)): marked already
     if type(node) is not Data:
         raise ValueError(
             "dynamic marks a dimension of an input (device data); this value is still a computation: "
