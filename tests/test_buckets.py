@@ -189,3 +189,13 @@ def test_a_padded_program_failing_while_it_runs_settles_its_results_exactly(rest
     np.testing.assert_array_equal(np.asarray(y), h * 2)
     with pytest.raises(lc.BarrierError):
         lc.to_numpy(x)
+
+
+def test_the_buffer_of_a_padded_result_is_its_own(rng):
+    h = rng.standard_normal((5, 3)).astype(np.float32)
+    y = lc.apply("mul", lc.dynamic(lc.from_numpy(h), 0), lc.from_numpy(np.full((5, 3), 2, np.float32)))
+    lc.mark_step()
+    assert y.pending  # a cut of the padded (8, 3) result
+    buffer = lc.to_buffer(y)  # the slice computed by a program of its own
+    assert tuple(buffer.shape) == (5, 3) and not y.pending
+    np.testing.assert_array_equal(np.asarray(buffer), h * 2)

@@ -191,11 +191,11 @@ class _Launch:
         """What the program computes: each output's value before the barrier."""
         self.leaves = leaves
         self.flags = flags
+        """The flags of its value checks (:mod:`lazycore.runtime.checks`): while
+        any are unread, nothing may read or use its results before it is waited for."""
         self.padded = padded
         """The :class:`~lazycore.runtime.buckets.Bucketed` program it runs (its
         results are padded), or None."""
-        """The flags of its value checks (:mod:`lazycore.runtime.checks`): while
-        any are unread, nothing may read or use its results before it is waited for."""
 
     def block_until_ready(self) -> None:
         """Wait for the program; a failure is settled, not raised (reads raise it)."""
@@ -317,6 +317,7 @@ def sync(device, wait: bool = True) -> int:
             key = _compiler().make_key(walk.encoding, device, donate, pipeline)
             if fp is not None:
                 stepplans.remember(fp, walk, slots, out_types, counts)
+
             def keyed(data, out_types, encoding):
                 donate = plan_donation(data, out_types, held) if settings.donation else {}
                 return donate, _compiler().make_key(encoding, device, donate, pipeline)

@@ -146,9 +146,6 @@ def _materialize(t: LazyTensor, cut: bool = False) -> Data:
     if t.pending and type(t._value.node) is not buckets.Cut:
         events.emit("implicit_barrier", t.type)
         barrier.sync(t.device)
-    if not cut and type(t._value.node) is buckets.Cut:  # the slice, as a program of its own
-        t.device.wait()
-        t._value = Value(Data(barrier.run_alone(t.device, [t._value])[0], t.type, True), 0)
     running = t.device.running
     if running is not None and running.flags:
         t.device.wait()  # its value checks may fail this value (lazycore.runtime.checks)
@@ -156,6 +153,10 @@ def _materialize(t: LazyTensor, cut: bool = False) -> Data:
     padded = leaf.source if type(leaf) is buckets.Cut else leaf
     if type(padded.buffer) is Failure:  # its computation failed (lazycore.runtime.failures)
         raise padded.buffer.error()
+    if not cut and type(leaf) is buckets.Cut:  # the slice, as a program of its own
+        t.device.wait()
+        leaf = Data(barrier.run_alone(t.device, [t._value])[0], t.type, True)
+        t._value = Value(leaf, 0)
     return leaf
 
 
