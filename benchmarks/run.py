@@ -52,7 +52,18 @@ absolute difference from the baseline's numbers, which is checked.
    (waiting and pipelined), ``lazycore.torch.capture`` and
    ``torch.compile(step, backend="lazycore")``; first-call times and
    lazycore's compile counts; every final loss and parameter checked against
-   eager torch.
+   eager torch. 7b: the step's compiled program alone, lazycore's and
+   jax.jit's, next to eager torch's whole step.
+8. Benchmark 7's step data-parallel on 1, 2 and 4 forced CPU devices
+   (``benchmarks/scaleout.py``, in a child process) against jax.jit with the
+   same layouts, with the collectives of both programs.
+9. Automatic step barriers and the learned scalar policy
+   (``benchmarks/autobarrier.py``): a loop without ``mark_step`` against
+   the same loop with it, and compile counts.
+10. Shape buckets (``benchmarks/buckets.py``): an MLP training step over
+   batch sizes 30..33 and a transformer block over sequence lengths 40..64,
+   marked ``dynamic`` or not: compiles, sweep time, the loss against eager
+   torch's; the steady step padded and at its own size.
 11. A 12-layer stack of residual MLP blocks (``benchmarks/rolled_layers.py``),
    forward, compiled unrolled and with ``roll_loops`` (one loop over the
    stacked weights): first call (trace + compile) and step, rolled/unrolled.
@@ -873,6 +884,12 @@ def bench_autobarrier(args):
     autobarrier.bench(args, sys.modules[__name__])
 
 
+def bench_buckets(args):
+    import buckets
+
+    buckets.bench(args, sys.modules[__name__])
+
+
 def bench_rolled(args):
     import rolled_layers
 
@@ -881,7 +898,7 @@ def bench_rolled(args):
 
 BENCHES = {1: bench_tracing, 2: bench_training, 3: bench_fusion, 4: bench_first_step, 5: bench_recompiles,
            6: bench_heat, 7: bench_gpt, 8: bench_scaleout, 9: bench_autobarrier,
-           11: bench_rolled}
+           10: bench_buckets, 11: bench_rolled}
 
 
 # --- output ----------------------------------------------------------------------------------------
@@ -930,7 +947,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="CI smoke: tiny sizes, few steps; checks runs + numerics only")
     p.add_argument("--json", type=pathlib.Path, default=HERE / "results.json", help="where to write the results")
-    p.add_argument("--only", default="", help="comma-separated benchmark numbers (1-7)")
+    p.add_argument("--only", default="", help="comma-separated benchmark numbers (1-7, 10)")
     p.add_argument("--steps", type=int, default=None, help="timed steps (default 20, --quick 3)")
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 3, --quick 1)")
     p.add_argument("--no-torch-compile", action="store_true", help="skip torch.compile (inductor) in benchmarks 2 and 7")

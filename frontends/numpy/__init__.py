@@ -44,6 +44,23 @@ real, imag, angle, iscomplexobj = complexes.np_real, complexes.np_imag, complexe
 bool = bool_  # noqa: A001
 
 
+def dynamic(a, axis: int):
+    """Mark ``axis`` of the lazy array ``a`` (an input, not a view) as one whose
+    size varies from step to step: it is padded to a bucket size and what the
+    padding would change is masked, so sizes in one bucket
+    (``LAZYCORE_BUCKETS``, powers of two by default) share one program
+    (:func:`lazycore.dynamic`). Returns ``a``."""
+    from lazycore.trace import core
+    from .array import value
+
+    if not isinstance(a, ndarray):
+        raise TypeError(f"dynamic expects a lazy array, got {type(a).__name__}")
+    if a._steps:
+        raise ValueError("dynamic: the array is a view of another; mark the array it views")
+    core.dynamic(value(a), axis)
+    return a
+
+
 def __getattr__(name):
     """Any other NumPy function: NumPy itself on materialized inputs (a counted fallback)."""
     target = getattr(_np, name, None)

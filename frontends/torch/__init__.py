@@ -41,6 +41,7 @@ __all__ = [
     "Tensor",
     "capture",
     "device",
+    "dynamic",
     "lc_device",
     "manual_seed",
     "mark_sharding",
@@ -61,6 +62,22 @@ def mark_step(wait: bool = False) -> None:
     returns once the step's program has started and the previous one has
     finished; ``wait=True`` waits for this one too."""
     core.mark_step(wait)
+
+
+def dynamic(tensor, dim: int):
+    """Mark dimension ``dim`` of ``tensor`` (an input on a lazy device, not a
+    view) as varying from step to step: it is padded to a bucket size and
+    what the padding would change is masked, so sizes in one bucket
+    (``LAZYCORE_BUCKETS``, powers of two by default) share one program
+    (:func:`lazycore.dynamic`). Returns ``tensor``."""
+    from .tensor import read
+
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"dynamic expects a tensor on a lazy device, got {type(tensor).__name__}")
+    if tensor._steps:
+        raise ValueError("dynamic: the tensor is a view of another; mark the tensor it views")
+    core.dynamic(read(tensor), dim)
+    return tensor
 
 
 def optimizer_step(optimizer, barrier: bool = True, optimizer_args: dict | None = None):

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import queue
 import threading
+from typing import NamedTuple
 
 import torch
 from torch.utils import _pytree as pytree
 
+from lazycore.runtime import buckets
 from lazycore.trace import core
 
 from . import dtypes
@@ -27,15 +29,28 @@ from .tensor import lc_device, wrap
 _DONE = object()
 
 
+class _Padded(NamedTuple):
+    """A batch's tensor uploaded padded along ``dim`` (``DeviceLoader(dynamic=dim)``)."""
+
+    upload: core.Upload
+    shape: tuple
+    dim: int
+
+
 class DeviceLoader:
     """Iterate ``loader`` with its batches' tensors on the lazy ``device``.
 
     ``prefetch``: batches copied ahead of the one in use. ``mark_step``: mark
-    the step when the next batch is taken and when the data ends."""
+    the step when the next batch is taken and when the data ends.
+    ``dynamic``: a dimension (the batch's, 0) that every tensor of a batch
+    has marked dynamic (:func:`lazycore.torch.dynamic`): an epoch's last,
+    smaller batch then runs the program of the others' bucket. The tensors
+    are uploaded padded to their bucket, so the barrier pads nothing."""
 
-    def __init__(self, loader, device, prefetch: int = 2, mark_step: bool = True):
+    def __init__(self, loader, device, prefetch: int = 2, mark_step: bool = True, dynamic: int | None = None):
         if prefetch < 1:
             raise ValueError(f"prefetch must be at least 1, got {prefetch}")
+        self.dynamic = dynamic
         self.loader = loader
         self.device = torch.device(device)
         self.lc_device = lc_device(self.device)
@@ -73,7 +88,11 @@ class _Iterator:
 
     def _copy(self, x):
         if type(x) is torch.Tensor and x.device.type == "cpu" and x.dim() and not x.requires_grad:
-            return core.Upload(dtypes.to_numpy(x), self.owner.lc_device)
+            host = dtypes.to_numpy(x)
+            dim = self.owner.dynamic
+            if dim is not None and host.ndim > dim:  # uploaded padded to its bucket
+                return _Padded(core.Upload(buckets.pad_host(host, dim), self.owner.lc_device), host.shape, dim)
+            return core.Upload(host, self.owner.lc_device)
         return x  # taken to the device as ``.to`` takes it (a 0-d tensor is a scalar parameter)
 
     def _put(self, item) -> bool:
@@ -102,6 +121,10 @@ class _Iterator:
         return pytree.tree_unflatten([self._claim(x) for x in copied], spec)
 
     def _claim(self, x):
+        if type(x) is _Padded:  # the batch's own size: a cut of the padded upload
+            handle = x.upload.claim()
+            value = buckets.cut(handle.value.node, x.shape, x.dim)
+            return wrap(core.LazyTensor(value, handle.device), owned=True)
         if type(x) is core.Upload:
             return wrap(x.claim(), owned=True)  # dense and row-major, as ``.to(device)`` makes it
         if isinstance(x, torch.Tensor) and x.device.type == "cpu":

@@ -25,6 +25,7 @@ __version__ = "0.1.0"
 
 _CORE = {
     "BarrierError", "LazyTensor", "apply", "assign", "broadcast_to", "check", "convert_to", "devices", "default_device",
+    "dynamic",
     "from_buffer", "from_host", "from_numpy", "live_tensors", "mark_step", "scalar", "to_buffer", "to_device", "to_numpy",
 }
 # functions and classes of other modules, by name -> their module

@@ -20,6 +20,10 @@ signatures, 0 run every lowering's Python each call (see :mod:`lazycore.recipes`
 size (nodes since the last barrier, at most 100000) at which a graph is cut.
 ``LAZYCORE_DUMP_DIR``: write the IR of every compiled graph, stage by stage,
 under this folder (see :mod:`lazycore.inspect_graph`).
+``LAZYCORE_BUCKETS``: the sizes a dynamic dimension is padded to (``16,48,64``;
+default powers of two; ``off``: marks are ignored, see :mod:`lazycore.runtime.buckets`).
+``LAZYCORE_LEARN_BUCKETS``: 1 mark an input dimension dynamic once it has
+changed twice at the same place; 0 (default) only the dimensions the user marks.
 """
 
 from __future__ import annotations
@@ -111,6 +115,32 @@ def _env_cache_dir(name: str) -> str | None:
         raise ValueError(f"{name} must be a folder or 'off', got {raw!r}") from None
 
 
+def buckets_setting(value):
+    """``None`` (powers of two), ``()`` (``off``: no padding) or the sorted bucket
+    sizes, from a setting's text (``"16,48,64"``) or a sequence of sizes."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("", "pow2"):
+            return None
+        if text == "off":
+            return ()
+        value = text.split(",")
+    sizes = tuple(sorted({int(v) for v in value}))
+    if any(n < 1 for n in sizes):
+        raise ValueError(f"bucket sizes must be at least 1, got {value!r}")
+    return sizes
+
+
+def _env_buckets(name: str):
+    raw = os.environ.get(name)
+    try:
+        return buckets_setting(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be 'off', 'pow2' or sizes such as '16,48,64', got {raw!r}") from None
+
+
 def _env_guard(name: str) -> str:
     raw = (os.environ.get(name) or "allow").strip().lower()
     if raw not in GUARD_MODES:
@@ -160,6 +190,13 @@ class Settings:
     auto_barrier_nodes: int = _env_auto_nodes("LAZYCORE_AUTO_BARRIER_NODES")
     """``LAZYCORE_AUTO_BARRIER_NODES``: a graph of this many nodes since the last barrier is
     cut there and the line reported once (default 50000, at most 100000)."""
+    buckets: tuple[int, ...] | None = _env_buckets("LAZYCORE_BUCKETS")
+    """``LAZYCORE_BUCKETS``: the sizes a dynamic dimension (``lazycore.torch.dynamic``)
+    is padded to: None powers of two, ``()`` none (``off``: marks are ignored),
+    else these sizes (a size above the largest is not padded)."""
+    learn_buckets: bool = _env_flag("LAZYCORE_LEARN_BUCKETS", False)
+    """``LAZYCORE_LEARN_BUCKETS``: mark an input dimension dynamic once its size
+    has changed twice at the same place of the same graph (the debug log says so)."""
     dump_dir: str | None = os.environ.get("LAZYCORE_DUMP_DIR") or None
     """``LAZYCORE_DUMP_DIR``: for every compiled graph, a folder here with the lazy module
     before and after each pass, the StableHLO and the graph as Graphviz (None: no dumps)."""
@@ -183,6 +220,8 @@ def configure(**changes) -> dict:
     if "auto_barrier_nodes" in changes and not 1 <= int(changes["auto_barrier_nodes"]) <= AUTO_BARRIER_NODES_MAX:
         raise ValueError(f"auto_barrier_nodes must be 1 to {AUTO_BARRIER_NODES_MAX}, "
                          f"got {changes['auto_barrier_nodes']}")
+    if "buckets" in changes:
+        changes = {**changes, "buckets": buckets_setting(changes["buckets"])}
     if "debug" in changes and changes["debug"] not in DEBUG_LEVELS:
         raise ValueError(f"debug must be 0, 1 or 2, got {changes['debug']!r}")
     for k, v in changes.items():

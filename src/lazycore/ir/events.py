@@ -34,6 +34,9 @@ see :func:`emit`):
   ``now``; ``location``: the user's ``file:line``)
 - ``"auto_barrier"`` ``(what, location)``: an automatic step barrier learned
   where a step ends, cut a graph at the size bound, or stood down
+- ``"buckets"`` ``(device, what)``: a shape-bucket decision
+  (:mod:`lazycore.runtime.buckets`: a dimension marked by the learned policy,
+  a graph its padding rules leave at its own sizes)
 - ``"failure"`` ``(device, failed, outputs, first_message)``: a barrier's
   program failed; ``failed`` of its ``outputs`` now hold the error
 """

@@ -179,7 +179,7 @@ def _leaf_digest(kind: str, t: TensorType, sharding=None) -> bytes:
 class Data(Node):
     """A leaf holding a device buffer."""
 
-    __slots__ = ("buffer", "owned", "sharding", "made")
+    __slots__ = ("buffer", "owned", "sharding", "made", "dynamic")
     is_leaf = True
     log_when_made = False  # when used: an upload nothing uses is not kept until the barrier
 
@@ -196,6 +196,10 @@ class Data(Node):
         """How the buffer is laid out over its mesh (its ``str`` is XLA's text,
         part of the digest: a program is compiled for its inputs' layouts);
         None on a single device."""
+        self.dynamic: frozenset[int] = frozenset()
+        """Dimensions whose size varies from step to step (``dynamic(t, dim)``):
+        a barrier pads them to a bucket (:mod:`lazycore.runtime.buckets`). Not
+        part of the digest: the bucketed program has a key of its own."""
 
 
 class Scalar(Node):

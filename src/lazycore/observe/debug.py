@@ -44,7 +44,7 @@ from lazycore.ir.graph import Value
 from lazycore.ir.sourceloc import format_location, resolve
 
 __all__ = [
-    "HISTORY_KEPT", "Signature", "on_barrier", "on_capture", "on_failure", "reason", "reset", "signature", "stream",
+    "HISTORY_KEPT", "Signature", "on_barrier", "on_buckets", "on_capture", "on_failure", "reason", "reset", "signature", "stream",
 ]
 
 stream = None
@@ -322,6 +322,13 @@ def on_failure(device, failed: int, outputs: int, first: str) -> None:
            f"(reading one raises): {first}")
 
 
+def on_buckets(device, what: str) -> None:
+    """A line for a shape-bucket decision (:mod:`lazycore.runtime.buckets`):
+    a dimension the learned policy marked, a graph left at its own sizes."""
+    if settings.debug:
+        _write(f"[lazycore] {device.name}: buckets: {what}")
+
+
 def _write(line: str) -> None:
     out = stream if stream is not None else sys.stderr
     out.write(line + "\n")
@@ -388,7 +395,9 @@ def on_barrier(walk, device, hit: bool, donate: dict[int, int], pipeline: str, l
     if settings.debug >= 2:
         from lazycore.runtime.compiler import build_module
 
-        text = build_module(walk).operation.get_asm(enable_debug_info=True)
+        module = build_module(walk)
+        with module.context:  # printing verifies, and an i64 attribute's check needs the context
+            text = module.operation.get_asm(enable_debug_info=True)
         _write(f"[lazycore] step {step} {device.name}: graph:\n{text.rstrip()}")
 def on_scalar_promoted(first, now, where: str) -> None:
     """A line when the learned scalar policy makes a place's number a parameter
@@ -408,5 +417,6 @@ events.listen("barrier", on_barrier)
 events.listen("failure", on_failure)
 events.listen("scalar_promoted", on_scalar_promoted)
 events.listen("auto_barrier", on_auto_barrier)
+events.listen("buckets", on_buckets)
 
 from lazycore.observe.inspect_graph import ir_text, to_dot  # noqa: E402,F401

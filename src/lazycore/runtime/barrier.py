@@ -41,7 +41,7 @@ from lazycore.ir.config import settings
 from lazycore.ir.graph import LOG, Data, Node, Value
 from lazycore.ir.regions import Arg
 from lazycore.runtime import device as _device
-from lazycore.runtime import checks, failures, stepplans
+from lazycore.runtime import buckets, checks, failures, stepplans
 from lazycore.runtime.cache import CACHE, PACKS
 from lazycore.runtime.failures import Failure, ProgramError
 
@@ -215,9 +215,9 @@ class _Launch:
     failed) in the leaves the handles already hold, and so are the outputs
     its value checks fail."""
 
-    __slots__ = ("done", "device", "values", "leaves", "flags")
+    __slots__ = ("done", "device", "values", "leaves", "flags", "padded")
 
-    def __init__(self, done, device, values: list[Value], leaves: list[Data], flags: list):
+    def __init__(self, done, device, values: list[Value], leaves: list[Data], flags: list, padded=None):
         self.done = done
         self.device = device
         self.values = values
@@ -226,6 +226,9 @@ class _Launch:
         self.flags = flags
         """The flags of its value checks (:mod:`lazycore.runtime.checks`): while
         any are unread, nothing may read or use its results before it is waited for."""
+        self.padded = padded
+        """The :class:`~lazycore.runtime.buckets.Bucketed` program it runs (its
+        results are padded), or None."""
 
     def block_until_ready(self) -> None:
         """Wait for the program; a failure is settled, not raised (reads raise it)."""
@@ -236,10 +239,12 @@ class _Launch:
             if values is None:  # settled already
                 return
             results = failures.settle(self.device, values, ProgramError("run", e), whole=True)
-            for leaf, r in zip(leaves, results):
+            for k, (leaf, r) in enumerate(zip(leaves, results)):
                 if type(r) is Failure:
                     failures.mark(leaf, r)
                 else:
+                    if self.padded is not None:  # computed again unpadded: laid out as the padded result
+                        r = self.padded.refill(k, r, self.device)
                     leaf.buffer = _laid_out(r, leaf.sharding, self.device)
             _on_failure(self.device, results)
         else:
@@ -251,7 +256,7 @@ class _Launch:
                             failures.mark(leaf, f)
                     _on_failure(self.device, found)
         finally:
-            self.values = self.leaves = self.flags = None  # the graph it ran may go now
+            self.values = self.leaves = self.flags = self.padded = None  # the graph it ran may go now
 
 
 def _arguments(data: list[Data], packs, device) -> list:
@@ -304,6 +309,8 @@ def sync(device, wait: bool = True) -> int:
         node = t._value.node
         if type(node) is Data:
             held.add(id(node))
+        elif type(node) is buckets.Cut:  # a padded result's value: no work (lazycore.runtime.buckets)
+            held.add(id(node.source))
         else:
             pending.append(t)
     if not pending:
@@ -313,7 +320,7 @@ def sync(device, wait: bool = True) -> int:
         return 0
     if device.pjrt is None:
         raise RuntimeError(f"device {device.name} cannot run programs (no PJRT device behind it)")
-    walk = None
+    walk = bucketed = None
     with events.timed("trace"):
         pipeline = settings.pipeline or _compiler().DEFAULT_PIPELINE
         # a step like one before it recalls that step's walk (lazycore.stepplans);
@@ -343,6 +350,16 @@ def sync(device, wait: bool = True) -> int:
             key = _compiler().make_key(walk.encoding, device, donate, pipeline)
             if fp is not None:
                 stepplans.remember(fp, walk, slots, out_types, counts)
+
+            def keyed(data, out_types, encoding):
+                donate = plan_donation(data, out_types, held) if settings.donation else {}
+                return donate, _compiler().make_key(encoding, device, donate, pipeline)
+
+            bucketed = buckets.prepare(walk, device, keyed)
+            if bucketed is not None:  # marked inputs padded: the program of their buckets
+                walk = bucketed.walk or walk  # None: its program is cached
+                data, packs, out_types = bucketed.data, bucketed.packs, bucketed.out_types
+                donate, key = bucketed.donate, bucketed.key
     events.record_graph(*counts)
     if failures.seen[0] and any(type(leaf.buffer) is Failure for leaf in data):
         return _contain(device, pending, slots, len(out_types), None, wait)
@@ -369,13 +386,13 @@ def sync(device, wait: bool = True) -> int:
         values = [None] * len(leaves)
         for t, k in zip(pending, slots):
             values[k] = t._value
-            t._value = Value(leaves[k], 0)
+            t._value = Value(leaves[k], 0) if bucketed is None else bucketed.value(k, leaves[k])
             t._held = id(leaves[k])
         # At most one program runs while Python traces the next step: the
         # one before this must be done before the barrier returns (so a loop
         # that never looks at a value cannot queue up work and memory).
         flags = results[len(out_types):]  # the value checks' (lazycore.runtime.checks)
-        previous, device.running = device.running, _Launch(done, device, values, leaves, flags)
+        previous, device.running = device.running, _Launch(done, device, values, leaves, flags, bucketed)
         if previous is not None:
             previous.block_until_ready()
         if wait:

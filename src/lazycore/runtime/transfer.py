@@ -15,7 +15,7 @@ from lazycore.ir.context import TRACE
 from lazycore.ir.failure import Failure
 from lazycore.ir.graph import Data, Value
 from lazycore.ir.tensor import LazyTensor
-from lazycore.runtime import barrier, pjrt
+from lazycore.runtime import barrier, buckets, pjrt
 from lazycore.runtime.autostep import CUTTER
 from lazycore.runtime import device as _device
 
@@ -166,19 +166,27 @@ def mark_step(wait: bool = False, devices=None) -> None:
     barrier.mark_step(wait, devices)
 
 
-def _materialize(t: LazyTensor) -> Data:
+def _materialize(t: LazyTensor, cut: bool = False) -> Data:
+    """The device data behind ``t`` after a barrier; ``cut``: a padded
+    result's slice (:class:`lazycore.runtime.buckets.Cut`) may be returned
+    instead (the caller slices on the host), else its own barrier computes it."""
     if not isinstance(t, LazyTensor):
         raise TypeError(f"expected a LazyTensor, got {type(t).__name__}")
     TRACE.taint()  # a lowering that observes values cannot be replayed
-    if t.pending:
+    if t.pending and type(t._value.node) is not buckets.Cut:
         events.emit("implicit_barrier", t.type)
         barrier.sync(t.device)
     running = t.device.running
     if running is not None and running.flags:
         t.device.wait()  # its value checks may fail this value (lazycore.runtime.checks)
     leaf = t._value.node
-    if type(leaf.buffer) is Failure:  # its computation failed (lazycore.runtime.failures)
-        raise leaf.buffer.error()
+    padded = leaf.source if type(leaf) is buckets.Cut else leaf
+    if type(padded.buffer) is Failure:  # its computation failed (lazycore.runtime.failures)
+        raise padded.buffer.error()
+    if not cut and type(leaf) is buckets.Cut:  # the slice, as a program of its own
+        t.device.wait()
+        leaf = Data(barrier.run_alone(t.device, [t._value])[0], t.type, True)
+        t._value = Value(leaf, 0)
     return leaf
 
 
@@ -186,7 +194,10 @@ def to_numpy(t: LazyTensor) -> np.ndarray:
     """The value on the host: an implicit barrier for ``t``'s device.
 
     Raises :class:`~lazycore.ir.failure.BarrierError` when computing it failed."""
-    leaf = _materialize(t)
+    leaf = _materialize(t, cut=True)
+    cut = None
+    if type(leaf) is buckets.Cut:  # a padded result: the valid part is cut here
+        cut, leaf = leaf, leaf.source
     # A copy: the host view of a CPU buffer shares its memory, and the buffer
     # may later be donated and overwritten.
     events.emit("transfer", "device-to-host", leaf.types[0], None)
@@ -202,6 +213,8 @@ def to_numpy(t: LazyTensor) -> np.ndarray:
             # in their leaves (lazycore.runtime.barrier._Launch); read again
             t.device.wait()
             host = np.array(pjrt.to_host(_materialize(t).buffer))
+        if cut is not None:
+            host = cut.host(host)
     events.bump("transfers_to_host")
     events.bump("bytes_to_host", host.nbytes)
     return host

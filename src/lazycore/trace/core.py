@@ -20,9 +20,10 @@ from lazycore.ir.context import TRACE
 from lazycore.ir.failure import BarrierError  # noqa: F401  (what reading a failed value raises)
 from lazycore.ir.config import settings as _settings
 from lazycore.ir.graph import LOG as _LOG
-from lazycore.ir.graph import Scalar, Value, constant, make_node
+from lazycore.ir.graph import Data, Scalar, Value, constant, make_node
 from lazycore.ir.sourceloc import caller as _user_frame
 from lazycore.ir.tensor import LazyTensor
+from lazycore.runtime import buckets as _buckets
 from lazycore.runtime import device as _device
 from lazycore.runtime.autostep import CUTTER as _CUTTER
 from lazycore.trace.scalar_policy import POLICY as _POLICY
@@ -49,6 +50,7 @@ __all__ = [
     "convert_to",
     "devices",
     "default_device",
+    "dynamic",
     "from_buffer",
     "from_host",
     "from_numpy",
@@ -222,3 +224,27 @@ def check(x: LazyTensor, failed: LazyTensor, message: str, error: str = "Runtime
 def assign(target: LazyTensor, new: LazyTensor) -> LazyTensor:
     """In-place update of ``target`` (see :meth:`LazyTensor.assign`)."""
     return target.assign(new)
+
+
+def dynamic(t: LazyTensor, dim: int) -> LazyTensor:
+    """Mark dimension ``dim`` of the input ``t`` (device data) as one whose size
+    varies from step to step: barriers pad it to a bucket size
+    (``LAZYCORE_BUCKETS``) and mask what the padding would change, so sizes in
+    one bucket share one program (:mod:`lazycore.runtime.buckets`). Returns ``t``."""
+    if not isinstance(t, LazyTensor):
+        raise TypeError(f"dynamic expects a LazyTensor, got {type(t).__name__}")
+    rank = t.type.rank
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"dynamic: dim must be an integer, got {type(dim).__name__}")
+    if not -rank <= dim < rank:
+        raise IndexError(f"dynamic: dim {dim} is out of range for a tensor of rank {rank}")
+    node = t._value.node
+    if type(node) is _buckets.Cut and dim % rank in node.layout:
+        return t  # a padded upload's value (DeviceLoader(dynamic=...)): marked already
+    if type(node) is not Data:
+        raise ValueError(
+            "dynamic marks a dimension of an input (device data); this value is still a computation: "
+            "mark the input it is computed from, or run mark_step() first"
+        )
+    _buckets.mark(node, int(dim) % rank)
+    return t

@@ -1,0 +1,395 @@
+"""Shape buckets: one program for inputs whose size varies along a dimension.
+
+An input dimension marked dynamic (``lazycore.torch.dynamic(t, dim)``,
+``lazycore.numpy.dynamic(a, axis)``, or the learned policy below) is padded
+at the barrier to its bucket, the least size of ``settings.buckets``
+(``LAZYCORE_BUCKETS``; powers of two by default) that holds it. The walked
+graph is rebuilt at bucket sizes with the masks that keep the padding out of
+every result (:mod:`lazycore.runtime.padding`), so a last small batch, or
+sequences of lengths 40 to 64, reuse one program; outputs with a padded
+dimension come back as a :class:`Cut` of the padded result. A graph that the
+padding rules cannot prove exact compiles at its own sizes, as without
+marks, and ``LAZYCORE_DEBUG`` says which op refused. A step like an earlier
+one (the same walk, marks and buckets) recalls how its padded program is
+called (:data:`PLANS`) instead of rebuilding the graph.
+
+The learned policy (``settings.learn_buckets``, ``LAZYCORE_LEARN_BUCKETS=1``;
+off by default, as it changes which programs a changing shape compiles): at
+a barrier whose graph has the same structure as an earlier one (ops, edges
+and the user's lines, sizes aside), an input dimension whose size has
+changed twice, alone among that input's, is marked dynamic from then on in
+every barrier of that structure; the debug log names it.
+
+Padding an input costs a copy through the host (the marked buffer is read,
+padded with zeros and uploaded; counted as transfers). When the graph
+cannot be padded as marked, it is tried once more with every unmarked input
+dimension of a padded size padded as well (labels beside marked inputs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+
+import numpy as np
+
+from lazycore.dialect.spec import spec_of
+from lazycore.dialect.types import TensorType
+from lazycore.ir import events
+from lazycore.ir.config import settings
+from lazycore.ir.failure import Failure
+from lazycore.ir.graph import Data, Node, Scalar, Value, digest, node_prefix, operand_bytes
+from lazycore.ir.memo import Memo
+from lazycore.ir.sourceloc import resolve
+from lazycore.runtime import checks, pjrt
+from lazycore.runtime.padding import Refused, pad_graph
+
+
+def bucket(n: int) -> int | None:
+    """The size ``n`` is padded to; None when no bucket holds it."""
+    sizes = settings.buckets
+    if sizes is None:
+        return 1 << (n - 1).bit_length()
+    for b in sizes:
+        if b >= n:
+            return b
+    return None
+
+
+def mark(leaf: Data, dim: int) -> None:
+    """Mark dimension ``dim`` of an input (a device-data leaf) dynamic."""
+    leaf.dynamic = leaf.dynamic | {dim}
+
+
+class Bucketed:
+    """A barrier's program at bucket sizes: its arguments, key, and how its
+    outputs go back to their own sizes."""
+
+    def __init__(self, walk, data: list, packs: list, plan: "_Plan", keyed):
+        self.walk = walk
+        """The padded walk; None when recalled from a plan (its program is cached)."""
+        self.data, self.packs = data, packs
+        self.out_types = plan.out_types
+        self.original = plan.original
+        """The outputs' unpadded types."""
+        self.out_pads = plan.out_pads
+        self.symbols = plan.symbols
+        self.donate, self.key = keyed(data, plan.out_types, plan.encoding)
+
+    def value(self, k: int, leaf: Data) -> Value:
+        """The value of output ``k`` from its result ``leaf``: a :class:`Cut` of a padded result."""
+        pads = self.out_pads[k]
+        sizes = {sym: self.symbols[sym] for f in pads.values() for _, sym in f if sym is not None}
+        if all(b == n for n, b in sizes.items()):
+            return Value(leaf, 0)
+        return Value(Cut.of(leaf, self.original[k], pads, sizes), 0)
+
+
+    def refill(self, k: int, buffer, device):
+        """``buffer``, output ``k`` computed unpadded (its program failed and
+        the outputs were computed again), laid out as the padded result that
+        output's :class:`Cut` reads."""
+        t, padded = self.original[k], self.out_types[k]
+        if padded == t:
+            return buffer
+        sizes = {sym: self.symbols[sym] for f in self.out_pads[k].values() for _, sym in f if sym is not None}
+        expanded, limits = _expanded(t, self.out_pads[k], sizes)
+        host = np.asarray(pjrt.to_host(buffer)).reshape(limits)
+        out = np.zeros(expanded, host.dtype)
+        out[tuple(slice(0, n) for n in limits)] = host
+        return pjrt.to_device(out.reshape(padded.shape), device.pjrt)
+
+
+class Cut(Node):
+    """A padded result's value: the valid part of ``source``. A barrier
+    leaves it pending (it is no work); a read copies the padded result and
+    cuts it on the host; a graph that uses it is padded with ``source`` as
+    its input (no copy), or, when the padding rules refuse that graph,
+    computes it (a slice; with a reshape on each side where a padded
+    dimension is merged with others)."""
+
+    __slots__ = ("source", "layout", "sizes")
+    made = 0
+    """How many were made: until the first, barriers do not look for them."""
+
+    @classmethod
+    def of(cls, source: Data, t, layout: dict, sizes: dict[int, int]) -> "Cut":
+        expanded, limits = _expanded(t, layout, sizes)
+        v = Value(source, 0)
+        if len(expanded) != t.rank:
+            v = Value(_node("reshape", (v,), {"shape": expanded}, TensorType(expanded, t.dtype)), 0)
+        kwargs = {"start": (0,) * len(limits), "limit": limits, "strides": (1,) * len(limits)}
+        if len(expanded) == t.rank:
+            cut = _node("slice", (v,), kwargs, t, cls)
+        else:
+            v = Value(_node("slice", (v,), kwargs, TensorType(limits, t.dtype)), 0)
+            cut = _node("reshape", (v,), {"shape": t.shape}, t, cls)
+        cut.source, cut.layout, cut.sizes = source, layout, sizes
+        Cut.made += 1
+        return cut
+
+    def host(self, array: np.ndarray) -> np.ndarray:
+        """The value from ``source``'s host copy."""
+        expanded, limits = _expanded(self.types[0], self.layout, self.sizes)
+        window = tuple(slice(0, n) for n in limits)
+        return np.ascontiguousarray(array.reshape(expanded)[window].reshape(self.types[0].shape))
+
+
+def _expanded(t, layout: dict, sizes: dict[int, int]) -> tuple[tuple, tuple]:
+    """The padded result with each padded dimension split into its factors,
+    and the valid sizes of that shape."""
+    expanded, limits = [], []
+    for d, n in enumerate(t.shape):
+        for size, sym in layout.get(d, ((n, None),)):
+            expanded.append(size if sym is None else sizes[sym])
+            limits.append(size)
+    return tuple(expanded), tuple(limits)
+
+
+def _node(op: str, operands: tuple, kwargs: dict, t, cls=Node) -> Node:
+    attrs, prefix = node_prefix(spec_of(op), kwargs, (t,))
+    return cls(op, operands, attrs, (t,), digest(prefix + operand_bytes(operands)))
+
+
+class _Plan:
+    """How a padded program is called, by the unpadded walk's parameters
+    (:data:`PLANS`): a step like an earlier one skips rebuilding its graph."""
+
+    __slots__ = ("encoding", "data", "packs", "out_types", "original", "out_pads", "symbols")
+
+    def __init__(self, walk, padded, state, out_pads, symbols):
+        index = {id(leaf): i for i, leaf in enumerate(walk.params)}
+        source = {id(new): index[id(leaf)] for leaf, new in state.inputs}
+        self.encoding = padded.encoding
+        self.data = [(index[id(leaf)], None) if id(leaf) in index else (source[id(leaf)], leaf.types[0])
+                     for leaf in padded.data]
+        """Per argument: the walk's parameter, and the type it is padded to (None: as it is)."""
+        valid = {id(leaf): n for n, leaf in state.valid.items()}
+        self.packs = [(dtype, [(index[id(leaf)], None) if id(leaf) in index else (None, valid[id(leaf)])
+                               for leaf in group]) for dtype, group in padded.packs.items()]
+        """Per scalar pack: the walk's parameter or a valid size, per entry."""
+        self.out_types = [v.type for v in padded.outputs]
+        self.original = [v.type for v in walk.outputs]
+        self.out_pads, self.symbols = out_pads, symbols
+
+    def arguments(self, walk, device) -> tuple[list, list]:
+        params = walk.params
+        data = [params[i] if t is None else Data(_padded_buffer(params[i], t.shape, device), t, owned=False)
+                for i, t in self.data]
+        packs = [(dtype, [params[i] if i is not None else Scalar(np.asarray(n, np.int32), "i32") for i, n in group])
+                 for dtype, group in self.packs]
+        return data, packs
+
+
+PLANS = Memo("runtime.bucket_plans", 64)
+
+
+def prepare(walk, device, keyed) -> Bucketed | None:
+    """``walk`` at bucket sizes when some of its inputs are marked dynamic and
+    the padding rules accept its graph; else None (it compiles as it is).
+    ``keyed(data, out_types, encoding)``: the donation plan and compile key
+    of the padded program's arguments."""
+    if settings.buckets == () or device.pjrt is None or isinstance(device.pjrt, pjrt.MeshTarget):
+        return None
+    if settings.learn_buckets:
+        LEARNED.observe(walk, device)
+    marks: dict[int, dict] = {}
+    symbols: dict[int, int] = {}
+    where = []  # the marks by position: a plan's key
+    for i, leaf in enumerate(walk.data):
+        if not leaf.dynamic:
+            continue
+        if leaf.sharding is not None or type(leaf.buffer) is Failure:
+            return None
+        dims = {}
+        for d in sorted(leaf.dynamic):
+            n = leaf.types[0].shape[d]
+            b = bucket(n)
+            if n >= 2 and b is not None:  # size 1 is every broadcast's: no symbol
+                dims[d] = ((n, n),)
+                symbols[n] = b
+        if dims:
+            marks[id(leaf)] = dims
+            where.append((i, tuple(dims.items())))
+    for i, node in enumerate(walk.order if Cut.made else ()):  # padded results of earlier programs stay padded
+        if type(node) is Cut and all(symbols.setdefault(n, b) == b for n, b in node.sizes.items()):
+            marks[id(node)] = node.layout
+            where.append((-1 - i, tuple(node.layout.items())))
+    if not marks:
+        return None
+    from lazycore.runtime.barrier import Walk  # the barrier calls this module
+    from lazycore.runtime.cache import CACHE
+
+    signature = (walk.encoding, tuple(where), tuple(sorted(symbols.items())))
+    plan = PLANS.get(signature)
+    if plan is not None and not settings.debug:  # debug lines describe the padded walk
+        try:
+            data, packs = plan.arguments(walk, device)
+        except _Unready:  # an input's program failed: the barrier settles it unpadded
+            return None
+        known = Bucketed(None, data, packs, plan, keyed)
+        if known.key in CACHE:
+            return known
+    try:
+        try:
+            state, outputs, out_pads = pad_graph(walk, marks, symbols)
+        except Refused:
+            # unmarked inputs of a padded size (labels beside marked inputs): padded too, once
+            more = _sized_like(walk, marks, symbols)
+            if not more:
+                raise
+            state, outputs, out_pads = pad_graph(walk, {**marks, **more}, symbols)
+        padded = Walk(outputs)
+        if [c.op for c in checks.nodes(padded)] != [c.op for c in checks.nodes(walk)]:
+            raise Refused("its value checks changed order")
+    except Refused as e:
+        events.emit("buckets", device, f"not padded: {e}; compiled at its own sizes")
+        return None
+    try:
+        for leaf, new in state.inputs:
+            new.buffer = _padded_buffer(leaf, new.types[0].shape, device)
+    except _Unready:  # the buffer's program failed: the barrier settles it unpadded
+        return None
+    plan = PLANS.put(signature, _Plan(walk, padded, state, out_pads, symbols))
+    return Bucketed(padded, padded.data, list(padded.packs.items()), plan, keyed)
+
+
+def _sized_like(walk, marks: dict, symbols: dict[int, int]) -> dict[int, dict]:
+    """Marks for the unmarked inputs' dimensions that have a symbol's size."""
+    more = {}
+    for leaf in walk.data:
+        if id(leaf) not in marks and leaf.sharding is None and type(leaf.buffer) is not Failure:
+            dims = {d: ((n, n),) for d, n in enumerate(leaf.types[0].shape) if n in symbols}
+            if dims:
+                more[id(leaf)] = dims
+    return more
+
+
+def pad_host(array: np.ndarray, dim: int) -> np.ndarray:
+    """``array`` padded with zeros along ``dim`` to its bucket (as it is when
+    no bucket holds that size): a loader uploads the padded batch and
+    hands out its :func:`cut`, so the barrier copies nothing."""
+    n = array.shape[dim]
+    b = bucket(n)
+    if n < 2 or b is None or b == n:
+        return array
+    widths = [(0, 0)] * array.ndim
+    widths[dim] = (0, b - n)
+    return np.pad(array, widths)
+
+
+def cut(leaf: Data, shape: tuple, dim: int) -> Value:
+    """The value of shape ``shape`` whose dimension ``dim`` ``leaf`` holds
+    padded (:func:`pad_host`): a :class:`Cut`, or the leaf itself, marked
+    dynamic, where nothing was padded."""
+    if leaf.types[0].shape == tuple(shape):
+        if shape[dim] >= 2:
+            mark(leaf, dim)
+        return Value(leaf, 0)
+    n, b = shape[dim], leaf.types[0].shape[dim]
+    return Value(Cut.of(leaf, TensorType(tuple(shape), leaf.types[0].dtype), {dim: ((n, n),)}, {n: b}), 0)
+
+
+class _Unready(Exception):
+    """An input's buffer could not be read: the program computing it failed."""
+
+
+def _padded_buffer(leaf: Data, shape: tuple, device):
+    """``leaf``'s buffer padded with zeros to ``shape``, through the host
+    (announced as transfers: a transfer guard sees these copies)."""
+    t = leaf.types[0]
+    if tuple(shape) == t.shape:  # a size that is its own bucket: nothing to pad
+        return leaf.buffer
+    events.emit("transfer", "device-to-host", t, None)
+    with events.timed("transfer"):
+        try:
+            host = np.asarray(pjrt.to_host(leaf.buffer))
+        except Exception as e:
+            raise _Unready() from e
+    events.bump("transfers_to_host")
+    events.bump("bytes_to_host", host.nbytes)
+    host = np.pad(host, [(0, b - s) for s, b in zip(host.shape, shape)])
+    events.emit("transfer", "host-to-device", type(t)(shape, t.dtype), host.nbytes)
+    with events.timed("transfer"):
+        buf = pjrt.to_device(host, device.pjrt)
+    events.bump("transfers_to_device")
+    events.bump("bytes_to_device", host.nbytes)
+    return buf
+
+
+# --- the learned policy ----------------------------------------------------------
+
+
+class _Place:
+    __slots__ = ("shapes", "sizes", "learned")
+
+    def __init__(self, shapes):
+        self.shapes = shapes
+        self.sizes: dict[tuple[int, int], set[int]] = {}
+        self.learned: set[tuple[int, int]] = set()
+
+
+class Learner:
+    """Input sizes seen per place (a graph's structure and the user's lines
+    that made it); marks a dimension that keeps changing."""
+
+    def __init__(self):
+        self.places = Memo("runtime.bucket_places", 256)
+
+    def observe(self, walk, device) -> None:
+        if all(node.is_leaf or node.op in _MOVES for node in walk.order):
+            return  # a read through views (a loop over parameters): nothing to share
+        shapes = [leaf.types[0].shape for leaf in walk.data]
+        key = _place(walk)
+        place = self.places.get(key)
+        if place is None:
+            self.places.put(key, _Place(shapes))
+            return
+        for p, (old, new) in enumerate(zip(place.shapes, shapes)):
+            changed = [d for d, (a, b) in enumerate(zip(old, new)) if a != b]
+            # one dimension changing while the others keep their sizes: a
+            # batch or a sequence length, not another tensor of the same rank
+            if len(changed) != 1 or (p, changed[0]) in place.learned or changed[0] in walk.data[p].dynamic:
+                continue
+            d = changed[0]
+            sizes = place.sizes.setdefault((p, d), {old[d]})
+            sizes.add(new[d])
+            if len(sizes) >= 3:  # it has changed twice: a third program otherwise
+                place.learned.add((p, d))
+                seen = ", ".join(map(str, sorted(sizes)))
+                events.emit("buckets", device, f"input {p} ({walk.data[p].types[0]}{_user(walk, p)}) "
+                            f"has had sizes {seen} along dim {d}: marked dynamic")
+        place.shapes = shapes
+        for p, d in place.learned:
+            if d not in walk.data[p].dynamic:
+                mark(walk.data[p], d)
+
+    def clear(self) -> None:
+        self.places.clear()
+
+
+_MOVES = frozenset({"reshape", "permute", "slice", "broadcast_in_dim", "convert", "constant", "iota"})
+
+
+def _place(walk) -> bytes:
+    """The walk without sizes: op names, edges, the inputs' ranks and dtypes,
+    and the user's lines that recorded its ops."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update("|".join(node.op for node in walk.order).encode())
+    h.update(walk.encoding[8 + 16 * len(walk.order):])
+    h.update(repr([(leaf.types[0].rank, leaf.types[0].dtype) for leaf in walk.data]).encode())
+    h.update(array("q", [hash(node.loc) for node in walk.order]).tobytes())
+    return h.digest()
+
+
+def _user(walk, p: int) -> str:
+    """Where input ``p`` is first used: ``, used at file:line``, or nothing."""
+    leaf = walk.data[p]
+    for node in walk.order:
+        if node.loc is not None and any(type(o) is Value and o[0] is leaf for o in node.operands):
+            file, line = resolve(node.loc)
+            return f", used at {file}:{line}"
+    return ""
+
+
+LEARNED = Learner()

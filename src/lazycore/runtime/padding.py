@@ -1,0 +1,590 @@
+"""A barrier's graph at bucket sizes: padded dimensions, and masks where padding would show.
+
+:mod:`lazycore.runtime.buckets` decides which input dimensions are padded and
+to what size; this module rebuilds the walked graph with those dimensions at
+their bucket size, so graphs that differ only in those sizes become one
+program. Each dimension of size ``n`` padded to ``b`` is a *symbol* ``n``:
+the padded graph keeps, for every value, which of its dimensions are padded
+and for which symbol, and the number ``n`` enters the program as a scalar
+parameter (its *valid size*), never as structure.
+
+Positions past the valid size hold garbage (zeros in the inputs, anything
+after an op: ``log(0)``). An op that only combines equal positions
+(elementwise ops, broadcasts, permutes, reshapes that keep the padded
+dimension whole) computes the same values at valid positions as the
+unpadded op; an op that mixes positions along a padded dimension sees masked
+operands: a reduction the reduction's identity past the valid size, a
+contraction zeros in both operands (``0 * inf`` would be NaN), ``argmax``
+and ``argmin`` the far end of the type. A masked sum divided by its element
+count baked as a number (torch's ``mean``) is divided by the count computed
+from the valid sizes instead; a count passed as a scalar parameter (a mean's
+gradient) needs nothing. Values made
+without an input (``broadcast_in_dim`` of a scalar, ``iota``, a splat
+constant) that have a dimension of size ``n`` are constant along it and are
+widened too: autograd's ``expand`` of a mean's gradient to the batch shape is
+one; so is the first ``n`` of a longer dimension (``causal[:t, :t]``), whose
+first ``b`` keep those ``n`` in front. Lookups at padded indices (``gather``:
+an embedding of padded tokens) are kept; updates at padded indices
+(``scatter``: its gradient) are masked with the mode's identity.
+
+A padded dimension is a list of *factors*, ``(size, symbol or None)``
+outermost first: a reshape that merges it with others (``linear`` on a
+``(batch, seq, d)`` input flattens to ``(batch * seq, d)``) gives a dimension
+of several factors, whose masks take each padded factor's index out of the
+flat one, and a later reshape may split the factors again. Values whose
+padded dimensions disagree on their factors never meet in one op.
+
+Any other op on a padded value (a slice that is not the whole dimension, a
+reshape that splits a padded factor, a gather along it, a cumulative op,
+``reverse``, random bits) raises :class:`Refused`, and the barrier compiles
+the graph as it is: never a wrong value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lazycore.dialect.elementwise import BINARY, UNARY
+from lazycore.dialect.spec import spec_of
+from lazycore.dialect.types import ShapeError, TensorType, is_float, is_int, to_numpy_dtype
+from lazycore.ir.graph import Data, Node, Scalar, Value, make_node
+from lazycore.ir.sourceloc import resolve
+
+ELEMENTWISE = frozenset(UNARY) | frozenset(BINARY) | {"compare", "select", "convert", "bitcast_convert"}
+REDUCTIONS = {"reduce_sum": "zero", "reduce_prod": "one", "reduce_max": "low", "reduce_min": "high"}
+WIDENED = frozenset({"broadcast_in_dim", "iota", "constant", "slice"})
+"""Ops that make values of their own whose dimensions of a symbol's size are widened."""
+
+
+class Refused(Exception):
+    """The graph cannot be padded; the message says which op and where."""
+
+
+def fill_value(kind: str, dtype: str) -> np.ndarray:
+    """The rank-0 value masked positions take: ``zero``, ``one``, ``low`` (the
+    identity of max) or ``high`` (of min)."""
+    dt = to_numpy_dtype(dtype)
+    if kind in ("zero", "one"):
+        return np.asarray(0 if kind == "zero" else 1).astype(dt)
+    if dtype == "i1":
+        return np.asarray(kind == "high", dtype=dt)
+    if is_float(dtype):
+        return np.asarray(-np.inf if kind == "low" else np.inf).astype(dt)
+    if is_int(dtype):
+        info = np.iinfo(dt)
+        return np.asarray(info.min if kind == "low" else info.max, dtype=dt)
+    raise Refused(f"no {kind} fill for element type {dtype}")
+
+
+def _where(node: Node) -> str:
+    if node.loc is None:
+        return f"lazy.{node.op}"
+    file, line = resolve(node.loc)
+    return f"lazy.{node.op} at {file}:{line}"
+
+
+Factors = tuple  # ((size, symbol or None), ...), outermost first; sizes unpadded
+
+
+class Padded:
+    """The walk's graph rebuilt at bucket sizes (:func:`pad_graph`)."""
+
+    def __init__(self, symbols: dict[int, int]):
+        self.symbols = symbols
+        """Symbol (unpadded size) -> bucket size."""
+        self.valid: dict[int, Scalar] = {n: Scalar(np.asarray(n, np.int32), "i32") for n in symbols}
+        """Symbol -> the scalar parameter holding it (the valid size)."""
+        self.new: dict[int, tuple[Node, list[dict[int, Factors]]]] = {}
+        """id(original node) -> (its padded node, per result: padded dim -> its factors)."""
+        self.inputs: list[tuple[Data, Data]] = []
+        """(marked leaf, its padded leaf)."""
+        self._masks: dict[tuple, Value] = {}
+        self.counts: dict[int, tuple[int, tuple[int, ...]]] = {}
+        """id(padded node) -> how many elements the masked sum it holds added
+        (a number and the symbols whose valid sizes multiply it)."""
+
+    # --- building ----------------------------------------------------------------
+
+    def make(self, op: str, operands: tuple, attrs: dict, loc=None) -> Node:
+        spec = spec_of(op)
+        types = [v.type if type(v) is Value else [x.type for x in v] for v in operands]
+        try:
+            result = spec.infer(*types, **attrs)
+        except ShapeError as e:
+            raise Refused(f"lazy.{op} does not fit the bucket sizes ({e})") from None
+        return make_node(spec, tuple(operands), attrs, result, loc)
+
+    def value(self, op: str, operands: tuple, attrs: dict) -> Value:
+        return Value(self.make(op, operands, attrs), 0)
+
+    def size(self, factors: Factors) -> int:
+        """A padded dimension's size at bucket sizes."""
+        out = 1
+        for n, sym in factors:
+            out *= n if sym is None else self.symbols[sym]
+        return out
+
+    def index_scalar(self, value: int) -> Value:
+        return self.value("constant", (), {"value": np.asarray(value, np.int32)})
+
+    def splat(self, v: Value, shape: tuple) -> Value:
+        return self.value("broadcast_in_dim", (v,), {"dims": (), "shape": shape})
+
+    def inside(self, shape: tuple, d: int, factors: Factors) -> Value | None:
+        """i1 of ``shape``: true where every padded factor of dimension ``d``
+        is below its valid size."""
+        pred = None
+        flat = self.value("iota", (), {"dim": d, "shape": shape, "dtype": "i32"})
+        sizes = [n if sym is None else self.symbols[sym] for n, sym in factors]
+        for k, (_, sym) in enumerate(factors):
+            if sym is None:
+                continue
+            inner = int(np.prod(sizes[k + 1:], dtype=np.int64))
+            index = flat
+            if inner > 1:  # the factor's index out of the flat one
+                index = self.value("div", (index, self.splat(self.index_scalar(inner), shape)), {})
+            if k > 0:
+                index = self.value("rem", (index, self.splat(self.index_scalar(sizes[k]), shape)), {})
+            valid = self.splat(Value(self.valid[sym], 0), shape)
+            below = self.value("compare", (index, valid), {"direction": "LT"})
+            pred = below if pred is None else self.value("and", (pred, below), {})
+        return pred
+
+    def mask(self, v: Value, dims: dict[int, Factors], kind: str) -> Value:
+        """``v`` with the positions past the valid sizes of ``dims`` replaced by the ``kind`` fill."""
+        t = v.type
+        key = (t.shape, tuple(sorted(dims.items())))
+        pred = self._masks.get(key)
+        if pred is None:
+            for d, factors in sorted(dims.items()):
+                below = self.inside(t.shape, d, factors)
+                pred = below if pred is None else self.value("and", (pred, below), {})
+            self._masks[key] = pred
+        fill = self.splat(self.value("constant", (), {"value": fill_value(kind, t.dtype)}), t.shape)
+        return self.value("select", (pred, v, fill), {})
+
+    def widened(self, shape: tuple, dims: dict[int, Factors]) -> tuple:
+        return tuple(self.size(dims[j]) if j in dims else s for j, s in enumerate(shape))
+
+    def fresh_dims(self, shape: tuple) -> dict[int, Factors]:
+        """The dimensions of a value made without inputs that become padded:
+        those of a symbol's size (also where the bucket is that size: every
+        size of a bucket makes one graph)."""
+        return {j: ((s, s),) for j, s in enumerate(shape) if s in self.symbols}
+
+    # --- the walk ------------------------------------------------------------------
+
+    def node(self, node: Node, marks: dict[int, Factors] | None) -> None:
+        if marks and not node.is_leaf:  # a padded result's cut: that result, padded
+            self.new[id(node)] = (node.source, [dict(marks)])
+            return
+        if node.is_leaf:
+            if marks:
+                t = node.types[0]
+                dims = dict(marks)
+                leaf = Data(None, TensorType(self.widened(t.shape, dims), t.dtype), owned=False)
+                self.inputs.append((node, leaf))
+                self.new[id(node)] = (leaf, [dims])
+            else:
+                self.new[id(node)] = (node, [{}])
+            return
+        operands, pads, same = [], [], True
+        for o in node.operands:
+            if type(o) is Value:
+                new, padded = self.new[id(o[0])]
+                operands.append(o if new is o[0] else Value(new, o[1]))
+                pads.append(padded[o[1]])
+                same = same and new is o[0]
+            else:
+                group = []
+                for v in o:
+                    new, padded = self.new[id(v[0])]
+                    group.append(v if new is v[0] else Value(new, v[1]))
+                    pads.append(padded[v[1]])
+                    same = same and new is v[0]
+                operands.append(tuple(group))
+        op = node.op
+        if not any(pads) and (op not in WIDENED or not self.fresh_dims(node.types[0].shape)):
+            if same:
+                self.new[id(node)] = (node, [{} for _ in node.types])
+                return
+            if op == "div":
+                operands = _mean_count(self, node, operands)
+            made = self.make(op, tuple(operands), node.attrs, node.loc)
+            self.new[id(node)] = (made, [{} for _ in node.types])
+            if op in ("reshape", "convert", "broadcast_in_dim") and id(operands[0][0]) in self.counts:
+                self.counts[id(made)] = self.counts[id(operands[0][0])]
+            return
+        rule = RULES.get(op)
+        if rule is None:
+            raise Refused(f"{_where(node)} mixes positions along a padded dimension (no padding rule)")
+        attrs, operands, padded = rule(self, node, operands, pads)
+        made = self.make(op, tuple(operands), attrs, node.loc)
+        self.new[id(node)] = (made, [padded])
+        if op == "reduce_sum":
+            count = self.count_of(node, pads[0])
+            if count[1]:
+                self.counts[id(made)] = count
+        elif op in ("reshape", "convert", "broadcast_in_dim") and id(operands[0][0]) in self.counts:
+            self.counts[id(made)] = self.counts[id(operands[0][0])]
+
+    def count_of(self, node: Node, pads: dict) -> tuple[int, tuple[int, ...]]:
+        source = node.operands[0][0].types[node.operands[0][1]].shape
+        k, syms = 1, []
+        for d in node.attrs["dims"]:
+            for n, sym in pads.get(d, ((source[d], None),)):
+                if sym is None:
+                    k *= n
+                else:
+                    syms.append(sym)
+        return k, tuple(syms)
+
+    def counted(self, count: tuple[int, tuple[int, ...]], dtype: str, shape: tuple) -> Value:
+        """The element count of a masked sum, from the valid sizes, as ``dtype`` of ``shape``."""
+        k, syms = count
+        total = self.index_scalar(k) if k != 1 else None
+        for sym in syms:
+            v = Value(self.valid[sym], 0)
+            total = v if total is None else self.value("mul", (total, v), {})
+        return self.splat(self.value("convert", (total,), {"dtype": dtype}), shape)
+
+
+def pad_graph(walk, marks: dict[int, dict[int, Factors]], symbols: dict[int, int]) -> tuple[Padded, list[Value], list]:
+    """``walk``'s graph with the ``marks`` (id(leaf or cut) -> {dim: factors}) padded
+    to ``symbols``' buckets: the :class:`Padded` state, the new output values,
+    and per output its padded dims. Raises :class:`Refused`."""
+    state = Padded(symbols)
+    for node in walk.order:
+        state.node(node, marks.get(id(node)))
+    outputs, out_pads = [], []
+    for v in walk.outputs:
+        new, padded = state.new[id(v[0])]
+        outputs.append(Value(new, v[1]))
+        out_pads.append(padded[v[1]])
+    return state, outputs, out_pads
+
+
+# --- the rules: (state, node, new operands, operand pads) -> (attrs, operands, result pads) ---
+
+
+def _union(node, pads) -> dict[int, Factors]:
+    out: dict[int, Factors] = {}
+    for p in pads:
+        for d, factors in p.items():
+            if out.setdefault(d, factors) != factors:
+                raise Refused(f"{_where(node)} combines values padded along dim {d} in different layouts")
+    return out
+
+
+def _elementwise(state, node, operands, pads):
+    if node.op == "div":
+        operands = _mean_count(state, node, operands)
+    out = _union(node, pads)
+    operands = [v if p == out else _stretched(state, v, p, out) for v, p in zip(operands, pads)]
+    return node.attrs, operands, out
+
+
+def _mean_count(state, node, operands):
+    """A masked sum divided by its element count baked as a number (torch's
+    ``mean``, ``var_mean``): the count from the valid sizes instead, so that
+    every size of the bucket has the same program. Exact: only a number equal
+    to this size's count is replaced."""
+    count = state.counts.get(id(operands[0][0]))
+    if count is None:
+        return operands
+    c = node.operands[1][0]
+    if c.op == "broadcast_in_dim":
+        c = c.operands[0][0]
+    if c.op != "constant" or c.attrs["value"].size != 1:
+        return operands
+    k, syms = count
+    if float(c.attrs["value"].flat[0]) != float(k * int(np.prod(syms, dtype=np.int64))):
+        return operands
+    rhs = operands[1]
+    return [operands[0], state.counted(count, rhs.type.dtype, rhs.type.shape)]
+
+
+def _stretched(state, v: Value, have: dict, want: dict) -> Value:
+    """``v`` padded as ``want`` where it is constant along the dimensions it
+    lacks (a bias broadcast to ``(batch * seq, d)``, an iota along another
+    dimension, a splat: sizes no symbol has); else ``v`` (the op's rule then
+    refuses the sizes)."""
+    node = v[0]
+    t = v.type
+    op = node.op
+    operands = node.operands
+    if op == "broadcast_in_dim":
+        source = node.operands[0][0].types[node.operands[0][1]].shape
+        stretched = {d: i for i, d in enumerate(node.attrs["dims"])}
+        fixed = {d for d in stretched if source[stretched[d]] != 1}
+    elif op == "iota":
+        d = node.attrs["dim"]
+        # along its own dimension an iota widens only where the valid positions come first
+        fixed = {d} if len(want.get(d, ())) != 1 else set()
+    elif op == "constant" and node.attrs["value"].size and (node.attrs["value"] == node.attrs["value"].flat[0]).all():
+        fixed = set()
+    else:
+        return v
+    out = dict(have)
+    for d, f in want.items():
+        if d not in have:
+            if d in fixed:
+                return v
+            out[d] = f
+    widened = tuple(state.size(out[j]) if j in out else n for j, n in enumerate(t.shape))
+    if op == "constant":
+        value = node.attrs["value"]
+        return state.value("constant", (), {"value": np.full(widened, value.flat[0], value.dtype)})
+    return state.value(op, operands, {**node.attrs, "shape": widened})
+
+
+def _check(state, node, operands, pads):
+    return node.attrs, operands, dict(pads[0])
+
+
+def _broadcast(state, node, operands, pads):
+    dims, shape = node.attrs["dims"], node.attrs["shape"]
+    source = node.operands[0][0].types[node.operands[0][1]].shape
+    out = {dims[i]: f for i, f in pads[0].items()}
+    stretched = {d: i for i, d in enumerate(dims)}
+    for j, f in state.fresh_dims(shape).items():
+        if j not in out and (j not in stretched or source[stretched[j]] == 1):
+            out[j] = f  # constant along j: widening keeps the valid positions
+    return {**node.attrs, "shape": state.widened(shape, out)}, operands, out
+
+
+def _made(state, node, operands, pads):
+    out = state.fresh_dims(node.types[0].shape)
+    if node.op == "iota":
+        return {**node.attrs, "shape": state.widened(node.attrs["shape"], out)}, operands, out
+    value = node.attrs["value"]
+    if value.size == 0 or not (value == value.flat[0]).all():
+        return node.attrs, operands, {}  # not constant along its dims: kept as it is
+    return {"value": np.full(state.widened(value.shape, out), value.flat[0], value.dtype)}, operands, out
+
+
+def _reshape(state, node, operands, pads):
+    source = node.operands[0][0].types[node.operands[0][1]].shape
+    shape = node.attrs["shape"]
+    factors = []  # the operand's elements as factors, outermost first
+    for d, n in enumerate(source):
+        factors.extend(pads[0].get(d, ((n, None),)))
+    factors = [f for f in factors if f[0] != 1 or f[1] is not None]
+    factors.reverse()  # popped from the end
+    out = {}
+    for j, r in enumerate(shape):
+        group, size = [], 1
+        while size < r:
+            if not factors:
+                raise Refused(f"{_where(node)}: reshape {source} -> {shape} does not split evenly")
+            n, sym = factors.pop()
+            if r % (size * n) == 0:
+                group.append((n, sym))
+                size *= n
+            elif sym is None and n % (r // size) == 0:  # an unpadded factor splits freely
+                k = r // size
+                group.append((k, None))
+                factors.append((n // k, None))
+                size = r
+            else:
+                raise Refused(f"{_where(node)} splits a padded dimension ({source} -> {shape})")
+        if any(sym is not None for _, sym in group):
+            out[j] = tuple(group)
+    return {**node.attrs, "shape": state.widened(shape, out)}, operands, out
+
+
+def _permute(state, node, operands, pads):
+    dims = node.attrs["dims"]
+    return node.attrs, operands, {i: pads[0][d] for i, d in enumerate(dims) if d in pads[0]}
+
+
+def _kept(pads: dict[int, Factors], removed) -> dict[int, Factors]:
+    removed = sorted(removed)
+    return {d - sum(r < d for r in removed): f for d, f in pads.items() if d not in removed}
+
+
+def _reduce(state, node, operands, pads):
+    dims = node.attrs["dims"]
+    masked = {d: pads[0][d] for d in dims if d in pads[0]}
+    if masked:
+        operands = [state.mask(operands[0], masked, REDUCTIONS[node.op])]
+    return node.attrs, operands, _kept(pads[0], dims)
+
+
+def _arg(state, node, operands, pads):
+    dim = node.attrs["dim"]
+    if dim in pads[0]:
+        kind = "low" if node.op == "argmax" else "high"
+        operands = [state.mask(operands[0], {dim: pads[0][dim]}, kind)]
+    return node.attrs, operands, _kept(pads[0], (dim,))
+
+
+def _pair(node, pa, pb, lhs_dims, rhs_dims) -> dict[int, Factors]:
+    """Position in the pairs -> the factors of the padded ones (both sides agree)."""
+    out = {}
+    for i, (l, r) in enumerate(zip(lhs_dims, rhs_dims)):
+        fa, fb = pa.get(l), pb.get(r)
+        if fa is not None and fb is not None and fa != fb:
+            raise Refused(f"{_where(node)} pairs dimensions padded in different layouts")
+        if fa or fb:
+            out[i] = fa or fb
+    return out
+
+
+def _dot(state, node, operands, pads):
+    a = node.attrs
+    pa, pb = pads
+    lhs, rhs = operands
+    contracted = _pair(node, pa, pb, a["lhs_contract"], a["rhs_contract"])
+    if contracted:
+        lhs = state.mask(lhs, {a["lhs_contract"][i]: f for i, f in contracted.items()}, "zero")
+        rhs = state.mask(rhs, {a["rhs_contract"][i]: f for i, f in contracted.items()}, "zero")
+    out = _pair(node, pa, pb, a["lhs_batch"], a["rhs_batch"])
+    k = len(a["lhs_batch"])
+    for side, p, used in ((0, pa, a["lhs_batch"] + a["lhs_contract"]), (1, pb, a["rhs_batch"] + a["rhs_contract"])):
+        for d in range(operands[side].type.rank):
+            if d not in used:
+                if d in p:
+                    out[k] = p[d]
+                k += 1
+    return a, [lhs, rhs], out
+
+
+def _slice(state, node, operands, pads):
+    a = node.attrs
+    source = node.operands[0][0].types[node.operands[0][1]].shape
+    limit = list(a["limit"])
+    for d, f in pads[0].items():
+        if a["start"][d] != 0 or a["strides"][d] != 1 or a["limit"][d] != source[d]:
+            raise Refused(f"{_where(node)} takes part of a padded dimension")
+        limit[d] = state.size(f)
+    out = dict(pads[0])
+    for d, f in state.fresh_dims(node.types[0].shape).items():
+        b = state.size(f)
+        if d not in out and a["start"][d] == 0 and a["strides"][d] == 1 and source[d] >= b:
+            # the first n of a longer dimension (a causal mask buffer's [:t, :t]): its first b
+            out[d] = f
+            limit[d] = b
+    return {**a, "limit": tuple(limit)}, operands, out
+
+
+def _concatenate(state, node, operands, pads):
+    if any(node.attrs["dim"] in p for p in pads):
+        raise Refused(f"{_where(node)} joins along a padded dimension")
+    return node.attrs, operands, _union(node, pads)
+
+
+def _pad(state, node, operands, pads):
+    a = node.attrs
+    for d in pads[0]:
+        if a["low"][d] or a["high"][d] or a["interior"][d]:
+            raise Refused(f"{_where(node)} pads a padded dimension")
+    return a, operands, dict(pads[0])
+
+
+def _reverse(state, node, operands, pads):
+    if any(d in pads[0] for d in node.attrs["dims"]):
+        raise Refused(f"{_where(node)} reverses a padded dimension")
+    return node.attrs, operands, dict(pads[0])
+
+
+def _index_batch(rank: int, index_vector_dim: int) -> list[int]:
+    """The dimensions of an index array that enumerate lookups (all but the index vector's)."""
+    return [d for d in range(rank) if d != index_vector_dim]
+
+
+def _gather(state, node, operands, pads):
+    """Lookups at padded indices (an embedding of padded tokens): the padded
+    positions look up something (indices are clamped) and stay garbage. A
+    padded dimension of the operand that every lookup takes whole (``x[:, idx]``
+    of a batch) stays padded in the result."""
+    a = node.attrs
+    pa, pi = pads
+    source = node.operands[0][0].types[node.operands[0][1]].shape
+    indexed = set(a["start_index_map"]) | set(a["collapsed_slice_dims"]) | set(a["operand_batching_dims"])
+    if any(d in indexed or a["slice_sizes"][d] != source[d] for d in pa) \
+            or any(d in pi for d in a["start_indices_batching_dims"]) or a["index_vector_dim"] in pi:
+        raise Refused(f"{_where(node)} gathers along a padded dimension")
+    batch = _index_batch(operands[1].type.rank, a["index_vector_dim"])
+    rank = len(a["offset_dims"]) + len(batch)
+    positions = [j for j in range(rank) if j not in a["offset_dims"]]
+    out = {positions[k]: pi[d] for k, d in enumerate(batch) if d in pi}
+    windows = [d for d in range(len(source)) if d not in set(a["collapsed_slice_dims"]) | set(a["operand_batching_dims"])]
+    sizes = list(a["slice_sizes"])
+    for d, f in pa.items():
+        out[a["offset_dims"][windows.index(d)]] = f
+        sizes[d] = state.size(f)
+    return {**a, "slice_sizes": tuple(sizes)}, operands, out
+
+
+_SCATTER_FILL = {"add": "zero", "mul": "one", "max": "low", "min": "high"}
+
+
+def _scatter(state, node, operands, pads):
+    """Updates at padded positions (an embedding's gradient) combine the
+    mode's identity: they change nothing wherever their garbage index points."""
+    a = node.attrs
+    po, pi, pu = pads
+    window = a["update_window_dims"]
+    if po or a["mode"] not in _SCATTER_FILL or any(d in pu for d in window) or a["index_vector_dim"] in pi \
+            or any(d in pi for d in a["scatter_indices_batching_dims"]):
+        raise Refused(f"{_where(node)} scatters into, or with mode {a['mode']} along, a padded dimension")
+    scattered = [d for d in range(operands[2].type.rank) if d not in window]
+    batch = _index_batch(operands[1].type.rank, a["index_vector_dim"])
+    masked = {}
+    for u, i in zip(scattered, batch):
+        fu, fi = pu.get(u), pi.get(i)
+        if fu is not None and fi is not None and fu != fi:
+            raise Refused(f"{_where(node)} pairs dimensions padded in different layouts")
+        if fu or fi:
+            masked[u] = fu or fi
+    updates = state.mask(operands[2], masked, _SCATTER_FILL[a["mode"]]) if masked else operands[2]
+    if masked and any(u not in pu for u in masked):
+        raise Refused(f"{_where(node)} scatters unpadded updates at padded indices")
+    return a, [operands[0], operands[1], updates], {}
+
+
+def _convolution(state, node, operands, pads):
+    """N,C,spatial: a padded batch (input dim 0) or output feature (kernel
+    dim 0) dimension stays padded in the result; a padded input feature
+    dimension is contracted (both operands masked with zeros, as in
+    ``dot_general``: a weight gradient contracts the batch this way); a
+    window never slides over padding."""
+    a = node.attrs
+    pi, pk = pads
+    if any(d >= 2 for d in pi) or any(d >= 2 for d in pk):
+        raise Refused(f"{_where(node)} slides its window along a padded dimension")
+    inp, kernel = operands
+    contracted = _pair(node, pi, pk, (1,), (1,))
+    if contracted:
+        if a["groups"] != 1:
+            raise Refused(f"{_where(node)} groups a padded feature dimension")
+        inp, kernel = state.mask(inp, {1: contracted[0]}, "zero"), state.mask(kernel, {1: contracted[0]}, "zero")
+    out = {}
+    if 0 in pi:
+        out[0] = pi[0]
+    if 0 in pk:
+        out[1] = pk[0]
+    return a, [inp, kernel], out
+
+
+RULES = {name: _elementwise for name in ELEMENTWISE}
+RULES.update({
+    "check": _check,
+    "broadcast_in_dim": _broadcast,
+    "iota": _made,
+    "constant": _made,
+    "reshape": _reshape,
+    "permute": _permute,
+    "argmax": _arg,
+    "argmin": _arg,
+    "dot_general": _dot,
+    "slice": _slice,
+    "concatenate": _concatenate,
+    "pad": _pad,
+    "reverse": _reverse,
+    "gather": _gather,
+    "scatter": _scatter,
+    "convolution": _convolution,
+})
+RULES.update(dict.fromkeys(REDUCTIONS, _reduce))
