@@ -45,7 +45,7 @@ def matches(expected: str, got: str) -> bool:
 
 @pytest.mark.parametrize("title", ["Walkthrough: a fused lowering", "Walkthrough: a frontend in 25 lines",
                                    "Exporting StableHLO: `lazycore.export`", "Loops and branches in the graph",
-                                   "Shape buckets: `dynamic`"])
+                                   "Shape buckets: `dynamic`", "What lazycore does that others don't"])
 def test_walkthrough_runs_and_prints_what_the_readme_shows(title, restore_lowerings):
     blocks = steps(section(title))
     assert blocks and any(expected is not None for _, expected in blocks)
