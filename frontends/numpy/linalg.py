@@ -491,6 +491,7 @@ def __getattr__(name):
 
     call.__name__ = name
     call.__doc__ = target.__doc__
+    call.__wrapped__ = target  # inspect.signature(call): NumPy's signature
     return call
 
 
