@@ -156,3 +156,15 @@ def test_named_tuple_results_have_the_standards_fields(clean_runtime):
     for name, fields in (("eigh", ("eigenvalues", "eigenvectors")), ("slogdet", ("sign", "logabsdet")),
                          ("qr", ("Q", "R")), ("svd", ("U", "S", "Vh"))):
         assert getattr(np.linalg, name)(np.asarray(m))._fields == fields == getattr(numpy.linalg, name)(m)._fields
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "bool", "float32", "uint64"])
+def test_vecdot_sums_in_the_operands_type(dtype, clean_runtime):
+    rng = numpy.random.default_rng(0)
+    a = rng.integers(0, 200, (4, 3)).astype(dtype)
+    b = rng.integers(0, 200, (2, 1, 3)).astype(dtype)
+    want = numpy.linalg.vecdot(a, b)
+    same(np.linalg.vecdot(np.asarray(a), np.asarray(b)), want)
+    same(np.vecdot(np.asarray(a), np.asarray(b)), numpy.vecdot(a, b))
+    same(np.vecdot(np.asarray(a.T), np.asarray(a.T), axis=0), numpy.vecdot(a.T, a.T, axis=0))
+    assert metrics.fallbacks() == {}
