@@ -27,6 +27,7 @@ ALIASES = {k: UFUNCS[v] for k, v in _UFUNC_ALIASES.items() if v in UFUNCS}
 
 
 def astype(x: ndarray, dtype, /, *, copy: bool = True, device=None) -> ndarray:
+    _check_device(device)
     return x.astype(dtype, copy=copy)
 
 

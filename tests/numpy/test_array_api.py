@@ -99,6 +99,11 @@ def test_to_device(clean_runtime):
     assert numpy.arange(3).to_device("cpu") is not None
     with pytest.raises(ValueError):
         numpy.arange(3).to_device("nowhere")
+    same(np.astype(lx, "float32", device=lx.device), numpy.arange(3).astype("float32"))
+    with pytest.raises(ValueError):
+        numpy.astype(numpy.arange(3), "float32", device="nowhere")
+    with pytest.raises(ValueError):
+        np.astype(lx, "float32", device="nowhere")
 
 
 def test_version_and_namespace():
