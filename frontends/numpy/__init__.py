@@ -34,7 +34,9 @@ from numpy import (  # noqa: F401
 
 globals().update(ufuncs.UFUNCS)
 from . import array_api  # noqa: E402
-from .array_api import __array_api_version__, __array_namespace_info__, astype, matrix_transpose, permute_dims  # noqa: E402,F401
+from .array_api import (  # noqa: E402,F401
+    __array_api_version__, __array_namespace_info__, astype, from_dlpack, matrix_transpose, permute_dims,
+)
 
 globals().update(array_api.ALIASES)
 globals().update(linalg.TOP)  # matmul, dot, einsum, ... live at the top level in NumPy
@@ -70,6 +72,7 @@ def __getattr__(name):
 
         call.__name__ = name
         call.__doc__ = target.__doc__
+        call.__wrapped__ = target  # inspect.signature(call): NumPy's signature
         return call
     if target is not None:
         return target

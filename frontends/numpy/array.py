@@ -261,7 +261,7 @@ class ndarray:
     def __array_namespace__(self, *, api_version=None):
         import lazycore.numpy as lnp
 
-        if api_version not in (None, "2021.12", "2022.12", "2023.12"):
+        if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
             raise ValueError(f"unsupported Array API version {api_version!r}")
         return lnp
 

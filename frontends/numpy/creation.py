@@ -76,17 +76,20 @@ def _device():
     return device()
 
 
+# np.dtype(None) is float64: NumPy's default for dtype=None (the standard's too)
+
+
 def zeros(shape, dtype=float, order="C", *, device=None, like=None) -> ndarray:
-    return full(shape, 0, dtype=dtype)
+    return full(shape, 0, dtype=np.dtype(dtype))
 
 
 def ones(shape, dtype=float, order="C", *, device=None, like=None) -> ndarray:
-    return full(shape, 1, dtype=dtype)
+    return full(shape, 1, dtype=np.dtype(dtype))
 
 
 def empty(shape, dtype=float, order="C", *, device=None, like=None) -> ndarray:
     # NumPy leaves memory uninitialized; zeros keep programs deterministic
-    return full(shape, 0, dtype=dtype)
+    return full(shape, 0, dtype=np.dtype(dtype))
 
 
 def _like(a, dtype, shape):

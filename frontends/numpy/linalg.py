@@ -29,7 +29,7 @@ from .fallback import call_numpy, implements
 from .scalars import result
 from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const, store_out
 
-TOP_LEVEL = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "trace"]
+TOP_LEVEL = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "trace", "vecdot"]
 __all__ = TOP_LEVEL + ["norm", "vector_norm", "matrix_norm", "vecdot", "matrix_transpose"]
 
 _multiply, _absolute, _sqrt, _power = (UFUNCS[n] for n in ("multiply", "absolute", "sqrt", "power"))
@@ -451,7 +451,9 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 @implements(np.linalg.vecdot)
 def vecdot(x1, x2, /, *, axis=-1):
     a, b = _operand(x1), _operand(x2)
-    return reductions.sum(_multiply(a, b), axis=axis)
+    product = _multiply(a, b)
+    # summed in the operands' type, as NumPy's vecdot loop does (sum would widen small ints)
+    return reductions.sum(product, axis=axis, dtype=product.dtype)
 
 
 @implements(np.linalg.matrix_transpose)
@@ -499,6 +501,7 @@ def __getattr__(name):
 
     call.__name__ = name
     call.__doc__ = target.__doc__
+    call.__wrapped__ = target  # inspect.signature(call): NumPy's signature
     return call
 
 

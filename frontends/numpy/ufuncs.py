@@ -239,6 +239,8 @@ LOOPS = {
     "bitwise_xor": lambda a, b: apply("xor", a, b),
     "invert": _unary("not"),
     "bitwise_not": _unary("not"),
+    "left_shift": composites.left_shift,
+    "right_shift": composites.right_shift,
     "isnan": composites.isnan,
     "isinf": composites.isinf,
     "isfinite": composites.isfinite,
