@@ -25,7 +25,7 @@ from .fallback import call_numpy, implements
 from .ufuncs import asarray_like, cast
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
-           "fftn", "ifftn", "rfftn", "irfftn"]
+           "fftn", "ifftn", "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 
 _PROBES = Memo("numpy.fft_probes", 1024)
 
@@ -33,7 +33,8 @@ _PROBES = Memo("numpy.fft_probes", 1024)
 def _probe(fn, shape, dtype, axes, kwargs):
     """NumPy's ``fn`` on zeros of ``shape`` with the untransformed axes at size 1:
     its result dtype and the sizes of the transformed axes (its errors raise here)."""
-    key = (fn, shape, dtype, axes, tuple(sorted(kwargs.items())))
+    # ``s`` and ``axes`` may come as lists (the Array API's spelling)
+    key = (fn, shape, dtype, axes, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in kwargs.items())))
     known = _PROBES.get(key)
     if known is None:
         keep = set(axes)
@@ -166,6 +167,26 @@ fft2 = _many(F.fft2, "c2c", False, (-2, -1))
 ifft2 = _many(F.ifft2, "c2c", True, (-2, -1))
 rfft2 = _many(F.rfft2, "r2c", False, (-2, -1))
 irfft2 = _many(F.irfft2, "c2r", True, (-2, -1))
+
+
+# The helpers with the Array API's signatures (2024.12 adds ``dtype`` to the
+# frequencies, which NumPy's own functions lack); NumPy computes them, counted.
+def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
+    out = call_numpy(F.fftfreq, (n, d), {}, name="numpy.fft.fftfreq")
+    return out if dtype is None else out.astype(dtype)
+
+
+def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
+    out = call_numpy(F.rfftfreq, (n, d), {}, name="numpy.fft.rfftfreq")
+    return out if dtype is None else out.astype(dtype)
+
+
+def fftshift(x, /, *, axes=None):
+    return call_numpy(F.fftshift, (x,), {"axes": axes}, name="numpy.fft.fftshift")
+
+
+def ifftshift(x, /, *, axes=None):
+    return call_numpy(F.ifftshift, (x,), {"axes": axes}, name="numpy.fft.ifftshift")
 
 
 def __getattr__(name):

@@ -451,6 +451,8 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 @implements(np.linalg.vecdot)
 def vecdot(x1, x2, /, *, axis=-1):
     a, b = _operand(x1), _operand(x2)
+    if a.dtype.kind == "c":  # NumPy's vecdot conjugates the first vector
+        a = UFUNCS["conjugate"](a)
     product = _multiply(a, b)
     # summed in the operands' type, as NumPy's vecdot loop does (sum would widen small ints)
     return reductions.sum(product, axis=axis, dtype=product.dtype)

@@ -277,6 +277,7 @@ def _complex_by_numpy(np_fn, fn):
         return fn(a, *args, **kwargs)
 
     reduce.__name__ = np_fn.__name__
+    reduce.__wrapped__ = fn  # inspect.signature: the lazy function's own (the Array API's checks read it)
     return reduce
 
 

@@ -173,3 +173,33 @@ def test_vecdot_sums_in_the_operands_type(dtype, clean_runtime):
     same(np.vecdot(np.asarray(a), np.asarray(b)), numpy.vecdot(a, b))
     same(np.vecdot(np.asarray(a.T), np.asarray(a.T), axis=0), numpy.vecdot(a.T, a.T, axis=0))
     assert metrics.fallbacks() == {}
+
+
+def test_fft_helpers_take_the_standards_arguments():
+    f = np.fft.fftfreq(8, d=0.5, dtype=numpy.float32)
+    assert f.dtype == numpy.float32
+    numpy.testing.assert_array_equal(numpy.asarray(f), numpy.fft.fftfreq(8, 0.5).astype(numpy.float32))
+    numpy.testing.assert_array_equal(numpy.asarray(np.fft.rfftfreq(9)), numpy.fft.rfftfreq(9))
+    x = numpy.arange(10.0).reshape(2, 5)
+    numpy.testing.assert_array_equal(numpy.asarray(np.fft.fftshift(np.asarray(x), axes=1)),
+                                     numpy.fft.fftshift(x, axes=1))
+    numpy.testing.assert_array_equal(numpy.asarray(np.fft.ifftshift(np.asarray(x))), numpy.fft.ifftshift(x))
+    assert list(inspect.signature(np.fft.fftfreq).parameters) == ["n", "d", "dtype", "device"]
+
+
+def test_fftn_takes_s_and_axes_as_lists():
+    x = numpy.arange(24.0).reshape(2, 3, 4)
+    got = np.fft.fftn(np.asarray(x), s=[3, 4], axes=[1, 2])
+    numpy.testing.assert_allclose(numpy.asarray(got), numpy.fft.fftn(x, s=[3, 4], axes=[1, 2]), rtol=1e-12, atol=1e-12)
+
+
+def test_reductions_keep_their_signatures():
+    for name in ("max", "min", "argmax", "argmin"):
+        assert "axis" in inspect.signature(getattr(np, name)).parameters, name
+
+
+def test_vecdot_conjugates_complex_first_vectors():
+    a = numpy.array([[1 + 2j, 3 - 1j], [0.5j, 2]])
+    b = numpy.array([2 - 1j, 1 + 1j])
+    for fn, lfn in ((numpy.vecdot, np.vecdot), (numpy.linalg.vecdot, np.linalg.vecdot)):
+        numpy.testing.assert_allclose(numpy.asarray(lfn(np.asarray(a), np.asarray(b))), fn(a, b), rtol=1e-12)
