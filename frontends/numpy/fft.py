@@ -169,14 +169,14 @@ rfft2 = _many(F.rfft2, "r2c", False, (-2, -1))
 irfft2 = _many(F.irfft2, "c2r", True, (-2, -1))
 
 
-# The helpers with the Array API's signatures (2024.12 adds ``dtype`` to the
+# The helpers with NumPy's arguments and the Array API's (2024.12 adds ``dtype`` to the
 # frequencies, which NumPy's own functions lack); NumPy computes them, counted.
-def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
+def fftfreq(n, d=1.0, *, dtype=None, device=None):
     out = call_numpy(F.fftfreq, (n, d), {}, name="numpy.fft.fftfreq")
     return out if dtype is None else out.astype(dtype)
 
 
-def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
+def rfftfreq(n, d=1.0, *, dtype=None, device=None):
     out = call_numpy(F.rfftfreq, (n, d), {}, name="numpy.fft.rfftfreq")
     return out if dtype is None else out.astype(dtype)
 
