@@ -115,6 +115,28 @@ def make_step(model):
     return step
 
 
+def torch_runner(model, batches, after=None, wrap=None):
+    """``(one, final, step)`` for a torch row: ``one()`` runs the step (wrapped
+    by ``wrap``) on the next of ``batches`` and then ``after()``; ``final()``
+    gives the last loss and the parameters on the host."""
+    step = make_step(model)
+    if wrap is not None:
+        step = wrap(step)
+    it, last = [0], [None]
+
+    def one():
+        x, y = batches[it[0] % len(batches)]
+        it[0] += 1
+        last[0] = step(x, y)
+        if after is not None:
+            after()
+
+    def final():
+        return float(last[0].detach().cpu()), [p.detach().cpu().numpy() for p in model.parameters()]
+
+    return one, final, step
+
+
 # --- jax -----------------------------------------------------------------------------------------------
 
 
@@ -231,20 +253,8 @@ def bench(args, kit):
         return fn
 
     def torch_variant(name, model, batches, after=None, wrap=None, cold=False):
-        step = make_step(model)
-        if wrap is not None:
-            step = wrap(step)
-        it, last = [0], [None]
-
-        def one():
-            x, y = batches[it[0] % len(batches)]
-            it[0] += 1
-            last[0] = step(x, y)
-            if after is not None:
-                after()
-
+        one, finals[name], step = torch_runner(model, batches, after, wrap)
         variants[name] = timed_first(name, one, cold)
-        finals[name] = lambda: (float(last[0].detach().cpu()), [p.detach().cpu().numpy() for p in model.parameters()])
         return step
 
     # jax.jit (baseline)

@@ -26,7 +26,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy
 
@@ -111,20 +110,7 @@ def _one_size(n, args, kit):
 
     # eager torch on the whole batch: the reference values
     def torch_variant(name, model, batches, after=None, wrap=None):
-        step = gpt.make_step(model)
-        if wrap is not None:
-            step = wrap(step)
-        it, last = [0], [None]
-
-        def one():
-            x, y = batches[it[0] % len(batches)]
-            it[0] += 1
-            last[0] = step(x, y)
-            if after is not None:
-                after()
-
-        variants[name] = one
-        finals[name] = lambda: (float(last[0].detach().cpu()), [q.detach().cpu().numpy() for q in model.parameters()])
+        variants[name], finals[name], step = gpt.torch_runner(model, batches, after, wrap)
         return step
 
     torch_variant("eager", gpt.make_model(cfg), data)
@@ -176,5 +162,4 @@ def _one_size(n, args, kit):
 
 
 if __name__ == "__main__":
-    t = time.perf_counter()
     _child(sys.argv[1:])

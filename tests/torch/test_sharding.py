@@ -38,22 +38,29 @@ def train(device, mesh=None, parameter_specs=None, steps=STEPS):
     """Losses of ``steps`` SGD steps (momentum, weight decay) and the compile
     count after each; the batch is uploaded every step and, on a mesh, split
     along ``data``; ``parameter_specs``: layer index -> its weight's spec."""
-    from lazycore.observe import metrics
-
     torch.manual_seed(0)
     model = mlp().to(device)
     for i, spec in (parameter_specs or {}).items():
         ltorch.mark_sharding(model[i].weight, mesh, spec)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
     x_host, y_host = data()
+    return _steps(model, opt, [(x_host, y_host)] * steps, device, mesh)
+
+
+def _steps(model, opt, batches, device, mesh):
+    """Losses of one cross-entropy step per batch and the compile count after
+    each; each batch is uploaded and, on a mesh, split along ``data``."""
+    from lazycore.observe import metrics
+
     losses, compiles = [], []
-    for _ in range(steps):
+    for x_host, y_host in batches:
         x, y = x_host.to(device), y_host.to(device)
         if mesh is not None:
-            ltorch.mark_sharding(x, mesh, ("data", None))
-            ltorch.mark_sharding(y, mesh, ("data",))
+            ltorch.mark_sharding(x, mesh, ("data",) + (None,) * (x.dim() - 1))
+            ltorch.mark_sharding(y, mesh, ("data",) + (None,) * (y.dim() - 1))
         opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
+        logits = model(x)
+        loss = nn.functional.cross_entropy(logits.flatten(0, -2), y.flatten())
         loss.backward()
         if device == "cpu":
             opt.step()
@@ -168,8 +175,6 @@ class TinyTransformer(nn.Module):
 
 
 def train_transformer(device, mesh=None, specs=None, steps=STEPS):
-    from lazycore.observe import metrics
-
     torch.manual_seed(0)
     model = TinyTransformer().to(device)
     for name, spec in (specs or {}).items():
@@ -177,23 +182,7 @@ def train_transformer(device, mesh=None, specs=None, steps=STEPS):
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     g = torch.Generator().manual_seed(2)
     seqs = torch.randint(0, 32, (steps, 8, 9), generator=g)
-    losses, compiles = [], []
-    for s in seqs:
-        x, y = s[:, :-1].contiguous().to(device), s[:, 1:].contiguous().to(device)
-        if mesh is not None:
-            ltorch.mark_sharding(x, mesh, ("data", None))
-            ltorch.mark_sharding(y, mesh, ("data", None))
-        opt.zero_grad()
-        logits = model(x)
-        loss = nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1))
-        loss.backward()
-        if device == "cpu":
-            opt.step()
-        else:
-            ltorch.optimizer_step(opt)
-        losses.append(loss.item())
-        compiles.append(metrics.counters()["compiles"])
-    return losses, compiles, model
+    return _steps(model, opt, [(s[:, :-1].contiguous(), s[:, 1:].contiguous()) for s in seqs], device, mesh)
 
 
 def _transformer(shape, names, specs):
