@@ -113,21 +113,17 @@ def from_blocks(t: LazyTensor, mesh, spec: tuple, global_shape: tuple) -> LazyTe
     single device, run first if pending); every process of the mesh makes it
     with its own block. No copy: the result shares ``t``'s buffer, so neither
     is donated afterwards."""
-    leaf = _materialize(t)
-    leaf.owned = False
     sharding = mesh.pjrt.sharding(spec, len(global_shape))
-    buf = mesh.pjrt.assemble([leaf.buffer], sharding, global_shape)
-    t_global = TensorType(tuple(global_shape), leaf.types[0].dtype)
-    return LazyTensor(Value(Data(buf, t_global, owned=False, sharding=sharding), 0), mesh)
+    buf = mesh.pjrt.assemble([to_buffer(t)], sharding, global_shape)
+    return LazyTensor(Value(Data(buf, TensorType(tuple(global_shape), t.dtype), owned=False, sharding=sharding), 0),
+                      mesh)
 
 
 def block_of(t: LazyTensor, device) -> LazyTensor:
     """The block of ``t`` (a value of a mesh, run first if pending) that
     ``device`` (a single device of the mesh, in this process) holds, as a
     value of ``device``; it shares the block's buffer, never donated."""
-    leaf = _materialize(t)
-    leaf.owned = False
-    for shard in leaf.buffer.addressable_shards:
+    for shard in to_buffer(t).addressable_shards:
         if shard.device == device.pjrt:
             return from_buffer(shard.data, device)
     raise ValueError(f"{device.name} holds no block of this value of {t.device.name}")

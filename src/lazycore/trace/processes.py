@@ -19,7 +19,7 @@ from lazycore.runtime.device import Mesh, process_mesh
 from lazycore.runtime.transfer import block_of, from_blocks
 
 from . import sharding
-from .core import apply
+from .core import apply, broadcast_to, scalar
 
 __all__ = ["all_gather", "all_reduce", "broadcast", "reduce_scatter"]
 
@@ -61,20 +61,14 @@ def all_reduce(x: LazyTensor, op: str = "sum") -> LazyTensor:
 
 
 def _scalar_like(n: int, like: LazyTensor) -> LazyTensor:
-    from .core import broadcast_to, scalar
-
     return broadcast_to(scalar(n, dtype=like.dtype, device=like.device), like.shape)
 
 
 def all_gather(x: LazyTensor) -> list[LazyTensor]:
     """Every process's ``x``, in process order (each of ``x``'s shape), in every process."""
     mesh = _single(x, "all_gather")
-    whole = _local(sharding.all_gather(_stacked(x, mesh), mesh, AXIS), _rank1(x))
+    whole = block_of(sharding.all_gather(_stacked(x, mesh), mesh, AXIS), x.device)  # stacked: rank 1 at least
     return [_piece(whole, i, x) for i in range(mesh.size)]
-
-
-def _rank1(x: LazyTensor) -> LazyTensor:
-    return x if x.shape else apply("reshape", x, shape=(1,))
 
 
 def _piece(whole: LazyTensor, i: int, x: LazyTensor) -> LazyTensor:

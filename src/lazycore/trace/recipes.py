@@ -38,6 +38,7 @@ none of the built-in lowerings does either.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -548,7 +549,4 @@ def replayed(fn):
                 _REPLAYED.put(vkey, recipe)
         return result
 
-    call.__wrapped__ = fn
-    call.__name__ = getattr(fn, "__name__", "replayed")
-    call.__doc__ = fn.__doc__
-    return call
+    return functools.update_wrapper(call, fn)
