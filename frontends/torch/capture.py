@@ -14,9 +14,12 @@
 
 Per-op tracing runs autograd, the modules, the optimizer and the dispatch of
 every op in Python at every step. A captured step runs them while it is
-traced; once two traced calls did exactly the same thing (same ops on the
-same tensors, same Python numbers), later calls with arguments of the same
-kind replay the recording (:mod:`lazycore.capture`): the step's nodes are
+traced; once two traced calls did the same thing (same ops on the same
+tensors, same Python numbers; the first call, which finds the parameters and
+makes optimizer state, agrees with the second when every node the second
+made outside its optimizers' steps is one it made too, with the same numbers
+at the same line), later calls with arguments of the same kind replay the
+recording (:mod:`lazycore.capture`): the step's nodes are
 made again on the current values, parameters and optimizer state are updated
 in place, new gradients are set, and the result tensors come back, with no
 op dispatched. What it compiles is what the traced step compiled.
@@ -44,9 +47,8 @@ no longer agree.
 Refused (traced at every call, the reason in :attr:`Captured.why`): a step
 that looks at a value (``.item()``, ``print``, a fallback op, ``mark_step``),
 uploads host data, or keeps a tensor it made anywhere but in its result and
-the gradients (a list outside, a ``self.`` attribute). Optimizer state made
-on a first step is kept that way, so such a step replays from its fourth call
-(the first makes the state, the next two confirm the recording).
+the gradients (a list outside, a ``self.`` attribute). A training step
+replays from its third call.
 
 A replayed call returns tensors without autograd history
 (``requires_grad=False``): the step is expected to run its own backward.
@@ -133,20 +135,26 @@ class Captured:
             self.why = "an argument is neither a lazy tensor nor a hashable Python value"
             return self.fn(*args, **kwargs)
         previous = self._last.get(key)
+        # a first call (it finds the parameters, makes optimizer state) stands in for
+        # the confirming trace when the next call's nodes are all nodes it made too
+        compare = previous is None or (not previous.complete and previous.contents is not None)
         try:
-            plan, out = _Plan.trace(self.fn, args, kwargs, flat, self._known, self._optimizers)
+            plan, out = _Plan.trace(self.fn, args, kwargs, flat, self._known, self._optimizers, compare)
         except _capture.Refused as e:
             self.why = e.args[0]
             if settings.debug:
                 _say(self, f"cannot replay: {self.why}")
-            self._last.pop(key, None)
+            self._put_last(key, _Unrecorded(e.args[2] if previous is None and len(e.args) > 2 else None))
             return e.args[1] if len(e.args) > 1 else None
         self.why = None
         if previous is not None and previous.key != plan.key and previous.complete and plan.complete:
             self.why = _differed(previous, plan)
             if settings.debug:
                 _say(self, self.why)
-        if previous is not None and previous.key == plan.key:
+        agrees = previous is not None and (previous.key == plan.key or (
+            plan.complete and not previous.complete and previous.contents is not None
+            and plan.contents is not None and plan.contents <= previous.contents))
+        if agrees:
             plans = self._plans.get(key)
             if plans is None:
                 if len(self._plans) >= _KINDS_KEPT:
@@ -159,10 +167,26 @@ class Captured:
             if settings.debug:
                 _say(self, f"recorded ({len(plan.rec.fragment.entries)} nodes): calls with these arguments replay")
         else:
-            if len(self._last) >= _KINDS_KEPT:
-                self._last.pop(next(iter(self._last)))
-            self._last[key] = plan
+            if previous is not None and plan.contents is not None and not plan.complete:
+                plan.contents = None  # compared once; a step that keeps finding parameters pays no more
+            self._put_last(key, plan)
         return out
+
+    def _put_last(self, key, plan) -> None:
+        self._last.pop(key, None)
+        if len(self._last) >= _KINDS_KEPT:
+            self._last.pop(next(iter(self._last)))
+        self._last[key] = plan
+
+
+class _Unrecorded:
+    """A traced call that could not be recorded; what a next call compares with."""
+
+    complete = False
+
+    def __init__(self, contents):
+        self.key = object()
+        self.contents = contents
 
 
 def _say(captured, what: str) -> None:
@@ -180,9 +204,15 @@ def _differed(previous: "_Plan", plan: "_Plan") -> str:
                 return (f"an optimizer's {', '.join(changed)} changed between calls (a scheduler): make it a "
                         f"tensor (lr=torch.tensor(...)) and step the scheduler outside the captured step, so "
                         f"the program reads it instead of tracing again")
-    now = dict(plan.python.key)
+    # two modules' attributes of one name share a label: compared in the order read
+    now = {}
+    for label, value in plan.python.key:
+        now.setdefault(label, []).append(value)
+    then = {}
     for label, value in previous.python.key:
-        if label in now and now[label] != value:
+        then.setdefault(label, []).append(value)
+    for label, values in then.items():
+        if label in now and any(a != b for a, b in zip(values, now[label])):
             return f"the step reads {label}, which changed between calls: pass it as an argument"
     return ("the last two traced calls differed (the step reads a Python number that changes every call, or its "
             "ops depend on one)")
@@ -248,7 +278,7 @@ class _Plan:
     """A traced call: the core recording plus what torch adds (guards, gradients, results)."""
 
     @classmethod
-    def trace(cls, fn, args, kwargs, flat, seen, optimizers):
+    def trace(cls, fn, args, kwargs, flat, seen, optimizers, compare=False):
         tensors = [x for x in flat if type(x) is Tensor]
         # parameters whose gradients to watch: those the step touched before, and the arguments
         known = dict(seen.items())
@@ -259,8 +289,19 @@ class _Plan:
         modules, optims = {}, {}
         h1 = torch.nn.modules.module.register_module_forward_pre_hook(
             lambda m, a: modules.setdefault(id(m), m) and None)
-        h2 = _optimizer.register_optimizer_step_pre_hook(
-            lambda o, a, k: optims.setdefault(id(o), o) and optimizers.add(o))
+        stepping = []  # the step-log numbers each optimizer step made nodes between
+
+        def pre(o, a, k):
+            optims.setdefault(id(o), o)
+            optimizers.add(o)
+            stepping.append([_capture.LOG.start + len(_capture.LOG.nodes), None])
+
+        def post(o, a, k):
+            if stepping and stepping[-1][1] is None:
+                stepping[-1][1] = _capture.LOG.start + len(_capture.LOG.nodes)
+
+        h2 = _optimizer.register_optimizer_step_pre_hook(pre)
+        h3 = _optimizer.register_optimizer_step_post_hook(post)
         state0 = _global_state()
         for opt in list(optimizers):
             _optim.refresh(opt)  # a new learning rate: an input of the step, not a value it made
@@ -271,14 +312,18 @@ class _Plan:
             finally:
                 h1.remove()
                 h2.remove()
+                h3.remove()
+        # an optimizer's numbers are its hyperparameters, which the plan guards
+        contents = _capture.contents(watch, [r for r in stepping if r[1] is not None]) if compare else None
         try:
             plan = cls(watch, made, known, before, modules, optims, state0, out, seen, schedulers)
             plan.python = reads.guards()
+            plan.contents = contents
             if plan.complete:
                 plan.key += (plan.python.key,)
             return plan, out
         except _capture.Refused as e:
-            raise _capture.Refused(str(e), out) from None
+            raise _capture.Refused(str(e), out, contents) from None
 
     def __init__(self, watch, made, known, before, modules, optims, state0, out, seen, schedulers):
         _capture.check(watch)  # a barrier or an upload first: the clearest reason

@@ -74,7 +74,7 @@ def test_a_replayed_training_step_equals_the_traced_one_and_compiles_nothing_new
     captured = _train(dev, True)
     _same(traced, captured)
     fn = captured[3]
-    assert (fn.traces, fn.replays, fn.why) == (3, 7, None)
+    assert (fn.traces, fn.replays, fn.why) == (2, 8, None)  # replays from the third call
     assert metrics.counters()["compiles"] == compiles  # the traced step's programs, and no other
 
 
@@ -88,7 +88,7 @@ def test_a_replay_dispatches_no_op(dev, monkeypatch):
     monkeypatch.setattr("lazycore.frontends.torch.tensor._dispatch", lambda *a: calls.append(a) or real(*a))
     model_out = fn(x, y)
     ltorch.mark_step()
-    assert fn.replays == 2 and calls == []
+    assert fn.replays == 3 and calls == []
     assert model_out["loss"].requires_grad is False  # a replayed result has no autograd history
 
 
@@ -96,7 +96,7 @@ def test_optimizer_state_made_on_the_first_step_then_replays(dev):
     mom = lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9)  # noqa: E731
     traced, captured = _train(dev, False, make_opt=mom), _train(dev, True, make_opt=mom)
     _same(traced, captured)
-    assert captured[3].replays >= 6
+    assert captured[3].replays == 8
 
 
 _OPTIMIZERS = {
@@ -109,15 +109,15 @@ _OPTIMIZERS = {
 
 
 @pytest.mark.parametrize("name", sorted(_OPTIMIZERS))
-def test_real_optimizers_replay_from_the_fourth_call_and_match_eager(dev, name):
+def test_real_optimizers_replay_from_the_third_call_and_match_eager(dev, name):
     """The lazy device is capturable: step counters and bias corrections live
     on it, so Adam's step is one graph every call (the first call makes the
-    optimizer state, the next two confirm)."""
+    optimizer state and stands in for the confirming trace of the second)."""
     make = _OPTIMIZERS[name]
     traced, captured = _train(dev, False, make_opt=make), _train(dev, True, make_opt=make)
     _same(traced, captured)
     fn = captured[3]
-    assert (fn.traces, fn.replays) == (3, 7), fn.why
+    assert (fn.traces, fn.replays) == (2, 8), fn.why
     eager = _train(torch.device("cpu"), False, make_opt=make)
     np.testing.assert_allclose(captured[0], eager[0], rtol=1e-5)
     for u, v in zip(captured[1], eager[1]):
@@ -162,6 +162,38 @@ def test_a_python_number_that_changes_every_call_never_replays(dev):
     assert step.replays == 0 and "closed-over 'scale'" in step.why and "changed between calls" in step.why
 
 
+def test_a_number_library_code_computes_differently_in_the_first_two_calls_is_not_trusted(dev):
+    """No guard sees a number made behind a call (here ``next`` of a counter);
+    the first call stands in for a confirming trace only when the second
+    baked the numbers it baked, so this step traces every call and stays eager's."""
+    import itertools
+
+    results = {}
+    for device in (torch.device("cpu"), dev):
+        counter = itertools.count(1)
+        torch.manual_seed(0)
+        model = _model().to(device)
+        opt = torch.optim.Adam(model.parameters(), lr=0.01)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y) * next(counter)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        fn = ltorch.capture(step) if device == dev else step
+        losses = []
+        for x, y in _batches(5):
+            losses.append(float(fn(x.to(device), y.to(device)).cpu()))
+            if device == dev:
+                ltorch.mark_step()
+        results[device.type] = (losses, fn)
+    losses, fn = results["lazy"]
+    np.testing.assert_allclose(losses, results["cpu"][0], rtol=1e-5)
+    assert fn.replays == 0 and "differed" in fn.why, fn.why
+
+
 class _Scaled(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -200,7 +232,7 @@ def test_a_python_value_changed_after_recording_retraces_instead_of_replaying_st
         _GLOBAL_SCALE = 1.0
         try:
             for i, (x, y) in enumerate(_batches(10)):
-                if i == 6:  # after the recording replayed three times
+                if i == 6:  # after the recording replayed four times
                     before = fn.replays if device == dev else None
                     if where == "closure":
                         closed = 3.0
@@ -218,7 +250,7 @@ def test_a_python_value_changed_after_recording_retraces_instead_of_replaying_st
         results[device.type] = (losses, fn, before)
     losses, fn, before = results["lazy"]
     np.testing.assert_allclose(losses, results["cpu"][0], rtol=1e-5)  # never the old value
-    assert before == 3 and fn.replays > before  # the new value is recorded and replays in its turn
+    assert before == 4 and fn.replays > before  # the new value is recorded and replays in its turn
 
 
 def test_a_new_learning_rate_from_a_scheduler_traces_again(dev):
@@ -228,7 +260,7 @@ def test_a_new_learning_rate_from_a_scheduler_traces_again(dev):
 
     traced, captured = _train(dev, False, before=schedule), _train(dev, True, before=schedule)
     _same(traced, captured)
-    assert captured[3].traces == 5  # 3 before the change (first step, two to confirm), 2 after
+    assert captured[3].traces == 4  # 2 before the change (the first step finds the parameters), 2 after
 
 
 def test_train_and_eval_mode_each_keep_a_recording(dev):
@@ -257,8 +289,8 @@ def test_new_batch_sizes_record_once_each(dev):
     traced = _train(dev, False, steps=18, batches=sizes)
     captured = _train(dev, True, steps=18, batches=sizes)
     _same(traced, captured)
-    # the first size three times (the first call finds the parameters), the others twice
-    assert captured[3].traces == 7 and captured[3].replays == 11
+    # twice each: the first size's first call finds the parameters and stands in for the confirming trace
+    assert captured[3].traces == 6 and captured[3].replays == 12
 
 
 def test_a_tensor_kept_outside_the_step_is_refused_and_traced(dev):
@@ -346,12 +378,12 @@ def test_a_guard_that_fails_changes_nothing(dev):
     for _ in range(4):
         step(x)
         ltorch.mark_step()
-    assert step.replays == 1
+    assert step.replays == 2
     before = [p.detach().cpu().numpy() for p in model.parameters()]
     model[0].weight.requires_grad_(False)  # a guard: the next call traces
     step(x)
     ltorch.mark_step()
-    assert step.replays == 1 and model[0].weight.grad is None  # zero_grad dropped it, backward skipped it
+    assert step.replays == 2 and model[0].weight.grad is None  # zero_grad dropped it, backward skipped it
     after = [p.detach().cpu().numpy() for p in model.parameters()]
     np.testing.assert_array_equal(after[0], before[0])  # frozen: traced, not replayed
     assert not np.array_equal(after[2], before[2])
@@ -364,7 +396,7 @@ def test_bad_arguments_raise_eager_errors_at_the_call(dev):
         fwd(torch.ones(2, 8).to(dev))
     with pytest.raises(RuntimeError, match="shapes cannot be multiplied \\(2x9 and 8x16\\)"):  # eager's message
         fwd(torch.ones(2, 9).to(dev))
-    assert fwd.replays == 1
+    assert fwd.replays == 2
 
 
 def test_lazycore_debug_says_what_capture_decided(dev, capsys):
@@ -449,7 +481,7 @@ def test_adamw_with_clipping_accumulation_and_a_scheduler_replays(dev, accumulat
     one is swapped for a device value while the optimizer steps)."""
     eager = _adamw_train(torch.device("cpu"), False, tensor_lr=tensor_lr, accumulate=accumulate)
     got = _adamw_train(dev, True, tensor_lr=tensor_lr, accumulate=accumulate)
-    assert (got[2].traces, got[2].replays) == (3, 5), got[2].why
+    assert (got[2].traces, got[2].replays) == (2, 6), got[2].why
     _close_to_eager(got, eager)
 
 
@@ -457,7 +489,7 @@ def test_adamw_with_clipping_accumulation_and_a_scheduler_replays(dev, accumulat
 def test_a_scheduler_stepped_inside_the_step_is_stepped_again_by_each_replay(dev, schedule):
     eager = _adamw_train(torch.device("cpu"), False, schedule=schedule, inside=True, steps=10)
     got = _adamw_train(dev, True, schedule=schedule, inside=True, steps=10)
-    assert (got[2].traces, got[2].replays) == (3, 7), got[2].why
+    assert (got[2].traces, got[2].replays) == (2, 8), got[2].why
     _close_to_eager(got, eager)
 
 

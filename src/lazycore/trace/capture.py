@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+from collections import Counter
 
 from lazycore.ir import events
 from lazycore.dialect.spec import spec_of
@@ -102,6 +103,39 @@ def check(watch: Watch) -> None:
         raise Refused("the step ran an op without a lowering (a counted fallback)")
     if c["transfers_to_device"] != watch.counters[0]:
         raise Refused("the step copied host data to the device (a tensor made from Python data or a CPU tensor)")
+
+
+def contents(watch: Watch, skip=()) -> Counter | None:
+    """Each node the watched call made, as it looks on its own (op, attributes,
+    result types, the user's line, and the Python numbers and constants it
+    takes directly), counted; None when the call ran a barrier or a loop.
+
+    A recording bakes the Python numbers library code computed, so one traced
+    call is trusted only once another agrees with it. A first call that also
+    made optimizer state cannot be compared node for node with the next, but
+    every node of the steady step has its twin in it: the next call's contents
+    being a part of the first's says no number changed between them (a
+    number that did shows up as a node with another constant). ``skip``:
+    ranges of node numbers ``[start, end)`` to leave out (work whose numbers
+    the frontend guards itself, an optimizer's step)."""
+    if LOG.start != watch.log_start or not LOG.on:
+        return None
+    out = Counter()
+    for node in LOG.nodes[watch.seq - LOG.start:]:
+        operands = node.operands
+        if not operands or any(a <= node.seq < b for a, b in skip):
+            continue
+        if type(node) is RegionNode:
+            return None
+        here = (node.op, node.loc, node_prefix(spec_of(node.op), node.attrs, node.types)[1])
+        out[here] += 1
+        # each number by its slot: a slot that read made state in the first call reads data later
+        for i, o in enumerate(operands):
+            for v in ((o,) if type(o) is Value else o):
+                n = v[0]
+                if not n.operands and type(n) is not Data:  # made now or kept from before: the same number
+                    out[(here, i, n.value.tobytes() if type(n) is Scalar else n.digest)] += 1
+    return out
 
 
 def finish(watch: Watch, kept) -> "Recording":
