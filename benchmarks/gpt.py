@@ -354,7 +354,61 @@ def bench(args, kit):
                      f"(float32)")
     print(f"7: lazycore.torch.capture: {captured.replays} replays, {captured.traces} traces; why: {captured.why}")
     kit.set_ratios(B)
+    new_process(args, kit)
     executable_alone(cfg, data, kit, 3 if args.quick else 10)
+
+
+def new_process(args, kit):
+    """Rows for the first step of a new process (issue 19, item 6): twice on
+    one fresh persistent compile cache folder, the first process compiles
+    and writes the program, the second loads it; medians of 3 pairs."""
+    import tempfile
+
+    B = "7c GPT first step in a new process (ms)"
+    runs: dict[bool, list] = {False: [], True: []}
+    for _ in range(1 if args.quick else 3):
+        with tempfile.TemporaryDirectory(prefix="lazycore-bench-cache-") as folder:
+            for cached in (False, True):
+                runs[cached].append(kit._first_step_in_new_process(folder, args.quick, child="gpt"))
+    losses = {r["loss"] for rs in runs.values() for r in rs}
+    for cached, label in ((False, "compiled and written (cold cache folder)"), (True, "loaded from disk")):
+        rs = runs[cached]
+        compiles, loads = sum(r["compiles"] for r in rs), sum(r["disk_cache_hits"] for r in rs)
+        if cached and compiles:
+            kit.FAILURES.append(f"{B}: a process with its program in the persistent cache compiled {compiles} time(s)")
+        kit.row(B, f"lazycore.torch, {label}", [r["seconds"] for r in rs], baseline=not cached,
+                target=None if not cached else "<= 0.2x (5x faster)",
+                diff=max(losses) - min(losses), tol=0.0,
+                note=f"{compiles} compile(s), {loads} load(s) from disk over {len(rs)} process(es); trace "
+                     f"{1e3 * sorted(r['trace'] for r in rs)[len(rs) // 2]:.0f} ms")
+    kit.set_ratios(B)
+
+
+def first_step_child(quick: bool) -> None:
+    """In a new process: the traced step's first call (trace, compile or load,
+    run; after the imports, the model's upload and the batch's), as JSON."""
+    import json
+
+    import torch  # noqa: F401
+
+    import lazycore
+    import lazycore.torch as ltorch
+
+    cfg = _config(quick)
+    x, y = make_data(cfg, k=1)[0]
+    dev = ltorch.device()
+    model = make_model(cfg).to(dev)
+    step = make_step(model)
+    x, y = x.to(dev), y.to(dev)
+    ltorch.mark_step(wait=True)
+    t = time.perf_counter()
+    loss = step(x, y)
+    traced = time.perf_counter() - t
+    ltorch.mark_step(wait=True)
+    seconds = time.perf_counter() - t
+    c = lazycore.metrics.counters()
+    print(json.dumps({"seconds": seconds, "trace": traced, "loss": float(loss.detach().cpu()),
+                      "compiles": c["compiles"], "disk_cache_hits": c["disk_cache_hits"]}))
 
 
 def executable_alone(cfg, data, kit, rounds):

@@ -754,9 +754,11 @@ def bench_first_step(args):
     set_ratios(B)
 
 
-def _first_step_in_new_process(cache_dir: str, quick: bool) -> dict:
-    """Benchmark 4's step as the first work of a new process using ``cache_dir``."""
-    code = f"import sys; sys.path.insert(0, {str(HERE)!r}); import run; run.first_step_child({quick!r})"
+def _first_step_in_new_process(cache_dir: str, quick: bool, child: str = "run") -> dict:
+    """A benchmark's first step as the first work of a new process using
+    ``cache_dir``: ``child.first_step_child(quick)`` (benchmark 4's, or 7's
+    with ``child="gpt"``) prints its seconds, loss and counters as JSON."""
+    code = f"import sys; sys.path.insert(0, {str(HERE)!r}); import {child}; {child}.first_step_child({quick!r})"
     env = {**os.environ, "LAZYCORE_CACHE_DIR": cache_dir}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     if out.returncode != 0:

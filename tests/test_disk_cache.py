@@ -46,8 +46,9 @@ def run_process(program: str, cache_dir, *, env=None, unset=()) -> dict:
     """Run ``program`` (it sets ``result``) in a fresh interpreter with
     ``LAZYCORE_CACHE_DIR=cache_dir`` (None: unset); its result, counters and stderr."""
     code = textwrap.dedent(program) + textwrap.dedent("""
-        import json, lazycore
-        print(json.dumps({"result": result, "counters": lazycore.metrics.counters()}))
+        import json, sys, lazycore
+        print(json.dumps({"result": result, "counters": lazycore.metrics.counters(),
+                          "mlir": "torch_mlir" in sys.modules}))
     """)
     drop = ("LAZYCORE_CACHE_DIR", "XLA_FLAGS", *unset)
     full_env = {k: v for k, v in os.environ.items() if k not in drop}
@@ -76,6 +77,7 @@ def test_a_second_process_loads_instead_of_compiling(program, tmp_path):
     assert second["counters"]["disk_cache_writes"] == second["counters"]["disk_cache_errors"] == 0
     assert second["result"] == first["result"]  # bit for bit: the same executable
     assert "disk cache hit: trace" in second["stderr"]
+    assert first["mlir"] and not second["mlir"]  # a loaded program needs no compiler
 
 
 TRAINING = """

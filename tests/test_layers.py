@@ -80,3 +80,18 @@ def test_observers_hear_the_runtime_through_events_alone():
         print(lc.metrics.counters()["executions"], lc.metrics.counters()["transfers_to_host"])
     """)
     assert out.split() == ["refused", "True", "1", "0"]
+
+
+def test_importing_a_frontend_freezes_what_the_imports_made_unless_told_not_to():
+    code = """
+        import gc, sys
+        before = gc.get_freeze_count()
+        import lazycore.{0}
+        print(before, gc.get_freeze_count() > 0)
+    """
+    for frontend in ("torch", "numpy"):
+        assert _run(code.format(frontend)).split() == ["0", "True"]
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code.format("torch"))], capture_output=True, text=True,
+                         timeout=300, env={**__import__("os").environ, "LAZYCORE_GC_FREEZE": "0"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "False"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as _np
 
+from lazycore.ir import heap as _heap
 import lazycore.observe  # noqa: F401  (metrics, guards, debug lines and dumps hear the runtime)
 
 from . import creation, fallback, methods, reductions, ufuncs  # noqa: F401  (methods binds operators)
@@ -77,3 +78,5 @@ def __getattr__(name):
     if target is not None:
         return target
     raise AttributeError(f"module 'lazycore.numpy' has no attribute '{name}'")
+
+_heap.freeze_imports()  # last: what the imports made is kept for the process

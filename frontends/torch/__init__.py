@@ -21,6 +21,7 @@ import torch
 from lazycore.runtime.autostep import CUTTER
 from lazycore.trace import core
 
+from lazycore.ir import heap as _heap
 import lazycore.observe  # noqa: F401  (metrics, guards, debug lines and dumps hear the runtime)
 
 from . import dispatch, ops  # noqa: F401  (ops registers the lowerings)
@@ -137,3 +138,5 @@ _LIB.impl("_copy_from", _copy_from, "Lazy")
 # Any other op routed to the Lazy key by its device argument (randperm, ...).
 _FALLBACK_LIB = torch.library.Library("_", "IMPL")
 _FALLBACK_LIB.fallback(_lazy_key_fallback, dispatch_key="Lazy")
+
+_heap.freeze_imports()  # last: what the imports made is kept for the process

@@ -197,6 +197,9 @@ class Settings:
     learn_buckets: bool = _env_flag("LAZYCORE_LEARN_BUCKETS", False)
     """``LAZYCORE_LEARN_BUCKETS``: mark an input dimension dynamic once its size
     has changed twice at the same place of the same graph (the debug log says so)."""
+    gc_freeze: bool = _env_flag("LAZYCORE_GC_FREEZE", True)
+    """``LAZYCORE_GC_FREEZE``: importing a frontend ends with ``gc.freeze()``, so
+    Python's full collections skip the objects the imports made (lazycore.ir.heap)."""
     dump_dir: str | None = os.environ.get("LAZYCORE_DUMP_DIR") or None
     """``LAZYCORE_DUMP_DIR``: for every compiled graph, a folder here with the lazy module
     before and after each pass, the StableHLO and the graph as Graphviz (None: no dumps)."""

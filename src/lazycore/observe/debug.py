@@ -278,7 +278,7 @@ def reason(new: Signature, old: Signature) -> str:
             f"or stayed alive (a handle dropped or kept)"
         )
     if new.pipeline != old.pipeline:
-        return f"pass pipeline {new.pipeline!r} vs {old.pipeline!r}"
+        return f"pass pipeline {new.pipeline or 'the default'!r} vs {old.pipeline or 'the default'!r}"
     return (
         "same graph as an earlier compile: it was dropped from the compile cache "
         "(config cache_size), or registered lowerings changed"

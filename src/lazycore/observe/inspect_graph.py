@@ -214,10 +214,12 @@ class _Recording:
         self.folder = _new_dump_folder(walk, device, donate, pipeline) if settings.dump_dir else None
         self.count = 0
         if self.folder is not None:
+            from lazycore.passes.pipeline import DEFAULT_PIPELINE  # (lowering: MLIR is loaded)
+
             _write(self.folder, "graph.dot", walk_to_dot(walk, name=os.path.basename(self.folder)))
             key = _key(walk, device, donate, pipeline)
             _write(self.folder, "info.txt", (
-                f"device: {device.name}\npipeline: {pipeline}\ndonate (param -> output): {dict(donate)}\n"
+                f"device: {device.name}\npipeline: {pipeline or DEFAULT_PIPELINE}\ndonate (param -> output): {dict(donate)}\n"
                 f"key: {key.hex()}\nnodes: {len(walk.order)}\nparameters: {len(walk.params)}\n"
                 f"outputs: {', '.join(str(v.type) for v in walk.outputs)}\n"))
         self._stage("input", "00-input.mlir", module.operation)
@@ -241,7 +243,7 @@ class _Recording:
 
 
 def _key(walk, device, donate, pipeline) -> bytes:
-    from lazycore.runtime.compiler import make_key
+    from lazycore.runtime.programs import make_key
 
     return make_key(walk.encoding, device, donate, pipeline)
 

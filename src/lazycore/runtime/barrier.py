@@ -41,7 +41,7 @@ from lazycore.ir.config import settings
 from lazycore.ir.graph import LOG, Data, Node, Value
 from lazycore.ir.regions import Arg
 from lazycore.runtime import device as _device
-from lazycore.runtime import buckets, checks, failures, stepplans
+from lazycore.runtime import buckets, checks, failures, programs, stepplans
 from lazycore.runtime.cache import CACHE, PACKS
 from lazycore.runtime.failures import Failure, ProgramError
 
@@ -172,27 +172,18 @@ def successors(pending: list, slots: list) -> dict[int, int]:
     return out
 
 
-def _compiler():
-    """The compiler, loaded by the first barrier: importing lazycore and
-    tracing ops never load the MLIR bindings."""
-    from lazycore.runtime import compiler
-
-    return compiler
-
-
 def run_alone(device, values: list[Value]) -> list:
     """The buffers of ``values`` computed by a program of their own that
     donates nothing, once it has finished (the retries of
     :func:`lazycore.runtime.failures.settle`); raises
     :class:`~lazycore.runtime.failures.ProgramError`."""
-    compiler = _compiler()
     walk = Walk(values)
-    pipeline = settings.pipeline or compiler.DEFAULT_PIPELINE
-    key = compiler.make_key(walk.encoding, device, {}, pipeline)
+    pipeline = settings.pipeline
+    key = programs.make_key(walk.encoding, device, {}, pipeline)
     events.record_graph(len(walk.order), len(values), len(walk.params))
     exe = CACHE.get(key)
     if exe is None:
-        exe = compiler.program(walk, device, {}, pipeline)[0]
+        exe = programs.program(walk, device, {}, pipeline)[0]
         CACHE.put(key, exe)
     args = _arguments(walk.data, list(walk.packs.items()), device)
     with events.timed("execute"):
@@ -279,12 +270,11 @@ def _recalled(plan, held: set[int], pipeline: str, device, pending):
     else:
         can = None
     # everything else make_key covers besides the graph
-    compiler = _compiler()
-    context = (can, pipeline, device.name, compiler.environment())
+    context = (can, pipeline, device.name, programs.environment())
     known = plan.keys.get(context)
     if known is None:
         donate = plan_donation(data, plan.out_types, held, successors(pending, plan.slots)) if settings.donation else {}
-        known = plan.keys[context] = (compiler.make_key(plan.encoding, device, donate, pipeline), donate)
+        known = plan.keys[context] = (programs.make_key(plan.encoding, device, donate, pipeline), donate)
     key, donate = known
     if key not in CACHE:
         return None
@@ -322,7 +312,7 @@ def sync(device, wait: bool = True) -> int:
         raise RuntimeError(f"device {device.name} cannot run programs (no PJRT device behind it)")
     walk = bucketed = None
     with events.timed("trace"):
-        pipeline = settings.pipeline or _compiler().DEFAULT_PIPELINE
+        pipeline = settings.pipeline  # None: the default one
         # a step like one before it recalls that step's walk (lazycore.stepplans);
         # LAZYCORE_DEBUG reports need the walk itself
         fp = stepplans.fingerprint(pending) if not settings.debug else None
@@ -347,13 +337,13 @@ def sync(device, wait: bool = True) -> int:
             out_types = [out.type for out in outputs]
             counts = (len(walk.order), len(outputs), len(walk.params))
             donate = plan_donation(data, out_types, held, successors(pending, slots)) if settings.donation else {}
-            key = _compiler().make_key(walk.encoding, device, donate, pipeline)
+            key = programs.make_key(walk.encoding, device, donate, pipeline)
             if fp is not None:
                 stepplans.remember(fp, walk, slots, out_types, counts)
 
             def keyed(data, out_types, encoding):
                 donate = plan_donation(data, out_types, held) if settings.donation else {}
-                return donate, _compiler().make_key(encoding, device, donate, pipeline)
+                return donate, programs.make_key(encoding, device, donate, pipeline)
 
             bucketed = buckets.prepare(walk, device, keyed)
             if bucketed is not None:  # marked inputs padded: the program of their buckets
@@ -369,7 +359,7 @@ def sync(device, wait: bool = True) -> int:
     if exe is None:
         events.emit("compile", len(walk.order))
         try:
-            exe, loaded = _compiler().program(walk, device, donate, pipeline)
+            exe, loaded = programs.program(walk, device, donate, pipeline)
         except ProgramError as e:
             return _contain(device, pending, slots, len(out_types), e, wait)
         CACHE.put(key, exe)

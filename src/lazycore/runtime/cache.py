@@ -1,6 +1,6 @@
 """The runtime's caches, each with a bound and one owner (this module).
 
-- :data:`CACHE`: compiled programs by key (:func:`lazycore.runtime.compiler.make_key`
+- :data:`CACHE`: compiled programs by key (:func:`lazycore.runtime.programs.make_key`
   says what a key covers, and why a hit needs no structural comparison); at
   most ``settings.cache_size`` programs, the least recently used dropped first.
 - :data:`PACKS`: device copies of recent scalar packs.

@@ -3,134 +3,27 @@
 ``compile_module`` is the meeting point of the compiler half and the runtime
 half: lazy module in, executable out. The hand-off to jaxlib is one call,
 :func:`lazycore.mlir.serialize_stablehlo`, at the version jaxlib reports.
-A barrier's new program comes from :func:`program`: loaded from the
-persistent compile cache (:mod:`lazycore.runtime.diskcache`, keys from
-:func:`portable_key`) or compiled and written there.
+A barrier's new program comes from :func:`lazycore.runtime.programs.program`:
+loaded from the persistent compile cache, or lowered and compiled here.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
-from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
-import lazycore
 from lazycore.dialect import create, from_mlir_type, tensor_type
 from lazycore.dialect.types import TensorType
 from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.graph import Value
 from lazycore.ir.regions import RegionNode
-from lazycore.ir.memo import Memo
 from lazycore.ir.sourceloc import resolve
 from lazycore.mlir import func, ir, new_context, serialize_stablehlo
-from lazycore.passes.lowering import registry
-from lazycore.passes.pipeline import DEFAULT_PIPELINE, PASSES, run_pipeline, split_elements
+from lazycore.passes.pipeline import DEFAULT_PIPELINE, run_pipeline
 from lazycore.runtime import checks, pjrt, rolling
-from lazycore.runtime.diskcache import DISK
 from lazycore.runtime.failures import ProgramError
-
-
-_ENVIRONMENTS = Memo("runtime.environments", 64)
-
-
-def _environments() -> tuple[bytes, bytes | None]:
-    """:func:`environment` and :func:`portable_environment`, kept per state of
-    the user's lowerings and PDL patterns (every barrier asks)."""
-    state = (tuple(registry.USER.items()), tuple(registry.PDL_SOURCES))
-    envs = _ENVIRONMENTS.get(state)
-    if envs is None:
-        user = [(name, [(getattr(r.fn, "__module__", None), getattr(r.fn, "__qualname__", None), id(r.fn)) for r in rs])
-                for name, rs in sorted(registry.USER.items())]
-        pdl = [hashlib.blake2b(t.encode(), digest_size=16).hexdigest() for t in registry.PDL_SOURCES]
-        versions = (lazycore.__version__, pjrt.jaxlib_version(), pjrt.consumer_stablehlo_version())
-        env = repr(versions + (user, pdl)).encode()
-        portable = None
-        if not registry.USER:
-            portable = repr((_bindings_version(), _compiler_sources().hex(), pdl)).encode() + env
-        envs = _ENVIRONMENTS.put(state, (env, portable))
-    return envs
-
-
-def environment() -> bytes:
-    """What outside the graph changes the compiled program, as bytes."""
-    return _environments()[0]
-
-
-def portable_environment() -> bytes | None:
-    """:func:`environment` as every process sees it, for the persistent cache:
-    also the MLIR bindings' version and a digest of the compiler's own source
-    (an edited pass or lowering must not find programs compiled before the
-    edit, whatever the version says). None while user Python lowerings are
-    registered: no digest of a function covers what it reads (closures,
-    globals, other modules), so :func:`program` keys those programs by their
-    StableHLO instead."""
-    return _environments()[1]
-
-
-def _bindings_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("torch-mlir")
-    except PackageNotFoundError:
-        return "unknown"
-
-
-@functools.cache
-def _compiler_sources() -> bytes:
-    """A digest of the source of everything between a walk and its StableHLO:
-    the op table, the passes and lowerings, this module, the bindings' door,
-    and the graph and walk that key a program."""
-    import lazycore.dialect
-    import lazycore.mlir
-    import lazycore.passes
-    import lazycore.passes.lowering
-    from lazycore.ir import graph
-    from lazycore.runtime import barrier
-
-    files: set[Path] = {Path(__file__), Path(lazycore.mlir.__file__), Path(graph.__file__), Path(barrier.__file__)}
-    for package in (lazycore.dialect, lazycore.passes, lazycore.passes.lowering):
-        files.update(Path(package.__file__).parent.rglob("*.py"))
-    # names and contents only: two checkouts of one source share programs
-    parts = sorted(path.name.encode() + b"\0" + hashlib.blake2b(path.read_bytes(), digest_size=16).digest()
-                   for path in files)
-    return hashlib.blake2b(b"".join(parts), digest_size=16).digest()
-
-
-def make_key(walk: bytes, device, donate: dict[int, int], pipeline: str) -> bytes:
-    """The compile cache's key for a walked graph.
-
-    A key is a 128-bit BLAKE2b digest over everything that decides
-    what the compiled program computes and how it is called:
-
-    * the graph *as walked*: for every node in the barrier's post-order walk its
-      structural digest (op, attributes, result types, operand digests; see
-      :mod:`lazycore.ir.graph`) and, for every operand edge, the walk position of the
-      node it comes from. Node digests alone cannot tell ``add(a, a)`` from
-      ``add(a, b)``: leaves hash their type only. The edge positions record how
-      leaves (and inner nodes) are shared, a stronger form of the
-      parameter-index pattern, so two graphs with one key are the same DAG and
-      bind the same parameters in the same places;
-    * the outputs (walk positions and result indices) and the parameter types;
-    * the device (name and chip model), the donation plan, the pass pipeline,
-      any user lowerings or PDL patterns registered, and the lazycore, jaxlib and
-      StableHLO versions.
-
-    A cryptographic digest of an unambiguous encoding makes a wrong hit as
-    likely as a 128-bit collision, so no structural comparison is needed on a
-    hit.
-    """
-    h = hashlib.blake2b(digest_size=16)
-    h.update(repr((device.name, device.kind, sorted(donate.items()), pipeline, settings.roll_loops)).encode())
-    h.update(b"\0")
-    h.update(environment())
-    h.update(b"\0")
-    h.update(walk)
-    return h.digest()
 
 
 def parse(text: str, context: ir.Context | None = None) -> ir.Module:
@@ -411,8 +304,10 @@ def _annotate_layouts(module, fn, walk, device) -> None:
         module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
 
 
-def lower_walk(walk, device, donate: dict[int, int], pipeline: str) -> ir.Module:
-    """The walk as a StableHLO module; raises :class:`~lazycore.runtime.failures.ProgramError`."""
+def lower_walk(walk, device, donate: dict[int, int], pipeline: str | None) -> ir.Module:
+    """The walk as a StableHLO module through ``pipeline`` (None: the default
+    one); raises :class:`~lazycore.runtime.failures.ProgramError`."""
+    passes = pipeline or DEFAULT_PIPELINE
     with events.timed("lowering"):
         try:
             module = build_module(walk, device)
@@ -425,9 +320,9 @@ def lower_walk(walk, device, donate: dict[int, int], pipeline: str) -> ir.Module
 
             if isinstance(device.pjrt, pjrt.MeshTarget):
                 # the results' layouts are XLA's to choose: it picks what each donor aliases
-                lower(module, pipeline, donors=sorted(donate), after_each=after_each if watchers else None)
+                lower(module, passes, donors=sorted(donate), after_each=after_each if watchers else None)
             else:
-                lower(module, pipeline, donate=donate, after_each=after_each if watchers else None)
+                lower(module, passes, donate=donate, after_each=after_each if watchers else None)
             for w in watchers:
                 w.finish(module)
         except Exception as e:
@@ -445,79 +340,22 @@ def _compile(compile_fn, *args) -> pjrt.Executable:
     return exe
 
 
-def compile_walk(walk, device, donate: dict[int, int], pipeline: str):
+def compile_walk(walk, device, donate: dict[int, int], pipeline: str | None):
     """The walk's program; raises :class:`~lazycore.runtime.failures.ProgramError`."""
     module = lower_walk(walk, device, donate, pipeline)
     return _compile(compile_stablehlo, module, device.pjrt)
 
 
-def portable_key(walk: bytes, device, donate: dict[int, int], pipeline: str) -> bytes | None:
-    """The persistent cache's key for a walked graph: :func:`make_key`'s
-    parts as every process sees them (:func:`portable_environment`), and the
-    XLA side (:func:`lazycore.runtime.pjrt.fingerprint`: versions, flags,
-    compile options, platform, device kind and count). None while user Python
-    lowerings are registered or ``pipeline`` names a pass registered outside
-    lazycore: their code is not in the key."""
-    env = portable_environment()
-    if env is None or not _own_passes_only(pipeline):
-        return None
-    h = hashlib.blake2b(digest_size=16)
-    h.update(repr(("walk", device.name, device.kind, sorted(donate.items()), pipeline, settings.roll_loops)).encode())
-    for part in (env, pjrt.fingerprint(device.pjrt), walk):
-        h.update(b"\0")
-        h.update(part)
-    return h.digest()
+def walk_artifact(walk, device, donate: dict[int, int], pipeline: str | None) -> tuple[bytes, tuple, tuple]:
+    """The walk lowered to a portable StableHLO artifact, with its input and
+    output types; raises :class:`~lazycore.runtime.failures.ProgramError`."""
+    module = lower_walk(walk, device, donate, pipeline)
+    try:  # as compile_walk does it, in its compile stage
+        return stablehlo_artifact(module)
+    except Exception as e:
+        raise ProgramError("compile", e) from e
 
 
-def _own_passes_only(pipeline: str) -> bool:
-    """No element of ``pipeline`` is a Python pass registered outside lazycore
-    (MLIR's own passes come with the bindings, whose version is in the key)."""
-    for element in split_elements(pipeline):
-        info = PASSES.get(element.partition("{")[0].strip())
-        if info is not None and not info.factory.__module__.startswith("lazycore."):
-            return False
-    return True
-
-
-def artifact_key(artifact: bytes, device) -> bytes:
-    """The persistent cache's key for a program known by its StableHLO."""
-    h = hashlib.blake2b(digest_size=16)
-    h.update(repr(("artifact", device.name, device.kind)).encode())
-    for part in (pjrt.fingerprint(device.pjrt), artifact):
-        h.update(b"\0")
-        h.update(part)
-    return h.digest()
-
-
-def program(walk, device, donate: dict[int, int], pipeline: str) -> tuple[pjrt.Executable, bool]:
-    """The walk's program, and whether it came from the persistent cache
-    (:mod:`lazycore.runtime.diskcache`) instead of being compiled (and
-    written there); raises :class:`~lazycore.runtime.failures.ProgramError`.
-
-    The cache is looked up by :func:`portable_key` before lowering; while user
-    Python lowerings or passes take part, by the lowered StableHLO
-    (:func:`artifact_key`), which saves the XLA compile only. With
-    ``settings.dump_dir`` set the program is always lowered and compiled: the
-    dumps show every stage of every new program."""
-    if settings.cache_dir is None:
-        return compile_walk(walk, device, donate, pipeline), False
-    read = not settings.dump_dir
-    key = portable_key(walk.encoding, device, donate, pipeline)
-    if key is not None:
-        exe = DISK.load(key, device.pjrt) if read else None
-        if exe is not None:
-            return exe, True
-        exe = compile_walk(walk, device, donate, pipeline)
-    else:
-        module = lower_walk(walk, device, donate, pipeline)
-        try:  # as compile_walk does it, in its compile stage
-            artifact, inputs, outputs = stablehlo_artifact(module)
-        except Exception as e:
-            raise ProgramError("compile", e) from e
-        key = artifact_key(artifact, device)
-        exe = DISK.load(key, device.pjrt) if read else None
-        if exe is not None:
-            return exe, True
-        exe = _compile(pjrt.compile_artifact, artifact, inputs, outputs, device.pjrt)
-    DISK.store(key, exe)
-    return exe, False
+def compile_artifact(artifact: bytes, inputs, outputs, device) -> pjrt.Executable:
+    """:func:`walk_artifact`'s artifact compiled for ``device``."""
+    return _compile(pjrt.compile_artifact, artifact, inputs, outputs, device.pjrt)

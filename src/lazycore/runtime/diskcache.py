@@ -2,7 +2,7 @@
 
 A barrier whose program is not in the compile cache (:mod:`lazycore.runtime.cache`)
 looks here before compiling, and writes here what it compiled
-(:func:`lazycore.runtime.compiler.program`, which also says what a key
+(:func:`lazycore.runtime.programs.program`, which also says what a key
 covers). The folder is ``settings.cache_dir`` (``LAZYCORE_CACHE_DIR``; None,
 ``off``: no persistent cache); one file per program, named by its key.
 
