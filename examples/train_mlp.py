@@ -111,7 +111,7 @@ def main(argv=None) -> int:
             print(f"  fallback {op}: " + ", ".join(f"{loc} x{n}" for loc, n in sites.items()))
     if fn.why:
         print(f"  capture: {fn.why}")
-    ok = worst <= 1e-4 and counters["fallbacks"] == 0 and fn.replays == args.steps - 3
+    ok = worst <= 1e-4 and counters["fallbacks"] == 0 and fn.replays == args.steps - 2
     print("OK: lazy training matches eager, and the captured step replays" if ok else "MISMATCH")
     return 0 if ok else 1
 
