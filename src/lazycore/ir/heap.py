@@ -8,8 +8,11 @@ results): one full collection was 0.19 s of a small GPT's 0.6 s first step in
 a new process whose program was on disk. ``gc.freeze()`` moves what is alive
 now to a generation the collector never walks; those objects are still freed
 by reference counting, only cycles among them stay. A frontend calls
-:func:`freeze_imports` once its imports are done; ``LAZYCORE_GC_FREEZE=0``
-leaves the collector as it is.
+:func:`freeze_imports` once its imports are done, and the first barrier that
+runs a program calls :func:`freeze_after_first_step`: the first step imports
+as much again (torch's meta kernels, sympy, the compiler), and a training
+loop then paid a full collection of ~100 ms every 15 to 20 steps of a 27 ms
+GPT step. ``LAZYCORE_GC_FREEZE=0`` leaves the collector as it is.
 """
 
 from __future__ import annotations
@@ -22,3 +25,14 @@ from lazycore.ir.config import settings
 def freeze_imports() -> None:
     if settings.gc_freeze:
         gc.freeze()
+
+
+_first_step = [True]
+
+
+def freeze_after_first_step() -> None:
+    """Once per process: what the first step imported and made to stay (its
+    garbage cycles, if any, stay too: one step's, once)."""
+    if _first_step[0]:
+        _first_step[0] = False
+        freeze_imports()

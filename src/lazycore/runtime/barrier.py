@@ -40,6 +40,7 @@ from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.graph import LOG, Data, Node, Value
 from lazycore.ir.regions import Arg
+from lazycore.ir import heap
 from lazycore.runtime import device as _device
 from lazycore.runtime import buckets, checks, failures, programs, stepplans
 from lazycore.runtime.cache import CACHE, PACKS
@@ -391,6 +392,7 @@ def sync(device, wait: bool = True) -> int:
     events.bump("donated_buffers", len(donate))
     events.emit("barrier", walk, device, hit, donate, pipeline, loaded)
     LOG.reset()  # the next step starts: everything before it is old
+    heap.freeze_after_first_step()
     return len(pending)
 
 
