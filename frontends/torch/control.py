@@ -22,13 +22,14 @@ whose outputs do not match its inputs raises RuntimeError at the call
 
 Gradients: ``scan`` differentiates (:class:`_ScanGrad`: the backward is a
 second loop, over the steps in reverse), so a stack of layers whose weights
-are stacked and scanned trains as eager does. ``cond`` and ``while_loop``
-refuse a call that autograd would have to differentiate, instead of
-returning values without history; so does ``scan`` when its step reads a
-tensor that requires grad other than through its arguments (torch's own
-eager scan does not allow that either). The operator runs below autograd;
-the bodies are traced with the caller's grad mode and dispatch state, so a
-body reading a tensor that requires grad is seen.
+are stacked and scanned trains as eager does; it refuses a step that reads a
+tensor requiring grad other than through its arguments (torch's own eager
+scan does not allow that either). ``cond`` (:class:`_CondGrad`) and
+``while_loop`` (:class:`_WhileGrad`) differentiate with respect to their
+inputs and to the parameters their bodies close over, which eager's lifts
+through dynamo. The operator runs below autograd; the bodies are traced with
+the caller's grad mode and dispatch state, so a body reading a tensor that
+requires grad is seen.
 """
 
 from __future__ import annotations
@@ -292,13 +293,196 @@ class _ScanGrad(torch.autograd.Function):
         return (None, None, None, *out)
 
 
+def _grad_leaves(fns, operands) -> tuple[list, object]:
+    """The leaf tensors requiring grad that the branches ``fns`` read other
+    than through ``operands`` (parameters they close over), found by tracing
+    each once with autograd on: eager torch's cond lifts them as inputs (dynamo
+    does), so their gradients flow, zeros from the branch not taken. Also the
+    structure of the first branch's result."""
+    found: dict[int, torch.Tensor] = {}
+    specs = []
+    with torch.enable_grad():
+        ins = [t.detach().requires_grad_(t.is_floating_point()) if isinstance(t, torch.Tensor) else t
+               for t in operands]
+        own = {id(t) for t in ins}
+        for fn in fns:
+            outs, spec = pytree.tree_flatten(fn(*ins))
+            specs.append(spec)
+            stack = [o.grad_fn for o in outs if isinstance(o, torch.Tensor) and o.grad_fn is not None]
+            seen = set()
+            while stack:
+                node = stack.pop()
+                if node is None or id(node) in seen:
+                    continue
+                seen.add(id(node))
+                leaf = getattr(node, "variable", None)  # AccumulateGrad: a leaf's
+                if leaf is not None:
+                    if id(leaf) not in own:
+                        found.setdefault(id(leaf), leaf)
+                    continue
+                stack.extend(n for n, _ in node.next_functions)
+    return list(found.values()), specs[0]
+
+
+class _CondGrad(torch.autograd.Function):
+    """A cond over lazy tensors that autograd differentiates: the backward is
+    a cond too, on the same predicate, whose branches take the vector-Jacobian
+    product of their forward branch (``torch.autograd.grad``, traced once
+    into the branch) with respect to the operands and the parameters the
+    branches close over; the branch not taken gives zeros for what it does
+    not read, as eager's does."""
+
+    @staticmethod
+    def forward(ctx, pred, true_fn, false_fn, n_ops, *flat):
+        ops, leaves = flat[:n_ops], flat[n_ops:]
+
+        def branch(fn):
+            return lambda *args: pytree.tree_leaves(fn(*args))
+
+        got = _as_runtime_error(lambda: control.cond(_pred(pred), branch(true_fn), branch(false_fn), *ops))
+        ctx.fns = (true_fn, false_fn)
+        ctx.n_ops = n_ops
+        ctx.pred = pred if not isinstance(pred, torch.Tensor) else None
+        ctx.save_for_backward(*([pred] if isinstance(pred, torch.Tensor) else []), *ops, *leaves)
+        ctx.out_types = [(o.shape, o.dtype) for o in got]
+        return tuple(got)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        saved = ctx.saved_tensors
+        if ctx.pred is None:
+            pred, saved = saved[0], saved[1:]
+        else:
+            pred = ctx.pred
+        n = ctx.n_ops
+        ops, leaves = saved[:n], saved[n:]
+        device = (ops or leaves)[0].device
+        grads = [g if g is not None else torch.zeros(shape, dtype=dtype, device=device)
+                 for g, (shape, dtype) in zip(grads, ctx.out_types)]
+
+        def vjp(fn):
+            def run(*args):
+                o, gs = args[:n], args[n:]
+                with torch.enable_grad():
+                    ins = [t.detach().requires_grad_(t.is_floating_point()) for t in o]
+                    outs = pytree.tree_leaves(fn(*ins))
+                    pairs = [(out, g) for out, g in zip(outs, gs) if out.requires_grad]
+                    wrt = [t for t in ins if t.requires_grad] + list(leaves)
+                    found = iter(torch.autograd.grad([p for p, _ in pairs], wrt, [g for _, g in pairs],
+                                                     allow_unused=True, retain_graph=True)
+                                 if pairs and wrt else [None] * len(wrt))
+                g_in = [next(found) if t.requires_grad else None for t in ins] + [next(found) for _ in leaves]
+                return [g if g is not None else _zeros_like(t) for g, t in zip(g_in, [*ins, *leaves])]
+
+            return run
+
+        got = control.cond(_pred(pred), vjp(ctx.fns[0]), vjp(ctx.fns[1]), *ops, *grads)
+        wanted = ctx.needs_input_grad[4:]
+        out = [g if want and t.is_floating_point() else None for g, t, want in zip(got, [*ops, *leaves], wanted)]
+        return (None, None, None, None, *out)
+
+
+def _cond_with_grad(pred, true_fn, false_fn, operands):
+    """``cond_op``'s call when autograd is on: differentiated when an operand
+    or a parameter a branch closes over requires grad."""
+    operands = tuple(operands)
+    leaves, spec = _grad_leaves((true_fn, false_fn), operands)
+    if not leaves and not _needs_grad(operands):
+        return None
+    got = _CondGrad.apply(pred, true_fn, false_fn, len(operands), *operands, *leaves)
+    return pytree.tree_unflatten(list(got), spec)
+
+
+class _WhileGrad(torch.autograd.Function):
+    """A while_loop over lazy tensors that autograd differentiates. Its trip
+    count is a value, so the backward reads it (a barrier, as reading any
+    value does), runs the loop again as a scan of that many steps to stack
+    the carry each step started from, then scans those in reverse taking
+    each step's vector-Jacobian product (``torch.autograd.grad``, traced
+    once into the loop's body) with respect to the carry, the additional
+    inputs and the parameters the body closes over (eager's while_loop lifts
+    them), adding up the last two in the loop's carry."""
+
+    @staticmethod
+    def forward(ctx, cond_fn, body_fn, n_carry, n_add, *flat):
+        carried, add = flat[:n_carry], flat[n_carry:n_carry + n_add]
+
+        def c(state):
+            return _pred(cond_fn(*state[1:], *add))
+
+        def b(state):
+            return (state[0] + 1, *_as_tuple(body_fn(*state[1:], *add)))
+
+        count = torch.zeros((), dtype=torch.int64, device=flat[0].device)
+        got = _as_runtime_error(lambda: tuple(control.while_loop(c, b, (count, *carried))))
+        ctx.body_fn = body_fn
+        ctx.counts = (n_carry, n_add)
+        ctx.save_for_backward(got[0], *flat)
+        return got[1:]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        count, *saved = ctx.saved_tensors
+        n_carry, n_add = ctx.counts
+        carried, add, leaves = saved[:n_carry], saved[n_carry:n_carry + n_add], saved[n_carry + n_add:]
+        body_fn = ctx.body_fn
+        g_carry = [g if g is not None else _zeros_like(c) for g, c in zip(grads, carried)]
+        g_rest = [_zeros_like(t) for t in (*add, *leaves)]
+        steps = int(count.item())  # the trip count decides the backward loop's length
+        if steps:
+            def forward_step(carry, x):
+                return list(_as_tuple(body_fn(*carry, *add))), list(carry)
+
+            with torch.no_grad():
+                _, starts = control.scan(forward_step, list(carried), [torch.zeros(steps, device=count.device)])
+
+            def backward_step(carry, x):
+                g_c, g_acc = carry[:n_carry], carry[n_carry:]
+                with torch.enable_grad():
+                    ins = [t.detach().requires_grad_(t.is_floating_point()) for t in (*x, *add)]
+                    out = _as_tuple(body_fn(*ins))
+                    pairs = [(o, g) for o, g in zip(out, g_c) if o.requires_grad]
+                    wrt = [t for t in ins if t.requires_grad] + list(leaves)
+                    found = iter(torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs],
+                                                     allow_unused=True) if pairs and wrt else [None] * len(wrt))
+                g_in = [next(found) if t.requires_grad else None for t in ins] + [next(found) for _ in leaves]
+                g_in = [g if g is not None else _zeros_like(t) for g, t in zip(g_in, [*ins, *leaves])]
+                return g_in[:n_carry] + [a + b for a, b in zip(g_acc, g_in[n_carry:])], []
+
+            carry, _ = control.scan(backward_step, g_carry + g_rest, list(starts), reverse=True)
+            g_carry, g_rest = carry[:n_carry], carry[n_carry:]
+        wanted = ctx.needs_input_grad[4:]
+        out = [g if want and t.is_floating_point() else None
+               for g, t, want in zip([*g_carry, *g_rest], [*carried, *add, *leaves], wanted)]
+        return (None, None, None, None, *out)
+
+
+def _as_tuple(out) -> tuple:
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def _while_with_grad(cond_fn, body_fn, carried, additional):
+    """``while_loop_op``'s call when autograd is on: differentiated when a
+    carried or additional input or a parameter the body closes over requires grad."""
+    carried, additional = tuple(carried), tuple(additional)
+    leaves, _ = _grad_leaves((lambda *a: _as_tuple(body_fn(*a)),), carried + additional)
+    if not leaves and not _needs_grad((carried, additional)):
+        return None
+    return tuple(_WhileGrad.apply(cond_fn, body_fn, len(carried), len(additional), *carried, *additional, *leaves))
+
+
 def _autograd_rule(op, what: str, original):
     """The operator's autograd kernel: for lazy tensors that need gradients,
-    ours (scan) or a refusal (cond, while_loop: their gradients would be
+    ours (scan, cond) or a refusal (while_loop: its gradients would be
     dropped); torch's own for any other call."""
 
     def rule(*args):
-        if not (_any_lazy(args) and _needs_grad(args)):
+        if not (_any_lazy(args) and torch.is_grad_enabled()):
+            return original(*args)
+        if op in ("cond", "while_loop"):
+            got = (_cond_with_grad if op == "cond" else _while_with_grad)(*args)
+            return original(*args) if got is None else got
+        if not _needs_grad(args):
             return original(*args)
         if op == "scan":
             combine_fn, init, xs, additional = args
