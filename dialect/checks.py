@@ -18,8 +18,10 @@ from .spec import op
 from .types import ShapeError, TensorType
 
 
-ERRORS = ("RuntimeError", "ValueError", "IndexError", "FloatingPointError")
-"""What a failed check raises as well as lazycore.BarrierError: eager's type."""
+ERRORS = ("RuntimeError", "ValueError", "IndexError", "FloatingPointError", "RuntimeWarning")
+"""What a failed check raises as well as lazycore.BarrierError: eager's type.
+``RuntimeWarning`` (NumPy's floating-point warnings) fails nothing: the
+warning is emitted with the check's message and line, and the values stand."""
 
 
 @op("check", ("operand", "failed"), attrs={"message": "str", "error": "str"})

@@ -24,7 +24,7 @@ from lazycore.ir.memo import Memo
 from lazycore.trace import composites, core, recipes
 from lazycore.ir.config import settings
 
-from . import dtypes
+from . import dtypes, fpe
 from .array import contiguous, ndarray, new_array, value, wrap, write
 from .scalars import as_scalar, scalar
 
@@ -338,11 +338,13 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", orde
     if out is not None:
         _check_targets(out, out_dt, casting, uf, loop)  # NumPy checks the output casts before broadcasting
     shape = np.broadcast_shapes(*(shape_of(x) for x in inputs))
+    fp = (name, fpe.modes())
     if key is None:
-        results = _lower(loop_fn, inputs, None, in_dt, out_dt, shape)
+        results = _lower(loop_fn, inputs, None, in_dt, out_dt, shape, fp)
     else:
         # the Python floats as arguments of their own: the recording may hold for any value
-        results, recipe = recipes.record_call(_lower_flat, handles, (loop_fn, handles, in_dt, out_dt, shape, *inputs), {})
+        results, recipe = recipes.record_call(_lower_flat, handles,
+                                              (loop_fn, handles, in_dt, out_dt, shape, fp, *inputs), {})
         if recipe is not None:
             # under these values too: a loop whose floats repeat finds it at the first lookup
             plan = _PLANS.put(key, _Plan(recipe, loop, out_dt, shape))
@@ -394,14 +396,16 @@ def _any_value_key(key, floats):
     return tuple(p[0] if type(p) is tuple and p[0] is float else p for p in key) + (vclass,)
 
 
-def _lower_flat(loop_fn, handles, in_dt, out_dt, shape, *inputs):
-    return _lower(loop_fn, inputs, handles, in_dt, out_dt, shape)
+def _lower_flat(loop_fn, handles, in_dt, out_dt, shape, fp, *inputs):
+    return _lower(loop_fn, inputs, handles, in_dt, out_dt, shape, fp)
 
 
-def _lower(loop_fn, inputs, handles, in_dt, out_dt, shape):
+def _lower(loop_fn, inputs, handles, in_dt, out_dt, shape, fp):
     """The loop's result handles: operands converted and broadcast, the loop,
-    the results converted to the loop's output types. ``handles`` are the array
-    inputs' handles, in order (None: read them here)."""
+    the results converted to the loop's output types, then NumPy's
+    floating-point checks (``fp``: the ufunc's name and the ``np.errstate``
+    modes, :mod:`.fpe`). ``handles`` are the array inputs' handles, in order
+    (None: read them here)."""
     operands = []
     arrays = iter(handles) if handles is not None else None
     dev = device_of(*inputs)
@@ -411,7 +415,10 @@ def _lower(loop_fn, inputs, handles, in_dt, out_dt, shape):
         operands.append(broadcast_to_shape(h, shape))
     results = loop_fn(*operands)
     results = results if isinstance(results, tuple) else (results,)
-    return tuple(cast(r, dt) for r, dt in zip(results, out_dt))
+    results = tuple(cast(r, dt) for r, dt in zip(results, out_dt))
+    if len(results) == 1:
+        results = (fpe.checked(fp[0], fp[1], operands, results[0]),)
+    return results
 
 
 def store_out(res: ndarray, out, wrong_shape: str) -> ndarray:
@@ -512,7 +519,7 @@ def _signature(uf, inputs, signature, casting):
     and the baked scalars on Python values), the array inputs' handles and the
     Python floats; ``(None, None, None)`` for calls not worth keying (host
     arrays and other array-likes)."""
-    parts = [uf, signature, casting]
+    parts = [uf, signature, casting, fpe.modes()]
     handles = []
     floats = []
     for x in inputs:

@@ -24,6 +24,11 @@ eager's error text. How a check reaches the user:
    (the values it failed must not feed the next program) and before any
    read returns a value.
 
+A check whose ``error`` is ``RuntimeWarning`` (NumPy's floating-point
+warnings under ``np.errstate``) fails nothing: when its flag is true the
+warning is emitted, attributed to the line that recorded the check, and the
+values stand.
+
 Nothing else is special: check nodes hash, replay, capture and cache like any
 other node, and a check whose result nothing live uses is not computed,
 as it is no part of any output.
@@ -31,10 +36,19 @@ as it is no part of any output.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from lazycore.ir.graph import Node, Value
+from lazycore.ir.sourceloc import resolve
 from lazycore.runtime import failures
+
+WARNING = "RuntimeWarning"
+
+_REGISTRIES: dict[str, dict] = {}
+"""File name -> the warnings registry of its lines (the "default" action's
+once per line, as a module's ``__warningregistry__`` gives it)."""
 
 
 def nodes(walk) -> list[Node]:
@@ -62,6 +76,19 @@ def failed(values: list[Value], flags: list) -> list | None:
     seeds = {}
     for i in tripped:
         node = checked[i]
+        if node.attrs["error"] == WARNING:
+            _warn(node)
+            continue
         seeds[id(node)] = failures.node_failure(node, node.attrs["message"], "check", None, node.attrs["error"])
+    if not seeds:
+        return None
     bad = failures.spread(walk, seeds)
     return [bad.get(id(v[0])) for v in values]
+
+
+def _warn(node: Node) -> None:
+    where = resolve(node.loc) or ("<lazycore>", 0)
+    if len(_REGISTRIES) > 1024:
+        _REGISTRIES.clear()
+    warnings.warn_explicit(node.attrs["message"], RuntimeWarning, where[0], where[1],
+                           registry=_REGISTRIES.setdefault(where[0], {}))
