@@ -64,6 +64,7 @@ EXAMPLES: dict[str, Example] = {
     "reverse": Example((t("2x3xf32"),), dict(dims=(1,))),
     **{name: Example((t("2x3xf32"),), dict(dims=(1,))) for name in REDUCE},
     "argmax": Example((t("2x3xf32"),), dict(dim=1, dtype="i64")),
+    "sort": Example((t("2x3xf32"),), dict(dim=1, descending=False, dtype="i64")),
     "argmin": Example((t("2x3xf32"),), dict(dim=1, dtype="i64")),
     # a matrix product: contract lhs dim 1 with rhs dim 0
     "dot_general": Example(

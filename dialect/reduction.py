@@ -62,4 +62,22 @@ for _name in ("argmax", "argmin"):
                   summary=f"index of the first {_name[3:]} along dim (NaN counts as the extreme, "
                           "as in NumPy); dim is removed; the result dtype is an integer type"))
 
+def _sort_rule(x: TensorType, *, dim, descending, dtype):
+    """``dim`` is a dimension of the operand (rank 1 or more); ``values`` has
+    the operand's type and ``indices`` its shape, of the integer element type
+    ``dtype`` its type declares. Complex numbers have no order."""
+    require_dtype("operand", x, "ordered")
+    if x.rank == 0:
+        raise ShapeError(f"sort needs an operand of rank 1 or more, got {x}")
+    check_dims([dim], x.rank, "dim")
+    require_dtype("indices", TensorType((), check_dtype(dtype)), "int")
+    return x, TensorType(x.shape, dtype)
+
+
+define(OpSpec("sort", ("operand",), _sort_rule, attrs={"dim": "i64", "descending": "bool"},
+              results=("values", "indices"), result_params=("dtype",), params_from="indices",
+              summary="the operand sorted along dim, stably (equal elements keep their order; NaN after every "
+                      "number, before every number when descending), and the position along dim each value "
+                      "came from, as the integer dtype"))
+
 __all__ = ["REDUCE", "drop_dims"]

@@ -486,6 +486,40 @@ def arg_sample(name):
     return Sample({"operand": ORDERED, "result": INT}, make)
 
 
+def _stable_sort_reference(x, axis, descending):
+    """Python's stable sort of each row along ``axis``: NaN last ascending and
+    first descending (torch's and NumPy's order), equal elements in place."""
+    moved = np.moveaxis(x, axis, -1)
+    floating = "float" in str(moved.dtype)  # (bfloat16 is no NumPy floating type)
+    idx = np.empty(moved.shape, np.int64)
+    for pos in np.ndindex(moved.shape[:-1]):
+        row = moved[pos]
+
+        def key(j):
+            v = row[j].item()
+            nan = floating and v != v
+            if descending:
+                return (0, 0) if nan else (1, -v)
+            return (1, 0) if nan else (0, v)
+
+        idx[pos] = sorted(range(row.shape[0]), key=key)
+    idx = np.moveaxis(idx, -1, axis)
+    return np.take_along_axis(x, idx, axis), idx
+
+
+def _sort(rng, operand, indices):
+    x = with_extremes(small(rng, (3, 5), operand, -2, 2))  # ties in most rows
+    if is_float(operand):
+        x[1, 2] = x[1, 4] = np.nan
+    cases = []
+    def want(d, descending):  # (only if the case runs: complex numbers have no order)
+        values, idx = _stable_sort_reference(x, d, descending)
+        return values, idx.astype(np_dtype(indices))
+
+    return [Case([x], dict(dim=d, descending=descending, dtype=indices), want=lambda d=d, s=descending: want(d, s))
+            for d in (0, 1) for descending in (False, True)]
+
+
 # --- linalg ------------------------------------------------------------------------------
 
 
@@ -693,6 +727,7 @@ SAMPLES: dict[str, Sample] = {
     **{n: reduce_sample(n, ARITH) for n in ("reduce_sum", "reduce_prod")},
     **{n: reduce_sample(n, ORDERED) for n in ("reduce_max", "reduce_min")},
     **{n: arg_sample(n) for n in ("argmax", "argmin")},
+    "sort": Sample({"operand": ORDERED, "indices": INT}, _sort),
     "dot_general": Sample({"lhs": ARITH}, _dot_general),
     "convolution": Sample({"input": NUMERIC}, _convolution),
     "gather": Sample({"operand": ANY, "start_indices": INT}, _gather),

@@ -18,6 +18,7 @@ import lazycore.observe  # noqa: F401  (metrics, guards, debug lines and dumps h
 from . import creation, fallback, methods, reductions, ufuncs  # noqa: F401  (methods binds operators)
 from . import indexing, linalg, random  # noqa: F401  (np.linalg, np.random)
 from . import complexes, fft  # noqa: F401  (.real/.imag, np.angle; np.fft)
+from .sorting import argsort, sort  # noqa: F401  (also ndarray.sort/.argsort)
 from .indexing import *  # noqa: F401,F403  (take, take_along_axis, put_along_axis)
 from .array import asarray, ndarray
 from .sharding import shard, sharding_of

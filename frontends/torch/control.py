@@ -99,10 +99,14 @@ def _any_lazy(*trees) -> bool:
     return any(_is_lazy(x) for tree in trees for x in pytree.tree_leaves(tree))
 
 
+class _GradNeeded(RuntimeError):
+    """A body's output requires grad where the loop cannot give it back."""
+
+
 def _no_grad_needed(what: str, *trees) -> None:
     if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad
                                        for tree in trees for x in pytree.tree_leaves(tree)):
-        raise RuntimeError(
+        raise _GradNeeded(
             f"{what} on the lazy device: gradients through its loop are not supported yet, and this call needs "
             "them (an input or a tensor its body reads requires grad); run it under torch.no_grad()")
 
@@ -383,12 +387,10 @@ class _CondGrad(torch.autograd.Function):
 
 
 def _cond_with_grad(pred, true_fn, false_fn, operands):
-    """``cond_op``'s call when autograd is on: differentiated when an operand
-    or a parameter a branch closes over requires grad."""
+    """``cond_op``'s call differentiated (an operand or a parameter a branch
+    closes over requires grad)."""
     operands = tuple(operands)
     leaves, spec = _grad_leaves((true_fn, false_fn), operands)
-    if not leaves and not _needs_grad(operands):
-        return None
     got = _CondGrad.apply(pred, true_fn, false_fn, len(operands), *operands, *leaves)
     return pytree.tree_unflatten(list(got), spec)
 
@@ -462,12 +464,10 @@ def _as_tuple(out) -> tuple:
 
 
 def _while_with_grad(cond_fn, body_fn, carried, additional):
-    """``while_loop_op``'s call when autograd is on: differentiated when a
-    carried or additional input or a parameter the body closes over requires grad."""
+    """``while_loop_op``'s call differentiated (a carried or additional input
+    or a parameter the body closes over requires grad)."""
     carried, additional = tuple(carried), tuple(additional)
     leaves, _ = _grad_leaves((lambda *a: _as_tuple(body_fn(*a)),), carried + additional)
-    if not leaves and not _needs_grad((carried, additional)):
-        return None
     return tuple(_WhileGrad.apply(cond_fn, body_fn, len(carried), len(additional), *carried, *additional, *leaves))
 
 
@@ -480,8 +480,13 @@ def _autograd_rule(op, what: str, original):
         if not (_any_lazy(args) and torch.is_grad_enabled()):
             return original(*args)
         if op in ("cond", "while_loop"):
-            got = (_cond_with_grad if op == "cond" else _while_with_grad)(*args)
-            return original(*args) if got is None else got
+            differentiated = _cond_with_grad if op == "cond" else _while_with_grad
+            if not _needs_grad(args):
+                try:  # most calls: nothing to differentiate, traced once
+                    return original(*args)
+                except _GradNeeded:  # a body reads a parameter that requires grad
+                    pass
+            return differentiated(*args)
         if not _needs_grad(args):
             return original(*args)
         if op == "scan":

@@ -82,3 +82,19 @@ func.func @conv_output_size(%x: tensor<1x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) ->
   %0 = "lazy.convolution"(%x, %w) {strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, lhs_dilation = array<i64: 1, 1>, rhs_dilation = array<i64: 1, 1>, groups = 1} : (tensor<1x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<1x6x4x4xf32>
   return %0 : tensor<1x6x4x4xf32>
 }
+
+// -----
+
+func.func @sort_of_a_scalar(%x: tensor<f32>) -> (tensor<f32>, tensor<i64>) {
+  // expected-error @+1 {{sort needs an operand of rank 1 or more}}
+  %v, %i = "lazy.sort"(%x) {dim = 0 : i64, descending = false} : (tensor<f32>) -> (tensor<f32>, tensor<i64>)
+  return %v, %i : tensor<f32>, tensor<i64>
+}
+
+// -----
+
+func.func @sort_indices_of_floats(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
+  // expected-error @+1 {{indices}}
+  %v, %i = "lazy.sort"(%x) {dim = 0 : i64, descending = false} : (tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  return %v, %i : tensor<3xf32>, tensor<3xf32>
+}

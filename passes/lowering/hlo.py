@@ -42,6 +42,10 @@ def i64(v: int) -> ir.IntegerAttr:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(v))
 
 
+def boolean(v: bool) -> ir.BoolAttr:
+    return ir.BoolAttr.get(bool(v))
+
+
 def i64s(vs: Sequence[int]) -> ir.DenseI64ArrayAttr:
     return ir.DenseI64ArrayAttr.get([int(v) for v in vs])
 

@@ -107,3 +107,32 @@ def _arg_reduce(better: str, op, rewriter):
 
 lowering("argmax")(partial(_arg_reduce, "GT"))
 lowering("argmin")(partial(_arg_reduce, "LT"))
+
+
+@lowering("sort")
+def _sort(op, rewriter):
+    """``stablehlo.sort`` of the operand and an iota along ``dim``, stable,
+    whose comparator orders numbers by ``<`` (``>`` descending) and puts NaN
+    last (first descending), as torch's and NumPy's sorts do."""
+    x = op.operands[0]
+    t = hlo.type_of(x)
+    dim = attr(op, "dim")
+    descending = attr(op, "descending")
+    idx_type = hlo.type_of(op.results[1])
+    iota = hlo.value("iota", [], idx_type, iota_dimension=hlo.i64(dim))
+    val_s, idx_s = TensorType((), t.dtype), TensorType((), idx_type.dtype)
+
+    def before(a, ai, b, bi):
+        first = hlo.compare(a, b, "GT" if descending else "LT")
+        if is_float(t.dtype):
+            a_nan, b_nan = hlo.compare(a, a, "NE"), hlo.compare(b, b, "NE")
+            if descending:  # NaN first
+                first = _or(_and(a_nan, hlo.unary("not", b_nan)), _and(first, hlo.unary("not", a_nan)))
+            else:  # NaN last: a number comes before NaN
+                first = _or(first, _and(hlo.unary("not", a_nan), b_nan))
+        return [first]
+
+    new = hlo.with_body("sort", [x, iota], [op.results[0].type, op.results[1].type],
+                        [val_s, val_s, idx_s, idx_s], lambda a, b, ai, bi: before(a, ai, b, bi),
+                        dimension=hlo.i64(dim), is_stable=hlo.boolean(True))
+    return list(new.results)

@@ -143,3 +143,41 @@ def _any_all(ctx, x, dim=None, keepdim=False):
     op = "reduce_max" if ctx.func_name == "any" else "reduce_min"
     r = _reduce(op, b, _dims_arg(b, dim), keepdim, ctx.shape)
     return convert(r, ctx.dtype)
+
+
+def _sorted(ctx, x, dim, descending):
+    """``x`` sorted along ``dim`` (``lazy.sort``: stable, NaN as the largest,
+    eager's order) and the indices; a 0-d tensor is its own sort."""
+    if x.shape == ():
+        return x, const(0, "i64", ctx.device, ())
+    keys = convert(x, "i8") if x.dtype == "i1" else x  # (no order on i1 in the table)
+    values, indices = apply("sort", keys, dim=dim % len(x.shape), descending=bool(descending), dtype="i64")
+    return convert(values, x.dtype), indices
+
+
+@lowers(aten.sort.default, aten.sort.stable)
+def _sort(ctx, x, dim=-1, descending=False, *, stable=None):
+    # an unstable sort may keep equal elements in their order: eager's does on CPU
+    return _sorted(ctx, x, dim, descending)
+
+
+@lowers(aten.argsort.default, aten.argsort.stable)
+def _argsort(ctx, x, dim=-1, descending=False, *, stable=False):
+    return _sorted(ctx, x, dim, descending)[1]
+
+
+@lowers(aten.msort.default)
+def _msort(ctx, x):
+    return _sorted(ctx, x, 0, False)[0]
+
+
+@lowers(aten.topk.default)
+def _topk(ctx, x, k, dim=-1, largest=True, sorted=True):
+    values, indices = _sorted(ctx, x, dim, largest)
+    if x.shape == ():
+        return values, indices
+    d = dim % len(x.shape)
+    limit = list(x.shape)
+    limit[d] = k
+    window = dict(start=[0] * len(x.shape), limit=limit, strides=[1] * len(x.shape))
+    return apply("slice", values, **window), apply("slice", indices, **window)
