@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lazycore.dialect.types import is_complex
 from lazycore.ir.context import TRACE
 from lazycore.ir.memo import Memo
 from lazycore.trace import composites, core, recipes
@@ -137,6 +138,19 @@ def _power(a, b):
     return core.check(p, apply("compare", b, const(0, b), direction="LT"), _NEGATIVE_POWER, error="ValueError")
 
 
+def _log1p(a):
+    """NumPy's complex log1p at infinities and NaN is C99's clog's, +inf + NaN j
+    (torch's, and so the shared lowering's, is NaN + NaN j)."""
+    r = apply("log1p", a)
+    if not is_complex(a.dtype):
+        return r
+    x, y = apply("real", a), apply("imag", a)
+    lanes = apply("or", apply("and", composites.isinf(x), composites.isnan(y)),
+                  apply("and", composites.isnan(x), composites.isinf(y)))
+    special = apply("complex", composites.full_like(x, float("inf")), composites.full_like(x, float("nan")))
+    return apply("select", lanes, special, r)
+
+
 def _unary(name):
     return lambda a: apply(name, a)
 
@@ -201,7 +215,7 @@ LOOPS = {
     "log": _unary("log"),
     "log2": composites.log2,
     "log10": composites.log10,
-    "log1p": _unary("log1p"),
+    "log1p": _log1p,
     "sin": _unary("sin"),
     "cos": _unary("cos"),
     "tan": composites.tan,

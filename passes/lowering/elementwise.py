@@ -49,8 +49,109 @@ def _same_operands(hlo_name, op, rewriter):
     return hlo.value(hlo_name, list(op.operands), op.results[0].type)
 
 
+# exp, log, sqrt and tanh of complex numbers at infinities and NaN: XLA's
+# formulas give NaN + NaN j where C99's Annex G (NumPy's and torch's answers,
+# and the Array API's special cases) gives a number, an infinity or a signed
+# zero in one part. Each entry: (which lanes, their real part, their imaginary
+# part), from the operand's parts; a later entry wins.
+_INF, _NAN = float("inf"), float("nan")
+
+
+def _infinite(v):
+    return hlo.compare(hlo.unary("abs", v), hlo.splat_like(_INF, v), "EQ")
+
+
+def _nan(v):
+    return hlo.compare(v, v, "NE")
+
+
+def _either(a, b):
+    return hlo.binary("or", a, b)
+
+
+def _both(a, b):
+    return hlo.binary("and", a, b)
+
+
+def _equals(v, number):
+    return hlo.compare(v, hlo.splat_like(number, v), "EQ")
+
+
+def _real_axis(y, x):
+    """Lanes on the real axis (y is a zero; x anything, NaN included)."""
+    return _equals(y, 0.0)
+
+
+COMPLEX_SPECIAL = {
+    "exp": lambda x, y: [
+        (_real_axis(y, x), "f x", "y"),  # exp(x) +- 0j, the zero's sign kept
+        (_both(_equals(x, -_INF), _either(_infinite(y), _nan(y))), 0.0, "zero as y"),
+        (_both(_equals(x, _INF), _either(_infinite(y), _nan(y))), _INF, _NAN),
+    ],
+    "log": lambda x, y: [
+        (_either(_both(_infinite(x), _nan(y)), _both(_nan(x), _infinite(y))), _INF, _NAN),
+    ],
+    "sqrt": lambda x, y: [
+        (_both(_equals(x, -_INF), _nan(y)), _NAN, _INF),
+        (_both(_equals(x, _INF), _nan(y)), _INF, _NAN),
+        (_infinite(y), _INF, "y"),  # whatever x is, NaN included
+    ],
+    "tanh": lambda x, y: [
+        (_real_axis(y, x), "f x", "y"),
+        (_both(_equals(x, 0.0), _either(_infinite(y), _nan(y))), "x", _NAN),  # the zero keeps its sign
+        # at an infinite x, +-1 and a zero signed as sin(2y) (as y's when it is infinite, + for NaN)
+        (_infinite(x), "sign x", "zero of sin 2y"),
+    ],
+}
+"""Per op, ``(lanes, real part, imaginary part)`` of its special values: a
+number, ``"x"`` / ``"y"`` for the operand's own real or imaginary part,
+``"f x"`` for the op of the real part (on the real axis), ``"zero as y"``
+for a zero with y's sign (+ for NaN), ``"sign x"``, ``"zero of sin 2y"``."""
+
+
+def _sign_bit(v):
+    """Whether each float's sign bit is set (-0.0 included)."""
+    width = {"f16": "i16", "bf16": "i16", "f32": "i32", "f64": "i64"}[hlo.type_of(v).dtype]
+    bits = hlo.value("bitcast_convert", [v], TensorType(hlo.type_of(v).shape, width))
+    return hlo.compare(bits, hlo.splat_like(0, bits), "LT")
+
+
+def _with_complex_special_values(name, op, rewriter):
+    z = op.operands[0]
+    out = hlo.value(ONE_TO_ONE[name], [z], op.results[0].type)
+    t = hlo.type_of(z)
+    if not is_complex(t.dtype):
+        return out
+    part = TensorType(t.shape, real_dtype(t.dtype))
+    x, y = hlo.value("real", [z], part), hlo.value("imag", [z], part)
+    if name == "sqrt":
+        # the root of a conjugate is the conjugate of the root: the imaginary
+        # part takes y's sign, -0.0 included (sqrt(-4 - 0j) is -2j); XLA's drops it
+        re, im = hlo.value("real", [out], part), hlo.value("imag", [out], part)
+        size = hlo.unary("abs", im)
+        signed = hlo.select(_sign_bit(y), hlo.unary("negate", size), size)
+        out = hlo.value("complex", [re, hlo.select(_nan(y), im, signed)], op.results[0].type)
+    own = {"x": x, "y": y}
+    if name in ("exp", "tanh"):
+        own["f x"] = hlo.unary(ONE_TO_ONE[name], x)
+        zero = hlo.splat_like(0.0, y)  # signed as y, + for NaN
+        own["zero as y"] = hlo.select(_both(_sign_bit(y), hlo.unary("not", _nan(y))), hlo.unary("negate", zero), zero)
+    if name == "tanh":
+        finite_y = hlo.value("is_finite", [y], TensorType(hlo.type_of(y).shape, "i1"))
+        sine_zero = hlo.binary("multiply", hlo.splat_like(0.0, y), hlo.unary("sine", hlo.binary("add", y, y)))
+        own["sign x"] = hlo.unary("sign", x)
+        own["zero of sin 2y"] = hlo.select(finite_y, sine_zero, own["zero as y"])
+    for lanes, re, im in COMPLEX_SPECIAL[name](x, y):
+        re, im = (own[p] if isinstance(p, str) else hlo.splat_like(p, x) for p in (re, im))
+        out = hlo.select(lanes, hlo.value("complex", [re, im], op.results[0].type), out)
+    return out
+
+
 for _lazy, _hlo in ONE_TO_ONE.items():
-    lowering(_lazy)(partial(_same_operands, _hlo))
+    if _lazy in COMPLEX_SPECIAL:
+        lowering(_lazy)(partial(_with_complex_special_values, _lazy))
+    else:
+        lowering(_lazy)(partial(_same_operands, _hlo))
 
 
 # Float to int32/int64: NumPy's and eager torch's CPU casts are x86's cvttss2si,
