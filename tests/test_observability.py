@@ -72,7 +72,7 @@ def test_report_has_every_section_with_real_numbers(dev, clean_runtime):
     torch_training(dev)
     numpy_heat()
     fb_line = here(1)
-    lnp.sort(lnp.asarray(np.array([3.0, 1.0, 2.0], np.float32)))  # numpy.sort falls back
+    lnp.unique(lnp.asarray(np.array([3.0, 1.0, 2.0], np.float32)))  # numpy.unique falls back
     rep = metrics.report()
 
     c = metrics.counters()
@@ -101,7 +101,7 @@ def test_report_has_every_section_with_real_numbers(dev, clean_runtime):
     assert int(_row(rep, "parameters")[-1]) == max(s[2] for s in sizes)
 
     assert f"fallbacks: {c['fallbacks']} calls" in rep and c["fallbacks"] >= 1
-    assert re.search(r"^  numpy\.sort: 1$", rep, re.M), rep
+    assert re.search(r"^  numpy\.unique: 1$", rep, re.M), rep
     assert re.search(rf"^ +1  {re.escape(fb_line)}$", rep, re.M), rep
 
     metrics.reset()
