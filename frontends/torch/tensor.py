@@ -367,6 +367,10 @@ def write(t: Tensor, new, overlap_ok: bool = False) -> Tensor:
 
 _SHARING_STEPS = (views.Expand, views.Strided)
 """Steps after which several elements of a view may be one memory location."""
+_LAYOUT_STEPS = frozenset((views.Permute, views.Reshape, views.Expand, views.Slice, views.Strided, views.Bitcast,
+                           views.Conj))
+"""Steps that only pick elements of the storage's memory, as eager's strides say
+(a conjugating view's also conjugates them)."""
 
 
 def _through_memory(t: Tensor, new, overlap_ok: bool):
@@ -376,8 +380,11 @@ def _through_memory(t: Tensor, new, overlap_ok: bool):
     written (``e = x.expand(2, 3); e[1][0] = 5`` writes ``x[0]``); eager's
     strides can. Where elements share a location eager's kernel writes them in
     row-major order, so the last one's value stays."""
-    if any(isinstance(s, views.PART_STEPS) for s in t._steps):
-        return t._steps, new  # the strides count parts of complex elements
+    if not all(type(s) in _LAYOUT_STEPS for s in t._steps):
+        return t._steps, new  # strides that count parts of complex elements
+    for step in t._steps:
+        if type(step) is views.Conj:  # elementwise: it commutes with picking elements
+            new = step.inverse(None, new, t._storage)
     shape, strides, offset = list(t._key[0]), t._key[1], t._key[2]
     for d, (n, s) in enumerate(zip(shape, strides)):
         if s == 0 and n > 1:

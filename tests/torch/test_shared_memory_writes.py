@@ -56,6 +56,13 @@ def test_a_write_into_an_expanded_view_is_eagers(dev, name):
             torch.testing.assert_close(g, w, rtol=0, atol=0)
 
 
+def test_a_write_into_an_expansion_of_a_conjugate_lands_conjugated(dev):
+    for device in ("cpu", dev):
+        x = torch.tensor([1 + 2j, 3 - 1j], device=device)
+        x.conj().expand(2, 2)[1] = torch.tensor([5 + 5j, 6 + 6j], device=device)
+        assert x.cpu().tolist() == [5 - 5j, 6 - 6j]
+
+
 def test_where_an_expansion_writes_a_location_twice_the_last_value_stays(dev):
     """index_put_ writes rows 0 and 1 of a 2-row expansion of one row: eager
     writes them in order, so the memory holds row 1's values."""
