@@ -641,14 +641,22 @@ def _overlap_ok(func, args, kwargs, target) -> bool:
     writes into it anyway; raises eager's error where eager refuses to write
     into ``target`` (its elements share memory, or an input's partly are
     its); False when nothing shares memory with ``target``."""
-    if not isinstance(target, Tensor):
+    if type(target) is not Tensor:
         return False
     storage, key = target._storage, target._key
-    internal = bool(target._steps) and any(s == 0 and n > 1 for n, s in zip(key[0], key[1]))
-    shared = tuple(i for i, x in enumerate(args) if type(x) is Tensor and x._storage is storage and x._key != key)
+    internal = False
+    if target._steps:
+        for n, s in zip(key[0], key[1]):
+            if s == 0 and n > 1:
+                internal = True
+    shared = ()
+    for i, x in enumerate(args):  # plain loops: this runs for every in-place op
+        if type(x) is Tensor and x._storage is storage and x._key != key:
+            shared += (i,)
     if kwargs:
-        shared += tuple(k for k, x in kwargs.items()
-                        if type(x) is Tensor and x._storage is storage and x._key != key)
+        for k, x in kwargs.items():
+            if type(x) is Tensor and x._storage is storage and x._key != key:
+                shared += (k,)
     if not internal and not shared:
         return False
     memo = meta_call(func, args, kwargs)[4]
