@@ -22,6 +22,7 @@ from lazycore.dialect.build import attr_to_mlir, from_mlir_type, tensor_type
 from lazycore.dialect.types import TensorType, is_bool, is_complex, is_float, is_unsigned, real_dtype, to_numpy_dtype
 from lazycore.mlir import ir, rewrite
 
+from .lowering.elementwise import float_to_int_cast
 from .pipeline import register_pass
 
 PATTERNS: list[tuple[str, callable]] = []
@@ -247,12 +248,18 @@ def same_conversion(a: str, b: str, c: str) -> bool:
 
     Conversions to a float or to i1 depend only on the value. To a wider
     integer type they do too, but a value out of c's range wraps when it
-    comes from an integer and saturates (XLA) when it comes from a float.
+    comes from an integer, and goes through the C cast the lowering emulates
+    for its float type when it comes from a float (float16 -> uint32 is not
+    float32's).
     """
     if is_complex(a) or is_complex(b) or is_complex(c):
         # an exact b -> c too: the value passes both steps whole, as it passes a -> c
         return exact_conversion(b, c)
-    return is_float(c) or c == "i1" or is_float(a) == is_float(b) or exact_conversion(a, c)
+    if is_float(c) or c == "i1":
+        return True
+    if is_float(a) and is_float(b):
+        return float_to_int_cast(a, c) == float_to_int_cast(b, c)
+    return is_float(a) == is_float(b) or exact_conversion(a, c)
 
 
 @pattern("convert")

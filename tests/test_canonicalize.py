@@ -247,8 +247,11 @@ def test_lossy_conversions_are_not_exact(src, dst):
     (("f32", "f64", "i32"), 1),
     (("f16", "f32", "bf16"), 1),
     (("i32", "i64", "i8"), 1),
-    # f32 -> i8 saturates where i16 -> i8 wraps, so the exact i16 -> f32 must stay.
+    # an int and a float route to a narrower int are not compared: the exact i16 -> f32 stays
     (("i16", "f32", "i8"), 2),
+    # float16 -> uint32 goes through int64 (NaN gives 0), float32 -> uint32 does not
+    (("f16", "f32", "ui32"), 2),
+    (("f16", "f32", "ui64"), 1),
     (("f32", "f16", "f32"), 2),  # lossy first step
 ])
 def test_convert_chain_keeps_values(chain, converts_left):
@@ -271,6 +274,10 @@ def test_same_conversion():
     assert same_conversion("i16", "i32", "i8") and same_conversion("i16", "f32", "f64")
     assert not same_conversion("i16", "f32", "i8")
     assert same_conversion("i8", "f32", "i32")  # i8 -> i32 is exact: no wrapping to differ
+    # each float type's cast to an integer is the C cast the lowering emulates for it
+    assert not same_conversion("f16", "f32", "ui32") and same_conversion("f32", "f64", "ui32")
+    assert same_conversion("f16", "f64", "i16") and same_conversion("bf16", "f32", "ui64")
+    assert not same_conversion("bf16", "f32", "ui32")  # eager's vector loops differ in width
 
 
 def test_subnormals_do_not_fold():

@@ -542,7 +542,7 @@ def _lowered(fn, inplace: bool):
             return fallback.run(func, args, kwargs)
         out, res, layout, owned = got
         if inplace:
-            return write(args[0], res)
+            return write(args[0], res, _overlap_ok(func, args, kwargs, args[0]))
         if owned and layout is not None:
             return wrap_layout(res, *layout)
         return wrap_results(out, res, owned)
@@ -574,11 +574,12 @@ def _via_functional(found):
         if kind == "inplace":
             target = args[0]
             got = _lower(fn, functional, args, kwargs) if fn is not None and isinstance(target, Tensor) else None
+            ok = _overlap_ok(func, args, kwargs, target)
             if got is not None and isinstance(got[0], torch.Tensor) and got[1].shape == tuple(target.shape):
                 # the functional result's handle goes straight into the tensor
-                return write(target, _convert(got[1], _lazy_dtype(target.dtype)))
+                return write(target, _convert(got[1], _lazy_dtype(target.dtype)), ok)
             result = run(functional, args, kwargs)
-            return _store(target, result)
+            return _store(target, result, ok)
         outs = found[2]
         fkwargs = {k: v for k, v in kwargs.items() if k not in outs}
         if computes_in_out_dtype and fkwargs.get("dtype") is None:
@@ -588,7 +589,7 @@ def _via_functional(found):
         targets = [kwargs[k] for k in outs]
         results = result if isinstance(result, (list, tuple)) else (result,)
         for t, r in zip(targets, results):
-            _store(t, r)
+            _store(t, r, _overlap_ok(func, args, kwargs, t))
         return targets[0] if len(targets) == 1 else tuple(targets)
 
     return handler
@@ -609,8 +610,9 @@ def _inplace_view(view_op):
     return handler
 
 
-def _store(target, result):
-    """``target.copy_(result)`` for a result already shaped by eager's rules."""
+def _store(target, result, overlap_ok: bool = False):
+    """``target.copy_(result)`` for a result already shaped by eager's rules
+    (``overlap_ok``: as :func:`~.tensor.write`'s)."""
     if not isinstance(target, Tensor):
         target.copy_(result.cpu() if isinstance(result, Tensor) else result)
         return target
@@ -620,7 +622,88 @@ def _store(target, result):
             f"{list(result.shape)}; lazy tensors cannot be resized"
         )
     h = read(result) if isinstance(result, Tensor) else result
-    return write(target, _convert(h, _lazy_dtype(target.dtype)))
+    return write(target, _convert(h, _lazy_dtype(target.dtype)), overlap_ok)
+
+
+# Whether an op may write into a tensor that shares memory with itself (an
+# expanded view) or with an input (``x.add_(x[0])``) is each eager kernel's own
+# choice: ``fill_`` with a number and ``index_put_`` write into an expanded
+# view, ``fill_`` with a tensor, ``copy_`` and the pointwise ops raise; an
+# input that is the written tensor itself, or is laid out over the same memory
+# the same way, is fine. Meta kernels do not check, so once per signature and
+# sharing eager's CPU kernel runs on stand-ins over shared CPU memory laid out
+# as the lazy tensors are over their storages.
+_OVERLAP_TEXT = "to a single memory location"
+
+
+def _overlap_ok(func, args, kwargs, target) -> bool:
+    """True when elements of ``target`` share memory and eager's ``func``
+    writes into it anyway; raises eager's error where eager refuses to write
+    into ``target`` (its elements share memory, or an input's partly are
+    its); False when nothing shares memory with ``target``."""
+    if type(target) is not Tensor:
+        return False
+    storage, key = target._storage, target._key
+    internal = False
+    if target._steps:
+        for n, s in zip(key[0], key[1]):
+            if s == 0 and n > 1:
+                internal = True
+    shared = ()
+    for i, x in enumerate(args):  # plain loops: this runs for every in-place op
+        if type(x) is Tensor and x._storage is storage and x._key != key:
+            shared += (i,)
+    if kwargs:
+        for k, x in kwargs.items():
+            if type(x) is Tensor and x._storage is storage and x._key != key:
+                shared += (k,)
+    if not internal and not shared:
+        return False
+    memo = meta_call(func, args, kwargs)[4]
+    said = memo.get(("overlap", shared))
+    if said is None:
+        said = memo[("overlap", shared)] = _eager_overlap(func, args, kwargs)
+    if said is not True:
+        raise RuntimeError(said)
+    return internal
+
+
+def _eager_overlap(func, args, kwargs):
+    """True, or the message of eager's memory-overlap error, for ``func`` on
+    stand-ins of its arguments: zeros (an index or a divisor of zero fails
+    nothing before the overlap checks), the lazy tensors laid out over one CPU
+    buffer per storage as they are over it."""
+    buffers = {}
+
+    def stand_in(x):
+        if type(x) is Tensor:
+            storage = x._storage
+            buf = buffers.get((id(storage), x.dtype))
+            if buf is None:
+                n = 1
+                for d in storage.handle.shape:
+                    n *= d
+                buf = buffers[(id(storage), x.dtype)] = torch.zeros(n, dtype=x.dtype)
+            return buf.as_strided(x.shape, x.stride(), x.storage_offset())
+        if isinstance(x, torch.Tensor):
+            return torch.zeros(x.shape, dtype=x.dtype)
+        if isinstance(x, (list, tuple)):
+            return type(x)(stand_in(v) for v in x)
+        if isinstance(x, torch.device) and x.type == "lazy":
+            return torch.device("cpu")
+        return x
+
+    cargs = [stand_in(x) for x in args]
+    ckwargs = {k: stand_in(v) for k, v in kwargs.items()}
+    try:
+        with torch.random.fork_rng(devices=[]):  # a random op's draw must not move the user's generator
+            func(*cargs, **ckwargs)
+    except RuntimeError as e:
+        if _OVERLAP_TEXT in str(e):
+            return str(e)
+    except Exception:  # noqa: BLE001  (the stand-ins' values are not the user's; only the overlap counts)
+        pass
+    return True
 
 
 def _decomposed(decomp):

@@ -161,7 +161,15 @@ def is_handle(x) -> bool:
 
 # torch's broadcasting and bool conversion are the shared array rules
 broadcast = core.broadcast_to
-convert = core.convert_to
+
+
+def convert(x, dtype: str):
+    """``x`` as ``dtype``, as eager's CPU cast: float64 -> uint8 goes through
+    int64 there (NumPy's, and torch's other narrow targets, through int32:
+    the convert lowering), which keeps the low byte of values beyond int32."""
+    if dtype == "ui8" and x.dtype == "f64":
+        x = core.convert_to(x, "i64")
+    return core.convert_to(x, dtype)
 
 
 def operand(x, dtype: str, shape, device):

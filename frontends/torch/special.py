@@ -33,9 +33,11 @@ def copy_(func, args, kwargs):
         from .tensor import upload
 
         h = upload(src, lc_device(dst.device))
+    from .dispatch import _overlap_ok
     from .lowering import broadcast, convert
 
-    return write(dst, broadcast(convert(h, dtypes.lazy_dtype(dst.dtype)), tuple(dst.shape)))
+    ok = _overlap_ok(func, args, kwargs, dst)
+    return write(dst, broadcast(convert(h, dtypes.lazy_dtype(dst.dtype)), tuple(dst.shape)), ok)
 
 
 def to_copy(func, args, kwargs):

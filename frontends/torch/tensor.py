@@ -353,11 +353,53 @@ def read(t: Tensor):
     return views.read(t._storage, t._steps)
 
 
-def write(t: Tensor, new) -> Tensor:
+def write(t: Tensor, new, overlap_ok: bool = False) -> Tensor:
     """Make ``new`` (``t``'s shape and element type) the value of ``t``, in place;
-    through a view it reaches the base and every other view."""
-    views.write(t._storage, t._steps, new)
+    through a view it reaches the base and every other view. ``overlap_ok``:
+    eager's kernel for the op writes into a tensor some of whose elements share
+    one memory location (``fill_`` with a number does; ``add_`` raises)."""
+    steps = t._steps
+    if steps and any(type(s) in _SHARING_STEPS for s in steps):
+        steps, new = _through_memory(t, new, overlap_ok)
+    views.write(t._storage, steps, new)
     return t
+
+
+_SHARING_STEPS = (views.Expand, views.Strided)
+"""Steps after which several elements of a view may be one memory location."""
+_LAYOUT_STEPS = frozenset((views.Permute, views.Reshape, views.Expand, views.Slice, views.Strided, views.Bitcast,
+                           views.Conj))
+"""Steps that only pick elements of the storage's memory, as eager's strides say
+(a conjugating view's also conjugates them)."""
+
+
+def _through_memory(t: Tensor, new, overlap_ok: bool):
+    """``(steps, value)`` writing ``new`` into ``t`` by its sizes, strides and
+    offset over the storage's memory. An expanded view's memory location is
+    several of its elements, and the view's steps cannot say which one was
+    written (``e = x.expand(2, 3); e[1][0] = 5`` writes ``x[0]``); eager's
+    strides can. Where elements share a location eager's kernel writes them in
+    row-major order, so the last one's value stays."""
+    if not all(type(s) in _LAYOUT_STEPS for s in t._steps):
+        return t._steps, new  # strides that count parts of complex elements
+    for step in t._steps:
+        if type(step) is views.Conj:  # elementwise: it commutes with picking elements
+            new = step.inverse(None, new, t._storage)
+    shape, strides, offset = list(t._key[0]), t._key[1], t._key[2]
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        if s == 0 and n > 1:
+            if not overlap_ok:
+                raise RuntimeError(views.OVERLAP_MESSAGE)
+            start = [0] * len(shape)
+            start[d] = n - 1
+            limit = list(new.shape)
+            new = core.apply("slice", new, start=start, limit=limit, strides=[1] * len(shape))
+            shape[d] = 1
+    steps = (views.Strided(shape, strides, offset),)
+    stored = t._storage.handle.dtype
+    if new.dtype != stored:  # a view(dtype) of the storage
+        steps += (views.Bitcast(new.dtype),)
+    return steps, new
 
 
 def to_host(t: Tensor) -> torch.Tensor:

@@ -154,9 +154,75 @@ for _lazy, _hlo in ONE_TO_ONE.items():
         lowering(_lazy)(partial(_same_operands, _hlo))
 
 
-# Float to int32/int64: NumPy's and eager torch's CPU casts are x86's cvttss2si,
-# which gives INT_MIN for NaN and for values out of range either way; XLA
-# saturates them (NaN to 0). Lanes outside [-2**(n-1), 2**(n-1)) get INT_MIN.
+# Float to integer: NumPy's and eager torch's CPU casts are C casts, which x86
+# compiles to cvttss2si/cvttsd2si: the truncated value when it fits the
+# instruction's 32 or 64 bits, else INT_MIN (NaN included); a narrower target
+# keeps the low bits of that. An unsigned 32/64-bit target takes values at or
+# above 2**(n-1) through the same instruction after subtracting 2**(n-1), and
+# flips the top bit back. XLA saturates instead (NaN to 0). Which instruction
+# each pair goes through was measured against NumPy 2 and torch (their float64
+# -> uint8 differ: torch goes through int64, which its frontend spells as two
+# converts). Both compile float32/float64 -> uint32 loops to a vector body over
+# groups of 4 elements (bfloat16: 8) and a scalar tail that goes through int64
+# instead; the two differ only for NaN and values outside [-2**31, 2**32), and
+# the lowering follows a contiguous array's loop, by flat position.
+
+
+def float_to_int_cast(source: str, target: str) -> tuple[int, bool, int | None]:
+    """``(bits, unsigned, lanes)`` of the C cast a float ``source`` to integer
+    ``target`` goes through before keeping the target's low bits; ``lanes``:
+    elements per vector step of eager's loop where its scalar tail casts
+    through int64 instead (None: one cast throughout)."""
+    if target in ("ui32", "ui64"):
+        if target == "ui32" and source == "f16":
+            return 64, False, None
+        return int(target[2:]), True, _VECTOR_LANES.get(source) if target == "ui32" else None
+    return (64 if target == "i64" else 32), False, None
+
+
+_VECTOR_LANES = {"f32": 4, "f64": 4, "bf16": 8}
+"""Elements per vector step of eager's float -> uint32 loop, by source type."""
+
+
+def _c_cast(x, bits: int):
+    """cvtts*2si of float ``x`` to i``bits``: INT_MIN outside the range and for NaN."""
+    converted = hlo.convert(x, f"i{bits}")
+    bound = 2.0 ** (bits - 1)
+    in_range = hlo.binary("and", hlo.compare(x, hlo.splat_like(-bound, x), "GE"),
+                          hlo.compare(x, hlo.splat_like(bound, x), "LT"))
+    return hlo.select(in_range, converted, hlo.splat_like(-int(bound), converted))
+
+
+def _float_to_int(x, source: str, target: str):
+    if source in ("f16", "bf16"):  # the bounds overflow them: compare in f32, where they are exact
+        x = hlo.convert(x, "f32")
+    bits, unsigned, lanes = float_to_int_cast(source, target)
+    low = _c_cast(x, bits)
+    if unsigned:
+        top = 2.0 ** (bits - 1)
+        big = hlo.compare(x, hlo.splat_like(top, x), "GE")
+        high = _c_cast(hlo.binary("subtract", x, hlo.splat_like(top, x)), bits)
+        high = hlo.binary("xor", high, hlo.splat_like(-(1 << (bits - 1)), high))
+        low = hlo.select(big, high, low)
+        if lanes is not None:
+            low = _with_scalar_tail(hlo.convert(low, target), hlo.convert(_c_cast(x, 64), target), lanes)
+    return hlo.convert(low, target)  # integer to integer keeps the low bits
+
+
+def _with_scalar_tail(body, tail, lanes: int):
+    """``body`` where eager's vector loop over the flat array reaches, ``tail`` after it."""
+    shape = hlo.type_of(body).shape
+    n = 1
+    for d in shape:
+        n *= d
+    end = n - n % lanes
+    if end == n:
+        return body
+    if end == 0:
+        return tail
+    flat = hlo.value("iota", [], TensorType((n,), "i64"), iota_dimension=hlo.i64(0))
+    index = hlo.value("reshape", [flat], TensorType(shape, "i64"))
+    return hlo.select(hlo.compare(index, hlo.splat_like(end, index), "LT"), body, tail)
 
 
 @lowering("convert")
@@ -166,7 +232,9 @@ def _convert(op, rewriter):
     target = hlo.type_of(op.results[0]).dtype
     if is_complex(source) != is_complex(target):
         return _convert_complex(x, source, target)
-    return _convert_value(x, source, target, hlo.value("convert", [x], op.results[0].type))
+    if is_float(source) and is_int(target):
+        return _float_to_int(x, source, target)
+    return hlo.value("convert", [x], op.results[0].type)
 
 
 def _convert_complex(x, source: str, target: str):
@@ -177,21 +245,16 @@ def _convert_complex(x, source: str, target: str):
         return hlo.compare(x, hlo.splat_like(0, x), "NE")
     if is_complex(source):
         re = hlo.value("real", [x], TensorType(hlo.type_of(x).shape, real_dtype(source)))
-        return _convert_value(re, real_dtype(source), target, hlo.convert(re, target))
+        return _convert_value(re, real_dtype(source), target)
     part = real_dtype(target)
-    re = _convert_value(x, source, part, hlo.convert(x, part))
+    re = _convert_value(x, source, part)
     return hlo.value("complex", [re, hlo.splat_like(0.0, re)], TensorType(hlo.type_of(x).shape, complex_dtype(part)))
 
 
-def _convert_value(x, source: str, target: str, converted):
-    if not is_float(source) or target not in ("i32", "i64"):
-        return converted
-    bound = 2.0 ** (int(target[1:]) - 1)
-    if source in ("f16", "bf16"):  # the bounds overflow them: compare in f32, where they are exact
-        x = hlo.convert(x, "f32")
-    in_range = hlo.binary("and", hlo.compare(x, hlo.splat_like(-bound, x), "GE"),
-                          hlo.compare(x, hlo.splat_like(bound, x), "LT"))
-    return hlo.select(in_range, converted, hlo.splat_like(-int(bound), converted))
+def _convert_value(x, source: str, target: str):
+    if is_float(source) and is_int(target):
+        return _float_to_int(x, source, target)
+    return hlo.convert(x, target)
 
 
 # Integer division by zero: StableHLO leaves it to the backend, and XLA's
