@@ -87,6 +87,8 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
     zero = _scalar(0)
     outs = [create("broadcast_in_dim", create("constant", value=np.zeros((), to_numpy_dtype(t.dtype))).result, dims=(),
                    shape=(k,) + tuple(t.shape)).result for t in out_types]
+    if outs:
+        outs += [_scalar(0) for _ in range(k)]
     carried = ([zero, _scalar(k)] + [value(v) for v in chain.init] + arrays + [value(v) for v in chain.shared]
                + outs)
     n_slots, n_arrays, n_shared = len(chain.init), len(arrays), len(chain.shared)
@@ -150,20 +152,28 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
                 operands.append(vals[0] if type(o) is Value else vals)
             local[id(node)] = emit(node, operands)
         new_bufs = []
-        for buf, (j, r), t in zip(bufs, chain.exported, out_types):
+        n_out = len(out_types)
+        for buf, (j, r), t in zip(bufs[:n_out], chain.exported, out_types):
             update = create("reshape", local[id(chain.copies[0][j])][r], shape=(1,) + tuple(t.shape)).result
             new_bufs.append(create("dynamic_update_slice", buf, update, starts(i, len(t.shape))).result)
+        for c, at_c in enumerate(bufs[n_out:]):
+            new_bufs.append(create("select", create("compare", i, _scalar(c), direction="EQ").result, i,
+                                   at_c).result)
         nxt = create("add", i, _scalar(1)).result
         new_slots = [local[id(chain.copies[0][j])][r] for j, r in chain.slots]
         ir.Operation.create("stablehlo.return", operands=[nxt, args[1]] + new_slots + list(held) + list(shared)
                             + new_bufs)
     results = list(op.results)
+    # each row leaves the stack at an index the loop computed (row c's, c),
+    # which XLA cannot fold: the row copies are then one kernel per stack
+    # shape, not one per row (a static slice's offsets make each distinct)
+    index = results[len(results) - k:] if outs else []
     for (j, r), t, out in zip(chain.exported, out_types, results[2 + n_slots + n_arrays + n_shared:]):
         values = [Value(copy[j], r) for copy in chain.copies]
         stacks.add(out, values)
         for c, copy in enumerate(chain.copies):
-            one = create("slice", out, start=[c] + [0] * len(t.shape), limit=[c + 1] + list(t.shape),
-                         strides=[1] * (len(t.shape) + 1)).result
+            one = create("dynamic_slice", out, [index[c]] + [_scalar(0)] * len(t.shape),
+                         sizes=(1,) + tuple(t.shape)).result
             env.setdefault(id(copy[j]), [None] * len(copy[j].types))[r] = create("reshape", one,
                                                                                  shape=tuple(t.shape)).result
     last = chain.copies[-1]
