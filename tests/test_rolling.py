@@ -114,3 +114,37 @@ def test_layers_that_differ_in_a_constant_are_not_one_loop(clean_runtime, rng):
         got = lc.to_numpy(h)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert "stablehlo.while" not in cap.text("stablehlo")
+
+
+def _layers_module(layers: int) -> str:
+    """@main(h, w_0, b_0, ...): layers of h + tanh(h @ w_i + b_i), returning h
+    and the product of the first two layers' tanh (read outside the run)."""
+    dot = ('{lhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_batch = array<i64>, '
+           'rhs_contract = array<i64: 0>} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>')
+    t = "(tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>"
+    args = ", ".join(f"%w{i}: tensor<4x4xf32>, %b{i}: tensor<2x4xf32>" for i in range(layers))
+    lines = [f"func.func @main(%h: tensor<2x4xf32>, {args}) -> (tensor<2x4xf32>, tensor<2x4xf32>) {{"]
+    h, n = "%h", 0
+    for i in range(layers):
+        lines += [f'  %{n} = "lazy.dot_general"({h}, %w{i}) {dot}', f'  %{n + 1} = "lazy.add"(%{n}, %b{i}) : {t}',
+                  f'  %{n + 2} = "lazy.tanh"(%{n + 1}) : (tensor<2x4xf32>) -> tensor<2x4xf32>',
+                  f'  %{n + 3} = "lazy.add"({h}, %{n + 2}) : {t}']
+        h, n = f"%{n + 3}", n + 4
+    lines += [f'  %{n} = "lazy.mul"(%2, %6) : {t}', f"  return {h}, %{n} : tensor<2x4xf32>, tensor<2x4xf32>", "}"]
+    return "\n".join(lines)
+
+
+def test_the_lazy_roll_loops_pass_keeps_the_results(rng):
+    from lazycore.passes import DEFAULT_PIPELINE
+    from lazycore.runtime.compiler import lower, run_module
+
+    text = _layers_module(4)
+    inputs = [rng.standard_normal((2, 4)).astype(np.float32)]
+    for _ in range(4):
+        inputs += [rng.standard_normal((4, 4)).astype(np.float32) * 0.5, rng.standard_normal((2, 4)).astype(np.float32)]
+    want = run_module(text, inputs)
+    rolled = run_module(text, inputs, pipeline="lazy-roll-loops," + DEFAULT_PIPELINE)
+    for r, w in zip(rolled, want):
+        np.testing.assert_allclose(r, w, rtol=1e-6, atol=1e-6)
+    hlo = str(lower(text, "lazy-roll-loops," + DEFAULT_PIPELINE))
+    assert hlo.count("stablehlo.while") == 1 and hlo.count("stablehlo.tanh") == 1

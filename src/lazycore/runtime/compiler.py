@@ -28,8 +28,9 @@ from lazycore.ir.memo import Memo
 from lazycore.ir.sourceloc import resolve
 from lazycore.mlir import func, ir, new_context, serialize_stablehlo
 from lazycore.passes.lowering import registry
+from lazycore.passes import rolled_emit
 from lazycore.passes.pipeline import DEFAULT_PIPELINE, PASSES, run_pipeline, split_elements
-from lazycore.runtime import checks, pjrt, rolled_emit, rolling
+from lazycore.runtime import checks, pjrt, rolling
 from lazycore.runtime.diskcache import DISK
 from lazycore.runtime.failures import ProgramError
 

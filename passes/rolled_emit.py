@@ -1,6 +1,6 @@
-"""A chain of identical layers (:mod:`lazycore.runtime.rolling`) as one
-``stablehlo.while`` in the module :func:`lazycore.runtime.compiler.build_module`
-builds.
+"""A chain of identical layers (:mod:`lazycore.passes.rolled_chains`) as one
+``stablehlo.while``: in the module :func:`lazycore.runtime.compiler.build_module`
+builds, and in the ``lazy-roll-loops`` pass.
 
 The loop carries a counter, the chain's carried values, its per-copy inputs
 stacked along a new leading axis (sliced at the counter in the body), the
@@ -18,7 +18,6 @@ import numpy as np
 
 from lazycore.dialect import create, tensor_type
 from lazycore.dialect.types import TensorType, to_numpy_dtype
-from lazycore.ir.graph import Value
 from lazycore.mlir import ir
 
 _I64 = np.dtype(np.int64)
@@ -75,7 +74,7 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
     for values in chain.stacked:
         found = stacks.find(values)
         if found is None:
-            array = _stack([value(v) for v in values], values[0].type)
+            array = _stack([value(v) for v in values], values[0][0].types[values[0][1]])
             stacks.add(array, values)
             found = (array, 0, 1)
         inputs.append(found)
@@ -131,7 +130,7 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
 
         per_copy = []
         for (array, first, step), values in zip(inputs, chain.stacked):
-            shape = tuple(values[0].type.shape)
+            shape = tuple(values[0][0].types[values[0][1]].shape)
             s = next(h for a, h in zip(arrays, held) if a == array)
             one = create("dynamic_slice", s, starts(row_at(first, step), len(shape)), sizes=(1,) + shape).result
             per_copy.append(create("reshape", one, shape=shape).result)
@@ -141,7 +140,8 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
         for j, node in enumerate(chain.copies[0]):
             operands = []
             for o_, o in enumerate(node.operands):
-                group = [o] if type(o) is Value else list(o)
+                single = len(o) == 2 and isinstance(o[1], int)
+                group = [o] if single else list(o)
                 vals = []
                 for m, v in enumerate(group):
                     if id(v[0]) in copy0:
@@ -149,7 +149,7 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
                     else:
                         what, index = chain.operand_kind[(j, o_, m)]
                         vals.append(sources[what][index])
-                operands.append(vals[0] if type(o) is Value else vals)
+                operands.append(vals[0] if single else vals)
             local[id(node)] = emit(node, operands)
         new_bufs = []
         n_out = len(out_types)
@@ -169,7 +169,7 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
     # shape, not one per row (a static slice's offsets make each distinct)
     index = results[len(results) - k:] if outs else []
     for (j, r), t, out in zip(chain.exported, out_types, results[2 + n_slots + n_arrays + n_shared:]):
-        values = [Value(copy[j], r) for copy in chain.copies]
+        values = [(copy[j], r) for copy in chain.copies]
         stacks.add(out, values)
         for c, copy in enumerate(chain.copies):
             one = create("dynamic_slice", out, [index[c]] + [_scalar(0)] * len(t.shape),
