@@ -83,10 +83,24 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
         if not any(array == a for a in arrays):
             arrays.append(array)
     out_types = [chain.copies[0][j].types[r] for j, r in chain.exported]
+    where = [next(n for n, a in enumerate(arrays) if a == array) for array, _, _ in inputs]
+    # an exported value of a per-copy input's type (a layer's new weight) is
+    # written over the row of that input the body read, when the body reads
+    # nothing else of its stack: the loop then carries no stack of its own
+    # for it, and XLA updates the one stack in place
+    in_place: dict[int, int] = {}  # export -> position of the stack it is written into
+    for e, t in enumerate(out_types):
+        for q, (array, first, step) in enumerate(inputs):
+            n = where[q]
+            if ((first, step) == (0, 1) and where.count(n) == 1 and n not in in_place.values()
+                    and chain.stacked[q][0][0].types[chain.stacked[q][0][1]] == t):
+                in_place[e] = n
+                break
+    own = [e for e in range(len(out_types)) if e not in in_place]
     zero = _scalar(0)
-    outs = [create("broadcast_in_dim", create("constant", value=np.zeros((), to_numpy_dtype(t.dtype))).result, dims=(),
-                   shape=(k,) + tuple(t.shape)).result for t in out_types]
-    if outs:
+    outs = [create("broadcast_in_dim", create("constant", value=np.zeros((), to_numpy_dtype(out_types[e].dtype))).result,
+                   dims=(), shape=(k,) + tuple(out_types[e].shape)).result for e in own]
+    if out_types:
         outs += [_scalar(0) for _ in range(k)]
     carried = ([zero, _scalar(k)] + [value(v) for v in chain.init] + arrays + [value(v) for v in chain.shared]
                + outs)
@@ -152,23 +166,31 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
                 operands.append(vals[0] if single else vals)
             local[id(node)] = emit(node, operands)
         new_bufs = []
-        n_out = len(out_types)
-        for buf, (j, r), t in zip(bufs[:n_out], chain.exported, out_types):
+        new_held = list(held)
+        n_out = len(own)
+        for e, ((j, r), t) in enumerate(zip(chain.exported, out_types)):
             update = create("reshape", local[id(chain.copies[0][j])][r], shape=(1,) + tuple(t.shape)).result
-            new_bufs.append(create("dynamic_update_slice", buf, update, starts(i, len(t.shape))).result)
+            if e in in_place:
+                n = in_place[e]
+                new_held[n] = create("dynamic_update_slice", held[n], update, starts(i, len(t.shape))).result
+            else:
+                buf = bufs[own.index(e)]
+                new_bufs.append(create("dynamic_update_slice", buf, update, starts(i, len(t.shape))).result)
         for c, at_c in enumerate(bufs[n_out:]):
             new_bufs.append(create("select", create("compare", i, _scalar(c), direction="EQ").result, i,
                                    at_c).result)
         nxt = create("add", i, _scalar(1)).result
         new_slots = [local[id(chain.copies[0][j])][r] for j, r in chain.slots]
-        ir.Operation.create("stablehlo.return", operands=[nxt, args[1]] + new_slots + list(held) + list(shared)
+        ir.Operation.create("stablehlo.return", operands=[nxt, args[1]] + new_slots + new_held + list(shared)
                             + new_bufs)
     results = list(op.results)
     # each row leaves the stack at an index the loop computed (row c's, c),
     # which XLA cannot fold: the row copies are then one kernel per stack
     # shape, not one per row (a static slice's offsets make each distinct)
-    index = results[len(results) - k:] if outs else []
-    for (j, r), t, out in zip(chain.exported, out_types, results[2 + n_slots + n_arrays + n_shared:]):
+    index = results[len(results) - k:] if out_types else []
+    own_results = results[2 + n_slots + n_arrays + n_shared:]
+    for e, ((j, r), t) in enumerate(zip(chain.exported, out_types)):
+        out = results[2 + n_slots + in_place[e]] if e in in_place else own_results[own.index(e)]
         values = [(copy[j], r) for copy in chain.copies]
         stacks.add(out, values)
         for c, copy in enumerate(chain.copies):
