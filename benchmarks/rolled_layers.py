@@ -168,6 +168,15 @@ def bench(args, kit) -> None:
     r["ratio"] = rolled["step_s"] / unrolled["step_s"]
 
 
+def _report(name: str, results: dict, detail) -> None:
+    for roll, r in results.items():
+        print(f"{name} {'rolled  ' if roll else 'unrolled'}: first call {r['first_s'] * 1e3:8.1f} ms ({detail(r)}), "
+              f"step {r['step_s'] * 1e3:7.3f} ms")
+    u, r = results[False], results[True]
+    print(f"{name}: first call rolled/unrolled {r['first_s'] / u['first_s']:.2f}x, step {r['step_s'] / u['step_s']:.2f}x, "
+          f"max |diff| {float(numpy.abs(u['out'] - r['out']).max()):.2e}")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
@@ -178,21 +187,10 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.quick:
         args.width, args.batch, args.steps = 32, 8, 5
-    results = {roll: measure(roll, args.layers, args.width, args.batch, args.steps) for roll in (False, True)}
-    for roll, r in results.items():
-        print(f"{'rolled  ' if roll else 'unrolled'}: first call {r['first_s'] * 1e3:8.1f} ms ({r['compiles']} compile), "
-              f"step {r['step_s'] * 1e3:7.3f} ms")
-    u, r = results[False], results[True]
-    print(f"first call rolled/unrolled {r['first_s'] / u['first_s']:.2f}x, step {r['step_s'] / u['step_s']:.2f}x, "
-          f"max |diff| {float(numpy.abs(u['out'] - r['out']).max()):.2e}")
+    _report("MLP forward", {roll: measure(roll, args.layers, args.width, args.batch, args.steps)
+                            for roll in (False, True)}, lambda r: f"{r['compiles']} compile")
     cfg = dict(GPT_QUICK if args.quick else GPT, blocks=args.layers)
-    results = {roll: measure_training(roll, cfg, args.steps) for roll in (False, True)}
-    for roll, r in results.items():
-        print(f"GPT training step {'rolled  ' if roll else 'unrolled'}: first call {r['first_s'] * 1e3:8.1f} ms "
-              f"({_phases(r)}), step {r['step_s'] * 1e3:7.3f} ms")
-    u, r = results[False], results[True]
-    print(f"GPT training step: first call rolled/unrolled {r['first_s'] / u['first_s']:.2f}x, "
-          f"step {r['step_s'] / u['step_s']:.2f}x, max |diff| {float(numpy.abs(u['out'] - r['out']).max()):.2e}")
+    _report("GPT training step", {roll: measure_training(roll, cfg, args.steps) for roll in (False, True)}, _phases)
     return 0
 
 
