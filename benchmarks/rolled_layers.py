@@ -78,60 +78,65 @@ GPT = {"vocab": 64, "context": 32, "width": 64, "heads": 4, "blocks": 12, "batch
 GPT_QUICK = {"vocab": 32, "context": 8, "width": 16, "heads": 2, "blocks": 12, "batch": 2}
 
 
-def measure_training(roll: bool, cfg: dict, steps: int) -> dict:
-    """The GPT's training step on the lazy device: its first call, split by
-    phase (``trace``: the barrier's walk; the rest of the first call outside
-    the phases is the op-by-op tracing in torch), and the median step after
-    two more (the second step's graph, with optimizer state, compiles too)."""
+def training_run(roll: bool, cfg: dict) -> dict:
+    """The GPT's training step on the lazy device, compiled: its first call,
+    split by phase (``trace``: the barrier's walk; the rest of the first call
+    outside the phases is the op-by-op tracing in torch), two more steps (the
+    second step's graph, with optimizer state, compiles too) and the compile
+    count; ``one()`` runs a step more, ``final()`` gives the parameters."""
     import gpt
     import lazycore
     import lazycore.torch as ltorch
-    from lazycore.ir.config import override
-    from lazycore.observe import metrics
-
     import torch
     import torch.nn.functional as F
+    from lazycore.ir.config import override
+    from lazycore.observe import metrics
 
     dev = ltorch.device()
     model = gpt.make_model(cfg).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=gpt.LR, betas=gpt.BETAS, eps=gpt.EPS,
                             weight_decay=gpt.WEIGHT_DECAY)
-
-    def step(x, y):
-        opt.zero_grad()
-        logits = model(x)
-        F.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1)).backward()
-        opt.step()
-
     data = [(x.to(dev), y.to(dev)) for x, y in gpt.make_data(cfg)]
-    with override(roll_loops=roll, cache_dir="off"):
-        lazycore.cache.clear()
-        metrics.reset()
+    it = [0]
+
+    def one():
+        x, y = data[it[0] % len(data)]
+        it[0] += 1
+        with override(roll_loops=roll, cache_dir="off"):
+            opt.zero_grad()
+            logits = model(x)
+            F.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1)).backward()
+            opt.step()
+            ltorch.mark_step(wait=True)
+
+    lazycore.cache.clear()
+    metrics.reset()
+    t = time.perf_counter()
+    one()
+    first = time.perf_counter() - t
+    phases = {k: v[0] for k, v in metrics.timings().items() if v and k != "transfer"}
+    one()
+    one()
+    return {"first_s": first, "phases": phases, "compiles": metrics.counters()["compiles"], "one": one,
+            "final": lambda: numpy.concatenate([p.detach().cpu().numpy().ravel() for p in model.parameters()])}
+
+
+def measure_training(roll: bool, cfg: dict, steps: int) -> dict:
+    """:func:`training_run` and the median of ``steps`` more steps."""
+    r = training_run(roll, cfg)
+    times = []
+    for _ in range(steps):
         t = time.perf_counter()
-        step(*data[0])
-        ltorch.mark_step(wait=True)
-        first = time.perf_counter() - t
-        phases = {k: v[0] for k, v in metrics.timings().items() if v and k != "transfer"}
-        for i in range(2):
-            step(*data[(i + 1) % len(data)])
-            ltorch.mark_step(wait=True)
-        times = []
-        for i in range(steps):
-            t = time.perf_counter()
-            step(*data[i % len(data)])
-            ltorch.mark_step(wait=True)
-            times.append(time.perf_counter() - t)
-        compiles = metrics.counters()["compiles"]
-    out = numpy.concatenate([p.detach().cpu().numpy().ravel() for p in model.parameters()])
-    return {"first_s": first, "phases": phases, "step_s": statistics.median(times), "times": times,
-            "compiles": compiles, "out": out}
+        r["one"]()
+        times.append(time.perf_counter() - t)
+    return dict(r, step_s=statistics.median(times), times=times, out=r["final"]())
 
 
 def _phases(r: dict) -> str:
     p = r["phases"]
     return (f"walk {p.get('trace', 0) * 1e3:.0f}, lower {p.get('lowering', 0) * 1e3:.0f}, "
             f"XLA {p.get('compile', 0) * 1e3:.0f}, run {p.get('execute', 0) * 1e3:.0f} ms; "
-            f"{r['compiles']} compiles in {len(r['times']) + 3} steps")
+            f"{r['compiles']} compiles in 3 steps")
 
 
 def bench(args, kit) -> None:
@@ -152,8 +157,13 @@ def bench(args, kit) -> None:
     r["ratio"] = rolled["step_s"] / unrolled["step_s"]
     cfg = GPT_QUICK if args.quick else GPT
     steps = 5 if args.quick else max(args.steps, 10)
-    unrolled = measure_training(False, cfg, steps)
-    rolled = measure_training(True, cfg, steps)
+    # each compiled alone, then stepped in alternating blocks (run.py's
+    # in_blocks): the machine's drift hits both alike
+    unrolled = training_run(False, cfg)
+    rolled = training_run(True, cfg)
+    times, _ = kit.in_blocks({"unrolled": unrolled["one"], "rolled": rolled["one"]}, 0, steps)
+    for r, name in ((unrolled, "unrolled"), (rolled, "rolled")):
+        r.update(times=times[name], step_s=statistics.median(times[name]), out=r["final"]())
     # AdamW's normalised steps carry rounding differences of the gradients
     # into the parameters, bounded by the learning rate per step (benchmark 7)
     diff = float(numpy.abs(unrolled["out"] - rolled["out"]).max())

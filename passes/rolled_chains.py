@@ -59,6 +59,11 @@ class Chain:
     """``(j, result index)`` of the copies' values read outside the chain
     (but for the last copy's carried values, the loop's results): the loop
     returns them stacked, copy ``i``'s at row ``i``."""
+    remat: list = field(default_factory=list)
+    """Nodes the body makes again, operands first: what the copies share that
+    is made from constants and scalars alone."""
+    remade: list = field(default_factory=list)
+    """The values of ``remat`` the copies read (operand kind "remat")."""
 
 
 def _attrs_key(node) -> tuple:
@@ -148,7 +153,7 @@ def find_chains(order: list, outputs: list, scalar_leaf: Callable = lambda node:
             for skip in range(k - copies + 1):
                 first = start + skip * p
                 chain = _verify([[inner[first + i * p + j][1] for j in range(p)] for i in range(copies)],
-                                inner[first + copies * p - 1][0], users, out_values, fixed)
+                                inner[first + copies * p - 1][0], users, out_values, fixed, scalar)
                 if chain is not None:
                     taken[first:first + copies * p] = True
                     chains.append(chain)
@@ -191,7 +196,7 @@ def _outside_users(order: list) -> dict[int, list]:
 
 
 def _verify(copies: list[list], last_position: int, users: dict[int, list],
-            out_values: set[tuple[int, int]], fixed: set[int]) -> Chain | None:
+            out_values: set[tuple[int, int]], fixed: set[int], scalar: set[int]) -> Chain | None:
     k = len(copies)
     if any(node.op == "check" for node in copies[0]):
         return None  # a check's flag is a program output of its own
@@ -201,6 +206,8 @@ def _verify(copies: list[list], last_position: int, users: dict[int, list],
     stacked: list[list] = []
     shared: list = []
     kind: dict[tuple[int, int, int], tuple[str, int]] = {}
+    remat: list = []
+    remade: list = []
     # every edge into a copy is classified here, operand by operand of copy
     # 0 against the same operand of the others: whatever does not fit a
     # loop's shape (a copy reading two copies back, or its own node where
@@ -232,6 +239,14 @@ def _verify(copies: list[list], last_position: int, users: dict[int, list],
                 kind[(j, o, m)] = ("slot", slots[slot])
             elif any(a is not None for a in later):
                 return None
+            elif all(w == v for w in seen) and not v[0].is_leaf and id(v[0]) in scalar:
+                # made from constants and scalars alone (a broadcast epsilon, a
+                # mask): made again in the body, where XLA fuses it into its
+                # readers as it does unrolled, rather than carried in whole
+                _pull(v[0], remat, shared)
+                if v not in remade:
+                    remade.append(v)
+                kind[(j, o, m)] = ("remat", remade.index(v))
             elif all(w == v for w in seen):
                 if v not in shared:
                     shared.append(v)
@@ -256,4 +271,18 @@ def _verify(copies: list[list], last_position: int, users: dict[int, list],
                 if (id(node), r) in out_values and not (i == k - 1 and (j, r) in slots):
                     exported.add((j, r))
     ordered = sorted(slots, key=slots.get)
-    return Chain(copies, ordered, init, stacked, shared, kind, last_position, sorted(exported))
+    return Chain(copies, ordered, init, stacked, shared, kind, last_position, sorted(exported), remat, remade)
+
+
+def _pull(node, remat: list, shared: list) -> None:
+    """Appends to ``remat`` the inner nodes ``node`` is made of (operands
+    first) and to ``shared`` the scalar leaves they read."""
+    if any(n is node for n in remat):
+        return
+    for _, w in _members(node):
+        if w[0].is_leaf:
+            if w not in shared:
+                shared.append(w)
+        else:
+            _pull(w[0], remat, shared)
+    remat.append(node)
