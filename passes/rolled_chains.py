@@ -64,6 +64,9 @@ class Chain:
     is made from constants and scalars alone."""
     remade: list = field(default_factory=list)
     """The values of ``remat`` the copies read (operand kind "remat")."""
+    remat_leaf: dict = field(default_factory=dict)
+    """``(id(leaf), result)`` of a leaf copy 0's ``remat`` nodes read ->
+    ("shared" | "stacked", index): where the body finds it."""
 
 
 def _attrs_key(node) -> tuple:
@@ -208,6 +211,7 @@ def _verify(copies: list[list], last_position: int, users: dict[int, list],
     kind: dict[tuple[int, int, int], tuple[str, int]] = {}
     remat: list = []
     remade: list = []
+    remat_leaf: dict[tuple[int, int], tuple[str, int]] = {}
     # every edge into a copy is classified here, operand by operand of copy
     # 0 against the same operand of the others: whatever does not fit a
     # loop's shape (a copy reading two copies back, or its own node where
@@ -239,11 +243,29 @@ def _verify(copies: list[list], last_position: int, users: dict[int, list],
                 kind[(j, o, m)] = ("slot", slots[slot])
             elif any(a is not None for a in later):
                 return None
-            elif all(w == v for w in seen) and not v[0].is_leaf and id(v[0]) in scalar:
+            elif not v[0].is_leaf and all(id(w[0]) in scalar for w in seen) and (
+                    leaves := _align(seen)) is not None:
                 # made from constants and scalars alone (a broadcast epsilon, a
-                # mask): made again in the body, where XLA fuses it into its
-                # readers as it does unrolled, rather than carried in whole
-                _pull(v[0], remat, shared)
+                # mask, a layer's own broadcast learning rate), by each copy the
+                # same way: made again in the body, where XLA fuses it into its
+                # readers as it does unrolled, rather than carried in whole or
+                # stacked; the scalars it reads are shared, or stacked where
+                # the copies' differ
+                for per in leaves:
+                    at_leaf = remat_leaf.get((id(per[0][0]), per[0][1]))
+                    if all(w == per[0] for w in per):
+                        if at_leaf is None:
+                            if per[0] not in shared:
+                                shared.append(per[0])
+                            remat_leaf[(id(per[0][0]), per[0][1])] = ("shared", shared.index(per[0]))
+                        elif at_leaf[0] != "shared":
+                            return None
+                    elif at_leaf is None:
+                        remat_leaf[(id(per[0][0]), per[0][1])] = ("stacked", len(stacked))
+                        stacked.append(per)
+                    elif at_leaf[0] != "stacked" or stacked[at_leaf[1]] != per:
+                        return None
+                _pull(v[0], remat)
                 if v not in remade:
                     remade.append(v)
                 kind[(j, o, m)] = ("remat", remade.index(v))
@@ -271,18 +293,42 @@ def _verify(copies: list[list], last_position: int, users: dict[int, list],
                 if (id(node), r) in out_values and not (i == k - 1 and (j, r) in slots):
                     exported.add((j, r))
     ordered = sorted(slots, key=slots.get)
-    return Chain(copies, ordered, init, stacked, shared, kind, last_position, sorted(exported), remat, remade)
+    return Chain(copies, ordered, init, stacked, shared, kind, last_position, sorted(exported), remat, remade, remat_leaf)
 
 
-def _pull(node, remat: list, shared: list) -> None:
-    """Appends to ``remat`` the inner nodes ``node`` is made of (operands
-    first) and to ``shared`` the scalar leaves they read."""
+def _pull(node, remat: list) -> None:
+    """Appends to ``remat`` the inner nodes ``node`` is made of, operands first."""
     if any(n is node for n in remat):
         return
     for _, w in _members(node):
-        if w[0].is_leaf:
-            if w not in shared:
-                shared.append(w)
-        else:
-            _pull(w[0], remat, shared)
+        if not w[0].is_leaf:
+            _pull(w[0], remat)
     remat.append(node)
+
+
+def _align(values: list) -> list | None:
+    """The leaves each copy's value is made of, as ``[[copy 0's, copy 1's,
+    ...], ...]`` in one order, when every copy makes its value by the same
+    ops with the same attributes (a constant's bytes included); else None."""
+    leaves: list = []
+    done: set = set()
+
+    def walk(vs) -> bool:
+        nodes = [v[0] for v in vs]
+        if any(v[1] != vs[0][1] for v in vs):
+            return False
+        if any(n.is_leaf for n in nodes):
+            if not all(n.is_leaf and n.types == nodes[0].types for n in nodes):
+                return False
+            leaves.append(list(vs))
+            return True
+        key = tuple(id(n) for n in nodes)
+        if key in done:
+            return True
+        done.add(key)
+        if any(_local(n) != _local(nodes[0]) for n in nodes):
+            return False
+        groups = [dict(_members(n)) for n in nodes]
+        return all(walk([g[k] for g in groups]) for k in groups[0])
+
+    return leaves if walk(values) else None

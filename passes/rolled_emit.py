@@ -69,10 +69,6 @@ def _operand(o, get):
     return get(o) if _single(o) else [get(w) for w in o]
 
 
-def _index(values: list, v) -> int:
-    return next(n for n, w in enumerate(values) if w[0] is v[0] and w[1] == v[1])
-
-
 def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
     """The chain as one loop at the current insertion point; binds the last
     copy's carried values to the loop's results and every exported value to
@@ -161,13 +157,19 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
             one = create("dynamic_slice", s, starts(row_at(first, step), len(shape)), sizes=(1,) + shape).result
             per_copy.append(create("reshape", one, shape=shape).result)
         local: dict[int, list] = {}
+        sources = {"slot": slots, "stacked": per_copy, "shared": shared}
+
+        def made(w):
+            if w[0].is_leaf:
+                what, index = chain.remat_leaf[(id(w[0]), w[1])]
+                return sources[what][index]
+            return local[id(w[0])][w[1]]
+
         for node in chain.remat:
-            local[id(node)] = emit(node, [
-                _operand(o, lambda w: shared[_index(chain.shared, w)] if w[0].is_leaf else local[id(w[0])][w[1]])
-                for o in node.operands])
+            local[id(node)] = emit(node, [_operand(o, made) for o in node.operands])
         remade = [local[id(v[0])][v[1]] for v in chain.remade]
         copy0 = {id(n) for n in chain.copies[0]}
-        sources = {"slot": slots, "stacked": per_copy, "shared": shared, "remat": remade}
+        sources["remat"] = remade
         for j, node in enumerate(chain.copies[0]):
             operands = []
             for o_, o in enumerate(node.operands):

@@ -148,3 +148,22 @@ def test_the_lazy_roll_loops_pass_keeps_the_results(rng):
         np.testing.assert_allclose(r, w, rtol=1e-6, atol=1e-6)
     hlo = str(lower(text, "lazy-roll-loops," + DEFAULT_PIPELINE))
     assert hlo.count("stablehlo.while") == 1 and hlo.count("stablehlo.tanh") == 1
+
+
+def test_layers_with_their_own_scalars_roll_and_read_their_own(clean_runtime, rng):
+    # a Python number per layer is a runtime scalar, not a constant: the
+    # body makes each layer's broadcast of it again from the stacked scalars
+    x, Ws, _ = _stack(rng, 5)
+    scales = [0.5, 1.5, -0.25, 2.0, 0.75]
+
+    def forward(np_, h, Ws):
+        for W, s in zip(Ws, scales):
+            h = h + s * np_.tanh(h @ W)
+        return h
+
+    want = forward(np, x, Ws)
+    with override(roll_loops=True), capture() as cap:
+        got = np.asarray(forward(np, lnp.asarray(x), [lnp.asarray(w) for w in Ws]))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    text = cap.text("stablehlo")
+    assert text.count("stablehlo.while") == 1 and text.count("stablehlo.tanh") == 1
