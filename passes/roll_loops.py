@@ -18,7 +18,7 @@ from __future__ import annotations
 from lazycore.dialect import from_mlir_type
 from lazycore.mlir import ir
 
-from .pipeline import register_pass
+from .pipeline import PassError, register_pass
 from .rolled_chains import find_chains
 from .rolled_emit import Stacks, emit_chain
 
@@ -50,8 +50,11 @@ def _roll_block(block: ir.Block) -> int:
         # only lazy ops are matched: another op (a loop already there) is never
         # a copy of anything, so it gets attributes no other op has
         attrs = {a: str(op.attributes[a]) for a in op.attributes} if name.startswith("lazy.") else {"op": id(op)}
-        node = _Op(name, attrs, tuple(from_mlir_type(r.type) for r in op.results), tuple(at[v] for v in op.operands),
-                   False, op)
+        operands = tuple(at[v] for v in op.operands)
+        if len(op.regions):
+            # what its regions read from this block is read by the op itself
+            operands += tuple(at[v] for v in _captured(op) if v in at)
+        node = _Op(name, attrs, tuple(from_mlir_type(r.type) for r in op.results), operands, False, op)
         nodes.append(node)
         for r, v in enumerate(op.results):
             at[v] = (node, r)
@@ -83,8 +86,20 @@ def _roll_block(block: ir.Block) -> int:
                     old[id(n)][r].replace_all_uses_with(new)
                     env[id(n)][r] = new
         for n in reversed(members):
+            if any(len(list(r.uses)) for r in n.operation.results):
+                raise PassError(f"lazy-roll-loops: a value of {n.op} is still read after its run became a loop",
+                                n.operation.location)
             n.operation.erase()
     return len(chains)
+
+
+def _captured(op: ir.Operation):
+    """The operands of the ops nested in ``op``'s regions."""
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                yield from inner.operation.operands
+                yield from _captured(inner.operation)
 
 
 def _next(block: ir.Block, op: ir.Operation) -> ir.Operation:

@@ -130,12 +130,9 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
         at += n_arrays
         shared = args[at:at + n_shared]
         bufs = args[at + n_shared:]
-        zeros = {}
+        z = _scalar(0)
 
         def starts(row, rank):
-            z = zeros.get("z")
-            if z is None:
-                z = zeros["z"] = _scalar(0)
             return [row] + [z] * rank
 
         rows = {}
@@ -208,12 +205,13 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
     # shape, not one per row (a static slice's offsets make each distinct)
     index = results[len(results) - k:] if out_types else []
     own_results = results[2 + n_slots + n_arrays + n_shared:]
+    z = _scalar(0) if out_types else None
     for e, ((j, r), t) in enumerate(zip(chain.exported, out_types)):
         out = results[2 + n_slots + in_place[e]] if e in in_place else own_results[own.index(e)]
         values = [(copy[j], r) for copy in chain.copies]
         stacks.add(out, values)
         for c, copy in enumerate(chain.copies):
-            one = create("dynamic_slice", out, [index[c]] + [_scalar(0)] * len(t.shape),
+            one = create("dynamic_slice", out, [index[c]] + [z] * len(t.shape),
                          sizes=(1,) + tuple(t.shape)).result
             env.setdefault(id(copy[j]), [None] * len(copy[j].types))[r] = create("reshape", one,
                                                                                  shape=tuple(t.shape)).result
