@@ -167,3 +167,26 @@ def test_layers_with_their_own_scalars_roll_and_read_their_own(clean_runtime, rn
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     text = cap.text("stablehlo")
     assert text.count("stablehlo.while") == 1 and text.count("stablehlo.tanh") == 1
+
+
+def test_the_pass_keeps_values_a_region_reads(rng):
+    # a stablehlo.case reading two layers' tanh inside its branches reads
+    # them as much as an operand would: they leave the loop stacked
+    from lazycore.passes import DEFAULT_PIPELINE
+    from lazycore.runtime.compiler import lower, run_module
+
+    lines = _layers_module(3).splitlines()
+    lines[-3:-2] = ['  %12 = "stablehlo.case"(%p) ({', "    stablehlo.return %2 : tensor<2x4xf32>", "  }, {",
+                    "    stablehlo.return %6 : tensor<2x4xf32>", "  }) : (tensor<i32>) -> tensor<2x4xf32>"]
+    text = "\n".join(lines)
+    text = text.replace("%b2: tensor<2x4xf32>)", "%b2: tensor<2x4xf32>, %p: tensor<i32>)")
+    inputs = [rng.standard_normal((2, 4)).astype(np.float32)]
+    for _ in range(3):
+        inputs += [rng.standard_normal((4, 4)).astype(np.float32) * 0.5, rng.standard_normal((2, 4)).astype(np.float32)]
+    for branch in (0, 1):
+        args = inputs + [np.array(branch, np.int32)]
+        want = run_module(text, args)
+        got = run_module(text, args, pipeline="lazy-roll-loops," + DEFAULT_PIPELINE)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+    assert str(lower(text, "lazy-roll-loops")).count("lazy.tanh") == 1
