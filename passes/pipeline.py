@@ -224,4 +224,4 @@ def _ensure_passes_loaded() -> None:
     global _loaded
     if not _loaded:
         _loaded = True
-        from . import aliasing, canonicalize, pdl, to_stablehlo  # noqa: F401
+        from . import aliasing, canonicalize, pdl, roll_loops, to_stablehlo  # noqa: F401

@@ -21,6 +21,7 @@ from lazycore.ir.graph import Value
 from lazycore.ir.regions import RegionNode
 from lazycore.ir.sourceloc import resolve
 from lazycore.mlir import func, ir, new_context, serialize_stablehlo
+from lazycore.passes import rolled_emit
 from lazycore.passes.pipeline import DEFAULT_PIPELINE, run_pipeline
 from lazycore.runtime import checks, pjrt, rolling
 from lazycore.runtime.failures import ProgramError
@@ -142,12 +143,15 @@ def build_module(walk, device=None, constants: dict | None = None):
                     for i, leaf in enumerate(group):
                         one = create("slice", pack, start=[i], limit=[i + 1], strides=[1]).result
                         env[id(leaf)] = [create("reshape", one, shape=()).result]
-                chain = _chain(walk, device, constants)
-                members = {id(n) for copy in chain.copies for n in copy} if chain is not None else ()
+                chains = _chains(walk, device, constants)
+                ends = {chain.last_position: chain for chain in chains}
+                members = {id(n) for chain in chains for copy in chain.copies for n in copy}
+                stacks = rolled_emit.Stacks()
                 for position, node in enumerate(walk.order):
                     if id(node) in members:
-                        if position == chain.last_position:
-                            _emit_chain(chain, env, location)
+                        if position in ends:
+                            rolled_emit.emit_chain(ends[position], env, stacks,
+                                                   lambda node, operands: _emit(node, operands, location))
                         continue
                     if node.is_leaf:
                         if constants and id(node) in constants:
@@ -163,76 +167,11 @@ def build_module(walk, device=None, constants: dict | None = None):
     return module
 
 
-def _chain(walk, device, constants):
-    """The run of identical layers to emit as one loop (:mod:`lazycore.runtime.rolling`), or None."""
+def _chains(walk, device, constants) -> list:
+    """The runs of identical layers to emit as loops (:mod:`lazycore.runtime.rolling`)."""
     if not settings.roll_loops or constants or (device is not None and isinstance(device.pjrt, pjrt.MeshTarget)):
-        return None
-    return rolling.find_chain(walk.order, list(walk.outputs))
-
-
-def _emit_chain(chain, env: dict, location) -> None:
-    """The chain as one ``stablehlo.while``: a counter, the carried values,
-    the per-copy leaves stacked along a new leading axis (sliced at the
-    counter in the body), the shared values; the body is copy 0's ops. The
-    last copy's nodes are bound to the loop's results."""
-    def value(v):
-        return env[id(v[0])][v[1]]
-
-    k = len(chain.copies)
-    stacked = []
-    for leaves in chain.stacked:
-        t = leaves[0].type
-        rows = [create("reshape", value(v), shape=(1,) + tuple(t.shape)).result for v in leaves]
-        # one variadic concatenate (lazy.concatenate is binary: see the README's known limits)
-        stacked_type = tensor_type(TensorType((k,) + tuple(t.shape), t.dtype))
-        stacked.append(ir.Operation.create("stablehlo.concatenate", results=[stacked_type], operands=rows, attributes={
-            "dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).result)
-    i64 = np.dtype(np.int64)
-    zero = create("constant", value=np.zeros((), i64)).result
-    limit = create("constant", value=np.array(k, i64)).result
-    carried = [zero, limit] + [value(v) for v in chain.init] + stacked + [value(v) for v in chain.shared]
-    n_slots = len(chain.init)
-    types = [v.type for v in carried]
-    op = ir.Operation.create("stablehlo.while", results=types, operands=carried, regions=2)
-    cond = op.regions[0].blocks.append(*types)
-    with ir.InsertionPoint(cond):
-        ir.Operation.create("stablehlo.return", operands=[
-            create("compare", cond.arguments[0], cond.arguments[1], direction="LT").result])
-    body = op.regions[1].blocks.append(*types)
-    with ir.InsertionPoint(body):
-        args = list(body.arguments)
-        i, slots = args[0], args[2:2 + n_slots]
-        stacks = args[2 + n_slots:2 + n_slots + len(stacked)]
-        shared = args[2 + n_slots + len(stacked):]
-        rows = []
-        for s, leaves in zip(stacks, chain.stacked):
-            shape = tuple(leaves[0].type.shape)
-            starts = [i] + [create("constant", value=np.zeros((), i64)).result for _ in shape]
-            one = create("dynamic_slice", s, starts, sizes=(1,) + shape).result
-            rows.append(create("reshape", one, shape=shape).result)
-        local: dict[int, list] = {}
-        copy0 = {id(n): j for j, n in enumerate(chain.copies[0])}
-        sources = {"slot": slots, "stacked": rows, "shared": shared}
-        for j, node in enumerate(chain.copies[0]):
-            operands = []
-            for k_, o in enumerate(node.operands):
-                group = [o] if type(o) is Value else list(o)
-                vals = []
-                for m, v in enumerate(group):
-                    if id(v[0]) in copy0:
-                        vals.append(local[id(v[0])][v[1]])
-                    else:
-                        what, index = chain.operand_kind[(j, k_, m)]
-                        vals.append(sources[what][index])
-                operands.append(vals[0] if type(o) is Value else vals)
-            local[id(node)] = _emit(node, operands, location)
-        nxt = create("add", i, create("constant", value=np.ones((), i64)).result).result
-        new_slots = [local[id(chain.copies[0][j])][r] for j, r in chain.slots]
-        ir.Operation.create("stablehlo.return", operands=[nxt, args[1]] + new_slots + list(stacks) + list(shared))
-    last = chain.copies[-1]
-    for s, (j, r) in enumerate(chain.slots):
-        node = last[j]
-        env.setdefault(id(node), [None] * len(node.types))[r] = op.results[2 + s]
+        return []
+    return rolling.find_chains(walk.order, list(walk.outputs))
 
 
 def _emit(node, operands: list, location) -> list:

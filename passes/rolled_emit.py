@@ -1,0 +1,220 @@
+"""A chain of identical layers (:mod:`lazycore.passes.rolled_chains`) as one
+``stablehlo.while``: in the module :func:`lazycore.runtime.compiler.build_module`
+builds, and in the ``lazy-roll-loops`` pass.
+
+The loop carries a counter, the chain's carried values, its per-copy inputs
+stacked along a new leading axis (sliced at the counter in the body), the
+values all copies share, and one stack per exported value (written at the
+counter with ``dynamic_update_slice``, which XLA does in place). Stacks
+outlive their loop in a :class:`Stacks`: a later chain whose copies read an
+earlier chain's exported values row by row (a backward pass reading the
+forward's activations, in reverse order) slices the same stack instead of
+stacking the rows again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lazycore.dialect import create, tensor_type
+from lazycore.dialect.types import TensorType, to_numpy_dtype
+from lazycore.mlir import ir
+
+_I64 = np.dtype(np.int64)
+
+
+class Stacks:
+    """Which stacked array holds a value as one of its rows, for one module."""
+
+    def __init__(self):
+        self.arrays: list = []
+        self.rows: dict[tuple[int, int], tuple[int, int]] = {}
+        """(id(node), result) -> (array number, row)."""
+
+    def add(self, array, values) -> None:
+        n = len(self.arrays)
+        self.arrays.append(array)
+        for i, v in enumerate(values):
+            self.rows.setdefault((id(v[0]), v[1]), (n, i))
+
+    def find(self, values) -> tuple | None:
+        """``(array, first row, step)`` when ``values`` are rows of one stack
+        at evenly spaced rows one apart (forwards or backwards), else None."""
+        at = [self.rows.get((id(v[0]), v[1])) for v in values]
+        if any(a is None for a in at) or len({a[0] for a in at}) != 1:
+            return None
+        step = at[1][1] - at[0][1]
+        if step not in (1, -1) or any(a[1] != at[0][1] + step * i for i, a in enumerate(at)):
+            return None
+        return self.arrays[at[0][0]], at[0][1], step
+
+
+def _scalar(x: int):
+    return create("constant", value=np.array(x, _I64)).result
+
+
+def _stack(rows: list, t: TensorType):
+    rows = [create("reshape", r, shape=(1,) + tuple(t.shape)).result for r in rows]
+    # one variadic concatenate (lazy.concatenate is binary: see the README's known limits)
+    stacked_type = tensor_type(TensorType((len(rows),) + tuple(t.shape), t.dtype))
+    return ir.Operation.create("stablehlo.concatenate", results=[stacked_type], operands=rows, attributes={
+        "dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).result
+
+
+def _single(o) -> bool:
+    return len(o) == 2 and isinstance(o[1], int)
+
+
+def _operand(o, get):
+    return get(o) if _single(o) else [get(w) for w in o]
+
+
+def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
+    """The chain as one loop at the current insertion point; binds the last
+    copy's carried values to the loop's results and every exported value to
+    its row of the returned stack. ``emit(node, operands)``: one node's
+    results (the compiler's own emitter, regions included)."""
+    def value(v):
+        return env[id(v[0])][v[1]]
+
+    k = len(chain.copies)
+    inputs = []  # (stack, first row, step) per per-copy input
+    for values in chain.stacked:
+        found = stacks.find(values)
+        if found is None:
+            array = _stack([value(v) for v in values], values[0][0].types[values[0][1]])
+            stacks.add(array, values)
+            found = (array, 0, 1)
+        inputs.append(found)
+    arrays = []  # distinct stacks read, in order: the loop carries each once
+    for array, _, _ in inputs:
+        if not any(array == a for a in arrays):
+            arrays.append(array)
+    out_types = [chain.copies[0][j].types[r] for j, r in chain.exported]
+    where = [next(n for n, a in enumerate(arrays) if a == array) for array, _, _ in inputs]
+    # an exported value of a per-copy input's type (a layer's new weight) is
+    # written over the row of that input the body read, when the body reads
+    # nothing else of its stack: the loop then carries no stack of its own
+    # for it, and XLA updates the one stack in place
+    in_place: dict[int, int] = {}  # export -> position of the stack it is written into
+    for e, t in enumerate(out_types):
+        for q, (array, first, step) in enumerate(inputs):
+            n = where[q]
+            if ((first, step) == (0, 1) and where.count(n) == 1 and n not in in_place.values()
+                    and chain.stacked[q][0][0].types[chain.stacked[q][0][1]] == t):
+                in_place[e] = n
+                break
+    own = [e for e in range(len(out_types)) if e not in in_place]
+    zero = _scalar(0)
+    outs = [create("broadcast_in_dim", create("constant", value=np.zeros((), to_numpy_dtype(out_types[e].dtype))).result,
+                   dims=(), shape=(k,) + tuple(out_types[e].shape)).result for e in own]
+    if out_types:
+        outs += [_scalar(0) for _ in range(k)]
+    carried = ([zero, _scalar(k)] + [value(v) for v in chain.init] + arrays + [value(v) for v in chain.shared]
+               + outs)
+    n_slots, n_arrays, n_shared = len(chain.init), len(arrays), len(chain.shared)
+    types = [v.type for v in carried]
+    op = ir.Operation.create("stablehlo.while", results=types, operands=carried, regions=2)
+    cond = op.regions[0].blocks.append(*types)
+    with ir.InsertionPoint(cond):
+        ir.Operation.create("stablehlo.return", operands=[
+            create("compare", cond.arguments[0], cond.arguments[1], direction="LT").result])
+    body = op.regions[1].blocks.append(*types)
+    with ir.InsertionPoint(body):
+        args = list(body.arguments)
+        i = args[0]
+        at = 2
+        slots = args[at:at + n_slots]
+        at += n_slots
+        held = args[at:at + n_arrays]
+        at += n_arrays
+        shared = args[at:at + n_shared]
+        bufs = args[at + n_shared:]
+        z = _scalar(0)
+
+        def starts(row, rank):
+            return [row] + [z] * rank
+
+        rows = {}
+
+        def row_at(first, step):
+            key = (first, step)
+            if key not in rows:
+                if (first, step) == (0, 1):
+                    rows[key] = i
+                else:
+                    scaled = i if step == 1 else create("sub", _scalar(0), i).result
+                    rows[key] = create("add", scaled, _scalar(first)).result
+            return rows[key]
+
+        per_copy = []
+        for (array, first, step), values in zip(inputs, chain.stacked):
+            shape = tuple(values[0][0].types[values[0][1]].shape)
+            s = next(h for a, h in zip(arrays, held) if a == array)
+            one = create("dynamic_slice", s, starts(row_at(first, step), len(shape)), sizes=(1,) + shape).result
+            per_copy.append(create("reshape", one, shape=shape).result)
+        local: dict[int, list] = {}
+        sources = {"slot": slots, "stacked": per_copy, "shared": shared}
+
+        def made(w):
+            if w[0].is_leaf:
+                what, index = chain.remat_leaf[(id(w[0]), w[1])]
+                return sources[what][index]
+            return local[id(w[0])][w[1]]
+
+        for node in chain.remat:
+            local[id(node)] = emit(node, [_operand(o, made) for o in node.operands])
+        remade = [local[id(v[0])][v[1]] for v in chain.remade]
+        copy0 = {id(n) for n in chain.copies[0]}
+        sources["remat"] = remade
+        for j, node in enumerate(chain.copies[0]):
+            operands = []
+            for o_, o in enumerate(node.operands):
+                single = _single(o)
+                group = [o] if single else list(o)
+                vals = []
+                for m, v in enumerate(group):
+                    if id(v[0]) in copy0:
+                        vals.append(local[id(v[0])][v[1]])
+                    else:
+                        what, index = chain.operand_kind[(j, o_, m)]
+                        vals.append(sources[what][index])
+                operands.append(vals[0] if single else vals)
+            local[id(node)] = emit(node, operands)
+        new_bufs = []
+        new_held = list(held)
+        n_out = len(own)
+        for e, ((j, r), t) in enumerate(zip(chain.exported, out_types)):
+            update = create("reshape", local[id(chain.copies[0][j])][r], shape=(1,) + tuple(t.shape)).result
+            if e in in_place:
+                n = in_place[e]
+                new_held[n] = create("dynamic_update_slice", held[n], update, starts(i, len(t.shape))).result
+            else:
+                buf = bufs[own.index(e)]
+                new_bufs.append(create("dynamic_update_slice", buf, update, starts(i, len(t.shape))).result)
+        for c, at_c in enumerate(bufs[n_out:]):
+            new_bufs.append(create("select", create("compare", i, _scalar(c), direction="EQ").result, i,
+                                   at_c).result)
+        nxt = create("add", i, _scalar(1)).result
+        new_slots = [local[id(chain.copies[0][j])][r] for j, r in chain.slots]
+        ir.Operation.create("stablehlo.return", operands=[nxt, args[1]] + new_slots + new_held + list(shared)
+                            + new_bufs)
+    results = list(op.results)
+    # each row leaves the stack at an index the loop computed (row c's, c),
+    # which XLA cannot fold: the row copies are then one kernel per stack
+    # shape, not one per row (a static slice's offsets make each distinct)
+    index = results[len(results) - k:] if out_types else []
+    own_results = results[2 + n_slots + n_arrays + n_shared:]
+    z = _scalar(0) if out_types else None
+    for e, ((j, r), t) in enumerate(zip(chain.exported, out_types)):
+        out = results[2 + n_slots + in_place[e]] if e in in_place else own_results[own.index(e)]
+        values = [(copy[j], r) for copy in chain.copies]
+        stacks.add(out, values)
+        for c, copy in enumerate(chain.copies):
+            one = create("dynamic_slice", out, [index[c]] + [z] * len(t.shape),
+                         sizes=(1,) + tuple(t.shape)).result
+            env.setdefault(id(copy[j]), [None] * len(copy[j].types))[r] = create("reshape", one,
+                                                                                 shape=tuple(t.shape)).result
+    last = chain.copies[-1]
+    for s, (j, r) in enumerate(chain.slots):
+        env.setdefault(id(last[j]), [None] * len(last[j].types))[r] = results[2 + s]
