@@ -393,8 +393,10 @@ def _torch_step(model, opt, x, y):
     return loss
 
 
-def _jax_step_fn():
-    """A new function object each call (benchmark 4 needs a fresh one)."""
+def _jax_step_fn(grads: bool = False):
+    """A new function object each call (benchmark 4 needs a fresh one).
+    ``grads``: the step returns the gradients too, as a torch step leaves
+    them in ``p.grad`` (what lazycore's program must write out)."""
     import jax
     import jax.numpy as jnp
 
@@ -408,8 +410,9 @@ def _jax_step_fn():
         return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
 
     def step(params, x, y, lr):
-        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
-        return jax.tree_util.tree_map(lambda p, g: p - lr * g, params, grads), loss
+        loss, g = jax.value_and_grad(loss_fn)(params, x, y)
+        new = jax.tree_util.tree_map(lambda p, g: p - lr * g, params, g)
+        return (new, loss, g) if grads else (new, loss)
 
     return jax.jit(step, donate_argnums=0)
 
@@ -497,9 +500,21 @@ def bench_training(args):
         if before is not None:
             before.block_until_ready()
 
-    variants = {"jax": jone, "jaxa": jahead}
+    # jax returning the gradients too: after a torch step p.grad holds them,
+    # so lazycore's program writes them out (three weight-sized results)
+    jgstep = _jax_step_fn(grads=True)
+    sg = {"p": _jax_params(_make_model(cfg)), "i": 0, "loss": None}
+
+    def jgrads():
+        x, y = jdata[sg["i"] % len(jdata)]
+        sg["i"] += 1
+        sg["p"], sg["loss"], g = jgstep(sg["p"], x, y, LR)
+        jax.block_until_ready((sg["p"], sg["loss"], g))
+
+    variants = {"jax": jone, "jaxa": jahead, "jaxg": jgrads}
+    finals = {"jaxg": lambda: (float(sg["loss"]), [numpy.asarray(a) for wb in sg["p"] for a in wb])}
     settle = {"jaxa": lambda: jax.block_until_ready((sa["p"], sa["loss"]))}
-    finals = {"jaxa": lambda: (float(sa["loss"]), [numpy.asarray(a) for wb in sa["p"] for a in wb])}
+    finals["jaxa"] = lambda: (float(sa["loss"]), [numpy.asarray(a) for wb in sa["p"] for a in wb])
     variants["eager"], finals["eager"] = make_torch(_make_model(cfg), data)
 
     dev = ltorch.device()
@@ -558,11 +573,14 @@ def bench_training(args):
     lloss0, d_lazy0 = check("lazy0")
     _, d_lazyw = check("lazyw")
     _, d_jaxa = check("jaxa")
+    _, d_jaxg = check("jaxg")
     tol = 1e-3
     row(B, "jax.jit (donated params)", jt, baseline=True, diff=0.0, tol=tol, value={"final_loss": jloss},
         note=f"loss after {total} steps {jloss:.6f}")
     row(B, "jax.jit, dispatching ahead", times["jaxa"], diff=d_jaxa, tol=tol,
         note="waits for the step before, as lazycore's mark_step()")
+    row(B, "jax.jit, returning the gradients too", times["jaxg"], diff=d_jaxg, tol=tol,
+        note="what a torch step leaves in p.grad, and so lazycore's program writes out")
     row(B, "eager torch", t, diff=d_eager, tol=tol, value={"final_loss": loss}, note=f"loss {loss:.6f}")
     if "tc" in times:
         tloss, d_tc = check("tc")
