@@ -116,9 +116,25 @@ class RegionNode(Node):
     def __init__(self, kind: str, operands: tuple, bodies: tuple[Body, ...], types: tuple[TensorType, ...], loc=None):
         if kind not in KINDS:
             raise ValueError(f"unknown region op '{kind}'")
-        parts = [kind.encode(), b"|", repr(tuple((tuple(t.shape), t.dtype) for t in types)).encode()]
-        for body in bodies:
-            parts += (b"|R", index_bytes(len(body.encoding) & 0xFFFF), digest(body.encoding))
-        parts.append(operand_bytes(operands))
-        super().__init__(kind, operands, {}, types, digest(b"".join(parts)), loc)
+        super().__init__(kind, operands, {}, types, digest(region_prefix(kind, bodies, types) + operand_bytes(operands)),
+                         loc)
         self.bodies = bodies
+
+    @classmethod
+    def remade(cls, kind: str, operands: tuple, bodies: tuple[Body, ...], types: tuple, d: bytes, loc=None):
+        """The node again on new operands, its digest ``d`` known (a replayed
+        captured step: :class:`lazycore.trace.fragment.Fragment`). The bodies
+        are shared: they read outer values only through the operands."""
+        node = cls.__new__(cls)
+        Node.__init__(node, kind, operands, {}, types, d, loc)
+        node.bodies = bodies
+        return node
+
+
+def region_prefix(kind: str, bodies, types) -> bytes:
+    """A region node's digest input before its operands (the part
+    :func:`lazycore.ir.graph.node_prefix` is for a plain node)."""
+    parts = [kind.encode(), b"|", repr(tuple((tuple(t.shape), t.dtype) for t in types)).encode()]
+    for body in bodies:
+        parts += (b"|R", index_bytes(len(body.encoding) & 0xFFFF), digest(body.encoding))
+    return b"".join(parts)

@@ -42,7 +42,7 @@ from collections import Counter
 from lazycore.ir import events
 from lazycore.dialect.spec import spec_of
 from lazycore.ir.graph import LOG, Data, Node, Scalar, Value, node_prefix
-from lazycore.ir.regions import RegionNode
+from lazycore.ir.regions import RegionNode, region_prefix
 from lazycore.ir.sourceloc import forget as forget_frame
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import device as _device
@@ -108,7 +108,7 @@ def check(watch: Watch) -> None:
 def contents(watch: Watch, skip=()) -> Counter | None:
     """Each node the watched call made, as it looks on its own (op, attributes,
     result types, the user's line, and the Python numbers and constants it
-    takes directly), counted; None when the call ran a barrier or a loop.
+    takes directly), counted; None when the call ran a barrier.
 
     A recording bakes the Python numbers library code computed, so one traced
     call is trusted only once another agrees with it. A first call that also
@@ -125,9 +125,7 @@ def contents(watch: Watch, skip=()) -> Counter | None:
         operands = node.operands
         if not operands or any(a <= node.seq < b for a, b in skip):
             continue
-        if type(node) is RegionNode:
-            return None
-        here = (node.op, node.loc, node_prefix(spec_of(node.op), node.attrs, node.types)[1])
+        here = (node.op, node.loc, _prefix(node))
         out[here] += 1
         # each number by its slot: a slot that read made state in the first call reads data later
         for i, o in enumerate(operands):
@@ -200,9 +198,6 @@ class Recording:
                 if id(node) in seen:
                     continue
                 seen.add(id(node))
-                if type(node) is RegionNode:
-                    # a fragment makes plain nodes again; a loop's bodies are graphs of their own
-                    raise Refused("the step records a loop or a branch (lazycore.cond, while_loop, fori_loop, scan)")
                 if node.operands:
                     made.append(node)
                     for o in node.operands:
@@ -254,7 +249,7 @@ class Recording:
             return env[(id(v[0]), v[1])]
 
         entries = [(node.op, tuple(at(o) if type(o) is Value else tuple(at(x) for x in o) for o in node.operands),
-                    node.attrs, node.types, node_prefix(spec_of(node.op), node.attrs, node.types)[1])
+                    node.bodies if type(node) is RegionNode else node.attrs, node.types, _prefix(node))
                    for node in made]
         # the fragment's outputs: the updated handles' new values, then the kept handles'
         self.updates = []  # per updated handle: its argument index, or a weakref of the live handle
@@ -314,6 +309,14 @@ class Recording:
             if h is not None:
                 h._value = v
         return values[len(targets):]
+
+
+def _prefix(node: Node) -> bytes:
+    """The node's digest input before its operands: its op, attributes and
+    result types, and a loop's or branch's bodies."""
+    if type(node) is RegionNode:
+        return region_prefix(node.op, node.bodies, node.types)
+    return node_prefix(spec_of(node.op), node.attrs, node.types)[1]
 
 
 def _constant_only(node: Node, memo: dict) -> bool:

@@ -7,7 +7,9 @@ numbered values. Values ``0 .. n_inputs-1`` are the inputs given at a replay,
 then come the constants kept as they are, then each entry's results in order.
 An entry is ``(op, operands, attrs, types, prefix)``: operands are value
 numbers (a tuple of numbers for a variadic group), ``prefix`` the digest
-input before the operands (:func:`lazycore.ir.graph.node_prefix`).
+input before the operands (:func:`lazycore.ir.graph.node_prefix`). A loop or
+branch's entry has its bodies in place of the attributes, and is made again
+as a :class:`~lazycore.ir.regions.RegionNode` sharing them.
 
 :meth:`Fragment.replay` makes the nodes on new input values with straight-line
 Python generated once per fragment (one line per node, its op, attributes
@@ -22,6 +24,7 @@ as a traced one and compiles nothing new. Source locations are the call's
 from __future__ import annotations
 
 from lazycore.ir.graph import Node, Value, digest, operand_bytes
+from lazycore.ir.regions import RegionNode
 from lazycore.ir.tensor import LazyTensor
 
 _DIGESTS_KEPT = 64
@@ -106,7 +109,11 @@ class Fragment:
         for k, (op, operands, attrs, types, _) in enumerate(self.entries):
             ops = [names[i] if type(i) is int else "(" + "".join(names[j] + ", " for j in i) + ")" for i in operands]
             loc = "loc" if self.locs is None else code.const(self.locs[k])
-            code.node(f"n{k}", op, ops, attrs, types, f"ds[{k}]", loc)
+            if type(attrs) is tuple:  # a loop or branch: its bodies, shared (lazycore.ir.regions)
+                code.line(f"n{k} = REGION({code.const(op)}, ({''.join(o + ', ' for o in ops)}), {code.const(attrs)}, "
+                          f"{code.const(types)}, ds[{k}], {loc})")
+            else:
+                code.node(f"n{k}", op, ops, attrs, types, f"ds[{k}]", loc)
             for r in range(len(types)):
                 names.append(f"TV(Value, (n{k}, {r}))")
         outs = [names[p] for p in self.outputs]
@@ -141,7 +148,8 @@ class _Code:
     """One generated function in the making: its constants and its lines."""
 
     def __init__(self, header: str, **names):
-        self.env = {"Node": Node, "TV": tuple.__new__, "Value": Value, "LT": LazyTensor, **names}
+        self.env = {"Node": Node, "TV": tuple.__new__, "Value": Value, "LT": LazyTensor, "REGION": RegionNode.remade,
+                    **names}
         self.lines = [header]
 
     def const(self, x) -> str:
