@@ -51,3 +51,26 @@ t = torch.arange(4.0).to(dev)
 @print_ir(stage="lazy")
 def torch_cond():
     torch.cond(t.sum() > 2, lambda a: a * 2, lambda a: a - 1, (t,)).cpu()
+
+
+# A value check in a body (torch's integer division by zero) cannot raise
+# from inside the loop. Its flag joins the carry, starting false and OR-ed
+# each iteration; outside, the same check guards the loop's result on the
+# carried flag, which the program returns after its outputs (the barrier
+# reads it and fails the result with eager's error and the body's line).
+# CHECK-LABEL: TEST: torch_check_in_a_loop_body
+# CHECK:      %[[NO:.*]] = "lazy.constant"() {value = dense<false> : tensor<i1>}
+# CHECK-NEXT: %[[LOOP:.*]]:5 = stablehlo.while({{.*}}, %[[V:.*]] = %arg0, %[[F:.*]] = %[[NO]], %[[D:.*]] = %arg1)
+# CHECK:      } do {
+# CHECK:        %[[ZERO:.*]] = "lazy.compare"(%[[D]], %{{.*}}) {direction = "EQ"}
+# CHECK-NEXT:   %[[ANY:.*]] = "lazy.reduce_max"(%[[ZERO]])
+# CHECK-NEXT:   %[[Q:.*]] = "lazy.check"(%{{.*}}, %[[ANY]]) {error = "RuntimeError", message = "ZeroDivisionError"}
+# CHECK-NEXT:   %[[NEW:.*]] = "lazy.or"(%[[F]], %[[ANY]])
+# CHECK-NEXT:   stablehlo.return {{.*}}, %[[Q]], %[[NEW]], %[[D]]
+# CHECK:      %[[OUT:.*]] = "lazy.check"(%[[LOOP]]#2, %[[LOOP]]#3) {error = "RuntimeError", message = "ZeroDivisionError"}
+# CHECK-NEXT: return %[[OUT]], %[[LOOP]]#3
+@print_ir(stage="lazy")
+def torch_check_in_a_loop_body():
+    x = torch.tensor([7, 9], device=dev)
+    d = torch.tensor([2, 3], device=dev)
+    lazycore.fori_loop(0, 2, lambda i, v: v // d, x).cpu()

@@ -187,7 +187,8 @@ class _BodyRecorder:
 
 
 class _Traced:
-    """A body traced over placeholders: its outputs and the outer values it reads."""
+    """A body traced over placeholders: its outputs, the outer values it reads
+    and its value checks."""
 
     def __init__(self, args: list[Arg], outs: list[Value], out_tree: _Tree, out_examples: list, made: dict,
                  since: int | None):
@@ -196,11 +197,25 @@ class _Traced:
         self.out_tree = out_tree
         self.out_examples = out_examples
         self.out_types = [v.type for v in outs]
-        self.captured = _captured(args, outs, made, since)
+        self.made, self.since = made, since
+        self.flags: list[Value] = []
+        """What the body yields after ``outs``: each check's flag (see :func:`_flags`)."""
+        self.captured, self.checks = _captured(args, outs, made, since)
+
+    def extend(self, args: list[Arg], flags: list[Value]) -> None:
+        """Placeholders and flag outputs added after tracing: what the body reads is found again."""
+        self.args = self.args + args
+        self.flags = flags
+        self.captured, _ = _captured(self.args, self.outs + flags, self.made, self.since)
+
+    @property
+    def results(self) -> list[Value]:
+        return self.outs + self.flags
 
 
-def _captured(args: list[Arg], outs: list[Value], made: dict, since: int | None) -> list[Value]:
-    """The outer values a body reads. Inside the body are the placeholders,
+def _captured(args: list[Arg], outs: list[Value], made: dict, since: int | None) -> tuple[list[Value], list]:
+    """The outer values a body reads, and its value checks (``lazy.check``
+    nodes the outputs depend on). Inside the body are the placeholders,
     the nodes the core API made while it was traced (constants too), and any
     node made meanwhile that depends on a placeholder (a frontend's replayed
     recording makes nodes without the core API); everything else the body's
@@ -230,6 +245,7 @@ def _captured(args: list[Arg], outs: list[Value], made: dict, since: int | None)
         inner[id(node)] = id(node) in made or any(inner[id(n)] for n in operand_nodes(node))
     captured: dict[tuple[int, int], Value] = {}
     seen: set[int] = set()
+    checks = []
     stack = list(outs)
     while stack:
         v = stack.pop()
@@ -241,12 +257,46 @@ def _captured(args: list[Arg], outs: list[Value], made: dict, since: int | None)
             continue
         seen.add(id(node))
         if node.op == "check":
-            raise NotImplementedError(
-                f"a value check ({node.attrs['message']}) inside a loop or branch body: lazycore cannot "
-                "report its error from inside a loop yet; compute it outside the body")
+            checks.append(node)
         for o in node.operands:
             stack.extend([o] if type(o) is Value else o)
-    return list(captured.values())
+    checks.sort(key=lambda n: n.seq)  # the order they were recorded in: one loop, one program
+    return list(captured.values()), checks
+
+
+# A value check inside a body (torch's integer division by zero) cannot raise
+# from inside the loop: the program learns its values as it runs. Each check
+# becomes an i1 flag the region node yields (a loop carries it, OR-ed each
+# iteration; a branch yields its own checks' flags and false for the other
+# branch's), and outside the node the same check, with the same message,
+# error and line, guards every result on that flag (lazycore.runtime.checks).
+
+
+def _in_body(traced: _Traced, device, make: Callable):
+    """``make()`` run as if in the traced body: its nodes belong to it, its handles to no live arena."""
+    outer, TRACE.recorder = TRACE.recorder, _BodyRecorder()
+    TRACE.recorder.made = traced.made
+    arena, device.arena = device.arena, Arena()
+    try:
+        return make()
+    finally:
+        TRACE.recorder = outer
+        device.arena = arena
+
+
+def _false(device) -> LazyTensor:
+    return core.apply("constant", value=np.zeros((), np.bool_), device=device)
+
+
+def _guarded(results: list, checks: list, flags: list) -> list:
+    """``results`` (handles) each checked on every flag, as the body's checks say."""
+    out = []
+    for h in results:
+        for node, flag in zip(checks, flags):
+            h = core.apply("check", h, flag, message=node.attrs["message"], error=node.attrs["error"])
+            h._value[0].loc = node.loc  # the user's line in the body, where eager raises
+        out.append(h)
+    return out
 
 
 def _trace(fn: Callable, what: str, arg_types: list[TensorType], device, make_args: Callable) -> _Traced:
@@ -355,12 +405,27 @@ def _while(cond_fun, body_fun, init: _Leaves, tree: _Tree, what: str) -> list:
         raise TypeError(
             f"body_fun output and input must have identical types, got\n  input:  {_types_text(tree, types)}\n"
             f"  output: {_types_text(body.out_tree, body.out_types)}")
-    captured, extra = _merged(len(types), cond, body)
-    carried = tuple(h._value for h in init.handles) + tuple(extra)
-    carried_types = types + [v.type for v in extra]
-    bodies = (_body(cond, captured, cond.outs), _body(body, captured, body.outs + extra))
-    results = _node("while", (carried,), bodies, carried_types, device)[:len(types)]
-    return init.wrap(results)
+    if cond.checks:
+        raise NotImplementedError(
+            f"a value check ({cond.checks[0].attrs['message']}) in {what}'s cond_fun: a loop's condition "
+            "cannot report an error; compute it in the body or outside the loop")
+    n, checks = len(types), body.checks
+    if checks:  # carried flags, OR-ed each iteration
+        i1 = TensorType((), "i1")
+        flag_args = [Arg(n + k, i1) for k in range(len(checks))]
+
+        def updates():
+            return [core.apply("or", LazyTensor(Value(a, 0), device), LazyTensor(node.operands[1], device))._value
+                    for a, node in zip(flag_args, checks)]
+
+        body.extend(flag_args, _in_body(body, device, updates))
+    captured, extra = _merged(n + len(checks), cond, body)
+    starts = [_false(device)._value for _ in checks]
+    carried = tuple(h._value for h in init.handles) + tuple(starts) + tuple(extra)
+    carried_types = types + [v.type for v in starts] + [v.type for v in extra]
+    bodies = (_body(cond, captured, cond.outs), _body(body, captured, body.results + extra))
+    results = _node("while", (carried,), bodies, carried_types, device)
+    return init.wrap(_guarded(results[:n], checks, results[n:n + len(checks)]))
 
 
 def fori_loop(lower, upper, body_fun: Callable, init_val):
@@ -453,10 +518,18 @@ def _case(index: LazyTensor, branches, ops: _Leaves, tree: _Tree, device, what: 
             f"true_fun and false_fun output must have identical types, got\n"
             f"  true_fun:  {_types_text(second.out_tree, second.out_types)}\n"
             f"  false_fun: {_types_text(first.out_tree, first.out_types)}")
+    checks = first.checks + second.checks
+    if checks:  # each branch yields its own checks' flags, false for the other's
+        for t, own in ((first, set(map(id, first.checks))), (second, set(map(id, second.checks)))):
+            t.extend([], _in_body(t, device, lambda own=own: [
+                node.operands[1] if id(node) in own else _false(device)._value for node in checks]))
     captured, extra = _merged(len(ops.types), first, second)
     operands = tuple(h._value for h in ops.handles) + tuple(extra)
-    bodies = tuple(_body(t, captured, t.outs) for t in traced)
-    results = _node("case", (index._value, operands), bodies, first.out_types, device)
+    bodies = tuple(_body(t, captured, t.results) for t in traced)
+    types = first.out_types + [TensorType((), "i1")] * len(checks)
+    results = _node("case", (index._value, operands), bodies, types, device)
+    n = len(first.out_types)
+    results = _guarded(results[:n], checks, results[n:])
     examples = [ex if ex is not None else ex2 for ex, ex2 in zip(second.out_examples, first.out_examples)]
     return first.out_tree, [h if ex is None else wrap_like(ex, h) for ex, h in zip(examples, results)]
 
