@@ -147,8 +147,12 @@ def jax_params(model):
     return {k: jnp.asarray(v.detach().cpu().numpy()) for k, v in model.named_parameters()}
 
 
-def jax_step_fn(cfg):
-    """``step(params, m, v, count, x, y) -> (params, m, v, loss)``, jitted, state donated."""
+def jax_step_fn(cfg, counted_mean: bool = False):
+    """``step(params, m, v, count, x, y) -> (params, m, v, loss)``, jitted, state donated.
+    ``counted_mean``: the loss divides by the number of targets other than
+    -100, as torch's ``cross_entropy`` (``ignore_index=-100``, mean) does,
+    instead of by the batch's size: the same value here, but with the batch
+    split over devices the count is a sum over them too."""
     import jax
     import jax.numpy as jnp
 
@@ -179,7 +183,11 @@ def jax_step_fn(cfg):
             h = h + linear(m, p, n + "out")
         logits = linear(layer_norm(h, p, "ln"), p, "head", bias=False)
         logp = jax.nn.log_softmax(logits, axis=-1)
-        return -jnp.mean(jnp.take_along_axis(logp, y[..., None], axis=-1))
+        picked = jnp.take_along_axis(logp, y[..., None], axis=-1)[..., 0]
+        if counted_mean:
+            kept = y != -100
+            return -jnp.sum(jnp.where(kept, picked, 0.0)) / jnp.sum(kept).astype(picked.dtype)
+        return -jnp.mean(picked)
 
     def step(p, m, v, count, x, y):
         loss, g = jax.value_and_grad(loss_fn)(p, x, y)

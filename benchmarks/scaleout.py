@@ -106,6 +106,23 @@ def _one_size(n, args, kit):
         jax.block_until_ready(st["loss"])
 
     variants["jax"] = jone
+
+    # the same with torch's cross_entropy mean: divided by the count of targets other than -100
+    jcstep = gpt.jax_step_fn(cfg, counted_mean=True)
+    fresh = lambda: jax.device_put(jax.tree_util.tree_map(numpy.zeros_like, host), rep)  # noqa: E731
+    sc = {"p": jax.device_put(jax.tree_util.tree_map(numpy.array, host), rep), "m": fresh(), "v": fresh(), "c": jax.device_put(jnp.zeros((), jnp.float32), rep),
+          "i": 0, "loss": None}
+    collectives["jaxc"] = placement.collectives(
+        jcstep.lower(sc["p"], sc["m"], sc["v"], sc["c"], *jdata[0]).compile().as_text())
+
+    def jcount():
+        x, y = jdata[sc["i"] % len(jdata)]
+        sc["i"] += 1
+        sc["p"], sc["m"], sc["v"], sc["c"], sc["loss"] = jcstep(sc["p"], sc["m"], sc["v"], sc["c"], x, y)
+        jax.block_until_ready(sc["loss"])
+
+    variants["jaxc"] = jcount
+    finals["jaxc"] = lambda: (float(sc["loss"]), [numpy.asarray(sc["p"][k]) for k in names])
     finals["jax"] = lambda: (float(st["loss"]), [numpy.asarray(st["p"][k]) for k in names])
 
     # eager torch on the whole batch: the reference values
@@ -147,6 +164,10 @@ def _one_size(n, args, kit):
     same = collectives["lazy"] == collectives["jax"]
     kit.row(B, "jax.jit (same layouts, state donated)", times["jax"], baseline=True, diff=check("jax"), tol=gpt.TOL,
             value={"collectives": collectives["jax"]}, note=f"collectives: {show(collectives['jax'])}")
+    kit.row(B, "jax.jit, mean over the targets counted (torch's cross_entropy)", times["jaxc"], diff=check("jaxc"),
+            tol=gpt.TOL, value={"collectives": collectives["jaxc"]},
+            note=f"collectives: {show(collectives['jaxc'])}"
+                 f" ({'same as' if collectives['jaxc'] == collectives['lazy'] else 'differ from'} lazycore's)")
     kit.row(B, "eager torch (whole batch, one CPU)", times["eager"], diff=0.0, tol=gpt.TOL, note="the reference values")
     kit.row(B, "lazycore.torch on the mesh, mark_step()", times["lazy"], diff=check("lazy"), tol=gpt.TOL,
             target="<= 1.1x jax.jit",
