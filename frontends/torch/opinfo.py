@@ -90,6 +90,9 @@ EMPTY_AUX = frozenset({"native_batch_norm", "_native_batch_norm_legit"})
 # Tensor arguments eager requires on the CPU whatever the input's device: only the input moves.
 HOST_ARGS = frozenset({"tensor_split"})
 
+# Factories whose samples may give numbers alone and no device: run with device= the lazy one.
+FACTORIES = frozenset({"arange", "linspace", "linspace.tensor_overload", "logspace", "logspace.tensor_overload"})
+
 README = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "README.md")
 BEGIN, END = "<!-- opinfo:begin -->", "<!-- opinfo:end -->"
 
@@ -261,6 +264,8 @@ def trace_sample(op, sample, dev):
         lkwargs = kwargs if name in HOST_ARGS else _to_lazy(kwargs, dev)
     except _Skip as e:
         return "skip", str(e)
+    if not _tensors((inp, args, kwargs)) and "device" not in kwargs and name in FACTORIES:
+        lkwargs = {**lkwargs, "device": dev}  # the sample makes a CPU tensor from numbers: make it lazy
     try:
         actual = op(*_retarget(largs, dev), **_retarget(lkwargs, dev))
     except Exception as e:

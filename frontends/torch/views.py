@@ -32,6 +32,8 @@ def _permute(t, out, dims, **kwargs):
 
 def _transpose(t, out, d0, d1):
     rank = t.dim()
+    if rank == 0:  # eager wraps dims 0 and -1 of a 0-d tensor as of a 1-d one: nothing moves
+        return ()
     dims = list(range(rank))
     d0, d1 = _dim(d0, rank), _dim(d1, rank)
     dims[d0], dims[d1] = dims[d1], dims[d0]

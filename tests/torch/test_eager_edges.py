@@ -245,3 +245,15 @@ def test_atan2_of_signed_zeros_is_eagers(dev, dtype):
     same(torch.atan2(zeros, zeros), torch.atan2(torch.zeros(4, dtype=dtype), torch.zeros(4, dtype=dtype)))
     same(torch.atan2(zeros * -1, zeros), torch.atan2(torch.zeros(4, dtype=dtype) * -1, torch.zeros(4, dtype=dtype)))
     same(torch.atan2(zeros, zeros * -1), torch.atan2(torch.zeros(4, dtype=dtype), torch.zeros(4, dtype=dtype) * -1))
+
+
+@pytest.mark.parametrize("d0, d1", [(0, 0), (0, -1), (-1, -1)])
+def test_transposing_a_0d_tensor_is_eagers(dev, d0, d1):
+    """Eager wraps a 0-d tensor's dims 0 and -1 as a 1-d one's: nothing moves."""
+    x = torch.tensor(2.5)
+    same(torch.transpose(x.to(dev), d0, d1).cpu(), torch.transpose(x, d0, d1))
+    same(torch.transpose_copy(x.to(dev), d0, d1).cpu(), torch.transpose_copy(x, d0, d1))
+    with pytest.raises(IndexError):
+        torch.transpose(x.to(dev), 0, 1)
+    with pytest.raises(IndexError):
+        torch.transpose(x, 0, 1)
