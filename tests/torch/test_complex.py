@@ -54,7 +54,8 @@ def no_fallback():
     lambda a, b: a.sum(), lambda a, b: a.sum(0), lambda a, b: a.prod(1), lambda a, b: a.mean(1),
     lambda a, b: a @ b.mT, lambda a, b: torch.matmul(a[0], b.mT), lambda a, b: a.to(torch.float64),
     lambda a, b: a.real.to(a.dtype) + b, lambda a, b: (a != 0), lambda a, b: a.reshape(-1).flip(0),
-    lambda a, b: torch.where(a.real > 0, a, b),
+    lambda a, b: torch.where(a.real > 0, a, b), lambda a, b: torch.lerp(a, b, a * 0.3),
+    lambda a, b: torch.lerp(a, b, 0.75),
 ], ids=lambda f: None)
 def test_ops_match_eager(dtype, fn, dev, no_fallback):
     a, b = cx((3, 4), dtype, 1), cx((3, 4), dtype, 2)

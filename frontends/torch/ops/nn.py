@@ -225,5 +225,6 @@ def _lerp(ctx, x, end, weight):
     high = apply("sub", end, apply("mul", diff, apply("sub", const(1, dt, ctx.device, ctx.shape), w)))
     if isinstance(weight, (int, float)):
         return low if abs(weight) < 0.5 else high
-    small = apply("compare", apply("abs", w), const(0.5, dt, ctx.device, ctx.shape), direction="LT")
+    size = apply("abs", w)  # real for a complex weight
+    small = apply("compare", size, const(0.5, size.dtype, ctx.device, ctx.shape), direction="LT")
     return apply("select", small, low, high)
