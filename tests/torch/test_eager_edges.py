@@ -257,3 +257,40 @@ def test_transposing_a_0d_tensor_is_eagers(dev, d0, d1):
         torch.transpose(x.to(dev), 0, 1)
     with pytest.raises(IndexError):
         torch.transpose(x, 0, 1)
+
+
+@pytest.mark.parametrize("shape, size", [((5, 5, 5), (25, 5)), ((2, 3), (4,)), ((2, 3), (3, 4)), ((4,), (2, 2)),
+                                         ((3,), (0,)), ((2, 2), (5,))])
+def test_resize_keeps_the_memory_in_order_as_eager(dev, shape, size):
+    a = torch.arange(float(torch.Size(shape).numel())).reshape(shape)
+    lazy, want = a.to(dev), a.clone()
+    want.resize_(size)
+    assert lazy.resize_(size) is lazy
+    assert tuple(lazy.shape) == size and lazy.stride() == want.stride()
+    kept = min(a.numel(), want.numel())  # past the old memory eager's elements are uninitialized
+    same(lazy.cpu().reshape(-1)[:kept], want.reshape(-1)[:kept])
+
+
+def test_resize_within_the_storage_shares_it_with_earlier_views(dev):
+    x, ex = torch.arange(6.0).to(dev), torch.arange(6.0)
+    v, ev = x[2:], ex[2:]
+    x.resize_(3)
+    ex.resize_(3)
+    x[2] = 100.0
+    ex[2] = 100.0
+    same(v.cpu(), ev)
+    same(x.cpu(), ex)
+
+
+def test_resize_errors(dev):
+    with pytest.raises(RuntimeError, match="require grad"):
+        torch.zeros(2, requires_grad=True, device=dev).resize_(3)
+    x = torch.arange(4.0).to(dev)
+    view = x[1:]
+    # eager grows the storage under its views; lazy views are laid over its shape: refused, never stale
+    with pytest.raises(RuntimeError, match="other tensors view that storage"):
+        x.resize_(8)
+    same(x.cpu(), torch.arange(4.0))  # nothing changed
+    del view
+    x.resize_(8)
+    same(x.cpu()[:4], torch.arange(4.0))
