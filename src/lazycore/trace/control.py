@@ -370,7 +370,7 @@ def _body(traced: _Traced, captured_at: dict[tuple[int, int], int], results: lis
 
 
 def _node(kind: str, operands: tuple, bodies, types, device) -> list[LazyTensor]:
-    node = RegionNode(kind, operands, tuple(bodies), tuple(types), _user_frame(3))
+    node = RegionNode(kind, operands, tuple(bodies), tuple(types), _user_frame())
     rec = TRACE.recorder
     if type(rec) is _BodyRecorder:  # a loop inside a body is part of that body
         rec.made[id(node)] = node

@@ -157,7 +157,7 @@ def apply(op_name: str, *operands, device=None, **attrs_and_params):
     elif device is not None:
         _check_device(spec, dev, _device.get(device), "device=")
     result_types = spec.infer(*types, **attrs_and_params)
-    node = make_node(spec, values, attrs_and_params, result_types, _user_frame(2))
+    node = make_node(spec, values, attrs_and_params, result_types, _user_frame())
     rec = TRACE.recorder
     if rec is not None:  # lazycore.recipes
         rec.on_node(spec, operands, node, attrs_and_params)

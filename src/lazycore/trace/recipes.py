@@ -197,7 +197,7 @@ class Recipe:
         by default the caller of this method."""
         if CUTTER.due or len(LOG.nodes) >= settings.auto_barrier_nodes:
             CUTTER.cut(inputs)  # a step ended: before the inputs are read (lazycore.runtime.autostep)
-        loc = caller(2, start)
+        loc = caller(start=start)
         values = self._param_values(floats, loc) if self.prefs else ()
         fast = self.fragment.fast
         if fast is not None:

@@ -56,7 +56,7 @@ class ScalarPolicy:
         last = places.get(at)
         if last is not None and last[0] == value:
             return last[2]
-        where = caller(2)
+        where = caller()
         place = at + (where,)
         seen = places.get(place, places)  # (the memo itself: nothing seen yet)
         if seen is places:
