@@ -53,5 +53,6 @@ def test_benchmark_suite_quick(tmp_path):
                                           ("1 device", "2 devices", "4 devices")}, mesh
     for r in mesh:
         assert r["max_abs_diff"] is not None and r["agrees"], r
-    # one program for the steady step of each lazycore row (the first step's and the optimizer's first)
-    assert all(r["value"]["compiles"] <= 3 for r in mesh if "compiles" in r.get("value", {})), mesh
+    # one program for the traced steady step (and the first step's and the optimizer's first),
+    # and one for the captured step's (one call node: its own program)
+    assert all(r["value"]["compiles"] <= 4 for r in mesh if "compiles" in r.get("value", {})), mesh

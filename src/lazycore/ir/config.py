@@ -179,6 +179,9 @@ class Settings:
     replay: bool = _env_flag("LAZYCORE_REPLAY", True)
     """``LAZYCORE_REPLAY``: frontends record an op's lowering once per call signature
     and replay it (lazycore.recipes); False runs the lowering's Python every call."""
+    capture_calls: bool = _env_flag("LAZYCORE_CAPTURE_CALLS", True)
+    """``LAZYCORE_CAPTURE_CALLS``: a captured step's replay makes one ``call`` node
+    holding the step (lazycore.trace.capture); False makes every node of the step."""
     roll_loops: bool = _env_flag("LAZYCORE_ROLL_LOOPS", False)
     """``LAZYCORE_ROLL_LOOPS``: a run of identical layers in a graph (each with
     its own weights) compiles as one loop over the stacked weights

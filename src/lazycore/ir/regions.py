@@ -20,7 +20,7 @@ from array import array
 from lazycore.dialect.types import TensorType
 from lazycore.ir.graph import Node, Value, digest, index_bytes, operand_bytes
 
-KINDS = ("while", "case")
+KINDS = ("while", "case", "call")
 
 
 def _arg_digest(position: int, t: TensorType) -> bytes:
@@ -104,12 +104,14 @@ class Body:
 
 
 class RegionNode(Node):
-    """A ``while`` or ``case`` node: its operands are outer values, its
-    bodies the regions (``while``: cond, body; ``case``: branch 0, branch 1).
+    """A ``while``, ``case`` or ``call`` node: its operands are outer values,
+    its bodies the regions (``while``: cond, body; ``case``: branch 0, branch
+    1; ``call``: the one body).
 
     ``while``: operands ``(carried,)``, a group; results the carried values'
     types. ``case``: operands ``(index, operands)``; results what the
-    branches yield."""
+    branches yield. ``call``: operands ``(operands,)``; results what the body
+    yields (a captured step, :mod:`lazycore.trace.capture`, emitted inline)."""
 
     __slots__ = ("bodies",)
 

@@ -190,6 +190,8 @@ def _emit_region(node: RegionNode, operands: list, location) -> list:
     the whole group), and a loop carries values of many types: StableHLO's own
     region ops, which the bindings register, hold the bodies instead, and
     their verifiers check the regions' signatures."""
+    if node.op == "call":  # a captured step: its ops in place
+        return _emit_body(node.bodies[0], list(operands[0]), location)
     types = [tensor_type(t) for t in node.types]
     if node.op == "while":
         carried = operands[0]

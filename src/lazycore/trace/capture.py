@@ -19,11 +19,19 @@ and the result, a :class:`Recording`, says in plain data:
 
 :meth:`Recording.replay` checks that the world still looks the same (the
 handles alive, their values of the recorded types, no argument aliasing
-that was not there) and only then makes the same nodes on the current input
-values and makes the same updates: a replayed step hashes exactly as a traced
-one would on those values (a value of another structure than the recorded
-one, a pending computation instead of device data, is hashed over), so it
-compiles nothing a trace would not, and it fails before changing anything.
+that was not there) and only then redoes the step on the current input
+values and makes the same updates, and it fails before changing anything.
+The step is redone as one ``call`` region node holding the recorded graph
+as its body (:class:`_Call`): a replay makes one node, not one per op, and
+the barrier walks, hashes and recalls one node (the GPT step of benchmark 7:
+replay 4-6 ms to 1.2 ms, the barrier's walk 1.2 to 0.15 ms). The compiler
+emits the body inline, so the program is the step's own. The traced call
+that made the recording has its results rebound to such a node too, so its
+program is the one its replays run (a trace of the same function outside
+``capture`` compiles its own). A step with value checks, or with
+``LAZYCORE_ROLL_LOOPS`` or ``LAZYCORE_CAPTURE_CALLS=0``, makes every node
+again instead (:class:`~lazycore.trace.fragment.Fragment`): it hashes as a
+trace of it would, and compiles nothing a trace would not.
 
 What a recording refuses (:class:`Refused`, with the reason): a step that
 runs a barrier (it looked at a value), uploads host data, falls back to eager
@@ -41,8 +49,9 @@ from collections import Counter
 
 from lazycore.ir import events
 from lazycore.dialect.spec import spec_of
-from lazycore.ir.graph import LOG, Data, Node, Scalar, Value, node_prefix
-from lazycore.ir.regions import RegionNode, region_prefix
+from lazycore.ir.config import settings
+from lazycore.ir.graph import LOG, Data, Node, Scalar, Value, digest, node_prefix, operand_bytes
+from lazycore.ir.regions import Arg, Body, RegionNode, region_prefix
 from lazycore.ir.sourceloc import forget as forget_frame
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import device as _device
@@ -262,6 +271,68 @@ class Recording:
         self.fragment = Fragment(entries, n, self.baked, outputs, [node.loc for node in made], "a captured step")
         self.fragment.remember(recorded_inputs, [node.digest for node in made])
         self.key = self._key(baked_keys, [(node.op, e[1], node.digest) for node, e in zip(made, entries)], outputs)
+        self.call = None
+        """The step as one ``call`` node's body (:meth:`_call_body`), or None: replays make its nodes."""
+        if made and settings.capture_calls and not settings.roll_loops and not any(node.op == "check" for node in made):
+            # the inputs that are an updated handle's old value first, in the order of
+            # the updates: on a mesh XLA pairs each donated input with the first
+            # result of its type, so each update then reuses its own old buffer
+            rank = {}
+            for r, (h, _) in enumerate(changed):
+                v0 = watch.before[id(h)][1]
+                rank.setdefault((id(v0[0]), v0[1]), r)
+            order = sorted(range(n), key=lambda k: (rank.get((id(recorded_inputs[k][0]), recorded_inputs[k][1]),
+                                                             len(changed)), k))
+            self.call = self._call_body(order)
+            # this call's results, made again as the replays will make them: one
+            # program for the traced call and its replays
+            values = self._called(recorded_inputs)
+            for h, v in zip([h for h, _ in changed] + list(kept), values):
+                h._value = v
+
+    def _call_body(self, order: list[int]) -> _Call:
+        """The fragment made once on placeholders, as a body; the inputs are
+        its operands in ``order``. Its constants
+        stay in it, made as they were (a constant a traced call made and one
+        an earlier call left are the same body); the parameter leaves under
+        them (scalar parameters, device data) are operands after the inputs."""
+        args = [Arg(p, self.slot_types[k]) for p, k in enumerate(order)]
+        given = [None] * len(order)
+        for p, k in enumerate(order):
+            given[k] = Value(args[p], 0)
+        log_start, first = LOG.start, LOG.start + len(LOG.nodes)
+        outs = self.fragment.replay((), given)
+        logged = LOG.on and LOG.start == log_start
+        boundary = {(id(a), 0): i for i, a in enumerate(args)}
+        leaves, seen = [], set()
+        stack = list(reversed(self.baked))
+        while stack:
+            v = stack.pop()
+            node = v[0]
+            if node.is_leaf:
+                if (id(node), v[1]) not in boundary:
+                    boundary[(id(node), v[1])] = len(args) + len(leaves)
+                    leaves.append(v)
+            elif id(node) not in seen:
+                seen.add(id(node))
+                for o in reversed(node.operands):
+                    stack.extend(reversed([o] if type(o) is Value else o))
+        body = Body(args, outs, boundary)
+        if logged:
+            # emitted in the order the step made its nodes (a parameter read
+            # before its update), the constants before them, not in the walk's:
+            # on a mesh XLA's partitioned program then aliases the updates in place
+            rank = {id(node): (0, i) if node.seq < first else (1, node.seq) for i, node in enumerate(body.order)}
+            body.order.sort(key=lambda node: rank[id(node)])
+        return _Call(body, tuple(v.type for v in outs), tuple(leaves), tuple(order))
+
+    def _called(self, inputs) -> list[Value]:
+        """The step's output values: one ``call`` node on ``inputs`` and the parameter leaves."""
+        call = self.call
+        operands = (tuple([inputs[k] for k in call.order]) + call.leaves,)
+        node = RegionNode.remade("call", operands, (call.body,), call.types,
+                                 digest(call.prefix + operand_bytes(operands)), self.fragment.locs[-1])
+        return [Value(node, i) for i in range(len(call.types))]
 
     def _key(self, baked, entries, outputs) -> tuple:
         """Equal for two recordings that replay the same way."""
@@ -304,11 +375,32 @@ class Recording:
                 targets.append(args[target])
             else:
                 targets.append(target())  # a dead handle needs no update
-        values = self.fragment.replay((), env)
+        values = self._called(env) if self.call is not None else self.fragment.replay((), env)
         for h, v in zip(targets, values):
             if h is not None:
                 h._value = v
         return values[len(targets):]
+
+
+class _Call:
+    """A recording's step as the body of one ``call`` region node: a replay
+    makes that one node on the new inputs (its digest from the inputs'
+    alone), not every node of the step, and the barrier walks, hashes and
+    recalls one node. The compiler emits the body inline, so the program is
+    the step's. Values ``0 .. n-1`` of the body are placeholders for the
+    inputs; the parameter leaves under the recording's constants are
+    operands after them."""
+
+    __slots__ = ("body", "prefix", "types", "leaves", "order")
+
+    def __init__(self, body: Body, types: tuple, leaves: tuple, order: tuple):
+        self.body = body
+        self.types = types
+        self.order = order
+        """The recording's inputs in operand order."""
+        self.leaves = leaves
+        """The parameter leaves the body reads besides the inputs: operands after them."""
+        self.prefix = region_prefix("call", (body,), types)
 
 
 def _prefix(node: Node) -> bytes:
