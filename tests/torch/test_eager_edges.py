@@ -294,3 +294,9 @@ def test_resize_errors(dev):
     del view
     x.resize_(8)
     same(x.cpu()[:4], torch.arange(4.0))
+
+
+@pytest.mark.parametrize("start, end, steps", [(4.3, -3, 50), (-2.7, 9.9, 7), (50, 1, 50)])
+def test_integer_linspace_converts_its_ends_first_as_eager(dev, start, end, steps):
+    same(torch.linspace(start, end, steps, dtype=torch.int64, device=dev).cpu(),
+         torch.linspace(start, end, steps, dtype=torch.int64))

@@ -37,22 +37,34 @@ def _arange(ctx, *args, **kwargs):
     return convert(v, ctx.dtype)
 
 
+_FLOATS = ("f16", "bf16", "f32", "f64", "complex<f32>", "complex<f64>")
+
+
 @lowers(aten.linspace.default)
 def _linspace(ctx, start, end, steps, **kwargs):
     (n,) = ctx.shape
     wide = "complex<f64>" if ctx.dtype.startswith("complex") else "f64"
+    if ctx.dtype not in _FLOATS:  # eager converts the ends to the integer type first (toward zero)
+        start, end = int(start), int(end)
+    return _spaced(ctx, const(start, wide, ctx.device, (n,)), const(end, wide, ctx.device, (n,)), wide)
+
+
+def _spaced(ctx, start, end, wide: str):
+    """``n`` values from ``start`` to ``end`` (handles of ``wide`` broadcast to
+    ``(n,)``) as eager spaces them, in ``ctx.dtype``."""
+    (n,) = ctx.shape
     if n == 1:
-        return convert(const(start, wide, ctx.device, (1,)), ctx.dtype)
-    step = (end - start) / (n - 1)
+        return convert(start, ctx.dtype)
+    step = apply("div", apply("sub", end, start), const(n - 1, wide, ctx.device, (n,)))
     count = apply("iota", dim=0, shape=(n,), dtype="f64", device=ctx.device)
     i = convert(count, wide)
     # symmetric, as eager: the first half counts up from start, the rest down from end
-    up = apply("add", const(start, wide, ctx.device, (n,)), apply("mul", i, const(step, wide, ctx.device, (n,))))
+    up = apply("add", start, apply("mul", i, step))
     back = apply("sub", const(n - 1, wide, ctx.device, (n,)), i)
-    down = apply("sub", const(end, wide, ctx.device, (n,)), apply("mul", back, const(step, wide, ctx.device, (n,))))
+    down = apply("sub", end, apply("mul", back, step))
     first = apply("compare", count, const(n // 2, "f64", ctx.device, (n,)), direction="LT")
     v = apply("select", first, up, down)
-    if ctx.dtype not in ("f16", "bf16", "f32", "f64", "complex<f32>", "complex<f64>"):
+    if ctx.dtype not in _FLOATS:
         v = apply("select", apply("compare", v, const(0, wide, ctx.device, (n,)), direction="LT"),
                   apply("ceil", v), apply("floor", v))
     return convert(v, ctx.dtype)
