@@ -520,3 +520,31 @@ def test_momentum_cycled_by_one_cycle_traces_again_and_says_so(dev):
         del _SCHEDULERS["onecycle-momentum"]
     assert got[2].replays == 0 and "betas changed between calls" in got[2].why
     _close_to_eager(got, eager)
+
+
+def test_a_replay_is_one_call_node_and_the_barrier_walks_it(dev):
+    """A replayed step is one ``call`` node over its inputs: the barrier's graph
+    is that node and the leaves, not the step's ops; the values are the traced
+    step's, bitwise."""
+    lazycore.cache.clear()
+    metrics.reset()
+    traced = _train(dev, False)
+    metrics.reset()
+    captured = _train(dev, True)
+    _same(traced, captured)
+    steady = metrics.graph_sizes()[2:10]  # the replays' barriers
+    assert len(steady) == 8 and all(nodes <= 1 + params for nodes, _, params in steady), steady
+
+
+def test_with_calls_off_a_replay_makes_the_traced_nodes_and_compiles_nothing_new(dev):
+    with lazycore.config.override(capture_calls=False):
+        lazycore.cache.clear()
+        metrics.reset()
+        traced = _train(dev, False)
+        compiles = metrics.counters()["compiles"]
+        metrics.reset()
+        captured = _train(dev, True)
+        _same(traced, captured)
+        assert captured[3].replays == 8
+        assert metrics.counters()["compiles"] == 0  # every program the traced run's
+        assert compiles > 0
