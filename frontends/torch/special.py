@@ -112,6 +112,10 @@ def resize_(func, args, kwargs):
     return x
 
 
+def resize_as_(func, args, kwargs):
+    return resize_(func, (args[0], tuple(args[1].shape)), {})
+
+
 def _contiguous(shape) -> tuple:
     strides, n = [], 1
     for d in reversed(shape):
@@ -130,5 +134,6 @@ SPECIAL = {
     aten._to_copy.default: to_copy,
     aten._local_scalar_dense.default: local_scalar_dense,
     aten.resize_.default: resize_,
+    aten.resize_as_.default: resize_as_,
     aten.equal.default: equal,
 }

@@ -300,3 +300,15 @@ def test_resize_errors(dev):
 def test_integer_linspace_converts_its_ends_first_as_eager(dev, start, end, steps):
     same(torch.linspace(start, end, steps, dtype=torch.int64, device=dev).cpu(),
          torch.linspace(start, end, steps, dtype=torch.int64))
+
+
+def test_resize_as_is_resize_to_the_templates_size(dev):
+    from lazycore.observe import metrics
+
+    before = sum(sum(v.values()) for v in metrics.fallbacks().values())
+    a, want = torch.arange(6.0).to(dev), torch.arange(6.0)
+    template = torch.zeros(2, 2)
+    assert a.resize_as_(template.to(dev)) is a
+    want.resize_as_(template)
+    same(a.cpu(), want)
+    assert sum(sum(v.values()) for v in metrics.fallbacks().values()) == before
