@@ -91,39 +91,28 @@ def _one_size(n, args, kit):
              for x, y in data]
     host = gpt.jax_params(gpt.make_model(cfg))
     names = list(host)  # torch's order (device_put gives the dict back with sorted keys)
-    p0 = jax.device_put(host, rep)
-    zeros = jax.tree_util.tree_map(lambda a: jax.device_put(jnp.zeros_like(a), rep), p0)
-    st = {"p": p0, "m": zeros, "v": jax.tree_util.tree_map(jnp.copy, zeros), "c": jax.device_put(jnp.zeros((), jnp.float32), rep),
-          "i": 0, "loss": None}
-    jstep = gpt.jax_step_fn(cfg)
-    compiled = jstep.lower(st["p"], st["m"], st["v"], st["c"], *jdata[0]).compile()
-    collectives["jax"] = placement.collectives(compiled.as_text())
-
-    def jone():
-        x, y = jdata[st["i"] % len(jdata)]
-        st["i"] += 1
-        st["p"], st["m"], st["v"], st["c"], st["loss"] = jstep(st["p"], st["m"], st["v"], st["c"], x, y)
-        jax.block_until_ready(st["loss"])
-
-    variants["jax"] = jone
-
-    # the same with torch's cross_entropy mean: divided by the count of targets other than -100
-    jcstep = gpt.jax_step_fn(cfg, counted_mean=True)
     fresh = lambda: jax.device_put(jax.tree_util.tree_map(numpy.zeros_like, host), rep)  # noqa: E731
-    sc = {"p": jax.device_put(jax.tree_util.tree_map(numpy.array, host), rep), "m": fresh(), "v": fresh(), "c": jax.device_put(jnp.zeros((), jnp.float32), rep),
-          "i": 0, "loss": None}
-    collectives["jaxc"] = placement.collectives(
-        jcstep.lower(sc["p"], sc["m"], sc["v"], sc["c"], *jdata[0]).compile().as_text())
 
-    def jcount():
-        x, y = jdata[sc["i"] % len(jdata)]
-        sc["i"] += 1
-        sc["p"], sc["m"], sc["v"], sc["c"], sc["loss"] = jcstep(sc["p"], sc["m"], sc["v"], sc["c"], x, y)
-        jax.block_until_ready(sc["loss"])
+    def jax_variant(name, counted_mean=False):
+        """A jax.jit row: its own state from the same start, its collectives noted."""
+        st = {"p": jax.device_put(jax.tree_util.tree_map(numpy.array, host), rep), "m": fresh(), "v": fresh(),
+              "c": jax.device_put(jnp.zeros((), jnp.float32), rep), "i": 0, "loss": None}
+        jstep = gpt.jax_step_fn(cfg, counted_mean=counted_mean)
+        collectives[name] = placement.collectives(
+            jstep.lower(st["p"], st["m"], st["v"], st["c"], *jdata[0]).compile().as_text())
 
-    variants["jaxc"] = jcount
-    finals["jaxc"] = lambda: (float(sc["loss"]), [numpy.asarray(sc["p"][k]) for k in names])
-    finals["jax"] = lambda: (float(st["loss"]), [numpy.asarray(st["p"][k]) for k in names])
+        def one():
+            x, y = jdata[st["i"] % len(jdata)]
+            st["i"] += 1
+            st["p"], st["m"], st["v"], st["c"], st["loss"] = jstep(st["p"], st["m"], st["v"], st["c"], x, y)
+            jax.block_until_ready(st["loss"])
+
+        variants[name] = one
+        finals[name] = lambda: (float(st["loss"]), [numpy.asarray(st["p"][k]) for k in names])
+
+    jax_variant("jax")
+    # the same with torch's cross_entropy mean: divided by the count of targets other than -100
+    jax_variant("jaxc", counted_mean=True)
 
     # eager torch on the whole batch: the reference values
     def torch_variant(name, model, batches, after=None, wrap=None):
