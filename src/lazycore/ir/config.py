@@ -24,6 +24,8 @@ under this folder (see :mod:`lazycore.inspect_graph`).
 default powers of two; ``off``: marks are ignored, see :mod:`lazycore.runtime.buckets`).
 ``LAZYCORE_LEARN_BUCKETS``: 1 mark an input dimension dynamic once it has
 changed twice at the same place; 0 (default) only the dimensions the user marks.
+``LAZYCORE_KEEP_HOST_MEMORY``: 1 (default) glibc's ``malloc`` keeps freed memory
+for the next step's buffers; 0 leaves it as it is (see :mod:`lazycore.runtime.hostmem`).
 """
 
 from __future__ import annotations
@@ -203,6 +205,10 @@ class Settings:
     gc_freeze: bool = _env_flag("LAZYCORE_GC_FREEZE", True)
     """``LAZYCORE_GC_FREEZE``: importing a frontend ends with ``gc.freeze()``, so
     Python's full collections skip the objects the imports made (lazycore.ir.heap)."""
+    keep_host_memory: bool = _env_flag("LAZYCORE_KEEP_HOST_MEMORY", True)
+    """``LAZYCORE_KEEP_HOST_MEMORY``: when lazycore first uses its devices, glibc's
+    ``malloc`` is set to keep the memory it frees, so CPU programs reuse their
+    buffers instead of faulting in fresh pages every step (lazycore.runtime.hostmem)."""
     dump_dir: str | None = os.environ.get("LAZYCORE_DUMP_DIR") or None
     """``LAZYCORE_DUMP_DIR``: for every compiled graph, a folder here with the lazy module
     before and after each pass, the StableHLO and the graph as Graphviz (None: no dumps)."""

@@ -20,6 +20,7 @@ from jaxlib.mlir._mlir_libs import _stablehlo as _jaxlib_stablehlo
 
 from lazycore.dialect.types import TensorType, to_numpy_dtype, type_of
 from lazycore.ir.memo import Memo
+from lazycore.runtime import hostmem
 
 
 @functools.cache
@@ -47,6 +48,7 @@ def global_devices(platform: str | None = None) -> list:
 
 
 def _devices(which, platform):
+    hostmem.keep_freed_buffers()  # before the first program allocates
     if platform is None:
         out = []
         for p in ("cpu", "gpu", "tpu"):
@@ -60,6 +62,7 @@ def _devices(which, platform):
 
 @functools.cache
 def default_device():
+    hostmem.keep_freed_buffers()
     return jax.local_devices(backend="cpu")[0]
 
 

@@ -1,0 +1,87 @@
+"""Host memory that XLA's CPU programs get back without page faults.
+
+On CPU every program's results and its scratch buffer come from this
+process's ``malloc``. With glibc's defaults a buffer of 32 MiB or more is
+always a fresh ``mmap`` and goes back to the kernel when freed, and a large
+one served from a thread's arena usually lands in a new arena heap that is
+unmapped again when it empties. So a training step pays for its scratch
+memory anew every time: the kernel zeroes each 4 KiB page at its first write.
+Benchmark 8's one-device GPT step took 9,000 page faults per step (about
+35 MiB), 21-24 ms a step against 16-17 ms without them; jax.jit of the same
+step in the same process took 12,400 faults, 28-30 ms against 17-18 ms.
+
+:func:`keep_freed_buffers` sets glibc's allocator to keep what it frees: one
+arena (the ``brk`` heap), no ``mmap`` for large blocks, and no trimming of
+the heap's top. A repeating step then reuses the same memory, as a device's
+caching allocator does (PyTorch's on CUDA, XLA's BFC allocator on GPU). The
+cost: the process's resident memory stays at its high-water mark. In a
+mixed 400-step loop (NumPy, eager torch, jax.jit and lazycore on 16 MiB
+arrays) it stayed bounded, at 1.10 GiB against 1.21 GiB with the defaults.
+
+It is applied once, when lazycore first asks for its PJRT devices, and only
+where it is glibc's ``malloc`` to tune: not when the user tunes it
+(``MALLOC_*`` variables, ``glibc.malloc`` tunables) or preloads another
+allocator (``LD_PRELOAD``), and not with ``LAZYCORE_KEEP_HOST_MEMORY=0``.
+Settings made later by the process win, and a thread that already has its
+own arena keeps it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import sys
+
+from lazycore.ir.config import settings
+
+# glibc's malloc.h
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_MAX = -4
+_M_ARENA_MAX = -8
+_INT_MAX = 2**31 - 1  # mallopt takes an int
+
+_state = {"done": False, "applied": False, "why": "not yet"}
+
+
+def _left_to_the_user() -> str | None:
+    """Why glibc's allocator is not ours to tune here, or None."""
+    if sys.platform != "linux" or platform.libc_ver()[0] != "glibc":
+        return "not glibc"
+    if os.environ.get("LD_PRELOAD"):
+        return "LD_PRELOAD is set (another allocator may be in use)"
+    tuned = sorted(k for k in os.environ if k.startswith("MALLOC_"))
+    if tuned:
+        return f"the environment tunes malloc ({', '.join(tuned)})"
+    if "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", ""):
+        return "GLIBC_TUNABLES tunes malloc"
+    return None
+
+
+def keep_freed_buffers() -> bool:
+    """Once per process: tune glibc's ``malloc`` to keep freed memory (see the
+    module's text). Whether it was applied."""
+    if _state["done"]:
+        return _state["applied"]
+    _state["done"] = True
+    if not settings.keep_host_memory:
+        _state["why"] = "LAZYCORE_KEEP_HOST_MEMORY=0"
+        return False
+    why = _left_to_the_user()
+    if why is not None:
+        _state["why"] = why
+        return False
+    libc = ctypes.CDLL(None)
+    # each returns 1 on success; the three only work together (one alone still
+    # hands large buffers back to the kernel), so a refusal undoes nothing
+    # and is reported instead
+    ok = (libc.mallopt(_M_ARENA_MAX, 1) == 1) & (libc.mallopt(_M_MMAP_MAX, 0) == 1) \
+        & (libc.mallopt(_M_TRIM_THRESHOLD, _INT_MAX) == 1)
+    _state["applied"] = bool(ok)
+    _state["why"] = "applied" if ok else "mallopt refused a setting"
+    return _state["applied"]
+
+
+def status() -> str:
+    """``applied``, or why glibc's allocator was left as it is."""
+    return _state["why"]
