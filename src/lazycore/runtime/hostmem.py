@@ -6,24 +6,25 @@ always a fresh ``mmap`` and goes back to the kernel when freed, and a large
 one served from a thread's arena usually lands in a new arena heap that is
 unmapped again when it empties. So a training step pays for its scratch
 memory anew every time: the kernel zeroes each 4 KiB page at its first write.
-Benchmark 8's one-device GPT step took 9,000 page faults per step (about
-35 MiB), 21-24 ms a step against 16-17 ms without them; jax.jit of the same
-step in the same process took 12,400 faults, 28-30 ms against 17-18 ms.
+Benchmark 7's GPT step, captured, took 9,500 page faults per step (about
+37 MiB): 21-24 ms a step against 15 ms without them.
 
-:func:`keep_freed_buffers` sets glibc's allocator to keep what it frees: one
-arena (the ``brk`` heap), no ``mmap`` for large blocks, and no trimming of
-the heap's top. A repeating step then reuses the same memory, as a device's
-caching allocator does (PyTorch's on CUDA, XLA's BFC allocator on GPU). The
-cost: the process's resident memory stays at its high-water mark. In a
-mixed 400-step loop (NumPy, eager torch, jax.jit and lazycore on 16 MiB
-arrays) it stayed bounded, at 1.10 GiB against 1.21 GiB with the defaults.
+:func:`keep_freed_buffers` sets glibc's allocator to keep what it frees: no
+``mmap`` for large blocks, no trimming of a heap's top, and 64 MiB of room
+added whenever a heap grows, so that a thread's arena heap made for a large
+block also holds small ones and is not unmapped when the block is freed. A
+repeating step then reuses the same memory, as a device's caching allocator
+does (PyTorch's on CUDA, XLA's BFC allocator on GPU). The cost: the
+process's resident memory stays at its high-water mark plus the heaps' room
+(the GPT process: 930 MB against 800 MB). Limiting the process
+to one arena also stopped the faults, but serialized the compiler's threads'
+allocations: compile-heavy tests ran 35-50% longer.
 
 It is applied once, when lazycore first asks for its PJRT devices, and only
 where it is glibc's ``malloc`` to tune: not when the user tunes it
 (``MALLOC_*`` variables, ``glibc.malloc`` tunables) or preloads another
 allocator (``LD_PRELOAD``), and not with ``LAZYCORE_KEEP_HOST_MEMORY=0``.
-Settings made later by the process win, and a thread that already has its
-own arena keeps it.
+Settings made later by the process win.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ from lazycore.ir.config import settings
 
 # glibc's malloc.h
 _M_TRIM_THRESHOLD = -1
+_M_TOP_PAD = -2
 _M_MMAP_MAX = -4
-_M_ARENA_MAX = -8
 _INT_MAX = 2**31 - 1  # mallopt takes an int
+_TOP_PAD = 64 << 20
 
 _state = {"done": False, "applied": False, "why": "not yet"}
 
@@ -75,8 +77,8 @@ def keep_freed_buffers() -> bool:
     # each returns 1 on success; the three only work together (one alone still
     # hands large buffers back to the kernel), so a refusal undoes nothing
     # and is reported instead
-    ok = (libc.mallopt(_M_ARENA_MAX, 1) == 1) & (libc.mallopt(_M_MMAP_MAX, 0) == 1) \
-        & (libc.mallopt(_M_TRIM_THRESHOLD, _INT_MAX) == 1)
+    ok = (libc.mallopt(_M_MMAP_MAX, 0) == 1) & (libc.mallopt(_M_TRIM_THRESHOLD, _INT_MAX) == 1) \
+        & (libc.mallopt(_M_TOP_PAD, _TOP_PAD) == 1)
     _state["applied"] = bool(ok)
     _state["why"] = "applied" if ok else "mallopt refused a setting"
     return _state["applied"]
