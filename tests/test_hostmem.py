@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 import textwrap
@@ -18,7 +19,7 @@ import textwrap
 import pytest
 
 pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or __import__("platform").libc_ver()[0] != "glibc",
+    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
     reason="tunes glibc's malloc")
 
 SCRIPT = textwrap.dedent("""

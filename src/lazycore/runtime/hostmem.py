@@ -43,7 +43,7 @@ _M_MMAP_MAX = -4
 _INT_MAX = 2**31 - 1  # mallopt takes an int
 _TOP_PAD = 64 << 20
 
-_state = {"done": False, "applied": False, "why": "not yet"}
+_why: list[str | None] = [None]  # once set: "applied", or why not
 
 
 def _left_to_the_user() -> str | None:
@@ -63,27 +63,27 @@ def _left_to_the_user() -> str | None:
 def keep_freed_buffers() -> bool:
     """Once per process: tune glibc's ``malloc`` to keep freed memory (see the
     module's text). Whether it was applied."""
-    if _state["done"]:
-        return _state["applied"]
-    _state["done"] = True
+    if _why[0] is None:
+        _why[0] = _apply()
+    return _why[0] == "applied"
+
+
+def _apply() -> str:
     if not settings.keep_host_memory:
-        _state["why"] = "LAZYCORE_KEEP_HOST_MEMORY=0"
-        return False
+        return "LAZYCORE_KEEP_HOST_MEMORY=0"
     why = _left_to_the_user()
     if why is not None:
-        _state["why"] = why
-        return False
+        return why
     libc = ctypes.CDLL(None)
     # each returns 1 on success; the three only work together (one alone still
     # hands large buffers back to the kernel), so a refusal undoes nothing
     # and is reported instead
     ok = (libc.mallopt(_M_MMAP_MAX, 0) == 1) & (libc.mallopt(_M_TRIM_THRESHOLD, _INT_MAX) == 1) \
         & (libc.mallopt(_M_TOP_PAD, _TOP_PAD) == 1)
-    _state["applied"] = bool(ok)
-    _state["why"] = "applied" if ok else "mallopt refused a setting"
-    return _state["applied"]
+    return "applied" if ok else "mallopt refused a setting"
 
 
 def status() -> str:
-    """``applied``, or why glibc's allocator was left as it is."""
-    return _state["why"]
+    """``applied``, or why glibc's allocator was left as it is (``not yet``
+    before lazycore first used its devices)."""
+    return _why[0] or "not yet"
