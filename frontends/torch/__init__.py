@@ -28,6 +28,7 @@ from . import dispatch, ops  # noqa: F401  (ops registers the lowerings)
 from . import distributed as _distributed  # noqa: F401  (torch.distributed's "lazy" backend)
 from . import hooks as _hooks
 from . import optim as _optim
+from . import optim_replay as _optim_replay
 from .capture import Captured, capture
 from .loader import DeviceLoader
 from .lowering import register as register_lowering
@@ -55,6 +56,7 @@ __all__ = [
 ]
 
 _optim.install()
+_optim_replay.install()
 _hooks.install()  # torch._lazy, torch.lazy, torch.manual_seed, torch.autocast answer for lazycore
 
 

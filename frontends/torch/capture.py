@@ -102,8 +102,10 @@ def capture(fn=None):
 class Captured:
     """A captured step function. Call it as the function itself."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, *, optimizer=None):
         self.fn = fn
+        self._inside = weakref.ref(optimizer) if optimizer is not None else None
+        """The optimizer whose step ``fn`` is, its hooks run already (:mod:`.optim_replay`)."""
         functools.update_wrapper(self, fn)
         self._plans: dict = {}  # argument key -> confirmed _Plans, oldest first
         self._last: dict = {}  # argument key -> the plan of the last traced call
@@ -139,7 +141,8 @@ class Captured:
         # the confirming trace when the next call's nodes are all nodes it made too
         compare = previous is None or (not previous.complete and previous.contents is not None)
         try:
-            plan, out = _Plan.trace(self.fn, args, kwargs, flat, self._known, self._optimizers, compare)
+            plan, out = _Plan.trace(self.fn, args, kwargs, flat, self._known, self._optimizers, compare,
+                                    self._inside() if self._inside is not None else None)
         except _capture.Refused as e:
             self.why = e.args[0]
             if settings.debug:
@@ -265,26 +268,36 @@ def _global_state() -> tuple:
 
 
 def _hyper(opt) -> tuple:
-    """An optimizer's hyperparameters (but those its program reads as inputs)
-    and the identity of its state tensors."""
+    """An optimizer's hyperparameters (but those its program reads as inputs),
+    the identity of its state tensors and the values of its other state."""
     skip = ("params", *_optim.read_as_input(opt))
     groups = tuple(tuple((k, id(v) if isinstance(v, torch.Tensor) else v) for k, v in g.items() if k not in skip)
                    for g in opt.param_groups)
-    state = tuple(id(v) for s in opt.state.values() for v in s.values() if isinstance(v, torch.Tensor))
+    # a Python value in the state (a step counter kept as an int) by value, a tensor by identity
+    state = tuple(id(v) if isinstance(v, torch.Tensor) else _plain(v) for s in opt.state.values() for v in s.values())
     return groups, len(opt.state), state
+
+
+def _plain(v):
+    """A Python value for comparing by value (its repr where it is no number, string or None)."""
+    return v if v is None or type(v) in (int, float, bool, str) else repr(v)
 
 
 class _Plan:
     """A traced call: the core recording plus what torch adds (guards, gradients, results)."""
 
     @classmethod
-    def trace(cls, fn, args, kwargs, flat, seen, optimizers, compare=False):
+    def trace(cls, fn, args, kwargs, flat, seen, optimizers, compare=False, inside=None):
         tensors = [x for x in flat if type(x) is Tensor]
         # parameters whose gradients to watch: those the step touched before, and the arguments
         known = dict(seen.items())
         for x in tensors:
             if x.requires_grad:  # (a parameter passed in: it is one by identity)
                 known[id(x)] = x
+        if inside is not None:
+            for g in inside.param_groups:
+                for p in g["params"]:
+                    known.setdefault(id(p), p)
         before = {i: p.grad for i, p in known.items()}
         modules, optims = {}, {}
         h1 = torch.nn.modules.module.register_module_forward_pre_hook(
@@ -307,8 +320,12 @@ class _Plan:
             _optim.refresh(opt)  # a new learning rate: an input of the step, not a value it made
         with _tensor.MADE.collecting() as made, _optim.SchedulerSteps() as schedulers, _pyreads.Reads(fn, (torch.nn.Module,)) as reads, CUTTER.holding():
             try:
-                watch = _capture.begin([x._storage.handle for x in tensors])
+                watch = _capture.begin([x._storage.handle for x in tensors], calls=inside is None)
+                if inside is not None:
+                    pre(inside, (), {})
                 out = fn(*args, **kwargs)
+                if inside is not None:
+                    post(inside, (), {})
             finally:
                 h1.remove()
                 h2.remove()
@@ -316,7 +333,7 @@ class _Plan:
         # an optimizer's numbers are its hyperparameters, which the plan guards
         contents = _capture.contents(watch, [r for r in stepping if r[1] is not None]) if compare else None
         try:
-            plan = cls(watch, made, known, before, modules, optims, state0, out, seen, schedulers)
+            plan = cls(watch, made, known, before, modules, optims, state0, out, seen, schedulers, flat)
             plan.python = reads.guards()
             plan.contents = contents
             if plan.complete:
@@ -325,7 +342,7 @@ class _Plan:
         except _capture.Refused as e:
             raise _capture.Refused(str(e), out, contents) from None
 
-    def __init__(self, watch, made, known, before, modules, optims, state0, out, seen, schedulers):
+    def __init__(self, watch, made, known, before, modules, optims, state0, out, seen, schedulers, flat):
         _capture.check(watch)  # a barrier or an upload first: the clearest reason
         if _global_state() != state0:
             raise _capture.Refused("the step changed grad mode or the default dtype")
@@ -336,6 +353,9 @@ class _Plan:
             for g in o.param_groups:
                 for p in g["params"]:
                     known.setdefault(id(p), p)
+            if any(isinstance(v, torch.Tensor) and type(v) is not Tensor for s in o.state.values() for v in s.values()):
+                raise _capture.Refused(f"{type(o).__name__} keeps state in host tensors (a step counter it reads as a "
+                                       f"Python number): a replay would neither update nor read it")
         self.complete = all(i in before for i in known)
         for i, p in known.items():
             if i not in seen and p.requires_grad:
@@ -359,7 +379,10 @@ class _Plan:
                 return (("new", id(st.handle)), t._steps, t._key)
             return (weakref.ref(st), t._steps, t._key)
 
-        # gradients: a parameter's after the call is None, the one it had, or a new tensor
+        # gradients: a parameter's after the call is None, the one it had, or a new tensor;
+        # one it had that was an argument is guarded as that argument (an optimizer's step
+        # is given the gradients: new tensors every step)
+        arg_at = {id(x): k for k, x in enumerate(flat) if type(x) is Tensor}
         self.grads = []
         for i, p in known.items():
             # found during this call: its state before is unknown (None; the key will not match)
@@ -372,8 +395,13 @@ class _Plan:
                 after = "same"
             else:
                 after = describe(g)
-            self.grads.append((weakref.ref(p), p.requires_grad, none0,
-                               weakref.ref(g0) if after == "same" else None, after))
+            if after != "same":
+                same = None
+            elif id(g0) in arg_at:
+                same = arg_at[id(g0)]
+            else:
+                same = weakref.ref(g0)
+            self.grads.append((weakref.ref(p), p.requires_grad, none0, same, after))
         flat_out, self.out_spec = pytree.tree_flatten(out)
         self.outs = [describe(x) if isinstance(x, torch.Tensor) else ("value", x) for x in flat_out]
         accounted = {id(x) for x in flat_out} | {id(p.grad) for p in known.values()}
@@ -431,7 +459,7 @@ class _Plan:
             p = r()
             if p is None or p.requires_grad != rg or (p.grad is None) != none0:
                 return _guarded("a parameter is gone, or its requires_grad or whether it has a gradient changed")
-            if same is not None and p.grad is not same():
+            if same is not None and p.grad is not (flat[same] if type(same) is int else same()):
                 return _guarded("a parameter's gradient is another tensor")
             params.append(p)
         for r in self.old:

@@ -204,12 +204,12 @@ def _swap_out(opt, args, kwargs) -> None:
             group["lr"] = rate.value
 
 
-def _ours(opt) -> bool:
+def ours(opt) -> bool:
     return any(_on_lazy(g) for g in opt.param_groups) and not torch.compiler.is_compiling()
 
 
 def _step_begins(opt, args, kwargs) -> None:
-    if _ours(opt):
+    if ours(opt):
         CUTTER.step_begins()
 
 
@@ -217,7 +217,7 @@ def _step_ended(opt, args, kwargs) -> None:
     """The automatic step barrier (:mod:`lazycore.runtime.autostep`): a step of an
     optimizer over lazy parameters ends the training step; the barrier runs
     before the next op that reads what it updated (not while dynamo traces)."""
-    if _ours(opt):
+    if ours(opt):
         CUTTER.step_ended()
 
 

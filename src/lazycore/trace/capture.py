@@ -50,6 +50,7 @@ from collections import Counter
 from lazycore.ir import events
 from lazycore.dialect.spec import spec_of
 from lazycore.ir.config import settings
+from lazycore.ir.context import TRACE
 from lazycore.ir.graph import LOG, Data, Node, Scalar, Value, digest, node_prefix, operand_bytes
 from lazycore.ir.regions import Arg, Body, RegionNode, region_prefix
 from lazycore.ir.sourceloc import forget as forget_frame
@@ -67,10 +68,11 @@ class Refused(Exception):
 class Watch:
     """The state of the world when a traced call began (see :func:`begin`)."""
 
-    __slots__ = ("seq", "log_start", "before", "held", "counters", "args")
+    __slots__ = ("seq", "log_start", "before", "held", "counters", "args", "calls")
 
-    def __init__(self, args):
+    def __init__(self, args, calls=True):
         self.args = list(args)
+        self.calls = calls
         self.seq = LOG.start + len(LOG.nodes)  # nodes numbered from here on are the step's
         self.log_start = LOG.start
         self.before: dict[int, tuple] = {}  # id(handle) -> (handle, its value)
@@ -84,9 +86,12 @@ class Watch:
         self.counters = (c["transfers_to_device"], c["fallbacks"])
 
 
-def begin(args) -> Watch:
-    """Start watching a call whose arguments are the handles ``args``."""
-    return Watch(args)
+def begin(args, calls=True) -> Watch:
+    """Start watching a call whose arguments are the handles ``args``.
+    ``calls=False``: its replays make every node again, not one ``call``
+    node (a piece of a step traced per op around it, which then compiles as
+    that trace would)."""
+    return Watch(args, calls)
 
 
 def _fresh(watch: Watch) -> list[LazyTensor]:
@@ -273,7 +278,7 @@ class Recording:
         self.key = self._key(baked_keys, [(node.op, e[1], node.digest) for node, e in zip(made, entries)], outputs)
         self.call = None
         """The step as one ``call`` node's body (:meth:`_call_body`), or None: replays make its nodes."""
-        if made and settings.capture_calls and not settings.roll_loops and not any(node.op == "check" for node in made):
+        if made and watch.calls and settings.capture_calls and not settings.roll_loops and not any(node.op == "check" for node in made):
             # the inputs that are an updated handle's old value first, in the order of
             # the updates: on a mesh XLA pairs each donated input with the first
             # result of its type, so each update then reuses its own old buffer
@@ -376,8 +381,11 @@ class Recording:
             else:
                 targets.append(target())  # a dead handle needs no update
         values = self._called(env) if self.call is not None else self.fragment.replay((), env)
+        heard = TRACE.updates  # (the automatic step barrier hears in-place updates)
         for h, v in zip(targets, values):
             if h is not None:
+                if heard is not None:
+                    heard(h, v)
                 h._value = v
         return values[len(targets):]
 
