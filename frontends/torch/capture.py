@@ -334,7 +334,10 @@ class _Plan:
         contents = _capture.contents(watch, [r for r in stepping if r[1] is not None]) if compare else None
         try:
             plan = cls(watch, made, known, before, modules, optims, state0, out, seen, schedulers, flat)
-            plan.python = reads.guards()
+            try:
+                plan.python = reads.guards()
+            except _pyreads.Blind as e:
+                raise _capture.Refused(str(e)) from None
             plan.contents = contents
             if plan.complete:
                 plan.key += (plan.python.key,)

@@ -6,12 +6,13 @@ about 400 ops per step (40% of the step's tracing time) and
 ``clip_grad_norm_`` about 80 more. What they do is a function of the
 gradients, the parameters, the optimizer's state and hyperparameters, the
 same every step. So each is a captured function (:class:`.capture.Captured`)
-whose arguments are the gradients (new tensors every step): its second call
-is recorded and later calls replay the recording, the rest of the training
+whose arguments are the gradients (new tensors every step): an optimizer's
+first step, which makes its state, runs plainly, the next two are traced
+and compared, and later calls replay the recording (clipping: from its
+third or fourth call), the rest of the training
 step being traced per op around them. A replay makes the very nodes the
 trace made (not one ``call`` node), so the programs compiled are exactly
-those of per-op tracing, and the first step, which makes the optimizer's
-state, is traced as always.
+those of per-op tracing.
 
 What is replayed: the body of the ``step`` of torch.optim's optimizers and
 of their subclasses that keep it (inside its hooks, which run at every call,
@@ -101,8 +102,11 @@ def _replaying(step):
             return step(self, *args, **kwargs)
         replayed = _REPLAYED.get(self)
         if replayed is None:
+            # the first step makes the state: traced plainly, it costs the first step (the
+            # one a new process waits for) no capture bookkeeping, and the next two are compared
             ref = weakref.ref(self)
-            replayed = _REPLAYED[self] = _Replayed(lambda grads: step(ref()), f"{type(self).__name__}.step", self)
+            _REPLAYED[self] = _Replayed(lambda grads: step(ref()), f"{type(self).__name__}.step", self)
+            return step(self)
         if replayed.off:
             return step(self)
         replayed([p.grad for group in self.param_groups for p in group["params"]])

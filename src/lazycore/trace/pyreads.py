@@ -83,6 +83,10 @@ def plain(value):
 _NOT_PLAIN = object()
 
 
+class Blind(Exception):
+    """The call could not be watched (the message says why)."""
+
+
 class Reads:
     """Watch a traced call: ``with Reads(fn) as reads: fn(...)``."""
 
@@ -95,10 +99,16 @@ class Reads:
         self.codes: dict = {}  # code -> its globals dict, for the user functions entered
         self.selves: dict[int, object] = {}  # id -> a ``self`` of a user method entered
         self._previous = None
+        self.blind = False
+        """A profiler in C (``cProfile``) was running: it cannot be chained from
+        Python, so nothing was watched and :meth:`guards` raises."""
 
     def __enter__(self):
         self._previous = sys.getprofile()
         previous = self._previous
+        if previous is not None and not callable(previous):
+            self.blind = True
+            return self
         codes, selves, library_selves = self.codes, self.selves, self.library_selves
 
         def on_event(frame, event, arg):
@@ -118,9 +128,13 @@ class Reads:
         return self
 
     def __exit__(self, *exc):
-        sys.setprofile(self._previous)
+        if not self.blind:
+            sys.setprofile(self._previous)
 
     def guards(self) -> "Guards":
+        """The guards; :class:`Blind` when a C profiler kept the call from being watched."""
+        if self.blind:
+            raise Blind("a profiler (cProfile) was running: the Python state the step reads could not be watched")
         checks = []
         for code, g in self.codes.items():
             for name in _global_names(code):
