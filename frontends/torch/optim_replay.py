@@ -30,8 +30,8 @@ arguments (``max_norm``, ``norm_type``). Not replayed: a step given a
 closure (``LBFGS``), ``error_if_nonfinite=True`` (it reads a value), calls
 inside a captured step or under ``torch.compile``, tensors off the lazy
 device, and a function that keeps failing to replay (:data:`_MISSES` traced
-calls in a row: an optimizer that computes Python numbers from its state, as
-Adagrad does), which is traced per op from then on (``LAZYCORE_DEBUG`` says
+calls in a row: an optimizer that keeps state in host tensors, as Adagrad
+does, or a step traced while cProfile runs), which is traced per op from then on (``LAZYCORE_DEBUG`` says
 why). ``LAZYCORE_REPLAY_OPTIMIZER=0`` turns all of it off.
 """
 

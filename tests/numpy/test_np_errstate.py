@@ -50,7 +50,13 @@ def _run(fn, mod):
 def test_warnings_are_numpys(name, fn):
     want_values, want = _run(fn, np)
     got_values, got = _run(fn, lnp)
-    np.testing.assert_array_equal(got_values, want_values)
+    # which values are inf or nan exactly; finite ones to the last bit but one: XLA's
+    # transcendental functions are not correctly rounded, and the CPU decides the
+    # last bit (arctanh(0.5) is NumPy's on one machine and 1 ulp above on another)
+    np.testing.assert_array_equal(np.isfinite(got_values), np.isfinite(want_values))
+    finite = np.isfinite(want_values)
+    np.testing.assert_array_equal(got_values[~finite], want_values[~finite])
+    np.testing.assert_array_max_ulp(got_values[finite], want_values[finite], maxulp=1)
     assert got == want
 
 
