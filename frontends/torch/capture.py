@@ -274,13 +274,15 @@ def _hyper(opt) -> tuple:
     groups = tuple(tuple((k, id(v) if isinstance(v, torch.Tensor) else v) for k, v in g.items() if k not in skip)
                    for g in opt.param_groups)
     # a Python value in the state (a step counter kept as an int) by value, a tensor by identity
-    state = tuple(id(v) if isinstance(v, torch.Tensor) else _plain(v) for s in opt.state.values() for v in s.values())
+    state = tuple(id(v) if isinstance(v, torch.Tensor) else _state_value(v)
+                  for s in opt.state.values() for v in s.values())
     return groups, len(opt.state), state
 
 
-def _plain(v):
-    """A Python value for comparing by value (its repr where it is no number, string or None)."""
-    return v if v is None or type(v) in (int, float, bool, str) else repr(v)
+def _state_value(v):
+    """An optimizer's non-tensor state value, as the step's Python reads compare it (its repr when not plain)."""
+    snap = _pyreads.plain(v)
+    return repr(v) if snap is _pyreads.NOT_PLAIN else snap
 
 
 class _Plan:

@@ -31,8 +31,9 @@ closure (``LBFGS``), ``error_if_nonfinite=True`` (it reads a value), calls
 inside a captured step or under ``torch.compile``, tensors off the lazy
 device, and a function that keeps failing to replay (:data:`_MISSES` traced
 calls in a row: an optimizer that keeps state in host tensors, as Adagrad
-does, or a step traced while cProfile runs), which is traced per op from then on (``LAZYCORE_DEBUG`` says
-why). ``LAZYCORE_REPLAY_OPTIMIZER=0`` turns all of it off.
+does, or a step traced while cProfile runs), which is traced per op from
+then on (``LAZYCORE_DEBUG`` says why). ``LAZYCORE_REPLAY_OPTIMIZER=0`` turns
+all of it off.
 """
 
 from __future__ import annotations
@@ -162,10 +163,11 @@ def _wrap(cls) -> None:
     step = cls.__dict__.get("step")
     if step is None:
         return  # inherited: wrapped where it is defined
-    inner = getattr(step, "__wrapped__", step) if getattr(step, "hooked", False) else step
+    hooked = getattr(step, "hooked", False)
+    inner = step.__wrapped__ if hooked else step
     if hasattr(inner, "lazycore_wraps"):
         return
-    if getattr(step, "hooked", False):
+    if hooked:
         cls.step = _optimizer.Optimizer.profile_hook_step(_replaying(inner))
         cls.step.hooked = True
     else:  # hooked when its first instance is made
@@ -184,4 +186,3 @@ def install() -> None:
         _clip_grad._get_total_norm = _total_norm(_clip_grad._get_total_norm)
     if not hasattr(_clip_grad._clip_grads_with_norm_, "lazycore_wraps"):
         _clip_grad._clip_grads_with_norm_ = _scaled(_clip_grad._clip_grads_with_norm_)
-

@@ -15,8 +15,9 @@ barrier); see :mod:`lazycore.debug`.
 ``LAZYCORE_GUARD_TRANSFERS``: allow | warn | error, globally (see :mod:`lazycore.guards`).
 ``LAZYCORE_REPLAY``: 1 (default) replay recorded lowerings for repeated call
 signatures, 0 run every lowering's Python each call (see :mod:`lazycore.recipes`).
-``LAZYCORE_REPLAY_OPTIMIZER``: 1 (default) a traced ``optimizer.step()`` replays
-a recording of itself from its third call, 0 traces it per op every step.
+``LAZYCORE_REPLAY_OPTIMIZER``: 1 (default) a traced ``optimizer.step()`` and
+``clip_grad_norm_`` replay a recording of themselves (an optimizer's from its
+fourth step), 0 traces them per op every step.
 ``LAZYCORE_AUTO_BARRIER``: 1 (default) automatic step barriers, 0 none (see
 :mod:`lazycore.runtime.autostep`); ``LAZYCORE_AUTO_BARRIER_NODES``: the graph
 size (nodes since the last barrier, at most 100000) at which a graph is cut.
@@ -187,9 +188,9 @@ class Settings:
     """``LAZYCORE_CAPTURE_CALLS``: a captured step's replay makes one ``call`` node
     holding the step (lazycore.trace.capture); False makes every node of the step."""
     replay_optimizer: bool = _env_flag("LAZYCORE_REPLAY_OPTIMIZER", True)
-    """``LAZYCORE_REPLAY_OPTIMIZER``: a traced ``optimizer.step()`` over lazy parameters
-    is captured with its gradients as arguments and replayed from its third call
-    (lazycore.frontends.torch.optim_replay); False traces it per op every step."""
+    """``LAZYCORE_REPLAY_OPTIMIZER``: a traced ``optimizer.step()`` over lazy parameters,
+    and ``clip_grad_norm_``, are captured with the gradients as arguments and
+    replayed (lazycore.frontends.torch.optim_replay); False traces them per op every step."""
     roll_loops: bool = _env_flag("LAZYCORE_ROLL_LOOPS", False)
     """``LAZYCORE_ROLL_LOOPS``: a run of identical layers in a graph (each with
     its own weights) compiles as one loop over the stacked weights

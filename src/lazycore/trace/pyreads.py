@@ -65,22 +65,22 @@ def _global_names(code) -> tuple[str, ...]:
 
 def plain(value):
     """``value`` as a comparable snapshot when it is a plain value (or a small
-    container of them); None when it is not (``_NOT_PLAIN``)."""
+    container of them); :data:`NOT_PLAIN` when it is not."""
     t = type(value)
     if t in _PLAIN:
         return (t, repr(value) if t is float or t is complex else value)  # nan equal to nan, -0.0 not to 0.0
     if t in (tuple, list, frozenset, set) and len(value) <= _SMALL:
         items = [plain(v) for v in value]
-        if _NOT_PLAIN not in items:
+        if NOT_PLAIN not in items:
             return (t, tuple(items) if t in (tuple, list) else frozenset(items))
     elif t is dict and len(value) <= _SMALL:
         items = [(plain(k), plain(v)) for k, v in value.items()]
-        if all(_NOT_PLAIN not in kv for kv in items):
+        if all(NOT_PLAIN not in kv for kv in items):
             return (t, tuple(items))
-    return _NOT_PLAIN
+    return NOT_PLAIN
 
 
-_NOT_PLAIN = object()
+NOT_PLAIN = object()
 
 
 class Blind(Exception):
@@ -156,7 +156,7 @@ class Reads:
                 continue  # no weak reference or no __dict__: nothing of its own to guard
             for name, value in attrs.items():
                 snap = plain(value)
-                if snap is not _NOT_PLAIN:
+                if snap is not NOT_PLAIN:
                     checks.append((f"attribute '{name}' of a {type(me).__name__}", _Attr(ref, name), snap, False))
         return Guards(checks)
 
@@ -190,7 +190,7 @@ def _where(code) -> str:
 
 def _check(label: str, read, value):
     snap = plain(value)
-    if snap is _NOT_PLAIN:
+    if snap is NOT_PLAIN:
         return (label, read, value, True)  # by identity (holding it: an id can be reused)
     return (label, read, snap, False)
 
