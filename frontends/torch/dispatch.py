@@ -9,7 +9,9 @@ For each op overload one handler is chosen once (and cached):
 4. an in-place or ``out=`` op whose functional form lowers: the functional
    result is written into the mutated tensor;
 5. PyTorch's decomposition table (``torch._decomp``): the decomposition runs
-   on lazy tensors, so its pieces come back here; a ``_foreach_*`` op runs
+   on lazy tensors, so its pieces come back here (and the nodes they made
+   are recorded per call signature and replayed, when the op writes into
+   none of its arguments); a ``_foreach_*`` op runs
    its single-tensor op per element the same way (:mod:`.foreach`);
 6. the fallback: the eager CPU kernel on materialized inputs, counted with
    the user's source line (:mod:`.fallback`).
@@ -25,8 +27,10 @@ import torch
 from torch._decomp import decomposition_table
 
 from lazycore.ir.config import settings
+from lazycore.ir.context import TRACE
 from lazycore.ir.memo import Memo
-from lazycore.trace.recipes import float_key, record_call, value_class
+from lazycore.ir.tensor import LazyTensor
+from lazycore.trace.recipes import float_key, record, record_call, value_class
 from lazycore.trace.views import read as read_view
 
 from . import fallback, foreach, lowering, special, views
@@ -82,7 +86,7 @@ def resolve(func):
         return _via_functional(functional)
     decomp = decomposition_table.get(func)
     if decomp is not None:
-        return _decomposed(decomp)
+        return _decomposed(decomp, recordable=not schema.is_mutable)
     if foreach.is_foreach(func):
         return _decomposed(foreach.per_element(func))
     return fallback.run
@@ -706,8 +710,16 @@ def _eager_overlap(func, args, kwargs):
     return True
 
 
-def _decomposed(decomp):
+def _decomposed(decomp, recordable: bool = False):
+    """``recordable``: the op's schema writes into none of its arguments, so
+    its decomposition may be recorded per call signature and replayed
+    (:func:`_recorded_decomposition`)."""
+
     def handler(func, args, kwargs):
+        if recordable and settings.replay and TRACE.recorder is None:
+            got = _recorded_decomposition(decomp, func, args, kwargs)
+            if got is not _UNKEYED:
+                return got
         meta_call(func, args, kwargs)  # eager's checks, at the user's call
         out = decomp(*args, **kwargs)
         if out is NotImplemented:
@@ -715,3 +727,111 @@ def _decomposed(decomp):
         return out
 
     return handler
+
+
+# A decomposition (layer norm's backward, GELU's, the causal mask's tril)
+# dispatches each of its pieces back here: tens of ops, each with its tensor
+# wrappers, meta lookups and recipe replays, where the pieces' nodes are all
+# the graph keeps. So the first call of a signature records the nodes the
+# whole decomposition made, as a lowering's recording (its inputs the
+# arguments' values), and later calls replay them at once. Nothing that could
+# not be replayed is: a piece that reads the RNG state, observes a value,
+# uploads, writes in place or falls back to the CPU taints the recording, and
+# the signature then runs the decomposition every time. The pieces replay
+# inside the recording as they do outside it (lazycore.trace.recipes), so a
+# recording makes the nodes an unrecorded call makes, shared alike: recording
+# never changes a program, whether it succeeds or not.
+_NOT_RECORDED = object()
+_UNKEYED = object()
+
+
+def _recorded_decomposition(decomp, func, args, kwargs):
+    """The op's results, from the recording of its decomposition for this
+    call signature (made now when there is none yet), or from running it on
+    the arguments' values; ``_UNKEYED`` when the call has no such signature
+    (a tensor in a list, a host tensor) and runs the decomposition plainly."""
+    acc, tensors, floats, named, plain = _signature(func, args, kwargs)
+    if not plain or not tensors:
+        return _UNKEYED
+    out, _, _, _, memo, _ = _meta_entry(acc, func, args, kwargs)  # eager's checks, at the user's call
+    if out is None:
+        return _UNKEYED
+    key = ("decomposed", _float_keys(floats, named) if floats else ())
+    found = memo.get(key)
+    start = ENTRY.frame
+    inputs = [read_view(x._storage, x._steps, start) if x._steps else x._storage.handle for x in tensors]
+    if found is not None and found is not _NOT_RECORDED and found[0].fits(inputs):
+        return _laid_out(found[0].replay(inputs, (), start), found[1])
+    # The pieces see each view argument's value, read once, as a tensor of its
+    # own (recorded or not: one graph either way); what they write into it
+    # is written back through the view after.
+    given = (args, kwargs)
+    fresh = {}
+    for x, h in zip(tensors, inputs):
+        if x._steps and id(x) not in fresh:
+            fresh[id(x)] = (x, wrap(h, owned=True), h._value)
+    if fresh:
+        args = tuple(fresh[id(x)][1] if type(x) is Tensor and id(x) in fresh else x for x in args)
+        kwargs = {k: fresh[id(v)][1] if type(v) is Tensor and id(v) in fresh else v for k, v in kwargs.items()}
+    if found is not None:  # not recordable (or recorded for another aliasing of the inputs)
+        result = decomp(*args, **kwargs)
+        handles, recipe = None, None
+    else:
+        returned = []
+
+        def run():
+            result = decomp(*args, **kwargs)
+            returned.append(result)
+            return NotImplemented if result is NotImplemented else _result_handles(result)
+
+        handles, recipe = record(run, inputs)
+        result = returned[0]
+    for x, t, before in fresh.values():
+        h = t._storage.handle
+        if h._value is not before:
+            write(x, h)
+    if result is NotImplemented:
+        memo[key] = _NOT_RECORDED
+        return fallback.run(func, *given)
+    if found is not None:
+        return result
+    if recipe is not None:
+        try:
+            _check_results(func, out, handles)
+        except RuntimeError:
+            recipe = None
+    if recipe is None or len(memo) >= _RECIPE_LIMIT:
+        memo[key] = _NOT_RECORDED
+        return result
+    layouts = _layouts(out, handles)
+    memo[key] = (recipe, layouts)
+    return _laid_out(handles, layouts, owned=False)
+
+
+def _result_handles(result):
+    """A decomposition's result with each tensor's value as a handle."""
+    if isinstance(result, Tensor):
+        return read(result)
+    if isinstance(result, (list, tuple)):
+        return tuple([_result_handles(r) for r in result])
+    if result is not None:  # a host tensor, a number: nothing to replay
+        TRACE.taint()
+    return None
+
+
+def _layouts(out, handles):
+    """Eager's layout of each tensor of a meta result (as :func:`_layout`
+    gives it for one), in the result's structure."""
+    if isinstance(out, torch.Tensor):
+        return _layout(out, handles)
+    return (type(out), tuple(None if o is None else _layouts(o, h) for o, h in zip(out, handles)))
+
+
+def _laid_out(handles, layouts, owned: bool = True):
+    """Tensors for ``handles`` laid out as ``layouts`` says; ``owned``: the
+    handles were made for them alone (a replay's are)."""
+    if type(layouts[0]) is type:
+        return layouts[0]([None if lay is None else _laid_out(h, lay, owned) for h, lay in zip(handles, layouts[1])])
+    if not owned:  # a piece's tensor holds it (or it is an input's): a handle of their own
+        handles = LazyTensor(handles._value, handles.device)
+    return wrap_layout(handles, *layouts)

@@ -17,20 +17,26 @@ class TraceContext:
 
     def __init__(self):
         self.recorder = None
-        """The active recorder (``plain``, ``on_leaf``, ``on_node``, ``taint``), or None."""
+        """The active recorder (``plain``, ``on_leaf``, ``on_node``, ``on_assign``, ``taint``), or None."""
         self.updates = None
         """Called as ``updates(handle, new_value)`` before an in-place update
         (the automatic step barriers, :mod:`lazycore.runtime.autostep`), or None."""
 
     @contextlib.contextmanager
     def recording(self, recorder):
-        if self.recorder is not None:
-            raise RuntimeError("a recording is already active: recordings do not nest")
-        self.recorder = recorder
+        """``recorder`` watches inside; a recording inside another hides it
+        until it ends (the outer one then takes its nodes, see ``recipes``)."""
+        outer, self.recorder = self.recorder, recorder
         try:
             yield recorder
         finally:
-            self.recorder = None
+            self.recorder = outer
+
+    def assigning(self, handle) -> None:
+        """``handle`` is about to be updated in place: a side effect, unless
+        the recording made the handle's value itself (see ``on_assign``)."""
+        if self.recorder is not None:
+            self.recorder.on_assign(handle)
 
     def taint(self) -> None:
         """A side effect happened: what is being recorded cannot be replayed."""

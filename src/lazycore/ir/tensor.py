@@ -100,7 +100,7 @@ class LazyTensor:
             raise ValueError(f"assign: value is on {new.device.name}, the handle on {self.device.name}")
         if new.type != self.type:
             raise ShapeError(f"an in-place update keeps the type: handle is {self.type}, new value is {new.type}")
-        TRACE.taint()  # a side effect: a recorded lowering that assigns cannot be replayed
+        TRACE.assigning(self)  # a recorded lowering that assigns to a handle it did not make cannot be replayed
         watch = TRACE.updates
         if watch is not None:
             watch(self, new._value)

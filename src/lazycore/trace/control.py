@@ -185,6 +185,9 @@ class _BodyRecorder:
     def taint(self) -> None:
         pass  # a read inside a body fails at its barrier (Arg has no value)
 
+    def on_assign(self, handle) -> None:
+        pass
+
 
 class _Traced:
     """A body traced over placeholders: its outputs, the outer values it reads

@@ -14,10 +14,11 @@ compiles.
 
 What can be replayed is decided while recording, by what the lowering does
 through the core API: every operand of every op must be one of the call's
-inputs (by handle identity), a node made during the recording, or a scalar
-made during it. A lowering that reads another handle (the RNG state, a cached
-device array), uploads host data, observes a value (an implicit barrier) or
-assigns to a handle is run again at every call. The frontend's key must cover
+inputs (by handle identity, or another handle on an input's value), a node
+made during the recording, or constants (made during it or before). A
+lowering that reads another handle (the RNG state, a cached device array),
+uploads host data, observes a value (an implicit barrier) or assigns to a
+handle it did not make is run again at every call. The frontend's key must cover
 everything else the lowering may look at; the contract for lowerings is that
 they are functions of their arguments' types and Python values.
 
@@ -49,7 +50,9 @@ from lazycore.ir.memo import Memo
 from lazycore.trace.fragment import MISS, Fragment
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir.config import settings
-from lazycore.ir.graph import LOG, Node, Scalar, Value, node_prefix
+from lazycore.dialect.spec import spec_of
+from lazycore.ir.graph import LOG, Data, Node, Scalar, Value, node_prefix
+from lazycore.ir.regions import RegionNode
 from lazycore.ir.sourceloc import caller
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime.autostep import CUTTER
@@ -63,15 +66,24 @@ class _Unreplayable(Exception):
 
 
 class Recorder:
-    """Watches the core API while a lowering runs (installed with ``TRACE.recording``)."""
+    """Watches the core API while a lowering runs (installed with ``TRACE.recording``).
 
-    __slots__ = ("inputs", "steps", "made", "kept", "frozen", "ok", "params", "pmade", "psteps", "pnodes",
-                 "specific")
+    A lowering made of other ops (a decomposition) records its own pieces'
+    work too: a piece replayed, or recorded by a recording of its own inside
+    this one, makes its nodes without the core API seeing each, and this
+    recorder takes them from the step log afterwards (:meth:`absorb`). So a
+    recording holds the very nodes the pieces make when nothing records them,
+    and sharing them as they do (a piece's constants are shared by its replays)."""
+
+    __slots__ = ("inputs", "handles", "steps", "made", "kept", "frozen", "ok", "params", "pmade", "psteps", "pnodes",
+                 "specific", "consts")
 
     def __init__(self, inputs):
         self.inputs = {}
         for i, h in enumerate(inputs):
             self.inputs.setdefault(id(h), i)
+        self.handles = inputs
+        self.consts: dict[int, bool] = {}  # id(node) -> made of constants alone (nodes older than the recording)
         self.steps: list = []
         self.made: dict[int, int] = {}  # id(node) -> step index
         self.kept: list[Node] = []  # the nodes of ``made``, alive so no other node takes their id
@@ -107,6 +119,9 @@ class Recorder:
         except _Unreplayable:
             self.ok = False
             return
+        self._take(spec, refs, node, kwargs)
+
+    def _take(self, spec, refs, node, kwargs) -> None:
         if all(r[0] == _FROZEN for r in refs):
             self.frozen[id(node)] = node
             return
@@ -121,6 +136,83 @@ class Recorder:
         self.kept.append(node)
         self.steps.append((spec.name, refs, node.attrs, node.types, prefix))
 
+    def mark(self):
+        """Where the nodes made from now on begin in the step log, for :meth:`absorb`."""
+        return (LOG.start, len(LOG.nodes)) if LOG.on else None
+
+    def absorb(self, mark) -> None:
+        """The nodes made since ``mark`` (a replay's, a nested recording's),
+        taken as if the core API had shown each; their operands are matched by
+        value: this recording's inputs' values, its own nodes, and constants."""
+        if not self.ok:
+            return
+        if mark is None or not LOG.on or LOG.start != mark[0]:
+            self.ok = False  # the log does not tell which nodes they were
+            return
+        by_value = self._inputs_by_value()
+        try:
+            for node in LOG.nodes[mark[1]:]:
+                if type(node) is RegionNode:
+                    raise _Unreplayable
+                if not node.operands:
+                    self.frozen[id(node)] = node  # a constant, a scalar parameter
+                    continue
+                refs = tuple(self._vref(o, by_value) for o in node.operands)
+                self._take(spec_of(node.op), refs, node, node.attrs)
+        except _Unreplayable:
+            self.ok = False
+
+    def _inputs_by_value(self) -> dict[tuple, int]:
+        """``(id(node), index)`` of each input's value -> its position (-1:
+        two inputs hold that value, so which one a node read cannot be told)."""
+        by_value: dict[tuple, int] = {}
+        for i, h in enumerate(self.handles):
+            k = (id(h._value[0]), h._value[1])
+            if by_value.setdefault(k, i) != i and self.handles[by_value[k]] is not h:
+                by_value[k] = -1
+        return by_value
+
+    def _vref(self, v, by_value=None):
+        """A reference to value ``v``; ``by_value``: :meth:`_inputs_by_value`
+        (made when needed: a value is matched to an input by identity first)."""
+        if type(v) is not Value:
+            return (_GROUP, tuple(self._vref(x, by_value) for x in v), None)
+        node, index = v
+        k = self.made.get(id(node))
+        if k is not None:
+            return (_STEP, k, index)
+        k = self.pmade.get(id(node))
+        if k is not None:
+            return (_PARAM, k, index)
+        if id(node) in self.frozen:
+            return (_FROZEN, v, None)
+        # another handle on an input's value (an op that returned its input
+        # as a new tensor), or an older constant
+        if by_value is None:
+            by_value = self._inputs_by_value()
+        i = by_value.get((id(node), index))
+        if i is not None:
+            if i < 0:
+                raise _Unreplayable
+            return (_INPUT, i, None)
+        if self._constant_only(node):  # a replayed piece's constants, shared by its replays
+            self.frozen[id(node)] = node
+            return (_FROZEN, v, None)
+        raise _Unreplayable
+
+    def _constant_only(self, node) -> bool:
+        got = self.consts.get(id(node))
+        if got is None:
+            if type(node) is Data or type(node) is RegionNode:
+                got = False
+            elif not node.operands:
+                got = True
+            else:
+                got = all(self._constant_only(o[0]) if type(o) is Value else all(self._constant_only(x[0]) for x in o)
+                          for o in node.operands)
+            self.consts[id(node)] = got
+        return got
+
     def on_leaf(self, node, source: int | None = None) -> None:
         """A leaf ``core.scalar`` made; ``source``: the float argument it holds."""
         if source is not None and type(node) is Scalar:
@@ -129,6 +221,17 @@ class Recorder:
             self.psteps.append((None, source, None, node.types, node.digest))
             return
         self.frozen[id(node)] = node
+
+    def on_assign(self, handle) -> None:
+        """An in-place update of ``handle``. One the lowering made (a
+        ``zeros`` it then fills in) holds a value made in this recording:
+        replayed, its users read the update's value, as they did here. Any
+        other handle (an input, a buffer, the RNG state) is a side effect a
+        replay would not make."""
+        node = handle._value[0]
+        if id(handle) in self.inputs or not (id(node) in self.made or id(node) in self.frozen
+                                              or id(node) in self.pmade):
+            self.ok = False
 
     def taint(self) -> None:
         self.ok = False
@@ -139,16 +242,7 @@ class Recorder:
         i = self.inputs.get(id(h))
         if i is not None:
             return (_INPUT, i, None)
-        node, index = h._value
-        k = self.made.get(id(node))
-        if k is not None:
-            return (_STEP, k, index)
-        k = self.pmade.get(id(node))
-        if k is not None:
-            return (_PARAM, k, index)
-        if id(node) in self.frozen:
-            return (_FROZEN, h._value, None)
-        raise _Unreplayable
+        return self._vref(h._value)
 
     def _out(self, result):
         if result is None:
@@ -198,6 +292,15 @@ class Recipe:
         if CUTTER.due or len(LOG.nodes) >= settings.auto_barrier_nodes:
             CUTTER.cut(inputs)  # a step ended: before the inputs are read (lazycore.runtime.autostep)
         loc = caller(start=start)
+        rec = TRACE.recorder
+        if rec is not None and type(rec) is Recorder:  # a piece of a lowering being recorded
+            mark = rec.mark()
+            out = self._replay(inputs, floats, loc)
+            rec.absorb(mark)
+            return out
+        return self._replay(inputs, floats, loc)
+
+    def _replay(self, inputs, floats, loc):
         values = self._param_values(floats, loc) if self.prefs else ()
         fast = self.fragment.fast
         if fast is not None:
@@ -340,8 +443,10 @@ def record(fn, inputs, *args, **kwargs):
     """Run ``fn(*args, **kwargs)`` watching the core API; ``inputs`` are the
     handles among the arguments, in a fixed order. Returns ``(result,
     recipe)``, the recipe None when the lowering cannot be replayed (or
-    returned NotImplemented). Recording inside a recording records nothing
-    of its own: the outer recording sees every node."""
+    returned NotImplemented). A recording inside another one (a piece of a
+    decomposition) records for itself, and the outer recording then takes
+    its nodes as its own (:meth:`Recorder.absorb`); inside a traced loop
+    body nothing is recorded."""
     return record_call(fn, inputs, args, kwargs, floats=False)
 
 
@@ -351,8 +456,10 @@ def record_call(fn, inputs, args, kwargs, floats: bool = True):
     are watched, and the recipe is :attr:`~Recipe.parametric` when the
     lowering passed them to ``core.scalar`` and did nothing else with them.
     Its :meth:`~Recipe.replay` then takes the call's floats in that order."""
-    if TRACE.recorder is not None:
+    outer = TRACE.recorder
+    if outer is not None and type(outer) is not Recorder:  # a loop body being traced: its own watch
         return fn(*args, **kwargs), None
+    mark = outer.mark() if outer is not None else None
     rec = Recorder(inputs)
     if floats:
         args = tuple(rec.param(x) if type(x) is float else x for x in args)
@@ -364,6 +471,11 @@ def record_call(fn, inputs, args, kwargs, floats: bool = True):
     finally:
         for p in rec.params:
             p.recorder = None  # a float kept by the lowering is a float from now on
+        if outer is not None:  # recorded inside another recording: that one takes its nodes too
+            if rec.ok:
+                outer.absorb(mark)
+            else:
+                outer.taint()
     if not rec.ok or result is NotImplemented:
         return result, None
     try:
