@@ -70,20 +70,22 @@ class Recorder:
 
     A lowering made of other ops (a decomposition) records its own pieces'
     work too: a piece replayed, or recorded by a recording of its own inside
-    this one, makes its nodes without the core API seeing each, and this
-    recorder takes them from the step log afterwards (:meth:`absorb`). So a
-    recording holds the very nodes the pieces make when nothing records them,
-    and sharing them as they do (a piece's constants are shared by its replays)."""
+    this one, makes its nodes without this recorder seeing each. They are in
+    the step log, though: the first time the recording meets a value it does
+    not know, it takes every node logged since it last looked
+    (:meth:`_catch_up`), its operands matched by value. So a recording holds
+    the very nodes the pieces make when nothing records them, shared as they
+    share them (a piece's constants by all its replays), and replays cost
+    nothing more for being watchable."""
 
     __slots__ = ("inputs", "handles", "steps", "made", "kept", "frozen", "ok", "params", "pmade", "psteps", "pnodes",
-                 "specific", "consts")
+                 "specific", "consts", "start", "seen", "making")
 
     def __init__(self, inputs):
         self.inputs = {}
         for i, h in enumerate(inputs):
             self.inputs.setdefault(id(h), i)
         self.handles = inputs
-        self.consts: dict[int, bool] = {}  # id(node) -> made of constants alone (nodes older than the recording)
         self.steps: list = []
         self.made: dict[int, int] = {}  # id(node) -> step index
         self.kept: list[Node] = []  # the nodes of ``made``, alive so no other node takes their id
@@ -95,6 +97,10 @@ class Recorder:
         self.pnodes: list[Node] = []  # the nodes of ``pmade``
         self.specific = False
         """A float argument was looked at: the recording holds for its value only."""
+        self.consts: dict[int, bool] = {}  # id(node) -> made of constants alone (older nodes)
+        self.start = LOG.start if LOG.on else None  # the step whose log holds the recording's nodes
+        self.seen = len(LOG.nodes)  # the log's nodes before this position are known
+        self.making = None  # the node on_node is taking (logged already, not known yet)
 
     def param(self, x: float) -> _Param:
         p = _Param(x)
@@ -114,11 +120,14 @@ class Recorder:
     def on_node(self, spec, handles, node, kwargs) -> None:
         if not self.ok:
             return
+        self.making = node
         try:
             refs = tuple(self._ref(h) for h in handles)
         except _Unreplayable:
             self.ok = False
             return
+        finally:
+            self.making = None
         self._take(spec, refs, node, kwargs)
 
     def _take(self, spec, refs, node, kwargs) -> None:
@@ -136,31 +145,33 @@ class Recorder:
         self.kept.append(node)
         self.steps.append((spec.name, refs, node.attrs, node.types, prefix))
 
-    def mark(self):
-        """Where the nodes made from now on begin in the step log, for :meth:`absorb`."""
-        return (LOG.start, len(LOG.nodes)) if LOG.on else None
+    def _known(self, node) -> bool:
+        i = id(node)
+        return i in self.made or i in self.pmade or i in self.frozen
 
-    def absorb(self, mark) -> None:
-        """The nodes made since ``mark`` (a replay's, a nested recording's),
-        taken as if the core API had shown each; their operands are matched by
-        value: this recording's inputs' values, its own nodes, and constants."""
-        if not self.ok:
-            return
-        if mark is None or not LOG.on or LOG.start != mark[0]:
-            self.ok = False  # the log does not tell which nodes they were
-            return
+    def _catch_up(self) -> bool:
+        """Take the nodes logged since the last look that the core API did
+        not show (a replay's, a nested recording's), as if it had; False
+        when there were none."""
+        if self.start is None or not LOG.on or LOG.start != self.start:
+            raise _Unreplayable  # the log does not tell which nodes they were
+        nodes = LOG.nodes
+        end = len(nodes)
+        if end == self.seen:
+            return False
         by_value = self._inputs_by_value()
-        try:
-            for node in LOG.nodes[mark[1]:]:
-                if type(node) is RegionNode:
-                    raise _Unreplayable
-                if not node.operands:
-                    self.frozen[id(node)] = node  # a constant, a scalar parameter
-                    continue
-                refs = tuple(self._vref(o, by_value) for o in node.operands)
-                self._take(spec_of(node.op), refs, node, node.attrs)
-        except _Unreplayable:
-            self.ok = False
+        for node in nodes[self.seen:end]:
+            if node is self.making or self._known(node):
+                continue
+            if type(node) is RegionNode:
+                raise _Unreplayable
+            if not node.operands:
+                self.frozen[id(node)] = node  # a constant, a scalar parameter
+                continue
+            refs = tuple(self._vref(o, by_value, False) for o in node.operands)
+            self._take(spec_of(node.op), refs, node, node.attrs)
+        self.seen = end
+        return True
 
     def _inputs_by_value(self) -> dict[tuple, int]:
         """``(id(node), index)`` of each input's value -> its position (-1:
@@ -172,11 +183,11 @@ class Recorder:
                 by_value[k] = -1
         return by_value
 
-    def _vref(self, v, by_value=None):
+    def _vref(self, v, by_value=None, catch_up: bool = True):
         """A reference to value ``v``; ``by_value``: :meth:`_inputs_by_value`
         (made when needed: a value is matched to an input by identity first)."""
         if type(v) is not Value:
-            return (_GROUP, tuple(self._vref(x, by_value) for x in v), None)
+            return (_GROUP, tuple(self._vref(x, by_value, catch_up) for x in v), None)
         node, index = v
         k = self.made.get(id(node))
         if k is not None:
@@ -186,6 +197,8 @@ class Recorder:
             return (_PARAM, k, index)
         if id(node) in self.frozen:
             return (_FROZEN, v, None)
+        if catch_up and self._catch_up():  # made by a replay: known now
+            return self._vref(v, by_value, False)
         # another handle on an input's value (an op that returned its input
         # as a new tensor), or an older constant
         if by_value is None:
@@ -229,9 +242,15 @@ class Recorder:
         other handle (an input, a buffer, the RNG state) is a side effect a
         replay would not make."""
         node = handle._value[0]
-        if id(handle) in self.inputs or not (id(node) in self.made or id(node) in self.frozen
-                                              or id(node) in self.pmade):
+        if id(handle) in self.inputs:
             self.ok = False
+        elif not self._known(node):
+            try:
+                known = self._catch_up() and self._known(node)  # a replayed piece's node
+            except _Unreplayable:
+                known = False
+            if not known:
+                self.ok = False
 
     def taint(self) -> None:
         self.ok = False
@@ -292,15 +311,6 @@ class Recipe:
         if CUTTER.due or len(LOG.nodes) >= settings.auto_barrier_nodes:
             CUTTER.cut(inputs)  # a step ended: before the inputs are read (lazycore.runtime.autostep)
         loc = caller(start=start)
-        rec = TRACE.recorder
-        if rec is not None and type(rec) is Recorder:  # a piece of a lowering being recorded
-            mark = rec.mark()
-            out = self._replay(inputs, floats, loc)
-            rec.absorb(mark)
-            return out
-        return self._replay(inputs, floats, loc)
-
-    def _replay(self, inputs, floats, loc):
         values = self._param_values(floats, loc) if self.prefs else ()
         fast = self.fragment.fast
         if fast is not None:
@@ -445,7 +455,7 @@ def record(fn, inputs, *args, **kwargs):
     recipe)``, the recipe None when the lowering cannot be replayed (or
     returned NotImplemented). A recording inside another one (a piece of a
     decomposition) records for itself, and the outer recording then takes
-    its nodes as its own (:meth:`Recorder.absorb`); inside a traced loop
+    its nodes as its own (:meth:`Recorder._catch_up`); inside a traced loop
     body nothing is recorded."""
     return record_call(fn, inputs, args, kwargs, floats=False)
 
@@ -459,7 +469,6 @@ def record_call(fn, inputs, args, kwargs, floats: bool = True):
     outer = TRACE.recorder
     if outer is not None and type(outer) is not Recorder:  # a loop body being traced: its own watch
         return fn(*args, **kwargs), None
-    mark = outer.mark() if outer is not None else None
     rec = Recorder(inputs)
     if floats:
         args = tuple(rec.param(x) if type(x) is float else x for x in args)
@@ -471,11 +480,8 @@ def record_call(fn, inputs, args, kwargs, floats: bool = True):
     finally:
         for p in rec.params:
             p.recorder = None  # a float kept by the lowering is a float from now on
-        if outer is not None:  # recorded inside another recording: that one takes its nodes too
-            if rec.ok:
-                outer.absorb(mark)
-            else:
-                outer.taint()
+        if outer is not None and not rec.ok:  # inside another recording (which takes the nodes when it meets them)
+            outer.taint()
     if not rec.ok or result is NotImplemented:
         return result, None
     try:
