@@ -29,6 +29,7 @@ from torch._decomp import decomposition_table
 from lazycore.ir.config import settings
 from lazycore.ir.context import TRACE
 from lazycore.ir.memo import Memo
+from lazycore.ir.sourceloc import release as release_frame
 from lazycore.ir.tensor import LazyTensor
 from lazycore.trace.recipes import float_key, record, record_call, value_class
 from lazycore.trace.views import read as read_view
@@ -408,10 +409,13 @@ def _check_eager_kernel(func, margs, mkwargs):
 
 
 def _composite(func, args, kwargs):
-    out = func.decompose(*args, **kwargs)
-    if out is NotImplemented:
-        return fallback.run(func, args, kwargs)
-    return out
+    try:
+        out = func.decompose(*args, **kwargs)
+        if out is NotImplemented:
+            return fallback.run(func, args, kwargs)
+        return out
+    finally:
+        release_frame(ENTRY.frame)  # (as a decomposition's)
 
 
 # view ops whose result has another element type than their input
@@ -716,15 +720,18 @@ def _decomposed(decomp, recordable: bool = False):
     (:func:`_recorded_decomposition`)."""
 
     def handler(func, args, kwargs):
-        if recordable and settings.replay and TRACE.recorder is None:
-            got = _recorded_decomposition(decomp, func, args, kwargs)
-            if got is not _UNKEYED:
-                return got
-        meta_call(func, args, kwargs)  # eager's checks, at the user's call
-        out = decomp(*args, **kwargs)
-        if out is NotImplemented:
-            return fallback.run(func, args, kwargs)
-        return out
+        try:
+            if recordable and settings.replay and TRACE.recorder is None:
+                got = _recorded_decomposition(decomp, func, args, kwargs)
+                if got is not _UNKEYED:
+                    return got
+            meta_call(func, args, kwargs)  # eager's checks, at the user's call
+            out = decomp(*args, **kwargs)
+            if out is NotImplemented:
+                return fallback.run(func, args, kwargs)
+            return out
+        finally:
+            release_frame(ENTRY.frame)  # the pieces' frames (their callers hold our results)
 
     return handler
 

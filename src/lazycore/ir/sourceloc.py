@@ -105,6 +105,16 @@ def forget() -> None:
     _LAST[:] = (None, -1, None)
 
 
+def release(keep) -> None:
+    """Drop the remembered frame unless it is ``keep``: a frontend's op that
+    called back into itself (a decomposition's pieces) ends, and a frame of
+    its own left remembered would keep the op's locals, its results among
+    them, alive (autograd then copies a gradient it would have taken as it is,
+    and the next barrier may see its outputs in another order)."""
+    if _LAST[0] is not keep:
+        _LAST[:] = (None, -1, None)
+
+
 _LINES = Memo("ir.source_lines", 100_000)
 """Raw location -> ``(file, line)``."""
 
