@@ -743,7 +743,8 @@ def _decomposed(decomp, recordable: bool = False):
 # whole decomposition made, as a lowering's recording (its inputs the
 # arguments' values), and later calls replay them at once. Nothing that could
 # not be replayed is: a piece that reads the RNG state, observes a value,
-# uploads, writes in place or falls back to the CPU taints the recording, and
+# uploads, writes into a tensor the decomposition did not make (batch norm's
+# running statistics) or falls back to the CPU taints the recording, and
 # the signature then runs the decomposition every time. The pieces replay
 # inside the recording as they do outside it (lazycore.trace.recipes), so a
 # recording makes the nodes an unrecorded call makes, shared alike: recording
