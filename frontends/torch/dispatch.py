@@ -30,7 +30,6 @@ from lazycore.ir.config import settings
 from lazycore.ir.context import TRACE
 from lazycore.ir.memo import Memo
 from lazycore.ir.sourceloc import release as release_frame
-from lazycore.ir.tensor import LazyTensor
 from lazycore.trace.recipes import float_key, record, record_call, value_class
 from lazycore.trace.views import read as read_view
 
@@ -768,8 +767,8 @@ def _recorded_decomposition(decomp, func, args, kwargs):
     found = memo.get(key)
     start = ENTRY.frame
     inputs = [read_view(x._storage, x._steps, start) if x._steps else x._storage.handle for x in tensors]
-    if found is not None and found is not _NOT_RECORDED and found[0].fits(inputs):
-        return _laid_out(found[0].replay(inputs, (), start), found[1])
+    if found is not None and found is not _NOT_RECORDED and found.fits(inputs):
+        return wrap_results(out, found.replay(inputs, (), start), owned=True)
     # The pieces see each view argument's value, read once, as a tensor of its
     # own (recorded or not: one graph either way); what they write into it
     # is written back through the view after.
@@ -811,9 +810,8 @@ def _recorded_decomposition(decomp, func, args, kwargs):
     if recipe is None or len(memo) >= _RECIPE_LIMIT:
         memo[key] = _NOT_RECORDED
         return result
-    layouts = _layouts(out, handles)
-    memo[key] = (recipe, layouts)
-    return _laid_out(handles, layouts, owned=False)
+    memo[key] = recipe
+    return wrap_results(out, handles)  # new handles: the pieces' tensors hold theirs
 
 
 def _result_handles(result):
@@ -825,21 +823,3 @@ def _result_handles(result):
     if result is not None:  # a host tensor, a number: nothing to replay
         TRACE.taint()
     return None
-
-
-def _layouts(out, handles):
-    """Eager's layout of each tensor of a meta result (as :func:`_layout`
-    gives it for one), in the result's structure."""
-    if isinstance(out, torch.Tensor):
-        return _layout(out, handles)
-    return (type(out), tuple(None if o is None else _layouts(o, h) for o, h in zip(out, handles)))
-
-
-def _laid_out(handles, layouts, owned: bool = True):
-    """Tensors for ``handles`` laid out as ``layouts`` says; ``owned``: the
-    handles were made for them alone (a replay's are)."""
-    if type(layouts[0]) is type:
-        return layouts[0]([None if lay is None else _laid_out(h, lay, owned) for h, lay in zip(handles, layouts[1])])
-    if not owned:  # a piece's tensor holds it (or it is an input's): a handle of their own
-        handles = LazyTensor(handles._value, handles.device)
-    return wrap_layout(handles, *layouts)

@@ -300,6 +300,22 @@ def operand_bytes(operands) -> bytes:
     return b"".join(parts)
 
 
+def constant_only(node: Node, memo: dict) -> bool:
+    """Made of constants and scalar parameters alone, so sharable as it is
+    (``memo``: ``id(node)`` -> the answer, for the nodes asked about so far)."""
+    got = memo.get(id(node))
+    if got is None:
+        if type(node) is Data:
+            got = False
+        elif not node.operands:
+            got = True
+        else:
+            got = all(constant_only(o[0], memo) if type(o) is Value else all(constant_only(x[0], memo) for x in o)
+                      for o in node.operands)
+        memo[id(node)] = got
+    return got
+
+
 def constant(array: np.ndarray) -> Node:
     """A ``lazy.constant`` node (the scalar policy bakes 0 and 1 in this way)."""
     spec = spec_of("constant")

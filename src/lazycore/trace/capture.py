@@ -51,7 +51,7 @@ from lazycore.ir import events
 from lazycore.dialect.spec import spec_of
 from lazycore.ir.config import settings
 from lazycore.ir.context import TRACE
-from lazycore.ir.graph import LOG, Data, Node, Scalar, Value, digest, node_prefix, operand_bytes
+from lazycore.ir.graph import LOG, Data, Node, Scalar, Value, constant_only, digest, node_prefix, operand_bytes
 from lazycore.ir.regions import Arg, Body, RegionNode, region_prefix
 from lazycore.ir.sourceloc import forget as forget_frame
 from lazycore.ir.tensor import LazyTensor
@@ -192,7 +192,7 @@ class Recording:
         baked_keys: list = []  # what makes each baked value the same in another recording
         env: dict[tuple, int] = {}  # (id(node), index) -> position: inputs, then baked, then made
         made: list[Node] = []  # the step's own nodes with operands
-        constant_only: dict[int, bool] = {}
+        constant_memo: dict[int, bool] = {}
 
         changed = []
         for h, v0 in watch.before.values():
@@ -242,7 +242,7 @@ class Recording:
                 self.slot_types.append(node.types[i])
                 recorded_inputs.append(v)
                 env[k] = len(self.slots) - 1
-            elif _constant_only(node, constant_only):
+            elif constant_only(node, constant_memo):
                 env[k] = -1 - len(self.baked)
                 self.baked.append(v)
                 baked_keys.append(("old", id(node), i))
@@ -419,16 +419,3 @@ def _prefix(node: Node) -> bytes:
     return node_prefix(spec_of(node.op), node.attrs, node.types)[1]
 
 
-def _constant_only(node: Node, memo: dict) -> bool:
-    """Made of constants and scalar parameters alone (so shared as it is)."""
-    got = memo.get(id(node))
-    if got is None:
-        if type(node) is Data:
-            got = False
-        elif not node.operands:
-            got = True
-        else:
-            got = all(_constant_only(o[0], memo) if type(o) is Value else all(_constant_only(x[0], memo) for x in o)
-                      for o in node.operands)
-        memo[id(node)] = got
-    return got

@@ -51,7 +51,7 @@ from lazycore.trace.fragment import MISS, Fragment
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir.config import settings
 from lazycore.dialect.spec import spec_of
-from lazycore.ir.graph import LOG, Data, Node, Scalar, Value, node_prefix
+from lazycore.ir.graph import LOG, Node, Scalar, Value, constant_only, node_prefix
 from lazycore.ir.regions import RegionNode
 from lazycore.ir.sourceloc import caller
 from lazycore.ir.tensor import LazyTensor
@@ -208,23 +208,10 @@ class Recorder:
             if i < 0:
                 raise _Unreplayable
             return (_INPUT, i, None)
-        if self._constant_only(node):  # a replayed piece's constants, shared by its replays
+        if constant_only(node, self.consts):  # a replayed piece's constants, shared by its replays
             self.frozen[id(node)] = node
             return (_FROZEN, v, None)
         raise _Unreplayable
-
-    def _constant_only(self, node) -> bool:
-        got = self.consts.get(id(node))
-        if got is None:
-            if type(node) is Data or type(node) is RegionNode:
-                got = False
-            elif not node.operands:
-                got = True
-            else:
-                got = all(self._constant_only(o[0]) if type(o) is Value else all(self._constant_only(x[0]) for x in o)
-                          for o in node.operands)
-            self.consts[id(node)] = got
-        return got
 
     def on_leaf(self, node, source: int | None = None) -> None:
         """A leaf ``core.scalar`` made; ``source``: the float argument it holds."""
