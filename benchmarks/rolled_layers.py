@@ -75,7 +75,7 @@ def measure(roll: bool, layers: int, width: int, batch: int, steps: int) -> dict
 
 
 GPT = {"vocab": 64, "context": 32, "width": 64, "heads": 4, "blocks": 12, "batch": 8}
-GPT_QUICK = {"vocab": 32, "context": 8, "width": 16, "heads": 2, "blocks": 12, "batch": 2}
+GPT_QUICK = {"vocab": 32, "context": 8, "width": 16, "heads": 2, "blocks": 4, "batch": 2}  # 4: the least a smoke run rolls (rolled_chains.MIN_COPIES is 3)
 
 
 def training_run(roll: bool, cfg: dict) -> dict:

@@ -34,7 +34,8 @@ SIZES = (1, 2, 4)
 
 def bench(args, kit):
     """Run the child and add its rows to ``kit`` (run.py's module)."""
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", LAZYCORE_CACHE_DIR="off")
+    flags = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4").strip()
+    env = dict(os.environ, XLA_FLAGS=flags, LAZYCORE_CACHE_DIR="off")
     cmd = [sys.executable, os.path.abspath(__file__), "--steps", str(args.steps), "--warmup", str(args.warmup)]
     if args.quick:
         cmd.append("--quick")

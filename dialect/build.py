@@ -36,7 +36,22 @@ def from_mlir_type(t: ir.Type) -> TensorType:
             t = ir.RankedTensorType(t)
         except ValueError:
             raise ShapeError(f"expected a ranked tensor type, got {t}") from None
-    return TensorType(tuple(t.shape), str(t.element_type))
+    return TensorType(tuple(t.shape), element_name(t.element_type))
+
+
+# Printing a type costs ~5 us, and verifiers and passes ask for every operand's
+# type; the common element types are named from their class instead.
+_FLOAT_NAMES = {ir.F16Type: "f16", ir.BF16Type: "bf16", ir.F32Type: "f32", ir.F64Type: "f64"}
+
+
+def element_name(et: ir.Type) -> str:
+    """An element type's name as MLIR prints it (``f32``, ``i64``, ``ui8``, ``i1``)."""
+    name = _FLOAT_NAMES.get(type(et))
+    if name is not None:
+        return name
+    if type(et) is ir.IntegerType:
+        return f"{'i' if et.is_signless else 'ui' if et.is_unsigned else 'si'}{et.width}"
+    return str(et)
 
 
 # --- attributes ----------------------------------------------------------------

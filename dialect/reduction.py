@@ -22,7 +22,8 @@ REDUCE = {
 
 
 def drop_dims(shape: tuple[int, ...], dims) -> tuple[int, ...]:
-    return tuple(d for i, d in enumerate(shape) if i not in set(dims))
+    dropped = set(dims)
+    return tuple(d for i, d in enumerate(shape) if i not in dropped)
 
 
 def _reduce_rule(klass: str):

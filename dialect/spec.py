@@ -10,6 +10,7 @@ inference on the runtime's per-op path (:func:`infer`), and the documentation
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 from .types import ShapeError, TensorType
@@ -60,7 +61,7 @@ class OpSpec:
     def full_name(self) -> str:
         return f"lazy.{self.name}"
 
-    @property
+    @cached_property  # the verifier asks for every op it checks
     def variadic(self) -> str | None:
         for o in self.operands:
             if o.endswith("*"):

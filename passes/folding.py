@@ -160,14 +160,16 @@ def _has_subnormal(a: np.ndarray) -> bool:
 
 def constant_operand(v: ir.Value):
     """(array, is_splat) of a ``lazy.constant`` operand small or splat enough to fold."""
+    o = producer(v, "constant")
+    if o is None:
+        return None
     scalar = splat_value(v)
     if scalar is not None:
         return np.asarray(scalar), True
-    o = producer(v, "constant")
     t = type_of(v)
     # NumPy cannot read bf16 out of an attribute, so only bf16 splats fold;
     # nor complex ones (the bindings refuse them), and those never fold.
-    if o is None or t.size > FOLD_LIMIT or t.dtype == "bf16" or is_complex(t.dtype):
+    if t.size > FOLD_LIMIT or t.dtype == "bf16" or is_complex(t.dtype):
         return None
     return np.array(ir.DenseElementsAttr(o.attributes["value"])).reshape(t.shape), False
 
@@ -179,9 +181,12 @@ def fold_constants(op, rewriter):
     For elementwise ops whose operands are all constants, each a splat or of
     at most FOLD_LIMIT elements. Cases left to the backend (``INT_MIN / -1``,
     float -> int overflow, ...) are not folded."""
-    operands = [constant_operand(v) for v in op.operands]
-    if any(o is None or _has_subnormal(o[0]) for o in operands):
-        return True
+    operands = []
+    for v in op.operands:  # most ops have a non-constant operand: stop at the first
+        o = constant_operand(v)
+        if o is None or _has_subnormal(o[0]):
+            return True
+        operands.append(o)
     result = type_of(op.results[0])
     if is_complex(result.dtype):
         return True  # a real -> complex convert: left to the backend, as complex operands are

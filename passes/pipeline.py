@@ -7,7 +7,8 @@ element naming a lazycore pass becomes that pass, every other element (``cse``,
 names drive :func:`run_pipeline`, ``lazy-opt`` and the IR dumps.
 
 A pipeline runs one element at a time, so compiling can stop after any stage
-and a callback sees the IR after each one. The verifier runs after every pass.
+and a callback sees the IR after each one. The verifier runs after every pass
+(``verify_each``; the runtime's compiles verify once, at the end).
 """
 
 from __future__ import annotations
@@ -127,7 +128,10 @@ class IRPrinting:
 class Stage:
     name: str
     run: Callable[..., None]
-    """``run(module_op, printing=None)``; ``printing`` is an :class:`IRPrinting`."""
+    """``run(module_op, printing=None, verify=True)``; ``printing`` is an
+    :class:`IRPrinting`; ``verify``: verify the module after the stage."""
+    native: bool = False
+    """An MLIR pass: C++ that assumes its input verifies."""
 
 
 def make_stage(element: str, overrides: dict[str, dict] | None = None) -> Stage:
@@ -148,19 +152,20 @@ def make_stage(element: str, overrides: dict[str, dict] | None = None) -> Stage:
         opts.update((overrides or {}).get(name, {}))
         run = info.factory(**opts)
 
-        def run_python(module_op, printing=None, run=run, name=name):
+        def run_python(module_op, printing=None, verify=True, run=run, name=name):
             if printing is not None and printing.before:
                 printing.dump("Before", name, module_op)
             run(module_op)
-            _verify(module_op, name)
+            if verify:
+                _verify(module_op, f"'{name}'")
             if printing is not None and printing.after:
                 printing.dump("After", name, module_op)
 
         return Stage(name, run_python)
 
-    def run_mlir(module_op, printing=None, element=element):
+    def run_mlir(module_op, printing=None, verify=True, element=element):
         pm = passmanager.PassManager.parse(f"builtin.module({element})", context=module_op.context)
-        pm.enable_verifier(True)
+        pm.enable_verifier(verify)
         if printing is not None and (printing.before or printing.after):
             printing.enable(pm)
         pm.run(module_op)
@@ -171,14 +176,14 @@ def make_stage(element: str, overrides: dict[str, dict] | None = None) -> Stage:
     except (ValueError, ir.MLIRError) as e:
         known = ", ".join(sorted(PASSES))
         raise PassError(f"unknown pass or bad pipeline element '{element}' (lazycore passes: {known}): {e}") from None
-    return Stage(element, run_mlir)
+    return Stage(element, run_mlir, native=True)
 
 
 def _verify(module_op: ir.Operation, after: str) -> None:
     try:
         module_op.verify()
     except ir.MLIRError as e:
-        raise PassError(f"IR does not verify after '{after}': {e}") from None
+        raise PassError(f"IR does not verify after {after}: {e}") from None
 
 
 def build_stages(pipeline: str = DEFAULT_PIPELINE, overrides: dict | None = None) -> list[Stage]:
@@ -194,6 +199,7 @@ def run_pipeline(
     before_each: Callable[[str, ir.Operation], None] | None = None,
     after_each: Callable[[str, ir.Operation], None] | None = None,
     print_ir: IRPrinting | None = None,
+    verify_each: bool = True,
 ) -> None:
     """Run ``pipeline`` on ``module`` in place.
 
@@ -201,20 +207,34 @@ def run_pipeline(
     ``before_each(stage_name, module_op)``, ``after_each(...)``: called around
     every stage (IR dumps; lazy-opt names the stage that failed).
     ``print_ir``: print the IR before/after every pass to stderr.
+    ``verify_each``: verify the module after every stage, as ``mlir-opt``
+    does, so a pass that breaks the IR is named. When False (the runtime's
+    compiles: the ``lazy`` verifiers are Python, ~30% of a lowering when run
+    after every stage), it is verified only where an MLIR pass is to run on
+    what lazycore's passes made (C++ passes assume valid input) and after the
+    last stage.
     """
     module_op = module.operation if isinstance(module, ir.Module) else module
     with module_op.context:
         stages = build_stages(pipeline, overrides)
         if stop_after is not None and stop_after not in [s.name for s in stages]:
             raise PassError(f"stop_after: no stage '{stop_after}' in pipeline {[s.name for s in stages]}")
+        unverified = None  # the last stage whose output was not verified
         for stage in stages:
+            if unverified is not None and stage.native:
+                _verify(module_op, f"'{unverified}' (LAZYCORE_VERIFY_EACH=1 verifies after every pass)")
+                unverified = None
             if before_each is not None:
                 before_each(stage.name, module_op)
-            stage.run(module_op, print_ir)
+            stage.run(module_op, print_ir, verify_each)
+            if not verify_each:
+                unverified = stage.name
             if after_each is not None:
                 after_each(stage.name, module_op)
             if stage.name == stop_after:
                 break
+        if unverified is not None:
+            _verify(module_op, f"'{unverified}' (LAZYCORE_VERIFY_EACH=1 verifies after every pass)")
 
 
 _loaded = False

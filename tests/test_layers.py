@@ -100,3 +100,18 @@ def test_importing_a_frontend_and_the_first_step_freeze_what_they_made_unless_to
                          timeout=300, env={**__import__("os").environ, "LAZYCORE_GC_FREEZE": "0"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["0", "False", "False", "True"]
+
+
+def test_importing_a_frontend_raises_the_collectors_first_threshold_unless_the_user_set_one():
+    code = """
+        import gc
+        {0}
+        import lazycore.torch
+        print(gc.get_threshold()[0])
+    """
+    assert _run(code.format("")).split() == ["20000"]
+    assert _run(code.format("gc.set_threshold(5000, 10, 10)")).split() == ["5000"]  # the user's own stays
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code.format(""))], capture_output=True, text=True,
+                         timeout=300, env={**__import__("os").environ, "LAZYCORE_GC_THRESHOLD": "0"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["700"]

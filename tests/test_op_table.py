@@ -898,3 +898,17 @@ def test_samples_name_ops_of_the_table():
     for name, sample in SAMPLES.items():
         for axis, types in sample.axes.items():
             assert set(types) <= set(DTYPES), (name, axis)
+
+
+def test_element_names_are_what_mlir_prints():
+    """from_mlir_type names common element types from their class (printing a
+    type is slow): the names must be MLIR's own."""
+    from lazycore.dialect.build import element_name, from_mlir_type
+    from lazycore.mlir import ir, new_context
+
+    with new_context():
+        for name in ["f16", "bf16", "f32", "f64", "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64",
+                     "si8", "si32", "complex<f32>", "complex<f64>", "f8E4M3FN", "f8E5M2", "index"]:
+            t = ir.Type.parse(name)
+            assert element_name(t) == str(t) == name
+        assert str(from_mlir_type(ir.Type.parse("tensor<2x0x3xui8>"))) == "tensor<2x0x3xui8>"

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from lazycore.mlir import ir
 from lazycore.runtime import compiler
 from lazycore.passes import PassError, run_pipeline
 
@@ -58,3 +59,60 @@ def test_serializes_at_the_consumer_version(monkeypatch):
     monkeypatch.setattr(compiler, "serialize_stablehlo", spy)
     compiler.compile_module(PROGRAM)
     assert seen == [pjrt.consumer_stablehlo_version()]
+
+
+@pytest.fixture
+def breaking_pass():
+    """A pass that leaves the module invalid: it gives lazy.add a third operand."""
+    from lazycore.passes import pipeline
+
+    def factory():
+        def run(module_op):
+            fn = module_op.regions[0].blocks[0].operations[0]
+            for op in fn.regions[0].blocks[0].operations:
+                if op.operation.name == "lazy.add":
+                    a, b = op.operation.operands
+                    with ir.InsertionPoint(op), op.location:
+                        broken = ir.Operation.create("lazy.add", results=[a.type], operands=[a, b, b])
+                    op.result.replace_all_uses_with(broken.result)
+                    op.operation.erase()
+                    return
+        return run
+
+    pipeline.PASSES["test-break-add"] = pipeline.PassInfo("test-break-add", "breaks lazy.add", factory)
+    yield "test-break-add"
+    del pipeline.PASSES["test-break-add"]
+
+
+def test_a_pass_that_breaks_the_ir_is_named(breaking_pass):
+    with pytest.raises(PassError, match=f"(?s)IR does not verify after '{breaking_pass}'.*expected 2 operands"):
+        run_pipeline(compiler.parse(PROGRAM), f"{breaking_pass},lazy-canonicalize")
+
+
+@pytest.mark.parametrize("then, seen", [
+    # an MLIR pass never gets an unverified module: C++ passes assume it verifies
+    ("cse", ["test-break-add"]),
+    # lazycore's own passes may run first; the end of the pipeline verifies
+    ("lazy-update-to-select", ["test-break-add", "lazy-update-to-select"]),
+])
+def test_without_verify_each_the_module_is_verified_before_mlir_passes_and_at_the_end(breaking_pass, then, seen):
+    names = []
+    with pytest.raises(PassError, match=f"(?s)IR does not verify after '{seen[-1]}' .*LAZYCORE_VERIFY_EACH=1.*expected 2 operands"):
+        run_pipeline(compiler.parse(PROGRAM), f"{breaking_pass},{then}", verify_each=False,
+                     after_each=lambda name, op: names.append(name))
+    assert names == seen
+
+
+def test_the_runtime_verifies_each_pass_only_when_asked(monkeypatch):
+    from lazycore.ir.config import settings
+
+    calls = []
+    real = compiler.run_pipeline
+    monkeypatch.setattr(compiler, "run_pipeline", lambda *a, **k: (calls.append(k["verify_each"]), real(*a, **k)))
+    import lazycore.numpy as lnp
+
+    for flag in (False, True):
+        monkeypatch.setattr(settings, "verify_each", flag)
+        x = lnp.asarray(np.arange(6.0 + flag, dtype=np.float32))
+        np.testing.assert_allclose(np.asarray(lnp.tanh(x) * 2), np.tanh(np.arange(6.0 + flag)) * 2, rtol=1e-6)
+    assert calls == [False, True]

@@ -212,6 +212,12 @@ class Settings:
     gc_freeze: bool = _env_flag("LAZYCORE_GC_FREEZE", True)
     """``LAZYCORE_GC_FREEZE``: importing a frontend ends with ``gc.freeze()``, so
     Python's full collections skip the objects the imports made (lazycore.ir.heap)."""
+    gc_threshold: int = _env_number("LAZYCORE_GC_THRESHOLD", 20_000, int, "an integer", 0)
+    """``LAZYCORE_GC_THRESHOLD``: importing a frontend sets the collector's first
+    threshold to this, when it is still CPython's 700 (0: leave it; lazycore.ir.heap)."""
+    verify_each: bool = _env_flag("LAZYCORE_VERIFY_EACH", False)
+    """``LAZYCORE_VERIFY_EACH``: a barrier's compile verifies the module after every
+    pass (as ``lazy-opt`` always does) rather than once, after the last one."""
     keep_host_memory: bool = _env_flag("LAZYCORE_KEEP_HOST_MEMORY", True)
     """``LAZYCORE_KEEP_HOST_MEMORY``: when lazycore first uses its devices, glibc's
     ``malloc`` is set to keep the memory it frees, so CPU programs reuse their

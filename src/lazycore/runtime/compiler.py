@@ -15,7 +15,7 @@ import numpy as np
 
 from lazycore.dialect import create, from_mlir_type, tensor_type
 from lazycore.dialect.types import TensorType
-from lazycore.ir import events
+from lazycore.ir import events, heap
 from lazycore.ir.config import settings
 from lazycore.ir.graph import Value
 from lazycore.ir.regions import RegionNode
@@ -49,11 +49,13 @@ def lower(
     donate: dict[int, int] | None = None,
     donors: Sequence[int] | None = None,
     after_each: Callable[[str, ir.Operation], None] | None = None,
+    verify_each: bool = True,
 ) -> ir.Module:
     """Run the pipeline (default: canonicalize, cse, aliasing, to StableHLO).
 
     ``donate``: argument -> result aliases; ``donors``: arguments whose
-    results XLA picks (a program split over a mesh: :mod:`lazycore.passes.aliasing`)."""
+    results XLA picks (a program split over a mesh: :mod:`lazycore.passes.aliasing`);
+    ``verify_each``: :func:`~lazycore.passes.pipeline.run_pipeline`'s."""
     if isinstance(module, str):
         module = parse(module)
     # build_module's function is @main; the plan says so rather than relying
@@ -63,7 +65,7 @@ def lower(
         overrides = {"lazy-aliasing": {"donate": dict(donate), "entry": "main"}}
     elif donors:
         overrides = {"lazy-aliasing": {"donors": list(donors), "entry": "main"}}
-    run_pipeline(module, pipeline, overrides=overrides, after_each=after_each)
+    run_pipeline(module, pipeline, overrides=overrides, after_each=after_each, verify_each=verify_each)
     return module
 
 
@@ -249,7 +251,7 @@ def lower_walk(walk, device, donate: dict[int, int], pipeline: str | None) -> ir
     """The walk as a StableHLO module through ``pipeline`` (None: the default
     one); raises :class:`~lazycore.runtime.failures.ProgramError`."""
     passes = pipeline or DEFAULT_PIPELINE
-    with events.timed("lowering"):
+    with events.timed("lowering"), heap.collector_paused():
         try:
             module = build_module(walk, device)
             # observers of every stage (IR dumps, lazycore.testing captures)
@@ -259,11 +261,12 @@ def lower_walk(walk, device, donate: dict[int, int], pipeline: str | None) -> ir
                 for w in watchers:
                     w.after_pass(name, op)
 
+            observe = dict(after_each=after_each if watchers else None, verify_each=settings.verify_each)
             if isinstance(device.pjrt, pjrt.MeshTarget):
                 # the results' layouts are XLA's to choose: it picks what each donor aliases
-                lower(module, passes, donors=sorted(donate), after_each=after_each if watchers else None)
+                lower(module, passes, donors=sorted(donate), **observe)
             else:
-                lower(module, passes, donate=donate, after_each=after_each if watchers else None)
+                lower(module, passes, donate=donate, **observe)
             for w in watchers:
                 w.finish(module)
         except Exception as e:
