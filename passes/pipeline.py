@@ -222,7 +222,7 @@ def run_pipeline(
         unverified = None  # the last stage whose output was not verified
         for stage in stages:
             if unverified is not None and stage.native:
-                _verify(module_op, f"'{unverified}' (LAZYCORE_VERIFY_EACH=1 verifies after every pass)")
+                _verify(module_op, _SINCE.format(unverified))
                 unverified = None
             if before_each is not None:
                 before_each(stage.name, module_op)
@@ -234,7 +234,10 @@ def run_pipeline(
             if stage.name == stop_after:
                 break
         if unverified is not None:
-            _verify(module_op, f"'{unverified}' (LAZYCORE_VERIFY_EACH=1 verifies after every pass)")
+            _verify(module_op, _SINCE.format(unverified))
+
+
+_SINCE = "'{}' (LAZYCORE_VERIFY_EACH=1 verifies after every pass)"
 
 
 _loaded = False

@@ -36,6 +36,7 @@ _CPYTHON_THRESHOLD = 700
 
 
 def freeze_imports() -> None:
+    """Freeze what is alive, and raise the first threshold (module doc)."""
     if settings.gc_freeze:
         gc.freeze()
     first, *rest = gc.get_threshold()
