@@ -30,12 +30,28 @@ class Stacks:
         self.arrays: list = []
         self.rows: dict[tuple[int, int], tuple[int, int]] = {}
         """(id(node), result) -> (array number, row)."""
+        self.sizes: list[int] = []
+        """Per array, how many of its rows hold values of the graph."""
+        self.updates: list[tuple] = []
+        """(array, array a loop returned with its rows written over in place)."""
 
     def add(self, array, values) -> None:
+        self.add_rows(array, dict(enumerate(values)))
+
+    def add_rows(self, array, rows: dict) -> None:
+        """``array``'s row ``i`` holds ``rows[i]`` (a value of the graph)."""
         n = len(self.arrays)
         self.arrays.append(array)
-        for i, v in enumerate(values):
+        self.sizes.append(len(rows))
+        for i, v in rows.items():
             self.rows.setdefault((id(v[0]), v[1]), (n, i))
+
+    def latest(self, array):
+        """``array`` after the loops that wrote their results over its rows."""
+        for old, new in self.updates:
+            if old == array:
+                array = new
+        return array
 
     def find(self, values) -> tuple | None:
         """``(array, first row, step)`` when ``values`` are rows of one stack
@@ -53,7 +69,7 @@ def _scalar(x: int):
     return create("constant", value=np.array(x, _I64)).result
 
 
-def _stack(rows: list, t: TensorType):
+def stack_rows(rows: list, t: TensorType):
     rows = [create("reshape", r, shape=(1,) + tuple(t.shape)).result for r in rows]
     # one variadic concatenate (lazy.concatenate is binary: see the README's known limits)
     stacked_type = tensor_type(TensorType((len(rows),) + tuple(t.shape), t.dtype))
@@ -82,7 +98,7 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
     for values in chain.stacked:
         found = stacks.find(values)
         if found is None:
-            array = _stack([value(v) for v in values], values[0][0].types[values[0][1]])
+            array = stack_rows([value(v) for v in values], values[0][0].types[values[0][1]])
             stacks.add(array, values)
             found = (array, 0, 1)
         inputs.append(found)
@@ -207,7 +223,11 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
     own_results = results[2 + n_slots + n_arrays + n_shared:]
     z = _scalar(0) if out_types else None
     for e, ((j, r), t) in enumerate(zip(chain.exported, out_types)):
-        out = results[2 + n_slots + in_place[e]] if e in in_place else own_results[own.index(e)]
+        if e in in_place:
+            out = results[2 + n_slots + in_place[e]]
+            stacks.updates.append((arrays[in_place[e]], out))
+        else:
+            out = own_results[own.index(e)]
         values = [(copy[j], r) for copy in chain.copies]
         stacks.add(out, values)
         for c, copy in enumerate(chain.copies):

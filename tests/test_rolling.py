@@ -190,3 +190,41 @@ def test_the_pass_keeps_values_a_region_reads(rng):
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
     assert str(lower(text, "lazy-roll-loops")).count("lazy.tanh") == 1
+
+
+def _update_layers(np_, Ws, steps, kept=None):
+    """Each layer's weights updated by the same small graph, step after step:
+    the updates roll into one loop whose new weights come back as one stack
+    (lazycore.runtime.stacks), which the next step takes back whole."""
+    for s in range(steps):
+        if kept is not None and s == 1:
+            kept.extend(Ws)  # the user keeps this step's inputs alive
+        Ws = [W * 0.9 + np_.tanh(W @ W) * 0.1 for W in Ws]
+        if np_ is lnp:
+            lc.mark_step()
+    return Ws
+
+
+def test_weights_still_held_keep_their_values_when_their_stack_is_taken_again(clean_runtime, rng):
+    _, Ws, _ = _stack(rng, layers=5)
+    kept_want: list = []
+    want = _update_layers(np, Ws, 4, kept=kept_want)
+    with override(roll_loops=True), capture():
+        got = _update_layers(lnp, [lnp.asarray(w) for w in Ws], 4)
+    # 4 steps, and one program that stacks the uploaded weights for the
+    # first: each later step takes the stack the one before returned
+    assert metrics.counters()["executions"] == 5
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
+    kept: list = []
+    metrics.reset()
+    with override(roll_loops=True), capture():
+        got = _update_layers(lnp, [lnp.asarray(w) for w in Ws], 4, kept=kept)
+    # the second step's weights are still held: that step stacks them again
+    # instead of taking (and donating) the stack they are rows of
+    assert metrics.counters()["executions"] == 6
+    assert all(k.__lazycore_value__()._value.node.row is not None for k in kept)
+    for k, w in zip(kept, kept_want):
+        np.testing.assert_allclose(np.asarray(k), w, rtol=1e-5, atol=1e-5)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)

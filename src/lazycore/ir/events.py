@@ -49,6 +49,9 @@ from collections import deque
 
 COUNTERS = (
     "compiles",
+    # programs that stack rows for a rolled loop or slice one out of its stack
+    # (lazycore.runtime.stacks), not the user's graphs
+    "stack_compiles",
     "cache_hits",
     "executions",
     "fallbacks",  # ops a frontend ran outside lazycore (it bumps this itself)

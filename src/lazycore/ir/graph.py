@@ -177,18 +177,23 @@ def _leaf_digest(kind: str, t: TensorType, sharding=None) -> bytes:
 
 
 class Data(Node):
-    """A leaf holding a device buffer."""
+    """A leaf holding a device buffer, or naming a row of a stacked one."""
 
-    __slots__ = ("buffer", "owned", "sharding", "made", "dynamic")
+    __slots__ = ("_buffer", "owned", "sharding", "made", "dynamic", "row")
     is_leaf = True
     log_when_made = False  # when used: an upload nothing uses is not kept until the barrier
 
-    def __init__(self, buffer, t: TensorType, owned: bool, sharding=None):
+    def __init__(self, buffer, t: TensorType, owned: bool, sharding=None, row=None):
         super().__init__("data", (), {}, (t,), _leaf_digest("data", t, sharding))
         self.made = LOG.start + len(LOG.nodes)
         """The step-log number the next node would get when this leaf was made
         (:mod:`lazycore.runtime.autostep` tells a new batch from a parameter so)."""
-        self.buffer = buffer
+        self._buffer = buffer
+        self.row = row
+        """None, or ``(stack, index)``: the value is row ``index`` of a stacked
+        buffer (a :class:`lazycore.runtime.stacks.Stack`) that a program
+        returned whole. Programs take the stack (not part of the digest: the
+        barrier's layout of its parameters is part of the compile key)."""
         self.owned = owned
         """Made by lazycore (from host data or as a result), so it may be donated
         once nothing refers to it; False for buffers the user handed in."""
@@ -200,6 +205,28 @@ class Data(Node):
         """Dimensions whose size varies from step to step (``dynamic(t, dim)``):
         a barrier pads them to a bucket (:mod:`lazycore.runtime.buckets`). Not
         part of the digest: the bucketed program has a key of its own."""
+
+    @property
+    def buffer(self):
+        """The device buffer (a :class:`~lazycore.ir.failure.Failure` for a failed
+        value); a row's is sliced out of its stack the first time it is asked for."""
+        buffer = self._buffer
+        if buffer is None and self.row is not None:
+            stack, index = self.row
+            buffer = self._buffer = stack.row(index)
+        return buffer
+
+    @buffer.setter
+    def buffer(self, buffer) -> None:
+        """A buffer (or failure) of its own: the leaf is no row any more."""
+        self._buffer = buffer
+        self.row = None
+
+    @property
+    def storage(self):
+        """The buffer the value lives in, without slicing a row out: its
+        stack's for a row (a failure or a deleted buffer shows here)."""
+        return self.row[0].buffer if self.row is not None else self._buffer
 
 
 class Scalar(Node):

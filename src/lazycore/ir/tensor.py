@@ -116,5 +116,5 @@ class LazyTensor:
         if not isinstance(node, Data):
             state = "pending"
         else:
-            state = "failed" if type(node.buffer) is Failure else "data"
+            state = "failed" if type(node.storage) is Failure else "data"
         return f"<LazyTensor {self.type} on {self.device.name}, {state}>"

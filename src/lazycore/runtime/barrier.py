@@ -42,7 +42,7 @@ from lazycore.ir.graph import LOG, Data, Node, Value
 from lazycore.ir.regions import Arg
 from lazycore.ir import heap
 from lazycore.runtime import device as _device
-from lazycore.runtime import buckets, checks, failures, programs, stepplans
+from lazycore.runtime import buckets, checks, failures, programs, stacks, stepplans
 from lazycore.runtime.cache import CACHE, PACKS
 from lazycore.runtime.failures import Failure, ProgramError
 
@@ -173,18 +173,19 @@ def successors(pending: list, slots: list) -> dict[int, int]:
     return out
 
 
-def run_alone(device, values: list[Value]) -> list:
+def run_alone(device, values: list[Value], counter: str = "compiles") -> list:
     """The buffers of ``values`` computed by a program of their own that
     donates nothing, once it has finished (the retries of
-    :func:`lazycore.runtime.failures.settle`); raises
-    :class:`~lazycore.runtime.failures.ProgramError`."""
+    :func:`lazycore.runtime.failures.settle`, and the stacks of
+    :mod:`lazycore.runtime.stacks`, whose compiles count in ``counter``);
+    raises :class:`~lazycore.runtime.failures.ProgramError`."""
     walk = Walk(values)
     pipeline = settings.pipeline
-    key = programs.make_key(walk.encoding, device, {}, pipeline)
+    key = programs.make_key(walk.encoding, device, {}, pipeline, stacked=False)
     events.record_graph(len(walk.order), len(values), len(walk.params))
     exe = CACHE.get(key)
     if exe is None:
-        exe = programs.program(walk, device, {}, pipeline)[0]
+        exe = programs.program(walk, device, {}, pipeline, stacked=False, counter=counter)[0]
         CACHE.put(key, exe)
     args = _arguments(walk.data, list(walk.packs.items()), device)
     with events.timed("execute"):
@@ -251,10 +252,12 @@ class _Launch:
             self.values = self.leaves = self.flags = self.padded = None  # the graph it ran may go now
 
 
-def _arguments(data: list[Data], packs, device) -> list:
-    """Entry arguments: the device-data leaves, then one vector per scalar dtype
-    (``packs``: ``(dtype, scalar leaves)`` pairs)."""
-    args = [leaf.buffer for leaf in data]
+def _arguments(data: list[Data], packs, device, plan=None, held=None) -> list:
+    """Entry arguments: the device-data leaves (``plan``: the executable's
+    :attr:`~lazycore.runtime.pjrt.Executable.arguments`, some of them
+    stacked, :func:`lazycore.runtime.stacks.arguments`), then one vector per
+    scalar dtype (``packs``: ``(dtype, scalar leaves)`` pairs)."""
+    args = [leaf.buffer for leaf in data] if plan is None else stacks.arguments(plan, data, held, device)
     for dtype, group in packs:
         host = np.array([leaf.value for leaf in group], dtype=to_numpy_dtype(dtype))
         args.append(PACKS.get(host, device))
@@ -300,8 +303,11 @@ def sync(device, wait: bool = True) -> int:
         node = t._value.node
         if type(node) is Data:
             held.add(id(node))
+            if node.row is not None:  # its stack too (lazycore.runtime.stacks)
+                held.add(id(node.row[0]))
         elif type(node) is buckets.Cut:  # a padded result's value: no work (lazycore.runtime.buckets)
             held.add(id(node.source))
+            stacks.held_stack(node.source, held)
         else:
             pending.append(t)
     if not pending:
@@ -352,7 +358,7 @@ def sync(device, wait: bool = True) -> int:
                 data, packs, out_types = bucketed.data, bucketed.packs, bucketed.out_types
                 donate, key = bucketed.donate, bucketed.key
     events.record_graph(*counts)
-    if failures.seen[0] and any(type(leaf.buffer) is Failure for leaf in data):
+    if failures.seen[0] and any(type(leaf.storage) is Failure for leaf in data):
         return _contain(device, pending, slots, len(out_types), None, wait)
     exe = CACHE.get(key)
     hit = exe is not None
@@ -365,7 +371,7 @@ def sync(device, wait: bool = True) -> int:
             return _contain(device, pending, slots, len(out_types), e, wait)
         CACHE.put(key, exe)
         events.emit("program", exe, device, walk, loaded)
-    args = _arguments(data, packs, device)
+    args = _arguments(data, packs, device, exe.arguments, held)
     with events.timed("execute"):
         try:
             results, done = exe.launch(args)
@@ -373,7 +379,8 @@ def sync(device, wait: bool = True) -> int:
             return _contain(device, pending, slots, len(out_types), ProgramError("run", e), wait)
         # the handles hold the results at once: a failure found while waiting
         # is settled in these leaves (_Launch)
-        leaves = [Data(buf, t, True, layout) for buf, t, layout in zip(results, out_types, exe.output_shardings)]
+        n = exe.value_count(len(out_types))
+        leaves = stacks.leaves(results, out_types, exe.rows, exe.output_types, exe.output_shardings, device)
         values = [None] * len(leaves)
         for t, k in zip(pending, slots):
             values[k] = t._value
@@ -382,7 +389,7 @@ def sync(device, wait: bool = True) -> int:
         # At most one program runs while Python traces the next step: the
         # one before this must be done before the barrier returns (so a loop
         # that never looks at a value cannot queue up work and memory).
-        flags = results[len(out_types):]  # the value checks' (lazycore.runtime.checks)
+        flags = results[n:]  # the value checks' (lazycore.runtime.checks)
         previous, device.running = device.running, _Launch(done, device, values, leaves, flags, bucketed)
         if previous is not None:
             previous.block_until_ready()

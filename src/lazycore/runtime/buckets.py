@@ -199,7 +199,7 @@ def prepare(walk, device, keyed) -> Bucketed | None:
     for i, leaf in enumerate(walk.data):
         if not leaf.dynamic:
             continue
-        if leaf.sharding is not None or type(leaf.buffer) is Failure:
+        if leaf.sharding is not None or type(leaf.storage) is Failure:
             return None
         dims = {}
         for d in sorted(leaf.dynamic):
@@ -258,7 +258,7 @@ def _sized_like(walk, marks: dict, symbols: dict[int, int]) -> dict[int, dict]:
     """Marks for the unmarked inputs' dimensions that have a symbol's size."""
     more = {}
     for leaf in walk.data:
-        if id(leaf) not in marks and leaf.sharding is None and type(leaf.buffer) is not Failure:
+        if id(leaf) not in marks and leaf.sharding is None and type(leaf.storage) is not Failure:
             dims = {d: ((n, n),) for d, n in enumerate(leaf.types[0].shape) if n in symbols}
             if dims:
                 more[id(leaf)] = dims

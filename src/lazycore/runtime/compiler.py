@@ -61,10 +61,8 @@ def lower(
     # build_module's function is @main; the plan says so rather than relying
     # on it being the module's only one
     overrides = None
-    if donate:
-        overrides = {"lazy-aliasing": {"donate": dict(donate), "entry": "main"}}
-    elif donors:
-        overrides = {"lazy-aliasing": {"donors": list(donors), "entry": "main"}}
+    if donate or donors:
+        overrides = {"lazy-aliasing": {"donate": dict(donate or {}), "donors": list(donors or ()), "entry": "main"}}
     run_pipeline(module, pipeline, overrides=overrides, after_each=after_each, verify_each=verify_each)
     return module
 
@@ -112,9 +110,56 @@ def build_module(walk, device=None, constants: dict | None = None):
     whatever ``device`` is, so a module built for inspection shows it too.
     ``constants``: id(leaf) -> host array, leaves built as ``lazy.constant``
     instead of parameters (an exported program's captured values)."""
+    return build_program(walk, device, constants)[0]
+
+
+class Returned:
+    """How a barrier's program (:func:`build_program`) is called and what it returns."""
+
+    def __init__(self):
+        self.arguments: tuple | None = None
+        """Per device-data entry argument, the index of its parameter in
+        ``walk.data``, or the indices of the parameters stacked into it (a
+        rolled loop reads them); None: argument k is parameter k."""
+        self.rows: tuple | None = None
+        """Per output of the walk, ``(result, row)``: row -1 is the whole
+        result, else the output is that row of a returned stack
+        (:mod:`lazycore.runtime.stacks`); None: result k is output k."""
+        self.at: list[int] = []
+        """Per parameter, its argument when it has one of its own, else -1."""
+        self.stack_results: dict[int, int] = {}
+        """Stack argument -> the result holding that stack after the loops
+        that wrote their rows over it in place (where it is donated)."""
+        self.results: list[int] = []
+        """Per output of the walk, its result when it has one of its own, else -1."""
+
+
+def _groups(walk, chains) -> list[tuple]:
+    """The runs of device-data parameters the chains read stacked (each
+    once, in the order its first reader stacks it): entry arguments of their own."""
+    index = {id(leaf): i for i, leaf in enumerate(walk.data)}
+    known = rolled_emit.Stacks()
+    groups = []
+    for chain in sorted(chains, key=lambda c: c.last_position):  # as build_program emits them
+        for values in chain.stacked:
+            if any(id(v[0]) not in index for v in values) or known.find(values) is not None:
+                continue
+            known.add(len(groups), values)
+            groups.append(tuple(index[id(v[0])] for v in values))
+    return groups
+
+
+def build_program(walk, device=None, constants: dict | None = None, stacked: bool = False,
+                  donate: dict[int, int] | None = None):
+    """:func:`build_module`'s module and its :class:`Returned`. ``stacked``:
+    the device-data parameters a rolled loop reads as a stack come in
+    stacked, one argument per stack, and outputs are returned as rows of
+    stacks (:func:`_returned`; ``donate``: the barrier's donation plan, whose
+    pairs are each parameter's successor)."""
     ctx = new_context()
     unknown = ir.Location.unknown(ctx)
     locs: dict = {}  # raw location -> ir.Location: the user's file:line per op
+    info = Returned()
 
     def location(loc):
         if loc is None:
@@ -125,30 +170,52 @@ def build_module(walk, device=None, constants: dict | None = None):
             mlir_loc = locs[loc] = ir.Location.file(file, line, 0, ctx)
         return mlir_loc
 
-    returned = list(walk.outputs) + checks.flag_values(walk)
+    chains = _chains(walk, device, constants)
+    groups = _groups(walk, chains) if stacked else []
+    grouped = {i for g in groups for i in g}
+    plan: list = [i for i in range(len(walk.data)) if i not in grouped] + groups
+    info.at = [-1] * len(walk.data)
+    arg_types = []
+    for a, entry in enumerate(plan):
+        if type(entry) is int:
+            info.at[entry] = a
+            arg_types.append(walk.data[entry].types[0])
+        else:
+            t = walk.data[entry[0]].types[0]
+            arg_types.append(TensorType((len(entry),) + tuple(t.shape), t.dtype))
+    if groups:
+        info.arguments = tuple(plan)
+    flags = checks.flag_values(walk)
     with ctx, unknown:
         module = ir.Module.create()
         with ir.InsertionPoint(module.body):
-            ftype = ir.FunctionType.get(
-                [tensor_type(p.types[0]) for p in walk.data]
-                + [tensor_type(TensorType((len(group),), dtype)) for dtype, group in walk.packs.items()],
-                [tensor_type(o.type) for o in returned],
-            )
-            fn = func.FuncOp("main", ftype)
+            inputs = ([tensor_type(t) for t in arg_types]
+                      + [tensor_type(TensorType((len(group),), dtype)) for dtype, group in walk.packs.items()])
+            fn = func.FuncOp("main", ir.FunctionType.get(inputs, []))
             block = fn.add_entry_block()
             env: dict[int, list] = {}
-            for arg, leaf in zip(block.arguments, walk.data):
-                env[id(leaf)] = [arg]
+            stacks = rolled_emit.Stacks()
             with ir.InsertionPoint(block):
-                packs = block.arguments[len(walk.data):]
+                for a, entry in enumerate(plan):
+                    arg = block.arguments[a]
+                    if type(entry) is int:
+                        env[id(walk.data[entry])] = [arg]
+                        continue
+                    # a member read outside the loops too is its row (unused rows are erased)
+                    shape = list(arg_types[a].shape[1:])
+                    for row, i in enumerate(entry):
+                        if id(walk.data[i]) not in env:
+                            one = create("slice", arg, start=[row] + [0] * len(shape), limit=[row + 1] + shape,
+                                         strides=[1] * (len(shape) + 1)).result
+                            env[id(walk.data[i])] = [create("reshape", one, shape=tuple(shape)).result]
+                    stacks.add(arg, [Value(walk.data[i], 0) for i in entry])
+                packs = block.arguments[len(arg_types):]
                 for pack, group in zip(packs, walk.packs.values()):
                     for i, leaf in enumerate(group):
                         one = create("slice", pack, start=[i], limit=[i + 1], strides=[1]).result
                         env[id(leaf)] = [create("reshape", one, shape=()).result]
-                chains = _chains(walk, device, constants)
                 ends = {chain.last_position: chain for chain in chains}
                 members = {id(n) for chain in chains for copy in chain.copies for n in copy}
-                stacks = rolled_emit.Stacks()
                 for position, node in enumerate(walk.order):
                     if id(node) in members:
                         if position in ends:
@@ -164,9 +231,86 @@ def build_module(walk, device=None, constants: dict | None = None):
                         for o in node.operands
                     ]
                     env[id(node)] = _emit(node, operands, location)
-                func.ReturnOp([env[id(o.node)][o.index] for o in returned])
-            _annotate_layouts(module, fn, walk, device)
-    return module
+                stack_args = [(a, entry) for a, entry in enumerate(plan) if type(entry) is not int]
+                returned = _returned(walk, env, stacks, stacked, info, stack_args, donate or {})
+                returned += [env[id(o.node)][o.index] for o in flags]
+                func.ReturnOp(returned)
+            fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, [v.type for v in returned]))
+            for a in range(len(plan) - len(groups), len(plan)):
+                if a in info.stack_results:
+                    continue
+                latest = stacks.latest(block.arguments[a])
+                j = next((j for j, v in enumerate(returned) if v == latest), None)
+                if j is not None:
+                    info.stack_results[a] = j
+            _annotate_layouts(module, fn, walk, device, info)
+    return module, info
+
+
+def _returned(walk, env: dict, stacks, stacked: bool, info: Returned, groups: list, donate: dict) -> list:
+    """The entry's results for the walk's outputs (``info`` records where each one is).
+
+    With ``stacked``, outputs are returned as rows of stacks two ways. First,
+    the new values of a stack argument's members (their handles' successors:
+    ``donate``, parameter -> output) as one stack in the same order, which
+    the next step's program takes back whole (``groups``: ``(argument,
+    parameter indices)``); the stack its loop wrote them into when it holds
+    exactly them, else stacked here. Then the rows of any stack a loop
+    returned, when at least two, and at least half of them, are outputs
+    (fewer would keep more memory alive than they save)."""
+    outputs = walk.outputs
+    arrays: list = []  # the stacks returned, in the order found
+    placed: dict[int, tuple[int, int]] = {}  # output -> (stack number, row)
+    for a, members in groups if stacked else ():
+        js = [donate.get(i) for i in members]
+        if (any(j is None or j in placed for j in js) or len(set(js)) != len(js)
+                or any(outputs[j].type != walk.data[i].types[0] for i, j in zip(members, js))):
+            continue
+        values = [outputs[j] for j in js]
+        found = stacks.find(values)
+        if found is not None and found[1:] == (0, 1) and from_mlir_type(found[0].type).shape[0] == len(js):
+            array = found[0]
+        else:
+            array = rolled_emit.stack_rows([env[id(v.node)][v.index] for v in values], values[0].type)
+        info.stack_results[a] = len(arrays)  # a stack number for now: a result index below
+        for r, j in enumerate(js):
+            placed[j] = (len(arrays), r)
+        arrays.append(array)
+    found = [stacks.rows.get((id(o.node), o.index)) if stacked and k not in placed else None
+             for k, o in enumerate(outputs)]
+    counts: dict[int, int] = {}
+    for f in found:
+        if f is not None:
+            counts[f[0]] = counts.get(f[0], 0) + 1
+    whole = {n for n, c in counts.items() if c >= 2 and 2 * c >= stacks.sizes[n]}
+    numbers: dict[int, int] = {}  # a stack of `stacks` -> its number in `arrays`
+    for k, f in enumerate(found):
+        if f is not None and f[0] in whole:
+            n, row = f
+            if n not in numbers:
+                numbers[n] = len(arrays)
+                arrays.append(stacks.arrays[n])
+            placed[k] = (numbers[n], row)
+    returned = []
+    rows = []
+    at: dict[int, int] = {}  # stack number -> result
+    for k, o in enumerate(outputs):
+        p = placed.get(k)
+        if p is not None:
+            n, row = p
+            if n not in at:
+                at[n] = len(returned)
+                returned.append(arrays[n])
+            rows.append((at[n], row))
+            info.results.append(-1)
+        else:
+            info.results.append(len(returned))
+            rows.append((len(returned), -1))
+            returned.append(env[id(o.node)][o.index])
+    info.stack_results = {a: at[n] for a, n in info.stack_results.items()}
+    if placed:
+        info.rows = tuple(rows)
+    return returned
 
 
 def _chains(walk, device, constants) -> list:
@@ -231,9 +375,10 @@ def _emit_body(body, bound: list, location) -> list:
     return [get(v) for v in body.results]
 
 
-def _annotate_layouts(module, fn, walk, device) -> None:
+def _annotate_layouts(module, fn, walk, device, info: Returned) -> None:
     mesh = device is not None and isinstance(device.pjrt, pjrt.MeshTarget)
-    layouts = [leaf.sharding for leaf in walk.data]
+    # (a stack argument's members live on one device: rolled loops are not built for a mesh)
+    layouts = [walk.data[i].sharding if type(i) is int else None for i in info.arguments or range(len(walk.data))]
     if not mesh and all(s is None for s in layouts):
         return
     replicated = "{replicated}"
@@ -247,13 +392,17 @@ def _annotate_layouts(module, fn, walk, device) -> None:
         module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
 
 
-def lower_walk(walk, device, donate: dict[int, int], pipeline: str | None) -> ir.Module:
+def lower_walk(walk, device, donate: dict[int, int], pipeline: str | None,
+               stacked: bool = False) -> tuple[ir.Module, tuple]:
     """The walk as a StableHLO module through ``pipeline`` (None: the default
-    one); raises :class:`~lazycore.runtime.failures.ProgramError`."""
+    one), and its plan: :attr:`Returned.arguments` and :attr:`Returned.rows`;
+    raises :class:`~lazycore.runtime.failures.ProgramError`. ``donate``:
+    device-data parameter -> output of the walk; ``stacked``:
+    :func:`build_program`'s (its stack arguments are donated)."""
     passes = pipeline or DEFAULT_PIPELINE
     with events.timed("lowering"), heap.collector_paused():
         try:
-            module = build_module(walk, device)
+            module, info = build_program(walk, device, stacked=stacked, donate=donate)
             # observers of every stage (IR dumps, lazycore.testing captures)
             watchers = events.emit("lowering", walk, module, device, donate, pipeline)
 
@@ -266,40 +415,71 @@ def lower_walk(walk, device, donate: dict[int, int], pipeline: str | None) -> ir
                 # the results' layouts are XLA's to choose: it picks what each donor aliases
                 lower(module, passes, donors=sorted(donate), **observe)
             else:
-                lower(module, passes, donate=donate, **observe)
+                aliases, donors = _donation(donate, info)
+                lower(module, passes, donate=aliases, donors=donors, **observe)
             for w in watchers:
                 w.finish(module)
         except Exception as e:
             raise ProgramError("lower", e) from e
-    return module
+    return module, (info.arguments, info.rows)
 
 
-def _compile(compile_fn, *args) -> pjrt.Executable:
+def _donation(donate: dict[int, int], info: Returned) -> tuple[dict[int, int], list[int]]:
+    """``donate`` (parameter -> output of the walk) and the stack arguments as
+    argument -> result aliases, and the donors whose result XLA picks (a
+    stack no loop wrote back in place)."""
+    aliases = {}
+    for i, j in donate.items():
+        # (a stacked parameter or an output returned in a stack has no buffer of its own)
+        if info.at[i] >= 0 and info.results[j] >= 0:
+            aliases[info.at[i]] = info.results[j]
+    donors = []
+    for a, entry in enumerate(info.arguments or ()):
+        if type(entry) is int:
+            continue
+        j = info.stack_results.get(a)
+        if j is not None and j not in aliases.values():
+            aliases[a] = j
+        else:
+            donors.append(a)
+    return dict(sorted(aliases.items())), donors
+
+
+def _compile(compile_fn, *args, counter: str = "compiles") -> pjrt.Executable:
     with events.timed("compile"):
         try:
             exe = compile_fn(*args)
         except Exception as e:
             raise ProgramError("compile", e) from e
-    events.bump("compiles")
+    events.bump(counter)
     return exe
 
 
-def compile_walk(walk, device, donate: dict[int, int], pipeline: str | None):
-    """The walk's program; raises :class:`~lazycore.runtime.failures.ProgramError`."""
-    module = lower_walk(walk, device, donate, pipeline)
-    return _compile(compile_stablehlo, module, device.pjrt)
+def compile_walk(walk, device, donate: dict[int, int], pipeline: str | None, stacked: bool = False,
+                 counter: str = "compiles"):
+    """The walk's program; raises :class:`~lazycore.runtime.failures.ProgramError`.
+    ``counter``: the one it counts in (:data:`lazycore.ir.events.COUNTERS`)."""
+    module, plan = lower_walk(walk, device, donate, pipeline, stacked)
+    exe = _compile(compile_stablehlo, module, device.pjrt, counter=counter)
+    exe.arguments, exe.rows = plan
+    return exe
 
 
-def walk_artifact(walk, device, donate: dict[int, int], pipeline: str | None) -> tuple[bytes, tuple, tuple]:
+def walk_artifact(walk, device, donate: dict[int, int], pipeline: str | None,
+                  stacked: bool = False) -> tuple[bytes, tuple, tuple, tuple]:
     """The walk lowered to a portable StableHLO artifact, with its input and
-    output types; raises :class:`~lazycore.runtime.failures.ProgramError`."""
-    module = lower_walk(walk, device, donate, pipeline)
+    output types and :func:`lower_walk`'s plan; raises
+    :class:`~lazycore.runtime.failures.ProgramError`."""
+    module, plan = lower_walk(walk, device, donate, pipeline, stacked)
     try:  # as compile_walk does it, in its compile stage
-        return stablehlo_artifact(module)
+        return stablehlo_artifact(module) + (plan,)
     except Exception as e:
         raise ProgramError("compile", e) from e
 
 
-def compile_artifact(artifact: bytes, inputs, outputs, device) -> pjrt.Executable:
+def compile_artifact(artifact: bytes, inputs, outputs, device, plan: tuple = (None, None),
+                     counter: str = "compiles") -> pjrt.Executable:
     """:func:`walk_artifact`'s artifact compiled for ``device``."""
-    return _compile(pjrt.compile_artifact, artifact, inputs, outputs, device.pjrt)
+    exe = _compile(pjrt.compile_artifact, artifact, inputs, outputs, device.pjrt, counter=counter)
+    exe.arguments, exe.rows = plan
+    return exe

@@ -7,7 +7,8 @@ covers). The folder is ``settings.cache_dir`` (``LAZYCORE_CACHE_DIR``; None,
 ``off``: no persistent cache); one file per program, named by its key.
 
 An entry is :data:`MAGIC`, a BLAKE2b digest of the rest, a JSON header (the
-key, the program's parameter and result types, the compression) and the
+key, the program's parameter and result types, which of them are stacks of
+the graph's parameters and outputs, the compression) and the
 executable as jaxlib serializes it, compressed. XLA loads altered bytes
 without complaint, so the digest is checked before anything is loaded: an
 entry that fails it (truncated, corrupt, another format) gives a
@@ -66,6 +67,8 @@ def pack(key: bytes, exe: pjrt.Executable) -> bytes:
         "key": key.hex(),
         "inputs": _types_json(exe.input_types),
         "outputs": _types_json(exe.output_types),
+        "arguments": None if exe.arguments is None else [e if type(e) is int else list(e) for e in exe.arguments],
+        "rows": None if exe.rows is None else [list(r) for r in exe.rows],
         "compression": "zlib",
     }).encode()
     # level 1: most of the size for a small part of the time of the default
@@ -76,6 +79,13 @@ def pack(key: bytes, exe: pjrt.Executable) -> bytes:
 def unpack(blob: bytes, key: bytes) -> tuple[bytes, tuple, tuple]:
     """The serialized executable and its parameter and result types from an
     entry's bytes; raises ValueError for anything but a whole entry for ``key``."""
+    serialized, inputs, outputs, _ = unpack_entry(blob, key)
+    return serialized, inputs, outputs
+
+
+def unpack_entry(blob: bytes, key: bytes) -> tuple[bytes, tuple, tuple, tuple]:
+    """:func:`unpack`'s, and the executable's stacked arguments and results
+    (:attr:`~lazycore.runtime.pjrt.Executable.arguments`, ``rows``)."""
     start = len(MAGIC) + _DIGEST_SIZE
     if len(blob) < start + _LENGTH_SIZE or not blob.startswith(MAGIC):
         raise ValueError("not an entry of this format")
@@ -86,7 +96,13 @@ def unpack(blob: bytes, key: bytes) -> tuple[bytes, tuple, tuple]:
     header = json.loads(body[_LENGTH_SIZE:_LENGTH_SIZE + n])
     if header.get("key") != key.hex() or header.get("compression") != "zlib":
         raise ValueError("it is the entry of another program")
-    return zlib.decompress(body[_LENGTH_SIZE + n:]), _types(header["inputs"]), _types(header["outputs"])
+    arguments, rows = header.get("arguments"), header.get("rows")
+    if arguments is not None:
+        arguments = tuple(int(e) if isinstance(e, int) else tuple(int(i) for i in e) for e in arguments)
+    if rows is not None:
+        rows = tuple((int(j), int(r)) for j, r in rows)
+    return (zlib.decompress(body[_LENGTH_SIZE + n:]), _types(header["inputs"]), _types(header["outputs"]),
+            (arguments, rows))
 
 
 class DiskCache:
@@ -117,8 +133,8 @@ class DiskCache:
             try:
                 with f:
                     blob = f.read()
-                serialized, inputs, outputs = unpack(blob, key)
-                exe = pjrt.deserialize(serialized, inputs, outputs, device)
+                serialized, inputs, outputs, plan = unpack_entry(blob, key)
+                exe = pjrt.deserialize(serialized, inputs, outputs, device, plan)
             except Exception as e:  # whatever the bytes make jaxlib or the decoders raise
                 self._unreadable(path, e)
                 return None

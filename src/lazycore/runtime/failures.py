@@ -100,13 +100,13 @@ def _seeds(walk, error) -> dict[int, Failure]:
     consumed (marked failed here: never passed again), the op a lowering named."""
     seeds: dict[int, Failure] = {}
     for leaf in walk.data:
-        buf = leaf.buffer
+        buf = leaf.storage
         if type(buf) is not Failure and error is not None and error.stage == "run" and buf.is_deleted():
             reason = f"an input buffer it needs was donated to a program that then failed while running: " \
                      f"{summary(error.cause)}"
             mark(leaf, Failure(reason, None, None, "run", error.cause))
-        if type(leaf.buffer) is Failure:
-            seeds[id(leaf)] = leaf.buffer
+        if type(leaf.storage) is Failure:
+            seeds[id(leaf)] = leaf.storage
     failed_op = error.op if error is not None else None
     if failed_op is not None:
         for node in walk.order:

@@ -308,6 +308,13 @@ class Executable:
     device: object
     input_types: tuple[TensorType, ...]
     output_types: tuple[TensorType, ...]
+    arguments: tuple | None = None
+    """Per device-data argument, the index of the graph's parameter it
+    takes, or the indices of the parameters it takes stacked
+    (:mod:`lazycore.runtime.stacks`); None: argument k is parameter k."""
+    rows: tuple | None = None
+    """Per output of the graph it computes, ``(result, row)``: the outputs
+    that are rows of a returned stack (row >= 0); None: result k is output k."""
 
     def __post_init__(self):
         # jaxlib's own result handlers wrap the outputs as arrays in C++, a
@@ -322,6 +329,11 @@ class Executable:
             """Per result, its :class:`Sharding` on a mesh (None on one device)."""
             sharding = SingleDeviceSharding(self.device)
             self._handlers = [_result_handler(t, sharding) for t in self.output_types]
+
+    def value_count(self, outputs: int) -> int:
+        """How many results hold the values of a graph's ``outputs``
+        outputs (its value checks' flags follow them)."""
+        return outputs if self.rows is None else 1 + max(j for j, _ in self.rows)
 
     def __call__(self, buffers: Sequence) -> list:
         return self.launch(buffers)[0]
@@ -403,10 +415,12 @@ def serialize(exe: Executable) -> bytes:
 
 
 def deserialize(
-    blob: bytes, input_types: Sequence[TensorType], output_types: Sequence[TensorType], device=None
+    blob: bytes, input_types: Sequence[TensorType], output_types: Sequence[TensorType], device=None,
+    plan: tuple = (None, None),
 ) -> Executable:
-    """An executable from :func:`serialize`'s bytes, loaded onto ``device``.
-    XLA checks little: bytes changed in the middle may load (callers check a digest)."""
+    """An executable from :func:`serialize`'s bytes, loaded onto ``device``
+    (``plan``: its ``arguments`` and ``rows``). XLA checks little: bytes
+    changed in the middle may load (callers check a digest)."""
     device = device or default_device()
     loaded = device.client.deserialize_executable(blob, _device_list(device), _compile_options(device))
-    return Executable(loaded, device, tuple(input_types), tuple(output_types))
+    return Executable(loaded, device, tuple(input_types), tuple(output_types), *plan)

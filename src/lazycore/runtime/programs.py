@@ -107,7 +107,7 @@ def _compiler_sources() -> bytes:
     return hashlib.blake2b(b"".join(parts), digest_size=16).digest()
 
 
-def make_key(walk: bytes, device, donate: dict[int, int], pipeline: str | None) -> bytes:
+def make_key(walk: bytes, device, donate: dict[int, int], pipeline: str | None, stacked: bool = True) -> bytes:
     """The compile cache's key for a walked graph.
 
     A key is a 128-bit BLAKE2b digest over everything that decides
@@ -124,14 +124,16 @@ def make_key(walk: bytes, device, donate: dict[int, int], pipeline: str | None) 
     * the outputs (walk positions and result indices) and the parameter types;
     * the device (name and chip model), the donation plan, the pass pipeline,
       any user lowerings or PDL patterns registered, and the lazycore, jaxlib and
-      StableHLO versions.
+      StableHLO versions;
+    * ``stacked``: whether the program takes and returns the stacks of its
+      rolled loops (:func:`program`).
 
     A cryptographic digest of an unambiguous encoding makes a wrong hit as
     likely as a 128-bit collision, so no structural comparison is needed on a
     hit.
     """
     h = hashlib.blake2b(digest_size=16)
-    h.update(repr((device.name, device.kind, sorted(donate.items()), pipeline, settings.roll_loops)).encode())
+    h.update(repr((device.name, device.kind, sorted(donate.items()), pipeline, settings.roll_loops, stacked)).encode())
     h.update(b"\0")
     h.update(environment())
     h.update(b"\0")
@@ -141,7 +143,8 @@ def make_key(walk: bytes, device, donate: dict[int, int], pipeline: str | None) 
 
 
 
-def portable_key(walk: bytes, device, donate: dict[int, int], pipeline: str | None) -> bytes | None:
+def portable_key(walk: bytes, device, donate: dict[int, int], pipeline: str | None, stacked: bool = True
+                 ) -> bytes | None:
     """The persistent cache's key for a walked graph: :func:`make_key`'s
     parts as every process sees them (:func:`portable_environment`), and the
     XLA side (:func:`lazycore.runtime.pjrt.fingerprint`: versions, flags,
@@ -152,7 +155,8 @@ def portable_key(walk: bytes, device, donate: dict[int, int], pipeline: str | No
     if env is None or not _own_passes_only(pipeline):
         return None
     h = hashlib.blake2b(digest_size=16)
-    h.update(repr(("walk", device.name, device.kind, sorted(donate.items()), pipeline, settings.roll_loops)).encode())
+    h.update(repr(("walk", device.name, device.kind, sorted(donate.items()), pipeline, settings.roll_loops,
+                   stacked)).encode())
     for part in (env, pjrt.fingerprint(device.pjrt), walk):
         h.update(b"\0")
         h.update(part)
@@ -173,21 +177,29 @@ def _own_passes_only(pipeline: str | None) -> bool:
     return True
 
 
-def artifact_key(artifact: bytes, device) -> bytes:
-    """The persistent cache's key for a program known by its StableHLO."""
+def artifact_key(artifact: bytes, device, plan: tuple = (None, None)) -> bytes:
+    """The persistent cache's key for a program known by its StableHLO (and
+    its stacked arguments and results: ``plan``, their
+    :attr:`~lazycore.runtime.pjrt.Executable.arguments` and ``rows``)."""
     h = hashlib.blake2b(digest_size=16)
-    h.update(repr(("artifact", device.name, device.kind)).encode())
+    h.update(repr(("artifact", device.name, device.kind, plan)).encode())
     for part in (pjrt.fingerprint(device.pjrt), artifact):
         h.update(b"\0")
         h.update(part)
     return h.digest()
 
 
-def program(walk, device, donate: dict[int, int], pipeline: str | None) -> tuple[pjrt.Executable, bool]:
+def program(walk, device, donate: dict[int, int], pipeline: str | None, stacked: bool = True,
+            counter: str = "compiles") -> tuple[pjrt.Executable, bool]:
     """The walk's program, and whether it came from the persistent cache
     (:mod:`lazycore.runtime.diskcache`) instead of being compiled (and
     written there); raises :class:`~lazycore.runtime.failures.ProgramError`.
-    ``pipeline``: the pass pipeline, None for the default one.
+    ``pipeline``: the pass pipeline, None for the default one; ``stacked``:
+    the program takes the parameters its rolled loops read as stacks, and
+    returns the stacks they make (:mod:`lazycore.runtime.stacks`), donating
+    the stacks it takes; a program that must leave its inputs alone
+    (:func:`lazycore.runtime.barrier.run_alone`) is not. ``counter``: the
+    counter a compile bumps (:data:`lazycore.ir.events.COUNTERS`).
 
     The cache is looked up by :func:`portable_key` before lowering; while user
     Python lowerings or passes take part, by the lowered StableHLO
@@ -195,21 +207,21 @@ def program(walk, device, donate: dict[int, int], pipeline: str | None) -> tuple
     ``settings.dump_dir`` set the program is always lowered and compiled: the
     dumps show every stage of every new program."""
     if settings.cache_dir is None:
-        return _compiler().compile_walk(walk, device, donate, pipeline), False
+        return _compiler().compile_walk(walk, device, donate, pipeline, stacked, counter), False
     read = not settings.dump_dir
-    key = portable_key(walk.encoding, device, donate, pipeline)
+    key = portable_key(walk.encoding, device, donate, pipeline, stacked)
     if key is not None:
         exe = DISK.load(key, device.pjrt) if read else None
         if exe is not None:
             return exe, True
-        exe = _compiler().compile_walk(walk, device, donate, pipeline)
+        exe = _compiler().compile_walk(walk, device, donate, pipeline, stacked, counter)
     else:
         compiler = _compiler()
-        artifact, inputs, outputs = compiler.walk_artifact(walk, device, donate, pipeline)
-        key = artifact_key(artifact, device)
+        artifact, inputs, outputs, plan = compiler.walk_artifact(walk, device, donate, pipeline, stacked)
+        key = artifact_key(artifact, device, plan)
         exe = DISK.load(key, device.pjrt) if read else None
         if exe is not None:
             return exe, True
-        exe = compiler.compile_artifact(artifact, inputs, outputs, device)
+        exe = compiler.compile_artifact(artifact, inputs, outputs, device, plan, counter)
     DISK.store(key, exe)
     return exe, False

@@ -85,7 +85,7 @@ def shard(value, mesh: Mesh, spec, *, local: bool = False) -> LazyTensor:
             )
         return shard_data(to_numpy(value), mesh, names)
     node = value._value.node
-    if type(node) is Data and type(node.buffer) is not Failure:
+    if type(node) is Data and type(node.storage) is not Failure:
         return shard_data(value, mesh, names)
     return apply("shard", value, mesh=mesh.shape, sharding=axes)
 

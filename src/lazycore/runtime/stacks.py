@@ -1,0 +1,163 @@
+"""Values kept stacked between programs: the layers of a rolled loop.
+
+A program whose identical layers were rolled into one loop
+(:mod:`lazycore.runtime.rolling`) holds each layer's new weights, optimizer
+moments and gradients as rows of one stacked array. Handing every row back
+as a buffer of its own cost a copy kernel per row: XLA:CPU compiled about
+600 of them in the 12-layer GPT step's program, most of its compile time,
+and the next step stacked the rows again. So a barrier's program returns the
+stack itself (:class:`Stack`), and each row's handle holds a
+:class:`~lazycore.ir.graph.Data` leaf naming its row (``leaf.row``). The
+next program takes the stack as one argument (:func:`arguments`), and a
+loop over the same rows reads it in place and writes it back, donated, with
+no copy on either side.
+
+A row becomes a buffer of its own only when something outside a program
+reads it (a transfer to the host, a resharding): :meth:`Stack.row` runs a
+``dynamic_slice`` program, one per stack type, whatever the row.
+"""
+
+from __future__ import annotations
+
+from lazycore.dialect.spec import spec_of
+from lazycore.dialect.types import TensorType
+from lazycore.ir.graph import LOG, Data, Scalar, Value, make_node
+
+
+class Stack:
+    """A stacked device buffer whose rows are the values of some leaves."""
+
+    __slots__ = ("buffer", "type", "owned", "device", "__weakref__")
+
+    def __init__(self, buffer, t: TensorType, owned: bool, device):
+        self.buffer = buffer
+        self.type = t
+        self.owned = owned
+        """Made by lazycore: donated once no live handle holds one of its rows."""
+        self.device = device
+        """The lazycore device that made it (the one that runs :meth:`row`)."""
+
+    def row(self, index: int):
+        """Row ``index`` as a buffer of its own (a program that slices it)."""
+        from lazycore.runtime.barrier import run_alone  # the barrier makes stacks
+
+        t = self.type
+        on, LOG.on = LOG.on, False  # not part of the user's step (lazycore.stepplans)
+        try:
+            whole = Value(Data(self.buffer, t, owned=False), 0)
+            starts = tuple(Value(Scalar(i, "i64"), 0) for i in (index,) + (0,) * (t.rank - 1))
+            one = TensorType((1,) + tuple(t.shape[1:]), t.dtype)
+            sliced = make_node(spec_of("dynamic_slice"), (whole, starts), {"sizes": one.shape}, (one,))
+            row_t = TensorType(tuple(t.shape[1:]), t.dtype)
+            value = Value(make_node(spec_of("reshape"), (Value(sliced, 0),), {"shape": row_t.shape}, (row_t,)), 0)
+        finally:
+            LOG.on = on
+        (buffer,) = run_alone(self.device, [value], "stack_compiles")
+        return buffer
+
+    def __repr__(self) -> str:
+        return f"Stack({self.type})"
+
+
+def arguments(plan: tuple, data: list[Data], held: set[int], device) -> list:
+    """The device-data arguments of a program that takes stacks
+    (:attr:`~lazycore.runtime.pjrt.Executable.arguments`: per argument a
+    parameter's index, or the indices of the parameters stacked into it).
+
+    A stack argument is donated. A group that is exactly the rows of one
+    stack, in order, that no live handle holds (``held``) passes that stack,
+    as a training step hands the next one its weights; any other group (the
+    first step's uploaded parameters, a stack still held) is stacked by a
+    program of its own first."""
+    args: list = []
+    slow: list[tuple[int, tuple]] = []
+    for entry in plan:
+        if type(entry) is int:
+            args.append(data[entry].buffer)
+            continue
+        stack = _whole(entry, data, held)
+        if stack is None:
+            slow.append((len(args), entry))
+        args.append(stack)
+    if slow:
+        for (at, _), buffer in zip(slow, _stacked([[data[i] for i in group] for _, group in slow], device)):
+            args[at] = buffer
+    return args
+
+
+def _whole(group: tuple, data: list[Data], held: set[int]):
+    """The buffer of the stack whose rows the group's leaves are, in order, or None."""
+    first = data[group[0]].row
+    if first is None:
+        return None
+    stack = first[0]
+    if stack.type.shape[0] != len(group) or id(stack) in held:
+        return None
+    for r, i in enumerate(group):
+        row = data[i].row
+        if row is None or row[0] is not stack or row[1] != r:
+            return None
+    return stack.buffer
+
+
+def _stacked(groups: list[list[Data]], device) -> list:
+    """Each group's values stacked into a new buffer, by one program. A
+    member that is a row of a stack is sliced out of it there (a loop that
+    wrote the rows another one reads, in other runs or another order)."""
+    from lazycore.runtime.barrier import run_alone  # the barrier calls this module
+
+    on, LOG.on = LOG.on, False  # not part of the user's step (lazycore.stepplans)
+    try:
+        concatenate, reshape, slice_ = spec_of("concatenate"), spec_of("reshape"), spec_of("slice")
+        whole_of: dict[int, Value] = {}  # id(stack) -> its value, one parameter per stack
+
+        def row_of(leaf: Data, one: TensorType) -> Value:
+            if leaf.row is None:
+                return Value(make_node(reshape, (Value(leaf, 0),), {"shape": one.shape}, (one,)), 0)
+            stack, r = leaf.row
+            whole = whole_of.get(id(stack))
+            if whole is None:
+                whole = whole_of[id(stack)] = Value(Data(stack.buffer, stack.type, owned=False), 0)
+            start = (r,) + (0,) * (one.rank - 1)
+            attrs = {"start": start, "limit": (r + 1,) + tuple(one.shape[1:]), "strides": (1,) * one.rank}
+            return Value(make_node(slice_, (whole,), attrs, (one,)), 0)
+
+        values = []
+        for group in groups:
+            t = group[0].types[0]
+            one = TensorType((1,) + tuple(t.shape), t.dtype)
+            rows = [row_of(leaf, one) for leaf in group]
+            whole = rows[0]
+            for n, row in enumerate(rows[1:], 2):  # lazy.concatenate is binary
+                wt = TensorType((n,) + tuple(t.shape), t.dtype)
+                whole = Value(make_node(concatenate, (whole, row), {"dim": 0}, (wt,)), 0)
+            values.append(whole)
+    finally:
+        LOG.on = on
+    return run_alone(device, values, "stack_compiles")
+
+
+def leaves(results: list, out_types: list, rows, result_types, shardings, device) -> list[Data]:
+    """One leaf per output of a program's ``results``: ``rows`` (the
+    executable's, None: one result per output) says which outputs are rows
+    of a returned stack."""
+    if rows is None:
+        return [Data(buf, t, True, layout) for buf, t, layout in zip(results, out_types, shardings)]
+    made: dict[int, Stack] = {}
+    out = []
+    for t, (j, r) in zip(out_types, rows):
+        if r < 0:
+            out.append(Data(results[j], t, True, shardings[j]))
+            continue
+        stack = made.get(j)
+        if stack is None:
+            stack = made[j] = Stack(results[j], result_types[j], True, device)
+        out.append(Data(None, t, True, row=(stack, r)))
+    return out
+
+
+def held_stack(node, held: set[int]) -> None:
+    """Adds the stack of ``node`` (a leaf a live handle holds) to ``held``, if it is a row."""
+    row = node.row
+    if row is not None:
+        held.add(id(row[0]))
