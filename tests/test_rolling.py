@@ -228,3 +228,32 @@ def test_weights_still_held_keep_their_values_when_their_stack_is_taken_again(cl
         np.testing.assert_allclose(np.asarray(k), w, rtol=1e-5, atol=1e-5)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
+
+
+def test_a_failing_op_beside_rolled_layers_fails_alone(clean_runtime, rng):
+    from lazycore.ir.failure import BarrierError
+    from lazycore.passes import register_lowering
+    from lazycore.passes.lowering import registry
+
+    def raising(op, rewriter):
+        raise ValueError("this lowering is broken on purpose")
+
+    _, Ws, _ = _stack(rng, layers=5)
+    want = _update_layers(np, Ws, 3)
+    user = dict(registry.USER)
+    with override(roll_loops=True), capture():
+        got = _update_layers(lnp, [lnp.asarray(w) for w in Ws], 2)
+        assert all(w.__lazycore_value__()._value.node.row is not None for w in got)
+        register_lowering("sign", raising)
+        try:
+            bad = np.sign(got[0])
+            # the step's program fails to lower: each output is computed
+            # apart, from the rows of the stacks the step would have taken
+            got = _update_layers(lnp, got, 1)
+        finally:
+            registry.USER.clear()
+            registry.USER.update(user)
+    with pytest.raises(BarrierError, match="broken on purpose"):
+        np.asarray(bad)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
