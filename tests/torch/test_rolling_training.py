@@ -184,7 +184,7 @@ def test_a_stacked_program_is_loaded_from_disk_with_its_plan(clean_runtime, dev,
         _close(_Run(dev).step(3).values(), want)
         assert metrics.counters()["disk_cache_writes"] >= 2
         plans = [diskcache.unpack_entry(e.read_bytes(), bytes.fromhex(e.stem))[3] for e in tmp_path.glob("*.lcx")]
-        assert any(arguments is not None and rows is not None for arguments, rows in plans)
+        assert any(arguments is not None and rows is not None and not keeps for arguments, rows, keeps in plans)
         lazycore.cache.clear()  # the in-memory cache only: the programs come back from disk
         metrics.reset()
         _close(_Run(dev).step(3).values(), want)

@@ -252,12 +252,12 @@ class _Launch:
             self.values = self.leaves = self.flags = self.padded = None  # the graph it ran may go now
 
 
-def _arguments(data: list[Data], packs, device, plan=None, held=None) -> list:
-    """Entry arguments: the device-data leaves (``plan``: the executable's
-    :attr:`~lazycore.runtime.pjrt.Executable.arguments`, some of them
-    stacked, :func:`lazycore.runtime.stacks.arguments`), then one vector per
-    scalar dtype (``packs``: ``(dtype, scalar leaves)`` pairs)."""
-    args = [leaf.buffer for leaf in data] if plan is None else stacks.arguments(plan, data, held, device)
+def _arguments(data: list[Data], packs, device, args=None) -> list:
+    """Entry arguments: the device-data leaves (or ``args``, their buffers
+    as a program that takes stacks takes them:
+    :func:`lazycore.runtime.stacks.arguments`), then one vector per scalar
+    dtype (``packs``: ``(dtype, scalar leaves)`` pairs)."""
+    args = [leaf.buffer for leaf in data] if args is None else list(args)
     for dtype, group in packs:
         host = np.array([leaf.value for leaf in group], dtype=to_numpy_dtype(dtype))
         args.append(PACKS.get(host, device))
@@ -328,6 +328,7 @@ def sync(device, wait: bool = True) -> int:
         if recalled is not None:
             data, packs, key, donate = recalled
             slots, out_types, counts = plan.slots, plan.out_types, plan.counts
+            encoding = plan.encoding
         else:
             index: dict[tuple[int, int], int] = {}
             outputs: list[Value] = []
@@ -340,6 +341,7 @@ def sync(device, wait: bool = True) -> int:
                     outputs.append(v)
                 slots.append(index[k])
             walk = Walk(outputs)
+            encoding = walk.encoding
             data, packs = walk.data, list(walk.packs.items())
             out_types = [out.type for out in outputs]
             counts = (len(walk.order), len(outputs), len(walk.params))
@@ -366,12 +368,32 @@ def sync(device, wait: bool = True) -> int:
     if exe is None:
         events.emit("compile", len(walk.order))
         try:
-            exe, loaded = programs.program(walk, device, donate, pipeline)
+            # parameters live handles hold that its loops would read stacked
+            # (a forward pass over weights it does not change): its variant
+            # that leaves its stacks alone, under this key too (always right)
+            mode = "keep" if not settings.donation or (bucketed is None and stacks.keeps(walk, held, device)) else True
+            exe, loaded = programs.program(walk, device, donate, pipeline, stacked=mode)
         except ProgramError as e:
             return _contain(device, pending, slots, len(out_types), e, wait)
         CACHE.put(key, exe)
         events.emit("program", exe, device, walk, loaded)
-    args = _arguments(data, packs, device, exe.arguments, held)
+    stacked = None
+    if exe.arguments is not None:  # it takes stacks (lazycore.runtime.stacks)
+        stacked, keep = stacks.arguments(exe.arguments, data, held, device, bucketed is None)
+        if (keep or not settings.donation) and not exe.keeps:  # the variant that leaves its stacks alone
+            kept = programs.make_key(encoding, device, donate, pipeline, stacked="keep")
+            exe = CACHE.get(kept)
+            if exe is None:
+                if walk is None:
+                    walk = Walk(_outputs(pending, slots, len(out_types)))
+                events.emit("compile", len(walk.order))
+                try:
+                    exe, loaded = programs.program(walk, device, donate, pipeline, stacked="keep")
+                except ProgramError as e:
+                    return _contain(device, pending, slots, len(out_types), e, wait)
+                CACHE.put(kept, exe)
+                events.emit("program", exe, device, walk, loaded)
+    args = _arguments(data, packs, device, stacked)
     with events.timed("execute"):
         try:
             results, done = exe.launch(args)
@@ -403,13 +425,19 @@ def sync(device, wait: bool = True) -> int:
     return len(pending)
 
 
+def _outputs(pending, slots: list[int], n_outputs: int) -> list[Value]:
+    """The values of a barrier's outputs, in output order."""
+    values: list = [None] * n_outputs
+    for t, k in zip(pending, slots):
+        values[k] = t._value
+    return values
+
+
 def _contain(device, pending, slots: list[int], n_outputs: int, error, wait: bool) -> int:
     """The barrier's program failed with ``error`` (None: some inputs are
     failed values): settle every output (:func:`lazycore.runtime.failures.settle`)
     and give each handle its buffer or its failure."""
-    values: list = [None] * n_outputs
-    for t, k in zip(pending, slots):
-        values[k] = t._value
+    values = _outputs(pending, slots, n_outputs)
     results = failures.settle(device, values, error)
     leaves = []
     for r, v in zip(results, values):

@@ -134,6 +134,12 @@ class Returned:
         """Per output of the walk, its result when it has one of its own, else -1."""
 
 
+def stack_groups(walk, device=None) -> list[tuple]:
+    """The device-data parameters (indices in ``walk.data``) that a stacked
+    program of the walk takes as stacks, per stack (:func:`build_program`)."""
+    return _groups(walk, _chains(walk, device, None))
+
+
 def _groups(walk, chains) -> list[tuple]:
     """The runs of device-data parameters the chains read stacked (each
     once, in the order its first reader stacks it): entry arguments of their own."""
@@ -171,7 +177,7 @@ def build_program(walk, device=None, constants: dict | None = None, stacked: boo
         return mlir_loc
 
     chains = _chains(walk, device, constants)
-    groups = _groups(walk, chains) if stacked else []
+    groups = _groups(walk, chains) if stacked else []  # (as stack_groups)
     grouped = {i for g in groups for i in g}
     plan: list = [i for i in range(len(walk.data)) if i not in grouped] + groups
     info.at = [-1] * len(walk.data)
@@ -317,7 +323,10 @@ def _chains(walk, device, constants) -> list:
     """The runs of identical layers to emit as loops (:mod:`lazycore.runtime.rolling`)."""
     if not settings.roll_loops or constants or (device is not None and isinstance(device.pjrt, pjrt.MeshTarget)):
         return []
-    return rolling.find_chains(walk.order, list(walk.outputs))
+    found = walk.__dict__.get("chains")  # found once per walk (stack_groups asks first)
+    if found is None:
+        found = walk.chains = rolling.find_chains(walk.order, list(walk.outputs))
+    return found
 
 
 def _emit(node, operands: list, location) -> list:
@@ -393,12 +402,13 @@ def _annotate_layouts(module, fn, walk, device, info: Returned) -> None:
 
 
 def lower_walk(walk, device, donate: dict[int, int], pipeline: str | None,
-               stacked: bool = False) -> tuple[ir.Module, tuple]:
+               stacked: bool | str = False) -> tuple[ir.Module, tuple]:
     """The walk as a StableHLO module through ``pipeline`` (None: the default
     one), and its plan: :attr:`Returned.arguments` and :attr:`Returned.rows`;
     raises :class:`~lazycore.runtime.failures.ProgramError`. ``donate``:
     device-data parameter -> output of the walk; ``stacked``:
-    :func:`build_program`'s (its stack arguments are donated)."""
+    :func:`build_program`'s, its stack arguments donated unless it is
+    ``"keep"`` (values that live handles hold are passed as they are)."""
     passes = pipeline or DEFAULT_PIPELINE
     with events.timed("lowering"), heap.collector_paused():
         try:
@@ -415,26 +425,26 @@ def lower_walk(walk, device, donate: dict[int, int], pipeline: str | None,
                 # the results' layouts are XLA's to choose: it picks what each donor aliases
                 lower(module, passes, donors=sorted(donate), **observe)
             else:
-                aliases, donors = _donation(donate, info)
+                aliases, donors = _donation(donate, info, stacked != "keep")
                 lower(module, passes, donate=aliases, donors=donors, **observe)
             for w in watchers:
                 w.finish(module)
         except Exception as e:
             raise ProgramError("lower", e) from e
-    return module, (info.arguments, info.rows)
+    return module, (info.arguments, info.rows, stacked == "keep" and info.arguments is not None)
 
 
-def _donation(donate: dict[int, int], info: Returned) -> tuple[dict[int, int], list[int]]:
-    """``donate`` (parameter -> output of the walk) and the stack arguments as
-    argument -> result aliases, and the donors whose result XLA picks (a
-    stack no loop wrote back in place)."""
+def _donation(donate: dict[int, int], info: Returned, stacks: bool = True) -> tuple[dict[int, int], list[int]]:
+    """``donate`` (parameter -> output of the walk) and, with ``stacks``, the
+    stack arguments as argument -> result aliases, and the donors whose
+    result XLA picks (a stack no loop wrote back in place)."""
     aliases = {}
     for i, j in donate.items():
         # (a stacked parameter or an output returned in a stack has no buffer of its own)
         if info.at[i] >= 0 and info.results[j] >= 0:
             aliases[info.at[i]] = info.results[j]
     donors = []
-    for a, entry in enumerate(info.arguments or ()):
+    for a, entry in enumerate(info.arguments if stacks and info.arguments else ()):
         if type(entry) is int:
             continue
         j = info.stack_results.get(a)
@@ -455,18 +465,18 @@ def _compile(compile_fn, *args, counter: str = "compiles") -> pjrt.Executable:
     return exe
 
 
-def compile_walk(walk, device, donate: dict[int, int], pipeline: str | None, stacked: bool = False,
+def compile_walk(walk, device, donate: dict[int, int], pipeline: str | None, stacked: bool | str = False,
                  counter: str = "compiles"):
     """The walk's program; raises :class:`~lazycore.runtime.failures.ProgramError`.
     ``counter``: the one it counts in (:data:`lazycore.ir.events.COUNTERS`)."""
     module, plan = lower_walk(walk, device, donate, pipeline, stacked)
     exe = _compile(compile_stablehlo, module, device.pjrt, counter=counter)
-    exe.arguments, exe.rows = plan
+    exe.arguments, exe.rows, exe.keeps = plan
     return exe
 
 
 def walk_artifact(walk, device, donate: dict[int, int], pipeline: str | None,
-                  stacked: bool = False) -> tuple[bytes, tuple, tuple, tuple]:
+                  stacked: bool | str = False) -> tuple[bytes, tuple, tuple, tuple]:
     """The walk lowered to a portable StableHLO artifact, with its input and
     output types and :func:`lower_walk`'s plan; raises
     :class:`~lazycore.runtime.failures.ProgramError`."""
@@ -477,9 +487,9 @@ def walk_artifact(walk, device, donate: dict[int, int], pipeline: str | None,
         raise ProgramError("compile", e) from e
 
 
-def compile_artifact(artifact: bytes, inputs, outputs, device, plan: tuple = (None, None),
+def compile_artifact(artifact: bytes, inputs, outputs, device, plan: tuple = (None, None, False),
                      counter: str = "compiles") -> pjrt.Executable:
     """:func:`walk_artifact`'s artifact compiled for ``device``."""
     exe = _compile(pjrt.compile_artifact, artifact, inputs, outputs, device.pjrt, counter=counter)
-    exe.arguments, exe.rows = plan
+    exe.arguments, exe.rows, exe.keeps = plan
     return exe

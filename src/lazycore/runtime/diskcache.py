@@ -69,6 +69,7 @@ def pack(key: bytes, exe: pjrt.Executable) -> bytes:
         "outputs": _types_json(exe.output_types),
         "arguments": None if exe.arguments is None else [e if type(e) is int else list(e) for e in exe.arguments],
         "rows": None if exe.rows is None else [list(r) for r in exe.rows],
+        "keeps": exe.keeps,
         "compression": "zlib",
     }).encode()
     # level 1: most of the size for a small part of the time of the default
@@ -85,7 +86,7 @@ def unpack(blob: bytes, key: bytes) -> tuple[bytes, tuple, tuple]:
 
 def unpack_entry(blob: bytes, key: bytes) -> tuple[bytes, tuple, tuple, tuple]:
     """:func:`unpack`'s, and the executable's stacked arguments and results
-    (:attr:`~lazycore.runtime.pjrt.Executable.arguments`, ``rows``)."""
+    (:attr:`~lazycore.runtime.pjrt.Executable.arguments`, ``rows``, ``keeps``)."""
     start = len(MAGIC) + _DIGEST_SIZE
     if len(blob) < start + _LENGTH_SIZE or not blob.startswith(MAGIC):
         raise ValueError("not an entry of this format")
@@ -102,7 +103,7 @@ def unpack_entry(blob: bytes, key: bytes) -> tuple[bytes, tuple, tuple, tuple]:
     if rows is not None:
         rows = tuple((int(j), int(r)) for j, r in rows)
     return (zlib.decompress(body[_LENGTH_SIZE + n:]), _types(header["inputs"]), _types(header["outputs"]),
-            (arguments, rows))
+            (arguments, rows, bool(header.get("keeps", False))))
 
 
 class DiskCache:

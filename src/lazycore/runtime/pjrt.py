@@ -315,6 +315,8 @@ class Executable:
     rows: tuple | None = None
     """Per output of the graph it computes, ``(result, row)``: the outputs
     that are rows of a returned stack (row >= 0); None: result k is output k."""
+    keeps: bool = False
+    """It leaves the stacks it takes alone (donates none of them)."""
 
     def __post_init__(self):
         # jaxlib's own result handlers wrap the outputs as arrays in C++, a
@@ -416,10 +418,10 @@ def serialize(exe: Executable) -> bytes:
 
 def deserialize(
     blob: bytes, input_types: Sequence[TensorType], output_types: Sequence[TensorType], device=None,
-    plan: tuple = (None, None),
+    plan: tuple = (None, None, False),
 ) -> Executable:
     """An executable from :func:`serialize`'s bytes, loaded onto ``device``
-    (``plan``: its ``arguments`` and ``rows``). XLA checks little: bytes
+    (``plan``: its ``arguments``, ``rows`` and ``keeps``). XLA checks little: bytes
     changed in the middle may load (callers check a digest)."""
     device = device or default_device()
     loaded = device.client.deserialize_executable(blob, _device_list(device), _compile_options(device))

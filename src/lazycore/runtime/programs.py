@@ -107,7 +107,8 @@ def _compiler_sources() -> bytes:
     return hashlib.blake2b(b"".join(parts), digest_size=16).digest()
 
 
-def make_key(walk: bytes, device, donate: dict[int, int], pipeline: str | None, stacked: bool = True) -> bytes:
+def make_key(walk: bytes, device, donate: dict[int, int], pipeline: str | None, stacked: bool | str = True
+             ) -> bytes:
     """The compile cache's key for a walked graph.
 
     A key is a 128-bit BLAKE2b digest over everything that decides
@@ -126,7 +127,7 @@ def make_key(walk: bytes, device, donate: dict[int, int], pipeline: str | None, 
       any user lowerings or PDL patterns registered, and the lazycore, jaxlib and
       StableHLO versions;
     * ``stacked``: whether the program takes and returns the stacks of its
-      rolled loops (:func:`program`).
+      rolled loops, and donates those it takes (:func:`program`).
 
     A cryptographic digest of an unambiguous encoding makes a wrong hit as
     likely as a 128-bit collision, so no structural comparison is needed on a
@@ -143,7 +144,7 @@ def make_key(walk: bytes, device, donate: dict[int, int], pipeline: str | None, 
 
 
 
-def portable_key(walk: bytes, device, donate: dict[int, int], pipeline: str | None, stacked: bool = True
+def portable_key(walk: bytes, device, donate: dict[int, int], pipeline: str | None, stacked: bool | str = True
                  ) -> bytes | None:
     """The persistent cache's key for a walked graph: :func:`make_key`'s
     parts as every process sees them (:func:`portable_environment`), and the
@@ -177,7 +178,7 @@ def _own_passes_only(pipeline: str | None) -> bool:
     return True
 
 
-def artifact_key(artifact: bytes, device, plan: tuple = (None, None)) -> bytes:
+def artifact_key(artifact: bytes, device, plan: tuple = (None, None, False)) -> bytes:
     """The persistent cache's key for a program known by its StableHLO (and
     its stacked arguments and results: ``plan``, their
     :attr:`~lazycore.runtime.pjrt.Executable.arguments` and ``rows``)."""
@@ -189,7 +190,13 @@ def artifact_key(artifact: bytes, device, plan: tuple = (None, None)) -> bytes:
     return h.digest()
 
 
-def program(walk, device, donate: dict[int, int], pipeline: str | None, stacked: bool = True,
+def stack_groups(walk, device) -> list[tuple]:
+    """The parameters a stacked program of the walk takes as stacks
+    (:func:`lazycore.runtime.compiler.stack_groups`; asked before a compile)."""
+    return _compiler().stack_groups(walk, device)
+
+
+def program(walk, device, donate: dict[int, int], pipeline: str | None, stacked: bool | str = True,
             counter: str = "compiles") -> tuple[pjrt.Executable, bool]:
     """The walk's program, and whether it came from the persistent cache
     (:mod:`lazycore.runtime.diskcache`) instead of being compiled (and
@@ -197,8 +204,9 @@ def program(walk, device, donate: dict[int, int], pipeline: str | None, stacked:
     ``pipeline``: the pass pipeline, None for the default one; ``stacked``:
     the program takes the parameters its rolled loops read as stacks, and
     returns the stacks they make (:mod:`lazycore.runtime.stacks`), donating
-    the stacks it takes; a program that must leave its inputs alone
-    (:func:`lazycore.runtime.barrier.run_alone`) is not. ``counter``: the
+    the stacks it takes (``"keep"``: not, for stacks live handles hold rows
+    of); a program that must leave its inputs alone
+    (:func:`lazycore.runtime.barrier.run_alone`) is not stacked. ``counter``: the
     counter a compile bumps (:data:`lazycore.ir.events.COUNTERS`).
 
     The cache is looked up by :func:`portable_key` before lowering; while user

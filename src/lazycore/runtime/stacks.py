@@ -62,45 +62,79 @@ class Stack:
         return f"Stack({self.type})"
 
 
-def arguments(plan: tuple, data: list[Data], held: set[int], device) -> list:
+def arguments(plan: tuple, data: list[Data], held: set[int], device, may_keep: bool = True) -> tuple[list, bool]:
     """The device-data arguments of a program that takes stacks
     (:attr:`~lazycore.runtime.pjrt.Executable.arguments`: per argument a
-    parameter's index, or the indices of the parameters stacked into it).
+    parameter's index, or the indices of the parameters stacked into it),
+    and whether the program must leave its stacks alone (its ``"keep"``
+    variant: :func:`lazycore.runtime.programs.program`).
 
-    A stack argument is donated. A group that is exactly the rows of one
-    stack, in order, that no live handle holds (``held``) passes that stack,
-    as a training step hands the next one its weights; any other group (the
-    first step's uploaded parameters, a stack still held) is stacked by a
-    program of its own first."""
+    A group that is exactly the rows of one stack, in order, passes that
+    stack: as a training step hands the next one its weights, donated; when
+    live handles hold rows of it (``held``), kept. Any other group (the first
+    step's uploaded parameters, rows of several stacks) is stacked by a
+    program of its own first; when live handles hold some of its members
+    (weights a forward pass reads again and again), they become rows of the
+    new stack, kept, so the next call passes it as it is. ``may_keep``
+    False: no stack is kept (a held one is stacked again)."""
     args: list = []
     slow: list[tuple[int, tuple]] = []
+    keep = False
     for entry in plan:
         if type(entry) is int:
             args.append(data[entry].buffer)
             continue
-        stack = _whole(entry, data, held)
-        if stack is None:
-            slow.append((len(args), entry))
-        args.append(stack)
+        stack = _whole(entry, data)
+        if stack is not None and (id(stack) not in held or may_keep):
+            keep |= id(stack) in held
+            args.append(stack.buffer)
+            continue
+        slow.append((len(args), entry))
+        args.append(None)
     if slow:
-        for (at, _), buffer in zip(slow, _stacked([[data[i] for i in group] for _, group in slow], device)):
+        groups = [[data[i] for i in group] for _, group in slow]
+        for (at, _), group, buffer in zip(slow, groups, _stacked(groups, device)):
             args[at] = buffer
-    return args
+            if may_keep and any(id(leaf) in held for leaf in group):
+                keep = True
+                stack = Stack(buffer, TensorType((len(group),) + tuple(group[0].types[0].shape),
+                                                 group[0].types[0].dtype), True, device)
+                for r, leaf in enumerate(group):
+                    leaf.row = (stack, r)  # its own buffer, if it has one, stays
+    return args, keep
 
 
-def _whole(group: tuple, data: list[Data], held: set[int]):
-    """The buffer of the stack whose rows the group's leaves are, in order, or None."""
+def keeps(walk, held: set[int], device) -> bool:
+    """Whether a new program of ``walk`` should leave its stacks alone: live
+    handles hold parameters its loops read stacked (or rows of theirs)."""
+    from lazycore.ir.config import settings
+
+    if not settings.roll_loops or not held:
+        return False
+    from lazycore.runtime.programs import stack_groups
+
+    data = walk.data
+    for group in stack_groups(walk, device):
+        for i in group:
+            leaf = data[i]
+            if id(leaf) in held or (leaf.row is not None and id(leaf.row[0]) in held):
+                return True
+    return False
+
+
+def _whole(group: tuple, data: list[Data]) -> Stack | None:
+    """The stack whose rows the group's leaves are, in order, or None."""
     first = data[group[0]].row
     if first is None:
         return None
     stack = first[0]
-    if stack.type.shape[0] != len(group) or id(stack) in held:
+    if stack.type.shape[0] != len(group):
         return None
     for r, i in enumerate(group):
         row = data[i].row
         if row is None or row[0] is not stack or row[1] != r:
             return None
-    return stack.buffer
+    return stack
 
 
 def _stacked(groups: list[list[Data]], device) -> list:
