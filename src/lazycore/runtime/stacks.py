@@ -17,13 +17,16 @@ reads it (a transfer to the host, a resharding): :meth:`Stack.row` runs a
 ``dynamic_slice`` program, one per stack type, whatever the row. Rows that
 are not one whole stack, in order, are stacked by a program of their own
 first (:func:`_stacked`). Both kinds of program count in the
-``stack_compiles`` counter, not in ``compiles``.
+``stack_compiles`` counter, not in ``compiles``. A stack that live handles
+hold rows of keeps its values: the step runs the variant of its program
+that donates no stack (``stacked="keep"``, :func:`keeps`).
 """
 
 from __future__ import annotations
 
 from lazycore.dialect.spec import spec_of
 from lazycore.dialect.types import TensorType
+from lazycore.ir.config import override, settings
 from lazycore.ir.graph import LOG, Data, Scalar, Value, make_node
 
 
@@ -42,8 +45,6 @@ class Stack:
 
     def row(self, index: int):
         """Row ``index`` as a buffer of its own (a program that slices it)."""
-        from lazycore.runtime.barrier import run_alone  # the barrier makes stacks
-
         t = self.type
         on, LOG.on = LOG.on, False  # not part of the user's step (lazycore.stepplans)
         try:
@@ -55,7 +56,7 @@ class Stack:
             value = Value(make_node(spec_of("reshape"), (Value(sliced, 0),), {"shape": row_t.shape}, (row_t,)), 0)
         finally:
             LOG.on = on
-        (buffer,) = run_alone(self.device, [value], "stack_compiles")
+        (buffer,) = _run(self.device, [value])
         return buffer
 
     def __repr__(self) -> str:
@@ -107,8 +108,6 @@ def arguments(plan: tuple, data: list[Data], held: set[int], device, may_keep: b
 def keeps(walk, held: set[int], device) -> bool:
     """Whether a new program of ``walk`` should leave its stacks alone: live
     handles hold parameters its loops read stacked (or rows of theirs)."""
-    from lazycore.ir.config import settings
-
     if not settings.roll_loops or not held:
         return False
     from lazycore.runtime.programs import stack_groups
@@ -141,8 +140,6 @@ def _stacked(groups: list[list[Data]], device) -> list:
     """Each group's values stacked into a new buffer, by one program. A
     member that is a row of a stack is sliced out of it there (a loop that
     wrote the rows another one reads, in other runs or another order)."""
-    from lazycore.runtime.barrier import run_alone  # the barrier calls this module
-
     on, LOG.on = LOG.on, False  # not part of the user's step (lazycore.stepplans)
     try:
         concatenate, reshape, slice_ = spec_of("concatenate"), spec_of("reshape"), spec_of("slice")
@@ -171,7 +168,16 @@ def _stacked(groups: list[list[Data]], device) -> list:
             values.append(whole)
     finally:
         LOG.on = on
-    return run_alone(device, values, "stack_compiles")
+    return _run(device, values)
+
+
+def _run(device, values: list[Value]) -> list:
+    """``values`` computed by a program of their own, counted as a stacks'
+    program; never rolled (its rows are copies, not layers)."""
+    from lazycore.runtime.barrier import run_alone  # the barrier calls this module
+
+    with override(roll_loops=False):
+        return run_alone(device, values, "stack_compiles")
 
 
 def leaves(results: list, out_types: list, rows, result_types, shardings, device) -> list[Data]:
