@@ -192,8 +192,9 @@ class Data(Node):
         self.row = row
         """None, or ``(stack, index)``: the value is row ``index`` of a stacked
         buffer (a :class:`lazycore.runtime.stacks.Stack`) that a program
-        returned whole. Programs take the stack (not part of the digest: the
-        barrier's layout of its parameters is part of the compile key)."""
+        returned whole. A program whose loop reads the rows takes the stack
+        (chosen as it is called, :func:`lazycore.runtime.stacks.arguments`):
+        neither the digest nor the compile key depends on it."""
         self.owned = owned
         """Made by lazycore (from host data or as a result), so it may be donated
         once nothing refers to it; False for buffers the user handed in."""

@@ -257,7 +257,8 @@ def _arguments(data: list[Data], packs, device, args=None) -> list:
     as a program that takes stacks takes them:
     :func:`lazycore.runtime.stacks.arguments`), then one vector per scalar
     dtype (``packs``: ``(dtype, scalar leaves)`` pairs)."""
-    args = [leaf.buffer for leaf in data] if args is None else list(args)
+    if args is None:
+        args = [leaf.buffer for leaf in data]
     for dtype, group in packs:
         host = np.array([leaf.value for leaf in group], dtype=to_numpy_dtype(dtype))
         args.append(PACKS.get(host, device))
@@ -303,8 +304,7 @@ def sync(device, wait: bool = True) -> int:
         node = t._value.node
         if type(node) is Data:
             held.add(id(node))
-            if node.row is not None:  # its stack too (lazycore.runtime.stacks)
-                held.add(id(node.row[0]))
+            stacks.held_stack(node, held)
         elif type(node) is buckets.Cut:  # a padded result's value: no work (lazycore.runtime.buckets)
             held.add(id(node.source))
             stacks.held_stack(node.source, held)
@@ -366,17 +366,14 @@ def sync(device, wait: bool = True) -> int:
     hit = exe is not None
     loaded = False
     if exe is None:
-        events.emit("compile", len(walk.order))
+        # parameters live handles hold that its loops would read stacked
+        # (a forward pass over weights it does not change): its variant
+        # that leaves its stacks alone, under this key too (always right)
+        mode = "keep" if not settings.donation or (bucketed is None and stacks.keeps(walk, held, device)) else True
         try:
-            # parameters live handles hold that its loops would read stacked
-            # (a forward pass over weights it does not change): its variant
-            # that leaves its stacks alone, under this key too (always right)
-            mode = "keep" if not settings.donation or (bucketed is None and stacks.keeps(walk, held, device)) else True
-            exe, loaded = programs.program(walk, device, donate, pipeline, stacked=mode)
+            exe, loaded = _new_program(key, walk, device, donate, pipeline, mode)
         except ProgramError as e:
             return _contain(device, pending, slots, len(out_types), e, wait)
-        CACHE.put(key, exe)
-        events.emit("program", exe, device, walk, loaded)
     stacked = None
     if exe.arguments is not None:  # it takes stacks (lazycore.runtime.stacks)
         stacked, keep = stacks.arguments(exe.arguments, data, held, device, bucketed is None)
@@ -386,13 +383,10 @@ def sync(device, wait: bool = True) -> int:
             if exe is None:
                 if walk is None:
                     walk = Walk(_outputs(pending, slots, len(out_types)))
-                events.emit("compile", len(walk.order))
                 try:
-                    exe, loaded = programs.program(walk, device, donate, pipeline, stacked="keep")
+                    exe, loaded = _new_program(kept, walk, device, donate, pipeline, "keep")
                 except ProgramError as e:
                     return _contain(device, pending, slots, len(out_types), e, wait)
-                CACHE.put(kept, exe)
-                events.emit("program", exe, device, walk, loaded)
     args = _arguments(data, packs, device, stacked)
     with events.timed("execute"):
         try:
@@ -423,6 +417,17 @@ def sync(device, wait: bool = True) -> int:
     LOG.reset()  # the next step starts: everything before it is old
     heap.freeze_after_first_step()
     return len(pending)
+
+
+def _new_program(key: bytes, walk: Walk, device, donate: dict[int, int], pipeline, stacked):
+    """The walk's program, loaded or compiled (:func:`lazycore.runtime.programs.program`)
+    and cached under ``key``, and whether it was loaded; raises
+    :class:`~lazycore.runtime.failures.ProgramError`."""
+    events.emit("compile", len(walk.order))
+    exe, loaded = programs.program(walk, device, donate, pipeline, stacked=stacked)
+    CACHE.put(key, exe)
+    events.emit("program", exe, device, walk, loaded)
+    return exe, loaded
 
 
 def _outputs(pending, slots: list[int], n_outputs: int) -> list[Value]:

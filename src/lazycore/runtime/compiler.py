@@ -404,8 +404,8 @@ def _annotate_layouts(module, fn, walk, device, info: Returned) -> None:
 def lower_walk(walk, device, donate: dict[int, int], pipeline: str | None,
                stacked: bool | str = False) -> tuple[ir.Module, tuple]:
     """The walk as a StableHLO module through ``pipeline`` (None: the default
-    one), and its plan: :attr:`Returned.arguments` and :attr:`Returned.rows`;
-    raises :class:`~lazycore.runtime.failures.ProgramError`. ``donate``:
+    one), and its plan: :attr:`Returned.arguments`, :attr:`Returned.rows` and
+    whether it keeps its stacks (``Executable.keeps``); raises :class:`~lazycore.runtime.failures.ProgramError`. ``donate``:
     device-data parameter -> output of the walk; ``stacked``:
     :func:`build_program`'s, its stack arguments donated unless it is
     ``"keep"`` (values that live handles hold are passed as they are)."""

@@ -33,13 +33,11 @@ from lazycore.ir.graph import LOG, Data, Scalar, Value, make_node
 class Stack:
     """A stacked device buffer whose rows are the values of some leaves."""
 
-    __slots__ = ("buffer", "type", "owned", "device")
+    __slots__ = ("buffer", "type", "device")
 
-    def __init__(self, buffer, t: TensorType, owned: bool, device):
+    def __init__(self, buffer, t: TensorType, device):
         self.buffer = buffer
         self.type = t
-        self.owned = owned
-        """Made by lazycore: donated once no live handle holds one of its rows."""
         self.device = device
         """The lazycore device that made it (the one that runs :meth:`row`)."""
 
@@ -99,7 +97,7 @@ def arguments(plan: tuple, data: list[Data], held: set[int], device, may_keep: b
             if may_keep and any(id(leaf) in held for leaf in group):
                 keep = True
                 stack = Stack(buffer, TensorType((len(group),) + tuple(group[0].types[0].shape),
-                                                 group[0].types[0].dtype), True, device)
+                                                 group[0].types[0].dtype), device)
                 for r, leaf in enumerate(group):
                     leaf.row = (stack, r)  # its own buffer, if it has one, stays
     return args, keep
@@ -194,7 +192,7 @@ def leaves(results: list, out_types: list, rows, result_types, shardings, device
             continue
         stack = made.get(j)
         if stack is None:
-            stack = made[j] = Stack(results[j], result_types[j], True, device)
+            stack = made[j] = Stack(results[j], result_types[j], device)
         out.append(Data(None, t, True, row=(stack, r)))
     return out
 
