@@ -137,6 +137,49 @@ def torch_runner(model, batches, after=None, wrap=None):
     return one, final, step
 
 
+def shapes_only_runner(cfg, batches, kit, before=None, after=None):
+    """``one()`` for benchmark 7's step through run.py's shapes-only
+    do-nothing subclass: what autograd, the modules, the optimizer and
+    ``__torch_dispatch__`` cost with no tracer behind them, the least Python
+    a per-op frontend pays for the step. ``before()`` runs first and
+    ``after()`` last: with jax.jit's launch before and its wait after, the
+    trace overlaps the program as a pipelined tracer's does."""
+    import torch
+
+    shape_only = kit._shape_only_class(torch)
+    model = make_model(cfg)
+    for mod in model.modules():
+        for name, p in list(mod.named_parameters(recurse=False)):
+            setattr(mod, name, torch.nn.Parameter(shape_only(p.shape, p.dtype, p.stride())))
+    fake = [tuple(shape_only(t.shape, t.dtype, t.stride()) for t in xy) for xy in batches]
+    one, _, _ = torch_runner(model, fake)
+
+    def timed():
+        if before is not None:
+            before()
+        one()
+        if after is not None:
+            after()
+
+    return timed
+
+
+def own_core_rows(kit, bench, variants, labels, settle, warm, steps):
+    """Time ``variants`` again with the programs on a core of their own
+    (``kit.programs_on_their_own_core``), as rows of ``bench``: the steps
+    continue from where the main rows left them (whose values were checked
+    there). ``labels``: ``(name, label, target)``, the baseline first."""
+    with kit.programs_on_their_own_core() as pinned:
+        if not pinned:
+            kit.NOTES.append(f"{bench.split()[0]}: skipped: this process cannot give its programs a core of their own")
+            return
+        times, _ = kit.in_blocks(variants, warm, steps, settle)
+    for i, (name, label, target) in enumerate(labels):
+        kit.row(bench, label, times[name], baseline=i == 0, target=target,
+                note="XLA's threads on the last CPU, the tracing thread on the others")
+    kit.set_ratios(bench)
+
+
 # --- jax -----------------------------------------------------------------------------------------------
 
 
@@ -268,21 +311,33 @@ def bench(args, kit):
     # jax.jit (baseline)
     jdata = [(jnp.asarray(x.numpy().astype(numpy.int32)), jnp.asarray(y.numpy().astype(numpy.int32)))
              for x, y in data]
-    p0 = jax_params(make_model(cfg))
-    st = {"p": p0, "m": jax.tree_util.tree_map(jnp.zeros_like, p0), "v": jax.tree_util.tree_map(jnp.zeros_like, p0),
-          "c": jnp.zeros((), jnp.float32), "i": 0, "loss": None}
     jax.clear_caches()
     jstep = jax_step_fn(cfg)
+    names = list(jax_params(make_model(cfg)))
 
-    def jone():
-        x, y = jdata[st["i"] % len(jdata)]
-        st["i"] += 1
-        st["p"], st["m"], st["v"], st["c"], st["loss"] = jstep(st["p"], st["m"], st["v"], st["c"], x, y)
-        jax.block_until_ready(st["loss"])
+    def jax_state():
+        """``(launch, wait, final)`` over a state of its own: ``launch()``
+        dispatches the next step, ``wait()`` blocks until it is done."""
+        p0 = jax_params(make_model(cfg))
+        st = {"p": p0, "m": jax.tree_util.tree_map(jnp.zeros_like, p0),
+              "v": jax.tree_util.tree_map(jnp.zeros_like, p0), "c": jnp.zeros((), jnp.float32), "i": 0,
+              "loss": None}
 
-    variants["jax"] = timed_first("jax", jone)
-    names = list(p0)
-    finals["jax"] = lambda: (float(st["loss"]), [numpy.asarray(st["p"][k]) for k in names])
+        def launch():
+            x, y = jdata[st["i"] % len(jdata)]
+            st["i"] += 1
+            st["p"], st["m"], st["v"], st["c"], st["loss"] = jstep(st["p"], st["m"], st["v"], st["c"], x, y)
+
+        return (launch, lambda: jax.block_until_ready(st["loss"]),
+                lambda: (float(st["loss"]), [numpy.asarray(st["p"][k]) for k in names]))
+
+    jlaunch, jwait, finals["jax"] = jax_state()
+    variants["jax"] = timed_first("jax", lambda: (jlaunch(), jwait()))
+    # the least a per-op tracer's step could take: the shapes-only subclass's
+    # Python alone, and beside jax.jit's program, launched before it and waited for after
+    variants["floor"] = timed_first("floor", shapes_only_runner(cfg, data, kit))
+    flaunch, fwait, finals["jaxfloor"] = jax_state()
+    variants["jaxfloor"] = timed_first("jaxfloor", shapes_only_runner(cfg, data, kit, before=flaunch, after=fwait))
 
     torch_variant("eager", make_model(cfg), data)
 
@@ -334,6 +389,14 @@ def bench(args, kit):
     kit.row(B, "jax.jit (donated params and state)", times["jax"], baseline=True, diff=d, tol=TOL,
             value={"final_loss": jloss, "first_call_ms": firsts["jax"] * 1e3},
             note=f"loss after {total} steps {jloss:.6f}; {first('jax')}")
+    loss, d = check("jaxfloor")
+    kit.row(B, "jax.jit + the do-nothing subclass's step (pipelined per-op floor)", times["jaxfloor"], diff=d,
+            tol=TOL, value={"first_call_ms": firsts["jaxfloor"] * 1e3}, note="jax.jit's step launched, the same torch step traced through a shapes-only "
+                          "__torch_dispatch__ subclass meanwhile, then waited for: the least a pipelined per-op "
+                          "tracer could take here")
+    kit.row(B, "do-nothing subclass's step alone (Python floor)", times["floor"],
+            value={"first_call_ms": firsts["floor"] * 1e3, "computes_values": False},
+            note="autograd, modules, clipping, AdamW and subclass dispatch, no tracer, no values")
     kit.row(B, "eager torch", times["eager"], diff=0.0, tol=TOL,
             value={"final_loss": eloss, "first_call_ms": firsts["eager"] * 1e3},
             note=f"the reference: loss {eloss:.6f}; {first('eager')}")
@@ -362,6 +425,14 @@ def bench(args, kit):
                      f"(float32)")
     print(f"7: lazycore.torch.capture: {captured.replays} replays, {captured.traces} traces; why: {captured.why}")
     kit.set_ratios(B)
+    # on a GPU or TPU host the program runs on the device and tracing has the
+    # CPU to itself; here the 2 cores are shared between them
+    own_core_rows(kit, "7d GPT training step, programs on a core of their own (ms)",
+                  {k: variants[k] for k in ("jax", "jaxfloor", "lazy", "lazycap")},
+                  [("jax", "jax.jit (donated params and state)", None),
+                   ("jaxfloor", "jax.jit + the do-nothing subclass's step (pipelined per-op floor)", None),
+                   ("lazy", "lazycore.torch, mark_step() (pipelined)", "<= 1.1x"),
+                   ("lazycap", "lazycore.torch.capture", "<= 1.0x")], settle, warm, steps)
     new_process(args, kit)
     executable_alone(cfg, data, kit, 3 if args.quick else 10)
 

@@ -80,6 +80,7 @@ disagrees with its baseline or a benchmark raised, else 0.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import json
@@ -185,6 +186,38 @@ def in_blocks(fns: dict, warmup: int, steps: int, settle: dict | None = None):
     for n in names:
         times[n].faults = faults[n] / max(len(times[n]), 1)
     return times, parts
+
+
+@contextlib.contextmanager
+def programs_on_their_own_core():
+    """While open, every thread of the process but this one (XLA's and
+    torch's workers, which run compiled programs) runs on the last CPU and
+    this thread on the others: a host whose programs run on an accelerator,
+    as on a GPU or TPU host, where tracing has the CPU to itself. Yields
+    False, changing nothing, where the process cannot set thread affinity or
+    has one CPU."""
+    import threading
+
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_setaffinity") else []
+    if len(cpus) < 2:
+        yield False
+        return
+    me = threading.get_native_id()
+    before = {}
+    for tid in map(int, os.listdir("/proc/self/task")):
+        try:
+            before[tid] = os.sched_getaffinity(tid)
+            os.sched_setaffinity(tid, set(cpus[:-1]) if tid == me else {cpus[-1]})
+        except (ProcessLookupError, PermissionError):
+            continue  # a thread that ended meanwhile
+    try:
+        yield True
+    finally:
+        for tid, mask in before.items():
+            try:
+                os.sched_setaffinity(tid, mask)
+            except (ProcessLookupError, PermissionError):
+                continue
 
 
 def maxdiff(a, b) -> float:

@@ -94,26 +94,35 @@ def _one_size(n, args, kit):
     names = list(host)  # torch's order (device_put gives the dict back with sorted keys)
     fresh = lambda: jax.device_put(jax.tree_util.tree_map(numpy.zeros_like, host), rep)  # noqa: E731
 
-    def jax_variant(name, counted_mean=False):
-        """A jax.jit row: its own state from the same start, its collectives noted."""
+    def jax_variant(name, counted_mean=False, floor=False):
+        """A jax.jit row: its own state from the same start, its collectives
+        noted. ``floor``: the shapes-only subclass traces benchmark 7's torch
+        step while each program runs (the least a pipelined per-op tracer
+        could take beside it)."""
         st = {"p": jax.device_put(jax.tree_util.tree_map(numpy.array, host), rep), "m": fresh(), "v": fresh(),
               "c": jax.device_put(jnp.zeros((), jnp.float32), rep), "i": 0, "loss": None}
         jstep = gpt.jax_step_fn(cfg, counted_mean=counted_mean)
         collectives[name] = placement.collectives(
             jstep.lower(st["p"], st["m"], st["v"], st["c"], *jdata[0]).compile().as_text())
 
-        def one():
+        def launch():
             x, y = jdata[st["i"] % len(jdata)]
             st["i"] += 1
             st["p"], st["m"], st["v"], st["c"], st["loss"] = jstep(st["p"], st["m"], st["v"], st["c"], x, y)
+
+        def wait():
             jax.block_until_ready(st["loss"])
 
-        variants[name] = one
+        if floor:
+            variants[name] = gpt.shapes_only_runner(cfg, data, kit, before=launch, after=wait)
+        else:
+            variants[name] = lambda: (launch(), wait())
         finals[name] = lambda: (float(st["loss"]), [numpy.asarray(st["p"][k]) for k in names])
 
     jax_variant("jax")
     # the same with torch's cross_entropy mean: divided by the count of targets other than -100
     jax_variant("jaxc", counted_mean=True)
+    jax_variant("jaxfloor", floor=True)
 
     # eager torch on the whole batch: the reference values
     def torch_variant(name, model, batches, after=None, wrap=None):
@@ -158,6 +167,10 @@ def _one_size(n, args, kit):
             tol=gpt.TOL, value={"collectives": collectives["jaxc"]},
             note=f"collectives: {show(collectives['jaxc'])}"
                  f" ({'same as' if collectives['jaxc'] == collectives['lazy'] else 'differ from'} lazycore's)")
+    kit.row(B, "jax.jit + the do-nothing subclass's step (pipelined per-op floor)", times["jaxfloor"],
+            diff=check("jaxfloor"), tol=gpt.TOL,
+            note="the program launched, benchmark 7's torch step traced meanwhile through a shapes-only "
+                 "__torch_dispatch__ subclass, then waited for: the least a pipelined per-op tracer could take")
     kit.row(B, "eager torch (whole batch, one CPU)", times["eager"], diff=0.0, tol=gpt.TOL, note="the reference values")
     kit.row(B, "lazycore.torch on the mesh, mark_step()", times["lazy"], diff=check("lazy"), tol=gpt.TOL,
             target="<= 1.1x jax.jit",
@@ -167,6 +180,13 @@ def _one_size(n, args, kit):
     kit.row(B, "lazycore.torch.capture on the mesh", times["lazycap"], diff=check("lazycap"), tol=gpt.TOL,
             target="<= 1.1x jax.jit", note=f"{captured.replays} replays, {captured.traces} traces")
     kit.set_ratios(B)
+    gpt.own_core_rows(kit, f"8d data-parallel GPT step, {n} device{'s' * (n > 1)}, programs on a core of their own (ms)",
+                      {k: variants[k] for k in ("jax", "jaxfloor", "lazy", "lazycap")},
+                      [("jax", "jax.jit (same layouts, state donated)", None),
+                       ("jaxfloor", "jax.jit + the do-nothing subclass's step (pipelined per-op floor)", None),
+                       ("lazy", "lazycore.torch on the mesh, mark_step()", "<= 1.1x jax.jit"),
+                       ("lazycap", "lazycore.torch.capture on the mesh", "<= 1.1x jax.jit")],
+                      settle, args.warmup, args.steps)
     if not same:
         kit.NOTES.append(f"8 ({n} devices): lazycore's collectives {show(collectives['lazy'])} vs jax's "
                          f"{show(collectives['jax'])}")
