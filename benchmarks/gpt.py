@@ -164,22 +164,6 @@ def shapes_only_runner(cfg, batches, kit, before=None, after=None):
     return timed
 
 
-def own_core_rows(kit, bench, variants, labels, settle, warm, steps):
-    """Time ``variants`` again with the programs on a core of their own
-    (``kit.programs_on_their_own_core``), as rows of ``bench``: the steps
-    continue from where the main rows left them (whose values were checked
-    there). ``labels``: ``(name, label, target)``, the baseline first."""
-    with kit.programs_on_their_own_core() as pinned:
-        if not pinned:
-            kit.NOTES.append(f"{bench.split()[0]}: skipped: this process cannot give its programs a core of their own")
-            return
-        times, _ = kit.in_blocks(variants, warm, steps, settle)
-    for i, (name, label, target) in enumerate(labels):
-        kit.row(bench, label, times[name], baseline=i == 0, target=target,
-                note="XLA's threads on the last CPU, the tracing thread on the others")
-    kit.set_ratios(bench)
-
-
 # --- jax -----------------------------------------------------------------------------------------------
 
 
@@ -427,7 +411,7 @@ def bench(args, kit):
     kit.set_ratios(B)
     # on a GPU or TPU host the program runs on the device and tracing has the
     # CPU to itself; here the 2 cores are shared between them
-    own_core_rows(kit, "7d GPT training step, programs on a core of their own (ms)",
+    kit.own_core_rows("7d GPT training step, programs on a core of their own (ms)",
                   {k: variants[k] for k in ("jax", "jaxfloor", "lazy", "lazycap")},
                   [("jax", "jax.jit (donated params and state)", None),
                    ("jaxfloor", "jax.jit + the do-nothing subclass's step (pipelined per-op floor)", None),

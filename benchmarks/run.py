@@ -220,6 +220,22 @@ def programs_on_their_own_core():
                 continue
 
 
+def own_core_rows(bench, variants, labels, settle, warm, steps):
+    """Time ``variants`` again with their programs on a core of their own
+    (:func:`programs_on_their_own_core`), as rows of ``bench``; the steps
+    continue from where the main rows left them, whose values were checked
+    there. ``labels``: ``(name, label, target)``, the baseline first."""
+    with programs_on_their_own_core() as pinned:
+        if not pinned:
+            NOTES.append(f"{bench.split()[0]}: skipped: this process cannot give its programs a core of their own")
+            return
+        times, _ = in_blocks(variants, warm, steps, settle)
+    for i, (name, label, target) in enumerate(labels):
+        row(bench, label, times[name], baseline=i == 0, target=target,
+            note="XLA's threads on the last CPU, the tracing thread on the others")
+    set_ratios(bench)
+
+
 def maxdiff(a, b) -> float:
     a = numpy.asarray(a, dtype=numpy.float64)
     b = numpy.asarray(b, dtype=numpy.float64)
@@ -663,6 +679,12 @@ def bench_training(args):
     row(B, "  of which Python (new learning rate every step)", parts["lazylr"],
         note="the SGD updates replay one recording for every learning rate")
     set_ratios(B)
+    own_core_rows("2d training step, programs on a core of their own (ms)",
+                  {k: variants[k] for k in ("jax", "jaxa", "lazy", "lazycap", "floor")},
+                  [("jax", "jax.jit (donated params)", None), ("jaxa", "jax.jit, dispatching ahead", None),
+                   ("lazy", "lazycore.torch", "<= 1.15x jax.jit"),
+                   ("lazycap", "lazycore.torch.capture (the same step, captured)", "<= 1.0x jax.jit"),
+                   ("floor", "do-nothing subclass, shapes only (Python floor)", None)], settle, warm, steps)
 
     if args.profile:
         profile_lazy_step(lmodel, ldata, max(steps, 20))

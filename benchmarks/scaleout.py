@@ -180,7 +180,7 @@ def _one_size(n, args, kit):
     kit.row(B, "lazycore.torch.capture on the mesh", times["lazycap"], diff=check("lazycap"), tol=gpt.TOL,
             target="<= 1.1x jax.jit", note=f"{captured.replays} replays, {captured.traces} traces")
     kit.set_ratios(B)
-    gpt.own_core_rows(kit, f"8d data-parallel GPT step, {n} device{'s' * (n > 1)}, programs on a core of their own (ms)",
+    kit.own_core_rows(f"8d data-parallel GPT step, {n} device{'s' * (n > 1)}, programs on a core of their own (ms)",
                       {k: variants[k] for k in ("jax", "jaxfloor", "lazy", "lazycap")},
                       [("jax", "jax.jit (same layouts, state donated)", None),
                        ("jaxfloor", "jax.jit + the do-nothing subclass's step (pipelined per-op floor)", None),

@@ -77,6 +77,24 @@ def stack_rows(rows: list, t: TensorType):
         "dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).result
 
 
+def _element_of_argument(v):
+    """``(argument, i)`` when ``v`` is element ``i`` of a rank-1 block
+    argument, read as the compiler reads a scalar pack (``reshape(slice)``);
+    else None."""
+    if not isinstance(v, ir.OpResult) or v.owner.name != "lazy.reshape":
+        return None
+    one = v.owner.operands[0]
+    if not isinstance(one, ir.OpResult) or one.owner.name != "lazy.slice":
+        return None
+    arg = one.owner.operands[0]
+    if not isinstance(arg, ir.BlockArgument) or ir.RankedTensorType(arg.type).rank != 1:
+        return None
+    start = list(ir.DenseI64ArrayAttr(one.owner.attributes["start"]))
+    if ir.RankedTensorType(one.type).shape != [1]:
+        return None
+    return arg, start[0]
+
+
 def _single(o) -> bool:
     return len(o) == 2 and isinstance(o[1], int)
 
@@ -126,9 +144,19 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
                    dims=(), shape=(k,) + tuple(out_types[e].shape)).result for e in own]
     if out_types:
         outs += [_scalar(0) for _ in range(k)]
-    carried = ([zero, _scalar(k)] + [value(v) for v in chain.init] + arrays + [value(v) for v in chain.shared]
-               + outs)
-    n_slots, n_arrays, n_shared = len(chain.init), len(arrays), len(chain.shared)
+    # a shared scalar the entry slices out of an argument (the scalar pack)
+    # is sliced again in the body, from the argument the loop carries once:
+    # sliced outside, each such scalar is a loop operand nothing fuses into,
+    # a kernel of its own
+    shared_values = [value(v) for v in chain.shared]
+    elements = [_element_of_argument(v) for v in shared_values]
+    packs = []
+    for e in elements:
+        if e is not None and not any(e[0] == p for p in packs):
+            packs.append(e[0])
+    plain = [v for v, e in zip(shared_values, elements) if e is None]
+    carried = [zero, _scalar(k)] + [value(v) for v in chain.init] + arrays + plain + packs + outs
+    n_slots, n_arrays, n_shared = len(chain.init), len(arrays), len(plain) + len(packs)
     types = [v.type for v in carried]
     op = ir.Operation.create("stablehlo.while", results=types, operands=carried, regions=2)
     cond = op.regions[0].blocks.append(*types)
@@ -144,8 +172,17 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
         at += n_slots
         held = args[at:at + n_arrays]
         at += n_arrays
-        shared = args[at:at + n_shared]
+        carried_shared = args[at:at + n_shared]
         bufs = args[at + n_shared:]
+        plain_args, pack_args = iter(carried_shared[:len(plain)]), carried_shared[len(plain):]
+        shared = []
+        for e in elements:
+            if e is None:
+                shared.append(next(plain_args))
+                continue
+            pack = pack_args[next(n for n, p in enumerate(packs) if p == e[0])]
+            one = create("slice", pack, start=[e[1]], limit=[e[1] + 1], strides=[1]).result
+            shared.append(create("reshape", one, shape=()).result)
         z = _scalar(0)
 
         def starts(row, rank):
@@ -213,8 +250,8 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
                                    at_c).result)
         nxt = create("add", i, _scalar(1)).result
         new_slots = [local[id(chain.copies[0][j])][r] for j, r in chain.slots]
-        ir.Operation.create("stablehlo.return", operands=[nxt, args[1]] + new_slots + new_held + list(shared)
-                            + new_bufs)
+        ir.Operation.create("stablehlo.return", operands=[nxt, args[1]] + new_slots + new_held
+                            + list(carried_shared) + new_bufs)
     results = list(op.results)
     # each row leaves the stack at an index the loop computed (row c's, c),
     # which XLA cannot fold: the row copies are then one kernel per stack

@@ -269,3 +269,30 @@ def test_with_donation_off_no_stack_is_donated(clean_runtime, rng):
     assert "tf.aliasing_output" not in cap.text("stablehlo") and "jax.buffer_donor" not in cap.text("stablehlo")
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
+
+
+def test_a_scalar_parameter_the_layers_share_is_read_inside_the_loop(clean_runtime, rng):
+    # a number that changes between calls becomes a program parameter, one
+    # element of the scalar pack: the loop carries the pack and slices the
+    # element in its body, where XLA fuses it into the layer's own kernels
+    # (sliced before the loop, each such scalar was a kernel of its own)
+    x, Ws, _ = _stack(rng, 4)
+    lx, lWs = lnp.asarray(x), [lnp.asarray(w) for w in Ws]
+
+    def forward(np_, x, Ws, s):
+        h = x
+        for W in Ws:
+            h = h + np_.tanh(h @ W) * s
+        return h
+
+    with override(roll_loops=True), capture() as cap:
+        for s in (0.5, 0.25, 0.125):
+            np.testing.assert_allclose(np.asarray(forward(lnp, lx, lWs, s)), forward(np, x, Ws, np.float32(s)),
+                                       rtol=1e-5, atol=1e-5)
+    rolled = [g.stablehlo for g in cap.graphs if "stablehlo.while" in g.stablehlo]
+    assert rolled
+    text = rolled[-1]
+    entry, body = text.split("stablehlo.while", 1)
+    assert "tensor<1xf32>) -> tensor<" in text.splitlines()[1]  # the pack is an argument
+    assert "stablehlo.slice" not in entry
+    assert "stablehlo.slice %iterArg" in body

@@ -103,3 +103,35 @@ func.func @different_constants(%h: tensor<2x4xf32>, %w0: tensor<4x4xf32>, %w1: t
   %14 = "lazy.add"(%9, %13) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
   return %14 : tensor<2x4xf32>
 }
+
+// -----
+
+// A scalar the layers share, read out of an argument as the compiler reads
+// its scalar pack (one element: slice, reshape): the loop carries the whole
+// argument and slices the element in its body, next to the layer that uses
+// it, where XLA fuses it into the layer's kernels. (Sliced before the loop,
+// a loop operand, each such scalar was a kernel of its own.)
+// CHECK-LABEL: func.func @pack_scalar
+// CHECK: %[[LOOP:.*]]:5 = stablehlo.while({{.*}}, %[[P:.*]] = %arg4)
+// CHECK: } do {
+// CHECK: %[[E:.*]] = "lazy.slice"(%[[P]]) {limit = array<i64: 2>, start = array<i64: 1>, strides = array<i64: 1>}
+// CHECK: %[[S:.*]] = "lazy.reshape"(%[[E]]) : (tensor<1xf32>) -> tensor<f32>
+// CHECK: "lazy.broadcast_in_dim"(%[[S]])
+// CHECK: stablehlo.return {{.*}}, %[[P]] :
+func.func @pack_scalar(%h: tensor<2x4xf32>, %w0: tensor<4x4xf32>, %w1: tensor<4x4xf32>, %w2: tensor<4x4xf32>, %pack: tensor<2xf32>) -> tensor<2x4xf32> {
+  %e = "lazy.slice"(%pack) {limit = array<i64: 2>, start = array<i64: 1>, strides = array<i64: 1>} : (tensor<2xf32>) -> tensor<1xf32>
+  %s = "lazy.reshape"(%e) : (tensor<1xf32>) -> tensor<f32>
+  %0 = "lazy.dot_general"(%h, %w0) {lhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_batch = array<i64>, rhs_contract = array<i64: 0>} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %b0 = "lazy.broadcast_in_dim"(%s) {dims = array<i64>} : (tensor<f32>) -> tensor<2x4xf32>
+  %1 = "lazy.mul"(%0, %b0) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %2 = "lazy.tanh"(%1) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %3 = "lazy.dot_general"(%2, %w1) {lhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_batch = array<i64>, rhs_contract = array<i64: 0>} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %b1 = "lazy.broadcast_in_dim"(%s) {dims = array<i64>} : (tensor<f32>) -> tensor<2x4xf32>
+  %4 = "lazy.mul"(%3, %b1) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %5 = "lazy.tanh"(%4) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %6 = "lazy.dot_general"(%5, %w2) {lhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_batch = array<i64>, rhs_contract = array<i64: 0>} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %b2 = "lazy.broadcast_in_dim"(%s) {dims = array<i64>} : (tensor<f32>) -> tensor<2x4xf32>
+  %7 = "lazy.mul"(%6, %b2) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %8 = "lazy.tanh"(%7) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %8 : tensor<2x4xf32>
+}
