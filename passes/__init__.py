@@ -5,26 +5,34 @@ Pipeline names (usable in :func:`run_pipeline` and ``lazy-opt``):
 ``lazy-to-stablehlo``, ``lazy-apply-pdl``, plus any upstream MLIR pass (``cse``,
 ``canonicalize``...). ``DEFAULT_PIPELINE`` composes them. Lowerings are
 patterns in a registry: see :mod:`lazycore.passes.lowering`.
+
+The names below load MLIR and register the passes when first asked for:
+the runtime reads the loop matcher (:mod:`lazycore.passes.rolled_chains`,
+plain Python) before any compile, and a program loaded from disk needs no
+compiler.
 """
 
-from .pipeline import (  # noqa: F401
-    DEFAULT_PIPELINE,
-    PASSES,
-    IRPrinting,
-    PassError,
-    build_stages,
-    register_pass,
-    run_pipeline,
-    split_elements,
-)
-from .lowering import (  # noqa: F401
-    Decline,
-    builtin_lowering,
-    load_pdl_patterns,
-    register_lowering,
-    unregister_lowering,
-)
-from .to_stablehlo import LoweringError  # noqa: F401
-from .pipeline import _ensure_passes_loaded
+import importlib
 
-_ensure_passes_loaded()
+_WHERE = {
+    "DEFAULT_PIPELINE": "pipeline", "PASSES": "pipeline", "IRPrinting": "pipeline", "PassError": "pipeline",
+    "build_stages": "pipeline", "register_pass": "pipeline", "run_pipeline": "pipeline",
+    "split_elements": "pipeline",
+    "Decline": "lowering", "builtin_lowering": "lowering", "load_pdl_patterns": "lowering",
+    "register_lowering": "lowering", "unregister_lowering": "lowering",
+    "LoweringError": "to_stablehlo",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .pipeline import _ensure_passes_loaded
+
+    _ensure_passes_loaded()
+    value = getattr(importlib.import_module(f".{where}", __name__), name)
+    globals()[name] = value
+    return value

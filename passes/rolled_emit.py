@@ -19,50 +19,11 @@ import numpy as np
 from lazycore.dialect import create, tensor_type
 from lazycore.dialect.types import TensorType, to_numpy_dtype
 from lazycore.mlir import ir
+from lazycore.passes.rolled_chains import Stacks
+
+__all__ = ["Stacks", "emit_chain", "stack_rows"]
 
 _I64 = np.dtype(np.int64)
-
-
-class Stacks:
-    """Which stacked array holds a value as one of its rows, for one module."""
-
-    def __init__(self):
-        self.arrays: list = []
-        self.rows: dict[tuple[int, int], tuple[int, int]] = {}
-        """(id(node), result) -> (array number, row)."""
-        self.sizes: list[int] = []
-        """Per array, how many of its rows hold values of the graph."""
-        self.updates: list[tuple] = []
-        """(array, array a loop returned with its rows written over in place)."""
-
-    def add(self, array, values) -> None:
-        self.add_rows(array, dict(enumerate(values)))
-
-    def add_rows(self, array, rows: dict) -> None:
-        """``array``'s row ``i`` holds ``rows[i]`` (a value of the graph)."""
-        n = len(self.arrays)
-        self.arrays.append(array)
-        self.sizes.append(len(rows))
-        for i, v in rows.items():
-            self.rows.setdefault((id(v[0]), v[1]), (n, i))
-
-    def latest(self, array):
-        """``array`` after the loops that wrote their results over its rows."""
-        for old, new in self.updates:
-            if old == array:
-                array = new
-        return array
-
-    def find(self, values) -> tuple | None:
-        """``(array, first row, step)`` when ``values`` are rows of one stack
-        at evenly spaced rows one apart (forwards or backwards), else None."""
-        at = [self.rows.get((id(v[0]), v[1])) for v in values]
-        if any(a is None for a in at) or len({a[0] for a in at}) != 1:
-            return None
-        step = at[1][1] - at[0][1]
-        if step not in (1, -1) or any(a[1] != at[0][1] + step * i for i, a in enumerate(at)):
-            return None
-        return self.arrays[at[0][0]], at[0][1], step
 
 
 def _scalar(x: int):

@@ -80,6 +80,18 @@ def test_a_second_process_loads_instead_of_compiling(program, tmp_path):
     assert first["mlir"] and not second["mlir"]  # a loaded program needs no compiler
 
 
+def test_a_program_loaded_with_loops_rolled_needs_no_compiler(tmp_path):
+    # with roll_loops the barrier asks which parameters the program takes
+    # stacked before looking it up: the loop matcher answers, without MLIR
+    roll = {"LAZYCORE_ROLL_LOOPS": "1"}
+    first = run_process(TORCH_PROGRAM, tmp_path, env=roll)
+    second = run_process(TORCH_PROGRAM, tmp_path, env=roll)
+    assert (first["counters"]["compiles"], second["counters"]["compiles"]) == (1, 0)
+    assert second["counters"]["disk_cache_hits"] >= 1
+    assert second["result"] == first["result"]
+    assert first["mlir"] and not second["mlir"]
+
+
 TRAINING = """
     import torch
     import lazycore.torch as ltorch

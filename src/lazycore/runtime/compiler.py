@@ -134,27 +134,6 @@ class Returned:
         """Per output of the walk, its result when it has one of its own, else -1."""
 
 
-def stack_groups(walk, device=None) -> list[tuple]:
-    """The device-data parameters (indices in ``walk.data``) that a stacked
-    program of the walk takes as stacks, per stack (:func:`build_program`)."""
-    return _groups(walk, _chains(walk, device, None))
-
-
-def _groups(walk, chains) -> list[tuple]:
-    """The runs of device-data parameters the chains read stacked (each
-    once, in the order its first reader stacks it): entry arguments of their own."""
-    index = {id(leaf): i for i, leaf in enumerate(walk.data)}
-    known = rolled_emit.Stacks()
-    groups = []
-    for chain in sorted(chains, key=lambda c: c.last_position):  # as build_program emits them
-        for values in chain.stacked:
-            if any(id(v[0]) not in index for v in values) or known.find(values) is not None:
-                continue
-            known.add(len(groups), values)
-            groups.append(tuple(index[id(v[0])] for v in values))
-    return groups
-
-
 def build_program(walk, device=None, constants: dict | None = None, stacked: bool = False,
                   donate: dict[int, int] | None = None):
     """:func:`build_module`'s module and its :class:`Returned`. ``stacked``:
@@ -176,8 +155,8 @@ def build_program(walk, device=None, constants: dict | None = None, stacked: boo
             mlir_loc = locs[loc] = ir.Location.file(file, line, 0, ctx)
         return mlir_loc
 
-    chains = _chains(walk, device, constants)
-    groups = _groups(walk, chains) if stacked else []  # (as stack_groups)
+    chains = rolling.chains(walk, device, constants)
+    groups = rolling.groups(walk, chains) if stacked else []  # (as stack_groups)
     grouped = {i for g in groups for i in g}
     plan: list = [i for i in range(len(walk.data)) if i not in grouped] + groups
     info.at = [-1] * len(walk.data)
@@ -317,16 +296,6 @@ def _returned(walk, env: dict, stacks, stacked: bool, info: Returned, groups: li
     if placed:
         info.rows = tuple(rows)
     return returned
-
-
-def _chains(walk, device, constants) -> list:
-    """The runs of identical layers to emit as loops (:mod:`lazycore.runtime.rolling`)."""
-    if not settings.roll_loops or constants or (device is not None and isinstance(device.pjrt, pjrt.MeshTarget)):
-        return []
-    found = walk.__dict__.get("chains")  # found once per walk (stack_groups asks first)
-    if found is None:
-        found = walk.chains = rolling.find_chains(walk.order, list(walk.outputs))
-    return found
 
 
 def _emit(node, operands: list, location) -> list:

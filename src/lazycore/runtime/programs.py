@@ -34,8 +34,8 @@ def _compiler():
 
 def _extensions() -> tuple[tuple, tuple]:
     """The user's lowerings and PDL pattern sources. Registering either
-    imports ``lazycore.passes``; while it is not imported there are none."""
-    if "lazycore.passes" not in sys.modules:
+    imports their registry; while it is not imported there are none."""
+    if "lazycore.passes.lowering.registry" not in sys.modules:
         return (), ()
     from lazycore.passes.lowering import registry
 
@@ -190,10 +190,7 @@ def artifact_key(artifact: bytes, device, plan: tuple = (None, None, False)) -> 
     return h.digest()
 
 
-def stack_groups(walk, device) -> list[tuple]:
-    """The parameters a stacked program of the walk takes as stacks
-    (:func:`lazycore.runtime.compiler.stack_groups`; asked before a compile)."""
-    return _compiler().stack_groups(walk, device)
+
 
 
 def program(walk, device, donate: dict[int, int], pipeline: str | None, stacked: bool | str = True,

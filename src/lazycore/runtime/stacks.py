@@ -108,10 +108,10 @@ def keeps(walk, held: set[int], device) -> bool:
     handles hold parameters its loops read stacked (or rows of theirs)."""
     if not settings.roll_loops or not held:
         return False
-    from lazycore.runtime.programs import stack_groups
+    from lazycore.runtime import rolling  # (the loop matcher: only with roll_loops on)
 
     data = walk.data
-    for group in stack_groups(walk, device):
+    for group in rolling.stack_groups(walk, device):
         for i in group:
             leaf = data[i]
             if id(leaf) in held or (leaf.row is not None and id(leaf.row[0]) in held):
