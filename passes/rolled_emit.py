@@ -21,7 +21,7 @@ from lazycore.dialect.types import TensorType, to_numpy_dtype
 from lazycore.mlir import ir
 from lazycore.passes.rolled_chains import Stacks
 
-__all__ = ["Stacks", "emit_chain", "stack_rows"]
+__all__ = ["Stacks", "emit_chain", "pack_element", "stack_rows"]
 
 _I64 = np.dtype(np.int64)
 
@@ -38,10 +38,17 @@ def stack_rows(rows: list, t: TensorType):
         "dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).result
 
 
+def pack_element(pack, i: int):
+    """Element ``i`` of a rank-1 array (a scalar pack), as a scalar: how the
+    compiler reads a scalar parameter, and how a loop body reads it again
+    (:func:`_element_of_argument` recognizes this form)."""
+    one = create("slice", pack, start=[i], limit=[i + 1], strides=[1]).result
+    return create("reshape", one, shape=()).result
+
+
 def _element_of_argument(v):
     """``(argument, i)`` when ``v`` is element ``i`` of a rank-1 block
-    argument, read as the compiler reads a scalar pack (``reshape(slice)``);
-    else None."""
+    argument, read by :func:`pack_element`; else None."""
     if not isinstance(v, ir.OpResult) or v.owner.name != "lazy.reshape":
         return None
     one = v.owner.operands[0]
@@ -50,10 +57,9 @@ def _element_of_argument(v):
     arg = one.owner.operands[0]
     if not isinstance(arg, ir.BlockArgument) or ir.RankedTensorType(arg.type).rank != 1:
         return None
-    start = list(ir.DenseI64ArrayAttr(one.owner.attributes["start"]))
     if ir.RankedTensorType(one.type).shape != [1]:
         return None
-    return arg, start[0]
+    return arg, ir.DenseI64ArrayAttr(one.owner.attributes["start"])[0]
 
 
 def _single(o) -> bool:
@@ -110,11 +116,17 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
     # sliced outside, each such scalar is a loop operand nothing fuses into,
     # a kernel of its own
     shared_values = [value(v) for v in chain.shared]
-    elements = [_element_of_argument(v) for v in shared_values]
+    elements = []  # per shared value: None, or (its pack's position in packs, element)
     packs = []
-    for e in elements:
-        if e is not None and not any(e[0] == p for p in packs):
-            packs.append(e[0])
+    for v in shared_values:
+        e = _element_of_argument(v)
+        if e is not None:
+            n = next((n for n, p in enumerate(packs) if p == e[0]), None)
+            if n is None:
+                n = len(packs)
+                packs.append(e[0])
+            e = (n, e[1])
+        elements.append(e)
     plain = [v for v, e in zip(shared_values, elements) if e is None]
     carried = [zero, _scalar(k)] + [value(v) for v in chain.init] + arrays + plain + packs + outs
     n_slots, n_arrays, n_shared = len(chain.init), len(arrays), len(plain) + len(packs)
@@ -136,14 +148,7 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
         carried_shared = args[at:at + n_shared]
         bufs = args[at + n_shared:]
         plain_args, pack_args = iter(carried_shared[:len(plain)]), carried_shared[len(plain):]
-        shared = []
-        for e in elements:
-            if e is None:
-                shared.append(next(plain_args))
-                continue
-            pack = pack_args[next(n for n, p in enumerate(packs) if p == e[0])]
-            one = create("slice", pack, start=[e[1]], limit=[e[1] + 1], strides=[1]).result
-            shared.append(create("reshape", one, shape=()).result)
+        shared = [next(plain_args) if e is None else pack_element(pack_args[e[0]], e[1]) for e in elements]
         z = _scalar(0)
 
         def starts(row, rank):

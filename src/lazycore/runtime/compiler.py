@@ -197,8 +197,7 @@ def build_program(walk, device=None, constants: dict | None = None, stacked: boo
                 packs = block.arguments[len(arg_types):]
                 for pack, group in zip(packs, walk.packs.values()):
                     for i, leaf in enumerate(group):
-                        one = create("slice", pack, start=[i], limit=[i + 1], strides=[1]).result
-                        env[id(leaf)] = [create("reshape", one, shape=()).result]
+                        env[id(leaf)] = [rolled_emit.pack_element(pack, i)]
                 ends = {chain.last_position: chain for chain in chains}
                 members = {id(n) for chain in chains for copy in chain.copies for n in copy}
                 for position, node in enumerate(walk.order):

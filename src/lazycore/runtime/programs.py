@@ -190,9 +190,6 @@ def artifact_key(artifact: bytes, device, plan: tuple = (None, None, False)) -> 
     return h.digest()
 
 
-
-
-
 def program(walk, device, donate: dict[int, int], pipeline: str | None, stacked: bool | str = True,
             counter: str = "compiles") -> tuple[pjrt.Executable, bool]:
     """The walk's program, and whether it came from the persistent cache
