@@ -1,9 +1,14 @@
 """Loops kept as loops (first step): a run of identical layers, each with its
 own weights, compiles as one stablehlo.while over the stacked weights when
 ``roll_loops`` is on (lazycore.runtime.rolling), with the unrolled program's
-results; off by default, and part of the compile key."""
+results; on by default (``LAZYCORE_ROLL_LOOPS=0`` turns it off), and part
+of the compile key."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -35,8 +40,18 @@ def _forward(np_, x, Ws, bs, keep=None):
     return h
 
 
-def test_off_by_default():
-    assert settings.roll_loops is False
+def test_on_by_default_and_the_switch_turns_it_off(clean_runtime, rng):
+    x, Ws, bs = _stack(rng, layers=4)
+    args = (lnp.asarray(x), [lnp.asarray(w) for w in Ws], [lnp.asarray(b) for b in bs])
+    assert settings.roll_loops is True
+    with capture() as cap:
+        np.asarray(_forward(np, *args))
+    assert cap.text("stablehlo").count("stablehlo.while") == 1
+    env = {k: v for k, v in os.environ.items() if k != "LAZYCORE_ROLL_LOOPS"}
+    code = "from lazycore.ir.config import settings; print(settings.roll_loops)"
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "LAZYCORE_ROLL_LOOPS": "0"},
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    assert out.split() == ["False"]
 
 
 @pytest.mark.parametrize("layers", [3, 6])
@@ -213,7 +228,8 @@ def test_weights_still_held_keep_their_values_when_their_stack_is_taken_again(cl
         got = _update_layers(lnp, [lnp.asarray(w) for w in Ws], 4)
     # 4 steps, and one program that stacks the uploaded weights for the
     # first: each later step takes the stack the one before returned
-    assert metrics.counters()["executions"] == 5
+    assert metrics.counters()["executions"] == 4
+    assert metrics.counters()["stack_executions"] == 1
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
     kept: list = []
@@ -223,7 +239,8 @@ def test_weights_still_held_keep_their_values_when_their_stack_is_taken_again(cl
     # the second step's weights are still held: that step passes the stack
     # they are rows of to a variant of its program that leaves its stacks
     # alone (one more compile), instead of donating it
-    assert metrics.counters()["executions"] == 5
+    assert metrics.counters()["executions"] == 4
+    assert metrics.counters()["stack_executions"] == 1
     assert metrics.counters()["compiles"] == 2
     assert all(k.__lazycore_value__()._value.node.row is not None for k in kept)
     for k, w in zip(kept, kept_want):

@@ -73,7 +73,7 @@ def _adamw(params):
 def test_a_training_step_rolls_forward_backward_and_updates(clean_runtime, dev, make_opt):
     layers = 6
     want = _train("cpu", layers, make_opt)
-    with capture(fresh_cache=True):
+    with override(roll_loops=False), capture(fresh_cache=True):
         unrolled = _train(dev, layers, make_opt)
     unrolled_compiles = metrics.counters()["compiles"]
     metrics.reset()
@@ -149,7 +149,8 @@ def test_a_rolled_step_keeps_the_layers_stacked_and_takes_them_back_whole(clean_
         run.step(2)  # steady steps: the stacks go from one program to the next
         assert metrics.counters()["compiles"] == counters["compiles"] == 2
         assert metrics.counters()["stack_compiles"] == counters["stack_compiles"]
-        assert metrics.counters()["executions"] == counters["executions"] + 2  # no program stacks or slices rows
+        assert metrics.counters()["executions"] == counters["executions"] + 2
+        assert metrics.counters()["stack_executions"] == counters["stack_executions"]  # none stacks or slices rows
     assert all(_row(p) is not None for blk in run.model.blocks for p in blk.parameters())
     programs = [g for g in cap.text("stablehlo").split("// ----- graph") if "func.func" in g]
     step = [g for g in programs if g.count("stablehlo.while") >= 3][-1]  # the steady step's
@@ -199,4 +200,45 @@ def test_counters_say_what_stacking_cost(clean_runtime, dev, roll):
     # the first step's uploaded weights and the second's new step counters
     # are stacked by programs of their own, counted apart from the user's graphs
     assert (metrics.counters()["stack_compiles"] > 0) == roll
+    assert (metrics.counters()["stack_executions"] > 0) == roll
+    assert metrics.counters()["executions"] == 3
+    assert len(metrics.graph_sizes()) == 3  # the steps' graphs only
     assert "stack_compiles" in metrics.report()
+    assert "stack_executions" in metrics.report()
+
+
+def test_a_captured_step_whose_layers_roll_replays_them_rolled(clean_runtime, dev):
+    """A captured step's replay is one call node, which hides its layers
+    from the loop matcher: a step with layers to roll replays its nodes, so
+    its program rolls them; one without keeps the call node (the MLP of
+    tests/torch/test_capture.py)."""
+    def run(device, captured):
+        r = _Run(device)
+
+        def step(x, y):
+            r.opt.zero_grad()
+            loss = nn.functional.cross_entropy(r.model(x), y)
+            loss.backward()
+            r.opt.step()
+            return loss
+
+        fn = ltorch.capture(step) if captured else step
+        losses, nodes = [], []
+        for _ in range(5):
+            losses.append(fn(r.x, r.y).detach())
+            if device != "cpu":
+                ltorch.mark_step()
+                nodes.append(metrics.graph_sizes()[-1][0])
+        return r, fn, [float(v.cpu()) for v in losses], nodes
+
+    want, _, want_losses, _ = run("cpu", False)
+    with capture(fresh_cache=True) as cap:
+        got, fn, losses, nodes = run(dev, True)
+    assert fn.replays == 3
+    _close(got.values(), want.values())
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
+    programs = [g for g in cap.text("stablehlo").split("// ----- graph") if "func.func" in g]
+    step = max(programs, key=len)  # the first step's, which the replays share
+    assert step.count("stablehlo.while") >= 3 and step.count("stablehlo.tanh") == 1
+    # the replays' barriers walk the step's nodes, not one call node
+    assert all(n > 100 for n in nodes[2:]), nodes

@@ -191,10 +191,11 @@ class Settings:
     """``LAZYCORE_REPLAY_OPTIMIZER``: a traced ``optimizer.step()`` over lazy parameters,
     and ``clip_grad_norm_``, are captured with the gradients as arguments and
     replayed (lazycore.frontends.torch.optim_replay); False traces them per op every step."""
-    roll_loops: bool = _env_flag("LAZYCORE_ROLL_LOOPS", False)
+    roll_loops: bool = _env_flag("LAZYCORE_ROLL_LOOPS", True)
     """``LAZYCORE_ROLL_LOOPS``: a run of identical layers in a graph (each with
     its own weights) compiles as one loop over the stacked weights
-    (lazycore.runtime.rolling); part of the compile key."""
+    (lazycore.runtime.rolling); part of the compile key. On by default; 0
+    turns it off."""
     auto_barrier: bool = _env_flag("LAZYCORE_AUTO_BARRIER", True)
     """``LAZYCORE_AUTO_BARRIER``: cut a loop without ``mark_step`` into one program per
     step (after ``optimizer.step()``, where the graph repeats, at a size bound; see

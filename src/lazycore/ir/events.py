@@ -54,6 +54,7 @@ COUNTERS = (
     "stack_compiles",
     "cache_hits",
     "executions",
+    "stack_executions",  # runs of those programs
     "fallbacks",  # ops a frontend ran outside lazycore (it bumps this itself)
     "transfers_to_device",
     "transfers_to_host",

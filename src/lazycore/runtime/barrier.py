@@ -173,18 +173,22 @@ def successors(pending: list, slots: list) -> dict[int, int]:
     return out
 
 
-def run_alone(device, values: list[Value], counter: str = "compiles") -> list:
+def run_alone(device, values: list[Value], stacks: bool = False) -> list:
     """The buffers of ``values`` computed by a program of their own that
     donates nothing, once it has finished (the retries of
-    :func:`lazycore.runtime.failures.settle`, and the stacks of
-    :mod:`lazycore.runtime.stacks`, whose compiles count in ``counter``);
-    raises :class:`~lazycore.runtime.failures.ProgramError`."""
+    :func:`lazycore.runtime.failures.settle`, and the programs of
+    :mod:`lazycore.runtime.stacks`: with ``stacks``, its compiles and runs
+    count in ``stack_compiles`` and ``stack_executions``, and its graph is
+    not one of the barriers'); raises
+    :class:`~lazycore.runtime.failures.ProgramError`."""
     walk = Walk(values)
     pipeline = settings.pipeline
     key = programs.make_key(walk.encoding, device, {}, pipeline, stacked=False)
-    events.record_graph(len(walk.order), len(values), len(walk.params))
+    if not stacks:
+        events.record_graph(len(walk.order), len(values), len(walk.params))
     exe = CACHE.get(key)
     if exe is None:
+        counter = "stack_compiles" if stacks else "compiles"
         exe = programs.program(walk, device, {}, pipeline, stacked=False, counter=counter)[0]
         CACHE.put(key, exe)
     args = _arguments(walk.data, list(walk.packs.items()), device)
@@ -194,7 +198,7 @@ def run_alone(device, values: list[Value], counter: str = "compiles") -> list:
             done.block_until_ready()
         except Exception as e:
             raise ProgramError("run", e) from e
-    events.bump("executions")
+    events.bump("stack_executions" if stacks else "executions")
     results, flags = results[:len(values)], results[len(values):]
     found = checks.failed(values, flags) if flags else None
     if found is not None:

@@ -17,7 +17,10 @@ reads it (a transfer to the host, a resharding): :meth:`Stack.row` runs a
 ``dynamic_slice`` program, one per stack type, whatever the row. Rows that
 are not one whole stack, in order, are stacked by a program of their own
 first (:func:`_stacked`). Both kinds of program count in the
-``stack_compiles`` counter, not in ``compiles``. A stack that live handles
+``stack_compiles`` and ``stack_executions`` counters, not in ``compiles``
+and ``executions``, and are not among the barriers' graphs
+(``metrics.graph_sizes()``): they are rolling's bookkeeping, not the
+user's graphs. A stack that live handles
 hold rows of keeps its values: the step runs the variant of its program
 that donates no stack (``stacked="keep"``, :func:`keeps`).
 """
@@ -175,7 +178,7 @@ def _run(device, values: list[Value]) -> list:
     from lazycore.runtime.barrier import run_alone  # the barrier calls this module
 
     with override(roll_loops=False):
-        return run_alone(device, values, "stack_compiles")
+        return run_alone(device, values, stacks=True)
 
 
 def leaves(results: list, out_types: list, rows, result_types, shardings, device) -> list[Data]:

@@ -28,10 +28,11 @@ replay 4-6 ms to 1.2 ms, the barrier's walk 1.2 to 0.15 ms). The compiler
 emits the body inline, so the program is the step's own. The traced call
 that made the recording has its results rebound to such a node too, so its
 program is the one its replays run (a trace of the same function outside
-``capture`` compiles its own). A step with value checks, or with
-``LAZYCORE_ROLL_LOOPS`` or ``LAZYCORE_CAPTURE_CALLS=0``, makes every node
-again instead (:class:`~lazycore.trace.fragment.Fragment`): it hashes as a
-trace of it would, and compiles nothing a trace would not.
+``capture`` compiles its own). A step with value checks, one whose layers
+``roll_loops`` would roll (the compiler finds them among a walk's nodes), or
+any step with ``LAZYCORE_CAPTURE_CALLS=0``, makes every node again instead
+(:class:`~lazycore.trace.fragment.Fragment`): it hashes as a trace of it
+would, and compiles nothing a trace would not.
 
 What a recording refuses (:class:`Refused`, with the reason): a step that
 runs a barrier (it looked at a value), uploads host data, falls back to eager
@@ -56,6 +57,7 @@ from lazycore.ir.regions import Arg, Body, RegionNode, region_prefix
 from lazycore.ir.sourceloc import forget as forget_frame
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import device as _device
+from lazycore.runtime import rolling
 from lazycore.trace.fragment import Fragment
 
 _new_value = tuple.__new__
@@ -272,13 +274,15 @@ class Recording:
             self.updates.append(i if i is not None else weakref.ref(h))
         self.kept = [h.device for h in kept]
         """The devices of the kept handles' values, in order."""
+        rolls = _rolls(made, outputs)
         outputs = [at(v) for v in outputs]
         self.fragment = Fragment(entries, n, self.baked, outputs, [node.loc for node in made], "a captured step")
         self.fragment.remember(recorded_inputs, [node.digest for node in made])
         self.key = self._key(baked_keys, [(node.op, e[1], node.digest) for node, e in zip(made, entries)], outputs)
         self.call = None
         """The step as one ``call`` node's body (:meth:`_call_body`), or None: replays make its nodes."""
-        if made and watch.calls and settings.capture_calls and not settings.roll_loops and not any(node.op == "check" for node in made):
+        if (made and watch.calls and settings.capture_calls and not any(node.op == "check" for node in made)
+                and not rolls):
             # the inputs that are an updated handle's old value first, in the order of
             # the updates: on a mesh XLA pairs each donated input with the first
             # result of its type, so each update then reuses its own old buffer
@@ -419,3 +423,16 @@ def _prefix(node: Node) -> bytes:
     return node_prefix(spec_of(node.op), node.attrs, node.types)[1]
 
 
+
+
+def _rolls(made: list[Node], outputs: list[Value]) -> bool:
+    """Whether a barrier with ``roll_loops`` on would roll layers of the
+    step: the compiler finds runs of layers among a walk's nodes, which a
+    call node hides, so such a step's replays make its nodes instead. Either
+    answer gives the same values; this one keeps the cheap replay for the
+    steps with nothing to roll."""
+    if not settings.roll_loops:
+        return False
+    leaves = {id(v[0]): v[0] for node in made for o in node.operands
+              for v in ([o] if type(o) is Value else o) if v[0].is_leaf}
+    return bool(rolling.find_chains(list(leaves.values()) + made, outputs))
