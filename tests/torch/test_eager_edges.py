@@ -3,6 +3,7 @@
 has no kernel for. Each case runs eagerly on the CPU and on the lazy device."""
 
 import re
+import warnings
 
 import pytest
 import torch
@@ -124,6 +125,23 @@ def test_ops_eager_has_no_kernel_for_raise_eagers_error(dev, dtype):
     # and the ones eager has stay lazy, with its values
     for f in (lambda t: t * t, lambda t: t == t, torch.sum, lambda t: t.to(torch.float32)):
         same(f(x.to(dev)), f(x))
+
+
+def test_the_dtype_probe_raises_eagers_errors_and_adds_no_warning(dev):
+    """Eager's kernel runs once per signature on stand-ins cut to one element
+    per dimension: an int @ float still raises eager's error at the call, and
+    a variance over a real dimension of 5 warns of nothing (one element's
+    would)."""
+    a, b = torch.ones(4, 3, dtype=torch.int64), torch.ones(3, 2)
+    with pytest.raises(RuntimeError) as eager:
+        a @ b
+    with pytest.raises(RuntimeError, match=re.escape(str(eager.value))):
+        a.to(dev) @ b.to(dev)
+    x = torch.linspace(-1, 1, 15).reshape(5, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = x.to(dev).var(dim=0)
+    same(got, x.var(dim=0))
 
 
 # --- powers ------------------------------------------------------------------------------------

@@ -57,7 +57,6 @@ from lazycore.ir.regions import Arg, Body, RegionNode, region_prefix
 from lazycore.ir.sourceloc import forget as forget_frame
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import device as _device
-from lazycore.runtime import rolling
 from lazycore.trace.fragment import Fragment
 
 _new_value = tuple.__new__
@@ -433,6 +432,8 @@ def _rolls(made: list[Node], outputs: list[Value]) -> bool:
     steps with nothing to roll."""
     if not settings.roll_loops:
         return False
+    from lazycore.runtime import rolling  # (the loop matcher: not loaded by tracing alone)
+
     leaves = {id(v[0]): v[0] for node in made for o in node.operands
               for v in ([o] if type(o) is Value else o) if v[0].is_leaf}
     return bool(rolling.find_chains(list(leaves.values()) + made, outputs))
