@@ -6,7 +6,9 @@ torch's parameters and gradients."""
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -19,6 +21,9 @@ from lazycore.ir.config import override
 from lazycore.observe import metrics
 from lazycore.runtime import diskcache
 from lazycore.testing import capture
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from isolated import FOUR_DEVICES, run_isolated  # noqa: E402
 
 
 class Block(nn.Module):
@@ -207,33 +212,37 @@ def test_counters_say_what_stacking_cost(clean_runtime, dev, roll):
     assert "stack_executions" in metrics.report()
 
 
+def _captured(device, captured=True):
+    """Five calls of a training step of :class:`_Run`'s model, captured;
+    (the run, the step, the losses, each call's barrier's (nodes, outputs, parameters))."""
+    r = _Run(device)
+
+    def step(x, y):
+        r.opt.zero_grad()
+        loss = nn.functional.cross_entropy(r.model(x), y)
+        loss.backward()
+        r.opt.step()
+        return loss
+
+    fn = ltorch.capture(step) if captured else step
+    losses, sizes = [], []
+    for _ in range(5):
+        losses.append(fn(r.x, r.y).detach())
+        if device != "cpu":
+            ltorch.mark_step()
+            sizes.append(metrics.graph_sizes()[-1])
+    return r, fn, [float(v.cpu()) for v in losses], sizes
+
+
 def test_a_captured_step_whose_layers_roll_replays_them_rolled(clean_runtime, dev):
     """A captured step's replay is one call node, which hides its layers
     from the loop matcher: a step with layers to roll replays its nodes, so
     its program rolls them; one without keeps the call node (the MLP of
-    tests/torch/test_capture.py)."""
-    def run(device, captured):
-        r = _Run(device)
-
-        def step(x, y):
-            r.opt.zero_grad()
-            loss = nn.functional.cross_entropy(r.model(x), y)
-            loss.backward()
-            r.opt.step()
-            return loss
-
-        fn = ltorch.capture(step) if captured else step
-        losses, nodes = [], []
-        for _ in range(5):
-            losses.append(fn(r.x, r.y).detach())
-            if device != "cpu":
-                ltorch.mark_step()
-                nodes.append(metrics.graph_sizes()[-1][0])
-        return r, fn, [float(v.cpu()) for v in losses], nodes
-
-    want, _, want_losses, _ = run("cpu", False)
+    tests/torch/test_capture.py), and so does one on a mesh, whose programs
+    do not roll (below)."""
+    want, _, want_losses, _ = _captured("cpu", False)
     with capture(fresh_cache=True) as cap:
-        got, fn, losses, nodes = run(dev, True)
+        got, fn, losses, sizes = _captured(dev)
     assert fn.replays == 3
     _close(got.values(), want.values())
     np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
@@ -241,4 +250,18 @@ def test_a_captured_step_whose_layers_roll_replays_them_rolled(clean_runtime, de
     step = max(programs, key=len)  # the first step's, which the replays share
     assert step.count("stablehlo.while") >= 3 and step.count("stablehlo.tanh") == 1
     # the replays' barriers walk the step's nodes, not one call node
-    assert all(n > 100 for n in nodes[2:]), nodes
+    assert all(nodes > 100 for nodes, _, _ in sizes[2:]), sizes
+
+
+def _captured_on_a_mesh():
+    mesh = lazycore.Mesh((2,), ("data",), devices=["cpu:0", "cpu:1"])
+    want, _, want_losses, _ = _captured("cpu", False)
+    got, fn, losses, sizes = _captured(ltorch.device(mesh))
+    assert fn.replays == 3
+    _close(got.values(), want.values())
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
+    assert all(nodes <= 1 + params for nodes, _, params in sizes[2:]), sizes  # one call node and its inputs
+
+
+def test_a_captured_step_on_a_mesh_keeps_its_call_node():
+    run_isolated(__file__, "_captured_on_a_mesh", env=FOUR_DEVICES)

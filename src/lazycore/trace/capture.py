@@ -273,7 +273,7 @@ class Recording:
             self.updates.append(i if i is not None else weakref.ref(h))
         self.kept = [h.device for h in kept]
         """The devices of the kept handles' values, in order."""
-        rolls = _rolls(made, outputs)
+        rolls = _rolls(made, outputs, [h.device for h, _ in changed] + [h.device for h in kept])
         outputs = [at(v) for v in outputs]
         self.fragment = Fragment(entries, n, self.baked, outputs, [node.loc for node in made], "a captured step")
         self.fragment.remember(recorded_inputs, [node.digest for node in made])
@@ -422,15 +422,13 @@ def _prefix(node: Node) -> bytes:
     return node_prefix(spec_of(node.op), node.attrs, node.types)[1]
 
 
-
-
-def _rolls(made: list[Node], outputs: list[Value]) -> bool:
+def _rolls(made: list[Node], outputs: list[Value], devices: list) -> bool:
     """Whether a barrier with ``roll_loops`` on would roll layers of the
     step: the compiler finds runs of layers among a walk's nodes, which a
     call node hides, so such a step's replays make its nodes instead. Either
     answer gives the same values; this one keeps the cheap replay for the
-    steps with nothing to roll."""
-    if not settings.roll_loops:
+    steps with nothing to roll (and on a mesh, whose programs do not roll)."""
+    if not settings.roll_loops or any(isinstance(d, _device.Mesh) for d in devices):
         return False
     from lazycore.runtime import rolling  # (the loop matcher: not loaded by tracing alone)
 
