@@ -325,9 +325,9 @@ def _meta_entry(acc: list, func, args, kwargs):
             out = _run_meta(func, margs, mkwargs)
         except Exception:
             if _probed(func):  # the meta kernel's error may not be eager's (an IndexError for a 0-d cat)
-                _check_eager_kernel(func, margs, mkwargs)
+                _check_eager_kernel(func, margs, mkwargs, cut=False)  # (the shapes are what failed)
             raise
-        _check_eager_kernel(func, margs, mkwargs)
+        _check_eager_kernel(func, margs, mkwargs, cut=out is not None)  # (no meta kernel: no shape checked)
         hit = (out, margs, mkwargs, a.device, {}, func)
         if key is not None:
             _META.put(key, hit)
@@ -351,8 +351,9 @@ def _run_meta(func, margs, mkwargs):
 # eager's CPU kernels take in a few ops only, are probed, and only a missing
 # kernel (NotImplementedError) counts.
 # The stand-ins first have every dimension cut to at most 1 (the same rank,
-# so the same type promotion; empty stays empty; not a variance's): the meta kernel already
-# passed the real shapes, and full-size stand-ins made the probes a third of
+# so the same type promotion; empty stays empty; not a variance's) when the
+# meta kernel already passed the real shapes (when it failed, full-size ones
+# give eager's message), and full-size stand-ins made the probes a third of
 # a GPT step's first trace (a bmm of 64 heads, AdamW's moments). Only when
 # those fail do full-size ones decide, since an argument tied to the sizes
 # (a topk's k) can fail the cut ones alone.
@@ -391,7 +392,7 @@ def _probed(func) -> bool:
     return func in _PROBED_OPS or any(tag in func.tags for tag in _PROBED_TAGS)
 
 
-def _check_eager_kernel(func, margs, mkwargs):
+def _check_eager_kernel(func, margs, mkwargs, cut=True):
     probed = _probed(func)
     if not (probed or any(_holds_gap_dtype(x) for x in margs)
             or any(_holds_gap_dtype(v) for v in mkwargs.values())):
@@ -409,7 +410,7 @@ def _check_eager_kernel(func, margs, mkwargs):
     try:
         # (a variance or standard deviation of one element warns, and torch
         # gives the user a warning of an op's inner kernels: full size for those)
-        cut = not any(a.name == "correction" for a in schema)
+        cut = cut and not any(a.name == "correction" for a in schema)
         try:
             probe(cut)
         except Exception:

@@ -129,10 +129,16 @@ def test_ops_eager_has_no_kernel_for_raise_eagers_error(dev, dtype):
 
 def test_the_dtype_probe_raises_eagers_errors_and_adds_no_warning(dev):
     """Eager's kernel runs once per signature on stand-ins cut to one element
-    per dimension: an int @ float still raises eager's error at the call, and
-    a variance over a real dimension of 5 warns of nothing (one element's
-    would)."""
+    per dimension: an int @ float still raises eager's error at the call, a
+    shape mismatch eager's message, and a variance over a real dimension of 5
+    warns of nothing (one element's would)."""
     a, b = torch.ones(4, 3, dtype=torch.int64), torch.ones(3, 2)
+    with pytest.raises(RuntimeError) as eager:
+        a @ b
+    with pytest.raises(RuntimeError, match=re.escape(str(eager.value))):
+        a.to(dev) @ b.to(dev)
+    # shapes the meta kernel refuses: eager's kernel on full-size stand-ins gives eager's message
+    a, b = torch.ones(2, 9), torch.ones(8, 16)
     with pytest.raises(RuntimeError) as eager:
         a @ b
     with pytest.raises(RuntimeError, match=re.escape(str(eager.value))):
