@@ -1,7 +1,7 @@
 // lazy-roll-loops: a run of identical layers, each with its own weights,
 // becomes one stablehlo.while over the weights stacked along a new leading
 // axis, whose body is one layer. It is what the compiler does to a
-// barrier's graph with LAZYCORE_ROLL_LOOPS=1 (src/lazycore/runtime/rolling.py),
+// barrier's graph unless LAZYCORE_ROLL_LOOPS=0 (src/lazycore/runtime/rolling.py),
 // on a module: the same matcher (passes/rolled_chains.py) and the same loop
 // (passes/rolled_emit.py).
 // RUN: lazy-opt --split-input-file --lazy-roll-loops %s | filecheck %s

@@ -5,8 +5,8 @@ here).
 The compiler emits the chains; before a program is looked up, the barrier
 asks which parameters it takes stacked (:func:`stack_groups`), without
 loading MLIR, so a program loaded from disk still needs no compiler;
-``settings.roll_loops`` (``LAZYCORE_ROLL_LOOPS=1``) turns it on and is part
-of the compile key. Nothing here touches MLIR.
+``settings.roll_loops`` (on by default, ``LAZYCORE_ROLL_LOOPS=0`` turns it
+off) is part of the compile key. Nothing here touches MLIR.
 """
 
 from __future__ import annotations
