@@ -28,11 +28,17 @@ def find_chain(order: list[Node], outputs: list[Value]) -> Chain | None:
     return max(chains, key=lambda c: len(c.copies) * len(c.copies[0])) if chains else None
 
 
+def rolls_on(device) -> bool:
+    """Whether programs of ``device`` roll layers: with ``roll_loops`` on,
+    but for a mesh's."""
+    return settings.roll_loops and not (device is not None and isinstance(device.pjrt, pjrt.MeshTarget))
+
+
 def chains(walk, device, constants) -> list:
     """The runs of identical layers a program of the walk emits as loops
     (none with rolling off, with folded constants, or on a mesh); found once
     per walk."""
-    if not settings.roll_loops or constants or (device is not None and isinstance(device.pjrt, pjrt.MeshTarget)):
+    if constants or not rolls_on(device):
         return []
     found = walk.__dict__.get("chains")
     if found is None:

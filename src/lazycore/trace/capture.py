@@ -273,15 +273,15 @@ class Recording:
             self.updates.append(i if i is not None else weakref.ref(h))
         self.kept = [h.device for h in kept]
         """The devices of the kept handles' values, in order."""
-        rolls = _rolls(made, outputs, [h.device for h, _ in changed] + [h.device for h in kept])
+        as_call = (made and watch.calls and settings.capture_calls and not any(node.op == "check" for node in made)
+                   and not _rolls(made, outputs, [h.device for h, _ in changed] + [h.device for h in kept]))
         outputs = [at(v) for v in outputs]
         self.fragment = Fragment(entries, n, self.baked, outputs, [node.loc for node in made], "a captured step")
         self.fragment.remember(recorded_inputs, [node.digest for node in made])
         self.key = self._key(baked_keys, [(node.op, e[1], node.digest) for node, e in zip(made, entries)], outputs)
         self.call = None
         """The step as one ``call`` node's body (:meth:`_call_body`), or None: replays make its nodes."""
-        if (made and watch.calls and settings.capture_calls and not any(node.op == "check" for node in made)
-                and not rolls):
+        if as_call:
             # the inputs that are an updated handle's old value first, in the order of
             # the updates: on a mesh XLA pairs each donated input with the first
             # result of its type, so each update then reuses its own old buffer
@@ -428,10 +428,12 @@ def _rolls(made: list[Node], outputs: list[Value], devices: list) -> bool:
     call node hides, so such a step's replays make its nodes instead. Either
     answer gives the same values; this one keeps the cheap replay for the
     steps with nothing to roll (and on a mesh, whose programs do not roll)."""
-    if not settings.roll_loops or any(isinstance(d, _device.Mesh) for d in devices):
+    if not settings.roll_loops:
         return False
     from lazycore.runtime import rolling  # (the loop matcher: not loaded by tracing alone)
 
+    if not all(rolling.rolls_on(d) for d in devices):
+        return False
     leaves = {id(v[0]): v[0] for node in made for o in node.operands
               for v in ([o] if type(o) is Value else o) if v[0].is_leaf}
     return bool(rolling.find_chains(list(leaves.values()) + made, outputs))
