@@ -49,6 +49,32 @@ def _replays_what_the_traced_call_made(calls):
         np.testing.assert_allclose(lc.to_numpy(out), np.tanh(s_np), rtol=1e-6)
 
 
+def test_the_first_replay_interprets_the_recording_and_later_ones_run_its_generated_code():
+    with lc.config.override(capture_calls=False):
+        state = lc.from_numpy(np.ones(2, np.float32))
+        rec, _ = _record(state, lc.from_numpy(np.zeros(2, np.float32)))
+        lc.mark_step()
+        made = []
+        for i in range(3):
+            x = lc.from_numpy(np.full(2, i, np.float32))
+            (value,) = rec.replay([x])
+            made.append((rec.fragment.fast is not None, _ops_and_digests(value.node)))
+            lc.mark_step()
+        assert [generated for generated, _ in made] == [False, True, True]
+        assert made[0][1] == made[1][1] == made[2][1]
+        assert [op for op, _ in made[0][1]] == ["tanh", "add", "mul", "broadcast_in_dim", "scalar"]
+        np.testing.assert_allclose(lc.to_numpy(state), [2.5625, 2.5625])  # traced once, then 3 replays: x = 0, 0, 1, 2
+
+
+def _ops_and_digests(node):
+    out, todo = [], [node]
+    while todo:
+        n = todo.pop(0)
+        out.append((n.op, n.digest))
+        todo += [v.node for v in n.operands if type(v.node).__name__ != "Data"]
+    return out
+
+
 def test_a_recording_is_keyed_by_the_scalar_values_it_baked():
     state = lc.from_numpy(np.ones(2, np.float32))
     x = lc.from_numpy(np.ones(2, np.float32))

@@ -37,6 +37,7 @@ from . import fallback, foreach, lowering, special, views
 from . import tensor as _tensor_module
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
+from .meta_store import MISS, STORE
 from .tensor import ENTRY, Tensor, lc_device, meta_layout, read, refresh_key, view_of, wrap, wrap_layout, write
 
 aten = torch.ops.aten
@@ -321,13 +322,17 @@ def _meta_entry(acc: list, func, args, kwargs):
         key, hit = None, None
     if hit is None:
         a, margs, mkwargs = metas(args, kwargs, func)
-        try:
-            out = _run_meta(func, margs, mkwargs)
-        except Exception:
-            if _probed(func):  # the meta kernel's error may not be eager's (an IndexError for a 0-d cat)
-                _check_eager_kernel(func, margs, mkwargs, cut=False)  # (the shapes are what failed)
-            raise
-        _check_eager_kernel(func, margs, mkwargs, cut=out is not None)  # (no meta kernel: no shape checked)
+        out = STORE.get(func, acc, margs) if key is not None else MISS  # another process's (meta_store)
+        if out is MISS:
+            try:
+                out = _run_meta(func, margs, mkwargs)
+            except Exception:
+                if _probed(func):  # the meta kernel's error may not be eager's (an IndexError for a 0-d cat)
+                    _check_eager_kernel(func, margs, mkwargs, cut=False)  # (the shapes are what failed)
+                raise
+            _check_eager_kernel(func, margs, mkwargs, cut=out is not None)  # (no meta kernel: no shape checked)
+            if key is not None and out is not None:
+                STORE.add(func, acc, out, margs)
         hit = (out, margs, mkwargs, a.device, {}, func)
         if key is not None:
             _META.put(key, hit)

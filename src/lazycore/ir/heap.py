@@ -8,11 +8,21 @@ results): one full collection was 0.19 s of a small GPT's 0.6 s first step in
 a new process whose program was on disk. ``gc.freeze()`` moves what is alive
 now to a generation the collector never walks; those objects are still freed
 by reference counting, only cycles among them stay. A frontend calls
-:func:`freeze_imports` once its imports are done, and the first barrier that
-runs a program calls :func:`freeze_after_first_step`: the first step imports
-as much again (torch's meta kernels, sympy, the compiler), and a training
-loop then paid a full collection of ~100 ms every 15 to 20 steps of a 27 ms
-GPT step. ``LAZYCORE_GC_FREEZE=0`` leaves the collector as it is.
+:func:`freeze_imports` once its imports are done. Then a barrier calls
+:func:`freeze_at_barrier` twice in a process's life:
+
+- at the first barrier: moving a module to the device and making its
+  optimizer import about as much again as the frontend did (torch's
+  ``torch.distributed.tensor`` with sympy, and ``torch._dynamo``: 130,000
+  objects for a small GPT), and the first step's trace then walked them all
+  in one collection of the second generation, 120 ms of a 650 ms trace in a
+  process whose program was on disk;
+- after the first barrier that ran a program: the first step imports more
+  (torch's meta kernels, the compiler), and a training loop then paid a full
+  collection of ~100 ms every 15 to 20 steps of a 27 ms GPT step.
+
+Garbage cycles alive at those two points stay too: the setup's and one
+step's, once. ``LAZYCORE_GC_FREEZE=0`` leaves the collector as it is.
 
 The young generation: a step's pending graph is some thousands of nodes and
 values, alive until its barrier and then freed by reference counting (a
@@ -44,14 +54,15 @@ def freeze_imports() -> None:
         gc.set_threshold(settings.gc_threshold, *rest)
 
 
-_first_step = [True]
+_frozen_at: set[str] = set()
 
 
-def freeze_after_first_step() -> None:
-    """Once per process: what the first step imported and made to stay (its
-    garbage cycles, if any, stay too: one step's, once)."""
-    if _first_step[0]:
-        _first_step[0] = False
+def freeze_at_barrier(ran_program: bool) -> None:
+    """At the first barrier, and after the first that ran a program: what
+    the setup and then the first step imported and made stays (module doc)."""
+    when = "program" if ran_program else "barrier"
+    if when not in _frozen_at:
+        _frozen_at.update(("barrier", when))
         freeze_imports()
 
 

@@ -300,6 +300,7 @@ def sync(device, wait: bool = True) -> int:
     handles updated (0: nothing was pending).
     """
     events.emit("barrier_start", device)
+    heap.freeze_at_barrier(ran_program=False)
     running = device.running
     if running is not None and running.flags:
         device.wait()  # its checks may fail values this step's program would read
@@ -419,7 +420,7 @@ def sync(device, wait: bool = True) -> int:
     events.bump("donated_buffers", len(donate))
     events.emit("barrier", walk, device, hit, donate, pipeline, loaded)
     LOG.reset()  # the next step starts: everything before it is old
-    heap.freeze_after_first_step()
+    heap.freeze_at_barrier(ran_program=True)
     return len(pending)
 
 

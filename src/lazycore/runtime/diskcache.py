@@ -15,6 +15,12 @@ entry that fails it (truncated, corrupt, another format) gives a
 :class:`DiskCacheWarning` and counts as an error; the program is compiled
 and its entry written again.
 
+Other data a process can reuse, not programs (a frontend's meta results,
+``lazycore.frontends.torch.meta_store``), is kept the same way under its own
+key by :meth:`DiskCache.load_data` and :meth:`DiskCache.store_data`: the
+same digest, atomic writes and size bound, files ending in
+:data:`DATA_SUFFIX`; they do not count as programs in the counters.
+
 Processes share a folder: an entry is written to a temporary file in the
 folder and renamed over its name, so a reader sees a whole entry or none,
 and two writers of one key write equivalent programs. A hit touches the
@@ -41,6 +47,7 @@ MAGIC = b"LZCX\x00\x01\r\n"
 """The first bytes of an entry: the file kind and format version (1); the
 line ends catch a copy that rewrote them."""
 SUFFIX = ".lcx"
+DATA_SUFFIX = ".lcd"
 TEMP_PREFIX = ".tmp-"
 STALE_TEMP_SECONDS = 3600.0
 """A temporary file this old belongs to a writer that died; the eviction scan removes it."""
@@ -72,9 +79,41 @@ def pack(key: bytes, exe: pjrt.Executable) -> bytes:
         "keeps": exe.keeps,
         "compression": "zlib",
     }).encode()
+    return _framed(header, pjrt.serialize(exe))
+
+
+def _framed(header: bytes, payload: bytes) -> bytes:
     # level 1: most of the size for a small part of the time of the default
-    body = len(header).to_bytes(_LENGTH_SIZE, "little") + header + zlib.compress(pjrt.serialize(exe), 1)
+    body = len(header).to_bytes(_LENGTH_SIZE, "little") + header + zlib.compress(payload, 1)
     return MAGIC + hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest() + body
+
+
+def _unframed(blob: bytes, key: bytes, what: str) -> tuple[dict, bytes]:
+    """The header and the decompressed payload; raises ValueError for
+    anything but a whole entry for ``key``."""
+    start = len(MAGIC) + _DIGEST_SIZE
+    if len(blob) < start + _LENGTH_SIZE or not blob.startswith(MAGIC):
+        raise ValueError("not an entry of this format")
+    body = blob[start:]
+    if hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest() != blob[len(MAGIC):start]:
+        raise ValueError("its digest does not match (truncated or corrupt)")
+    n = int.from_bytes(body[:_LENGTH_SIZE], "little")
+    header = json.loads(body[_LENGTH_SIZE:_LENGTH_SIZE + n])
+    if header.get("key") != key.hex() or header.get("compression") != "zlib":
+        raise ValueError(f"it is the entry of another {what}")
+    return header, zlib.decompress(body[_LENGTH_SIZE + n:])
+
+
+def pack_data(key: bytes, payload: bytes) -> bytes:
+    """A data entry's bytes (:meth:`DiskCache.store_data`)."""
+    return _framed(json.dumps({"key": key.hex(), "kind": "data", "compression": "zlib"}).encode(), payload)
+
+
+def unpack_data(blob: bytes, key: bytes) -> bytes:
+    header, payload = _unframed(blob, key, "data key")
+    if header.get("kind") != "data":
+        raise ValueError("it is not a data entry")
+    return payload
 
 
 def unpack(blob: bytes, key: bytes) -> tuple[bytes, tuple, tuple]:
@@ -87,22 +126,15 @@ def unpack(blob: bytes, key: bytes) -> tuple[bytes, tuple, tuple]:
 def unpack_entry(blob: bytes, key: bytes) -> tuple[bytes, tuple, tuple, tuple]:
     """:func:`unpack`'s, and the executable's stacked arguments and results
     (:attr:`~lazycore.runtime.pjrt.Executable.arguments`, ``rows``, ``keeps``)."""
-    start = len(MAGIC) + _DIGEST_SIZE
-    if len(blob) < start + _LENGTH_SIZE or not blob.startswith(MAGIC):
-        raise ValueError("not an entry of this format")
-    body = blob[start:]
-    if hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest() != blob[len(MAGIC):start]:
-        raise ValueError("its digest does not match (truncated or corrupt)")
-    n = int.from_bytes(body[:_LENGTH_SIZE], "little")
-    header = json.loads(body[_LENGTH_SIZE:_LENGTH_SIZE + n])
-    if header.get("key") != key.hex() or header.get("compression") != "zlib":
-        raise ValueError("it is the entry of another program")
+    header, serialized = _unframed(blob, key, "program")
+    if header.get("kind", "program") != "program":
+        raise ValueError("it is not a program's entry")
     arguments, rows = header.get("arguments"), header.get("rows")
     if arguments is not None:
         arguments = tuple(int(e) if isinstance(e, int) else tuple(int(i) for i in e) for e in arguments)
     if rows is not None:
         rows = tuple((int(j), int(r)) for j, r in rows)
-    return (zlib.decompress(body[_LENGTH_SIZE + n:]), _types(header["inputs"]), _types(header["outputs"]),
+    return (serialized, _types(header["inputs"]), _types(header["outputs"]),
             (arguments, rows, bool(header.get("keeps", False))))
 
 
@@ -113,8 +145,8 @@ class DiskCache:
     def __init__(self):
         self._write_failures_reported: set[str] = set()
 
-    def path(self, key: bytes, folder: str | None = None) -> str:
-        return os.path.join(folder or settings.cache_dir, key.hex() + SUFFIX)
+    def path(self, key: bytes, folder: str | None = None, suffix: str = SUFFIX) -> str:
+        return os.path.join(folder or settings.cache_dir, key.hex() + suffix)
 
     def load(self, key: bytes, device) -> pjrt.Executable | None:
         """The program stored under ``key``, loaded onto the PJRT ``device``;
@@ -146,10 +178,32 @@ class DiskCache:
         events.bump("disk_cache_hits")
         return exe
 
-    def _unreadable(self, path: str, error: Exception) -> None:
+    def load_data(self, key: bytes) -> bytes | None:
+        """The payload stored under ``key`` by :meth:`store_data`; None when
+        there is none or it cannot be read (a warning says so)."""
+        folder = settings.cache_dir
+        if folder is None:
+            return None
+        path = self.path(key, folder, DATA_SUFFIX)
+        try:
+            with open(path, "rb") as f:
+                blob = f.read()
+            payload = unpack_data(blob, key)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except Exception as e:
+            self._unreadable(path, e, "making it again")
+            return None
+        try:
+            os.utime(path)
+        except OSError:
+            pass
+        return payload
+
+    def _unreadable(self, path: str, error: Exception, then: str = "compiling the program again") -> None:
         events.bump("disk_cache_errors")
         warnings.warn(
-            f"lazycore: ignoring persistent compile cache entry {path}: {error}; compiling the program again",
+            f"lazycore: ignoring persistent compile cache entry {path}: {error}; {then}",
             DiskCacheWarning,
             stacklevel=2,
         )
@@ -157,17 +211,27 @@ class DiskCache:
     def store(self, key: bytes, exe: pjrt.Executable) -> None:
         """Write ``exe`` under ``key``, then evict down to the size bound. A
         failure is counted and reported once per folder: the program runs all the same."""
+        if self._write(lambda: pack(key, exe), key, SUFFIX):
+            events.bump("disk_cache_writes")
+
+    def store_data(self, key: bytes, payload: bytes) -> None:
+        """Write ``payload`` under ``key`` (replacing what was there), then
+        evict down to the size bound; a failure is reported as :meth:`store`'s."""
+        self._write(lambda: pack_data(key, payload), key, DATA_SUFFIX)
+
+    def _write(self, blob, key: bytes, suffix: str) -> bool:
+        """Write the entry ``blob()`` makes, atomically, and evict; False when it failed."""
         folder = settings.cache_dir
         if folder is None:
-            return
+            return False
         try:
-            blob = pack(key, exe)
+            data = blob()
             os.makedirs(folder, exist_ok=True)
             fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=folder)
             try:
                 with os.fdopen(fd, "wb") as f:
-                    f.write(blob)
-                os.replace(temp, self.path(key, folder))
+                    f.write(data)
+                os.replace(temp, self.path(key, folder, suffix))
             except BaseException:
                 try:
                     os.unlink(temp)
@@ -182,11 +246,11 @@ class DiskCache:
                     f"lazycore: cannot write to the persistent compile cache in {folder}: {e} "
                     f"(reported once; LAZYCORE_CACHE_DIR=off turns the cache off)",
                     DiskCacheWarning,
-                    stacklevel=2,
+                    stacklevel=3,
                 )
-            return
-        events.bump("disk_cache_writes")
+            return False
         self.evict(settings.cache_max_bytes, folder)
+        return True
 
     def _scan(self, folder: str) -> list[tuple[float, int, str]]:
         """``(mtime, size, path)`` of every entry; removes temporary files of dead writers."""
@@ -196,7 +260,7 @@ class DiskCache:
             with os.scandir(folder) as it:
                 for e in it:
                     try:
-                        if e.name.endswith(SUFFIX):
+                        if e.name.endswith((SUFFIX, DATA_SUFFIX)):
                             st = e.stat()
                             found.append((st.st_mtime, st.st_size, e.path))
                         elif e.name.startswith(TEMP_PREFIX) and now - e.stat().st_mtime > STALE_TEMP_SECONDS:
@@ -228,12 +292,13 @@ class DiskCache:
         return removed
 
     def usage(self) -> tuple[int, int]:
-        """``(entries, bytes)`` in the folder now (0, 0 when off)."""
+        """``(programs, bytes)`` in the folder now, the bytes of data entries
+        included (0, 0 when off)."""
         folder = settings.cache_dir
         if folder is None:
             return 0, 0
         entries = self._scan(folder)
-        return len(entries), sum(size for _, size, _ in entries)
+        return sum(path.endswith(SUFFIX) for _, _, path in entries), sum(size for _, size, _ in entries)
 
     def clear(self) -> int:
         """Remove every entry (and any temporary file of a dead writer); returns how many entries went."""

@@ -1,0 +1,177 @@
+"""Eager's meta results kept on disk, so a new process's first step skips the meta kernels.
+
+The dispatcher runs an op's meta kernel (and eager's CPU kernel on stand-ins,
+for eager's dtype errors) once per argument signature and keeps the result in
+memory (``dispatch._META``). In a new process every signature is new: a small
+GPT's first step ran 335 meta kernels and probes, 150-200 ms of a 450-650 ms
+first trace in a process whose program was on disk. This store keeps, next to
+the programs in the persistent compile cache (``LAZYCORE_CACHE_DIR``,
+:meth:`lazycore.runtime.diskcache.DiskCache.store_data`), what those calls
+found: each result's shapes, strides, offsets and element types, by a
+signature that names the op instead of its id. A process reads it at its first
+miss; a hit stands for a call that passed, so neither kernel runs again.
+
+Only what cannot go stale or alias is kept: ops of the ``aten`` namespace
+(their meta kernels are torch's, and the entry's key holds torch's version),
+no view ops, results that are new strided meta tensors, Python numbers, or an
+argument given back (an in-place op's ``self``), and signatures made of plain
+values (numbers, strings, dtypes, devices, shapes). The new results are
+written at the first barrier after them (merged with what other processes
+wrote meanwhile, at most :data:`LIMIT` entries), at most :data:`WRITES` times
+while the process runs and once more when it exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import pickle
+import warnings
+
+import torch
+
+from lazycore.ir import events
+from lazycore.ir.config import settings
+from lazycore.runtime.diskcache import DISK, DiskCacheWarning
+
+_FORMAT = 1
+"""The layout of a stored entry; part of the key."""
+LIMIT = 50_000
+"""Signatures kept in the folder's store."""
+WRITES = 4
+"""Writes at barriers in one process (the one at exit aside)."""
+MISS = object()
+
+_PLAIN = (int, float, bool, str, bytes, type(None), torch.dtype, torch.device, torch.memory_format, torch.layout)
+
+
+def _plain(x) -> bool:
+    t = type(x)
+    if t in _PLAIN or x is float or x is int or x is bool:  # a signature names the type of a Python float
+        return True
+    if isinstance(x, tuple):  # torch.Size too
+        return all(_plain(v) for v in x)
+    return False
+
+
+def _key(func, acc: list) -> bytes | None:
+    """The signature as bytes another process makes alike: the op's name
+    for its id (``acc[0]``); None when it is not kept (module doc)."""
+    if (type(func) is not torch._ops.OpOverload or func.namespace != "aten" or _is_view(func._schema)
+            or not all(_plain(v) for v in acc[1:])):
+        return None
+    return pickle.dumps((str(func), *acc[1:]), protocol=5)
+
+
+def _is_view(schema) -> bool:
+    return any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+
+
+def _described(out, margs, mutable: bool):
+    """``out`` as plain data: ``("t", shape, strides, offset, dtype)`` for a
+    new meta tensor, ``("a", i)`` for positional argument ``i`` given back,
+    ``("v", x)`` for a number or None, ``("s", list?, parts)``; raises
+    ValueError for anything else (``mutable``: an op that writes an argument,
+    whose tensor results must be arguments: an ``out=`` one is not kept)."""
+    if isinstance(out, torch.Tensor):
+        for i, a in enumerate(margs):
+            if out is a:
+                return ("a", i)
+        if (mutable or type(out) is not torch.Tensor or out.device.type != "meta" or out.layout != torch.strided
+                or out.is_conj() or out.is_neg() or out.requires_grad or out._base is not None):
+            raise ValueError("not a new strided meta tensor")
+        return ("t", tuple(out.shape), tuple(out.stride()), out.storage_offset(), out.dtype)
+    if out is None or type(out) in (int, float, bool):
+        return ("v", out)
+    if type(out) in (tuple, list):
+        return ("s", type(out) is list, tuple(_described(o, margs, mutable) for o in out))
+    raise ValueError(f"a result of type {type(out).__name__}")
+
+
+def _made(desc, margs):
+    kind = desc[0]
+    if kind == "t":
+        _, shape, strides, offset, dtype = desc
+        span = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
+        return torch.empty(offset + span, dtype=dtype, device="meta").as_strided(shape, strides, offset)
+    if kind == "a":
+        return margs[desc[1]]
+    if kind == "v":
+        return desc[1]
+    parts = [_made(d, margs) for d in desc[2]]
+    return parts if desc[1] else tuple(parts)
+
+
+class MetaStore:
+    """The folder's meta results, read at the first miss of a process."""
+
+    def __init__(self):
+        self._read: dict[bytes, tuple] | None = None
+        self._folder: str | None = None
+        self._new: dict[bytes, tuple] = {}
+        self._writes = 0
+
+    def _entry_key(self) -> bytes:
+        return hashlib.blake2b(f"lazycore torch meta results|{_FORMAT}|{torch.__version__}".encode(),
+                               digest_size=16).digest()
+
+    def _load(self) -> dict:
+        try:
+            payload = DISK.load_data(self._entry_key())
+            found = pickle.loads(payload) if payload is not None else {}
+            if type(found) is not dict:
+                raise ValueError("not a table of meta results")
+        except Exception as e:  # an entry whose digest passed but whose contents do not load
+            events.bump("disk_cache_errors")
+            warnings.warn(f"lazycore: ignoring the stored meta results: {e}", DiskCacheWarning, stacklevel=3)
+            found = {}
+        return found
+
+    def get(self, func, acc: list, margs):
+        """The stored result of ``func`` for signature ``acc``, remade on
+        ``margs``; :data:`MISS` when there is none."""
+        if settings.cache_dir is None:
+            return MISS
+        if self._read is None or self._folder != settings.cache_dir:
+            self._folder = settings.cache_dir
+            self._read = self._load()
+        key = _key(func, acc)
+        desc = self._read.get(key) if key is not None else None
+        if desc is None:
+            return MISS
+        return _made(desc, margs)
+
+    def add(self, func, acc: list, out, margs) -> None:
+        """Keep ``func``'s result for ``acc`` (it passed both kernels)."""
+        if settings.cache_dir is None:
+            return
+        key = _key(func, acc)
+        if key is None or (self._read is not None and key in self._read):
+            return
+        try:
+            self._new[key] = _described(out, margs, func._schema.is_mutable)
+        except ValueError:
+            pass
+
+    def at_barrier(self, *_) -> None:
+        if self._new:
+            self.write()
+
+    def write(self, at_exit: bool = False) -> None:
+        """Merge the new results into the folder's store."""
+        if not self._new or settings.cache_dir is None or (not at_exit and self._writes >= WRITES):
+            return
+        self._writes += 1
+        table = self._load()
+        table.update(self._new)
+        if len(table) > LIMIT:  # this process's last, then the others' most recent
+            table = dict(list(table.items())[len(table) - LIMIT:])
+        DISK.store_data(self._entry_key(), pickle.dumps(table, protocol=5))
+        if self._read is not None:
+            self._read.update(self._new)
+        self._new = {}
+
+
+STORE = MetaStore()
+events.listen("barrier", STORE.at_barrier)
+atexit.register(STORE.write, True)
