@@ -322,7 +322,7 @@ def _meta_entry(acc: list, func, args, kwargs):
         key, hit = None, None
     if hit is None:
         a, margs, mkwargs = metas(args, kwargs, func)
-        out = STORE.get(func, acc, margs) if key is not None else MISS  # another process's (meta_store)
+        stored, out = STORE.get(func, acc, margs) if key is not None else (None, MISS)  # (meta_store)
         if out is MISS:
             try:
                 out = _run_meta(func, margs, mkwargs)
@@ -331,8 +331,8 @@ def _meta_entry(acc: list, func, args, kwargs):
                     _check_eager_kernel(func, margs, mkwargs, cut=False)  # (the shapes are what failed)
                 raise
             _check_eager_kernel(func, margs, mkwargs, cut=out is not None)  # (no meta kernel: no shape checked)
-            if key is not None and out is not None:
-                STORE.add(func, acc, out, margs)
+            if out is not None:
+                STORE.add(stored, func, out, margs)
         hit = (out, margs, mkwargs, a.device, {}, func)
         if key is not None:
             _META.put(key, hit)

@@ -34,7 +34,7 @@ from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.runtime.diskcache import DISK, DiskCacheWarning
 
-_FORMAT = 1
+_FORMAT = 2
 """The layout of a stored entry; part of the key."""
 LIMIT = 50_000
 """Signatures kept in the folder's store."""
@@ -42,25 +42,30 @@ WRITES = 4
 """Writes at barriers in one process (the one at exit aside)."""
 MISS = object()
 
-_PLAIN = (int, float, bool, str, bytes, type(None), torch.dtype, torch.device, torch.memory_format, torch.layout)
+_PLAIN = frozenset({int, float, bool, str, bytes, type(None), torch.dtype, torch.device, torch.memory_format,
+                    torch.layout, torch.Size, tuple})
 
 
-def _plain(x) -> bool:
-    t = type(x)
-    if t in _PLAIN or x is float or x is int or x is bool:  # a signature names the type of a Python float
-        return True
-    if isinstance(x, tuple):  # torch.Size too
-        return all(_plain(v) for v in x)
-    return False
+def _plain(parts) -> bool:
+    todo = list(parts)
+    while todo:
+        x = todo.pop()
+        t = type(x)
+        if t not in _PLAIN and not (x is float or x is int or x is bool):
+            return False
+        if t is tuple or t is torch.Size:
+            todo.extend(x)
+    return True
 
 
-def _key(func, acc: list) -> bytes | None:
-    """The signature as bytes another process makes alike: the op's name
-    for its id (``acc[0]``); None when it is not kept (module doc)."""
+def _key(func, acc: list) -> str | None:
+    """The signature as text another process makes alike (the reprs of
+    plain values are): the op's name for its id (``acc[0]``); None when it
+    is not kept (module doc)."""
     if (type(func) is not torch._ops.OpOverload or func.namespace != "aten" or _is_view(func._schema)
-            or not all(_plain(v) for v in acc[1:])):
+            or not _plain(acc[1:])):
         return None
-    return pickle.dumps((str(func), *acc[1:]), protocol=5)
+    return repr((str(func), *acc[1:]))
 
 
 def _is_view(schema) -> bool:
@@ -116,6 +121,7 @@ class MetaStore:
                                digest_size=16).digest()
 
     def _load(self) -> dict:
+        """The folder's table (empty when there is none or it is unreadable)."""
         try:
             payload = DISK.load_data(self._entry_key())
             found = pickle.loads(payload) if payload is not None else {}
@@ -128,25 +134,21 @@ class MetaStore:
         return found
 
     def get(self, func, acc: list, margs):
-        """The stored result of ``func`` for signature ``acc``, remade on
-        ``margs``; :data:`MISS` when there is none."""
+        """``(key, result)``: the stored result of ``func`` for signature
+        ``acc`` remade on ``margs``, or :data:`MISS`; the key for :meth:`add`
+        (None: not kept)."""
         if settings.cache_dir is None:
-            return MISS
+            return None, MISS
         if self._read is None or self._folder != settings.cache_dir:
             self._folder = settings.cache_dir
             self._read = self._load()
         key = _key(func, acc)
         desc = self._read.get(key) if key is not None else None
-        if desc is None:
-            return MISS
-        return _made(desc, margs)
+        return key, (MISS if desc is None else _made(desc, margs))
 
-    def add(self, func, acc: list, out, margs) -> None:
-        """Keep ``func``'s result for ``acc`` (it passed both kernels)."""
-        if settings.cache_dir is None:
-            return
-        key = _key(func, acc)
-        if key is None or (self._read is not None and key in self._read):
+    def add(self, key: str | None, func, out, margs) -> None:
+        """Keep ``func``'s result under ``key`` (it passed both kernels)."""
+        if key is None or settings.cache_dir is None or (self._read is not None and key in self._read):
             return
         try:
             self._new[key] = _described(out, margs, func._schema.is_mutable)
