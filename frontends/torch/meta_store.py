@@ -36,7 +36,7 @@ from lazycore.runtime.diskcache import DISK, DiskCacheWarning
 
 _FORMAT = 2
 """The layout of a stored entry; part of the key."""
-LIMIT = 50_000
+LIMIT = 20_000
 """Signatures kept in the folder's store."""
 WRITES = 4
 """Writes at barriers in one process (the one at exit aside)."""
