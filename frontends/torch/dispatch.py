@@ -322,7 +322,8 @@ def _meta_entry(acc: list, func, args, kwargs):
         key, hit = None, None
     if hit is None:
         a, margs, mkwargs = metas(args, kwargs, func)
-        stored, out = STORE.get(func, acc, margs) if key is not None else (None, MISS)  # (meta_store)
+        # another process's result (meta_store); a view's aliases its base, which a stored one cannot
+        stored, out = STORE.get(func, acc, margs) if key is not None and not _is_view(func._schema) else (None, MISS)
         if out is MISS:
             try:
                 out = _run_meta(func, margs, mkwargs)

@@ -13,7 +13,7 @@ miss; a hit stands for a call that passed, so neither kernel runs again.
 
 Only what cannot go stale or alias is kept: ops of the ``aten`` namespace
 (their meta kernels are torch's, and the entry's key holds torch's version),
-no view ops, results that are new strided meta tensors, Python numbers, or an
+no view ops (the dispatcher does not ask for them), results that are new strided meta tensors, Python numbers, or an
 argument given back (an in-place op's ``self``), and signatures made of plain
 values (numbers, strings, dtypes, devices, shapes). The new results are
 written at the first barrier after them (merged with what other processes
@@ -41,6 +41,9 @@ LIMIT = 20_000
 WRITES = 4
 """Writes at barriers in one process (the one at exit aside)."""
 MISS = object()
+_ENTRY = hashlib.blake2b(f"lazycore torch meta results|{_FORMAT}|{torch.__version__}".encode(),
+                         digest_size=16).digest()
+"""The store's key in the cache folder."""
 
 _PLAIN = frozenset({int, float, bool, str, bytes, type(None), torch.dtype, torch.device, torch.memory_format,
                     torch.layout, torch.Size, tuple})
@@ -62,14 +65,9 @@ def _key(func, acc: list) -> str | None:
     """The signature as text another process makes alike (the reprs of
     plain values are): the op's name for its id (``acc[0]``); None when it
     is not kept (module doc)."""
-    if (type(func) is not torch._ops.OpOverload or func.namespace != "aten" or _is_view(func._schema)
-            or not _plain(acc[1:])):
+    if type(func) is not torch._ops.OpOverload or func.namespace != "aten" or not _plain(acc[1:]):
         return None
     return repr((str(func), *acc[1:]))
-
-
-def _is_view(schema) -> bool:
-    return any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
 
 
 def _described(out, margs, mutable: bool):
@@ -111,19 +109,15 @@ class MetaStore:
     """The folder's meta results, read at the first miss of a process."""
 
     def __init__(self):
-        self._read: dict[bytes, tuple] | None = None
+        self._read: dict[str, tuple] | None = None
         self._folder: str | None = None
-        self._new: dict[bytes, tuple] = {}
+        self._new: dict[str, tuple] = {}
         self._writes = 0
-
-    def _entry_key(self) -> bytes:
-        return hashlib.blake2b(f"lazycore torch meta results|{_FORMAT}|{torch.__version__}".encode(),
-                               digest_size=16).digest()
 
     def _load(self) -> dict:
         """The folder's table (empty when there is none or it is unreadable)."""
         try:
-            payload = DISK.load_data(self._entry_key())
+            payload = DISK.load_data(_ENTRY)
             found = pickle.loads(payload) if payload is not None else {}
             if type(found) is not dict:
                 raise ValueError("not a table of meta results")
@@ -168,7 +162,7 @@ class MetaStore:
         table.update(self._new)
         if len(table) > LIMIT:  # this process's last, then the others' most recent
             table = dict(list(table.items())[len(table) - LIMIT:])
-        DISK.store_data(self._entry_key(), pickle.dumps(table, protocol=5))
+        DISK.store_data(_ENTRY, pickle.dumps(table, protocol=5))
         if self._read is not None:
             self._read.update(self._new)
         self._new = {}

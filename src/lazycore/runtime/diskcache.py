@@ -138,6 +138,14 @@ def unpack_entry(blob: bytes, key: bytes) -> tuple[bytes, tuple, tuple, tuple]:
             (arguments, rows, bool(header.get("keeps", False))))
 
 
+def _touch(path: str) -> None:
+    """Mark an entry read as the most recently used."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass  # evicted by another process meanwhile: what it held is read
+
+
 class DiskCache:
     """The entries in ``settings.cache_dir`` (read at every call, so
     :func:`lazycore.config.override` moves or disables it at once)."""
@@ -171,10 +179,7 @@ class DiskCache:
             except Exception as e:  # whatever the bytes make jaxlib or the decoders raise
                 self._unreadable(path, e)
                 return None
-        try:
-            os.utime(path)  # most recently used
-        except OSError:
-            pass  # evicted by another process meanwhile: the program is loaded
+        _touch(path)
         events.bump("disk_cache_hits")
         return exe
 
@@ -194,10 +199,7 @@ class DiskCache:
         except Exception as e:
             self._unreadable(path, e, "making it again")
             return None
-        try:
-            os.utime(path)
-        except OSError:
-            pass
+        _touch(path)
         return payload
 
     def _unreadable(self, path: str, error: Exception, then: str = "compiling the program again") -> None:

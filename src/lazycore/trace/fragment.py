@@ -98,7 +98,7 @@ class Fragment:
         env = list(inputs) + list(self.consts)
         digests = []
         for _, operands, _, types, prefix in self.entries:
-            ops = tuple(env[i] if type(i) is int else tuple(env[j] for j in i) for i in operands)
+            ops = _operands(env, operands)
             d = digest(prefix + operand_bytes(ops))
             digests.append(d)
             hashed = _Hashed(d)
@@ -114,7 +114,7 @@ class Fragment:
             ds = self._digests[_key(inputs)]
         env = inputs + list(self.consts)
         for k, (op, operands, attrs, types, _) in enumerate(self.entries):
-            ops = tuple(env[i] if type(i) is int else tuple(env[j] for j in i) for i in operands)
+            ops = _operands(env, operands)
             at = loc if self.locs is None else self.locs[k]
             if type(attrs) is tuple:  # a loop or branch: its bodies, shared
                 node = RegionNode.remade(op, ops, attrs, types, ds[k], at)
@@ -165,6 +165,11 @@ class Fragment:
         code.line("return " + ("[" + "".join(o + ", " for o in outs) + "]" if self.result is None
                                else result(self.result)))
         return code.function(f"{self.label}, {len(self.entries)} nodes")
+
+
+def _operands(env: list, operands: tuple) -> tuple:
+    """An entry's operands: value numbers read in ``env``, a variadic group as a tuple."""
+    return tuple(env[i] if type(i) is int else tuple(env[j] for j in i) for i in operands)
 
 
 def _key(inputs) -> tuple:
