@@ -155,7 +155,8 @@ def build_program(walk, device=None, constants: dict | None = None, stacked: boo
             mlir_loc = locs[loc] = ir.Location.file(file, line, 0, ctx)
         return mlir_loc
 
-    chains = rolling.chains(walk, device, constants)
+    # (a walk with captured steps may be emitted with their bodies in place: rolling.inlined)
+    walk, chains = rolling.chains(walk, device, constants)
     groups = rolling.groups(walk, chains) if stacked else []  # (as stack_groups)
     grouped = {i for g in groups for i in g}
     plan: list = [i for i in range(len(walk.data)) if i not in grouped] + groups

@@ -2,9 +2,15 @@
 walk (:mod:`lazycore.passes.rolled_chains` finds them, on lazy graph nodes
 here).
 
-The compiler emits the chains; before a program is looked up, the barrier
-asks which parameters it takes stacked (:func:`stack_groups`), without
-loading MLIR, so a program loaded from disk still needs no compiler;
+The compiler emits the chains; before a new program is made (compiled or
+loaded), the barrier asks which parameters it takes stacked
+(:func:`stack_groups`), without loading MLIR, so a program loaded from disk
+still needs no compiler. A captured step's replay is one ``call`` node
+(:mod:`lazycore.trace.capture`), whose body hides its layers from a walk:
+the chains of a walk with call nodes are looked for in the walk with their
+bodies in place (:func:`inlined`), made only when a program is, so a replay
+stays one node and its program rolls what a trace of the step would roll.
+
 ``settings.roll_loops`` (on by default, ``LAZYCORE_ROLL_LOOPS=0`` turns it
 off) is part of the compile key. Nothing here touches MLIR.
 """
@@ -12,7 +18,8 @@ off) is part of the compile key. Nothing here touches MLIR.
 from __future__ import annotations
 
 from lazycore.ir.config import settings
-from lazycore.ir.graph import Node, Scalar, Value
+from lazycore.ir.graph import LOG, Node, Scalar, Value
+from lazycore.ir.regions import Body, RegionNode
 from lazycore.passes.rolled_chains import MIN_COPIES, Chain, Stacks, find_chains as _find_chains  # noqa: F401
 from lazycore.runtime import pjrt
 
@@ -34,16 +41,92 @@ def rolls_on(device) -> bool:
     return settings.roll_loops and not (device is not None and isinstance(device.pjrt, pjrt.MeshTarget))
 
 
-def chains(walk, device, constants) -> list:
-    """The runs of identical layers a program of the walk emits as loops
-    (none with rolling off, with folded constants, or on a mesh); found once
-    per walk."""
+def chains(walk, device, constants) -> tuple:
+    """``(walk, chains)``: the runs of identical layers a program of the walk
+    emits as loops (none with rolling off, with folded constants, or on a
+    mesh), and the walk to emit the program from, in whose order they were
+    found: ``walk`` itself, or, where its call nodes hold layers, the walk
+    with their bodies in place (:func:`inlined`). Found once per walk."""
     if constants or not rolls_on(device):
-        return []
+        return walk, []
     found = walk.__dict__.get("chains")
     if found is None:
-        found = walk.chains = find_chains(walk.order, list(walk.outputs))
+        found = walk.chains = _found(walk)
     return found
+
+
+def _found(walk) -> tuple:
+    if any(type(node) is RegionNode and node.op == "call" for node in walk.order):
+        whole = inlined(walk)
+        found = find_chains(whole.order, list(whole.outputs))
+        # (none found: the call nodes stay, emitted inline as the step made its nodes)
+        return (whole, found) if found else (walk, [])
+    return walk, find_chains(walk.order, list(walk.outputs))
+
+
+def inlined(walk):
+    """``walk`` with each ``call`` node's body made again on the node's
+    operands, walked as a barrier walks: the graph a trace of the captured
+    step makes. Its parameters are the walk's, in the walk's order (a body
+    reads nothing but its node's operands), so the program built from it is
+    called as the walk's. Its nodes are the compiler's alone: in no step's
+    log, and a body's nodes keep their digests over the placeholders."""
+    from lazycore.runtime.barrier import Walk  # (the barrier's walk; the barrier builds on this module)
+
+    on, LOG.on = LOG.on, False
+    try:
+        new: dict[tuple, Value] = {}  # (id(node), index) -> its value in the inlined graph
+
+        def get(v):
+            return new.get((id(v[0]), v[1]), v)
+
+        for node in walk.order:
+            if node.is_leaf:
+                continue
+            operands = tuple(get(o) if type(o) is Value else tuple(map(get, o)) for o in node.operands)
+            if type(node) is RegionNode and node.op == "call":
+                values = _made_again(node.bodies[0], operands[0])
+            elif operands != node.operands:
+                again = _again(node, operands)
+                values = [Value(again, i) for i in range(len(node.types))]
+            else:
+                continue
+            for i, v in enumerate(values):
+                new[(id(node), i)] = v
+        whole = Walk([get(v) for v in walk.outputs])
+    finally:
+        LOG.on = on
+    whole.data, whole.packs, whole.params = walk.data, walk.packs, walk.params
+    return whole
+
+
+def _made_again(body: Body, operands: tuple) -> list[Value]:
+    """What ``body`` yields, its nodes made again on ``operands`` (a call
+    node's inside it too)."""
+    at = body.boundary
+    env: dict[tuple, Value] = {}
+
+    def get(v):
+        p = at.get((id(v[0]), v[1]))
+        return operands[p] if p is not None else env.get((id(v[0]), v[1]), v)
+
+    for node in body.order:
+        given = tuple(get(o) if type(o) is Value else tuple(map(get, o)) for o in node.operands)
+        if type(node) is RegionNode and node.op == "call":
+            values = _made_again(node.bodies[0], given[0])
+        else:
+            again = _again(node, given)
+            values = [Value(again, i) for i in range(len(node.types))]
+        for i, v in enumerate(values):
+            env[(id(node), i)] = v
+    return [get(v) for v in body.results]
+
+
+def _again(node: Node, operands: tuple) -> Node:
+    """``node`` on other operands; a loop's or branch's bodies are shared."""
+    if type(node) is RegionNode:
+        return RegionNode.remade(node.op, operands, node.bodies, node.types, node.digest, node.loc)
+    return Node(node.op, operands, node.attrs, node.types, node.digest, node.loc)
 
 
 def groups(walk, chains) -> list[tuple]:
@@ -65,4 +148,4 @@ def groups(walk, chains) -> list[tuple]:
 def stack_groups(walk, device=None) -> list[tuple]:
     """The device-data parameters a stacked program of the walk takes as
     stacks, per stack (:func:`lazycore.runtime.compiler.build_program`)."""
-    return groups(walk, chains(walk, device, None))
+    return groups(*chains(walk, device, None))

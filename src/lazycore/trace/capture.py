@@ -25,11 +25,12 @@ The step is redone as one ``call`` region node holding the recorded graph
 as its body (:class:`_Call`): a replay makes one node, not one per op, and
 the barrier walks, hashes and recalls one node (the GPT step of benchmark 7:
 replay 4-6 ms to 1.2 ms, the barrier's walk 1.2 to 0.15 ms). The compiler
-emits the body inline, so the program is the step's own. The traced call
+emits the body inline, so the program is the step's own, and rolls the
+layers a trace of the step would roll (it looks for them with the body in
+place: :func:`lazycore.runtime.rolling.inlined`). The traced call
 that made the recording has its results rebound to such a node too, so its
 program is the one its replays run (a trace of the same function outside
-``capture`` compiles its own). A step with value checks, one whose layers
-``roll_loops`` would roll (the compiler finds them among a walk's nodes), or
+``capture`` compiles its own). A step with value checks, or
 any step with ``LAZYCORE_CAPTURE_CALLS=0``, makes every node again instead
 (:class:`~lazycore.trace.fragment.Fragment`): it hashes as a trace of it
 would, and compiles nothing a trace would not.
@@ -273,8 +274,7 @@ class Recording:
             self.updates.append(i if i is not None else weakref.ref(h))
         self.kept = [h.device for h in kept]
         """The devices of the kept handles' values, in order."""
-        as_call = (made and watch.calls and settings.capture_calls and not any(node.op == "check" for node in made)
-                   and not _rolls(made, outputs, [h.device for h, _ in changed] + [h.device for h in kept]))
+        as_call = made and watch.calls and settings.capture_calls and not any(node.op == "check" for node in made)
         outputs = [at(v) for v in outputs]
         self.fragment = Fragment(entries, n, self.baked, outputs, [node.loc for node in made], "a captured step")
         self.fragment.remember(recorded_inputs, [node.digest for node in made])
@@ -420,20 +420,3 @@ def _prefix(node: Node) -> bytes:
     if type(node) is RegionNode:
         return region_prefix(node.op, node.bodies, node.types)
     return node_prefix(spec_of(node.op), node.attrs, node.types)[1]
-
-
-def _rolls(made: list[Node], outputs: list[Value], devices: list) -> bool:
-    """Whether a barrier with ``roll_loops`` on would roll layers of the
-    step: the compiler finds runs of layers among a walk's nodes, which a
-    call node hides, so such a step's replays make its nodes instead. Either
-    answer gives the same values; this one keeps the cheap replay for the
-    steps with nothing to roll (and on a mesh, whose programs do not roll)."""
-    if not settings.roll_loops:
-        return False
-    from lazycore.runtime import rolling  # (the loop matcher: not loaded by tracing alone)
-
-    if not all(rolling.rolls_on(d) for d in devices):
-        return False
-    leaves = {id(v[0]): v[0] for node in made for o in node.operands
-              for v in ([o] if type(o) is Value else o) if v[0].is_leaf}
-    return bool(rolling.find_chains(list(leaves.values()) + made, outputs))
