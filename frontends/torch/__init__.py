@@ -16,6 +16,8 @@ subclass (:class:`Tensor`), so autograd, ``torch.nn``, ``torch.optim`` and
 
 from __future__ import annotations
 
+import sys
+
 import torch
 
 from lazycore.runtime.autostep import CUTTER
@@ -100,18 +102,9 @@ _LIB = torch.library.Library("aten", "IMPL")
 
 def _factory_kernel(func):
     def kernel(*args, **kwargs):
-        from .fallback import run as fallback
-        from .lowering import Ctx, lookup
-        from .tensor import wrap
-
-        tdev = kwargs.get("device") or torch.device("lazy", 0)
-        mkwargs = dict(kwargs, device=torch.device("meta"))
-        out = func(*args, **mkwargs)
-        fn = lookup(func)
-        if fn is None:
-            return fallback(func, args, kwargs)
-        ctx = Ctx(func, out, args, mkwargs, lc_device(tdev))
-        return wrap(fn(ctx, *args, **kwargs), out)
+        if kwargs.get("device") is None:
+            kwargs = dict(kwargs, device=torch.device("lazy", 0))
+        return dispatch.factory(func, args, kwargs, sys._getframe(1))  # (the frame that called into torch)
 
     return kernel
 

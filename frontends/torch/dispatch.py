@@ -519,14 +519,18 @@ def _float_keys(floats, named) -> tuple:
         [(k, float_key(x)) for k, x in zip(named, floats[n:])])
 
 
-def _lower(fn, func, args, kwargs):
+def _lower(fn, func, args, kwargs, sized_by_floats=False):
     """Run lowering ``fn`` of ``func``, or replay its recording for this call
     signature: ``(meta result, handles, layout, owned)``, or None when the call
     goes to the fallback. ``layout`` is what :func:`wrap_layout` takes for a
-    single tensor result (else None); ``owned``: the handles are new."""
+    single tensor result (else None); ``owned``: the handles are new.
+    ``sized_by_floats``: the result's shape may depend on the values of
+    top-level floats (``arange(15.0)``), which the meta key then holds too."""
     if kwargs and kwargs.get("generator") is not None:
         return None  # the user's CPU generator decides the values
     acc, tensors, floats, named, plain = _signature(func, args, kwargs)
+    if sized_by_floats and floats:
+        acc += [float_key(x) for x in floats]
     out, margs, mkwargs, tdev, memo, _ = _meta_entry(acc, func, args, kwargs)
     if out is None:
         return None
@@ -569,9 +573,30 @@ def _lower(fn, func, args, kwargs):
     return out, res, layout, False
 
 
-def _lowered(fn, inplace: bool):
+def factory(func, args, kwargs, frame):
+    """A factory routed to the ``Lazy`` key by its ``device`` argument
+    (``torch.zeros(..., device=lazy)``; the ``ones`` and scalars inside
+    attention's math), called from ``frame``: lowered as any op is, so its
+    meta result is cached and its lowering recorded per call signature, and
+    a replay shares the recorded constants instead of making them again
+    (a factory took 150-430 us, ten ops' worth, most of an attention call)."""
+    handler = _HANDLERS.get(id(func))
+    if handler is None:
+        fn = lowering.lookup(func)
+        handler = _lowered(fn, False, sized_by_floats=True) if fn is not None else fallback.run
+        _OPS.append(func)
+        _HANDLERS[id(func)] = handler
+    entry = ENTRY
+    outer, entry.frame = entry.frame, frame
+    try:
+        return handler(func, args, kwargs)
+    finally:
+        entry.frame = outer
+
+
+def _lowered(fn, inplace: bool, sized_by_floats: bool = False):
     def handler(func, args, kwargs):
-        got = _lower(fn, func, args, kwargs)
+        got = _lower(fn, func, args, kwargs, sized_by_floats)
         if got is None:
             return fallback.run(func, args, kwargs)
         out, res, layout, owned = got
