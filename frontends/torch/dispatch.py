@@ -79,7 +79,8 @@ def resolve(func):
         return _view
     fn = lowering.lookup(func)
     if fn is not None:
-        return _lowered(fn, _mutated_self(schema))
+        # an op with no tensor argument (a factory) may be sized by its floats' values (arange(15.0))
+        return _lowered(fn, _mutated_self(schema), sized_by_floats=not _takes_tensors(schema))
     functional = _functional_of(func)
     if functional is not None:
         if functional[0] == "inplace" and _is_view(functional[1]._schema):
@@ -102,6 +103,10 @@ def _is_view(schema) -> bool:
         return False
     info = rets[0].alias_info
     return info is not None and not info.is_write and not schema.is_mutable
+
+
+def _takes_tensors(schema) -> bool:
+    return any("Tensor" in str(a.type) for a in schema.arguments)
 
 
 def _mutated_self(schema) -> bool:
@@ -576,20 +581,15 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False):
 def factory(func, args, kwargs, frame):
     """A factory routed to the ``Lazy`` key by its ``device`` argument
     (``torch.zeros(..., device=lazy)``; the ``ones`` and scalars inside
-    attention's math), called from ``frame``: lowered as any op is, so its
-    meta result is cached and its lowering recorded per call signature, and
-    a replay shares the recorded constants instead of making them again
-    (a factory took 150-430 us, ten ops' worth, most of an attention call)."""
-    handler = _HANDLERS.get(id(func))
-    if handler is None:
-        fn = lowering.lookup(func)
-        handler = _lowered(fn, False, sized_by_floats=True) if fn is not None else fallback.run
-        _OPS.append(func)
-        _HANDLERS[id(func)] = handler
+    attention's math), called from ``frame``: dispatched as an op reaching
+    the tensor class is (:func:`run`), so its meta result is cached and its
+    lowering recorded per call signature, and a replay shares the recorded
+    constants instead of making them again (a factory took 150-430 us, ten
+    ops' worth, most of an attention call)."""
     entry = ENTRY
     outer, entry.frame = entry.frame, frame
     try:
-        return handler(func, args, kwargs)
+        return run(func, args, kwargs)
     finally:
         entry.frame = outer
 
