@@ -184,3 +184,20 @@ def test_ir_printing_of_python_passes(capsys):
     assert err.index("// -----// IR Dump Before lazy-canonicalize //----- //\nmodule {") < err.index(
         "// -----// IR Dump After lazy-canonicalize //----- //\nmodule {"
     )
+
+
+def test_a_closed_pipe_ends_quietly():
+    """`lazy-opt --list-ops | head -1`: the reader goes away; no traceback, SIGPIPE's status."""
+    import os
+    import subprocess
+    import sys
+
+    r, w = os.pipe()
+    os.close(r)  # every write fails with EPIPE, as once head has read its line
+    try:
+        done = subprocess.run([sys.executable, "-m", "lazycore.tools.lazy_opt", "--list-ops"], stdout=w,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(w)
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+    assert done.returncode == 141

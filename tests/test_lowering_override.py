@@ -233,6 +233,16 @@ def test_pdl_runs_before_python_overrides():
     assert text.count("stablehlo.negate") == 3
 
 
+def test_pdl_patterns_from_a_file_name_of_any_suffix(tmp_path):
+    # lazy-opt --load-pdl-patterns reads neg.pdl; the Python call reads the same name
+    pdl = tmp_path / "neg.pdl"
+    pdl.write_text(PDL_FILE.read_text())
+    load_pdl_patterns(str(pdl))
+    assert "stablehlo.maximum" in stablehlo_text(NEG_ABS)
+    with pytest.raises(FileNotFoundError):
+        load_pdl_patterns(str(tmp_path / "missing.pdl"))
+
+
 def test_pdl_patterns_from_text_without_a_module():
     text = PDL_FILE.read_text()
     body = text[text.index("module {") + len("module {") : text.rindex("}")]

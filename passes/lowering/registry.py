@@ -169,9 +169,11 @@ def clear_user_patterns() -> None:
 
 
 def _looks_like_path(source) -> bool:
+    """A Path, or one line that cannot be a module of patterns (no braces): a file name,
+    whatever its suffix (``neg.pdl`` as much as ``neg.mlir``)."""
     if isinstance(source, Path):
         return True
-    return "\n" not in source and source.endswith(".mlir")
+    return "\n" not in source and "{" not in source
 
 
 def lowerings_for(name: str) -> tuple[Lowering, ...]:

@@ -11,6 +11,8 @@ a Python traceback; ``--verify-diagnostics`` checks the diagnostics against
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 
 from lazycore.dialect import OPS
@@ -232,8 +234,16 @@ def _stage_failed(error: Exception, stage: str, collector: Collector, mark: int)
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    with plugins.scoped_registrations():
-        return _main(argv)
+    try:
+        with plugins.scoped_registrations():
+            return _main(argv)
+    except BrokenPipeError:
+        # the reader went away (`lazy-opt --list-ops | head -1`): stop quietly as
+        # other command-line tools do, and keep Python's exit-time flush of the
+        # closed pipe from printing a second error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 def _main(argv: list[str]) -> int:
