@@ -15,7 +15,7 @@ no rolled program of the 12 can beat:
   AdamW): forward, backward and the per-layer updates are three loops.
   Without benchmark 7's gradient clipping: ``clip_grad_norm_`` stacks the
   per-tensor norms one binary concatenate at a time, each of another
-  shape, which no loop of fixed types holds (the README's known limits).
+  shape, which no loop of fixed types holds (docs/status.md).
 
 Reported: the first call (trace, lower and XLA compile, the compile cache
 empty and the disk cache off; for the training step also its phases) and

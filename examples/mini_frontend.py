@@ -1,6 +1,6 @@
 """An example third frontend: NumPy-like arrays on lazycore's core API only.
 
-What a frontend needs (README, "The runtime: plugging in a frontend"): make
+What a frontend needs (docs/dev/frontends.md, "The runtime: plugging in a frontend"): make
 device data (``lc.from_numpy``), apply ops (``lc.apply``, with Python numbers
 through ``lc.scalar``, the scalar policy), update in place
 (``handle.assign``), read values (``lc.to_numpy``). Two more things make it

@@ -32,7 +32,7 @@ def _scalar(x: int):
 
 def stack_rows(rows: list, t: TensorType):
     rows = [create("reshape", r, shape=(1,) + tuple(t.shape)).result for r in rows]
-    # one variadic concatenate (lazy.concatenate is binary: see the README's known limits)
+    # one variadic concatenate (lazy.concatenate is binary: see docs/status.md)
     stacked_type = tensor_type(TensorType((len(rows),) + tuple(t.shape), t.dtype))
     return ir.Operation.create("stablehlo.concatenate", results=[stacked_type], operands=rows, attributes={
         "dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).result

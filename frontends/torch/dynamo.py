@@ -28,7 +28,7 @@ lazy device in between. A compiled function called with lazy tensors runs as
 written: dynamo treats them as opaque objects and breaks its graph at every
 op on them (lazycore's own frames it never traces), so lazycore traces them
 per op and the results stay lazy. For a whole step on lazy tensors,
-``lazycore.torch.capture`` is the way (README, "torch.compile").
+``lazycore.torch.capture`` is the way (docs/guides/torch.md, "torch.compile").
 """
 
 from __future__ import annotations

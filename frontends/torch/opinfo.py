@@ -22,7 +22,7 @@ results are checked by shape and dtype only.
 
 ``python -m lazycore.frontends.torch.opinfo [--write-readme] [--limit N] [--ops a,b]``
 runs the sweep, prints the counts and the failing ops, and with
-``--write-readme`` records the counts in the README between
+``--write-readme`` records the counts in the PyTorch guide (docs/guides/torch.md) between
 ``<!-- opinfo:begin -->`` and ``<!-- opinfo:end -->``.
 """
 
@@ -93,7 +93,9 @@ HOST_ARGS = frozenset({"tensor_split"})
 # Factories whose samples may give numbers alone and no device: run with device= the lazy one.
 FACTORIES = frozenset({"arange", "linspace", "linspace.tensor_overload", "logspace", "logspace.tensor_overload"})
 
-README = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "README.md")
+README = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                      "docs", "guides", "torch.md")
+"""Where ``--write-readme`` records the counts: the PyTorch guide (the README only links to it)."""
 BEGIN, END = "<!-- opinfo:begin -->", "<!-- opinfo:end -->"
 
 
@@ -431,7 +433,7 @@ def summary(results, samples: int = SAMPLES_PER_OP, batch: bool = False) -> str:
 
 def write_readme(text: str, path: str = README) -> None:
     """Replace the text between the markers; with none yet, add an "OpInfo coverage"
-    subsection at the end of the PyTorch section (or of the file)."""
+    section at the end of the guide."""
     with open(path) as f:
         readme = f.read()
     block = f"{BEGIN}\n{text}\n{END}"
@@ -439,18 +441,13 @@ def write_readme(text: str, path: str = README) -> None:
         readme = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda m: block, readme, flags=re.S)
     else:
         section = (
-            "### OpInfo coverage\n\n"
+            "## OpInfo coverage\n\n"
             "`python -m lazycore.frontends.torch.opinfo --write-readme` runs PyTorch's OpInfo database\n"
             "(`op_db`) on the lazy device against eager CPU and writes the counts below;\n"
             "`tests/torch/test_opinfo.py` runs it as tests (no OpInfo may give a wrong value).\n\n"
             f"{block}\n"
         )
-        torch_section = readme.find("\n## PyTorch on the lazy device")
-        after = readme.find("\n## ", torch_section + 1) if torch_section >= 0 else -1
-        if after >= 0:
-            readme = readme[: after + 1] + section + "\n" + readme[after + 1:]
-        else:
-            readme = readme.rstrip("\n") + "\n\n" + section
+        readme = readme.rstrip("\n") + "\n\n" + section
     with open(path, "w") as f:
         f.write(readme)
 
@@ -462,7 +459,7 @@ def main(argv=None) -> int:
     p.add_argument("--samples", type=int, default=SAMPLES_PER_OP, help="samples per OpInfo")
     p.add_argument("--batch", action="store_true", help="one barrier per OpInfo, not per sample (faster)")
     p.add_argument("--dtype", default="float32", help="the samples' element type (torch's name: complex64, int64 ...)")
-    p.add_argument("--write-readme", action="store_true", help="record the counts in the README")
+    p.add_argument("--write-readme", action="store_true", help="record the counts in docs/guides/torch.md")
     p.add_argument("--readme", default=README, help=f"the README to write (default: {README})")
     p.add_argument("-v", "--verbose", action="store_true", help="print every OpInfo's result as it runs")
     a = p.parse_args(argv)

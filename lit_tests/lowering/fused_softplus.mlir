@@ -1,6 +1,6 @@
 // A user's fused lowering, loaded as a plugin: examples/softplus_lowering.py
 // lowers lazy.log of 1 + exp(x) as max(x, 0) + log1p(exp(-|x|)) and declines
-// every other lazy.log, which the built-in lowering then takes (README,
+// every other lazy.log, which the built-in lowering then takes (docs/dev/lowerings.md,
 // "Adding or overriding a lowering").
 // RUN: lazy-opt --load-python-module %S/../../examples/softplus_lowering.py --split-input-file \
 // RUN:   --lazy-canonicalize --lazy-to-stablehlo --canonicalize %s | filecheck %s

@@ -1,4 +1,4 @@
-"""The README's recompile walkthrough: the trap recompiles every step and says why; the fix does not."""
+"""The recompile walkthrough of docs/guides/debugging.md: the trap recompiles every step and says why; the fix does not."""
 
 import os
 import pathlib
