@@ -1066,6 +1066,7 @@ def main(argv=None) -> int:
     # compiles are counted here: programs an earlier run left on disk must not load
     lazycore.config.configure(cache_dir="off")
     which = [int(s) for s in args.only.split(",") if s.strip()] or sorted(BENCHES)
+    load_before = os.getloadavg()[0]  # the figures' context: this machine's ratios swing with its load
     t0 = time.perf_counter()
     for k in which:
         t = time.perf_counter()
@@ -1081,7 +1082,8 @@ def main(argv=None) -> int:
     meta = {"quick": args.quick, "steps": args.steps, "warmup": args.warmup, "python": platform.python_version(),
             "torch": torch.__version__, "jax": jax.__version__, "numpy": numpy.__version__,
             "torch_threads": torch.get_num_threads(), "cpus": os.cpu_count(), "machine": platform.machine(),
-            "device": str(jax.devices()[0]), "seconds": time.perf_counter() - t0}
+            "device": str(jax.devices()[0]), "seconds": time.perf_counter() - t0,
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_average": [load_before, os.getloadavg()[0]]}
     print(f"\nlazycore benchmarks ({'--quick smoke run: timings mean nothing' if args.quick else 'full run'}); "
           f"torch {meta['torch']} ({meta['torch_threads']} threads), jax {meta['jax']}, {meta['cpus']} CPUs, "
           f"{args.warmup} warm-up + {args.steps} timed steps; ratio = median / the baseline's median")

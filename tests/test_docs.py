@@ -56,3 +56,20 @@ def test_the_svg_is_rendered_from_the_dot():
     for label in re.findall(LABEL, DOT):
         first = re.sub(r"\s+", " ", label.split("\\n")[0].replace('\\"', '"')).strip()
         assert first in svg, f"docs/architecture.svg is older than its source: no {first!r}"
+
+
+def test_the_performance_figures_are_the_results_file(tmp_path):
+    """docs/performance.md's figures are scripts/perf_page.py's rendering of
+    benchmarks/results.json, never pasted by hand."""
+    import subprocess
+    import sys
+
+    results = ROOT / "benchmarks" / "results.json"
+    page = (ROOT / "docs" / "performance.md").read_text()
+    figures = page.split("<!-- results:begin -->")[1].split("<!-- results:end -->")[0]
+    if not results.exists():
+        assert figures.strip() == "", "figures on the performance page without benchmarks/results.json"
+        return
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "perf_page.py"), "--check"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
