@@ -28,10 +28,14 @@ Guards, checked at every call before anything changes (a failed one traces
 the call again): the arguments (lazy tensors by sizes, strides, dtype and
 device; anything else by value, like ``jax.jit``'s static arguments), grad
 mode and the default dtype, the ``training`` flag of every module the step
-called, every hyperparameter of every optimizer it stepped (a scheduler's new
-float learning rate retraces; a tensor one, ``lr=torch.tensor(1e-3)``, stepped
-outside the captured step, is read by the program and replays), those
-optimizers' state tensors, whether each parameter has a gradient, and the
+called, every hyperparameter of every optimizer it stepped, with the values
+its step used (a scheduler the step steps after it sets the next step's: the
+guard holds the used ones, so the next call traces again instead of replaying
+the last step's numbers), but those the program reads as inputs (a float
+learning rate, and Adam's ``betas[0]`` that OneCycleLR cycles, are swapped
+for device values while the optimizer steps, :mod:`.optim`: a scheduler's
+new value is a new input, and the step replays), those optimizers' state
+tensors, whether each parameter has a gradient, and the
 Python state the step's own code read (globals, closed-over cells, ``self``
 attributes: :mod:`lazycore.trace.pyreads`). Python values read elsewhere
 (by library code) are baked in, as in ``jax.jit``: pass what changes as an
@@ -267,16 +271,30 @@ def _global_state() -> tuple:
     return (torch.is_grad_enabled(), torch.get_default_dtype())
 
 
-def _hyper(opt) -> tuple:
-    """An optimizer's hyperparameters (but those its program reads as inputs),
-    the identity of its state tensors and the values of its other state."""
-    skip = ("params", *_optim.read_as_input(opt))
-    groups = tuple(tuple((k, id(v) if isinstance(v, torch.Tensor) else v) for k, v in g.items() if k not in skip)
-                   for g in opt.param_groups)
+def _hyper(opt, groups=None) -> tuple:
+    """An optimizer's hyperparameters (``groups``, as :func:`_groups` gave them
+    when its step began, or now), the identity of its state tensors and the
+    values of its other state."""
+    if groups is None:
+        groups = _groups(opt)
     # a Python value in the state (a step counter kept as an int) by value, a tensor by identity
     state = tuple(id(v) if isinstance(v, torch.Tensor) else _state_value(v)
                   for s in opt.state.values() for v in s.values())
     return groups, len(opt.state), state
+
+
+def _groups(opt) -> tuple:
+    """An optimizer's hyperparameters but those its program reads as inputs
+    (:func:`.optim.read_as_input`; of ``betas``, the first)."""
+    inputs = _optim.read_as_input(opt)
+
+    def value(k, v):
+        if k == "betas" and "betas" in inputs:
+            v = v[1:]
+        return id(v) if isinstance(v, torch.Tensor) else v
+
+    return tuple(tuple((k, value(k, v)) for k, v in g.items() if k != "params" and (k == "betas" or k not in inputs))
+                 for g in opt.param_groups)
 
 
 def _state_value(v):
@@ -302,11 +320,14 @@ class _Plan:
                     known.setdefault(id(p), p)
         before = {i: p.grad for i, p in known.items()}
         modules, optims = {}, {}
+        groups = {}  # id(optimizer) -> its hyperparameters when its first step began: those the step used
         h1 = torch.nn.modules.module.register_module_forward_pre_hook(
             lambda m, a: modules.setdefault(id(m), m) and None)
         stepping = []  # the step-log numbers each optimizer step made nodes between
 
         def pre(o, a, k):
+            if id(o) not in optims:
+                groups[id(o)] = _groups(o)  # (a scheduler the step steps after it changes them)
             optims.setdefault(id(o), o)
             optimizers.add(o)
             stepping.append([_capture.LOG.start + len(_capture.LOG.nodes), None])
@@ -335,7 +356,7 @@ class _Plan:
         # an optimizer's numbers are its hyperparameters, which the plan guards
         contents = _capture.contents(watch, [r for r in stepping if r[1] is not None]) if compare else None
         try:
-            plan = cls(watch, made, known, before, modules, optims, state0, out, seen, schedulers, flat)
+            plan = cls(watch, made, known, before, modules, optims, state0, out, seen, schedulers, flat, groups)
             try:
                 plan.python = reads.guards()
             except _pyreads.Blind as e:
@@ -347,7 +368,7 @@ class _Plan:
         except _capture.Refused as e:
             raise _capture.Refused(str(e), out, contents) from None
 
-    def __init__(self, watch, made, known, before, modules, optims, state0, out, seen, schedulers, flat):
+    def __init__(self, watch, made, known, before, modules, optims, state0, out, seen, schedulers, flat, groups):
         _capture.check(watch)  # a barrier or an upload first: the clearest reason
         if _global_state() != state0:
             raise _capture.Refused("the step changed grad mode or the default dtype")
@@ -368,7 +389,9 @@ class _Plan:
         self.schedulers = _scheduler_calls(schedulers)
         self.state = state0
         self.modules = [(weakref.ref(m), m.training) for m in modules.values()]
-        self.optims = [(weakref.ref(o), _hyper(o)) for o in optims.values()]
+        # guarded as the step used them, not as it left them: a replay must not
+        # pass with values a scheduler set after the recorded call's optimizer step
+        self.optims = [(weakref.ref(o), _hyper(o, groups[i])) for i, o in optims.items()]
         fresh = _capture._fresh(watch)  # oldest first: replays make them in this order too
         fresh_ids = {id(h) for h in fresh}
         used: dict[int, Storage] = {}  # id(new handle) -> its storage

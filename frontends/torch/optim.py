@@ -34,6 +34,11 @@ _TENSOR_LR = (torch.optim.Adam, torch.optim.Adamax, torch.optim.NAdam, torch.opt
               torch.optim.Rprop)
 """Optimizers whose capturable step takes its learning rate as a device tensor
 without reading it back (SGD, RMSprop, Adagrad and Adadelta call ``.item()``)."""
+_TENSOR_BETA1 = (torch.optim.Adam,)
+"""Optimizers whose step takes ``betas[0]`` as a device tensor without reading
+it back (Adam, AdamW): the beta a scheduler cycles (OneCycleLR, CyclicLR with
+``cycle_momentum``) is a program input like the learning rate. (Adam's
+``beta2`` goes to ``addcmul_``'s ``value``, a Python number: it stays one.)"""
 
 
 def _with_lazy(original):
@@ -92,6 +97,8 @@ class _Rate:
 
 
 _RATES: "weakref.WeakKeyDictionary[torch.optim.Optimizer, dict[int, _Rate]]" = weakref.WeakKeyDictionary()
+_BETA1S: "weakref.WeakKeyDictionary[torch.optim.Optimizer, dict[int, _Rate]]" = weakref.WeakKeyDictionary()
+"""A parameter group's float ``betas[0]`` as a device value (a :class:`_Rate`), as for the learning rate."""
 
 
 def refresh(opt) -> None:
@@ -105,11 +112,18 @@ def refresh(opt) -> None:
             if type(lr) is float:
                 rate.fill(lr)
                 rate.fresh = True
+    for i, rate in _BETA1S.get(opt, {}).items():
+        beta1 = opt.param_groups[i]["betas"][0]
+        if type(beta1) is float:
+            rate.fill(beta1)
+            rate.fresh = True
 
 
 def _rates() -> dict:
     """Every device learning rate's group value, to tell who changed them."""
-    return {id(opt): tuple(opt.param_groups[i]["lr"] for i in rates) for opt, rates in list(_RATES.items())}
+    lrs = {id(opt): tuple(opt.param_groups[i]["lr"] for i in rates) for opt, rates in list(_RATES.items())}
+    return lrs | {("betas", id(opt)): tuple(opt.param_groups[i]["betas"][0] for i in betas)
+                  for opt, betas in list(_BETA1S.items())}
 
 
 def _differ(a: dict, b: dict) -> bool:
@@ -171,8 +185,9 @@ def _watched(step):
 
 
 def read_as_input(opt) -> tuple[str, ...]:
-    """The hyperparameters of ``opt`` its program reads as inputs."""
-    return ("lr",) if _RATES.get(opt) else ()
+    """The hyperparameters of ``opt`` its program reads as inputs (``"betas"``:
+    its first element, :data:`_TENSOR_BETA1`)."""
+    return ("lr",) * bool(_RATES.get(opt)) + ("betas",) * bool(_BETA1S.get(opt))
 
 
 def _swap_in(opt, args, kwargs) -> None:
@@ -193,6 +208,20 @@ def _swap_in(opt, args, kwargs) -> None:
             rate = rates[i] = _Rate(lr, group["params"][0].device)
         rate.at_step(lr)
         group["lr"] = rate.tensor
+    if not isinstance(opt, _TENSOR_BETA1):
+        return
+    betas = None
+    for i, group in enumerate(opt.param_groups):
+        beta1, *rest = group["betas"]
+        if type(beta1) is not float or not _on_lazy(group) or group.get("fused") or group.get("differentiable"):
+            continue
+        if betas is None:
+            betas = _BETA1S.setdefault(opt, {})
+        rate = betas.get(i)
+        if rate is None:
+            rate = betas[i] = _Rate(beta1, group["params"][0].device)
+        rate.at_step(beta1)
+        group["betas"] = (rate.tensor, *rest)
 
 
 def _swap_out(opt, args, kwargs) -> None:
@@ -202,6 +231,10 @@ def _swap_out(opt, args, kwargs) -> None:
         group = opt.param_groups[i]
         if group["lr"] is rate.tensor:
             group["lr"] = rate.value
+    for i, rate in _BETA1S.get(opt, {}).items():
+        group = opt.param_groups[i]
+        if group["betas"][0] is rate.tensor:
+            group["betas"] = (rate.value, *group["betas"][1:])
 
 
 def ours(opt) -> bool:
