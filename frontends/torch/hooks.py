@@ -21,6 +21,8 @@ backend" are answered here, once, when ``lazycore.torch`` is imported:
   seeds devices beyond the built-in ones (meant for the PrivateUse1 backend),
   looked up at each call; it is wrapped to seed the lazy generators too.
 - ``torch.autocast("lazy", ...)``: see :mod:`.autocast`.
+- ``Module._apply`` (``model.to(lazy)``, ``model.cpu()``) keeps parameter
+  identity, so tied weights stay tied: see :mod:`.modules`.
 - ``torch.cond``, ``torch._higher_order_ops.while_loop`` and ``scan`` on
   lazy tensors record loops and branches: see :mod:`.control`.
 """
@@ -32,7 +34,7 @@ import torch
 from lazycore.observe import metrics
 from lazycore.runtime import transfer
 
-from . import autocast, control, device_module
+from . import autocast, control, device_module, modules
 from .ops.random import GENERATORS
 from .tensor import lc_device
 
@@ -136,3 +138,4 @@ def install() -> None:
     _register_device_module()
     autocast.install()
     control.install()
+    modules.install()
