@@ -19,6 +19,12 @@ values (numbers, strings, dtypes, devices, shapes). The new results are
 written at the first barrier after them (merged with what other processes
 wrote meanwhile, at most :data:`LIMIT` entries), at most :data:`WRITES` times
 while the process runs and once more when it exits.
+
+The store is a pickle, so loading it could run code: it is read only through
+the cache's checks (:mod:`lazycore.runtime.diskcache`): the folder and the
+entry must be this user's alone to write and its digest keyed with the
+folder's secret, otherwise a warning names it and the process runs the meta
+kernels instead.
 """
 
 from __future__ import annotations
@@ -26,16 +32,16 @@ from __future__ import annotations
 import atexit
 import hashlib
 import pickle
-import warnings
 
 import torch
 
 from lazycore.ir import events
 from lazycore.ir.config import settings
-from lazycore.runtime.diskcache import DISK, DiskCacheWarning
+from lazycore.runtime.diskcache import DISK, warn
 
-_FORMAT = 2
-"""The layout of a stored entry; part of the key."""
+_FORMAT = 3
+"""The layout of a stored entry, and what a hit stands for; part of the key
+(3: indexing ops' and softmax's eager probes, dispatch._probe_indexing)."""
 LIMIT = 20_000
 """Signatures kept in the folder's store."""
 WRITES = 4
@@ -123,7 +129,7 @@ class MetaStore:
                 raise ValueError("not a table of meta results")
         except Exception as e:  # an entry whose digest passed but whose contents do not load
             events.bump("disk_cache_errors")
-            warnings.warn(f"lazycore: ignoring the stored meta results: {e}", DiskCacheWarning, stacklevel=3)
+            warn(f"lazycore: ignoring the stored meta results: {e}")
             found = {}
         return found
 
