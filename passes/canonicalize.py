@@ -6,11 +6,16 @@ it rewrote the op (MLIR's Python pattern convention) and states its algebra
 in its docstring. ``PATTERNS`` lists (root op, pattern); the pass applies them
 with MLIR's greedy driver, so they compose to a fixpoint.
 
-Rewrites keep the program's values bit for bit, with two exceptions that
-XLA's own simplifier and constant folder share: ``x + 0 -> x`` keeps ``-0.0``
-where IEEE gives ``+0.0``, and folded transcendentals (exp, tanh, erf...) are
-evaluated in f64 and rounded once, which may differ from the backend's
-approximation in the last place.
+Rewrites keep the program's values bit for bit, NaN, infinities and the sign
+of zero included, as eager torch and NumPy compute them: ``x + 0.0`` is
+``+0.0`` for ``x = -0.0``, so a float ``x + (+0.0)`` is not ``x`` (only
+``x + (-0.0)`` and ``x - (+0.0)`` are). XLA's algebraic simplifier drops an
+add of any zero constant (``A + 0 => A``) and a subtract of one (``A - 0 =>
+A``), so ``x + (+0.0)`` and ``x - (-0.0)`` are rewritten to what they compute,
+``select(x == 0, +0.0, x)``, which XLA keeps. The one exception: folded
+transcendentals (exp, tanh, erf...) are evaluated in f64 and rounded once,
+which may differ from the backend's approximation in the last place (never in
+which values are NaN, infinite or zero).
 """
 
 from __future__ import annotations
@@ -117,26 +122,61 @@ def mul_by_one(op, rewriter):
     return True
 
 
+def _zero_sign(v: ir.Value):
+    """For a splat zero ``v``: True for a float -0.0, False for +0.0 or an
+    integer 0; None when ``v`` is no splat zero."""
+    zero = splat_value(v)
+    if zero is None or zero != 0:
+        return None
+    return bool(is_float(type_of(v).dtype) and np.signbit(zero))
+
+
+def _plus_zero(x: ir.Value) -> ir.Value:
+    """``x + (+0.0)`` for a float ``x``: ``x``, except that -0.0 becomes +0.0
+    (round to nearest); NaN and the infinities stay. As ``select(x == 0,
+    +0.0, x)``, because XLA would turn the add itself into ``x``."""
+    t = type_of(x)
+    positive = splat_constant(0, t)  # +0.0
+    is_zero = create("compare", x, positive, direction="EQ").result
+    return create("select", is_zero, positive, x).result
+
+
 @pattern("add")
 def add_zero(op, rewriter):
-    """x + 0 -> x, 0 + x -> x  (as XLA does, -0.0 + 0.0 stays -0.0)"""
+    """x + 0 -> x, 0 + x -> x for integers; for floats x + (-0.0) -> x, and
+    x + (+0.0) -> select(x == 0, +0.0, x)  (-0.0 + 0.0 is +0.0, and XLA's
+    simplifier would drop the add)"""
     lhs, rhs = op.operands
+    if type_of(op.results[0]).dtype == "i1":
+        return True
     for keep, zero in ((lhs, rhs), (rhs, lhs)):
-        if is_splat_of(zero, 0) and type_of(zero).dtype != "i1":
+        negative = _zero_sign(zero)
+        if negative is None:
+            continue
+        if negative or not is_float(type_of(zero).dtype):
             return replace(op, rewriter, keep)
+        if producer(keep, "constant") is not None:
+            return True  # constant + 0.0: folding gives the exact constant
+        with rewriter.ip, op.location:
+            return replace(op, rewriter, _plus_zero(keep))
     return True
 
 
 @pattern("sub")
 def sub_zero(op, rewriter):
-    """x - 0 -> x  (for floats only +0.0: x - (-0.0) turns -0.0 into +0.0)"""
+    """x - 0 -> x; for floats x - (+0.0) -> x, and x - (-0.0) ->
+    select(x == 0, +0.0, x)  (it is x + 0.0: -0.0 becomes +0.0, and XLA's
+    simplifier would drop the subtract)"""
     lhs, rhs = op.operands
-    zero = splat_value(rhs)
-    if zero is None or zero != 0:
+    negative = _zero_sign(rhs)
+    if negative is None:
         return True
-    if is_float(type_of(rhs).dtype) and np.signbit(zero):
-        return True
-    return replace(op, rewriter, lhs)
+    if not negative:
+        return replace(op, rewriter, lhs)
+    if producer(lhs, "constant") is not None:
+        return True  # constant - (-0.0): folding gives the exact constant
+    with rewriter.ip, op.location:
+        return replace(op, rewriter, _plus_zero(lhs))
 
 
 @pattern("convert", "reshape")
