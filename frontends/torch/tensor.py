@@ -21,6 +21,7 @@ from weakref import ref as _weakref
 
 import torch
 
+from lazycore.ir.context import LOCK as _LOCK
 from lazycore.trace import core
 from lazycore.runtime import device as _lc_device
 from lazycore.trace import views
@@ -51,16 +52,19 @@ class Tensor(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None, _getframe=sys._getframe):
-        entry = ENTRY
-        outer = entry.frame
-        try:
-            entry.frame = _getframe(1)  # the frame that called into torch
-        except ValueError:  # called from a thread with no Python frame below (a C++ worker)
-            entry.frame = None
-        try:
-            return _dispatch(func, args, kwargs or {})
-        finally:
-            entry.frame = outer
+        # one op at a time across threads: the op's nodes, its view
+        # bookkeeping and ENTRY are one step of the shared graph (docs/threads.md)
+        with _LOCK:
+            entry = ENTRY
+            outer = entry.frame
+            try:
+                entry.frame = _getframe(1)  # the frame that called into torch
+            except ValueError:  # called from a thread with no Python frame below (a C++ worker)
+                entry.frame = None
+            try:
+                return _dispatch(func, args, kwargs or {})
+            finally:
+                entry.frame = outer
 
     def numpy(self, *, force: bool = False):
         if self.requires_grad and not force:

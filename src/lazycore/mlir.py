@@ -14,6 +14,8 @@ from torch_mlir.dialects import func
 from torch_mlir.dialects import ext
 from torch_mlir._mlir_libs import _stablehlo
 
+from lazycore.ir.context import LOCK as _LOCK
+
 # The bindings look for a Python module per dialect (``<package>.dialects.<name>``)
 # whenever they wrap an op, and retry the failing import every time. The ``lazy``
 # op classes register themselves through ``dialects.ext``, and the wheel ships
@@ -54,14 +56,22 @@ def on_new_context(hook):
 
 
 def new_context() -> ir.Context:
-    """A fresh MLIR context with StableHLO and the ``lazy`` dialect loaded."""
+    """A fresh MLIR context with StableHLO and the ``lazy`` dialect loaded.
+
+    Loading ``lazy`` (``dialects.ext``) emits its IRDL module into class
+    attributes and re-registers the op classes process-wide: two threads
+    doing it at once define its symbols twice, or swap registrations under a
+    pass that runs in another context (a segfault). So a context is made, and
+    every module built and compiled in it, under :data:`lazycore.ir.context.LOCK`
+    (:mod:`lazycore.runtime.compiler` holds it too; docs/threads.md)."""
     import lazycore.dialect.build  # noqa: F401  (registers the hook that loads `lazy`)
 
-    ctx = ir.Context()
-    _stablehlo.register_dialect(ctx)
-    with ctx, ir.Location.unknown():
-        for hook in _context_hooks:
-            hook(ctx)
+    with _LOCK:
+        ctx = ir.Context()
+        _stablehlo.register_dialect(ctx)
+        with ctx, ir.Location.unknown():
+            for hook in _context_hooks:
+                hook(ctx)
     return ctx
 
 

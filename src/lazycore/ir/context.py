@@ -10,6 +10,16 @@ through :meth:`TraceContext.recording`; everything else asks
 from __future__ import annotations
 
 import contextlib
+import threading
+
+LOCK = threading.RLock()
+"""The one lock of lazycore's shared state (docs/threads.md): the pending
+graph and step log, the live-tensor registry, the trace context, the caches
+and the MLIR context and dialects. Recording an op, a barrier, a read, an
+upload and every MLIR build or compile hold it; it is re-entrant, so an op
+that records others (a frontend op, a recorded lowering) holds it once for all
+of them, and a thread that holds it sees the graph as no other thread half
+built it."""
 
 
 class TraceContext:
@@ -25,12 +35,14 @@ class TraceContext:
     @contextlib.contextmanager
     def recording(self, recorder):
         """``recorder`` watches inside; a recording inside another hides it
-        until it ends (the outer one then takes its nodes, see ``recipes``)."""
-        outer, self.recorder = self.recorder, recorder
-        try:
-            yield recorder
-        finally:
-            self.recorder = outer
+        until it ends (the outer one then takes its nodes, see ``recipes``).
+        The recording holds :data:`LOCK`: no other thread's op is seen by it."""
+        with LOCK:
+            outer, self.recorder = self.recorder, recorder
+            try:
+                yield recorder
+            finally:
+                self.recorder = outer
 
     def assigning(self, handle) -> None:
         """``handle`` is about to be updated in place: a side effect, unless

@@ -47,6 +47,8 @@ import contextlib
 import time
 from collections import deque
 
+from lazycore.ir.context import LOCK
+
 COUNTERS = (
     "compiles",
     # programs that stack rows for a rolled loop or slice one out of its stack
@@ -117,9 +119,10 @@ def bump(name: str, n: int = 1) -> None:
 
 def fallback(op: str, location: str) -> None:
     """Count a frontend op that ran outside lazycore, with the user line that reached it."""
-    _counters["fallbacks"] += 1
-    sites = EVENTS.fallback_sites.setdefault(op, {})
-    sites[location] = sites.get(location, 0) + 1
+    with LOCK:  # (a NumPy fallback runs outside any op's lock: no count may be lost)
+        _counters["fallbacks"] += 1
+        sites = EVENTS.fallback_sites.setdefault(op, {})
+        sites[location] = sites.get(location, 0) + 1
 
 
 def listen(event: str, fn) -> None:

@@ -22,6 +22,7 @@ import logging
 import math
 
 from lazycore.ir import events, memo, sourceloc
+from lazycore.ir.context import LOCK
 from lazycore.ir.config import settings
 from lazycore.runtime import cache
 from lazycore.runtime.diskcache import DISK
@@ -45,27 +46,32 @@ _recorder = None
 
 def fallbacks() -> dict[str, dict[str, int]]:
     """Fallback counts by op name, then by user source location (``file:line``)."""
-    return {op: dict(sites) for op, sites in _fallback_sites.items()}
+    with LOCK:
+        return {op: dict(sites) for op, sites in _fallback_sites.items()}
 
 
 def counters() -> dict[str, int]:
     """A snapshot of every counter."""
-    return dict(_counters)
+    with LOCK:
+        return dict(_counters)
 
 
 def timings() -> dict[str, list[float]]:
     """Durations in seconds per barrier phase, oldest first."""
-    return {p: list(_timings[p]) for p in PHASES}
+    with LOCK:
+        return {p: list(_timings[p]) for p in PHASES}
 
 
 def transfer_timings() -> list[float]:
     """Durations in seconds of host <-> device copies, oldest first."""
-    return list(_timings["transfer"])
+    with LOCK:
+        return list(_timings["transfer"])
 
 
 def graph_sizes() -> list[tuple[int, int, int]]:
     """``(nodes, outputs, parameters)`` of each barrier's graph, oldest first."""
-    return list(_graphs)
+    with LOCK:
+        return list(_graphs)
 
 
 def programs() -> list:
@@ -84,7 +90,8 @@ def memory() -> dict[str, dict[str, int]]:
 
 def reset() -> None:
     """Zero the counters and forget the timings, graph sizes and fallback sites."""
-    _E.reset()
+    with LOCK:
+        _E.reset()
 
 
 def _on_phase(phase: str, start: float, end: float) -> None:
@@ -157,7 +164,14 @@ def report() -> str:
 cache's loads, writes and size, graph sizes per
     barrier, the tracing memos' sizes, fallback ops by name with the user
     lines that reached them, the mesh programs (:func:`programs`) and the
-    memory live values hold per device (:func:`memory`)."""
+    memory live values hold per device (:func:`memory`). A consistent
+    snapshot: no thread records, runs or counts while it is made
+    (:data:`lazycore.ir.context.LOCK`)."""
+    with LOCK:
+        return _report()
+
+
+def _report() -> str:
     c = _counters
     lines = ["lazycore metrics report", "", "counters:"]
     width = max(len(k) for k in c)

@@ -41,6 +41,7 @@ from lazycore.ir.config import settings
 from lazycore.ir.graph import LOG, Data, Node, Value
 from lazycore.ir.regions import Arg
 from lazycore.ir import heap
+from lazycore.ir.context import LOCK
 from lazycore.runtime import device as _device
 from lazycore.runtime import buckets, checks, failures, programs, stacks, stepplans
 from lazycore.runtime.cache import CACHE, PACKS
@@ -181,6 +182,11 @@ def run_alone(device, values: list[Value], stacks: bool = False) -> list:
     count in ``stack_compiles`` and ``stack_executions``, and its graph is
     not one of the barriers'); raises
     :class:`~lazycore.runtime.failures.ProgramError`."""
+    with LOCK:
+        return _run_alone(device, values, stacks)
+
+
+def _run_alone(device, values: list[Value], stacks: bool) -> list:
     walk = Walk(values)
     pipeline = settings.pipeline
     key = programs.make_key(walk.encoding, device, {}, pipeline, stacked=False)
@@ -229,6 +235,10 @@ class _Launch:
 
     def block_until_ready(self) -> None:
         """Wait for the program; a failure is settled, not raised (reads raise it)."""
+        with LOCK:  # (a failure settles in leaves other threads' handles hold)
+            self._wait()
+
+    def _wait(self) -> None:
         try:
             self.done.block_until_ready()
         except Exception as e:
@@ -298,7 +308,16 @@ def sync(device, wait: bool = True) -> int:
     and the program started by the barrier before it has finished (the next
     step's tracing then overlaps this one's execution). Returns the number of
     handles updated (0: nothing was pending).
+
+    It holds :data:`lazycore.ir.context.LOCK` throughout: it takes what every
+    thread recorded so far, and no thread records, reads or compiles while it
+    runs (docs/threads.md).
     """
+    with LOCK:
+        return _sync(device, wait)
+
+
+def _sync(device, wait: bool) -> int:
     events.emit("barrier_start", device)
     heap.freeze_at_barrier(ran_program=False)
     running = device.running
@@ -494,5 +513,10 @@ def mark_step(wait: bool = False, devices=None) -> None:
     By default it returns as soon as the program has started (after the
     previous step's program has finished); reading any value waits for it.
     ``wait=True`` returns once it has finished."""
+    with LOCK:  # one step for all the devices: no thread records between their barriers
+        _mark_step(wait, devices)
+
+
+def _mark_step(wait: bool, devices) -> None:
     for d in devices if devices is not None else _device.known_devices():
         sync(_device.get(d), wait)

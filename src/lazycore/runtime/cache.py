@@ -15,34 +15,42 @@ The tracing path's memos (eager's meta results, view steps, source lines,
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 import numpy as np
 
 from lazycore.ir import events, memo
+from lazycore.ir.context import LOCK
 from lazycore.ir.config import settings
 from lazycore.runtime import pjrt, stepplans
 from lazycore.runtime.diskcache import DISK
 
 
 class CompileCache:
-    """LRU map from key to compiled program."""
+    """LRU map from key to compiled program; safe from any thread (a lookup
+    and its move to the recent end, or an insert and its evictions, are one
+    step under the cache's own lock)."""
 
     def __init__(self):
         self._entries: OrderedDict[bytes, object] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key: bytes):
-        exe = self._entries.get(key)
+        with self._lock:
+            exe = self._entries.get(key)
+            if exe is not None:
+                self._entries.move_to_end(key)
         if exe is not None:
-            self._entries.move_to_end(key)
             events.bump("cache_hits")
         return exe
 
     def put(self, key: bytes, exe) -> None:
-        self._entries[key] = exe
-        self._entries.move_to_end(key)
-        while len(self._entries) > settings.cache_size:
-            self._entries.popitem(last=False)
+        with self._lock:
+            self._entries[key] = exe
+            self._entries.move_to_end(key)
+            while len(self._entries) > settings.cache_size:
+                self._entries.popitem(last=False)
 
     def __contains__(self, key: bytes) -> bool:
         return key in self._entries
@@ -51,7 +59,8 @@ class CompileCache:
         return len(self._entries)
 
     def clear(self) -> None:
-        self._entries.clear()
+        with self._lock:
+            self._entries.clear()
 
 
 CACHE = CompileCache()
@@ -66,6 +75,10 @@ class PackCache:
         self.entries: dict[tuple, object] = {}
 
     def get(self, host: np.ndarray, device):
+        with LOCK:  # (a barrier's, which holds it already; the pop and put below are one step)
+            return self._get(host, device)
+
+    def _get(self, host: np.ndarray, device):
         key = (device.name, host.dtype.str, host.tobytes())
         buf = self.entries.pop(key, None)
         if buf is None:
@@ -79,7 +92,8 @@ class PackCache:
         return buf
 
     def clear(self) -> None:
-        self.entries.clear()
+        with LOCK:
+            self.entries.clear()
 
 
 PACKS = PackCache()
@@ -93,7 +107,13 @@ def clear(disk: bool = False) -> None:
     """Forget every compiled program, the device copies of recent scalar
     packs, the barrier walks kept for recall (:mod:`lazycore.runtime.stepplans`)
     and every tracing memo (:mod:`lazycore.ir.memo`); ``disk=True`` also
-    empties the persistent compile cache's folder (other processes' programs too)."""
+    empties the persistent compile cache's folder (other processes' programs too).
+    Under :data:`lazycore.ir.context.LOCK`: no barrier or recording is half way through."""
+    with LOCK:
+        _clear(disk)
+
+
+def _clear(disk: bool) -> None:
     if disk:
         DISK.clear()
     CACHE.clear()

@@ -9,6 +9,7 @@ loaded from the persistent compile cache, or lowered and compiled here.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Sequence
 
 import numpy as np
@@ -25,8 +26,23 @@ from lazycore.passes import rolled_emit
 from lazycore.passes.pipeline import DEFAULT_PIPELINE, run_pipeline
 from lazycore.runtime import checks, pjrt, rolling
 from lazycore.runtime.failures import ProgramError
+from lazycore.ir.context import LOCK
 
 
+def _locked(fn):
+    """``fn`` under :data:`lazycore.ir.context.LOCK`: MLIR work in one thread
+    at a time (the ``lazy`` dialect's loading and its Python verifiers and
+    folds are process-wide state of the bindings: docs/threads.md)."""
+
+    @functools.wraps(fn)
+    def locked(*args, **kwargs):
+        with LOCK:
+            return fn(*args, **kwargs)
+
+    return locked
+
+
+@_locked
 def parse(text: str, context: ir.Context | None = None) -> ir.Module:
     """Parse MLIR text in a lazycore context (``lazy`` and StableHLO loaded)."""
     ctx = context or new_context()
@@ -42,6 +58,7 @@ def entry_types(module: ir.Module, entry: str = "main"):
     raise ValueError(f"module has no entry function @{entry}")
 
 
+@_locked
 def lower(
     module: ir.Module | str,
     pipeline: str = DEFAULT_PIPELINE,
@@ -67,6 +84,7 @@ def lower(
     return module
 
 
+@_locked
 def stablehlo_artifact(module: ir.Module) -> tuple[bytes, tuple, tuple]:
     """A StableHLO module as jaxlib reads it, with its entry's parameter and result types."""
     inputs, outputs = entry_types(module)
@@ -75,12 +93,14 @@ def stablehlo_artifact(module: ir.Module) -> tuple[bytes, tuple, tuple]:
     return serialize_stablehlo(text, pjrt.consumer_stablehlo_version()), inputs, outputs
 
 
+@_locked
 def compile_stablehlo(module: ir.Module, device=None) -> pjrt.Executable:
     """Serialize a StableHLO module for jaxlib and compile it with PJRT."""
     artifact, inputs, outputs = stablehlo_artifact(module)
     return pjrt.compile_artifact(artifact, inputs, outputs, device)
 
 
+@_locked
 def compile_module(
     module: ir.Module | str,
     pipeline: str = DEFAULT_PIPELINE,
@@ -93,6 +113,7 @@ def compile_module(
     return compile_stablehlo(lower(module, pipeline, donate=donate, after_each=after_each), device)
 
 
+@_locked
 def run_module(module: ir.Module | str, inputs: Sequence[np.ndarray], **kw) -> list[np.ndarray]:
     """Compile and run once on host arrays (tests, demos)."""
     return compile_module(module, **kw).run_numpy([np.asarray(a) for a in inputs])
@@ -134,6 +155,7 @@ class Returned:
         """Per output of the walk, its result when it has one of its own, else -1."""
 
 
+@_locked
 def build_program(walk, device=None, constants: dict | None = None, stacked: bool = False,
                   donate: dict[int, int] | None = None):
     """:func:`build_module`'s module and its :class:`Returned`. ``stacked``:
@@ -370,6 +392,7 @@ def _annotate_layouts(module, fn, walk, device, info: Returned) -> None:
         module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
 
 
+@_locked
 def lower_walk(walk, device, donate: dict[int, int], pipeline: str | None,
                stacked: bool | str = False) -> tuple[ir.Module, tuple]:
     """The walk as a StableHLO module through ``pipeline`` (None: the default
@@ -434,6 +457,7 @@ def _compile(compile_fn, *args, counter: str = "compiles") -> pjrt.Executable:
     return exe
 
 
+@_locked
 def compile_walk(walk, device, donate: dict[int, int], pipeline: str | None, stacked: bool | str = False,
                  counter: str = "compiles"):
     """The walk's program; raises :class:`~lazycore.runtime.failures.ProgramError`.
@@ -444,6 +468,7 @@ def compile_walk(walk, device, donate: dict[int, int], pipeline: str | None, sta
     return exe
 
 
+@_locked
 def walk_artifact(walk, device, donate: dict[int, int], pipeline: str | None,
                   stacked: bool | str = False) -> tuple[bytes, tuple, tuple, tuple]:
     """The walk lowered to a portable StableHLO artifact, with its input and
@@ -456,6 +481,7 @@ def walk_artifact(walk, device, donate: dict[int, int], pipeline: str | None,
         raise ProgramError("compile", e) from e
 
 
+@_locked
 def compile_artifact(artifact: bytes, inputs, outputs, device, plan: tuple = (None, None, False),
                      counter: str = "compiles") -> pjrt.Executable:
     """:func:`walk_artifact`'s artifact compiled for ``device``."""

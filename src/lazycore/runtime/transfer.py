@@ -7,11 +7,13 @@ before they happen, so a guard in :mod:`lazycore.observe` can stop them.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from lazycore.dialect.types import TensorType, from_numpy_dtype, to_numpy_dtype, type_of
 from lazycore.ir import events
-from lazycore.ir.context import TRACE
+from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.failure import Failure
 from lazycore.ir.graph import Data, Value
 from lazycore.ir.tensor import LazyTensor
@@ -20,6 +22,20 @@ from lazycore.runtime.autostep import CUTTER
 from lazycore.runtime import device as _device
 
 
+def _locked(fn):
+    """``fn`` under :data:`lazycore.ir.context.LOCK` (docs/threads.md): a
+    value enters the graph, or a read's barrier and copy are one step that no
+    other thread's barrier splits (it could donate the buffer being read)."""
+
+    @functools.wraps(fn)
+    def locked(*args, **kwargs):
+        with LOCK:
+            return fn(*args, **kwargs)
+
+    return locked
+
+
+@_locked
 def from_numpy(array, device=None) -> LazyTensor:
     """Copy host data to ``device`` (default ``cpu:0``) as a lazy value."""
     dev, host, t = _target(array, device)
@@ -59,6 +75,7 @@ def _target(array, device):
     return dev, host, t
 
 
+@_locked
 def _uploaded(buf, t, nbytes: int, dev, sharding=None) -> LazyTensor:
     events.bump("transfers_to_device")
     events.bump("bytes_to_device", nbytes)
@@ -69,6 +86,7 @@ def _uploaded(buf, t, nbytes: int, dev, sharding=None) -> LazyTensor:
     return handle
 
 
+@_locked
 def shard_data(source, mesh, spec: tuple) -> LazyTensor:
     """Device data on ``mesh`` laid out as ``spec`` (a mesh axis name or None
     per dimension, checked by the caller): from a host array, or from a
@@ -107,6 +125,7 @@ def shard_local_data(local, mesh, spec: tuple, global_shape: tuple) -> LazyTenso
     return _uploaded(buf, t, host.nbytes, dev, sharding)
 
 
+@_locked
 def from_blocks(t: LazyTensor, mesh, spec: tuple, global_shape: tuple) -> LazyTensor:
     """A value of ``mesh`` of ``global_shape`` laid out as ``spec``, whose
     block on this process's device of the mesh is ``t`` (a value of that
@@ -129,6 +148,7 @@ def block_of(t: LazyTensor, device) -> LazyTensor:
     raise ValueError(f"{device.name} holds no block of this value of {t.device.name}")
 
 
+@_locked
 def from_buffer(buffer, device=None) -> LazyTensor:
     """Wrap a PJRT buffer the caller owns; lazycore never donates it."""
     dev = _device.get(device) if device is not None else _device_of(buffer)
@@ -151,6 +171,7 @@ def _device_of(buffer):
 
 
 
+@_locked
 def mark_step(wait: bool = False, devices=None) -> None:
     """Run every pending live tensor, one program per device (cached).
 
@@ -162,6 +183,7 @@ def mark_step(wait: bool = False, devices=None) -> None:
     barrier.mark_step(wait, devices)
 
 
+@_locked
 def _materialize(t: LazyTensor, cut: bool = False) -> Data:
     """The device data behind ``t`` after a barrier; ``cut``: a padded
     result's slice (:class:`lazycore.runtime.buckets.Cut`) may be returned
@@ -186,6 +208,7 @@ def _materialize(t: LazyTensor, cut: bool = False) -> Data:
     return leaf
 
 
+@_locked
 def to_numpy(t: LazyTensor) -> np.ndarray:
     """The value on the host: an implicit barrier for ``t``'s device.
 
@@ -216,6 +239,7 @@ def to_numpy(t: LazyTensor) -> np.ndarray:
     return host
 
 
+@_locked
 def to_buffer(t: LazyTensor):
     """The device buffer behind ``t`` (a barrier); it is never donated afterwards.
 

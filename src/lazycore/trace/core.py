@@ -16,6 +16,7 @@ import numpy as np
 
 from lazycore.dialect.spec import spec_of
 from lazycore.dialect.types import to_numpy_dtype
+from lazycore.ir.context import LOCK as _LOCK
 from lazycore.ir.context import TRACE
 from lazycore.ir.failure import BarrierError  # noqa: F401  (what reading a failed value raises)
 from lazycore.ir.config import settings as _settings
@@ -91,19 +92,20 @@ def scalar(value, dtype: str | None = None, device=None, fold: bool = True) -> L
     ``fold=False``: a parameter whatever the value (a value that passes
     through 0 or 1, such as a scheduled learning rate, keeps one program).
     """
-    if _CUTTER.due or len(_LOG.nodes) >= _settings.auto_barrier_nodes:
-        _CUTTER.cut()  # a step ended (lazycore.runtime.autostep)
-    source = None
-    rec = TRACE.recorder
-    if rec is not None:  # lazycore.recipes: a float argument of the recorded call?
-        value, source = rec.plain(value)
-    dtype = dtype or _scalar_dtype(value)
-    host = np.asarray(value, dtype=to_numpy_dtype(dtype))  # out-of-range values fail here
-    dev = _device.get(device)
-    node = constant(host) if fold and _POLICY.bake(value, dtype) else Scalar(host, dtype)
-    if rec is not None:  # a constant of the recording, or that argument's parameter
-        rec.on_leaf(node, source)
-    return LazyTensor(Value(node, 0), dev)
+    with _LOCK:  # one op at a time across threads (docs/threads.md)
+        if _CUTTER.due or len(_LOG.nodes) >= _settings.auto_barrier_nodes:
+            _CUTTER.cut()  # a step ended (lazycore.runtime.autostep)
+        source = None
+        rec = TRACE.recorder
+        if rec is not None:  # lazycore.recipes: a float argument of the recorded call?
+            value, source = rec.plain(value)
+        dtype = dtype or _scalar_dtype(value)
+        host = np.asarray(value, dtype=to_numpy_dtype(dtype))  # out-of-range values fail here
+        dev = _device.get(device)
+        node = constant(host) if fold and _POLICY.bake(value, dtype) else Scalar(host, dtype)
+        if rec is not None:  # a constant of the recording, or that argument's parameter
+            rec.on_leaf(node, source)
+        return LazyTensor(Value(node, 0), dev)
 
 
 # --- applying ops ------------------------------------------------------------------
@@ -128,42 +130,43 @@ def apply(op_name: str, *operands, device=None, **attrs_and_params):
     in the op table. ``device`` only matters for ops without operands. Returns
     a LazyTensor, or a tuple of them for a multi-result op.
     """
-    if _CUTTER.due or len(_LOG.nodes) >= _settings.auto_barrier_nodes:
-        _CUTTER.cut(operands)  # a step ended: before the operands are read (lazycore.runtime.autostep)
-    spec = _SPECS.get(op_name) or _spec(op_name)
-    values, types = [], []
-    dev = None
-    for o in operands:
-        if isinstance(o, LazyTensor):
-            v = o._value
-            values.append(v)
-            types.append(v[0].types[v[1]])
-            if o.device is not dev:
-                dev = _check_device(spec, dev, o.device, len(values) - 1)
-        elif isinstance(o, (list, tuple)):
-            group = []
-            for t in o:
-                if not isinstance(t, LazyTensor):
-                    _bad_operand(spec, t, len(values))
-                if t.device is not dev:
-                    dev = _check_device(spec, dev, t.device, len(values))
-                group.append(t._value)
-            values.append(tuple(group))
-            types.append([v.type for v in group])
-        else:
-            _bad_operand(spec, o, len(values))
-    if dev is None:
-        dev = _device.get(device)
-    elif device is not None:
-        _check_device(spec, dev, _device.get(device), "device=")
-    result_types = spec.infer(*types, **attrs_and_params)
-    node = make_node(spec, values, attrs_and_params, result_types, _user_frame())
-    rec = TRACE.recorder
-    if rec is not None:  # lazycore.recipes
-        rec.on_node(spec, operands, node, attrs_and_params)
-    if len(result_types) == 1:
-        return LazyTensor(_new_value(Value, (node, 0)), dev)
-    return tuple(LazyTensor(_new_value(Value, (node, i)), dev) for i in range(len(result_types)))
+    with _LOCK:  # the op is one step of the shared graph (docs/threads.md)
+        if _CUTTER.due or len(_LOG.nodes) >= _settings.auto_barrier_nodes:
+            _CUTTER.cut(operands)  # a step ended: before the operands are read (lazycore.runtime.autostep)
+        spec = _SPECS.get(op_name) or _spec(op_name)
+        values, types = [], []
+        dev = None
+        for o in operands:
+            if isinstance(o, LazyTensor):
+                v = o._value
+                values.append(v)
+                types.append(v[0].types[v[1]])
+                if o.device is not dev:
+                    dev = _check_device(spec, dev, o.device, len(values) - 1)
+            elif isinstance(o, (list, tuple)):
+                group = []
+                for t in o:
+                    if not isinstance(t, LazyTensor):
+                        _bad_operand(spec, t, len(values))
+                    if t.device is not dev:
+                        dev = _check_device(spec, dev, t.device, len(values))
+                    group.append(t._value)
+                values.append(tuple(group))
+                types.append([v.type for v in group])
+            else:
+                _bad_operand(spec, o, len(values))
+        if dev is None:
+            dev = _device.get(device)
+        elif device is not None:
+            _check_device(spec, dev, _device.get(device), "device=")
+        result_types = spec.infer(*types, **attrs_and_params)
+        node = make_node(spec, values, attrs_and_params, result_types, _user_frame())
+        rec = TRACE.recorder
+        if rec is not None:  # lazycore.recipes
+            rec.on_node(spec, operands, node, attrs_and_params)
+        if len(result_types) == 1:
+            return LazyTensor(_new_value(Value, (node, 0)), dev)
+        return tuple(LazyTensor(_new_value(Value, (node, i)), dev) for i in range(len(result_types)))
 
 
 def _check_device(spec, first, other, position):

@@ -45,7 +45,7 @@ import math
 import numpy as np
 
 from lazycore.ir.config import settings
-from lazycore.ir.context import TRACE
+from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.memo import Memo
 from lazycore.trace.fragment import MISS, Fragment
 from lazycore.dialect.types import to_numpy_dtype
@@ -294,17 +294,19 @@ class Recipe:
         Every result handle is new, even where the lowering returned an input.
         ``start``: the frame that called into the frontend, where the search
         for the user's line starts (:func:`~lazycore.ir.sourceloc.caller`);
-        by default the caller of this method."""
-        if CUTTER.due or len(LOG.nodes) >= settings.auto_barrier_nodes:
-            CUTTER.cut(inputs)  # a step ended: before the inputs are read (lazycore.runtime.autostep)
-        loc = caller(start=start)
-        values = self._param_values(floats, loc) if self.prefs else ()
-        fast = self.fragment.fast
-        if fast is not None:
-            out = fast(inputs, values, loc)
-            if out is not MISS:
-                return out
-        return self.fragment.replay(inputs, values, loc)
+        by default the caller of this method. The replay is one step of the
+        shared graph (:data:`lazycore.ir.context.LOCK`, docs/threads.md)."""
+        with LOCK:
+            if CUTTER.due or len(LOG.nodes) >= settings.auto_barrier_nodes:
+                CUTTER.cut(inputs)  # a step ended: before the inputs are read (lazycore.runtime.autostep)
+            loc = caller(start=start)
+            values = self._param_values(floats, loc) if self.prefs else ()
+            fast = self.fragment.fast
+            if fast is not None:
+                out = fast(inputs, values, loc)
+                if out is not MISS:
+                    return out
+            return self.fragment.replay(inputs, values, loc)
 
     def _param_values(self, floats, loc) -> list:
         pn = self._params(floats, loc)
