@@ -14,6 +14,10 @@ value from each process's part of it (its devices' blocks, together);
 ``lazycore.shard(array, mesh, spec)`` takes the same global array in every
 process. Reading a value of such a mesh gathers it from every process: every
 process must read it (a collective), as every process runs every step.
+
+A process of the group that dies (killed, crashed) makes the others' next
+read raise :class:`PeerLost` naming it, and they exit with Python's status,
+not jax.distributed's fatal error (:mod:`lazycore.runtime.peers`).
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from __future__ import annotations
 import os
 
 from lazycore.runtime import pjrt
+from lazycore.runtime.peers import PeerLost
 
-__all__ = ["device_count", "initialize", "is_initialized", "local_rank", "process_count", "process_index"]
+__all__ = ["PeerLost", "device_count", "initialize", "is_initialized", "local_rank", "process_count", "process_index"]
 
 _STATE = {"joined": False, "local_rank": None}
 """This process's membership: set once by :func:`initialize`."""

@@ -20,7 +20,7 @@ from jaxlib.mlir._mlir_libs import _stablehlo as _jaxlib_stablehlo
 
 from lazycore.dialect.types import TensorType, to_numpy_dtype, type_of
 from lazycore.ir.memo import Memo
-from lazycore.runtime import hostmem
+from lazycore.runtime import hostmem, peers
 
 
 @functools.cache
@@ -90,6 +90,12 @@ def join_processes(coordinator_address: str, num_processes: int, process_id: int
         coordinator_address, num_processes, process_id, local_device_ids,
         initialization_timeout=initialization_timeout, heartbeat_timeout_seconds=heartbeat_timeout,
     )
+    from jax._src import distributed
+
+    # a connection of lazycore's own to every other process: a dead one is named at once, and the
+    # survivors exit without jax's fatal shutdown (lazycore.runtime.peers)
+    peers.start(distributed.global_state.client, process_id, num_processes, coordinator_address,
+                initialization_timeout, heartbeat_timeout)
 
 
 def memory_stats(device) -> dict:
@@ -289,7 +295,12 @@ def to_host(buffer) -> np.ndarray:
     if not buffer.is_fully_addressable:
         from jax.experimental import multihost_utils
 
-        return np.asarray(multihost_utils.process_allgather(buffer, tiled=True))
+        peers.check()  # a process of the group is gone: this would fail or hang
+        try:
+            return np.asarray(multihost_utils.process_allgather(buffer, tiled=True))
+        except Exception as e:
+            peers.failed(e)  # raises PeerLost naming the process when one is gone
+            raise
     return np.asarray(buffer)
 
 
@@ -347,6 +358,8 @@ class Executable:
         on themselves)."""
         if len(buffers) != len(self.input_types):
             raise TypeError(f"executable takes {len(self.input_types)} inputs, got {len(buffers)}")
+        if peers.broken() and isinstance(self.device, MeshTarget) and self.device.spans_processes:
+            peers.check()
         res = self.loaded.execute_sharded(list(buffers), with_tokens=True)
         done = res.consume_token()
         return res.consume_with_handlers(self._handlers), done
