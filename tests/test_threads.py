@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from isolated import run_isolated  # noqa: E402
 
-CI_STEPS = 60
+CI_STEPS = 40
 """Steps per thread in CI (each step: one random action); ``LAZYCORE_THREAD_STEPS`` overrides it."""
 
 MOD = 101.0
@@ -62,6 +62,10 @@ class TorchSide:
     def maximum(self, a, b):
         return self.torch.maximum(a, b)
 
+    def branch(self, pred, true_fn, false_fn, x):
+        """``torch.cond`` (lazycore.cond on the device: both branches traced)."""
+        return self.torch.cond(pred, true_fn, false_fn, (x,))
+
     def mark_step(self):
         self.ltorch.mark_step()
 
@@ -91,6 +95,9 @@ class NumpySide:
 
     def maximum(self, a, b):
         return (self.lnp if isinstance(a, self.lnp.ndarray) else np).maximum(a, b)
+
+    def branch(self, pred, true_fn, false_fn, x):
+        return self.lc.cond(pred, true_fn, false_fn, x)
 
     def mark_step(self):
         self.lc.mark_step()
@@ -144,7 +151,7 @@ def _worker(side, shared: Shared, seed: int, steps: int, n: int, counts: Counts,
         start.wait()
         ops = reads = marks = 0
         for _ in range(steps):
-            action = rng.randrange(11)
+            action = rng.randrange(12)
             j = rng.randrange(len(shared.lazy))
             if action == 0:
                 k = float(rng.randrange(1, 50))
@@ -196,6 +203,19 @@ def _worker(side, shared: Shared, seed: int, steps: int, n: int, counts: Counts,
                     if rng.randrange(3) == 0:
                         _check(side, shared.acc, shared.acc_ref, f"thread {seed} shared accumulator")
                         reads += 1
+            elif action == 10:  # a branch on a value: its bodies are traced while other threads trace
+                k = float(rng.randrange(1, 9))
+                pick = float(rng.randrange(int(MOD) * n))
+
+                def double(t):
+                    return (t * 2.0) % MOD
+
+                def shift(t, k=k):
+                    return (t + k) % MOD
+
+                x = side.branch(x.sum() > pick, double, shift, x)
+                xr = double(xr) if float(xr.sum()) > pick else shift(xr)
+                ops += 6
             else:
                 if temps:
                     t, tr = temps[rng.randrange(len(temps))]
@@ -271,10 +291,11 @@ def _numpy_3_threads():
     _child("numpy", 3)
 
 
-def _issue_repro(warm: bool) -> None:
+def _issue_repro() -> None:
     """The issue's program: two threads, a few ops and mark_step() each on one
-    device; ``warm``: the process compiled once before (else its first
-    compile is already concurrent). Then the main thread's next barrier."""
+    device, first as the process's first compile (concurrent), then again
+    after a barrier of the main thread; each time the main thread's next
+    barrier after them."""
     import faulthandler
 
     faulthandler.enable()
@@ -283,8 +304,12 @@ def _issue_repro(warm: bool) -> None:
     import lazycore.torch as ltorch
 
     dev = ltorch.device()
-    if warm:
-        assert (torch.ones(2, device=dev) + 1).tolist() == [2.0, 2.0]
+    _two_threads(torch, ltorch, dev)
+    assert (torch.ones(2, device=dev) + 1).tolist() == [2.0, 2.0]
+    _two_threads(torch, ltorch, dev)
+
+
+def _two_threads(torch, ltorch, dev) -> None:
     results, errors = {}, []
 
     def work(k):
@@ -306,14 +331,6 @@ def _issue_repro(warm: bool) -> None:
     assert not errors, errors
     assert results == {0: [50.0] * 4, 1: [51.0] * 4}, results
     assert (torch.ones(3, device=dev) * 2).tolist() == [2.0] * 3  # the process is not left broken
-
-
-def _issue_repro_warm():
-    _issue_repro(True)
-
-
-def _issue_repro_cold():
-    _issue_repro(False)
 
 
 def _contexts_and_compiles():
@@ -358,12 +375,8 @@ def _contexts_and_compiles():
 # --- the tests ------------------------------------------------------------------------------
 
 
-def test_issue_repro_two_threads_after_a_first_compile():
-    run_isolated(__file__, "_issue_repro_warm", timeout=300)
-
-
-def test_issue_repro_first_compile_concurrent():
-    run_isolated(__file__, "_issue_repro_cold", timeout=300)
+def test_issue_repro_two_threads_first_compile_concurrent_then_warm():
+    run_isolated(__file__, "_issue_repro", timeout=300)
 
 
 def test_contexts_and_compiles_from_eight_threads():

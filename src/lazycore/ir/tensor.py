@@ -17,7 +17,7 @@ from __future__ import annotations
 import weakref
 
 from lazycore.dialect.types import ShapeError
-from lazycore.ir.context import TRACE
+from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.failure import Failure
 from lazycore.ir.graph import Data, Value
 
@@ -100,11 +100,12 @@ class LazyTensor:
             raise ValueError(f"assign: value is on {new.device.name}, the handle on {self.device.name}")
         if new.type != self.type:
             raise ShapeError(f"an in-place update keeps the type: handle is {self.type}, new value is {new.type}")
-        TRACE.assigning(self)  # a recorded lowering that assigns to a handle it did not make cannot be replayed
-        watch = TRACE.updates
-        if watch is not None:
-            watch(self, new._value)
-        self._value = new._value
+        with LOCK:  # one step of the shared graph: the automatic barriers' watch reads the step log (docs/threads.md)
+            TRACE.assigning(self)  # a recorded lowering that assigns to a handle it did not make cannot be replayed
+            watch = TRACE.updates
+            if watch is not None:
+                watch(self, new._value)
+            self._value = new._value
         return self
 
     def numpy(self):

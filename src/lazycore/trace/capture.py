@@ -52,7 +52,7 @@ from collections import Counter
 from lazycore.ir import events
 from lazycore.dialect.spec import spec_of
 from lazycore.ir.config import settings
-from lazycore.ir.context import TRACE
+from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.graph import LOG, Data, Node, Scalar, Value, constant_only, digest, node_prefix, operand_bytes
 from lazycore.ir.regions import Arg, Body, RegionNode, region_prefix
 from lazycore.ir.sourceloc import forget as forget_frame
@@ -352,7 +352,12 @@ class Recording:
     def replay(self, args) -> list | None:
         """Redo the call on the argument handles ``args``: the values of the
         kept handles, in the order given to :func:`finish`; None (and nothing
-        changed) when the world no longer matches the recording."""
+        changed) when the world no longer matches the recording. One step of
+        the shared graph (:data:`lazycore.ir.context.LOCK`, docs/threads.md)."""
+        with LOCK:
+            return self._replay(args)
+
+    def _replay(self, args) -> list | None:
         if len(args) != len(self.aliasing):
             return None
         if self.aliasing:

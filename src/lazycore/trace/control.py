@@ -23,12 +23,14 @@ tracers do.
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any, Callable
 
 import numpy as np
 
 from lazycore.dialect.types import TensorType, to_numpy_dtype
-from lazycore.ir.context import TRACE
+from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.failure import Failure
 from lazycore.ir.graph import LOG, Data, Value
 from lazycore.ir.regions import Arg, Body, RegionNode
@@ -72,6 +74,19 @@ class _Tree:
         if self.kind == "namedtuple":
             return f"{self.meta.__name__}({inner})"
         return f"({inner}{',' if len(self.children) == 1 else ''})"
+
+
+def _locked(fn):
+    """``fn`` under :data:`lazycore.ir.context.LOCK`: a loop or branch is one
+    step of the shared graph; tracing its bodies swaps the device's live
+    registry and the trace context, which no other thread may see (docs/threads.md)."""
+
+    @functools.wraps(fn)
+    def locked(*args, **kwargs):
+        with LOCK:
+            return fn(*args, **kwargs)
+
+    return locked
 
 
 def _flatten(tree, leaves: list) -> _Tree:
@@ -383,6 +398,7 @@ def _node(kind: str, operands: tuple, bodies, types, device) -> list[LazyTensor]
 # --- the API ------------------------------------------------------------------------
 
 
+@_locked
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     """``jax.lax.while_loop``: ``val = init_val; while cond_fun(val): val = body_fun(val)``,
     as one loop in the program."""
@@ -431,6 +447,7 @@ def _while(cond_fun, body_fun, init: _Leaves, tree: _Tree, what: str) -> list:
     return init.wrap(_guarded(results[:n], checks, results[n:n + len(checks)]))
 
 
+@_locked
 def fori_loop(lower, upper, body_fun: Callable, init_val):
     """``jax.lax.fori_loop``: ``val = init_val; for i in range(lower, upper): val = body_fun(i, val)``,
     as one loop in the program. ``i`` is a lazy scalar of the bounds' integer
@@ -490,6 +507,7 @@ def _add_one(i):
     return wrap_like(i, core.apply("add", h, _one(h.dtype, h.device)))
 
 
+@_locked
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     """``jax.lax.cond``: ``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``,
     both traced, one taken when the program runs. ``pred`` is a scalar (a
@@ -537,6 +555,7 @@ def _case(index: LazyTensor, branches, ops: _Leaves, tree: _Tree, device, what: 
     return first.out_tree, [h if ex is None else wrap_like(ex, h) for ex, h in zip(examples, results)]
 
 
+@_locked
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False):
     """``jax.lax.scan``: ``carry, y = f(carry, x)`` for each ``x`` along the
     leading axis of ``xs`` (a pytree), as one loop in the program; returns
