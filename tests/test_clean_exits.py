@@ -88,7 +88,26 @@ def _group(n: int, die: int, read: str = "gather", catch=(), heartbeat: int = 20
             if p.poll() is None:
                 p.kill()
                 p.wait()
+    assert _service_gone(port), "the coordination service's process outlived its group"
     return out
+
+
+def _service_gone(port: int, within_s: float = 10.0) -> bool:
+    """Whether no coordination service process (lazycore/runtime/coordinator.py) for ``port`` is left."""
+    deadline = time.monotonic() + within_s
+    while True:
+        left = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read().split(b"\0")
+            except OSError:
+                continue
+            if any(a.endswith(b"coordinator.py") for a in cmd) and f":{port}".encode() in b" ".join(cmd):
+                left.append(pid)
+        if not left or time.monotonic() > deadline:
+            return not left
+        time.sleep(0.2)
 
 
 NATIVE = re.compile(r"Check fail|\*\*\* |client\.h:\d+\]|^F\d{4} |coordination_service|Fatal Python error|SIGABRT",
@@ -141,6 +160,23 @@ def test_a_survivor_stuck_in_a_collective_exits_with_the_message_and_status_1():
         stderr[-3000:]
     assert "Traceback (most recent call last)" in stderr  # where the main thread waited
     assert time.monotonic() - start < TIMEOUT
+
+
+def test_when_process_0_is_killed_the_coordination_service_stays_and_the_others_exit_cleanly():
+    # jax runs the service inside process 0; lazycore runs it in a process of its own (runtime/coordinator.py)
+    dead, (code1, _, err1), (code2, out2, err2) = _group(3, die=0, catch=(2,), heartbeat=10)
+    _killed(dead, 0)
+    _clean(code1, err1, 1)
+    assert "PeerLost: lazycore: process 0 of 3 died" in err1, err1[-3000:]
+    _clean(code2, err2, 0)
+    assert "process 2 caught: lazycore: process 0 of 3 died" in out2, out2[-2000:]
+
+
+def test_two_processes_process_0_killed():
+    dead, (code, _, stderr) = _group(2, die=0)
+    _killed(dead, 0)
+    _clean(code, stderr, 1)
+    assert "PeerLost: lazycore: process 0 of 2 died" in stderr, stderr[-3000:]
 
 
 def test_a_normal_job_still_ends_with_jaxs_shutdown():

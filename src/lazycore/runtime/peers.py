@@ -105,6 +105,16 @@ class _Watch:
                     self._accept()
                     continue
                 j = key.data
+                if j == -1:  # an observer: read and drop
+                    try:
+                        if not key.fileobj.recv(64):
+                            raise OSError("closed")
+                    except BlockingIOError:
+                        pass
+                    except OSError:
+                        self.selector.unregister(key.fileobj)
+                        key.fileobj.close()
+                    continue
                 try:
                     data = key.fileobj.recv(64)
                 except BlockingIOError:
@@ -135,8 +145,12 @@ class _Watch:
             s.close()
             return
         j = struct.unpack("<I", hello[17:])[0]
-        if hello[:1] != _HELLO or hello[1:17] != self.token or not self.rank < j < self.count or j in self.peers:
+        if hello[:1] != _HELLO or hello[1:17] != self.token or not self.rank < j <= self.count or j in self.peers:
             s.close()
+            return
+        if j == self.count:  # the coordination service's process watching this one: nothing to watch back
+            s.setblocking(False)
+            self.selector.register(s, selectors.EVENT_READ, -1)
             return
         self._add(s, j)
 
@@ -153,12 +167,11 @@ class _Watch:
         if j is None:
             j = min(self.lost, key=lambda k: (self.lost[k] != "died", k))
         how = self.lost[j]
-        what = " (it ran the coordination service)" if j == 0 else ""
         if how == "died":
-            text = (f"process {j} of {self.count}{what} died: its connection to process {self.rank} closed without "
+            text = (f"process {j} of {self.count} died: its connection to process {self.rank} closed without "
                     f"the goodbye a process sends at exit (killed or crashed); the group cannot go on")
         else:
-            text = f"process {j} of {self.count}{what} exited while process {self.rank} still needed it"
+            text = f"process {j} of {self.count} exited while process {self.rank} still needed it"
         return text, j, how
 
     def error(self, cause: BaseException | None = None) -> PeerLost:
@@ -174,7 +187,6 @@ class _Watch:
         time.sleep(self.grace_s)
         if self.raised or self.exiting:
             return
-        self._keep_service()
         text, j, how = self.message()
         main = sys._current_frames().get(threading.main_thread().ident)
         stack = "".join(traceback.format_stack(main)) if main is not None else ""
@@ -190,16 +202,6 @@ class _Watch:
         finally:
             os._exit(1)
 
-    def _keep_service(self) -> None:
-        """In process 0, where the coordination service runs, wait for the
-        others to go first: their jax clients abort when it goes (but not
-        past its own heartbeat check, which ends them all)."""
-        if self.rank != 0 or self.first_death is None:
-            return
-        left = self.first_death + 0.8 * self.heartbeat_s - time.monotonic()
-        with self.changed:
-            self.changed.wait_for(lambda: len(self.lost) == self.count - 1, timeout=max(0.0, left))
-
     def at_exit(self) -> None:
         self.exiting = True
         for s in list(self.peers.values()):
@@ -210,7 +212,6 @@ class _Watch:
             except OSError:
                 pass
         if self.lost:
-            self._keep_service()
             _skip_jax_shutdown()
             _exit_at_exit()
 
@@ -262,12 +263,18 @@ def _exit_at_exit() -> None:
 _KEEP: list = []
 
 
-def start(client, rank: int, count: int, coordinator: str, timeout_s: float, heartbeat_timeout_s: float) -> None:
-    """Watch the other processes of the group (module doc); after jax.distributed joined them."""
+def start(client, rank: int, count: int, coordinator: str, timeout_s: float, heartbeat_timeout_s: float,
+          service=None) -> None:
+    """Watch the other processes of the group (module doc); after jax.distributed joined them.
+    ``service``: in process 0, the coordination service's process
+    (:class:`lazycore.runtime.coordinator.Remote`), told where the others' watches listen."""
     if count < 2 or _WATCH:
         return
     watch = _Watch(client, rank, count, coordinator, timeout_s, heartbeat_timeout_s)
     _WATCH.append(watch)
+    if service is not None:
+        for j in range(1, count):
+            service.tell("peer " + client.blocking_key_value_get(f"lazycore/peers/{j}", int(timeout_s * 1000)))
     # after jax's own exit hook was registered, so this one runs first
     atexit.register(watch.at_exit)
 

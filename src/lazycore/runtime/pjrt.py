@@ -85,17 +85,36 @@ def join_processes(coordinator_address: str, num_processes: int, process_id: int
                    initialization_timeout: int, heartbeat_timeout: int) -> None:
     """Join a group of processes through jax.distributed's coordination service;
     CPU collectives between processes go through gloo."""
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(
-        coordinator_address, num_processes, process_id, local_device_ids,
-        initialization_timeout=initialization_timeout, heartbeat_timeout_seconds=heartbeat_timeout,
-    )
+    import os
+
     from jax._src import distributed
 
+    from lazycore.runtime import coordinator
+
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    service = None
+    make_service = distributed._jax.get_distributed_runtime_service
+    if process_id == 0:
+        # the service in a process of its own, so that process 0 dying does not take it away (the
+        # others' jax clients would abort): jax's initialize gets it instead of starting one here
+        bind = os.environ.get("JAX_COORDINATOR_BIND_ADDRESS", "[::]:" + coordinator_address.rsplit(":", 1)[1])
+        service = coordinator.Remote(coordinator.start(bind, num_processes, heartbeat_timeout, 300))
+        distributed._jax.get_distributed_runtime_service = lambda *args, **kwargs: service
+    try:
+        jax.distributed.initialize(
+            coordinator_address, num_processes, process_id, local_device_ids,
+            initialization_timeout=initialization_timeout, heartbeat_timeout_seconds=heartbeat_timeout,
+        )
+    except BaseException:
+        if service is not None:
+            service.shutdown()
+        raise
+    finally:
+        distributed._jax.get_distributed_runtime_service = make_service
     # a connection of lazycore's own to every other process: a dead one is named at once, and the
     # survivors exit without jax's fatal shutdown (lazycore.runtime.peers)
     peers.start(distributed.global_state.client, process_id, num_processes, coordinator_address,
-                initialization_timeout, heartbeat_timeout)
+                initialization_timeout, heartbeat_timeout, service)
 
 
 def memory_stats(device) -> dict:
