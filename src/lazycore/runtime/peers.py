@@ -22,13 +22,18 @@ process that died (killed, crashed) at once. Then:
   PeerLost message and the Python stack of its main thread go to stderr and
   it exits with status 1, as for an uncaught exception;
 - at exit, a process whose group is broken skips jax's shutdown (its barrier
-  waits for the dead process and then aborts): the exit status is Python's
+  waits for the dead process and then aborts) and the native libraries'
+  teardown (their destructors wait for the collective that never ends): the
+  C library's exit hands Python's status to ``_exit``, so it is Python's
   (1 after an uncaught exception, 0 when the script caught the error).
 
-A process that outlives a dead member by more than the heartbeat timeout is
-still ended by jax.distributed's fatal error; so is every process when the
-process running the coordination service (process 0) is killed: jax's
-client aborts at once when it loses the service, before anything here runs.
+The coordination service runs in a process of its own
+(:mod:`lazycore.runtime.coordinator`), so process 0 dying is one process
+dying like any other. What stays jax.distributed's: a process that outlives a
+dead member by more than the heartbeat timeout is still ended by its fatal
+error (the service's heartbeat check), and so is every process when the
+service's own process is killed (a client aborts at once when it loses the
+service, before anything here runs).
 """
 
 from __future__ import annotations
@@ -255,9 +260,12 @@ def _exit_at_exit() -> None:
     native libraries' destructors, which wait for collectives of the dead
     process that never finish."""
     libc = ctypes.CDLL(None)
+    on_exit = getattr(libc, "on_exit", None)  # glibc's; elsewhere the teardown runs as it is
+    if on_exit is None:
+        return
     handler = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p)(ctypes.cast(libc._exit, ctypes.c_void_p).value)
     _KEEP.append(handler)
-    libc.on_exit(handler, None)
+    on_exit(handler, None)
 
 
 _KEEP: list = []
