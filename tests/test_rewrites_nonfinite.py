@@ -362,3 +362,31 @@ def test_numpy_frontend_add_zero_and_overflow():
         for f in (lambda v: v + np.float32(0.0), lambda v: v * np.float32(1.0), lambda v: v - np.float32(-0.0),
                   lambda v: v * v, lambda v: (v * np.float32(2.0)) * np.float32(0.5)):
             assert_same_bits(np.asarray(f(lx)), f(x))
+
+
+# --- lazy-roll-loops: identical layers become one loop ------------------------------------
+
+def test_rolled_layers_keep_nonfinite_values(clean_runtime):
+    """A stack of identical layers rolled into a while loop computes each layer as eager does:
+    NaN, Inf, -0.0, and a float32 product that overflows to Inf at the third layer."""
+    from lazycore.ir.config import override
+    from lazycore.testing import capture
+
+    x = np.resize(SPECIALS, (4, 7)).astype(np.float32)
+    ws = [np.full((4, 7), 2.0, np.float32) for _ in range(6)]
+    ws[1][0, :4] = -0.0  # inf * -0.0 is NaN, 1.5 * -0.0 is -0.0
+    bs = [np.resize(np.array([0.0, -0.0, 1.5, -3.0, -0.0], np.float32), (4, 7)) for _ in range(6)]
+
+    def forward(xp, h, ws, bs):
+        for w, b in zip(ws, bs):
+            h = xp.maximum(h * w, b) - b
+        return h
+
+    with np.errstate(all="ignore"):
+        want = forward(np, x, ws, bs)
+    args = (lnp.asarray(x), [lnp.asarray(w) for w in ws], [lnp.asarray(b) for b in bs])
+    with override(roll_loops=True), capture() as cap:
+        got = np.asarray(forward(lnp, *args))
+    assert cap.text("stablehlo").count("stablehlo.while") == 1  # the rule fired
+    assert np.isinf(want).any() and np.isnan(want).any()
+    assert_same_bits(got, want)
