@@ -67,6 +67,9 @@ absolute difference from the baseline's numbers, which is checked.
 11. A 12-layer stack of residual MLP blocks (``benchmarks/rolled_layers.py``),
    forward, compiled unrolled and with ``roll_loops`` (one loop over the
    stacked weights): first call (trace + compile) and step, rolled/unrolled.
+12. What checking indices held on the device costs in-range programs
+   (``benchmarks/index_checks.py``): benchmark 7's step and an indexing-heavy
+   step, each with ``settings.index_checks`` on and off in mirrored blocks.
 
 The persistent compile cache is off in this process (benchmarks 4 and 5
 count compiles); benchmark 4 measures it in processes of its own.
@@ -994,9 +997,15 @@ def bench_rolled(args):
     rolled_layers.bench(args, sys.modules[__name__])
 
 
+def bench_index_checks(args):
+    import index_checks
+
+    index_checks.bench(args, sys.modules[__name__])
+
+
 BENCHES = {1: bench_tracing, 2: bench_training, 3: bench_fusion, 4: bench_first_step, 5: bench_recompiles,
            6: bench_heat, 7: bench_gpt, 8: bench_scaleout, 9: bench_autobarrier,
-           10: bench_buckets, 11: bench_rolled}
+           10: bench_buckets, 11: bench_rolled, 12: bench_index_checks}
 
 
 # --- output ----------------------------------------------------------------------------------------

@@ -16,9 +16,12 @@ advanced entries once the key has an array.
 
 Bounds: host index arrays are checked at the call (NumPy's ``IndexError``)
 and their negative entries wrapped on the host. Lazy index arrays cannot be
-checked without a barrier: negative entries wrap on the device, and an
-out-of-range index is clamped into range by ``gather`` and its update
-dropped by ``scatter`` (XLA's semantics) where NumPy raises. Assignment with
+checked without a barrier: negative entries wrap on the device, and an entry
+outside ``-n..n-1`` is a value check (:mod:`lazycore.runtime.checks`): what
+the op computed fails at its barrier with NumPy's ``IndexError`` (the
+offending value left out), naming the op and the user's line. With
+``settings.index_checks`` off it is clamped into range by ``gather`` and its
+update dropped by ``scatter`` (XLA's semantics). Assignment with
 duplicate indices stores one of the values (XLA does not promise which;
 NumPy stores the last).
 
@@ -37,6 +40,7 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
+from lazycore.ir.config import settings
 from lazycore.trace import core
 from lazycore.trace.views import Reshape, Reverse, Slice
 
@@ -173,12 +177,25 @@ def _wrap_lazy(h, n: int):
     return apply("select", neg, apply("add", h, const(n, h)), h)
 
 
-def _coordinate(idx: _Index, n: int, axis: int):
-    """An integer index entry as an i64 handle of in-range (host) or wrapped (lazy) positions."""
+def _checked(h, n: int, axis: int, op: str):
+    """i64 ``h``, checked as NumPy checks an index into a size-``n`` axis: an entry
+    outside ``-n..n-1`` fails what is computed from the result at its barrier
+    with NumPy's IndexError and the user's line (nothing with
+    ``settings.index_checks`` off)."""
+    if not settings.index_checks or not math.prod(h.shape):
+        return h
+    bad = apply("or", apply("compare", h, const(-n, h), direction="LT"), apply("compare", h, const(n, h), direction="GE"))
+    return core.check(h, bad, f"{op}: index is out of bounds for axis {axis} with size {n}", error="IndexError")
+
+
+def _coordinate(idx: _Index, n: int, axis: int, op: str = "ndarray.__getitem__"):
+    """An integer index entry as an i64 handle of in-range (host) or wrapped (lazy) positions;
+    ``op`` names the call in the error of a lazy entry out of range (None: in range already)."""
     if idx.lazy is not None:
         if n == 0 and math.prod(idx.shape):
             raise IndexError(f"index is out of bounds for axis {axis} with size 0")
-        return _wrap_lazy(value(idx.lazy), n)
+        h = cast(value(idx.lazy), np.int64)
+        return _wrap_lazy(h if op is None else _checked(h, n, axis, op), n)
     return core.from_numpy(_check_bounds(idx.host, n, axis), device())
 
 
@@ -244,12 +261,12 @@ class _Plan:
         self.adjacent = positions == list(range(positions[0], positions[-1] + 1))
         self.t = basic_view(a, tuple(bkey))
 
-    def gather_parts(self):
+    def gather_parts(self, op: str = "ndarray.__getitem__"):
         """(dims of ``t`` indexed, stacked i64 coordinates, batch shape B, result shape, offset dims)."""
         t = self.t
         dims = tuple(td for td, _, _ in self.adv)
         batch = _broadcast_index_shapes([e.shape for _, _, e in self.adv])
-        coords = [_coordinate(e, t.shape[td], ad) for td, ad, e in self.adv]
+        coords = [_coordinate(e, t.shape[td], ad, op) for td, ad, e in self.adv]
         return _layout(t.shape, dims, coords, batch, self.adjacent)
 
 
@@ -385,7 +402,7 @@ def advanced_setitem(a: ndarray, entries: tuple, val) -> None:
         call_numpy(_setitem, (a, _raw_key(entries), val), {}, name="ndarray.__setitem__")
         return
     plan = _Plan(a, entries)
-    dims, stacked, batch, result, offset_dims = plan.gather_parts()
+    dims, stacked, batch, result, offset_dims = plan.gather_parts("ndarray.__setitem__")
     updates = _fit_value(val, a.dtype, result, dev=device_of(a))
     if stacked is None:
         return
@@ -473,7 +490,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     elif mode == "clip" and n:
         idx = _Index(False, host=np.clip(idx.host, 0, n - 1))
     dims, stacked, batch, result, offset_dims = _layout(
-        a.shape, (axis,), [_coordinate(idx, n, axis)], idx.shape, True)
+        a.shape, (axis,), [_coordinate(idx, n, axis, "take" if mode == "raise" else None)], idx.shape, True)
     h = _zeros(result, a.dtype) if stacked is None else _gather(value(a), dims, stacked, batch, offset_dims)
     res = wrap(h, a.dtype)
     if out is None:
@@ -505,7 +522,7 @@ def _along_axis(arr, indices, axis):
 def take_along_axis(arr, indices, axis=-1):
     arr, idx, axis, shape = _along_axis(asarray_like(arr), indices, axis)
     n = arr.shape[axis]
-    coord = _coordinate(idx, n, axis)
+    coord = _coordinate(idx, n, axis, "take_along_axis")
     if not math.prod(shape):
         return wrap(_zeros(shape, arr.dtype), arr.dtype)
     rank = arr.ndim
@@ -532,7 +549,7 @@ def put_along_axis(arr, indices, values, axis):
         # an index broadcast over a size-1 dim of arr writes one place many times: NumPy decides
         return call_numpy(np.put_along_axis, (arr, indices, values, axis), {})
     n = base.shape[axis]
-    coord = _coordinate(idx, n, axis)
+    coord = _coordinate(idx, n, axis, "put_along_axis")
     updates = _fit_value(values, base.dtype, shape)
     if not math.prod(shape):
         return None

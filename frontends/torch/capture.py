@@ -268,7 +268,8 @@ def _scheduler_calls(steps) -> list:
 
 
 def _global_state() -> tuple:
-    return (torch.is_grad_enabled(), torch.get_default_dtype())
+    # (a step traced with the index checks holds them: settings.index_checks)
+    return (torch.is_grad_enabled(), torch.get_default_dtype(), settings.index_checks)
 
 
 def _hyper(opt, groups=None) -> tuple:

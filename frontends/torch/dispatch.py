@@ -279,8 +279,9 @@ def _signature(func, args, kwargs):
     those floats, plain)``. ``plain``: the lazy tensors listed are all the
     tensors there are (none in a list, no host tensor)."""
     # the op by id (see _HANDLERS; an entry keeps its op alive);
-    # int tensor * float follows the default dtype
-    acc = [id(func), _default_dtype()]
+    # int tensor * float follows the default dtype; a recorded lowering holds
+    # index checks or not (settings.index_checks)
+    acc = [id(func), _default_dtype(), settings.index_checks]
     tensors, floats, named = [], [], None
     plain = True
     for x in args:
@@ -335,6 +336,8 @@ def _meta_entry(acc: list, func, args, kwargs):
             except Exception:
                 if _probed(func):  # the meta kernel's error may not be eager's (an IndexError for a 0-d cat)
                     _check_eager_kernel(func, margs, mkwargs, cut=False)  # (the shapes are what failed)
+                if func in _INDEX_PROBED:  # (a meta index is a RuntimeError where eager's is an IndexError)
+                    _probe_indexing(func, margs, mkwargs)
                 raise
             _check_eager_kernel(func, margs, mkwargs, cut=out is not None)  # (no meta kernel: no shape checked)
             if out is not None:
@@ -372,7 +375,8 @@ _KERNEL_GAPS = {torch.uint16, torch.uint32, torch.uint64}
 _PROBED_TAGS = (torch.Tag.pointwise, torch.Tag.reduction)
 _PROBED_OPS = {aten.mm.default, aten.bmm.default, aten.mv.default, aten.dot.default, aten.addmm.default,
                aten.addmv.default, aten.baddbmm.default, aten.cat.default, aten.floor_divide.default,
-               aten.floor_divide.Scalar, aten.floor_divide_.Tensor, aten.floor_divide_.Scalar}
+               aten.floor_divide.Scalar, aten.floor_divide_.Tensor, aten.floor_divide_.Scalar,
+               aten._softmax.default, aten._log_softmax.default}
 _STAND_IN_LIMIT = 1 << 16
 """Elements a full-size stand-in holds at most; a larger one read-only repeats one element."""
 
@@ -403,7 +407,66 @@ def _probed(func) -> bool:
     return func in _PROBED_OPS or any(tag in func.tags for tag in _PROBED_TAGS)
 
 
+# Indexing ops: eager's checks of the index's dtype and of the flags (meta
+# kernels skip some: index_select and index_put_ take float indices) run as
+# eager's CPU kernel on stand-ins holding zeros (an index valid in any dim that
+# is not empty; in one that is, eager's error is the user's too), cut to at
+# most 1 per dimension as above, then full size if those fail. Not for
+# boolean masks (the number of elements they select is the values').
+_INDEX_PROBED = set()
+for _name in ("index_select", "index", "index_put", "index_put_", "_index_put_impl_", "gather", "scatter",
+              "scatter_", "scatter_add", "scatter_add_", "scatter_reduce", "scatter_reduce_", "index_add",
+              "index_add_", "index_copy", "index_copy_", "index_fill", "index_fill_", "index_reduce",
+              "index_reduce_", "take", "put", "put_", "embedding", "nll_loss_forward", "nll_loss2d_forward"):
+    _packet = getattr(aten, _name)
+    _INDEX_PROBED.update(getattr(_packet, _ov) for _ov in _packet.overloads())
+_MASKS = (torch.bool, torch.uint8)
+
+
+def _holds_mask(x) -> bool:
+    if isinstance(x, torch.Tensor):
+        return x.dtype in _MASKS
+    if isinstance(x, (list, tuple)):
+        return any(_holds_mask(v) for v in x)
+    return False
+
+
+_TOO_LARGE = object()
+
+
+def _zeros_in(x, cut: bool):
+    if isinstance(x, torch.Tensor):
+        if cut:
+            return torch.zeros([min(d, 1) for d in x.shape], dtype=x.dtype)
+        return torch.zeros(x.shape, dtype=x.dtype) if x.numel() <= 1 << 24 else _TOO_LARGE
+    if isinstance(x, (list, tuple)):
+        parts = type(x)(_zeros_in(v, cut) for v in x)
+        return _TOO_LARGE if any(v is _TOO_LARGE for v in parts) else parts
+    if isinstance(x, torch.device) and x.type == "meta":
+        return torch.device("cpu")
+    return x
+
+
+def _probe_indexing(func, margs, mkwargs):
+    if any(_holds_mask(x) for x in margs) or any(_holds_mask(v) for v in mkwargs.values()):
+        return
+    for cut in (True, False):
+        args = [_zeros_in(x, cut) for x in margs]
+        kwargs = {k: _zeros_in(v, cut) for k, v in mkwargs.items()}
+        if any(a is _TOO_LARGE for a in args) or any(v is _TOO_LARGE for v in kwargs.values()):
+            return  # too large to stand in for at full size: the meta kernel's word stands
+        try:
+            func(*args, **kwargs)
+            return
+        except Exception:
+            if not cut:
+                raise
+
+
 def _check_eager_kernel(func, margs, mkwargs, cut=True):
+    if func in _INDEX_PROBED:
+        _probe_indexing(func, margs, mkwargs)
+        return
     probed = _probed(func)
     if not (probed or any(_holds_gap_dtype(x) for x in margs)
             or any(_holds_gap_dtype(v) for v in mkwargs.values())):

@@ -9,10 +9,16 @@ accepted, and negative indices wrap as in eager's ``x[i]``, ``take``, ``put``
 and ``index_fill``.
 
 Index values live on the device, so eager's bounds check on them cannot run
-at the call: an out-of-range index is clamped into range by ``gather`` and its
-update is dropped by ``scatter`` (XLA's semantics), where eager raises (it
-raises for negative indices of ``gather``/``scatter``/``index_add``/
-``index_copy`` too; here they wrap). Likewise ``masked_scatter`` cannot check
+at the call: each op records it as a value check (:func:`checked`,
+:mod:`lazycore.runtime.checks`), over the range eager allows (``-n..n-1``
+where eager wraps negative indices: ``x[i]``, ``index_put_``, ``take``,
+``put``, ``index_fill``; ``0..n-1`` for ``gather``, the scatter family,
+``index_add``/``index_copy``/``index_reduce``), and an out-of-range index
+fails what the op computed at its barrier with eager's exception type and
+message (the offending value left out: the program knows it, the check only
+that there is one) and the user's line. With ``settings.index_checks`` off
+an out-of-range index is clamped into range by ``gather`` and its update is
+dropped by ``scatter`` (XLA's semantics). ``masked_scatter`` cannot check
 that ``source`` is long enough. Boolean-mask indexing has a data-dependent
 result shape and falls back, except ``x[mask] = value`` with one value, which
 is a ``select``. ``scatter`` with ``replace`` picks an unspecified one of
@@ -33,6 +39,8 @@ import numpy as np
 import torch
 
 from lazycore.dialect.types import is_float, to_numpy_dtype
+from lazycore.ir.config import settings
+from lazycore.trace import core
 
 from ..lowering import apply, broadcast, const, convert, lowers, operand, reshape, scalar
 from ..lowering import dim as wrap_dim
@@ -49,6 +57,24 @@ def _numel(shape) -> int:
 
 def _zeros(ctx):
     return const(0, ctx.dtype, ctx.device, ctx.shape)
+
+
+def checked(index, high: int, message: str, error: str, low: int = 0):
+    """``index`` (an integer handle), checked as eager checks it: when an entry
+    lies outside ``low..high-1``, every value computed from the result fails
+    at its barrier with ``message``, as an ``error`` (eager's type), at the
+    user's line (:func:`lazycore.check`). With ``settings.index_checks`` off,
+    ``index`` itself."""
+    if not settings.index_checks or _numel(index.shape) == 0:
+        return index
+    shape, dev, dt = index.shape, index.device, index.dtype
+    bad = apply("compare", index, const(high, dt, dev, shape), direction="GE")
+    bad = apply("or", apply("compare", index, const(low, dt, dev, shape), direction="LT"), bad)
+    return core.check(index, bad, message, error)
+
+
+def _bounds(dim: int, n: int) -> str:
+    return f"index is out of bounds for dimension {dim} with size {n}"
 
 
 def _wrap(index, n: int):
@@ -94,7 +120,7 @@ def _gather(ctx, x, dim, index, sparse_grad=False):
     x, index = _at_least_1d(x), _at_least_1d(index)
     rank = len(x.shape)
     d = wrap_dim(dim, rank)
-    index = _wrap(index, x.shape[d])
+    index = _wrap(checked(index, x.shape[d], "gather(): " + _bounds(d, x.shape[d]), "RuntimeError"), x.shape[d])
     region = list(index.shape)
     region[d] = x.shape[d]
     others = tuple(i for i in range(rank) if i != d)
@@ -116,7 +142,8 @@ def _scatter_along(ctx, x, dim, index, updates, mode):
     updates = reshape(updates, index.shape)
     rank = len(x1.shape)
     d = wrap_dim(dim, rank)
-    index = _wrap(index, x1.shape[d])
+    n = x1.shape[d]
+    index = _wrap(checked(index, n, f"{ctx.func_name}(): " + _bounds(d, n), "RuntimeError"), n)
     region = list(index.shape)
     region[d] = x1.shape[d]
     part = _corner(x1, region)
@@ -212,6 +239,15 @@ def _floor_div(a, b):
 # --- index_add / index_copy / index_fill: whole slices along one dim ---------------------------
 
 
+# eager's bounds check of each op: (lowest index allowed, error, message)
+_ALONG = {
+    "index_add": (False, "IndexError", lambda d, n: "index_add(): index out of range in self"),
+    "index_reduce": (False, "IndexError", lambda d, n: "index_reduce(): index out of range in self"),
+    "index_copy": (False, "IndexError", lambda d, n: "index_copy_(): " + _bounds(d, n)),
+    "index_fill": (True, "IndexError", lambda d, n: "index_fill(): " + _bounds(d, n)),
+}
+
+
 def _index_along(ctx, x, dim, index, updates, mode):
     """``x`` with the slices of ``updates`` along ``dim`` combined in at ``index`` (1-D)."""
     x = convert(x, ctx.dtype)
@@ -221,7 +257,10 @@ def _index_along(ctx, x, dim, index, updates, mode):
     x1 = _at_least_1d(x)
     rank = len(x1.shape)
     d = wrap_dim(dim, rank)
-    index = _wrap(reshape(index, (n,)), x1.shape[d])
+    size = x1.shape[d]
+    negative, error, message = _ALONG[ctx.func_name.rstrip("_")]
+    index = checked(reshape(index, (n,)), size, message(d, size), error, -size if negative else 0)
+    index = _wrap(index, size)
     sizes = list(x1.shape)
     sizes[d] = n
     updates = reshape(updates, sizes)
@@ -270,7 +309,7 @@ def _put(ctx, x, index, source, accumulate=False):
     n, k = _numel(x.shape), _numel(index.shape)
     if k == 0 or n == 0:
         return x
-    index = _wrap(reshape(index, (k,)), n)
+    index = _wrap(checked(reshape(index, (k,)), n, _out_of_range("put_", n), "IndexError", -n), n)
     out = apply(
         "scatter", reshape(x, (n,)), index, reshape(convert(source, ctx.dtype), (k,)),
         update_window_dims=(), inserted_window_dims=(0,), input_batching_dims=(),
@@ -280,11 +319,37 @@ def _put(ctx, x, index, source, accumulate=False):
     return reshape(out, ctx.shape)
 
 
+def _out_of_range(op: str, n: int) -> str:
+    return f"{op}(): out of range: tried to access an index outside {-n}..{n - 1} on a tensor of {n} elements."
+
+
+@lowers(aten.take.default)
+def _take(ctx, x, index):
+    """``x.flatten()[index]``, negative indices from the end."""
+    n, k = _numel(x.shape), _numel(index.shape)
+    if k == 0:
+        return _zeros(ctx)
+    if n == 0:
+        return NotImplemented  # eager's error for a non-empty take from an empty tensor
+    index = _wrap(checked(reshape(index, (k,)), n, _out_of_range("take", n), "IndexError", -n), n)
+    g = apply(
+        "gather", reshape(x, (n,)), reshape(index, (k, 1)),
+        offset_dims=(), collapsed_slice_dims=(0,), operand_batching_dims=(), start_indices_batching_dims=(),
+        start_index_map=(0,), index_vector_dim=1, slice_sizes=(1,), indices_are_sorted=False,
+    )
+    return reshape(g, ctx.shape)
+
+
 # --- advanced indexing: x[i0, :, i2] and x[i0, :, i2] = v ------------------------------------------
 
 
 def _is_mask(t) -> bool:
     return t is not None and t.dtype in ("i1", "ui8")
+
+
+def _in_bounds(index, d: int, n: int):
+    """Eager's IndexError for ``x[index]`` along dim ``d`` of size ``n`` (negatives wrap)."""
+    return checked(index, n, _bounds(d, n), "IndexError", -n)
 
 
 class _Plan:
@@ -310,7 +375,8 @@ class _Plan:
         self.slice_sizes = tuple(1 if i in self.dims else n for i, n in enumerate(x_shape))
         self.batch = batch
         # the start indices: one coordinate per indexed dim along a new last axis
-        coords = [reshape(broadcast(_wrap(idx[i], x_shape[i]), batch), batch + (1,)) for i in self.dims]
+        coords = [reshape(broadcast(_wrap(_in_bounds(idx[i], i, x_shape[i]), x_shape[i]), batch), batch + (1,))
+                  for i in self.dims]
         stacked = coords[0]
         for c in coords[1:]:
             stacked = apply("concatenate", stacked, c, dim=len(batch))
@@ -478,3 +544,33 @@ def _logcumsumexp(ctx, x, dim):
     if not is_float(ctx.dtype):
         return NotImplemented
     return _cumulative(ctx, x, dim, "logaddexp", -math.inf)
+
+
+# --- one_hot --------------------------------------------------------------------------------------
+# one_hot is composite (never reaches dispatch as itself) and, for a device
+# other than CPU and CUDA, skips eager's checks of the values (they would read
+# them): the lazy device gets them back as value checks, ahead of the composite.
+
+
+def _one_hot(x, num_classes=-1):
+    from ..tensor import Tensor, read, wrap
+
+    if type(x) is Tensor:
+        # eager's checks of the dtype and flags: its kernel on zeros (a valid
+        # class wherever any is), cut to at most one per dimension
+        aten.one_hot.default(torch.zeros([min(n, 1) for n in x.shape], dtype=x.dtype), num_classes)
+    if (type(x) is Tensor and settings.index_checks and x.dtype == torch.int64 and num_classes >= 0
+            and x.numel()):
+        h = read(x)
+        shape, dev = h.shape, h.device
+        negative = apply("compare", h, const(0, "i64", dev, shape), direction="LT")
+        h = core.check(h, negative, "one_hot(): Class values must be non-negative.", "RuntimeError")
+        big = apply("compare", h, const(num_classes, "i64", dev, shape), direction="GE")
+        h = core.check(h, big, "one_hot(): Class values must be smaller than num_classes.", "RuntimeError")
+        x = wrap(h, x, owned=True)
+    # the C++ composite (its Python decomposition reads the values for its checks)
+    return aten.one_hot.default._op_dk(torch._C.DispatchKey.CompositeImplicitAutograd, x, num_classes)
+
+
+_LIB = torch.library.Library("aten", "IMPL")
+_LIB.impl("one_hot", _one_hot, "AutogradLazy")

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import torch
 
+from lazycore.ir.config import settings
+from lazycore.trace import core
+
 from ..lowering import apply, broadcast, const, convert, lowers, operand, reshape, scalar
+from .indexing import _wrap, checked
 
 aten = torch.ops.aten
 
@@ -105,12 +109,35 @@ def _tanh_backward(ctx, grad, y):
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
 
+def _targets(t, c: int, ignore_index: int):
+    """Eager's IndexError for a target outside ``0..c-1`` that is not ``ignore_index``
+    (a value check: :func:`.indexing.checked`)."""
+    if not settings.index_checks:
+        return t
+    shape, dev = t.shape, t.device
+    out = apply("or", apply("compare", t, const(0, "i64", dev, shape), direction="LT"),
+                apply("compare", t, const(c, "i64", dev, shape), direction="GE"))
+    bad = apply("and", out, apply("compare", t, const(ignore_index, "i64", dev, shape), direction="NE"))
+    return core.check(t, bad, "nll_loss(): Target is out of bounds.", "IndexError")
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
 def _nll_parts(ctx, x, target, weight, ignore_index):
     """(rows of x as (N, C), one-hot of the targets, per-row weight) for nll_loss."""
     dt = x.dtype
+    if len(x.shape) > 2:  # nll_loss2d: (N, C, d1, ...) -> (N * d1 * ..., C)
+        perm = (0,) + tuple(range(2, len(x.shape))) + (1,)
+        c = x.shape[1]
+        x = reshape(apply("permute", x, dims=perm), (_numel(x.shape) // c if c else 0, c))
     rows = x if len(x.shape) == 2 else reshape(x, (1, x.shape[0]))
     n, c = rows.shape
-    t = reshape(convert(target, "i64"), (n,))
+    t = _targets(reshape(convert(target, "i64"), (n,)), c, ignore_index)
     classes = apply("iota", dim=1, shape=(n, c), dtype="i64", device=ctx.device)
     tb = broadcast(reshape(t, (n, 1)), (n, c))
     hit = apply("compare", classes, tb, direction="EQ")
@@ -124,7 +151,7 @@ def _nll_parts(ctx, x, target, weight, ignore_index):
     return rows, hit, w
 
 
-@lowers(aten.nll_loss_forward.default)
+@lowers(aten.nll_loss_forward.default, aten.nll_loss2d_forward.default)
 def _nll_loss_forward(ctx, x, target, weight, reduction, ignore_index):
     rows, hit, w = _nll_parts(ctx, x, target, weight, ignore_index)
     n, c = rows.shape
@@ -143,7 +170,7 @@ def _nll_loss_forward(ctx, x, target, weight, reduction, ignore_index):
     return out, reshape(total_weight, tuple(ctx.out[1].shape))
 
 
-@lowers(aten.nll_loss_backward.default)
+@lowers(aten.nll_loss_backward.default, aten.nll_loss2d_backward.default)
 def _nll_loss_backward(ctx, grad, x, target, weight, reduction, ignore_index, total_weight):
     rows, hit, w = _nll_parts(ctx, x, target, weight, ignore_index)
     n, c = rows.shape
@@ -158,7 +185,31 @@ def _nll_loss_backward(ctx, grad, x, target, weight, reduction, ignore_index, to
         g = broadcast(reshape(g, ()), (n,))
     per_row = apply("neg", apply("mul", g, w))
     out = apply("select", hit, broadcast(reshape(per_row, (n, 1)), (n, c)), const(0, dt, ctx.device, (n, c)))
+    if len(ctx.shape) > 2:  # nll_loss2d: back from (N * d1 * ..., C) to (N, C, d1, ...)
+        rest = tuple(ctx.shape[2:])
+        out = reshape(out, (ctx.shape[0],) + rest + (c,))
+        k = len(ctx.shape)
+        out = apply("permute", out, dims=(0, k - 1) + tuple(range(1, k - 1)))
     return reshape(out, ctx.shape)
+
+
+@lowers(aten.embedding.default)
+def _embedding(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """``weight[indices]``: rows gathered; eager's IndexError for an index outside
+    ``0..n-1`` a value check (negatives wrap when checks are off, as index_select did)."""
+    n, width = weight.shape
+    k = 1
+    for s in indices.shape:
+        k *= s
+    if k == 0 or n == 0:
+        return NotImplemented if k else const(0, ctx.dtype, ctx.device, ctx.shape)
+    index = checked(reshape(convert(indices, "i64"), (k,)), n, "embedding(): index out of range in self", "IndexError")
+    g = apply(
+        "gather", weight, reshape(_wrap(index, n), (k, 1)),
+        offset_dims=(1,), collapsed_slice_dims=(0,), operand_batching_dims=(), start_indices_batching_dims=(),
+        start_index_map=(0,), index_vector_dim=1, slice_sizes=(1, width), indices_are_sorted=False,
+    )
+    return reshape(g, ctx.shape)
 
 
 @lowers(aten.mse_loss.default)

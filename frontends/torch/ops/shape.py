@@ -62,7 +62,15 @@ def _index_select(ctx, x, d, index):
         return reshape(x, ctx.shape)
     d = dim(d, rank)
     index = reshape(convert(index, "i64"), (_numel(index.shape),))
-    index = _wrap_negative(index, x.shape[d])
+    # eager's CPU kernel: its dim-1 fast path raises a RuntimeError, the others an IndexError
+    from .indexing import checked
+
+    n = x.shape[d]
+    if d == 1:
+        index = checked(index, n, f"index_select(): INDICES element is out of DATA bounds, axis_dim={n}", "RuntimeError")
+    else:
+        index = checked(index, n, "index_select(): index out of range in self", "IndexError")
+    index = _wrap_negative(index, n)
     sizes = list(x.shape)
     sizes[d] = 1
     g = apply(

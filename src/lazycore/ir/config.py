@@ -29,6 +29,9 @@ default powers of two; ``off``: marks are ignored, see :mod:`lazycore.runtime.bu
 changed twice at the same place; 0 (default) only the dimensions the user marks.
 ``LAZYCORE_KEEP_HOST_MEMORY``: 1 (default) glibc's ``malloc`` keeps freed memory
 for the next step's buffers; 0 leaves it as it is (see :mod:`lazycore.runtime.hostmem`).
+``LAZYCORE_INDEX_CHECKS``: 1 (default) an op indexing with values held on the
+device checks them (eager's error at the barrier, :mod:`lazycore.runtime.checks`);
+0 no check: an out-of-range index is clamped (read) or dropped (written).
 """
 
 from __future__ import annotations
@@ -223,6 +226,15 @@ class Settings:
     """``LAZYCORE_KEEP_HOST_MEMORY``: when lazycore first uses its devices, glibc's
     ``malloc`` is set to keep the memory it frees, so CPU programs reuse their
     buffers instead of faulting in fresh pages every step (lazycore.runtime.hostmem)."""
+    index_checks: bool = _env_flag("LAZYCORE_INDEX_CHECKS", True)
+    """``LAZYCORE_INDEX_CHECKS``: every op that indexes with values held on the device
+    (``x[i]``, gather, scatter, index_select, embedding, nll_loss's targets, NumPy's
+    take and fancy indexing, ...) checks them as eager does: an out-of-range one
+    fails what the op computed at its barrier, with eager's error and the user's
+    line (:mod:`lazycore.runtime.checks`). False: no check, and no cost; an
+    out-of-range index is clamped into range by a read and its update dropped
+    by a write (XLA's semantics). Read when an op is traced: the torch frontend's
+    recorded lowerings are kept per setting."""
     dump_dir: str | None = os.environ.get("LAZYCORE_DUMP_DIR") or None
     """``LAZYCORE_DUMP_DIR``: for every compiled graph, a folder here with the lazy module
     before and after each pass, the StableHLO and the graph as Graphviz (None: no dumps)."""
