@@ -15,10 +15,33 @@ where each module looks it up. An optimizer over lazy parameters is made
 capturable at its first step (a step counter already on the CPU, from
 ``load_state_dict`` or earlier steps, moves to the parameter's device); its
 ``capturable`` entry in ``param_groups`` then reads True.
+
+Capturable is where the state lives, not which formulas run: torch's
+capturable branches are written for CUDA graphs, and some fold the step
+size into a divisor (Adam and AdamW divide the denominator by ``-lr /
+bias_correction1``, Adamax divides by ``lr``), so a learning rate of 0, the
+first value of a warm-up schedule, makes 0/0 = NaN of every element whose
+second moment is 0, where eager leaves it unchanged; and they compute
+``beta ** step`` in the float32 of the step counter, where eager computes it
+in Python floats. On the lazy device the optimizers whose eager
+(non-capturable) branch computes with its step values without deciding
+anything from them in Python run that branch instead (:data:`_EAGER_BRANCH`):
+``_get_value`` gives the step counter (and NAdam's ``mu_product``) as a
+float64 device value rather than a Python number, so the hyperparameter math
+(``lr / (1 - beta1 ** step)``) runs in float64 in the program, as Python runs
+it, rounded once where it meets a float32 tensor; a device value given where
+torch takes a Python number (``addcdiv_``'s ``value``, ``add_``'s ``alpha``)
+becomes a tensor operand of the same formula (:class:`_DeviceScalars`). The
+device learning rates are float64 as well. The others keep the capturable
+branch, whose formulas are eager's (RAdam, ASGD and Rprop decide on the step
+count or on masks in Python in their eager branch), given float64 copies of
+their step counters while it runs, so their step math is float64 too
+(:func:`_device_step_values`).
 """
 
 from __future__ import annotations
 
+import inspect
 import sys
 import weakref
 
@@ -28,6 +51,8 @@ import torch.optim.optimizer as _optimizer
 
 from lazycore.runtime.autostep import CUTTER
 from lazycore.trace import core
+
+from .tensor import Tensor as _LazyTensor
 
 _LAZY = "lazy"
 _TENSOR_LR = (torch.optim.Adam, torch.optim.Adamax, torch.optim.NAdam, torch.optim.RAdam, torch.optim.ASGD,
@@ -47,6 +72,103 @@ def _with_lazy(original):
 
     supported.lazycore_wraps = original
     return supported
+
+
+_FUNCTIONALS = ("adam", "adamax", "nadam", "radam", "asgd", "rprop", "rmsprop", "adadelta")
+"""torch.optim modules whose functional step (``torch.optim.adam.adam``)
+takes a ``capturable`` flag and the step counters (:func:`_device_step_values`)."""
+
+_EAGER_BRANCH = ("adam", "adamax", "nadam")
+"""Of those, the ones whose eager branch runs on the lazy device with device
+step values: it decides nothing from them in Python (RAdam's eager branch
+asks ``rho_t > 5``, ASGD's ``mu.item() != 1``, Rprop's indexes by masks)."""
+
+
+class _DeviceScalars(torch.overrides.TorchFunctionMode):
+    """While an eager branch runs on the lazy device: a device value in an
+    argument torch takes as a Python number (it would read it back with
+    ``.item()``) becomes a tensor operand of the same formula, rounded to the
+    tensor's dtype where eager rounds the number (``addcdiv_(a, b,
+    value=s)`` computes ``(s * a) / b``, as ``addcdiv_(s * a, b)``). And a
+    float64 device value converted to a parameter's float dtype (Adam's
+    ``beta1.to(dtype=param.dtype)`` of a device ``betas[0]``) stays float64:
+    eager's beta is a Python float, so ``1 - beta1`` is computed in float64
+    and rounded once where it meets the tensor (``1 - float32(0.9999)`` is
+    1.66e-4 off)."""
+
+    _KEYWORD = {"add": "alpha", "add_": "alpha", "sub": "alpha", "sub_": "alpha",
+                "addcdiv": "value", "addcdiv_": "value", "addcmul": "value", "addcmul_": "value"}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.Tensor.to and type(args[0]) is _LazyTensor and args[0].dtype == torch.float64 \
+                and args[0].dim() == 0:
+            dtypes = [a for a in (*args[1:], kwargs.get("dtype")) if isinstance(a, torch.dtype)]
+            devices = [a for a in (*args[1:], kwargs.get("device")) if isinstance(a, (torch.device, str))]
+            if dtypes and dtypes[0].is_floating_point and all(torch.device(d) == args[0].device for d in devices):
+                return args[0]
+        key = self._KEYWORD.get(getattr(func, "__name__", None))
+        scalar = kwargs.get(key) if key else None
+        if type(scalar) is _LazyTensor and scalar.dim() == 0 and len(args) >= 2:
+            kwargs = {k: v for k, v in kwargs.items() if k != key}
+            # self +- alpha * other, self + value * t1 (* or /) t2: the scalar scales the first operand
+            return func(args[0], args[1] * scalar, *args[2:], **kwargs)
+        return func(*args, **kwargs)
+
+
+_DEVICE_VALUES: list = []
+"""Non-empty while an eager branch runs on the lazy device."""
+
+
+def _get_value_on_device(original):
+    def get_value(x):
+        if _DEVICE_VALUES and type(x) is _LazyTensor:
+            return x.to(torch.float64)  # (eager: x.item(), a Python float)
+        return original(x)
+
+    get_value.lazycore_wraps = original
+    return get_value
+
+
+def _device_step_values(functional, eager_branch: bool):
+    """torch's functional step (``torch.optim.adam.adam``) over lazy
+    parameters whose optimizer made them capturable: its step counters are
+    float64 device values while it runs, so what it computes from them
+    (``1 - beta2 ** step``) is computed as Python computes it, in float64,
+    not in the counters' float32 (``1 - 0.9999 ** 1`` is 1.66e-4 off in
+    float32, and RAdam's rectification term turns that into a different
+    update); with ``eager_branch``, it runs its eager branch (module doc)."""
+    steps_at = list(inspect.signature(functional).parameters).index("state_steps")
+
+    def step(params, *args, **kwargs):
+        if (not kwargs.get("capturable") or kwargs.get("differentiable") or kwargs.get("fused")
+                or not params or type(params[0]) is not _LazyTensor):
+            return functional(params, *args, **kwargs)
+        if eager_branch:
+            # (the eager branch takes a device learning rate only one parameter at a time)
+            kwargs = {**kwargs, "capturable": False, "foreach": False}
+            _DEVICE_VALUES.append(True)
+            try:
+                with _DeviceScalars():
+                    return functional(params, *args, **kwargs)
+            finally:
+                _DEVICE_VALUES.pop()
+        args = list(args)
+        if steps_at - 1 < len(args):
+            counters = args[steps_at - 1]
+            wide = args[steps_at - 1] = [t.to(torch.float64) for t in counters]
+        else:
+            counters = kwargs["state_steps"]
+            wide = kwargs["state_steps"] = [t.to(torch.float64) for t in counters]
+        try:
+            return functional(params, *args, **kwargs)
+        finally:
+            with torch.no_grad():
+                for t, w in zip(counters, wide):
+                    t.copy_(w)  # (a whole number: exact in float32 up to 2**24 steps)
+
+    step.lazycore_wraps = functional
+    return step
 
 
 def _on_lazy(group) -> bool:
@@ -73,8 +195,8 @@ class _Rate:
     __slots__ = ("tensor", "value", "fresh")
 
     def __init__(self, value: float, device):
-        with torch.no_grad():
-            self.tensor = torch.full((), value, device=device)
+        with torch.no_grad():  # float64: the rate meets the step math before any float32 tensor
+            self.tensor = torch.full((), value, dtype=torch.float64, device=device)
         self.value = value
         self.fresh = True
 
@@ -264,6 +386,13 @@ def install() -> None:
         found = module.__dict__.get("_get_capturable_supported_devices")
         if found is not None and not hasattr(found, "lazycore_wraps"):
             module._get_capturable_supported_devices = _with_lazy(found)
+        found = module.__dict__.get("_get_value")
+        if found is not None and not hasattr(found, "lazycore_wraps"):
+            module._get_value = _get_value_on_device(found)
+        short = name.rpartition(".")[2]
+        functional = module.__dict__.get(short) if short in _FUNCTIONALS else None
+        if callable(functional) and not hasattr(functional, "lazycore_wraps"):
+            setattr(module, short, _device_step_values(functional, short in _EAGER_BRANCH))
     import torch.optim.lr_scheduler as schedulers
 
     for cls in vars(schedulers).values():
