@@ -451,15 +451,28 @@ def _setitem(a, key, val):
 
 
 def _index_input(indices, casting_ok=True) -> _Index:
+    """``take``'s indices (``casting_ok``: NumPy casts them to ``intp``, an array
+    with ``same_kind`` casting: booleans count as 0 and 1, floats raise
+    ``TypeError``; a list of numbers any way), else ``take_along_axis``'s
+    and ``put_along_axis``'s (an integer array)."""
     if isinstance(indices, ndarray):
-        if indices.dtype.kind not in "iu":
-            if indices.dtype.kind == "b" or not casting_ok:
-                raise IndexError("arrays used as indices must be of integer type")
-            return _Index(False, lazy=indices.astype(np.int64))
-        return _Index(False, lazy=indices)
+        kind = indices.dtype.kind
+        if kind in "iu":
+            return _Index(False, lazy=indices)
+        if not casting_ok:
+            raise IndexError("`indices` must be an integer array")
+        if kind != "b":
+            raise TypeError(f"Cannot cast array data from {indices.dtype!r} to dtype('int64') according to the "
+                            f"rule 'same_kind'")
+        return _Index(False, lazy=indices.astype(np.int64))
     host = np.asarray(indices)
     if host.dtype.kind not in "iu":
-        if not casting_ok or host.dtype.kind not in "fb":
+        if not casting_ok:
+            raise IndexError("`indices` must be an integer array")
+        if isinstance(indices, np.ndarray) and host.dtype.kind != "b":
+            raise TypeError(f"Cannot cast array data from {host.dtype!r} to dtype('int64') according to the "
+                            f"rule 'same_kind'")
+        if host.dtype.kind not in "fb":
             raise IndexError("arrays used as indices must be of integer type")
         host = host.astype(np.intp)
     return _Index(False, host=host)
