@@ -37,9 +37,12 @@ for device values while the optimizer steps, :mod:`.optim`: a scheduler's
 new value is a new input, and the step replays), those optimizers' state
 tensors, whether each parameter has a gradient, and the
 Python state the step's own code read (globals, closed-over cells, ``self``
-attributes: :mod:`lazycore.trace.pyreads`). Python values read elsewhere
-(by library code) are baked in, as in ``jax.jit``: pass what changes as an
-argument.
+attributes: :mod:`lazycore.trace.pyreads`; attributes it reads through
+locals, helpers' arguments and chains, ``c = cfg; inner(c)`` reading
+``c.scale``, as the call read them: :mod:`lazycore.trace.attrreads`). Python
+values read elsewhere (by library code, or an attribute of a call's result
+or one a property computes) are baked in, as in ``jax.jit``: pass what
+changes as an argument.
 
 Optimizers replay: on the lazy device they are capturable
 (:mod:`lazycore.frontends.torch.optim`), so Adam's step counter and bias
@@ -68,6 +71,7 @@ import torch.optim.optimizer as _optimizer
 from torch.utils import _pytree as pytree
 
 from lazycore.runtime.autostep import CUTTER
+from lazycore.trace import attrreads as _attrreads
 from lazycore.trace import capture as _capture
 from lazycore.trace import pyreads as _pyreads
 from lazycore.ir.config import settings
@@ -267,6 +271,11 @@ def _scheduler_calls(steps) -> list:
     return calls
 
 
+def _a_tensor(obj) -> bool:
+    """(a tensor's attributes are guarded as tensors: sizes, gradients)"""
+    return isinstance(obj, torch.Tensor)
+
+
 def _global_state() -> tuple:
     # (a step traced with the index checks holds them: settings.index_checks)
     return (torch.is_grad_enabled(), torch.get_default_dtype(), settings.index_checks)
@@ -342,7 +351,10 @@ class _Plan:
         state0 = _global_state()
         for opt in list(optimizers):
             _optim.refresh(opt)  # a new learning rate: an input of the step, not a value it made
-        with _tensor.MADE.collecting() as made, _optim.SchedulerSteps() as schedulers, _pyreads.Reads(fn, (torch.nn.Module,)) as reads, CUTTER.holding():
+        with _tensor.MADE.collecting() as made, _optim.SchedulerSteps() as schedulers, \
+                _attrreads.AttrReads(_a_tensor, profiled=True) as attrs, \
+                _pyreads.Reads(fn, (torch.nn.Module,), also=attrs) as reads, \
+                CUTTER.holding():
             try:
                 watch = _capture.begin([x._storage.handle for x in tensors], calls=inside is None)
                 if inside is not None:
@@ -359,7 +371,7 @@ class _Plan:
         try:
             plan = cls(watch, made, known, before, modules, optims, state0, out, seen, schedulers, flat, groups)
             try:
-                plan.python = reads.guards()
+                plan.python = _pyreads.Guards(reads.guards().checks + attrs.checks())
             except _pyreads.Blind as e:
                 raise _capture.Refused(str(e)) from None
             plan.contents = contents

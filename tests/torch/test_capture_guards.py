@@ -106,3 +106,200 @@ def test_hyperparameters_a_scheduler_sets_after_the_step_are_guarded_as_the_step
     got = _sgd_train(dev, True)
     np.testing.assert_allclose(got[0], eager[0], rtol=1e-6, atol=0)
     assert got[1].replays == 0 and "changed between calls" in got[1].why
+
+
+class _Cfg:
+    def __init__(self, scale):
+        self.scale = scale
+
+
+class _Slotted:
+    __slots__ = ("scale", "__weakref__")
+
+    def __init__(self, scale):
+        self.scale = scale
+
+
+class _ClassLevel:
+    scale = 2.0
+
+
+def _calls(fn, dev, change, n=4):
+    """``fn`` called ``n`` times (recorded, then replayed), then after
+    ``change()``: the last result, as a list. The last of the ``n`` calls
+    replayed, and the call after the change traced."""
+    x = torch.ones(2, device=dev)
+    for _ in range(n):
+        replays = fn.replays
+        fn(x)
+        ltorch.mark_step()
+    assert fn.replays == replays + 1, fn.why
+    change()
+    traces = fn.traces
+    out = fn(x)
+    ltorch.mark_step()
+    assert fn.traces == traces + 1
+    return out.cpu().tolist()
+
+
+_CFG = _Cfg(2.0)
+_HOLDER = _Cfg(_Cfg(2.0))
+_SLOTTED = _Slotted(2.0)
+
+
+def _inner(c):
+    return c.scale
+
+
+def _step_through_a_local_and_a_helper(x):
+    c = _CFG
+    return x * _inner(c)
+
+
+def _step_reading_a_global_object(x):
+    return x * _CFG.scale
+
+
+def _step_through_a_chain(x):
+    return x * _HOLDER.scale.scale
+
+
+def _step_through_slots(x):
+    s = _SLOTTED
+    return x * s.scale
+
+
+def _set(obj, name, value):
+    return lambda: setattr(obj, name, value)
+
+
+def _patterns():
+    """(step, the change after recording, restore)"""
+    return {
+        "local-in-helper": (_step_through_a_local_and_a_helper, _set(_CFG, "scale", 100.0), _set(_CFG, "scale", 2.0)),
+        "global-object": (_step_reading_a_global_object, _set(_CFG, "scale", 100.0), _set(_CFG, "scale", 2.0)),
+        "chain-value": (_step_through_a_chain, _set(_HOLDER.scale, "scale", 100.0),
+                        _set(_HOLDER.scale, "scale", 2.0)),
+        "chain-link-replaced": (_step_through_a_chain, _set(_HOLDER, "scale", _Cfg(100.0)),
+                                _set(_HOLDER, "scale", _Cfg(2.0))),
+        "slots": (_step_through_slots, _set(_SLOTTED, "scale", 100.0), _set(_SLOTTED, "scale", 2.0)),
+    }
+
+
+@pytest.mark.parametrize("pattern", sorted(_patterns()))
+def test_an_attribute_reached_through_locals_helpers_and_chains_is_guarded(dev, pattern):
+    """The issue's pattern (``c = cfg; inner(c)`` reading ``c.scale``) and its
+    kin: a changed value retraces, it is not replayed stale."""
+    fn, change, restore = _patterns()[pattern]
+    step = ltorch.capture(fn)
+    try:
+        got = _calls(step, dev, change)
+        assert got == fn(torch.ones(2)).tolist() == [100.0, 100.0]
+    finally:
+        restore()
+
+
+def test_an_attribute_of_an_object_in_a_closure_cell_is_guarded(dev):
+    cfg = _Cfg(2.0)
+
+    def helper():
+        return cfg
+
+    @ltorch.capture
+    def step(x):
+        c = helper()
+        return x * c.scale
+
+    got = _calls(step, dev, _set(cfg, "scale", 100.0))
+    assert got == [100.0, 100.0]
+
+
+def test_a_class_attribute_read_through_an_instance_is_guarded(dev):
+    obj = _ClassLevel()
+
+    @ltorch.capture
+    def step(x):
+        o = obj
+        return x * o.scale
+
+    try:
+        got = _calls(step, dev, _set(_ClassLevel, "scale", 100.0))
+    finally:
+        _ClassLevel.scale = 2.0
+    assert got == [100.0, 100.0]
+
+
+def test_an_instance_attribute_shadowing_the_class_one_later_is_seen(dev):
+    obj = _ClassLevel()
+
+    @ltorch.capture
+    def step(x):
+        o = obj
+        return x * o.scale
+
+    got = _calls(step, dev, _set(obj, "scale", 100.0))
+    assert got == [100.0, 100.0]
+
+
+def test_an_attribute_of_a_hashable_argument_object_is_guarded(dev):
+    cfg = _Cfg(2.0)
+
+    @ltorch.capture
+    def step(x, c):
+        return x * c.scale
+
+    x = torch.ones(2, device=dev)
+    for _ in range(4):
+        step(x, cfg)
+        ltorch.mark_step()
+    assert step.replays >= 1
+    cfg.scale = 100.0
+    traces = step.traces
+    assert step(x, cfg).cpu().tolist() == [100.0, 100.0]
+    assert step.traces == traces + 1
+
+
+def test_unchanged_attribute_reads_and_objects_the_step_makes_keep_replaying(dev):
+    """Guards on objects made inside the step (gone after it) pass, and
+    attributes that do not change cost no retrace."""
+
+    class Batch:
+        def __init__(self, x):
+            self.x = x
+            self.k = 3.0
+
+    @ltorch.capture
+    def step(x):
+        b = Batch(x)
+        return b.x * b.k * _CFG.scale
+
+    x = torch.ones(2, device=dev)
+    for _ in range(7):
+        out = step(x)
+        ltorch.mark_step()
+    assert out.cpu().tolist() == [6.0, 6.0]
+    assert step.traces <= 3 and step.replays == 7 - step.traces, step.why
+
+
+def test_attribute_guards_under_a_tracer_already_running_and_the_tracer_keeps_its_events(dev):
+    """A debugger or coverage (``sys.settrace``) before the call: the reads are
+    still watched, and the tracer still gets its line events."""
+    import sys
+
+    lines = []
+
+    def tracer(frame, event, arg):
+        if frame.f_code is _step_through_a_local_and_a_helper.__code__ and event == "line":
+            lines.append(frame.f_lineno)
+        return tracer
+
+    step = ltorch.capture(_step_through_a_local_and_a_helper)
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        got = _calls(step, dev, _set(_CFG, "scale", 100.0))
+    finally:
+        sys.settrace(old)
+        _CFG.scale = 2.0
+    assert got == [100.0, 100.0]
+    assert lines  # (the traced calls ran the step's lines under the tracer)

@@ -17,9 +17,10 @@ code it entered (:func:`is_user_code`):
 strings, None, and small tuples, lists, dicts and sets of them) compared by
 value, other globals and cell contents by identity (a rebound function, a
 replaced model). Tensors, modules' parameters and optimizer state are the
-frontend's to guard. What goes unseen: state read by library code on the
-user's behalf (a library global), and an attribute of an object other than
-``self`` that the step reaches through a local variable.
+frontend's to guard. What goes unseen here: state read by library code on
+the user's behalf (a library global), and an attribute of an object other
+than ``self`` that the step reaches through a local variable or a chain
+(:mod:`.attrreads` watches those, given this profiler's events).
 """
 
 from __future__ import annotations
@@ -90,11 +91,14 @@ class Blind(Exception):
 class Reads:
     """Watch a traced call: ``with Reads(fn) as reads: fn(...)``."""
 
-    def __init__(self, fn, library_selves: tuple = ()):
+    def __init__(self, fn, library_selves: tuple = (), also=None):
         """``library_selves``: classes whose instances' attributes are guarded
         even where library code reads them (a frontend's modules: torch's
-        ``Dropout.forward`` reads ``self.p``)."""
+        ``Dropout.forward`` reads ``self.p``). ``also``: a watcher that wants
+        call and return events too (:class:`.attrreads.AttrReads`, entered
+        first), given them by this profiler rather than a second one."""
         self.fn = fn
+        self.also = also
         self.library_selves = library_selves
         self.codes: dict = {}  # code -> its globals dict, for the user functions entered
         self.selves: dict[int, object] = {}  # id -> a ``self`` of a user method entered
@@ -110,17 +114,31 @@ class Reads:
             self.blind = True
             return self
         codes, selves, library_selves = self.codes, self.selves, self.library_selves
+        also_call = getattr(self.also, "on_call", None)
+        also_return = getattr(self.also, "on_return", None)
+        also_on = self.also.tracing if also_call is not None else None
 
         def on_event(frame, event, arg):
             if event == "call":
                 code = frame.f_code
                 user = is_user_code(code.co_filename)
+                # (it wants the frames of user code, and any frame while it traces one)
+                if also_call is not None and (user or also_on[0]):
+                    also_call(frame)
                 if user:
                     codes.setdefault(code, frame.f_globals)
                 if code.co_argcount and code.co_varnames[0] == "self" and (user or library_selves):
                     me = frame.f_locals.get("self")
                     if me is not None and (user or isinstance(me, library_selves)):
                         selves.setdefault(id(me), me)
+            elif event == "return" and also_return is not None:
+                # (it wants the returns of frames it traces, and those to a frame it traces)
+                if also_on[0]:
+                    also_return(frame)
+                else:
+                    back = frame.f_back
+                    if back is not None and back.f_trace is not None:
+                        also_return(frame)
             if previous is not None:
                 previous(frame, event, arg)
 
@@ -157,7 +175,8 @@ class Reads:
             for name, value in attrs.items():
                 snap = plain(value)
                 if snap is not NOT_PLAIN:
-                    checks.append((f"attribute '{name}' of a {type(me).__name__}", _Attr(ref, name), snap, False))
+                    checks.append((f"attribute '{name}' of a {type(me).__name__}", _Attr(ref, name, value), snap,
+                                   False))
         return Guards(checks)
 
 
@@ -222,14 +241,19 @@ class _Cell:
 
 
 class _Attr:
-    __slots__ = ("ref", "name")
+    """An attribute of a ``self``; what it was when the object is gone (an
+    object the step made, a dataclass of the batch: its attributes are the
+    step's own work; one the step reaches from outside is reached through a
+    global, a cell or an attribute, which is guarded itself)."""
 
-    def __init__(self, ref, name):
-        self.ref, self.name = ref, name
+    __slots__ = ("ref", "name", "then")
+
+    def __init__(self, ref, name, then):
+        self.ref, self.name, self.then = ref, name, then
 
     def __call__(self):
         me = self.ref()
-        return _GONE if me is None else vars(me).get(self.name, _GONE)
+        return self.then if me is None else vars(me).get(self.name, _GONE)
 
 
 class Guards:
