@@ -146,9 +146,9 @@ def test_three_processes_one_killed_both_survivors_exit_cleanly():
     _killed(dead, 1)
     _clean(code2, err2, 0)
     assert "process 2 caught: lazycore: process 1 of 3 died" in out2, out2[-2000:]
-    # process 0 (it runs the coordination service) outlives process 2 and then exits
     _clean(code0, err0, 1)
     assert "PeerLost: lazycore: process 1 of 3 died" in err0, err0[-3000:]
+    assert "collective that cannot finish" not in err0  # its read raised, though gloo left it waiting
 
 
 def test_a_survivor_stuck_in_a_collective_exits_with_the_message_and_status_1():
@@ -170,6 +170,7 @@ def test_when_process_0_is_killed_the_coordination_service_stays_and_the_others_
     assert "PeerLost: lazycore: process 0 of 3 died" in err1, err1[-3000:]
     _clean(code2, err2, 0)
     assert "process 2 caught: lazycore: process 0 of 3 died" in out2, out2[-2000:]
+    assert "collective that cannot finish" not in err1, err1[-3000:]
 
 
 def test_two_processes_process_0_killed():

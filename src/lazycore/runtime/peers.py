@@ -13,9 +13,10 @@ interface that reaches the coordinator, watched by a daemon thread: a
 connection that closes without the goodbye a process sends at exit names the
 process that died (killed, crashed) at once. Then:
 
-- a read of a value of the group (or a program's run) that fails raises
-  :class:`PeerLost`, naming the process, once; later ones raise it before
-  touching jax (they would hang or fail the same way);
+- a read of a value of the group that fails, or waits for the dead process
+  (:func:`collective`), raises :class:`PeerLost` naming the process, once;
+  later reads and programs of the group raise it before touching jax (they
+  would hang or fail the same way);
 - a process stuck in a collective that will never finish (one compiled into
   a program waits for the dead process's part) is ended after a grace period
   (half the heartbeat timeout, at most 10 s, so before jax's fatal error): the
@@ -49,7 +50,7 @@ import threading
 import time
 import traceback
 
-__all__ = ["PeerLost", "broken", "check", "failed", "start"]
+__all__ = ["PeerLost", "broken", "check", "collective", "failed", "start"]
 
 _HELLO = b"R"
 _BYE = b"B"
@@ -73,6 +74,7 @@ class _Watch:
         self.grace_s = max(1.0, min(10.0, heartbeat_s / 2))
         self.lost: dict[int, str] = {}
         self.first_death: float | None = None
+        self.first_loss: float | None = None
         self.said_bye: set[int] = set()
         self.raised = False
         self.exiting = False
@@ -162,6 +164,8 @@ class _Watch:
     def _lost(self, j: int, how: str) -> None:
         with self.changed:
             self.lost.setdefault(j, how)
+            if self.first_loss is None:
+                self.first_loss = time.monotonic()
             if how == "died" and self.first_death is None:
                 self.first_death = time.monotonic()
             self.changed.notify_all()
@@ -313,3 +317,36 @@ def failed(error: BaseException, wait_s: float = 3.0) -> None:
         watch.changed.wait_for(lambda: watch.lost, timeout=wait_s)
     if watch.lost:
         raise watch.error(error) from None
+
+
+SETTLE_S = 0.5
+"""How long a collective may still finish after a process of the group is
+gone (its part may have arrived) before :func:`collective` gives up on it."""
+
+
+def collective(fn):
+    """``fn()``, a collective, run in a daemon thread while the caller waits:
+    :class:`PeerLost` when a process of the group is gone and it has not
+    finished :data:`SETTLE_S` later (it may never return: the thread is left
+    to the process's end); ``fn``'s result or exception otherwise."""
+    if not _WATCH:
+        return fn()
+    watch = _WATCH[0]
+    box: dict = {}
+    done = threading.Event()
+
+    def run():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # handed to the caller
+            box["error"] = e
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="lazycore-collective", daemon=True).start()
+    while not done.wait(0.05):
+        if watch.first_loss is not None and time.monotonic() - watch.first_loss > SETTLE_S and not done.is_set():
+            raise watch.error() from None
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

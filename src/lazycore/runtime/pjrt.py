@@ -316,7 +316,10 @@ def to_host(buffer) -> np.ndarray:
 
         peers.check()  # a process of the group is gone: this would fail or hang
         try:
-            return np.asarray(multihost_utils.process_allgather(buffer, tiled=True))
+            # waited for beside the watch: a read that waits for a dead process raises PeerLost
+            return peers.collective(lambda: np.asarray(multihost_utils.process_allgather(buffer, tiled=True)))
+        except peers.PeerLost:
+            raise
         except Exception as e:
             peers.failed(e)  # raises PeerLost naming the process when one is gone
             raise
