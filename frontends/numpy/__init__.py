@@ -18,7 +18,7 @@ import lazycore.observe  # noqa: F401  (metrics, guards, debug lines and dumps h
 from . import creation, fallback, methods, reductions, ufuncs  # noqa: F401  (methods binds operators)
 from . import indexing, linalg, random  # noqa: F401  (np.linalg, np.random)
 from . import complexes, fft  # noqa: F401  (.real/.imag, np.angle; np.fft)
-from .sorting import argsort, sort  # noqa: F401  (also ndarray.sort/.argsort)
+from .sorting import argsort, searchsorted, sort  # noqa: F401  (also ndarray.sort/.argsort)
 from .indexing import *  # noqa: F401,F403  (take, take_along_axis, put_along_axis)
 from .array import asarray, ndarray
 from .sharding import shard, sharding_of
@@ -33,6 +33,10 @@ from numpy import (  # noqa: F401
     complex64, complex128, complexfloating, inexact,
     promote_types, can_cast, broadcast_shapes,
 )
+
+from .sets import *  # noqa: F401,F403,E402  (unique_values & co.: sorted)
+from .dtypeinfo import *  # noqa: F401,F403,E402  (isdtype, result_type, can_cast: never a fallback)
+from .methods import round_ as round, round_ as around  # noqa: E402,A001
 
 globals().update(ufuncs.UFUNCS)
 from . import array_api  # noqa: E402

@@ -6,12 +6,14 @@ NumPy's own function returns (NumPy 2 keeps single precision), and runs one
 sizes, its errors and warnings for ``n``, ``axis``, ``s``/``axes`` and
 ``norm``) comes from NumPy itself, called once per signature on a zero array
 whose untransformed axes have size 1. ``numpy.fft.fft(lazy_array)`` stays lazy
-too. The helpers (``fftfreq``, ``fftshift`` ...) run NumPy, counted.
+too. The frequencies (``fftfreq``, ``rfftfreq``) are host constants, uploaded;
+the shifts are a lazy ``roll``.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
@@ -170,27 +172,62 @@ irfft2 = _many(F.irfft2, "c2r", True, (-2, -1))
 
 
 # The helpers with NumPy's arguments and the Array API's (2024.12 adds ``dtype`` to the
-# frequencies, which NumPy's own functions lack); NumPy computes them, counted.
-def fftfreq(n, d=1.0, *, dtype=None, device=None):
-    out = call_numpy(F.fftfreq, (n, d), {}, name="numpy.fft.fftfreq")
+# frequencies, which NumPy's own functions lack). The frequencies are constants of ``n``
+# and ``d``: NumPy computes them on the host and they are uploaded, as ``arange`` is
+# (no fallback); a lazy ``d`` scales them lazily, as NumPy's ``results * val`` does.
+# The shifts are a lazy ``roll``.
+def _frequencies(fn, n, d, dtype, device):
+    from .array import from_host
+    from .array_api import _check_device
+
+    _check_device(device)
+    if isinstance(d, ndarray):
+        n = operator.index(n)
+        if fn is F.fftfreq:  # the integers NumPy scales: 0, 1, ..., -2, -1
+            ints = np.concatenate([np.arange(0, (n - 1) // 2 + 1), np.arange(-(n // 2), 0)])
+        else:
+            ints = np.arange(0, n // 2 + 1)
+        out = from_host(ints) * (1.0 / (n * d))
+    else:
+        out = from_host(fn(n, d))
     return out if dtype is None else out.astype(dtype)
+
+
+def fftfreq(n, d=1.0, *, dtype=None, device=None):
+    return _frequencies(F.fftfreq, n, d, dtype, device)
 
 
 def rfftfreq(n, d=1.0, *, dtype=None, device=None):
-    out = call_numpy(F.rfftfreq, (n, d), {}, name="numpy.fft.rfftfreq")
-    return out if dtype is None else out.astype(dtype)
+    return _frequencies(F.rfftfreq, n, d, dtype, device)
 
 
-def fftshift(x, /, *, axes=None):
-    return call_numpy(F.fftshift, (x,), {"axes": axes}, name="numpy.fft.fftshift")
+def _shift(x, axes, sign):
+    from .manipulation import roll
+    from .ufuncs import asarray_like
+
+    x = asarray_like(x)
+    if axes is None:
+        axes = tuple(range(x.ndim))
+        shift = [sign * (dim // 2) for dim in x.shape]
+    elif isinstance(axes, (int, np.integer)):
+        shift = sign * (x.shape[axes] // 2)
+    else:
+        shift = [sign * (x.shape[ax] // 2) for ax in axes]
+    return roll(x, shift, axes)
 
 
-def ifftshift(x, /, *, axes=None):
-    return call_numpy(F.ifftshift, (x,), {"axes": axes}, name="numpy.fft.ifftshift")
+@implements(F.fftshift)
+def fftshift(x, axes=None):
+    return _shift(x, axes, 1)
+
+
+@implements(F.ifftshift)
+def ifftshift(x, axes=None):
+    return _shift(x, axes, -1)
 
 
 def __getattr__(name):
-    """Any other ``numpy.fft`` function (``fftfreq``, ``fftshift`` ...): NumPy itself, counted."""
+    """Any other ``numpy.fft`` function: NumPy itself, counted."""
     target = getattr(F, name, None)
     if callable(target):
         def call(*args, **kwargs):

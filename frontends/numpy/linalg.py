@@ -490,6 +490,14 @@ def _linalg_trace(x, /, *, offset=0, dtype=None):
     return TOP["trace"](x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
 
 
+@implements(np.linalg.diagonal)
+def diagonal(x, /, *, offset=0):
+    """The Array API's diagonal: of the last two axes, a view (NumPy's)."""
+    from .manipulation import diagonal as _diagonal
+
+    return _diagonal(x, offset, -2, -1)
+
+
 def __getattr__(name):
     """Everything else in ``numpy.linalg`` (inv, solve, det, svd, ...): NumPy itself, counted."""
     target = getattr(np.linalg, name, None)

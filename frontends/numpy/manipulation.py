@@ -20,7 +20,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from lazycore.trace import core
-from lazycore.trace.views import Expand, Permute, Reshape, Reverse
+from lazycore.trace.views import Expand, Permute, Reshape, Reverse, Slice
 
 from . import dtypes
 from .array import ndarray, value, wrap, write
@@ -840,3 +840,34 @@ def clip(a, a_min=_NoValue, a_max=_NoValue, out=None, *, min=_NoValue, max=_NoVa
         return UFUNCS["maximum"](a, lo, out=out, **kw)
     # NumPy's clip loop is min(max(x, lo), hi): NaN anywhere gives NaN, lo > hi gives hi
     return UFUNCS["minimum"](UFUNCS["maximum"](a, lo, **kw), hi, out=out, **kw)
+
+
+# --- diagonals (views) ------------------------------------------------------------------------------
+
+
+@implements(np.diagonal)
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """NumPy's read-only view of the diagonal: ``axis1`` and ``axis2`` moved last and
+    flattened to ``n * m`` elements, of which the diagonal is every ``m + 1``-th from
+    ``offset`` (row ``-offset``'s first element below the main diagonal); the diagonal's
+    axis comes last, as NumPy's. The view reads the source lazily, after any later write
+    to it too."""
+    a = asarray_like(a)
+    origin = a._standin()
+    out = origin.diagonal(offset, axis1, axis2)  # NumPy's errors, shape, strides, offset
+    ax1, ax2 = normalize_axis_index(axis1, a.ndim), normalize_axis_index(axis2, a.ndim)
+    perm = [d for d in range(a.ndim) if d not in (ax1, ax2)] + [ax1, ax2]
+    n, m = a.shape[ax1], a.shape[ax2]
+    offset = operator.index(offset)
+    count = out.shape[-1]
+    start = (offset if offset >= 0 else -offset * m) if count else 0
+    steps = []
+    if perm != list(range(a.ndim)):
+        steps.append(Permute(tuple(perm)))
+    batch = tuple(a.shape[d] for d in perm[:-2])
+    steps.append(Reshape(batch + (n * m,)))
+    steps.append(Slice(len(batch), start, count, m + 1))
+    return a._view(tuple(steps), out, origin, writeable=False)
+
+
+__all__.append("diagonal")

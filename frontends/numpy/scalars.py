@@ -4,10 +4,11 @@ operands give.
 NumPy returns a scalar (``np.float64`` & co.) where a result is 0-d: integer
 indexing down to one element, reductions over every axis, ufuncs whose inputs
 are all 0-d. A scalar differs from a 0-d array in what a program can see
-without its value: it is immutable (item assignment raises TypeError, ``s +=
-x`` rebinds ``s`` to ``s + x``, whose shape and dtype may differ), ``out=``
-refuses it, and its 0-d method results are scalars again. A :class:`scalar`
-is a lazy 0-d array that behaves so, still lazy: reading its value stays a
+without its value: it is immutable (``s += x`` rebinds ``s`` to ``s + x``,
+whose shape and dtype may differ), ``out=`` refuses it, and its 0-d method
+results are scalars again. Item assignment is the exception: NumPy's scalars
+refuse it (TypeError), a lazy scalar takes it as the Array API's 0-d arrays do
+(:meth:`scalar.__setitem__` says why). A :class:`scalar` is a lazy 0-d array that behaves so, still lazy: reading its value stays a
 barrier (``float(s)``, ``s.item()``), as for any lazy array. It is not a
 ``numpy.generic`` (``isinstance(s, np.generic)`` is False).
 """
@@ -25,7 +26,18 @@ class scalar(ndarray):
     __slots__ = ()
 
     def __setitem__(self, key, val):
-        raise TypeError(f"'numpy.{self._dtype.type.__name__}' object does not support item assignment")
+        # The one place a scalar is not NumPy's: lazycore.numpy is also the Array API
+        # namespace (x.__array_namespace__()), whose 0-d results are arrays, and arrays take
+        # item assignment. Consumers tell NumPy's read-only scalars apart by their type
+        # (array-api-compat's is_writeable_array: numpy.generic) and copy first; a lazy
+        # scalar is an unknown Array API object to them, written in place
+        # (array-api-extra's at(r, mask).set(nan) on a reduction's result, scipy.stats).
+        # So it is written as a 0-d array is (NumPy's errors for its keys), into a value of
+        # its own: the array it was read from, and anyone else's value, stay as they were.
+        a = array_of(self)
+        a[key] = val
+        self._storage, self._steps, self._estrides, self._offset, self._cache = (
+            a._storage, (), a._estrides, a._offset, None)
 
     def __getitem__(self, key):
         # NumPy indexes a scalar as a fresh 0-d array, except that s[()] is the scalar

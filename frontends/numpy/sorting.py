@@ -80,3 +80,42 @@ def _argsort_method(self, axis=-1, kind=None, order=None, *, stable=None):
 
 ndarray.sort = _sort_method
 ndarray.argsort = _argsort_method
+
+
+# searchsorted compares every needle with every element: lazy up to this many comparisons
+# (label encoding: few classes, many samples), NumPy's binary search above it (counted)
+_SEARCH_LIMIT = 1 << 24
+
+
+@implements(np.searchsorted)
+def searchsorted(a, v, side="left", sorter=None):
+    """Where ``v`` would go in the sorted 1-d ``a``: the count of elements ordered before it
+    (``side="left"``: strictly; ``"right"``: or equal), in sort's order (NaN after every
+    number), so the same position NumPy's binary search finds. Lazy for real arrays of at
+    most ``_SEARCH_LIMIT`` pairs; NumPy's otherwise, counted."""
+    from .indexing import take
+    from .ufuncs import UFUNCS
+
+    a, vv = asarray_like(a), asarray_like(v)
+    lazy = (a.ndim == 1 and side in ("left", "right") and a.dtype.kind in "biuf" and vv.dtype.kind in "biuf"
+            and a.size * vv.size <= _SEARCH_LIMIT)
+    if not lazy:
+        return call_numpy(np.searchsorted, (a, v), {"side": side, "sorter": sorter})
+    if sorter is not None:
+        a = take(a, sorter, mode="clip")
+    row = a.reshape((1,) * vv.ndim + a.shape)
+    col = vv.reshape(vv.shape + (1,))
+    isnan, logical_and, logical_or, logical_not = (UFUNCS[n] for n in ("isnan", "logical_and", "logical_or",
+                                                                        "logical_not"))
+    floats = a.dtype.kind == "f" or vv.dtype.kind == "f"
+    if side == "left":
+        before = UFUNCS["less"](row, col)
+        if floats:  # every number is before NaN
+            before = logical_or(before, logical_and(logical_not(isnan(row)), isnan(col)))
+    else:
+        before = UFUNCS["less_equal"](row, col)
+        if floats:  # everything is before or equal to NaN
+            before = logical_or(before, isnan(col))
+    from .reductions import sum as _sum
+
+    return _sum(before, axis=-1, dtype=np.int64)

@@ -590,9 +590,69 @@ def array_ufunc(uf, method, inputs, kwargs):
         if kwargs.get("dtype", None) is None:
             kwargs.pop("dtype", None)  # max/min/any/all take no dtype
         return getattr(reductions, REDUCERS[uf.__name__])(*inputs, **kwargs)
+    if method == "outer" and not kwargs.get("out") and uf.nin == 2 and uf.nout == 1:
+        return _outer(uf, inputs, kwargs)
+    if method == "accumulate":
+        done = _accumulate(uf, inputs, kwargs)
+        if done is not None:
+            return done
     from .fallback import call_numpy
 
     return call_numpy(getattr(uf, method), inputs, kwargs, name=f"numpy.{uf.__name__}.{method}")
+
+
+def _outer(uf, inputs, kwargs):
+    """``uf.outer(A, B)``: ``uf(A[..., None, ...], B)``, the lazy broadcasting NumPy's is."""
+    if len(inputs) != 2:
+        raise TypeError(f"{uf.__name__}.outer() takes exactly 2 positional arguments ({len(inputs)} given)")
+    a, b = (asarray_like(x) for x in inputs)
+    a = a.reshape(a.shape + (1,) * b.ndim)
+    kwargs = {k: v for k, v in kwargs.items() if not (k == "out" and v is None)}
+    return call(uf, (a, b), **kwargs) if kwargs else quick(uf, (a, b))
+
+
+# binary ufuncs whose loop is associative on its own type: an accumulation is a parallel
+# prefix (Hillis-Steele) over them, with no identity needed
+_ASSOCIATIVE = {"add", "multiply", "maximum", "minimum", "fmax", "fmin", "logical_and", "logical_or",
+                "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor"}
+
+
+def _accumulate(uf, inputs, kwargs):
+    """``uf.accumulate(a, axis=0, dtype=None)`` lazily, for the associative ufuncs whose
+    loop keeps its type (NumPy runs the loop ``(t, t) -> t``); None: NumPy's, counted."""
+    if uf.__name__ not in _ASSOCIATIVE or len(inputs) != 1:
+        return None
+    kwargs = dict(kwargs)
+    axis, dtype, out = kwargs.pop("axis", 0), kwargs.pop("dtype", None), kwargs.pop("out", None)
+    if kwargs or out is not None or axis is None:
+        return None
+    a = asarray_like(inputs[0])
+    if a.ndim == 0:
+        return None  # NumPy's error
+    if uf.__name__ in ("add", "multiply"):  # NumPy's sum/prod dtypes (small integers widen): cumsum/cumprod
+        from . import reductions
+
+        return getattr(reductions, "cumsum" if uf.__name__ == "add" else "cumprod")(a, axis=axis, dtype=dtype)
+    from numpy.lib.array_utils import normalize_axis_index
+
+    axis = normalize_axis_index(axis, a.ndim)
+    dt = np.dtype(dtype) if dtype is not None else a.dtype
+    try:
+        loop = uf.resolve_dtypes((dt, dt, None), reduction=True)  # the loop NumPy accumulates with
+    except TypeError:
+        return None
+    if not (loop[0] == loop[1] == loop[2]):
+        return None
+    from .manipulation import concatenate
+
+    h = a.astype(loop[0], copy=False) if a.dtype != loop[0] else a
+    n, k = a.shape[axis], 1
+    lead = (slice(None),) * axis
+    while k < n:
+        combined = quick(uf, (h[lead + (slice(k, None),)], h[lead + (slice(0, n - k),)]))
+        h = concatenate([h[lead + (slice(0, k),)], combined], axis=axis)
+        k *= 2
+    return h if h is not a else wrap(value(a), a.dtype)
 
 
 REDUCERS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
@@ -616,6 +676,41 @@ class ufunc:
     def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False, **kwargs):
         return array_ufunc(self._uf, "reduce", (a,), dict(axis=axis, dtype=dtype, out=out, keepdims=keepdims,
                                                            **kwargs))
+
+    def accumulate(self, array, axis=0, dtype=None, out=None):
+        """Lazy for the associative ufuncs (a parallel prefix); else NumPy's, counted."""
+        return array_ufunc(self._uf, "accumulate", (array,), dict(axis=axis, dtype=dtype, out=out))
+
+    def outer(self, A, B, /, **kwargs):
+        """Lazy: ``self(A[..., None, ...], B)``."""
+        return array_ufunc(self._uf, "outer", (A, B), kwargs)
+
+    def at(self, a, indices, b=None, /):
+        """Unbuffered in place: NumPy's on the value, counted, written back to ``a``."""
+        return array_ufunc(self._uf, "at", (a, indices) if b is None else (a, indices, b), {})
+
+    def reduceat(self, array, indices, axis=0, dtype=None, out=None):
+        """NumPy's, counted."""
+        return array_ufunc(self._uf, "reduceat", (array, indices), dict(axis=axis, dtype=dtype, out=out))
+
+    @property
+    def identity(self):
+        return self._uf.identity
+
+    @property
+    def ntypes(self):
+        return self._uf.ntypes
+
+    @property
+    def types(self):
+        return self._uf.types
+
+    @property
+    def signature(self):
+        return self._uf.signature
+
+    def resolve_dtypes(self, *args, **kwargs):
+        return self._uf.resolve_dtypes(*args, **kwargs)
 
     def __repr__(self):
         return f"<lazy ufunc '{self.__name__}'>"

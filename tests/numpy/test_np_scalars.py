@@ -86,11 +86,7 @@ def _assign(key):
     return fn
 
 
-WRITES = {
-    "s[...] = 1": _assign(Ellipsis),
-    "s[..., :1] = 1": _assign((Ellipsis, slice(None, 1))),
-    "s[0] = 1": _assign(0),
-    "s[()] = 1": _assign(()),
+REFUSED = {
     "add(s, 1, out=s)": lambda s, a: np_or_numpy(a).add(s, 1, out=s),
     "a.sum(out=s)": lambda s, a: a.sum(out=s),
 }
@@ -100,16 +96,51 @@ def np_or_numpy(a):
     return np if isinstance(a, np.ndarray) else numpy
 
 
-@pytest.mark.parametrize("name", list(WRITES))
-def test_scalars_are_immutable_as_numpys(name):
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_scalars_refuse_out_as_numpys(name):
     ref, lazy = VECTOR.copy(), np.asarray(VECTOR)
     with pytest.raises(Exception) as want:
-        WRITES[name](ref[1], ref)
+        REFUSED[name](ref[1], ref)
     with pytest.raises(want.type) as got:
-        WRITES[name](lazy[1], lazy)
+        REFUSED[name](lazy[1], lazy)
     if want.type is TypeError:
         assert str(got.value) == str(want.value)
     same(lazy, ref)
+
+
+ITEM_WRITES = {"s[...] = 1": Ellipsis, "s[..., :1] = 1": (Ellipsis, slice(None, 1)), "s[0] = 1": 0, "s[()] = 1": (),
+               "s[True] = 1": True, "s[False] = 1": False}
+
+
+@pytest.mark.parametrize("name", list(ITEM_WRITES))
+def test_item_assignment_writes_a_scalar_as_a_0d_array(name):
+    """NumPy's scalars refuse item assignment; lazycore.numpy is also the Array API
+    namespace, where a 0-d result is an array that takes it (array-api-extra's
+    ``at(r, mask).set(v)`` writes a reduction's result in place: array-api-compat
+    recognizes only numpy.generic as read-only). So a lazy scalar is written as NumPy
+    writes a 0-d array, with its errors, and the array it came from is unchanged."""
+    key = ITEM_WRITES[name]
+    ref, lazy = VECTOR.copy(), np.asarray(VECTOR)
+    with pytest.raises(TypeError):
+        _assign(key)(ref[1], ref)  # NumPy's scalar: refused
+    zero_d = numpy.array(ref[1])
+    try:
+        _assign(key)(zero_d, None)
+    except Exception as e:  # noqa: BLE001  (the type is what is compared)
+        want = type(e)
+    else:
+        want = None
+    s = lazy[1]
+    assert isinstance(s, scalar)
+    if want is None:
+        _assign(key)(s, lazy)
+        assert isinstance(s, scalar)
+        same(s, zero_d[()])
+    else:
+        with pytest.raises(want):
+            _assign(key)(s, lazy)
+        same(s, VECTOR[1])
+    same(lazy, ref)  # the array the scalar came from is unchanged
 
 
 @pytest.mark.parametrize("other", [numpy.arange(3), numpy.float64(2.0), numpy.array([True, False])])
