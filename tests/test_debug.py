@@ -29,8 +29,31 @@ def debugging(capsys):
     debug.reset()
     capsys.readouterr()
     with override(debug=1):
-        yield lambda: [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("[lazycore]")]
+        yield lambda: [ln for ln in capsys.readouterr().err.splitlines()
+                       if ln.startswith("[lazycore]") and ": implicit barrier: " not in ln]
     debug.reset()
+
+
+def read_in_a_function():
+    x = lc.from_numpy(np.ones((2, 3), np.float32))
+    return lc.to_numpy(lc.apply("mul", x, x))  # the read
+
+
+def test_a_barrier_run_by_a_read_names_the_line_and_function_that_read(capsys):
+    debug.reset()
+    capsys.readouterr()
+    with override(debug=1):
+        read_in_a_function()
+        x = lc.from_numpy(np.ones((2, 3), np.float32))
+        y = lc.apply("add", x, x)
+        lc.mark_step(wait=True)  # not a read: no such line
+    debug.reset()
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("[lazycore]")]
+    reads = [ln for ln in lines if ": implicit barrier: " in ln]
+    assert len(reads) == 1, lines
+    assert reads[0].startswith("[lazycore] step 1 cpu:0: implicit barrier: a read of a pending"), reads
+    assert f" at {at('the read')} in read_in_a_function " in reads[0], reads
+    del y
 
 
 def square_sum(n: int, dims=(1,)):

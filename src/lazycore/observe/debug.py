@@ -41,7 +41,7 @@ from collections import deque
 from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.graph import Value
-from lazycore.ir.sourceloc import format_location, resolve
+from lazycore.ir.sourceloc import caller, format_location, resolve
 
 __all__ = [
     "HISTORY_KEPT", "Signature", "on_barrier", "on_buckets", "on_capture", "on_failure", "reason", "reset", "signature", "stream",
@@ -373,6 +373,9 @@ def on_barrier(walk, device, hit: bool, donate: dict[int, int], pipeline: str, l
         f"[lazycore] step {step} {device.name}: {nodes} nodes ({inputs} input{'s' * (inputs != 1)}), "
         f"{outputs} output{'s' * (outputs != 1)}, {what}: {times}"
     )
+    read, _READ[:] = _READ[:], []
+    if read:
+        _write(f"[lazycore] step {step} {device.name}: implicit barrier: {read[0]}")
     if not hit:
         sig = signature(walk, donate, pipeline, step)
         if st.history:
@@ -399,6 +402,24 @@ def on_barrier(walk, device, hit: bool, donate: dict[int, int], pipeline: str, l
         with module.context:  # printing verifies, and an i64 attribute's check needs the context
             text = module.operation.get_asm(enable_debug_info=True)
         _write(f"[lazycore] step {step} {device.name}: graph:\n{text.rstrip()}")
+_READ: list = []
+"""What the next barrier line says ran it: a read of a pending value (set by
+:func:`on_implicit_barrier`, taken by :func:`on_barrier`)."""
+
+
+def on_implicit_barrier(t) -> None:
+    """A pending value is being read (``bool()`` of a tensor in an ``if``,
+    ``.item()``, ``.tolist()``, a print): the barrier it runs gets a line
+    naming the user's line and function, the place that cut the step."""
+    if not settings.debug:
+        return
+    loc = caller(2)
+    where = f"{format_location(loc)} in {loc[0].co_name}" if loc is not None else "a library's own thread"
+    _READ[:] = [f"a read of a pending {t} value at {where} needs the value now, so the graph up to it "
+                f"ran as a program of its own (data-dependent: bool() of a tensor, .item(), .tolist(), "
+                f"a print; see docs/torch.md, \"Reads inside a step\")"]
+
+
 def on_scalar_promoted(first, now, where: str) -> None:
     """A line when the learned scalar policy makes a place's number a parameter
     (:mod:`lazycore.trace.scalar_policy`)."""
@@ -416,6 +437,7 @@ def on_auto_barrier(what: str, where: str) -> None:
 events.listen("barrier", on_barrier)
 events.listen("failure", on_failure)
 events.listen("scalar_promoted", on_scalar_promoted)
+events.listen("implicit_barrier", on_implicit_barrier)
 events.listen("auto_barrier", on_auto_barrier)
 events.listen("buckets", on_buckets)
 
