@@ -161,6 +161,24 @@ def test_an_edited_entry_is_refused(disk):
     refused(rf"ignoring persistent compile cache entry {disk / name}: its digest does not match")
 
 
+def test_an_entry_of_the_earlier_format_is_a_quiet_miss_and_is_replaced(disk):
+    program(3)
+    (name,) = entries(disk)
+    body = (disk / name).read_bytes()[len(diskcache.MAGIC) + 32:]
+    old_magic = diskcache.MAGIC[:4] + b"\x00\x01" + diskcache.MAGIC[6:]  # format 1: an unkeyed BLAKE2b digest
+    (disk / name).write_bytes(old_magic + hashlib.blake2b(body, digest_size=32).digest() + body)
+    lc.cache.clear()
+    metrics.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        program(3)
+    assert counts() == (1, 0, 0, 1)
+    assert (disk / name).read_bytes().startswith(diskcache.MAGIC)
+    lc.cache.clear()
+    program(3)
+    assert metrics.counters()["disk_cache_hits"] == 1
+
+
 def test_an_entry_copied_from_a_cache_with_another_secret_is_refused(disk, tmp_path):
     other = tmp_path / "other"
     with config.override(cache_dir=other):

@@ -14,7 +14,8 @@ loads altered bytes without complaint, so the digest is checked before
 anything is loaded: an entry that fails it (truncated, corrupt, another
 format, edited, or copied from a folder with another secret) gives a
 :class:`DiskCacheWarning` and counts as an error; the program is compiled
-and its entry written again.
+and its entry written again. An entry of an earlier format (another
+:data:`MAGIC` version) is a miss without a warning, replaced the same way.
 
 An entry is native code the process will run, so the folder is trusted the
 way SSH trusts its keys. It is created private (0700). An entry is loaded
@@ -76,6 +77,11 @@ class DiskCacheWarning(RuntimeWarning):
     """A persistent compile cache entry could not be read (it is compiled
     again) or written (the program still runs), or the folder, an entry or
     the secret is not private to this user (it is not used)."""
+
+
+class OutdatedEntry(ValueError):
+    """An entry an earlier lazycore wrote (an older :data:`MAGIC` version):
+    a miss without a warning; the program's new entry replaces it."""
 
 
 class UntrustedCache(ValueError):
@@ -231,6 +237,8 @@ def _unframed(blob: bytes, key: bytes, what: str, secret_key: bytes | None) -> t
     """The header and the decompressed payload; raises ValueError for
     anything but a whole entry for ``key`` signed with ``secret_key``."""
     start = len(MAGIC) + _DIGEST_SIZE
+    if blob[:4] == MAGIC[:4] and blob[6:8] == MAGIC[6:8] and blob[4:6] < MAGIC[4:6]:
+        raise OutdatedEntry(f"an entry of format {int.from_bytes(blob[4:6], 'big')}")
     if len(blob) < start + _LENGTH_SIZE or not blob.startswith(MAGIC):
         raise ValueError("not an entry of this format")
     body = blob[start:]
@@ -318,6 +326,8 @@ class DiskCache:
                     return None
                 serialized, inputs, outputs, plan = unpack_entry(blob, key, signer)
                 exe = pjrt.deserialize(serialized, inputs, outputs, device, plan)
+            except OutdatedEntry:
+                return None
             except Exception as e:  # whatever the bytes make jaxlib or the decoders raise
                 self._unreadable(path, e)
                 return None
@@ -342,6 +352,8 @@ class DiskCache:
             if signer is None:
                 return None
             payload = unpack_data(blob, key, signer)
+        except OutdatedEntry:
+            return None
         except Exception as e:
             self._unreadable(path, e, "making it again")
             return None
