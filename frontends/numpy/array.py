@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from lazycore.ir.context import LOCK as _LOCK
 from lazycore.ir.memo import Memo
 from lazycore.trace import core
 from lazycore.runtime import device as _lc_device
@@ -339,7 +340,8 @@ def _new(storage, steps, shape, dtype, estrides, offset, writeable=True) -> ndar
 def wrap(handle, dtype=None) -> ndarray:
     """A new C-contiguous array owning ``handle`` (a fresh handle on its value:
     storages never share one)."""
-    handle = core.LazyTensor(handle.value, handle.device)
+    with _LOCK:  # no barrier between reading the value and holding it (it could donate what it reads)
+        handle = core.LazyTensor(handle.value, handle.device)
     shape = tuple(handle.shape)
     dt = dtypes.TO_NUMPY[handle.dtype] if dtype is None else np.dtype(dtype)
     return new_array(handle, dt, shape, contiguous(shape))
@@ -378,15 +380,18 @@ def value(a: ndarray):
     if not a._steps:
         return storage.handle
     # A view read again while its storage is unchanged reuses the graph it
-    # built (a stencil reads the same slices many times).
-    base = storage.handle
-    current = base._value
-    cache = a._cache
-    if cache is not None and cache[0] is current:
-        return core.LazyTensor(cache[1], base.device)
-    h = views.read(storage, a._steps)
-    a._cache = (current, h._value)
-    return h
+    # built (a stencil reads the same slices many times). Under the lock: a
+    # barrier of another thread between the check and the new handle could
+    # donate a buffer the cached graph reads (docs/threads.md).
+    with _LOCK:
+        base = storage.handle
+        current = base._value
+        cache = a._cache
+        if cache is not None and cache[0] is current:
+            return core.LazyTensor(cache[1], base.device)
+        h = views.read(storage, a._steps)
+        a._cache = (current, h._value)
+        return h
 
 
 def write(a: ndarray, new) -> None:
