@@ -286,3 +286,40 @@ def test_numpy_take_clip_and_wrap_modes_are_not_checked():
     i = lnp.asarray([5, -7])
     assert _np_read(lnp.take(a, i, mode="clip")) == numpy.take(numpy.arange(3.0), [5, -7], mode="clip").tolist()
     assert _np_read(lnp.take(a, i, mode="wrap")) == numpy.take(numpy.arange(3.0), [5, -7], mode="wrap").tolist()
+
+
+def test_a_captured_step_keeps_its_checks_in_its_call_node():
+    """lazycore.torch.capture replays the step as one ``call`` node; its index
+    checks yield their flags from it, and a bad target at a replay fails the
+    step's results (eager raises inside the step) with the user's line."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3).to(DEV)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    @ltorch.capture
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)  # captured loss
+        loss.backward()
+        opt.step()
+        return loss
+
+    x = torch.ones(2, 4, device=DEV)
+    losses = []
+    for k in range(6):
+        y = torch.tensor([0, 3] if k == 4 else [k % 3, 1], device=DEV)
+        losses.append(step(x, y))
+        lazycore.mark_step()
+    assert step.replays >= 3
+    steady = metrics.graph_sizes()[2:4]
+    params = len(list(model.parameters()))
+    assert all(nodes <= 4 + 2 * params for nodes, _, _ in steady), steady  # a call node, not the step's ops
+    for k, loss in enumerate(losses):
+        if k < 4:
+            assert loss.item() == loss.item()  # a number
+        else:
+            with pytest.raises(IndexError) as info:
+                loss.item()
+            assert info.value.location == at("captured loss")
+    with pytest.raises(IndexError):
+        model.weight.tolist()  # updated by the failed step: failed too

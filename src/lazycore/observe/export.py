@@ -339,7 +339,7 @@ def _build(name, device, walk, leaves, values, updates, donated) -> Exported:
     results = [Result(j, v.node.types[v.index]) for j, v in enumerate(values)]
     results += [Result(len(results) + k, v.node.types[v.index], "update", arg=i)
                 for k, (i, v) in enumerate(updates.items())]
-    flags = [(n, n.operands[1]) for n in checks.nodes(walk)]
+    flags = [(n, v) for n, v, _ in checks.entries(walk)]
     results += [Result(len(results) + k, v.node.types[v.index], "check", message=n.attrs["message"],
                        error=n.attrs["error"]) for k, (n, v) in enumerate(flags)]
     plan = _plan(donated, leaves, results, name)

@@ -24,10 +24,22 @@ eager's error text. How a check reaches the user:
    (the values it failed must not feed the next program) and before any
    read returns a value.
 
+The frontends record checks for torch's integer division by zero, NumPy's
+negative integer powers and floating-point errors under ``np.errstate``, and
+every index held on the device (``x[i]``, gather, scatter, index_select,
+embedding, nll_loss's targets, one_hot, NumPy's fancy indexing and take, ...:
+eager's range, eager's exception type; ``settings.index_checks`` off records
+none of those, and an out-of-range index is clamped or its update dropped).
+
 A check whose ``error`` is ``RuntimeWarning`` (NumPy's floating-point
 warnings under ``np.errstate``) fails nothing: when its flag is true the
 warning is emitted, attributed to the line that recorded the check, and the
 values stand.
+
+A captured step replayed as one ``call`` node (:mod:`lazycore.trace.capture`)
+keeps its checks in its body and yields their flags after its results: each
+such flag counts as the check's, and a true one fails every result of the
+call (eager would have raised inside the step, before any of it was done).
 
 Nothing else is special: check nodes hash, replay, capture and cache like any
 other node, and a check whose result nothing live uses is not computed,
@@ -51,14 +63,50 @@ _REGISTRIES: dict[str, dict] = {}
 once per line, as a module's ``__warningregistry__`` gives it)."""
 
 
+_CALLS: dict[int, tuple] = {}
+"""``id(body)`` -> (body, [(check node, result index of its flag)]) of a ``call`` body."""
+
+
+def _in_call(node) -> list:
+    body = node.bodies[0]
+    known = _CALLS.get(id(body))
+    if known is None or known[0] is not body:
+        where = {(id(v[0]), v[1]): i for i, v in enumerate(body.results)}
+        found = []
+        for inner in body.order:
+            if inner.op == "check":
+                flag = inner.operands[1]
+                i = where.get((id(flag[0]), flag[1]))
+                if i is not None:
+                    found.append((inner, i))
+        if len(_CALLS) > 1024:
+            _CALLS.clear()
+        known = _CALLS[id(body)] = (body, found)
+    return known[1]
+
+
+def entries(walk) -> list[tuple[Node, Value, Node]]:
+    """Per value check of a barrier's walk, in the order of their flags:
+    ``(check node, its flag's value, the node whose results it fails)`` (the
+    check itself, or the ``call`` node whose body holds it)."""
+    out = []
+    for node in walk.order:
+        op = node.op
+        if op == "check":
+            out.append((node, node.operands[1], node))
+        elif op == "call":
+            out.extend((inner, Value(node, i), node) for inner, i in _in_call(node))
+    return out
+
+
 def nodes(walk) -> list[Node]:
     """The check nodes of a barrier's walk, in the order of their flags."""
-    return [node for node in walk.order if node.op == "check"]
+    return [e[0] for e in entries(walk)]
 
 
 def flag_values(walk) -> list[Value]:
-    """The ``failed`` operand of each of :func:`nodes`: the program's extra outputs."""
-    return [node.operands[1] for node in nodes(walk)]
+    """The flag of each of :func:`nodes`: the program's extra outputs."""
+    return [e[1] for e in entries(walk)]
 
 
 def failed(values: list[Value], flags: list) -> list | None:
@@ -72,14 +120,15 @@ def failed(values: list[Value], flags: list) -> list | None:
     from lazycore.runtime.barrier import Walk  # the barrier builds on this module
 
     walk = Walk(values)
-    checked = nodes(walk)
+    checked = entries(walk)
     seeds = {}
     for i in tripped:
-        node = checked[i]
+        node, _, owner = checked[i]
         if node.attrs["error"] == WARNING:
             _warn(node)
             continue
-        seeds[id(node)] = failures.node_failure(node, node.attrs["message"], "check", None, node.attrs["error"])
+        if id(owner) not in seeds:  # (a call's first failed check names it)
+            seeds[id(owner)] = failures.node_failure(node, node.attrs["message"], "check", None, node.attrs["error"])
     if not seeds:
         return None
     bad = failures.spread(walk, seeds)

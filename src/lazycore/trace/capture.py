@@ -274,7 +274,7 @@ class Recording:
             self.updates.append(i if i is not None else weakref.ref(h))
         self.kept = [h.device for h in kept]
         """The devices of the kept handles' values, in order."""
-        as_call = made and watch.calls and settings.capture_calls and not any(node.op == "check" for node in made)
+        as_call = made and watch.calls and settings.capture_calls
         outputs = [at(v) for v in outputs]
         self.fragment = Fragment(entries, n, self.baked, outputs, [node.loc for node in made], "a captured step")
         self.fragment.remember(recorded_inputs, [node.digest for node in made])
@@ -311,6 +311,11 @@ class Recording:
         log_start, first = LOG.start, LOG.start + len(LOG.nodes)
         outs = self.fragment.replay((), given)
         logged = LOG.on and LOG.start == log_start
+        # the step's value checks yield their flags after its results: each is
+        # the check's flag in the barrier's program (lazycore.runtime.checks)
+        checks = _checks_of(outs)
+        results = len(outs)
+        outs = list(outs) + [c.operands[1] for c in checks]
         boundary = {(id(a), 0): i for i, a in enumerate(args)}
         leaves, seen = [], set()
         stack = list(reversed(self.baked))
@@ -332,7 +337,7 @@ class Recording:
             # on a mesh XLA's partitioned program then aliases the updates in place
             rank = {id(node): (0, i) if node.seq < first else (1, node.seq) for i, node in enumerate(body.order)}
             body.order.sort(key=lambda node: rank[id(node)])
-        return _Call(body, tuple(v.type for v in outs), tuple(leaves), tuple(order))
+        return _Call(body, tuple(v.type for v in outs), tuple(leaves), tuple(order), results)
 
     def _called(self, inputs) -> list[Value]:
         """The step's output values: one ``call`` node on ``inputs`` and the parameter leaves."""
@@ -340,7 +345,7 @@ class Recording:
         operands = (tuple([inputs[k] for k in call.order]) + call.leaves,)
         node = RegionNode.remade("call", operands, (call.body,), call.types,
                                  digest(call.prefix + operand_bytes(operands)), self.fragment.locs[-1])
-        return [Value(node, i) for i in range(len(call.types))]
+        return [Value(node, i) for i in range(call.results)]
 
     def _key(self, baked, entries, outputs) -> tuple:
         """Equal for two recordings that replay the same way."""
@@ -398,6 +403,23 @@ class Recording:
         return values[len(targets):]
 
 
+def _checks_of(outs) -> list:
+    """The ``check`` nodes the values ``outs`` depend on, in the order they were made."""
+    found, seen = [], set()
+    stack = [v[0] for v in outs]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or node.is_leaf:
+            continue
+        seen.add(id(node))
+        if node.op == "check":
+            found.append(node)
+        for o in node.operands:
+            stack.extend([o[0]] if type(o) is Value else [x[0] for x in o])
+    found.sort(key=lambda n: n.seq)
+    return found
+
+
 class _Call:
     """A recording's step as the body of one ``call`` region node: a replay
     makes that one node on the new inputs (its digest from the inputs'
@@ -407,11 +429,13 @@ class _Call:
     inputs; the parameter leaves under the recording's constants are
     operands after them."""
 
-    __slots__ = ("body", "prefix", "types", "leaves", "order")
+    __slots__ = ("body", "prefix", "types", "leaves", "order", "results")
 
-    def __init__(self, body: Body, types: tuple, leaves: tuple, order: tuple):
+    def __init__(self, body: Body, types: tuple, leaves: tuple, order: tuple, results: int):
         self.body = body
         self.types = types
+        self.results = results
+        """How many of ``types`` are the step's values; the value checks' flags follow."""
         self.order = order
         """The recording's inputs in operand order."""
         self.leaves = leaves
