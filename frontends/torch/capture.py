@@ -64,6 +64,7 @@ A replayed call returns tensors without autograd history
 from __future__ import annotations
 
 import functools
+import types
 import weakref
 
 import torch
@@ -271,6 +272,35 @@ def _scheduler_calls(steps) -> list:
     return calls
 
 
+def _held(selves) -> list:
+    """Guards on the plain attributes of the objects (not modules, tensors,
+    functions, classes) held by the modules whose methods the step ran: a
+    model's config, which library code reads at every call (transformers'
+    ``self.config.output_hidden_states``) where no watcher sees it."""
+    checks, seen = [], set()
+    for m in selves.values():
+        if not isinstance(m, torch.nn.Module):
+            continue
+        for attr, held in vars(m).items():
+            if id(held) in seen or isinstance(held, _NOT_HELD) or _pyreads.plain(held) is not _pyreads.NOT_PLAIN:
+                continue
+            seen.add(id(held))
+            try:
+                ref, own = weakref.ref(held), vars(held)
+            except TypeError:
+                continue  # no weak reference or no __dict__
+            for name, value in own.items():
+                snap = _pyreads.plain(value)
+                if snap is not _pyreads.NOT_PLAIN:
+                    checks.append((f"attribute '{name}' of the {type(held).__name__} a {type(m).__name__} holds "
+                                   f"as '{attr}'", _pyreads._Attr(ref, name, value), snap, False))
+    return checks
+
+
+_NOT_HELD = (torch.nn.Module, torch.Tensor, type, types.ModuleType, types.FunctionType, types.MethodType,
+             types.BuiltinFunctionType, functools.partial, dict, list, tuple, set)
+
+
 def _a_tensor(obj) -> bool:
     """(a tensor's attributes are guarded as tensors: sizes, gradients)"""
     return isinstance(obj, torch.Tensor)
@@ -371,7 +401,7 @@ class _Plan:
         try:
             plan = cls(watch, made, known, before, modules, optims, state0, out, seen, schedulers, flat, groups)
             try:
-                plan.python = _pyreads.Guards(reads.guards().checks + attrs.checks())
+                plan.python = _pyreads.Guards(reads.guards().checks + attrs.checks() + _held(reads.selves))
             except _pyreads.Blind as e:
                 raise _capture.Refused(str(e)) from None
             plan.contents = contents

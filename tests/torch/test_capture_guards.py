@@ -303,3 +303,40 @@ def test_attribute_guards_under_a_tracer_already_running_and_the_tracer_keeps_it
         _CFG.scale = 2.0
     assert got == [100.0, 100.0]
     assert lines  # (the traced calls ran the step's lines under the tracer)
+
+
+_LIBRARY = """
+import torch
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+
+    def forward(self, x):
+        return x * self.config.scale
+"""
+
+
+class _Config:
+    def __init__(self, scale):
+        self.scale = scale
+
+
+def test_a_config_library_code_reads_at_every_call_is_guarded(dev):
+    """Library code (here compiled as ``<library>``, which capture does not
+    watch, as an installed package's) reading its module's config at every
+    call (transformers' ``self.config.output_hidden_states``): a change after
+    recording traces again."""
+    space = {}
+    exec(compile(_LIBRARY, "<library>", "exec"), space)
+    config = _Config(2.0)
+    model = space["Scaled"](config)
+
+    @ltorch.capture
+    def step(x):
+        return model(x)
+
+    got = _calls(step, dev, _set(config, "scale", 100.0))
+    assert got == model(torch.ones(2)).tolist() == [100.0, 100.0]

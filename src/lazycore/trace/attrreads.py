@@ -100,11 +100,14 @@ def _sites(code) -> dict:
 def lookup(obj, name: str):
     """``getattr(obj, name)`` where it runs no code: the value, :data:`_METHOD`
     for a function (or other non-data descriptor) of the class, or
-    :data:`_UNKNOWN` (a property, ``__getattr__``, a missing attribute)."""
+    :data:`_UNKNOWN` (a property, ``__getattr__``, a class with a
+    ``__getattribute__`` of its own, a missing attribute)."""
     if type(obj) is types.ModuleType:
         return obj.__dict__.get(name, _UNKNOWN)
     tp = type(obj)
     found = _UNKNOWN
+    if tp.__getattribute__ is not object.__getattribute__ and not isinstance(obj, type):
+        return _UNKNOWN  # (a lookup of its own: a transformers config's attribute_map)
     if isinstance(obj, type):  # a class attribute read on the class
         try:
             mro = type.__dict__["__mro__"].__get__(obj)
