@@ -39,10 +39,12 @@ tensors, whether each parameter has a gradient, and the
 Python state the step's own code read (globals, closed-over cells, ``self``
 attributes: :mod:`lazycore.trace.pyreads`; attributes it reads through
 locals, helpers' arguments and chains, ``c = cfg; inner(c)`` reading
-``c.scale``, as the call read them: :mod:`lazycore.trace.attrreads`). Python
-values read elsewhere (by library code, or an attribute of a call's result
-or one a property computes) are baked in, as in ``jax.jit``: pass what
-changes as an argument.
+``c.scale``, as the call read them: :mod:`lazycore.trace.attrreads`), and
+the plain attributes of the objects a library module it ran holds (a
+model's config, which transformers reads at every call). Python values read
+elsewhere (a library's global, an attribute of a call's result or one a
+property computes) are baked in, as in ``jax.jit``: pass what changes as an
+argument.
 
 Optimizers replay: on the lazy device they are capturable
 (:mod:`lazycore.frontends.torch.optim`), so Adam's step counter and bias
@@ -64,6 +66,7 @@ A replayed call returns tensors without autograd history
 from __future__ import annotations
 
 import functools
+import sys
 import types
 import weakref
 
@@ -274,13 +277,14 @@ def _scheduler_calls(steps) -> list:
 
 def _held(selves) -> list:
     """Guards on the plain attributes of the objects (not modules, tensors,
-    functions, classes) held by the modules whose methods the step ran: a
-    model's config, which library code reads at every call (transformers'
-    ``self.config.output_hidden_states``) where no watcher sees it."""
+    functions, classes) held by the library modules whose methods the step
+    ran: a model's config, which library code reads at every call
+    (transformers' ``self.config.output_hidden_states``) where no watcher
+    sees it. All of them, read or not: a change retraces."""
     checks, seen = [], set()
     for m in selves.values():
-        if not isinstance(m, torch.nn.Module):
-            continue
+        if not isinstance(m, torch.nn.Module) or _user_class(type(m)):
+            continue  # (a user module's own reads are watched one by one: :mod:`lazycore.trace.attrreads`)
         for attr, held in vars(m).items():
             if id(held) in seen or isinstance(held, _NOT_HELD) or _pyreads.plain(held) is not _pyreads.NOT_PLAIN:
                 continue
@@ -295,6 +299,12 @@ def _held(selves) -> list:
                     checks.append((f"attribute '{name}' of the {type(held).__name__} a {type(m).__name__} holds "
                                    f"as '{attr}'", _pyreads._Attr(ref, name, value), snap, False))
     return checks
+
+
+def _user_class(cls) -> bool:
+    module = sys.modules.get(cls.__module__)
+    filename = getattr(module, "__file__", None)
+    return filename is not None and _pyreads.is_user_code(filename)
 
 
 _NOT_HELD = (torch.nn.Module, torch.Tensor, type, types.ModuleType, types.FunctionType, types.MethodType,
