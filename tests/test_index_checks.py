@@ -323,3 +323,23 @@ def test_a_captured_step_keeps_its_checks_in_its_call_node():
             assert info.value.location == at("captured loss")
     with pytest.raises(IndexError):
         model.weight.tolist()  # updated by the failed step: failed too
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_nll_loss2d_lowering_gives_eagers_loss_and_gradient(reduction, weighted):
+    """nll_loss2d (cross entropy over (N, C, d1, d2)) is lowered like nll_loss now,
+    so its targets are checked as eager checks them: forward and backward values."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 4, 5, generator=g)
+    t = torch.randint(0, 3, (2, 4, 5), generator=g)
+    t[0, 0, 0] = -100  # ignored
+    w = torch.rand(3, generator=g) if weighted else None
+    xe = x.clone().requires_grad_()
+    le = F.cross_entropy(xe, t, weight=w, reduction=reduction)
+    le.sum().backward()
+    xl = x.to(DEV).requires_grad_()
+    ll = F.cross_entropy(xl, t.to(DEV), weight=None if w is None else w.to(DEV), reduction=reduction)
+    ll.sum().backward()
+    torch.testing.assert_close(ll.cpu(), le.detach())
+    torch.testing.assert_close(xl.grad.cpu(), xe.grad)
