@@ -340,3 +340,21 @@ def test_a_config_library_code_reads_at_every_call_is_guarded(dev):
 
     got = _calls(step, dev, _set(config, "scale", 100.0))
     assert got == model(torch.ones(2)).tolist() == [100.0, 100.0]
+
+
+def test_an_attribute_of_a_closed_over_object_and_of_a_class_is_guarded(dev):
+    cfg = _Cfg(2.0)
+
+    @ltorch.capture
+    def through_a_cell(x):
+        return x * cfg.scale
+
+    @ltorch.capture
+    def on_the_class(x):
+        return x * _ClassLevel.scale
+
+    assert _calls(through_a_cell, dev, _set(cfg, "scale", 100.0)) == [100.0, 100.0]
+    try:
+        assert _calls(on_the_class, dev, _set(_ClassLevel, "scale", 100.0)) == [100.0, 100.0]
+    finally:
+        _ClassLevel.scale = 2.0
