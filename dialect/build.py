@@ -15,6 +15,7 @@ import numpy as np
 
 from lazycore.mlir import ext, ir, on_new_context
 
+from .barrier import MAX_OPERANDS as MAX_BARRIER_OPERANDS
 from .spec import OPS, OpSpec
 from .types import ShapeError, TensorType, from_numpy_dtype, to_numpy_dtype
 
@@ -192,23 +193,40 @@ def verify(spec: OpSpec, operation) -> str | None:
     actual = [from_mlir_type(r.type) for r in operation.results]
     if len(actual) != len(expected):
         return f"expected {len(expected)} results, got {len(actual)}"
-    for name, want, got in zip(spec.results, expected, actual):
+    names = spec.results if not spec.results[-1:] or not spec.results[-1].endswith("*") else (
+        [f"{spec.results[-1][:-1]} #{i}" for i in range(len(actual))])
+    for name, want, got in zip(names, expected, actual):
         if want != got:
             return f"result '{name}' has type {got}, but the operands and attributes give {want}"
     return None
 
 
+# Ops whose variadic group holds values of different types, and their largest
+# group. IRDL checks every value of a variadic group against one constraint
+# variable, which binds to the first value's type; so such a group is declared
+# as that many optional operands (and results), each with its own variable,
+# and ``create`` fills the first ones (``operandSegmentSizes`` says which).
+MIXED_GROUPS = {"optimization_barrier": MAX_BARRIER_OPERANDS}
+
+
 def _make_op_class(spec: OpSpec):
     annotations: dict[str, Any] = {}
     for name in spec.operands:
-        if name.endswith("*"):
+        if name.endswith("*") and spec.name in MIXED_GROUPS:
+            for i in range(MIXED_GROUPS[spec.name]):
+                annotations[f"{name[:-1]}_{i}"] = ext.Operand[ir.RankedTensorType] | None
+        elif name.endswith("*"):
             annotations[name[:-1]] = Sequence[ext.Operand[ir.RankedTensorType]]
         else:
             annotations[name] = ext.Operand[ir.RankedTensorType]
     for name in spec.attrs:
         annotations[name] = Any  # kinds are checked by the verifier, with a message
     for name in spec.results:
-        annotations[name] = ext.Result[ir.RankedTensorType]
+        if name.endswith("*"):  # a variadic result group (optimization_barrier's)
+            for i in range(MIXED_GROUPS[spec.name]):
+                annotations[f"{name[:-1]}_{i}"] = ext.Result[ir.RankedTensorType] | None
+        else:
+            annotations[name] = ext.Result[ir.RankedTensorType]
 
     def verify_invariants(self):
         problem = verify(spec, self.operation)
@@ -278,7 +296,11 @@ def create(name: str, *operands, loc=None, **kwargs) -> ir.Operation:
     flat = []
     for o in operands:
         flat.extend(o if isinstance(o, (list, tuple)) else [o])
-    if spec.variadic:
+    if spec.name in MIXED_GROUPS:
+        slots = [1] * len(flat) + [0] * (MIXED_GROUPS[spec.name] - len(flat))
+        attrs["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get(slots)
+        attrs["resultSegmentSizes"] = ir.DenseI32ArrayAttr.get(slots)
+    elif spec.variadic:
         sizes = [len(o) if isinstance(o, (list, tuple)) else 1 for o in operands]
         attrs["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get(sizes)
     return ir.Operation.create(

@@ -89,6 +89,8 @@ EXAMPLES: dict[str, Example] = {
              scatter_indices_batching_dims=(), scatter_dims_to_operand_dims=(0,), index_vector_dim=1,
              mode="add"),
     ),
+    # two values through one barrier: their results are the values themselves
+    "optimization_barrier": Example(([t("2x3xf32"), t("4xi64")],)),
     "rng_bit_generator": Example((t("2xui64"),), dict(algorithm="three_fry", shape=(2, 3), dtype="ui32")),
     # rows split over the first axis of a 2x2 mesh, replicated over the second
     "shard": Example((t("8x6xf32"),), dict(mesh=(2, 2), sharding=(0, -1))),

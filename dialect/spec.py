@@ -93,6 +93,8 @@ def define(spec: OpSpec) -> OpSpec:
             raise ValueError(f"op '{spec.full_name}': unknown result parameter '{p}'")
     if sum(o.endswith("*") for o in spec.operands) > 1:
         raise ValueError(f"op '{spec.full_name}': at most one variadic operand group")
+    if any(r.endswith("*") for r in spec.results) and len(spec.results) != 1:
+        raise ValueError(f"op '{spec.full_name}': a variadic result group must be the only result")
     OPS[spec.full_name] = spec
     return spec
 

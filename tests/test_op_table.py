@@ -46,6 +46,7 @@ from lazycore.dialect.types import (
     type_of,
 )
 from lazycore.mlir import func, ir, new_context
+import lazycore.passes.canonicalize  # noqa: F401,E402 - first: folding.py imports its helpers
 from lazycore.passes.folding import FOLDABLE
 
 from test_ops_elementwise import (
@@ -691,6 +692,20 @@ def _fft(rng, operand):
     return cases
 
 
+# --- barrier ------------------------------------------------------------------------------
+
+
+def _optimization_barrier(rng, operands):
+    x = small(rng, SHAPE, operands)
+    others = [np.array([-(2**40), 7], np.int64), np.array([[True], [False]])]
+    cases = [Case([[x]], want=known(x)), Case([[x, *others]], want=known(x, *others))]
+    # its results are its operands' values: NaN, infinities and signed zeros too
+    if is_float(operands):
+        specials = SPECIALS.astype(np_dtype(operands))
+        cases.append(Case([[specials, x]], want=known(specials, x)))
+    return cases
+
+
 # --- the table of samples --------------------------------------------------------------------
 
 SAMPLES: dict[str, Sample] = {
@@ -733,6 +748,7 @@ SAMPLES: dict[str, Sample] = {
     "gather": Sample({"operand": ANY, "start_indices": INT}, _gather),
     "scatter": Sample({"operand": ANY, "scatter_indices": INT}, _scatter),
     "rng_bit_generator": Sample({"state": ("ui64",), "bits": UNSIGNED}, _rng_bit_generator),
+    "optimization_barrier": Sample({"operands": ANY}, _optimization_barrier),
     **{n: Sample({"operand": ANY}, _collective(n)) for n in ("shard", "all_gather", "all_to_all", "collective_permute")},
     **{n: Sample({"operand": NUMERIC}, _collective(n)) for n in ("all_reduce", "reduce_scatter")},
 }
@@ -781,7 +797,8 @@ def run_cases(name: str, cases: list[Case]) -> list[list[list[np.ndarray]]]:
                     for o in case.operands:
                         n = len(o) if isinstance(o, list) else 1
                         grouped.append(args[:n] if isinstance(o, list) else args[0])
-                        constants.append(create("constant", value=np.asarray(o)).result)
+                        if ways == 2:  # (a variadic group of several shapes is no one array)
+                            constants.append(create("constant", value=np.asarray(o)).result)
                         args = args[n:]
                     for operands in (grouped, constants)[:ways]:
                         op = create(name, *operands, **case.kwargs)

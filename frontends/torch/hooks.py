@@ -25,6 +25,8 @@ backend" are answered here, once, when ``lazycore.torch`` is imported:
   identity, so tied weights stay tied: see :mod:`.modules`.
 - ``torch.cond``, ``torch._higher_order_ops.while_loop`` and ``scan`` on
   lazy tensors record loops and branches: see :mod:`.control`.
+- ``torch.utils.checkpoint`` recomputes through an optimization barrier:
+  see :mod:`.checkpoint`.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import torch
 from lazycore.observe import metrics
 from lazycore.runtime import transfer
 
-from . import autocast, control, device_module, modules
+from . import autocast, checkpoint, control, device_module, modules
 from .ops.random import GENERATORS
 from .tensor import lc_device
 
@@ -137,5 +139,6 @@ def install() -> None:
     _wrap_seeding()
     _register_device_module()
     autocast.install()
+    checkpoint.install()
     control.install()
     modules.install()

@@ -29,4 +29,4 @@ def load_builtin_lowerings() -> None:
     if _loaded:
         return
     _loaded = True
-    from . import checks, collectives, elementwise, fft, indexing, linalg, random, reduction, shape  # noqa: F401
+    from . import barrier, checks, collectives, elementwise, fft, indexing, linalg, random, reduction, shape  # noqa: F401

@@ -140,7 +140,8 @@ def _op_section(spec: OpSpec) -> list[str]:
         out += [spec.summary[0].upper() + spec.summary[1:] + ".", ""]
     operands = [f"`{o[:-1]}...` (variadic)" if o.endswith("*") else f"`{o}`" for o in spec.operands]
     attrs = [f"`{name}` (`{kind}`)" for name, kind in spec.attrs.items()]
-    results = _code(spec.results)
+    results = _code(spec.results) if not spec.results[-1:] or not spec.results[-1].endswith("*") else (
+        f"`{spec.results[-1][:-1]}...` (variadic)")
     if spec.result_params:
         carrier = spec.params_from or spec.results[0]
         results += f"; the type of `{carrier}` gives the rule its {' and '.join(spec.result_params)}"
