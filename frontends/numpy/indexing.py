@@ -397,7 +397,11 @@ def advanced_setitem(a: ndarray, entries: tuple, val) -> None:
     masks = [e for e in entries if isinstance(e, _Index) and e.mask]
     if masks:
         arrays = [e for e in entries if isinstance(e, _Index) and not e.mask]
-        if len(masks) == 1 and not arrays and masks[0].ndim and _masked_assign(a, entries, val):
+        # a 0-d mask (array-api-extra's at(r, r_is_bad).set(nan) on a reduction's result)
+        # selects all or nothing: a select too, but for NumPy's one-boolean-index rule that
+        # the value have at most one dimension (its TypeError: NumPy's own, through it)
+        if (len(masks) == 1 and not arrays and (masks[0].ndim or len(shape_of(val)) <= 1)
+                and _masked_assign(a, entries, val)):
             return
         call_numpy(_setitem, (a, _raw_key(entries), val), {}, name="ndarray.__setitem__")
         return

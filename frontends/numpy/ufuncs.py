@@ -189,6 +189,20 @@ def _logical(name):
     return lambda a, b: apply(name, cast(a, bool), cast(b, bool))
 
 
+_SAME_WIDTH_INT = {"f16": "i16", "bf16": "i16", "f32": "i32", "f64": "i64"}
+
+
+def _signbit(a):
+    """The sign bit itself (-0.0 and NaNs with it set are negative): the bits as a signed integer."""
+    bits = apply("bitcast_convert", a, dtype=_SAME_WIDTH_INT[a.dtype])
+    return apply("compare", bits, const(0, bits), direction="LT")
+
+
+def _copysign(a, b):
+    magnitude = apply("abs", a)  # clears the sign bit, NaN's too
+    return apply("select", _signbit(b), apply("neg", magnitude), magnitude)
+
+
 LOOPS = {
     "add": _add,
     "subtract": lambda a, b: apply("sub", a, b),
@@ -258,6 +272,8 @@ LOOPS = {
     "isnan": composites.isnan,
     "isinf": composites.isinf,
     "isfinite": composites.isfinite,
+    "signbit": _signbit,
+    "copysign": _copysign,
 }
 
 

@@ -328,3 +328,51 @@ def test_flags_flat_base_and_setstate(clean_runtime):
     b = np.asarray(numpy.zeros(2))
     b.__setstate__(numpy.arange(5.0).__reduce__()[2])
     same(b, numpy.arange(5.0))
+
+
+# --- what the consumers' remaining fallbacks were: sign bits, 0-d masks -----------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_signbit_and_copysign_are_lazy_on_the_sign_bit(dtype, clean_runtime):
+    x = numpy.array([-0.0, 0.0, -1.5, 2.0, numpy.inf, -numpy.inf, numpy.nan, -numpy.nan], dtype)
+    same(np.signbit(np.asarray(x)), numpy.signbit(x))
+    for y in (x, x[::-1]):
+        got = numpy.asarray(np.copysign(np.asarray(x), np.asarray(y)))
+        want = numpy.copysign(x, y)
+        assert got.dtype == want.dtype
+        assert numpy.array_equal(numpy.signbit(got), numpy.signbit(want))  # -0.0 and -nan too
+        assert numpy.array_equal(got, want, equal_nan=True)
+    same(numpy.copysign(np.asarray(numpy.array([1, 2])), -1.0), numpy.copysign(numpy.array([1, 2]), -1.0))
+    _no_fallbacks()
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
+@pytest.mark.parametrize("flag", [True, False])
+@pytest.mark.parametrize("key", ["m", "(m,)", "(Ellipsis, m)", "(m, Ellipsis)", "(slice(None), m)"])
+def test_assignment_through_a_0d_mask_is_a_select(shape, flag, key, clean_runtime):
+    """``r[mask0d] = v``: all or nothing, lazily (SciPy's pearsonr, entropy and
+    array-api-extra's at/apply_where/isclose do it to reductions' 0-d results)."""
+    x = numpy.arange(float(numpy.prod(shape))).reshape(shape)
+    a = np.asarray(x)
+    m, lm = numpy.array(flag), np.asarray(numpy.array(flag))
+    for val in (7.0, numpy.array(-1.0), numpy.ones(shape[-1:]) * 5):
+        metrics.reset()
+        try:
+            x[eval(key)] = val
+        except Exception as e:  # noqa: BLE001  (the type is what is compared)
+            with pytest.raises(type(e)):
+                a[eval(key.replace("m", "lm"))] = val
+            continue
+        a[eval(key.replace("m", "lm"))] = val
+        same(a, x)
+        if numpy.ndim(val) == 0:  # a value per selected element may still go to NumPy
+            assert "ndarray.__setitem__" not in metrics.fallbacks()
+
+
+def test_a_0d_mask_with_a_2d_value_keeps_numpys_error():
+    a = np.asarray(numpy.array(1.0))
+    with pytest.raises(TypeError):
+        numpy.array(1.0)[numpy.array(True)] = numpy.ones((1, 1))
+    with pytest.raises(TypeError):
+        a[np.asarray(numpy.array(True))] = numpy.ones((1, 1))
