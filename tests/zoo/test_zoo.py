@@ -1,0 +1,109 @@
+"""The model zoo (issue 39): architectures users train today, from tiny random
+configs, trained a few steps on the lazy device against an eager CPU copy with
+the same init and data, each with its library's usual optimizer and schedule.
+
+Each model trains once per module (:func:`result`), and the tests read that
+run: losses within 1e-4 relative at every step, parameters and buffers within
+1e-4 after training (relative where the eager value is over 1: running variances), tied weights still one Parameter, no fallback, no compile
+after the warm-up steps, at most one program per step. Greedy ``generate()``
+gives eager's tokens.
+
+CI runs the models marked ``ci`` in tests/zoo/zoo_models.py (one or two per
+library); ``LAZYCORE_TEST_FULL=1`` (the suite's by-hand flag) runs every model, and
+``.venv/bin/python tests/zoo/table.py`` prints the table by hand (as the
+differential fuzzer's large budget runs by hand)."""
+
+import os
+
+import pytest
+import torch
+
+import zoo_harness
+import zoo_models
+
+ALL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
+NAMES = [s.name for s in zoo_models.SPECS if ALL or s.ci]
+GENERATE_CI = ("gpt2", "t5")  # a decoder and an encoder-decoder
+GENERATE = [s.name for s in zoo_models.SPECS if s.generate and (ALL or s.name in GENERATE_CI)]
+
+KNOWN = {
+    ("llama", "compiles"): "step 2's program has one more f32 scalar parameter (AdamW's addcmul value "
+                           "1 - beta2 = 0.001 at the last parameter, lm_head) than step 3's: one recompile "
+                           "at step 3, then none; only in a process where the AdamW step's recorded "
+                           "lowerings for these shapes are new (after gpt2's run in the same process it "
+                           "does not recompile); cause not found yet",
+    ("resnet18", "parameters"): "conv1.weight 4.4e-4 from eager after 4 steps (eager float32 vs float64: "
+                                "2e-6); the losses agree to 1e-6 for 3 steps, the 4th is 8.4e-5 off; one "
+                                "step's gradients are 1e-5 from float64 (eager's 6e-6); not the optimizer "
+                                "replay (LAZYCORE_REPLAY_OPTIMIZER=0 gives the same), not max-pool ties",
+    ("timm-resnet10t", "parameters"): "1.4e-4 from eager after 4 steps, as resnet18's",
+}
+"""(model, test) -> reason: the failures known today, strict xfails (fixing
+one fails its entry until it is removed)."""
+
+_RESULTS: dict = {}
+
+
+def result(name):
+    if name not in _RESULTS:
+        try:
+            _RESULTS[name] = zoo_harness.train(zoo_models.BY_NAME[name])
+        except Exception as e:  # every test of the model reports it
+            _RESULTS[name] = e
+    r = _RESULTS[name]
+    if isinstance(r, Exception):
+        raise r
+    return r
+
+
+def _params(test):
+    out = []
+    for name in NAMES:
+        reason = KNOWN.get((name, test))
+        marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+        out.append(pytest.param(name, marks=marks, id=name))
+    return out
+
+
+@pytest.mark.parametrize("name", _params("losses"))
+def test_losses_match_eager(name):
+    r = result(name)
+    assert r.loss_rel <= 1e-4, (r.lazy_losses, r.eager_losses)
+
+
+@pytest.mark.parametrize("name", _params("parameters"))
+def test_parameters_and_buffers_match_eager_after_training(name):
+    r = result(name)
+    assert r.param_diff <= 1e-4, r.param_diff
+
+
+@pytest.mark.parametrize("name", _params("tied"))
+def test_tied_weights_stay_one_parameter(name):
+    r = result(name)
+    assert all(lazy and eager for lazy, eager in r.tied.values()), r.tied
+
+
+@pytest.mark.parametrize("name", _params("fallbacks"))
+def test_no_fallback(name):
+    r = result(name)
+    assert r.fallbacks == 0, r.fallback_ops
+
+
+@pytest.mark.parametrize("name", _params("compiles"))
+def test_no_compile_after_the_warm_up(name):
+    r = result(name)
+    assert r.compiles_after_warmup == 0, r.compiles
+
+
+@pytest.mark.parametrize("name", _params("programs"))
+def test_at_most_one_program_per_step_after_the_warm_up(name):
+    r = result(name)
+    assert r.programs_after_warmup <= 1, r.programs
+
+
+@pytest.mark.parametrize("name", GENERATE)
+def test_greedy_generate_gives_eagers_tokens(name):
+    got, want = zoo_harness.generate(zoo_models.BY_NAME[name])
+    made = want.shape[1] - (0 if name == "t5" else 6)  # a decoder-only model returns the prompt too
+    assert made >= 4, want
+    assert torch.equal(got, want), (got, want)
