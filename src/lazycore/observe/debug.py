@@ -417,7 +417,7 @@ def on_implicit_barrier(t) -> None:
     where = f"{format_location(loc)} in {loc[0].co_name}" if loc is not None else "a library's own thread"
     _READ[:] = [f"a read of a pending {t} value at {where} needs the value now, so the graph up to it "
                 f"ran as a program of its own (data-dependent: bool() of a tensor, .item(), .tolist(), "
-                f"a print; see docs/torch.md, \"Reads inside a step\")"]
+                f"a print; see docs/guides/torch.md, \"Reads inside a step\")"]
 
 
 def on_scalar_promoted(first, now, where: str) -> None:
