@@ -358,3 +358,21 @@ def test_an_attribute_of_a_closed_over_object_and_of_a_class_is_guarded(dev):
         assert _calls(on_the_class, dev, _set(_ClassLevel, "scale", 100.0)) == [100.0, 100.0]
     finally:
         _ClassLevel.scale = 2.0
+
+
+_SCALES = [2.0]
+
+
+def test_a_list_changed_in_place_is_not_taken_as_unchanged_by_its_identity(dev):
+    """Guards skip taking a snapshot again for the very object they read when
+    it is immutable (a number, a tuple of numbers); a list is the same object
+    after an in-place change, and is compared by value."""
+
+    @ltorch.capture
+    def step(x):
+        return x * _SCALES[0]
+
+    try:
+        assert _calls(step, dev, lambda: _SCALES.__setitem__(0, 100.0)) == [100.0, 100.0]
+    finally:
+        _SCALES[0] = 2.0

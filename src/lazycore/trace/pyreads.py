@@ -256,23 +256,34 @@ class _Attr:
         return self.then if me is None else vars(me).get(self.name, _GONE)
 
 
+def _immutable(value) -> bool:
+    t = type(value)
+    return t in _PLAIN or (t is tuple or t is frozenset) and all(map(_immutable, value))
+
+
 class Guards:
     """Checks of the Python state a traced call read (see :class:`Reads`)."""
 
-    __slots__ = ("checks", "key")
+    __slots__ = ("checks", "key", "_now")
 
     def __init__(self, checks):
         self.checks = checks
         self.key = tuple((label, id(expected) if same else expected) for label, _, expected, same in checks)
         """Equal for two calls that read the same state."""
+        # a number or string read now whose snapshot is the expected one: the same
+        # object at a replay is unchanged, without taking its snapshot again
+        self._now = []
+        for _, read, expected, same in checks:
+            now = read() if not same else _GONE
+            self._now.append(now if _immutable(now) and plain(now) == expected else _GONE)
 
     def failed(self) -> str | None:
         """What changed since the traced call (None: nothing)."""
-        for label, read, expected, same in self.checks:
+        for (label, read, expected, same), then in zip(self.checks, self._now):
             now = read()
             if same:
                 if now is not expected:
                     return f"{label} is another object"
-            elif plain(now) != expected:
+            elif now is not then and plain(now) != expected:
                 return f"{label} changed"
         return None
