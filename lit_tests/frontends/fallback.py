@@ -40,8 +40,9 @@ def torch_unique():
 a = lnp.asarray(np.array([3, 1, 3, 2]))
 
 
-# np.unique's result size depends on the values: NumPy computes it, and the
-# next graph takes its three elements as %arg0.
+# np.unique along an axis (sorted unique rows; plain np.unique is lazy but for
+# its length) has its result size depend on the values: NumPy computes it, and
+# the next graph takes its three elements as %arg0.
 # CHECK-LABEL: TEST: numpy_unique
 # CHECK:      [20 30 40]
 # CHECK:      ----- graph 0 -----
@@ -52,10 +53,10 @@ a = lnp.asarray(np.array([3, 1, 3, 2]))
 # CHECK:        "lazy.mul"(%arg0,
 @print_ir
 def numpy_unique():
-    print(np.unique(a + 1) * 10)
+    print(np.unique(a + 1, axis=0) * 10)
 
 
 # CHECK:      aten._unique2.default {{.*}}fallback.py:36': 1}
-# CHECK-NEXT: numpy.unique {{.*}}fallback.py:55': 1}
+# CHECK-NEXT: numpy.unique {{.*}}fallback.py:56': 1}
 for op, sites in lazycore.metrics.fallbacks().items():
     print(op, sites)

@@ -14,7 +14,6 @@ from torch_mlir.dialects import func
 from torch_mlir.dialects import ext
 from torch_mlir._mlir_libs import _stablehlo
 
-from lazycore.ir.context import LOCK as _LOCK
 
 # The bindings look for a Python module per dialect (``<package>.dialects.<name>``)
 # whenever they wrap an op, and retry the failing import every time. The ``lazy``
@@ -23,6 +22,7 @@ from lazycore.ir.context import LOCK as _LOCK
 # the search (``lazy``'s cost ~18% of a small compile, StableHLO's ~13% of a
 # 12-layer GPT step's lowering).
 import sys as _sys
+import threading
 import types as _types
 
 for _name in ("lazy", "stablehlo", "chlo", "vhlo", "sdy"):
@@ -55,18 +55,23 @@ def on_new_context(hook):
     return hook
 
 
+_CONTEXT_LOCK = threading.RLock()
+
+
 def new_context() -> ir.Context:
     """A fresh MLIR context with StableHLO and the ``lazy`` dialect loaded.
 
     Loading ``lazy`` (``dialects.ext``) emits its IRDL module into class
     attributes and re-registers the op classes process-wide: two threads
     doing it at once define its symbols twice, or swap registrations under a
-    pass that runs in another context (a segfault). So a context is made, and
-    every module built and compiled in it, under :data:`lazycore.ir.context.LOCK`
-    (:mod:`lazycore.runtime.compiler` holds it too; docs/threads.md)."""
+    pass that runs in another context (a segfault). So a context is made under
+    this module's own lock, and the runtime builds and compiles every module
+    under :data:`lazycore.ir.context.LOCK`, which it takes before this one
+    (:mod:`lazycore.runtime.compiler`; docs/threads.md). The compiler half may
+    not import the graph layer, hence two locks, always taken in that order."""
     import lazycore.dialect.build  # noqa: F401  (registers the hook that loads `lazy`)
 
-    with _LOCK:
+    with _CONTEXT_LOCK:
         ctx = ir.Context()
         _stablehlo.register_dialect(ctx)
         with ctx, ir.Location.unknown():
