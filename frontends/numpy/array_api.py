@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from lazycore.runtime import device as _lc_device
+
 from . import dtypes
 from .array import device as _device
 from .array import from_host, ndarray, to_host
@@ -45,15 +47,29 @@ def matrix_transpose(x: ndarray, /) -> ndarray:
 _DL_CPU = 1
 
 
+def _named(device):
+    """The lazycore device ``device`` names: a device object (what ``x.device`` and
+    ``__array_namespace_info__().devices()`` give), a name lazycore prints (``"cpu:0"``,
+    ``"gpu:1"``), or a platform alone (``"cpu"``: its device 0, as NumPy's ``"cpu"``);
+    None for anything else."""
+    if isinstance(device, _lc_device.Device):
+        return device
+    if isinstance(device, str):
+        name = device if ":" in device else f"{device}:0"
+        return next((d for d in _lc_device.devices() if d.name == name), None)
+    return None
+
+
 def _to_device(self, device, /, *, stream=None):
     """The array on ``device``: lazy arrays live on the one device
     :func:`__array_namespace_info__` lists, so that is the only target (as NumPy's
-    ``to_device`` takes only ``"cpu"``)."""
+    ``to_device`` takes only ``"cpu"``); it may be named as :func:`_named` reads."""
     if stream is not None:
         raise ValueError("The stream argument in to_device() is not supported")
-    if device == self.device or device == _device():
+    target = _named(device)
+    if target is self.device or target is _device():
         return self
-    raise ValueError(f"Unsupported device {device!r}")
+    raise ValueError(f"Unsupported device {device!r}: lazycore.numpy arrays live on {_device()}")
 
 
 def _dlpack(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -81,8 +97,8 @@ def from_dlpack(x, /, *, device=None, copy=None) -> ndarray:
     """A lazy array from any DLPack producer. A lazy ``x`` is returned as it is
     (``copy=True``: a copy); anything else is read by NumPy and uploaded, which is a
     copy, so ``copy=False`` refuses it."""
-    if device is not None and device != _device():
-        raise ValueError(f"Unsupported device {device!r}")
+    if device is not None and _named(device) is not _device():
+        raise ValueError(f"Unsupported device {device!r}: lazycore.numpy arrays live on {_device()}")
     if isinstance(x, ndarray):
         return x.copy() if copy else x
     if copy is False:
@@ -133,7 +149,7 @@ def _kind_letters(kind) -> str:
 
 
 def _check_device(device):
-    if device is not None and device != _device():
+    if device is not None and _named(device) is not _device():
         raise ValueError(f"Device not understood: lazycore.numpy has {_device()!r}, not {device!r}")
 
 
