@@ -31,6 +31,7 @@ from . import distributed as _distributed  # noqa: F401  (torch.distributed's "l
 from . import hooks as _hooks
 from . import optim as _optim
 from . import optim_replay as _optim_replay
+from lazycore.runtime.closures import add_step_closure
 from .capture import Captured, capture
 from .loader import DeviceLoader
 from .lowering import register as register_lowering
@@ -43,6 +44,7 @@ __all__ = [
     "Captured",
     "DeviceLoader",
     "Tensor",
+    "add_step_closure",
     "capture",
     "device",
     "dynamic",

@@ -32,6 +32,9 @@ _CORE = {
 _NAMED = {
     "export": "lazycore.observe.export", "ExportError": "lazycore.observe.export",
     "replayed": "lazycore.trace.recipes",  # a frontend's op lowering, recorded once per signature
+    # Python run after a step's program (lazycore.runtime.closures)
+    "add_step_closure": "lazycore.runtime.closures", "StepClosureError": "lazycore.runtime.closures",
+    "wait_step_closures": "lazycore.runtime.closures",
     # loops and branches kept as loops and branches in the program
     **{name: "lazycore.trace.control" for name in ("cond", "fori_loop", "scan", "while_loop")},
     # one program over many devices

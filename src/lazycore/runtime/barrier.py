@@ -43,7 +43,7 @@ from lazycore.ir.regions import Arg
 from lazycore.ir import heap
 from lazycore.ir.context import LOCK
 from lazycore.runtime import device as _device
-from lazycore.runtime import buckets, checks, failures, programs, stacks, stepplans
+from lazycore.runtime import buckets, checks, closures, failures, programs, stacks, stepplans
 from lazycore.runtime.cache import CACHE, PACKS
 from lazycore.runtime.failures import Failure, ProgramError
 
@@ -515,6 +515,9 @@ def mark_step(wait: bool = False, devices=None) -> None:
     ``wait=True`` returns once it has finished."""
     with LOCK:  # one step for all the devices: no thread records between their barriers
         _mark_step(wait, devices)
+        step = closures.take() if closures.PENDING or closures.ERRORS else None
+    if step is not None:  # the step's closures, after its programs (lazycore.runtime.closures)
+        closures.run(step)
 
 
 def _mark_step(wait: bool, devices) -> None:
