@@ -32,6 +32,11 @@ for the next step's buffers; 0 leaves it as it is (see :mod:`lazycore.runtime.ho
 ``LAZYCORE_INDEX_CHECKS``: 1 (default) an op indexing with values held on the
 device checks them (eager's error at the barrier, :mod:`lazycore.runtime.checks`);
 0 no check: an out-of-range index is clamped (read) or dropped (written).
+``LAZYCORE_EAGER``: 1 every frontend op runs at once, as a program of its own
+(its errors raised at its call); 0 (default) lazy. :func:`eager` for a block.
+``LAZYCORE_DEBUG_NANS``: 1 a barrier whose results hold a NaN or an infinity
+raises ``FloatingPointError`` naming the op that made it first and its line
+(:mod:`lazycore.observe.nans`); 0 (default) no check. :func:`debug_nans` for a block.
 """
 
 from __future__ import annotations
@@ -235,6 +240,17 @@ class Settings:
     out-of-range index is clamped into range by a read and its update dropped
     by a write (XLA's semantics). Read when an op is traced: the torch frontend's
     recorded lowerings are kept per setting."""
+    eager: bool = _env_flag("LAZYCORE_EAGER", False)
+    """``LAZYCORE_EAGER``: the frontends run every op at once, through the same
+    lowerings, as a program of its own, and raise its errors (a failed value
+    check) at its call: for bisecting a problem op by op (lazycore.runtime.eager).
+    Entering it swaps the frontends' entry points; the lazy path reads nothing."""
+    debug_nans: bool = _env_flag("LAZYCORE_DEBUG_NANS", False)
+    """``LAZYCORE_DEBUG_NANS``: after a barrier's program, its floating results are
+    checked for NaN and infinities; one found, the step's graph is run again with
+    every op's result kept and ``FloatingPointError`` names the first op that made
+    one from finite operands, with its line (lazycore.observe.nans). Barriers then
+    donate nothing. Entering it swaps the barrier; off, nothing is checked."""
     dump_dir: str | None = os.environ.get("LAZYCORE_DUMP_DIR") or None
     """``LAZYCORE_DUMP_DIR``: for every compiled graph, a folder here with the lazy module
     before and after each pass, the StableHLO and the graph as Graphviz (None: no dumps)."""
@@ -268,7 +284,23 @@ def configure(**changes) -> dict:
     old = {k: getattr(settings, k) for k in changes}
     for k, v in changes.items():
         setattr(settings, k, v)
+    for k, v in changes.items():
+        if old[k] != v:
+            for fn in _WATCHERS.get(k, ()):
+                fn(v)
     return old
+
+
+_WATCHERS: dict[str, list] = {}
+
+
+def watch(name: str, fn) -> None:
+    """Call ``fn(value)`` whenever setting ``name`` changes (through
+    :func:`configure`), and now when it is already set: a mode that swaps
+    entry points (``eager``, ``debug_nans``) costs nothing while it is off."""
+    _WATCHERS.setdefault(name, []).append(fn)
+    if getattr(settings, name):
+        fn(getattr(settings, name))
 
 
 @contextlib.contextmanager
@@ -279,3 +311,16 @@ def override(**changes):
         yield settings
     finally:
         configure(**old)
+
+
+def eager():
+    """``with lazycore.config.eager():`` every frontend op inside runs at once,
+    as its own program (``LAZYCORE_EAGER=1`` for the whole process)."""
+    return override(eager=True)
+
+
+def debug_nans():
+    """``with lazycore.config.debug_nans():`` a barrier whose results hold a NaN
+    or an infinity raises ``FloatingPointError`` naming the op that made it
+    (``LAZYCORE_DEBUG_NANS=1`` for the whole process)."""
+    return override(debug_nans=True)
