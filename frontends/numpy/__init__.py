@@ -84,4 +84,6 @@ def __getattr__(name):
         return target
     raise AttributeError(f"module 'lazycore.numpy' has no attribute '{name}'")
 
+from . import eager as _eager  # noqa: E402,F401  (LAZYCORE_EAGER: each call runs at once)
+
 _heap.freeze_imports()  # last: what the imports made is kept for the process

@@ -136,4 +136,6 @@ _LIB.impl("_copy_from", _copy_from, "Lazy")
 _FALLBACK_LIB = torch.library.Library("_", "IMPL")
 _FALLBACK_LIB.fallback(_lazy_key_fallback, dispatch_key="Lazy")
 
+from . import eager as _eager  # noqa: E402,F401  (LAZYCORE_EAGER: each aten op runs at once)
+
 _heap.freeze_imports()  # last: what the imports made is kept for the process
