@@ -29,6 +29,7 @@ import lazycore.observe  # noqa: F401  (metrics, guards, debug lines and dumps h
 from . import dispatch, ops  # noqa: F401  (ops registers the lowerings)
 from . import distributed as _distributed  # noqa: F401  (torch.distributed's "lazy" backend)
 from . import hooks as _hooks
+from . import generation as _generation
 from . import optim as _optim
 from . import optim_replay as _optim_replay
 from lazycore.runtime.closures import add_step_closure
@@ -62,6 +63,7 @@ __all__ = [
 _optim.install()
 _optim_replay.install()
 _hooks.install()  # torch._lazy, torch.lazy, torch.manual_seed, torch.autocast answer for lazycore
+_generation.install()  # transformers' generate(): the growing sequence in buckets
 
 
 def mark_step(wait: bool = False) -> None:

@@ -81,6 +81,11 @@ class Bucketed:
         pads = self.out_pads[k]
         sizes = {sym: self.symbols[sym] for f in pads.values() for _, sym in f if sym is not None}
         if all(b == n for n, b in sizes.items()):
+            # a size that is its bucket: the result itself, still marked
+            # (a cache grown to 8 of bucket 8 keeps growing in buckets)
+            for d, f in pads.items():
+                if len(f) == 1 and f[0][1] is not None:
+                    mark(leaf, d)
             return Value(leaf, 0)
         return Value(Cut.of(leaf, self.original[k], pads, sizes), 0)
 
@@ -232,13 +237,13 @@ def prepare(walk, device, keyed) -> Bucketed | None:
             return known
     try:
         try:
-            state, outputs, out_pads = pad_graph(walk, marks, symbols)
+            state, outputs, out_pads = pad_graph(walk, marks, dict(symbols), bucket)
         except Refused:
             # unmarked inputs of a padded size (labels beside marked inputs): padded too, once
             more = _sized_like(walk, marks, symbols)
             if not more:
                 raise
-            state, outputs, out_pads = pad_graph(walk, {**marks, **more}, symbols)
+            state, outputs, out_pads = pad_graph(walk, {**marks, **more}, dict(symbols), bucket)
         padded = Walk(outputs)
         if [c.op for c in checks.nodes(padded)] != [c.op for c in checks.nodes(walk)]:
             raise Refused("its value checks changed order")
@@ -250,7 +255,7 @@ def prepare(walk, device, keyed) -> Bucketed | None:
             new.buffer = _padded_buffer(leaf, new.types[0].shape, device)
     except _Unready:  # the buffer's program failed: the barrier settles it unpadded
         return None
-    plan = PLANS.put(signature, _Plan(walk, padded, state, out_pads, symbols))
+    plan = PLANS.put(signature, _Plan(walk, padded, state, out_pads, state.symbols))
     return Bucketed(padded, padded.data, list(padded.packs.items()), plan, keyed)
 
 

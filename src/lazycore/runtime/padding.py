@@ -89,9 +89,14 @@ Factors = tuple  # ((size, symbol or None), ...), outermost first; sizes unpadde
 class Padded:
     """The walk's graph rebuilt at bucket sizes (:func:`pad_graph`)."""
 
-    def __init__(self, symbols: dict[int, int]):
+    def __init__(self, symbols: dict[int, int], bucket_of=None):
         self.symbols = symbols
         """Symbol (unpadded size) -> bucket size."""
+        self.bucket_of = bucket_of
+        """Size -> its bucket (None: none holds it): the bucket of a symbol an
+        append makes (:func:`_append`); None refuses appends."""
+        self.derived: set[int] = set()
+        """Symbols made by appends, not by marks."""
         self.valid: dict[int, Scalar] = {n: Scalar(np.asarray(n, np.int32), "i32") for n in symbols}
         """Symbol -> the scalar parameter holding it (the valid size)."""
         self.new: dict[int, tuple[Node, list[dict[int, Factors]]]] = {}
@@ -218,8 +223,8 @@ class Padded:
         rule = RULES.get(op)
         if rule is None:
             raise Refused(f"{_where(node)} mixes positions along a padded dimension (no padding rule)")
-        attrs, operands, padded = rule(self, node, operands, pads)
-        made = self.make(op, tuple(operands), attrs, node.loc)
+        attrs, operands, padded, *replaced = rule(self, node, operands, pads)
+        made = self.make(replaced[0] if replaced else op, tuple(operands), attrs, node.loc)
         self.new[id(node)] = (made, [padded])
         if op == "reduce_sum":
             count = self.count_of(node, pads[0])
@@ -249,11 +254,13 @@ class Padded:
         return self.splat(self.value("convert", (total,), {"dtype": dtype}), shape)
 
 
-def pad_graph(walk, marks: dict[int, dict[int, Factors]], symbols: dict[int, int]) -> tuple[Padded, list[Value], list]:
+def pad_graph(walk, marks: dict[int, dict[int, Factors]], symbols: dict[int, int],
+              bucket_of=None) -> tuple[Padded, list[Value], list]:
     """``walk``'s graph with the ``marks`` (id(leaf or cut) -> {dim: factors}) padded
     to ``symbols``' buckets: the :class:`Padded` state, the new output values,
-    and per output its padded dims. Raises :class:`Refused`."""
-    state = Padded(symbols)
+    and per output its padded dims. Raises :class:`Refused`. ``symbols`` gains
+    the symbols appends make (``bucket_of`` gives their buckets)."""
+    state = Padded(symbols, bucket_of)
     for node in walk.order:
         state.node(node, marks.get(id(node)))
     outputs, out_pads = [], []
@@ -453,6 +460,9 @@ def _dot(state, node, operands, pads):
 def _slice(state, node, operands, pads):
     a = node.attrs
     source = node.operands[0][0].types[node.operands[0][1]].shape
+    tails = [d for d, f in pads[0].items() if _tail(a, d, f, source)]
+    if tails:
+        return _slice_tail(state, node, operands, pads, tails)
     limit = list(a["limit"])
     for d, f in pads[0].items():
         if a["start"][d] != 0 or a["strides"][d] != 1 or a["limit"][d] != source[d]:
@@ -468,10 +478,92 @@ def _slice(state, node, operands, pads):
     return {**a, "limit": tuple(limit)}, operands, out
 
 
+def _tail(a, d: int, factors: Factors, source: tuple) -> bool:
+    """Whether the slice takes the last positions of padded dimension ``d``
+    (``x[:, -1:]``: the newest token of a growing sequence)."""
+    return (len(factors) == 1 and factors[0][1] is not None and a["strides"][d] == 1
+            and a["limit"][d] == source[d] and a["start"][d] > 0)
+
+
+def _slice_tail(state, node, operands, pads, tails):
+    """The last ``k`` positions of padded dimensions: a ``dynamic_slice`` that
+    starts ``k`` before the valid size, so every size of the bucket slices
+    the same way. The other dimensions are sliced as they are first."""
+    a = node.attrs
+    x = operands[0]
+    source = node.operands[0][0].types[node.operands[0][1]].shape
+    start, limit, strides = list(a["start"]), list(a["limit"]), list(a["strides"])
+    for d, f in pads[0].items():
+        if d in tails:
+            start[d], limit[d] = 0, state.size(f)
+        elif a["start"][d] != 0 or a["strides"][d] != 1 or a["limit"][d] != source[d]:
+            raise Refused(f"{_where(node)} takes part of a padded dimension")
+        else:
+            limit[d] = state.size(f)
+    if tuple(start) != (0,) * len(start) or tuple(limit) != x.type.shape or set(strides) != {1}:
+        x = state.value("slice", (x,), {"start": tuple(start), "limit": tuple(limit), "strides": tuple(strides)})
+    starts, sizes = [], list(x.type.shape)
+    for d in range(x.type.rank):
+        if d in tails:
+            k = source[d] - a["start"][d]
+            sym = pads[0][d][0][1]
+            starts.append(state.value("sub", (Value(state.valid[sym], 0), state.index_scalar(k)), {}))
+            sizes[d] = k
+        else:
+            starts.append(state.index_scalar(0))
+    out = {d: f for d, f in pads[0].items() if d not in tails}
+    return {"sizes": tuple(sizes)}, [x, tuple(starts)], out, "dynamic_slice"
+
+
 def _concatenate(state, node, operands, pads):
-    if any(node.attrs["dim"] in p for p in pads):
+    d = node.attrs["dim"]
+    if not any(d in p for p in pads):
+        return node.attrs, operands, _union(node, pads)
+    return _append(state, node, operands, pads)
+
+
+def _append(state, node, operands, pads):
+    """Values appended along a padded dimension (a key-value cache or the
+    generated tokens growing by one): the first operand padded there, the
+    others not. The result's valid size ``n + m`` is a symbol of its own; the
+    appended values are written at the first operand's valid size with
+    ``dynamic_update_slice`` into the first operand widened to that symbol's
+    bucket, so every ``n`` of the bucket makes the same program (``n`` and
+    ``n + m`` in the same bucket; crossing into the next bucket is another)."""
+    d = node.attrs["dim"]
+    first = pads[0].get(d)
+    if first is None or len(first) != 1 or any(d in p for p in pads[1:]):
         raise Refused(f"{_where(node)} joins along a padded dimension")
-    return node.attrs, operands, _union(node, pads)
+    others = [{j: f for j, f in p.items() if j != d} for p in pads]
+    if any(o != others[0] for o in others[1:]):
+        raise Refused(f"{_where(node)} joins values padded in different layouts")
+    n, sym = first[0]
+    m = operands[1].type.shape[d]
+    total = n + m
+    if state.bucket_of is None:
+        raise Refused(f"{_where(node)} joins along a padded dimension")
+    if total not in state.symbols:
+        b = state.bucket_of(total)
+        if b is None:
+            raise Refused(f"{_where(node)} grows a padded dimension past the largest bucket")
+        state.symbols[total] = b
+        state.valid[total] = Scalar(np.asarray(total, np.int32), "i32")
+        state.derived.add(total)
+    x = operands[0]
+    width = state.symbols[total]
+    have = x.type.shape[d]
+    if width < have:
+        raise Refused(f"{_where(node)} joins into a smaller bucket")
+    if width > have:  # widened to the result's bucket with zeros
+        shape = list(x.type.shape)
+        shape[d] = width - have
+        zero = state.splat(state.value("constant", (), {"value": fill_value("zero", x.type.dtype)}), tuple(shape))
+        x = state.value("concatenate", (x, zero), {"dim": d})
+    update = operands[1]
+    starts = tuple(Value(state.valid[sym], 0) if j == d else state.index_scalar(0) for j in range(x.type.rank))
+    out = dict(others[0])
+    out[d] = ((total, total),)
+    return {}, [x, update, starts], out, "dynamic_update_slice"
 
 
 def _pad(state, node, operands, pads):

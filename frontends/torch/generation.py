@@ -1,0 +1,122 @@
+"""transformers' ``generate()`` on the lazy device: the growing sequence in buckets.
+
+Greedy decoding grows three things by one position per token: the generated
+ids (``torch.cat([input_ids, next_tokens[:, None]], -1)``), the attention mask,
+and the default key-value cache (``DynamicLayer.update``: ``torch.cat`` along
+dim -2). Each is a new input shape for the next token's program, so every
+token compiled a program of its own.
+
+When ``transformers.generation.utils`` is imported (before or after lazycore),
+:func:`install` wraps ``GenerationMixin.prepare_inputs_for_generation``, which
+every decoding step calls with the ids, the mask and the cache: for a decoding
+step (one new position) whose tensors are on a lazy device, it marks their
+sequence dimension dynamic (:func:`lazycore.torch.dynamic`). The barrier then
+pads them to a bucket (:mod:`lazycore.runtime.buckets`): the append becomes a
+``dynamic_update_slice`` at the valid length, ``input_ids[:, -1:]`` a
+``dynamic_slice`` before it, attention's reductions are masked past it
+(:mod:`lazycore.runtime.padding`), and the results stay padded into the next
+token's program. Tokens within one bucket share a program. Nothing changes for
+CPU or CUDA tensors, for the prefill, or where the padding rules refuse a
+graph (it compiles at its own sizes, as before; ``LAZYCORE_DEBUG`` names the
+op). ``LAZYCORE_BUCKETS=off`` turns it off with the other marks.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import importlib.util
+import sys
+
+from lazycore.runtime import buckets as _buckets
+from lazycore.ir.graph import Data
+
+from .tensor import Tensor, read
+
+_TARGET = "transformers.generation.utils"
+_installed = False
+_GROWING = ("attention_mask", "decoder_attention_mask", "position_ids", "decoder_position_ids", "token_type_ids")
+
+
+def _mark(t, dim: int) -> None:
+    """Mark ``t``'s dimension ``dim`` dynamic where ``t`` is device data on a
+    lazy device (a pending value or a view is left as it is: a padded
+    result is marked already)."""
+    if not isinstance(t, Tensor) or t._steps or t.dim() == 0:
+        return
+    node = read(t)._value.node
+    d = dim % t.dim()
+    if type(node) is Data and t.shape[d] >= 2:
+        _buckets.mark(node, d)
+
+
+def _mark_cache(cache) -> None:
+    for layer in getattr(cache, "layers", ()) or ():
+        if type(layer).__name__ != "DynamicLayer":
+            continue  # a static layer has a fixed size; a sliding window drops its front
+        for name in ("keys", "values"):
+            _mark(getattr(layer, name, None), -2)
+    inner = getattr(cache, "self_attention_cache", None)  # an EncoderDecoderCache's decoder half
+    if inner is not None:
+        _mark_cache(inner)
+
+
+def _wrap(prepare):
+    @functools.wraps(prepare)
+    def prepare_inputs_for_generation(self, input_ids, *args, next_sequence_length=None, **kwargs):
+        if next_sequence_length == 1 and isinstance(input_ids, Tensor):
+            _mark(input_ids, -1)
+            for key in _GROWING:  # grown with the ids by _update_model_kwargs_for_generation
+                _mark(kwargs.get(key), -1)
+            for key in ("past_key_values", "cache"):
+                if kwargs.get(key) is not None:
+                    _mark_cache(kwargs[key])
+        return prepare(self, input_ids, *args, next_sequence_length=next_sequence_length, **kwargs)
+
+    prepare_inputs_for_generation.__lazycore_generation__ = True
+    return prepare_inputs_for_generation
+
+
+def _patch(module) -> None:
+    mixin = getattr(module, "GenerationMixin", None)
+    original = getattr(mixin, "prepare_inputs_for_generation", None)
+    if original is None or getattr(original, "__lazycore_generation__", False):
+        return
+    mixin.prepare_inputs_for_generation = _wrap(original)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Patches ``transformers.generation.utils`` once it is imported."""
+
+    def find_spec(self, name, path, target=None):
+        if name != _TARGET:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return None
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        def patched(module):
+            exec_module(module)
+            _patch(module)
+
+        loader.exec_module = patched
+        return spec
+
+
+def install() -> None:
+    """Wrap transformers' ``prepare_inputs_for_generation`` now or when it is imported."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    module = sys.modules.get(_TARGET)
+    if module is not None:
+        _patch(module)
+    else:
+        sys.meta_path.insert(0, _Finder())
