@@ -515,9 +515,8 @@ def mark_step(wait: bool = False, devices=None) -> None:
     ``wait=True`` returns once it has finished."""
     with LOCK:  # one step for all the devices: no thread records between their barriers
         _mark_step(wait, devices)
-        step = closures.take() if closures.PENDING or closures.ERRORS else None
-    if step is not None:  # the step's closures, after its programs (lazycore.runtime.closures)
-        closures.run(step)
+        if closures.PENDING or closures.ERRORS:  # the step's closures, after its programs (lazycore.runtime.closures)
+            closures.run(closures.take())
 
 
 def _mark_step(wait: bool, devices) -> None:

@@ -25,8 +25,10 @@ asynchronous closure has run.
 Threads: the queue is shared by all threads (as the step is: ``mark_step`` in
 any thread runs everyone's pending work), written under
 :data:`lazycore.ir.context.LOCK`. ``mark_step`` takes the step's closures
-under the lock right after its barrier and calls them after releasing it, so
-a closure added meanwhile by another thread belongs to the next step.
+right after its barrier and calls them still holding the lock (as a read
+would), so steps' closures run one step after the other, each thread's in
+the order it added them, and a closure another thread adds meanwhile belongs
+to the next step.
 Closures run only at ``mark_step`` (``lazycore.mark_step``,
 ``lazycore.torch.mark_step``, ``optimizer_step``); reads and automatic step
 barriers do not run them.
@@ -78,7 +80,7 @@ def _error(fn, loc, e: BaseException) -> StepClosureError:
 
 
 def run(step) -> None:
-    """Call a step's closures (outside ``LOCK``): the synchronous ones now,
+    """Call a step's closures (under ``LOCK``): the synchronous ones now,
     after the step's programs have finished; the asynchronous ones queued for
     the worker. Raises an earlier asynchronous closure's error first."""
     _raise_async()
@@ -89,9 +91,8 @@ def run(step) -> None:
         _worker().put((later, launches))
     if not sync:
         return
-    with LOCK:  # the step's programs have finished (a failure settles in their leaves)
-        for d in _device.known_devices():
-            d.wait()
+    for d in _device.known_devices():  # the step's programs have finished
+        d.wait()
     for fn, args, loc, _ in sync:
         try:
             fn(*args)
