@@ -64,7 +64,7 @@ def test_torch_names_the_op_and_the_models_line(bad, op, marker):
         with pytest.raises(FloatingPointError) as info:
             ltorch.mark_step()
     msg = str(info.value)
-    assert op in msg and "from finite operands" in msg
+    assert f"{op} (recorded at" in msg and "produced a NaN from finite operands" in msg
     assert at(marker) in msg
     # eager agrees there is a NaN; the values are what the program computed
     eager = _model(bad)(x.cpu()).sum()
@@ -108,7 +108,7 @@ def test_nan_from_an_input_is_not_blamed_on_an_op():
     d = lnp.asarray(np.array([1.0, np.nan], np.float32))
     with lazycore.config.debug_nans():
         e = lnp.exp(d) + 1.0  # only the input's NaN
-        with pytest.raises(FloatingPointError, match="came in from an input") as info:
+        with pytest.raises(FloatingPointError, match="a NaN came in from an input") as info:
             lazycore.mark_step()
     assert "lazy.exp" in str(info.value) and at("only the input's NaN") in str(info.value)
     del c, e
@@ -125,6 +125,19 @@ def test_a_nan_removed_again_raises_nothing_and_finite_steps_pass():
         ok = lnp.asarray(np.ones(3, np.float32)) * 2
         lazycore.mark_step()
         np.testing.assert_array_equal(np.asarray(ok), [2.0, 2.0, 2.0])
+
+
+def test_an_infinity_is_named_as_one():
+    a = lnp.asarray(np.array([1.0, 0.0], np.float32))
+    with lazycore.config.debug_nans():
+        b = 1.0 / a  # one by zero
+        c = lnp.minimum(b, 5.0) - 1.0
+        with pytest.raises(FloatingPointError, match="produced an infinity from finite operands") as info:
+            lazycore.mark_step()
+    assert "lazy.div" in str(info.value) and at("one by zero") in str(info.value)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(np.asarray(b), 1.0 / np.array([1.0, 0.0], np.float32))
+    del c
 
 
 def test_off_by_default_and_swapped_back():

@@ -42,24 +42,26 @@ def _inexact(dtype: str) -> bool:
     return dtype.startswith(("f", "bf", "c"))
 
 
-def _bad(host) -> bool:
-    """Whether a host array of an inexact type holds a NaN or an infinity."""
+def _bad(host) -> str | None:
+    """``"NaN"`` or ``"infinity"`` when a host array of an inexact type holds one, else None."""
     host = np.asarray(host)
     kind = host.dtype.kind
     if kind not in "fc":  # bfloat16, float8 (ml_dtypes)
         host = host.astype(np.float64)
-    return not bool(np.isfinite(host).all())
+    if bool(np.isfinite(host).all()):
+        return None
+    return "NaN" if bool(np.isnan(host).any()) else "infinity"
 
 
-def _leaf_bad(node) -> bool:
+def _leaf_bad(node) -> str | None:
     t = node.types[0]
     if not _inexact(t.dtype):
-        return False
+        return None
     if type(node) is Scalar:
         return _bad(node.value)
     if type(node) is Data and type(node.buffer) is not Failure and node.buffer is not None:
         return _bad(pjrt.to_host(node.buffer))
-    return False
+    return None
 
 
 def checked_sync(device, wait: bool = True) -> int:
@@ -95,15 +97,15 @@ def _diagnose(device, bad: list) -> str:
     nodes = [n for n in order if not n.is_leaf]
     every = [Value(n, i) for n in nodes for i in range(len(n.types))]
     results = barrier.run_alone(device, every) if every else []
-    nonfinite: dict[int, bool] = {}  # id(node) -> any of its inexact results non-finite
+    nonfinite: dict[int, str | None] = {}  # id(node) -> "NaN" / "infinity" in its inexact results, else None
     k = 0
     for n in nodes:
-        flag = False
+        flag = None
         for t in n.types:
             r = results[k]
             k += 1
-            if _inexact(t.dtype) and type(r) is not Failure and _bad(pjrt.to_host(r)):
-                flag = True
+            if _inexact(t.dtype) and type(r) is not Failure:
+                flag = flag or _bad(pjrt.to_host(r))
         nonfinite[id(n)] = flag
     for n in walk.params:
         nonfinite[id(n)] = _leaf_bad(n)
@@ -121,14 +123,16 @@ def _diagnose(device, bad: list) -> str:
                and not any(nonfinite.get(id(o.node)) for o in _operands(n))]  # (a leaf has none)
     for n in sources:  # an op that made one from finite operands first
         if not n.is_leaf:
-            return (f"lazycore debug_nans: lazy.{n.op} (recorded at {format_location(n.loc)}) produced a NaN or "
-                    f"infinity from finite operands; it reached {len(bad)} of the step's results")
+            what = "a NaN" if nonfinite[id(n)] == "NaN" else "an infinity"
+            return (f"lazycore debug_nans: lazy.{n.op} (recorded at {format_location(n.loc)}) produced {what} "
+                    f"from finite operands; a NaN or infinity reached {len(bad)} of the step's results")
     for n in sources:
         user = users.get(id(n))
         kind = "a parameter" if type(n) is Scalar else f"an input ({n.types[0]})"
         where = "" if user is None else f"; first used by lazy.{user.op} at {format_location(user.loc)}"
-        return (f"lazycore debug_nans: a NaN or infinity in the step's results came in from {kind}, "
-                f"not from an op of the step{where}")
+        what = "a NaN" if nonfinite[id(n)] == "NaN" else "an infinity"
+        return (f"lazycore debug_nans: {what} came in from {kind}, not from an op of the step, and reached "
+                f"{len(bad)} of the step's results{where}")
     return "lazycore debug_nans: the step's results hold a NaN or infinity (no single op found)"
 
 
