@@ -27,6 +27,7 @@ import functools
 import importlib.abc
 import importlib.util
 import sys
+import threading
 
 from lazycore.runtime import buckets as _buckets
 from lazycore.ir.graph import Data
@@ -35,6 +36,9 @@ from .tensor import Tensor, read
 
 _TARGET = "transformers.generation.utils"
 _installed = False
+_BUCKET_TO_MAX_LENGTH = True
+"""Pad the growing sequence to generate()'s ``max_length`` (one bucket for
+the whole generation, as a static cache); False: the usual buckets."""
 _GROWING = ("attention_mask", "decoder_attention_mask", "position_ids", "decoder_position_ids", "token_type_ids")
 
 
@@ -77,12 +81,49 @@ def _wrap(prepare):
     return prepare_inputs_for_generation
 
 
+class _Generating(threading.local):
+    depth = 0
+    """generate() calls in progress on this thread."""
+
+
+_GENERATING = _Generating()
+
+
+def _wrap_generate(generate):
+    @functools.wraps(generate)
+    def wrapped(self, *args, **kwargs):
+        before = _buckets.fix(_buckets.fix(None))  # the ceiling outside this call
+        _GENERATING.depth += 1
+        try:
+            return generate(self, *args, **kwargs)
+        finally:
+            _GENERATING.depth -= 1
+            _buckets.fix(before)
+
+    wrapped.__lazycore_generation__ = True
+    return wrapped
+
+
+def _wrap_length(prepare_length):
+    @functools.wraps(prepare_length)
+    def wrapped(self, *args, **kwargs):
+        config = prepare_length(self, *args, **kwargs)
+        length = getattr(config, "max_length", None)
+        if _GENERATING.depth and isinstance(length, int) and length >= 2 and _BUCKET_TO_MAX_LENGTH:
+            _buckets.fix(length)  # the growing sequence never crosses a bucket
+        return config
+
+    wrapped.__lazycore_generation__ = True
+    return wrapped
+
+
 def _patch(module) -> None:
     mixin = getattr(module, "GenerationMixin", None)
-    original = getattr(mixin, "prepare_inputs_for_generation", None)
-    if original is None or getattr(original, "__lazycore_generation__", False):
-        return
-    mixin.prepare_inputs_for_generation = _wrap(original)
+    for name, wrap in (("prepare_inputs_for_generation", _wrap), ("generate", _wrap_generate),
+                       ("_prepare_generated_length", _wrap_length)):
+        original = getattr(mixin, name, None)
+        if original is not None and not getattr(original, "__lazycore_generation__", False):
+            setattr(mixin, name, wrap(original))
 
 
 class _Finder(importlib.abc.MetaPathFinder):

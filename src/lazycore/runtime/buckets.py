@@ -28,7 +28,9 @@ dimension of a padded size padded as well (labels beside marked inputs).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import threading
 from array import array
 
 import numpy as np
@@ -45,8 +47,15 @@ from lazycore.runtime import checks, pjrt
 from lazycore.runtime.padding import Refused, pad_graph
 
 
+_FIXED = threading.local()
+
+
 def bucket(n: int) -> int | None:
-    """The size ``n`` is padded to; None when no bucket holds it."""
+    """The size ``n`` is padded to; None when no bucket holds it. Inside
+    :func:`fixed`, every size up to its ceiling is padded to the ceiling."""
+    top = getattr(_FIXED, "size", None)
+    if top is not None and n <= top:
+        return top
     sizes = settings.buckets
     if sizes is None:
         return 1 << (n - 1).bit_length()
@@ -54,6 +63,26 @@ def bucket(n: int) -> int | None:
         if b >= n:
             return b
     return None
+
+
+@contextlib.contextmanager
+def fixed(size: int | None):
+    """Within it (this thread), marked sizes up to ``size`` pad to ``size``:
+    one bucket for a sequence whose longest length is known (transformers'
+    ``generate()``: its ``max_length``), so it never crosses a bucket. Sizes
+    above it take the usual buckets; ``None`` restores them."""
+    before = fix(size)
+    try:
+        yield
+    finally:
+        fix(before)
+
+
+def fix(size: int | None) -> int | None:
+    """Set :func:`fixed`'s ceiling on this thread; returns the one before."""
+    before = getattr(_FIXED, "size", None)
+    _FIXED.size = size
+    return before
 
 
 def mark(leaf: Data, dim: int) -> None:
@@ -238,12 +267,20 @@ def prepare(walk, device, keyed) -> Bucketed | None:
     try:
         try:
             state, outputs, out_pads = pad_graph(walk, marks, dict(symbols), bucket)
-        except Refused:
+        except Refused as refused:
             # unmarked inputs of a padded size (labels beside marked inputs): padded too, once
             more = _sized_like(walk, marks, symbols)
-            if not more:
-                raise
-            state, outputs, out_pads = pad_graph(walk, {**marks, **more}, dict(symbols), bucket)
+            try:
+                if not more:
+                    raise
+                state, outputs, out_pads = pad_graph(walk, {**marks, **more}, dict(symbols), bucket)
+            except Refused:
+                # a size that is also another dimension's (a head dimension of 16
+                # at sequence length 16): once more without widening made values
+                try:
+                    state, outputs, out_pads = pad_graph(walk, marks, dict(symbols), bucket, widen=False)
+                except Refused:
+                    raise refused from None
         padded = Walk(outputs)
         if [c.op for c in checks.nodes(padded)] != [c.op for c in checks.nodes(walk)]:
             raise Refused("its value checks changed order")

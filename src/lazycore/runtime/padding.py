@@ -97,6 +97,10 @@ class Padded:
         append makes (:func:`_append`); None refuses appends."""
         self.derived: set[int] = set()
         """Symbols made by appends, not by marks."""
+        self.widen = True
+        """Whether values made without inputs are widened along a symbol's
+        size (off for the retry after a size that is also another
+        dimension's, a head dimension of 16 at sequence length 16, refused)."""
         self.valid: dict[int, Scalar] = {n: Scalar(np.asarray(n, np.int32), "i32") for n in symbols}
         """Symbol -> the scalar parameter holding it (the valid size)."""
         self.new: dict[int, tuple[Node, list[dict[int, Factors]]]] = {}
@@ -175,6 +179,8 @@ class Padded:
         """The dimensions of a value made without inputs that become padded:
         those of a symbol's size (also where the bucket is that size: every
         size of a bucket makes one graph)."""
+        if not self.widen:
+            return {}
         return {j: ((s, s),) for j, s in enumerate(shape) if s in self.symbols}
 
     # --- the walk ------------------------------------------------------------------
@@ -255,12 +261,13 @@ class Padded:
 
 
 def pad_graph(walk, marks: dict[int, dict[int, Factors]], symbols: dict[int, int],
-              bucket_of=None) -> tuple[Padded, list[Value], list]:
+              bucket_of=None, widen: bool = True) -> tuple[Padded, list[Value], list]:
     """``walk``'s graph with the ``marks`` (id(leaf or cut) -> {dim: factors}) padded
     to ``symbols``' buckets: the :class:`Padded` state, the new output values,
     and per output its padded dims. Raises :class:`Refused`. ``symbols`` gains
     the symbols appends make (``bucket_of`` gives their buckets)."""
     state = Padded(symbols, bucket_of)
+    state.widen = widen
     for node in walk.order:
         state.node(node, marks.get(id(node)))
     outputs, out_pads = [], []
