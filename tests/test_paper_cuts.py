@@ -18,6 +18,13 @@ import pytest
 import lazycore.numpy as lnp
 
 
+@pytest.fixture(scope="module")
+def dev():
+    import lazycore.torch as ltorch
+
+    return ltorch.device()
+
+
 # --- 1. to_device takes lazycore's own device names ----------------------------------------------
 
 
@@ -37,3 +44,118 @@ def test_to_device_takes_the_names_lazycore_prints(clean_runtime):
     for other in (f"{platform}:7", "nowhere", 0):
         with pytest.raises(ValueError, match="Unsupported device|Device not understood"):
             a.to_device(other)
+
+
+# --- 2. guard(compiles="error") around a training loop --------------------------------------------
+
+
+def _model_on(dev):
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)).to(dev)
+    import lazycore
+
+    lazycore.mark_step()  # its parameters hold values before the region
+    return model
+
+
+def _train(model, opt, dev, steps, rows=lambda step: 4):
+    import torch
+
+    import lazycore
+
+    g = torch.Generator().manual_seed(1)
+    losses = []
+    for step in range(steps):
+        x, y = torch.randn(rows(step), 8, generator=g).to(dev), torch.randn(rows(step), 1, generator=g).to(dev)
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+        lazycore.mark_step()
+    return [float(v) for v in losses]
+
+
+def _eager(make_opt, steps):
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    return _train(model, make_opt(model), "cpu", steps)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd-momentum", "adam"])
+def test_the_compile_guard_lets_the_optimizer_state_appear(dev, clean_runtime, optimizer):
+    import torch
+
+    from lazycore.observe import metrics
+    from lazycore.observe.guards import guard
+
+    def make_opt(model):
+        if optimizer == "adam":
+            return torch.optim.Adam(model.parameters(), lr=1e-2)
+        return torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+    model = _model_on(dev)
+    before = metrics.counters()["compiles"]
+    with guard(compiles="error"):  # step 1 reads the state step 0 created: still warm-up
+        losses = _train(model, make_opt(model), dev, 6)
+    assert metrics.counters()["compiles"] - before == 2
+    numpy.testing.assert_allclose(losses, _eager(make_opt, 6), rtol=1e-5)
+
+
+def test_the_compile_guard_still_refuses_shapes_that_change_every_step(dev, clean_runtime):
+    import torch
+
+    from lazycore.observe.guards import GuardError, guard
+
+    model = _model_on(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)  # no state: only step 0 may compile
+    with guard(compiles="error"), pytest.raises(GuardError, match=r"compile after warm-up \(1 barriers"):
+        _train(model, opt, dev, 4, rows=lambda step: 4 + step)
+    model = _model_on(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)  # its state appears at step 1
+    with guard(compiles="error"), pytest.raises(GuardError, match=r"compile after warm-up \(2 barriers"):
+        _train(model, opt, dev, 4, rows=lambda step: 4 + step)
+
+
+def test_the_compile_guard_with_a_read_inside_the_step(dev, clean_runtime):
+    import torch
+
+    import lazycore
+    from lazycore.observe.guards import guard
+
+    model = _model_on(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    x, y = torch.randn(4, 8).to(dev), torch.randn(4, 1).to(dev)
+    with guard(compiles="error"):  # two programs a step; the second one's state appears at step 1
+        for _ in range(4):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            assert loss.item() > 0  # a barrier before the update
+            opt.step()
+            lazycore.mark_step()
+
+
+def test_a_value_read_again_is_not_new_state(clean_runtime):
+    import lazycore
+    from lazycore.observe.guards import GuardError, guard
+
+    a = lnp.asarray(numpy.ones(3, numpy.float32))
+    lazycore.mark_step()
+    with guard(compiles="error"):
+        total = a * 0  # a running sum rebound each step: state the graph carries on
+        b = a + 1
+        lazycore.mark_step()  # warm-up
+        total = total + b  # total's last value is state: the program reads more of it
+        lazycore.mark_step()
+        total = total + b
+        lazycore.mark_step()  # the same program
+        c = (a * b).sum()  # b is still held: reading it is no new state
+        with pytest.raises(GuardError, match="compile after warm-up"):
+            lazycore.mark_step()
+    lazycore.mark_step()
+    assert numpy.asarray(total).tolist() == [4.0, 4.0, 4.0] and float(numpy.asarray(c)) == 6.0

@@ -17,9 +17,10 @@ see :func:`emit`):
   None when not known yet)
 - ``"implicit_barrier"`` ``(type)``: reading a pending value of that type is
   about to run a barrier
-- ``"compile"`` ``(nodes)``: a barrier needs a program its compile cache
-  lacks; it is about to compile it, or to load it from the persistent cache
-  (:mod:`lazycore.runtime.diskcache`), which a guard cannot know in advance
+- ``"compile"`` ``(nodes, walk)``: a barrier needs a program its compile cache
+  lacks for the graph ``walk`` walked; it is about to compile it, or to load
+  it from the persistent cache (:mod:`lazycore.runtime.diskcache`), which a
+  guard cannot know in advance
 - ``"lowering"`` ``(walk, module, device, donate, pipeline)``: a module is
   about to be lowered; a listener may return an object with
   ``after_pass(name, op)`` and ``finish(module)`` to see every stage

@@ -447,7 +447,7 @@ def _new_program(key: bytes, walk: Walk, device, donate: dict[int, int], pipelin
     """The walk's program, loaded or compiled (:func:`lazycore.runtime.programs.program`)
     and cached under ``key``, and whether it was loaded; raises
     :class:`~lazycore.runtime.failures.ProgramError`."""
-    events.emit("compile", len(walk.order))
+    events.emit("compile", len(walk.order), walk)
     exe, loaded = programs.program(walk, device, donate, pipeline, stacked=stacked)
     CACHE.put(key, exe)
     events.emit("program", exe, device, walk, loaded)
