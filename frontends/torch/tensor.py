@@ -105,11 +105,13 @@ class Tensor(torch.Tensor):
             extra += ", requires_grad=True"
         return text[:-1] + extra + ")"
 
-    # Copies and pickles follow torch's own rules for device tensors without a
-    # host storage (``lazy`` and ``xla`` in torch/_tensor.py): a deep copy is a
-    # clone, a pickle holds a CPU copy and torch's allowlisted rebuild function
-    # (so ``torch.load(weights_only=True)`` and its ``map_location`` work). A
-    # parameter stays a parameter. Views do not share storage in a copy.
+    # A deep copy is a clone, as torch's rule for device tensors without a host
+    # storage (``lazy`` and ``xla`` in torch/_tensor.py). A pickle
+    # (``torch.save``) is a CPU tensor's, as PyTorch/XLA's ``xm.save`` writes:
+    # a checkpoint loads in a process that never imported lazycore (torch's
+    # rule would rebuild on the ``lazy`` device, which plain torch cannot), and
+    # ``load_state_dict`` copies it onto the lazy device. A parameter stays a
+    # parameter; attributes set on a tensor stay. Views do not share storage in a copy.
 
     def __deepcopy__(self, memo):
         if not self.is_leaf:
@@ -133,15 +135,15 @@ class Tensor(torch.Tensor):
         return new
 
     def __reduce_ex__(self, proto):
-        data = (torch._utils._rebuild_device_tensor_from_cpu_tensor,
-                (to_host(self), self.dtype, str(self.device), self.requires_grad))
         state = _user_state(self)
         if state.pop("_is_param", False):
             return (torch._utils._rebuild_parameter_with_state,
                     (self.detach(), self.requires_grad, collections.OrderedDict(), state))
-        if state:
-            return (_rebuild_with_state, (data, state))
-        return data
+        host = to_host(self).detach()  # a barrier when pending
+        if self.requires_grad:
+            host.requires_grad_()
+        host.__dict__.update(state)
+        return host.__reduce_ex__(proto)  # torch's own (allowlisted) rebuild of a CPU tensor
 
 
 def _dispatch(func, args, kwargs):
@@ -158,13 +160,6 @@ _INTERNAL = frozenset({"_storage", "_steps", "_key"})
 def _user_state(t) -> dict:
     """What else ``t.__dict__`` holds: attributes set on the tensor (``_is_param`` ...)."""
     return {k: v for k, v in t.__dict__.items() if k not in _INTERNAL}
-
-
-def _rebuild_with_state(data, state):
-    fn, args = data
-    t = fn(*args)
-    t.__dict__.update(state)
-    return t
 
 
 # --- devices ----------------------------------------------------------------------
