@@ -17,7 +17,9 @@ from lazycore.mlir import ext, ir, on_new_context
 
 from .barrier import MAX_OPERANDS as MAX_BARRIER_OPERANDS
 from .spec import OPS, OpSpec
-from .types import ShapeError, TensorType, from_numpy_dtype, to_numpy_dtype
+from .types import FLOAT8_DTYPES, ShapeError, TensorType, from_numpy_dtype, to_numpy_dtype
+
+_FLOAT8_NUMPY = {to_numpy_dtype(d) for d in FLOAT8_DTYPES}
 
 
 class Lazy(ext.Dialect, name="lazy"):
@@ -86,6 +88,8 @@ def attr_to_mlir(kind: str, value: Any) -> ir.Attribute:
         if array.dtype == to_numpy_dtype("bf16"):
             # The buffer protocol does not know bf16: hand over the raw bits.
             return ir.DenseElementsAttr.get(array.view(np.uint16), type=t)
+        if array.dtype in _FLOAT8_NUMPY:  # nor float8
+            return ir.DenseElementsAttr.get(np.ascontiguousarray(array).view(np.uint8), type=t)
         return ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=t)
     raise ValueError(f"unknown attribute kind '{kind}'")
 
@@ -109,7 +113,7 @@ def attr_from_mlir(kind: str, attr: ir.Attribute) -> Any:
         if kind == "dense":
             dense = ir.DenseElementsAttr(attr)
             t = from_mlir_type(dense.type)
-            if t.dtype == "bf16":
+            if t.dtype == "bf16" or t.dtype in FLOAT8_DTYPES:
                 return DenseInfo(t)
             return np.array(dense).reshape(t.shape)
     except (ValueError, TypeError):

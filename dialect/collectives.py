@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from .rules import require_dtype
 from .spec import op
-from .types import ShapeError, TensorType
+from .types import ShapeError, TensorType, is_float8
 
 REDUCTIONS = ("sum", "prod", "max", "min")
 
@@ -91,6 +91,14 @@ def _check_new_split(what: str, t: TensorType, sharding, dim, mesh, axis) -> Non
         )
 
 
+def _not_float8(x: TensorType) -> None:
+    """XLA's CPU backend has no all-reduce of float8 values (UNIMPLEMENTED at
+    compile): a float8 sum is combined in a wider type, converted first."""
+    if is_float8(x.dtype):
+        raise ShapeError(f"operand must have numeric element type other than float8, got {x.dtype} "
+                         "(XLA has no float8 all-reduce: convert to a wider type first)")
+
+
 def _reduction(reduction) -> None:
     if reduction not in REDUCTIONS:
         raise ShapeError(f"reduction must be one of {', '.join(REDUCTIONS)}, got '{reduction}'")
@@ -114,6 +122,7 @@ def _shard(x: TensorType, *, mesh, sharding):
 def _all_reduce(x: TensorType, *, mesh, sharding, axis, reduction):
     """The blocks of the dimension split along mesh axis axis, combined by reduction (sum, prod, max, min): that dimension is divided by the axis size and no longer split"""
     require_dtype("operand", x, "numeric")
+    _not_float8(x)
     _reduction(reduction)
     sharding = check_sharding(x, check_mesh(mesh), sharding)
     return _blocks_combined(x, mesh, sharding, axis)
@@ -132,6 +141,7 @@ def _all_gather(x: TensorType, *, mesh, sharding, axis):
 def _reduce_scatter(x: TensorType, *, mesh, sharding, axis, dim, reduction):
     """all_reduce's result, then split along mesh axis axis on dimension dim (not split along another axis; divisible by the axis size)"""
     require_dtype("operand", x, "numeric")
+    _not_float8(x)
     _reduction(reduction)
     sharding = check_sharding(x, check_mesh(mesh), sharding)
     result = _blocks_combined(x, mesh, sharding, axis)

@@ -13,7 +13,14 @@ from typing import NamedTuple
 import ml_dtypes
 import numpy as np
 
-FLOAT_DTYPES = ("f16", "bf16", "f32", "f64")
+# 8-bit floats (MLIR's spellings), the formats of float8 training: E4M3FN
+# (no infinities, one NaN, max 448), E5M2 (IEEE-like, with infinities), and
+# their FNUZ variants (no negative zero, NaN is the bit pattern of -0, no
+# infinities). They are floats to every rule; NumPy holds them through
+# ml_dtypes. They come last so every table built from DTYPES keeps its
+# positions for the other types.
+FLOAT8_DTYPES = ("f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ")
+FLOAT_DTYPES = ("f16", "bf16", "f32", "f64") + FLOAT8_DTYPES
 SIGNED_DTYPES = ("i8", "i16", "i32", "i64")
 UNSIGNED_DTYPES = ("ui8", "ui16", "ui32", "ui64")
 INT_DTYPES = SIGNED_DTYPES + UNSIGNED_DTYPES
@@ -21,7 +28,7 @@ BOOL_DTYPE = "i1"
 # MLIR's spelling: ``tensor<2xcomplex<f32>>``. Complex types come last so the
 # real types keep their positions in every table built from DTYPES.
 COMPLEX_DTYPES = ("complex<f32>", "complex<f64>")
-DTYPES = FLOAT_DTYPES + INT_DTYPES + (BOOL_DTYPE,) + COMPLEX_DTYPES
+DTYPES = FLOAT_DTYPES[:4] + INT_DTYPES + (BOOL_DTYPE,) + COMPLEX_DTYPES + FLOAT8_DTYPES
 
 _TO_NUMPY = {
     "f16": np.dtype(np.float16),
@@ -39,6 +46,10 @@ _TO_NUMPY = {
     "ui64": np.dtype(np.uint64),
     "complex<f32>": np.dtype(np.complex64),
     "complex<f64>": np.dtype(np.complex128),
+    "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
+    "f8E5M2": np.dtype(ml_dtypes.float8_e5m2),
+    "f8E4M3FNUZ": np.dtype(ml_dtypes.float8_e4m3fnuz),
+    "f8E5M2FNUZ": np.dtype(ml_dtypes.float8_e5m2fnuz),
 }
 _FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items()}
 
@@ -73,6 +84,10 @@ class TensorType(NamedTuple):
 
 def is_float(dtype: str) -> bool:
     return dtype in FLOAT_DTYPES
+
+
+def is_float8(dtype: str) -> bool:
+    return dtype in FLOAT8_DTYPES
 
 
 def is_complex(dtype: str) -> bool:

@@ -251,8 +251,11 @@ def broadcast_of_splat(op, rewriter):
 
 # --- convert chains --------------------------------------------------------------
 
-_FLOAT_PRECISION = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}  # significand bits
-_FLOAT_RANK = {"f16": 0, "bf16": 0, "f32": 1, "f64": 2}
+_FLOAT_PRECISION = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53,  # significand bits
+                    "f8E4M3FN": 4, "f8E5M2": 3, "f8E4M3FNUZ": 4, "f8E5M2FNUZ": 3}
+# every float8 value is an f16 and a bf16 one; no float8 type holds another's
+_FLOAT_RANK = {"f16": 0, "bf16": 0, "f32": 1, "f64": 2, "f8E4M3FN": -1, "f8E5M2": -1, "f8E4M3FNUZ": -1,
+               "f8E5M2FNUZ": -1}
 
 
 def _int_bits(dtype: str) -> tuple[int, bool]:

@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from lazycore.dialect import attr, create
-from lazycore.dialect.types import is_complex, to_numpy_dtype
+from lazycore.dialect.types import is_complex, is_float8, to_numpy_dtype
 from lazycore.mlir import ir
 
 from .canonicalize import pattern, producer, replace, splat_constant, splat_value, type_of
@@ -169,7 +169,7 @@ def constant_operand(v: ir.Value):
     t = type_of(v)
     # NumPy cannot read bf16 out of an attribute, so only bf16 splats fold;
     # nor complex ones (the bindings refuse them), and those never fold.
-    if t.size > FOLD_LIMIT or t.dtype == "bf16" or is_complex(t.dtype):
+    if t.size > FOLD_LIMIT or t.dtype == "bf16" or is_float8(t.dtype) or is_complex(t.dtype):
         return None
     return np.array(ir.DenseElementsAttr(o.attributes["value"])).reshape(t.shape), False
 

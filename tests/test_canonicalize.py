@@ -210,6 +210,8 @@ def _all_values(dtype: str) -> np.ndarray:
     if np.issubdtype(d, np.integer):
         info = np.iinfo(d)
         return np.unique(np.array([info.min, info.min + 1, -1 if info.min else 0, 0, 1, info.max - 1, info.max], d))
+    if d.itemsize == 1:  # float8: every bit pattern
+        return np.arange(256, dtype=np.uint8).view(d)
     bits = np.arange(0, 2**16, 7, dtype=np.uint16)  # a spread over every 16-bit pattern
     if d.itemsize == 2:
         return bits.view(d)

@@ -65,7 +65,7 @@ def test_every_example_parses_and_verifies(page):
 def test_attribute_kinds_and_element_types_are_derived(page):
     # from the table's kinds and the rules' element-type classes, not typed in
     assert "| `i64[]` | tuple of int | `array<i64: 0, 1>` |" in page
-    assert "| float | `f16`, `bf16`, `f32`, `f64` |" in page
+    assert "| float | `f16`, `bf16`, `f32`, `f64`, `f8E4M3FN`, `f8E5M2`, `f8E4M3FNUZ`, `f8E5M2FNUZ` |" in page
     # found by running the rules: select's predicate is boolean, its branches anything
     select = _sections(page)["lazy.select"]
     assert "- **Element types:** `pred`: bool; `on_true`, `on_false`: any" in select

@@ -361,9 +361,9 @@ def _run_meta(func, margs, mkwargs):
 # reductions, matrix products and cat, eager's CPU kernel runs on stand-ins of
 # the arguments (ones, of their dtypes: no value of theirs can fail these ops)
 # and its error is eager's answer at the call. Elsewhere the stand-ins' values
-# could fail where the user's would not (indices), so only uint16/32/64, which
-# eager's CPU kernels take in a few ops only, are probed, and only a missing
-# kernel (NotImplementedError) counts.
+# could fail where the user's would not (indices), so only uint16/32/64 and
+# the float8 types, which eager's CPU kernels take in a few ops only, are
+# probed, and only a missing kernel (NotImplementedError) counts.
 # The stand-ins first have every dimension cut to at most 1 (the same rank,
 # so the same type promotion; empty stays empty; not a variance's) when the
 # meta kernel already passed the real shapes (when it failed, full-size ones
@@ -371,7 +371,9 @@ def _run_meta(func, margs, mkwargs):
 # a GPT step's first trace (a bmm of 64 heads, AdamW's moments). Only when
 # those fail do full-size ones decide, since an argument tied to the sizes
 # (a topk's k) can fail the cut ones alone.
-_KERNEL_GAPS = {torch.uint16, torch.uint32, torch.uint64}
+_KERNEL_GAPS = {torch.uint16, torch.uint32, torch.uint64,
+                # float8: eager's CPU kernels take it in few ops (mul, mm, abs, eq, cat, copies, ...)
+                torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz}
 _PROBED_TAGS = (torch.Tag.pointwise, torch.Tag.reduction)
 _PROBED_OPS = {aten.mm.default, aten.bmm.default, aten.mv.default, aten.dot.default, aten.addmm.default,
                aten.addmv.default, aten.baddbmm.default, aten.cat.default, aten.floor_divide.default,
@@ -381,10 +383,13 @@ _STAND_IN_LIMIT = 1 << 16
 """Elements a full-size stand-in holds at most; a larger one read-only repeats one element."""
 
 
+_FLOAT8 = {torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz}
+
+
 def _stand_in(x, cut: bool, written=False):
     if isinstance(x, torch.Tensor):
-        if cut:
-            return torch.ones([min(d, 1) for d in x.shape], dtype=x.dtype)
+        if cut:  # (float8: at most 2, since some kernels take one element of any type, a flip's)
+            return torch.ones([min(d, 2 if x.dtype in _FLOAT8 else 1) for d in x.shape], dtype=x.dtype)
         if written or x.numel() <= _STAND_IN_LIMIT:
             return torch.ones(x.shape, dtype=x.dtype)
         return torch.ones(1, dtype=x.dtype).expand(x.shape)

@@ -22,8 +22,23 @@ TO_LAZY = {
     torch.bool: "i1",
     torch.complex64: "complex<f32>",
     torch.complex128: "complex<f64>",
+    torch.float8_e4m3fn: "f8E4M3FN",
+    torch.float8_e5m2: "f8E5M2",
+    torch.float8_e4m3fnuz: "f8E4M3FNUZ",
+    torch.float8_e5m2fnuz: "f8E5M2FNUZ",
 }
 TO_TORCH = {v: k for k, v in TO_LAZY.items()}
+
+# torch dtypes NumPy has no type for, and the ml_dtypes type of the same bits
+_BITS = {
+    torch.bfloat16: (torch.int16, np.int16, ml_dtypes.bfloat16),
+    torch.float8_e4m3fn: (torch.uint8, np.uint8, ml_dtypes.float8_e4m3fn),
+    torch.float8_e5m2: (torch.uint8, np.uint8, ml_dtypes.float8_e5m2),
+    torch.float8_e4m3fnuz: (torch.uint8, np.uint8, ml_dtypes.float8_e4m3fnuz),
+    torch.float8_e5m2fnuz: (torch.uint8, np.uint8, ml_dtypes.float8_e5m2fnuz),
+}
+_FROM_ML = {np.dtype(ml): (np_bits, tdt) for tdt, (_, np_bits, ml) in _BITS.items()}
+FLOAT8 = tuple(t for t, lazy in TO_LAZY.items() if lazy.startswith("f8"))
 
 
 def lazy_dtype(dtype: torch.dtype) -> str:
@@ -38,16 +53,19 @@ def supported(dtype: torch.dtype) -> bool:
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
-    """A host torch tensor as a NumPy array (bfloat16 through ml_dtypes)."""
+    """A host torch tensor as a NumPy array (bfloat16 and float8 through
+    ml_dtypes, by their bits)."""
     t = t.detach().resolve_conj().resolve_neg().contiguous()
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    bits = _BITS.get(t.dtype)
+    if bits is not None:
+        return t.view(bits[0]).numpy().view(bits[2])
     return t.numpy()
 
 
 def from_numpy(a: np.ndarray) -> torch.Tensor:
     """A NumPy array as a host torch tensor that owns its memory."""
     a = np.asarray(a, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
-    if a.dtype == ml_dtypes.bfloat16:
-        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16)
+    bits = _FROM_ML.get(a.dtype)
+    if bits is not None:
+        return torch.from_numpy(a.view(bits[0]).copy()).view(bits[1])
     return torch.from_numpy(a.copy() if not a.flags.writeable else a)

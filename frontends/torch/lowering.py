@@ -22,10 +22,13 @@ observes a value or assigns to a handle is detected and runs every call.
 
 from __future__ import annotations
 
+import math
+
+import ml_dtypes
 import numpy as np
 
 from lazycore.trace import composites, core
-from lazycore.dialect.types import is_complex, is_float, is_int, to_numpy_dtype
+from lazycore.dialect.types import is_complex, is_float, is_float8, is_int, to_numpy_dtype
 
 from .dtypes import lazy_dtype
 
@@ -120,6 +123,8 @@ def scalar(value, dtype: str, device, shape=()):
         value = complex(value)
     elif is_float(dtype):
         value = value if isinstance(value, float) else float(value)  # a recorded float argument stays one
+        if is_float8(dtype):
+            _check_float8(value, dtype)
     else:
         value = int(value)
         lo, hi = _range(dtype)
@@ -127,6 +132,19 @@ def scalar(value, dtype: str, device, shape=()):
             raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dtype]} without overflow")
     s = core.scalar(value, dtype, device=device)
     return broadcast(s, shape) if tuple(shape) != () else s
+
+
+def _check_float8(value: float, dtype: str) -> None:
+    """c10's checked conversion to a float8 type: beyond its largest finite
+    value (an infinity too, but for float8_e5m2, which has them) overflows."""
+    if math.isnan(value) or (math.isinf(value) and dtype == "f8E5M2"):
+        return
+    if abs(value) > float(ml_dtypes.finfo(to_numpy_dtype(dtype)).max):
+        raise RuntimeError(f"value cannot be converted to type {_C_FLOAT8[dtype]} without overflow")
+
+
+_C_FLOAT8 = {"f8E4M3FN": "c10::Float8_e4m3fn", "f8E5M2": "c10::Float8_e5m2",
+             "f8E4M3FNUZ": "c10::Float8_e4m3fnuz", "f8E5M2FNUZ": "c10::Float8_e5m2fnuz"}
 
 
 _C_TYPES = {"i8": "int8_t", "i16": "int16_t", "i32": "int", "i64": "int64_t",
@@ -166,10 +184,64 @@ broadcast = core.broadcast_to
 def convert(x, dtype: str):
     """``x`` as ``dtype``, as eager's CPU cast: float64 -> uint8 goes through
     int64 there (NumPy's, and torch's other narrow targets, through int32:
-    the convert lowering), which keeps the low byte of values beyond int32."""
+    the convert lowering), which keeps the low byte of values beyond int32.
+    Float8 goes through float32 both ways, as c10's float8 types convert
+    (see :func:`to_float8`)."""
+    if x.dtype == dtype:
+        return x
+    if is_float8(dtype):
+        return to_float8(x, dtype)
+    if is_float8(x.dtype):  # c10's float8 -> float, then float's cast
+        fnuz_nan = x.dtype.endswith("FNUZ") and dtype in ("i32", "i64")
+        x = core.convert_to(x, "f32")
+        if fnuz_nan:  # (eager's FNUZ NaN becomes 0 there, where other NaNs become INT_MIN)
+            out = core.convert_to(x, dtype)
+            zero = core.apply("constant", value=np.zeros(x.shape, to_numpy_dtype(dtype)), device=x.device)
+            return core.apply("select", core.apply("compare", x, x, direction="NE"), zero, out)
     if dtype == "ui8" and x.dtype == "f64":
         x = core.convert_to(x, "i64")
     return core.convert_to(x, dtype)
+
+
+# the NaN c10 makes, with the sign bit of the value converted, where XLA's
+# differs (e5m2: 0x7E, from float16's; e4m3fn: the sign is lost on the way)
+_F8_NAN = {"f8E5M2": 0x7F, "f8E4M3FN": 0x7F}
+_SAME_WIDTH_INT = {"f16": "i16", "bf16": "i16", "f32": "i32", "f64": "i64",
+                   "f8E4M3FN": "i8", "f8E5M2": "i8", "f8E4M3FNUZ": "i8", "f8E5M2FNUZ": "i8"}
+
+
+def to_float8(x, dtype: str):
+    """``x`` as a float8 type, as c10 converts: through float32 (an int, a
+    double, another float8 first becomes a float), rounding to nearest even;
+    float8_e4m3fn saturates (out-of-range values and infinities become +-448,
+    where XLA and ml_dtypes make NaN), and float8_e5m2's NaN is 0x7F with the
+    sign (XLA's is 0x7E). The FNUZ types' overflow is NaN in both."""
+    if is_complex(x.dtype):
+        x = core.apply("real", x)
+    source = x
+    x = core.convert_to(x, "f32")
+    if dtype == "f8E4M3FN":
+        lim = core.apply("constant", value=np.full(x.shape, 448.0, np.float32), device=x.device)
+        x = core.apply("minimum", x, lim)
+        x = core.apply("maximum", x, core.apply("neg", lim))
+    out = core.apply("convert", x, dtype=dtype)
+    nan = _F8_NAN.get(dtype)
+    if nan is not None:
+        # the sign from the value given: XLA's widening of a half NaN may drop it
+        # (a FNUZ NaN, 0x80, has the sign bit set, but c10 reads it as a positive NaN)
+        signed = source if is_float(source.dtype) and not source.dtype.endswith("FNUZ") else x
+        width = _SAME_WIDTH_INT[signed.dtype]
+        bits = core.apply("bitcast_convert", signed, dtype=width)
+        zero = core.apply("constant", value=np.zeros(x.shape, to_numpy_dtype(width)), device=x.device)
+        sign = core.apply("compare", bits, zero, direction="LT")
+        pos = core.apply("constant", value=np.full(x.shape, nan, np.uint8), device=x.device)
+        neg = core.apply("constant", value=np.full(x.shape, nan | 0x80, np.uint8), device=x.device)
+        # chosen as bytes: XLA's CPU backend computes a float8 select in a wider
+        # type, which loses a NaN's sign
+        bits8 = core.apply("select", core.apply("compare", x, x, direction="NE"),
+                           core.apply("select", sign, neg, pos), core.apply("bitcast_convert", out, dtype="ui8"))
+        out = core.apply("bitcast_convert", bits8, dtype=dtype)
+    return out
 
 
 def operand(x, dtype: str, shape, device):

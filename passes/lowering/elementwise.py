@@ -6,7 +6,7 @@ from functools import partial
 
 from lazycore.dialect import attr
 from lazycore.dialect import TensorType
-from lazycore.dialect.types import complex_dtype, is_complex, is_float, is_int, is_unsigned, real_dtype, to_numpy_dtype
+from lazycore.dialect.types import complex_dtype, is_complex, is_float, is_float8, is_int, is_unsigned, real_dtype, to_numpy_dtype
 
 from . import hlo
 from .registry import lowering
@@ -194,7 +194,7 @@ def _c_cast(x, bits: int):
 
 
 def _float_to_int(x, source: str, target: str):
-    if source in ("f16", "bf16"):  # the bounds overflow them: compare in f32, where they are exact
+    if source in ("f16", "bf16") or is_float8(source):  # the bounds overflow them: compare in f32, where they are exact
         x = hlo.convert(x, "f32")
     bits, unsigned, lanes = float_to_int_cast(source, target)
     low = _c_cast(x, bits)
@@ -345,7 +345,8 @@ def _logistic(op, rewriter):
     # limit, 0. Half types compute in f32, as eager torch does.
     x = op.operands[0]
     dtype = hlo.type_of(x).dtype
-    wide = hlo.convert(x, "f32") if dtype in ("f16", "bf16") else x
+    # (float8 too: exp(-x) overflows E4M3FN, which has no infinity, to NaN)
+    wide = hlo.convert(x, "f32") if dtype in ("f16", "bf16") or is_float8(dtype) else x
     e = hlo.unary("exponential", hlo.unary("negate", wide))
     one = hlo.splat_like(1.0, wide)
     out = hlo.binary("divide", one, hlo.binary("add", one, e))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
+import ml_dtypes
 import numpy as np
 
 from lazycore.dialect import TensorType, attr
@@ -17,7 +18,8 @@ def _lowest(dtype: str):
     if is_bool(dtype):
         return False
     if is_float(dtype):
-        return -np.inf
+        # float8 E4M3FN and the FNUZ types have no infinity (-inf becomes NaN there)
+        return -np.inf if _has_inf(dtype) else ml_dtypes.finfo(to_numpy_dtype(dtype)).min
     return np.iinfo(to_numpy_dtype(dtype)).min
 
 
@@ -25,8 +27,12 @@ def _highest(dtype: str):
     if is_bool(dtype):
         return True
     if is_float(dtype):
-        return np.inf
+        return np.inf if _has_inf(dtype) else ml_dtypes.finfo(to_numpy_dtype(dtype)).max
     return np.iinfo(to_numpy_dtype(dtype)).max
+
+
+def _has_inf(dtype: str) -> bool:
+    return dtype not in ("f8E4M3FN", "f8E4M3FNUZ", "f8E5M2FNUZ")
 
 
 # lazy op -> (combiner for numbers, combiner for i1, identity of the combiner)
