@@ -152,3 +152,12 @@ def test_closures_from_threads_run_once_each():
     assert sorted(got) == [(t, i) for t in range(3) for i in range(20)]
     for t in range(3):  # each thread's closures in the order it added them
         assert [i for tt, i in got if tt == t] == list(range(20))
+
+
+def test_waiting_for_async_closures_inside_a_closure_is_refused():
+    lazycore.add_step_closure(lambda: None, run_async=True)
+    lazycore.mark_step()
+    lazycore.add_step_closure(lazycore.wait_step_closures)
+    with pytest.raises(lazycore.StepClosureError, match="would never return"):
+        lazycore.mark_step()
+

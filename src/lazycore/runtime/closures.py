@@ -145,7 +145,11 @@ def _raise_async() -> None:
 
 def wait() -> None:
     """Return once every queued asynchronous closure has run; raise the first
-    error one of them raised (:class:`StepClosureError`)."""
+    error one of them raised (:class:`StepClosureError`). Not from inside a
+    closure or an op (the queued closures' reads would wait for this thread)."""
+    if _QUEUE is not None and LOCK._is_owned():
+        raise RuntimeError("wait_step_closures() from inside a step closure or a lazycore call would never "
+                           "return: the asynchronous closures' reads wait for this thread")
     if _QUEUE is not None:
         _QUEUE.join()
     _raise_async()
