@@ -51,18 +51,44 @@ def test_append_and_tail_slice_share_a_program():
     assert sum(programs) <= 4, programs
 
 
-@pytest.mark.parametrize("make", [_gpt2, _llama], ids=["gpt2", "llama"])
-def test_greedy_default_cache_eager_tokens_in_buckets(make):
+def _generate(make, ids, mask, n, cache):
     torch.manual_seed(0)
     model = make()
-    ids = torch.randint(1, 128, (1, 5))
-    kw = dict(max_new_tokens=16, do_sample=False, pad_token_id=0)
-    want = model.generate(ids, **kw)
+    kw = dict(max_new_tokens=n, do_sample=False, pad_token_id=0)
+    if cache != "dynamic":
+        kw["cache_implementation"] = cache
+    if mask is not None:
+        kw_cpu, kw_lazy = {"attention_mask": mask}, {"attention_mask": mask.to(ltorch.device())}
+    else:
+        kw_cpu = kw_lazy = {}
+    want = model.generate(ids, **kw, **kw_cpu)
     model.to(ltorch.device())
     before = _programs()
-    got = model.generate(ids.to(ltorch.device()), **kw)
-    programs = _programs() - before
-    assert torch.equal(got.cpu(), want)
-    # before the buckets: one program per token (16 decoding programs + 5 setup);
-    # now per bucket of the length (8, 16, 32) and its crossings
-    assert programs <= 15, programs
+    got = model.generate(ids.to(ltorch.device()), **kw, **kw_lazy)
+    return got.cpu(), want, _programs() - before
+
+
+@pytest.mark.parametrize("cache", ["dynamic", "static"])
+@pytest.mark.parametrize("make", [_gpt2, _llama], ids=["gpt2", "llama"])
+def test_greedy_one_prompt_eager_tokens_few_programs(make, cache):
+    torch.manual_seed(1)
+    ids = torch.randint(1, 128, (1, 5))
+    got, want, programs = _generate(make, ids, None, 24, cache)
+    assert torch.equal(got, want)
+    # before: a program per token (24 + 5 for the setup and the prompt). Now
+    # the setup's small programs and the prompt's (about 5), then decoding:
+    # the first token's, its donation variant, the last token's (the length
+    # criterion's True), and a length equal to another dimension (16, the
+    # head dimension) at most once
+    assert programs <= 10, programs
+
+
+@pytest.mark.parametrize("make", [_gpt2, _llama], ids=["gpt2", "llama"])
+def test_greedy_two_prompts_left_padded_eager_tokens(make):
+    torch.manual_seed(2)
+    ids = torch.randint(1, 128, (2, 7))
+    mask = torch.ones(2, 7, dtype=torch.long)
+    ids[1, :3], mask[1, :3] = 0, 0
+    got, want, programs = _generate(make, ids, mask, 16, "static")
+    assert torch.equal(got, want)
+    assert programs <= 10, programs

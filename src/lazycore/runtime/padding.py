@@ -575,10 +575,30 @@ def _append(state, node, operands, pads):
 
 def _pad(state, node, operands, pads):
     a = node.attrs
+    ends = [d for d, f in pads[0].items() if not a["low"][d] and not a["interior"][d] and a["high"][d]
+            and len(f) == 1 and f[0][1] is not None]
     for d in pads[0]:
-        if a["low"][d] or a["high"][d] or a["interior"][d]:
+        if d not in ends and (a["low"][d] or a["high"][d] or a["interior"][d]):
             raise Refused(f"{_where(node)} pads a padded dimension")
-    return a, operands, dict(pads[0])
+    if not ends:
+        return a, operands, dict(pads[0])
+    # padded at its end to a size of its own (transformers' attention mask
+    # padded to a static cache's length): the result has that size, unpadded;
+    # its positions past the valid size take the padding value
+    source = node.operands[0][0].types[node.operands[0][1]].shape
+    x, value = operands
+    high = list(a["high"])
+    for d in ends:
+        high[d] = source[d] + a["high"][d] - x.type.shape[d]
+    padded = state.value("pad", (x, value), {**a, "high": tuple(high)})
+    shape = padded.type.shape
+    pred = None
+    for d in ends:
+        below = state.inside(shape, d, pads[0][d])
+        pred = below if pred is None else state.value("and", (pred, below), {})
+    fill = state.splat(value, shape)
+    out = {d: f for d, f in pads[0].items() if d not in ends}
+    return {}, [pred, padded, fill], out, "select"
 
 
 def _reverse(state, node, operands, pads):
