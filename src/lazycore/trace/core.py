@@ -104,7 +104,7 @@ def scalar(value, dtype: str | None = None, device=None, fold: bool = True) -> L
         dev = _device.get(device)
         node = constant(host) if fold and _POLICY.bake(value, dtype) else Scalar(host, dtype)
         if rec is not None:  # a constant of the recording, or that argument's parameter
-            rec.on_leaf(node, source)
+            node = rec.on_leaf(node, source) or node  # (a recipe's: the shared node of this value)
         return LazyTensor(Value(node, 0), dev)
 
 
@@ -163,7 +163,7 @@ def apply(op_name: str, *operands, device=None, **attrs_and_params):
         node = make_node(spec, values, attrs_and_params, result_types, _user_frame())
         rec = TRACE.recorder
         if rec is not None:  # lazycore.recipes
-            rec.on_node(spec, operands, node, attrs_and_params)
+            node = rec.on_node(spec, operands, node, attrs_and_params) or node  # (a recipe's: maybe a shared node)
         if len(result_types) == 1:
             return LazyTensor(_new_value(Value, (node, 0)), dev)
         return tuple(LazyTensor(_new_value(Value, (node, i)), dev) for i in range(len(result_types)))

@@ -117,33 +117,41 @@ class Recorder:
         return value, None
 
     # hooks called by lazycore.core / lazycore.tensor
-    def on_node(self, spec, handles, node, kwargs) -> None:
+    def on_node(self, spec, handles, node, kwargs):
+        """Takes the node an op made; returns the node the op's result is to
+        hold: for one made of constants and float parameters alone, the
+        shared node equal to it (:func:`shared`)."""
         if not self.ok:
-            return
+            return node
         self.making = node
         try:
             refs = tuple(self._ref(h) for h in handles)
         except _Unreplayable:
             self.ok = False
-            return
+            return node
         finally:
             self.making = None
-        self._take(spec, refs, node, kwargs)
+        return self._take(spec, refs, node, kwargs, True)
 
-    def _take(self, spec, refs, node, kwargs) -> None:
+    def _take(self, spec, refs, node, kwargs, share: bool = False):
         if all(r[0] == _FROZEN for r in refs):
+            if share:
+                node = shared(node)
             self.frozen[id(node)] = node
-            return
+            return node
         if all(r[0] == _FROZEN or r[0] == _PARAM for r in refs):
             # made of parameters and constants: once per value, like constants once
+            if share:
+                node = shared(node)
             self.pmade[id(node)] = len(self.psteps)
             self.pnodes.append(node)
             self.psteps.append((spec.name, refs, node.attrs, node.types, node.digest))
-            return
+            return node
         _, prefix = node_prefix(spec, kwargs, node.types)
         self.made[id(node)] = len(self.steps)
         self.kept.append(node)
         self.steps.append((spec.name, refs, node.attrs, node.types, prefix))
+        return node
 
     def _known(self, node) -> bool:
         i = id(node)
@@ -213,14 +221,18 @@ class Recorder:
             return (_FROZEN, v, None)
         raise _Unreplayable
 
-    def on_leaf(self, node, source: int | None = None) -> None:
-        """A leaf ``core.scalar`` made; ``source``: the float argument it holds."""
+    def on_leaf(self, node, source: int | None = None):
+        """A leaf ``core.scalar`` made; ``source``: the float argument it holds.
+        Returns the node the scalar is to be: the shared one of its value
+        (:func:`shared`)."""
+        node = shared(node)
         if source is not None and type(node) is Scalar:
             self.pmade[id(node)] = len(self.psteps)
             self.pnodes.append(node)
             self.psteps.append((None, source, None, node.types, node.digest))
-            return
+            return node
         self.frozen[id(node)] = node
+        return node
 
     def on_assign(self, handle) -> None:
         """An in-place update of ``handle``. One the lowering made (a
@@ -320,10 +332,10 @@ class Recipe:
             for name, refs, attrs, types, d in self.psteps:
                 if name is None:  # a float argument's scalar, as core.scalar makes it
                     dtype = types[0].dtype
-                    nodes.append(Scalar(np.asarray(floats[refs], dtype=to_numpy_dtype(dtype)), dtype))
+                    nodes.append(shared(Scalar(np.asarray(floats[refs], dtype=to_numpy_dtype(dtype)), dtype)))
                     continue
                 operands = tuple(_resolve(r, nodes) for r in refs)
-                nodes.append(Node(name, operands, attrs, types, d, loc))
+                nodes.append(shared(Node(name, operands, attrs, types, d, loc)))
             self.remember(key, nodes)
         return nodes
 
@@ -331,6 +343,57 @@ class Recipe:
         if len(self._values) >= _VALUES_KEPT:
             self._values.clear()
         self._values[key] = nodes
+
+
+_SHARED = Memo("trace.shared_constants", 4096)
+"""Structural key -> the one node of that value made of constants and
+scalar parameters alone (see :func:`shared`)."""
+
+_SHARED_ELEMENTS = 64
+"""Constants with more elements are not shared (the memo would keep them alive)."""
+
+
+def shared(node):
+    """The one node equal to ``node`` among those recordings and replays made:
+    ``node`` itself the first time. ``node`` is a leaf (a scalar parameter,
+    keyed by its dtype and exact bits: -0.0 and 0.0, NaNs, stay apart) or a
+    node whose operands are such shared nodes (keyed by its digest and its
+    operands' identities), made of constants and scalar parameters alone.
+
+    A recording (and each of its replays) shares one node per value; two
+    recordings of one lowering for two call signatures would otherwise hold
+    two nodes of one value, and which of them a call takes (which signature
+    recorded first, which recording a later call finds) would decide how many
+    scalar parameters and nodes the step's program has: a recompile when it
+    changes after warm-up (issue 39). Shared across recordings, the program's
+    structure depends on the values only."""
+    if type(node) is Scalar:
+        v = node.value
+        key = (node.types[0].dtype, v.dtype.str, v.tobytes())
+    else:
+        if node.op == "constant":
+            v = node.attrs.get("value")
+            if v is None or getattr(v, "size", 0) > _SHARED_ELEMENTS:
+                return node
+        ops = []
+        for o in node.operands:
+            if type(o) is Value:
+                ops.append((id(o[0]), o[1]))
+            else:
+                ops.append(tuple([(id(x[0]), x[1]) for x in o]))
+        key = (node.digest, tuple(ops))
+    got = _SHARED.get(key)
+    if got is None:
+        _SHARED.put(key, node)  # (keeps the operands alive: their ids stay theirs)
+        return node
+    log = LOG
+    i = node.seq - log.start
+    if 0 <= i < len(log.nodes) and log.nodes[i] is node:
+        # the shared node takes the new one's place in the step log, as if
+        # made here: an outer recording catching up finds it there
+        log.nodes[i] = got
+        got.seq = node.seq
+    return got
 
 
 def _resolve(ref, pnodes):
