@@ -42,6 +42,7 @@ assert count == 2 and lc.distributed.local_rank() == rank, (count, lc.distribute
 assert len(lc.devices()) == 2  # this process's own
 mesh = lc.Mesh((lc.distributed.device_count(),), ("data",))
 assert mesh.size == 4, mesh
+assert mesh.name == "mesh(data=4 over process 0 cpu:0-1, process 1 cpu:0-1)", mesh.name  # not jax's global ids
 
 # a global value from each process's part; every process reads the whole
 part = np.arange(8, dtype=np.float32).reshape(4, 2) + 100 * rank

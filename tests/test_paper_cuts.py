@@ -159,3 +159,29 @@ def test_a_value_read_again_is_not_new_state(clean_runtime):
             lazycore.mark_step()
     lazycore.mark_step()
     assert numpy.asarray(total).tolist() == [4.0, 4.0, 4.0] and float(numpy.asarray(c)) == 6.0
+
+
+# --- 5. device names per process ------------------------------------------------------------------
+
+
+class _FakeDevice:
+    """A PJRT device of some process, as jax lists them (ids 0, 1 and 2048, 2049: jax's global ids)."""
+
+    platform = "cpu"
+
+    def __init__(self, id, process_index):
+        self.id, self.process_index = id, process_index
+
+
+def test_mesh_names_say_which_process_a_device_belongs_to(monkeypatch):
+    from lazycore.runtime import device as lc_device
+    from lazycore.runtime import pjrt
+
+    every = [_FakeDevice(i, 0) for i in (0, 1)] + [_FakeDevice(i, 1) for i in (2048, 2049)]
+    monkeypatch.setattr(pjrt, "global_devices", lambda platform=None: list(every))
+    monkeypatch.setattr(pjrt, "process_count", lambda: 2)
+    assert lc_device._device_names(every) == "process 0 cpu:0-1, process 1 cpu:0-1"
+    assert lc_device._device_names([every[1], every[3]]) == "process 0 cpu:1, process 1 cpu:1"
+    assert lc_device._device_names([every[2], every[0]]) == "process 1 cpu:0, process 0 cpu:0"
+    monkeypatch.setattr(pjrt, "process_count", lambda: 1)  # one process: the names it always had
+    assert lc_device._device_names(every[:2]) == "cpu:0-1"

@@ -133,7 +133,7 @@ class Mesh(Device):
     mesh exactly. Two meshes of the same shape, names and devices are one object.
     """
 
-    __slots__ = ("shape", "axis_names", "devices")
+    __slots__ = ("shape", "axis_names", "devices", "_name")
 
     def __new__(cls, shape, axis_names, devices=None):
         shape, names, devs = _mesh_args(shape, axis_names, devices)
@@ -145,6 +145,7 @@ class Mesh(Device):
             mesh.shape, mesh.axis_names = shape, names
             mesh.devices = devs
             """The PJRT devices, row-major (of every process the mesh spans)."""
+            mesh._name = None
             _DEVICES[key] = mesh
         return mesh
 
@@ -153,8 +154,10 @@ class Mesh(Device):
 
     @property
     def name(self) -> str:
-        axes = ",".join(f"{n}={s}" for n, s in zip(self.axis_names, self.shape))
-        return f"mesh({axes} over {_device_names(self.devices)})"
+        if self._name is None:
+            axes = ",".join(f"{n}={s}" for n, s in zip(self.axis_names, self.shape))
+            self._name = f"mesh({axes} over {_device_names(self.devices)})"
+        return self._name
 
     @property
     def size(self) -> int:
@@ -284,10 +287,40 @@ def process_mesh(device: Device, axis: str = "processes") -> Mesh:
 
 
 def _device_names(devs) -> str:
-    """``cpu:0-3`` for PJRT devices of one platform with consecutive ids, else every name."""
-    platforms = {_platform(d) for d in devs}
-    ids = [d.id for d in devs]
-    if len(platforms) == 1 and len(devs) > 1 and ids == list(range(ids[0], ids[0] + len(devs))):
-        return f"{_platform(devs[0])}:{ids[0]}-{ids[-1]}"
-    return ",".join(map(_pjrt_name, devs))
+    """The devices as their processes name them (:func:`local_names`): ``cpu:0-3``
+    for consecutive ones, else every name; with several processes, per process
+    (``process 0 cpu:0-1, process 1 cpu:0-1``): jax's global ids (``cpu:2048``)
+    mean nothing to a user."""
+    local = local_names()
+    runs = []  # [process, platform, first index, last index]
+    for d in devs:
+        process, platform, index = local[d]
+        last = runs[-1] if runs else None
+        if last is not None and last[:2] == [process, platform] and last[3] + 1 == index:
+            last[3] = index
+        else:
+            runs.append([process, platform, index, index])
+    if pjrt.process_count() == 1:
+        if len(runs) == 1 and len(devs) > 1:
+            return "{1}:{2}-{3}".format(*runs[0])
+        return ",".join(f"{platform}:{i}" for _, platform, first, end in runs for i in range(first, end + 1))
+    named, previous = [], None
+    for process, platform, first, end in runs:
+        run = f"{platform}:{first}" if first == end else f"{platform}:{first}-{end}"
+        named.append(run if process == previous else f"process {process} {run}")
+        previous = process
+    return ", ".join(named)
 
+
+def local_names() -> dict:
+    """PJRT device (of any process) -> ``(process, platform, index)``: its place
+    among its own process's devices of that platform, sorted by id (the name
+    ``platform:index`` that process's lazycore gives it)."""
+    by_process: dict[tuple, list] = {}
+    for d in pjrt.global_devices():
+        by_process.setdefault((d.process_index, _platform(d)), []).append(d)
+    out = {}
+    for (process, platform), group in by_process.items():
+        for i, d in enumerate(sorted(group, key=lambda d: d.id)):
+            out[d] = (process, platform, i)
+    return out
