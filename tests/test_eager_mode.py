@@ -157,3 +157,21 @@ def test_environment_variable():
     env = dict(os.environ, LAZYCORE_EAGER="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert "EXEC 2 [3.0, 6.0, 9.0]" in out.stdout, out.stderr
+
+
+def test_core_api_ops_run_at_their_call():
+    x = lazycore.from_numpy(np.arange(4, dtype=np.float32))
+    plain = lazycore.trace.core.apply
+    with lazycore.config.eager():
+        metrics.reset()
+        y = lazycore.apply("add", x, x)
+        assert metrics.counters().get("executions", 0) == 1
+        z = lazycore.fori_loop(0, 3, lambda i, v: lazycore.apply("mul", v, v), y)
+        assert metrics.counters().get("executions", 0) == 2  # the loop is one op: its body ran nothing alone
+        bad = lazycore.from_numpy(np.array([True]))
+        with pytest.raises(RuntimeError, match="checked here") as info:
+            lazycore.check(x, bad, "checked here")  # a core check
+        assert at("a core check") in str(info.value)
+    assert lazycore.apply is plain and lazycore.trace.core.apply is plain
+    np.testing.assert_array_equal(lazycore.to_numpy(z), (np.arange(4, dtype=np.float32) * 2) ** 8)
+

@@ -251,3 +251,6 @@ def dynamic(t: LazyTensor, dim: int) -> LazyTensor:
         )
     _buckets.mark(node, int(dim) % rank)
     return t
+
+
+from lazycore.trace import eager_core as _eager_core  # noqa: E402,F401  (LAZYCORE_EAGER for the core API)
