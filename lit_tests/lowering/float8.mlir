@@ -34,3 +34,20 @@ func.func @max_with_infinity(%x: tensor<2x3xf8E5M2>) -> tensor<2xf8E5M2> {
   %0 = "lazy.reduce_max"(%x) {dims = array<i64: 1>} : (tensor<2x3xf8E5M2>) -> tensor<2xf8E5M2>
   return %0 : tensor<2xf8E5M2>
 }
+
+// -----
+
+// XLA's CPU backend moves f8E5M2 through f16, which would turn every NaN
+// into 0x7F: ops that only move values take it as bytes. Other float8 types
+// lower as they are; a scatter that adds computes and is left alone too.
+// CHECK-LABEL: func.func @moved_as_bytes
+// CHECK: %[[A:.*]] = stablehlo.bitcast_convert %arg0 : (tensor<4xf8E5M2>) -> tensor<4xui8>
+// CHECK: %[[B:.*]] = stablehlo.bitcast_convert %arg0 : (tensor<4xf8E5M2>) -> tensor<4xui8>
+// CHECK: %[[C:.*]] = stablehlo.concatenate %[[A]], %[[B]], dim = 0 : (tensor<4xui8>, tensor<4xui8>) -> tensor<8xui8>
+// CHECK: %[[D:.*]] = stablehlo.bitcast_convert %[[C]] : (tensor<8xui8>) -> tensor<8xf8E5M2>
+// CHECK: stablehlo.concatenate %arg1, %arg1, dim = 0 : (tensor<4xf8E4M3FN>, tensor<4xf8E4M3FN>) -> tensor<8xf8E4M3FN>
+func.func @moved_as_bytes(%a: tensor<4xf8E5M2>, %b: tensor<4xf8E4M3FN>) -> (tensor<8xf8E5M2>, tensor<8xf8E4M3FN>) {
+  %0 = "lazy.concatenate"(%a, %a) {dim = 0 : i64} : (tensor<4xf8E5M2>, tensor<4xf8E5M2>) -> tensor<8xf8E5M2>
+  %1 = "lazy.concatenate"(%b, %b) {dim = 0 : i64} : (tensor<4xf8E4M3FN>, tensor<4xf8E4M3FN>) -> tensor<8xf8E4M3FN>
+  return %0, %1 : tensor<8xf8E5M2>, tensor<8xf8E4M3FN>
+}
