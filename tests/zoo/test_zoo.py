@@ -27,15 +27,6 @@ GENERATE_CI = ("gpt2", "t5")  # a decoder and an encoder-decoder
 GENERATE = [s.name for s in zoo_models.SPECS if s.generate and (ALL or s.name in GENERATE_CI)]
 
 KNOWN = {
-    ("llama", "compiles"): "step 2's program has one more f32 scalar parameter (AdamW's addcmul value "
-                           "1 - beta2 = 0.001 at the last parameter, lm_head) than step 3's: one recompile "
-                           "at step 3, then none; only in a process where the AdamW step's recorded "
-                           "lowerings for these shapes are new (after gpt2's run in the same process it "
-                           "does not recompile). In step 2 lm_head's exp_avg_sq.addcmul_ (96x64) records a "
-                           "new recipe (its own scalar parameter) because its call signature differs from "
-                           "embed_tokens' (same shape) recorded in step 1; from step 3 embed_tokens' call "
-                           "takes lm_head's recipe too and they share one scalar: a recipe's per-value "
-                           "scalar nodes are shared within a recipe, not across recipes",
     ("resnet18", "parameters"): "conv1.weight 4.4e-4 from eager after 4 steps (eager float32 vs float64: "
                                 "2e-6); the losses agree to 1e-6 for 3 steps, the 4th is 8.4e-5 off; one "
                                 "step's gradients are 1e-5 from float64 (eager's 6e-6); not the optimizer "

@@ -102,7 +102,8 @@ def scalar(value, dtype: str | None = None, device=None, fold: bool = True) -> L
         dtype = dtype or _scalar_dtype(value)
         host = np.asarray(value, dtype=to_numpy_dtype(dtype))  # out-of-range values fail here
         dev = _device.get(device)
-        node = constant(host) if fold and _POLICY.bake(value, dtype) else Scalar(host, dtype)
+        node = (constant(host) if fold and _POLICY.bake(value, dtype, None if source is None else (rec.place, source))
+                else Scalar(host, dtype))
         if rec is not None:  # a constant of the recording, or that argument's parameter
             node = rec.on_leaf(node, source) or node  # (a recipe's: the shared node of this value)
         return LazyTensor(Value(node, 0), dev)

@@ -35,6 +35,12 @@ that value would have. What goes unnoticed: a lowering testing
 ``type(x) is float`` (it sees the subclass), and a read in C (a ``math``
 function) that branches between two values of one :func:`value_class`;
 none of the built-in lowerings does either.
+
+Constants and scalar parameters are shared across recordings
+(:func:`shared`): every recording and replay holding a scalar parameter of
+one value (and a node made of such alone) holds the same node, so how many
+parameters a step's program has depends on the values, never on which call
+signature recorded a lowering first (issue 39).
 """
 
 from __future__ import annotations
@@ -79,7 +85,7 @@ class Recorder:
     nothing more for being watchable."""
 
     __slots__ = ("inputs", "handles", "steps", "made", "kept", "frozen", "ok", "params", "pmade", "psteps", "pnodes",
-                 "specific", "consts", "start", "seen", "making")
+                 "specific", "consts", "start", "seen", "making", "place")
 
     def __init__(self, inputs):
         self.inputs = {}
@@ -101,6 +107,9 @@ class Recorder:
         self.start = LOG.start if LOG.on else None  # the step whose log holds the recording's nodes
         self.seen = len(LOG.nodes)  # the log's nodes before this position are known
         self.making = None  # the node on_node is taking (logged already, not known yet)
+        self.place = None
+        """The lowering and the kind of call recorded (:func:`_call_place`): with
+        a float argument's index, the scalar policy's place for that argument."""
 
     def param(self, x: float) -> _Param:
         p = _Param(x)
@@ -523,6 +532,7 @@ def record_call(fn, inputs, args, kwargs, floats: bool = True):
         return fn(*args, **kwargs), None
     rec = Recorder(inputs)
     if floats:
+        rec.place = _call_place(fn, args, kwargs)
         args = tuple(rec.param(x) if type(x) is float else x for x in args)
         if kwargs:
             kwargs = {k: rec.param(v) if type(v) is float else v for k, v in kwargs.items()}
@@ -551,6 +561,30 @@ def record_call(fn, inputs, args, kwargs, floats: bool = True):
     recorded = [h._value for h in inputs] + [Value(rec.pnodes[k], i) for k, i in prefs]
     fragment.remember(recorded, [node.digest for node in rec.kept])
     return result, recipe
+
+
+def _call_place(fn, args, kwargs) -> tuple:
+    """What a recording's float arguments are told apart by in the scalar
+    policy: the lowering and its arguments' kinds (a lazy value's type, a
+    float's position, a plain value itself, another object's class), not the
+    step-log position. Two recordings of one lowering for two values of a
+    float argument (a schedule's lr = 0.0 after 0.1: a whole number is
+    recorded for itself) meet at this place wherever their calls fall in the
+    step, so the second value makes the argument a parameter; by position
+    alone the first step (which holds more: the model's initialization) and
+    a later one put the two recordings at two places, and 0.0 was baked in
+    (a recompile after warm-up, issue 39)."""
+    parts = [fn]
+    for a in (*args, *kwargs, *kwargs.values()) if kwargs else args:  # (keywords: their names, then kinds)
+        if isinstance(a, LazyTensor):
+            parts.append(a.type)
+        elif type(a) is float:
+            parts.append(float)
+        elif a is None or type(a) in (int, bool, str):
+            parts.append(a)
+        else:
+            parts.append(type(a))
+    return tuple(parts)
 
 
 def _baked(rec: Recorder) -> bool:

@@ -21,6 +21,17 @@ position sees another value than last time: a loop whose numbers repeat
 pays one lookup.
 Integers that decide shapes (``expand(3, k)``) are attributes, never
 scalars, and stay baked.
+
+A float argument of a recorded lowering (:mod:`lazycore.trace.recipes`) has
+a second place, by the lowering and its call's kinds instead of the step-log
+position: a recording serves its call signature for later values without
+asking the policy, so a whole number recorded for itself later (a schedule
+reaching ``lr = 0.0``, SGD's ``alpha = -0.0``) falls where the log may be
+longer or shorter than at the first recording (the first step holds the
+model's initialization too); at the argument's place it meets the value
+recorded before and is a parameter, as the replays' values are. -0.0 and 0.0
+are one value to both places (neither promotes the other), and each keeps
+its sign in the constant or parameter it becomes.
 """
 
 from __future__ import annotations
@@ -46,8 +57,33 @@ class ScalarPolicy:
     def __init__(self):
         self.places = Memo("trace.scalar_places", PLACES_KEPT)
 
-    def bake(self, value, dtype: str) -> bool:
-        """Whether ``value`` becomes a ``lazy.constant`` (else a program parameter)."""
+    def bake(self, value, dtype: str, arg=None) -> bool:
+        """Whether ``value`` becomes a ``lazy.constant`` (else a program parameter).
+        ``arg``: for a float argument of a recorded lowering, its place
+        there (:func:`lazycore.trace.recipes._call_place` and the argument's
+        index), a place of its own beside the step-log one: a number
+        promoted at either is a parameter."""
+        if arg is not None:
+            at_arg = self._arg(value, dtype, arg)
+            return self._bake(value, dtype) and at_arg
+        return self._bake(value, dtype)
+
+    def _arg(self, value, dtype: str, arg) -> bool:
+        """The policy at a float argument's place (see :meth:`bake`)."""
+        place = ("argument", dtype, arg)
+        places = self.places
+        seen = places.get(place, places)
+        if seen is places:
+            places.put(place, value)
+        elif seen is _PROMOTED:
+            return False
+        elif not (seen == value or seen != seen):
+            places[place] = _PROMOTED
+            events.emit("scalar_promoted", seen, value, format_location(caller()))
+            return False
+        return value == 0 or value == 1
+
+    def _bake(self, value, dtype: str) -> bool:
         folds = value == 0 or value == 1
         if not LOG.on:  # no positions to tell places apart
             return folds
