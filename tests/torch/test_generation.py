@@ -92,3 +92,15 @@ def test_greedy_two_prompts_left_padded_eager_tokens(make):
     got, want, programs = _generate(make, ids, mask, 16, "static")
     assert torch.equal(got, want)
     assert programs <= 10, programs
+
+
+def test_greedy_two_prompts_left_padded_default_cache_eager_tokens():
+    """A default cache with left-padded prompts is not bucketed yet (the padding
+    mask's lookup at every key position is a gather along the padded length,
+    docs/guides/generation.md); the marks must still leave eager's tokens."""
+    torch.manual_seed(3)
+    ids = torch.randint(1, 128, (2, 7))
+    mask = torch.ones(2, 7, dtype=torch.long)
+    ids[1, :3], mask[1, :3] = 0, 0
+    got, want, _ = _generate(_gpt2, ids, mask, 12, "dynamic")
+    assert torch.equal(got, want)
