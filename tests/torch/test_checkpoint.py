@@ -135,3 +135,55 @@ def test_optimization_barrier_rule():
         infer("optimization_barrier", [])
     with pytest.raises(ShapeError, match="takes 1 to 16 operands, got 17"):
         infer("optimization_barrier", [f32] * 17)
+
+
+class DropoutBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(16, 16)
+        self.drop = torch.nn.Dropout(0.5)
+
+    def forward(self, x):
+        return torch.tanh(self.drop(self.linear(x)))
+
+
+@pytest.mark.parametrize("reentrant", [False, True], ids=["non_reentrant", "reentrant"])
+def test_recomputation_draws_the_forwards_dropout_mask(dev, reentrant):
+    """The recomputation behind the barrier replays the forward's random state:
+    the gradients are those of the same step without checkpointing."""
+
+    def grads(mode):
+        torch.manual_seed(0)
+        block = DropoutBlock().to(dev)
+        x = torch.randn(8, 16).to(dev).requires_grad_()
+        torch.manual_seed(123)
+        y = block(x) if mode is None else checkpoint(block, x, use_reentrant=mode)
+        with capture() as cap:
+            (y * y).sum().backward()
+            out = [p.grad.cpu() for p in block.parameters()] + [x.grad.cpu()]
+        return out, cap.text("stablehlo")
+
+    plain, _ = grads(None)
+    got, text = grads(reentrant)
+    assert "stablehlo.optimization_barrier" in text
+    for g, p in zip(got, plain):
+        torch.testing.assert_close(g, p, rtol=1e-6, atol=1e-7)
+
+
+def test_a_region_of_many_inputs_takes_several_barriers(dev):
+    """More tensors than one barrier takes (16): consecutive barriers of at most 16."""
+    xs = [torch.full((3,), float(i + 1)).to(dev).requires_grad_() for i in range(20)]
+
+    def region(*ts):
+        return torch.stack([torch.tanh(t) for t in ts]).sum()
+
+    with capture() as cap:
+        checkpoint(region, *xs, use_reentrant=False).backward()
+        grads = [x.grad.cpu() for x in xs]
+    text = cap.text("stablehlo")
+    sizes = [len(types.split(",")) for types in re.findall(r"= stablehlo\.optimization_barrier .* : (.*)", text)]
+    assert sorted(sizes) == [4, 16]
+    eager = [torch.full((3,), float(i + 1)).requires_grad_() for i in range(20)]
+    checkpoint(region, *eager, use_reentrant=False).backward()
+    for g, e in zip(grads, eager):
+        torch.testing.assert_close(g, e.grad, rtol=1e-5, atol=1e-6)
