@@ -88,9 +88,33 @@ def lower(
 def stablehlo_artifact(module: ir.Module) -> tuple[bytes, tuple, tuple]:
     """A StableHLO module as jaxlib reads it, with its entry's parameter and result types."""
     inputs, outputs = entry_types(module)
+    op = module.operation.clone()  # the module itself stays as the pipeline left it (dumps, captures)
+    _scalar_broadcasts_per_use(op)
     # with locations: XLA's op metadata and errors then name the user's lines
-    text = module.operation.get_asm(enable_debug_info=True)
+    text = op.get_asm(enable_debug_info=True)
     return serialize_stablehlo(text, pjrt.consumer_stablehlo_version()), inputs, outputs
+
+
+def _scalar_broadcasts_per_use(op) -> None:
+    """One ``stablehlo.broadcast_in_dim`` of a scalar per use, as jax lowers a
+    number in an expression. The graph shares one node per distinct value
+    (digests), so a chain like ``x = x * 0.999 + 0.01`` repeated 100 times
+    reads two broadcasts from 200 ops, and XLA's algebraic simplifier then
+    cycles ("likely stuck in a circular simplification loop", logged on
+    stderr); a broadcast per use is what it expects (and fuses the same)."""
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                inner = inner.operation
+                if inner.regions:
+                    _scalar_broadcasts_per_use(inner)
+                if inner.name != "stablehlo.broadcast_in_dim" or ir.RankedTensorType(inner.operands[0].type).rank:
+                    continue
+                for use in list(inner.result.uses)[1:]:
+                    user = use.owner
+                    user = getattr(user, "operation", user)
+                    copy = inner.clone(ip=ir.InsertionPoint(user))
+                    user.operands[use.operand_number] = copy.result
 
 
 @_locked
