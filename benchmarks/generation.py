@@ -80,7 +80,8 @@ def main() -> None:
         _timed(model, lazy_ids, 1, cache)  # one new token compiles its own (the length criterion is true at once)
         _, l_1, _ = _timed(model, lazy_ids, 1, cache)
         same = torch.equal(got, want) and torch.equal(got2, want)
-        rows.append((cache, f"lazy cold {cold:.2f} s, {cold_programs} programs; warm {warm_programs}",
+        rows.append((cache, f"lazy cold {cold:.2f} s, {cold_programs} programs ({cold_programs / n:.3f} per token, "
+                            f"{lazycore.metrics.counters()['generated_tokens']} tokens counted so far); warm {warm_programs}",
                      l_1, (l_n - l_1) / (n - 1), cold_programs, same))
     print(f"{args.model}: prompt {args.prompt}, {n} new tokens, greedy")
     print(f"{'cache':8} {'first token ms':>15} {'per token ms':>13}  eager's tokens  run")

@@ -30,6 +30,7 @@ import sys
 import threading
 
 from lazycore.runtime import buckets as _buckets
+from lazycore.ir import events
 from lazycore.ir.graph import Data
 
 from .tensor import Tensor, read
@@ -68,6 +69,8 @@ def _mark_cache(cache) -> None:
 def _wrap(prepare):
     @functools.wraps(prepare)
     def prepare_inputs_for_generation(self, input_ids, *args, next_sequence_length=None, **kwargs):
+        if isinstance(input_ids, Tensor):
+            events.bump("generated_tokens")  # one model call, one new token
         if next_sequence_length == 1 and isinstance(input_ids, Tensor):
             _mark(input_ids, -1)
             for key in _GROWING:  # grown with the ids by _update_model_kwargs_for_generation

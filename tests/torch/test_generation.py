@@ -63,8 +63,10 @@ def _generate(make, ids, mask, n, cache):
         kw_cpu = kw_lazy = {}
     want = model.generate(ids, **kw, **kw_cpu)
     model.to(ltorch.device())
-    before = _programs()
+    before, tokens = _programs(), lazycore.metrics.counters()["generated_tokens"]
     got = model.generate(ids.to(ltorch.device()), **kw, **kw_lazy)
+    # lazycore.metrics counts the new tokens (compiles per generated token)
+    assert lazycore.metrics.counters()["generated_tokens"] - tokens == got.shape[-1] - ids.shape[-1]
     return got.cpu(), want, _programs() - before
 
 

@@ -70,6 +70,9 @@ COUNTERS = (
     "disk_cache_hits",
     "disk_cache_writes",
     "disk_cache_errors",
+    # model calls of transformers' generate() on a lazy device, one per new
+    # token (frontends/torch/generation.py): compiles per generated token
+    "generated_tokens",
 )
 PHASES = ("trace", "lowering", "compile", "execute")
 # disk_load: reading a program from the persistent cache (instead of lowering and compiling)
