@@ -36,11 +36,10 @@ that value would have. What goes unnoticed: a lowering testing
 function) that branches between two values of one :func:`value_class`;
 none of the built-in lowerings does either.
 
-Constants and scalar parameters are shared across recordings
-(:func:`shared`): every recording and replay holding a scalar parameter of
-one value (and a node made of such alone) holds the same node, so how many
-parameters a step's program has depends on the values, never on which call
-signature recorded a lowering first (issue 39).
+Scalar parameters are shared across recordings (:func:`shared`): every
+recording and replay holding a scalar parameter of one value and dtype holds
+the same node, so how many parameters a step's program has depends on the
+values, never on which call signature recorded a lowering first (issue 39).
 """
 
 from __future__ import annotations
@@ -128,8 +127,7 @@ class Recorder:
     # hooks called by lazycore.core / lazycore.tensor
     def on_node(self, spec, handles, node, kwargs):
         """Takes the node an op made; returns the node the op's result is to
-        hold: for one made of constants and float parameters alone, the
-        shared node equal to it (:func:`shared`)."""
+        hold (that node)."""
         if not self.ok:
             return node
         self.making = node
@@ -140,18 +138,14 @@ class Recorder:
             return node
         finally:
             self.making = None
-        return self._take(spec, refs, node, kwargs, True)
+        return self._take(spec, refs, node, kwargs)
 
-    def _take(self, spec, refs, node, kwargs, share: bool = False):
+    def _take(self, spec, refs, node, kwargs):
         if all(r[0] == _FROZEN for r in refs):
-            if share:
-                node = shared(node)
             self.frozen[id(node)] = node
             return node
         if all(r[0] == _FROZEN or r[0] == _PARAM for r in refs):
             # made of parameters and constants: once per value, like constants once
-            if share:
-                node = shared(node)
             self.pmade[id(node)] = len(self.psteps)
             self.pnodes.append(node)
             self.psteps.append((spec.name, refs, node.attrs, node.types, node.digest))
@@ -344,7 +338,7 @@ class Recipe:
                     nodes.append(shared(Scalar(np.asarray(floats[refs], dtype=to_numpy_dtype(dtype)), dtype)))
                     continue
                 operands = tuple(_resolve(r, nodes) for r in refs)
-                nodes.append(shared(Node(name, operands, attrs, types, d, loc)))
+                nodes.append(Node(name, operands, attrs, types, d, loc))
             self.remember(key, nodes)
         return nodes
 
@@ -354,46 +348,32 @@ class Recipe:
         self._values[key] = nodes
 
 
-_SHARED = Memo("trace.shared_constants", 4096)
-"""Structural key -> the one node of that value made of constants and
-scalar parameters alone (see :func:`shared`)."""
-
-_SHARED_ELEMENTS = 64
-"""Constants with more elements are not shared (the memo would keep them alive)."""
+_SHARED = Memo("trace.shared_scalars", 4096)
+"""(dtype, exact bits) -> the one scalar parameter node of that value (see :func:`shared`)."""
 
 
 def shared(node):
-    """The one node equal to ``node`` among those recordings and replays made:
-    ``node`` itself the first time. ``node`` is a leaf (a scalar parameter,
-    keyed by its dtype and exact bits: -0.0 and 0.0, NaNs, stay apart) or a
-    node whose operands are such shared nodes (keyed by its digest and its
-    operands' identities), made of constants and scalar parameters alone.
+    """The one scalar parameter (:class:`~lazycore.ir.graph.Scalar`) equal to
+    ``node`` among those recordings and replays made, keyed by its dtype and
+    exact bits (-0.0 and 0.0, NaNs, stay apart): ``node`` itself the first
+    time; any other node as it is.
 
     A recording (and each of its replays) shares one node per value; two
     recordings of one lowering for two call signatures would otherwise hold
-    two nodes of one value, and which of them a call takes (which signature
-    recorded first, which recording a later call finds) would decide how many
-    scalar parameters and nodes the step's program has: a recompile when it
-    changes after warm-up (issue 39). Shared across recordings, the program's
-    structure depends on the values only."""
-    if type(node) is Scalar:
-        v = node.value
-        key = (node.types[0].dtype, v.dtype.str, v.tobytes())
-    else:
-        if node.op == "constant":
-            v = node.attrs.get("value")
-            if v is None or getattr(v, "size", 0) > _SHARED_ELEMENTS:
-                return node
-        ops = []
-        for o in node.operands:
-            if type(o) is Value:
-                ops.append((id(o[0]), o[1]))
-            else:
-                ops.append(tuple([(id(x[0]), x[1]) for x in o]))
-        key = (node.digest, tuple(ops))
+    two scalar parameters of one value, and which of them a call takes (which
+    signature recorded first, which recording a later call finds) would
+    decide how many parameters the step's program has: a recompile when it
+    changes after warm-up (issue 39). Shared across recordings, the count
+    depends on the values only. (Nodes made of such parameters, and baked
+    constants, are still one per recording: sharing them too made the traced
+    calls of a captured optimizer step differ, tests/torch/test_optimizer_replay.py.)"""
+    if type(node) is not Scalar:
+        return node
+    v = node.value
+    key = (node.types[0].dtype, v.dtype.str, v.tobytes())
     got = _SHARED.get(key)
     if got is None:
-        _SHARED.put(key, node)  # (keeps the operands alive: their ids stay theirs)
+        _SHARED.put(key, node)
         return node
     log = LOG
     i = node.seq - log.start
