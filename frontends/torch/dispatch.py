@@ -631,6 +631,17 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False):
     lkwargs = {k: _lazy(v, dev, inputs) for k, v in kwargs.items()} if kwargs else kwargs
     if found is not None and found[0].fits(inputs):
         return out, found[0].replay(inputs, floats), found[1], True
+    if found is not None and floats:
+        # the recording for these values is for another aliasing of the inputs (one
+        # handle twice): the one for their value class may fit. Recording again would
+        # store the new recording where the other call finds it next step, so which
+        # recording (with its own nodes of the float parameters) serves a call would
+        # change after warm-up: a recompile (issue 39)
+        if vclass is None:
+            vclass = value_class(floats)
+        other = memo.get(vclass) if vclass is not None else None
+        if other is not None and other[0].fits(inputs):
+            return out, other[0].replay(inputs, floats), other[1], True
     ctx = lowering.Ctx(func, out, margs, mkwargs, dev)
     if settings.replay:
         res, recipe = record_call(fn, inputs, (ctx, *largs), lkwargs)

@@ -9,7 +9,6 @@ model, and compares with eager torch."""
 import os
 import sys
 
-import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -99,12 +98,6 @@ def cosine_rmsprop_child():
     _check(compiles, 2, lazy, _cosine_to_zero("cpu", "rmsprop")[1])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 39, left: the two recordings' nodes made of the shared 0.001 scalar parameter (addcmul's "
-    "lowering) are one per recording, so step 3, where both calls take the second recording, has one "
-    "node fewer than step 2: one recompile. Sharing those nodes across recordings fixes it, but a "
-    "captured optimizer step then reads a shared node as a live handle's value "
-    "(tests/torch/test_optimizer_replay.py adam)"))
 def test_one_lowering_two_signatures_no_compile_after_warmup():
     run_isolated(__file__, "two_signatures_child", timeout=300)
 

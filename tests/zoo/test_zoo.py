@@ -27,14 +27,6 @@ GENERATE_CI = ("gpt2", "t5")  # a decoder and an encoder-decoder
 GENERATE = [s.name for s in zoo_models.SPECS if s.generate and (ALL or s.name in GENERATE_CI)]
 
 KNOWN = {
-    ("llama", "compiles"): "one recompile at step 3 in a fresh process (issue 39): AdamW's "
-                           "exp_avg_sq.addcmul_(grad, grad, value=0.001) on embed_tokens (one handle twice) and "
-                           "lm_head (two handles read from a view) reach one 96x64 lowering with two alias "
-                           "patterns; step 2 holds two recordings' nodes made of the 0.001 parameter, from step "
-                           "3 both calls take lm_head's recording and share one. The scalar parameters are "
-                           "shared across recordings now (trace/recipes.py shared); the nodes made of them are "
-                           "not: sharing those made a captured optimizer step read them as live handles' values "
-                           "(test_optimizer_replay's adam). tests/torch/test_scalar_places.py has it in small form",
     ("resnet18", "parameters"): "conv1.weight 4.4e-4 from eager after 4 steps (eager float32 vs float64: "
                                 "2e-6): a ReLU near-tie, not a lowering's error. In step 3 layer2.1.bn1's "
                                 "output at [2, 94, 4, 3] is -4.4e-6 in float64 (the tensor's closest to 0; "

@@ -38,8 +38,10 @@ none of the built-in lowerings does either.
 
 Scalar parameters are shared across recordings (:func:`shared`): every
 recording and replay holding a scalar parameter of one value and dtype holds
-the same node, so how many parameters a step's program has depends on the
-values, never on which call signature recorded a lowering first (issue 39).
+the same node, so two recordings of one lowering do not each bring their own
+parameter of one value (issue 39). The nodes made of them are still one set
+per recording, so a frontend keeps serving a call from the same recording
+once warm (the torch frontend's lookup for another aliasing of the inputs).
 """
 
 from __future__ import annotations
@@ -365,8 +367,9 @@ def shared(node):
     decide how many parameters the step's program has: a recompile when it
     changes after warm-up (issue 39). Shared across recordings, the count
     depends on the values only. (Nodes made of such parameters, and baked
-    constants, are still one per recording: sharing them too made the traced
-    calls of a captured optimizer step differ, tests/torch/test_optimizer_replay.py.)"""
+    constants, are still one per recording: sharing them too made a captured
+    optimizer step take a shared node for a live handle's value and its traced
+    calls differ, tests/torch/test_optimizer_replay.py's adam.)"""
     if type(node) is not Scalar:
         return node
     v = node.value
