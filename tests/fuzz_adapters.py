@@ -74,6 +74,11 @@ class TorchSide:
         elif kind == "inplace":
             op, a, b, scalar = args
             x, y = env[a], env[b]
+            if isinstance(x, np.generic) and op not in ("add_", "mul_"):
+                # a lazy scalar takes item assignment as the Array API's 0-d arrays do
+                # (docs/status.md; scipy writes into reductions' results): NumPy's scalar
+                # refuses it, a NumPy 0-d array is the reference
+                x = np.array(x)
             if op == "add_":
                 x.add_(y)
             elif op == "mul_":
@@ -154,6 +159,11 @@ class NumpySide:
         elif kind == "inplace":
             op, a, b, scalar = args
             x, y = env[a], env[b]
+            if isinstance(x, np.generic) and op not in ("add_", "mul_"):
+                # a lazy scalar takes item assignment as the Array API's 0-d arrays do
+                # (docs/status.md; scipy writes into reductions' results): NumPy's scalar
+                # refuses it, a NumPy 0-d array is the reference
+                x = np.array(x)
             if op == "add_":
                 x += y
             elif op == "mul_":
