@@ -10,6 +10,7 @@ through :meth:`TraceContext.recording`; everything else asks
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 
 LOCK = threading.RLock()
@@ -20,6 +21,18 @@ upload and every MLIR build or compile hold it; it is re-entrant, so an op
 that records others (a frontend op, a recorded lowering) holds it once for all
 of them, and a thread that holds it sees the graph as no other thread half
 built it."""
+
+
+def locked(fn):
+    """``fn`` under :data:`LOCK`: one step of the shared state that no other
+    thread's op, barrier or compile interleaves with (docs/threads.md)."""
+
+    @functools.wraps(fn)
+    def under_lock(*args, **kwargs):
+        with LOCK:
+            return fn(*args, **kwargs)
+
+    return under_lock
 
 
 class TraceContext:

@@ -9,7 +9,6 @@ loaded from the persistent compile cache, or lowered and compiled here.
 
 from __future__ import annotations
 
-import functools
 from typing import Callable, Sequence
 
 import numpy as np
@@ -26,20 +25,12 @@ from lazycore.passes import rolled_emit
 from lazycore.passes.pipeline import DEFAULT_PIPELINE, run_pipeline
 from lazycore.runtime import checks, pjrt, rolling
 from lazycore.runtime.failures import ProgramError
-from lazycore.ir.context import LOCK
+from lazycore.ir.context import locked
 
 
-def _locked(fn):
-    """``fn`` under :data:`lazycore.ir.context.LOCK`: MLIR work in one thread
-    at a time (the ``lazy`` dialect's loading and its Python verifiers and
-    folds are process-wide state of the bindings: docs/threads.md)."""
-
-    @functools.wraps(fn)
-    def locked(*args, **kwargs):
-        with LOCK:
-            return fn(*args, **kwargs)
-
-    return locked
+# MLIR work in one thread at a time: the `lazy` dialect's loading and its Python
+# verifiers and folds are process-wide state of the bindings (docs/threads.md)
+_locked = locked
 
 
 @_locked

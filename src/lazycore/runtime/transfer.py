@@ -7,13 +7,12 @@ before they happen, so a guard in :mod:`lazycore.observe` can stop them.
 
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 
 from lazycore.dialect.types import TensorType, from_numpy_dtype, to_numpy_dtype, type_of
 from lazycore.ir import events
-from lazycore.ir.context import LOCK, TRACE
+from lazycore.ir.context import TRACE, locked
 from lazycore.ir.failure import Failure
 from lazycore.ir.graph import Data, Value
 from lazycore.ir.tensor import LazyTensor
@@ -22,17 +21,9 @@ from lazycore.runtime.autostep import CUTTER
 from lazycore.runtime import device as _device
 
 
-def _locked(fn):
-    """``fn`` under :data:`lazycore.ir.context.LOCK` (docs/threads.md): a
-    value enters the graph, or a read's barrier and copy are one step that no
-    other thread's barrier splits (it could donate the buffer being read)."""
-
-    @functools.wraps(fn)
-    def locked(*args, **kwargs):
-        with LOCK:
-            return fn(*args, **kwargs)
-
-    return locked
+# a value enters the graph, or a read's barrier and copy are one step that no other
+# thread's barrier splits (it could donate the buffer being read): docs/threads.md
+_locked = locked
 
 
 @_locked
