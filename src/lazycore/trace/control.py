@@ -24,6 +24,7 @@ tracers do.
 from __future__ import annotations
 
 import functools
+import sys
 
 from typing import Any, Callable
 
@@ -40,6 +41,7 @@ from lazycore.runtime import device as _device
 from lazycore.runtime import failures as _failures
 
 from . import core
+from . import eager_core as _eager_core
 from .protocol import handle_of, is_lazy, wrap_like
 
 __all__ = ["cond", "fori_loop", "scan", "while_loop"]
@@ -667,3 +669,7 @@ def _as_handle(x, device) -> LazyTensor:
     if is_lazy(x):
         return handle_of(x)
     return core.scalar(x, device=device, fold=False)
+
+
+EAGER = _eager_core.install(sys.modules[__name__], ("cond", "while_loop", "fori_loop", "scan"))
+"""The loops and branches run their results when they return while the eager mode is on."""

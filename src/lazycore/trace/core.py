@@ -12,6 +12,8 @@ records a graph node. It does no MLIR work and never walks the graph.
 
 from __future__ import annotations
 
+import sys as _sys
+
 import numpy as np
 
 from lazycore.dialect.spec import spec_of
@@ -27,6 +29,7 @@ from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import buckets as _buckets
 from lazycore.runtime import device as _device
 from lazycore.runtime.autostep import CUTTER as _CUTTER
+from lazycore.trace import eager_core as _eager_core
 from lazycore.trace.scalar_policy import POLICY as _POLICY
 from lazycore.runtime.transfer import (  # noqa: F401  (the core API: values in and out)
     Upload,
@@ -254,4 +257,5 @@ def dynamic(t: LazyTensor, dim: int) -> LazyTensor:
     return t
 
 
-from lazycore.trace import eager_core as _eager_core  # noqa: E402,F401  (LAZYCORE_EAGER for the core API)
+EAGER = _eager_core.install(_sys.modules[__name__], ("apply",))
+"""``apply`` run at once while the eager mode is on (LAZYCORE_EAGER)."""

@@ -5,7 +5,11 @@ facade's name for it) runs its results at once, and the loops and branches
 they return (their bodies, traced inside, run nothing). Helpers built on
 ``apply`` (``broadcast_to``, ``convert_to``, ``check``) run each op they
 make. A name bound before the mode was entered (``from lazycore import
-apply``) stays lazy."""
+apply``) stays lazy.
+
+Each core API module hands its own entry points to :func:`install` when it
+is imported (:mod:`.core` its ``apply``, :mod:`.control` its loops), so this
+module knows none of them and the mode reaches a module loaded while it is on."""
 
 from __future__ import annotations
 
@@ -13,25 +17,24 @@ import sys
 
 from lazycore.ir import config
 from lazycore.runtime import eager
-from lazycore.trace import core
-
-_CONTROL = ("cond", "while_loop", "fori_loop", "scan")
 
 
-def _targets():
-    from lazycore.trace import control  # (loaded when the mode is entered, not by importing the core)
+def install(owner, names: tuple[str, ...]) -> eager.Swaps:
+    """Wrap ``owner``'s ``names`` (and the facade's same names) with
+    :func:`lazycore.runtime.eager.op` whenever the mode is on; now, if it is."""
 
-    out = [(core, "apply")] + [(control, name) for name in _CONTROL]
-    facade = sys.modules.get("lazycore")
-    if facade is not None:
-        for owner, name in list(out):
-            # the facade caches what it handed out: give it the plain one
-            # first, so leaving the mode puts that back
-            if name not in vars(facade):
-                setattr(facade, name, vars(owner)[name])
-            out.append((facade, name))
-    return out
+    def targets():
+        out = [(owner, name) for name in names]
+        facade = sys.modules.get("lazycore")
+        if facade is not None:
+            for name in names:
+                # the facade caches what it handed out: give it the plain one
+                # first, so leaving the mode puts that back
+                if name not in vars(facade):
+                    setattr(facade, name, vars(owner)[name])
+                out.append((facade, name))
+        return out
 
-
-SWAPS = eager.Swaps(_targets)
-config.watch("eager", SWAPS)
+    swaps = eager.Swaps(targets)
+    config.watch("eager", swaps)
+    return swaps
