@@ -15,8 +15,8 @@ compiler.
 import importlib
 
 _WHERE = {
-    "DEFAULT_PIPELINE": "pipeline", "PASSES": "pipeline", "IRPrinting": "pipeline", "PassError": "pipeline",
-    "build_stages": "pipeline", "register_pass": "pipeline", "run_pipeline": "pipeline",
+    "DEFAULT_PIPELINE": "pipeline", "PASSES": "catalog", "IRPrinting": "pipeline", "PassError": "catalog",
+    "build_stages": "pipeline", "register_pass": "catalog", "run_pipeline": "pipeline",
     "split_elements": "pipeline",
     "Decline": "lowering", "builtin_lowering": "lowering", "load_pdl_patterns": "lowering",
     "register_lowering": "lowering", "unregister_lowering": "lowering",

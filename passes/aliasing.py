@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from lazycore.mlir import ir
 
-from .pipeline import PassError, register_pass
+from .catalog import PassError, register_pass
 
 ALIAS_ATTR = "tf.aliasing_output"
 DONOR_ATTR = "jax.buffer_donor"

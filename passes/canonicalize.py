@@ -23,90 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from lazycore.dialect import attr, create
-from lazycore.dialect.build import attr_to_mlir, from_mlir_type, tensor_type
-from lazycore.dialect.types import TensorType, is_bool, is_complex, is_float, is_unsigned, real_dtype, to_numpy_dtype
+from lazycore.dialect.types import is_complex, is_float, is_unsigned, real_dtype
 from lazycore.mlir import ir, rewrite
 
+from . import folding, updates
+from .catalog import register_pass
+from .folding import FOLD_LIMIT, FOLDABLE
 from .lowering.elementwise import float_to_int_cast
-from .pipeline import register_pass
-
-PATTERNS: list[tuple[str, callable]] = []
-
-
-def pattern(*roots: str):
-    def wrap(fn):
-        for r in roots:
-            PATTERNS.append((f"lazy.{r}", fn))
-        return fn
-
-    return wrap
-
-
-# --- helpers -------------------------------------------------------------------
-
-
-def defining_op(v: ir.Value):
-    """The op producing ``v``, or None for a block argument."""
-    owner = v.owner
-    return owner if isinstance(owner, ir.OpView) or isinstance(owner, ir.Operation) else None
-
-
-def producer(v: ir.Value, name: str):
-    """The ``lazy.<name>`` op producing ``v``, or None."""
-    o = defining_op(v)
-    return o if o is not None and o.operation.name == f"lazy.{name}" else None
-
-
-def type_of(v: ir.Value) -> TensorType:
-    return from_mlir_type(v.type)
-
-
-def splat_value(v: ir.Value):
-    """The scalar (a NumPy scalar of the element type) of a splat ``lazy.constant``, or None.
-
-    Read from the attribute's one stored element, so a splat of any size costs
-    nothing to look at.
-    """
-    o = producer(v, "constant")
-    if o is None:
-        return None
-    dtype = type_of(v).dtype
-    if is_complex(dtype):
-        return None  # no identity or fold here looks into complex numbers (nor can the bindings)
-    attr = ir.DenseElementsAttr(o.attributes["value"])
-    if not attr.is_splat:
-        return None
-    element = attr.get_splat_value()
-    if is_bool(dtype):
-        return np.bool_(ir.BoolAttr(element).value)
-    if is_float(dtype):
-        return to_numpy_dtype(dtype).type(ir.FloatAttr(element).value)
-    return to_numpy_dtype(dtype).type(ir.IntegerAttr(element).value)
-
-
-def is_splat_of(v: ir.Value, scalar) -> bool:
-    s = splat_value(v)
-    return s is not None and s == scalar
-
-
-def splat_constant(scalar, t: TensorType) -> ir.Value:
-    """``lazy.constant`` of type ``t`` with every element ``scalar``.
-
-    ``create`` would hand MLIR every element of the array; a splat attribute
-    stores one, which matters for large shapes.
-    """
-    if is_complex(t.dtype):  # no complex attribute ever (lazycore.dialect.build.create): two real splats
-        z = complex(scalar)
-        parts = [splat_constant(p, TensorType(t.shape, real_dtype(t.dtype))) for p in (z.real, z.imag)]
-        return create("complex", *parts).result
-    one = ir.DenseElementsAttr(attr_to_mlir("dense", np.asarray(scalar, dtype=to_numpy_dtype(t.dtype))))
-    value = ir.DenseElementsAttr.get_splat(tensor_type(t), one.get_splat_value())
-    return ir.Operation.create("lazy.constant", results=[tensor_type(t)], attributes={"value": value}).result
-
-
-def replace(op, rewriter, value: ir.Value) -> bool:
-    rewriter.replace_op(op, [value])
-    return False
+from .patterns import is_splat_of, pattern, producer, replace, splat_constant, splat_value, type_of, written_in
 
 
 # --- identities ------------------------------------------------------------------
@@ -323,6 +247,11 @@ def convert_of_exact_convert(op, rewriter):
         return replace(op, rewriter, create("convert", x, dtype=c).result)
 
 
+# this module's patterns first, then constant folding's and the partial updates'
+# (lazy-update-to-select's module): the order MLIR tries them in for one root
+PATTERNS: list[tuple[str, callable]] = written_in(__name__) + written_in(folding.__name__) + written_in(updates.__name__)
+
+
 def run(module_op: ir.Operation) -> None:
     # A frozen pattern set may not be reused, so each run builds its own.
     patterns = rewrite.RewritePatternSet()
@@ -335,11 +264,5 @@ def run(module_op: ir.Operation) -> None:
 def _factory():
     return run
 
-
-# Constant folding lives in its own module; importing it adds its patterns.
-from . import folding  # noqa: E402,F401
-# ...and so does the module on partial updates (which also holds lazy-update-to-select).
-from . import updates  # noqa: E402,F401
-from .folding import FOLDABLE, FOLD_LIMIT  # noqa: E402
 
 __all__ = ["FOLDABLE", "FOLD_LIMIT", "PATTERNS", "exact_conversion", "same_conversion", "pattern", "run", "create"]

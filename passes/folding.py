@@ -1,153 +1,40 @@
 """Constant folding for ``lazy-canonicalize``.
 
-Elementwise ops whose operands are all ``lazy.constant`` are evaluated with
-NumPy under the dialect's semantics (integer division truncates toward zero,
-``rem`` takes the dividend's sign, integer division or remainder by zero is
-0) and replaced by a constant. Cases left to the backend (``INT_MIN / -1``,
-negative integer powers, out-of-range float->int) and subnormals (XLA's CPU
-backend flushes them) are left alone, so folding never changes a program's
-numbers.
+Ops whose operands are all ``lazy.constant`` and whose row in the op table has
+a ``fold`` (the elementwise ops: :mod:`lazycore.dialect.folds`, NumPy under
+the dialect's semantics) are evaluated and replaced by a constant. Cases the
+fold leaves to the backend (``INT_MIN / -1``, negative integer powers,
+out-of-range float->int) and subnormals (XLA's CPU backend flushes them) are
+left alone, so folding never changes a program's numbers.
 """
 
 from __future__ import annotations
 
-import math
-
 import ml_dtypes
 import numpy as np
 
-from lazycore.dialect import attr, create
+from lazycore.dialect import OPS, attr, create, spec_of
 from lazycore.dialect.types import is_complex, is_float8, to_numpy_dtype
 from lazycore.mlir import ir
 
-from .canonicalize import pattern, producer, replace, splat_constant, splat_value, type_of
+from .patterns import pattern, producer, replace, splat_constant, splat_value, type_of
 
 # Non-splat constants are folded up to this many elements, so folding never
 # bloats the module; splats of any size fold, costing one element.
 FOLD_LIMIT = 16
 
 
-def _via_f64(f):
-    """Transcendentals: evaluated in f64 and rounded once to the element type."""
-    return lambda x: np.asarray(f(x.astype(np.float64))).astype(x.dtype)
+FOLDABLE = tuple(spec.name for spec in OPS.values() if spec.fold is not None)
+"""The ops whose row says how to evaluate them (``OpSpec.fold``)."""
 
 
-def _not(x):
-    return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
-
-
-UNARY_FOLDS = {
-    "neg": np.negative,
-    "abs": np.abs,
-    "sign": np.sign,  # +0.0 for -0.0, NaN for NaN: the op's
-    "exp": _via_f64(np.exp),
-    "log": _via_f64(np.log),
-    "log1p": _via_f64(np.log1p),
-    "expm1": _via_f64(np.expm1),
-    "tanh": _via_f64(np.tanh),
-    "logistic": _via_f64(lambda x: 1 / (1 + np.exp(-x))),
-    "sqrt": np.sqrt,  # correctly rounded, like IEEE sqrt
-    "rsqrt": _via_f64(lambda x: 1 / np.sqrt(x)),
-    "floor": np.floor,
-    "ceil": np.ceil,
-    "round": np.rint,  # half to even
-    "erf": _via_f64(np.vectorize(math.erf, otypes=[np.float64])),
-    "sin": _via_f64(np.sin),
-    "cos": _via_f64(np.cos),
-    "not": _not,
-    "is_finite": np.isfinite,
-}
-
-
-def _int_division_defined(a, b) -> bool:
-    """INT_MIN / -1 is left to the backend: it does not fold."""
-    if np.issubdtype(a.dtype, np.signedinteger):
-        return not np.any((a == np.iinfo(a.dtype).min) & (b == -1))
-    return True
-
-
-def _div(a, b):
-    if np.issubdtype(a.dtype, np.floating):
-        return np.divide(a, b)
-    if not _int_division_defined(a, b):
-        return None
-    # Truncating division; a - fmod(a, b) is an exact multiple of b. NumPy's
-    # integer loops give 0 for a zero divisor, as the op does.
-    return (a - np.fmod(a, b)) // b
-
-
-def _rem(a, b):
-    if np.issubdtype(a.dtype, np.integer) and not _int_division_defined(a, b):
-        return None
-    return np.fmod(a, b)  # sign of the dividend; 0 for a zero divisor
-
-
-def _pow(a, b):
-    if np.issubdtype(a.dtype, np.floating):
-        return _via_f64(lambda x: np.power(x, b.astype(np.float64)))(a)
-    if np.any(b < 0):
-        return None  # integer x ** -n is left to the backend
-    return np.power(a, b)  # wraps like XLA's square-and-multiply
-
-
-def _extremum(npf, prefer_negative_zero: bool):
-    def f(a, b):
-        if not np.issubdtype(a.dtype, np.floating):
-            return npf(a, b)
-        # IEEE: max(-0.0, +0.0) is +0.0 and min is -0.0, whatever the order;
-        # NumPy returns whichever operand came first.
-        tie = np.where(np.signbit(a) == prefer_negative_zero, a, b)
-        return np.where(a == b, tie, npf(a, b))
-
-    return f
-
-
-BINARY_FOLDS = {
-    "add": np.add,
-    "sub": np.subtract,
-    "mul": np.multiply,
-    "div": _div,
-    "rem": _rem,
-    "pow": _pow,
-    "maximum": _extremum(np.maximum, prefer_negative_zero=False),
-    "minimum": _extremum(np.minimum, prefer_negative_zero=True),
-    "atan2": lambda a, b: _via_f64(lambda x: np.arctan2(x, b.astype(np.float64)))(a),
-    "and": np.bitwise_and,
-    "or": np.bitwise_or,
-    "xor": np.bitwise_xor,
-}
-
-COMPARE_FOLDS = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
-                 "GT": np.greater, "GE": np.greater_equal}
-
-
-def _convert(x, dtype: np.dtype):
-    if np.issubdtype(x.dtype, np.floating) and np.issubdtype(dtype, np.integer):
-        # float -> int truncates; NaN and out-of-range values are the backend's call.
-        info = np.iinfo(dtype)
-        t = np.trunc(x.astype(np.float64))
-        if np.any(np.isnan(t)) or np.any(t < info.min) or np.any(t > info.max):
-            return None
-    return x.astype(dtype)
-
-
-def _evaluate(name: str, op, args, dtype: np.dtype):
-    if name in UNARY_FOLDS:
-        return UNARY_FOLDS[name](*args)
-    if name in BINARY_FOLDS:
-        return BINARY_FOLDS[name](*args)
-    if name == "compare":
-        return COMPARE_FOLDS[attr(op, "direction")](*args)
-    if name == "select":
-        return np.where(*args)
-    if name == "convert":
-        return _convert(args[0], dtype)
-    if name == "bitcast_convert":
-        return args[0].view(dtype)
-    raise AssertionError(name)
-
-
-FOLDABLE = tuple(UNARY_FOLDS) + tuple(BINARY_FOLDS) + ("compare", "select", "convert", "bitcast_convert")
+def _evaluate(op, spec, args: list[np.ndarray], result):
+    """The op's fold on the operand arrays, with its attributes and result
+    parameters as the rule takes them; None where the value is the backend's."""
+    kwargs = {name: attr(op, name) for name in spec.attrs}
+    for p in spec.result_params:
+        kwargs[p] = getattr(result, p)
+    return spec.fold(*args, **kwargs)
 
 
 def _has_subnormal(a: np.ndarray) -> bool:
@@ -192,7 +79,7 @@ def fold_constants(op, rewriter):
         return True  # a real -> complex convert: left to the backend, as complex operands are
     dtype = to_numpy_dtype(result.dtype)
     with np.errstate(all="ignore"):
-        value = _evaluate(op.operation.name.removeprefix("lazy."), op, [a for a, _ in operands], dtype)
+        value = _evaluate(op, spec_of(op.operation.name), [a for a, _ in operands], result)
         if value is None:
             return True
         value = np.asarray(value).astype(dtype)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from lazycore.mlir import ir, rewrite
 
 from .lowering import registry
-from .pipeline import PassError, register_pass
+from .catalog import PassError, register_pass
 
 REWRITES_PER_OP = 32
 """Rewrites one greedy iteration may make per op of the module: far above

@@ -1,4 +1,4 @@
-"""Pass registry and pipelines.
+"""Pipelines: a pipeline string as stages, and running them.
 
 lazycore's passes are Python-defined MLIR passes. MLIR's textual pipeline
 parser does not know Python passes, so a pipeline string is split here: each
@@ -14,48 +14,12 @@ and a callback sees the IR after each one. The verifier runs after every pass
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from lazycore.mlir import ir, passmanager
 
-
-class PassError(RuntimeError):
-    """A pass refused its input or its options.
-
-    ``location`` is the ``ir.Location`` of what was refused (a function, an
-    op) where there is one, so that ``lazy-opt`` can print ``file:line:col``.
-    """
-
-    def __init__(self, message: str, location: "ir.Location | None" = None):
-        super().__init__(message)
-        self.location = location
-
-
-@dataclass(frozen=True)
-class PassInfo:
-    name: str
-    summary: str
-    factory: Callable[..., Callable]
-    """``factory(**options)`` -> ``run(module_op)``; raises PassError."""
-    options: dict[str, str] = field(default_factory=dict)
-    """Option name -> help text."""
-
-
-PASSES: dict[str, PassInfo] = {}
-
-
-def register_pass(name: str, summary: str, options: dict[str, str] | None = None):
-    """Decorator registering a pass factory under a pipeline name."""
-
-    def wrap(factory):
-        if name in PASSES:
-            raise ValueError(f"pass '{name}' is already registered")
-        PASSES[name] = PassInfo(name, summary, factory, dict(options or {}))
-        return factory
-
-    return wrap
-
+from .catalog import PASSES, PassError, PassInfo, register_pass  # noqa: F401 - the registry's names, here too
 
 DEFAULT_PIPELINE = "lazy-canonicalize,cse,lazy-update-to-select,lazy-aliasing,lazy-to-stablehlo,canonicalize"
 
@@ -247,4 +211,5 @@ def _ensure_passes_loaded() -> None:
     global _loaded
     if not _loaded:
         _loaded = True
+        # importing a pass module registers its passes (and canonicalize's, updates')
         from . import aliasing, canonicalize, pdl, roll_loops, to_stablehlo  # noqa: F401

@@ -18,7 +18,7 @@ from __future__ import annotations
 from lazycore.dialect import from_mlir_type
 from lazycore.mlir import ir
 
-from .pipeline import PassError, register_pass
+from .catalog import PassError, register_pass
 from .rolled_chains import find_chains
 from .rolled_emit import Stacks, emit_chain
 

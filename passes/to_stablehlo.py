@@ -14,6 +14,7 @@ from typing import NamedTuple
 from lazycore.dialect import from_mlir_type
 from lazycore.mlir import ir, rewrite
 
+from .catalog import register_pass
 from .lowering import registry
 from .lowering import Decline, load_builtin_lowerings
 from .pdl import apply_pdl_patterns
@@ -197,9 +198,6 @@ def run(module_op: ir.Operation, pass_=None) -> None:
         error = LoweringError(f"lazy-to-stablehlo: {failed.name}{where}: {failed.reason}")
         error.op, error.location = failed, location
         raise error from cause
-
-
-from .pipeline import register_pass  # noqa: E402
 
 
 @register_pass(

@@ -24,8 +24,8 @@ from lazycore.dialect import attr, create
 from lazycore.dialect.types import TensorType
 from lazycore.mlir import ir, rewrite
 
-from .canonicalize import pattern, producer, replace, splat_constant, splat_value, type_of
-from .pipeline import register_pass
+from .patterns import pattern, producer, replace, splat_constant, splat_value, type_of
+from .catalog import register_pass
 
 SELECT_MIN_FRACTION = 0.5
 """An update covering at least this fraction of the array may become a select
