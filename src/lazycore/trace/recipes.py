@@ -54,9 +54,10 @@ import numpy as np
 from lazycore.ir.config import settings
 from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.memo import Memo
+from lazycore.ir.remake import remake
 from lazycore.trace.fragment import MISS, Fragment
+from lazycore.trace.replayer import GUARDED, Replayer, first_holding
 from lazycore.dialect.types import to_numpy_dtype
-from lazycore.ir.config import settings
 from lazycore.dialect.spec import spec_of
 from lazycore.ir.graph import LOG, Node, Scalar, Value, constant_only, node_prefix
 from lazycore.ir.regions import RegionNode
@@ -282,7 +283,7 @@ class Recipe:
     call's inputs (then the float arguments' values it uses), and where the
     results come from."""
 
-    __slots__ = ("fragment", "aliased", "psteps", "prefs", "parametric", "_values")
+    __slots__ = ("fragment", "aliased", "psteps", "prefs", "parametric", "_values", "_plan")
 
     def __init__(self, fragment, aliased, psteps=(), prefs=(), parametric=False):
         self.fragment = fragment
@@ -301,9 +302,18 @@ class Recipe:
         """Float argument values -> the nodes of ``psteps`` made for them:
         one value's scalar and broadcasts are shared by every replay, as a
         constant's are."""
+        self._plan = None  # psteps as entries (:class:`_ParamPlan`), at the first new value
 
     def fits(self, inputs) -> bool:
         return self.aliased is None or alias_pattern(inputs) == self.aliased
+
+    def attempt(self, inputs, floats=()):
+        """:meth:`replay` where the inputs alias as recorded, else
+        :data:`~lazycore.trace.replayer.GUARDED` (a
+        :class:`~lazycore.trace.replayer.Replayable`)."""
+        if self.aliased is not None and alias_pattern(inputs) != self.aliased:
+            return GUARDED
+        return self.replay(inputs, floats)
 
     def replay(self, inputs, floats=(), start=None):
         """The lowering's result for ``inputs`` (handles in the recorded order)
@@ -333,14 +343,10 @@ class Recipe:
         key = tuple([float_key(f) for f in floats])
         nodes = self._values.get(key)
         if nodes is None:
-            nodes = []
-            for name, refs, attrs, types, d in self.psteps:
-                if name is None:  # a float argument's scalar, as core.scalar makes it
-                    dtype = types[0].dtype
-                    nodes.append(shared(Scalar(np.asarray(floats[refs], dtype=to_numpy_dtype(dtype)), dtype)))
-                    continue
-                operands = tuple(_resolve(r, nodes) for r in refs)
-                nodes.append(Node(name, operands, attrs, types, d, loc))
+            plan = self._plan
+            if plan is None:
+                plan = self._plan = _ParamPlan(self.psteps)
+            nodes = plan.make(floats, loc)
             self.remember(key, nodes)
         return nodes
 
@@ -388,14 +394,55 @@ def shared(node):
     return got
 
 
-def _resolve(ref, pnodes):
-    """A value of ``psteps``: a constant or an earlier one's."""
-    kind, a, b = ref
-    if kind == _FROZEN:
-        return a
-    if kind == _PARAM:
-        return Value(pnodes[a], b)
-    return tuple(_resolve(r, pnodes) for r in a)  # a variadic group
+class _ParamPlan:
+    """A recipe's ``psteps`` as entries for :func:`lazycore.ir.remake.remake`:
+    the values are the constants they read, then each float argument's
+    scalar, then the nodes' results in order (a scalar depends on its float
+    alone, so making them first changes no node)."""
+
+    __slots__ = ("consts", "leaves", "entries", "digests", "at")
+
+    def __init__(self, psteps):
+        self.consts: list = []
+        where: dict[tuple, int] = {}
+        for name, refs, _, _, _ in psteps:
+            if name is not None:
+                for r in _flat(refs):
+                    if r[0] == _FROZEN and (id(r[1][0]), r[1][1]) not in where:
+                        where[(id(r[1][0]), r[1][1])] = len(self.consts)
+                        self.consts.append(r[1])
+        self.at = [0] * len(psteps)  # psteps index -> its first value's number
+        self.leaves = []  # (float argument index, dtype) of each scalar
+        pos = len(self.consts)
+        for k, (name, refs, _, types, _) in enumerate(psteps):
+            if name is None:
+                self.at[k] = pos
+                self.leaves.append((refs, types[0].dtype))
+                pos += 1
+
+        def number(ref):
+            kind, a, b = ref
+            if kind == _FROZEN:
+                return where[(id(a[0]), a[1])]
+            if kind == _PARAM:
+                return self.at[a] + b
+            return tuple(number(r) for r in a)  # a variadic group
+
+        self.entries, self.digests = [], []
+        for k, (name, refs, attrs, types, d) in enumerate(psteps):
+            if name is not None:
+                self.at[k] = pos
+                self.entries.append((name, tuple(number(r) for r in refs), attrs, types, None))
+                self.digests.append(d)
+                pos += len(types)
+
+    def make(self, floats, loc) -> list[Node]:
+        """Each of ``psteps``' nodes for these float argument values."""
+        env = list(self.consts)
+        for i, dtype in self.leaves:  # as core.scalar makes it
+            env.append(Value(shared(Scalar(np.asarray(floats[i], dtype=to_numpy_dtype(dtype)), dtype)), 0))
+        remake(self.entries, env, self.digests, loc)
+        return [env[p][0] for p in self.at]
 
 
 def _fragment(rec: Recorder, n_inputs: int, out):
@@ -681,7 +728,7 @@ def recording() -> bool:
     return TRACE.recorder is not None
 
 
-_REPLAYED = Memo("trace.replayed", 4096)
+_REPLAYED = Replayer("trace.replayed", 4096)
 """(wrapper, call signature) -> :class:`Recipe`, for :func:`replayed` functions."""
 
 
@@ -718,22 +765,25 @@ def replayed(fn):
             parts.append(tuple(kwargs))
         key = tuple(parts)
         try:
-            recipe = _REPLAYED.get(key)
+            kept = _REPLAYED.get(key, ())
         except TypeError:  # an unhashable argument: no signature, no recording
             return fn(*args, **kwargs)
+        out = first_holding(kept, (handles, floats))
+        if out is not GUARDED:
+            return out
         vkey = None
-        if recipe is None and floats:
+        if floats and not kept:
             vclass = value_class(floats)
             if vclass is not None:
                 vkey = tuple(p[0] if type(p) is tuple and p[0] is float else p for p in parts) + (vclass,)
-                recipe = _REPLAYED.get(vkey)
-        if recipe is not None and recipe.fits(handles):
-            return recipe.replay(handles, floats)
+                out = _REPLAYED.replay(vkey, handles, floats)
+                if out is not GUARDED:
+                    return out
         result, recipe = record_call(fn, handles, args, kwargs)
         if recipe is not None:
-            _REPLAYED.put(key, recipe)
+            _REPLAYED.add(key, recipe)
             if recipe.parametric and vkey is not None:
-                _REPLAYED.put(vkey, recipe)
+                _REPLAYED.add(vkey, recipe)
         return result
 
     return functools.update_wrapper(call, fn)
