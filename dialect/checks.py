@@ -24,7 +24,7 @@ ERRORS = ("RuntimeError", "ValueError", "IndexError", "FloatingPointError", "Run
 warning is emitted with the check's message and line, and the values stand."""
 
 
-@op("check", ("operand", "failed"), attrs={"message": "str", "error": "str"})
+@op("check", ("operand", "failed"), attrs={"message": "str", "error": "str"}, padding="own")
 def _check(operand: TensorType, failed: TensorType, *, message, error):
     """operand, unchanged; the values computed from it fail at their barrier with message (an error of type error too) when failed (i1, rank 0) is true"""
     require_dtype("failed", failed, "bool")

@@ -111,14 +111,17 @@ def _blocks_combined(x: TensorType, mesh, sharding, axis) -> TensorType:
     return TensorType(tuple(shape), x.dtype)
 
 
-@op("shard", ("operand",), attrs={"mesh": "i64[]", "sharding": "i64[]"})
+# Padding refuses sharded values: a dimension split into blocks at bucket
+# sizes puts other positions on each device than at the valid sizes.
+@op("shard", ("operand",), attrs={"mesh": "i64[]", "sharding": "i64[]"}, padding="refused")
 def _shard(x: TensorType, *, mesh, sharding):
     """The operand, laid out over the mesh as sharding says: dimension d split along mesh axis sharding[d] (-1: whole), each split dimension divisible by its axis size"""
     check_sharding(x, check_mesh(mesh), sharding)
     return x
 
 
-@op("all_reduce", ("operand",), attrs={"mesh": "i64[]", "sharding": "i64[]", "axis": "i64", "reduction": "str"})
+@op("all_reduce", ("operand",), attrs={"mesh": "i64[]", "sharding": "i64[]", "axis": "i64", "reduction": "str"},
+    padding="refused")
 def _all_reduce(x: TensorType, *, mesh, sharding, axis, reduction):
     """The blocks of the dimension split along mesh axis axis, combined by reduction (sum, prod, max, min): that dimension is divided by the axis size and no longer split"""
     require_dtype("operand", x, "numeric")
@@ -128,7 +131,7 @@ def _all_reduce(x: TensorType, *, mesh, sharding, axis, reduction):
     return _blocks_combined(x, mesh, sharding, axis)
 
 
-@op("all_gather", ("operand",), attrs={"mesh": "i64[]", "sharding": "i64[]", "axis": "i64"})
+@op("all_gather", ("operand",), attrs={"mesh": "i64[]", "sharding": "i64[]", "axis": "i64"}, padding="refused")
 def _all_gather(x: TensorType, *, mesh, sharding, axis):
     """The operand, unchanged; the dimension split along mesh axis axis is gathered whole on every device"""
     sharding = check_sharding(x, check_mesh(mesh), sharding)
@@ -137,7 +140,7 @@ def _all_gather(x: TensorType, *, mesh, sharding, axis):
 
 
 @op("reduce_scatter", ("operand",),
-    attrs={"mesh": "i64[]", "sharding": "i64[]", "axis": "i64", "dim": "i64", "reduction": "str"})
+    attrs={"mesh": "i64[]", "sharding": "i64[]", "axis": "i64", "dim": "i64", "reduction": "str"}, padding="refused")
 def _reduce_scatter(x: TensorType, *, mesh, sharding, axis, dim, reduction):
     """all_reduce's result, then split along mesh axis axis on dimension dim (not split along another axis; divisible by the axis size)"""
     require_dtype("operand", x, "numeric")
@@ -151,7 +154,8 @@ def _reduce_scatter(x: TensorType, *, mesh, sharding, axis, dim, reduction):
 
 
 @op("all_to_all", ("operand",),
-    attrs={"mesh": "i64[]", "sharding": "i64[]", "axis": "i64", "split_dim": "i64", "concat_dim": "i64"})
+    attrs={"mesh": "i64[]", "sharding": "i64[]", "axis": "i64", "split_dim": "i64", "concat_dim": "i64"},
+    padding="refused")
 def _all_to_all(x: TensorType, *, mesh, sharding, axis, split_dim, concat_dim):
     """The operand, unchanged; split along mesh axis axis on split_dim instead of concat_dim (which the operand's sharding splits along it; split_dim is whole and divisible by the axis size)"""
     sharding = check_sharding(x, check_mesh(mesh), sharding)
@@ -177,7 +181,8 @@ def check_pairs(pairs, size: int) -> tuple[tuple[int, int], ...]:
     return out
 
 
-@op("collective_permute", ("operand",), attrs={"mesh": "i64[]", "sharding": "i64[]", "axis": "i64", "pairs": "i64[]"})
+@op("collective_permute", ("operand",), attrs={"mesh": "i64[]", "sharding": "i64[]", "axis": "i64", "pairs": "i64[]"},
+    padding="refused")
 def _collective_permute(x: TensorType, *, mesh, sharding, axis, pairs):
     """The operand with the blocks of the dimension split along mesh axis axis moved: for each (source, target) of pairs the block at target is the operand's block at source; a block no pair targets is zero"""
     sharding = check_sharding(x, check_mesh(mesh), sharding)

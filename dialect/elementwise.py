@@ -6,6 +6,9 @@ broadcasting or promotion. Frontends insert ``broadcast_in_dim``/``convert``.
 
 from __future__ import annotations
 
+import numpy as np
+
+from . import folds
 from .rules import check_shape, require_dtype, require_same
 from .spec import define, op, OpSpec
 from .types import (BOOL_DTYPE, ShapeError, TensorType, check_dtype, complex_dtype, is_complex, real_dtype,
@@ -14,7 +17,7 @@ from .types import (BOOL_DTYPE, ShapeError, TensorType, check_dtype, complex_dty
 # --- constants ---------------------------------------------------------------
 
 
-@op("constant", attrs={"value": "dense"})
+@op("constant", attrs={"value": "dense"}, padding="own")
 def _constant(*, value):
     """A dense constant; a splat (one repeated value) prints as dense<v>. A
     complex value is built as lazy.complex of two real constants."""
@@ -23,28 +26,30 @@ def _constant(*, value):
 
 # --- unary -------------------------------------------------------------------
 
-# name -> accepted element-type class
-UNARY = {
-    "neg": "numeric or complex",
-    "abs": "numeric or complex",  # of an unsigned x: x; of a complex x, its modulus (own rule below)
-    "sign": "numeric",  # of an unsigned x: 0 or 1; of a float zero +0.0, of NaN NaN (NumPy's)
-    "exp": "float or complex",
-    "log": "float or complex",  # complex: the principal branch, as NumPy and torch
-    "log1p": "float or complex",
-    "expm1": "float or complex",
-    "tanh": "float or complex",
-    "logistic": "float",
-    "sqrt": "float or complex",
-    "rsqrt": "float or complex",
-    "floor": "float",
-    "ceil": "float",
-    "round": "float",  # half to even, as torch.round and numpy.round
-    "erf": "float",
-    "sin": "float or complex",
-    "cos": "float or complex",
-    "not": "integral",
-    "is_finite": "float",  # result is i1
+# name: (accepted element-type class, how constant folding evaluates it)
+_UNARY_ROWS = {
+    "neg": ("numeric or complex", np.negative),
+    "abs": ("numeric or complex", np.abs),  # of an unsigned x: x; of a complex x, its modulus (own rule below)
+    "sign": ("numeric", np.sign),  # of an unsigned x: 0 or 1; of a float zero +0.0, of NaN NaN (NumPy's)
+    "exp": ("float or complex", folds.via_f64(np.exp)),
+    "log": ("float or complex", folds.via_f64(np.log)),  # complex: the principal branch, as NumPy and torch
+    "log1p": ("float or complex", folds.via_f64(np.log1p)),
+    "expm1": ("float or complex", folds.via_f64(np.expm1)),
+    "tanh": ("float or complex", folds.via_f64(np.tanh)),
+    "logistic": ("float", folds.logistic),
+    "sqrt": ("float or complex", np.sqrt),  # correctly rounded, like IEEE sqrt
+    "rsqrt": ("float or complex", folds.rsqrt),
+    "floor": ("float", np.floor),
+    "ceil": ("float", np.ceil),
+    "round": ("float", np.rint),  # half to even, as torch.round and numpy.round
+    "erf": ("float", folds.erf),
+    "sin": ("float or complex", folds.via_f64(np.sin)),
+    "cos": ("float or complex", folds.via_f64(np.cos)),
+    "not": ("integral", folds.logical_not),
+    "is_finite": ("float", np.isfinite),  # result is i1
 }
+UNARY = {name: klass for name, (klass, _) in _UNARY_ROWS.items()}
+"""Unary op name -> the element-type class it accepts."""
 
 
 def _unary_rule(klass: str, result_bool: bool):
@@ -59,16 +64,17 @@ def _unary_rule(klass: str, result_bool: bool):
     return rule
 
 
-for _name, _klass in UNARY.items():
+for _name, (_klass, _fold) in _UNARY_ROWS.items():
     if _name == "abs":
         continue
-    define(OpSpec(_name, ("operand",), _unary_rule(_klass, _name == "is_finite"),
-                  summary=f"elementwise {_name}"))
+    define(OpSpec(_name, ("operand",), _unary_rule(_klass, _name == "is_finite"), summary=f"elementwise {_name}",
+                  elementwise=True, dtypes=_klass, fold=_fold))
 
 # --- complex parts ---------------------------------------------------------
 
 
-@op("abs", ("operand",), summary="elementwise abs")
+@op("abs", ("operand",), summary="elementwise abs", elementwise=True, dtypes=UNARY["abs"],
+    fold=_UNARY_ROWS["abs"][1])
 def _abs(x: TensorType):
     """The operand has numeric or complex element type; the result has its shape, and its
     type for a real operand, the float type of the parts for a complex one."""
@@ -87,10 +93,11 @@ def _part_rule(part: str):
 
 
 for _name in ("real", "imag"):
-    define(OpSpec(_name, ("operand",), _part_rule(_name), summary=f"elementwise {_name} part"))
+    define(OpSpec(_name, ("operand",), _part_rule(_name), summary=f"elementwise {_name} part",
+                  elementwise=True, dtypes="complex"))
 
 
-@op("complex", ("lhs", "rhs"), summary="elementwise lhs + i * rhs")
+@op("complex", ("lhs", "rhs"), summary="elementwise lhs + i * rhs", elementwise=True)
 def _complex(lhs: TensorType, rhs: TensorType):
     """Both operands have one type (no broadcasting), f32 or f64; the result has
     their shape and the complex type with parts of theirs."""
@@ -103,20 +110,25 @@ def _complex(lhs: TensorType, rhs: TensorType):
 
 # --- binary ------------------------------------------------------------------
 
-BINARY = {
-    "add": ("numeric or complex", True),
-    "sub": ("numeric or complex", False),
-    "mul": ("numeric or complex", True),
-    "div": ("numeric or complex", False),  # integer division truncates toward zero; integer x / 0 is 0 (NumPy's)
-    "rem": ("numeric", False),  # sign follows the dividend (C fmod); integer x rem 0 is 0 (NumPy's)
-    "pow": ("numeric or complex", False),  # integers wrap; x ** -n is 0 unless x is 1 or -1 (torch's; NumPy raises)
-    "maximum": ("ordered", True),
-    "minimum": ("ordered", True),
-    "atan2": ("float", False),
-    "and": ("integral", True),
-    "or": ("integral", True),
-    "xor": ("integral", True),
+# name: (accepted element-type class, commutative, how constant folding evaluates it)
+_BINARY_ROWS = {
+    "add": ("numeric or complex", True, np.add),
+    "sub": ("numeric or complex", False, np.subtract),
+    "mul": ("numeric or complex", True, np.multiply),
+    # integer division truncates toward zero; integer x / 0 is 0 (NumPy's)
+    "div": ("numeric or complex", False, folds.div),
+    "rem": ("numeric", False, folds.rem),  # sign follows the dividend (C fmod); integer x rem 0 is 0 (NumPy's)
+    # integers wrap; x ** -n is 0 unless x is 1 or -1 (torch's; NumPy raises)
+    "pow": ("numeric or complex", False, folds.power),
+    "maximum": ("ordered", True, folds.maximum),
+    "minimum": ("ordered", True, folds.minimum),
+    "atan2": ("float", False, folds.atan2),
+    "and": ("integral", True, np.bitwise_and),
+    "or": ("integral", True, np.bitwise_or),
+    "xor": ("integral", True, np.bitwise_xor),
 }
+BINARY = {name: (klass, commutative) for name, (klass, commutative, _) in _BINARY_ROWS.items()}
+"""Binary op name -> (the element-type class it accepts, whether it is commutative)."""
 
 
 def _binary_rule(klass: str):
@@ -132,16 +144,16 @@ def _binary_rule(klass: str):
     return rule
 
 
-for _name, (_klass, _comm) in BINARY.items():
-    define(OpSpec(_name, ("lhs", "rhs"), _binary_rule(_klass), commutative=_comm,
-                  summary=f"elementwise {_name}"))
+for _name, (_klass, _comm, _fold) in _BINARY_ROWS.items():
+    define(OpSpec(_name, ("lhs", "rhs"), _binary_rule(_klass), commutative=_comm, summary=f"elementwise {_name}",
+                  elementwise=True, dtypes=_klass, fold=_fold))
 
 # --- comparison, select, convert ---------------------------------------------
 
 COMPARISON_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 
 
-@op("compare", ("lhs", "rhs"), attrs={"direction": "str"})
+@op("compare", ("lhs", "rhs"), attrs={"direction": "str"}, elementwise=True, fold=folds.compare)
 def _compare(lhs, rhs, *, direction):
     """Elementwise comparison; i1 result. Floats compare as IEEE (NaN != NaN);
     complex numbers have no order, only EQ and NE."""
@@ -153,7 +165,7 @@ def _compare(lhs, rhs, *, direction):
     return TensorType(lhs.shape, "i1")
 
 
-@op("select", ("pred", "on_true", "on_false"))
+@op("select", ("pred", "on_true", "on_false"), elementwise=True, fold=np.where)
 def _select(pred, on_true, on_false):
     """pred ? on_true : on_false, elementwise; pred is i1 of the same shape."""
     require_dtype("pred", pred, "bool")
@@ -163,14 +175,14 @@ def _select(pred, on_true, on_false):
     return on_true
 
 
-@op("convert", ("operand",), result_params=("dtype",))
+@op("convert", ("operand",), result_params=("dtype",), elementwise=True, fold=folds.convert)
 def _convert(x, *, dtype):
     """Element type conversion (float->int truncates toward zero; complex->real
     keeps the real part, real->complex has imaginary part 0)."""
     return TensorType(x.shape, check_dtype(dtype))
 
 
-@op("bitcast_convert", ("operand",), result_params=("dtype",))
+@op("bitcast_convert", ("operand",), result_params=("dtype",), elementwise=True, fold=folds.bitcast_convert)
 def _bitcast_convert(x, *, dtype):
     """The same bits read as another element type of the same width (torch's
     ``view(dtype)``, NumPy's ``view``); i1 has no width in memory and is refused."""
@@ -185,7 +197,7 @@ def _bitcast_convert(x, *, dtype):
     return TensorType(x.shape, dtype)
 
 
-@op("iota", result_params=("shape", "dtype"), attrs={"dim": "i64"})
+@op("iota", result_params=("shape", "dtype"), attrs={"dim": "i64"}, padding="own")
 def _iota(*, shape, dtype, dim):
     """Values 0, 1, 2, ... along ``dim``, constant along the others."""
     shape = check_shape(shape)

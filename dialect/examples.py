@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .elementwise import BINARY, UNARY
-from .reduction import REDUCE
+from .spec import OPS
 from .types import TensorType
 
 
@@ -35,15 +34,24 @@ class Example:
     kwargs: dict = field(default_factory=dict)
 
 
-# Ops that only take integers (or booleans) get i32 operands, the rest f32.
-_SAMPLE_DTYPE = {"integral": "i32", "int": "i32", "bool": "i1"}
+# Ops that only take integers (or booleans) get i32 operands, complex parts
+# complex<f32> ones, the rest f32.
+_SAMPLE_DTYPE = {"integral": "i32", "int": "i32", "bool": "i1", "complex": "complex<f32>"}
+
+
+def _elementwise(spec) -> Example:
+    """An elementwise op of one element-type class: operands 2x3 of a type of it."""
+    return Example((t(f"2x3x{_SAMPLE_DTYPE.get(spec.dtypes, 'f32')}"),) * len(spec.operands))
+
+
+# Elementwise rows of one element-type class get theirs from their traits;
+# the others are written here.
+_DERIVED = {spec.name: _elementwise(spec) for spec in OPS.values()
+            if spec.elementwise and spec.dtypes and spec.rule.__module__.startswith(f"{__package__}.")}
 
 EXAMPLES: dict[str, Example] = {
     "constant": Example(kwargs=dict(value=np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32))),
-    **{name: Example((t(f"2x3x{_SAMPLE_DTYPE.get(klass, 'f32')}"),)) for name, klass in UNARY.items()},
-    **{name: Example((t(f"2x3x{_SAMPLE_DTYPE.get(klass, 'f32')}"),) * 2) for name, (klass, _) in BINARY.items()},
-    "real": Example((t("2x3xcomplex<f32>"),)),
-    "imag": Example((t("2x3xcomplex<f32>"),)),
+    **_DERIVED,
     "complex": Example((t("2x3xf32"), t("2x3xf32"))),
     # a real transform of 8 points along the last dimension: 8 -> 5 complex bins
     "fft": Example((t("2x8xf32"),), dict(fft_type="RFFT", length=(8,))),
@@ -62,7 +70,8 @@ EXAMPLES: dict[str, Example] = {
     "concatenate": Example((t("2x3xf32"), t("2x2xf32")), dict(dim=1)),
     "pad": Example((t("2x3xf32"), t("f32")), dict(low=(1, 0), high=(0, 1), interior=(0, 1))),
     "reverse": Example((t("2x3xf32"),), dict(dims=(1,))),
-    **{name: Example((t("2x3xf32"),), dict(dims=(1,))) for name in REDUCE},
+    **{spec.name: Example((t("2x3xf32"),), dict(dims=(1,))) for spec in OPS.values()
+       if spec.identity is not None and "dims" in spec.attrs},
     "argmax": Example((t("2x3xf32"),), dict(dim=1, dtype="i64")),
     "sort": Example((t("2x3xf32"),), dict(dim=1, descending=False, dtype="i64")),
     "argmin": Example((t("2x3xf32"),), dict(dim=1, dtype="i64")),

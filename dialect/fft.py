@@ -15,7 +15,8 @@ from .types import ShapeError, TensorType, complex_dtype, is_complex, real_dtype
 FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
 
 
-@op("fft", ("operand",), attrs={"fft_type": "str", "length": "i64[]"})
+# (every output bin mixes every input position: padding cannot pad a transform)
+@op("fft", ("operand",), attrs={"fft_type": "str", "length": "i64[]"}, padding="refused")
 def _fft(x: TensorType, *, fft_type, length):
     """FFT/IFFT (complex to complex), RFFT (f32/f64 to complex: the last
     transformed dimension becomes length[-1] // 2 + 1) or IRFFT (complex to

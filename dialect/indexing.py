@@ -65,6 +65,7 @@ def _check_index_map(index_map, n_coords: int, batching, rank: int, what: str, s
         "slice_sizes": "i64[]",
         "indices_are_sorted": "bool",
     },
+    padding="own",
 )
 def _gather(
     operand,
@@ -126,6 +127,7 @@ def _gather(
         "index_vector_dim": "i64",
         "mode": "str",
     },
+    padding="own",
 )
 def _scatter(
     operand,

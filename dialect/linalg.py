@@ -36,7 +36,8 @@ def _pair_sizes(lhs: TensorType, rhs: TensorType, ld, rd, what: str) -> None:
 
 
 @op("dot_general", ("lhs", "rhs"),
-    attrs={"lhs_batch": "i64[]", "rhs_batch": "i64[]", "lhs_contract": "i64[]", "rhs_contract": "i64[]"})
+    attrs={"lhs_batch": "i64[]", "rhs_batch": "i64[]", "lhs_contract": "i64[]", "rhs_contract": "i64[]"},
+    padding="own")
 def _dot_general(lhs, rhs, *, lhs_batch, rhs_batch, lhs_contract, rhs_contract):
     """Batched contraction; result dims are batch, then lhs free, then rhs free."""
     if lhs.dtype != rhs.dtype:
@@ -68,7 +69,7 @@ def conv_output_size(size: int, kernel: int, stride: int, low: int, high: int,
 
 @op("convolution", ("input", "kernel"),
     attrs={"strides": "i64[]", "padding": "i64[]", "lhs_dilation": "i64[]", "rhs_dilation": "i64[]",
-           "groups": "i64"})
+           "groups": "i64"}, padding="own")
 def _convolution(x, w, *, strides, padding, lhs_dilation, rhs_dilation, groups):
     """N-d convolution (cross-correlation, as PyTorch) in N,C,spatial layout."""
     if x.dtype != w.dtype:

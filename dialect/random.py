@@ -23,6 +23,7 @@ RNG_ALGORITHMS = {"three_fry": (2,), "philox": (2, 3), "default": (2, 3)}
     results=("new_state", "bits"),
     result_params=("shape", "dtype"),
     params_from="bits",
+    padding="refused",  # bits at bucket sizes would be other bits at the valid positions
 )
 def _rng_bit_generator(state, *, algorithm, shape, dtype):
     """Uniformly random ``bits`` of the given shape and state after drawing them."""

@@ -10,15 +10,17 @@ from .rules import check_dims, require_dtype
 from .spec import OpSpec, define
 from .types import ShapeError, TensorType, check_dtype
 
-# name -> accepted element-type class. Sum and product of booleans have no
-# single obvious meaning (count? any?), so frontends convert first; max/min of
-# booleans are any/all.
-REDUCE = {
-    "reduce_sum": "numeric or complex",
-    "reduce_max": "ordered",
-    "reduce_min": "ordered",
-    "reduce_prod": "numeric or complex",
+# name: (accepted element-type class, identity). Sum and product of booleans
+# have no single obvious meaning (count? any?), so frontends convert first;
+# max/min of booleans are any/all.
+_REDUCE_ROWS = {
+    "reduce_sum": ("numeric or complex", "zero"),
+    "reduce_max": ("ordered", "low"),
+    "reduce_min": ("ordered", "high"),
+    "reduce_prod": ("numeric or complex", "one"),
 }
+REDUCE = {name: klass for name, (klass, _) in _REDUCE_ROWS.items()}
+"""Reduction name -> the element-type class it accepts."""
 
 
 def drop_dims(shape: tuple[int, ...], dims) -> tuple[int, ...]:
@@ -40,8 +42,8 @@ def _reduce_rule(klass: str):
     return rule
 
 
-for _name, _klass in REDUCE.items():
-    define(OpSpec(_name, ("operand",), _reduce_rule(_klass), attrs={"dims": "i64[]"},
+for _name, (_klass, _identity) in _REDUCE_ROWS.items():
+    define(OpSpec(_name, ("operand",), _reduce_rule(_klass), attrs={"dims": "i64[]"}, identity=_identity,
                   summary=f"{_name.removeprefix('reduce_')} over dims, which are removed from the shape"))
 
 
@@ -58,8 +60,10 @@ def _arg_rule(x: TensorType, *, dim, dtype):
     return TensorType(drop_dims(x.shape, [dim]), dtype)
 
 
-for _name in ("argmax", "argmin"):
-    define(OpSpec(_name, ("operand",), _arg_rule, attrs={"dim": "i64"}, result_params=("dtype",),
+# Their identity is the far end of the type: masked positions come after the
+# valid ones, so holding it, none of them is ever the first extremum.
+for _name, _identity in (("argmax", "low"), ("argmin", "high")):
+    define(OpSpec(_name, ("operand",), _arg_rule, attrs={"dim": "i64"}, result_params=("dtype",), identity=_identity,
                   summary=f"index of the first {_name[3:]} along dim (NaN counts as the extreme, "
                           "as in NumPy); dim is removed; the result dtype is an integer type"))
 
@@ -76,7 +80,7 @@ def _sort_rule(x: TensorType, *, dim, descending, dtype):
 
 
 define(OpSpec("sort", ("operand",), _sort_rule, attrs={"dim": "i64", "descending": "bool"},
-              results=("values", "indices"), result_params=("dtype",), params_from="indices",
+              results=("values", "indices"), result_params=("dtype",), params_from="indices", padding="refused",
               summary="the operand sorted along dim, stably (equal elements keep their order; NaN after every "
                       "number, before every number when descending), and the position along dim each value "
                       "came from, as the integer dtype"))

@@ -12,7 +12,7 @@ from .spec import op
 from .types import ShapeError, TensorType
 
 
-@op("broadcast_in_dim", ("operand",), attrs={"dims": "i64[]"}, result_params=("shape",))
+@op("broadcast_in_dim", ("operand",), attrs={"dims": "i64[]"}, result_params=("shape",), padding="own")
 def _broadcast_in_dim(x: TensorType, *, dims, shape):
     """stablehlo.broadcast_in_dim: operand dim i becomes result dim dims[i]."""
     shape = check_shape(shape)
@@ -27,7 +27,7 @@ def _broadcast_in_dim(x: TensorType, *, dims, shape):
     return TensorType(shape, x.dtype)
 
 
-@op("reshape", ("operand",), result_params=("shape",))
+@op("reshape", ("operand",), result_params=("shape",), padding="own")
 def _reshape(x: TensorType, *, shape):
     """stablehlo.reshape: same elements in row-major order, new shape."""
     result = TensorType(check_shape(shape), x.dtype)
@@ -39,14 +39,14 @@ def _reshape(x: TensorType, *, shape):
     return result
 
 
-@op("permute", ("operand",), attrs={"dims": "i64[]"})
+@op("permute", ("operand",), attrs={"dims": "i64[]"}, padding="own")
 def _permute(x: TensorType, *, dims):
     """stablehlo.transpose: result dim i is operand dim dims[i]."""
     dims = check_permutation(dims, x.rank, "dims")
     return TensorType(tuple(x.shape[d] for d in dims), x.dtype)
 
 
-@op("slice", ("operand",), attrs={"start": "i64[]", "limit": "i64[]", "strides": "i64[]"})
+@op("slice", ("operand",), attrs={"start": "i64[]", "limit": "i64[]", "strides": "i64[]"}, padding="own")
 def _slice(x: TensorType, *, start, limit, strides):
     """stablehlo.slice: elements start, start+stride, ... below limit, per dim."""
     start = check_len(start, x.rank, "start")
@@ -73,7 +73,9 @@ def _check_start_indices(indices, rank: int) -> None:
         raise ShapeError(f"start_indices must share one element type, got {', '.join(t.dtype for t in indices)}")
 
 
-@op("dynamic_slice", ("operand", "start_indices*"), attrs={"sizes": "i64[]"})
+# (padding refuses a window at runtime start indices: where it lands in a padded
+# dimension depends on values; its own rules make these ops, never pad them)
+@op("dynamic_slice", ("operand", "start_indices*"), attrs={"sizes": "i64[]"}, padding="refused")
 def _dynamic_slice(x: TensorType, start_indices, *, sizes):
     """stablehlo.dynamic_slice: a ``sizes`` window at runtime start indices.
 
@@ -86,7 +88,7 @@ def _dynamic_slice(x: TensorType, start_indices, *, sizes):
     return TensorType(sizes, x.dtype)
 
 
-@op("dynamic_update_slice", ("operand", "update", "start_indices*"))
+@op("dynamic_update_slice", ("operand", "update", "start_indices*"), padding="refused")
 def _dynamic_update_slice(x: TensorType, update: TensorType, start_indices):
     """stablehlo.dynamic_update_slice: ``update`` written at clamped start indices."""
     _check_start_indices(start_indices, x.rank)
@@ -99,7 +101,7 @@ def _dynamic_update_slice(x: TensorType, update: TensorType, start_indices):
     return x
 
 
-@op("concatenate", ("lhs", "rhs"), attrs={"dim": "i64"})
+@op("concatenate", ("lhs", "rhs"), attrs={"dim": "i64"}, padding="own")
 def _concatenate(lhs, rhs, *, dim):
     """stablehlo.concatenate of two inputs joined along ``dim``; other dims must match.
 
@@ -119,7 +121,7 @@ def _concatenate(lhs, rhs, *, dim):
     return TensorType(tuple(shape), lhs.dtype)
 
 
-@op("pad", ("operand", "padding_value"), attrs={"low": "i64[]", "high": "i64[]", "interior": "i64[]"})
+@op("pad", ("operand", "padding_value"), attrs={"low": "i64[]", "high": "i64[]", "interior": "i64[]"}, padding="own")
 def _pad(x: TensorType, padding_value: TensorType, *, low, high, interior):
     """stablehlo.pad: ``low``/``high`` edge padding (negative crops) and
     ``interior`` padding between elements, filled with ``padding_value``."""
@@ -140,7 +142,7 @@ def _pad(x: TensorType, padding_value: TensorType, *, low, high, interior):
     return TensorType(tuple(shape), x.dtype)
 
 
-@op("reverse", ("operand",), attrs={"dims": "i64[]"})
+@op("reverse", ("operand",), attrs={"dims": "i64[]"}, padding="own")
 def _reverse(x: TensorType, *, dims):
     """stablehlo.reverse: element order flipped along each of ``dims``."""
     check_dims(dims, x.rank, "dims")

@@ -5,6 +5,14 @@ results, traits and its shape/dtype rule. Everything else is derived from that
 row: the MLIR op class and its verifier (:mod:`lazycore.dialect.build`), shape
 inference on the runtime's per-op path (:func:`infer`), and the documentation
 ``lazy-opt --list-ops`` and ``--dialect-doc`` print. This module is free of MLIR on purpose.
+
+The traits are what rewrites need to know about an op, so that none of them
+keeps a list of op names: whether it is elementwise (and of which element-type
+class), how constant folding evaluates it (``fold``), the identity a reduction
+starts from, and how shape-bucket padding treats it (``padding``, with an
+explicit ``"refused"`` for ops it cannot pad). Constant folding
+(:mod:`lazycore.passes.folding`), padding (:mod:`lazycore.runtime.padding`),
+the dialect reference's examples and the frontends read them.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
 
+from .rules import DTYPE_CLASSES
 from .types import ShapeError, TensorType
 
 # How attribute values look on the Python side (the MLIR side is in build.py):
@@ -23,6 +32,26 @@ from .types import ShapeError, TensorType
 #   "str"   -> str                  StringAttr
 #   "dense" -> numpy.ndarray        DenseElementsAttr (its type is the tensor type)
 ATTR_KINDS = ("i64", "i64[]", "f64", "bool", "str", "dense")
+
+# How shape-bucket padding (lazycore.runtime.padding) treats an op when one
+# of its operands is padded:
+#   "elementwise": positions combine only with equal positions, so the padded
+#                  op computes the same valid positions (the operands' padded
+#                  dimensions are the result's);
+#   "reduction":   the reduced dimensions' padded positions are masked with
+#                  the op's ``identity`` first (dims in attribute ``dims``, or
+#                  the one ``dim``), the kept ones stay padded;
+#   "own":         padding has a rule of its own for the op (shape ops,
+#                  contractions, lookups), keyed by its name there;
+#   "refused":     the op mixes positions in a way no rule undoes (random
+#                  bits, sorting, transforms, collectives): a graph where it
+#                  meets a padded value is compiled at its own sizes.
+PADDING_KINDS = ("elementwise", "reduction", "own", "refused")
+
+# The value a reduction's masked positions take so that they cannot change
+# its result: "zero" (sum), "one" (product), "low" (the type's lowest value:
+# max, argmax) or "high" (min, argmin).
+IDENTITIES = ("zero", "one", "low", "high")
 
 # Values a result type carries that the rule needs as input (reshape's target
 # shape, convert's target dtype): the builder passes them in, the verifier reads
@@ -48,6 +77,28 @@ class OpSpec:
     pure: bool = True
     commutative: bool = False
     summary: str = ""
+    elementwise: bool = False
+    """Each result position is computed from the operands' values at that
+    position alone; operands and results share one shape (no broadcasting)."""
+    dtypes: str | None = None
+    """For an elementwise op whose operands all have one element-type class
+    (``dialect.rules.DTYPE_CLASSES``): that class."""
+    fold: Callable | None = None
+    """How constant folding evaluates the op (:mod:`lazycore.dialect.folds`):
+    ``fold(*operand_arrays, **attrs, **result_params)`` -> array, or None for
+    values left to the backend. None: the op is not folded."""
+    identity: str | None = None
+    """A reduction's identity (one of :data:`IDENTITIES`); None: not a reduction."""
+    padding: str | None = None
+    """How shape-bucket padding treats the op (one of :data:`PADDING_KINDS`);
+    elementwise ops default to ``"elementwise"``, reductions to
+    ``"reduction"``. None: undecided, which padding takes as refused (the
+    dialect's own rows all decide: tests/test_op_table.py)."""
+
+    def __post_init__(self):
+        if self.padding is None:
+            default = "elementwise" if self.elementwise else "reduction" if self.identity else None
+            object.__setattr__(self, "padding", default)
 
     @property
     def doc(self) -> str:
@@ -91,6 +142,16 @@ def define(spec: OpSpec) -> OpSpec:
     for p in spec.result_params:
         if p not in RESULT_PARAMS:
             raise ValueError(f"op '{spec.full_name}': unknown result parameter '{p}'")
+    if spec.padding is not None and spec.padding not in PADDING_KINDS:
+        raise ValueError(f"op '{spec.full_name}': unknown padding kind '{spec.padding}'")
+    if spec.dtypes is not None and spec.dtypes not in DTYPE_CLASSES:
+        raise ValueError(f"op '{spec.full_name}': unknown element-type class '{spec.dtypes}'")
+    if spec.identity is not None and spec.identity not in IDENTITIES:
+        raise ValueError(f"op '{spec.full_name}': unknown reduction identity '{spec.identity}'")
+    if (spec.padding == "reduction") != (spec.identity is not None):
+        raise ValueError(f"op '{spec.full_name}': padding 'reduction' and an identity go together")
+    if (spec.padding == "elementwise" or spec.fold is not None or spec.dtypes is not None) and not spec.elementwise:
+        raise ValueError(f"op '{spec.full_name}': elementwise padding, a fold and dtypes are traits of elementwise ops")
     if sum(o.endswith("*") for o in spec.operands) > 1:
         raise ValueError(f"op '{spec.full_name}': at most one variadic operand group")
     if any(r.endswith("*") for r in spec.results) and len(spec.results) != 1:
@@ -123,4 +184,4 @@ def infer(name: str, *operands: TensorType, **kwargs) -> tuple[TensorType, ...]:
     return spec_of(name).infer(*operands, **kwargs)
 
 
-__all__ = ["ATTR_KINDS", "OPS", "OpSpec", "ShapeError", "TensorType", "define", "infer", "op", "spec_of"]
+__all__ = ["ATTR_KINDS", "IDENTITIES", "OPS", "PADDING_KINDS", "OpSpec", "ShapeError", "TensorType", "define", "infer", "op", "spec_of"]

@@ -17,6 +17,13 @@ target) pair, ``argmax`` for every (operand, index) pair. Values reach the
 edges: integers over their whole range (sums, products and powers wrap as in
 NumPy), floats at NaN, infinities and signed zeros. Ops the canonicalizer
 folds run a second time on constants, so the folded values are checked too.
+
+The rows' traits are pinned here as well: every row has a lowering and a
+padding decision that padding carries out, an elementwise row accepts exactly
+its element-type class, and a reduction's identity changes no reduction. An
+elementwise row of one element-type class with a ``fold`` needs no sample: its
+fold (constant folding's NumPy evaluation) is the reference of the one
+:func:`fold_sample` makes.
 """
 
 from __future__ import annotations
@@ -28,8 +35,12 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from lazycore.runtime import compiler
-from lazycore.dialect import OPS, ShapeError, create, spec_of, tensor_type
+from lazycore.runtime import compiler, padding
+from lazycore.dialect import OPS, ShapeError, TensorType, create, spec_of, tensor_type
+from lazycore.dialect.examples import EXAMPLES
+from lazycore.dialect.folds import identity_value
+from lazycore.dialect.rules import DTYPE_CLASSES
+from lazycore.dialect.spec import PADDING_KINDS
 from lazycore.dialect.types import (
     COMPLEX_DTYPES,
     DTYPES,
@@ -49,6 +60,7 @@ from lazycore.dialect.types import (
 from lazycore.mlir import func, ir, new_context
 import lazycore.passes.canonicalize  # noqa: F401,E402 - first: folding.py imports its helpers
 from lazycore.passes.folding import FOLDABLE
+from lazycore.passes.lowering import BUILTIN as BUILTIN_LOWERINGS, load_builtin_lowerings
 
 from test_ops_elementwise import (
     FLOAT_BINARY,
@@ -710,6 +722,45 @@ def _optimization_barrier(rng, operands):
     return cases
 
 
+# --- samples from the traits ------------------------------------------------------------------
+
+
+def _folded(spec, operands):
+    """A ``Case.want``: the row's fold on ``operands``, as the result's element type."""
+
+    def want():
+        with np.errstate(all="ignore"):
+            out = spec.fold(*operands)
+        assert out is not None, (f"the fold of lazy.{spec.name} leaves these values to the backend: "
+                                 "give the op a sample of its own in SAMPLES")
+        (result,) = spec.infer(*(type_of(np.asarray(x)) for x in operands))
+        return (np.asarray(out).astype(np_dtype(result.dtype)),)
+
+    return want
+
+
+def fold_sample(spec) -> Sample | None:
+    """The sample of an elementwise row of one element-type class that has a
+    fold: every operand of each type of the class, small values and (floats)
+    every combination of SPECIALS, compared with the fold; inexact types
+    within TOL. None for any other row."""
+    if not (spec.elementwise and spec.dtypes and spec.fold and not spec.attrs and not spec.result_params):
+        return None
+    accepted = tuple(d for d in DTYPES if DTYPE_CLASSES[spec.dtypes](d))
+    arity = len(spec.operands)
+
+    def make(rng, **types):
+        (dtype,) = types.values()
+        groups = [[small(rng, SHAPE, dtype) for _ in range(arity)]]
+        if is_float(dtype):
+            grids = np.meshgrid(*[SPECIALS] * arity)
+            groups.append([g.reshape(-1).astype(np_dtype(dtype)) for g in grids])
+        exact = not (is_float(dtype) or is_complex(dtype))
+        return [Case(xs, want=_folded(spec, xs), exact=exact) for xs in groups]
+
+    return Sample({spec.operand_names[0]: accepted}, make)
+
+
 # --- the table of samples --------------------------------------------------------------------
 
 SAMPLES: dict[str, Sample] = {
@@ -868,10 +919,14 @@ BUILTIN = [spec.name for spec in OPS.values() if spec.rule.__module__.startswith
 @pytest.mark.parametrize("name", BUILTIN)
 def test_op(name):
     """Refused types raise ShapeError; every accepted combination builds, lowers, runs and matches NumPy."""
-    sample = SAMPLES.get(name)
+    sample = SAMPLES.get(name) or fold_sample(spec_of(name))
     if sample is None:
         pytest.fail(f"lazy.{name} has no sample in tests/test_op_table.py SAMPLES: add one, with the element "
                     "types its rule accepts and a NumPy reference")
+    check_sample(name, sample)
+
+
+def check_sample(name: str, sample: Sample) -> None:
     spec = spec_of(name)
     problems = []
     for axis, accepted in sample.axes.items():
@@ -935,3 +990,79 @@ def test_element_names_are_what_mlir_prints():
             t = ir.Type.parse(name)
             assert element_name(t) == str(t) == name
         assert str(from_mlir_type(ir.Type.parse("tensor<2x0x3xui8>"))) == "tensor<2x0x3xui8>"
+
+
+# --- the traits ------------------------------------------------------------------------------
+
+
+def test_every_row_has_a_lowering_and_a_padding_decision():
+    load_builtin_lowerings()
+    problems = []
+    for name in BUILTIN:
+        spec = spec_of(name)
+        if spec.full_name not in BUILTIN_LOWERINGS:
+            problems.append(f"lazy.{name} has no lowering (passes/lowering/)")
+        if spec.padding not in PADDING_KINDS:
+            problems.append(f"lazy.{name} has no padding decision (padding= one of {', '.join(PADDING_KINDS)})")
+        elif (padding.rule_for(name) is None) != (spec.padding == "refused"):
+            problems.append(f"lazy.{name}: padding '{spec.padding}', but padding's rule is {padding.rule_for(name)}")
+    own = {name for name in BUILTIN if spec_of(name).padding == "own"}
+    if set(padding.OWN_RULES) != own:
+        problems.append(f"padding's own rules {sorted(padding.OWN_RULES)} are not the rows saying 'own' {sorted(own)}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", [n for n in BUILTIN if spec_of(n).dtypes])
+def test_elementwise_row_accepts_its_class(name):
+    """The class an elementwise row names is what its rule accepts, and the result has the operands' shape."""
+    spec = spec_of(name)
+    shape = EXAMPLES[name].operands[0].shape
+    for dtype in DTYPES:
+        operands = [TensorType(shape, dtype)] * len(spec.operands)
+        try:
+            results = spec.infer(*operands)
+        except ShapeError:
+            assert not DTYPE_CLASSES[spec.dtypes](dtype), (name, dtype)
+            continue
+        assert DTYPE_CLASSES[spec.dtypes](dtype), (name, dtype)
+        assert [r.shape for r in results] == [shape], (name, dtype)
+
+
+# Combined left to right (accumulate), so that the positions added at the end
+# change no rounding order (NumPy's sums are pairwise).
+_COMBINERS = {"reduce_sum": np.add, "reduce_prod": np.multiply, "reduce_max": np.maximum, "reduce_min": np.minimum}
+
+
+def _reduce_reference(name):
+    if name in ARG:
+        return lambda x: ARG[name](x, axis=-1)
+    combine = _COMBINERS[name]
+    return lambda x: combine.accumulate(x, axis=-1, dtype=x.dtype)[..., -1]
+
+
+@pytest.mark.parametrize("name", [n for n in BUILTIN if spec_of(n).identity])
+def test_reduction_identity_changes_nothing(name):
+    """Positions holding the row's identity, after the others (where padding
+    puts them), leave every reduction of a row as it was: NaN, infinities and
+    the type's extremes among the values."""
+    spec = spec_of(name)
+    rng = np.random.default_rng(7)
+    reduce = _reduce_reference(name)
+    for dtype in SAMPLES[name].axes["operand"]:
+        x = with_extremes(small(rng, (4, 6), dtype, -3, 3))
+        if is_float(dtype):
+            x[1, :3] = [np.nan, np.inf, -np.inf]
+            x[2, :] = -np.inf  # a row of the lowest float
+        wide = x.astype(F64) if is_float(dtype) else x
+        fill = identity_value(spec.identity, dtype)
+        padded = np.concatenate([x, np.broadcast_to(fill, (4, 3))], axis=-1)
+        padded = padded.astype(F64) if is_float(dtype) else padded
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(reduce(padded), reduce(wide), err_msg=f"{name} {dtype}")
+
+
+# The derived sample on rows that have samples of their own: it runs and
+# holds for unary and binary rows, integral, real and complex classes.
+@pytest.mark.parametrize("name", ["neg", "exp", "logistic", "maximum", "atan2", "xor"])
+def test_fold_sample(name):
+    check_sample(name, fold_sample(spec_of(name)))

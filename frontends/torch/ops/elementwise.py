@@ -11,8 +11,8 @@ import math
 
 import torch
 
-from lazycore.dialect.elementwise import UNARY as LAZY_UNARY
 from lazycore.dialect.rules import DTYPE_CLASSES
+from lazycore.dialect.spec import spec_of
 from lazycore.dialect.types import is_complex, is_float
 from lazycore.trace import composites, core
 
@@ -42,7 +42,10 @@ _c = composites.full_like  # a constant like x: the formulas stay readable
 
 
 def _op(name):
-    accepts = DTYPE_CLASSES[LAZY_UNARY[name]] if name in LAZY_UNARY else None
+    """One elementwise lazy op; element types its row refuses go to eager's
+    kernel, so the op's own dtype rule decides, complex numbers included."""
+    spec = spec_of(name)
+    accepts = DTYPE_CLASSES[spec.dtypes] if spec.dtypes else None
 
     def fn(*xs):
         if accepts is not None and not accepts(xs[0].dtype):
@@ -50,6 +53,7 @@ def _op(name):
         return apply(name, *xs)
 
     fn.__name__ = name
+    fn.lazy_op = spec
     return fn
 
 
@@ -110,7 +114,7 @@ def _real_only(fn):
 
 
 for _aten, _fn in list(ELEMENTWISE.items()):
-    if _aten.__name__ not in LAZY_UNARY and _fn not in _COMPLEX_SAFE and _aten is not aten.atan2:
+    if not hasattr(_fn, "lazy_op") and _fn not in _COMPLEX_SAFE:
         ELEMENTWISE[_aten] = _real_only(_fn)
 
 for _aten, _fn in ELEMENTWISE.items():

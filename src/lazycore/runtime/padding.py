@@ -38,20 +38,24 @@ Any other op on a padded value (a slice that is not the whole dimension, a
 reshape that splits a padded factor, a gather along it, a cumulative op,
 ``reverse``, random bits) raises :class:`Refused`, and the barrier compiles
 the graph as it is: never a wrong value.
+
+Which rule an op gets is its row's ``padding`` trait in the op table
+(:data:`lazycore.dialect.spec.PADDING_KINDS`): the elementwise rule, the
+reduction rule with the row's ``identity``, a rule of its own here
+(:data:`OWN_RULES`), or refused. No op is named here for being elementwise or
+a reduction.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from lazycore.dialect.elementwise import BINARY, UNARY
-from lazycore.dialect.spec import spec_of
-from lazycore.dialect.types import ShapeError, TensorType, is_float, is_int, to_numpy_dtype
+from lazycore.dialect.folds import identity_value
+from lazycore.dialect.spec import OPS, spec_of
+from lazycore.dialect.types import ShapeError, TensorType
 from lazycore.ir.graph import Data, Node, Scalar, Value, make_node
 from lazycore.ir.sourceloc import resolve
 
-ELEMENTWISE = frozenset(UNARY) | frozenset(BINARY) | {"compare", "select", "convert", "bitcast_convert"}
-REDUCTIONS = {"reduce_sum": "zero", "reduce_prod": "one", "reduce_max": "low", "reduce_min": "high"}
 WIDENED = frozenset({"broadcast_in_dim", "iota", "constant", "slice"})
 """Ops that make values of their own whose dimensions of a symbol's size are widened."""
 
@@ -63,17 +67,10 @@ class Refused(Exception):
 def fill_value(kind: str, dtype: str) -> np.ndarray:
     """The rank-0 value masked positions take: ``zero``, ``one``, ``low`` (the
     identity of max) or ``high`` (of min)."""
-    dt = to_numpy_dtype(dtype)
-    if kind in ("zero", "one"):
-        return np.asarray(0 if kind == "zero" else 1).astype(dt)
-    if dtype == "i1":
-        return np.asarray(kind == "high", dtype=dt)
-    if is_float(dtype):
-        return np.asarray(-np.inf if kind == "low" else np.inf).astype(dt)
-    if is_int(dtype):
-        info = np.iinfo(dt)
-        return np.asarray(info.min if kind == "low" else info.max, dtype=dt)
-    raise Refused(f"no {kind} fill for element type {dtype}")
+    try:
+        return identity_value(kind, dtype)
+    except ValueError as e:
+        raise Refused(str(e)) from None
 
 
 def _where(node: Node) -> str:
@@ -226,7 +223,7 @@ class Padded:
             if op in ("reshape", "convert", "broadcast_in_dim") and id(operands[0][0]) in self.counts:
                 self.counts[id(made)] = self.counts[id(operands[0][0])]
             return
-        rule = RULES.get(op)
+        rule = rule_for(op)
         if rule is None:
             raise Refused(f"{_where(node)} mixes positions along a padded dimension (no padding rule)")
         attrs, operands, padded, *replaced = rule(self, node, operands, pads)
@@ -418,19 +415,13 @@ def _kept(pads: dict[int, Factors], removed) -> dict[int, Factors]:
 
 
 def _reduce(state, node, operands, pads):
-    dims = node.attrs["dims"]
+    """Reduced over ``dims`` (or the one ``dim`` of an arg-reduction): their
+    padded positions masked with the op's identity, the kept dims padded still."""
+    dims = node.attrs["dims"] if "dims" in node.attrs else (node.attrs["dim"],)
     masked = {d: pads[0][d] for d in dims if d in pads[0]}
     if masked:
-        operands = [state.mask(operands[0], masked, REDUCTIONS[node.op])]
+        operands = [state.mask(operands[0], masked, spec_of(node.op).identity)]
     return node.attrs, operands, _kept(pads[0], dims)
-
-
-def _arg(state, node, operands, pads):
-    dim = node.attrs["dim"]
-    if dim in pads[0]:
-        kind = "low" if node.op == "argmax" else "high"
-        operands = [state.mask(operands[0], {dim: pads[0][dim]}, kind)]
-    return node.attrs, operands, _kept(pads[0], (dim,))
 
 
 def _pair(node, pa, pb, lhs_dims, rhs_dims) -> dict[int, Factors]:
@@ -687,16 +678,15 @@ def _convolution(state, node, operands, pads):
     return a, [inp, kernel], out
 
 
-RULES = {name: _elementwise for name in ELEMENTWISE}
-RULES.update({
+# The rules of ops whose row says padding="own", by name; elementwise ops
+# and reductions share one rule each, chosen by their row.
+OWN_RULES = {
     "check": _check,
     "broadcast_in_dim": _broadcast,
     "iota": _made,
     "constant": _made,
     "reshape": _reshape,
     "permute": _permute,
-    "argmax": _arg,
-    "argmin": _arg,
     "dot_general": _dot,
     "slice": _slice,
     "concatenate": _concatenate,
@@ -705,5 +695,17 @@ RULES.update({
     "gather": _gather,
     "scatter": _scatter,
     "convolution": _convolution,
-})
-RULES.update(dict.fromkeys(REDUCTIONS, _reduce))
+}
+_KIND_RULES = {"elementwise": _elementwise, "reduction": _reduce}
+
+
+def rule_for(op: str):
+    """The padding rule of ``lazy.<op>`` as its row in the op table decides;
+    None for an op padding refuses, leaves undecided, or does not know (a
+    region's ``call``)."""
+    spec = OPS.get(f"lazy.{op}")
+    if spec is None or spec.padding is None:
+        return None
+    if spec.padding == "own":
+        return OWN_RULES[op]
+    return _KIND_RULES.get(spec.padding)

@@ -1,0 +1,139 @@
+"""What elementwise ops compute, evaluated with NumPy: the ``fold`` of their rows.
+
+A fold is called as the rule is, ``fold(*operand_arrays, **attrs,
+**result_params)`` (result parameters as the rule sees them: ``dtype`` a
+dialect element-type name), and returns the result array, or None where the
+value is the backend's call and a constant folder must leave the op alone
+(``INT_MIN / -1``, an integer to a negative power, float -> int out of
+range). The answers are the dialect's semantics, which NumPy's defaults do
+not always share: integer division truncates toward zero, ``rem`` takes the
+dividend's sign, integer division or remainder by zero is 0, ``maximum`` and
+``minimum`` order signed zeros as IEEE does. Transcendentals are evaluated in
+f64 and rounded once to the element type.
+
+``lazy-canonicalize`` folds with these (:mod:`lazycore.passes.folding`); the
+op-table test compares every lowering with them for ops without a reference
+of their own.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+from .types import is_complex, is_float, to_numpy_dtype
+
+# Without infinities (float8 E4M3FN and the FNUZ types) -inf would become NaN,
+# which wins every max: the finite extremes stand in.
+_NO_INFINITY = ("f8E4M3FN", "f8E4M3FNUZ", "f8E5M2FNUZ")
+
+
+def via_f64(f):
+    """Transcendentals: evaluated in f64 and rounded once to the element type."""
+    return lambda x: np.asarray(f(x.astype(np.float64))).astype(x.dtype)
+
+
+def logical_not(x):
+    return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
+
+
+logistic = via_f64(lambda x: 1 / (1 + np.exp(-x)))
+rsqrt = via_f64(lambda x: 1 / np.sqrt(x))
+erf = via_f64(np.vectorize(math.erf, otypes=[np.float64]))
+
+
+def _int_division_defined(a, b) -> bool:
+    """INT_MIN / -1 is left to the backend."""
+    if np.issubdtype(a.dtype, np.signedinteger):
+        return not np.any((a == np.iinfo(a.dtype).min) & (b == -1))
+    return True
+
+
+def div(a, b):
+    if np.issubdtype(a.dtype, np.floating):
+        return np.divide(a, b)
+    if not _int_division_defined(a, b):
+        return None
+    # Truncating division; a - fmod(a, b) is an exact multiple of b. NumPy's
+    # integer loops give 0 for a zero divisor, as the op does.
+    return (a - np.fmod(a, b)) // b
+
+
+def rem(a, b):
+    if np.issubdtype(a.dtype, np.integer) and not _int_division_defined(a, b):
+        return None
+    return np.fmod(a, b)  # sign of the dividend; 0 for a zero divisor
+
+
+def power(a, b):
+    if np.issubdtype(a.dtype, np.floating):
+        return via_f64(lambda x: np.power(x, b.astype(np.float64)))(a)
+    if np.any(b < 0):
+        return None  # integer x ** -n is left to the backend
+    return np.power(a, b)  # wraps like XLA's square-and-multiply
+
+
+def _extremum(npf, prefer_negative_zero: bool):
+    def f(a, b):
+        if not np.issubdtype(a.dtype, np.floating):
+            return npf(a, b)
+        # IEEE: max(-0.0, +0.0) is +0.0 and min is -0.0, whatever the order;
+        # NumPy returns whichever operand came first.
+        tie = np.where(np.signbit(a) == prefer_negative_zero, a, b)
+        return np.where(a == b, tie, npf(a, b))
+
+    return f
+
+
+maximum = _extremum(np.maximum, prefer_negative_zero=False)
+minimum = _extremum(np.minimum, prefer_negative_zero=True)
+
+
+def atan2(a, b):
+    return via_f64(lambda x: np.arctan2(x, b.astype(np.float64)))(a)
+
+
+_DIRECTIONS = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
+               "GT": np.greater, "GE": np.greater_equal}
+
+
+def compare(a, b, *, direction):
+    return _DIRECTIONS[direction](a, b)
+
+
+def convert(x, *, dtype):
+    target = to_numpy_dtype(dtype)
+    if np.issubdtype(x.dtype, np.floating) and np.issubdtype(target, np.integer):
+        # float -> int truncates; NaN and out-of-range values are the backend's call.
+        info = np.iinfo(target)
+        t = np.trunc(x.astype(np.float64))
+        if np.any(np.isnan(t)) or np.any(t < info.min) or np.any(t > info.max):
+            return None
+    return x.astype(target)
+
+
+def bitcast_convert(x, *, dtype):
+    return x.view(to_numpy_dtype(dtype))
+
+
+def identity_value(kind: str, dtype: str) -> np.ndarray:
+    """The rank-0 value of reduction identity ``kind`` (``dialect.spec.IDENTITIES``)
+    for element type ``dtype``: ``low`` and ``high`` are the type's extremes
+    (infinities where it has them). ValueError where there is none (complex
+    numbers have no order)."""
+    dt = to_numpy_dtype(dtype)
+    if kind in ("zero", "one"):
+        return np.asarray(0 if kind == "zero" else 1).astype(dt)
+    if kind not in ("low", "high") or is_complex(dtype):
+        raise ValueError(f"no {kind} identity for element type {dtype}")
+    if dtype == "i1":
+        return np.asarray(kind == "high", dtype=dt)
+    if is_float(dtype):
+        if dtype in _NO_INFINITY:
+            info = ml_dtypes.finfo(dt)
+            return np.asarray(info.min if kind == "low" else info.max, dtype=dt)
+        return np.asarray(-np.inf if kind == "low" else np.inf).astype(dt)
+    info = np.iinfo(dt)
+    return np.asarray(info.min if kind == "low" else info.max, dtype=dt)
