@@ -41,7 +41,7 @@ from torch.overrides import TorchFunctionMode, redispatch_function
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
-from lazycore.ir.memo import Memo
+from lazycore.trace.replayer import Replayer
 
 from .tensor import Tensor
 
@@ -63,8 +63,9 @@ STATE = _State()
 
 # --- deciding one call -------------------------------------------------------------------
 
-_PLANS = Memo("torch.autocast_plans", 20_000)
-_DIRECT = "direct"
+_PLANS = Replayer("torch.autocast_plans", 20_000)
+"""Call signature -> its plan: :data:`_DIRECT`, a :class:`_Replay` or a :class:`_Refusal`,
+each ``attempt(func, args, kwargs, tensors, device)`` (no guards: the key is the whole signature)."""
 _SKIPPED_NAMES = frozenset({"__get__", "__set__", "__delete__"})  # tensor attribute access
 
 
@@ -173,6 +174,30 @@ def _record(func, leaves, spec, policy: str, dtype, autocast_on: bool):
     return rec, result, out_spec
 
 
+class _Direct:
+    """Autocast changes nothing for the call: it runs as is."""
+
+    __slots__ = ()
+
+    def attempt(self, func, args, kwargs, tensors, device):
+        return func(*args, **kwargs)
+
+
+_DIRECT = _Direct()
+
+
+class _Refusal:
+    """What autocast does to the call cannot be replayed: each call raises this."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+    def attempt(self, func, args, kwargs, tensors, device):
+        raise type(self.error)(*self.error.args)
+
+
 class _Replay:
     """An autocast recording, replayed on real tensors from above autograd."""
 
@@ -191,6 +216,9 @@ class _Replay:
                 kept.append(call)
                 needed.update(v for kind, v in leaves if kind == "slot")
         self.calls = [(func, leaves, spec, results) for func, leaves, spec, results, _ in reversed(kept)]
+
+    def attempt(self, func, args, kwargs, tensors, device):
+        return self.run(tensors, device)
 
     def run(self, inputs: list, device: torch.device):
         values = dict(enumerate(inputs))
@@ -213,7 +241,7 @@ class _Replay:
 
 
 def _plan(func, leaves, spec, tensors, dtype):
-    """:data:`_DIRECT`, a :class:`_Replay`, or an exception to raise."""
+    """:data:`_DIRECT`, a :class:`_Replay`, or a :class:`_Refusal`."""
     policy = policy_device(tensors)
     try:
         cast, outputs, out_spec = _record(func, leaves, spec, policy, dtype, True)
@@ -228,16 +256,16 @@ def _plan(func, leaves, spec, tensors, dtype):
     if cast_error is not None:
         if plain is None:
             return _DIRECT  # fails without autocast too (the user's error) or needs values: eager decides
-        return NotImplementedError(
+        return _Refusal(NotImplementedError(
             f"lazycore: torch.autocast('lazy') cannot find what autocast does to {_name(func)} here "
             f"({type(cast_error).__name__}: {cast_error})"
-        )
+        ))
     if plain is not None and plain.signature() == cast.signature():
         return _DIRECT
     if not cast.replayable or any(kind == "slot" and v is None for kind, v in outputs):
-        return NotImplementedError(
+        return _Refusal(NotImplementedError(
             f"lazycore: torch.autocast('lazy') cannot replay what autocast does to {_name(func)}"
-        )
+        ))
     return _Replay(cast, outputs, out_spec, policy)
 
 
@@ -263,18 +291,14 @@ class _AutocastMode(TorchFunctionMode):
         try:
             key = (func, spec, tuple(_leaf_key(x) for x in leaves), dtype, torch.is_grad_enabled(),
                    torch.is_inference_mode_enabled())
-            plan = _PLANS.get(key)
+            plan = _PLANS.find(key)
         except TypeError:  # an unhashable argument: decided for this call alone
             key, plan = None, None
         if plan is None:
             plan = _plan(func, leaves, spec, tensors, dtype)
             if key is not None:
-                _PLANS.put(key, plan)
-        if plan is _DIRECT:
-            return func(*args, **kwargs)
-        if isinstance(plan, Exception):
-            raise type(plan)(*plan.args)
-        return plan.run(tensors, lazy.device)
+                _PLANS.add(key, plan)
+        return plan.attempt(func, args, kwargs, tensors, lazy.device)
 
 
 # --- torch's autocast state functions, answering for "lazy" ---------------------------------
