@@ -14,6 +14,7 @@ import random as _random
 
 import torch
 
+from lazycore.observe import memory as _memory
 from lazycore.runtime import pjrt
 from lazycore.runtime import transfer as _transfer
 
@@ -165,17 +166,50 @@ def _seed_value(seed) -> int:
 
 def memory_allocated(device=None) -> int:
     """Bytes of device data that live lazy values hold on the device."""
-    return _transfer.live_bytes(_lc(device))[1]
+    return _memory.current(_lc(device))[1]
+
+
+def max_memory_allocated(device=None) -> int:
+    """The most bytes held on the device at once since the last
+    :func:`reset_peak_memory_stats` (or the start): the device allocator's peak
+    where it keeps one (GPUs, TPUs), else lazycore's account of its live values
+    at each barrier, with what the barrier's program added (its results and
+    scratch buffer, :mod:`lazycore.observe.memory`)."""
+    return _memory.max_allocated(_lc(device))
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    """Start the peaks over from what the device holds now."""
+    _memory.reset_peak(_lc(device))
+
+
+def reset_max_memory_allocated(device=None) -> None:
+    """``torch.cuda``'s older name of :func:`reset_peak_memory_stats`."""
+    reset_peak_memory_stats(device)
 
 
 def memory_stats(device=None) -> dict:
-    """``allocated_bytes.all.current`` and ``allocation.all.current`` (as
-    ``torch.cuda.memory_stats`` names them) for the buffers live lazy values
-    hold, and under ``device.`` what the device's own allocator reports
-    (GPUs and TPUs: bytes in use, peak, limit; nothing on the CPU)."""
+    """``torch.cuda.memory_stats``' names for the buffers live lazy values
+    hold: ``allocated_bytes.all.current`` and ``.peak``, ``allocation.all.current``
+    and ``.peak`` (buffers), and under ``device.`` what the device's own
+    allocator reports (GPUs and TPUs: ``bytes_in_use``, ``peak_bytes_in_use``,
+    ``bytes_limit``; nothing on the CPU)."""
     d = _lc(device)
-    buffers, nbytes = _transfer.live_bytes(d)
-    stats = {"allocated_bytes.all.current": nbytes, "allocation.all.current": buffers}
+    buffers, nbytes = _memory.current(d)
+    peak_buffers, _ = _memory.peak(d)
+    stats = {
+        "allocated_bytes.all.current": nbytes,
+        "allocated_bytes.all.peak": _memory.max_allocated(d),
+        "allocation.all.current": buffers,
+        "allocation.all.peak": peak_buffers,
+    }
     for k, v in pjrt.memory_stats(d.pjrt).items():
         stats[f"device.{k}"] = v
     return stats
+
+
+def mem_get_info(device=None) -> tuple[int, int]:
+    """``(free, total)`` bytes of the memory the device's buffers come from:
+    its allocator's limit and what is left of it (GPUs, TPUs), or on the CPU
+    the host's available and total RAM."""
+    return pjrt.memory_info(_lc(device).pjrt)

@@ -26,6 +26,7 @@ from lazycore.ir.context import LOCK
 from lazycore.ir.config import settings
 from lazycore.runtime import cache
 from lazycore.runtime.diskcache import DISK
+from lazycore.observe import memory as _memory
 from lazycore.observe import placement
 from lazycore.ir.events import PHASES, REPORT_PHASES, TIMINGS_KEPT
 
@@ -74,24 +75,37 @@ def graph_sizes() -> list[tuple[int, int, int]]:
         return list(_graphs)
 
 
-def programs() -> list:
+def programs(every: bool = False) -> list:
     """The most recent programs compiled for meshes, oldest first: each a
     :class:`~lazycore.observe.placement.MeshProgram` (its mesh, its inputs'
     and results' layouts, the collectives XLA inserted, per-device memory,
-    the user line whose barrier made it)."""
-    return placement.programs()
+    the user line whose barrier made it). ``every=True``: every program
+    compiled or loaded, on one device or a mesh, each a
+    :class:`~lazycore.observe.memory.Program` with XLA's memory figures
+    (argument, output, alias, temp and generated code bytes)."""
+    return _memory.programs() if every else placement.programs()
 
 
 def memory() -> dict[str, dict[str, int]]:
-    """Per physical device: buffers and bytes live lazy values hold there,
-    and the device allocator's own figures where it reports them."""
-    return placement.memory()
+    """Per physical device: ``buffers`` and ``bytes`` live lazy values hold
+    there, ``peak_bytes`` and ``peak_buffers`` (the most they held at once
+    since the last :func:`reset`, with what each barrier's program added:
+    :mod:`lazycore.observe.memory`), and the device allocator's own figures
+    where it reports them (GPUs, TPUs: ``bytes_in_use``, ``peak_bytes_in_use``,
+    ``bytes_limit``; nothing on the CPU)."""
+    out = placement.memory()
+    for name, p in _memory.peaks().items():
+        if name not in out:
+            out[name] = {"buffers": 0, "bytes": 0}
+        out[name].update(p)
+    return out
 
 
 def reset() -> None:
     """Zero the counters and forget the timings, graph sizes and fallback sites."""
     with LOCK:
         _E.reset()
+        _memory.LEDGER.reset()
 
 
 def _on_phase(phase: str, start: float, end: float) -> None:
@@ -225,4 +239,23 @@ def _report() -> str:
         for loc, n in sorted(sites.items(), key=lambda kv: -kv[1]):
             lines.append(f"      {n:>6}  {loc}")
     lines += placement.report_lines(_bytes)
+    lines += _memory_lines()
     return "\n".join(lines) + "\n"
+
+
+def _memory_lines() -> list[str]:
+    lines = []
+    progs = _memory.LEDGER.programs
+    if progs:
+        lines += ["", f"programs: {len(progs)} (most recent last; XLA's memory per device)"]
+        for p in progs:
+            how = "loaded" if p.loaded else "compiled"
+            mem = ", ".join(f"{k} {_bytes(v)}" for k, v in p.memory.items()) or "no figures"
+            lines.append(f"  program {p.number} on {p.device}, {p.nodes} nodes, {how} for the barrier at {p.where}")
+            lines.append(f"     {mem}")
+    peaks = _memory.peaks()
+    if peaks:
+        lines += ["", "peak memory since the last reset (live lazy values and each program's results and scratch):"]
+        for name, p in peaks.items():
+            lines.append(f"  {name}: {_bytes(p['peak_bytes'])} in {p['peak_buffers']} buffers at most")
+    return lines

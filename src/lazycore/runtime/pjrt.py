@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
@@ -122,6 +123,48 @@ def memory_stats(device) -> dict:
     limit on GPUs and TPUs); empty where it reports none (the CPU)."""
     stats = device.memory_stats() if device is not None else None
     return dict(stats) if stats else {}
+
+
+def memory_info(device) -> tuple[int, int]:
+    """``(free, total)`` bytes of the memory a PJRT device's buffers come
+    from: its allocator's limit and what is left of it where it reports them
+    (GPUs, TPUs); on the CPU, whose buffers are this process's ``malloc``,
+    the host's available and total RAM (as ``/proc/meminfo`` says them)."""
+    stats = memory_stats(device)
+    if "bytes_limit" in stats:
+        limit = int(stats["bytes_limit"])
+        return limit - int(stats.get("bytes_in_use", 0)), limit
+    return _host_memory()
+
+
+def _host_memory() -> tuple[int, int]:
+    try:
+        with open("/proc/meminfo") as f:
+            info = {k: int(v.split()[0]) * 1024 for k, v in (line.split(":", 1) for line in f if ":" in line)}
+        return info["MemAvailable"], info["MemTotal"]
+    except (OSError, KeyError, ValueError):
+        import os
+
+        page = os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
+
+
+class Launches:
+    """Which executable each device (a PJRT device or a :class:`MeshTarget`)
+    started last, with its argument buffers, until the memory account of
+    the barrier that started it takes them (:mod:`lazycore.observe.memory`);
+    and, while a kernel profile records (:class:`KernelSession`), every launch
+    in order, to tell whose kernels the profiler saw. One dict store per
+    launch."""
+
+    def __init__(self):
+        self.last: dict = {}
+        self.log: list | None = None
+
+
+LAUNCHES = Launches()
+
+_numbers = itertools.count(1)
 
 
 def to_device(array: np.ndarray, device=None):
@@ -352,6 +395,9 @@ class Executable:
     """It leaves the stacks it takes alone (donates none of them)."""
 
     def __post_init__(self):
+        self.number = next(_numbers)
+        """This process's number for the program (``program 3`` in reports and kernel profiles)."""
+        self._memory = None
         # jaxlib's own result handlers wrap the outputs as arrays in C++, a
         # few times faster per output than disassembling them in Python
         if isinstance(self.device, MeshTarget):
@@ -383,8 +429,37 @@ class Executable:
         if peers.broken() and isinstance(self.device, MeshTarget) and self.device.spans_processes:
             peers.check()
         res = self.loaded.execute_sharded(list(buffers), with_tokens=True)
+        LAUNCHES.last[self.device] = (self, buffers)
+        if LAUNCHES.log is not None:
+            LAUNCHES.log.append(self)
         done = res.consume_token()
         return res.consume_with_handlers(self._handlers), done
+
+    def memory(self) -> dict[str, int]:
+        """XLA's figures for the compiled program, per device: ``argument``,
+        ``output``, ``alias`` (outputs written into donated arguments),
+        ``temp`` (its scratch buffer) and ``generated_code`` bytes; empty
+        where the backend gives none. Asked once per executable."""
+        if self._memory is None:
+            try:
+                stats = self.loaded.get_compiled_memory_stats()
+            except Exception:  # noqa: BLE001 - a backend without the figures reports none
+                stats = None
+            self._memory = {
+                name: int(getattr(stats, f"{name}_size_in_bytes"))
+                for name in ("argument", "output", "alias", "temp", "generated_code")
+                if hasattr(stats, f"{name}_size_in_bytes")
+            }
+        return self._memory
+
+    def hlo_text(self) -> str:
+        """XLA's optimized HLO of the program, as text ("" when a loaded
+        program did not keep it): its kernels are the entry computation's
+        instructions."""
+        try:
+            return "\n".join(m.to_string() for m in self.loaded.hlo_modules())
+        except Exception:  # noqa: BLE001 - a deserialized program may not keep its HLO
+            return ""
 
     def run_numpy(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Convenience for tests and tools: host arrays in, host arrays out."""
