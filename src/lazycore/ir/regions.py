@@ -5,8 +5,9 @@ its :class:`Body` objects are the graphs a loop body or a branch was traced
 into, once, over :class:`Arg` placeholders. A body reads outer values only
 through the node's operands (the trace layer passes every value a body
 closes over in as an operand), so a body is a closed graph: its :attr:`Body.encoding`
-(every inner node's digest and its operands as walk positions, the
-placeholders and captured values by operand position) pins its structure,
+(:func:`lazycore.ir.walk.encode`, as a barrier's walk: every inner node's
+digest and its operands as walk positions, the placeholders and captured
+values by operand position) pins its structure,
 and the node's digest covers it. Two loops with equal bodies hash equal
 whatever they were traced from; the compile cache keys them like any node.
 
@@ -15,10 +16,9 @@ Nothing here touches MLIR: the barrier's module builder emits the regions.
 
 from __future__ import annotations
 
-from array import array
-
 from lazycore.dialect.types import TensorType
 from lazycore.ir.graph import Node, Value, digest, index_bytes, operand_bytes
+from lazycore.ir.walk import encode
 
 KINDS = ("while", "case", "call")
 
@@ -53,54 +53,7 @@ class Body:
         self.args = args
         self.results = results
         self.boundary = boundary
-        self.order: list[Node] = []
-        pos: dict[int, int] = {}
-        digests: list[bytes] = []
-        edges: list[int] = []
-        put = edges.append
-
-        def ref(v) -> None:
-            b = boundary.get((id(v[0]), v[1]))
-            if b is not None:
-                put(-2 - b)  # an operand of the region node
-            else:
-                put(pos[id(v[0])])
-                put(v[1])
-
-        for out in results:
-            if (id(out[0]), out[1]) in boundary:
-                continue
-            stack = [out[0]]
-            while stack:
-                node = stack[-1]
-                if id(node) in pos:
-                    stack.pop()
-                    continue
-                n = len(stack)
-                for o in reversed(node.operands):
-                    for v in ((o,) if type(o) is Value else reversed(o)):
-                        if (id(v[0]), v[1]) not in boundary and id(v[0]) not in pos:
-                            stack.append(v[0])
-                if len(stack) != n:
-                    continue
-                stack.pop()
-                pos[id(node)] = len(self.order)
-                self.order.append(node)
-                digests.append(node.digest)
-                put(len(node.operands))
-                for o in node.operands:
-                    if type(o) is Value:
-                        ref(o)
-                    else:
-                        put(-1)
-                        put(len(o))
-                        for v in o:
-                            ref(v)
-        put(-1 << 40)
-        for out in results:
-            ref(out)
-        self.encoding = (len(self.order).to_bytes(8, "little") + b"".join(digests)
-                         + array("q", edges).tobytes())
+        self.order, _, self.encoding = encode(results, boundary)
 
 
 class RegionNode(Node):

@@ -55,7 +55,7 @@ from lazycore.ir.graph import Data, Scalar, Value
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import checks, failures, pjrt
 from lazycore.runtime import device as _device
-from lazycore.runtime.barrier import Walk
+from lazycore.ir.walk import Walk
 from lazycore.trace import core
 from lazycore.trace.protocol import handle_of, is_lazy, wrap_like
 

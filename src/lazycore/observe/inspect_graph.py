@@ -39,7 +39,7 @@ from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.graph import Data, Node, Scalar, Value
 from lazycore.ir.sourceloc import resolve
-from lazycore.runtime.barrier import Walk
+from lazycore.ir.walk import Walk
 from lazycore.trace.protocol import handle_of
 
 __all__ = ["OBSERVERS", "ir_text", "recording", "to_dot", "values_of", "walk_to_dot"]

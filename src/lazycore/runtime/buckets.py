@@ -43,7 +43,9 @@ from lazycore.ir.failure import Failure
 from lazycore.ir.graph import Data, Node, Scalar, Value, digest, node_prefix, operand_bytes
 from lazycore.ir.memo import Memo
 from lazycore.ir.sourceloc import resolve
+from lazycore.ir.walk import Walk
 from lazycore.runtime import checks, pjrt
+from lazycore.runtime.cache import CACHE
 from lazycore.runtime.padding import Refused, pad_graph
 
 
@@ -251,8 +253,6 @@ def prepare(walk, device, keyed) -> Bucketed | None:
             where.append((-1 - i, tuple(node.layout.items())))
     if not marks:
         return None
-    from lazycore.runtime.barrier import Walk  # the barrier calls this module
-    from lazycore.runtime.cache import CACHE
 
     signature = (walk.encoding, tuple(where), tuple(sorted(symbols.items())))
     plan = PLANS.get(signature)

@@ -11,7 +11,7 @@ eager's error text. How a check reaches the user:
    ``compiler.build_module`` adds them before any pass runs, and the op
    itself lowers to its operand). A recalled walk runs the program of an
    identical graph, so its flags line up the same way.
-2. When the program has finished (``barrier._Launch``, ``barrier.run_alone``),
+2. When the program has finished (``launches.Launch``, ``standalone.run_alone``),
    :func:`failed` reads the flags. For each true one, every output computed
    from that check's result fails as a failing program's outputs do
    (:mod:`lazycore.runtime.failures`): its leaf holds a ``Failure`` of stage
@@ -54,6 +54,7 @@ import numpy as np
 
 from lazycore.ir.graph import Node, Value
 from lazycore.ir.sourceloc import resolve
+from lazycore.ir.walk import Walk
 from lazycore.runtime import failures
 
 WARNING = "RuntimeWarning"
@@ -117,8 +118,6 @@ def failed(values: list[Value], flags: list) -> list | None:
     tripped = [i for i, flag in enumerate(flags) if np.asarray(flag)]
     if not tripped:
         return None
-    from lazycore.runtime.barrier import Walk  # the barrier builds on this module
-
     walk = Walk(values)
     checked = entries(walk)
     seeds = {}

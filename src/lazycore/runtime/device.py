@@ -30,7 +30,7 @@ class Device:
 
     def read(self, t):
         """``t``'s value on the host: a barrier here when it is pending."""
-        from lazycore.runtime.transfer import to_numpy  # transfer builds on devices
+        from lazycore.runtime.reads import to_numpy  # reads run barriers, which run on devices
 
         return to_numpy(t)
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 from lazycore.ir.failure import BarrierError, Failure  # noqa: F401  (BarrierError: the error users see)
 from lazycore.ir.graph import Data, Node, Value
 from lazycore.ir.sourceloc import format_location, resolve
+from lazycore.ir.walk import Walk
 
 PROGRAMS_TRIED = 16
 """Programs run to contain one barrier's failure, at most."""
@@ -137,18 +138,17 @@ def _unknown(value: Value, error: ProgramError) -> Failure:
     return node_failure(value.node, f"{_STAGES[error.stage]}: {summary(error.cause)}", error.stage, error.cause)
 
 
-def settle(device, values: list[Value], error: ProgramError | None, budget: list[int] | None = None,
+def settle(device, values: list[Value], error: ProgramError | None, run_alone, budget: list[int] | None = None,
            whole: bool = False) -> list:
     """Per value, its buffer, or the :class:`Failure` it holds: the values
     of a program that failed with ``error`` (None: nothing failed, but some
-    inputs are failed leaves).
+    inputs are failed leaves). ``run_alone(device, values)`` runs a retry
+    (:func:`lazycore.runtime.standalone.run_alone`, as the barrier hands it on).
 
     ``whole``: try all of them as one program first. A program that failed
     after it started may have failed only because an input was the result
     of an earlier program that failed too: that one's results are settled
     in place since, so running it again may succeed."""
-    from lazycore.runtime.barrier import Walk, run_alone  # the barrier builds on this module
-
     if budget is None:
         budget = [PROGRAMS_TRIED]
     out: list = [None] * len(values)
@@ -181,7 +181,7 @@ def settle(device, values: list[Value], error: ProgramError | None, budget: list
             try:
                 got = run_alone(device, sub)
             except ProgramError as e:
-                got = settle(device, sub, e, budget)
+                got = settle(device, sub, e, run_alone, budget)
         for i, r in zip(group, got):
             out[i] = r
     return out

@@ -1,7 +1,8 @@
 """A walked graph's program: its keys, and whether it is loaded or compiled.
 
-The barrier keys its in-memory cache with :func:`make_key` and asks
-:func:`program` for what it misses. Neither loads the MLIR bindings: a
+The barrier's program stage (:func:`obtain`: memory | disk | compile) keys
+its in-memory cache with :func:`make_key` and asks :func:`program` for what
+it misses. Neither loads the MLIR bindings: a
 program found in the persistent cache (:mod:`lazycore.runtime.diskcache`) is
 loaded as it is, so a process whose programs are all on disk never imports
 the compiler (:mod:`lazycore.runtime.compiler`, 50 ms of a new process's
@@ -17,9 +18,11 @@ import sys
 from pathlib import Path
 
 import lazycore
+from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.memo import Memo
 from lazycore.runtime import pjrt
+from lazycore.runtime.cache import CACHE
 from lazycore.runtime.diskcache import DISK
 
 _ENVIRONMENTS = Memo("runtime.environments", 64)
@@ -228,3 +231,43 @@ def program(walk, device, donate: dict[int, int], pipeline: str | None, stacked:
         exe = compiler.compile_artifact(artifact, inputs, outputs, device, plan, counter)
     DISK.store(key, exe)
     return exe, False
+
+
+# --- the barrier's program stage -------------------------------------------------
+
+
+def obtain(step, transforms) -> None:
+    """``step.exe``: the step's program from the in-memory cache, else loaded
+    or compiled (:func:`program`), and the arguments its transforms bring
+    (:class:`lazycore.runtime.transforms.Pipeline`); raises
+    :class:`~lazycore.runtime.failures.ProgramError`."""
+    exe = step.exe = CACHE.get(step.key)
+    step.hit = exe is not None
+    step.loaded = False
+    if exe is None:
+        mode = "keep" if not settings.donation or transforms.keeps(step) else True
+        step.exe, step.loaded = _new_program(step, step.key, mode)
+    transforms.arguments(step)
+
+
+def keep_variant(step) -> None:
+    """``step.exe``: the variant of the step's program that leaves its stacks
+    alone (``stacked="keep"``, :mod:`lazycore.runtime.stacks`)."""
+    kept = make_key(step.encoding, step.device, step.donate, step.pipeline, stacked="keep")
+    exe = CACHE.get(kept)
+    if exe is None:
+        if step.walk is None:  # recalled: walked now
+            step.walk = step.walker(step.outputs())
+        exe, step.loaded = _new_program(step, kept, "keep")
+    step.exe = exe
+
+
+def _new_program(step, key: bytes, stacked):
+    """The step's program, loaded or compiled and cached under ``key``, and
+    whether it was loaded."""
+    walk = step.walk
+    events.emit("compile", len(walk.order), walk)
+    exe, loaded = program(walk, step.device, step.donate, step.pipeline, stacked=stacked)
+    CACHE.put(key, exe)
+    events.emit("program", exe, step.device, walk, loaded)
+    return exe, loaded

@@ -20,6 +20,7 @@ from __future__ import annotations
 from lazycore.ir.config import settings
 from lazycore.ir.graph import LOG, Node, Scalar, Value
 from lazycore.ir.regions import Body, RegionNode
+from lazycore.ir.walk import Walk
 from lazycore.passes.rolled_chains import MIN_COPIES, Chain, Stacks, find_chains as _find_chains  # noqa: F401
 from lazycore.runtime import pjrt
 
@@ -71,8 +72,6 @@ def inlined(walk):
     reads nothing but its node's operands), so the program built from it is
     called as the walk's. Its nodes are the compiler's alone: in no step's
     log, and a body's nodes keep their digests over the placeholders."""
-    from lazycore.runtime.barrier import Walk  # (the barrier's walk; the barrier builds on this module)
-
     on, LOG.on = LOG.on, False
     try:
         new: dict[tuple, Value] = {}  # (id(node), index) -> its value in the inlined graph

@@ -31,6 +31,7 @@ from lazycore.dialect.spec import spec_of
 from lazycore.dialect.types import TensorType
 from lazycore.ir.config import override, settings
 from lazycore.ir.graph import LOG, Data, Scalar, Value, make_node
+from lazycore.runtime.standalone import run_alone
 
 
 class Stack:
@@ -175,8 +176,6 @@ def _stacked(groups: list[list[Data]], device) -> list:
 def _run(device, values: list[Value]) -> list:
     """``values`` computed by a program of their own, counted as a stacks'
     program; never rolled (its rows are copies, not layers)."""
-    from lazycore.runtime.barrier import run_alone  # the barrier calls this module
-
     with override(roll_loops=False):
         return run_alone(device, values, stacks=True)
 

@@ -12,13 +12,13 @@ import numpy as np
 
 from lazycore.dialect.types import TensorType, from_numpy_dtype, to_numpy_dtype, type_of
 from lazycore.ir import events
-from lazycore.ir.context import TRACE, locked
-from lazycore.ir.failure import Failure
+from lazycore.ir.context import locked
 from lazycore.ir.graph import Data, Value
 from lazycore.ir.tensor import LazyTensor
-from lazycore.runtime import barrier, buckets, pjrt
+from lazycore.runtime import barrier, closures, pjrt
 from lazycore.runtime.autostep import CUTTER
 from lazycore.runtime import device as _device
+from lazycore.runtime.reads import _materialize, to_buffer, to_numpy  # noqa: F401  (reads are transfers too)
 
 
 # a value enters the graph, or a read's barrier and copy are one step that no other
@@ -171,73 +171,11 @@ def mark_step(wait: bool = False, devices=None) -> None:
     PyTorch/XLA's ``mark_step``); ``wait=True`` waits for it to finish. Any
     read of a value (``to_numpy``, ``.item()``, printing) waits for the value."""
     CUTTER.explicit_mark()
-    barrier.mark_step(wait, devices)
-
-
-@_locked
-def _materialize(t: LazyTensor, cut: bool = False) -> Data:
-    """The device data behind ``t`` after a barrier; ``cut``: a padded
-    result's slice (:class:`lazycore.runtime.buckets.Cut`) may be returned
-    instead (the caller slices on the host), else its own barrier computes it."""
-    if not isinstance(t, LazyTensor):
-        raise TypeError(f"expected a LazyTensor, got {type(t).__name__}")
-    TRACE.taint()  # a lowering that observes values cannot be replayed
-    if t.pending and type(t._value.node) is not buckets.Cut:
-        events.emit("implicit_barrier", t.type)
-        barrier.sync(t.device)
-    running = t.device.running
-    if running is not None and running.flags:
-        t.device.wait()  # its value checks may fail this value (lazycore.runtime.checks)
-    leaf = t._value.node
-    padded = leaf.source if type(leaf) is buckets.Cut else leaf
-    if type(padded.buffer) is Failure:  # its computation failed (lazycore.runtime.failures)
-        raise padded.buffer.error()
-    if not cut and type(leaf) is buckets.Cut:  # the slice, as a program of its own
-        t.device.wait()
-        leaf = Data(barrier.run_alone(t.device, [t._value])[0], t.type, True)
-        t._value = Value(leaf, 0)
-    return leaf
-
-
-@_locked
-def to_numpy(t: LazyTensor) -> np.ndarray:
-    """The value on the host: an implicit barrier for ``t``'s device.
-
-    Raises :class:`~lazycore.ir.failure.BarrierError` when computing it failed."""
-    leaf = _materialize(t, cut=True)
-    cut = None
-    if type(leaf) is buckets.Cut:  # a padded result: the valid part is cut here
-        cut, leaf = leaf, leaf.source
-    # A copy: the host view of a CPU buffer shares its memory, and the buffer
-    # may later be donated and overwritten.
-    events.emit("transfer", "device-to-host", leaf.types[0], None)
-    with events.timed("transfer"):
-        try:
-            host = np.array(pjrt.to_host(leaf.buffer))
-        except Exception:
-            if t.device.running is None:
-                raise
-            host = None
-        if host is None:
-            # the program still running failed: waiting settles its results
-            # in their leaves (lazycore.runtime.barrier._Launch); read again
-            t.device.wait()
-            host = np.array(pjrt.to_host(_materialize(t).buffer))
-        if cut is not None:
-            host = cut.host(host)
-    events.bump("transfers_to_host")
-    events.bump("bytes_to_host", host.nbytes)
-    return host
-
-
-@_locked
-def to_buffer(t: LazyTensor):
-    """The device buffer behind ``t`` (a barrier); it is never donated afterwards.
-
-    Raises :class:`~lazycore.ir.failure.BarrierError` when computing it failed."""
-    leaf = _materialize(t)
-    leaf.owned = False
-    return leaf.buffer
+    # one step for all the devices: no thread records between their barriers (held: _locked)
+    for d in devices if devices is not None else _device.known_devices():
+        barrier.sync(_device.get(d), wait)
+    if closures.PENDING or closures.ERRORS:  # the step's closures, after its programs (lazycore.runtime.closures)
+        closures.run(closures.take())
 
 
 def to_device(t: LazyTensor, device) -> LazyTensor:

@@ -1,0 +1,131 @@
+"""A barrier's plan: which values are its outputs and parameters, how its
+buffers are donated, and its compile key.
+
+A step like an earlier one recalls that step's plan from the step log
+(:func:`recall`, :mod:`lazycore.runtime.stepplans`); otherwise its graph is
+walked once (:func:`walk`).
+
+Donation: because every live tensor with pending work is an output and every
+output is evaluated in full (the LazyTensor paper's two conditions), an input
+buffer that lazycore made and that no live handle holds any more (it was
+overwritten in place, or its handle died) is dead after this program, so it
+may become the storage of an output of the same type. Buffers handed in by
+the user are never donated.
+"""
+
+from __future__ import annotations
+
+from lazycore.ir.config import settings
+from lazycore.ir.graph import LOG, Data, Value
+from lazycore.runtime import programs, stepplans
+from lazycore.runtime.cache import CACHE
+
+
+def plan_donation(data: list[Data], out_types: list, held: set[int], successors: dict | None = None
+                  ) -> dict[int, int]:
+    """Parameter index -> output index for dead, lazycore-made input buffers
+    (``data``: the device-data parameters in argument order).
+
+    ``successors`` (id of a leaf -> output index, :func:`successors`): a
+    buffer goes to the new value of the handle that held it first. XLA
+    computes an update in place only when the buffer goes to its own
+    successor; paired with another output of the same type, the buffer is
+    still read after that output is written, and XLA copies it (a training
+    step of 116 buffers made 75 copies of parameters that way)."""
+    plan: dict[int, int] = {}
+    taken: set[int] = set()
+    free = []
+    for i, leaf in enumerate(data):
+        if not leaf.owned or id(leaf) in held:
+            continue
+        j = successors.get(id(leaf)) if successors else None
+        if j is not None and j not in taken and out_types[j] == leaf.types[0]:
+            plan[i] = j
+            taken.add(j)
+        else:
+            free.append(i)
+    for i in free:
+        t = data[i].types[0]
+        for j, out_type in enumerate(out_types):
+            if j not in taken and out_type == t:
+                plan[i] = j
+                taken.add(j)
+                break
+    return dict(sorted(plan.items()))
+
+
+def successors(pending: list, slots: list) -> dict[int, int]:
+    """id of the device data each pending handle held after the last barrier
+    or its upload -> the output index of the handle's new value."""
+    out: dict[int, int] = {}
+    for t, k in zip(pending, slots):
+        held = getattr(t, "_held", None)
+        if held is not None:
+            out.setdefault(held, k)
+    return out
+
+
+def recall(step) -> bool:
+    """Fill ``step`` from the plan of an earlier step like it; False when
+    there is none or its program is no longer cached (the step is walked).
+    ``LAZYCORE_DEBUG`` reports need the walk itself: nothing is recalled."""
+    step.pipeline = pipeline = settings.pipeline  # None: the default one
+    step.fp = fp = stepplans.fingerprint(step.pending) if not settings.debug else None
+    plan = stepplans.get(fp) if fp is not None else None
+    if plan is None:
+        return False
+    nodes = LOG.nodes
+    device, held = step.device, step.held
+    data = [nodes[i] for i in plan.data]
+    if settings.donation:
+        can = tuple([leaf.owned and id(leaf) not in held for leaf in data])
+    else:
+        can = None
+    # everything else make_key covers besides the graph
+    context = (can, pipeline, device.name, programs.environment())
+    known = plan.keys.get(context)
+    if known is None:
+        donate = (plan_donation(data, plan.out_types, held, successors(step.pending, plan.slots))
+                  if settings.donation else {})
+        known = plan.keys[context] = (programs.make_key(plan.encoding, device, donate, pipeline), donate)
+    key, donate = known
+    if key not in CACHE:
+        return False
+    step.data, step.key, step.donate = data, key, donate
+    step.packs = [(dtype, [nodes[i] for i in group]) for dtype, group in plan.packs]
+    step.slots, step.out_types, step.counts = plan.slots, plan.out_types, plan.counts
+    step.encoding = plan.encoding
+    return True
+
+
+def walk(step) -> None:
+    """Walk the step's graph (once: post-order, shared nodes visited once):
+    its outputs (each distinct pending value once), parameters, donation
+    plan and key; remembered for the steps like it."""
+    index: dict[tuple[int, int], int] = {}
+    outputs: list[Value] = []
+    slots = step.slots = []
+    for t in step.pending:
+        v = t._value
+        k = (id(v.node), v.index)
+        if k not in index:
+            index[k] = len(outputs)
+            outputs.append(v)
+        slots.append(index[k])
+    w = step.walk = step.walker(outputs)
+    step.encoding = w.encoding
+    step.data, step.packs = w.data, list(w.packs.items())
+    step.out_types = [out.type for out in outputs]
+    step.counts = (len(w.order), len(outputs), len(w.params))
+    step.donate = (plan_donation(step.data, step.out_types, step.held, successors(step.pending, slots))
+                   if settings.donation else {})
+    step.key = programs.make_key(w.encoding, step.device, step.donate, step.pipeline)
+    if step.fp is not None:
+        stepplans.remember(step.fp, w, slots, step.out_types, step.counts)
+
+
+def keyed(step, data: list, out_types: list, encoding: bytes) -> tuple[dict, bytes]:
+    """The donation plan and compile key of the step's program rewritten to
+    take ``data`` and return ``out_types`` (a transform's program)."""
+    donate = plan_donation(data, out_types, step.held) if settings.donation else {}
+    return donate, programs.make_key(encoding, step.device, donate, step.pipeline)
