@@ -26,6 +26,7 @@ from lazycore.ir.context import LOCK
 from lazycore.ir.config import settings
 from lazycore.runtime import cache
 from lazycore.runtime.diskcache import DISK
+from lazycore.observe import kernels as _kernels
 from lazycore.observe import memory as _memory
 from lazycore.observe import placement
 from lazycore.ir.events import PHASES, REPORT_PHASES, TIMINGS_KEPT
@@ -177,8 +178,10 @@ def report() -> str:
     median, p90, max in ms), compile cache hits and misses, the persistent
 cache's loads, writes and size, graph sizes per
     barrier, the tracing memos' sizes, fallback ops by name with the user
-    lines that reached them, the mesh programs (:func:`programs`) and the
-    memory live values hold per device (:func:`memory`). A consistent
+    lines that reached them, the mesh programs (:func:`programs`), the
+    memory live values hold per device and its peaks (:func:`memory`), every
+    program's memory figures, and the last kernel profile's top kernels
+    (``lazycore.profile.kernels()``). A consistent
     snapshot: no thread records, runs or counts while it is made
     (:data:`lazycore.ir.context.LOCK`)."""
     with LOCK:
@@ -240,6 +243,7 @@ def _report() -> str:
             lines.append(f"      {n:>6}  {loc}")
     lines += placement.report_lines(_bytes)
     lines += _memory_lines()
+    lines += _kernels.report_lines()
     return "\n".join(lines) + "\n"
 
 

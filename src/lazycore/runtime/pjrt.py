@@ -167,6 +167,75 @@ LAUNCHES = Launches()
 _numbers = itertools.count(1)
 
 
+class KernelEvent(NamedTuple):
+    """One kernel XLA ran, as its profiler saw it."""
+
+    module: str
+    """The HLO module's name (``main`` for lazycore's programs)."""
+    name: str
+    """The instruction of the optimized HLO it ran (a fusion, a custom call, a copy)."""
+    run: int
+    """The execution it belongs to (PJRT's run id)."""
+    device: int
+    """The device's ordinal on its host."""
+    start: float
+    """When it began, ``time.perf_counter()`` seconds."""
+    duration: float
+    """Seconds."""
+
+
+class KernelSession:
+    """XLA's profiler (through jaxlib, as ``jax.profiler.trace``), recording
+    the kernels programs run; :meth:`stop` gives them with the executables
+    launched meanwhile, in launch order. One at a time per process, and not
+    inside a ``jax.profiler`` trace (XLA has one profiler)."""
+
+    def __init__(self):
+        import time
+
+        from jax._src import profiler
+
+        state = profiler._profile_state
+        with state.lock:
+            if state.profile_session is not None:
+                raise RuntimeError("a jax.profiler trace is running: XLA records one profile at a time")
+        if LAUNCHES.log is not None:
+            raise RuntimeError("a kernel profile is already recording: XLA records one profile at a time")
+        options = profiler._profiler.ProfileOptions()
+        options.python_tracer_level = 0  # the kernels, not every Python call
+        # perf_counter seconds = (the profiler's epoch nanoseconds - offset) / 1e9
+        self._offset = time.time_ns() - time.perf_counter_ns()
+        self._session = profiler._profiler.ProfilerSession(options)
+        self.launches: list = []
+        LAUNCHES.log = self.launches
+
+    def stop(self) -> tuple[list[KernelEvent], list]:
+        """The kernels seen, oldest first, and each launch (``(executable, device)``), in order."""
+        if LAUNCHES.log is self.launches:
+            LAUNCHES.log = None
+        data = self._session.stop_and_get_profile_data()
+        start = 0
+        for plane in data.planes:
+            for k, v in plane.stats:
+                if k == "profile_start_time":
+                    start = int(v)
+        base = start - self._offset
+        out = []
+        for plane in data.planes:
+            for line in plane.lines:
+                for e in line.events:
+                    stats = dict(e.stats)
+                    op = stats.get("hlo_op")
+                    if op is None:
+                        continue
+                    out.append(KernelEvent(
+                        str(stats.get("hlo_module", "")), str(op), int(stats.get("run_id", 0)),
+                        int(stats.get("device_ordinal", 0)), (base + e.start_ns) / 1e9, e.duration_ns / 1e9,
+                    ))
+        out.sort(key=lambda e: e.start)
+        return out, list(self.launches)
+
+
 def to_device(array: np.ndarray, device=None):
     """Copy a host array to a device buffer, keeping 64-bit dtypes exact; on a
     mesh (:class:`MeshTarget`), a copy on every device of it.
@@ -431,7 +500,7 @@ class Executable:
         res = self.loaded.execute_sharded(list(buffers), with_tokens=True)
         LAUNCHES.last[self.device] = (self, buffers)
         if LAUNCHES.log is not None:
-            LAUNCHES.log.append(self)
+            LAUNCHES.log.append((self, self.device))
         done = res.consume_token()
         return res.consume_with_handlers(self._handlers), done
 
@@ -458,6 +527,13 @@ class Executable:
         instructions."""
         try:
             return "\n".join(m.to_string() for m in self.loaded.hlo_modules())
+        except Exception:  # noqa: BLE001 - a deserialized program may not keep its HLO
+            return ""
+
+    def module_name(self) -> str:
+        """The HLO module's name (what XLA's profiler names the program by)."""
+        try:
+            return self.loaded.hlo_modules()[0].name
         except Exception:  # noqa: BLE001 - a deserialized program may not keep its HLO
             return ""
 

@@ -1,0 +1,221 @@
+"""Per-kernel device time: which fused kernels of which program took the time.
+
+A program XLA compiled runs as a sequence of kernels, one per instruction of
+its optimized HLO's entry computation: a ``fusion`` (elementwise ops, a
+reduction, a matmul with what XLA fused into it), a ``custom-call`` (a
+library routine), a ``copy``. XLA's profiler (:class:`~lazycore.runtime.pjrt.KernelSession`,
+what ``jax.profiler.trace`` uses) times each one as it runs. A
+:class:`KernelProfile` groups those times by program and kernel, and says for
+each kernel which HLO ops it holds and which of your lines they came from
+(lazycore writes the user's ``file:line`` into the StableHLO, and XLA keeps it
+in the instructions' metadata).
+
+The profiler names the HLO module, not lazycore's program: every lazycore
+module is ``main``. Executions are matched to programs by order: lazycore
+notes each program it launches while the profile records, and an execution
+is the next launch of a module of that name whose optimized HLO has every
+kernel the execution ran. Programs that are not lazycore's (a ``jax.jit``
+of your own) show under their module's name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_COMPUTATION = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
+_INSTRUCTION = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*(?:\([^=]*?\)|\S+)\s+([\w\-]+)\(")
+_CALLS = re.compile(r"(?:calls|to_apply)=%?([\w.\-]+)")
+_LINE = re.compile(r'source_file="([^"]*)"\s+source_line=(\d+)')
+
+
+@dataclass
+class Kernel:
+    """One instruction of a program's entry computation: a kernel it runs."""
+
+    name: str
+    opcode: str
+    """``fusion``, ``custom-call``, ``copy``, ``dot``, ..."""
+    ops: tuple[str, ...] = ()
+    """The HLO ops it computes (a fusion's fused ops), each once, in order."""
+    lines: tuple[str, ...] = ()
+    """The user lines (``file:line``) its ops came from, each once, in order."""
+
+    @property
+    def what(self) -> str:
+        inside = [op for op in self.ops if op not in ("parameter", "constant", "tuple", "get-tuple-element",
+                                                      "bitcast", "broadcast")]
+        if self.opcode == "fusion" and inside:
+            return "fusion: " + ", ".join(inside[:6]) + (", ..." if len(inside) > 6 else "")
+        return self.opcode
+
+
+def kernels_of(hlo_text: str) -> dict[str, Kernel]:
+    """The kernels of a program from its optimized HLO text: the entry
+    computation's instructions, each with the ops and user lines of the
+    computations it calls (a fusion's fused computation)."""
+    computations: dict[str, list] = {}
+    entry = None
+    current = None
+    for line in hlo_text.splitlines():
+        m = _COMPUTATION.match(line)
+        if m and "=" not in line.split("{", 1)[0].split("(", 1)[0]:
+            current = computations.setdefault(m.group(2), [])
+            if m.group(1):
+                entry = m.group(2)
+            continue
+        if line.strip() == "}":
+            current = None
+            continue
+        if current is None:
+            continue
+        m = _INSTRUCTION.match(line)
+        if m:
+            current.append((m.group(2), m.group(3), _CALLS.findall(line), _lines(line)))
+    if entry is None:
+        return {}
+
+    def inside(comp: str, seen: set) -> tuple[list, list]:
+        ops, lines = [], []
+        for _, opcode, calls, where in computations.get(comp, ()):
+            ops.append(opcode)
+            lines.extend(where)
+            for c in calls:
+                if c not in seen:
+                    seen.add(c)
+                    o, w = inside(c, seen)
+                    ops.extend(o)
+                    lines.extend(w)
+        return ops, lines
+
+    out = {}
+    for name, opcode, calls, where in computations[entry]:
+        ops, lines = [], list(where)
+        for c in calls:
+            o, w = inside(c, {c})
+            ops.extend(o)
+            lines.extend(w)
+        out[name] = Kernel(name, opcode, tuple(dict.fromkeys(ops)), tuple(dict.fromkeys(lines)))
+    return out
+
+
+def _lines(instruction: str) -> list[str]:
+    return [f"{f.rsplit('/', 1)[-1]}:{n}" for f, n in _LINE.findall(instruction)]
+
+
+@dataclass
+class Row:
+    """One kernel of one program over the profile."""
+
+    program: str
+    """``program N`` (lazycore's number for it, as in ``metrics.programs(every=True)``), or another module's name."""
+    kernel: str
+    time: float
+    """Device seconds, all its runs together."""
+    count: int
+    """How many times it ran."""
+    what: str = ""
+    """What it computes: ``fusion: tanh, dot, ...``, ``custom-call``, ``copy``."""
+    lines: tuple[str, ...] = ()
+    """Your lines its ops came from."""
+
+    @property
+    def mean(self) -> float:
+        return self.time / self.count if self.count else 0.0
+
+
+@dataclass
+class KernelProfile:
+    """The kernels XLA ran while a profile recorded (``lazycore.profile.kernels()``)."""
+
+    rows: list[Row] = field(default_factory=list)
+    """One per (program, kernel), most device time first."""
+    events: list = field(default_factory=list)
+    """Every kernel run: ``(program, kernel, start, duration, device)``, ``start`` in
+    ``time.perf_counter()`` seconds, oldest first (what a Perfetto trace shows)."""
+    executions: dict[str, int] = field(default_factory=dict)
+    """Program -> how many times it ran in the profile."""
+
+    @property
+    def total(self) -> float:
+        return sum(r.time for r in self.rows)
+
+    def table(self, limit: int | None = 20) -> str:
+        """The rows as text: program, kernel, total ms, count, mean µs, share of all kernel time, what it is, lines."""
+        total = self.total or 1.0
+        rows = self.rows if limit is None else self.rows[:limit]
+        head = f"{'program':<12} {'kernel':<28} {'time ms':>9} {'count':>6} {'mean us':>9} {'share':>6}  what (your lines)"
+        lines = [head]
+        for r in rows:
+            where = f" ({', '.join(r.lines[:3])}{', ...' if len(r.lines) > 3 else ''})" if r.lines else ""
+            lines.append(f"{r.program:<12} {r.kernel:<28} {r.time * 1e3:>9.3f} {r.count:>6} {r.mean * 1e6:>9.1f} "
+                         f"{100 * r.time / total:>5.1f}%  {r.what}{where}")
+        left = len(self.rows) - len(rows)
+        if left > 0:
+            lines.append(f"... {left} more kernels")
+        runs = ", ".join(f"{p} x{n}" for p, n in self.executions.items())
+        lines.append(f"{len(self.rows)} kernels, {self.total * 1e3:.3f} ms of device time; executions: {runs or 'none'}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def build(kernel_events, launches) -> KernelProfile:
+    """A :class:`KernelProfile` from a :class:`~lazycore.runtime.pjrt.KernelSession`'s
+    kernels and launches (each ``(executable, device)``)."""
+    runs: dict[int, list] = {}
+    for e in kernel_events:
+        runs.setdefault(e.run, []).append(e)
+    ordered = sorted(runs.values(), key=lambda evs: evs[0].start)
+    known: dict[int, tuple[str, dict, str]] = {}  # id(executable) -> (label, kernels, module)
+
+    def described(exe):
+        d = known.get(id(exe))
+        if d is None:
+            d = known[id(exe)] = (f"program {exe.number}", kernels_of(exe.hlo_text()), exe.module_name())
+        return d
+
+    prof = KernelProfile()
+    sums: dict[tuple[str, str], list] = {}
+    at = 0
+    for evs in ordered:
+        module = evs[0].module
+        names = {e.name for e in evs}
+        label, kernels = module or "?", {}
+        for j in range(at, len(launches)):
+            lab, ks, mod = described(launches[j][0])
+            if mod == module and names <= ks.keys():
+                label, kernels, at = lab, ks, j + 1
+                break
+        prof.executions[label] = prof.executions.get(label, 0) + 1
+        for e in evs:
+            k = kernels.get(e.name)
+            s = sums.get((label, e.name))
+            if s is None:
+                s = sums[(label, e.name)] = [0.0, 0, k.what if k else "", k.lines if k else ()]
+            s[0] += e.duration
+            s[1] += 1
+            prof.events.append((label, e.name, e.start, e.duration, e.device))
+    prof.rows = sorted((Row(p, k, t, n, what, lines) for (p, k), (t, n, what, lines) in sums.items()),
+                       key=lambda r: -r.time)
+    prof.events.sort(key=lambda e: e[2])
+    return prof
+
+
+class Last:
+    """The most recent kernel profile, for ``metrics.report()``."""
+
+    def __init__(self):
+        self.profile: KernelProfile | None = None
+
+
+LAST = Last()
+
+
+def report_lines(limit: int = 10) -> list[str]:
+    prof = LAST.profile
+    if prof is None or not prof.rows:
+        return []
+    return ["", f"kernels (the last lazycore.profile.kernels(), top {limit} by device time):"] + [
+        "  " + line for line in prof.table(limit).splitlines()]

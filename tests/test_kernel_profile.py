@@ -1,0 +1,130 @@
+"""Per-kernel device time (issue 43, item 7): ``lazycore.profile.kernels()``
+times every kernel XLA runs (its profiler, through jaxlib) and sums them per
+program and kernel; ``profile.trace(..., kernels=True)`` puts them in the
+Perfetto trace; ``metrics.report()`` lists the top ones."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+
+import lazycore
+import lazycore.numpy as lnp
+from lazycore.observe import metrics
+from lazycore.runtime import pjrt
+
+
+def _line_of(marker: str) -> int:
+    with open(__file__) as f:
+        return next(i for i, line in enumerate(f, 1) if f"# {marker}" in line and "_line_of" not in line)
+
+
+def _step(a):
+    b = lnp.tanh(a) @ a  # kernels: the matmul
+    return float((b + lnp.exp(a)).sum())
+
+
+def test_each_kernel_of_a_program_is_timed_and_counted_per_run():
+    a = lnp.asarray(np.linspace(0, 1, 128 * 128, dtype=np.float32).reshape(128, 128))
+    _step(a)  # compiled outside the profile
+    (prog,) = [p for p in metrics.programs(every=True)][-1:]
+    t0 = time.perf_counter()
+    with lazycore.profile.kernels() as prof:
+        for _ in range(3):
+            _step(a)
+    wall = time.perf_counter() - t0
+    label = f"program {prog.number}"
+    assert prof.executions == {label: 3}, prof.executions
+    assert prof.rows and all(r.program == label for r in prof.rows), prof.table()
+    assert all(r.count == 3 for r in prof.rows), prof.table()  # every kernel runs once per execution
+    assert 0 < prof.total < wall
+    assert [r.time for r in prof.rows] == sorted((r.time for r in prof.rows), reverse=True)
+    # the kernel holding the matmul says so, and names the line it came from
+    (dot,) = [r for r in prof.rows if "dot" in r.what]
+    assert f"test_kernel_profile.py:{_line_of('kernels: the matmul')}" in dot.lines, dot
+    # each event lies inside the block, on perf_counter's clock
+    assert len(prof.events) == 3 * len(prof.rows)
+    assert all(t0 <= start and start + dur <= t0 + wall for _, _, start, dur, _ in prof.events), prof.events[:3]
+    text = prof.table()
+    assert text.splitlines()[0].split()[:6] == ["program", "kernel", "time", "ms", "count", "mean"], text
+    assert f"{label} x3" in text and dot.kernel in text, text
+    assert pjrt.LAUNCHES.log is None  # launches are no longer noted
+    assert "kernels (the last lazycore.profile.kernels()" in metrics.report()
+
+
+def test_a_jax_program_in_the_profile_shows_under_its_own_name():
+    f = jax.jit(lambda x: jnp.sin(x) * 2)
+    x = jnp.ones(1024)
+    f(x).block_until_ready()
+    a = lnp.asarray(np.ones((64, 64), np.float32))
+    _step(a)
+    with lazycore.profile.kernels() as prof:
+        f(x).block_until_ready()
+        _step(a)
+    programs = {r.program for r in prof.rows}
+    assert any(p.startswith("jit_") for p in programs), prof.table()
+    assert any(p.startswith("program ") for p in programs), prof.table()
+
+
+def test_kernels_go_into_the_perfetto_trace_on_a_device_track(tmp_path):
+    a = lnp.asarray(np.ones((96, 96), np.float32))
+    _step(a)
+    path = tmp_path / "t.json"
+    with lazycore.profile.trace(path, kernels=True):
+        for _ in range(2):
+            _step(a)
+    data = json.loads(path.read_text())
+    evs = data["traceEvents"]
+    kernels = [e for e in evs if e.get("cat") == "kernel"]
+    barriers = [e for e in evs if e.get("cat") == "barrier"]
+    assert len(barriers) == 2 and kernels, evs
+    tracks = {e["tid"]: e["args"]["name"] for e in evs if e.get("name") == "thread_name"}
+    assert {tracks[e["tid"]] for e in kernels} == {"XLA kernels (device 0)"}, tracks
+    assert all(e["args"]["program"].startswith("program ") for e in kernels)
+    # each kernel runs after its barrier began and before the trace ended
+    first = min(b["ts"] for b in barriers)
+    end = max(e["ts"] + e["dur"] for e in evs if e.get("ph") == "X")
+    assert all(first <= k["ts"] <= end for k in kernels), (first, kernels[:2])
+
+
+def test_a_torch_training_step_profiles_its_kernels():
+    import lazycore.torch as ltorch
+
+    dev = ltorch.device()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1)).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 32).to(dev), torch.randn(16, 1).to(dev)
+
+    def step():
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        ltorch.mark_step()
+
+    for _ in range(3):
+        step()
+    with lazycore.profile.kernels() as prof:
+        for _ in range(4):
+            step()
+    assert sum(prof.executions.values()) == 4, prof.executions
+    assert any("dot" in r.what or r.what == "dot" or "custom-call" in r.what for r in prof.rows), prof.table()
+    assert all(r.count % 4 == 0 for r in prof.rows), prof.table()
+
+
+def test_not_inside_a_jax_profiler_trace(tmp_path):
+    jax.profiler.start_trace(str(tmp_path))
+    try:
+        with pytest.raises(RuntimeError, match="jax.profiler trace is running"):
+            with lazycore.profile.kernels():
+                pass
+    finally:
+        jax.profiler.stop_trace()
+    with lazycore.profile.kernels():  # and afterwards it records again
+        pass
