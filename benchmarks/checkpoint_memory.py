@@ -75,7 +75,7 @@ class Stack(torch.nn.Module):
 
 
 def run(mode, blocks, width, batch, split=False):
-    import lazycore.testing
+    import lazycore  # lazycore.testing: the observe layer's testing module
     import lazycore.torch as ltorch
     from lazycore.ir import events
 

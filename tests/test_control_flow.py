@@ -15,7 +15,7 @@ import pytest
 import lazycore as lc
 import lazycore.numpy as lnp
 from lazycore.observe import metrics
-from lazycore.testing import capture
+from lazycore.observe.testing import capture
 
 jax.config.update("jax_enable_x64", True)
 

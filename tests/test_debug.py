@@ -120,7 +120,7 @@ def test_environment_variable_turns_it_on():
     assert re.search(r"^\[lazycore\] step 1 cpu:0: 2 nodes \(1 input\), 1 output, compile: ", out.stderr, re.M)
     env["LAZYCORE_DEBUG"] = "yes"
     bad = subprocess.run(
-        [sys.executable, "-c", "import lazycore.config"], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", "import lazycore.ir.config"], env=env, capture_output=True, text=True, timeout=300
     )
     assert bad.returncode != 0 and "LAZYCORE_DEBUG must be 0, 1 or 2" in bad.stderr
 

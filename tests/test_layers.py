@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 
 def _run(code: str) -> str:
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
@@ -52,18 +54,46 @@ def test_lazy_opt_does_not_load_the_runtime():
     assert out.strip() == "[]"
 
 
-def test_public_short_names_are_the_layer_modules():
+def test_public_short_names_are_attributes_naming_the_layer_modules():
+    # lazycore.metrics *is* lazycore.observe.metrics: one object under its one
+    # module name, so what is set or patched through the short name is what
+    # every layer reads; no import hook makes a second module name for it.
     out = _run("""
+        import sys
         import lazycore
-        import lazycore.metrics, lazycore.cache, lazycore.testing
-        from lazycore.config import override
-        from lazycore.guards import guard
+        from lazycore import metrics, config
         import lazycore.observe.metrics, lazycore.runtime.cache, lazycore.ir.config, lazycore.observe.guards
-        print(lazycore.metrics is lazycore.observe.metrics, lazycore.cache is lazycore.runtime.cache,
-              override is lazycore.ir.config.override, guard is lazycore.observe.guards.guard,
+        print(metrics is lazycore.metrics is lazycore.observe.metrics, lazycore.cache is lazycore.runtime.cache,
+              config is lazycore.ir.config, lazycore.guards.guard is lazycore.observe.guards.guard,
               lazycore.metrics.__spec__.name, lazycore.metrics.__name__)
+        lazycore.config.short_name_probe = 1
+        print(lazycore.ir.config.short_name_probe, [f for f in sys.meta_path if type(f).__module__.startswith("lazycore")])
+        try:
+            import lazycore.metrics
+        except ModuleNotFoundError:
+            print("no module lazycore.metrics")
     """)
-    assert out.split() == ["True"] * 4 + ["lazycore.observe.metrics"] * 2
+    assert out.split("\n")[:3] == [" ".join(["True"] * 4 + ["lazycore.observe.metrics"] * 2), "1 []",
+                                   "no module lazycore.metrics"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "lazycore.numpy is the NumPy frontend lazycore.frontends.numpy under a second name (src/lazycore/numpy.py "
+    "sets sys.modules): a copy of its names would miss the eager mode's swaps of the frontend's functions; "
+    "left: the frontend packages installed as lazycore.numpy and lazycore.torch (frontends/numpy, "
+    "frontends/torch, no lazycore.frontends package), or the eager swaps reaching a re-export"))
+def test_no_module_has_two_names():
+    # every public name loaded, every lazycore module in sys.modules sits under its own name only
+    out = _run("""
+        import sys
+        import lazycore, lazycore.torch
+        for name in dir(lazycore):
+            getattr(lazycore, name)
+        import lazycore.numpy
+        from lazycore.tools import lazy_opt
+        print(sorted(key for key, m in sys.modules.items() if key.startswith("lazycore") and m.__name__ != key))
+    """)
+    assert out.strip() == "[]"
 
 
 def test_observers_hear_the_runtime_through_events_alone():

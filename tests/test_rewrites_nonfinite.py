@@ -370,7 +370,7 @@ def test_rolled_layers_keep_nonfinite_values(clean_runtime):
     """A stack of identical layers rolled into a while loop computes each layer as eager does:
     NaN, Inf, -0.0, and a float32 product that overflows to Inf at the third layer."""
     from lazycore.ir.config import override
-    from lazycore.testing import capture
+    from lazycore.observe.testing import capture
 
     x = np.resize(SPECIALS, (4, 7)).astype(np.float32)
     ws = [np.full((4, 7), 2.0, np.float32) for _ in range(6)]

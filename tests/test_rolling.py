@@ -17,7 +17,7 @@ import lazycore as lc
 import lazycore.numpy as lnp
 from lazycore.ir.config import override, settings
 from lazycore.observe import metrics
-from lazycore.testing import capture
+from lazycore.observe.testing import capture
 
 
 def compiles() -> int:

@@ -8,7 +8,7 @@
 import numpy as np
 
 import lazycore.numpy as lnp
-from lazycore.testing import print_ir
+from lazycore.observe.testing import print_ir
 
 
 # CHECK-LABEL: TEST: numpy_max_and_gram_over_a_padded_axis

@@ -13,7 +13,7 @@ import torch
 import lazycore
 import lazycore.numpy as lnp
 import lazycore.torch as ltorch
-from lazycore.testing import print_ir
+from lazycore.observe.testing import print_ir
 
 x = lnp.asarray(np.ones(3, np.float32))
 w = lnp.asarray(np.full(3, 2.0, np.float32))

@@ -12,7 +12,7 @@ import torch
 import lazycore
 import lazycore.numpy as lnp
 import lazycore.torch as ltorch
-from lazycore.testing import print_ir
+from lazycore.observe.testing import print_ir
 
 dev = ltorch.device()
 x = torch.tensor([3.0, -1.0, 2.0], device=dev)

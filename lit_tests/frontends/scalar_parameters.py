@@ -11,7 +11,7 @@ import torch
 import lazycore
 import lazycore.numpy as lnp
 import lazycore.torch as ltorch
-from lazycore.testing import print_ir
+from lazycore.observe.testing import print_ir
 
 dev = ltorch.device()
 w = torch.tensor([1.0, 2.0, 3.0], device=dev)

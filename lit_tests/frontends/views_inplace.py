@@ -9,7 +9,7 @@ import torch
 
 import lazycore.numpy as lnp
 import lazycore.torch as ltorch
-from lazycore.testing import print_ir
+from lazycore.observe.testing import print_ir
 
 dev = ltorch.device()
 x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], device=dev)

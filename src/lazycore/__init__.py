@@ -14,12 +14,16 @@ import-linter: ``[tool.importlinter]`` in pyproject.toml):
 This module is the facade: the core API and the public modules by their
 short names (``lazycore.metrics``, ``lazycore.cache``, ...), all loaded on
 first use, so ``lazy-opt`` does not import jax and tracing never loads MLIR.
+
+A short name is an attribute of this package, never a module name of its
+own: ``lazycore.metrics`` *is* the module ``lazycore.observe.metrics`` (one
+object, one name), so setting or patching an attribute through the short name
+reaches the module every layer reads. Import statements name the module
+where it lives (``from lazycore.observe.testing import capture``); ``from
+lazycore import metrics`` gives the same object.
 """
 
 import importlib
-import importlib.abc
-import importlib.util
-import sys
 
 __version__ = "0.1.0"
 
@@ -42,7 +46,7 @@ _NAMED = {
         "Mesh", "all_gather", "all_reduce", "all_to_all", "collective_permute", "reduce_scatter", "shard",
         "sharding_of")},
 }
-# public short name -> the module behind it
+# public short name -> the module it stands for (an attribute alias: the module keeps its one name)
 PUBLIC_MODULES = {
     "config": "lazycore.ir.config",
     "graph": "lazycore.ir.graph",
@@ -75,28 +79,6 @@ def _load(target: str):
         # anything past the graph layer can run a barrier: wire the observers in
         importlib.import_module("lazycore.observe")
     return module
-
-
-class _ShortNames(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """``import lazycore.metrics`` gives ``lazycore.observe.metrics`` itself (one module object)."""
-
-    def find_spec(self, name, path=None, target=None):
-        short = name.partition("lazycore.")[2]
-        if name.startswith("lazycore.") and short in PUBLIC_MODULES:
-            return importlib.util.spec_from_loader(name, self)
-        return None
-
-    def create_module(self, spec):
-        module = _load(PUBLIC_MODULES[spec.name.partition("lazycore.")[2]])
-        spec.loader_state = module.__spec__
-        return module
-
-    def exec_module(self, module):
-        # the import system just pointed the module's __spec__ at the short name
-        module.__spec__ = module.__spec__.loader_state
-
-
-sys.meta_path.append(_ShortNames())
 
 
 def __getattr__(name):

@@ -18,7 +18,7 @@ from torch.utils.checkpoint import checkpoint
 import lazycore.numpy as lnp
 from lazycore.dialect import ShapeError, infer
 from lazycore.dialect.types import TensorType
-from lazycore.testing import capture
+from lazycore.observe.testing import capture
 from lazycore.trace import core
 
 # Blocks of different widths: no two are alike, so no run of layers is rolled

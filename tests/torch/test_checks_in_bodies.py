@@ -12,7 +12,7 @@ import lazycore
 import lazycore.torch as ltorch
 from lazycore import BarrierError
 from lazycore.observe import metrics
-from lazycore.testing import capture
+from lazycore.observe.testing import capture
 
 
 def _floor_loop(dev, divisor):

@@ -9,7 +9,7 @@ import torch
 
 import lazycore
 import lazycore.torch as ltorch
-from lazycore.config import override
+from lazycore.ir.config import override
 from lazycore.frontends.torch import optim_replay
 from lazycore.observe import metrics
 

@@ -20,7 +20,7 @@ import lazycore.torch as ltorch
 from lazycore.ir.config import override
 from lazycore.observe import metrics
 from lazycore.runtime import diskcache
-from lazycore.testing import capture
+from lazycore.observe.testing import capture
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from isolated import FOUR_DEVICES, run_isolated  # noqa: E402

@@ -14,7 +14,7 @@ from torch._higher_order_ops.while_loop import while_loop_op
 
 import lazycore.torch as ltorch
 from lazycore.observe import metrics
-from lazycore.testing import capture
+from lazycore.observe.testing import capture
 
 
 def compiles() -> int:
