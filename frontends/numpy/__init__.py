@@ -22,6 +22,7 @@ from .sorting import argsort, searchsorted, sort  # noqa: F401  (also ndarray.so
 from .indexing import *  # noqa: F401,F403  (take, take_along_axis, put_along_axis)
 from .array import asarray, ndarray
 from .sharding import shard, sharding_of
+from .capture import capture  # noqa: F401  (whole-step capture)
 from .creation import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .manipulation import *  # noqa: F401,F403
