@@ -1,93 +1,197 @@
-"""Greedy ``generate()`` of a transformers causal LM on the lazy device vs eager torch (issue 40 item 3).
+"""Benchmark 16: greedy ``generate()`` of GPT-2 on the lazy device against eager
+torch and inductor (issue 40 items 1 and 3), registered in ``run.py``.
 
-For a tiny random GPT-2 (2 layers, width 64, vocabulary 128) or, with
-``--model gpt2-small``, GPT-2 small's shape (12 x 768, random weights; nothing
-is downloaded): time to first token (``max_new_tokens=1``), time per later
-token (``(T(N) - T(1)) / (N - 1)``), and the programs compiled (``compiles``
-plus persistent-cache loads; the cache is off here) for N new tokens, with the
-default cache and with ``cache_implementation="static"``. The lazy device's
-first call (cold: it compiles) and second call (warm: every program cached)
-are timed separately, the time to first token warm; tokens are checked
-against eager's.
+GPT-2 with random weights (``--size small``: GPT-2 small's 12 layers of width
+768, vocabulary 50257; ``--size tiny``: 2 layers of width 64, vocabulary 128;
+nothing is downloaded; end-of-sequence off, so every call makes all its
+tokens), greedy, 64 new tokens (``--quick``: 4), for one prompt of 8 tokens
+and for 8 prompts of lengths 4 to 32, left-padded with an attention mask;
+with the default (dynamic) key-value cache and with
+``cache_implementation="static"``.
 
-    python benchmarks/generation.py [--model tiny|gpt2-small] [--tokens 64]
+For each, two groups of rows: the time to first token (``max_new_tokens=1``)
+and the time per later token (``(T(N) - T(1)) / (N - 1)`` of the same
+repetition), medians of 3 repetitions (``--quick``: 1), as same-run ratios
+to eager torch. Systems: eager torch (the baseline); inductor with the static
+cache (transformers compiles the decoding step's forward itself when given a
+``CompileConfig``; on a CPU it must be asked to, ``_compile_all_devices``);
+lazycore (the model on the lazy device, ``generate()`` unchanged). The lazy
+rows note their first call (``max_new_tokens=N``, cold: it compiles), the
+programs it compiled (``compiles`` of ``lazycore.metrics.counters()``; the
+persistent cache is off) and those per generated token, and that the warm
+calls compiled nothing; the dynamic cache's run comes first, so the static
+cache's run finds the setup programs both share compiled. Every call's tokens
+are checked against eager's (``agrees``: 0 means equal).
+
+    python benchmarks/generation.py [--size small|tiny] [--quick] [--no-torch-compile]
+
+(the same as ``python benchmarks/run.py --only 16 ...``).
 """
 
 from __future__ import annotations
 
-import argparse
-import os
+import statistics
+import sys
 import time
 
-os.environ.setdefault("LAZYCORE_CACHE_DIR", "off")  # count every program this run compiles
-
-import torch  # noqa: E402
-import transformers  # noqa: E402
-
-import lazycore  # noqa: E402
-import lazycore.torch as ltorch  # noqa: E402
+PROMPT = 8
+LENGTHS = (4, 8, 12, 16, 20, 24, 28, 32)
 
 
-def _model(name: str):
-    if name == "tiny":
-        cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=128, n_positions=256)
-    else:
-        cfg = transformers.GPT2Config(n_layer=12, n_embd=768, n_head=12, vocab_size=50257, n_positions=1024)
+def _model(size: str):
+    import torch
+    import transformers
+
+    import model_zoo
+
+    shape = model_zoo.GPT2_SMALL if size == "small" else model_zoo.GPT2_TINY
     torch.manual_seed(0)
-    return transformers.GPT2LMHeadModel(cfg).eval()
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(**shape, bos_token_id=0)).eval()
+    model.generation_config.eos_token_id = None  # random weights: a sampled end token would cut calls short
+    model.generation_config.pad_token_id = 0
+    return model
+
+
+def _prompts(vocab: int, batch: int):
+    """``(ids, attention mask)``: one prompt of PROMPT tokens, or len(LENGTHS) of those lengths, left-padded."""
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    lengths = (PROMPT,) if batch == 1 else LENGTHS
+    width = max(lengths)
+    ids = torch.zeros(len(lengths), width, dtype=torch.long)
+    mask = torch.zeros(len(lengths), width, dtype=torch.long)
+    for i, n in enumerate(lengths):
+        ids[i, width - n:] = torch.randint(1, vocab, (n,), generator=g)
+        mask[i, width - n:] = 1
+    return ids, mask
 
 
 def _programs() -> int:
+    import lazycore
+
     c = lazycore.metrics.counters()
-    return c["compiles"] + c.get("disk_cache_hits", 0)
+    return c["compiles"] + c.get("stack_compiles", 0) + c.get("disk_cache_hits", 0)
 
 
-def _timed(model, ids, n, cache):
-    kw = dict(max_new_tokens=n, do_sample=False, pad_token_id=0)
+def _generate(model, ids, mask, n, cache, compiled):
+    import torch
+
+    kw = dict(max_new_tokens=n, do_sample=False)
     if cache == "static":
         kw["cache_implementation"] = "static"
-    before = _programs()
-    start = time.perf_counter()
-    out = model.generate(ids, **kw)
-    out = out.cpu()
-    return out, time.perf_counter() - start, _programs() - before
+    if compiled:
+        import transformers
+
+        kw["compile_config"] = transformers.CompileConfig(mode="default", _compile_all_devices=True)
+    with torch.no_grad():
+        t = time.perf_counter()
+        out = model.generate(ids, attention_mask=mask, **kw).cpu()
+        return out, time.perf_counter() - t
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="tiny", choices=["tiny", "gpt2-small"])
-    parser.add_argument("--tokens", type=int, default=64)
-    parser.add_argument("--prompt", type=int, default=8)
-    args = parser.parse_args()
-    n = args.tokens
-    model = _model(args.model)
-    vocab = model.config.vocab_size
-    torch.manual_seed(1)
-    ids = torch.randint(1, vocab, (1, args.prompt))
+def bench(args, kit):
+    """Benchmark 16; ``kit``: run.py's module (row, set_ratios, NOTES)."""
+    import real_models
+
+    import lazycore.torch as ltorch
+
+    size = real_models.size_of(args)
+    n = 4 if args.quick else 64
+    reps = 1 if args.quick else 3
+    model = _model(size)
     dev = ltorch.device()
-    rows, wants = [], {}
-    for cache in ("dynamic", "static"):
-        _timed(model, ids, 2, cache)  # eager warm-up
-        wants[cache], e_n, _ = _timed(model, ids, n, cache)
-        _, e_1, _ = _timed(model, ids, 1, cache)
-        rows.append((cache, "eager", e_1, (e_n - e_1) / (n - 1), 0, True))
-    model.to(dev)
-    lazy_ids = ids.to(dev)
-    for cache in ("dynamic", "static"):
-        want = wants[cache]
-        got, cold, cold_programs = _timed(model, lazy_ids, n, cache)
-        got2, l_n, warm_programs = _timed(model, lazy_ids, n, cache)
-        _timed(model, lazy_ids, 1, cache)  # one new token compiles its own (the length criterion is true at once)
-        _, l_1, _ = _timed(model, lazy_ids, 1, cache)
-        same = torch.equal(got, want) and torch.equal(got2, want)
-        rows.append((cache, f"lazy cold {cold:.2f} s, {cold_programs} programs ({cold_programs / n:.3f} per token, "
-                            f"{lazycore.metrics.counters()['generated_tokens']} tokens counted so far); warm {warm_programs}",
-                     l_1, (l_n - l_1) / (n - 1), cold_programs, same))
-    print(f"{args.model}: prompt {args.prompt}, {n} new tokens, greedy")
-    print(f"{'cache':8} {'first token ms':>15} {'per token ms':>13}  eager's tokens  run")
-    for cache, what, first, per, _, same in rows:
-        print(f"{cache:8} {first * 1e3:15.1f} {per * 1e3:13.2f}  {str(same):14}  {what}")
+    lazy = []
+
+    def lazy_model_of():
+        if not lazy:
+            lazy.append(_model(size).to(dev))
+        return lazy[0]
+
+    with real_models.torch_threads(args, kit, "16"):
+        for batch in (1,) if args.quick else (1, len(LENGTHS)):
+            _prompt_rows(args, kit, model, size, n, reps, batch, dev, lazy_model_of)
+    ltorch.mark_step(wait=True)
+
+
+def _prompt_rows(args, kit, model, size, n, reps, batch, dev, lazy_model_of):
+    vocab = model.config.vocab_size
+    ids, mask = _prompts(vocab, batch)
+    what = "1 prompt" if batch == 1 else f"{batch} prompts"
+    for cache in ("dynamic",) if args.quick else ("dynamic", "static"):
+        title = f"GPT-2 {size} greedy generation, {what}, {cache} cache, {n} new tokens"
+        results = {}  # system -> (first token times, per token times, note, value, largest token mismatch)
+        # eager, the reference tokens
+        _generate(model, ids, mask, 2, cache, False)
+        want, _ = _generate(model, ids, mask, n, cache, False)
+        results["eager"] = _timed(model, ids, mask, n, cache, False, reps, want)
+        results["eager"][2].append(f"prompt lengths {PROMPT if batch == 1 else f'{LENGTHS[0]}-{LENGTHS[-1]}'}")
+        if cache == "static" and not args.no_torch_compile:
+            try:
+                got, cold = _generate(model, ids, mask, n, cache, True)
+                r = _timed(model, ids, mask, n, cache, True, reps, want)
+                r[2].insert(0, f"first call {cold * 1e3:,.0f} ms (compiles)")
+                r[3]["first_call_ms"] = cold * 1e3
+                r[3]["tokens_differ"] = max(r[3]["tokens_differ"], int((got != want).sum()))
+                results["inductor"] = r
+            except Exception as e:  # noqa: BLE001
+                kit.NOTES.append(f"16 {title}: inductor failed, no row: {type(e).__name__}: "
+                                 f"{str(e).splitlines()[0][:200]}")
+        lazy_model = lazy_model_of()
+        lids, lmask = ids.to(dev), mask.to(dev)
+        p0 = _programs()
+        got, cold = _generate(lazy_model, lids, lmask, n, cache, False)
+        cold_programs = _programs() - p0
+        _generate(lazy_model, lids, lmask, 1, cache, False)  # one new token: the last-token program at once
+        p1 = _programs()
+        r = _timed(lazy_model, lids, lmask, n, cache, False, reps, want)
+        warm_programs = _programs() - p1
+        r[2][:0] = [f"first call {cold * 1e3:,.0f} ms, {cold_programs} programs "
+                    f"({cold_programs / n:.2f} per token)", f"{warm_programs} programs in the warm calls"]
+        r[3].update(first_call_ms=cold * 1e3, first_call_programs=cold_programs,
+                    programs_per_token=cold_programs / n, warm_programs=warm_programs,
+                    tokens_differ=max(r[3]["tokens_differ"], int((got != want).sum())))
+        results["lazy"] = r
+        labels = {"eager": "eager torch", "inductor": "inductor (transformers' CompileConfig)",
+                  "lazy": "lazycore.torch"}
+        for part, idx in (("time to first token", 0), ("time per token", 1)):
+            B = f"16 {title}, {part} (ms)"
+            for system, (firsts, pers, notes, value, _) in results.items():
+                times = firsts if idx == 0 else pers
+                # lazycore must give eager's tokens; inductor's differences are shown, not judged
+                kit.row(B, labels[system], times, baseline=system == "eager",
+                        diff=float(value["tokens_differ"]), tol=None if system == "inductor" else 0.0,
+                        value=dict(value),
+                        note="; ".join(notes) if idx == 0 or system != "eager" else "")
+            kit.set_ratios(B)
+            ind = [r for r in kit.ROWS if r["bench"] == B and r["variant"].startswith("inductor")]
+            for r in kit.ROWS:
+                if ind and r["bench"] == B and r["variant"] == "lazycore.torch":
+                    r["value"]["ratio_to_inductor"] = r["median"] / ind[0]["median"]
+                    r["note"] = f"{r['median'] / ind[0]['median']:.2f}x inductor; " + r["note"]
+
+
+def _timed(model, ids, mask, n, cache, compiled, reps, want):
+    """``[first token times, per token times, notes, value, 0]`` over ``reps`` repetitions; tokens checked."""
+    firsts, pers, differ = [], [], 0
+    for _ in range(reps):
+        _, t1 = _generate(model, ids, mask, 1, cache, compiled)
+        got, tn = _generate(model, ids, mask, n, cache, compiled)
+        differ = max(differ, int((got != want).sum()))
+        firsts.append(t1)
+        pers.append((tn - t1) / (n - 1))
+    return [firsts, pers, [], {"tokens_differ": differ, "first_token_ms": statistics.median(firsts) * 1e3,
+                                "per_token_ms": statistics.median(pers) * 1e3}, 0]
+
+
+def main(argv=None) -> int:
+    import pathlib
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import run
+
+    return run.main(["--only", "16", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

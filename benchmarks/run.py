@@ -70,6 +70,16 @@ absolute difference from the baseline's numbers, which is checked.
 12. What checking indices held on the device costs in-range programs
    (``benchmarks/index_checks.py``): benchmark 7's step and an indexing-heavy
    step, each with ``settings.index_checks`` on and off in mirrored blocks.
+13-15. Training steps of models from transformers, torchvision and timm
+   (``benchmarks/real_models.py``, models in ``model_zoo.py``; ``--size
+   small|tiny``): GPT-2 (small's shape, or 2 layers of width 64), the tiny
+   transformers family (GPT-2, BERT masked LM, Llama, T5), ResNet-50 and
+   ViT-small at 224x224 (tiny: ResNet-18 and a 2-block ViT at 64x64): eager
+   torch (the baseline; torch on ``--torch-threads``, default 1), inductor,
+   lazycore traced and captured, with first steps and compile counts.
+16. Greedy ``generate()`` of GPT-2 (``benchmarks/generation.py``): time to
+   first token and per token, programs compiled, default and static cache,
+   1 and 8 prompts, against eager torch and inductor.
 
 The persistent compile cache is off in this process (benchmarks 4 and 5
 count compiles); benchmark 4 measures it in processes of its own.
@@ -1003,9 +1013,34 @@ def bench_index_checks(args):
     index_checks.bench(args, sys.modules[__name__])
 
 
+def bench_real_gpt2(args):
+    import real_models
+
+    real_models.bench_gpt2(args, sys.modules[__name__])
+
+
+def bench_real_tiny(args):
+    import real_models
+
+    real_models.bench_tiny_family(args, sys.modules[__name__])
+
+
+def bench_real_vision(args):
+    import real_models
+
+    real_models.bench_vision(args, sys.modules[__name__])
+
+
+def bench_generation(args):
+    import generation
+
+    generation.bench(args, sys.modules[__name__])
+
+
 BENCHES = {1: bench_tracing, 2: bench_training, 3: bench_fusion, 4: bench_first_step, 5: bench_recompiles,
            6: bench_heat, 7: bench_gpt, 8: bench_scaleout, 9: bench_autobarrier,
-           10: bench_buckets, 11: bench_rolled, 12: bench_index_checks}
+           10: bench_buckets, 11: bench_rolled, 12: bench_index_checks,
+           13: bench_real_gpt2, 14: bench_real_tiny, 15: bench_real_vision, 16: bench_generation}
 
 
 # --- output ----------------------------------------------------------------------------------------
@@ -1056,10 +1091,17 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="CI smoke: tiny sizes, few steps; checks runs + numerics only")
     p.add_argument("--json", type=pathlib.Path, default=HERE / "results.json", help="where to write the results")
-    p.add_argument("--only", default="", help="comma-separated benchmark numbers (1-7, 10)")
+    p.add_argument("--only", default="", help="comma-separated benchmark numbers (1-16)")
+    p.add_argument("--size", choices=["small", "tiny"], default=None,
+                   help="benchmarks 13, 15 and 16: GPT-2 small, ResNet-50 and ViT-small at 224x224 (small), or the "
+                        "2-layer width-64 GPT-2, ResNet-18 and a 2-block ViT at 64x64 (tiny); default small, "
+                        "--quick tiny")
     p.add_argument("--steps", type=int, default=None, help="timed steps (default 20, --quick 3)")
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 3, --quick 1)")
-    p.add_argument("--no-torch-compile", action="store_true", help="skip torch.compile (inductor) in benchmarks 2 and 7")
+    p.add_argument("--no-torch-compile", action="store_true",
+                   help="skip torch.compile (inductor) in benchmarks 2, 7 and 13-16")
+    p.add_argument("--torch-threads", type=int, default=None,
+                   help="torch's threads for eager and inductor in benchmarks 13-16 (default 1)")
     p.add_argument("--profile", action="store_true", help="cProfile benchmark 2's lazy step, top 10 by tottime")
     args = p.parse_args(argv)
     args.steps = args.steps if args.steps is not None else (3 if args.quick else 20)
@@ -1092,7 +1134,8 @@ def main(argv=None) -> int:
             "torch": torch.__version__, "jax": jax.__version__, "numpy": numpy.__version__,
             "torch_threads": torch.get_num_threads(), "cpus": os.cpu_count(), "machine": platform.machine(),
             "device": str(jax.devices()[0]), "seconds": time.perf_counter() - t0,
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_average": [load_before, os.getloadavg()[0]]}
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_average": [load_before, os.getloadavg()[0]],
+            "size": args.size or ("tiny" if args.quick else "small")}
     print(f"\nlazycore benchmarks ({'--quick smoke run: timings mean nothing' if args.quick else 'full run'}); "
           f"torch {meta['torch']} ({meta['torch_threads']} threads), jax {meta['jax']}, {meta['cpus']} CPUs, "
           f"{args.warmup} warm-up + {args.steps} timed steps; ratio = median / the baseline's median")

@@ -1,7 +1,8 @@
 """The benchmark suite (benchmarks/run.py) runs end to end and every result agrees with its baseline.
 
 A smoke run only: ``--quick`` uses tiny sizes and a few steps (benchmark 7's
-GPT has one block of width 32), and never judges timings. It runs in a subprocess so the suite's cache clears, metric
+GPT has one block of width 32; benchmarks 13-16 run ``--size tiny`` with fewer
+models), and never judges timings. It runs in a subprocess so the suite's cache clears, metric
 resets and jax/torch state stay out of this test process. torch.compile is
 skipped here (its compile alone takes tens of seconds on CI machines); a full
 ``python benchmarks/run.py`` includes it. XLA compiles at LLVM optimisation
@@ -30,7 +31,8 @@ def test_benchmark_suite_quick(tmp_path):
     res = json.loads(out.read_text())
     assert res["failures"] == []
     benches = {r["bench"].split()[0] for r in res["rows"]}
-    assert benches == {"1", "2", "2d", "3", "4", "5", "6", "7", "7b", "7c", "7d", "8", "8d", "9", "10", "11", "12"}, benches
+    assert benches == {"1", "2", "2d", "3", "4", "5", "6", "7", "7b", "7c", "7d", "8", "8d", "9", "10", "11", "12",
+                       "13", "14", "15", "16"}, benches
     for r in res["rows"]:
         assert r.get("agrees", True), r
     # benchmark 5's compile counts are exact, not timings: check them too
@@ -63,3 +65,17 @@ def test_benchmark_suite_quick(tmp_path):
     # one program for the traced steady step (and the first step's and the optimizer's first),
     # and one for the captured step's (one call node: its own program)
     assert all(r["value"]["compiles"] <= 4 for r in mesh if "compiles" in r.get("value", {})), mesh
+    # benchmarks 13-15: transformers, torchvision models' training steps, each lazy row checked against eager's
+    real = [r for r in res["rows"] if r["bench"].split()[0] in ("13", "14", "15")]
+    assert {r["variant"] for r in real if r["bench"].startswith("13 ")} == {
+        "eager torch", "lazycore.torch, mark_step() (pipelined)", "lazycore.torch.capture, mark_step()"}, real
+    for r in real:
+        assert r["max_abs_diff"] is not None and r["agrees"] and r["value"]["first_step_ms"] > 0, r
+    # GPT-2 tiny's traced steps compile the first step's program and the steady step's, nothing after
+    traced = next(r for r in real if r["bench"].startswith("13 ") and r["variant"].startswith("lazycore.torch,"))
+    assert 1 <= traced["value"]["first_step_compiles"] and traced["value"]["compiles"] <= \
+        traced["value"]["first_step_compiles"] + 1, traced
+    # benchmark 16: generate()'s tokens are eager's, and the warm calls compile nothing
+    gen = [r for r in res["rows"] if r["bench"].startswith("16 ")]
+    lazy_gen = [r for r in gen if r["variant"] == "lazycore.torch"]
+    assert lazy_gen and all(r["agrees"] and r["value"]["warm_programs"] == 0 for r in lazy_gen), gen
