@@ -34,11 +34,12 @@ from lazycore.trace.recipes import float_key, record, record_call, value_class
 from lazycore.trace.views import read as read_view
 
 from . import fallback, foreach, lowering, special, views
-from . import tensor as _tensor_module
+from .dtypes import TO_TORCH
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
 from .meta_store import MISS, STORE
-from .tensor import ENTRY, Tensor, lc_device, meta_layout, read, refresh_key, view_of, wrap, wrap_layout, write
+from .tensor import (ENTRY, Tensor, lc_device, meta_layout, meta_twin, read, refresh_key, route_ops, torch_device,
+                     upload, view_of, wrap, wrap_layout, write)
 
 aten = torch.ops.aten
 
@@ -58,7 +59,7 @@ def run(func, args, kwargs):
     return handler(func, args, kwargs)
 
 
-_tensor_module._dispatch = run  # the tensor class calls ``run`` directly from now on
+route_ops(run)  # the tensor class calls ``run`` directly from now on
 
 
 def forget() -> None:
@@ -67,6 +68,9 @@ def forget() -> None:
     _HANDLERS.clear()
     _META.clear()
     _OPS.clear()
+
+
+lowering.when_changed(forget)  # a lowering registered or removed: choices and recordings made without it go
 
 
 def resolve(func):
@@ -153,18 +157,6 @@ def _functional_of(func):
 # --- arguments on the meta device --------------------------------------------------------
 
 
-def _meta_tensor(t):
-    if type(t) is Tensor:
-        if t._storage is None:
-            raise RuntimeError("lazycore: this tensor's storage was released")
-        offset = t.storage_offset()
-        if offset == 0:
-            return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
-        extent = 1 + offset + sum((n - 1) * s for n, s in zip(t.shape, t.stride()) if n > 0)
-        return torch.empty(extent, dtype=t.dtype, device="meta").as_strided(t.shape, t.stride(), offset)
-    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
-
-
 class _Args:
     """One pass over the arguments: their meta copies and the lazy device."""
 
@@ -191,7 +183,7 @@ class _Args:
                     self.host_index = x
                 else:
                     self.cpu_tensor = x
-            return _meta_tensor(x)
+            return meta_twin(x)
         if isinstance(x, (list, tuple)):
             return type(x)(self.meta(v) for v in x)
         if isinstance(x, torch.device) and x.type == "lazy":
@@ -227,8 +219,6 @@ def _lazy(x, lc_dev, handles):
         if isinstance(x, Tensor):
             h = read(x)
         else:
-            from .tensor import upload
-
             h = upload(x, lc_dev)  # a 0-dim CPU tensor, as torch allows
         handles.append(h)
         return h
@@ -554,9 +544,7 @@ def wrap_results(out, res, owned: bool = False):
 
 
 def _check(func, meta, h):
-    from .dtypes import lazy_dtype
-
-    if h is None or tuple(h.shape) != tuple(meta.shape) or h.dtype != lazy_dtype(meta.dtype):
+    if h is None or tuple(h.shape) != tuple(meta.shape) or h.dtype != _lazy_dtype(meta.dtype):
         got = "nothing" if h is None else f"{h.type}"
         raise RuntimeError(
             f"lazycore: the lowering of {func} made {got}, eager makes {list(meta.shape)} {meta.dtype}"
@@ -692,9 +680,6 @@ def _layout(out, res):
     """What :func:`wrap` makes of a single tensor result, for replays to reuse."""
     if not isinstance(out, torch.Tensor):
         return None
-    from .dtypes import TO_TORCH
-    from .tensor import torch_device
-
     return tuple(res.shape), tuple(out.stride()), TO_TORCH[res.dtype], torch_device(res.device)
 
 
@@ -804,6 +789,9 @@ def _overlap_ok(func, args, kwargs, target) -> bool:
     if said is not True:
         raise RuntimeError(said)
     return internal
+
+
+special.check_overlap_with(_overlap_ok)  # copy_ writes by the same rule, with the same per-signature answers
 
 
 def _eager_overlap(func, args, kwargs):

@@ -52,17 +52,28 @@ def lowers(*ops):
 
 def register(op, fn) -> None:
     """Install (or replace) the lowering of ``op``; takes effect at the next call."""
-    from . import dispatch
-
     LOWERINGS[op] = fn
-    dispatch.forget()
+    _changed()
 
 
 def unregister(op) -> None:
-    from . import dispatch
-
     LOWERINGS.pop(op, None)
-    dispatch.forget()
+    _changed()
+
+
+_LISTENERS: list = []
+
+
+def when_changed(fn) -> None:
+    """Call ``fn()`` after :func:`register` or :func:`unregister` changed the
+    registry: the dispatcher (:mod:`.dispatch`, which builds on this module)
+    registers the forgetting of its handler choices and recordings at import."""
+    _LISTENERS.append(fn)
+
+
+def _changed() -> None:
+    for fn in _LISTENERS:
+        fn()
 
 
 def lookup(func):

@@ -11,15 +11,28 @@ from lazycore.dialect.types import to_numpy_dtype
 from lazycore.trace import core, views
 
 from . import dtypes
-from .tensor import Tensor, from_host, lc_device, read, to_host, view_of, wrap, wrap_layout, write
+from .lowering import broadcast, convert
+from .tensor import Tensor, from_host, lc_device, read, to_host, upload, view_of, wrap, wrap_layout, write
+from .tensor import meta_twin as _meta
 
 aten = torch.ops.aten
 
 
-def _meta(t):
-    from .dispatch import _meta_tensor
+def _no_overlap_check(func, args, kwargs, target) -> bool:
+    raise RuntimeError("lazycore: copy_ ran before the dispatcher registered its overlap check "
+                       "(lazycore.frontends.torch.dispatch, imported by lazycore.torch)")
 
-    return _meta_tensor(t)
+
+_overlap_ok = _no_overlap_check
+
+
+def check_overlap_with(check) -> None:
+    """Take ``check(func, args, kwargs, target)``, eager's rule for a write into
+    memory several elements share (True, False or eager's error), from the
+    dispatcher: it caches the answer per call signature, and it builds on this
+    module, so it registers the check here when it is imported."""
+    global _overlap_ok
+    _overlap_ok = check
 
 
 def copy_(func, args, kwargs):
@@ -34,12 +47,7 @@ def copy_(func, args, kwargs):
         else:
             h = read(src)
     else:
-        from .tensor import upload
-
         h = upload(src, lc_device(dst.device))
-    from .dispatch import _overlap_ok
-    from .lowering import broadcast, convert
-
     ok = _overlap_ok(func, args, kwargs, dst)
     return write(dst, broadcast(convert(h, dtypes.lazy_dtype(dst.dtype)), tuple(dst.shape)), ok)
 
@@ -61,8 +69,6 @@ def to_copy(func, args, kwargs):
     if target != x.device:
         moved = from_host(to_host(x).to(dtype), target)
         return wrap(read(moved), meta)
-    from .lowering import convert
-
     return wrap(convert(read(x), dtypes.lazy_dtype(dtype)), meta)
 
 

@@ -147,11 +147,17 @@ class Tensor(torch.Tensor):
 
 
 def _dispatch(func, args, kwargs):
-    # Stands in until .dispatch (which imports this module) has loaded and put
-    # its own ``run`` here: no import statement on the per-op path.
-    from .dispatch import run
+    raise RuntimeError(f"lazycore: {func} reached a lazy tensor before the dispatcher registered itself "
+                       "(lazycore.frontends.torch.dispatch, imported by lazycore.torch)")
 
-    return run(func, args, kwargs)
+
+def route_ops(run) -> None:
+    """Send every ATen op on a lazy tensor to ``run(func, args, kwargs)``. The
+    dispatcher (:mod:`.dispatch`) builds on this module, so it registers its
+    ``run`` here when it is imported; the op path then calls it as a global,
+    with no import statement and no attribute lookup."""
+    global _dispatch
+    _dispatch = run
 
 
 _INTERNAL = frozenset({"_storage", "_steps", "_key"})
@@ -293,6 +299,21 @@ def view_of(base: Tensor, steps: tuple, layout: tuple) -> Tensor:
     """A view sharing ``base``'s storage; its value is ``steps`` applied to it.
     ``layout``: the view's :func:`meta_layout`."""
     return _new(base._storage, steps, *layout, base.device)
+
+
+def meta_twin(t: torch.Tensor) -> torch.Tensor:
+    """A tensor with ``t``'s sizes, strides, storage offset and dtype on the meta
+    device, where eager's kernels check arguments and give results' layouts
+    without touching data; ``t`` a lazy tensor or any other."""
+    if type(t) is Tensor:
+        if t._storage is None:
+            raise RuntimeError("lazycore: this tensor's storage was released")
+        offset = t.storage_offset()
+        if offset == 0:
+            return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+        extent = 1 + offset + sum((n - 1) * s for n, s in zip(t.shape, t.stride()) if n > 0)
+        return torch.empty(extent, dtype=t.dtype, device="meta").as_strided(t.shape, t.stride(), offset)
+    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
 
 
 def meta_layout(meta: torch.Tensor) -> tuple:
