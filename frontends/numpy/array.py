@@ -205,14 +205,9 @@ class ndarray:
         steps = (Permute(perm),) if a != b else ()
         return self._view(steps, out, origin)
 
-    def reshape(self, *shape, order="C", copy=None) -> "ndarray":
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = shape[0]
-        shape = _reshape_target(self.size, tuple(int(s) for s in shape))
-        if order != "C":
-            from .fallback import call_numpy
-
-            return call_numpy(np.reshape, (self, shape), {"order": order})
+    def _reshape(self, shape: tuple, copy=None) -> "ndarray":
+        """:meth:`reshape` in C order to ``shape``, a tuple of sizes without
+        ``-1`` whose product is the size: a view where NumPy's is one."""
         if copy is not True:
             origin = self._standin()
             try:
@@ -237,27 +232,11 @@ class ndarray:
         return _new(self._storage, self._steps, self._shape, self._dtype, self._estrides, self._offset,
                     self._writeable)
 
-    def __getitem__(self, key):
-        from . import indexing
-
-        return indexing.getitem(self, key)
-
-    def __setitem__(self, key, val):
-        from . import indexing
-
-        indexing.setitem(self, key, val)
+    # ``reshape`` (other orders than C are NumPy's), indexing, the operators and
+    # NumPy's protocols (``__array_ufunc__``, ``__array_function__``) are bound by
+    # :mod:`.methods`: the modules they run build on this one.
 
     # --- protocols ------------------------------------------------------------------------
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from . import ufuncs
-
-        return ufuncs.array_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        from .fallback import array_function
-
-        return array_function(func, args, kwargs)
 
     def __array_namespace__(self, *, api_version=None):
         import lazycore.numpy as lnp
@@ -298,7 +277,9 @@ def _make_standin(shape, estrides, offset) -> np.ndarray:
     return np.ndarray(shape, np.int8, np.empty(hi + 1, np.int8), offset, estrides)
 
 
-def _reshape_target(size: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+def reshape_target(size: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` (sizes, at most one ``-1``) for an array of ``size`` elements,
+    the ``-1`` worked out; NumPy's ValueError where none fits."""
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
         raise ValueError("can only specify one unknown dimension")

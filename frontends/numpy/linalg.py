@@ -26,6 +26,7 @@ from lazycore.trace import core
 from . import reductions
 from .array import ndarray, value, wrap
 from .fallback import call_numpy, implements
+from .manipulation import diagonal as _diagonal
 from .scalars import result
 from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const, store_out
 
@@ -493,8 +494,6 @@ def _linalg_trace(x, /, *, offset=0, dtype=None):
 @implements(np.linalg.diagonal)
 def diagonal(x, /, *, offset=0):
     """The Array API's diagonal: of the last two axes, a view (NumPy's)."""
-    from .manipulation import diagonal as _diagonal
-
     return _diagonal(x, offset, -2, -1)
 
 

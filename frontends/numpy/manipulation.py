@@ -23,7 +23,7 @@ from lazycore.trace import core
 from lazycore.trace.views import Expand, Permute, Reshape, Reverse, Slice
 
 from . import dtypes
-from .array import ndarray, value, wrap, write
+from .array import from_host, ndarray, value, wrap, write
 from .fallback import call_numpy, implements
 from .reductions import scan
 from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, device_of, shape_of, to_handle
@@ -568,8 +568,6 @@ def _repeat_index(reps: np.ndarray):
     bounds = bounds[bounds < total]
     marks = core.apply("broadcast_in_dim", core.scalar(0, "i64"), dims=(), shape=(total,))
     if bounds.size and total:
-        from .array import from_host
-
         ones = core.apply("broadcast_in_dim", core.scalar(1, "i64"), dims=(), shape=(bounds.size,))
         marks = apply("scatter", marks, value(from_host(bounds.astype(np.int64))), ones,
                       update_window_dims=(), inserted_window_dims=(0,), input_batching_dims=(),

@@ -7,9 +7,38 @@ import types
 
 import numpy as np
 
-from . import reductions, scalars
-from .array import ndarray, to_host, value, wrap
+from . import indexing, reductions, scalars
+from .array import ndarray, reshape_target, to_host, value, wrap
+from .fallback import array_function, call_numpy
+from .ufunc_methods import array_ufunc
 from .ufuncs import UFUNCS, cast, quick
+
+
+# --- what array.py leaves to the modules built on it ---------------------------------------
+
+
+def _reshape(self, *shape, order="C", copy=None):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    shape = reshape_target(self.size, tuple(int(s) for s in shape))
+    if order != "C":
+        return call_numpy(np.reshape, (self, shape), {"order": order})
+    return self._reshape(shape, copy)
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    return array_ufunc(ufunc, method, inputs, kwargs)
+
+
+def _array_function(self, func, types, args, kwargs):
+    return array_function(func, args, kwargs)
+
+
+ndarray.reshape = _reshape
+ndarray.__getitem__ = indexing.getitem
+ndarray.__setitem__ = indexing.setitem
+ndarray.__array_ufunc__ = _array_ufunc
+ndarray.__array_function__ = _array_function
 
 _BINARY = {
     "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",

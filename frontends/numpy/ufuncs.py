@@ -26,7 +26,8 @@ from lazycore.trace import composites, core, recipes
 from lazycore.ir.config import settings
 
 from . import dtypes, fpe
-from .array import contiguous, ndarray, new_array, value, wrap, write
+from .array import asarray, contiguous, from_host, ndarray, new_array, value, wrap, write
+from .fallback import call_numpy
 from .scalars import as_scalar, scalar
 
 apply = core.apply
@@ -72,8 +73,6 @@ def to_handle(x, dtype, device=None):
         elif not isinstance(v, float):  # a recorded float argument stays one (lazycore.recipes)
             v = float(v)
         return core.scalar(v, lt, device=device)
-    from .array import from_host
-
     return cast(value(from_host(np.asarray(x), device)), dtype)
 
 
@@ -89,8 +88,6 @@ def asarray_like(x) -> ndarray:
     """A lazy array for any array-like argument (uploading host data)."""
     if isinstance(x, ndarray):
         return x
-    from .array import asarray
-
     return asarray(x)
 
 
@@ -334,8 +331,6 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", orde
     masked = where is not True
 
     def numpy_itself():
-        from .fallback import call_numpy
-
         # only what was given: NumPy refuses dtype= and signature= together, even as None
         kw = dict(rest, **{k: v for k, v in (("dtype", dtype), ("signature", given), ("out", out)) if v is not None})
         kw.update({k: v for k, v, default in (("casting", casting, "same_kind"), ("order", order, "K"),
@@ -588,93 +583,6 @@ def _int_out_of_range(inputs, in_dt) -> bool:
     return False
 
 
-def array_ufunc(uf, method, inputs, kwargs):
-    """``ndarray.__array_ufunc__``: calls stay lazy; ``reduce`` maps to reductions."""
-    if method == "__call__":
-        if not kwargs and uf.__name__ in LOOPS:
-            return quick(uf, inputs)
-        if uf is np.matmul:  # a gufunc: ``host @ lazy`` and ``numpy.matmul(lazy, ...)``
-            from .linalg import matmul
-
-            return matmul(*inputs, **kwargs)
-        return call(uf, inputs, **kwargs)
-    if method == "reduce" and uf.__name__ in REDUCERS:
-        from . import reductions
-
-        kwargs = dict(kwargs)
-        kwargs.setdefault("axis", 0)  # NumPy passes only what the caller gave; reduce's default is 0
-        if kwargs.get("dtype", None) is None:
-            kwargs.pop("dtype", None)  # max/min/any/all take no dtype
-        return getattr(reductions, REDUCERS[uf.__name__])(*inputs, **kwargs)
-    if method == "outer" and not kwargs.get("out") and uf.nin == 2 and uf.nout == 1:
-        return _outer(uf, inputs, kwargs)
-    if method == "accumulate":
-        done = _accumulate(uf, inputs, kwargs)
-        if done is not None:
-            return done
-    from .fallback import call_numpy
-
-    return call_numpy(getattr(uf, method), inputs, kwargs, name=f"numpy.{uf.__name__}.{method}")
-
-
-def _outer(uf, inputs, kwargs):
-    """``uf.outer(A, B)``: ``uf(A[..., None, ...], B)``, the lazy broadcasting NumPy's is."""
-    if len(inputs) != 2:
-        raise TypeError(f"{uf.__name__}.outer() takes exactly 2 positional arguments ({len(inputs)} given)")
-    a, b = (asarray_like(x) for x in inputs)
-    a = a.reshape(a.shape + (1,) * b.ndim)
-    kwargs = {k: v for k, v in kwargs.items() if not (k == "out" and v is None)}
-    return call(uf, (a, b), **kwargs) if kwargs else quick(uf, (a, b))
-
-
-# binary ufuncs whose loop is associative on its own type: an accumulation is a parallel
-# prefix (Hillis-Steele) over them, with no identity needed
-_ASSOCIATIVE = {"add", "multiply", "maximum", "minimum", "fmax", "fmin", "logical_and", "logical_or",
-                "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor"}
-
-
-def _accumulate(uf, inputs, kwargs):
-    """``uf.accumulate(a, axis=0, dtype=None)`` lazily, for the associative ufuncs whose
-    loop keeps its type (NumPy runs the loop ``(t, t) -> t``); None: NumPy's, counted."""
-    if uf.__name__ not in _ASSOCIATIVE or len(inputs) != 1:
-        return None
-    kwargs = dict(kwargs)
-    axis, dtype, out = kwargs.pop("axis", 0), kwargs.pop("dtype", None), kwargs.pop("out", None)
-    if kwargs or out is not None or axis is None:
-        return None
-    a = asarray_like(inputs[0])
-    if a.ndim == 0:
-        return None  # NumPy's error
-    if uf.__name__ in ("add", "multiply"):  # NumPy's sum/prod dtypes (small integers widen): cumsum/cumprod
-        from . import reductions
-
-        return getattr(reductions, "cumsum" if uf.__name__ == "add" else "cumprod")(a, axis=axis, dtype=dtype)
-    from numpy.lib.array_utils import normalize_axis_index
-
-    axis = normalize_axis_index(axis, a.ndim)
-    dt = np.dtype(dtype) if dtype is not None else a.dtype
-    try:
-        loop = uf.resolve_dtypes((dt, dt, None), reduction=True)  # the loop NumPy accumulates with
-    except TypeError:
-        return None
-    if not (loop[0] == loop[1] == loop[2]):
-        return None
-    from .manipulation import concatenate
-
-    h = a.astype(loop[0], copy=False) if a.dtype != loop[0] else a
-    n, k = a.shape[axis], 1
-    lead = (slice(None),) * axis
-    while k < n:
-        combined = quick(uf, (h[lead + (slice(k, None),)], h[lead + (slice(0, n - k),)]))
-        h = concatenate([h[lead + (slice(0, k),)], combined], axis=axis)
-        k *= 2
-    return h if h is not a else wrap(value(a), a.dtype)
-
-
-REDUCERS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
-            "logical_and": "all", "logical_or": "any"}
-
-
 class ufunc:
     """A lazy ufunc: ``lazycore.numpy.add(a, b)`` and ``np.add(a, b)`` on lazy arrays alike."""
 
@@ -689,25 +597,8 @@ class ufunc:
             return quick(self._uf, inputs)
         return call(self._uf, inputs, **kwargs)
 
-    def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False, **kwargs):
-        return array_ufunc(self._uf, "reduce", (a,), dict(axis=axis, dtype=dtype, out=out, keepdims=keepdims,
-                                                           **kwargs))
-
-    def accumulate(self, array, axis=0, dtype=None, out=None):
-        """Lazy for the associative ufuncs (a parallel prefix); else NumPy's, counted."""
-        return array_ufunc(self._uf, "accumulate", (array,), dict(axis=axis, dtype=dtype, out=out))
-
-    def outer(self, A, B, /, **kwargs):
-        """Lazy: ``self(A[..., None, ...], B)``."""
-        return array_ufunc(self._uf, "outer", (A, B), kwargs)
-
-    def at(self, a, indices, b=None, /):
-        """Unbuffered in place: NumPy's on the value, counted, written back to ``a``."""
-        return array_ufunc(self._uf, "at", (a, indices) if b is None else (a, indices, b), {})
-
-    def reduceat(self, array, indices, axis=0, dtype=None, out=None):
-        """NumPy's, counted."""
-        return array_ufunc(self._uf, "reduceat", (array, indices), dict(axis=axis, dtype=dtype, out=out))
+    # reduce, accumulate, outer, at and reduceat are bound by :mod:`.ufunc_methods`:
+    # they run reductions and joins, which are written with the calls above
 
     @property
     def identity(self):
