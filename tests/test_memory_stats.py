@@ -84,6 +84,8 @@ def test_torch_peak_outlives_the_values_and_resets_to_what_is_held():
     assert stats["allocated_bytes.all.peak"] == mod.max_memory_allocated()
     assert stats["allocation.all.peak"] >= stats["allocation.all.current"] >= 1
 
+    assert mod.memory_reserved() == mod.memory_allocated()  # (the CPU: no caching allocator)
+    assert mod.max_memory_reserved() == mod.max_memory_allocated()
     del big
     assert mod.memory_allocated() == base
     assert mod.max_memory_allocated() >= base + 4 * MIB  # the peak stays

@@ -208,6 +208,21 @@ def memory_stats(device=None) -> dict:
     return stats
 
 
+def memory_reserved(device=None) -> int:
+    """Bytes the device's allocator holds (``bytes_in_use`` where it reports
+    it: GPUs, TPUs); on the CPU, whose buffers are freed when dropped (no
+    caching allocator of lazycore's in between), :func:`memory_allocated`."""
+    d = _lc(device)
+    stats = pjrt.memory_stats(d.pjrt)
+    return int(stats["bytes_in_use"]) if "bytes_in_use" in stats else memory_allocated(device)
+
+
+def max_memory_reserved(device=None) -> int:
+    """The most :func:`memory_reserved` since the last reset (the allocator's
+    peak where it keeps one, else :func:`max_memory_allocated`)."""
+    return max_memory_allocated(device)
+
+
 def mem_get_info(device=None) -> tuple[int, int]:
     """``(free, total)`` bytes of the memory the device's buffers come from:
     its allocator's limit and what is left of it (GPUs, TPUs), or on the CPU

@@ -128,14 +128,19 @@ def live(device) -> dict:
 
 
 _NBYTES: dict = {}
-"""TensorType -> its bytes (computed once per type: the walk runs at every barrier)."""
+"""id(TensorType) -> (the type, its bytes): the walk runs at every barrier, and
+a recalled step's results share their type objects, so most look-ups find
+the object itself (hashing the type's shape cost more than the rest of the
+walk). Dropped whole when it grows past 4096 entries."""
 
 
 def _nbytes(t) -> int:
-    n = _NBYTES.get(t)
-    if n is None:
-        n = _NBYTES[t] = t.size * to_numpy_dtype(t.dtype).itemsize
-    return n
+    e = _NBYTES.get(id(t))
+    if e is None or e[0] is not t:
+        if len(_NBYTES) >= 4096:
+            _NBYTES.clear()
+        e = _NBYTES[id(t)] = (t, t.size * to_numpy_dtype(t.dtype).itemsize)
+    return e[1]
 
 
 def _held(device) -> tuple[int, int, set]:
