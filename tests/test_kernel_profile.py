@@ -128,3 +128,46 @@ def test_not_inside_a_jax_profiler_trace(tmp_path):
         jax.profiler.stop_trace()
     with lazycore.profile.kernels():  # and afterwards it records again
         pass
+
+
+def _mesh_kernels():
+    import os
+    import tempfile
+
+    mesh = lazycore.Mesh((4,), ("data",))
+    x = lnp.shard(lnp.asarray(np.arange(64, dtype=np.float32).reshape(16, 4)), mesh, ("data", None))
+    w = lnp.shard(lnp.asarray(np.ones((4, 4), np.float32)), mesh, (None, None))
+
+    def step():
+        return float(lnp.tanh(x @ w).sum())
+
+    step()
+    with lazycore.profile.kernels() as prof:
+        for _ in range(3):
+            step()
+    (label,) = prof.executions
+    assert prof.executions[label] == 3 and label.startswith("program "), prof.executions
+    # each kernel ran on each of the 4 devices at each execution; the sum over the split rows is XLA's all-reduce
+    assert all(r.count == 12 for r in prof.rows), prof.table()
+    assert any(r.what == "all-reduce" for r in prof.rows), prof.table()
+    assert len(prof.events) == 36
+    path = os.path.join(tempfile.mkdtemp(), "mesh.json")
+    with lazycore.profile.trace(path, kernels=True):
+        with pytest.raises(RuntimeError, match="a kernel profile is already recording"):
+            with lazycore.profile.kernels():
+                pass
+        step()
+    evs = json.load(open(path))["traceEvents"]
+    tracks = {e["args"]["name"] for e in evs if e.get("name") == "thread_name"}
+    assert {f"XLA kernels (device {i})" for i in range(4)} <= tracks, tracks
+    assert sum(1 for e in evs if e.get("cat") == "kernel") == 12
+
+
+def test_a_mesh_programs_kernels_on_every_device():
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from isolated import FOUR_DEVICES, run_isolated
+
+    run_isolated(__file__, "_mesh_kernels", env=FOUR_DEVICES)

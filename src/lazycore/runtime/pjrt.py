@@ -200,7 +200,8 @@ class KernelSession:
             if state.profile_session is not None:
                 raise RuntimeError("a jax.profiler trace is running: XLA records one profile at a time")
         if LAUNCHES.log is not None:
-            raise RuntimeError("a kernel profile is already recording: XLA records one profile at a time")
+            raise RuntimeError("a kernel profile is already recording (lazycore.profile.kernels() or trace(..., kernels=True)): "
+                               "XLA records one profile at a time")
         options = profiler._profiler.ProfileOptions()
         options.python_tracer_level = 0  # the kernels, not every Python call
         # perf_counter seconds = (the profiler's epoch nanoseconds - offset) / 1e9
