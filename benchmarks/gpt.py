@@ -487,7 +487,7 @@ def executable_alone(cfg, data, kit, rounds):
     import lazycore
     import lazycore.torch as ltorch
     from lazycore.dialect.types import to_numpy_dtype
-    from lazycore.mlir import ir
+    from lazycore.dialect.mlir import ir
     from lazycore.runtime import compiler, pjrt
 
     B = "7b GPT step, compiled program alone (ms)"

@@ -2,9 +2,9 @@
 
 Importing this package fills the op table (one module per op family);
 :mod:`.build`, loaded on first use of its names, generates the MLIR ops and
-registers the dialect with every context :func:`lazycore.mlir.new_context`
-makes. The shape rules in the table are plain Python and usable without MLIR:
-``lazycore.dialect.infer("add", a, b)``.
+makes the contexts that know them (:func:`~lazycore.dialect.build.new_context`);
+:mod:`.mlir` is the one door to the MLIR bindings. The shape rules in the
+table are plain Python and usable without MLIR: ``lazycore.dialect.infer("add", a, b)``.
 """
 
 from .types import ShapeError, TensorType  # noqa: F401

@@ -8,14 +8,14 @@ runtime's shape inference can never disagree.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from lazycore.mlir import ext, ir, on_new_context
-
 from .barrier import MAX_OPERANDS as MAX_BARRIER_OPERANDS
+from .mlir import ext, ir, stablehlo
 from .spec import OPS, OpSpec
 from .types import FLOAT8_DTYPES, ShapeError, TensorType, from_numpy_dtype, to_numpy_dtype
 
@@ -260,11 +260,32 @@ def generate_op_classes() -> None:
             OP_CLASSES[full_name] = _make_op_class(spec)
 
 
-@on_new_context
 def load(ctx: ir.Context) -> None:
     """Load the ``lazy`` dialect into the current context."""
     generate_op_classes()
     Lazy.load()
+
+
+_CONTEXT_LOCK = threading.RLock()
+
+
+def new_context() -> ir.Context:
+    """A fresh MLIR context with StableHLO and the ``lazy`` dialect loaded.
+
+    Loading ``lazy`` (``dialects.ext``) emits its IRDL module into class
+    attributes and re-registers the op classes process-wide: two threads
+    doing it at once define its symbols twice, or swap registrations under a
+    pass that runs in another context (a segfault). So a context is made under
+    this module's own lock, and the runtime builds and compiles every module
+    under :data:`lazycore.ir.context.LOCK`, which it takes before this one
+    (:mod:`lazycore.runtime.compiler`; docs/threads.md). The compiler half may
+    not import the graph layer, hence two locks, always taken in that order."""
+    with _CONTEXT_LOCK:
+        ctx = ir.Context()
+        stablehlo.register_dialect(ctx)
+        with ctx, ir.Location.unknown():
+            load(ctx)
+    return ctx
 
 
 # --- building ops ----------------------------------------------------------------

@@ -12,7 +12,8 @@ import numpy as np
 
 from lazycore.runtime import compiler
 from lazycore.dialect import TensorType, create, from_mlir_type, tensor_type
-from lazycore.mlir import func, ir, new_context
+from lazycore.dialect.mlir import func, ir
+from lazycore.dialect.build import new_context
 
 BATCH, IN, HIDDEN, OUT = 4, 8, 16, 3
 

@@ -21,7 +21,7 @@ out of range, or an argument whose type differs from its result's.
 
 from __future__ import annotations
 
-from lazycore.mlir import ir
+from lazycore.dialect.mlir import ir
 
 from .catalog import PassError, register_pass
 

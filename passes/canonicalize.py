@@ -24,7 +24,7 @@ import numpy as np
 
 from lazycore.dialect import attr, create
 from lazycore.dialect.types import is_complex, is_float, is_unsigned, real_dtype
-from lazycore.mlir import ir, rewrite
+from lazycore.dialect.mlir import ir, rewrite
 
 from . import folding, updates
 from .catalog import register_pass

@@ -15,7 +15,7 @@ import numpy as np
 
 from lazycore.dialect import OPS, attr, create, spec_of
 from lazycore.dialect.types import is_complex, is_float8, to_numpy_dtype
-from lazycore.mlir import ir
+from lazycore.dialect.mlir import ir
 
 from .patterns import pattern, producer, replace, splat_constant, splat_value, type_of
 

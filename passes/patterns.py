@@ -17,7 +17,7 @@ import numpy as np
 from lazycore.dialect import create
 from lazycore.dialect.build import attr_to_mlir, from_mlir_type, tensor_type
 from lazycore.dialect.types import TensorType, is_bool, is_complex, is_float, real_dtype, to_numpy_dtype
-from lazycore.mlir import ir
+from lazycore.dialect.mlir import ir
 
 _WRITTEN: dict[str, list[tuple[str, Callable]]] = {}
 """Module name -> its (root op, pattern) pairs, in the order written."""

@@ -10,7 +10,7 @@ size, and running out names the patterns that still match.
 
 from __future__ import annotations
 
-from lazycore.mlir import ir, rewrite
+from lazycore.dialect.mlir import ir, rewrite
 
 from .lowering import registry
 from .catalog import PassError, register_pass

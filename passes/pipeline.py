@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from lazycore.mlir import ir, passmanager
+from lazycore.dialect.mlir import ir, passmanager
 
 from .catalog import PASSES, PassError, PassInfo, register_pass  # noqa: F401 - the registry's names, here too
 

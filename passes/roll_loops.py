@@ -16,7 +16,7 @@ built saves building N copies; both emit the same loop.
 from __future__ import annotations
 
 from lazycore.dialect import from_mlir_type
-from lazycore.mlir import ir
+from lazycore.dialect.mlir import ir
 
 from .catalog import PassError, register_pass
 from .rolled_chains import find_chains

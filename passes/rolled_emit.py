@@ -18,7 +18,7 @@ import numpy as np
 
 from lazycore.dialect import create, tensor_type
 from lazycore.dialect.types import TensorType, to_numpy_dtype
-from lazycore.mlir import ir
+from lazycore.dialect.mlir import ir
 from lazycore.passes.rolled_chains import Stacks
 
 __all__ = ["Stacks", "emit_chain", "pack_element", "stack_rows"]

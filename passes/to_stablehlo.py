@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from lazycore.dialect import from_mlir_type
-from lazycore.mlir import ir, rewrite
+from lazycore.dialect.mlir import ir, rewrite
 
 from .catalog import register_pass
 from .lowering import registry

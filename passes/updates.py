@@ -22,7 +22,7 @@ import numpy as np
 
 from lazycore.dialect import attr, create
 from lazycore.dialect.types import TensorType
-from lazycore.mlir import ir, rewrite
+from lazycore.dialect.mlir import ir, rewrite
 
 from .patterns import pattern, producer, replace, splat_constant, splat_value, type_of
 from .catalog import register_pass

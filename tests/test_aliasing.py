@@ -11,7 +11,7 @@ import pytest
 from lazycore.runtime import compiler, pjrt
 from lazycore.passes import PassError, run_pipeline
 from lazycore.passes.aliasing import ALIAS_ATTR, apply_plan, parse_plan
-from lazycore.tools import lazy_opt
+from lazycore.passes.tools import lazy_opt
 
 # Two results of the arguments' type, and one argument (%n) of another type.
 PROGRAM = """
@@ -25,7 +25,7 @@ func.func @main(%a: tensor<4xf32>, %n: tensor<2xi32>, %b: tensor<4xf32>) -> (ten
 
 def aliases(module) -> dict[int, int]:
     """Argument index -> tf.aliasing_output of the entry function."""
-    from lazycore.mlir import ir
+    from lazycore.dialect.mlir import ir
 
     fn = next(iter(module.body.operations))
     if "arg_attrs" not in fn.attributes:

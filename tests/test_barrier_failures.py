@@ -27,7 +27,7 @@ from lazycore.runtime import barrier, cache
 from lazycore.observe import metrics
 from lazycore.ir.config import override
 from lazycore.runtime.failures import BarrierError, Failure
-from lazycore.mlir import ir
+from lazycore.dialect.mlir import ir
 from lazycore.passes import LoweringError, register_lowering
 from lazycore.passes.lowering import registry
 from markers import markers

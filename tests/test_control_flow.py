@@ -221,7 +221,7 @@ def test_irdl_binds_one_type_to_a_variadic_group():
     in the op table and this test says so."""
     from collections.abc import Sequence
 
-    from lazycore.mlir import ext, ir
+    from lazycore.dialect.mlir import ext, ir
 
     class Probe(ext.Dialect, name="cflow_probe"):
         pass

@@ -8,8 +8,9 @@ import pytest
 
 from lazycore.dialect import OPS
 from lazycore.dialect.examples import EXAMPLES
-from lazycore.mlir import ir, new_context
-from lazycore.tools import dialect_doc
+from lazycore.dialect.mlir import ir
+from lazycore.dialect.build import new_context
+from lazycore.passes.tools import dialect_doc
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / dialect_doc.PAGE
@@ -22,7 +23,7 @@ def page() -> str:
 
 def test_page_is_current(page):
     assert page == dialect_doc.render(), (
-        f"{dialect_doc.PAGE} is stale: run `python -m lazycore.tools.dialect_doc -o {dialect_doc.PAGE}`"
+        f"{dialect_doc.PAGE} is stale: run `python -m lazycore.passes.tools.dialect_doc -o {dialect_doc.PAGE}`"
     )
 
 

@@ -28,7 +28,7 @@ def test_importing_and_tracing_load_no_mlir_the_first_barrier_does():
         import lazycore.numpy as lnp
 
         def mlir():
-            return sorted(m for m in ("torch_mlir", "lazycore.mlir", "lazycore.dialect.build", "lazycore.passes")
+            return sorted(m for m in ("torch_mlir", "lazycore.dialect.mlir", "lazycore.dialect.build", "lazycore.passes")
                           if m in sys.modules)
 
         x = lazycore.from_numpy(np.ones((2, 3), np.float32))
@@ -42,13 +42,13 @@ def test_importing_and_tracing_load_no_mlir_the_first_barrier_does():
     lines = out.splitlines()
     assert lines[0] == "traced []"
     assert lines[1] == "[[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]] [[3.0, 3.0, 3.0], [3.0, 3.0, 3.0]] [[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]"
-    assert lines[2] == "ran ['lazycore.dialect.build', 'lazycore.mlir', 'lazycore.passes', 'torch_mlir']"
+    assert lines[2] == "ran ['lazycore.dialect.build', 'lazycore.dialect.mlir', 'lazycore.passes', 'torch_mlir']"
 
 
 def test_lazy_opt_does_not_load_the_runtime():
     out = _run("""
         import sys
-        from lazycore.tools import lazy_opt
+        from lazycore.passes.tools import lazy_opt
         print(sorted(m for m in ("jax", "lazycore.runtime", "lazycore.trace", "torch") if m in sys.modules))
     """)
     assert out.strip() == "[]"
@@ -90,7 +90,7 @@ def test_no_module_has_two_names():
         for name in dir(lazycore):
             getattr(lazycore, name)
         import lazycore.numpy
-        from lazycore.tools import lazy_opt
+        from lazycore.passes.tools import lazy_opt
         print(sorted(key for key, m in sys.modules.items() if key.startswith("lazycore") and m.__name__ != key))
     """)
     assert out.strip() == "[]"

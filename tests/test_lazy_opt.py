@@ -10,9 +10,9 @@ from lazycore.passes import PASSES, IRPrinting, PassError, run_pipeline
 from lazycore.passes.aliasing import apply_plan
 from lazycore.passes.lowering import registry
 from lazycore.runtime import compiler
-from lazycore.tools import dialect_doc, lazy_opt
-from lazycore.tools.diagnostics import Diagnostic, position
-from lazycore.tools.expected import parse_expectations, verify
+from lazycore.passes.tools import dialect_doc, lazy_opt
+from lazycore.passes.tools.diagnostics import Diagnostic, position
+from lazycore.passes.tools.expected import parse_expectations, verify
 
 INPUTS = Path(__file__).resolve().parent.parent / "lit_tests" / "Inputs"
 
@@ -195,7 +195,7 @@ def test_a_closed_pipe_ends_quietly():
     r, w = os.pipe()
     os.close(r)  # every write fails with EPIPE, as once head has read its line
     try:
-        done = subprocess.run([sys.executable, "-m", "lazycore.tools.lazy_opt", "--list-ops"], stdout=w,
+        done = subprocess.run([sys.executable, "-m", "lazycore.passes.tools.lazy_opt", "--list-ops"], stdout=w,
                               stderr=subprocess.PIPE, text=True, timeout=120)
     finally:
         os.close(w)

@@ -9,7 +9,7 @@ import pytest
 
 from lazycore.runtime import compiler
 from lazycore.dialect import OpSpec, define
-from lazycore.mlir import ir
+from lazycore.dialect.mlir import ir
 from lazycore.passes import (
     Decline,
     LoweringError,

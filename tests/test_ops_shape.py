@@ -12,7 +12,8 @@ from lazycore import dialect
 from lazycore.runtime import compiler
 from lazycore.dialect import ShapeError, TensorType, create, tensor_type
 from lazycore.dialect.types import to_numpy_dtype, type_of
-from lazycore.mlir import func, ir, new_context
+from lazycore.dialect.mlir import func, ir
+from lazycore.dialect.build import new_context
 
 
 def random_array(rng, shape, dtype):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from lazycore.mlir import ir
+from lazycore.dialect.mlir import ir
 from lazycore.runtime import compiler
 from lazycore.passes import PassError, run_pipeline
 
@@ -46,7 +46,7 @@ def test_unknown_pass_is_named():
 
 
 def test_serializes_at_the_consumer_version(monkeypatch):
-    from lazycore import mlir
+    from lazycore.dialect import mlir
     from lazycore.runtime import pjrt
 
     seen = []

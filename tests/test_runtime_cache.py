@@ -112,7 +112,7 @@ def test_unknown_setting_is_refused():
 
 def test_a_hit_does_no_mlir_work(rng, monkeypatch):
     import lazycore.dialect
-    import lazycore.mlir
+    import lazycore.dialect.build
     from lazycore.runtime import compiler
 
     x = rng.standard_normal((2, 2)).astype(np.float32)
@@ -121,7 +121,7 @@ def test_a_hit_does_no_mlir_work(rng, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("MLIR used on a cache hit")
 
-    for mod, name in ((lazycore.mlir, "new_context"), (lazycore.dialect, "create"),
+    for mod, name in ((lazycore.dialect.build, "new_context"), (lazycore.dialect, "create"),
                       (compiler, "lower"), (compiler, "compile_stablehlo")):
         monkeypatch.setattr(mod, name, boom)
     np.testing.assert_allclose(step(x, 5.0), np.tanh(x * np.float32(5.0) + x), rtol=1e-6)

@@ -339,7 +339,7 @@ def _contexts_and_compiles():
     import faulthandler
 
     faulthandler.enable()
-    from lazycore.mlir import new_context
+    from lazycore.dialect.build import new_context
     from lazycore.runtime import compiler
 
     text = """

@@ -1,7 +1,7 @@
 """A lazy-opt plugin (--load-python-module): importing it registers a lowering
 and two passes through lazycore's own API, as a user's module would."""
 
-from lazycore.mlir import ir
+from lazycore.dialect.mlir import ir
 from lazycore.passes import PassError, register_lowering, register_pass
 from lazycore.passes.lowering import hlo
 

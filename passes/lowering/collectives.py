@@ -15,7 +15,7 @@ import numpy as np
 
 from lazycore.dialect import TensorType, attr
 from lazycore.dialect.collectives import check_pairs, result_sharding
-from lazycore.mlir import ir
+from lazycore.dialect.mlir import ir
 
 from . import hlo
 from .registry import lowering

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lazycore.dialect import attr
-from lazycore.mlir import stablehlo
+from lazycore.dialect.mlir import stablehlo
 
 from . import hlo
 from .registry import lowering

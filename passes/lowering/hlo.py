@@ -13,7 +13,7 @@ import numpy as np
 
 from lazycore.dialect import TensorType, attr, from_mlir_type, tensor_type
 from lazycore.dialect.types import to_numpy_dtype
-from lazycore.mlir import ir, stablehlo
+from lazycore.dialect.mlir import ir, stablehlo
 
 
 def op(name: str, operands: Sequence[ir.Value], results, **attrs) -> ir.Operation:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from lazycore.dialect import attr
-from lazycore.mlir import ir, stablehlo
+from lazycore.dialect.mlir import ir, stablehlo
 
 from . import hlo
 from .registry import lowering

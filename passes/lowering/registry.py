@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from lazycore.mlir import ir
+from lazycore.dialect.mlir import ir
 
 LoweringFn = Callable[..., "ir.Value | Sequence[ir.Value] | None"]
 
@@ -149,7 +149,7 @@ def load_pdl_patterns(source: str | Path) -> None:
     module's size (:mod:`lazycore.passes.pdl`).
     """
     text = Path(source).read_text() if _looks_like_path(source) else str(source)
-    from lazycore.mlir import new_context
+    from lazycore.dialect.build import new_context
 
     # Fail here, at the user's call, rather than in some later compile.
     with new_context():

@@ -10,7 +10,7 @@ import-linter: ``[tool.importlinter]`` in pyproject.toml):
 - ``lazycore.ir``: settings, graph nodes and hashing, tensor handles, events
 
 ``lazycore.dialect`` (the op table; its MLIR half loads on first use),
-``lazycore.passes`` and ``lazycore.mlir`` are the compiler the runtime drives.
+``lazycore.passes`` and ``lazycore.dialect.mlir`` are the compiler the runtime drives.
 This module is the facade: the core API and the public modules by their
 short names (``lazycore.metrics``, ``lazycore.cache``, ...), all loaded on
 first use, so ``lazy-opt`` does not import jax and tracing never loads MLIR.

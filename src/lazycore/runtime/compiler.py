@@ -2,7 +2,7 @@
 
 ``compile_module`` is the meeting point of the compiler half and the runtime
 half: lazy module in, executable out. The hand-off to jaxlib is one call,
-:func:`lazycore.mlir.serialize_stablehlo`, at the version jaxlib reports.
+:func:`lazycore.dialect.mlir.serialize_stablehlo`, at the version jaxlib reports.
 A barrier's new program comes from :func:`lazycore.runtime.programs.program`:
 loaded from the persistent compile cache, or lowered and compiled here.
 """
@@ -20,7 +20,8 @@ from lazycore.ir.config import settings
 from lazycore.ir.graph import Value
 from lazycore.ir.regions import RegionNode
 from lazycore.ir.sourceloc import resolve
-from lazycore.mlir import func, ir, new_context, serialize_stablehlo
+from lazycore.dialect.mlir import func, ir, serialize_stablehlo
+from lazycore.dialect.build import new_context
 from lazycore.passes import rolled_emit
 from lazycore.passes.pipeline import DEFAULT_PIPELINE, run_pipeline
 from lazycore.runtime import checks, pjrt, rolling

@@ -101,7 +101,7 @@ def _compiler_sources() -> bytes:
     the compiler, the bindings' door, and the graph and walk that key a
     program."""
     files: set[Path] = {_source(m) for m in ("lazycore.runtime.compiler", "lazycore.runtime.programs",
-                                             "lazycore.mlir", "lazycore.ir.graph", "lazycore.runtime.barrier",
+                                             "lazycore.dialect.mlir", "lazycore.ir.graph", "lazycore.runtime.barrier",
                                              "lazycore.runtime.rolling")}
     for package in ("lazycore.dialect", "lazycore.passes"):  # (lowerings are a folder of passes)
         files.update(_source(package).parent.rglob("*.py"))

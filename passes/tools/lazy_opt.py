@@ -16,7 +16,8 @@ import signal
 import sys
 
 from lazycore.dialect import OPS
-from lazycore.mlir import ir, new_context
+from lazycore.dialect.mlir import ir
+from lazycore.dialect.build import new_context
 from lazycore.passes import (
     DEFAULT_PIPELINE,
     PASSES,

@@ -1,6 +1,6 @@
 """The ``lazy`` dialect's reference page, generated from the op table.
 
-``python -m lazycore.tools.dialect_doc -o docs/dialect.md`` (or
+``python -m lazycore.passes.tools.dialect_doc -o docs/dialect.md`` (or
 ``lazy-opt --dialect-doc``) writes it. Everything on the page comes from the
 table (:data:`lazycore.dialect.OPS`, the rows the dialect's modules define): operands, attributes and their kinds,
 results, traits, the shape/dtype rule's docstring, the element-type classes
@@ -24,7 +24,8 @@ from lazycore.dialect.examples import EXAMPLES
 from lazycore.dialect.rules import DTYPE_CLASSES
 from lazycore.dialect.spec import ATTR_KINDS
 from lazycore.dialect.types import DTYPES
-from lazycore.mlir import func, ir, new_context
+from lazycore.dialect.mlir import func, ir
+from lazycore.dialect.build import new_context
 
 PAGE = "docs/dialect.md"
 
@@ -173,7 +174,7 @@ def render() -> str:
     out = [
         "# The `lazy` dialect",
         "",
-        "<!-- Generated from the op table by `python -m lazycore.tools.dialect_doc -o docs/dialect.md`"
+        "<!-- Generated from the op table by `python -m lazycore.passes.tools.dialect_doc -o docs/dialect.md`"
         " (or `lazy-opt --dialect-doc`); do not edit by hand. tests/test_dialect_doc.py checks it is"
         " current and that every example parses and verifies. -->",
         "",
@@ -228,7 +229,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m lazycore.tools.dialect_doc", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m lazycore.passes.tools.dialect_doc", description=__doc__.split("\n\n")[0])
     p.add_argument("-o", dest="output", default="-", help=f"output file (default: stdout; the repository's is {PAGE})")
     args = p.parse_args(argv)
     text = render()

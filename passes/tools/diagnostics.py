@@ -4,7 +4,7 @@ MLIR's diagnostics are collected in the context, with their locations, by a
 handler (:class:`Collector`); errors raised on the Python side (a pass
 refusing its input, a lowering that failed, a pass plugin that raised) become
 the same records. ``--verify-diagnostics`` then checks them against the
-input's annotations (:mod:`lazycore.tools.expected`), otherwise they print.
+input's annotations (:mod:`lazycore.passes.tools.expected`), otherwise they print.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass, field
 
-from lazycore.mlir import ir
+from lazycore.dialect.mlir import ir
 from lazycore.passes import LoweringError, PassError
 
 Position = tuple[str, int, int]

@@ -5,6 +5,11 @@ shipped inside the ``torch-mlir`` wheel. Every other module imports MLIR names
 from here, so the source of the bindings can be swapped in one place. jaxlib
 carries a second, private MLIR build: nothing from it is imported here, and no
 ``ir`` object ever crosses into it (see :func:`serialize_stablehlo`).
+
+It sits in the dialect package, the bottom of the compiler half: the dialect's
+MLIR half (:mod:`lazycore.dialect.build`, which makes contexts with ``lazy``
+loaded: ``new_context``) and the passes build on it, and it imports nothing of
+lazycore.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ from torch_mlir._mlir_libs import _stablehlo
 # the search (``lazy``'s cost ~18% of a small compile, StableHLO's ~13% of a
 # 12-layer GPT step's lowering).
 import sys as _sys
-import threading
 import types as _types
 
 for _name in ("lazy", "stablehlo", "chlo", "vhlo", "sdy"):
@@ -35,50 +39,11 @@ __all__ = [
     "func",
     "ext",
     "stablehlo",
-    "new_context",
     "serialize_stablehlo",
     "stablehlo_version",
 ]
 
 stablehlo = _stablehlo
-
-_context_hooks: list = []
-
-
-def on_new_context(hook):
-    """Register ``hook(ctx)``, run inside every context :func:`new_context` makes.
-
-    The dialect package uses it to load the ``lazy`` dialect, so that every
-    context the project makes knows it.
-    """
-    _context_hooks.append(hook)
-    return hook
-
-
-_CONTEXT_LOCK = threading.RLock()
-
-
-def new_context() -> ir.Context:
-    """A fresh MLIR context with StableHLO and the ``lazy`` dialect loaded.
-
-    Loading ``lazy`` (``dialects.ext``) emits its IRDL module into class
-    attributes and re-registers the op classes process-wide: two threads
-    doing it at once define its symbols twice, or swap registrations under a
-    pass that runs in another context (a segfault). So a context is made under
-    this module's own lock, and the runtime builds and compiles every module
-    under :data:`lazycore.ir.context.LOCK`, which it takes before this one
-    (:mod:`lazycore.runtime.compiler`; docs/threads.md). The compiler half may
-    not import the graph layer, hence two locks, always taken in that order."""
-    import lazycore.dialect.build  # noqa: F401  (registers the hook that loads `lazy`)
-
-    with _CONTEXT_LOCK:
-        ctx = ir.Context()
-        _stablehlo.register_dialect(ctx)
-        with ctx, ir.Location.unknown():
-            for hook in _context_hooks:
-                hook(ctx)
-    return ctx
-
 
 def stablehlo_version() -> str:
     """The StableHLO version these bindings produce."""

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from lazycore.dialect import OPS
-from lazycore.mlir import ir
+from lazycore.dialect.mlir import ir
 
 from .diagnostics import Collector, Diagnostic
 
