@@ -57,7 +57,8 @@ from lazycore.dialect.types import (
     to_numpy_dtype,
     type_of,
 )
-from lazycore.mlir import func, ir, new_context
+from lazycore.dialect.mlir import func, ir
+from lazycore.dialect.build import new_context
 import lazycore.passes.canonicalize  # noqa: F401,E402 - first: folding.py imports its helpers
 from lazycore.passes.folding import FOLDABLE
 from lazycore.passes.lowering import BUILTIN as BUILTIN_LOWERINGS, load_builtin_lowerings
@@ -982,7 +983,8 @@ def test_element_names_are_what_mlir_prints():
     """from_mlir_type names common element types from their class (printing a
     type is slow): the names must be MLIR's own."""
     from lazycore.dialect.build import element_name, from_mlir_type
-    from lazycore.mlir import ir, new_context
+    from lazycore.dialect.mlir import ir
+    from lazycore.dialect.build import new_context
 
     with new_context():
         for name in ["f16", "bf16", "f32", "f64", "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64",
