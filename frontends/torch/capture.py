@@ -74,6 +74,7 @@ import torch
 import torch.optim.optimizer as _optimizer
 from torch.utils import _pytree as pytree
 
+from lazycore.ir.memo import Family, Memo
 from lazycore.runtime.autostep import CUTTER
 from lazycore.trace import attrreads as _attrreads
 from lazycore.trace import capture as _capture
@@ -81,27 +82,30 @@ from lazycore.trace import pyreads as _pyreads
 from lazycore.ir.config import settings
 from lazycore.trace import views as _views
 from lazycore.ir.tensor import LazyTensor
+from lazycore.trace.replayer import GUARDED, Replayer
 from lazycore.trace.views import Storage
 
 from . import optim as _optim
 from . import tensor as _tensor
 from .tensor import Tensor, _new
 
-_GUARDED = object()
-"""What a replay returns when a guard failed (None is a step's result)."""
 _FAILED = [None]
 """The guard that failed last (for LAZYCORE_DEBUG's line)."""
 
 
 def _guarded(why: str):
     _FAILED[0] = why
-    return _GUARDED
+    return GUARDED
 
 
 _KINDS_KEPT = 8
 """Kinds of arguments (sizes, dtypes, Python values) a captured function keeps recordings for."""
 _PLANS_KEPT = 4
 """Confirmed recordings kept per kind of arguments (a model in training and in eval mode: two)."""
+_PLANS = Family("torch.capture_plans", _KINDS_KEPT)
+"""Every captured function's confirmed recordings (a :class:`~lazycore.trace.replayer.Replayer` each)."""
+_LAST = Family("torch.capture_last_traces", _KINDS_KEPT)
+"""Every captured function's last traced call per kind of arguments (what the next one is compared with)."""
 
 
 def capture(fn=None):
@@ -119,8 +123,10 @@ class Captured:
         self._inside = weakref.ref(optimizer) if optimizer is not None else None
         """The optimizer whose step ``fn`` is, its hooks run already (:mod:`.optim_replay`)."""
         functools.update_wrapper(self, fn)
-        self._plans: dict = {}  # argument key -> confirmed _Plans, oldest first
-        self._last: dict = {}  # argument key -> the plan of the last traced call
+        self._plans = Replayer("torch.capture_plans", _KINDS_KEPT, _PLANS_KEPT, _PLANS)
+        """Argument key -> confirmed :class:`_Plan` objects, oldest first."""
+        self._last = Memo("torch.capture_last_traces", _KINDS_KEPT, _LAST)
+        """Argument key -> the plan of the last traced call."""
         self._known = weakref.WeakValueDictionary()  # id -> a tensor whose gradient a call set
         self._optimizers = weakref.WeakSet()  # the optimizers traced calls stepped
         self.traces = 0
@@ -134,11 +140,10 @@ class Captured:
         flat, spec = pytree.tree_flatten((args, kwargs))
         key = _arg_key(flat, spec)
         if key is not None:
-            for plan in self._plans.get(key, ()):
-                out = plan.replay(flat)
-                if out is not _GUARDED:
-                    self.replays += 1
-                    return out
+            out = self._plans.replay(key, flat)
+            if out is not GUARDED:
+                self.replays += 1
+                return out
         return self._trace(args, kwargs, flat, key)
 
     def _trace(self, args, kwargs, flat, key):
@@ -170,14 +175,7 @@ class Captured:
             plan.complete and not previous.complete and previous.contents is not None
             and plan.contents is not None and plan.contents <= previous.contents))
         if agrees:
-            plans = self._plans.get(key)
-            if plans is None:
-                if len(self._plans) >= _KINDS_KEPT:
-                    self._plans.pop(next(iter(self._plans)))
-                plans = self._plans[key] = []
-            if len(plans) >= _PLANS_KEPT:
-                plans.pop(0)
-            plans.append(plan)
+            self._plans.add(key, plan)
             self._last.pop(key)
             if settings.debug:
                 _say(self, f"recorded ({len(plan.rec.fragment.entries)} nodes): calls with these arguments replay")
@@ -189,9 +187,7 @@ class Captured:
 
     def _put_last(self, key, plan) -> None:
         self._last.pop(key, None)
-        if len(self._last) >= _KINDS_KEPT:
-            self._last.pop(next(iter(self._last)))
-        self._last[key] = plan
+        self._last.put(key, plan)
 
 
 class _Unrecorded:
@@ -518,8 +514,9 @@ class _Plan:
                 str(self.out_spec), tuple(d(o) for o in self.outs), tuple(self.strides),
                 tuple((id(r()), args, kwargs) for r, args, kwargs in self.schedulers))
 
-    def replay(self, flat):
-        """The call's result, replayed; ``_GUARDED`` (nothing changed) when a guard fails."""
+    def attempt(self, flat):
+        """The call's result, replayed; ``GUARDED`` (nothing changed) when a
+        guard fails (a :class:`~lazycore.trace.replayer.Replayable`)."""
         changed = self.python.failed()
         if changed is not None:
             return _guarded(changed)

@@ -94,6 +94,10 @@ def _lazy(tensors) -> bool:
 
 
 _REPLAYED: "weakref.WeakKeyDictionary[object, _Replayed]" = weakref.WeakKeyDictionary()
+"""Optimizer -> its step as a captured function: state that lives as long as
+the optimizer (whether replay is still worth trying), not a cache; the
+recordings themselves are the captured functions' replayers
+(:data:`.capture._PLANS`), which ``lazycore.cache.clear()`` empties."""
 
 
 def _replaying(step):

@@ -11,10 +11,9 @@ Most are a :class:`Memo`: a dict that, reaching its bound, is emptied whole
 rather than evicting one entry: a long run's keys drift (new shapes, new
 Python numbers), and the ones still in use come back at their next call,
 while an eviction order would cost every lookup. Lookups are plain ``dict``
-lookups (``memo.get(key)``): a memo adds nothing to a hit. A cache keyed by
-objects it must not keep alive is a :class:`WeakMemo`; one cache per object
-of some kind (a captured function's recordings) is a :class:`Family`, which
-clears and counts its live members together. A cache of another shape (the
+lookups (``memo.get(key)``): a memo adds nothing to a hit. One cache per
+object of some kind (a captured function's recordings) is a :class:`Family`,
+which clears and counts its live members together. A cache of another shape (the
 compiled programs' LRU) registers itself with :func:`register` and its bound.
 """
 
@@ -61,27 +60,6 @@ class Memo(dict):
     __hash__ = object.__hash__
 
 
-class WeakMemo(weakref.WeakKeyDictionary):
-    """A memo keyed by objects it does not keep alive (an optimizer's
-    replayed step): an entry goes with its key, or with the whole memo
-    when it is full, as a :class:`Memo`'s."""
-
-    def __init__(self, name: str, limit: int):
-        super().__init__()
-        self.name = name
-        self.limit = limit
-        _enlist(name, self)
-
-    def put(self, key, value):
-        if len(self) >= self.limit:
-            self.clear()
-        self[key] = value
-        return value
-
-    def __repr__(self) -> str:
-        return f"<WeakMemo {self.name}: {len(self)} of {self.limit}>"
-
-
 class Family:
     """Caches of one kind, one per owner object (each captured function's
     recordings): registered once, by the kind's name; each member bounded
@@ -116,27 +94,27 @@ class Family:
 class _Registered:
     """A cache of its own shape, as the registry sees it."""
 
-    __slots__ = ("name", "cache", "bound")
+    __slots__ = ("name", "cache", "bound", "size")
 
-    def __init__(self, name: str, cache, bound):
-        self.name, self.cache, self.bound = name, cache, bound
+    def __init__(self, name: str, cache, bound, size):
+        self.name, self.cache, self.bound, self.size = name, cache, bound, size
 
     @property
     def limit(self) -> int:
         return self.bound() if callable(self.bound) else self.bound
 
     def __len__(self) -> int:
-        return len(self.cache)
+        return self.size() if self.size is not None else len(self.cache)
 
     def clear(self) -> None:
         self.cache.clear()
 
 
-def register(name: str, cache, bound):
-    """Register ``cache`` (with ``clear()`` and ``len()``), owned by the
-    caller, bounded by ``bound`` (an int, or a function giving it: a
-    setting); returns ``cache``."""
-    _enlist(name, _Registered(name, cache, bound))
+def register(name: str, cache, bound, size=None):
+    """Register ``cache`` (with ``clear()``, and ``len()`` unless ``size()``
+    counts its entries), owned by the caller, bounded by ``bound`` (an int,
+    or a function giving it: a setting); returns ``cache``."""
+    _enlist(name, _Registered(name, cache, bound, size))
     return cache
 
 

@@ -7,19 +7,24 @@ all make nodes whose op, attributes, result types and digest are known
 already. They make them here, so that what a made-again node is (a plain
 :class:`~lazycore.ir.graph.Node`, or a
 :class:`~lazycore.ir.regions.RegionNode` sharing its bodies) is decided in
-one place.
+one place: :func:`node_again` for one node (:func:`again`: a node copied onto
+other operands), :class:`Source` for entries replayed many times, as
+generated code (:meth:`Source.entries` writes the lines; :func:`maker` is a
+ready function over a list of values; :class:`lazycore.trace.fragment.Fragment`
+writes them inside its own replay function).
 
 An entry is ``(op, operands, attrs, types, prefix)`` over numbered values
 (:mod:`lazycore.trace.fragment` describes the numbering): ``operands`` are
 value numbers, a tuple of numbers for a variadic group; ``attrs`` a dict, or
 for a loop, branch or call the tuple of its bodies; ``prefix`` (the digest
 input before the operands) is not read here. The digest of each node is
-given: :func:`remake` never hashes.
+given: nothing here hashes.
 """
 
 from __future__ import annotations
 
 from lazycore.ir.graph import Node, Value
+from lazycore.ir.memo import Memo
 from lazycore.ir.regions import RegionNode
 
 _new_value = tuple.__new__
@@ -41,19 +46,75 @@ def again(node: Node, operands: tuple) -> Node:
                       node.digest, node.loc)
 
 
-def remake(entries, env: list, digests, loc=None, locs=None) -> list:
-    """Make every entry's node on the values ``env`` holds (the entries'
-    operands number into it), appending each node's results to ``env`` in
-    order; returns ``env``. ``digests``: each entry's digest; ``locs``:
-    each entry's source line, else ``loc`` for all."""
-    append = env.append
-    get = env.__getitem__
-    for k, (op, operands, attrs, types, _) in enumerate(entries):
-        ops = tuple([get(i) if type(i) is int else tuple(map(get, i)) for i in operands])
-        node = node_again(op, ops, attrs, types, digests[k], loc if locs is None else locs[k])
-        if len(types) == 1:
-            append(_new_value(Value, (node, 0)))
-        else:
+class Source:
+    """One generated function in the making: its constants and its lines.
+
+    Straight-line code made once per recording (one line per node, its op,
+    attributes and types constants of the function) makes a recording's
+    nodes at each replay for less than the nodes cost; an interpreter
+    walking the entries cost more than the nodes it made. Compiling is the
+    expensive part (~0.4 ms a function), and recordings of one shape (the
+    same ops over the same numbering, other types and attributes) have the
+    same text, their constants being names: the code is compiled once per
+    text (:data:`_COMPILED`) and only bound to each recording's constants."""
+
+    def __init__(self, header: str, **names):
+        self.env = {"Node": Node, "TV": _new_value, "Value": Value, "REGION": RegionNode.remade, **names}
+        self.lines = [header]
+
+    def const(self, x) -> str:
+        """A name the code reads ``x`` by."""
+        name = f"c{len(self.env)}"
+        self.env[name] = x
+        return name
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " + text)
+
+    def entries(self, entries, names: list, digests: str, loc: str, locs=None) -> None:
+        """Lines making each entry's node (:func:`node_again`'s choice, made
+        while generating), reading its operands by the names in ``names``
+        (value numbers -> expressions) and appending its results' names.
+        ``digests``: an expression indexed by entry; ``loc`` the location
+        expression, or ``locs`` each entry's."""
+        for k, (op, operands, attrs, types, _) in enumerate(entries):
+            ops = "".join((names[i] if type(i) is int else "(" + "".join(names[j] + ", " for j in i) + ")") + ", "
+                          for i in operands)
+            at = loc if locs is None else self.const(locs[k])
+            make = "REGION" if type(attrs) is tuple else "Node"  # a loop or branch: its bodies, shared
+            self.line(f"n{k} = {make}({self.const(op)}, ({ops}), {self.const(attrs)}, {self.const(types)}, "
+                      f"{digests}[{k}], {at})")
             for r in range(len(types)):
-                append(_new_value(Value, (node, r)))
-    return env
+                names.append(f"TV(Value, (n{k}, {r}))")
+
+    def function(self, label: str):
+        text = "\n".join(self.lines)
+        key = (text, label)
+        code = _COMPILED.get(key)
+        if code is None:
+            code = _COMPILED.put(key, compile(text, f"<lazycore replay of {label}>", "exec"))
+        exec(code, self.env)
+        return self.env[self.lines[0].split()[1].split("(")[0]]
+
+
+_COMPILED = Memo("ir.generated_code", 4096)
+"""(source text, label) -> its compiled code (:class:`Source`)."""
+
+
+def maker(entries, n_values: int, locs=None, label: str = "entries"):
+    """``make(env, digests, loc)``: each entry's node made on the values of
+    the list ``env`` (its first ``n_values`` are what the entries' operands
+    number into besides each other's results), the results appended to
+    ``env``; generated code (:class:`Source`). ``locs``: each entry's source
+    line, else the ``loc`` given at the call."""
+    code = Source("def make(env, ds, loc):")
+    names = [f"v{i}" for i in range(n_values)]
+    if n_values:
+        code.line("".join(n + ", " for n in names) + "= env[:" + str(n_values) + "]")
+    first = len(names)
+    code.entries(entries, names, "ds", "loc", locs)
+    made = names[first:]
+    if made:
+        code.line("env.extend((" + "".join(n + ", " for n in made) + "))")
+    code.line("return env")
+    return code.function(f"{label}, {len(entries)} nodes")

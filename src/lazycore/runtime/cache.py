@@ -98,6 +98,10 @@ class PackCache:
 
 PACKS = PackCache()
 
+memo.register("runtime.programs", CACHE, lambda: settings.cache_size)
+memo.register("runtime.scalar_packs", PACKS, PACKS.size, size=lambda: len(PACKS.entries))
+memo.register("runtime.step_plans", stepplans, stepplans.PLANS_KEPT, size=lambda: len(stepplans._PLANS))
+
 
 def size() -> int:
     return len(CACHE)

@@ -50,7 +50,8 @@ _UNKNOWN = object()
 _METHOD = object()
 
 
-_OURS: dict[str, bool] = {}
+_OURS = Memo("trace.own_files", 4096)
+"""File name -> whether its reads are watched (:func:`_watched`)."""
 
 
 def _watched(filename: str) -> bool:
@@ -63,8 +64,8 @@ def _watched(filename: str) -> bool:
                       for m in map(sys.modules.get, ("lazycore", "lazycore.dialect", "lazycore.passes",
                                                      "lazycore.frontends"))
                       if m is not None and getattr(m, "__file__", None))
-        ours = _OURS[filename] = is_user_code(filename) and not os.path.realpath(filename).startswith(
-            tuple(os.path.realpath(r) + os.sep for r in roots))
+        ours = _OURS.put(filename, is_user_code(filename) and not os.path.realpath(filename).startswith(
+            tuple(os.path.realpath(r) + os.sep for r in roots)))
     return ours
 
 

@@ -55,6 +55,7 @@ from lazycore.ir.config import settings
 from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.graph import LOG, Data, Node, Scalar, Value, constant_only, digest, node_prefix, operand_bytes
 from lazycore.ir.regions import Arg, Body, RegionNode, region_prefix
+from lazycore.ir.remake import node_again
 from lazycore.ir.sourceloc import forget as forget_frame
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import device as _device
@@ -343,8 +344,8 @@ class Recording:
         """The step's output values: one ``call`` node on ``inputs`` and the parameter leaves."""
         call = self.call
         operands = (tuple([inputs[k] for k in call.order]) + call.leaves,)
-        node = RegionNode.remade("call", operands, (call.body,), call.types,
-                                 digest(call.prefix + operand_bytes(operands)), self.fragment.locs[-1])
+        node = node_again("call", operands, (call.body,), call.types, digest(call.prefix + operand_bytes(operands)),
+                          self.fragment.locs[-1])
         return [Value(node, i) for i in range(call.results)]
 
     def _key(self, baked, entries, outputs) -> tuple:

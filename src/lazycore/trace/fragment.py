@@ -12,14 +12,13 @@ branch's entry has its bodies in place of the attributes, and is made again
 as a :class:`~lazycore.ir.regions.RegionNode` sharing them.
 
 :meth:`Fragment.replay` makes the nodes on new input values with straight-line
-Python generated once per fragment (one line per node, its op, attributes
-and types constants of the function): interpreting the entries at every call
-cost more than the nodes it made. The first replay still interprets them:
-generating and compiling the code costs ~0.4 ms a fragment, and most of a
-first step's fragments are replayed once in it (131 of 185 for a small GPT
-step), 70-90 ms of its trace in a process whose program was on disk. The
-nodes get the digests
-:func:`~lazycore.ir.graph.make_node` would give them: hashed once per kind of
+Python generated at its first replay (one line per node, its op, attributes
+and types constants of the function: :class:`lazycore.ir.remake.Source`);
+interpreting the entries at every call cost more than the nodes it made
+(benchmark 1: 13.0 us an op interpreted, 10.8 us generated; the example
+frontend 5.9 against 4.0). Fragments of one shape share their compiled code,
+so generating costs a first replay little more than interpreting it did.
+The nodes get the digests :func:`~lazycore.ir.graph.make_node` would give them: hashed once per kind of
 inputs (their digests) and then looked up, so a replayed step hashes exactly
 as a traced one and compiles nothing new. Source locations are the call's
 (one for every node of a lowering) or each entry's own (a captured step).
@@ -27,8 +26,8 @@ as a traced one and compiles nothing new. Source locations are the call's
 
 from __future__ import annotations
 
-from lazycore.ir.graph import Node, Value, digest, operand_bytes
-from lazycore.ir.regions import RegionNode
+from lazycore.ir.graph import Value, digest, operand_bytes
+from lazycore.ir.remake import Source
 from lazycore.ir.tensor import LazyTensor
 
 _DIGESTS_KEPT = 64
@@ -48,7 +47,7 @@ class Fragment:
     type, results)``."""
 
     __slots__ = ("entries", "n_inputs", "consts", "outputs", "locs", "n_handles", "result", "label", "_digests",
-                 "fast", "_interpreted")
+                 "fast")
 
     def __init__(self, entries, n_inputs: int, consts, outputs, locs=None, label: str = "a recording",
                  n_handles: int = 0, result=None):
@@ -69,7 +68,6 @@ class Fragment:
         """``fast(handles, values, loc)``: the replay as generated code, made
         at the first :meth:`replay`; returns ``MISS`` for inputs of a kind
         not hashed yet. (A caller on the per-op path calls it first.)"""
-        self._interpreted = False
 
     def remember(self, inputs, digests) -> None:
         """The entries' ``digests`` on input values ``inputs`` (as recorded: no
@@ -83,9 +81,6 @@ class Fragment:
         them), then ``values``."""
         fast = self.fast
         if fast is None:
-            if not self._interpreted:  # the first replay (module doc)
-                self._interpreted = True
-                return self._interpret(handles, values, loc)
             fast = self.fast = self._generate()
         out = fast(handles, values, loc)
         if out is MISS:
@@ -105,36 +100,8 @@ class Fragment:
             env.extend(Value(hashed, r) for r in range(len(types)))
         self.remember(inputs, digests)
 
-    def _interpret(self, handles, values, loc):
-        """What the generated code does, entry by entry."""
-        inputs = [h._value for h in handles[:self.n_handles]] + list(values[:self.n_inputs - self.n_handles])
-        ds = self._digests.get(_key(inputs))
-        if ds is None:
-            self._hash(inputs)
-            ds = self._digests[_key(inputs)]
-        env = inputs + list(self.consts)
-        for k, (op, operands, attrs, types, _) in enumerate(self.entries):
-            ops = _operands(env, operands)
-            at = loc if self.locs is None else self.locs[k]
-            if type(attrs) is tuple:  # a loop or branch: its bodies, shared
-                node = RegionNode.remade(op, ops, attrs, types, ds[k], at)
-            else:
-                node = Node(op, ops, attrs, types, ds[k], at)
-            env.extend(tuple.__new__(Value, (node, r)) for r in range(len(types)))
-        outs = [env[p] for p in self.outputs]
-
-        def result(spec):
-            if spec is None:
-                return None
-            first, second = spec
-            if type(first) is int:
-                return LazyTensor(outs[first], second)
-            return first([result(o) for o in second])
-
-        return outs if self.result is None else result(self.result)
-
     def _generate(self):
-        code = _Code("def fast(handles, values, loc):", MISS=MISS, DIGESTS=self._digests)
+        code = Source("def fast(handles, values, loc):", MISS=MISS, DIGESTS=self._digests, LT=LazyTensor)
         names = [f"v{i}" for i in range(self.n_inputs)] + [code.const(c) for c in self.consts]
         for i in range(self.n_inputs):
             code.line(f"v{i} = handles[{i}]._value" if i < self.n_handles else f"v{i} = values[{i - self.n_handles}]")
@@ -142,16 +109,7 @@ class Fragment:
         code.line(f"ds = DIGESTS.get(({key}))")
         code.line("if ds is None:")
         code.line("    return MISS")
-        for k, (op, operands, attrs, types, _) in enumerate(self.entries):
-            ops = [names[i] if type(i) is int else "(" + "".join(names[j] + ", " for j in i) + ")" for i in operands]
-            loc = "loc" if self.locs is None else code.const(self.locs[k])
-            if type(attrs) is tuple:  # a loop or branch: its bodies, shared (lazycore.ir.regions)
-                code.line(f"n{k} = REGION({code.const(op)}, ({''.join(o + ', ' for o in ops)}), {code.const(attrs)}, "
-                          f"{code.const(types)}, ds[{k}], {loc})")
-            else:
-                code.node(f"n{k}", op, ops, attrs, types, f"ds[{k}]", loc)
-            for r in range(len(types)):
-                names.append(f"TV(Value, (n{k}, {r}))")
+        code.entries(self.entries, names, "ds", "loc", self.locs)
         outs = [names[p] for p in self.outputs]
 
         def result(spec) -> str:
@@ -183,31 +141,3 @@ class _Hashed:
 
     def __init__(self, d: bytes):
         self.digest = d
-
-
-class _Code:
-    """One generated function in the making: its constants and its lines."""
-
-    def __init__(self, header: str, **names):
-        self.env = {"Node": Node, "TV": tuple.__new__, "Value": Value, "LT": LazyTensor, "REGION": RegionNode.remade,
-                    **names}
-        self.lines = [header]
-
-    def const(self, x) -> str:
-        """A name the code reads ``x`` by."""
-        name = f"c{len(self.env)}"
-        self.env[name] = x
-        return name
-
-    def line(self, text: str) -> None:
-        self.lines.append("    " + text)
-
-    def node(self, var: str, op: str, operands: list[str], attrs, types, digest: str, loc: str) -> None:
-        """``var = Node(...)``; ``operands``, ``digest`` and ``loc`` are expressions."""
-        ops = "".join(o + ", " for o in operands)
-        self.line(f"{var} = Node({self.const(op)}, ({ops}), {self.const(attrs)}, {self.const(types)}, {digest}, {loc})")
-
-    def function(self, label: str):
-        exec(compile("\n".join(self.lines), f"<lazycore replay of {label}>", "exec"), self.env)
-        name = self.lines[0].split()[1].split("(")[0]
-        return self.env[name]

@@ -43,7 +43,8 @@ _NAMES = Memo("trace.global_names", 4096)
 
 _INSTALLED = tuple({os.path.join(os.path.realpath(p), "") for k, p in sysconfig.get_paths().items()
                     if k in ("stdlib", "platstdlib", "purelib", "platlib")})
-_USER: dict[str, bool] = {}
+_USER = Memo("trace.user_files", 4096)
+"""File name -> whether it is user code (:func:`is_user_code`)."""
 
 
 def is_user_code(filename: str) -> bool:
@@ -51,8 +52,8 @@ def is_user_code(filename: str) -> bool:
     not an installed package or the standard library, not generated (``<string>``)."""
     user = _USER.get(filename)
     if user is None:
-        user = _USER[filename] = not (is_library(filename) or filename.startswith("<")
-                                      or os.path.realpath(filename).startswith(_INSTALLED))
+        user = _USER.put(filename, not (is_library(filename) or filename.startswith("<")
+                                        or os.path.realpath(filename).startswith(_INSTALLED)))
     return user
 
 

@@ -54,9 +54,9 @@ import numpy as np
 from lazycore.ir.config import settings
 from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.memo import Memo
-from lazycore.ir.remake import remake
+from lazycore.ir.remake import maker
 from lazycore.trace.fragment import MISS, Fragment
-from lazycore.trace.replayer import GUARDED, Replayer, first_holding
+from lazycore.trace.replayer import GUARDED, Replayer
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.dialect.spec import spec_of
 from lazycore.ir.graph import LOG, Node, Scalar, Value, constant_only, node_prefix
@@ -395,12 +395,12 @@ def shared(node):
 
 
 class _ParamPlan:
-    """A recipe's ``psteps`` as entries for :func:`lazycore.ir.remake.remake`:
+    """A recipe's ``psteps`` as entries made by :func:`lazycore.ir.remake.maker`:
     the values are the constants they read, then each float argument's
     scalar, then the nodes' results in order (a scalar depends on its float
     alone, so making them first changes no node)."""
 
-    __slots__ = ("consts", "leaves", "entries", "digests", "at")
+    __slots__ = ("consts", "leaves", "digests", "at", "make_nodes")
 
     def __init__(self, psteps):
         self.consts: list = []
@@ -428,20 +428,21 @@ class _ParamPlan:
                 return self.at[a] + b
             return tuple(number(r) for r in a)  # a variadic group
 
-        self.entries, self.digests = [], []
+        entries, self.digests = [], []
         for k, (name, refs, attrs, types, d) in enumerate(psteps):
             if name is not None:
                 self.at[k] = pos
-                self.entries.append((name, tuple(number(r) for r in refs), attrs, types, None))
+                entries.append((name, tuple(number(r) for r in refs), attrs, types, None))
                 self.digests.append(d)
                 pos += len(types)
+        self.make_nodes = maker(entries, len(self.consts) + len(self.leaves), label="a float parameter")
 
     def make(self, floats, loc) -> list[Node]:
         """Each of ``psteps``' nodes for these float argument values."""
         env = list(self.consts)
         for i, dtype in self.leaves:  # as core.scalar makes it
             env.append(Value(shared(Scalar(np.asarray(floats[i], dtype=to_numpy_dtype(dtype)), dtype)), 0))
-        remake(self.entries, env, self.digests, loc)
+        self.make_nodes(env, self.digests, loc)
         return [env[p][0] for p in self.at]
 
 
@@ -768,9 +769,10 @@ def replayed(fn):
             kept = _REPLAYED.get(key, ())
         except TypeError:  # an unhashable argument: no signature, no recording
             return fn(*args, **kwargs)
-        out = first_holding(kept, (handles, floats))
-        if out is not GUARDED:
-            return out
+        for recipe in kept:  # (Replayer.replay, inline: the per-op path)
+            out = recipe.attempt(handles, floats)
+            if out is not GUARDED:
+                return out
         vkey = None
         if floats and not kept:
             vclass = value_class(floats)

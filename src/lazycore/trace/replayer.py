@@ -40,17 +40,6 @@ class Replayable(Protocol):
         nothing changed, when the recording does not hold for them."""
 
 
-def first_holding(recordings, args):
-    """The first of ``recordings`` whose guards hold, replayed on ``args``;
-    :data:`GUARDED` when none does. (:meth:`Replayer.replay` after a lookup
-    the caller made itself: one whose key may be unhashable.)"""
-    for recording in recordings:
-        out = recording.attempt(*args)
-        if out is not GUARDED:
-            return out
-    return GUARDED
-
-
 class Replayer(Memo):
     """Key -> the recordings kept for it (at most ``per_key``, newest last),
     at most ``limit`` keys (emptied whole at the bound, as a memo is)."""
@@ -64,15 +53,16 @@ class Replayer(Memo):
     def replay(self, key, *args):
         """The first of ``key``'s recordings whose guards hold, replayed on
         ``args``; :data:`GUARDED` when none does (or none was kept)."""
-        return first_holding(self.get(key, ()), args)
+        for recording in self.get(key, ()):
+            out = recording.attempt(*args)
+            if out is not GUARDED:
+                return out
+        return GUARDED
 
     def find(self, key):
         """``key``'s newest recording, or None (for recordings without guards of their own)."""
         kept = self.get(key)
         return kept[-1] if kept else None
-
-    def has(self, key) -> bool:
-        return bool(self.get(key))
 
     def add(self, key, recording):
         """Keep ``recording`` for ``key``, dropping that key's oldest one
