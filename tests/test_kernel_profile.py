@@ -118,6 +118,32 @@ def test_a_torch_training_step_profiles_its_kernels():
     assert all(r.count % 4 == 0 for r in prof.rows), prof.table()
 
 
+def test_a_rolled_loops_body_kernels_are_the_programs_and_the_loop_is_not_counted_twice():
+    """Identical layers run as one XLA while loop (``roll_loops``): the
+    profiler times the loop and, inside it, its body's kernels."""
+    import lazycore.torch as ltorch
+
+    dev = ltorch.device()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.Tanh()) for _ in range(6)])
+    model = model.to(dev)
+    x = torch.randn(8, 32).to(dev)
+    with torch.no_grad():
+        for _ in range(2):
+            model(x).sum().item()
+        with lazycore.profile.kernels() as prof:
+            for _ in range(3):
+                model(x).sum().item()
+    (label,) = prof.executions
+    assert label.startswith("program ") and prof.executions[label] == 3, prof.table()
+    loops = [r for r in prof.rows if r.container]
+    assert loops and all(r.what.startswith("while") for r in loops), prof.table()
+    # the layers' matmuls run inside the loop: 6 a run
+    assert any(r.count == 18 and "dot" in r.what for r in prof.rows), prof.table()
+    assert prof.total == pytest.approx(sum(r.time for r in prof.rows if not r.container))
+    assert "     -  while" in prof.table(None)
+
+
 def test_not_inside_a_jax_profiler_trace(tmp_path):
     jax.profiler.start_trace(str(tmp_path))
     try:

@@ -24,8 +24,14 @@ import re
 from dataclasses import dataclass, field
 
 _COMPUTATION = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
-_INSTRUCTION = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*(?:\([^=]*?\)|\S+)\s+([\w\-]+)\(")
+# name = type opcode(...): a tuple type holds no " word(" (its comments, /*index=5*/, hold an "=")
+_INSTRUCTION = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*.*?\s([\w\-]+)\(")
 _CALLS = re.compile(r"(?:calls|to_apply)=%?([\w.\-]+)")
+# a loop's or a branch's computations: their instructions are kernels of their own
+_BODIES = re.compile(r"(?:body|condition|true_computation|false_computation)=%?([\w.\-]+)")
+_BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
+CONTAINERS = ("while", "conditional", "call")
+"""Opcodes whose kernel runs other kernels (a loop's body, a branch): their time includes those."""
 _LINE = re.compile(r'source_file="([^"]*)"\s+source_line=(\d+)')
 
 
@@ -43,6 +49,8 @@ class Kernel:
 
     @property
     def what(self) -> str:
+        if self.opcode in CONTAINERS:
+            return f"{self.opcode} (its body's kernels are rows of their own)"
         inside = [op for op in self.ops if op not in ("parameter", "constant", "tuple", "get-tuple-element",
                                                       "bitcast", "broadcast")]
         if self.opcode == "fusion" and inside:
@@ -71,13 +79,21 @@ def kernels_of(hlo_text: str) -> dict[str, Kernel]:
             continue
         m = _INSTRUCTION.match(line)
         if m:
-            current.append((m.group(2), m.group(3), _CALLS.findall(line), _lines(line)))
+            opcode = m.group(3)
+            if opcode in CONTAINERS:
+                bodies = _BODIES.findall(line) + [c.strip().lstrip("%") for b in _BRANCHES.findall(line)
+                                                  for c in b.split(",") if c.strip()]
+                if opcode == "call":
+                    bodies += _CALLS.findall(line)
+                current.append((m.group(2), opcode, (), _lines(line), bodies))
+            else:
+                current.append((m.group(2), opcode, _CALLS.findall(line), _lines(line), ()))
     if entry is None:
         return {}
 
     def inside(comp: str, seen: set) -> tuple[list, list]:
         ops, lines = [], []
-        for _, opcode, calls, where in computations.get(comp, ()):
+        for _, opcode, calls, where, _ in computations.get(comp, ()):
             ops.append(opcode)
             lines.extend(where)
             for c in calls:
@@ -88,14 +104,21 @@ def kernels_of(hlo_text: str) -> dict[str, Kernel]:
                     lines.extend(w)
         return ops, lines
 
-    out = {}
-    for name, opcode, calls, where in computations[entry]:
-        ops, lines = [], list(where)
-        for c in calls:
-            o, w = inside(c, {c})
-            ops.extend(o)
-            lines.extend(w)
-        out[name] = Kernel(name, opcode, tuple(dict.fromkeys(ops)), tuple(dict.fromkeys(lines)))
+    out: dict[str, Kernel] = {}
+    todo, done = [entry], set()
+    while todo:
+        comp = todo.pop()
+        if comp in done:
+            continue
+        done.add(comp)
+        for name, opcode, calls, where, bodies in computations.get(comp, ()):
+            ops, lines = [], list(where)
+            for c in calls:
+                o, w = inside(c, {c})
+                ops.extend(o)
+                lines.extend(w)
+            out[name] = Kernel(name, opcode, tuple(dict.fromkeys(ops)), tuple(dict.fromkeys(lines)))
+            todo.extend(bodies)
     return out
 
 
@@ -118,6 +141,8 @@ class Row:
     """What it computes: ``fusion: tanh, dot, ...``, ``custom-call``, ``copy``."""
     lines: tuple[str, ...] = ()
     """Your lines its ops came from."""
+    container: bool = False
+    """A loop or branch: its time includes kernels that are rows of their own (left out of totals and shares)."""
 
     @property
     def mean(self) -> float:
@@ -138,23 +163,27 @@ class KernelProfile:
 
     @property
     def total(self) -> float:
-        return sum(r.time for r in self.rows)
+        """Device seconds of all kernels (a loop's own row not added: its body's kernels are)."""
+        return sum(r.time for r in self.rows if not r.container)
 
     def table(self, limit: int | None = 20) -> str:
         """The rows as text: program, kernel, total ms, count, mean µs, share of all kernel time, what it is, lines."""
         total = self.total or 1.0
         rows = self.rows if limit is None else self.rows[:limit]
-        head = f"{'program':<12} {'kernel':<28} {'time ms':>9} {'count':>6} {'mean us':>9} {'share':>6}  what (your lines)"
+        kw = max([28] + [len(r.kernel) for r in rows])
+        head = f"{'program':<12} {'kernel':<{kw}} {'time ms':>9} {'count':>6} {'mean us':>9} {'share':>6}  what (your lines)"
         lines = [head]
         for r in rows:
             where = f" ({', '.join(r.lines[:3])}{', ...' if len(r.lines) > 3 else ''})" if r.lines else ""
-            lines.append(f"{r.program:<12} {r.kernel:<28} {r.time * 1e3:>9.3f} {r.count:>6} {r.mean * 1e6:>9.1f} "
-                         f"{100 * r.time / total:>5.1f}%  {r.what}{where}")
+            share = "     -" if r.container else f"{100 * r.time / total:>5.1f}%"
+            lines.append(f"{r.program:<12} {r.kernel:<{kw}} {r.time * 1e3:>9.3f} {r.count:>6} {r.mean * 1e6:>9.1f} "
+                         f"{share}  {r.what}{where}")
         left = len(self.rows) - len(rows)
         if left > 0:
             lines.append(f"... {left} more kernels")
         runs = ", ".join(f"{p} x{n}" for p, n in self.executions.items())
-        lines.append(f"{len(self.rows)} kernels, {self.total * 1e3:.3f} ms of device time; executions: {runs or 'none'}")
+        lines.append(f"{sum(not r.container for r in self.rows)} kernels, {self.total * 1e3:.3f} ms of device time; "
+                     f"executions: {runs or 'none'}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -193,11 +222,12 @@ def build(kernel_events, launches) -> KernelProfile:
             k = kernels.get(e.name)
             s = sums.get((label, e.name))
             if s is None:
-                s = sums[(label, e.name)] = [0.0, 0, k.what if k else "", k.lines if k else ()]
+                s = sums[(label, e.name)] = [0.0, 0, k.what if k else "", k.lines if k else (),
+                                             k is not None and k.opcode in CONTAINERS]
             s[0] += e.duration
             s[1] += 1
             prof.events.append((label, e.name, e.start, e.duration, e.device))
-    prof.rows = sorted((Row(p, k, t, n, what, lines) for (p, k), (t, n, what, lines) in sums.items()),
+    prof.rows = sorted((Row(p, k, t, n, what, lines, c) for (p, k), (t, n, what, lines, c) in sums.items()),
                        key=lambda r: -r.time)
     prof.events.sort(key=lambda e: e[2])
     return prof

@@ -249,10 +249,12 @@ def _report() -> str:
 
 def _memory_lines() -> list[str]:
     lines = []
-    progs = _memory.LEDGER.programs
+    progs = list(_memory.LEDGER.programs)
     if progs:
-        lines += ["", f"programs: {len(progs)} (most recent last; XLA's memory per device)"]
-        for p in progs:
+        shown = progs[-8:]
+        more = f"; the {len(shown)} most recent, the rest in metrics.programs(every=True)" if len(progs) > 8 else ""
+        lines += ["", f"programs: {len(progs)} (most recent last; XLA's memory per device{more})"]
+        for p in shown:
             how = "loaded" if p.loaded else "compiled"
             mem = ", ".join(f"{k} {_bytes(v)}" for k, v in p.memory.items()) or "no figures"
             lines.append(f"  program {p.number} on {p.device}, {p.nodes} nodes, {how} for the barrier at {p.where}")
