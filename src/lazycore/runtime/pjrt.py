@@ -152,7 +152,9 @@ def _host_memory() -> tuple[int, int]:
 class Launches:
     """Which executable each device (a PJRT device or a :class:`MeshTarget`)
     started last, with its argument buffers, until the memory account of
-    the barrier that started it takes them (:mod:`lazycore.observe.memory`);
+    the barrier that started it takes them (:mod:`lazycore.observe.memory`;
+    a program run outside a barrier keeps them until the device's next
+    barrier begins);
     and, while a kernel profile records (:class:`KernelSession`), every launch
     in order, to tell whose kernels the profiler saw. One dict store per
     launch."""
