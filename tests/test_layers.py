@@ -9,8 +9,6 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
 
 def _run(code: str) -> str:
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
@@ -77,11 +75,6 @@ def test_public_short_names_are_attributes_naming_the_layer_modules():
                                    "no module lazycore.metrics"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lazycore.numpy is the NumPy frontend lazycore.frontends.numpy under a second name (src/lazycore/numpy.py "
-    "sets sys.modules): a copy of its names would miss the eager mode's swaps of the frontend's functions; "
-    "left: the frontend packages installed as lazycore.numpy and lazycore.torch (frontends/numpy, "
-    "frontends/torch, no lazycore.frontends package), or the eager swaps reaching a re-export"))
 def test_no_module_has_two_names():
     # every public name loaded, every lazycore module in sys.modules sits under its own name only
     out = _run("""
