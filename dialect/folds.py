@@ -23,16 +23,29 @@ import math
 import ml_dtypes
 import numpy as np
 
-from .types import is_complex, is_float, to_numpy_dtype
+from .types import FLOAT_DTYPES, is_complex, is_float, to_numpy_dtype
 
 # Without infinities (float8 E4M3FN and the FNUZ types) -inf would become NaN,
 # which wins every max: the finite extremes stand in.
 _NO_INFINITY = ("f8E4M3FN", "f8E4M3FNUZ", "f8E5M2FNUZ")
 
 
+# NumPy counts bf16 and the float8 types (ml_dtypes) as no floating type.
+_FLOATS = frozenset(to_numpy_dtype(d) for d in FLOAT_DTYPES)
+
+
+def _float(a) -> bool:
+    return a.dtype in _FLOATS
+
+
 def via_f64(f):
-    """Transcendentals: evaluated in f64 and rounded once to the element type."""
-    return lambda x: np.asarray(f(x.astype(np.float64))).astype(x.dtype)
+    """Transcendentals: evaluated in f64 (complex128 for complex numbers) and
+    rounded once to the element type."""
+    def g(x):
+        wide = np.complex128 if x.dtype.kind == "c" else np.float64
+        return np.asarray(f(x.astype(wide))).astype(x.dtype)
+
+    return g
 
 
 def logical_not(x):
@@ -52,7 +65,7 @@ def _int_division_defined(a, b) -> bool:
 
 
 def div(a, b):
-    if np.issubdtype(a.dtype, np.floating):
+    if _float(a) or a.dtype.kind == "c":
         return np.divide(a, b)
     if not _int_division_defined(a, b):
         return None
@@ -68,8 +81,8 @@ def rem(a, b):
 
 
 def power(a, b):
-    if np.issubdtype(a.dtype, np.floating):
-        return via_f64(lambda x: np.power(x, b.astype(np.float64)))(a)
+    if _float(a) or a.dtype.kind == "c":
+        return via_f64(lambda x: np.power(x, b.astype(x.dtype)))(a)
     if np.any(b < 0):
         return None  # integer x ** -n is left to the backend
     return np.power(a, b)  # wraps like XLA's square-and-multiply
@@ -77,7 +90,7 @@ def power(a, b):
 
 def _extremum(npf, prefer_negative_zero: bool):
     def f(a, b):
-        if not np.issubdtype(a.dtype, np.floating):
+        if not _float(a):
             return npf(a, b)
         # IEEE: max(-0.0, +0.0) is +0.0 and min is -0.0, whatever the order;
         # NumPy returns whichever operand came first.
@@ -105,7 +118,7 @@ def compare(a, b, *, direction):
 
 def convert(x, *, dtype):
     target = to_numpy_dtype(dtype)
-    if np.issubdtype(x.dtype, np.floating) and np.issubdtype(target, np.integer):
+    if _float(x) and np.issubdtype(target, np.integer):
         # float -> int truncates; NaN and out-of-range values are the backend's call.
         info = np.iinfo(target)
         t = np.trunc(x.astype(np.float64))

@@ -743,8 +743,8 @@ def _folded(spec, operands):
 def fold_sample(spec) -> Sample | None:
     """The sample of an elementwise row of one element-type class that has a
     fold: every operand of each type of the class, small values and (floats)
-    every combination of SPECIALS, compared with the fold; inexact types
-    within TOL. None for any other row."""
+    every combination of SPECIALS, splats of small values, compared with the
+    fold; inexact types within TOL. None for any other row."""
     if not (spec.elementwise and spec.dtypes and spec.fold and not spec.attrs and not spec.result_params):
         return None
     accepted = tuple(d for d in DTYPES if DTYPE_CLASSES[spec.dtypes](d))
@@ -753,6 +753,8 @@ def fold_sample(spec) -> Sample | None:
     def make(rng, **types):
         (dtype,) = types.values()
         groups = [[small(rng, SHAPE, dtype) for _ in range(arity)]]
+        # splats: constant folding folds bf16 and float8 only as splats
+        groups.append([np.full(SHAPE, v) for v in small(rng, (arity,), dtype, 1, 5)])
         if is_float(dtype):
             grids = np.meshgrid(*[SPECIALS] * arity)
             groups.append([g.reshape(-1).astype(np_dtype(dtype)) for g in grids])
@@ -817,8 +819,8 @@ def combos(axes: dict[str, tuple[str, ...]]):
         yield dict(zip(axes, types))
 
 
-def make_cases(name: str, types: dict[str, str]) -> list[Case]:
-    return SAMPLES[name].make(np.random.default_rng(1234), **types)
+def make_cases(sample: Sample, types: dict[str, str]) -> list[Case]:
+    return sample.make(np.random.default_rng(1234), **types)
 
 
 def label(types: dict[str, str]) -> str:
@@ -935,7 +937,7 @@ def check_sample(name: str, sample: Sample) -> None:
         for dtype in sorted(set(DTYPES) - set(accepted)):
             for types in combos(others):
                 types = {**types, axis: dtype}
-                for case in make_cases(name, types):
+                for case in make_cases(sample, types):
                     try:
                         spec.infer(*operand_types(case), **case.kwargs)
                     except ShapeError:
@@ -943,7 +945,7 @@ def check_sample(name: str, sample: Sample) -> None:
                     problems.append(f"[{label(types)}] the rule accepts a type the sample says it refuses")
     runs = []  # (types, case)
     for types in combos(sample.axes):
-        for case in make_cases(name, types):
+        for case in make_cases(sample, types):
             if not case.refused:
                 runs.append((types, case))
                 continue
@@ -1065,6 +1067,6 @@ def test_reduction_identity_changes_nothing(name):
 
 # The derived sample on rows that have samples of their own: it runs and
 # holds for unary and binary rows, integral, real and complex classes.
-@pytest.mark.parametrize("name", ["neg", "exp", "logistic", "maximum", "atan2", "xor"])
+@pytest.mark.parametrize("name", ["neg", "exp", "logistic", "div", "maximum", "atan2", "xor"])
 def test_fold_sample(name):
     check_sample(name, fold_sample(spec_of(name)))
