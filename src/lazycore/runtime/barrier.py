@@ -62,7 +62,6 @@ def sync(device, wait: bool = True) -> int:
 def _sync(device, wait: bool) -> int:
     events.emit("barrier_start", device)
     heap.freeze_at_barrier(ran_program=False)
-    launches.checked_first(device)
     # (Walk and run_alone as this module names them: a test or tool may count them)
     step = collect(device, wait, Walk, run_alone)
     if not step.pending:

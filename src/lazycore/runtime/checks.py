@@ -20,9 +20,11 @@ eager's error text. How a check reaches the user:
    from it later; the error is also an instance of the builtin exception the
    check's ``error`` names (eager's type: ``except ValueError`` catches
    NumPy's negative integer power). The other outputs keep their values.
-3. A program with checks is waited for before the next barrier starts one
-   (the values it failed must not feed the next program) and before any
-   read returns a value.
+3. A program with checks is waited for before any read returns a value.
+   The next barrier starts its program meanwhile, and waits for this one
+   after: the outputs of that program computed from values a check failed
+   fail too, with the check's error (``launches.Launch.poison``), as if it
+   had started after the wait.
 
 The frontends record checks for torch's integer division by zero, NumPy's
 negative integer powers and floating-point errors under ``np.errstate``, and
@@ -110,11 +112,14 @@ def flag_values(walk) -> list[Value]:
     return [e[1] for e in entries(walk)]
 
 
-def failed(values: list[Value], flags: list) -> list | None:
+def failed(values: list[Value], flags: list, poisoned: dict | None = None) -> list | None:
     """Per value of a program that computed ``values`` and returned ``flags``
     after them, the :class:`~lazycore.runtime.failures.Failure` of a check
     that failed and that the value depends on, or None; None instead of the
-    list when no check failed. Reads the flags (waits for the program)."""
+    list when no check failed. Reads the flags (waits for the program).
+    ``poisoned``: ids of nodes computed from inputs that failed after the
+    program started (:meth:`lazycore.runtime.launches.Launch.poison`): their
+    checks read garbage, and neither fail nor warn."""
     tripped = [i for i, flag in enumerate(flags) if np.asarray(flag)]
     if not tripped:
         return None
@@ -123,6 +128,8 @@ def failed(values: list[Value], flags: list) -> list | None:
     seeds = {}
     for i in tripped:
         node, _, owner = checked[i]
+        if poisoned and id(owner) in poisoned:
+            continue
         if node.attrs["error"] == WARNING:
             _warn(node)
             continue
