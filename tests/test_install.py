@@ -11,6 +11,7 @@ other way round. The import contracts are checked on the installed package
 
 import importlib.util
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -74,3 +75,16 @@ def test_pip_install_and_the_editable_install_have_the_same_modules(tmp_path):
     assert sorted(set(editable) - set(installed)) == [] and sorted(set(installed) - set(editable)) == []
     script = (site / "bin" / "lazy-opt").read_text()
     assert "from lazycore.passes.tools.lazy_opt import main" in script
+
+    # and it works: a NumPy program compiled and run, and lazy-opt, from the installed folder
+    env = {**os.environ, "PYTHONPATH": str(site)}  # ahead of the editable install's finder
+    program = ("import lazycore, lazycore.numpy as lnp\n"
+               "print(lazycore.__file__.startswith(%r), (lnp.arange(3.0) * 2 + 1).tolist())" % str(site))
+    out = subprocess.run([sys.executable, "-c", program], env=env, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "[1.0,", "3.0,", "5.0]"]
+    opt = subprocess.run([sys.executable, str(site / "bin" / "lazy-opt"), "--list-ops"], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert opt.returncode == 0, opt.stderr
+    assert "lazy.add" in opt.stdout
