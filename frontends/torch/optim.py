@@ -31,8 +31,11 @@ float64 device value rather than a Python number, so the hyperparameter math
 (``lr / (1 - beta1 ** step)``) runs in float64 in the program, as Python runs
 it, rounded once where it meets a float32 tensor; a device value given where
 torch takes a Python number (``addcdiv_``'s ``value``, ``add_``'s ``alpha``)
-becomes a tensor operand of the same formula (:class:`_DeviceScalars`). The
-device learning rates are float64 as well. The others keep the capturable
+becomes a tensor operand of the same formula (:class:`_DeviceScalars`). Adam
+and AdamW run that branch's formulas in a multi-tensor form instead
+(:mod:`.optim_foreach`: the group's hyperparameter math once, not per
+parameter; :data:`_MULTI_TENSOR`). The device learning rates are float64 as
+well. The others keep the capturable
 branch, whose formulas are eager's (RAdam, ASGD and Rprop decide on the step
 count or on masks in Python in their eager branch), given float64 copies of
 their step counters while it runs, so their step math is float64 too
@@ -52,6 +55,7 @@ import torch.optim.optimizer as _optimizer
 from lazycore.runtime.autostep import CUTTER
 from lazycore.trace import core
 
+from . import optim_foreach
 from .tensor import Tensor as _LazyTensor
 
 _LAZY = "lazy"
@@ -82,6 +86,12 @@ _EAGER_BRANCH = ("adam", "adamax", "nadam")
 """Of those, the ones whose eager branch runs on the lazy device with device
 step values: it decides nothing from them in Python (RAdam's eager branch
 asks ``rho_t > 5``, ASGD's ``mu.item() != 1``, Rprop's indexes by masks)."""
+
+
+_MULTI_TENSOR = {"torch.optim.adam": optim_foreach.adam}
+"""Of those, the ones whose eager branch has a multi-tensor form here that
+computes the group's hyperparameter math once (:mod:`.optim_foreach`), by
+the module of torch's functional step."""
 
 
 class _DeviceScalars(torch.overrides.TorchFunctionMode):
@@ -138,12 +148,18 @@ def _device_step_values(functional, eager_branch: bool):
     not in the counters' float32 (``1 - 0.9999 ** 1`` is 1.66e-4 off in
     float32, and RAdam's rectification term turns that into a different
     update); with ``eager_branch``, it runs its eager branch (module doc)."""
-    steps_at = list(inspect.signature(functional).parameters).index("state_steps")
+    signature = inspect.signature(functional)
+    steps_at = list(signature.parameters).index("state_steps")
 
     def step(params, *args, **kwargs):
         if (not kwargs.get("capturable") or kwargs.get("differentiable") or kwargs.get("fused")
                 or not params or type(params[0]) is not _LazyTensor):
             return functional(params, *args, **kwargs)
+        multi_tensor = _MULTI_TENSOR.get(functional.__module__)
+        if multi_tensor is not None:
+            given = signature.bind(params, *args, **kwargs).arguments
+            if optim_foreach.supports(**given):
+                return multi_tensor(**given)
         if eager_branch:
             # (the eager branch takes a device learning rate only one parameter at a time)
             kwargs = {**kwargs, "capturable": False, "foreach": False}
