@@ -11,7 +11,7 @@ from lazycore.trace import core
 
 from . import dtypes
 from .array import asarray, device, ndarray, wrap
-from .fallback import implements
+from .fallback import call_numpy, implements
 from .ufuncs import apply, broadcast_to_shape, cast
 
 __all__ = ["array", "asarray", "ascontiguousarray", "asfortranarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
@@ -20,8 +20,6 @@ __all__ = ["array", "asarray", "ascontiguousarray", "asfortranarray", "zeros", "
 
 def array(obj, dtype=None, *, copy=True, ndmin=0, **kwargs) -> ndarray:
     if ndmin or kwargs.get("order", "K") not in "KCA":
-        from .fallback import call_numpy
-
         return call_numpy(np.array, (obj,), dict(kwargs, dtype=dtype, ndmin=ndmin))
     return asarray(obj, dtype=dtype, copy=copy)
 
@@ -140,8 +138,6 @@ def _const(value, lt, n):
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
     if np.ndim(start) or np.ndim(stop) or axis != 0:
-        from .fallback import call_numpy
-
         return call_numpy(np.linspace, (start, stop, num), dict(endpoint=endpoint, retstep=retstep,
                                                                  dtype=dtype, axis=axis))
     num = operator.index(num)

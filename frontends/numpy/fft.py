@@ -22,8 +22,9 @@ from lazycore.ir.memo import Memo
 from lazycore.trace import composites, core
 from lazycore.trace.fft import norm_scale, transform
 
-from .array import ndarray, value, wrap
+from .array import from_host, ndarray, value, wrap
 from .fallback import call_numpy, implements
+from .manipulation import roll
 from .ufuncs import asarray_like, cast
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
@@ -177,8 +178,7 @@ irfft2 = _many(F.irfft2, "c2r", True, (-2, -1))
 # (no fallback); a lazy ``d`` scales them lazily, as NumPy's ``results * val`` does.
 # The shifts are a lazy ``roll``.
 def _frequencies(fn, n, d, dtype, device):
-    from .array import from_host
-    from .array_api import _check_device
+    from .array_api import _check_device  # (array_api binds ndarray methods: loaded last, by the package)
 
     _check_device(device)
     if isinstance(d, ndarray):
@@ -202,9 +202,6 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None):
 
 
 def _shift(x, axes, sign):
-    from .manipulation import roll
-    from .ufuncs import asarray_like
-
     x = asarray_like(x)
     if axes is None:
         axes = tuple(range(x.ndim))

@@ -7,8 +7,8 @@ import types
 
 import numpy as np
 
-from . import indexing, reductions, scalars
-from .array import ndarray, reshape_target, to_host, value, wrap
+from . import dtypes, indexing, reductions, scalars
+from .array import _new, contiguous, from_host, ndarray, reshape_target, to_host, value, wrap
 from .fallback import array_function, call_numpy
 from .ufunc_methods import array_ufunc
 from .ufuncs import UFUNCS, cast, quick
@@ -17,7 +17,7 @@ from .ufuncs import UFUNCS, cast, quick
 # --- what array.py leaves to the modules built on it ---------------------------------------
 
 
-def _reshape(self, *shape, order="C", copy=None):
+def _reshape_method(self, *shape, order="C", copy=None):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
     shape = reshape_target(self.size, tuple(int(s) for s in shape))
@@ -26,19 +26,19 @@ def _reshape(self, *shape, order="C", copy=None):
     return self._reshape(shape, copy)
 
 
-def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+def _array_ufunc_method(self, ufunc, method, *inputs, **kwargs):
     return array_ufunc(ufunc, method, inputs, kwargs)
 
 
-def _array_function(self, func, types, args, kwargs):
+def _array_function_method(self, func, types, args, kwargs):
     return array_function(func, args, kwargs)
 
 
-ndarray.reshape = _reshape
+ndarray.reshape = _reshape_method
 ndarray.__getitem__ = indexing.getitem
 ndarray.__setitem__ = indexing.setitem
-ndarray.__array_ufunc__ = _array_ufunc
-ndarray.__array_function__ = _array_function
+ndarray.__array_ufunc__ = _array_ufunc_method
+ndarray.__array_function__ = _array_function_method
 
 _BINARY = {
     "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",
@@ -114,9 +114,7 @@ def copy(self, order="C"):
 
 
 def fill(self, v):
-    from .indexing import setitem
-
-    setitem(self, (Ellipsis,), v)
+    indexing.setitem(self, (Ellipsis,), v)
 
 
 ndarray.astype = astype
@@ -126,7 +124,6 @@ ndarray.fill = fill
 
 # --- issue 5: products, indexing functions (appended block: advanced indexing / linalg) ---------------------
 
-from . import indexing as _indexing  # noqa: E402  (also publishes np.take & co.)
 from . import linalg as _linalg  # noqa: E402  (also publishes np.dot, np.matmul & co.)
 
 
@@ -156,7 +153,7 @@ def _trace_method(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 
 def _take_method(self, indices, axis=None, out=None, mode="raise"):
-    return _indexing.take(self, indices, axis=axis, out=out, mode=mode)
+    return indexing.take(self, indices, axis=axis, out=out, mode=mode)
 
 
 ndarray.__matmul__ = _matmul
@@ -205,7 +202,7 @@ ndarray.ravel = _ravel_method
 # else a counted fallback; methods that change the array in place write the change back).
 
 from . import complexes as _complexes  # noqa: E402,F401  (.real/.imag)
-from .fallback import array_function as _array_function, call_numpy as _call_numpy, implements  # noqa: E402
+from .fallback import implements  # noqa: E402
 from .ufuncs import asarray_like as _asarray_like  # noqa: E402
 
 
@@ -228,7 +225,7 @@ def round_(a, decimals=0, out=None):
     if out is None and a.dtype.kind in "iu" and decimals >= 0:
         return scalars.result(copy(a)) if a.ndim == 0 else copy(a)
     if out is not None or a.dtype.kind != "f":
-        return _call_numpy(np.round, (a,), {"decimals": decimals, "out": out})
+        return call_numpy(np.round, (a,), {"decimals": decimals, "out": out})
     if decimals == 0:
         return UFUNCS["rint"](a)
     if decimals > 0:
@@ -272,7 +269,7 @@ def _through_numpy(np_fn, name):
     """``a.name(...)`` as ``np.name(a, ...)``: its lazy version, if any, else NumPy's, counted."""
 
     def m(self, *args, **kwargs):
-        return _array_function(np_fn, (self, *args), kwargs)
+        return array_function(np_fn, (self, *args), kwargs)
 
     m.__name__ = name
     m.__doc__ = getattr(np.ndarray, name).__doc__
@@ -285,7 +282,7 @@ def _numpy_method(name):
     unbound = getattr(np.ndarray, name)
 
     def m(self, *args, **kwargs):
-        return _call_numpy(unbound, (self, *args), kwargs, name=f"numpy.ndarray.{name}")
+        return call_numpy(unbound, (self, *args), kwargs, name=f"numpy.ndarray.{name}")
 
     m.__name__ = name
     m.__doc__ = unbound.__doc__
@@ -408,7 +405,7 @@ class _FlatIter:
         def assign(host, key, val):
             host.flat[key] = val
 
-        _call_numpy(assign, (a, key, val), {}, name="numpy.ndarray.flat.__setitem__")
+        call_numpy(assign, (a, key, val), {}, name="numpy.ndarray.flat.__setitem__")
 
     def __array__(self, dtype=None, copy=None):
         return np.asarray(self.base.ravel(), dtype=dtype)
@@ -430,7 +427,7 @@ def _resize(self, *new_shape, refcheck=True):
         host.resize(shape, refcheck=False)
         return host
 
-    new = _call_numpy(resized, (self, new_shape), {}, name="numpy.ndarray.resize")
+    new = call_numpy(resized, (self, new_shape), {}, name="numpy.ndarray.resize")
     self._storage, self._steps, self._shape = new._storage, (), new._shape
     self._estrides, self._offset, self._cache = new._estrides, 0, None
 
@@ -455,7 +452,7 @@ for _name in ("nonzero", "searchsorted", "choose", "argpartition", "put"):
 
 
 def _compress(self, condition, axis=None, out=None):
-    return _array_function(np.compress, (condition, self, axis, out), {})  # np.compress takes the condition first
+    return array_function(np.compress, (condition, self, axis, out), {})  # np.compress takes the condition first
 
 
 ndarray.compress = _compress
@@ -471,9 +468,6 @@ def _base(self):
     was made from: ``a[1:].base`` is an array equal to ``a``, not ``a`` itself)."""
     if not self._steps and type(self) is ndarray:
         return None
-    from .array import _new, contiguous
-    from . import dtypes
-
     h = self._storage.handle
     shape = tuple(h.shape)
     return _new(self._storage, (), shape, dtypes.TO_NUMPY[h.dtype], contiguous(shape), 0, self._writeable)
@@ -482,8 +476,6 @@ def _base(self):
 def _setstate(self, state):
     """Unpickling NumPy's way (``ndarray.__setstate__``'s state tuple): the array becomes
     that value (lazycore's own pickles go through ``__reduce__``: an upload)."""
-    from .array import from_host
-
     host = np.ndarray(())
     host.__setstate__(state)
     new = from_host(host)

@@ -34,7 +34,8 @@ from lazycore.trace import core
 
 from .array import device, ndarray, value, wrap, write
 from .fallback import call_numpy
-from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const, shape_of
+from .indexing import take
+from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const, shape_of, to_handle
 
 __all__ = ["default_rng", "Generator", "SeedSequence"]
 
@@ -249,8 +250,6 @@ class Generator:
             idx = self._weighted(np.asarray(p, dtype=np.float64), n, shape)
         if population is None:
             return idx
-        from .indexing import take
-
         return take(population, idx, axis=0)
 
     def _weighted(self, p, n, shape):
@@ -296,8 +295,6 @@ def _zeros_i64(shape):
 
 
 def _param(x, dt):
-    from .ufuncs import to_handle
-
     return to_handle(x, dt)
 
 

@@ -21,6 +21,11 @@ from numpy.lib._arraysetops_impl import UniqueAllResult, UniqueCountsResult, Uni
 
 from .array import ndarray, value, wrap
 from .fallback import call_numpy, implements
+from .creation import full, ones
+from .indexing import take
+from .manipulation import concatenate
+from .reductions import cumsum
+from .sorting import _sorted, argsort
 from .ufuncs import UFUNCS, asarray_like
 
 __all__ = ["unique_values", "unique_counts", "unique_inverse", "unique_all", "unique"]
@@ -32,9 +37,6 @@ class _Groups:
     """The sorted, grouped flattening of an array (lazy, but for ``count``)."""
 
     def __init__(self, x: ndarray, equal_nan: bool):
-        from .manipulation import concatenate
-        from .sorting import _sorted
-
         flat = x.reshape(-1)
         self.n = n = flat.size
         self.x = x
@@ -51,8 +53,6 @@ class _Groups:
             differs = UFUNCS["logical_and"](differs, UFUNCS["logical_not"](both_nan))
         self.new = new = concatenate([_ones_bool(1), differs])
         self.count = int(new.sum())  # the barrier: the result's length
-        from .sorting import argsort
-
         # positions (in sorted order) where a group starts: the Trues of ``new``, ascending
         self.first = argsort(UFUNCS["logical_not"](new))[: self.count]
 
@@ -64,8 +64,6 @@ class _Groups:
     def counts(self) -> ndarray:
         if self.n == 0:
             return wrap(value(self.perm), _I64)
-        from .manipulation import concatenate
-
         ends = concatenate([self.first[1:], _full_i64(1, self.n)])
         return UFUNCS["subtract"](ends, self.first)
 
@@ -79,29 +77,20 @@ class _Groups:
         """For each element of the array, its value's position in :meth:`values`; the array's shape."""
         if self.n == 0:
             return wrap(value(self.perm), _I64).reshape(self.x.shape)
-        from .reductions import cumsum
-        from .sorting import argsort
-
         group = UFUNCS["subtract"](cumsum(self.new, dtype=_I64), 1)  # in sorted order
         back = argsort(self.perm)  # the inverse permutation
         return _take(group, back, mode="clip").reshape(self.x.shape)
 
 
 def _take(a, positions, mode):
-    from .indexing import take
-
     return take(a, positions, mode=mode)
 
 
 def _ones_bool(n):
-    from .creation import ones
-
     return ones(n, dtype=bool)
 
 
 def _full_i64(n, v):
-    from .creation import full
-
     return full(n, v, dtype=_I64)
 
 

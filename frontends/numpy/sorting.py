@@ -20,8 +20,10 @@ from lazycore.trace import core
 
 from .array import ndarray, value, wrap, write
 from .fallback import call_numpy, implements
+from .indexing import take
 from .reductions import _along
-from .ufuncs import asarray_like, cast
+from .reductions import sum as _sum
+from .ufuncs import UFUNCS, asarray_like, cast
 
 _KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
 
@@ -93,9 +95,6 @@ def searchsorted(a, v, side="left", sorter=None):
     (``side="left"``: strictly; ``"right"``: or equal), in sort's order (NaN after every
     number), so the same position NumPy's binary search finds. Lazy for real arrays of at
     most ``_SEARCH_LIMIT`` pairs; NumPy's otherwise, counted."""
-    from .indexing import take
-    from .ufuncs import UFUNCS
-
     a, vv = asarray_like(a), asarray_like(v)
     lazy = (a.ndim == 1 and side in ("left", "right") and a.dtype.kind in "biuf" and vv.dtype.kind in "biuf"
             and a.size * vv.size <= _SEARCH_LIMIT)
@@ -116,6 +115,4 @@ def searchsorted(a, v, side="left", sorter=None):
         before = UFUNCS["less_equal"](row, col)
         if floats:  # everything is before or equal to NaN
             before = logical_or(before, isnan(col))
-    from .reductions import sum as _sum
-
     return _sum(before, axis=-1, dtype=np.int64)
