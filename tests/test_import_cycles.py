@@ -3,10 +3,11 @@
 A circle makes a package one tangle: no module of it can be read, tested or
 moved without the others, and which one finishes loading first depends on
 who imports first. Every import counts, the ones inside functions too (they
-only hide the circle until run time). A package's ``__init__`` that hands
-names on is no module of the circle: ``from lazycore.passes import X``
+only hide the circle until run time). A package's ``__init__`` that only
+hands names on is no module of a circle: ``from lazycore.passes import X``
 counts as an import of the module X comes from, where the ``__init__``
-says so. A subpackage counts as one module of its parent (a circle through
+says so; an ``__init__`` that does more (defines functions, runs code) is
+one, under the package's name. A subpackage counts as one module of its parent (a circle through
 ``passes.lowering`` back into ``passes`` is one of ``passes``). The layers
 among themselves (``lazycore``'s own subpackages) are import-linter's to
 check: pyproject's contracts, which name the deferred imports they allow.
@@ -86,6 +87,36 @@ def _handed_on(package: str) -> dict[str, str]:
     return out
 
 
+_HANDING_ON = ("__getattr__", "__dir__")  # an __init__'s functions that only hand names on (lazily)
+_NAME_TABLES = ("sorted", "dict", "set", "frozenset", "list", "tuple")  # calls that only build a table of names
+
+
+def _a_name_table(stmt: ast.stmt) -> bool:
+    """An assignment of literals (``__all__``, a name -> module table), built with no call but ``sorted(...)`` & co."""
+    if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
+        return False
+    for n in ast.walk(stmt.value):
+        if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in _NAME_TABLES):
+            return False
+        if isinstance(n, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield)):
+            return False
+    return True
+
+
+def hands_names_on_only(path: pathlib.Path) -> bool:
+    """Does the ``__init__`` at ``path`` only hand names on (imports, name tables,
+    ``__all__``, a ``__getattr__`` that loads a module for a name)?"""
+    for stmt in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) or _a_name_table(stmt):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):  # the docstring
+            continue
+        if isinstance(stmt, ast.FunctionDef) and stmt.name in _HANDING_ON:
+            continue
+        return False
+    return True
+
+
 def _node(package: str, target: str) -> str | None:
     """The module of ``package``'s graph that ``target`` is or lies in (a subpackage as one), or None."""
     if not target.startswith(package + "."):
@@ -94,22 +125,26 @@ def _node(package: str, target: str) -> str | None:
 
 
 def graph(package: str) -> dict[str, set[str]]:
-    """The package's modules and subpackages (its ``__init__`` left out) and which of them each imports."""
+    """The package's modules and subpackages and which of them each imports; its
+    ``__init__`` (under the package's name) only when it does more than hand names on."""
     subpackages = [p for p in PACKAGES if p.rpartition(".")[0] == package]
     nodes = {m for m in _modules(package) if m != package} | set(subpackages)
     handed_on = _handed_on(package)
+    if not hands_names_on_only(_modules(package)[package]):
+        nodes.add(package)
 
     def reached(target: str, name: str | None) -> str | None:
-        if target == package:  # `from package import name`: a module, or a name its __init__ hands on
+        if target == package:  # `from package import name`: a module, a name its __init__ hands on, or its own
             if name is not None and f"{package}.{name}" in nodes:
                 return f"{package}.{name}"
-            return handed_on.get(name)
+            return handed_on.get(name, package)
         return _node(package, target if name is None else f"{target}.{name}")
 
     edges: dict[str, set[str]] = {m: set() for m in nodes}
     for node in nodes:
         # a module, or every module of a subpackage
-        inner = [p for p in PACKAGES if p == node or p.startswith(node + ".")] or [None]
+        inner = [p for p in PACKAGES if p == node or p.startswith(node + ".")] if node != package else []
+        inner = inner or [None]
         files = _modules(package).items() if inner == [None] else [
             item for p in inner for item in _modules(p).items()]
         for module, path in files:
@@ -189,3 +224,15 @@ def test_the_check_sees_a_circle_through_a_function_local_import(tmp_path, monke
     edges = graph("pkg")
     assert edges == {"pkg.a": {"pkg.b"}, "pkg.b": {"pkg.sub"}, "pkg.c": {"pkg.a"}, "pkg.sub": {"pkg.a"}}
     assert circles(edges) == [["pkg.a", "pkg.b", "pkg.sub"]]
+
+
+def test_an_init_that_does_more_than_hand_names_on_is_a_module_of_the_circle(tmp_path, monkeypatch):
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("__all__ = sorted({'load'})\n\ndef load():\n    from . import a\n")
+    (folder / "a.py").write_text("def f():\n    from pkg import load\n")
+    monkeypatch.setitem(PACKAGES, "pkg", folder)
+    assert not hands_names_on_only(folder / "__init__.py")
+    assert circles(graph("pkg")) == [["pkg", "pkg.a"]]
+    (folder / "__init__.py").write_text("from .a import f\n\ndef __getattr__(name):\n    return name\n")
+    assert hands_names_on_only(folder / "__init__.py") and circles(graph("pkg")) == []

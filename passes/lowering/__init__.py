@@ -5,12 +5,12 @@ Public API: :func:`register_lowering`, :func:`unregister_lowering`,
 Built-in lowerings live in one module per op family.
 """
 
+from .builtin import builtin_lowering, load_builtin_lowerings  # noqa: F401
 from .registry import (  # noqa: F401
     BUILTIN,
     USER,
     Decline,
     Lowering,
-    builtin_lowering,
     clear_user_patterns,
     load_pdl_patterns,
     lowering,
@@ -19,17 +19,3 @@ from .registry import (  # noqa: F401
     register_lowering,
     unregister_lowering,
 )
-
-_loaded = False
-
-
-def load_builtin_lowerings() -> None:
-    """Import the op-family modules, which register the built-in lowerings."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    from . import barrier, checks, collectives, elementwise, fft, indexing, linalg, random, reduction, shape  # noqa: F401
-    from . import float8
-
-    float8.install()  # wraps built-in lowerings of the modules above

@@ -10,7 +10,7 @@ them all as one dialect conversion.
 Built-in lowerings register with :func:`lowering` (one per op; registering an
 op twice is an error). Users add lowerings with :func:`register_lowering`:
 each op's user lowerings are tried newest first, then the built-in one, until
-one does not decline. :func:`builtin_lowering` gives the built-in one, to call
+one does not decline. :func:`~lazycore.passes.lowering.builtin.builtin_lowering` gives the built-in one, to call
 from a user lowering. PDL patterns loaded from a ``.mlir`` file with
 :func:`load_pdl_patterns` run before all of them, so they win for the ops
 they match.
@@ -61,7 +61,7 @@ USER: dict[str, tuple[Lowering, ...]] = {}
 PDL_SOURCES: list[str] = []
 
 
-def _full(name: str) -> str:
+def full_name(name: str) -> str:
     return name if name.startswith("lazy.") else f"lazy.{name}"
 
 
@@ -76,7 +76,7 @@ def lowering(*names: str):
 
     def wrap(fn):
         for n in names:
-            full = _full(n)
+            full = full_name(n)
             if full in BUILTIN:
                 raise ValueError(f"a built-in lowering for '{full}' is already registered")
             BUILTIN[full] = Lowering(fn, full, site, builtin=True)
@@ -98,7 +98,7 @@ def register_lowering(name: str, fn: LoweringFn | None = None):
     """
     from lazycore.dialect import OPS
 
-    full = _full(name)
+    full = full_name(name)
     if full not in OPS:
         raise KeyError(f"unknown lazy op '{full}'")
     site = _site(1)
@@ -116,25 +116,12 @@ def register_lowering(name: str, fn: LoweringFn | None = None):
 def unregister_lowering(name: str, fn: LoweringFn | None = None) -> None:
     """Drop the user lowering ``fn`` of ``lazy.<name>``, or all of them (the
     built-in one lowers the op again)."""
-    full = _full(name)
+    full = full_name(name)
     kept = () if fn is None else tuple(r for r in USER.get(full, ()) if r.fn is not fn)
     if kept:
         USER[full] = kept
     else:
         USER.pop(full, None)
-
-
-def builtin_lowering(name: str) -> LoweringFn:
-    """The built-in lowering of ``lazy.<name>``: a user lowering may return
-    ``builtin_lowering("tanh")(op, rewriter)`` for the cases it leaves alone
-    (or decline them). KeyError for an op with no built-in lowering."""
-    from . import load_builtin_lowerings
-
-    load_builtin_lowerings()
-    full = _full(name)
-    if full not in BUILTIN:
-        raise KeyError(f"'{full}' has no built-in lowering")
-    return BUILTIN[full].fn
 
 
 def load_pdl_patterns(source: str | Path) -> None:
@@ -178,7 +165,7 @@ def _looks_like_path(source) -> bool:
 
 def lowerings_for(name: str) -> tuple[Lowering, ...]:
     """The lowerings of ``lazy.<name>`` in the order they are tried."""
-    full = _full(name)
+    full = full_name(name)
     user = USER.get(full, ())
     builtin = BUILTIN.get(full)
     return tuple(reversed(user)) + ((builtin,) if builtin is not None else ())
