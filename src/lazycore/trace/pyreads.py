@@ -26,6 +26,7 @@ than ``self`` that the step reaches through a local variable or a chain
 from __future__ import annotations
 
 import dis
+import operator
 import os
 import sys
 import sysconfig
@@ -47,13 +48,28 @@ _USER = Memo("trace.user_files", 4096)
 """File name -> whether it is user code (:func:`is_user_code`)."""
 
 
+_OWN = ("lazycore", "lazycore.dialect", "lazycore.passes", "lazycore.frontends")
+"""lazycore's packages: outside ``src/`` in a source checkout (``dialect/``,
+``passes/``), so not library frames to the source locations, but no user code:
+a traced call runs the op table's shape rules the first time it meets a
+shape, and a ``self`` of theirs guarded would be a spec that differs from
+one call to the next."""
+
+
+def _own_folders() -> tuple[str, ...]:
+    return tuple(os.path.join(os.path.realpath(os.path.dirname(m.__file__)), "")
+                 for m in map(sys.modules.get, _OWN) if getattr(m, "__file__", None))
+
+
 def is_user_code(filename: str) -> bool:
     """Code a user wrote: not a library frame (:func:`~lazycore.ir.sourceloc.is_library`),
-    not an installed package or the standard library, not generated (``<string>``)."""
+    not an installed package or the standard library, not lazycore's own
+    (:data:`_OWN`), not generated (``<string>``)."""
     user = _USER.get(filename)
     if user is None:
+        real = os.path.realpath(filename)
         user = _USER.put(filename, not (is_library(filename) or filename.startswith("<")
-                                        or os.path.realpath(filename).startswith(_INSTALLED)))
+                                        or real.startswith(_INSTALLED) or real.startswith(_own_folders())))
     return user
 
 
@@ -265,7 +281,7 @@ def _immutable(value) -> bool:
 class Guards:
     """Checks of the Python state a traced call read (see :class:`Reads`)."""
 
-    __slots__ = ("checks", "key", "_now")
+    __slots__ = ("checks", "key", "_now", "_selves", "_rest")
 
     def __init__(self, checks):
         self.checks = checks
@@ -277,9 +293,12 @@ class Guards:
         for _, read, expected, same in checks:
             now = read() if not same else _GONE
             self._now.append(now if _immutable(now) and plain(now) == expected else _GONE)
+        self._selves, self._rest = _by_self(checks, self._now)
 
     def failed(self) -> str | None:
         """What changed since the traced call (None: nothing)."""
+        if self._unchanged():
+            return None
         for (label, read, expected, same), then in zip(self.checks, self._now):
             now = read()
             if same:
@@ -288,3 +307,61 @@ class Guards:
             elif now is not then and plain(now) != expected:
                 return f"{label} changed"
         return None
+
+    def _unchanged(self) -> bool:
+        """Every check passes, the attributes of each ``self`` taken together:
+        one look-up of the object and its ``__dict__``, the values fetched in
+        one call and compared by identity with the objects read (an immutable
+        value, or an empty container still empty). False where any differs
+        (:meth:`failed` then goes through the checks one by one: a value equal
+        to its snapshot in another object passes there)."""
+        for ref, fetch, then, empties in self._selves:
+            me = ref()
+            if me is None:
+                continue  # (gone: what it held was the step's own, :class:`_Attr`)
+            try:
+                now = fetch(vars(me))
+            except (KeyError, TypeError):
+                return False
+            if not all(map(operator.is_, now, then)) or any(empties):
+                return False
+        for (label, read, expected, same), then in self._rest:
+            now = read()
+            if same:
+                if now is not expected:
+                    return False
+            elif now is not then and plain(now) != expected:
+                return False
+        return True
+
+
+_CONTAINERS = (dict, list, set)
+
+
+def _by_self(checks, nows) -> tuple[list, list]:
+    """The attribute checks whose value is an immutable object or an empty
+    container, by the ``self`` they read (:meth:`Guards._unchanged`), and the
+    other checks with their immutable objects."""
+    selves: dict = {}
+    rest = []
+    for check, then in zip(checks, nows):
+        _, read, expected, same = check
+        if type(read) is _Attr and not same:
+            empty = False
+            if then is _GONE:
+                now = read()
+                empty = type(now) in _CONTAINERS and not now and plain(now) == expected
+                then = now if empty else _GONE
+            if then is not _GONE:
+                names, thens, empties = selves.setdefault(id(read.ref), (read.ref, [], [], []))[1:]
+                names.append(read.name)
+                thens.append(then)
+                if empty:
+                    empties.append(then)
+                continue
+        rest.append((check, then))
+    grouped = []
+    for ref, names, thens, empties in selves.values():
+        fetch = operator.itemgetter(*names) if len(names) > 1 else (lambda d, name=names[0]: (d[name],))
+        grouped.append((ref, fetch, tuple(thens), tuple(empties)))
+    return grouped, rest
