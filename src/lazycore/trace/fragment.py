@@ -17,17 +17,19 @@ and types constants of the function: :class:`lazycore.ir.remake.Source`);
 interpreting the entries at every call cost more than the nodes it made
 (benchmark 1: 13.0 us an op interpreted, 10.8 us generated; the example
 frontend 5.9 against 4.0). Fragments of one shape share their compiled code,
-so generating costs a first replay little more than interpreting it did.
-The nodes get the digests :func:`~lazycore.ir.graph.make_node` would give them: hashed once per kind of
-inputs (their digests) and then looked up, so a replayed step hashes exactly
-as a traced one and compiles nothing new. Source locations are the call's
+so generating costs a first replay little more than interpreting it did. A
+fragment made once and never replayed (a captured step's call body) is made
+by the loop that hashes new kinds of inputs (:meth:`Fragment.made_once`).
+The nodes get the digests :func:`~lazycore.ir.graph.make_node` would give
+them: hashed once per kind of inputs (their digests) and then looked up, so a
+replayed step hashes exactly as a traced one and compiles nothing new. Source locations are the call's
 (one for every node of a lowering) or each entry's own (a captured step).
 """
 
 from __future__ import annotations
 
 from lazycore.ir.graph import Value, digest, operand_bytes
-from lazycore.ir.remake import Source
+from lazycore.ir.remake import Source, node_again
 from lazycore.ir.tensor import LazyTensor
 
 _DIGESTS_KEPT = 64
@@ -88,17 +90,29 @@ class Fragment:
             out = fast(handles, values, loc)
         return out
 
-    def _hash(self, inputs) -> None:
-        """The entries' digests on inputs of a new kind, as ``make_node`` gives them."""
+    def made_once(self, values, loc=None) -> list:
+        """The output values made on ``values`` (all inputs as values), hashed
+        as :func:`~lazycore.ir.graph.make_node` hashes, for a fragment made
+        once rather than replayed (a captured step's call body, on
+        placeholders): generating code for one use cost a GPT step's
+        recording ~0.4 s of compiling for 2,300 nodes."""
+        return self._hash(list(values), node_again, loc)
+
+    def _hash(self, inputs, make=None, loc=None):
+        """The entries' digests on inputs of a new kind, as ``make_node``
+        gives them, remembered; with ``make`` (:func:`~lazycore.ir.remake.node_again`),
+        the nodes made too, and the output values returned."""
         env = list(inputs) + list(self.consts)
         digests = []
-        for _, operands, _, types, prefix in self.entries:
+        locs = self.locs
+        for k, (op, operands, attrs, types, prefix) in enumerate(self.entries):
             ops = _operands(env, operands)
             d = digest(prefix + operand_bytes(ops))
             digests.append(d)
-            hashed = _Hashed(d)
-            env.extend(Value(hashed, r) for r in range(len(types)))
+            node = _Hashed(d) if make is None else make(op, ops, attrs, types, d, loc if locs is None else locs[k])
+            env.extend(Value(node, r) for r in range(len(types)))
         self.remember(inputs, digests)
+        return None if make is None else [env[p] for p in self.outputs]
 
     def _generate(self):
         code = Source("def fast(handles, values, loc):", MISS=MISS, DIGESTS=self._digests, LT=LazyTensor)
