@@ -192,20 +192,7 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-# Packages whose circle other work is breaking now; a strict xfail turns red
-# once the circle is gone, and is then removed.
-LEFT = {
-    "lazycore.frontends.torch": "issue 42, the frontend circles: torch's dispatch, fallback, lowering, special "
-                                "and tensor import each other",
-    "lazycore.frontends.numpy": "issue 42, the frontend circles: NumPy's array, fallback, indexing, linalg, "
-                                "manipulation, reductions, scalars and ufuncs import each other",
-}
-
-
-@pytest.mark.parametrize("package", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=LEFT[p])) if p in LEFT else p
-    for p in sorted(PACKAGES) if p != "lazycore"
-])
+@pytest.mark.parametrize("package", sorted(p for p in PACKAGES if p != "lazycore"))
 def test_no_import_circle_among_a_packages_modules(package):
     assert circles(graph(package)) == []
 
