@@ -2,7 +2,7 @@
 
 A training loop hands every barrier the same graph with new leaves. The
 walk that finds its parameters, outputs and compile key (:class:`lazycore.
-barrier.Walk`) is then the same each step, and it was the largest part of
+ir.walk.Walk`) is then the same each step, and it was the largest part of
 the barrier's own Python (about 0.35 ms of 0.8 ms for the MLP step of
 benchmark 2). The step log (:data:`lazycore.graph.LOG`) numbers every node
 made or used since the last barrier, with its digest and its operands as log
