@@ -135,6 +135,11 @@ def _family(spec: OpSpec) -> str:
     return spec.rule.__module__
 
 
+# How shape-bucket padding treats an op, by its row's padding trait.
+_PADDING = {"elementwise": "padded elementwise", "reduction": "padded with its identity",
+            "own": "padded by a rule of its own", "refused": "never padded"}
+
+
 def _op_section(spec: OpSpec) -> list[str]:
     out = [f"### `{spec.full_name}`", ""]
     if spec.summary:
@@ -150,6 +155,13 @@ def _op_section(spec: OpSpec) -> list[str]:
     traits = ["pure (no side effects)" if spec.pure else "has side effects"]
     if spec.commutative:
         traits.append("commutative")
+    if spec.elementwise:
+        traits.append("elementwise")
+    if spec.fold is not None:
+        traits.append("constant-folded")
+    if spec.identity is not None:
+        traits.append(f"reduction with identity {spec.identity}")
+    traits.append(_PADDING.get(spec.padding, "padding undecided"))
     out += [
         f"- **Operands:** {', '.join(operands) if operands else 'none'}",
         f"- **Attributes:** {', '.join(attrs) if attrs else 'none'}",
