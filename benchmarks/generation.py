@@ -83,7 +83,9 @@ def _generate(model, ids, mask, n, cache, compiled):
     if compiled:
         import transformers
 
-        kw["compile_config"] = transformers.CompileConfig(mode="default", _compile_all_devices=True)
+        config = transformers.CompileConfig(mode="default")  # reduce-overhead's CUDA graphs have no CPU form
+        config._compile_all_devices = True  # a class attribute, not an argument: transformers compiles off GPUs only if set
+        kw["compile_config"] = config
     with torch.no_grad():
         t = time.perf_counter()
         out = model.generate(ids, attention_mask=mask, **kw).cpu()
