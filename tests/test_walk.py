@@ -1,0 +1,47 @@
+"""One structural encoding of an ordered piece of graph (lazycore.ir.walk):
+a barrier's walk and a loop or branch body encode with the same algorithm,
+a body's outer values by operand position."""
+
+import numpy as np
+
+import lazycore as lc
+from lazycore.dialect.types import TensorType
+from lazycore.ir.graph import Value
+from lazycore.ir.regions import Arg, Body
+from lazycore.ir.walk import Walk, encode
+
+
+def data(value=1.0):
+    return lc.from_numpy(np.full((2, 3), value, np.float32))
+
+
+def test_a_body_without_outer_values_encodes_as_the_barrier_walks():
+    a, b = data(), data(2.0)
+    s = lc.apply("add", a, b)
+    out = lc.apply("mul", s, s)
+    walk = Walk([out.value])
+    body = Body([], [out.value], {})
+    assert body.encoding == walk.encoding
+    assert body.order == walk.order
+    assert [n.op for n in walk.order] == ["data", "data", "add", "mul"]  # post-order, a shared node once
+    assert walk.params == walk.data == [a.value.node, b.value.node]
+
+
+def test_a_bodys_outer_values_are_referred_to_by_position_not_walked():
+    t = TensorType((2, 3), "f32")
+    x, y = Arg(0, t), Arg(1, t)
+    def body_of(first, second, boundary):
+        inner = lc.apply("add", lc.LazyTensor(Value(first, 0), lc.default_device()),
+                         lc.LazyTensor(Value(second, 0), lc.default_device()))
+        return Body([x, y], [inner.value], boundary)
+
+    same = body_of(x, y, {(id(x), 0): 0, (id(y), 0): 1})
+    assert [n.op for n in same.order] == ["add"]  # the placeholders are no inner nodes
+    outer = data()  # an outer value the body reads: an operand of the region node, not walked
+    again = body_of(outer.value.node, y, {(id(outer.value.node), 0): 0, (id(y), 0): 1})
+    assert [n.op for n in again.order] == ["add"]
+    assert again.encoding[8 + 16:] == same.encoding[8 + 16:]  # the same edges: by position
+    swapped = body_of(x, y, {(id(x), 0): 1, (id(y), 0): 0})
+    assert swapped.encoding != same.encoding
+    order, leaves, encoding = encode(same.results, same.boundary)
+    assert (order, leaves, encoding) == (same.order, [], same.encoding)
