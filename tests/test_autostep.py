@@ -178,6 +178,21 @@ def test_training_step_with_a_layer_loop_is_cut_per_step():
         numpy.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
+def test_a_loop_of_a_few_inplace_ops_is_no_step():
+    """``x += b`` a hundred times repeats one node: a loop body, not a training
+    step, so it stays one graph (it ran a program per op)."""
+    x = lnp.asarray(numpy.zeros(16, numpy.float32))
+    b = lnp.asarray(numpy.ones(16, numpy.float32))
+    lc.mark_step(wait=True)
+    c0 = metrics.counters()["executions"]
+    for _ in range(100):
+        x += b
+        x *= 1.0
+    assert metrics.counters()["executions"] == c0
+    numpy.testing.assert_array_equal(numpy.asarray(x), numpy.full(16, 100.0, numpy.float32))
+    assert metrics.counters()["executions"] == c0 + 1
+
+
 def test_bound_cuts_and_reports_the_line_once(monkeypatch):
     out = io.StringIO()
     monkeypatch.setattr(debug, "stream", out)

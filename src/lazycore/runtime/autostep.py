@@ -65,6 +65,9 @@ _FUSED_MAX = 16
 """Learned steps between a program's own ``mark_step`` calls that still read as fusing steps."""
 _TRIES = 3
 """Periods of one handle that were no step before the next handle's are tried."""
+_MIN_PERIOD = 8
+"""Fewer nodes between two updates make a loop body (``x.add_(b)`` a hundred
+times), not a training step: cutting there would run a program every few ops."""
 _UPDATES_KEPT = 100_000
 """In-place updates one segment keeps for learning (a loop of bare assigns makes no nodes)."""
 
@@ -250,7 +253,7 @@ class StepCutter:
         """The anchor was updated at log positions ``p1`` and ``p2``: is ``[p1, p2)`` a step?"""
         period = p2 - p1
         lo = max(0, p1 - period)
-        if period <= 0 or 2 * (p1 - lo) < period:
+        if period < _MIN_PERIOD or 2 * (p1 - lo) < period:
             return False  # too little before it to compare
         nodes = LOG.nodes
         for i in range(lo, p1):
