@@ -33,6 +33,9 @@ def _fallbacks():
 
 
 def _programs():
+    # lazycore.ir.heap freezes what is alive at a barrier, and gc.get_objects()
+    # does not list frozen objects: a Program made before a barrier hid here
+    gc.unfreeze()
     return [o for o in gc.get_objects() if type(o) is dynamo.Program]
 
 
