@@ -120,8 +120,12 @@ def join_processes(coordinator_address: str, num_processes: int, process_id: int
 
 def memory_stats(device) -> dict:
     """The allocator's counters a PJRT device reports (bytes in use, peak,
-    limit on GPUs and TPUs); empty where it reports none (the CPU)."""
-    stats = device.memory_stats() if device is not None else None
+    limit on GPUs and TPUs); empty where it reports none (the CPU) and for
+    another process's device (a mesh over processes: its allocator is that
+    process's to report, and PJRT refuses to ask it)."""
+    if device is None or device.process_index != jax.process_index():
+        return {}
+    stats = device.memory_stats()
     return dict(stats) if stats else {}
 
 
