@@ -444,12 +444,17 @@ def _dense(shape, strides) -> bool:
 
 def from_host(host: torch.Tensor, tdev) -> Tensor:
     """Upload a CPU tensor to the lazy device ``tdev`` as a new tensor."""
-    handle = core.from_numpy(dtypes.to_numpy(host), lc_device(tdev))
-    return wrap(handle)
+    return wrap(upload(host, lc_device(tdev), scalar=False))
 
 
-def upload(host: torch.Tensor, lc_dev):
-    """A CPU tensor's value as a lazycore handle on ``lc_dev``."""
-    if host.dim() == 0:
+def upload(host: torch.Tensor, lc_dev, scalar: bool = True):
+    """A CPU tensor's value as a lazycore handle on ``lc_dev`` (a 0-d one by
+    the scalar policy unless ``scalar`` is False)."""
+    if host.numel() == 0:
+        # nothing to copy: a constant of its shape, so a step that makes one
+        # (transformers' empty key-value cache) uploads nothing and can be captured
+        zero = core.scalar(0, dtypes.lazy_dtype(host.dtype), device=lc_dev)
+        return core.broadcast_to(zero, tuple(host.shape))
+    if scalar and host.dim() == 0:
         return core.scalar(host.item(), dtypes.lazy_dtype(host.dtype), device=lc_dev)
     return core.from_numpy(dtypes.to_numpy(host), lc_dev)
