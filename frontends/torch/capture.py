@@ -271,6 +271,28 @@ def _scheduler_calls(steps) -> list:
     return calls
 
 
+def _survivors(modules: dict, selves: dict) -> dict:
+    """The modules the step called that outlive it; ``selves`` (the watched
+    methods' objects) keeps only those too. A module the step made and dropped
+    (transformers' BertForMaskedLM makes a ``CrossEntropyLoss`` every call) is
+    the step's own code, not state to guard: once the call's frames are gone,
+    only these two dicts hold it."""
+    weak, strong = {}, {}
+    for i, m in list(modules.items()) + list(selves.items()):
+        try:
+            weak[i] = weakref.ref(m)
+        except TypeError:
+            strong[i] = m  # (no weak reference: kept, and guarded as before)
+    m = None  # (the loop's last object must not outlive the two dicts' hold)
+    in_modules, in_selves = list(modules), list(selves)
+    modules.clear()
+    selves.clear()
+    alive = {i: m for i, m in ((i, r()) for i, r in weak.items()) if m is not None}
+    alive.update(strong)
+    selves.update((i, alive[i]) for i in in_selves if i in alive)
+    return {i: alive[i] for i in in_modules if i in alive}
+
+
 def _held(selves) -> list:
     """Guards on the plain attributes of the objects (not modules, tensors,
     functions, classes) held by the library modules whose methods the step
@@ -404,6 +426,7 @@ class _Plan:
                 h3.remove()
         # an optimizer's numbers are its hyperparameters, which the plan guards
         contents = _capture.contents(watch, [r for r in stepping if r[1] is not None]) if compare else None
+        modules = _survivors(modules, reads.selves)
         try:
             plan = cls(watch, made, known, before, modules, optims, state0, out, seen, schedulers, flat, groups)
             try:

@@ -566,3 +566,30 @@ def test_an_empty_tensor_made_inside_the_step_uploads_nothing_and_replays(dev):
     for total, empty in got:
         assert total.item() == want[0].item()
         assert empty.shape == (0, 3) and empty.dtype == torch.int64
+
+
+def test_a_loss_module_made_inside_the_step_is_no_guard(dev):
+    """transformers' BertForMaskedLM makes a ``CrossEntropyLoss()`` each call:
+    a module the step makes and drops is its own code, and its being gone at
+    the next call says nothing about the replay."""
+    model = _model().to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def body(x, y):
+        opt.zero_grad()
+        loss = torch.nn.CrossEntropyLoss()(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = ltorch.capture(body)
+    losses = [step(x.to(dev), y.to(dev)).item() for x, y in _batches(n=6)]
+    assert step.replays >= 3 and step.why is None, (step.traces, step.why)
+    ref = _model()
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    for (x, y), got in zip(_batches(n=6), losses):
+        ref_opt.zero_grad()
+        loss = torch.nn.CrossEntropyLoss()(ref(x), y)
+        loss.backward()
+        ref_opt.step()
+        assert abs(loss.item() - got) < 1e-5
