@@ -420,7 +420,6 @@ class _Plan:
                 out = fn(*args, **kwargs)
                 if inside is not None:
                     post(inside, (), {})
-                _capture.adopt(watch, [t._storage.handle for t in _tensor.MADE.kept])
             finally:
                 h1.remove()
                 h2.remove()

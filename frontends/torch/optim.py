@@ -56,15 +56,13 @@ from lazycore.runtime.autostep import CUTTER
 from lazycore.trace import core
 
 from . import optim_foreach
-from .tensor import MADE as _MADE
 from .tensor import Tensor as _LazyTensor
 
 _LAZY = "lazy"
 _TENSOR_LR = (torch.optim.Adam, torch.optim.Adamax, torch.optim.NAdam, torch.optim.RAdam, torch.optim.ASGD,
-              torch.optim.Rprop, torch.optim.SGD)
+              torch.optim.Rprop)
 """Optimizers whose capturable step takes its learning rate as a device tensor
-without reading it back (SGD: through :func:`_lr_operand`; RMSprop, Adagrad and
-Adadelta call ``.item()``)."""
+without reading it back (SGD, RMSprop, Adagrad and Adadelta call ``.item()``)."""
 _TENSOR_BETA1 = (torch.optim.Adam,)
 """Optimizers whose step takes ``betas[0]`` as a device tensor without reading
 it back (Adam, AdamW): the beta a scheduler cycles (OneCycleLR, CyclicLR with
@@ -189,25 +187,6 @@ def _device_step_values(functional, eager_branch: bool):
     return step
 
 
-def _lr_operand(functional):
-    """torch's ``sgd`` over lazy parameters with a device learning rate (a
-    :class:`_Rate`): its single-tensor loop runs with the rate as a tensor
-    operand (``param.add_(grad, alpha=-lr)`` as ``param.add_(grad * -lr)``,
-    :class:`_DeviceScalars`) instead of reading it back, so a scheduler's new
-    rate is a program input (SGD + cosine annealing captures)."""
-
-    def step(params, *args, **kwargs):
-        lr = kwargs.get("lr")
-        if (type(lr) is not _LazyTensor or kwargs.get("fused") or kwargs.get("differentiable")
-                or not params or type(params[0]) is not _LazyTensor):
-            return functional(params, *args, **kwargs)
-        with _DeviceScalars():
-            return functional(params, *args, **{**kwargs, "foreach": False})
-
-    step.lazycore_wraps = functional
-    return step
-
-
 def _on_lazy(group) -> bool:
     return bool(group["params"]) and group["params"][0].device.type == _LAZY
 
@@ -234,7 +213,6 @@ class _Rate:
     def __init__(self, value: float, device):
         with torch.no_grad():  # float64: the rate meets the step math before any float32 tensor
             self.tensor = torch.full((), value, dtype=torch.float64, device=device)
-        _MADE.theirs(self.tensor)  # (made at a captured call's first step, it is not the step's)
         self.value = value
         self.fresh = True
 
@@ -428,8 +406,6 @@ def install() -> None:
         if found is not None and not hasattr(found, "lazycore_wraps"):
             module._get_value = _get_value_on_device(found)
         short = name.rpartition(".")[2]
-        if short == "sgd" and callable(module.__dict__.get("sgd")) and not hasattr(module.sgd, "lazycore_wraps"):
-            module.sgd = _lr_operand(module.sgd)
         functional = module.__dict__.get(short) if short in _FUNCTIONALS else None
         if callable(functional) and not hasattr(functional, "lazycore_wraps"):
             setattr(module, short, _device_step_values(functional, short in _EAGER_BRANCH))

@@ -325,40 +325,23 @@ _make = torch.Tensor._make_wrapper_subclass
 
 
 class _Made:
-    """While :mod:`.capture` traces a step: weak references to every tensor
-    made, and the tensors lazycore made during it for itself (:meth:`theirs`)."""
+    """While :mod:`.capture` traces a step: weak references to every tensor made."""
 
-    __slots__ = ("refs", "kept")
+    __slots__ = ("refs",)
 
     def __init__(self):
         self.refs: list | None = None
-        self.kept: list | None = None
 
     @contextlib.contextmanager
     def collecting(self):
         """Collect into a new list for the block; an enclosing collection sees them too."""
         outer, self.refs = self.refs, []
-        outer_kept, self.kept = self.kept, []
         try:
             yield self.refs
         finally:
             made, self.refs = self.refs, outer
-            kept, self.kept = self.kept, outer_kept
             if outer is not None:
                 outer.extend(made)
-                outer_kept.extend(kept)
-
-    def theirs(self, t: "Tensor") -> None:
-        """``t``, just made, is lazycore's own, kept beyond the step (an
-        optimizer's device learning rate, made at its first step): not a
-        tensor the step made, so a capture takes it as existing before."""
-        refs = self.refs
-        if refs is not None:
-            for i in range(len(refs) - 1, -1, -1):
-                if refs[i]() is t:
-                    del refs[i]
-                    break
-            self.kept.append(t)
 
 
 MADE = _Made()

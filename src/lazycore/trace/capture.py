@@ -97,15 +97,6 @@ def begin(args, calls=True) -> Watch:
     return Watch(args, calls)
 
 
-def adopt(watch: Watch, handles) -> None:
-    """``handles``, made during the watched call by the frontend for itself
-    (an optimizer's device learning rate), count as existing before it: not
-    tensors the step made and kept."""
-    for h in handles:
-        watch.before[id(h)] = (h, h._value)
-        watch.held.setdefault((id(h._value[0]), h._value[1]), []).append(h)
-
-
 def _fresh(watch: Watch) -> list[LazyTensor]:
     """Live handles made since ``watch`` began, oldest first."""
     forget_frame()  # a library frame kept for source lines holds its locals' tensors
