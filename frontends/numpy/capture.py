@@ -44,17 +44,17 @@ result (a global rebound to a new array: update it in place instead,
 from __future__ import annotations
 
 import functools
-import os
-import sys
 import weakref
 
 import numpy as np
 
 from lazycore.ir.config import settings
+from lazycore.ir.memo import Family, Memo
 from lazycore.ir.tensor import LazyTensor
 from lazycore.trace import capture as _capture
 from lazycore.trace import pyreads as _pyreads
 from lazycore.trace import views as _views
+from lazycore.trace.replayer import GUARDED, Replayer
 from lazycore.trace.views import Storage
 
 from . import fpe
@@ -62,13 +62,14 @@ from .array import ndarray
 
 __all__ = ["capture", "Captured"]
 
-_GUARDED = object()
-"""What a replay returns when a guard failed (None is a step's result)."""
-
 _KINDS_KEPT = 8
 """Kinds of arguments (shapes, dtypes, Python values) a captured function keeps recordings for."""
 _PLANS_KEPT = 4
 """Confirmed recordings kept per kind of arguments."""
+_PLANS = Family("numpy.capture_plans", _KINDS_KEPT)
+"""Every captured function's confirmed recordings (a :class:`~lazycore.trace.replayer.Replayer` each)."""
+_LAST = Family("numpy.capture_last_traces", _KINDS_KEPT)
+"""Every captured function's last traced call per kind of arguments."""
 
 
 def capture(fn=None):
@@ -84,8 +85,8 @@ class Captured:
     def __init__(self, fn):
         self.fn = fn
         functools.update_wrapper(self, fn)
-        self._plans: dict = {}  # argument key -> confirmed _Plans, oldest first
-        self._last: dict = {}  # argument key -> the plan of the last traced call
+        self._plans = Replayer("numpy.capture_plans", _KINDS_KEPT, _PLANS_KEPT, _PLANS)
+        self._last = Memo("numpy.capture_last_traces", _KINDS_KEPT, _LAST)  # key -> the last traced call's plan
         self.traces = 0
         """Calls that ran the function."""
         self.replays = 0
@@ -100,12 +101,13 @@ class Captured:
         spec = _flatten((args, kwargs), flat)
         key = _arg_key(flat, spec)
         if key is not None:
-            for plan in self._plans.get(key, ()):
-                out = plan.replay(flat)
-                if out is not _GUARDED:
-                    self.replays += 1
-                    return out
-                self.guard = plan.failed
+            out = self._plans.replay(key, flat)
+            if out is not GUARDED:
+                self.replays += 1
+                return out
+            newest = self._plans.find(key)
+            if newest is not None:  # (tried last: its guard is the one that failed last)
+                self.guard = newest.failed
         return self._trace(args, kwargs, flat, key)
 
     def _trace(self, args, kwargs, flat, key):
@@ -129,23 +131,14 @@ class Captured:
         plan.first = previous is None
         if previous is not None and (previous.key == plan.key or previous.first and _agrees(previous, plan)):
             self.why = None
-            plans = self._plans.get(key)
-            if plans is None:
-                if len(self._plans) >= _KINDS_KEPT:
-                    self._plans.pop(next(iter(self._plans)))
-                plans = self._plans[key] = []
-            if len(plans) >= _PLANS_KEPT:
-                plans.pop(0)
-            plans.append(plan)
+            self._plans.add(key, plan)
             if settings.debug:
                 _say(self, f"recorded ({len(plan.rec.fragment.entries)} nodes): calls with these arguments replay")
             return out
         self.why = None if previous is None else (
             "the last two traced calls differed (the step reads a Python value that changes every call, "
             "or made state on its first call)")
-        if len(self._last) >= _KINDS_KEPT:
-            self._last.pop(next(iter(self._last)))
-        self._last[key] = plan
+        self._last.put(key, plan)
         return out
 
 
@@ -252,7 +245,6 @@ class _Plan:
         _capture.check(watch)  # a barrier or an upload first: the clearest reason
         if _global_state() != state0:
             raise _capture.Refused("the step changed np.errstate or the index checks")
-        _not_lazycores(reads)
         try:
             self.python = _pyreads.Guards(reads.guards().checks)
         except _pyreads.Blind as e:
@@ -286,8 +278,9 @@ class _Plan:
         """All but the nodes: what a first call and the next must share to agree."""
         self.key = (rec.key,) + self.shape
 
-    def replay(self, flat):
-        """The call's result, replayed; ``_GUARDED`` (nothing changed) when a guard fails."""
+    def attempt(self, flat):
+        """The call's result, replayed; ``GUARDED`` (nothing changed) when a guard fails
+        (a :class:`~lazycore.trace.replayer.Replayable`)."""
         changed = self.python.failed()
         if changed is not None:
             return self._guarded(changed)
@@ -311,22 +304,7 @@ class _Plan:
 
     def _guarded(self, why: str):
         self.failed = why
-        return _GUARDED
-
-
-def _not_lazycores(reads) -> None:
-    """Leave lazycore's own code out of what the step read: a first call runs
-    the op table's shape rules (``dialect/``, outside ``src/`` in a source
-    checkout, so user code to :func:`~lazycore.trace.pyreads.is_user_code`)
-    and later calls replay recorded lowerings instead, and their globals and
-    ``self`` attributes are no state of the user's."""
-    roots = tuple(os.path.dirname(os.path.abspath(sys.modules[m].__file__)) + os.sep
-                  for m in ("lazycore", "lazycore.dialect", "lazycore.passes", "lazycore.frontends")
-                  if getattr(sys.modules.get(m), "__file__", None))
-    for code in [c for c in reads.codes if os.path.abspath(c.co_filename).startswith(roots)]:
-        del reads.codes[code]
-    for key in [k for k, me in reads.selves.items() if type(me).__module__.startswith("lazycore.")]:
-        del reads.selves[key]
+        return GUARDED
 
 
 def _out_key(desc) -> tuple:
