@@ -95,6 +95,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import importlib
 import io
 import json
 import os
@@ -974,73 +975,25 @@ def bench_heat(args):
                      "agrees": r["max_abs_diff"] <= 1e-5, "note": "medians over repeats of per-step means"})
 
 
-# --- 7. GPT training step ------------------------------------------------------------------------
+# --- 7-16: benchmarks in files of their own -----------------------------------------------------
 
 
-def bench_gpt(args):
-    import gpt
+def _in_file(module: str, function: str = "bench"):
+    """A benchmark written in its own file, imported when it runs (its
+    libraries load only for the benchmarks asked for); it gets this module
+    for the shared timing and reporting helpers."""
 
-    gpt.bench(args, sys.modules[__name__])
+    def bench(args):
+        getattr(importlib.import_module(module), function)(args, sys.modules[__name__])
 
-
-def bench_scaleout(args):
-    import scaleout
-
-    scaleout.bench(args, sys.modules[__name__])
-
-
-def bench_autobarrier(args):
-    import autobarrier
-
-    autobarrier.bench(args, sys.modules[__name__])
-
-
-def bench_buckets(args):
-    import buckets
-
-    buckets.bench(args, sys.modules[__name__])
-
-
-def bench_rolled(args):
-    import rolled_layers
-
-    rolled_layers.bench(args, sys.modules[__name__])
-
-
-def bench_index_checks(args):
-    import index_checks
-
-    index_checks.bench(args, sys.modules[__name__])
-
-
-def bench_real_gpt2(args):
-    import real_models
-
-    real_models.bench_gpt2(args, sys.modules[__name__])
-
-
-def bench_real_tiny(args):
-    import real_models
-
-    real_models.bench_tiny_family(args, sys.modules[__name__])
-
-
-def bench_real_vision(args):
-    import real_models
-
-    real_models.bench_vision(args, sys.modules[__name__])
-
-
-def bench_generation(args):
-    import generation
-
-    generation.bench(args, sys.modules[__name__])
+    return bench
 
 
 BENCHES = {1: bench_tracing, 2: bench_training, 3: bench_fusion, 4: bench_first_step, 5: bench_recompiles,
-           6: bench_heat, 7: bench_gpt, 8: bench_scaleout, 9: bench_autobarrier,
-           10: bench_buckets, 11: bench_rolled, 12: bench_index_checks,
-           13: bench_real_gpt2, 14: bench_real_tiny, 15: bench_real_vision, 16: bench_generation}
+           6: bench_heat, 7: _in_file("gpt"), 8: _in_file("scaleout"), 9: _in_file("autobarrier"),
+           10: _in_file("buckets"), 11: _in_file("rolled_layers"), 12: _in_file("index_checks"),
+           13: _in_file("real_models", "bench_gpt2"), 14: _in_file("real_models", "bench_tiny_family"),
+           15: _in_file("real_models", "bench_vision"), 16: _in_file("generation")}
 
 
 # --- output ----------------------------------------------------------------------------------------
