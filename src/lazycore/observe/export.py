@@ -68,11 +68,22 @@ class ExportError(RuntimeError):
 
 
 class _Typed:
-    """``shape`` and NumPy ``dtype`` of a ``type`` (a :class:`TensorType`)."""
+    """``shape`` and NumPy ``dtype`` of a ``type`` (a :class:`TensorType`);
+    with symbolic dimensions (``dims``), the shape names them (``("b", 5)``,
+    ``("2*b", 3)``) and ``type`` is the one at the examples' sizes."""
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self.type.shape
+    def shape(self) -> tuple:
+        if self.dims is None:
+            return self.type.shape
+        return tuple(d if isinstance(d, int) else str(d) for d in self.dims)
+
+    @property
+    def type_text(self) -> str:
+        """The type, a symbolic dimension as its expression (``tensor<bx5xf32>``)."""
+        if self.dims is None:
+            return str(self.type)
+        return "tensor<" + "".join(f"{d}x" for d in self.shape) + f"{self.type.dtype}>"
 
     @property
     def dtype(self) -> np.dtype:
@@ -87,6 +98,9 @@ class Arg(_Typed):
     type: TensorType
     donated_to: int | None = None
     """The result whose buffer this argument's may become; None: not donated."""
+    dims: tuple | None = None
+    """Per dimension, an int or a symbolic size (a polynomial of the symbols);
+    None: the program's shape is ``type``'s."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +119,8 @@ class Result(_Typed):
     arg: int | None = None
     message: str | None = None
     error: str | None = None
+    dims: tuple | None = None
+    """As :attr:`Arg.dims`."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +141,8 @@ class Exported:
     """The ``lazy``-dialect module the trace made, before the pass pipeline."""
     platform: str = "cpu"
     """The platform of the examples' device (the program holds nothing else of it)."""
+    symbols: tuple[str, ...] = ()
+    """The symbolic dimensions' names (``dynamic=``); empty: every shape is static."""
 
     @property
     def donations(self) -> dict[int, int]:
@@ -133,8 +151,9 @@ class Exported:
 
     def calling_convention(self) -> dict:
         """The calling convention as plain data (JSON-ready), for a consumer in
-        another process or language."""
-        return {
+        another process or language; with symbolic dimensions, ``symbols``
+        names them and a shape holds each one's expression (``"2*b"``)."""
+        out = {
             "name": self.name,
             "entry": "main",
             "stablehlo_version": self.stablehlo_version,
@@ -144,22 +163,30 @@ class Exported:
             "results": [{"index": r.index, "shape": list(r.shape), "dtype": r.dtype.name, "kind": r.kind,
                          "arg": r.arg, "message": r.message, "error": r.error} for r in self.results],
         }
+        if self.symbols:
+            out["symbols"] = list(self.symbols)
+        return out
 
     def __str__(self) -> str:
         lines = [f"lazycore.export of {self.name}: StableHLO {self.stablehlo_version}, {len(self.artifact)} bytes"]
         for a in self.args:
             donated = "" if a.donated_to is None else f", donated to result {a.donated_to}"
-            lines.append(f"  arg {a.index}: {a.type}{donated}")
+            lines.append(f"  arg {a.index}: {a.type_text}{donated}")
         for r in self.results:
             what = {"result": f"returned by {self.name}", "update": f"the new value of arg {r.arg}",
                     "check": f"a check, true for {r.error}: {r.message}"}[r.kind]
-            lines.append(f"  result {r.index}: {r.type}, {what}")
+            lines.append(f"  result {r.index}: {r.type_text}, {what}")
         return "\n".join(lines)
 
     def call(self, *arrays) -> list[np.ndarray]:
         """Run the artifact with lazycore's PJRT client on host arrays (anything
         ``np.asarray`` takes, of the arguments' types); the results as NumPy
-        arrays. Compiled on the first call."""
+        arrays. Compiled on the first call; with symbolic dimensions, at the
+        first call of each size (:func:`lazycore.observe.export_symbolic.call`)."""
+        if self.symbols:
+            from lazycore.observe import export_symbolic
+
+            return export_symbolic.call(self, arrays)
         exe = self.__dict__.get("_executable")
         if exe is None:
             exe = pjrt.compile_artifact(self.artifact, [a.type for a in self.args], [r.type for r in self.results])
@@ -169,9 +196,11 @@ class Exported:
         return exe.run_numpy([np.asarray(a, dtype=arg.dtype) for a, arg in zip(arrays, self.args)])
 
 
-def export(fn, *example_args, donate_argnums=()) -> Exported:
+def export(fn, *example_args, donate_argnums=(), dynamic=None) -> Exported:
     """Trace ``fn`` on arguments like ``example_args`` and export the program
-    (see the module docstring)."""
+    (see the module docstring). ``dynamic``: dimensions of the arguments that
+    are symbolic, one program for every size of them
+    (:mod:`lazycore.observe.export_symbolic`)."""
     name = getattr(fn, "__name__", type(fn).__name__)
     handles = []
     for i, x in enumerate(example_args):
@@ -187,10 +216,32 @@ def export(fn, *example_args, donate_argnums=()) -> Exported:
                          + ", ".join(sorted(d.name for d in devices)))
     device = devices.pop() if devices else _device.default_device()
     donated = _donated(donate_argnums, len(handles), name)
+    types = [h.type for h in handles]
+    if dynamic is not None:
+        from lazycore.observe import export_symbolic
 
+        return export_symbolic.export(fn, example_args, types, device, donated, dynamic, name)
+    return finish(name, device, trace(fn, example_args, types, device, donated, name))
+
+
+@dataclass
+class Traced:
+    """One trace of ``fn``, lowered to StableHLO: the module and its calling convention."""
+
+    module: object
+    """The StableHLO module (an ``ir.Module``, with locations)."""
+    lazy_text: str
+    args: tuple[Arg, ...]
+    results: tuple[Result, ...]
+
+
+def trace(fn, example_args, types, device, donated, name: str) -> Traced:
+    """Trace ``fn`` on new lazy objects of the examples' frontends with
+    ``types`` (the examples' own, or others of the same ranks) and lower the
+    program to StableHLO."""
     # values that exist before the trace: fn must not update them (checked after)
     before = {id(h): (h, h.value) for h in device.arena.live()}
-    leaves = [_argument_leaf(h.type, i, name) for i, h in enumerate(handles)]
+    leaves = [_argument_leaf(t, i, name) for i, t in enumerate(types)]
     inputs = [wrap_like(x, LazyTensor(Value(leaf, 0), device)) for x, leaf in zip(example_args, leaves)]
     try:
         with _no_reads(name):
@@ -214,7 +265,19 @@ def export(fn, *example_args, donate_argnums=()) -> Exported:
                           f"as arguments ({', '.join(hidden[:4])}{', ...' if len(hidden) > 4 else ''}: a module's "
                           "buffers such as batch norm statistics, an optimizer's state): pass them as arguments, or "
                           "trace a function that does not update them; they are left as they were")
-    return _build(name, device, walk, leaves, values, updates, donated)
+    return _build(name, walk, leaves, values, updates, donated)
+
+
+def finish(name: str, device, traced: Traced, **extra) -> Exported:
+    """The traced module as an :class:`Exported` (``extra``: its further fields)."""
+    from lazycore.runtime import compiler  # the first MLIR use
+
+    module = traced.module
+    artifact, _, _ = compiler.stablehlo_artifact(module)
+    with module.context:
+        mlir_text = module.operation.get_asm()
+    return Exported(name, artifact, pjrt.consumer_stablehlo_version(), traced.args, traced.results, mlir_text,
+                    traced.lazy_text, device.platform, **extra)
 
 
 def _user_line(error: BaseException) -> str:
@@ -329,7 +392,7 @@ class _ExportWalk:
     packs: dict = field(default_factory=dict)
 
 
-def _build(name, device, walk, leaves, values, updates, donated) -> Exported:
+def _build(name, walk, leaves, values, updates, donated) -> Traced:
     from lazycore.runtime import compiler  # the first MLIR use
 
     outputs = walk.outputs
@@ -347,12 +410,8 @@ def _build(name, device, walk, leaves, values, updates, donated) -> Exported:
     with module.context:
         lazy_text = module.operation.get_asm()
     compiler.lower(module, donate=plan)
-    artifact, _, _ = compiler.stablehlo_artifact(module)
-    with module.context:
-        mlir_text = module.operation.get_asm()
     args = tuple(Arg(i, leaf.types[0], plan.get(i)) for i, leaf in enumerate(leaves))
-    return Exported(name, artifact, pjrt.consumer_stablehlo_version(), args, tuple(results), mlir_text, lazy_text,
-                    device.platform)
+    return Traced(module, lazy_text, args, tuple(results))
 
 
 def _plan(donated: list[int], leaves, results: list[Result], name: str) -> dict[int, int]:
