@@ -63,7 +63,8 @@ class Poly:
     @staticmethod
     def of(terms: dict) -> "Poly":
         items = [(frozenset(k), int(c)) for k, c in terms.items() if c]
-        return Poly(tuple(sorted(items, key=lambda kc: (len(kc[0]), sorted(kc[0])))))
+        # the symbols' terms first, the constant last: "n - 1", "2*b + 1"
+        return Poly(tuple(sorted(items, key=lambda kc: (not kc[0], len(kc[0]), sorted(kc[0])))))
 
     def __call__(self, sizes: dict[str, int]) -> int:
         total = 0
@@ -232,8 +233,12 @@ def generalize(modules, points: list[dict[str, int]], sources: dict[str, tuple[i
     with base.context, ir.Location.unknown():
         walks = [list(_ops(m.operation)) for m in modules]
         if any(len(w) != len(walks[0]) for w in walks):
-            raise SymbolicShapeError("the function's program has a different number of ops at different sizes "
-                                     f"({', '.join(str(len(w)) for w in walks)}): does Python code branch on a size?")
+            first = next((k for k, ops in enumerate(zip(*walks)) if len({o.name for o in ops}) > 1),
+                         min(len(w) for w in walks) - 1)
+            raise SymbolicShapeError(
+                f"the program differs at different sizes ({', '.join(str(len(w)) for w in walks)} ops), first at "
+                f"{' / '.join(_describe(w[first]) for w in walks)}: does Python code branch on a size, or does "
+                "an op's lowering depend on it (a scan's number of steps)?")
         numbering = [_numbering(m.operation) for m in modules]
         rewrites = []
         symbolic = set()  # the base module's values of symbolic shapes
@@ -243,7 +248,8 @@ def generalize(modules, points: list[dict[str, int]], sources: dict[str, tuple[i
                 if other.name != op.name or len(other.operands) != len(op.operands) \
                         or len(other.results) != len(op.results):
                     raise SymbolicShapeError(f"the program differs at different sizes: {_describe(op)} against "
-                                             f"{_describe(other)}; does Python code branch on a size?")
+                                             f"{_describe(other)}: does Python code branch on a size, or does an "
+                                             "op's lowering depend on it?")
             for k in range(len(op.operands)):
                 ids = {num[o.operands[k]] for num, o in zip(numbering, ops)}
                 if len(ids) > 1:

@@ -1,0 +1,171 @@
+"""lazycore.export with symbolic dimensions (dynamic=): one StableHLO program
+with ``?`` dimensions, run at several sizes against eager torch and NumPy, and
+the functions it refuses, each naming why."""
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import lazycore
+import lazycore.numpy as lnp
+import lazycore.torch as ltorch
+from lazycore.observe.export import ExportError
+
+
+@pytest.fixture
+def dev():
+    return ltorch.device()
+
+
+def _main_signature(exported) -> str:
+    return next(line for line in exported.mlir_text.splitlines() if "func.func @main" in line)
+
+
+def test_an_mlp_exported_once_runs_at_several_batch_sizes(dev):
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 10))
+    lazy_mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 10)).to(dev)
+    lazy_mlp.load_state_dict(mlp.state_dict())
+
+    def classify(x):
+        logits = lazy_mlp(x)
+        return logits.log_softmax(-1), logits.argmax(-1)
+
+    exported = lazycore.export(classify, torch.randn(4, 16).to(dev), dynamic={0: {0: "b"}})
+    assert _main_signature(exported) == ("  func.func @main(%arg0: tensor<?x16xf32>) -> "
+                                         "(tensor<?x10xf32>, tensor<?xi64>) {")
+    assert exported.symbols == ("b",)
+    assert exported.args[0].shape == ("b", 16)
+    assert [r.shape for r in exported.results] == [("b", 10), ("b",)]
+    assert exported.args[0].type.shape == (4, 16)  # the type at the example's size
+    for b in (1, 3, 8, 33):
+        x = torch.randn(b, 16)
+        with torch.no_grad():
+            want = [t.numpy() for t in (mlp(x).log_softmax(-1), mlp(x).argmax(-1))]
+        got = exported.call(x.numpy())
+        assert [g.shape for g in got] == [(b, 10), (b,)]
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_attention_with_a_dynamic_batch_and_sequence(dev):
+    """Two symbols: products of them (b*s, from a flattening reshape) and a
+    size as a value (the mean over the sequence divides by s)."""
+    torch.manual_seed(1)
+    proj = torch.nn.Linear(8, 8)
+    lazy_proj = torch.nn.Linear(8, 8).to(dev)
+    lazy_proj.load_state_dict(proj.state_dict())
+
+    def attend(q, k, v):
+        p = proj if q.device.type == "cpu" else lazy_proj
+        scores = q @ k.transpose(-1, -2) / 8 ** 0.5
+        out = scores.softmax(-1) @ v
+        flat = p(out.reshape(-1, 8))  # (b*s, 8)
+        return flat, out.mean(1), (out.sum(-1) + torch.arange(q.shape[1], device=q.device)).amax(0)
+
+    ex = [torch.randn(2, 3, 8).to(dev) for _ in range(3)]
+    spec = {name: {0: "b", 1: "s"} for name in ("q", "k", "v")}  # by parameter name
+    exported = lazycore.export(attend, *ex, dynamic=spec)
+    assert _main_signature(exported).count("tensor<?x?x8xf32>") == 3
+    assert "dynamic_reshape" in exported.mlir_text and "get_dimension_size" in exported.mlir_text
+    assert [r.shape for r in exported.results] == [("b*s", 8), ("b", 8), ("s",)]
+    assert exported.calling_convention()["symbols"] == ["b", "s"]
+    assert exported.calling_convention()["results"][0]["shape"] == ["b*s", 8]
+    for b, s in ((1, 5), (3, 2), (4, 7)):
+        q, k, v = (torch.randn(b, s, 8) for _ in range(3))
+        with torch.no_grad():
+            want = [t.numpy() for t in attend(q, k, v)]
+        got = exported.call(q.numpy(), k.numpy(), v.numpy())
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_numpy_reductions_and_slices_over_a_dynamic_axis(rng):
+    def stats(x, w):
+        centered = x - x.mean(axis=0)
+        return (centered.var(axis=0), x.max(axis=0), (x * w[:, None]).sum(axis=0), x[1:] - x[:-1],
+                np.exp(x[:, 0]), x.sum())
+
+    exported = lazycore.export(stats, lnp.zeros((5, 3), np.float32), lnp.zeros((5,), np.float32),
+                               dynamic={0: ("n", None), 1: ("n",)})
+    assert _main_signature(exported).startswith("  func.func @main(%arg0: tensor<?x3xf32>, %arg1: tensor<?xf32>)")
+    assert "real_dynamic_slice" in exported.mlir_text
+    assert [r.shape for r in exported.results] == [(3,), (3,), (3,), ("n - 1", 3), ("n",), ()]
+    for n in (2, 6, 11):
+        x, w = rng.standard_normal((n, 3)).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+        for g, want in zip(exported.call(x, w), stats(x, w)):
+            assert g.shape == np.shape(want)
+            np.testing.assert_allclose(g, want, rtol=2e-5, atol=2e-5)
+
+
+def test_one_name_is_one_size_in_every_argument(dev):
+    def add(x, y):
+        return x + y
+
+    exported = lazycore.export(add, torch.ones(3, 2).to(dev), torch.ones(3, 2).to(dev),
+                               dynamic={0: {0: "b"}, 1: {0: "b"}})
+    np.testing.assert_array_equal(exported.call(np.ones((5, 2)), np.full((5, 2), 2.0))[0], np.full((5, 2), 3.0))
+    with pytest.raises(ValueError, match="b is 5 and 4"):
+        exported.call(np.ones((5, 2)), np.ones((4, 2)))
+    with pytest.raises(ValueError, match=re.escape("takes tensor<bx2xf32>")):
+        exported.call(np.ones((5, 3)), np.ones((5, 3)))
+    # examples that disagree about one name's size
+    with pytest.raises(ValueError, match="sizes of 'b' differ"):
+        lazycore.export(add, torch.ones(3, 2).to(dev), torch.ones(4, 2).to(dev), dynamic={0: {0: "b"}, 1: {0: "b"}})
+
+
+def test_the_symbolic_program_is_compiled_once_per_size(dev):
+    exported = lazycore.export(lambda x: x * 2, torch.ones(3).to(dev), dynamic={0: ("n",)})
+    for n in (2, 5, 2, 5, 2):
+        np.testing.assert_array_equal(exported.call(np.ones(n, np.float32))[0], np.full(n, 2.0, np.float32))
+    assert sorted(exported.__dict__["_executables"]) == [(("n", 2),), (("n", 5),)]
+
+
+def test_a_function_that_branches_on_a_size_is_refused(dev):
+    def branchy(x):
+        return x * 2 if x.shape[0] > 16 else x + 1
+
+    with pytest.raises(ExportError, match="branch on a size"):
+        lazycore.export(branchy, torch.ones(4, 2).to(dev), dynamic={0: {0: "b"}})
+
+
+def test_an_op_whose_lowering_depends_on_the_size_is_refused_naming_it():
+    # a scan lowers to a number of steps that grows with the length
+    with pytest.raises(ExportError, match=r"program differs at different sizes .* ops\), first at .*stablehlo\.\w+ "
+                                          r"\(from .*test_export_symbolic.py:\d+\)"):
+        lazycore.export(lambda x: np.cumsum(x), lnp.zeros(4, np.float32), dynamic={0: ("n",)})
+
+
+def test_a_size_baked_into_a_constants_values_is_refused(dev):
+    def positions(x):
+        table = torch.arange(x.shape[0]).float() ** 2  # computed on the host for this length
+        return x + table.to(x.device)
+
+    with pytest.raises(ExportError, match="stablehlo.constant.*a size baked into its values"):
+        lazycore.export(positions, torch.ones(4).to(dev), dynamic={0: ("n",)})
+
+
+def test_a_size_that_is_no_polynomial_of_the_symbols_is_refused(dev):
+    with pytest.raises(ExportError, match=r"no sum of products of the symbols.*n=12: 6, n=20: 10, n=28: 14"):
+        lazycore.export(lambda x: x[::2] * 2, torch.ones(4).to(dev), dynamic={0: ("n",)})
+    with pytest.raises(ExportError, match=r"no sum of products"):
+        lazycore.export(lambda x: x.reshape(-1)[: x.shape[0] ** 2 // 8] * 2, torch.ones(4, 4).to(dev),
+                        dynamic={0: ("n", "n")})
+
+
+def test_the_dynamic_spec_is_checked(dev):
+    x = torch.ones(3, 2).to(dev)
+    with pytest.raises(ValueError, match="names argument 'y'"):
+        lazycore.export(lambda x: x, x, dynamic={"y": {0: "b"}})
+    with pytest.raises(ValueError, match="names dimension 2"):
+        lazycore.export(lambda x: x, x, dynamic={0: {2: "b"}})
+    with pytest.raises(ValueError, match="gives 1 dimensions"):
+        lazycore.export(lambda x: x, x, dynamic={0: ("b",)})
+    with pytest.raises(ValueError, match="identifier"):
+        lazycore.export(lambda x: x, x, dynamic={0: {0: "2b"}})
+    # no symbol at all: the static program
+    static = lazycore.export(lambda x: x + 1, x, dynamic={0: (None, None)})
+    assert static.symbols == () and "?" not in static.mlir_text
