@@ -2,7 +2,10 @@
 with ``?`` dimensions, run at several sizes against eager torch and NumPy, and
 the functions it refuses, each naming why."""
 
+import contextlib
+import io
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -169,3 +172,17 @@ def test_the_dynamic_spec_is_checked(dev):
     # no symbol at all: the static program
     static = lazycore.export(lambda x: x + 1, x, dynamic={0: (None, None)})
     assert static.symbols == () and "?" not in static.mlir_text
+
+
+def test_the_guides_example_prints_what_the_guide_shows():
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "guides" / "export.md").read_text()
+    section = guide[guide.index("## Symbolic dimensions"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    shown = re.search(r"```text\n(.*?)```", section, re.S).group(1)
+    printed, namespace = io.StringIO(), {"__name__": "guide"}
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code, "docs/guides/export.md", "exec"), namespace)
+    pattern = ".*".join(re.escape(part) for part in shown.split("..."))
+    assert re.fullmatch(pattern, printed.getvalue(), re.S), printed.getvalue()
+    signature = re.search(r"`(func\.func @main\(.*?)`", section).group(1)
+    assert signature in namespace["exported"].mlir_text  # the text quotes the module the example makes
