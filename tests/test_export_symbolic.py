@@ -4,7 +4,10 @@ the functions it refuses, each naming why."""
 
 import contextlib
 import io
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +18,9 @@ import lazycore
 import lazycore.numpy as lnp
 import lazycore.torch as ltorch
 from lazycore.observe.export import ExportError
+
+
+CONSUMER = Path(__file__).parent / "jaxlib_symbolic_consumer.py"
 
 
 @pytest.fixture
@@ -186,3 +192,43 @@ def test_the_guides_example_prints_what_the_guide_shows():
     assert re.fullmatch(pattern, printed.getvalue(), re.S), printed.getvalue()
     signature = re.search(r"`(func\.func @main\(.*?)`", section).group(1)
     assert signature in namespace["exported"].mlir_text  # the text quotes the module the example makes
+
+
+def test_jax_alone_refines_and_runs_the_artifact_at_several_sizes(dev, tmp_path):
+    """A consumer that never imports lazycore runs the one artifact at three
+    sizes, as jax.export runs its own (jax's refine_polymorphic_shapes)."""
+    torch.manual_seed(2)
+    norm = torch.nn.LayerNorm(6)
+    lazy_norm = torch.nn.LayerNorm(6).to(dev)
+    lazy_norm.load_state_dict(norm.state_dict())
+
+    def block(x, mask):
+        n = norm if x.device.type == "cpu" else lazy_norm
+        h = n(x) * mask[..., None]
+        return h.sum(1) / mask.sum(1, keepdim=True), h[:, 1:] - h[:, :-1]
+
+    exported = lazycore.export(block, torch.ones(2, 3, 6).to(dev), torch.ones(2, 3).to(dev),
+                               dynamic={0: ("b", "s", None), 1: ("b", "s")})
+    (tmp_path / "artifact.mlirbc").write_bytes(exported.artifact)
+    (tmp_path / "convention.json").write_text(json.dumps(exported.calling_convention()))
+    inputs = []
+    for k, (b, s) in enumerate(((1, 2), (4, 5), (3, 9))):
+        x, mask = torch.randn(b, s, 6), (torch.rand(b, s) > 0.3).float()
+        mask[:, 0] = 1
+        inputs.append((x, mask))
+        (tmp_path / f"run{k}").mkdir()
+        np.save(tmp_path / f"run{k}" / "arg0.npy", x.numpy())
+        np.save(tmp_path / f"run{k}" / "arg1.npy", mask.numpy())
+    done = subprocess.run([sys.executable, str(CONSUMER), str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ran 3 sizes"
+    for k, (x, mask) in enumerate(inputs):
+        with torch.no_grad():
+            want = [t.numpy() for t in block(x, mask)]
+        got = [np.load(tmp_path / f"run{k}" / f"result{j}.npy") for j in range(2)]
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+        # lazycore's own client, refining with the StableHLO passes of its bindings, agrees
+        for g, mine in zip(got, exported.call(x.numpy(), mask.numpy())):
+            np.testing.assert_allclose(mine, g, rtol=1e-6, atol=1e-6)
