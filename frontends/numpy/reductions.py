@@ -18,6 +18,8 @@ import math
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from lazycore.dialect.folds import identity_value
+from lazycore.dialect.spec import spec_of
 from lazycore.trace import core
 
 from . import dtypes
@@ -113,9 +115,12 @@ def _and(m, other):
     return other if m is None else apply("and", m, other)
 
 
-def _keep(h, mask, identity):
-    """``h`` with the elements ``mask`` leaves out replaced by ``identity``."""
-    return h if mask is None else apply("select", mask, h, const(identity, h))
+def _keep(h, mask, op):
+    """``h`` with the elements ``mask`` leaves out replaced by the identity of
+    reduction ``op`` (the op table's, for ``h``'s element type)."""
+    if mask is None:
+        return h
+    return apply("select", mask, h, const(identity_value(spec_of(op).identity, h.dtype), h))
 
 
 def _store(res: ndarray, out) -> ndarray:
@@ -161,7 +166,7 @@ _BOOL_FOR = {"reduce_sum": "reduce_max", "reduce_prod": "reduce_min"}  # dtype=b
 _COMBINE = {"reduce_sum": "add", "reduce_prod": "mul", "reduce_max": "or", "reduce_min": "and"}
 
 
-def _sum_like(op, identity, a, axis, dtype, out, keepdims, initial, where, nan=False):
+def _sum_like(op, a, axis, dtype, out, keepdims, initial, where, nan=False):
     a = asarray_like(a)
     axes = _axes(a, axis, ufunc_reduce=True)
     dt = _sum_dtype(a, dtype)
@@ -172,9 +177,8 @@ def _sum_like(op, identity, a, axis, dtype, out, keepdims, initial, where, nan=F
         valid = _and(valid, apply("not", _isnan(value(a))))
     if dt == _BOOL:
         op = _BOOL_FOR[op]
-        identity = bool(identity)
     h = cast(h, _acc(dt))
-    r = _reduce(op, axes, _keep(h, valid, identity))
+    r = _reduce(op, axes, _keep(h, valid, op))
     if _given(initial):
         r = apply(_COMBINE[op], r, const(initial, r))
     return _store(_finish(r, a.shape, axes, keepdims, dt), out)
@@ -182,60 +186,43 @@ def _sum_like(op, identity, a, axis, dtype, out, keepdims, initial, where, nan=F
 
 @implements(np.sum)
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
-    return _sum_like("reduce_sum", 0, a, axis, dtype, out, keepdims, initial, where)
+    return _sum_like("reduce_sum", a, axis, dtype, out, keepdims, initial, where)
 
 
 @implements(np.prod)
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
-    return _sum_like("reduce_prod", 1, a, axis, dtype, out, keepdims, initial, where)
+    return _sum_like("reduce_prod", a, axis, dtype, out, keepdims, initial, where)
 
 
 @implements(np.nansum)
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
-    return _sum_like("reduce_sum", 0, a, axis, dtype, out, keepdims, initial, where, nan=True)
+    return _sum_like("reduce_sum", a, axis, dtype, out, keepdims, initial, where, nan=True)
 
 
 @implements(np.nanprod)
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
-    return _sum_like("reduce_prod", 1, a, axis, dtype, out, keepdims, initial, where, nan=True)
+    return _sum_like("reduce_prod", a, axis, dtype, out, keepdims, initial, where, nan=True)
 
 
-def _logical(op, identity):
+def _logical(op):
     def reduce(a, axis=None, out=None, keepdims=False, *, where=True):
         a = asarray_like(a)
         axes = _axes(a, axis, ufunc_reduce=True)
-        h = _keep(cast(value(a), _BOOL), _mask(a, where), identity)
+        h = _keep(cast(value(a), _BOOL), _mask(a, where), op)
         return _store(_finish(_reduce(op, axes, h), a.shape, axes, keepdims, _BOOL), out)
 
     return reduce
 
 
-any = implements(np.any)(_logical("reduce_max", False))
-all = implements(np.all)(_logical("reduce_min", True))
+any = implements(np.any)(_logical("reduce_max"))
+all = implements(np.all)(_logical("reduce_min"))
 
 
 # --- max, min -------------------------------------------------------------------------------------
 
 
-def _lowest(dt):
-    if dt.kind == "b":
-        return False
-    if _is_float(dt):
-        return -math.inf
-    return np.iinfo(dt).min
-
-
-def _highest(dt):
-    if dt.kind == "b":
-        return True
-    if _is_float(dt):
-        return math.inf
-    return np.iinfo(dt).max
-
-
 def _extremum(op, name, nan_ignoring=False):
     combine = "maximum" if op == "reduce_max" else "minimum"
-    identity = _lowest if op == "reduce_max" else _highest
 
     def reduce(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
         a = asarray_like(a)
@@ -252,10 +239,10 @@ def _extremum(op, name, nan_ignoring=False):
         is_float = _is_float(a.dtype)
         nan = _isnan(h) if is_float else None
         kept = _and(valid, apply("not", nan)) if nan_ignoring and is_float else valid
-        r = _reduce(op, axes, _keep(h, kept, identity(a.dtype)))
+        r = _reduce(op, axes, _keep(h, kept, op))
         if is_float and axes and not nan_ignoring:
             # NaN wins over every number, as in NumPy
-            any_nan = _reduce("reduce_max", axes, _keep(nan, valid, False))
+            any_nan = _reduce("reduce_max", axes, _keep(nan, valid, "reduce_max"))
             r = apply("select", any_nan, const(math.nan, r), r)
         if has_initial:
             r = apply(combine, r, const(initial, r))
@@ -335,7 +322,7 @@ def _mean_parts(a, axes, dt, valid):
     """(sum, count) of the elements ``valid`` keeps, the sum in ``dt``'s accumulation type."""
     acc = _acc(dt) if _is_float(dt) else dt
     h = cast(cast(value(a), dt), acc)
-    total = _reduce("reduce_sum", axes, _keep(h, valid, 0))
+    total = _reduce("reduce_sum", axes, _keep(h, valid, "reduce_sum"))
     if valid is None:
         return total, _count(a.shape, axes)
     return total, _reduce("reduce_sum", axes, _convert(valid, "i64"))
@@ -391,7 +378,7 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root, na
             raise ValueError(f"mean of shape {m.shape} does not broadcast to the array's shape {a.shape}") from None
         m = broadcast_to_shape(m, a.shape)
     else:
-        m = _reduce("reduce_sum", axes, _keep(h, valid, 0))
+        m = _reduce("reduce_sum", axes, _keep(h, valid, "reduce_sum"))
         m = apply("div", m, const(n, m) if isinstance(n, int) else cast(n, acc))
         m = broadcast_to_shape(apply("reshape", m, shape=_kept_shape(a.shape, axes, True)), a.shape)
     dev = apply("sub", h, m)
@@ -400,7 +387,7 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root, na
         square = apply("add", apply("mul", re, re), apply("mul", im, im))
     else:
         square = apply("mul", dev, dev)
-    s = _reduce("reduce_sum", axes, _keep(square, valid, 0))
+    s = _reduce("reduce_sum", axes, _keep(square, valid, "reduce_sum"))
     if isinstance(n, int):
         dof = builtins.max(n - ddof, 0)
         v = apply("div", s, const(dof, s))

@@ -4,43 +4,20 @@ from __future__ import annotations
 
 from functools import partial
 
-import ml_dtypes
-import numpy as np
-
-from lazycore.dialect import TensorType, attr
-from lazycore.dialect.types import is_bool, is_float, to_numpy_dtype
+from lazycore.dialect import TensorType, attr, spec_of
+from lazycore.dialect.folds import identity_value
+from lazycore.dialect.types import is_bool, is_float
 
 from . import hlo
 from .registry import lowering
 
 
-def _lowest(dtype: str):
-    if is_bool(dtype):
-        return False
-    if is_float(dtype):
-        # float8 E4M3FN and the FNUZ types have no infinity (-inf becomes NaN there)
-        return -np.inf if _has_inf(dtype) else ml_dtypes.finfo(to_numpy_dtype(dtype)).min
-    return np.iinfo(to_numpy_dtype(dtype)).min
-
-
-def _highest(dtype: str):
-    if is_bool(dtype):
-        return True
-    if is_float(dtype):
-        return np.inf if _has_inf(dtype) else ml_dtypes.finfo(to_numpy_dtype(dtype)).max
-    return np.iinfo(to_numpy_dtype(dtype)).max
-
-
-def _has_inf(dtype: str) -> bool:
-    return dtype not in ("f8E4M3FN", "f8E4M3FNUZ", "f8E5M2FNUZ")
-
-
-# lazy op -> (combiner for numbers, combiner for i1, identity of the combiner)
+# lazy op -> (combiner for numbers, combiner for i1); each starts from its row's identity
 REDUCERS = {
-    "reduce_sum": ("add", None, lambda dtype: 0),
-    "reduce_prod": ("multiply", None, lambda dtype: 1),
-    "reduce_max": ("maximum", "or", _lowest),
-    "reduce_min": ("minimum", "and", _highest),
+    "reduce_sum": ("add", None),
+    "reduce_prod": ("multiply", None),
+    "reduce_max": ("maximum", "or"),
+    "reduce_min": ("minimum", "and"),
 }
 
 
@@ -50,11 +27,11 @@ def _reduce(name: str, op, rewriter):
     if not dims:
         return x  # StableHLO would accept it, but there is nothing to compute
     t = hlo.type_of(x)
-    combiner, bool_combiner, identity = REDUCERS[name]
+    combiner, bool_combiner = REDUCERS[name]
     if is_bool(t.dtype):
         combiner = bool_combiner
     scalar = TensorType((), t.dtype)
-    init = hlo.constant(identity(t.dtype), scalar)
+    init = hlo.constant(identity_value(spec_of(name).identity, t.dtype), scalar)
     return hlo.with_body(
         "reduce", [x, init], op.results[0].type, [scalar, scalar],
         lambda acc, v: [hlo.binary(combiner, acc, v)],
@@ -90,7 +67,7 @@ def _arg_reduce(better: str, op, rewriter):
     iota = hlo.value("iota", [], TensorType(t.shape, idx_dtype), iota_dimension=hlo.i64(dim))
     val_s, idx_s = TensorType((), t.dtype), TensorType((), idx_dtype)
     # The init value loses to (or ties with, at a higher index than) every element.
-    init_val = hlo.constant(_lowest(t.dtype) if better == "GT" else _highest(t.dtype), val_s)
+    init_val = hlo.constant(identity_value(spec_of("argmax" if better == "GT" else "argmin").identity, t.dtype), val_s)
     init_idx = hlo.constant(0, idx_s)
 
     def body(a, ai, b, bi):

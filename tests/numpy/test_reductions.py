@@ -141,6 +141,31 @@ def test_where_initial_out(rng):
         np.sum(a, axis=0, out=np.zeros(3))
 
 
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2", "bfloat16", "float16", "int8", "uint16", "bool"])
+def test_where_masks_with_the_identity_of_every_dtype(rng, dtype):
+    """Left-out elements take the op table's identity: the lowest or highest
+    finite value where the type has no infinity (float8 E4M3FN)."""
+    import ml_dtypes
+
+    dt = numpy.dtype(getattr(ml_dtypes, dtype, None) or dtype)
+    x = rng.uniform(-5, 6, (3, 5)).astype(dt)
+    mask = rng.random((3, 5)) > 0.4
+    mask[0] = False  # a slice with nothing kept: the result is ``initial`` alone
+    a = np.asarray(x)
+    for name, initial in (("max", 0), ("min", 1), ("max", 2), ("min", 4)):
+        got = getattr(np, name)(a, axis=1, where=mask, initial=initial)
+        want = getattr(numpy, name)(x, axis=1, where=mask, initial=initial)
+        assert got.dtype == want.dtype, (name, got.dtype, want.dtype)
+        numpy.testing.assert_array_equal(numpy.asarray(got).astype("float64"), want.astype("float64"), err_msg=name)
+    for name in ("sum", "prod", "any", "all"):
+        got, want = getattr(np, name)(a, axis=1, where=mask), getattr(numpy, name)(x, axis=1, where=mask)
+        assert got.dtype == want.dtype, (name, got.dtype, want.dtype)
+        # float8 sums round at every step, in NumPy's order and in XLA's
+        tol = {"float8_e4m3fn": 0.15, "float8_e5m2": 0.3, "bfloat16": 0.02, "float16": 2e-3}.get(dtype, 0)
+        numpy.testing.assert_allclose(numpy.asarray(got).astype("float64"), want.astype("float64"), rtol=tol,
+                                      err_msg=name)
+
+
 def test_argmax_argmin(rng):
     x = sample(rng, (4, 6), "int32")  # few distinct values: ties pick the first
     a = np.asarray(x)
