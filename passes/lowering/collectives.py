@@ -1,28 +1,46 @@
 """Lowerings of shardings and collectives (see lazycore.dialect.collectives).
 
-They produce what jax produces for ``with_sharding_constraint`` and
-``shard_map`` with the GSPMD partitioner: ``stablehlo.custom_call @Sharding``
-with an ``mhlo.sharding`` attribute in XLA's text form, and each collective
-on the device's block between ``@SPMDFullToShardShape`` and
-``@SPMDShardToFullShape``. Device ids in shardings and replica groups are
-positions in the program's device assignment, which the runtime makes the
-mesh's devices in row-major order.
+They produce what jax 0.10 hands XLA for ``with_sharding_constraint`` and
+``shard_map`` under the Shardy partitioner, in Shardy's round-trip form
+(what XLA itself writes into HLO and imports back before partitioning): the
+StableHLO bindings lazycore builds with have no ``sdy`` dialect, and a
+portable artifact carries only StableHLO, so the ``sdy`` attributes travel
+as strings in ``mhlo.frontend_attributes``:
+
+- the module declares each mesh it uses in ``xla.sdy.meshes``
+  (``{mesh_2x2 = #sdy.mesh<["a0"=2, "a1"=2]>}``: one symbol per mesh shape,
+  its axes named by position, ``a0`` first; a mesh's devices are the
+  program's device assignment, which the runtime makes the mesh's devices
+  in row-major order, so the mesh needs no ``device_ids``);
+- ``lazy.shard`` is ``stablehlo.custom_call @Sharding`` with
+  ``xla.sdy.sharding = "#sdy.sharding_per_value<[<@mesh_2x2, [{"a0"}, {}]>]>"``
+  (XLA makes it an ``sdy.sharding_constraint``);
+- a collective runs on each device's block inside a manual computation:
+  ``@xla.sdy.GlobalToLocalShape`` (``xla.sdy.in_shardings``,
+  ``xla.sdy.manual_axes``), a call to a private function of its own whose
+  name starts ``xla.sdy.manual_computation_body`` (``inlineable = "false"``),
+  ``@xla.sdy.LocalToGlobalShape`` (``xla.sdy.manual_axes``,
+  ``xla.sdy.out_shardings``); every mesh axis is manual in it, as the
+  block is each device's own.
+
+Device ids in replica groups are positions in the program's device
+assignment. :func:`hlo_sharding` gives GSPMD's text for the same layouts
+(``test_ops_collectives`` checks it against jax's).
 """
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
-from lazycore.dialect import TensorType, attr
+from lazycore.dialect import TensorType, attr, tensor_type
 from lazycore.dialect.collectives import check_pairs, result_sharding
 from lazycore.dialect.mlir import ir
 
 from . import hlo
 from .registry import lowering
 from .reduction import REDUCERS
-
-MANUAL = "{manual}"
-
 
 def hlo_sharding(mesh, sharding) -> str:
     """XLA's text for a value of rank ``len(sharding)`` laid out over ``mesh``:
@@ -53,33 +71,105 @@ def groups(mesh, axis: int) -> np.ndarray:
     return np.moveaxis(ids, axis, -1).reshape(-1, mesh[axis])
 
 
+def axis_name(axis: int) -> str:
+    """The Shardy name of mesh axis ``axis`` (the dialect knows axes by position)."""
+    return f"a{axis}"
+
+
+def mesh_symbol(mesh) -> str:
+    """The symbol of the Shardy mesh of shape ``mesh`` (``mesh_2x2``)."""
+    return "mesh_" + "x".join(str(int(n)) for n in mesh)
+
+
+def mesh_text(mesh) -> str:
+    """``#sdy.mesh<["a0"=2, "a1"=2]>``."""
+    return "#sdy.mesh<[" + ", ".join(f'"{axis_name(a)}"={int(n)}' for a, n in enumerate(mesh)) + "]>"
+
+
+def dims_text(dims) -> str:
+    """Shardy's dimension shardings (closed: the layout is the one given);
+    ``dims``: per dimension, the axes (Shardy's spelling of each, a name or
+    a sub-axis ``"a0":(1)2``) that split it, major first."""
+    return "[" + ", ".join("{" + ", ".join(d) + "}" for d in dims) + "]"
+
+
+def quoted(names) -> tuple[str, ...]:
+    return tuple(f'"{n}"' for n in names)
+
+
+def sdy_sharding(mesh, sharding) -> str:
+    """``<@mesh_2x2, [{"a0"}, {}]>``: a value of rank ``len(sharding)`` laid
+    out over ``mesh`` (``sharding``: the mesh axis splitting each dimension, or -1)."""
+    dims = [quoted([axis_name(a)]) if a >= 0 else () for a in sharding]
+    return f"<@{mesh_symbol(mesh)}, {dims_text(dims)}>"
+
+
+def per_value(*shardings: str) -> str:
+    return "#sdy.sharding_per_value<[" + ", ".join(shardings) + "]>"
+
+
+def manual_axes(mesh) -> str:
+    return "#sdy<manual_axes{" + ", ".join(quoted(axis_name(a) for a in range(len(mesh)))) + "}>"
+
+
+def frontend_attributes(**values: str) -> ir.DictAttr:
+    """``mhlo.frontend_attributes``: XLA keeps them on the HLO instruction,
+    where Shardy's round-trip import reads them."""
+    return ir.DictAttr.get({k.replace("__", "."): ir.StringAttr.get(v) for k, v in values.items()})
+
+
+def module_of(op) -> ir.Operation:
+    parent = op.operation.parent
+    while parent is not None and parent.name != "builtin.module":
+        parent = parent.parent
+    if parent is None:
+        raise ValueError(f"{op.name} is outside a module: the Shardy mesh it uses has nowhere to be declared")
+    return parent.operation
+
+
+_MESHES = "xla.sdy.meshes"
+_FRONTEND = "mhlo.frontend_attributes"
+
+
+def declare_mesh(module: ir.Operation, mesh) -> str:
+    """Declare the Shardy mesh of shape ``mesh`` on ``module`` (once); its symbol."""
+    symbol = mesh_symbol(mesh)
+    attrs = module.attributes
+    frontend = {}
+    if _FRONTEND in attrs:
+        d = ir.DictAttr(attrs[_FRONTEND])
+        frontend = {d[i].name: d[i].attr for i in range(len(d))}
+    declared = ir.StringAttr(frontend[_MESHES]).value[1:-1] if _MESHES in frontend else ""
+    if symbol not in re.findall(r"(\w+) = #sdy\.mesh<", declared):
+        entry = f"{symbol} = {mesh_text(mesh)}"
+        frontend[_MESHES] = ir.StringAttr.get("{" + (declared + ", " if declared else "") + entry + "}")
+        attrs[_FRONTEND] = ir.DictAttr.get(frontend)
+    return symbol
+
+
 def _string(text: str) -> ir.StringAttr:
     return ir.StringAttr.get(text)
 
 
-def custom_call(target: str, x: ir.Value, result, sharding: str) -> ir.Value:
+def custom_call(target: str, x: ir.Value, result, side_effect: bool = False, **frontend: str) -> ir.Value:
+    extra = {"has_side_effect": ir.BoolAttr.get(True)} if side_effect else {}
     return hlo.value(
         "custom_call", [x], result,
-        call_target_name=_string(target), backend_config=_string(""), **{"mhlo.sharding": _string(sharding)},
+        call_target_name=_string(target), backend_config=_string(""),
+        **extra, **{_FRONTEND: frontend_attributes(**frontend)},
     )
 
 
-def constrain(x: ir.Value, sharding: str) -> ir.Value:
+def constrain(x: ir.Value, mesh, sharding) -> ir.Value:
     """``x`` with a sharding constraint (jax's ``with_sharding_constraint``)."""
-    return custom_call("Sharding", x, x.type, sharding)
+    return custom_call("Sharding", x, x.type, xla__sdy__sharding=per_value(sdy_sharding(mesh, sharding)))
 
 
 @lowering("shard")
 def _shard(op, rewriter):
-    return constrain(op.operands[0], hlo_sharding(attr(op, "mesh"), attr(op, "sharding")))
-
-
-def _manual(op):
-    """The operand's block on each device: what a collective works on."""
-    x = op.operands[0]
-    mesh, sharding = attr(op, "mesh"), attr(op, "sharding")
-    full = constrain(x, hlo_sharding(mesh, sharding))
-    return custom_call("SPMDFullToShardShape", full, local_type(hlo.type_of(x), mesh, sharding), MANUAL)
+    mesh = attr(op, "mesh")
+    declare_mesh(module_of(op), mesh)
+    return constrain(op.operands[0], mesh, attr(op, "sharding"))
 
 
 def _result_sharding(op) -> tuple[int, ...]:
@@ -95,12 +185,56 @@ _ATTRS = {
     "collective_permute": ("sharding",),
 }
 
+BODY = "xla.sdy.manual_computation_body"
+"""XLA's round-trip import makes a manual computation of each call to a
+function whose name holds this (one function per call)."""
 
-def _global(block: ir.Value, op) -> ir.Value:
-    """Blocks back to the global value of ``op``'s result, laid out as the op says."""
-    block = constrain(block, MANUAL)
-    sharding = hlo_sharding(attr(op, "mesh"), _result_sharding(op))
-    return custom_call("SPMDShardToFullShape", block, op.results[0].type, sharding)
+
+def _body_function(module: ir.Operation, block: TensorType, result: TensorType, build) -> str:
+    """A private function of its own, ``block -> result``, whose body
+    ``build(argument)`` makes; its symbol."""
+    taken = {ir.StringAttr(o.attributes["sym_name"]).value for o in module.regions[0].blocks[0].operations
+             if "sym_name" in o.attributes}
+    n = 0
+    while f"{BODY}_{n}" in taken:
+        n += 1
+    name = f"{BODY}_{n}"
+    arg_t, res_t = tensor_type(block), tensor_type(result)
+    fn = ir.Operation.create(
+        "func.func", regions=1,
+        attributes={"sym_name": _string(name), "sym_visibility": _string("private"),
+                    "function_type": ir.TypeAttr.get(ir.FunctionType.get([arg_t], [res_t]))},
+        ip=ir.InsertionPoint(module.regions[0].blocks[0]),
+    )
+    body = fn.regions[0].blocks.append(arg_t)
+    with ir.InsertionPoint(body):
+        ir.Operation.create("func.return", operands=[build(body.arguments[0])])
+    return name
+
+
+def _manual(op, build, result: TensorType) -> ir.Value:
+    """``op``'s result: ``build`` run on each device's block of the operand
+    (a manual computation over every mesh axis), giving the device's block of
+    the result (of type ``result``), laid out as the op says."""
+    x = op.operands[0]
+    mesh, sharding = attr(op, "mesh"), attr(op, "sharding")
+    module = module_of(op)
+    declare_mesh(module, mesh)
+    axes = manual_axes(mesh)
+    block_t = local_type(hlo.type_of(x), mesh, sharding)
+    local = custom_call(
+        "xla.sdy.GlobalToLocalShape", x, block_t, side_effect=True,
+        xla__sdy__in_shardings=per_value(sdy_sharding(mesh, sharding)), xla__sdy__manual_axes=axes,
+    )
+    name = _body_function(module, block_t, result, build)
+    called = ir.Operation.create(
+        "func.call", results=[tensor_type(result)], operands=[local],
+        attributes={"callee": ir.FlatSymbolRefAttr.get(name), _FRONTEND: frontend_attributes(inlineable="false")},
+    ).result
+    return custom_call(
+        "xla.sdy.LocalToGlobalShape", called, op.results[0].type, side_effect=True,
+        xla__sdy__manual_axes=axes, xla__sdy__out_shardings=per_value(sdy_sharding(mesh, _result_sharding(op))),
+    )
 
 
 def _collective_attrs(op) -> dict:
@@ -129,53 +263,50 @@ def _combiner(op, t: TensorType):
 
 @lowering("all_reduce")
 def _all_reduce(op, rewriter):
-    block = _manual(op)
-    t = hlo.type_of(block)
+    t = local_type(hlo.type_of(op.operands[0]), attr(op, "mesh"), attr(op, "sharding"))
     args, body = _combiner(op, t)
-    reduced = hlo.with_body("all_reduce", [block], [t], args, body, **_collective_attrs(op)).result
     # every device of a group holds the combined block: the result's dimension is one block
-    return _global(reduced, op)
+    return _manual(op, lambda block: hlo.with_body("all_reduce", [block], [t], args, body,
+                                                   **_collective_attrs(op)).result, t)
 
 
 @lowering("all_gather")
 def _all_gather(op, rewriter):
-    block = _manual(op)
-    gathered = hlo.value("all_gather", [block], _result_block(op),
-                         all_gather_dim=hlo.i64(list(attr(op, "sharding")).index(attr(op, "axis"))),
-                         **_collective_attrs(op))
-    return _global(gathered, op)
+    out = _result_block(op)
+    return _manual(op, lambda block: hlo.value(
+        "all_gather", [block], out,
+        all_gather_dim=hlo.i64(list(attr(op, "sharding")).index(attr(op, "axis"))), **_collective_attrs(op),
+    ), out)
 
 
 @lowering("reduce_scatter")
 def _reduce_scatter(op, rewriter):
-    block = _manual(op)
-    args, body = _combiner(op, hlo.type_of(block))
-    scattered = hlo.with_body(
-        "reduce_scatter", [block], [_result_block(op)], args, body,
+    t = local_type(hlo.type_of(op.operands[0]), attr(op, "mesh"), attr(op, "sharding"))
+    args, body = _combiner(op, t)
+    out = _result_block(op)
+    return _manual(op, lambda block: hlo.with_body(
+        "reduce_scatter", [block], [out], args, body,
         scatter_dimension=hlo.i64(attr(op, "dim")), **_collective_attrs(op),
-    ).result
-    return _global(scattered, op)
+    ).result, out)
 
 
 @lowering("all_to_all")
 def _all_to_all(op, rewriter):
-    block = _manual(op)
-    moved = hlo.value(
-        "all_to_all", [block], _result_block(op),
+    out = _result_block(op)
+    return _manual(op, lambda block: hlo.value(
+        "all_to_all", [block], out,
         split_dimension=hlo.i64(attr(op, "split_dim")), concat_dimension=hlo.i64(attr(op, "concat_dim")),
         split_count=hlo.i64(attr(op, "mesh")[attr(op, "axis")]), **_collective_attrs(op),
-    )
-    return _global(moved, op)
+    ), out)
 
 
 @lowering("collective_permute")
 def _collective_permute(op, rewriter):
-    block = _manual(op)
     mesh, axis = attr(op, "mesh"), attr(op, "axis")
     pairs = [(int(g[s]), int(g[t])) for g in groups(mesh, axis) for s, t in check_pairs(attr(op, "pairs"), mesh[axis])]
-    moved = hlo.value(
-        "collective_permute", [block], block.type,
+    t = local_type(hlo.type_of(op.operands[0]), mesh, attr(op, "sharding"))
+    return _manual(op, lambda block: hlo.value(
+        "collective_permute", [block], t,
         source_target_pairs=hlo.constant_attr(np.array(pairs, np.int64).reshape(-1, 2)),
         **_collective_attrs(op),
-    )
-    return _global(moved, op)
+    ), t)

@@ -23,6 +23,7 @@ from lazycore.ir.sourceloc import resolve
 from lazycore.dialect.mlir import func, ir, serialize_stablehlo
 from lazycore.dialect.build import new_context
 from lazycore.passes import rolled_emit
+from lazycore.passes.lowering import collectives
 from lazycore.passes.pipeline import DEFAULT_PIPELINE, run_pipeline
 from lazycore.runtime import checks, pjrt, rolling
 from lazycore.runtime.failures import ProgramError
@@ -392,20 +393,39 @@ def _emit_body(body, bound: list, location) -> list:
 
 
 def _annotate_layouts(module, fn, walk, device, info: Returned) -> None:
-    mesh = device is not None and isinstance(device.pjrt, pjrt.MeshTarget)
+    target = device.pjrt if device is not None and isinstance(device.pjrt, pjrt.MeshTarget) else None
     # (a stack argument's members live on one device: rolled loops are not built for a mesh)
     layouts = [walk.data[i].sharding if type(i) is int else None for i in info.arguments or range(len(walk.data))]
-    if not mesh and all(s is None for s in layouts):
+    if target is None and all(s is None for s in layouts):
         return
-    replicated = "{replicated}"
-    texts = [replicated if s is None else str(s) for s in layouts] + [replicated] * len(walk.packs)
-    fn.attributes["arg_attrs"] = ir.ArrayAttr.get(
-        [ir.DictAttr.get({"mhlo.sharding": ir.StringAttr.get(text)}) for text in texts]
-    )
-    if mesh:
+    if target is None:  # a module built for inspection: the layouts' own mesh
+        target = next(s.target for s in layouts if s is not None)
+    inputs = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).inputs
+    mesh = collectives.declare_mesh(module.operation, target.shape)
+    texts = [_sdy_sharding(target, mesh, s, ir.RankedTensorType(t).rank)
+             for s, t in zip(layouts + [None] * len(walk.packs), inputs)]
+    fn.attributes["arg_attrs"] = ir.ArrayAttr.get([
+        ir.DictAttr.get({"mhlo.frontend_attributes": collectives.frontend_attributes(xla__sdy__sharding=text)})
+        for text in texts
+    ])
+    if device is not None and isinstance(device.pjrt, pjrt.MeshTarget):
         i32 = ir.IntegerType.get_signless(32)
         module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, len(device.pjrt.devices))
         module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
+
+
+def _sdy_sharding(target, mesh: str, sharding, rank: int) -> str:
+    """An argument's ``#sdy.sharding`` (Shardy's round-trip spelling: see
+    :mod:`lazycore.passes.lowering.collectives`); scalar packs and values
+    without a layout are replicated."""
+    axes = ((),) * rank if sharding is None else target.axes(sharding, rank)
+    if axes is None:
+        raise ValueError(f"lazycore has no Shardy spelling of the layout {sharding} over {target}: "
+                         f"its devices are in another order than the mesh's")
+    a = collectives.axis_name
+    dims = [tuple(f'"{a(axis)}"' if pre == 1 and size == target.shape[axis] else f'"{a(axis)}":({pre}){size}'
+                  for axis, pre, size in d) for d in axes]
+    return f"#sdy.sharding<@{mesh}, {collectives.dims_text(dims)}>"
 
 
 @_locked

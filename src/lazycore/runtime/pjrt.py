@@ -272,6 +272,8 @@ class Sharding(NamedTuple):
     spec: tuple | None
     jax: object
     """The jax sharding (result handlers, resharding)."""
+    target: "MeshTarget | None" = None
+    """The mesh it lays a value out over (:meth:`MeshTarget.axes`)."""
 
     def __str__(self) -> str:
         return self.text
@@ -316,7 +318,7 @@ class MeshTarget:
         if found is None:
             named = self._named(self.jax_mesh, self._spec(*spec))
             text = str(named._to_xla_hlo_sharding(ndim))
-            found = _SHARDINGS.put(key, Sharding(text, _padded(spec, ndim), named))
+            found = _SHARDINGS.put(key, Sharding(text, _padded(spec, ndim), named, self))
         return found
 
     def from_jax(self, sharding, ndim: int) -> Sharding:
@@ -328,7 +330,7 @@ class MeshTarget:
         key = (self, text, ndim)
         found = _SHARDINGS.get(key)
         if found is None:
-            found = _SHARDINGS.put(key, Sharding(text, self._spec_of(hlo, ndim), jax_sharding))
+            found = _SHARDINGS.put(key, Sharding(text, self._spec_of(hlo, ndim), jax_sharding, self))
         return found
 
     def _spec_of(self, hlo, ndim: int) -> tuple | None:
@@ -350,6 +352,67 @@ class MeshTarget:
             names.append(entry)
         names = tuple(names)
         return names if str(self.sharding(names, ndim).text) == str(hlo) else None
+
+    def axes(self, sharding: Sharding, ndim: int) -> tuple | None:
+        """``sharding`` as Shardy spells a layout: per dimension, the mesh axes
+        that split it, major first, each ``(axis, pre, size)`` (the sub-axis
+        of mesh axis ``axis`` of ``size`` positions, every ``pre``-th: the
+        whole axis is ``(axis, 1, n)``); None when no axes of this mesh give
+        it (a device order other than the mesh's)."""
+        if sharding.spec is not None:
+            return tuple(() if a is None else ((self.axis_names.index(a), 1, self.shape[self.axis_names.index(a)]),)
+                         for a in sharding.spec)
+        hlo = sharding.jax._to_xla_hlo_sharding(ndim)
+        if hlo.is_replicated():
+            return ((),) * ndim
+        return self._named_axes(hlo, ndim) or self._sub_axes(hlo, ndim)
+
+    def _named_axes(self, hlo, ndim: int) -> tuple | None:
+        """Whole mesh axes, several on a dimension where need be."""
+        from jax._src.sharding_impls import parse_flatten_op_sharding
+
+        try:
+            (spec,) = parse_flatten_op_sharding(hlo, self.jax_mesh)
+        except Exception:  # noqa: BLE001 - no spec of this mesh gives it
+            return None
+        if str(self._named(self.jax_mesh, spec)._to_xla_hlo_sharding(ndim)) != str(hlo):
+            return None
+        out = []
+        for entry in tuple(spec) + (None,) * (ndim - len(spec)):
+            names = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+            out.append(tuple((self.axis_names.index(n), 1, self.shape[self.axis_names.index(n)]) for n in names))
+        return tuple(out)
+
+    def _sub_axes(self, hlo, ndim: int) -> tuple | None:
+        """Parts of mesh axes (Shardy's sub-axes), as XLA's partitioner splits
+        a mesh axis over two dimensions (a reshape's result): an iota layout
+        whose axes each lie inside one mesh axis."""
+        from jax._src.mesh import AbstractMesh
+        from jax._src.sharding_impls import _gspmd_to_named_sharding_via_mesh, GSPMDSharding
+
+        if not hlo.is_tiled() or not hlo.is_tile_assignment_iota() or hlo.tuple_elements():
+            return None
+        sizes = tuple(hlo.get_axis_sizes())
+        names = tuple(f"_axis_{i}" for i in range(len(sizes)))
+        try:
+            spec = _gspmd_to_named_sharding_via_mesh(
+                GSPMDSharding(self.device_list, hlo), AbstractMesh(sizes, names)).spec
+        except Exception:  # noqa: BLE001 - jax has no named form of it
+            return None
+        # each part, in mesh order, inside the mesh axis it falls in
+        parts, axis, pre = {}, 0, 1
+        for name, size in zip(names, sizes):
+            while axis < len(self.shape) and pre == self.shape[axis]:
+                axis, pre = axis + 1, 1
+            if axis == len(self.shape) or self.shape[axis] % (pre * size):
+                return None
+            parts[name] = (axis, pre, size)
+            pre *= size
+        out = []
+        for entry in tuple(spec) + (None,) * (ndim - len(spec)):
+            entry = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+            out.append(tuple(parts[n] for n in entry))
+        return tuple(out)
 
     def put(self, array, sharding: Sharding):
         """A host array (copied) or a buffer of this mesh, laid out as
@@ -406,9 +469,10 @@ class MeshTarget:
         options.num_partitions = len(self.devices)
         build = options.executable_build_options
         build.use_spmd_partitioning = True
-        # the GSPMD partitioner reads the mhlo.sharding annotations lazycore
-        # writes; Shardy would ignore them
-        build.use_shardy_partitioner = False
+        # lazycore writes Shardy's annotations (runtime.compiler,
+        # passes.lowering.collectives), as jax does: GSPMD's partitioner is
+        # deprecated (XLA logs so at every compile)
+        build.use_shardy_partitioner = True
         build.device_assignment = xc.DeviceAssignment.create(np.array([[d.id for d in self.devices]]))
         # inputs are laid out as their buffers are; outputs as XLA sees fit
         build.allow_spmd_sharding_propagation_to_output = [True]
