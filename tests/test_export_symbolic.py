@@ -92,6 +92,32 @@ def test_attention_with_a_dynamic_batch_and_sequence(dev):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
 
 
+def test_sizes_as_values_sums_of_symbols_and_shape_ops(dev):
+    """A size in a value (x / b, b added to ints), a constant of a symbolic
+    shape (torch.full), a sum of two symbols (cat), views, padding, slices
+    with steps, flips: each generalized and run against eager."""
+
+    def shapes(x, y):
+        b = x.shape[0]
+        scaled = x * (1.0 / b) + torch.full((b, 4), 7.0, device=x.device)
+        joined = torch.cat([x, y], 0)
+        moved = x.view(b, 2, 2).expand(b, 2, 2).permute(2, 0, 1).reshape(2, -1)
+        padded = torch.nn.functional.pad(x, (1, 1))
+        counts = torch.zeros(b, dtype=torch.int64, device=x.device) + b
+        return scaled, joined, moved, x[1:, ::2], padded, x.flip(0), counts
+
+    exported = lazycore.export(shapes, torch.randn(2, 4).to(dev), torch.randn(3, 4).to(dev),
+                               dynamic={0: {0: "b"}, 1: {0: "c"}})
+    assert [r.type_text for r in exported.results] == [
+        "tensor<bx4xf32>", "tensor<(b + c)x4xf32>", "tensor<2x(2*b)xf32>", "tensor<(b - 1)x2xf32>",
+        "tensor<bx6xf32>", "tensor<bx4xf32>", "tensor<bxi64>"]
+    for b, c in ((1, 1), (5, 2), (6, 9)):
+        x, y = torch.randn(b, 4), torch.randn(c, 4)
+        for got, want in zip(exported.call(x.numpy(), y.numpy()), shapes(x, y)):
+            assert got.shape == tuple(want.shape) and got.dtype == want.numpy().dtype
+            np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_numpy_reductions_and_slices_over_a_dynamic_axis(rng):
     def stats(x, w):
         centered = x - x.mean(axis=0)

@@ -83,7 +83,8 @@ class _Typed:
         """The type, a symbolic dimension as its expression (``tensor<bx5xf32>``)."""
         if self.dims is None:
             return str(self.type)
-        return "tensor<" + "".join(f"{d}x" for d in self.shape) + f"{self.type.dtype}>"
+        dims = (d if isinstance(d, int) or d.isidentifier() else f"({d})" for d in self.shape)
+        return "tensor<" + "".join(f"{d}x" for d in dims) + f"{self.type.dtype}>"
 
     @property
     def dtype(self) -> np.dtype:
