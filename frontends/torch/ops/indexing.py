@@ -15,8 +15,8 @@ where eager wraps negative indices: ``x[i]``, ``index_put_``, ``take``,
 ``put``, ``index_fill``; ``0..n-1`` for ``gather``, the scatter family,
 ``index_add``/``index_copy``/``index_reduce``), and an out-of-range index
 fails what the op computed at its barrier with eager's exception type and
-message (the offending value left out: the program knows it, the check only
-that there is one) and the user's line. With ``settings.index_checks`` off
+message (the first offending value, found only once a check has failed:
+:func:`checked`) and the user's line. With ``settings.index_checks`` off
 an out-of-range index is clamped into range by ``gather`` and its update is
 dropped by ``scatter`` (XLA's semantics). ``masked_scatter`` cannot check
 that ``source`` is long enough. Boolean-mask indexing has a data-dependent
@@ -59,22 +59,36 @@ def _zeros(ctx):
     return const(0, ctx.dtype, ctx.device, ctx.shape)
 
 
-def checked(index, high: int, message: str, error: str, low: int = 0):
+def checked(index, high: int, message: str, error: str, low: int = 0, ignore: int | None = None):
     """``index`` (an integer handle), checked as eager checks it: when an entry
-    lies outside ``low..high-1``, every value computed from the result fails
-    at its barrier with ``message``, as an ``error`` (eager's type), at the
-    user's line (:func:`lazycore.check`). With ``settings.index_checks`` off,
-    ``index`` itself."""
+    lies outside ``low..high-1`` (and is not ``ignore``), every value computed
+    from the result fails at its barrier with ``message``, as an ``error``
+    (eager's type), at the user's line (:func:`lazycore.check`); ``{index}``
+    in ``message`` becomes the first offending entry, found once the flag is
+    true (:func:`lazycore.runtime.checks.text`).
+    With ``settings.index_checks`` off, ``index`` itself."""
     if not settings.index_checks or _numel(index.shape) == 0:
         return index
     shape, dev, dt = index.shape, index.device, index.dtype
     bad = apply("compare", index, const(high, dt, dev, shape), direction="GE")
     bad = apply("or", apply("compare", index, const(low, dt, dev, shape), direction="LT"), bad)
-    return core.check(index, bad, message, error)
+    if ignore is not None:
+        bad = apply("and", bad, apply("compare", index, const(ignore, dt, dev, shape), direction="NE"))
+    return core.check(index, _any(bad), message, error)
+
+
+def _any(bad):
+    """Whether any entry of the i1 ``bad`` is true, as ``max(f32(bad)) != 0``:
+    XLA's CPU backend reduces floats in one kernel and booleans in a tree of
+    them, and the program returns the maximum itself as the flag
+    (:func:`lazycore.runtime.checks.flag_values`): no kernel for the compare
+    (issue 41's cost, benchmark 12)."""
+    top = apply("reduce_max", convert(bad, "f32"), dims=tuple(range(len(bad.shape))))
+    return apply("compare", top, const(0, "f32", bad.device), direction="NE")
 
 
 def _bounds(dim: int, n: int) -> str:
-    return f"index is out of bounds for dimension {dim} with size {n}"
+    return f"index {{index}} is out of bounds for dimension {dim} with size {n}"
 
 
 def _wrap(index, n: int):
@@ -320,7 +334,7 @@ def _put(ctx, x, index, source, accumulate=False):
 
 
 def _out_of_range(op: str, n: int) -> str:
-    return f"{op}(): out of range: tried to access an index outside {-n}..{n - 1} on a tensor of {n} elements."
+    return f"{op}(): out of range: tried to access index {{index}} on a tensor of {n} elements."
 
 
 @lowers(aten.take.default)

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import torch
 
-from lazycore.ir.config import settings
-from lazycore.trace import core
-
 from ..lowering import apply, broadcast, const, convert, lowers, operand, reshape, scalar
 from .indexing import _wrap, checked
 
@@ -112,13 +109,7 @@ _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 def _targets(t, c: int, ignore_index: int):
     """Eager's IndexError for a target outside ``0..c-1`` that is not ``ignore_index``
     (a value check: :func:`.indexing.checked`)."""
-    if not settings.index_checks:
-        return t
-    shape, dev = t.shape, t.device
-    out = apply("or", apply("compare", t, const(0, "i64", dev, shape), direction="LT"),
-                apply("compare", t, const(c, "i64", dev, shape), direction="GE"))
-    bad = apply("and", out, apply("compare", t, const(ignore_index, "i64", dev, shape), direction="NE"))
-    return core.check(t, bad, "nll_loss(): Target is out of bounds.", "IndexError")
+    return checked(t, c, "nll_loss(): Target {index} is out of bounds.", "IndexError", ignore=ignore_index)
 
 
 def _numel(shape) -> int:

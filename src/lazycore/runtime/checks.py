@@ -33,6 +33,12 @@ embedding, nll_loss's targets, one_hot, NumPy's fancy indexing and take, ...:
 eager's range, eager's exception type; ``settings.index_checks`` off records
 none of those, and an out-of-range index is clamped or its update dropped).
 
+An index check's message holds ``{index}`` where eager names the offending
+index (``index {index} is out of bounds for dimension 0 with size 5``): the
+program computes only the flag, and once it is true :func:`text` runs the
+check's index and mask as a program of their own (``failed``'s ``run``) and
+names the first offending entry; without a runner, the placeholder goes.
+
 A check whose ``error`` is ``RuntimeWarning`` (NumPy's floating-point
 warnings under ``np.errstate``) fails nothing: when its flag is true the
 warning is emitted, attributed to the line that recorded the check, and the
@@ -55,6 +61,7 @@ import warnings
 import numpy as np
 
 from lazycore.ir.graph import Node, Value
+from lazycore.ir.memo import Memo
 from lazycore.ir.sourceloc import resolve
 from lazycore.ir.walk import Walk
 from lazycore.runtime import failures
@@ -66,8 +73,9 @@ _REGISTRIES: dict[str, dict] = {}
 once per line, as a module's ``__warningregistry__`` gives it)."""
 
 
-_CALLS: dict[int, tuple] = {}
-"""``id(body)`` -> (body, [(check node, result index of its flag)]) of a ``call`` body."""
+_CALLS = Memo("runtime.check_calls", 1024)
+"""``id(body)`` -> (body, [(check node, result index of its flag)]) of a
+``call`` body (the body is kept: an id is only unique while it lives)."""
 
 
 def _in_call(node) -> list:
@@ -82,9 +90,7 @@ def _in_call(node) -> list:
                 i = where.get((id(flag[0]), flag[1]))
                 if i is not None:
                     found.append((inner, i))
-        if len(_CALLS) > 1024:
-            _CALLS.clear()
-        known = _CALLS[id(body)] = (body, found)
+        known = _CALLS.put(id(body), (body, found))
     return known[1]
 
 
@@ -108,18 +114,80 @@ def nodes(walk) -> list[Node]:
 
 
 def flag_values(walk) -> list[Value]:
-    """The flag of each of :func:`nodes`: the program's extra outputs."""
-    return [e[1] for e in entries(walk)]
+    """The flag of each of :func:`nodes`: the program's extra outputs. A flag
+    ``m != 0`` of a scalar ``m`` is returned as ``m`` (as true, and one
+    kernel fewer: the frontends' index checks reduce their mask as floats)."""
+    return [_tested(e[1]) for e in entries(walk)]
 
 
-def failed(values: list[Value], flags: list, poisoned: dict | None = None) -> list | None:
+def _tested(flag: Value) -> Value:
+    node = flag[0]
+    if node.op != "compare" or node.attrs["direction"] != "NE":
+        return flag
+    m, zero = node.operands
+    if m[0].types[m[1]].shape != () or zero[0].op != "constant":
+        return flag
+    value = zero[0].attrs["value"]
+    return m if value.shape == () and value == 0 else flag
+
+
+def text(node: Node, run=None) -> str:
+    """A failed check's message. ``{index}`` in it (an index check's) is the
+    first entry of the checked value that its flag's mask holds true, as
+    eager names the offending index: ``run`` computes the two (a runner of
+    values as a program of their own, given by whoever ran the program), so
+    an in-range program computes nothing more than its flags. Where it
+    cannot be had (no runner, a loop's or captured step's carried flag, an
+    input gone) the placeholder goes: ``index is out of bounds ...``."""
+    message = node.attrs["message"]
+    if "{index}" not in message:
+        return message
+    found = _first_offending(node, run)
+    if found is None:
+        return message.replace(" {index}", "").replace("{index}", "")
+    return message.replace("{index}", str(found))
+
+
+def _mask(flag: Value) -> Value | None:
+    """The i1 mask a flag reduces (``any(mask)``, or ``max(f32(mask)) != 0``:
+    :func:`flag_values`); None for another flag (a body's, carried out of it)."""
+    v = _tested(flag)
+    if v[0].op != "reduce_max":
+        return None
+    v = v[0].operands[0]
+    if v[0].op == "convert":
+        v = v[0].operands[0]
+    return v if v[0].types[v[1]].dtype == "i1" else None
+
+
+def _first_offending(node: Node, run) -> int | None:
+    if run is None:
+        return None
+    index, mask = node.operands[0], _mask(node.operands[1])
+    if mask is None:
+        return None
+    if mask[0].types[mask[1]].shape != index[0].types[index[1]].shape:
+        return None
+    try:
+        got = run([index, mask])
+    except Exception:  # noqa: BLE001 - the message loses its number, the error stands
+        return None
+    if any(type(g) is failures.Failure for g in got):
+        return None
+    entries_, bad = np.asarray(got[0]).reshape(-1), np.asarray(got[1]).reshape(-1)
+    at = int(np.argmax(bad))
+    return int(entries_[at]) if bad.size and bad[at] else None
+
+
+def failed(values: list[Value], flags: list, poisoned: dict | None = None, run=None) -> list | None:
     """Per value of a program that computed ``values`` and returned ``flags``
     after them, the :class:`~lazycore.runtime.failures.Failure` of a check
     that failed and that the value depends on, or None; None instead of the
     list when no check failed. Reads the flags (waits for the program).
     ``poisoned``: ids of nodes computed from inputs that failed after the
     program started (:meth:`lazycore.runtime.launches.Launch.poison`): their
-    checks read garbage, and neither fail nor warn."""
+    checks read garbage, and neither fail nor warn. ``run``: computes a
+    list of values as a program of their own (:func:`text`), or None."""
     tripped = [i for i, flag in enumerate(flags) if np.asarray(flag)]
     if not tripped:
         return None
@@ -134,7 +202,8 @@ def failed(values: list[Value], flags: list, poisoned: dict | None = None) -> li
             _warn(node)
             continue
         if id(owner) not in seeds:  # (a call's first failed check names it)
-            seeds[id(owner)] = failures.node_failure(node, node.attrs["message"], "check", None, node.attrs["error"])
+            message = text(node, run)
+            seeds[id(owner)] = failures.node_failure(node, message, "check", None, node.attrs["error"])
     if not seeds:
         return None
     bad = failures.spread(walk, seeds)
