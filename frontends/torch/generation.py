@@ -29,13 +29,20 @@ import importlib.util
 import sys
 import threading
 
+import torch
+
 from lazycore.runtime import buckets as _buckets
 from lazycore.ir import events
 from lazycore.ir.graph import Data
 
-from .tensor import Tensor, read
+from lazycore.trace import core
+
+from . import dtypes
+from .tensor import Tensor, lc_device, read, wrap
 
 _TARGET = "transformers.generation.utils"
+_CRITERIA = "transformers.generation.stopping_criteria"
+_CACHES = "transformers.cache_utils"
 _installed = False
 _BUCKET_TO_MAX_LENGTH = True
 """Pad the growing sequence to generate()'s ``max_length`` (one bucket for
@@ -120,6 +127,73 @@ def _wrap_length(prepare_length):
     return wrapped
 
 
+def _wrap_max_length(call):
+    @functools.wraps(call)
+    def __call__(self, input_ids, scores, **kwargs):
+        done = call(self, input_ids, scores, **kwargs)
+        if not isinstance(input_ids, Tensor) or not isinstance(self.max_length, int):
+            return done
+        # the criterion's answer is a Python bool baked into the graph: False
+        # every token but the last, whose graph folds `unfinished & ~True`
+        # and compiles a program of its own. The length as a program input
+        # (never folded) gives every token one graph.
+        length = _parameter(torch.tensor(input_ids.shape[1]), input_ids.device)
+        return (length >= self.max_length).expand(input_ids.shape[0])
+
+    __call__.__lazycore_generation__ = True
+    return __call__
+
+
+def _parameter(number: torch.Tensor, tdev) -> Tensor:
+    """A rank-0 CPU tensor's value on the lazy device ``tdev`` as a program
+    parameter from its first value on (the scalar policy would bake the
+    first value, then take a parameter from the second: two programs for a
+    number that changes every token)."""
+    return wrap(core.scalar(number.item(), dtypes.lazy_dtype(number.dtype), device=lc_device(tdev), fold=False))
+
+
+def _static_layer_on_lazy(layer) -> bool:
+    length = getattr(layer, "cumulative_length", None)
+    return (isinstance(getattr(layer, "keys", None), Tensor) and isinstance(length, torch.Tensor)
+            and not isinstance(length, Tensor) and length.dim() == 0)
+
+
+def _wrap_seq_length(get_seq_length):
+    @functools.wraps(get_seq_length)
+    def wrapped(self, *args, **kwargs):
+        length = get_seq_length(self, *args, **kwargs)
+        if length is not self.cumulative_length or not _static_layer_on_lazy(self):
+            return length
+        # the filled length, a CPU tensor, read by the mask and position ids of every token
+        return _parameter(length, self.keys.device)
+
+    wrapped.__lazycore_generation__ = True
+    return wrapped
+
+
+def _wrap_static_update(update):
+    @functools.wraps(update)
+    def wrapped(self, key_states, *args, **kwargs):
+        length = getattr(self, "cumulative_length", None)
+        if not isinstance(key_states, Tensor) or not isinstance(length, torch.Tensor) \
+                or isinstance(length, Tensor) or length.dim() != 0:
+            return update(self, key_states, *args, **kwargs)
+        # the filled length is a CPU tensor, which a lazy op takes as a Python
+        # number: baked into the first token's program, a parameter from the
+        # second on (another program). A parameter from the first; the CPU
+        # tensor stays the layer's and grows as update grows it.
+        self.cumulative_length = _parameter(length, key_states.device)
+        try:
+            out = update(self, key_states, *args, **kwargs)
+        finally:
+            self.cumulative_length = length
+        length.add_(key_states.shape[-2])
+        return out
+
+    wrapped.__lazycore_generation__ = True
+    return wrapped
+
+
 def _patch(module) -> None:
     mixin = getattr(module, "GenerationMixin", None)
     for name, wrap in (("prepare_inputs_for_generation", _wrap), ("generate", _wrap_generate),
@@ -127,6 +201,15 @@ def _patch(module) -> None:
         original = getattr(mixin, name, None)
         if original is not None and not getattr(original, "__lazycore_generation__", False):
             setattr(mixin, name, wrap(original))
+    static = getattr(sys.modules.get(_CACHES), "StaticLayer", None)
+    for name, wrap_method in (("update", _wrap_static_update), ("get_seq_length", _wrap_seq_length)):
+        original = getattr(static, name, None)
+        if original is not None and not getattr(original, "__lazycore_generation__", False):
+            setattr(static, name, wrap_method(original))
+    criteria = getattr(sys.modules.get(_CRITERIA), "MaxLengthCriteria", None)
+    original = getattr(criteria, "__call__", None)
+    if original is not None and not getattr(original, "__lazycore_generation__", False):
+        criteria.__call__ = _wrap_max_length(original)
 
 
 class _Finder(importlib.abc.MetaPathFinder):

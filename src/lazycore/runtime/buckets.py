@@ -210,8 +210,7 @@ class _Plan:
 
     def arguments(self, walk, device) -> tuple[list, list]:
         params = walk.params
-        data = [params[i] if t is None else Data(_padded_buffer(params[i], t.shape, device), t, owned=False)
-                for i, t in self.data]
+        data = [params[i] if t is None else _padded_leaf(params[i], t, device) for i, t in self.data]
         packs = [(dtype, [params[i] if i is not None else Scalar(np.asarray(n, np.int32), "i32") for i, n in group])
                  for dtype, group in self.packs]
         return data, packs
@@ -290,6 +289,7 @@ def prepare(walk, device, keyed) -> Bucketed | None:
     try:
         for leaf, new in state.inputs:
             new.buffer = _padded_buffer(leaf, new.types[0].shape, device)
+            new.owned = leaf.owned  # a copy: donated where the input itself would be
     except _Unready:  # the buffer's program failed: the barrier settles it unpadded
         return None
     plan = PLANS.put(signature, _Plan(walk, padded, state, out_pads, state.symbols))
@@ -330,6 +330,17 @@ def cut(leaf: Data, shape: tuple, dim: int) -> Value:
         return Value(leaf, 0)
     n, b = shape[dim], leaf.types[0].shape[dim]
     return Value(Cut.of(leaf, TensorType(tuple(shape), leaf.types[0].dtype), {dim: ((n, n),)}, {n: b}), 0)
+
+
+def _padded_leaf(leaf: Data, t, device) -> Data:
+    """The argument ``leaf`` padded to ``t``: a copy that only this program
+    reads, donated where ``leaf`` itself could be, a buffer lazycore made
+    (the first token of a generation pads the prompt's cache; were the
+    copies kept, its program would donate less than the next token's, whose
+    inputs are the last token's padded results, and compile twice). A
+    user's buffer's copy is kept, as the buffer is at a size that is its
+    bucket (one program for both)."""
+    return Data(_padded_buffer(leaf, t.shape, device), t, owned=leaf.owned)
 
 
 class _Unready(Exception):

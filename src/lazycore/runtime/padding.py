@@ -48,6 +48,8 @@ a reduction.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from lazycore.dialect.folds import identity_value
@@ -190,12 +192,21 @@ class Padded:
             if marks:
                 t = node.types[0]
                 dims = dict(marks)
-                leaf = Data(None, TensorType(self.widened(t.shape, dims), t.dtype), owned=False)
+                shape = self.widened(t.shape, dims)
+                if shape == t.shape:  # a size that is its bucket: the input itself (donated as it would be)
+                    self.new[id(node)] = (node, [dims])
+                    return
+                leaf = Data(None, TensorType(shape, t.dtype), owned=False)
                 self.inputs.append((node, leaf))
                 self.new[id(node)] = (leaf, [dims])
             else:
                 self.new[id(node)] = (node, [{}])
             return
+        if node.op == "constant" and self.symbols:
+            sized = self.size_constant(node)
+            if sized is not None:
+                self.new[id(node)] = sized
+                return
         operands, pads, same = [], [], True
         for o in node.operands:
             if type(o) is Value:
@@ -235,6 +246,27 @@ class Padded:
                 self.counts[id(made)] = count
         elif op in ("reshape", "convert", "broadcast_in_dim") and id(operands[0][0]) in self.counts:
             self.counts[id(made)] = self.counts[id(operands[0][0])]
+
+    def size_constant(self, node: Node):
+        """An integer constant equal to a symbol's size or its negation (an
+        index's bound check and wrap, ``index < n``, ``index + n``): that
+        size's valid-size parameter instead, so every size of the bucket
+        has the same program. Exact whatever the constant means: the
+        parameter holds the same number."""
+        value = node.attrs["value"]
+        if value.dtype.kind not in "iu" or value.size == 0:
+            return None
+        v = int(value.flat[0])
+        sym = v if v in self.symbols else -v if -v in self.symbols else None
+        if sym is None or not (value == v).all():
+            return None
+        n = self.value("convert", (Value(self.valid[sym], 0),), {"dtype": node.types[0].dtype})
+        if v < 0:
+            n = self.value("neg", (n,), {})
+        if value.shape == ():
+            return n[0], [{}]
+        out = self.fresh_dims(value.shape)
+        return self.splat(n, self.widened(value.shape, out))[0], [out]
 
     def count_of(self, node: Node, pads: dict) -> tuple[int, tuple[int, ...]]:
         source = node.operands[0][0].types[node.operands[0][1]].shape
@@ -350,7 +382,15 @@ def _stretched(state, v: Value, have: dict, want: dict) -> Value:
 
 
 def _check(state, node, operands, pads):
-    return node.attrs, operands, dict(pads[0])
+    """A value check of a padded value; its message's sizes that are a
+    symbol's (``index 40 is out of bounds for dimension 1 with size 33``)
+    are left out of the program, so every size of the bucket has one: a
+    failed check's message is read from the unpadded graph's check."""
+    message = _SIZE.sub(lambda m: "{size}" if int(m.group()) in state.symbols else m.group(), node.attrs["message"])
+    return {**node.attrs, "message": message}, operands, dict(pads[0])
+
+
+_SIZE = re.compile(r"(?<![\w.{])\d+(?![\w.}])")
 
 
 def _broadcast(state, node, operands, pads):
@@ -607,14 +647,23 @@ def _gather(state, node, operands, pads):
     """Lookups at padded indices (an embedding of padded tokens): the padded
     positions look up something (indices are clamped) and stay garbage. A
     padded dimension of the operand that every lookup takes whole (``x[:, idx]``
-    of a batch) stays padded in the result."""
+    of a batch) stays padded in the result. A padded dimension that the
+    lookups index (transformers' padding mask read at every key position,
+    ``mask[batch, kv_idx]``) keeps its values below the valid size, so a
+    lookup there reads what the unpadded one reads once its index is clamped
+    to the valid size as XLA clamps it to the unpadded one
+    (:func:`_clamped_indices`)."""
     a = node.attrs
     pa, pi = pads
     source = node.operands[0][0].types[node.operands[0][1]].shape
     indexed = set(a["start_index_map"]) | set(a["collapsed_slice_dims"]) | set(a["operand_batching_dims"])
-    if any(d in indexed or a["slice_sizes"][d] != source[d] for d in pa) \
+    looked_up = {d: f for d, f in pa.items() if d in a["start_index_map"] and d not in a["operand_batching_dims"]
+                 and len(f) == 1 and f[0][1] is not None and a["slice_sizes"][d] <= f[0][0]}
+    if any(d not in looked_up and (d in indexed or a["slice_sizes"][d] != source[d]) for d in pa) \
             or any(d in pi for d in a["start_indices_batching_dims"]) or a["index_vector_dim"] in pi:
         raise Refused(f"{_where(node)} gathers along a padded dimension")
+    if looked_up:
+        operands = [operands[0], _clamped_indices(state, operands[1], a, looked_up)]
     batch = _index_batch(operands[1].type.rank, a["index_vector_dim"])
     rank = len(a["offset_dims"]) + len(batch)
     positions = [j for j in range(rank) if j not in a["offset_dims"]]
@@ -622,9 +671,35 @@ def _gather(state, node, operands, pads):
     windows = [d for d in range(len(source)) if d not in set(a["collapsed_slice_dims"]) | set(a["operand_batching_dims"])]
     sizes = list(a["slice_sizes"])
     for d, f in pa.items():
-        out[a["offset_dims"][windows.index(d)]] = f
-        sizes[d] = state.size(f)
+        if d not in looked_up:
+            out[a["offset_dims"][windows.index(d)]] = f
+            sizes[d] = state.size(f)
     return {**a, "slice_sizes": tuple(sizes)}, operands, out
+
+
+def _clamped_indices(state, indices: Value, a: dict, looked_up: dict) -> Value:
+    """``indices`` with each component that indexes a padded operand
+    dimension at most ``valid size - slice size`` (the last start XLA
+    allows in the unpadded operand); the others as they are."""
+    t = indices.type
+    vector = a["index_vector_dim"]
+    for k, d in enumerate(a["start_index_map"]):
+        if d not in looked_up:
+            continue
+        (_, sym), = looked_up[d]
+        top = Value(state.valid[sym], 0)
+        if a["slice_sizes"][d] != 1:
+            top = state.value("sub", (top, state.index_scalar(a["slice_sizes"][d] - 1)), {})
+        last = state.value("sub", (top, state.index_scalar(1)), {})
+        last = state.splat(state.value("convert", (last,), {"dtype": t.dtype}), t.shape)
+        clamped = state.value("minimum", (indices, last), {})
+        if vector < t.rank and t.shape[vector] > 1:  # only component k of the index vectors
+            component = state.value("iota", (), {"dim": vector, "shape": t.shape, "dtype": "i32"})
+            is_k = state.value("compare", (component, state.splat(state.index_scalar(k), t.shape)),
+                               {"direction": "EQ"})
+            clamped = state.value("select", (is_k, clamped, indices), {})
+        indices = clamped
+    return indices
 
 
 _SCATTER_FILL = {"add": "zero", "mul": "one", "max": "low", "min": "high"}
