@@ -56,6 +56,7 @@ from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import checks, failures, pjrt
 from lazycore.runtime import device as _device
 from lazycore.ir.walk import Walk
+from lazycore.observe import export_symbolic
 from lazycore.trace import core
 from lazycore.trace.protocol import handle_of, is_lazy, wrap_like
 
@@ -185,8 +186,6 @@ class Exported:
         arrays. Compiled on the first call; with symbolic dimensions, at the
         first call of each size (:func:`lazycore.observe.export_symbolic.call`)."""
         if self.symbols:
-            from lazycore.observe import export_symbolic
-
             return export_symbolic.call(self, arrays)
         exe = self.__dict__.get("_executable")
         if exe is None:
@@ -219,10 +218,39 @@ def export(fn, *example_args, donate_argnums=(), dynamic=None) -> Exported:
     donated = _donated(donate_argnums, len(handles), name)
     types = [h.type for h in handles]
     if dynamic is not None:
-        from lazycore.observe import export_symbolic
-
-        return export_symbolic.export(fn, example_args, types, device, donated, dynamic, name)
+        symbols = export_symbolic.parse_dynamic(dynamic, fn, types, name)
+        if symbols:
+            return _export_symbolic(fn, example_args, types, device, donated, symbols, name)
     return finish(name, device, trace(fn, example_args, types, device, donated, name))
+
+
+def _export_symbolic(fn, example_args, types, device, donated, symbols, name: str) -> Exported:
+    """One program for every size of ``symbols``: ``fn`` traced at several
+    sizes, the programs generalized (:mod:`lazycore.observe.export_symbolic`)."""
+    points, at = export_symbolic.points_of(symbols, types)
+    traces = []
+    for point, point_types in zip(points, at):
+        try:
+            traces.append(trace(fn, example_args, point_types, device, donated, name))
+        except ExportError:
+            raise
+        except Exception as e:
+            raise ExportError(f"lazycore.export: {name} fails when traced at {export_symbolic.sizes_text(point)} "
+                              f"(lazycore traces it at {export_symbolic.LOW}, {export_symbolic.HIGH} and "
+                              f"{export_symbolic.CHECK} times the examples' sizes): {e}") from e
+    try:
+        arg_dims, res_dims = export_symbolic.generalize([t.module for t in traces], points, symbols)
+    except export_symbolic.symbolic_error() as e:
+        raise ExportError(f"lazycore.export: {name} has no program with symbolic dimensions "
+                          f"({', '.join(sorted(symbols))}): {e}") from e
+    example = export_symbolic.example_sizes(symbols, types)
+    at_sizes, dims = export_symbolic.at_sizes, export_symbolic.symbolic_dims
+    base = traces[0]
+    args = tuple(Arg(a.index, at_sizes(a.type, d, example), a.donated_to, dims(d))
+                 for a, d in zip(base.args, arg_dims))
+    results = tuple(Result(r.index, at_sizes(r.type, d, example), r.kind, r.arg, r.message, r.error, dims(d))
+                    for r, d in zip(base.results, res_dims))
+    return finish(name, device, Traced(base.module, base.lazy_text, args, results), symbols=tuple(symbols))
 
 
 @dataclass

@@ -39,10 +39,9 @@ import numpy as np
 
 from lazycore.dialect.types import TensorType
 from lazycore.ir.context import locked
-from lazycore.observe.export import ExportError, Exported, Arg, Result, finish, trace
 from lazycore.runtime import pjrt
 
-__all__ = ["export", "call", "parse_dynamic"]
+__all__ = ["call", "generalize", "parse_dynamic", "points_of"]
 
 # multiples of the examples' sizes: the box's corners, then the check
 LOW, HIGH, CHECK = 3, 5, 7
@@ -98,65 +97,62 @@ def _parameter_names(fn) -> list[str]:
         return []
 
 
-def export(fn, example_args, types, device, donated, dynamic, name: str) -> Exported:
-    symbols = parse_dynamic(dynamic, fn, types, name)
-    if not symbols:
-        return finish(name, device, trace(fn, example_args, types, device, donated, name))
-    example = {s: types[uses[0][0]].shape[uses[0][1]] for s, uses in symbols.items()}
+def points_of(symbols, types) -> tuple[list[dict[str, int]], list[list[TensorType]]]:
+    """The sizes to trace at (the box's corners, then the check) and the
+    arguments' types at each."""
     from lazycore.passes import symbolic_shapes  # the MLIR half
 
+    example = example_sizes(symbols, types)
     points = symbolic_shapes.corners({s: LOW * v for s, v in example.items()},
                                      {s: HIGH * v for s, v in example.items()})
     points.append({s: CHECK * v for s, v in example.items()})
-    traces = []
-    for point in points:
-        at = [TensorType(tuple(point[_symbol_of(symbols, i, d)] if _symbol_of(symbols, i, d) else n
-                               for d, n in enumerate(t.shape)), t.dtype) for i, t in enumerate(types)]
-        try:
-            traces.append(trace(fn, example_args, at, device, donated, name))
-        except ExportError:
-            raise
-        except Exception as e:
-            raise ExportError(f"lazycore.export: {name} fails when traced at {_sizes(point)} (lazycore traces "
-                              f"it at {LOW}, {HIGH} and {CHECK} times the examples' sizes): {e}") from e
-    sources = {s: uses[0] for s, uses in symbols.items()}
-    try:
-        arg_dims, res_dims = _generalize(symbolic_shapes, [t.module for t in traces], points, sources)
-    except symbolic_shapes.SymbolicShapeError as e:
-        raise ExportError(f"lazycore.export: {name} has no program with symbolic dimensions "
-                          f"({', '.join(sorted(symbols))}): {e}") from e
-    base = traces[0]
-    args = tuple(Arg(a.index, _at(a.type, d, example), a.donated_to, _dims(d)) for a, d in zip(base.args, arg_dims))
-    results = tuple(Result(r.index, _at(r.type, d, example), r.kind, r.arg, r.message, r.error, _dims(d))
-                    for r, d in zip(base.results, res_dims))
-    traced = type(base)(base.module, base.lazy_text, args, results)
-    return finish(name, device, traced, symbols=tuple(symbols))
+    named = {use: s for s, uses in symbols.items() for use in uses}
+    at = [[TensorType(tuple(point[named[i, d]] if (i, d) in named else n for d, n in enumerate(t.shape)), t.dtype)
+           for i, t in enumerate(types)] for point in points]
+    return points, at
+
+
+def example_sizes(symbols, types) -> dict[str, int]:
+    """Each symbol's size in the examples."""
+    return {s: types[uses[0][0]].shape[uses[0][1]] for s, uses in symbols.items()}
 
 
 @locked
-def _generalize(symbolic_shapes, modules, points, sources):
+def generalize(modules, points, symbols):
+    """The symbolic shapes of the program's arguments and results, ``modules[0]``
+    rewritten in place (:func:`lazycore.passes.symbolic_shapes.generalize`);
+    SymbolicShapeError where it cannot be."""
+    from lazycore.passes import symbolic_shapes
+
+    # a symbol's size is read from the first argument dimension it names
+    sources = {s: uses[0] for s, uses in symbols.items()}
     return symbolic_shapes.generalize(modules, points, sources)
 
 
-def _symbol_of(symbols, i, d):
-    return next((s for s, uses in symbols.items() if (i, d) in uses), None)
+def symbolic_error():
+    """The error :func:`generalize` raises."""
+    from lazycore.passes.symbolic_shapes import SymbolicShapeError
+
+    return SymbolicShapeError
 
 
-def _sizes(point) -> str:
+def sizes_text(point) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(point.items()))
 
 
-def _dims(d):
+def symbolic_dims(d):
+    """``d`` if it names a symbol, else None (the shape is the type's)."""
     return None if d is None or all(isinstance(x, int) for x in d) else d
 
 
-def _at(t: TensorType, dims, sizes) -> TensorType:
+def at_sizes(t: TensorType, dims, sizes) -> TensorType:
+    """``t`` with its symbolic dimensions ``dims`` at ``sizes``."""
     if dims is None:
         return t
     return TensorType(tuple(d if isinstance(d, int) else d(sizes) for d in dims), t.dtype)
 
 
-def bind(exported: Exported, shapes) -> dict[str, int]:
+def bind(exported, shapes) -> dict[str, int]:
     """The symbols' sizes in argument shapes ``shapes``; ValueError where the
     shapes do not fit the program."""
     sizes: dict[str, int] = {}
@@ -178,7 +174,7 @@ def bind(exported: Exported, shapes) -> dict[str, int]:
     return sizes
 
 
-def call(exported: Exported, arrays) -> list[np.ndarray]:
+def call(exported, arrays) -> list[np.ndarray]:
     """Run a program with symbolic dimensions at the arrays' sizes: refined to
     them and compiled at the first call of each."""
     if len(arrays) != len(exported.args):
@@ -189,8 +185,8 @@ def call(exported: Exported, arrays) -> list[np.ndarray]:
     cache = exported.__dict__.setdefault("_executables", {})
     exe = cache.get(key)
     if exe is None:
-        inputs = [_at(a.type, a.dims, sizes) for a in exported.args]
-        outputs = [_at(r.type, r.dims, sizes) for r in exported.results]
+        inputs = [at_sizes(a.type, a.dims, sizes) for a in exported.args]
+        outputs = [at_sizes(r.type, r.dims, sizes) for r in exported.results]
         exe = pjrt.compile_artifact(_refined(exported.artifact, inputs), inputs, outputs)
         cache[key] = exe
     return exe.run_numpy(arrays)
