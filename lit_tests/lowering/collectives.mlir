@@ -100,3 +100,18 @@ func.func @collective_permute(%x: tensor<8x6xf32>) -> tensor<8x6xf32> {
   %0 = "lazy.collective_permute"(%x) {mesh = array<i64: 2, 2>, sharding = array<i64: -1, 1>, axis = 1, pairs = array<i64: 0, 1>} : (tensor<8x6xf32>) -> tensor<8x6xf32>
   return %0 : tensor<8x6xf32>
 }
+
+// -----
+
+// A mesh of one device: its block is the value, and XLA runs no partitioner
+// for one partition, so the collective works on the value itself (as jax
+// lowers shard_map on one device): no manual computation.
+// CHECK-LABEL: func.func @one_device
+// CHECK-NOT: xla.sdy.GlobalToLocalShape
+// CHECK: %[[R:.*]] = "stablehlo.all_reduce"(%arg0) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<0> : tensor<1x1xi64>, use_global_device_ids}>
+// CHECK-NOT: xla.sdy.LocalToGlobalShape
+// CHECK: return %[[R]]
+func.func @one_device(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "lazy.all_reduce"(%x) {mesh = array<i64: 1>, sharding = array<i64: 0>, axis = 0, reduction = "sum"} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -218,6 +218,11 @@ def _manual(op, build, result: TensorType) -> ir.Value:
     the result (of type ``result``), laid out as the op says."""
     x = op.operands[0]
     mesh, sharding = attr(op, "mesh"), attr(op, "sharding")
+    if int(np.prod(mesh, dtype=np.int64)) == 1:
+        # one device's block is the value, and XLA runs no partitioner for one
+        # partition (nothing would take the manual computation apart): the
+        # collective on the value itself, as jax lowers shard_map on one device
+        return build(x)
     module = module_of(op)
     declare_mesh(module, mesh)
     axes = manual_axes(mesh)
