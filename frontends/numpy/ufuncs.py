@@ -168,11 +168,32 @@ def _cmp(direction):
 
 def _extreme(name, direction):
     def pick(a, b):
+        if _is_float(a):
+            # NumPy's loops (SIMD max/min) give b on a tie, so maximum(-0.0, +0.0) is +0.0 and
+            # maximum(+0.0, -0.0) is -0.0, where the lazy op orders signed zeros as IEEE does
+            a_wins = apply("or", _cmp(_STRICT[direction])(a, b), composites.isnan(a))
+            return apply("select", a_wins, a, b)
         if not a.dtype.startswith("complex"):
             return apply(name, a, b)
         # NumPy's, for complex numbers: the lexicographic order, NaN (in either part) wins
         a_nan, b_nan = (apply("compare", h, h, direction="NE") for h in (a, b))
         a_wins = apply("or", a_nan, apply("and", apply("not", b_nan), _cmp(direction)(a, b)))
+        return apply("select", a_wins, a, b)
+
+    return pick
+
+
+_STRICT = {"GE": "GT", "LE": "LT"}
+
+
+def _ignoring_nan(direction):
+    """fmax/fmin: NaN only where both operands are; b on a tie, as NumPy's SIMD loop gives
+    (arrays of 16 elements or more; its scalar loop, for fewer, follows C's fmax)."""
+
+    def pick(a, b):
+        if not _is_float(a):
+            return apply("maximum" if direction == "GT" else "minimum", a, b)
+        a_wins = apply("or", _cmp(direction)(a, b), composites.isnan(b))
         return apply("select", a_wins, a, b)
 
     return pick
@@ -247,8 +268,8 @@ LOOPS = {
     "rint": lambda a: apply("round", a) if _is_float(a) else a,
     "maximum": _extreme("maximum", "GE"),
     "minimum": _extreme("minimum", "LE"),
-    "fmax": composites.fmax,
-    "fmin": composites.fmin,
+    "fmax": _ignoring_nan("GT"),
+    "fmin": _ignoring_nan("LT"),
     "greater": _cmp("GT"),
     "greater_equal": _cmp("GE"),
     "less": _cmp("LT"),

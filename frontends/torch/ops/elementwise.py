@@ -146,9 +146,34 @@ def _sign(ctx, x):
     return apply("select", composites.isnan(x), _c(x, 0), s)
 
 
+# Eager's ties. The lazy ``maximum``/``minimum`` order signed zeros as IEEE does (+0.0 above
+# -0.0); eager's CPU kernels pick an operand instead, and keep NaN from either side.
+# maximum/minimum (and clamp's tensor bounds) run AVX's max/min, which give the second
+# operand on a tie (a tensor's last few elements, and tensors of under 2 vectors, take
+# a scalar loop that gives the first: no one rule covers both, the vector loop's is the
+# bulk of every large tensor's); relu and clamp's number bounds keep x on a tie at
+# every size (relu(-0.0) is -0.0).
+
+
+def _tie_second(direction):
+    """``a`` where it is strictly beyond ``b`` (``direction``) or NaN, else ``b``."""
+
+    def pick(a, b):
+        if not is_float(a.dtype):
+            return apply("maximum" if direction == "GT" else "minimum", a, b)
+        beyond = apply("compare", a, b, direction=direction)
+        return apply("select", apply("or", beyond, composites.isnan(a)), a, b)
+
+    return pick
+
+
+_larger = _tie_second("GT")
+_smaller = _tie_second("LT")
+
+
 @lowers(aten.relu.default)
 def _relu(ctx, x):
-    return apply("maximum", x, _c(x, 0))
+    return _larger(_c(x, 0), x)
 
 
 # Functions only torch has (NumPy's ufuncs do not include them), written as the core's
@@ -444,7 +469,19 @@ def _pow(ctx, a, b):
     return apply("pow", a, b)
 
 
-_MAX_MIN = {"maximum": _op("maximum"), "minimum": _op("minimum"), "fmax": composites.fmax, "fmin": composites.fmin}
+def _fextreme(direction):
+    """fmax/fmin as eager's scalar kernel (std::fmax): NaN only where both are, ``a`` on a tie."""
+
+    def pick(a, b):
+        if not is_float(a.dtype):
+            return apply("maximum" if direction == "GT" else "minimum", a, b)
+        beyond = apply("compare", b, a, direction=direction)
+        return apply("select", apply("or", beyond, composites.isnan(a)), b, a)
+
+    return pick
+
+
+_MAX_MIN = {"maximum": _larger, "minimum": _smaller, "fmax": _fextreme("GT"), "fmin": _fextreme("LT")}
 
 
 @lowers(aten.maximum.default, aten.minimum.default, aten.fmax.default, aten.fmin.default)
@@ -497,10 +534,12 @@ def _where(ctx, cond, a, b):
 @lowers(aten.clamp.default, aten.clamp.Tensor)
 def _clamp(ctx, x, min=None, max=None):
     (x,) = _args(ctx, x)
-    if min is not None:
-        x = apply("maximum", x, operand(min, ctx.dtype, ctx.shape, ctx.device))
-    if max is not None:
-        x = apply("minimum", x, operand(max, ctx.dtype, ctx.shape, ctx.device))
+    for bound, pick in ((min, _larger), (max, _smaller)):
+        if bound is None:
+            continue
+        b = operand(bound, ctx.dtype, ctx.shape, ctx.device)
+        # a tensor bound wins a tie (eager's vector loop), a number bound leaves x (see _larger)
+        x = pick(x, b) if is_handle(bound) else pick(b, x)
     return x
 
 
