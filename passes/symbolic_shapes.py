@@ -213,7 +213,7 @@ def _symbolic(dims) -> bool:
 
 # --- generalize ----------------------------------------------------------------------------
 
-# ops whose symbolic result shapes follow from their operands' (type inference at refinement)
+# the attributes that may hold a size, by op: rewritten into operands of the op's dynamic form
 _SHAPE_ATTRS = {
     "stablehlo.slice": ("start_indices", "limit_indices"),
     "stablehlo.constant": ("value",),

@@ -136,6 +136,30 @@ def test_numpy_reductions_and_slices_over_a_dynamic_axis(rng):
             np.testing.assert_allclose(g, want, rtol=2e-5, atol=2e-5)
 
 
+def test_loops_and_branches_carry_symbolic_shapes(rng):
+    """Region bodies (fori_loop, cond, while_loop) take and give values of
+    symbolic shapes; a size as a value inside a body (the mean's divisor)."""
+
+    def looped(x, n):
+        y = lazycore.fori_loop(0, 5, lambda i, v: np.tanh(v) * 1.5 + v.mean(), x)
+        z = lazycore.cond(n > 0, lambda a: a * 2, lambda a: a[::-1], y)
+        return lazycore.while_loop(lambda c: c[1] < 3, lambda c: (c[0] + 1.0, c[1] + 1),
+                                   (z, lnp.asarray(np.int32(0))))[0]
+
+    def eager(x, n):
+        for _ in range(5):
+            x = np.tanh(x) * 1.5 + x.mean()
+        return (x * 2 if n > 0 else x[::-1]) + 3.0
+
+    exported = lazycore.export(looped, lnp.zeros((4, 3), np.float32), lnp.asarray(np.float32(1.0)),
+                               dynamic={0: ("b", None)})
+    assert "stablehlo.while" in exported.mlir_text and "tensor<?x3xf32>" in exported.mlir_text
+    for b in (1, 6, 13):
+        x = rng.random((b, 3), dtype=np.float32)
+        for n in (1.0, -1.0):
+            np.testing.assert_allclose(exported.call(x, np.float32(n))[0], eager(x, n), rtol=1e-5, atol=1e-5)
+
+
 def test_one_name_is_one_size_in_every_argument(dev):
     def add(x, y):
         return x + y

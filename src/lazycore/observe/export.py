@@ -35,6 +35,10 @@ How the trace is made and what the program holds:
   input/output aliasing: ``tf.aliasing_output`` on the argument), each for
   its own new value if ``fn`` updated it, else for the first result of its
   type not taken.
+* ``dynamic``: dimensions of the arguments that are symbols (``{0: {0: "b"}}``,
+  or by parameter name): the program has ``?`` there and runs at every size
+  of them (:mod:`lazycore.observe.export_symbolic`); ``fn`` is traced at
+  several sizes for that.
 
 The argument objects exist only for the trace: reading one afterwards, or a
 value computed from one, raises :class:`~lazycore.BarrierError`.
