@@ -144,7 +144,8 @@ class Exported:
     mlir_text: str = field(repr=False)
     """The StableHLO module as text (no locations; the artifact keeps them)."""
     lazy_text: str = field(repr=False)
-    """The ``lazy``-dialect module the trace made, before the pass pipeline."""
+    """The ``lazy``-dialect module the trace made, before the pass pipeline
+    (with symbolic dimensions: the first trace's, at static sizes)."""
     platform: str = "cpu"
     """The platform of the examples' device (the program holds nothing else of it)."""
     symbols: tuple[str, ...] = ()
