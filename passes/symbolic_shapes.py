@@ -74,13 +74,6 @@ class Poly:
             total += c
         return total
 
-    @property
-    def constant(self) -> int | None:
-        """The value when the polynomial names no symbol."""
-        if all(not syms for syms, _ in self.terms):
-            return sum(c for _, c in self.terms)
-        return None
-
     def __str__(self) -> str:
         parts = []
         for syms, c in self.terms:
