@@ -215,6 +215,17 @@ def test_a_size_that_is_no_polynomial_of_the_symbols_is_refused(dev):
                         dynamic={0: ("n", "n")})
 
 
+def test_an_op_that_makes_a_symbolic_shape_from_static_operands_is_refused():
+    def noise(state, x):  # the draw's shape comes from x's, but the op sees only the static state
+        _, bits = lazycore.apply("rng_bit_generator", state, algorithm="three_fry", shape=x.shape, dtype="ui32")
+        return bits
+
+    with pytest.raises(ExportError, match=r"stablehlo\.rng_bit_generator \(from .*test_export_symbolic.py:\d+\) "
+                                          "makes a result of a symbolic shape from operands of static shapes"):
+        lazycore.export(noise, lazycore.from_numpy(np.array([1, 2], np.uint64)), lnp.zeros(4, np.float32),
+                        dynamic={1: ("n",)})
+
+
 def test_the_dynamic_spec_is_checked(dev):
     x = torch.ones(3, 2).to(dev)
     with pytest.raises(ValueError, match="names argument 'y'"):
