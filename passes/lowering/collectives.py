@@ -30,15 +30,13 @@ assignment. :func:`hlo_sharding` gives GSPMD's text for the same layouts
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from lazycore.dialect import TensorType, attr, tensor_type
 from lazycore.dialect.collectives import check_pairs, result_sharding
 from lazycore.dialect.mlir import ir
 
-from . import hlo
+from . import hlo, shardy
 from .registry import lowering
 from .reduction import REDUCERS
 
@@ -71,47 +69,6 @@ def groups(mesh, axis: int) -> np.ndarray:
     return np.moveaxis(ids, axis, -1).reshape(-1, mesh[axis])
 
 
-def axis_name(axis: int) -> str:
-    """The Shardy name of mesh axis ``axis`` (the dialect knows axes by position)."""
-    return f"a{axis}"
-
-
-def mesh_symbol(mesh) -> str:
-    """The symbol of the Shardy mesh of shape ``mesh`` (``mesh_2x2``)."""
-    return "mesh_" + "x".join(str(int(n)) for n in mesh)
-
-
-def mesh_text(mesh) -> str:
-    """``#sdy.mesh<["a0"=2, "a1"=2]>``."""
-    return "#sdy.mesh<[" + ", ".join(f'"{axis_name(a)}"={int(n)}' for a, n in enumerate(mesh)) + "]>"
-
-
-def dims_text(dims) -> str:
-    """Shardy's dimension shardings (closed: the layout is the one given);
-    ``dims``: per dimension, the axes (Shardy's spelling of each, a name or
-    a sub-axis ``"a0":(1)2``) that split it, major first."""
-    return "[" + ", ".join("{" + ", ".join(d) + "}" for d in dims) + "]"
-
-
-def quoted(names) -> tuple[str, ...]:
-    return tuple(f'"{n}"' for n in names)
-
-
-def sdy_sharding(mesh, sharding) -> str:
-    """``<@mesh_2x2, [{"a0"}, {}]>``: a value of rank ``len(sharding)`` laid
-    out over ``mesh`` (``sharding``: the mesh axis splitting each dimension, or -1)."""
-    dims = [quoted([axis_name(a)]) if a >= 0 else () for a in sharding]
-    return f"<@{mesh_symbol(mesh)}, {dims_text(dims)}>"
-
-
-def per_value(*shardings: str) -> str:
-    return "#sdy.sharding_per_value<[" + ", ".join(shardings) + "]>"
-
-
-def manual_axes(mesh) -> str:
-    return "#sdy<manual_axes{" + ", ".join(quoted(axis_name(a) for a in range(len(mesh)))) + "}>"
-
-
 def frontend_attributes(**values: str) -> ir.DictAttr:
     """``mhlo.frontend_attributes``: XLA keeps them on the HLO instruction,
     where Shardy's round-trip import reads them."""
@@ -127,24 +84,22 @@ def module_of(op) -> ir.Operation:
     return parent.operation
 
 
-_MESHES = "xla.sdy.meshes"
 _FRONTEND = "mhlo.frontend_attributes"
 
 
 def declare_mesh(module: ir.Operation, mesh) -> str:
     """Declare the Shardy mesh of shape ``mesh`` on ``module`` (once); its symbol."""
-    symbol = mesh_symbol(mesh)
     attrs = module.attributes
     frontend = {}
     if _FRONTEND in attrs:
         d = ir.DictAttr(attrs[_FRONTEND])
         frontend = {d[i].name: d[i].attr for i in range(len(d))}
-    declared = ir.StringAttr(frontend[_MESHES]).value[1:-1] if _MESHES in frontend else ""
-    if symbol not in re.findall(r"(\w+) = #sdy\.mesh<", declared):
-        entry = f"{symbol} = {mesh_text(mesh)}"
-        frontend[_MESHES] = ir.StringAttr.get("{" + (declared + ", " if declared else "") + entry + "}")
+    declared = ir.StringAttr(frontend[shardy.MESHES]).value if shardy.MESHES in frontend else None
+    now = shardy.with_mesh(declared, mesh)
+    if now != declared:
+        frontend[shardy.MESHES] = ir.StringAttr.get(now)
         attrs[_FRONTEND] = ir.DictAttr.get(frontend)
-    return symbol
+    return shardy.mesh_symbol(mesh)
 
 
 def _string(text: str) -> ir.StringAttr:
@@ -162,7 +117,7 @@ def custom_call(target: str, x: ir.Value, result, side_effect: bool = False, **f
 
 def constrain(x: ir.Value, mesh, sharding) -> ir.Value:
     """``x`` with a sharding constraint (jax's ``with_sharding_constraint``)."""
-    return custom_call("Sharding", x, x.type, xla__sdy__sharding=per_value(sdy_sharding(mesh, sharding)))
+    return custom_call("Sharding", x, x.type, xla__sdy__sharding=shardy.per_value(shardy.of_spec(mesh, sharding)))
 
 
 @lowering("shard")
@@ -225,11 +180,11 @@ def _manual(op, build, result: TensorType) -> ir.Value:
         return build(x)
     module = module_of(op)
     declare_mesh(module, mesh)
-    axes = manual_axes(mesh)
+    axes = shardy.manual_axes(mesh)
     block_t = local_type(hlo.type_of(x), mesh, sharding)
     local = custom_call(
         "xla.sdy.GlobalToLocalShape", x, block_t, side_effect=True,
-        xla__sdy__in_shardings=per_value(sdy_sharding(mesh, sharding)), xla__sdy__manual_axes=axes,
+        xla__sdy__in_shardings=shardy.per_value(shardy.of_spec(mesh, sharding)), xla__sdy__manual_axes=axes,
     )
     name = _body_function(module, block_t, result, build)
     called = ir.Operation.create(
@@ -238,7 +193,7 @@ def _manual(op, build, result: TensorType) -> ir.Value:
     ).result
     return custom_call(
         "xla.sdy.LocalToGlobalShape", called, op.results[0].type, side_effect=True,
-        xla__sdy__manual_axes=axes, xla__sdy__out_shardings=per_value(sdy_sharding(mesh, _result_sharding(op))),
+        xla__sdy__manual_axes=axes, xla__sdy__out_shardings=shardy.per_value(shardy.of_spec(mesh, _result_sharding(op))),
     )
 
 

@@ -23,7 +23,7 @@ from lazycore.ir.sourceloc import resolve
 from lazycore.dialect.mlir import func, ir, serialize_stablehlo
 from lazycore.dialect.build import new_context
 from lazycore.passes import rolled_emit
-from lazycore.passes.lowering import collectives
+from lazycore.passes.lowering import shardy
 from lazycore.passes.pipeline import DEFAULT_PIPELINE, run_pipeline
 from lazycore.runtime import checks, pjrt, rolling
 from lazycore.runtime.failures import ProgramError
@@ -141,10 +141,12 @@ def build_module(walk, device=None, constants: dict | None = None):
     outputs, then the flags of its value checks (:mod:`lazycore.runtime.checks`).
 
     On a mesh (``device``), every argument carries its buffer's layout as
-    ``mhlo.sharding`` (XLA's text, as jax writes it for a ``jit`` with
-    ``in_shardings``; scalar packs are replicated) and the module the
-    partition count; XLA's SPMD partitioner splits the program from them and
-    the ``lazy.shard`` constraints inside. Data leaves with a layout carry it
+    Shardy's ``xla.sdy.sharding`` (in ``mhlo.frontend_attributes``: the
+    round-trip form of what jax writes for a ``jit`` with ``in_shardings``,
+    see :mod:`lazycore.passes.lowering.collectives`; scalar packs are
+    replicated), and the module declares the mesh and the partition count;
+    XLA's Shardy partitioner splits the program from them and the
+    ``lazy.shard`` constraints inside. Data leaves with a layout carry it
     whatever ``device`` is, so a module built for inspection shows it too.
     ``constants``: id(leaf) -> host array, leaves built as ``lazy.constant``
     instead of parameters (an exported program's captured values)."""
@@ -401,31 +403,32 @@ def _annotate_layouts(module, fn, walk, device, info: Returned) -> None:
     if target is None:  # a module built for inspection: the layouts' own mesh
         target = next(s.target for s in layouts if s is not None)
     inputs = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).inputs
-    mesh = collectives.declare_mesh(module.operation, target.shape)
-    texts = [_sdy_sharding(target, mesh, s, ir.RankedTensorType(t).rank)
+    # (the lowerings of lazy.shard and the collectives declare their meshes beside it)
+    module.operation.attributes["mhlo.frontend_attributes"] = _frontend(
+        {shardy.MESHES: shardy.with_mesh(None, target.shape)})
+    texts = [_sdy_sharding(target, s, ir.RankedTensorType(t).rank)
              for s, t in zip(layouts + [None] * len(walk.packs), inputs)]
-    fn.attributes["arg_attrs"] = ir.ArrayAttr.get([
-        ir.DictAttr.get({"mhlo.frontend_attributes": collectives.frontend_attributes(xla__sdy__sharding=text)})
-        for text in texts
-    ])
+    fn.attributes["arg_attrs"] = ir.ArrayAttr.get(
+        [ir.DictAttr.get({"mhlo.frontend_attributes": _frontend({"xla.sdy.sharding": text})}) for text in texts]
+    )
     if device is not None and isinstance(device.pjrt, pjrt.MeshTarget):
         i32 = ir.IntegerType.get_signless(32)
         module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, len(device.pjrt.devices))
         module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
 
 
-def _sdy_sharding(target, mesh: str, sharding, rank: int) -> str:
-    """An argument's ``#sdy.sharding`` (Shardy's round-trip spelling: see
-    :mod:`lazycore.passes.lowering.collectives`); scalar packs and values
-    without a layout are replicated."""
+def _frontend(values: dict[str, str]) -> ir.DictAttr:
+    return ir.DictAttr.get({k: ir.StringAttr.get(v) for k, v in values.items()})
+
+
+def _sdy_sharding(target, sharding, rank: int) -> str:
+    """An argument's ``#sdy.sharding`` (:mod:`lazycore.passes.lowering.shardy`);
+    scalar packs and values without a layout are replicated."""
     axes = ((),) * rank if sharding is None else target.axes(sharding, rank)
     if axes is None:
         raise ValueError(f"lazycore has no Shardy spelling of the layout {sharding} over {target}: "
                          f"its devices are in another order than the mesh's")
-    a = collectives.axis_name
-    dims = [tuple(f'"{a(axis)}"' if pre == 1 and size == target.shape[axis] else f'"{a(axis)}":({pre}){size}'
-                  for axis, pre, size in d) for d in axes]
-    return f"#sdy.sharding<@{mesh}, {collectives.dims_text(dims)}>"
+    return shardy.tensor(target.shape, axes)
 
 
 @_locked

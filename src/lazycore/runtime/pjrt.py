@@ -264,8 +264,8 @@ class Sharding(NamedTuple):
     """How a buffer is laid out over a mesh.
 
     ``text`` is XLA's sharding as jax prints it (canonical: one layout, one
-    text); it enters the graph's digests (``str``) and the entry arguments'
-    ``mhlo.sharding``. ``spec`` is the layout as a mesh axis name (or None) per
+    text); it enters the graph's digests (``str``). The entry arguments
+    carry it in Shardy's spelling (:meth:`MeshTarget.axes`). ``spec`` is the layout as a mesh axis name (or None) per
     dimension, or None when XLA chose one no such spec describes."""
 
     text: str
@@ -462,8 +462,12 @@ class MeshTarget:
                 for op, t in zip(ops, types)]
 
     def compile_options(self) -> xc.CompileOptions:
-        """One program for all devices, split by XLA's SPMD partitioner (as jax
-        compiles a ``jit`` with shardings: ``pxla.create_compile_options``)."""
+        """One program for all devices, split by XLA's SPMD partitioner, Shardy
+        (as jax 0.10 compiles a ``jit`` with shardings:
+        ``pxla.create_compile_options``). GSPMD's is no fallback: every
+        layout a buffer of the mesh has is whole mesh axes or parts of them
+        (:meth:`axes`), which Shardy spells, since lazycore lays buffers out
+        by specs and XLA's Shardy lays results out over the mesh's axes."""
         options = xc.CompileOptions()
         options.num_replicas = 1
         options.num_partitions = len(self.devices)
