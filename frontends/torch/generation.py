@@ -194,10 +194,27 @@ def _wrap_static_update(update):
     return wrapped
 
 
+def _wrap_static_cache(prepare):
+    @functools.wraps(prepare)
+    def wrapped(self, *args, **kwargs):
+        length = kwargs.get("max_cache_len")
+        if _GENERATING.depth and isinstance(length, int) and isinstance(next(self.parameters(), None), Tensor):
+            # the attention mask is padded to the cache's length while it is
+            # shorter (masking_utils.prepare_padding_mask), and the last
+            # token's mask is as long as a cache of max_length - 1: no pad in
+            # its graph, a program of its own. One more position, never
+            # filled and always masked, keeps the pad in every token's graph.
+            kwargs["max_cache_len"] = length + 1
+        return prepare(self, *args, **kwargs)
+
+    wrapped.__lazycore_generation__ = True
+    return wrapped
+
+
 def _patch(module) -> None:
     mixin = getattr(module, "GenerationMixin", None)
     for name, wrap in (("prepare_inputs_for_generation", _wrap), ("generate", _wrap_generate),
-                       ("_prepare_generated_length", _wrap_length)):
+                       ("_prepare_generated_length", _wrap_length), ("_prepare_static_cache", _wrap_static_cache)):
         original = getattr(mixin, name, None)
         if original is not None and not getattr(original, "__lazycore_generation__", False):
             setattr(mixin, name, wrap(original))

@@ -208,9 +208,9 @@ class _Plan:
         self.original = [v.type for v in walk.outputs]
         self.out_pads, self.symbols = out_pads, symbols
 
-    def arguments(self, walk, device) -> tuple[list, list]:
+    def arguments(self, walk, device, held) -> tuple[list, list]:
         params = walk.params
-        data = [params[i] if t is None else _padded_leaf(params[i], t, device) for i, t in self.data]
+        data = [params[i] if t is None else _padded_leaf(params[i], t, device, held) for i, t in self.data]
         packs = [(dtype, [params[i] if i is not None else Scalar(np.asarray(n, np.int32), "i32") for i, n in group])
                  for dtype, group in self.packs]
         return data, packs
@@ -219,11 +219,12 @@ class _Plan:
 PLANS = Memo("runtime.bucket_plans", 64)
 
 
-def prepare(walk, device, keyed) -> Bucketed | None:
+def prepare(walk, device, keyed, held=frozenset()) -> Bucketed | None:
     """``walk`` at bucket sizes when some of its inputs are marked dynamic and
     the padding rules accept its graph; else None (it compiles as it is).
     ``keyed(data, out_types, encoding)``: the donation plan and compile key
-    of the padded program's arguments."""
+    of the padded program's arguments; ``held``: ids of the inputs live
+    handles hold (a padded copy of one is not donated, as it is not)."""
     if settings.buckets == () or device.pjrt is None or isinstance(device.pjrt, pjrt.MeshTarget):
         return None
     if settings.learn_buckets:
@@ -257,7 +258,7 @@ def prepare(walk, device, keyed) -> Bucketed | None:
     plan = PLANS.get(signature)
     if plan is not None and not settings.debug:  # debug lines describe the padded walk
         try:
-            data, packs = plan.arguments(walk, device)
+            data, packs = plan.arguments(walk, device, held)
         except _Unready:  # an input's program failed: the barrier settles it unpadded
             return None
         known = Bucketed(None, data, packs, plan, keyed)
@@ -289,7 +290,7 @@ def prepare(walk, device, keyed) -> Bucketed | None:
     try:
         for leaf, new in state.inputs:
             new.buffer = _padded_buffer(leaf, new.types[0].shape, device)
-            new.owned = leaf.owned  # a copy: donated where the input itself would be
+            new.owned = _donatable(leaf, held)
     except _Unready:  # the buffer's program failed: the barrier settles it unpadded
         return None
     plan = PLANS.put(signature, _Plan(walk, padded, state, out_pads, state.symbols))
@@ -332,15 +333,21 @@ def cut(leaf: Data, shape: tuple, dim: int) -> Value:
     return Value(Cut.of(leaf, TensorType(tuple(shape), leaf.types[0].dtype), {dim: ((n, n),)}, {n: b}), 0)
 
 
-def _padded_leaf(leaf: Data, t, device) -> Data:
+def _padded_leaf(leaf: Data, t, device, held) -> Data:
     """The argument ``leaf`` padded to ``t``: a copy that only this program
-    reads, donated where ``leaf`` itself could be, a buffer lazycore made
-    (the first token of a generation pads the prompt's cache; were the
-    copies kept, its program would donate less than the next token's, whose
-    inputs are the last token's padded results, and compile twice). A
-    user's buffer's copy is kept, as the buffer is at a size that is its
-    bucket (one program for both)."""
-    return Data(_padded_buffer(leaf, t.shape, device), t, owned=leaf.owned)
+    reads, donated where ``leaf`` itself could be (:func:`_donatable`)."""
+    return Data(_padded_buffer(leaf, t.shape, device), t, owned=_donatable(leaf, held))
+
+
+def _donatable(leaf: Data, held) -> bool:
+    """Whether a padded copy of ``leaf`` is donated: where ``leaf`` itself
+    would be, a buffer lazycore made that no live handle holds. The first
+    token of a generation pads the prompt's cache; were those copies kept,
+    its program would donate less than the next token's (whose inputs are
+    the last token's padded results) and compile twice. A copy of a buffer
+    that is kept stays kept, as that buffer is at a size that is its
+    bucket: one program for both."""
+    return leaf.owned and id(leaf) not in held
 
 
 class _Unready(Exception):

@@ -107,6 +107,14 @@ class Padded:
         self.inputs: list[tuple[Data, Data]] = []
         """(marked leaf, its padded leaf)."""
         self._masks: dict[tuple, Value] = {}
+        self.fresh: dict[int, Node] = {}
+        """id(padded node) -> the original node, for values made without a
+        padded input and widened along a size that is a symbol's: where such
+        a value meets one unpadded along that dimension, the size was
+        another dimension's (a head dimension of 16 at sequence length 16)
+        and the value is taken unwidened (:func:`_unwidened`)."""
+        self.again: dict[tuple, Value] = {}
+        """(id(fresh node), its dims kept) -> the node made again (:func:`_made_again`)."""
         self.counts: dict[int, tuple[int, tuple[int, ...]]] = {}
         """id(padded node) -> how many elements the masked sum it holds added
         (a number and the symbols whose valid sizes multiply it)."""
@@ -240,6 +248,8 @@ class Padded:
         attrs, operands, padded, *replaced = rule(self, node, operands, pads)
         made = self.make(replaced[0] if replaced else op, tuple(operands), attrs, node.loc)
         self.new[id(node)] = (made, [padded])
+        if padded and not any(pads) and op in WIDENED:
+            self.fresh[id(made)] = node
         if op == "reduce_sum":
             count = self.count_of(node, pads[0])
             if count[1]:
@@ -322,9 +332,51 @@ def _union(node, pads) -> dict[int, Factors]:
 def _elementwise(state, node, operands, pads):
     if node.op == "div":
         operands = _mean_count(state, node, operands)
+    if state.fresh:
+        operands, pads = _unwidened(state, node, operands, pads)
     out = _union(node, pads)
     operands = [v if p == out else _stretched(state, v, p, out) for v, p in zip(operands, pads)]
     return node.attrs, operands, out
+
+
+def _unwidened(state, node, operands, pads):
+    """Operands widened as made without a padded input (:attr:`Padded.fresh`)
+    made again without the widened dimensions where another operand is
+    unpadded at the same size: that size was not the symbol's there (the
+    value is then the one a size that is no dimension's makes)."""
+    shapes = [o[0].types[o[1]].shape for o in node.operands]
+    operands, pads = list(operands), list(pads)
+    for i, p in enumerate(pads):
+        if id(operands[i][0]) not in state.fresh:
+            continue
+        wrong = {d for d in p for j, q in enumerate(pads)
+                 if j != i and d not in q and len(shapes[j]) == len(shapes[i]) and shapes[j][d] == shapes[i][d]}
+        if wrong:
+            keep = {d: f for d, f in p.items() if d not in wrong}
+            operands[i], pads[i] = _made_again(state, operands[i][0], shapes[i], keep), keep
+    return operands, pads
+
+
+def _made_again(state, made: Node, shape: tuple, dims: dict) -> Value:
+    """``made`` (a broadcast, iota or constant made without a padded input)
+    at its unpadded ``shape`` widened along ``dims`` only."""
+    if not dims:  # the node as it was: shared with its other users as in a graph of other sizes
+        return Value(state.fresh[id(made)], 0)
+    key = (id(made), tuple(sorted(dims)))
+    if key in state.again:
+        return state.again[key]
+    widened = state.widened(shape, dims)
+    if made.op == "constant":
+        value = made.attrs["value"]
+        again = state.make("constant", (), {"value": np.full(widened, value.flat[0], value.dtype)})
+    elif made.op == "slice":
+        limit = tuple(state.size(dims[d]) if d in dims else n for d, n in enumerate(shape))
+        again = state.make("slice", made.operands, {**made.attrs, "limit": limit})
+    else:
+        again = state.make(made.op, made.operands, {**made.attrs, "shape": widened})
+    state.fresh[id(again)] = state.fresh[id(made)]
+    state.again[key] = Value(again, 0)
+    return state.again[key]
 
 
 def _mean_count(state, node, operands):

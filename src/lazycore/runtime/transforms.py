@@ -62,7 +62,8 @@ class BucketSizes(Transform):
 
     def rewrite(self, step) -> None:
         padded = buckets.prepare(step.walk, step.device,
-                                 lambda data, out_types, encoding: planning.keyed(step, data, out_types, encoding))
+                                 lambda data, out_types, encoding: planning.keyed(step, data, out_types, encoding),
+                                 step.held)
         if padded is None:
             return
         # marked inputs padded: the program of their buckets
