@@ -4,7 +4,9 @@ The registry is lazycore.ir.memo; the one replayer (lazycore.trace.replayer)
 is a registered memo from key to recordings behind guards.
 """
 
+import ast
 import gc
+import pathlib
 
 import numpy as np
 import pytest
@@ -68,7 +70,8 @@ def test_every_registered_cache_has_a_bound_and_clear_empties_all_of_them():
     sizes = memo.sizes()
     for name in ("runtime.programs", "runtime.scalar_packs", "runtime.step_plans", "trace.replayed",
                  "ir.generated_code", "torch.meta", "torch.capture_plans",
-                 "torch.autocast_plans", "trace.user_files"):
+                 "torch.autocast_plans", "trace.user_files", "ir.result_types_bytes", "ir.op_name_bytes",
+                 "ir.leaf_digests", "ir.library_files"):
         assert sizes[name][0] > 0, (name, sizes[name])
     for name, cache in MEMOS.items():
         bound = cache.limit
@@ -128,3 +131,162 @@ def test_a_family_counts_and_clears_its_live_members():
         assert len(m1) == 0
     finally:
         del MEMOS["test.family"]
+
+
+# --- no cache outside the registry -----------------------------------------------------------
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FOLDERS = ("src/lazycore", "dialect", "passes", "frontends")
+
+# Module-level containers that start empty and functions under functools.cache
+# that are not caches (or are bounded by what they index), each with why. A
+# cache belongs in lazycore.ir.memo instead: a Memo, a Family, or memo.register.
+NOT_CACHES = {
+    # registries: filled by explicit calls (at import, or by a plugin), the program's own tables
+    "src/lazycore/ir/memo.py:MEMOS": "the registry of caches itself",
+    "dialect/spec.py:OPS": "the op table: rows defined at import or by a user's define()",
+    "dialect/build.py:OP_CLASSES": "one MLIR op class per row of the op table",
+    "passes/catalog.py:PASSES": "the pass catalogue, registered at import",
+    "passes/lowering/registry.py:BUILTIN": "the lowerings, registered at import",
+    "passes/lowering/registry.py:USER": "lowerings a user registers",
+    "passes/lowering/registry.py:PDL_SOURCES": "PDL patterns a user registers",
+    "passes/patterns.py:_WRITTEN": "rewrite patterns, registered at import",
+    "passes/tools/plugins.py:_imported": "plugin modules imported once each",
+    "frontends/numpy/fallback.py:HANDLED": "NumPy functions the frontend implements, registered at import",
+    "frontends/torch/dispatch.py:_HANDLERS": "aten op -> handler, registered at import",
+    "frontends/torch/dispatch.py:_OPS": "the aten ops of _HANDLERS, kept alive so their ids stay theirs",
+    "frontends/torch/dispatch.py:_INDEX_PROBED": "a fixed set of aten op names, filled at import",
+    "frontends/torch/lowering.py:LOWERINGS": "aten op -> lowering, registered at import",
+    "src/lazycore/trace/views.py:_FIELDS": "view step class -> its fields' getter, registered at import",
+    # listeners and hooks
+    "src/lazycore/ir/config.py:_WATCHERS": "listeners of settings",
+    "src/lazycore/observe/inspect_graph.py:OBSERVERS": "listeners of graphs",
+    "frontends/torch/lowering.py:_LISTENERS": "listeners of lowerings",
+    "frontends/torch/optim.py:_HOOK": "the optimizer hook handles, installed once",
+    "frontends/torch/optim.py:_SCHEDULING": "the LR schedulers stepping now (a stack)",
+    "src/lazycore/runtime/peers.py:_WATCH": "the one watch of a multi-process run's peers",
+    "src/lazycore/runtime/peers.py:_KEEP": "the exit handler of a multi-process run, kept alive",
+    # work in flight, emptied by whoever takes it
+    "src/lazycore/runtime/closures.py:PENDING": "step closures waiting for their step",
+    "src/lazycore/runtime/closures.py:ERRORS": "step closures' errors waiting to be raised",
+    "src/lazycore/observe/debug.py:_READ": "what the next barrier line reports (one entry)",
+    "frontends/torch/optim.py:_DEVICE_VALUES": "a flag: non-empty while an eager branch runs",
+    # configuration and state, which clearing would change rather than recompute
+    "src/lazycore/ir/sourceloc.py:_SKIP": "library folders whose frames are skipped (skip())",
+    "src/lazycore/ir/sourceloc.py:_SKIP_FILES": "library files whose frames are skipped (skip())",
+    "src/lazycore/ir/heap.py:_frozen_at": "when the heap was frozen (two names at most)",
+    "src/lazycore/observe/debug.py:_devices": "debug mode's state per device",
+    "src/lazycore/observe/inspect_graph.py:_next_number": "dump folders' counters, one per dump folder",
+    "src/lazycore/runtime/checks.py:_REGISTRIES": "which lines warned already (warnings' once-per-line "
+                                                  "state; clearing repeats warnings), at most 1024 files",
+    "src/lazycore/runtime/device.py:_DEVICES": "the devices jaxlib sees",
+    "frontends/torch/tensor.py:_TORCH_TO_LC": "torch device index -> lazy device, one per device",
+    "frontends/torch/tensor.py:_LC_TO_TORCH": "lazy device -> torch device, one per device",
+    "frontends/torch/optim.py:_RATES": "per optimizer (weakly keyed): its learning rates on the device",
+    "frontends/torch/optim.py:_BETA1S": "per optimizer (weakly keyed): its betas on the device",
+    "frontends/torch/optim_replay.py:_REPLAYED": "per optimizer (weakly keyed): whether replay is worth trying; "
+                                                 "its recordings are torch.capture_plans",
+    # look-ups bounded by a fixed table, never stale
+    "src/lazycore/trace/core.py:_SPECS": "op name -> its row: bounded by the op table (spec_of refuses others)",
+    "frontends/torch/lowering.py:_RANGES": "integer dtype -> its range: bounded by the dtypes",
+    "frontends/torch/tensor.py:_LC_OF": "torch device (or its name) -> lazy device: bounded by the devices",
+    "src/lazycore/runtime/pjrt.py:fingerprint": "device -> its XLA fingerprint, fixed for the process: one per device",
+    # registered from another module
+    "src/lazycore/runtime/stepplans.py:_PLANS": "registered as runtime.step_plans by runtime/cache.py",
+}
+
+_EMPTY_CALLS = {"dict", "list", "set", "OrderedDict", "defaultdict", "deque", "Counter",
+                "WeakKeyDictionary", "WeakValueDictionary", "WeakSet"}
+
+
+def _called(node):
+    node = node.func if isinstance(node, ast.Call) else node
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+
+
+def _starts_empty(v) -> bool:
+    if isinstance(v, ast.Dict):
+        return not v.keys
+    if isinstance(v, (ast.List, ast.Set)):
+        return not v.elts
+    return isinstance(v, ast.Call) and _called(v) in _EMPTY_CALLS and not (
+        _called(v) in ("dict", "list", "set") and v.args)
+
+
+def _module_level(body, prefix=""):
+    """Statements run once per process: a module's, inside its ifs, trys and withs, and its classes'."""
+    for st in body:
+        if isinstance(st, ast.ClassDef):
+            yield from _module_level(st.body, f"{prefix}{st.name}.")
+        elif isinstance(st, (ast.If, ast.Try, ast.With)):
+            for part in (st.body, getattr(st, "orelse", []), getattr(st, "finalbody", []),
+                         *(h.body for h in getattr(st, "handlers", []))):
+                yield from _module_level(part, prefix)
+        else:
+            yield prefix, st
+
+
+def module_caches(source: str) -> list[str]:
+    """Names of what may be a module-level cache in ``source``: a container that
+    starts empty (and is not handed to ``memo.register``), or a function under
+    ``functools.cache``/``lru_cache`` that takes arguments (without any, it
+    holds one value)."""
+    tree = ast.parse(source)
+    registered = {a.id for n in ast.walk(tree) if isinstance(n, ast.Call) and _called(n) == "register"
+                  for a in n.args[1:2] if isinstance(a, ast.Name)}
+    found = []
+    for prefix, st in _module_level(tree.body):
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None and _starts_empty(st.value):
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            found += [prefix + t.id for t in targets if isinstance(t, ast.Name) and t.id not in registered]
+        elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = st.args
+            params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+            params = [p for p in params if p is not None and not (prefix and p.arg in ("self", "cls"))]
+            if params and any(_called(d) in ("cache", "lru_cache") for d in st.decorator_list):
+                found.append(prefix + st.name)
+    return found
+
+
+def test_the_scan_finds_caches_of_each_shape():
+    source = """
+import functools, weakref
+A = {}
+B: dict[str, int] = dict()
+C = weakref.WeakKeyDictionary()
+TABLE = {"add": 1}
+D = Memo("x", 4)
+E = []
+memo.register("e", E, 10)
+if True:
+    F = set()
+class K:
+    G = {}
+    @functools.cache
+    def method(self, x): ...
+@functools.lru_cache(maxsize=None)
+def looked_up(x): ...
+@functools.cache
+def once(): ...
+def f():
+    local = {}
+"""
+    assert module_caches(source) == ["A", "B", "C", "F", "K.G", "K.method", "looked_up"]
+
+
+def test_every_module_level_cache_is_registered_or_says_why_it_is_none():
+    """A new dict, list or functools cache at module level fails here until it is
+    a memo (lazycore.ir.memo: bounded, cleared by lazycore.cache.clear()) or
+    NOT_CACHES says why it is none."""
+    found = set()
+    for folder in FOLDERS:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            found.update(f"{rel}:{name}" for name in module_caches(path.read_text()))
+    unexplained = sorted(found - set(NOT_CACHES))
+    assert not unexplained, (
+        "module-level caches outside lazycore.ir.memo's registry: make each a Memo (or Family, or "
+        "memo.register it) with a bound, or add it to NOT_CACHES in tests/test_cache_registry.py "
+        "saying why it is no cache:\n  " + "\n  ".join(unexplained))
+    stale = sorted(set(NOT_CACHES) - found)
+    assert not stale, f"NOT_CACHES names what is gone or registered now (drop them): {stale}"

@@ -24,6 +24,7 @@ import numpy as np
 
 from lazycore.dialect.spec import spec_of
 from lazycore.dialect.types import TensorType, from_numpy_dtype
+from lazycore.ir.memo import Memo
 
 DIGEST_SIZE = 16
 
@@ -164,15 +165,20 @@ class Value(NamedTuple):
         return self.node.types[self.index]
 
 
-_leaf_digests: dict[tuple, bytes] = {}
+# Keyed by types, which drift in a long run (new shapes): bounded like every memo.
+_leaf_digests = Memo("ir.leaf_digests", 16_384)
+"""``(kind, type, sharding)`` -> a leaf's digest."""
+# A bound ``get`` (emptying a memo keeps its identity): looked up on a dict
+# subclass, ``get`` costs more than on a dict, and these run per node.
+_leaf_digest_of = _leaf_digests.get
 
 
 def _leaf_digest(kind: str, t: TensorType, sharding=None) -> bytes:
     key = (kind, t, sharding)
-    d = _leaf_digests.get(key)
+    d = _leaf_digest_of(key)
     if d is None:
         parts = ("leaf", kind, tuple(t.shape), t.dtype) + (() if sharding is None else (str(sharding),))
-        d = _leaf_digests[key] = digest(repr(parts).encode())
+        d = _leaf_digests.put(key, digest(repr(parts).encode()))
     return d
 
 
@@ -270,8 +276,11 @@ def _attr_key(kind: str, value):
     return value
 
 
-_types_bytes: dict[tuple, bytes] = {}
-_op_bytes: dict[str, bytes] = {}
+_types_bytes = Memo("ir.result_types_bytes", 16_384)
+"""Result types -> their part of a node's digest input (looked up per node)."""
+_op_bytes = Memo("ir.op_name_bytes", 4096)
+"""Op name -> the head of its nodes' digest input: one per op of the table."""
+_types_bytes_of, _op_bytes_of = _types_bytes.get, _op_bytes.get  # per node: see _leaf_digest_of
 _INDEX = [i.to_bytes(2, "little") for i in range(256)]
 
 
@@ -296,9 +305,9 @@ def node_prefix(spec, kwargs: dict, types: tuple[TensorType, ...]) -> tuple[dict
     """The stored attributes and the digest input before the operands: what a
     node of ``spec`` with these attributes and result types always starts with
     (:mod:`lazycore.recipes` keeps it to make the same node again)."""
-    head = _op_bytes.get(spec.name)
+    head = _op_bytes_of(spec.name)
     if head is None:
-        head = _op_bytes[spec.name] = spec.name.encode() + b"|"
+        head = _op_bytes.put(spec.name, spec.name.encode() + b"|")
     if kwargs:
         attrs = dict(kwargs)
         for name, kind in spec.attrs.items():
@@ -309,9 +318,9 @@ def node_prefix(spec, kwargs: dict, types: tuple[TensorType, ...]) -> tuple[dict
             head += repr(tuple(_attr_key(k, attrs[n]) for n, k in spec.attrs.items())).encode()
     else:
         attrs = kwargs
-    tb = _types_bytes.get(types)
+    tb = _types_bytes_of(types)
     if tb is None:
-        tb = _types_bytes[types] = repr(tuple((tuple(t.shape), t.dtype) for t in types)).encode()
+        tb = _types_bytes.put(types, repr(tuple((tuple(t.shape), t.dtype) for t in types)).encode())
     return attrs, head + b"|" + tb
 
 

@@ -22,8 +22,9 @@ from lazycore.ir import events
 from lazycore.ir.memo import Memo
 
 _SKIP: list[str] = []
-_LIBRARY: dict[str, bool] = {}
-"""File name -> True for a library file (skipped by the walk)."""
+_LIBRARY = Memo("ir.library_files", 4096)
+"""File name -> True for a library file (skipped by the walk). Bounded: code
+made at run time (``exec``, notebook cells) brings new file names."""
 
 
 _SKIP_FILES: set[str] = set()
@@ -53,8 +54,7 @@ def is_library(filename: str) -> bool:
 
 def _is_library(name: str) -> bool:
     lib = name in _SKIP_FILES or name.startswith(tuple(_SKIP)) or name.startswith("<frozen")
-    _LIBRARY[name] = lib
-    return lib
+    return _LIBRARY.put(name, lib)
 
 
 def caller(depth: int = 1, start=None, _getframe=sys._getframe, _get=_LIBRARY.get):

@@ -40,6 +40,7 @@ from lazycore.ir import events, sourceloc
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir.context import LOCK
 from lazycore.ir.graph import Data
+from lazycore.ir.memo import Memo
 from lazycore.runtime import pjrt
 from lazycore.runtime.device import known_devices
 from lazycore.runtime.transfer import live_bytes, live_bytes_per_device
@@ -127,19 +128,18 @@ def live(device) -> dict:
     return {target: live_bytes(device)}
 
 
-_NBYTES: dict = {}
+_NBYTES = Memo("observe.type_bytes", 4096)
 """id(TensorType) -> (the type, its bytes): the walk runs at every barrier, and
 a recalled step's results share their type objects, so most look-ups find
 the object itself (hashing the type's shape cost more than the rest of the
-walk). Dropped whole when it grows past 4096 entries."""
+walk)."""
+_nbytes_of = _NBYTES.get  # bound once: per walked value (see lazycore.ir.graph)
 
 
 def _nbytes(t) -> int:
-    e = _NBYTES.get(id(t))
+    e = _nbytes_of(id(t))
     if e is None or e[0] is not t:
-        if len(_NBYTES) >= 4096:
-            _NBYTES.clear()
-        e = _NBYTES[id(t)] = (t, t.size * to_numpy_dtype(t.dtype).itemsize)
+        e = _NBYTES.put(id(t), (t, t.size * to_numpy_dtype(t.dtype).itemsize))
     return e[1]
 
 
