@@ -56,13 +56,17 @@ from lazycore.runtime.autostep import CUTTER
 from lazycore.trace import core
 
 from . import optim_foreach
+from .tensor import MADE
 from .tensor import Tensor as _LazyTensor
 
 _LAZY = "lazy"
 _TENSOR_LR = (torch.optim.Adam, torch.optim.Adamax, torch.optim.NAdam, torch.optim.RAdam, torch.optim.ASGD,
-              torch.optim.Rprop)
-"""Optimizers whose capturable step takes its learning rate as a device tensor
-without reading it back (SGD, RMSprop, Adagrad and Adadelta call ``.item()``)."""
+              torch.optim.Rprop, torch.optim.SGD, torch.optim.RMSprop, torch.optim.Adagrad, torch.optim.Adadelta)
+"""Optimizers whose step takes its learning rate as a device tensor without
+reading it back: the Adam family, ASGD and Rprop in their capturable step;
+SGD, RMSprop, Adagrad and Adadelta (whose steps give the rate to ``add_``'s
+``alpha`` or ``addcdiv_``'s ``value``, which would read it back) through
+:func:`_lr_operand`."""
 _TENSOR_BETA1 = (torch.optim.Adam,)
 """Optimizers whose step takes ``betas[0]`` as a device tensor without reading
 it back (Adam, AdamW): the beta a scheduler cycles (OneCycleLR, CyclicLR with
@@ -77,6 +81,15 @@ def _with_lazy(original):
     supported.lazycore_wraps = original
     return supported
 
+
+_LR_OPERAND = ("sgd", "rmsprop", "adagrad", "adadelta")
+"""torch.optim modules whose functional step runs with a device learning rate
+as a tensor operand (:func:`_lr_operand`)."""
+
+_FUSED = ("sgd", "adam", "adagrad")
+"""torch.optim modules whose functional step has a ``fused`` CPU kernel
+(AdamW's is Adam's): over lazy parameters the unfused formulas run instead
+(:func:`_unfused`)."""
 
 _FUNCTIONALS = ("adam", "adamax", "nadam", "radam", "asgd", "rprop", "rmsprop", "adadelta")
 """torch.optim modules whose functional step (``torch.optim.adam.adam``)
@@ -187,11 +200,60 @@ def _device_step_values(functional, eager_branch: bool):
     return step
 
 
+def _lr_operand(functional):
+    """torch's functional step of SGD, RMSprop, Adagrad or Adadelta over lazy
+    parameters with a device learning rate (a :class:`_Rate`): its
+    single-tensor loop runs with the rate as a tensor operand of eager's
+    formula (``param.add_(grad, alpha=-lr)`` as ``param.add_(grad * -lr)``,
+    :class:`_DeviceScalars`), and Adagrad's step counter, on the device, as a
+    float64 device value (:func:`_get_value_on_device`), instead of reading
+    them back. The single-tensor loop, not the multi-tensor one: eager's
+    foreach kernels on the CPU run the single-tensor ops per tensor (the same
+    numbers), while torch's multi-tensor forms for a tensor rate are written
+    for CUDA graphs and reorder the arithmetic (RMSprop divides ``avg`` by
+    ``-lr``)."""
+
+    def step(params, *args, **kwargs):
+        lr = kwargs.get("lr")
+        if (type(lr) is not _LazyTensor or kwargs.get("fused") or kwargs.get("differentiable")
+                or not params or type(params[0]) is not _LazyTensor):
+            return functional(params, *args, **kwargs)
+        _DEVICE_VALUES.append(True)
+        try:
+            with _DeviceScalars():
+                return functional(params, *args, **{**kwargs, "foreach": False})
+        finally:
+            _DEVICE_VALUES.pop()
+
+    step.lazycore_wraps = functional
+    return step
+
+
+def _unfused(functional):
+    """torch's functional step given ``fused=True`` over lazy parameters: the
+    unfused step's formulas (eager's fused CPU kernels compute the same
+    update, rounded in their own order: within float tolerance of them), so
+    the lazy device takes ``fused=True`` where the CPU does."""
+
+    def step(params, *args, **kwargs):
+        if not kwargs.get("fused") or not params or type(params[0]) is not _LazyTensor:
+            return functional(params, *args, **kwargs)
+        if kwargs.get("grad_scale") is not None or kwargs.get("found_inf") is not None:
+            raise NotImplementedError("lazycore: a fused optimizer step with a gradient scaler (grad_scale, "
+                                      "found_inf) on the lazy device")
+        return functional(params, *args, **{**kwargs, "fused": False, "foreach": False})
+
+    step.lazycore_wraps = functional
+    return step
+
+
 def _on_lazy(group) -> bool:
     return bool(group["params"]) and group["params"][0].device.type == _LAZY
 
 
 def _make_capturable(opt) -> None:
+    if isinstance(opt, torch.optim.Adagrad):
+        _counters_on_device(opt)
     for group in opt.param_groups:
         if group.get("capturable", True) or not _on_lazy(group):
             continue  # capturable already, an optimizer without the notion (SGD), or not ours
@@ -202,18 +264,39 @@ def _make_capturable(opt) -> None:
         group["capturable"] = True
 
 
+def _counters_on_device(opt) -> None:
+    """Adagrad (which has no capturable flag) keeps its step counters on the
+    CPU and reads them back as Python numbers: on the lazy device they move
+    to the parameter's device, made there (a constant, not an upload), so its
+    step's math reads them as device values (:func:`_lr_operand`) and a
+    captured step can replay."""
+    for group in opt.param_groups:
+        if not _on_lazy(group):
+            continue
+        for p in group["params"]:
+            state = opt.state.get(p)
+            step = state.get("step") if state else None
+            if isinstance(step, torch.Tensor) and step.device != p.device and step.dim() == 0:
+                with torch.no_grad():
+                    state["step"] = torch.full((), float(step), dtype=step.dtype, device=p.device)
+
+
 class _Rate:
     """A parameter group's float learning rate as a 0-d device tensor, swapped
     into the group while its optimizer steps: the program reads the rate, so a
     scheduler's new value is a new input, not a new program (nor, captured, a
     retrace). Outside the step the group holds the user's float."""
 
-    __slots__ = ("tensor", "value", "fresh")
+    __slots__ = ("tensor", "value", "fresh", "node")
 
     def __init__(self, value: float, device):
         with torch.no_grad():  # float64: the rate meets the step math before any float32 tensor
             self.tensor = torch.full((), value, dtype=torch.float64, device=device)
-        self.value = value
+        # a parameter from the start, as each step's fill makes it (a pending constant would
+        # cost a program of its own at the next barrier, and a first step reading it would
+        # be another program than the next); made before any step, even a captured first
+        # call reads it as an input, not as a value it made (unless a barrier ran between)
+        self.fill(value)
         self.fresh = True
 
     def fill(self, value: float) -> None:
@@ -225,11 +308,13 @@ class _Rate:
         captured, one recording)."""
         handle = self.tensor._storage.handle
         core.assign(handle, core.scalar(value, handle.dtype, handle.device, fold=False))
+        self.node = handle._value[0]
         self.value = value
 
     def at_step(self, value: float) -> None:
-        # a fresh rate was filled for this step already, before a capture began watching it
-        if not (self.fresh and value == self.value):
+        # a fresh rate was filled for this step already, before a capture began watching
+        # it (and no barrier ran since: the step reads that parameter, not data)
+        if not (self.fresh and value == self.value and self.tensor._storage.handle._value[0] is self.node):
             self.fill(value)
         self.fresh = False
 
@@ -328,6 +413,32 @@ def read_as_input(opt) -> tuple[str, ...]:
     return ("lr",) * bool(_RATES.get(opt)) + ("betas",) * bool(_BETA1S.get(opt))
 
 
+def _made_with(add_param_group):
+    """``Optimizer.add_param_group``, which also makes the group's device
+    learning rate (and Adam's ``betas[0]``) when its parameters are on the
+    lazy device already: made before any step, it is no tensor a captured
+    step made, and a first step reads it as every later step does."""
+
+    def with_rates(self, param_group):
+        add_param_group(self, param_group)
+        if not isinstance(self, _TENSOR_LR) or MADE.refs is not None:
+            return  # (an optimizer made inside a captured step: its first step makes them)
+        i = len(self.param_groups) - 1
+        group = self.param_groups[i]
+        if not _on_lazy(group):
+            return
+        device = group["params"][0].device
+        if type(group.get("lr")) is float:
+            _RATES.setdefault(self, {})[i] = _Rate(group["lr"], device)
+        betas = group.get("betas")
+        if isinstance(self, _TENSOR_BETA1) and betas and type(betas[0]) is float \
+                and not group.get("differentiable"):
+            _BETA1S.setdefault(self, {})[i] = _Rate(betas[0], device)
+
+    with_rates.lazycore_wraps = add_param_group
+    return with_rates
+
+
 def _swap_in(opt, args, kwargs) -> None:
     if _SCHEDULING:
         _SCHEDULING[-1].optimizer_steps += 1
@@ -351,7 +462,7 @@ def _swap_in(opt, args, kwargs) -> None:
     betas = None
     for i, group in enumerate(opt.param_groups):
         beta1, *rest = group["betas"]
-        if type(beta1) is not float or not _on_lazy(group) or group.get("fused") or group.get("differentiable"):
+        if type(beta1) is not float or not _on_lazy(group) or group.get("differentiable"):
             continue
         if betas is None:
             betas = _BETA1S.setdefault(opt, {})
@@ -392,6 +503,14 @@ def _step_ended(opt, args, kwargs) -> None:
         CUTTER.step_ended()
 
 
+def _wrapped_by(fn, marker: str) -> bool:
+    while fn is not None:
+        if getattr(fn, marker, False):
+            return True
+        fn = getattr(fn, "lazycore_wraps", None)
+    return False
+
+
 def install() -> None:
     """Add the lazy device to torch's capturable devices and make optimizers
     over lazy parameters capturable (idempotent)."""
@@ -405,10 +524,23 @@ def install() -> None:
         found = module.__dict__.get("_get_value")
         if found is not None and not hasattr(found, "lazycore_wraps"):
             module._get_value = _get_value_on_device(found)
+        found = module.__dict__.get("_get_fused_kernels_supported_devices")
+        if name == "torch.optim.optimizer" and found is not None and not hasattr(found, "lazycore_wraps"):
+            module._get_fused_kernels_supported_devices = _with_lazy(found)  # (run unfused: _unfused)
         short = name.rpartition(".")[2]
         functional = module.__dict__.get(short) if short in _FUNCTIONALS else None
         if callable(functional) and not hasattr(functional, "lazycore_wraps"):
             setattr(module, short, _device_step_values(functional, short in _EAGER_BRANCH))
+        # (outermost, so the wrappers above see the flags as these leave them)
+        for names, wrap, marker in ((_LR_OPERAND, _lr_operand, "lazycore_lr_operand"),
+                                    (_FUSED, _unfused, "lazycore_unfused")):
+            functional = module.__dict__.get(short) if short in names else None
+            if callable(functional) and not _wrapped_by(functional, marker):
+                wrapped = wrap(functional)
+                setattr(wrapped, marker, True)
+                setattr(module, short, wrapped)
+    if not hasattr(_optimizer.Optimizer.add_param_group, "lazycore_wraps"):
+        _optimizer.Optimizer.add_param_group = _made_with(_optimizer.Optimizer.add_param_group)
     import torch.optim.lr_scheduler as schedulers
 
     for cls in vars(schedulers).values():

@@ -253,10 +253,22 @@ def test_a_python_value_changed_after_recording_retraces_instead_of_replaying_st
     assert before == 4 and fn.replays > before  # the new value is recorded and replays in its turn
 
 
-def test_a_new_learning_rate_from_a_scheduler_traces_again(dev):
+def test_a_new_learning_rate_from_a_scheduler_is_an_input_of_the_replay(dev):
+    """SGD's learning rate is a device value the program reads (as Adam's):
+    a new one replays, with the new rate."""
     def schedule(i, model, opt):
         if i == 6:
             opt.param_groups[0]["lr"] = 0.05
+
+    traced, captured = _train(dev, False, before=schedule), _train(dev, True, before=schedule)
+    _same(traced, captured)
+    assert captured[3].traces == 2 and captured[3].why is None  # (the first step finds the parameters)
+
+
+def test_a_new_hyperparameter_the_program_bakes_traces_again(dev):
+    def schedule(i, model, opt):
+        if i == 6:
+            opt.param_groups[0]["weight_decay"] = 0.01
 
     traced, captured = _train(dev, False, before=schedule), _train(dev, True, before=schedule)
     _same(traced, captured)
@@ -405,7 +417,7 @@ def test_lazycore_debug_says_what_capture_decided(dev, capsys):
 
     def schedule(i, model, opt):
         if i == 5:
-            opt.param_groups[0]["lr"] = 0.05
+            opt.param_groups[0]["weight_decay"] = 0.01  # (a new lr is an input: no new trace)
 
     debug.reset()
     with override(debug=1):
