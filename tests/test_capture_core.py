@@ -142,3 +142,35 @@ def test_what_cannot_be_replayed_is_refused_with_a_reason(case):
         match = "keeps 1 tensor"
     with pytest.raises(capture.Refused, match=match):
         capture.finish(watch, kept)
+
+
+def _recorded_calls(backoff, calls, reason_at=lambda i: "kept a tensor", refused=lambda i: True):
+    """The calls (1-based) ``backoff`` lets record, each refused with ``reason_at(i)`` when ``refused(i)``."""
+    out = []
+    for i in range(1, calls + 1):
+        if backoff.records():
+            out.append(i)
+            if refused(i):
+                backoff.refused(reason_at(i))
+            else:
+                backoff = capture.Backoff()  # a recording that is not refused starts over (the frontend drops it)
+    return out
+
+
+def test_a_refused_recording_is_retried_after_waits_that_double_up_to_a_bound():
+    recorded = _recorded_calls(capture.Backoff(), 400)
+    assert recorded[:9] == [1, 2, 3, 5, 8, 13, 22, 39, 72]  # 3 in a row, then waits of 1, 2, 4, ... calls
+    gaps = [b - a - 1 for a, b in zip(recorded, recorded[1:])]
+    assert max(gaps) == capture.LONGEST_WAIT and gaps[-1] == capture.LONGEST_WAIT
+    assert len(recorded) <= 3 + 7 + 400 // (capture.LONGEST_WAIT + 1)
+
+
+def test_a_new_reason_starts_the_count_again_and_only_the_third_refusal_in_a_row_says_so():
+    b = capture.Backoff()
+    assert [b.refused(r) for r in ("a", "a", "b", "b")] == [False, False, False, False]
+    assert b.records()
+    assert b.refused("b") is True  # the third "b" in a row: it stops recording, said once
+    assert not b.records() and b.records()  # one plain call, then a recording
+    assert b.refused("b") is False  # still stopped (wait 2), not said again
+    assert [b.records() for _ in range(3)] == [False, False, True]
+    assert b.refused("c") is False and b.records()  # another reason: counted from 1, recording at once

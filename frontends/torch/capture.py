@@ -57,7 +57,12 @@ Refused (traced at every call, the reason in :attr:`Captured.why`): a step
 that looks at a value (``.item()``, ``print``, a fallback op, ``mark_step``),
 uploads host data, or keeps a tensor it made anywhere but in its result and
 the gradients (a list outside, a ``self.`` attribute). A training step
-replays from its third call.
+replays from its third call. Recording a call costs several traced calls:
+after three recordings in a row refused for one reason, the function says
+so once (a :class:`~lazycore.trace.capture.CaptureWarning` at the calling
+line) and traces its calls plainly, recording one again after 1, 2, 4, ...
+up to 64 of them (:class:`~lazycore.trace.capture.Backoff`), so a fix is
+still found; :attr:`Captured.recordings` counts the recorded calls.
 
 A replayed call returns tensors without autograd history
 (``requires_grad=False``): the step is expected to run its own backward.
@@ -68,6 +73,7 @@ from __future__ import annotations
 import functools
 import sys
 import types
+import warnings
 import weakref
 
 import torch
@@ -79,6 +85,7 @@ from lazycore.runtime.autostep import CUTTER
 from lazycore.trace import attrreads as _attrreads
 from lazycore.trace import capture as _capture
 from lazycore.trace import pyreads as _pyreads
+from lazycore.ir import sourceloc as _sourceloc
 from lazycore.ir.config import settings
 from lazycore.trace import views as _views
 from lazycore.ir.tensor import LazyTensor
@@ -106,6 +113,8 @@ _PLANS = Family("torch.capture_plans", _KINDS_KEPT)
 """Every captured function's confirmed recordings (a :class:`~lazycore.trace.replayer.Replayer` each)."""
 _LAST = Family("torch.capture_last_traces", _KINDS_KEPT)
 """Every captured function's last traced call per kind of arguments (what the next one is compared with)."""
+_BACKOFF = Family("torch.capture_backoff", _KINDS_KEPT)
+"""Every captured function's :class:`~lazycore.trace.capture.Backoff` per kind of arguments."""
 
 
 def capture(fn=None):
@@ -127,10 +136,15 @@ class Captured:
         """Argument key -> confirmed :class:`_Plan` objects, oldest first."""
         self._last = Memo("torch.capture_last_traces", _KINDS_KEPT, _LAST)
         """Argument key -> the plan of the last traced call."""
+        self._backoff = Memo("torch.capture_backoff", _KINDS_KEPT, _BACKOFF)
+        """Argument key -> when to record again (kinds whose recordings were refused)."""
+        self._warned: set[str] = set()  # the reasons a stop was said for
         self._known = weakref.WeakValueDictionary()  # id -> a tensor whose gradient a call set
         self._optimizers = weakref.WeakSet()  # the optimizers traced calls stepped
         self.traces = 0
         """Calls that ran the function."""
+        self.recordings = 0
+        """Of those, calls that were recorded (the others were traced plainly: :class:`~lazycore.trace.capture.Backoff`)."""
         self.replays = 0
         """Calls that replayed a recording instead."""
         self.why: str | None = None
@@ -144,6 +158,12 @@ class Captured:
             if out is not GUARDED:
                 self.replays += 1
                 return out
+            backoff = self._backoff.get(key)
+            if backoff is not None and not backoff.records():
+                self.traces += 1
+                # the next recording starts afresh: it is compared with the call after it, not an old one
+                self._last.pop(key, None)
+                return self.fn(*args, **kwargs)
         return self._trace(args, kwargs, flat, key)
 
     def _trace(self, args, kwargs, flat, key):
@@ -153,6 +173,7 @@ class Captured:
         if key is None:
             self.why = "an argument is neither a lazy tensor nor a hashable Python value"
             return self.fn(*args, **kwargs)
+        self.recordings += 1
         previous = self._last.get(key)
         # a first call (it finds the parameters, makes optimizer state) stands in for
         # the confirming trace when the next call's nodes are all nodes it made too
@@ -165,6 +186,7 @@ class Captured:
             if settings.debug:
                 _say(self, f"cannot replay: {self.why}")
             self._put_last(key, _Unrecorded(e.args[2] if previous is None and len(e.args) > 2 else None))
+            self._refused(key, self.why)
             return e.args[1] if len(e.args) > 1 else None
         self.why = None
         if previous is not None and previous.key != plan.key and previous.complete and plan.complete:
@@ -177,13 +199,36 @@ class Captured:
         if agrees:
             self._plans.add(key, plan)
             self._last.pop(key)
+            self._backoff.pop(key, None)
             if settings.debug:
                 _say(self, f"recorded ({len(plan.rec.fragment.entries)} nodes): calls with these arguments replay")
         else:
             if previous is not None and plan.contents is not None and not plan.complete:
                 plan.contents = None  # compared once; a step that keeps finding parameters pays no more
             self._put_last(key, plan)
+            if previous is not None:  # (a first call has nothing to agree with yet)
+                self._refused(key, self.why or "the last two traced calls did not agree")
         return out
+
+    def _refused(self, key, why: str) -> None:
+        backoff = self._backoff.get(key)
+        if backoff is None:
+            backoff = self._backoff.put(key, _capture.Backoff())
+        if not backoff.refused(why):
+            return
+        if settings.debug:
+            _say(self, f"stops recording: {why}")
+        if why not in self._warned and len(self._warned) < _KINDS_KEPT:
+            self._warned.add(why)
+            code = getattr(self.fn, "__code__", None)
+            name = getattr(self, "__qualname__", "step") + (
+                f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else "")
+            loc = _sourceloc.resolve(_sourceloc.caller(1))
+            message = _capture.stopped_message(name, why, _sourceloc.format_location(loc))
+            if loc is not None:
+                warnings.warn_explicit(message, _capture.CaptureWarning, loc[0], loc[1])
+            else:
+                warnings.warn(message, _capture.CaptureWarning, stacklevel=4)
 
     def _put_last(self, key, plan) -> None:
         self._last.pop(key, None)

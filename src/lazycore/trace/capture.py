@@ -68,6 +68,68 @@ class Refused(Exception):
     """A traced call that cannot be replayed; the message says why."""
 
 
+class CaptureWarning(UserWarning):
+    """A captured function stopped recording its calls: it is refused for one reason again and again."""
+
+
+REFUSALS_BEFORE_BACKOFF = 3
+"""Recordings in a row refused for one reason before a captured function stops recording."""
+LONGEST_WAIT = 64
+"""The most calls traced plainly between two recording attempts once stopped."""
+
+
+class Backoff:
+    """When a captured function records a call, for one kind of arguments.
+
+    Recording a call (watching every live tensor, Python's reads, the
+    graph it made) costs 2-10x tracing it; a recording that is refused is
+    thrown away, and a step refused for a reason that does not go away (a
+    tensor kept in a list outside it, a number that changes every call) paid
+    that at every call. After :data:`REFUSALS_BEFORE_BACKOFF` recordings in
+    a row refused for the same reason, calls are traced plainly (a traced
+    step's cost, the same values), and a recording is attempted again after
+    1, 2, 4, ... up to :data:`LONGEST_WAIT` plain calls: a change that lifts
+    the refusal (the user's fix, a scheduler that stops changing a number) is
+    found within that many calls, while a step refused for good pays for a
+    recording at most once in ``LONGEST_WAIT + 1`` calls. A recording that
+    is not refused, or refused for another reason, starts over."""
+
+    __slots__ = ("reason", "times", "wait", "gap")
+
+    def __init__(self):
+        self.reason: str | None = None
+        self.times = 0  # recordings in a row refused for ``reason``
+        self.wait = 0  # calls still to trace plainly
+        self.gap = 1  # the next wait
+
+    def records(self) -> bool:
+        """Whether this call is recorded (False: trace it plainly)."""
+        if self.wait:
+            self.wait -= 1
+            return False
+        return True
+
+    def refused(self, reason: str) -> bool:
+        """Count a refused recording; True when it stops recording for this
+        reason (the first time: the caller says so once)."""
+        if reason != self.reason:
+            self.reason, self.times, self.gap = reason, 0, 1
+        self.times += 1
+        if self.times < REFUSALS_BEFORE_BACKOFF:
+            return False
+        self.wait = self.gap
+        self.gap = min(2 * self.gap, LONGEST_WAIT)
+        return self.times == REFUSALS_BEFORE_BACKOFF
+
+
+def stopped_message(name: str, reason: str, where: str) -> str:
+    """The one-time line for a captured function that stopped recording (:class:`Backoff`)."""
+    return (f"lazycore: capture of {name} stopped recording its calls at {where}: "
+            f"{REFUSALS_BEFORE_BACKOFF} recordings in a row could not be replayed ({reason}); its calls are traced "
+            f"(a traced step's cost and values), and recorded again after 1, 2, 4, ... up to {LONGEST_WAIT} calls "
+            f"in case that changes")
+
+
 class Watch:
     """The state of the world when a traced call began (see :func:`begin`)."""
 
