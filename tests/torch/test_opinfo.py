@@ -17,17 +17,17 @@ from lazycore.frontends.torch import opinfo  # noqa: E402
 MIN_PASS_NO_FALLBACK = 150
 
 # OpInfo name -> why the lazy run raises. Only errors are excused here, never wrong values.
-KNOWN_ERRORS = {
-    "resize_": "lazy tensors cannot be resized to another shape",
-}
+KNOWN_ERRORS = {}
 
-# complex64 OpInfo name -> why the lazy run raises (the float32 rows above hold too).
-KNOWN_ERRORS_COMPLEX64 = {
-    "resize_": KNOWN_ERRORS["resize_"],
-}
+# complex64 OpInfo name -> why the lazy run raises.
+KNOWN_ERRORS_COMPLEX64 = {}
+
+# int64 OpInfo name -> why the lazy run raises.
+KNOWN_ERRORS_INT64 = {}
 
 NAMES = [opinfo.op_name(op) for op in opinfo.float32_ops()]
 NAMES_COMPLEX64 = [opinfo.op_name(op) for op in opinfo.ops_for(torch.complex64)]
+NAMES_INT64 = [opinfo.op_name(op) for op in opinfo.ops_for(torch.int64)]
 COUNT_TEST = "test_pass_no_fallback_count"
 
 
@@ -57,9 +57,15 @@ def results_complex64(request):
     return _sweep(request, "test_opinfo_complex64", torch.complex64)
 
 
+@pytest.fixture(scope="module")
+def results_int64(request):
+    return _sweep(request, "test_opinfo_int64", torch.int64)
+
+
 def test_known_errors_are_opinfos():
     assert set(KNOWN_ERRORS) <= set(NAMES)
     assert set(KNOWN_ERRORS_COMPLEX64) <= set(NAMES_COMPLEX64)
+    assert set(KNOWN_ERRORS_INT64) <= set(NAMES_INT64)
 
 
 def _judge(r, name, known):
@@ -82,6 +88,12 @@ def test_opinfo(results, name):
 def test_opinfo_complex64(results_complex64, name):
     """The same over complex64 samples: no wrong value, errors only as listed."""
     _judge(results_complex64[name], name, KNOWN_ERRORS_COMPLEX64)
+
+
+@pytest.mark.parametrize("name", NAMES_INT64)
+def test_opinfo_int64(results_int64, name):
+    """The same over int64 samples (integer division, shifts, overflow, ties in sorts)."""
+    _judge(results_int64[name], name, KNOWN_ERRORS_INT64)
 
 
 def test_pass_no_fallback_count(results):
