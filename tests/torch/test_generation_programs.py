@@ -1,0 +1,98 @@
+"""Programs a cold transformers generate() call compiles on the lazy device
+(issue 40 item 3), and its tokens equal to eager's greedy tokens. A call
+compiles the small reads of generate()'s setup, the prompt's program, and
+the decoding's programs, which the bounds below count apart.
+
+What compiled before (a tiny GPT-2, 16 to 24 new tokens):
+- one prompt, default cache: every token a program of its own before the
+  shape buckets; with them a first-token donation variant, a last-token
+  variant (the max-length criterion's True folded) and a sequence length
+  equal to the head dimension (16) each compiled one more. Now one program
+  decodes every token.
+- eight left-padded prompts, default cache: one program per token (the
+  padding mask's lookup at every key position refused the buckets). Now the
+  mask check transformers reads every token and the decoding step: two.
+- static cache, one and eight prompts: a donation variant, the second
+  token (the cache's filled length, a CPU tensor, baked into the first
+  token's program) and the last token (its attention mask as long as the
+  cache, no pad) each compiled one more. Now one.
+"""
+
+import pytest
+import torch
+
+import lazycore
+import lazycore.torch as ltorch
+
+transformers = pytest.importorskip("transformers")
+
+VOCAB = 128
+LENGTHS = (3, 5, 8, 10, 12, 13, 15, 16)  # left-padded to 16
+
+
+def _programs() -> int:
+    c = lazycore.metrics.counters()
+    return c["compiles"] + c.get("stack_compiles", 0) + c.get("disk_cache_hits", 0)
+
+
+def _gpt2():
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=VOCAB, n_positions=128, bos_token_id=0)
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    model.generation_config.eos_token_id = None  # random weights: an end token would cut calls short
+    model.generation_config.pad_token_id = 0
+    return model
+
+
+def _prompts(lengths):
+    g = torch.Generator().manual_seed(1)
+    width = max(lengths)
+    ids = torch.zeros(len(lengths), width, dtype=torch.long)
+    mask = torch.zeros(len(lengths), width, dtype=torch.long)
+    for i, n in enumerate(lengths):
+        ids[i, width - n:] = torch.randint(1, VOCAB, (n,), generator=g)
+        mask[i, width - n:] = 1
+    return ids, mask
+
+
+def _programs_of_call(make, lengths, n, cache) -> int:
+    """The programs a cold ``generate()`` call of ``n`` new tokens compiles; its tokens checked against eager's."""
+    eager, lazy = make(), make().to(ltorch.device())
+    ids, mask = _prompts(lengths)
+    dev = ltorch.device()
+    kw = dict(max_new_tokens=n, do_sample=False)
+    if cache == "static":
+        kw["cache_implementation"] = "static"
+    with torch.no_grad():
+        want = eager.generate(ids, attention_mask=mask, **kw)
+        before, tokens = _programs(), lazycore.metrics.counters()["generated_tokens"]
+        got = lazy.generate(ids.to(dev), attention_mask=mask.to(dev), **kw).cpu()
+    programs = _programs() - before
+    assert torch.equal(got, want), (got, want)
+    assert got.shape[-1] == ids.shape[-1] + n
+    # lazycore.metrics counts the model calls on the lazy device: one per new token
+    assert lazycore.metrics.counters()["generated_tokens"] - tokens == n
+    return programs
+
+
+def test_one_prompt_default_cache(clean_runtime):
+    # the setup's two small reads, the prompt, one program for 24 tokens
+    # whose lengths 9..31 cross the head dimension (16), and at most one more
+    # where the scalar policy promotes a constant of the attention at the
+    # second token (sdpa's mask 0.0 lands on the step-log position and line
+    # where the prompt's scale 0.5 was: a parameter from then on)
+    assert _programs_of_call(_gpt2, (8,), 24, "dynamic") <= 5
+
+
+def test_left_padded_prompts_default_cache(clean_runtime):
+    # the setup's reads of a batch of 8 (5 small programs), the prompt, and
+    # for every token transformers' padding-mask check (read every token)
+    # and the decoding step
+    assert _programs_of_call(_gpt2, LENGTHS, 16, "dynamic") <= 8
+
+
+@pytest.mark.parametrize("lengths", [(8,), LENGTHS], ids=["1-prompt", "8-prompts"])
+def test_static_cache(clean_runtime, lengths):
+    # the setup's small reads (2 for one prompt, 4 for a batch of 8), the
+    # prompt, and one program for every later token
+    assert _programs_of_call(_gpt2, lengths, 16, "static") <= len(lengths) // 4 + 4
