@@ -40,6 +40,20 @@ branch, whose formulas are eager's (RAdam, ASGD and Rprop decide on the step
 count or on masks in Python in their eager branch), given float64 copies of
 their step counters while it runs, so their step math is float64 too
 (:func:`_device_step_values`).
+
+A group's float learning rate is a float64 device parameter while its
+optimizer steps (:class:`_Rate`), so a scheduler's new rate is a new input,
+not a new program nor, captured, a retrace. It is made with the optimizer
+when its parameters are on the lazy device already (``add_param_group``):
+then no captured first call made it, and a first step reads it as every later
+step does. SGD, RMSprop, Adagrad and Adadelta give the rate to ``add_``'s
+``alpha`` or ``addcdiv_``'s ``value``, which would read it back; their
+single-tensor loop runs with it as a tensor operand of eager's formula
+instead (:func:`_lr_operand`; eager's ``add_(g, alpha=-lr)`` is one fused
+multiply-add of ``float32(-lr)``, as the program's ``g * -lr + p`` is), and
+Adagrad's step counters move to the device. ``fused=True`` (SGD, Adam,
+AdamW, Adagrad: the CPU's fused kernels) runs the unfused formulas
+(:func:`_unfused`).
 """
 
 from __future__ import annotations

@@ -23,16 +23,16 @@ the two halves of ``torch.nn.utils.clip_grad_norm_`` (the total norm, then
 the scaling), patched where that function looks them up. The guards are a
 captured step's: the hyperparameters (a float learning rate a scheduler
 changes is a program input for the optimizers that read it as a device
-tensor, and so is Adam's and AdamW's ``betas[0]``, which OneCycleLR cycles,
-:mod:`.optim`; for the others, and for other betas a scheduler cycles, a
-new value traces again), the identity of every state tensor, which
+tensor, every torch.optim optimizer but LBFGS, and so is Adam's and AdamW's
+``betas[0]``, which OneCycleLR cycles, :mod:`.optim`; for other betas a
+scheduler cycles, a new value traces again), the identity of every state tensor, which
 parameters have gradients, grad mode and the default dtype, and the Python
 arguments (``max_norm``, ``norm_type``). Not replayed: a step given a
 closure (``LBFGS``), ``error_if_nonfinite=True`` (it reads a value), calls
 inside a captured step or under ``torch.compile``, tensors off the lazy
 device, and a function that keeps failing to replay (:data:`_MISSES` traced
-calls in a row: an optimizer that keeps state in host tensors, as Adagrad
-does, or a step traced while cProfile runs), which is traced per op from
+calls in a row: an optimizer that keeps state in host tensors and reads it
+as Python numbers, or a step traced while cProfile runs), which is traced per op from
 then on (``LAZYCORE_DEBUG`` says why). ``LAZYCORE_REPLAY_OPTIMIZER=0`` turns
 all of it off.
 """
