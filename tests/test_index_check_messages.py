@@ -108,3 +108,33 @@ def test_a_call_bodys_check_cache_is_a_registered_memo_that_clear_empties():
     assert memo.MEMOS["runtime.check_calls"].limit == 1024
     lazycore.cache.clear()
     assert memo.sizes()["runtime.check_calls"][0] == 0
+
+
+def test_an_index_checks_flag_is_its_masks_float_maximum_returned_as_it_is():
+    """XLA's CPU backend reduces floats in one kernel and booleans in a tree of
+    them: the mask is reduced as f32, and the program returns the maximum
+    itself (the flag ``m != 0`` costs no kernel of its own)."""
+    r = torch.arange(5.0, device=DEV)[torch.tensor([1, 2], device=DEV)]
+    walk = Walk([_handle(r)._value])
+    (node,) = checks.nodes(walk)
+    (out,) = checks.flag_values(walk)
+    assert node.operands[1][0].op == "compare"
+    assert out[0].op == "reduce_max" and out[0].types[out[1]].dtype == "f32"
+    assert r.tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("m, fails", [(0, False), (-2, True), (3, True)])
+def test_a_flag_tested_against_zero_is_returned_untested_and_still_decides(m, fails):
+    import numpy as np
+
+    x = lazycore.from_numpy(np.arange(3, dtype=np.float32))
+    s = lazycore.from_numpy(np.asarray(m, np.int32))
+    zero = lazycore.apply("constant", value=np.zeros((), np.int32), device=s.device)
+    y = lazycore.check(x, lazycore.apply("compare", s, zero, direction="NE"), "m is not zero", "ValueError")
+    (out,) = checks.flag_values(Walk([y._value]))
+    assert out[0] is s._value[0]  # the value tested, not the compare
+    if fails:
+        with pytest.raises(ValueError, match="m is not zero"):
+            lazycore.to_numpy(y)
+    else:
+        assert lazycore.to_numpy(y).tolist() == [0.0, 1.0, 2.0]
