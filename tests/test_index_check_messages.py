@@ -138,3 +138,14 @@ def test_a_flag_tested_against_zero_is_returned_untested_and_still_decides(m, fa
             lazycore.to_numpy(y)
     else:
         assert lazycore.to_numpy(y).tolist() == [0.0, 1.0, 2.0]
+
+
+def test_numpy_searchsorted_results_used_as_indices_name_the_index():
+    a = numpy.arange(5.0)
+    with pytest.raises(IndexError) as info:
+        a[numpy.searchsorted(a, numpy.array([9.0, 1.0]))]
+    la = lnp.asarray(a)
+    r = la[lnp.searchsorted(la, lnp.asarray(numpy.array([9.0, 1.0])))]
+    assert [t.split(": ", 1)[1] for t in _texts(r)] == [str(info.value)]
+    with pytest.raises(IndexError):
+        numpy.asarray(r)
