@@ -229,8 +229,8 @@ def _lr_operand(functional):
 
     def step(params, *args, **kwargs):
         lr = kwargs.get("lr")
-        if (type(lr) is not _LazyTensor or kwargs.get("fused") or kwargs.get("differentiable")
-                or not params or type(params[0]) is not _LazyTensor):
+        # (differentiable too: the operand form is the same formula to autograd)
+        if type(lr) is not _LazyTensor or kwargs.get("fused") or not params or type(params[0]) is not _LazyTensor:
             return functional(params, *args, **kwargs)
         _DEVICE_VALUES.append(True)
         try:
@@ -435,7 +435,7 @@ def _made_with(add_param_group):
 
     def with_rates(self, param_group):
         add_param_group(self, param_group)
-        if not isinstance(self, _TENSOR_LR) or MADE.refs is not None:
+        if not isinstance(self, _TENSOR_LR) or MADE.refs is not None or torch.compiler.is_compiling():
             return  # (an optimizer made inside a captured step: its first step makes them)
         i = len(self.param_groups) - 1
         group = self.param_groups[i]
