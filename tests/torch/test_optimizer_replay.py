@@ -80,9 +80,10 @@ def test_every_optimizer_replays_its_traced_step_exactly(dev, name):
     assert replays == STEPS - (4 if name == "sgd_nesterov" else 3), why
 
 
-def test_a_scheduled_learning_rate_is_read_by_the_replayed_step(dev):
+@pytest.mark.parametrize("name", ["adamw", "sgd", "rmsprop", "adagrad", "adadelta"])
+def test_a_scheduled_learning_rate_is_read_by_the_replayed_step(dev, name):
     def make(ps):
-        opt = O.AdamW(ps, lr=0.01)
+        opt = O.AdamW(ps, lr=0.01) if name == "adamw" else OPTIMIZERS[name][0](ps, **OPTIMIZERS[name][1])
         # (cycled betas, OneCycleLR's default, are hyperparameters: a new value traces again)
         opt.sched = O.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=STEPS + 1, cycle_momentum=False)
         return opt
@@ -98,6 +99,9 @@ def test_a_scheduled_learning_rate_is_read_by_the_replayed_step(dev):
         np.testing.assert_array_equal(a, b)
     assert compiles_replayed == compiles
     assert _replayed(opt) == (STEPS - 3, None)  # a new rate every step, and no trace for it
+    eager = _train("cpu", make, before=before)[0]
+    for a, b in zip(eager, replayed):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
 def test_a_changed_hyperparameter_or_a_missing_gradient_traces_again(dev):
