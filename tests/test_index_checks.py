@@ -52,21 +52,21 @@ x3 = lambda d: torch.arange(3.0, device=d)  # noqa: E731
 x23 = lambda d: torch.arange(6.0, device=d).reshape(2, 3)  # noqa: E731
 TORCH = {
     "index": (lambda d, i: x3(d)[T(i, d)], [0, 5], [0, -1], [0.0, 2.0],  # index
-              "index is out of bounds for dimension 0 with size 3"),
+              "index 5 is out of bounds for dimension 0 with size 3"),
     "index_negative": (lambda d, i: x3(d)[T(i, d)], [-4], [-3], [0.0],  # index_negative
-                       "index is out of bounds for dimension 0 with size 3"),
+                       "index -4 is out of bounds for dimension 0 with size 3"),
     "index_2d": (lambda d, i: x23(d)[T([1], d), T(i, d)], [3], [2], [5.0],  # index_2d
-                 "index is out of bounds for dimension 1 with size 3"),
+                 "index 3 is out of bounds for dimension 1 with size 3"),
     "setitem": (lambda d, i: _inplace(lambda x, j: x.__setitem__(j, 7.0))(x3(d), T(i, d)), [3], [-1],  # setitem
-                [0.0, 1.0, 2.0], "index is out of bounds for dimension 0 with size 3"),
+                [0.0, 1.0, 2.0], "index 3 is out of bounds for dimension 0 with size 3"),
     "index_put_": (lambda d, i: x3(d).index_put_((T(i, d),), T([9.0], d), accumulate=True), [-4], [1],  # index_put_
-                   [0.0, 1.0, 2.0], "index is out of bounds for dimension 0 with size 3"),
+                   [0.0, 1.0, 2.0], "index -4 is out of bounds for dimension 0 with size 3"),
     "gather": (lambda d, i: torch.gather(x23(d), 1, T(i, d)), [[0], [3]], [[2], [0]], [[0.0], [5.0]],  # gather
-               "gather(): index is out of bounds for dimension 1 with size 3"),
+               "gather(): index 3 is out of bounds for dimension 1 with size 3"),
     "gather_negative": (lambda d, i: torch.gather(x3(d), 0, T(i, d)), [-1], [2], [2.0],  # gather_negative
-                        "gather(): index is out of bounds for dimension 0 with size 3"),
+                        "gather(): index -1 is out of bounds for dimension 0 with size 3"),
     "take_along_dim": (lambda d, i: torch.take_along_dim(x23(d), T(i, d)), [6], [5], [5.0],  # take_along_dim
-                       "gather(): index is out of bounds for dimension 0 with size 6"),
+                       "gather(): index 6 is out of bounds for dimension 0 with size 6"),
     "index_select": (lambda d, i: torch.index_select(x3(d), 0, T(i, d)), [1, 3], [2, 0], [1.0, 2.0],  # index_select
                      "index_select(): index out of range in self"),
     "index_select_dim1": (lambda d, i: torch.index_select(x23(d), 1, T(i, d)), [-1], [1], [[2.0], [5.0]],  # index_select_dim1
@@ -74,31 +74,31 @@ TORCH = {
     "embedding": (lambda d, i: F.embedding(T(i, d), x23(d).t()), [[0, 3]], [[2, 0]],  # embedding
                   [[[0.0, 3.0], [2.0, 5.0]]], "embedding(): index out of range in self"),
     "scatter": (lambda d, i: x3(d).scatter(0, T(i, d), 9.0), [3], [1], [0.0, 1.0, 2.0],  # scatter
-                "scatter(): index is out of bounds for dimension 0 with size 3"),
+                "scatter(): index 3 is out of bounds for dimension 0 with size 3"),
     "scatter_add": (lambda d, i: x3(d).scatter_add(0, T(i, d), T([9.0], d)), [-1], [1],  # scatter_add
-                    [0.0, 1.0, 11.0], "scatter_add(): index is out of bounds for dimension 0 with size 3"),
+                    [0.0, 1.0, 11.0], "scatter_add(): index -1 is out of bounds for dimension 0 with size 3"),
     "scatter_reduce": (lambda d, i: x3(d).scatter_reduce(0, T(i, d), T([9.0], d), "amax"), [3], [0],  # scatter_reduce
-                       [0.0, 1.0, 2.0], "scatter_reduce(): index is out of bounds for dimension 0 with size 3"),
+                       [0.0, 1.0, 2.0], "scatter_reduce(): index 3 is out of bounds for dimension 0 with size 3"),
     "index_add": (lambda d, i: x3(d).index_add(0, T(i, d), T([9.0], d)), [-1], [1], [0.0, 1.0, 11.0],  # index_add
                   "index_add(): index out of range in self"),
     "index_copy": (lambda d, i: x3(d).index_copy(0, T(i, d), T([9.0], d)), [3], [1], [0.0, 1.0, 2.0],  # index_copy
-                   "index_copy_(): index is out of bounds for dimension 0 with size 3"),
+                   "index_copy_(): index 3 is out of bounds for dimension 0 with size 3"),
     "index_fill": (lambda d, i: x3(d).index_fill(0, T(i, d), 9.0), [-4], [-1], [0.0, 1.0, 2.0],  # index_fill
-                   "index_fill(): index is out of bounds for dimension 0 with size 3"),
+                   "index_fill(): index -4 is out of bounds for dimension 0 with size 3"),
     "take": (lambda d, i: torch.take(x23(d), T(i, d)), [6], [-6], [5.0],  # take
-             "take(): out of range: tried to access index on a tensor of 6 elements."),
+             "take(): out of range: tried to access index 6 on a tensor of 6 elements."),
     "put": (lambda d, i: x3(d).put(T(i, d), T([9.0], d)), [-4], [-3], [0.0, 1.0, 2.0],  # put
-            "put_(): out of range: tried to access index on a tensor of 3 elements."),
+            "put_(): out of range: tried to access index -4 on a tensor of 3 elements."),
     "one_hot": (lambda d, i: F.one_hot(T(i, d), 3), [0, 3], [2, 0], [[1, 0, 0], [0, 0, 0]],  # one_hot
                 "one_hot(): Class values must be smaller than num_classes."),
     "one_hot_negative": (lambda d, i: F.one_hot(T(i, d), 3), [-1], [1], [[0, 0, 0]],  # one_hot_negative
                          "one_hot(): Class values must be non-negative."),
     "cross_entropy": (lambda d, i: F.cross_entropy(x23(d), T(i, d)), [0, 7], [2, -100], None,  # cross_entropy
-                      "nll_loss(): Target is out of bounds."),
+                      "nll_loss(): Target 7 is out of bounds."),
     "nll_loss_negative": (lambda d, i: F.nll_loss(x23(d), T(i, d)), [-1, 0], [0, 1], None,  # nll_loss_negative
-                          "nll_loss(): Target is out of bounds."),
+                          "nll_loss(): Target -1 is out of bounds."),
     "nll_loss2d": (lambda d, i: F.nll_loss(x23(d).reshape(1, 2, 3), T(i, d), reduction="none"),  # nll_loss2d
-                   [[0, 2, 1]], [[0, 1, 1]], None, "nll_loss(): Target is out of bounds."),
+                   [[0, 2, 1]], [[0, 1, 1]], None, "nll_loss(): Target 2 is out of bounds."),
 }
 
 
@@ -223,18 +223,18 @@ def _put_along_axis(m, i):
 
 NUMPY = {
     "np_getitem": (lambda m, i: m.arange(3.0)[m.asarray(i)], [0, 5], [0, -1], [0.0, 2.0],  # np_getitem
-                   "ndarray.__getitem__: index is out of bounds for axis 0 with size 3"),
+                   "ndarray.__getitem__: index 5 is out of bounds for axis 0 with size 3"),
     "np_getitem_negative": (lambda m, i: m.arange(6.0).reshape(2, 3)[:, m.asarray(i)], [-4], [-3],  # np_getitem_negative
-                            [[0.0], [3.0]], "ndarray.__getitem__: index is out of bounds for axis 1 with size 3"),
+                            [[0.0], [3.0]], "ndarray.__getitem__: index -4 is out of bounds for axis 1 with size 3"),
     "np_setitem": (_setitem, [3], [-1], [0.0, 1.0, 2.0],
-                   "ndarray.__setitem__: index is out of bounds for axis 0 with size 3"),
+                   "ndarray.__setitem__: index 3 is out of bounds for axis 0 with size 3"),
     "np_take": (lambda m, i: m.take(m.arange(6.0), m.asarray(i)), [6], [-6], [5.0],  # np_take
-                "take: index is out of bounds for axis 0 with size 6"),
+                "take: index 6 is out of bounds for axis 0 with size 6"),
     "np_take_along_axis": (lambda m, i: m.take_along_axis(m.arange(6.0).reshape(2, 3), m.asarray(i), 1),  # np_take_along_axis
                            [[0], [-4]], [[0], [-1]], [[0.0], [3.0]],
-                           "take_along_axis: index is out of bounds for axis 1 with size 3"),
+                           "take_along_axis: index -4 is out of bounds for axis 1 with size 3"),
     "np_put_along_axis": (_put_along_axis, [[3], [0]], [[2], [-3]], [[0.0, 1.0, 2.0], [7.0, 4.0, 5.0]],
-                          "put_along_axis: index is out of bounds for axis 1 with size 3"),
+                          "put_along_axis: index 3 is out of bounds for axis 1 with size 3"),
 }
 
 

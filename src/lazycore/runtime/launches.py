@@ -78,7 +78,8 @@ class Launch:
             return any(type(r) is Failure for r in results)
         else:
             if self.flags and self.values is not None:
-                found = checks.failed(self.values, self.flags, self.poisoned)
+                found = checks.failed(self.values, self.flags, self.poisoned,
+                                       lambda vs: self.runner(self.device, vs))
                 if found is not None:
                     for leaf, f in zip(self.leaves, found):
                         if f is not None:

@@ -54,7 +54,7 @@ def _run_alone(device, values: list[Value], stacks: bool) -> list:
             raise ProgramError("run", e) from e
     events.bump("stack_executions" if stacks else "executions")
     results, flags = results[:len(values)], results[len(values):]
-    found = checks.failed(values, flags) if flags else None
+    found = checks.failed(values, flags, run=lambda vs: _run_alone(device, vs, stacks)) if flags else None
     if found is not None:
         results = [r if f is None else f for r, f in zip(results, found)]
     return results
