@@ -23,9 +23,17 @@ without an input (``broadcast_in_dim`` of a scalar, ``iota``, a splat
 constant) that have a dimension of size ``n`` are constant along it and are
 widened too: autograd's ``expand`` of a mean's gradient to the batch shape is
 one; so is the first ``n`` of a longer dimension (``causal[:t, :t]``), whose
-first ``b`` keep those ``n`` in front. Lookups at padded indices (``gather``:
-an embedding of padded tokens) are kept; updates at padded indices
-(``scatter``: its gradient) are masked with the mode's identity.
+first ``b`` keep those ``n`` in front (where such a value meets one unpadded
+at that size, the size was another dimension's, and the value is made again
+without widening it there). Lookups at padded indices (``gather``:
+an embedding of padded tokens) are kept; lookups into a padded dimension
+(a padding mask read at every key position) have their indices clamped to
+the valid size, as XLA clamps them to the unpadded one; updates at padded
+indices (``scatter``: its gradient) are masked with the mode's identity. An
+integer constant equal to a padded size, or its negation (an index's bounds
+check and wrap), becomes that size's parameter, and a value check's message
+leaves such sizes out (a failed check's message is read from the unpadded
+graph), so neither makes a program per size.
 
 A padded dimension is a list of *factors*, ``(size, symbol or None)``
 outermost first: a reshape that merges it with others (``linear`` on a
@@ -35,7 +43,7 @@ flat one, and a later reshape may split the factors again. Values whose
 padded dimensions disagree on their factors never meet in one op.
 
 Any other op on a padded value (a slice that is not the whole dimension, a
-reshape that splits a padded factor, a gather along it, a cumulative op,
+reshape that splits a padded factor, a gather of windows along it, a cumulative op,
 ``reverse``, random bits) raises :class:`Refused`, and the barrier compiles
 the graph as it is: never a wrong value.
 
@@ -245,8 +253,20 @@ class Padded:
         rule = rule_for(op)
         if rule is None:
             raise Refused(f"{_where(node)} mixes positions along a padded dimension (no padding rule)")
-        attrs, operands, padded, *replaced = rule(self, node, operands, pads)
-        made = self.make(replaced[0] if replaced else op, tuple(operands), attrs, node.loc)
+        try:
+            attrs, ruled, padded, *replaced = rule(self, node, operands, pads)
+            made = self.make(replaced[0] if replaced else op, tuple(ruled), attrs, node.loc)
+        except Refused:
+            # a value widened as made without a padded input, where the size
+            # was another dimension's (the first 64 of GPT-2's fused q, k, v
+            # at sequence length 64, split into heads): this op as it is
+            narrowed = [o if type(o) is not Value or id(o[0]) not in self.fresh else _as_made(self, o[0])
+                        for o in operands]
+            if narrowed == operands or any(type(o) is not Value for o in operands) \
+                    or any(p for o, p in zip(operands, pads) if id(o[0]) not in self.fresh):
+                raise
+            self.new[id(node)] = (self.make(op, tuple(narrowed), node.attrs, node.loc), [{} for _ in node.types])
+            return
         self.new[id(node)] = (made, [padded])
         if padded and not any(pads) and op in WIDENED:
             self.fresh[id(made)] = node
@@ -254,7 +274,7 @@ class Padded:
             count = self.count_of(node, pads[0])
             if count[1]:
                 self.counts[id(made)] = count
-        elif op in ("reshape", "convert", "broadcast_in_dim") and id(operands[0][0]) in self.counts:
+        elif op in ("reshape", "convert", "broadcast_in_dim") and id(ruled[0][0]) in self.counts:
             self.counts[id(made)] = self.counts[id(operands[0][0])]
 
     def size_constant(self, node: Node):
@@ -357,11 +377,27 @@ def _unwidened(state, node, operands, pads):
     return operands, pads
 
 
+def _as_made(state, made: Node) -> Value:
+    """``made`` (:attr:`Padded.fresh`) unwidened: its original node where
+    its operands are the original's (shared with the node's other users, as
+    in a graph of sizes no dimension has), else that node over ``made``'s
+    operands (never the unpadded graph's values: they would be computed
+    twice)."""
+    original = state.fresh[id(made)]
+    if all(type(a) is Value and type(b) is Value and a[0] is b[0] and a[1] == b[1]
+           for a, b in zip(made.operands, original.operands)):
+        return Value(original, 0)
+    key = (id(made), ())
+    if key not in state.again:
+        state.again[key] = Value(state.make(original.op, made.operands, original.attrs, original.loc), 0)
+    return state.again[key]
+
+
 def _made_again(state, made: Node, shape: tuple, dims: dict) -> Value:
     """``made`` (a broadcast, iota or constant made without a padded input)
     at its unpadded ``shape`` widened along ``dims`` only."""
-    if not dims:  # the node as it was: shared with its other users as in a graph of other sizes
-        return Value(state.fresh[id(made)], 0)
+    if not dims:
+        return _as_made(state, made)
     key = (id(made), tuple(sorted(dims)))
     if key in state.again:
         return state.again[key]
