@@ -55,8 +55,10 @@ def _prompts(lengths):
     return ids, mask
 
 
-def _programs_of_call(make, lengths, n, cache) -> int:
-    """The programs a cold ``generate()`` call of ``n`` new tokens compiles; its tokens checked against eager's."""
+def _programs_of_call(make, lengths, n, cache, masked=True) -> int:
+    """The programs a cold ``generate()`` call of ``n`` new tokens compiles
+    (with the prompts' attention mask unless not ``masked``); its tokens
+    checked against eager's."""
     eager, lazy = make(), make().to(ltorch.device())
     ids, mask = _prompts(lengths)
     dev = ltorch.device()
@@ -64,12 +66,12 @@ def _programs_of_call(make, lengths, n, cache) -> int:
     if cache == "static":
         kw["cache_implementation"] = "static"
     with torch.no_grad():
-        want = eager.generate(ids, attention_mask=mask, **kw)
+        want = eager.generate(ids, attention_mask=mask if masked else None, **kw)
         before, tokens = _programs(), lazycore.metrics.counters()["generated_tokens"]
-        got = lazy.generate(ids.to(dev), attention_mask=mask.to(dev), **kw).cpu()
+        got = lazy.generate(ids.to(dev), attention_mask=mask.to(dev) if masked else None, **kw).cpu()
     programs = _programs() - before
     assert torch.equal(got, want), (got, want)
-    assert got.shape[-1] == ids.shape[-1] + n
+    assert got.shape[-1] == (1 if eager.config.is_encoder_decoder else ids.shape[-1]) + n  # (the decoder's start token)
     # lazycore.metrics counts the model calls on the lazy device: one per new token
     assert lazycore.metrics.counters()["generated_tokens"] - tokens == n
     return programs
@@ -96,3 +98,22 @@ def test_static_cache(clean_runtime, lengths):
     # the setup's small reads (2 for one prompt, 4 for a batch of 8), the
     # prompt, and one program for every later token
     assert _programs_of_call(_gpt2, lengths, 16, "static") <= len(lengths) // 4 + 4
+
+
+def _t5():
+    torch.manual_seed(0)
+    cfg = transformers.T5Config(vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4,
+                                decoder_start_token_id=0, pad_token_id=0, eos_token_id=None)
+    model = transformers.T5ForConditionalGeneration(cfg).eval()
+    model.generation_config.eos_token_id = None
+    return model
+
+
+@pytest.mark.parametrize("cache", ["dynamic", "static"])
+def test_encoder_decoder(clean_runtime, cache):
+    # one prompt, no attention mask (generate()'s setup then reads nothing):
+    # the encoder, the decoder's first token, then decoding: one program with
+    # the static cache; with the default one the second token's too (the
+    # first token's cache holds one position, which no bucket pads) and one
+    # where the decoder's length is the encoder's (8)
+    assert _programs_of_call(_t5, (8,), 16, cache, masked=False) <= (5 if cache == "dynamic" else 3)
