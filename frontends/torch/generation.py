@@ -19,6 +19,16 @@ token's program. Tokens within one bucket share a program. Nothing changes for
 CPU or CUDA tensors, for the prefill, or where the padding rules refuse a
 graph (it compiles at its own sizes, as before; ``LAZYCORE_DEBUG`` names the
 op). ``LAZYCORE_BUCKETS=off`` turns it off with the other marks.
+
+Three more wrappers keep one decoding program for every token, for lazy
+tensors only: ``MaxLengthCriteria`` answers from the length as a program
+parameter (its Python bool folded the last token's graph into another);
+``StaticLayer.update`` and ``get_seq_length`` take the filled length, a CPU
+tensor, as a parameter from the first token on (the scalar policy baked the
+first token's); and ``_prepare_static_cache`` makes the static cache one
+position longer, never filled and always masked (a cache of ``max_length - 1``
+is as long as the last token's attention mask, which transformers then
+leaves unpadded: a graph of its own).
 """
 
 from __future__ import annotations

@@ -97,9 +97,10 @@ def test_greedy_two_prompts_left_padded_eager_tokens(make):
 
 
 def test_greedy_two_prompts_left_padded_default_cache_eager_tokens():
-    """A default cache with left-padded prompts is not bucketed yet (the padding
-    mask's lookup at every key position is a gather along the padded length,
-    docs/guides/generation.md); the marks must still leave eager's tokens."""
+    """A default cache with left-padded prompts: the padding mask's lookup at
+    every key position (a gather along the padded length, its index clamped
+    to the valid length) keeps eager's tokens (programs per call:
+    tests/torch/test_generation_programs.py)."""
     torch.manual_seed(3)
     ids = torch.randint(1, 128, (2, 7))
     mask = torch.ones(2, 7, dtype=torch.long)
