@@ -454,6 +454,7 @@ class _Plan:
         state0 = _global_state()
         for opt in list(optimizers):
             _optim.refresh(opt)  # a new learning rate: an input of the step, not a value it made
+        _optim.refresh_unfilled()  # (the rates of an optimizer this step may meet first)
         with _tensor.MADE.collecting() as made, _optim.SchedulerSteps() as schedulers, \
                 _attrreads.AttrReads(_a_tensor, profiled=True) as attrs, \
                 _pyreads.Reads(fn, (torch.nn.Module,), also=attrs) as reads, \

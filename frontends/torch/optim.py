@@ -62,6 +62,7 @@ import inspect
 import sys
 import weakref
 
+import numpy as np
 import torch
 import torch.optim  # noqa: F401  (loads the optimizer modules patched below)
 import torch.optim.optimizer as _optimizer
@@ -305,13 +306,15 @@ class _Rate:
 
     def __init__(self, value: float, device):
         with torch.no_grad():  # float64: the rate meets the step math before any float32 tensor
+            # device data at once, not pending work: a pending rate would be an output of
+            # whatever program the next barrier runs (the first forward pass), which the
+            # next forward pass, without it, would compile again
             self.tensor = torch.full((), value, dtype=torch.float64, device=device)
-        # a parameter from the start, as each step's fill makes it (a pending constant would
-        # cost a program of its own at the next barrier, and a first step reading it would
-        # be another program than the next); made before any step, even a captured first
-        # call reads it as an input, not as a value it made (unless a barrier ran between)
-        self.fill(value)
-        self.fresh = True
+        handle = self.tensor._storage.handle
+        core.assign(handle, core.from_numpy(np.float64(value), handle.device))
+        self.value, self.node = value, None
+        # the first step fills it as every later step does (one program for all of them)
+        self.fresh = False
 
     def fill(self, value: float) -> None:
         """Set the device value: a new program parameter of its own (a fill
@@ -354,6 +357,15 @@ def refresh(opt) -> None:
         if type(beta1) is float:
             rate.fill(beta1)
             rate.fresh = True
+
+
+def refresh_unfilled() -> None:
+    """Fill every device rate no step has filled yet (made as device data
+    with its optimizer): a captured call that meets its optimizer for the
+    first time then reads the rate as an input, not as a value it made."""
+    for opt in {*_RATES.keys(), *_BETA1S.keys()}:
+        if any(r.node is None for t in (_RATES, _BETA1S) for r in t.get(opt, {}).values()):
+            refresh(opt)  # (at its groups' current values: a warm-up may have set them since)
 
 
 def _rates() -> dict:

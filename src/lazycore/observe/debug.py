@@ -254,7 +254,11 @@ def reason(new: Signature, old: Signature) -> str:
 
     Read "X vs Y" as "this graph has X where the earlier one had Y".
     """
-    first = next((i for i, (a, b) in enumerate(zip(new.nodes, old.nodes)) if a != b), None)
+    differ = [i for i, (a, b) in enumerate(zip(new.nodes, old.nodes)) if a != b]
+    # an input that changed is the cause; the ops made from it (a constant
+    # broadcast to its shape) may come first in the walk, but only follow it
+    first = next((i for i in differ if new.nodes[i][0] in _LEAVES and old.nodes[i][0] == new.nodes[i][0]),
+                 differ[0] if differ else None)
     n, m = len(new.nodes), len(old.nodes)
     if n != m:
         head = f"graph has {n} nodes vs {m}"
