@@ -178,7 +178,7 @@ def test_dump_dir_torch_program(tmp_path, clean_runtime):
     torch.testing.assert_close(got, torch.relu(x @ w) * 0.5)
     (folder,) = _folders(tmp_path)
     assert re.fullmatch(r"0001-[0-9a-f]{12}", folder)
-    nodes, edges = _check_dump_folder(tmp_path / folder, ["dot_general", "maximum", "mul"], ["dot_general", "maximum"])
+    nodes, edges = _check_dump_folder(tmp_path / folder, ["dot_general", "select", "mul"], ["dot_general", "select"])
     labels = [a["label"] for a in nodes.values()]
     assert labels.count("device data\nf32[4,5]") == 1 and labels.count("device data\nf32[5,3]") == 1
     assert "scalar parameter\nf32 = 0.5" in labels
@@ -332,7 +332,8 @@ def test_check_function_numpy_snippet_and_locations():
 
 
 def test_used_by_the_project_relu_lowering():
-    """How lowering authors use lazycore.testing: torch.relu lowers to a maximum with zero."""
+    """How lowering authors use lazycore.testing: torch.relu lowers to a select of zero where x < 0
+    (a maximum would turn -0.0 into 0.0; eager keeps x on a tie)."""
     dev = ltorch.device()
     x = torch.randn(2, 8)
     with lazycore.testing.capture() as cap:
@@ -343,7 +344,8 @@ def test_used_by_the_project_relu_lowering():
         CHECK-LABEL: func.func @main(%arg0: tensor<2x8xf32>)
         CHECK-DAG:   %[[ZERO:.+]] = "lazy.constant"() {value = dense<0.000000e+00> : tensor<f32>}
         CHECK-DAG:   %[[B:.+]] = "lazy.broadcast_in_dim"(%[[ZERO]])
-        CHECK:       %[[R:.+]] = "lazy.maximum"(%arg0, %[[B]])
+        CHECK:       %[[NEG:.+]] = "lazy.compare"(%arg0, %[[B]]) {direction = "LT"}
+        CHECK:       %[[R:.+]] = "lazy.select"(%[[NEG]], %[[B]], %arg0)
         CHECK:       return %[[R]]
         """,
         stage="lazy",
@@ -351,7 +353,8 @@ def test_used_by_the_project_relu_lowering():
     cap.check(
         """
         CHECK-LABEL: func.func @main
-        CHECK:       %[[R:.+]] = stablehlo.maximum %arg0, %{{.+}} : tensor<2x8xf32>
+        CHECK:       %[[NEG:.+]] = stablehlo.compare LT, %arg0, %{{.+}}
+        CHECK:       %[[R:.+]] = stablehlo.select %[[NEG]], %{{.+}}, %arg0 : tensor<2x8xi1>, tensor<2x8xf32>
         CHECK:       return %[[R]]
         """,
         stage="stablehlo",

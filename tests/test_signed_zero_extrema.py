@@ -120,3 +120,13 @@ def test_numpy_extrema_as_numpy(name, dtype):
     # a Python number on either side
     assert_same_bits(np.asarray(getattr(lnp, name)(lnp.asarray(a), 0.0)), getattr(np, name)(a, 0.0))
     assert_same_bits(np.asarray(getattr(lnp, name)(-0.0, lnp.asarray(b))), getattr(np, name)(-0.0, b))
+
+
+_BOUNDS = [0.0, -0.0, None, np.nan, 1.0, -1.0]
+
+
+@pytest.mark.parametrize("lo,hi", [(lo, hi) for lo in _BOUNDS for hi in _BOUNDS if (lo, hi) != (None, None)])
+def test_numpy_clip_as_numpy(lo, hi):
+    """np.clip keeps x on a tie of zeros, then the bound: min(max(x, lo), hi) in NumPy's own loop."""
+    a = np.array([0.0, -0.0, np.nan, 1.0, -1.0, 2.0, -2.0] * 8, np.float32)
+    assert_same_bits(np.asarray(lnp.clip(lnp.asarray(a), lo, hi)), np.clip(a, lo, hi))

@@ -836,8 +836,9 @@ def clip(a, a_min=_NoValue, a_max=_NoValue, out=None, *, min=_NoValue, max=_NoVa
         return UFUNCS["minimum"](a, hi, out=out, **kw)
     if hi is None:
         return UFUNCS["maximum"](a, lo, out=out, **kw)
-    # NumPy's clip loop is min(max(x, lo), hi): NaN anywhere gives NaN, lo > hi gives hi
-    return UFUNCS["minimum"](UFUNCS["maximum"](a, lo, **kw), hi, out=out, **kw)
+    # NumPy's clip loop is min(max(x, lo), hi): NaN anywhere gives NaN, lo > hi gives hi; on a
+    # tie of zeros it keeps x, then the bound (the ufuncs here give their second operand on one)
+    return UFUNCS["minimum"](hi, UFUNCS["maximum"](lo, a, **kw), out=out, **kw)
 
 
 # --- diagonals (views) ------------------------------------------------------------------------------

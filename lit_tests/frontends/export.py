@@ -39,7 +39,8 @@ print(exported.mlir_text)
 # CHECK:        %[[WT:.*]] = stablehlo.transpose %[[W]], dims = [1, 0]
 # CHECK:        %[[XW:.*]] = stablehlo.dot_general %arg0, %[[WT]], contracting_dims = [1] x [0]
 # CHECK:        %[[Y:.*]] = stablehlo.add %[[BIAS]], %[[XW]]
-# CHECK:        %[[RELU:.*]] = stablehlo.maximum %[[Y]]
+# CHECK:        %[[NEG:.*]] = stablehlo.compare LT, %[[Y]]
+# CHECK:        %[[RELU:.*]] = stablehlo.select %[[NEG]], %{{.*}}, %[[Y]]
 # CHECK:        %[[STEPS:.*]] = stablehlo.add %arg1
 # CHECK:        return %[[RELU]], %[[STEPS]] : tensor<4x2xf32>, tensor<i64>
 

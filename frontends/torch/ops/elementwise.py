@@ -173,7 +173,11 @@ _smaller = _tie_second("LT")
 
 @lowers(aten.relu.default)
 def _relu(ctx, x):
-    return _larger(_c(x, 0), x)
+    if not is_float(x.dtype):
+        return apply("maximum", x, _c(x, 0))
+    # x < 0 is false for NaN and -0.0: both stay, as eager keeps x on a tie
+    zero = _c(x, 0)
+    return apply("select", apply("compare", x, zero, direction="LT"), zero, x)
 
 
 # Functions only torch has (NumPy's ufuncs do not include them), written as the core's
