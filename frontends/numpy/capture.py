@@ -33,12 +33,18 @@ anything else by identity; the arrays the step read or updated still alive
 and of the recorded types; the storages its results are views of still
 alive.
 
-Refused (traced at every call, the reason in :attr:`Captured.why`): a step
+Refused (traced, the reason in :attr:`Captured.why`): a step
 that looks at a value (``float(a)``, ``print``, a counted fallback,
 ``lazycore.mark_step``), uploads host data (``lnp.asarray`` of a list or a
 NumPy array inside the step), or keeps an array it made anywhere but in its
 result (a global rebound to a new array: update it in place instead,
-``w -= ...`` or ``w[...] = ...``).
+``w -= ...`` or ``w[...] = ...``). Recording a call costs several traced
+calls: after three recordings in a row refused for one reason, the function
+says so once (a :class:`~lazycore.trace.capture.CaptureWarning` at the
+calling line) and traces its calls plainly, recording one again after 1, 2,
+4, ... up to 64 of them (:class:`~lazycore.trace.capture.Backoff`, as
+``lazycore.torch.capture``), so a fix is still found;
+:attr:`Captured.recordings` counts the recorded calls.
 """
 
 from __future__ import annotations
@@ -70,6 +76,8 @@ _PLANS = Family("numpy.capture_plans", _KINDS_KEPT)
 """Every captured function's confirmed recordings (a :class:`~lazycore.trace.replayer.Replayer` each)."""
 _LAST = Family("numpy.capture_last_traces", _KINDS_KEPT)
 """Every captured function's last traced call per kind of arguments."""
+_BACKOFF = Family("numpy.capture_backoff", _KINDS_KEPT)
+"""Every captured function's :class:`~lazycore.trace.capture.Backoff` per kind of arguments."""
 
 
 def capture(fn=None):
@@ -87,8 +95,12 @@ class Captured:
         functools.update_wrapper(self, fn)
         self._plans = Replayer("numpy.capture_plans", _KINDS_KEPT, _PLANS_KEPT, _PLANS)
         self._last = Memo("numpy.capture_last_traces", _KINDS_KEPT, _LAST)  # key -> the last traced call's plan
+        self._backoff = Memo("numpy.capture_backoff", _KINDS_KEPT, _BACKOFF)  # key -> when to record again
+        self._warned: set[str] = set()  # the reasons a stop was said for
         self.traces = 0
         """Calls that ran the function."""
+        self.recordings = 0
+        """Of those, calls that were recorded (the others were traced plainly: :class:`~lazycore.trace.capture.Backoff`)."""
         self.replays = 0
         """Calls that replayed a recording instead."""
         self.why: str | None = None
@@ -108,6 +120,12 @@ class Captured:
             newest = self._plans.find(key)
             if newest is not None:  # (tried last: its guard is the one that failed last)
                 self.guard = newest.failed
+            backoff = self._backoff.get(key)
+            if backoff is not None and not backoff.records():
+                self.traces += 1
+                # the next recording starts afresh: it is compared with the call after it, not an old one
+                self._last.pop(key, None)
+                return self.fn(*args, **kwargs)
         return self._trace(args, kwargs, flat, key)
 
     def _trace(self, args, kwargs, flat, key):
@@ -117,6 +135,7 @@ class Captured:
         if key is None:
             self.why = "an argument is neither a lazy array nor a hashable Python value"
             return self.fn(*args, **kwargs)
+        self.recordings += 1
         previous = self._last.pop(key, None)
         # a first call makes the constants later calls reuse: the second call is
         # compared with it by contents (:func:`lazycore.capture.contents`)
@@ -127,11 +146,13 @@ class Captured:
             self.why = e.args[0]
             if settings.debug:
                 _say(self, f"cannot replay: {self.why}")
+            self._refused(key, self.why)
             return e.args[1] if len(e.args) > 1 else None
         plan.first = previous is None
         if previous is not None and (previous.key == plan.key or previous.first and _agrees(previous, plan)):
             self.why = None
             self._plans.add(key, plan)
+            self._backoff.pop(key, None)
             if settings.debug:
                 _say(self, f"recorded ({len(plan.rec.fragment.entries)} nodes): calls with these arguments replay")
             return out
@@ -139,7 +160,21 @@ class Captured:
             "the last two traced calls differed (the step reads a Python value that changes every call, "
             "or made state on its first call)")
         self._last.put(key, plan)
+        if previous is not None:  # (a first call has nothing to agree with yet)
+            self._refused(key, self.why)
         return out
+
+    def _refused(self, key, why: str) -> None:
+        backoff = self._backoff.get(key)
+        if backoff is None:
+            backoff = self._backoff.put(key, _capture.Backoff())
+        if not backoff.refused(why):
+            return
+        if settings.debug:
+            _say(self, f"stops recording: {why}")
+        if why not in self._warned and len(self._warned) < _KINDS_KEPT:
+            self._warned.add(why)
+            _capture.warn_stopped(self.fn, getattr(self, "__qualname__", "step"), why)
 
 
 def _say(captured, what: str) -> None:

@@ -46,6 +46,7 @@ before it trusts a recording, and guards the Python state it knows about.
 from __future__ import annotations
 
 import gc
+import warnings
 import weakref
 from collections import Counter
 
@@ -56,7 +57,10 @@ from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.graph import LOG, Data, Node, Scalar, Value, constant_only, digest, node_prefix, operand_bytes
 from lazycore.ir.regions import Arg, Body, RegionNode, region_prefix
 from lazycore.ir.remake import node_again
+from lazycore.ir.sourceloc import caller as caller_location
 from lazycore.ir.sourceloc import forget as forget_frame
+from lazycore.ir.sourceloc import format_location
+from lazycore.ir.sourceloc import resolve as resolve_location
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import device as _device
 from lazycore.trace.fragment import Fragment
@@ -128,6 +132,19 @@ def stopped_message(name: str, reason: str, where: str) -> str:
             f"{REFUSALS_BEFORE_BACKOFF} recordings in a row could not be replayed ({reason}); its calls are traced "
             f"(a traced step's cost and values), and recorded again after 1, 2, 4, ... up to {LONGEST_WAIT} calls "
             f"in case that changes")
+
+
+def warn_stopped(fn, qualname: str, reason: str) -> None:
+    """Say once, as a :class:`CaptureWarning` at the user's line that called the
+    captured function ``fn``, that it stopped recording (:func:`stopped_message`)."""
+    code = getattr(fn, "__code__", None)
+    name = qualname + (f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else "")
+    loc = resolve_location(caller_location(1))
+    message = stopped_message(name, reason, format_location(loc))
+    if loc is not None:
+        warnings.warn_explicit(message, CaptureWarning, loc[0], loc[1])
+    else:
+        warnings.warn(message, CaptureWarning, stacklevel=2)
 
 
 class Watch:
