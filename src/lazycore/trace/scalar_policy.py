@@ -9,14 +9,20 @@ from the loop instead: a place where a number has taken two different values
 makes it a parameter from then on, so the third value compiles nothing.
 
 A *place* is the position in the step log (:data:`lazycore.ir.graph.LOG`)
-the scalar's node will take, its dtype, and the user's instruction that
-made it (the raw location :func:`~lazycore.ir.sourceloc.caller` finds, as
-every op's node records): the same op of the same step graph lands there
-every step, while another graph's number at that position comes from
-another line, so folds elsewhere (and lowerings that match a constant 1)
-keep their constants. A false promotion (one line making two graphs that
-share a position) only trades a fold for a parameter, once per place; the
-values stay exact. The line is found (a walk over the frames) only when a
+the scalar's node will take, its dtype, the op of the node logged just
+before it, and the user's instruction that made it (the raw location
+:func:`~lazycore.ir.sourceloc.caller` finds, as every op's node records):
+the same op of the same step graph lands there every step, while another
+graph's number at that position mostly comes from another line, so folds
+elsewhere (and lowerings that match a constant 1) keep their constants. One
+line can make two graphs, though: a library call the user made once
+(transformers' attention, decomposed by the lowerings) runs in generate()'s
+prompt step and in its decoding steps, and their numbers met at one
+position and line (the prompt's scale 0.5 and a decoding step's mask 0.0:
+a parameter, and one program more). The preceding op tells those steps
+apart at the cost of one list index, where a digest of the step so far
+would cost a walk. A false promotion that remains only trades a fold for
+a parameter, once per place; the values stay exact. The line is found (a walk over the frames) only when a
 position sees another value than last time: a loop whose numbers repeat
 pays one lookup.
 Integers that decide shapes (``expand(3, k)``) are attributes, never
@@ -48,9 +54,10 @@ _PROMOTED = object()
 
 
 class ScalarPolicy:
-    """Per place (position, dtype, line): the first value seen, or promoted (a
-    parameter from then on); per position, the last value seen there, its
-    line and the answer, so a repeated number needs no walk for its line."""
+    """Per place (position, dtype, preceding op, line): the first value seen,
+    or promoted (a parameter from then on); per position, dtype and
+    preceding op, the last value seen there, its line and the answer, so a
+    repeated number needs no walk for its line."""
 
     __slots__ = ("places",)
 
@@ -87,7 +94,9 @@ class ScalarPolicy:
         folds = value == 0 or value == 1
         if not LOG.on:  # no positions to tell places apart
             return folds
-        at = (len(LOG.nodes), dtype)
+        nodes = LOG.nodes
+        n = len(nodes)
+        at = (n, dtype, nodes[-1].op if n else None)
         places = self.places
         last = places.get(at)
         if last is not None and last[0] == value:
