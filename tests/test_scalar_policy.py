@@ -59,3 +59,25 @@ def test_the_debug_log_names_the_promoted_place(monkeypatch):
     lines = [ln for ln in out.getvalue().splitlines() if "a program parameter from now on" in ln]
     assert len(lines) == 1, out.getvalue()
     assert f"{__file__}:" in lines[0] and "took 0.0 then 1.0" in lines[0]
+
+
+def _after(x, first, k):
+    """One line making two graphs: a number at the same step-log position
+    after a different op (generate()'s prompt and decoding steps through one
+    attention call)."""
+    y = lc.apply("neg", x) if first else lc.apply("abs", x)
+    return lc.apply("mul", y, lc.apply("broadcast_in_dim", lc.scalar(k, "f32"), dims=(), shape=x.shape))
+
+
+def test_two_graphs_of_one_line_keep_their_places():
+    x = lc.from_numpy(numpy.arange(-3.0, 3.0, dtype=numpy.float32))
+    lc.mark_step(wait=True)
+    compiles = []
+    for first, k in ((True, 0.5), (False, 0.0), (True, 0.5), (False, 0.0)):
+        y = _after(x, first, k)
+        assert (y.value.node.operands[1][0].operands[0][0].op == "constant") == (k == 0.0)
+        want = (-numpy.arange(-3.0, 3.0) if first else numpy.abs(numpy.arange(-3.0, 3.0))) * k
+        numpy.testing.assert_array_equal(lc.to_numpy(y), want.astype(numpy.float32))
+        compiles.append(metrics.counters()["compiles"])
+    # each graph compiled once: the 0.0 after abs never met the 0.5 after neg
+    assert compiles[1:] == [compiles[0] + 1] * 3, compiles
