@@ -33,7 +33,7 @@ from lazycore.ir.sourceloc import release as release_frame
 from lazycore.trace.recipes import float_key, record, record_call, value_class
 from lazycore.trace.views import read as read_view
 
-from . import fallback, foreach, lowering, special, views
+from . import batch_norm_stats, fallback, foreach, lowering, special, views
 from .dtypes import TO_TORCH
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
@@ -92,6 +92,8 @@ def resolve(func):
         return _via_functional(functional)
     decomp = decomposition_table.get(func)
     if decomp is not None:
+        if func in batch_norm_stats.TRAINING:
+            decomp = batch_norm_stats.decomposition(func, decomp)
         return _decomposed(decomp, recordable=not schema.is_mutable)
     if foreach.is_foreach(func):
         return _decomposed(foreach.per_element(func))
@@ -332,6 +334,8 @@ def _meta_entry(acc: list, func, args, kwargs):
             _check_eager_kernel(func, margs, mkwargs, cut=out is not None)  # (no meta kernel: no shape checked)
             if out is not None:
                 STORE.add(stored, func, out, margs)
+        if out is not None and func in batch_norm_stats.TRAINING:  # (a stored result may predate the change)
+            out = batch_norm_stats.as_eager(func, margs, mkwargs, out)
         hit = (out, margs, mkwargs, a.device, {}, func)
         if key is not None:
             _META.put(key, hit)
