@@ -55,6 +55,7 @@ import weakref
 import numpy as np
 
 from lazycore.ir.config import settings
+from lazycore.ir.context import LOCK
 from lazycore.ir.memo import Family, Memo
 from lazycore.ir.tensor import LazyTensor
 from lazycore.trace import capture as _capture
@@ -113,7 +114,8 @@ class Captured:
         spec = _flatten((args, kwargs), flat)
         key = _arg_key(flat, spec)
         if key is not None:
-            out = self._plans.replay(key, flat)
+            with LOCK:  # a replay's values are raw until its arrays hold them (docs/threads.md)
+                out = self._plans.replay(key, flat)
             if out is not GUARDED:
                 self.replays += 1
                 return out
@@ -135,6 +137,11 @@ class Captured:
         if key is None:
             self.why = "an argument is neither a lazy array nor a hashable Python value"
             return self.fn(*args, **kwargs)
+        # a recording watches the whole graph: no other thread's op may land in it (docs/threads.md)
+        with LOCK:
+            return self._record(args, kwargs, flat, key)
+
+    def _record(self, args, kwargs, flat, key):
         self.recordings += 1
         previous = self._last.pop(key, None)
         # a first call makes the constants later calls reuse: the second call is

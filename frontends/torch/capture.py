@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 import types
 import warnings
 import weakref
@@ -80,6 +81,7 @@ import torch
 import torch.optim.optimizer as _optimizer
 from torch.utils import _pytree as pytree
 
+from lazycore.ir.context import LOCK
 from lazycore.ir.memo import Family, Memo
 from lazycore.runtime.autostep import CUTTER
 from lazycore.trace import attrreads as _attrreads
@@ -154,7 +156,8 @@ class Captured:
         flat, spec = pytree.tree_flatten((args, kwargs))
         key = _arg_key(flat, spec)
         if key is not None:
-            out = self._plans.replay(key, flat)
+            with LOCK:  # a replay's values are raw until its tensors hold them (docs/threads.md)
+                out = self._plans.replay(key, flat)
             if out is not GUARDED:
                 self.replays += 1
                 return out
@@ -173,6 +176,11 @@ class Captured:
         if key is None:
             self.why = "an argument is neither a lazy tensor nor a hashable Python value"
             return self.fn(*args, **kwargs)
+        # a recording watches the whole graph: no other thread's op may land in it (docs/threads.md)
+        with LOCK:
+            return self._record(args, kwargs, flat, key)
+
+    def _record(self, args, kwargs, flat, key):
         self.recordings += 1
         previous = self._last.get(key)
         # a first call (it finds the parameters, makes optimizer state) stands in for
@@ -434,11 +442,19 @@ class _Plan:
         before = {i: p.grad for i, p in known.items()}
         modules, optims = {}, {}
         groups = {}  # id(optimizer) -> its hyperparameters when its first step began: those the step used
-        h1 = torch.nn.modules.module.register_module_forward_pre_hook(
-            lambda m, a: modules.setdefault(id(m), m) and None)
+        # (the hooks are process-wide: another thread's modules and optimizers are not the step's)
+        me = threading.get_ident()
+
+        def called(m, a):
+            if threading.get_ident() == me:
+                modules.setdefault(id(m), m)
+
+        h1 = torch.nn.modules.module.register_module_forward_pre_hook(called)
         stepping = []  # the step-log numbers each optimizer step made nodes between
 
         def pre(o, a, k):
+            if threading.get_ident() != me:
+                return
             if id(o) not in optims:
                 groups[id(o)] = _groups(o)  # (a scheduler the step steps after it changes them)
             optims.setdefault(id(o), o)
@@ -446,7 +462,7 @@ class _Plan:
             stepping.append([_capture.LOG.start + len(_capture.LOG.nodes), None])
 
         def post(o, a, k):
-            if stepping and stepping[-1][1] is None:
+            if threading.get_ident() == me and stepping and stepping[-1][1] is None:
                 stepping[-1][1] = _capture.LOG.start + len(_capture.LOG.nodes)
 
         h2 = _optimizer.register_optimizer_step_pre_hook(pre)
