@@ -6,6 +6,8 @@ import ml_dtypes
 import numpy as np
 import torch
 
+from lazycore.ir import events, sourceloc
+
 TO_LAZY = {
     torch.float32: "f32",
     torch.float64: "f64",
@@ -54,7 +56,9 @@ def supported(dtype: torch.dtype) -> bool:
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
     """A host torch tensor as a NumPy array (bfloat16 and float8 through
-    ml_dtypes, by their bits)."""
+    ml_dtypes, by their bits; a sparse one densified, see :func:`densified`)."""
+    if t.layout != torch.strided:
+        t = densified(t)
     t = t.detach().resolve_conj().resolve_neg().contiguous()
     bits = _BITS.get(t.dtype)
     if bits is not None:
@@ -69,3 +73,16 @@ def from_numpy(a: np.ndarray) -> torch.Tensor:
     if bits is not None:
         return torch.from_numpy(a.view(bits[0]).copy()).view(bits[1])
     return torch.from_numpy(a.copy() if not a.flags.writeable else a)
+
+
+def densified(t: torch.Tensor) -> torch.Tensor:
+    """A sparse host tensor's values as a dense one, counted as a fallback.
+
+    The lazy device has no sparse layouts (XLA's buffers are dense): a sparse
+    tensor moved there, or made there by an op that ran on the CPU
+    (``to_sparse``, ``sparse.sampled_addmm``), arrives with eager's values in
+    the strided layout, and the conversion is counted with the user's line,
+    as every op the device does not run is (``lazycore.metrics.fallbacks()``).
+    """
+    events.fallback(f"to_dense ({t.layout} on the lazy device)", sourceloc.user_location())
+    return t.to_dense()
