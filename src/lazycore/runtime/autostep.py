@@ -52,7 +52,7 @@ import numpy as np
 
 from lazycore.ir import events
 from lazycore.ir.config import settings
-from lazycore.ir.context import TRACE
+from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.graph import LOG, Data, Value
 from lazycore.ir.sourceloc import resolve
 from lazycore.runtime import barrier
@@ -133,11 +133,15 @@ class StepCutter:
     def holding(self):
         """No automatic cut inside (a capture's traced step, ``torch.compile``'s
         graphs, a call that marks the step itself)."""
-        self.held += 1
+        # threads hold it at once (torch.compile's first call does not hold LOCK): a
+        # count lost without a GIL would turn the cuts off for good, or on inside a capture
+        with LOCK:
+            self.held += 1
         try:
             yield
         finally:
-            self.held -= 1
+            with LOCK:
+                self.held -= 1
 
     # --- the signals ----------------------------------------------------------------------
 
