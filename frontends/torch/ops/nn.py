@@ -13,6 +13,7 @@ import torch
 from ..dtypes import lazy_dtype
 from ..lowering import apply, broadcast, const, convert, lowers, operand, reshape, scalar
 from .indexing import _wrap, checked
+from .moments import row_moments
 
 aten = torch.ops.aten
 
@@ -276,57 +277,17 @@ def _lerp(ctx, x, end, weight):
 # --- layer norm ----------------------------------------------------------------------------------
 
 
-def _row_moments(x, ds, kept):
-    """Mean and biased variance over ``ds`` (results shaped ``kept``), the variance in two
-    passes as the decomposition's var_mean, the mean as eager's kernel gets it.
-
-    Eager takes Welford's running mean, which is exact for a constant row and never exceeds
-    the largest value. A plain sum over N is neither: a row of 3e38s sums to inf (mean inf,
-    every output NaN, where eager gives 0 and rstd 1/sqrt(eps)), and a row of 2e19s gets a
-    mean one ulp off, whose square dwarfs eps (outputs +-1, where eager gives 0). So the mean
-    is taken about the row's first element, and where even the steps from it overflow, again
-    in steps scaled down by a power of two (exact) so that no partial sum can: an infinity
-    or NaN in the row makes it NaN, as in eager."""
-    count = 1
-    for d in ds:
-        count *= x.shape[d]
-    first = apply("slice", x, start=(0,) * len(kept), limit=kept, strides=(1,) * len(kept))
-    n = const(count, x.dtype, x.device, kept)
-
-    def about_first(scale):
-        xs, fs = x, first
-        if scale != 1:
-            xs = apply("mul", x, const(scale, x.dtype, x.device, x.shape))
-            fs = apply("mul", first, const(scale, x.dtype, x.device, kept))
-        steps = apply("sub", xs, broadcast(fs, x.shape))
-        if scale != 1:  # an infinity makes the mean NaN, as it does Welford's (inf - inf)
-            steps = apply("add", steps, apply("mul", xs, const(0, x.dtype, x.device, x.shape)))
-        part = apply("div", reshape(apply("reduce_sum", steps, dims=ds), kept), n)
-        if scale != 1:
-            part = apply("mul", part, const(1 / scale, x.dtype, x.device, kept))
-        return apply("add", first, part)
-
-    mean = about_first(1)
-    if count > 1:
-        shift = 2.0 ** -(max(count - 1, 1).bit_length() + 1)  # 2^-k <= 1/(2 count): every |sum| <= max |x|
-        mean = apply("select", apply("is_finite", mean), mean, about_first(shift))
-    centered = apply("sub", x, broadcast(mean, x.shape))
-    squares = apply("reduce_sum", apply("mul", centered, centered), dims=ds)
-    var = apply("div", reshape(squares, kept), n)
-    return mean, var, centered
-
-
 @lowers(aten.native_layer_norm.default)
 def _native_layer_norm(ctx, x, normalized_shape, weight, bias, eps):
     """The decomposition's formula ((x - mean) * rsqrt(var + eps), then weight and bias; halves
-    computed in f32), with :func:`_row_moments`' mean."""
+    computed in f32), with :func:`.moments.row_moments`' mean."""
     out_t, mean_t, rstd_t = ctx.out
     acc = "f32" if x.dtype in ("f16", "bf16") else x.dtype
     h = convert(x, acc)
     rank = len(h.shape)
     ds = tuple(range(rank - len(normalized_shape), rank))
     kept = tuple(1 if d in ds else n for d, n in enumerate(h.shape))
-    mean, var, centered = _row_moments(h, ds, kept)
+    mean, var, centered = row_moments(h, ds, kept)
     rstd = apply("rsqrt", apply("add", var, scalar(eps, acc, ctx.device, kept)))
     out = apply("mul", centered, broadcast(rstd, h.shape))
     if weight is not None:

@@ -1,0 +1,48 @@
+"""A row's mean and variance as eager's kernels get them (layer norm's rows, var_mean's and
+batch norm's statistics): no partial sum overflows where eager's running mean does not."""
+
+from __future__ import annotations
+
+from ..lowering import apply, broadcast, const, reshape
+
+
+def row_moments(x, ds, kept, correction=0):
+    """Mean and variance over ``ds`` (results shaped ``kept``; the variance's divisor is the
+    count less ``correction``, at least 0), the variance in two passes as the decomposition's
+    var_mean, the mean as eager's kernel gets it; and ``x`` less the mean.
+
+    Eager takes Welford's running mean, which is exact for a constant row and never exceeds
+    the largest value. A plain sum over N is neither: a row of 3e38s sums to inf (mean inf,
+    every output NaN, where eager gives 0 and rstd 1/sqrt(eps)), and a row of 2e19s gets a
+    mean one ulp off, whose square dwarfs eps (outputs +-1, where eager gives 0). So the mean
+    is taken about the row's first element, and where even the steps from it overflow, again
+    in steps scaled down by a power of two (exact) so that no partial sum can: an infinity
+    or NaN in the row makes it NaN, as in eager. The rows must not be empty."""
+    count = 1
+    for d in ds:
+        count *= x.shape[d]
+    first = apply("slice", x, start=(0,) * len(kept), limit=kept, strides=(1,) * len(kept))
+    n = const(count, x.dtype, x.device, kept)
+
+    def about_first(scale):
+        xs, fs = x, first
+        if scale != 1:
+            xs = apply("mul", x, const(scale, x.dtype, x.device, x.shape))
+            fs = apply("mul", first, const(scale, x.dtype, x.device, kept))
+        steps = apply("sub", xs, broadcast(fs, x.shape))
+        if scale != 1:  # an infinity makes the mean NaN, as it does Welford's (inf - inf)
+            steps = apply("add", steps, apply("mul", xs, const(0, x.dtype, x.device, x.shape)))
+        part = apply("div", reshape(apply("reduce_sum", steps, dims=ds), kept), n)
+        if scale != 1:
+            part = apply("mul", part, const(1 / scale, x.dtype, x.device, kept))
+        return apply("add", first, part)
+
+    mean = about_first(1)
+    if count > 1:
+        shift = 2.0 ** -(max(count - 1, 1).bit_length() + 1)  # 2^-k <= 1/(2 count): every |sum| <= max |x|
+        mean = apply("select", apply("is_finite", mean), mean, about_first(shift))
+    centered = apply("sub", x, broadcast(mean, x.shape))
+    squares = apply("reduce_sum", apply("mul", centered, centered), dims=ds)
+    divisor = n if correction == 0 else const(max(0, count - correction), x.dtype, x.device, kept)
+    var = apply("div", reshape(squares, kept), divisor)
+    return mean, var, centered
