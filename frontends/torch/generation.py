@@ -29,6 +29,15 @@ first token's); and ``_prepare_static_cache`` makes the static cache one
 position longer, never filled and always masked (a cache of ``max_length - 1``
 is as long as the last token's attention mask, which transformers then
 leaves unpadded: a graph of its own).
+
+Left-padded prompts: transformers' mask code asks ``fast_all(padding_mask)``
+(all True?) in the prompt and at every decoding step, a read, so a program
+of its own, cutting each token's work in two. The answer is known without
+one: the prompts' mask (data the user uploaded) is read once as a copy, and
+``_update_model_kwargs_for_generation`` grows it by ``torch.cat`` with ones,
+which keeps its zeros. While ``generate()`` runs, ``fast_all`` of a mask
+whose nodes show it made from one holding a zero (a convert, ``!= 0``, a
+concatenation) is False without a read; anything else is read as before.
 """
 
 from __future__ import annotations
@@ -53,6 +62,7 @@ from .tensor import Tensor, lc_device, read, wrap
 _TARGET = "transformers.generation.utils"
 _CRITERIA = "transformers.generation.stopping_criteria"
 _CACHES = "transformers.cache_utils"
+_MASKS = "transformers.masking_utils"
 _installed = False
 _BUCKET_TO_MAX_LENGTH = True
 """Pad the growing sequence to generate()'s ``max_length`` (one bucket for
@@ -88,6 +98,8 @@ def _wrap(prepare):
     def prepare_inputs_for_generation(self, input_ids, *args, next_sequence_length=None, **kwargs):
         if isinstance(input_ids, Tensor):
             events.bump("generated_tokens")  # one model call, one new token
+            if _GENERATING.depth:
+                _learn_zeros(kwargs.get("attention_mask"))
         if next_sequence_length == 1 and isinstance(input_ids, Tensor):
             _mark(input_ids, -1)
             for key in _GROWING:  # grown with the ids by _update_model_kwargs_for_generation
@@ -104,21 +116,126 @@ def _wrap(prepare):
 class _Generating(threading.local):
     depth = 0
     """generate() calls in progress on this thread."""
+    zeros = None
+    """Nodes whose value is known to hold a zero without a read (a dict used
+    as an identity set, kept for the call: the prompt's mask read once as
+    data, then the masks made from it)."""
+    mask = None
+    """The last attention mask :func:`_learn_zeros` saw, its version and whether it holds a zero."""
 
 
 _GENERATING = _Generating()
+
+
+def _learn_zeros(mask) -> None:
+    """Note whether generate()'s attention mask ``mask`` holds a zero (a
+    padded position), so that transformers' ``fast_all`` checks of the masks
+    made from it need no read (:func:`_wrap_fast_all`).
+
+    The prompt's mask, device data the user uploaded, is read once (a copy,
+    no program). A later step's mask is ``torch.cat([mask, ones])`` of the
+    step before's, whose node the barrier between them replaced: the one seen
+    then, unchanged since (its version), holds a zero now if it did then."""
+    g = _GENERATING
+    if g.zeros is None or not isinstance(mask, Tensor) or mask._steps:
+        return
+    last = g.mask
+    if last is not None and last[2] and last[0]._version == last[1] and not last[0]._steps:
+        g.zeros[read(last[0])._value.node] = True
+    handle = read(mask)
+    node = handle._value.node
+    zero = _has_zero(node, g.zeros, 4)
+    if not zero and last is None and type(node) is Data and not handle.pending:
+        zero = bool((handle.numpy() == 0).any())
+    if zero:
+        g.zeros[node] = True
+    g.mask = (mask, mask._version, zero)
+
+
+def _all_zero(node) -> bool:
+    """Whether ``node`` is a constant of zeros (or one broadcast)."""
+    if node.op == "broadcast_in_dim":
+        node = node.operands[0][0]
+    if node.op != "constant":
+        return False
+    value = node.attrs.get("value")
+    return value is not None and not value.any()
+
+
+def _has_zero(node, zeros: dict, depth: int) -> bool:
+    """Whether the value of ``node`` holds a zero (False) by the nodes that
+    made it alone: a known node, a convert of one (0 stays 0), its compare
+    ``!= 0`` (``.to(torch.bool)``: 0 is False), a concatenation with one."""
+    if node in zeros:
+        return True
+    if depth == 0:
+        return False
+    op = node.op
+    if op == "convert":
+        return _has_zero(node.operands[0][0], zeros, depth - 1)
+    if op == "compare":
+        return (node.attrs.get("direction") == "NE" and _all_zero(node.operands[1][0])
+                and _has_zero(node.operands[0][0], zeros, depth - 1))
+    if op == "concatenate":
+        group = node.operands[0] if len(node.operands) == 1 and type(node.operands[0]) is tuple else node.operands
+        return any(_has_zero(v[0], zeros, depth - 1) for v in group)
+    return False
+
+
+def _wrap_update_kwargs(update):
+    @functools.wraps(update)
+    def wrapped(self, *args, **kwargs):
+        model_kwargs = update(self, *args, **kwargs)
+        if _GENERATING.depth and isinstance(model_kwargs, dict):
+            # the grown mask while it is still its torch.cat (the stopping
+            # criteria's read runs it before the next step's inputs are made)
+            _learn_zeros(model_kwargs.get("attention_mask"))
+        return model_kwargs
+
+    wrapped.__lazycore_generation__ = True
+    return wrapped
+
+
+def _wrap_fast_all(fast_all):
+    @functools.wraps(fast_all)
+    def wrapped(tensor):
+        zeros = _GENERATING.zeros
+        if zeros and isinstance(tensor, Tensor) and not tensor._steps \
+                and _has_zero(read(tensor)._value.node, zeros, 4):
+            # ``tensor.sum() == tensor.numel()`` of a mask with a False in it:
+            # False, as its read would say, with no program for the read
+            # (transformers asks every decoding step whether the padded
+            # prompts' mask is all True)
+            return False
+        return fast_all(tensor)
+
+    wrapped.__lazycore_generation__ = True
+    return wrapped
+
+
+def _patch_masks() -> None:
+    masks = sys.modules.get(_MASKS)
+    original = getattr(masks, "fast_all", None)
+    if original is not None and not getattr(original, "__lazycore_generation__", False):
+        masks.fast_all = _wrap_fast_all(original)
 
 
 def _wrap_generate(generate):
     @functools.wraps(generate)
     def wrapped(self, *args, **kwargs):
         before = _buckets.fix(_buckets.fix(None))  # the ceiling outside this call
-        _GENERATING.depth += 1
+        g = _GENERATING
+        if not g.depth:
+            g.zeros, g.mask = {}, None
+            _patch_masks()
+        g.depth += 1
         try:
             return generate(self, *args, **kwargs)
         finally:
-            _GENERATING.depth -= 1
+            g.depth -= 1
             _buckets.fix(before)
+            if not g.depth:
+                g.zeros, g.mask = None, None
 
     wrapped.__lazycore_generation__ = True
     return wrapped
@@ -224,7 +341,8 @@ def _wrap_static_cache(prepare):
 def _patch(module) -> None:
     mixin = getattr(module, "GenerationMixin", None)
     for name, wrap in (("prepare_inputs_for_generation", _wrap), ("generate", _wrap_generate),
-                       ("_prepare_generated_length", _wrap_length), ("_prepare_static_cache", _wrap_static_cache)):
+                       ("_prepare_generated_length", _wrap_length), ("_prepare_static_cache", _wrap_static_cache),
+                       ("_update_model_kwargs_for_generation", _wrap_update_kwargs)):
         original = getattr(mixin, name, None)
         if original is not None and not getattr(original, "__lazycore_generation__", False):
             setattr(mixin, name, wrap(original))
