@@ -29,6 +29,11 @@ TO_LAZY = {
     torch.float8_e4m3fnuz: "f8E4M3FNUZ",
     torch.float8_e5m2fnuz: "f8E5M2FNUZ",
 }
+# complex32 (torch.chalf) has no entry, so the lazy device refuses it by name: StableHLO's
+# complex element types are complex<f32> and complex<f64> only and XLA has no 32-bit complex.
+# Stored as complex<f32>, a chalf value would need rounding to float16 per part after every
+# op eager makes a chalf result with (the torch dtype then taken from the meta result, not the
+# handle), which is the dispatcher's and the tensor wrapper's business, not a table's.
 TO_TORCH = {v: k for k, v in TO_LAZY.items()}
 
 # torch dtypes NumPy has no type for, and the ml_dtypes type of the same bits

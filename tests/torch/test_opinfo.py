@@ -99,3 +99,20 @@ def test_opinfo_int64(results_int64, name):
 def test_pass_no_fallback_count(results):
     counts = opinfo.counts(results)
     assert counts["pass_no_fallback"] >= MIN_PASS_NO_FALLBACK, counts
+
+
+def test_sparse_and_batch_norm_samples_are_compared():
+    """Sparse samples run (a sparse argument stays on the host, the op falls back, a sparse
+    result arrives densified, all counted) and batch norm's saved statistics are compared as
+    eager returns them, empty outside training: none of these OpInfos is skipped."""
+    import lazycore
+
+    lazycore.mark_step()
+    names = {"to_sparse", "sparse.mm.reduce", "sparse.sampled_addmm", "native_batch_norm",
+             "_native_batch_norm_legit", "_batch_norm_with_update"}
+    got = opinfo.sweep(names, batch=True)
+    assert set(got) == names
+    for name, r in got.items():
+        assert r.status in ("pass_no_fallback", "pass_with_fallback") and r.samples > 0, (name, r)
+    for name in ("to_sparse", "sparse.mm.reduce", "sparse.sampled_addmm"):
+        assert got[name].status == "pass_with_fallback", got[name]
