@@ -67,6 +67,10 @@ class Chain:
     remat_leaf: dict = field(default_factory=dict)
     """``(id(leaf), result)`` of a leaf copy 0's ``remat`` nodes read ->
     ("shared" | "stacked", index): where the body finds it."""
+    flags: list[tuple[int, int]] = field(default_factory=list)
+    """``(j, result index)`` of the copies' value check flags (``find_chains``'s
+    ``flags``): the loop returns them as one i1 array, copy ``i``'s flag ``q``
+    at ``[i, q]``, and binds no copy's value (the program returns the array)."""
 
 
 def _attrs_key(node) -> tuple:
@@ -114,12 +118,15 @@ def _members(node):
                 yield (k, m), v
 
 
-def find_chains(order: list, outputs: list, scalar_leaf: Callable = lambda node: False) -> list[Chain]:
+def find_chains(order: list, outputs: list, scalar_leaf: Callable = lambda node: False,
+                flags: list = ()) -> list[Chain]:
     """Disjoint runs of at least :data:`MIN_COPIES` identical copies in
     ``order`` (nodes, operands before their users) that can each become one
     loop, in order; ``outputs``: the values the program returns;
     ``scalar_leaf(node)``: whether a leaf is a runtime scalar (an epsilon,
-    a learning rate), which the layers may share."""
+    a learning rate), which the layers may share; ``flags``: the value checks'
+    flags the program returns too, a copy's as a row of its loop's stack
+    (:attr:`Chain.flags`), where an output would be a value of its own per copy."""
     # what is computed from constants and scalars alone (an epsilon
     # broadcast, a mask) is made once where the first layer needs it and
     # shared by the rest: in the runs, it would shift the first copy by a
@@ -142,6 +149,7 @@ def find_chains(order: list, outputs: list, scalar_leaf: Callable = lambda node:
     seq = np.fromiter((ids.setdefault(_local(n), len(ids)) for _, n in inner), np.int64, len(inner))
     users = _outside_users(order)
     out_values = {(id(v[0]), v[1]) for v in outputs}
+    flag_values = {(id(v[0]), v[1]) for v in flags}
     taken = np.zeros(len(seq), bool)
     chains = []
     for _, start, p, k in _candidates(seq):
@@ -156,7 +164,8 @@ def find_chains(order: list, outputs: list, scalar_leaf: Callable = lambda node:
             for skip in range(k - copies + 1):
                 first = start + skip * p
                 chain = _verify([[inner[first + i * p + j][1] for j in range(p)] for i in range(copies)],
-                                inner[first + copies * p - 1][0], users, out_values, fixed, scalar)
+                                inner[first + copies * p - 1][0], users, out_values, fixed, scalar,
+                                flag_values)
                 if chain is not None:
                     taken[first:first + copies * p] = True
                     chains.append(chain)
@@ -199,10 +208,9 @@ def _outside_users(order: list) -> dict[int, list]:
 
 
 def _verify(copies: list[list], last_position: int, users: dict[int, list],
-            out_values: set[tuple[int, int]], fixed: set[int], scalar: set[int]) -> Chain | None:
+            out_values: set[tuple[int, int]], fixed: set[int], scalar: set[int],
+            flag_values: set[tuple[int, int]] = frozenset()) -> Chain | None:
     k = len(copies)
-    if any(node.op == "check" for node in copies[0]):
-        return None  # a check's flag is a program output of its own
     pos = {id(node): (i, j) for i, copy in enumerate(copies) for j, node in enumerate(copy)}
     slots: dict[tuple[int, int], int] = {}
     init: list = []
@@ -281,6 +289,7 @@ def _verify(copies: list[list], last_position: int, users: dict[int, list],
     # what the rest of the program reads of the copies leaves the loop: the
     # last copy's carried values as its results, anything else stacked
     exported: set[tuple[int, int]] = set()
+    flags: set[tuple[int, int]] = set()
     for i, copy in enumerate(copies):
         for j, node in enumerate(copy):
             for user in users.get(id(node), ()):
@@ -292,8 +301,15 @@ def _verify(copies: list[list], last_position: int, users: dict[int, list],
             for r in range(len(node.types)):
                 if (id(node), r) in out_values and not (i == k - 1 and (j, r) in slots):
                     exported.add((j, r))
+                if (id(node), r) in flag_values:
+                    flags.add((j, r))
+    # a check in one copy is a check in each: every copy's flag is one
+    for j, r in flags:
+        if any((id(copy[j]), r) not in flag_values for copy in copies):
+            return None
     ordered = sorted(slots, key=slots.get)
-    return Chain(copies, ordered, init, stacked, shared, kind, last_position, sorted(exported), remat, remade, remat_leaf)
+    return Chain(copies, ordered, init, stacked, shared, kind, last_position, sorted(exported), remat, remade,
+                 remat_leaf, sorted(flags))
 
 
 def _pull(node, remat: list) -> None:
@@ -347,6 +363,9 @@ class Stacks:
         """Per array, how many of its rows hold values of the graph."""
         self.updates: list[tuple] = []
         """(array, array a loop returned with its rows written over in place)."""
+        self.flags: dict[tuple[int, int], tuple] = {}
+        """(id(node), result) of a value check flag a loop computed -> (the
+        loop's array of its flags, row, column): :attr:`Chain.flags`."""
 
     def add(self, array, values) -> None:
         self.add_rows(array, dict(enumerate(values)))

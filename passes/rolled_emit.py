@@ -5,7 +5,9 @@ builds, and in the ``lazy-roll-loops`` pass.
 The loop carries a counter, the chain's carried values, its per-copy inputs
 stacked along a new leading axis (sliced at the counter in the body), the
 values all copies share, and one stack per exported value (written at the
-counter with ``dynamic_update_slice``, which XLA does in place). Stacks
+counter with ``dynamic_update_slice``, which XLA does in place), and the
+copies' value check flags in one i1 array, copy by copy, which the program
+returns as it is (:func:`lazycore.runtime.compiler.build_program`). Stacks
 outlive their loop in a :class:`Stacks`: a later chain whose copies read an
 earlier chain's exported values row by row (a backward pass reading the
 forward's activations, in reverse order) slices the same stack instead of
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lazycore.dialect import create, tensor_type
+from lazycore.dialect import create, from_mlir_type, tensor_type
 from lazycore.dialect.types import TensorType, to_numpy_dtype
 from lazycore.dialect.mlir import ir
 from lazycore.passes.rolled_chains import Stacks
@@ -60,6 +62,19 @@ def _element_of_argument(v):
     if ir.RankedTensorType(one.type).shape != [1]:
         return None
     return arg, ir.DenseI64ArrayAttr(one.owner.attributes["start"])[0]
+
+
+def _flag_row(flags: list):
+    """A copy's check flags as one (1, m) i1 row (a nonzero flag is true: an
+    index check's is a mask's maximum)."""
+    i1 = TensorType((1, 1), "i1")
+    cells = [create("reshape", f if from_mlir_type(f.type).dtype == "i1" else create("convert", f, dtype="i1").result,
+                    shape=(1, 1)).result for f in flags]
+    if len(cells) == 1:
+        return cells[0]
+    return ir.Operation.create("stablehlo.concatenate", results=[tensor_type(TensorType((1, len(cells)), i1.dtype))],
+                               operands=cells, attributes={
+                                   "dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)}).result
 
 
 def _single(o) -> bool:
@@ -128,8 +143,14 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
             e = (n, e[1])
         elements.append(e)
     plain = [v for v, e in zip(shared_values, elements) if e is None]
-    carried = [zero, _scalar(k)] + [value(v) for v in chain.init] + arrays + plain + packs + outs
+    # the value checks' flags, copy c's in row c of one i1 array the program
+    # returns whole: one result for all the loop's checks, not one per check
+    # and copy, and one update per copy
+    flag_bufs = [create("broadcast_in_dim", create("constant", value=np.zeros((), np.bool_)).result,
+                        dims=(), shape=(k, len(chain.flags))).result] if chain.flags else []
+    carried = [zero, _scalar(k)] + [value(v) for v in chain.init] + arrays + plain + packs + flag_bufs + outs
     n_slots, n_arrays, n_shared = len(chain.init), len(arrays), len(plain) + len(packs)
+    n_flags = len(flag_bufs)
     types = [v.type for v in carried]
     op = ir.Operation.create("stablehlo.while", results=types, operands=carried, regions=2)
     cond = op.regions[0].blocks.append(*types)
@@ -146,7 +167,9 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
         held = args[at:at + n_arrays]
         at += n_arrays
         carried_shared = args[at:at + n_shared]
-        bufs = args[at + n_shared:]
+        at += n_shared
+        flag_args = args[at:at + n_flags]
+        bufs = args[at + n_flags:]
         plain_args, pack_args = iter(carried_shared[:len(plain)]), carried_shared[len(plain):]
         shared = [next(plain_args) if e is None else pack_element(pack_args[e[0]], e[1]) for e in elements]
         z = _scalar(0)
@@ -214,16 +237,23 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
         for c, at_c in enumerate(bufs[n_out:]):
             new_bufs.append(create("select", create("compare", i, _scalar(c), direction="EQ").result, i,
                                    at_c).result)
+        new_flags = [create("dynamic_update_slice", flag_args[0],
+                            _flag_row([local[id(chain.copies[0][j])][r] for j, r in chain.flags]), [i, z]).result
+                     ] if chain.flags else []
         nxt = create("add", i, _scalar(1)).result
         new_slots = [local[id(chain.copies[0][j])][r] for j, r in chain.slots]
         ir.Operation.create("stablehlo.return", operands=[nxt, args[1]] + new_slots + new_held
-                            + list(carried_shared) + new_bufs)
+                            + list(carried_shared) + new_flags + new_bufs)
     results = list(op.results)
     # each row leaves the stack at an index the loop computed (row c's, c),
     # which XLA cannot fold: the row copies are then one kernel per stack
     # shape, not one per row (a static slice's offsets make each distinct)
     index = results[len(results) - k:] if out_types else []
-    own_results = results[2 + n_slots + n_arrays + n_shared:]
+    flag_results = results[2 + n_slots + n_arrays + n_shared:2 + n_slots + n_arrays + n_shared + n_flags]
+    own_results = results[2 + n_slots + n_arrays + n_shared + n_flags:]
+    for q, (j, r) in enumerate(chain.flags):
+        for c, copy in enumerate(chain.copies):
+            stacks.flags[(id(copy[j]), r)] = (flag_results[0], c, q)
     z = _scalar(0) if out_types else None
     for e, ((j, r), t) in enumerate(zip(chain.exported, out_types)):
         if e in in_place:

@@ -9,8 +9,11 @@ eager's error text. How a check reaches the user:
 1. The barrier's program returns, after its outputs, the ``failed`` flag of
    every check node of its walk, in walk order (:func:`nodes`;
    ``compiler.build_module`` adds them before any pass runs, and the op
-   itself lowers to its operand). A recalled walk runs the program of an
-   identical graph, so its flags line up the same way.
+   itself lowers to its operand): as few i1 arrays as that order allows
+   (a rolled loop's checks, :mod:`lazycore.passes.rolled_chains`, as the
+   array of its copies' flags it returns; the others' as one vector), which
+   flattened one after the other are one flag per check. A recalled walk
+   runs the program of an identical graph, so its flags line up the same way.
 2. When the program has finished (``launches.Launch``, ``standalone.run_alone``),
    :func:`failed` reads the flags. For each true one, every output computed
    from that check's result fails as a failing program's outputs do
@@ -181,14 +184,17 @@ def _first_offending(node: Node, run) -> int | None:
 
 def failed(values: list[Value], flags: list, poisoned: dict | None = None, run=None) -> list | None:
     """Per value of a program that computed ``values`` and returned ``flags``
-    after them, the :class:`~lazycore.runtime.failures.Failure` of a check
+    after them (arrays whose elements, in order, are one flag per check), the :class:`~lazycore.runtime.failures.Failure` of a check
     that failed and that the value depends on, or None; None instead of the
     list when no check failed. Reads the flags (waits for the program).
     ``poisoned``: ids of nodes computed from inputs that failed after the
     program started (:meth:`lazycore.runtime.launches.Launch.poison`): their
     checks read garbage, and neither fail nor warn. ``run``: computes a
     list of values as a program of their own (:func:`text`), or None."""
-    tripped = [i for i, flag in enumerate(flags) if np.asarray(flag)]
+    if not len(flags):
+        return None
+    # (a rolled loop returns the flags of its copies' checks as one stack)
+    tripped = np.flatnonzero(np.concatenate([np.asarray(flag).reshape(-1) for flag in flags])).tolist()
     if not tripped:
         return None
     walk = Walk(values)

@@ -176,12 +176,13 @@ class Returned:
 
 @_locked
 def build_program(walk, device=None, constants: dict | None = None, stacked: bool = False,
-                  donate: dict[int, int] | None = None):
+                  donate: dict[int, int] | None = None, flag_vector: bool = False):
     """:func:`build_module`'s module and its :class:`Returned`. ``stacked``:
     the device-data parameters a rolled loop reads as a stack come in
     stacked, one argument per stack, and outputs are returned as rows of
     stacks (:func:`_returned`; ``donate``: the barrier's donation plan, whose
-    pairs are each parameter's successor)."""
+    pairs are each parameter's successor). ``flag_vector``: the value checks'
+    flags are one vector result, not a scalar result each (:func:`_flag_results`)."""
     ctx = new_context()
     unknown = ir.Location.unknown(ctx)
     locs: dict = {}  # raw location -> ir.Location: the user's file:line per op
@@ -259,7 +260,7 @@ def build_program(walk, device=None, constants: dict | None = None, stacked: boo
                     env[id(node)] = _emit(node, operands, location)
                 stack_args = [(a, entry) for a, entry in enumerate(plan) if type(entry) is not int]
                 returned = _returned(walk, env, stacks, stacked, info, stack_args, donate or {})
-                returned += [env[id(o.node)][o.index] for o in flags]
+                returned += _flag_results(flags, env, stacks, flag_vector)
                 func.ReturnOp(returned)
             fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, [v.type for v in returned]))
             for a in range(len(plan) - len(groups), len(plan)):
@@ -337,6 +338,54 @@ def _returned(walk, env: dict, stacks, stacked: bool, info: Returned, groups: li
     if placed:
         info.rows = tuple(rows)
     return returned
+
+
+def _flag_results(flags: list, env: dict, stacks, vector: bool) -> list:
+    """The entry's results for the value checks' ``flags``, in their order:
+    a scalar per check (a check in a rolled loop's body: its copy's element
+    of the array of flags the loop returns), or with ``vector`` as few
+    results as the order allows: a rolled loop's array whole where its
+    copies' checks come one after the other (they do, copy by copy), the
+    others' flags between as one i1 vector where there are several (one read
+    per run, and one kernel for all, where a scalar result is a kernel and a
+    read of its own).
+    Flattened, the results are one flag per check either way
+    (:func:`lazycore.runtime.checks.failed`)."""
+    out: list = []
+    run: list = []  # flags not returned yet
+
+    def flush():
+        if vector and len(run) > 1:
+            # (a nonzero flag converts to true: an index check's flag is a mask's maximum)
+            cells = [v if from_mlir_type(v.type).dtype == "i1" else create("convert", v, dtype="i1").result
+                     for v in run]
+            out.append(rolled_emit.stack_rows(cells, TensorType((), "i1")))
+        else:
+            out.extend(run)
+        run.clear()
+
+    k = 0
+    while k < len(flags):
+        o = flags[k]
+        at = stacks.flags.get((id(o.node), o.index))
+        if at is None:
+            run.append(env[id(o.node)][o.index])
+            k += 1
+            continue
+        array, row, column = at
+        rows, columns = from_mlir_type(array.type).shape
+        whole = [(array, c, q) for c in range(rows) for q in range(columns)]
+        if vector and (row, column) == (0, 0) and [stacks.flags.get((id(f.node), f.index))
+                                                   for f in flags[k:k + len(whole)]] == whole:
+            flush()
+            out.append(array)
+            k += len(whole)
+            continue
+        one = create("slice", array, start=[row, column], limit=[row + 1, column + 1], strides=[1, 1]).result
+        run.append(create("reshape", one, shape=()).result)
+        k += 1
+    flush()
+    return out
 
 
 def _emit(node, operands: list, location) -> list:
@@ -443,7 +492,7 @@ def lower_walk(walk, device, donate: dict[int, int], pipeline: str | None,
     passes = pipeline or DEFAULT_PIPELINE
     with events.timed("lowering"), heap.collector_paused():
         try:
-            module, info = build_program(walk, device, stacked=stacked, donate=donate)
+            module, info = build_program(walk, device, stacked=stacked, donate=donate, flag_vector=True)
             # observers of every stage (IR dumps, lazycore.testing captures)
             watchers = events.emit("lowering", walk, module, device, donate, pipeline)
 

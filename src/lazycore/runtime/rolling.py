@@ -22,12 +22,14 @@ from lazycore.ir.graph import LOG, Node, Scalar, Value
 from lazycore.ir.regions import Body, RegionNode
 from lazycore.ir.walk import Walk
 from lazycore.passes.rolled_chains import MIN_COPIES, Chain, Stacks, find_chains as _find_chains  # noqa: F401
-from lazycore.runtime import pjrt
+from lazycore.runtime import checks, pjrt
 
 
-def find_chains(order: list[Node], outputs: list[Value]) -> list[Chain]:
-    """The chains to emit as loops in a walk, in walk order."""
-    return _find_chains(order, outputs, scalar_leaf=lambda node: type(node) is Scalar)
+def find_chains(order: list[Node], outputs: list[Value], flags: list[Value] = ()) -> list[Chain]:
+    """The chains to emit as loops in a walk, in walk order; ``flags``: the
+    walk's value check flags (:func:`lazycore.runtime.checks.flag_values`),
+    which a loop returns as one stack per check of its body."""
+    return _find_chains(order, outputs, scalar_leaf=lambda node: type(node) is Scalar, flags=flags)
 
 
 def find_chain(order: list[Node], outputs: list[Value]) -> Chain | None:
@@ -59,10 +61,10 @@ def chains(walk, device, constants) -> tuple:
 def _found(walk) -> tuple:
     if any(type(node) is RegionNode and node.op == "call" for node in walk.order):
         whole = inlined(walk)
-        found = find_chains(whole.order, list(whole.outputs))
+        found = find_chains(whole.order, list(whole.outputs), checks.flag_values(whole))
         # (none found: the call nodes stay, emitted inline as the step made its nodes)
         return (whole, found) if found else (walk, [])
-    return walk, find_chains(walk.order, list(walk.outputs))
+    return walk, find_chains(walk.order, list(walk.outputs), checks.flag_values(walk))
 
 
 def inlined(walk):
