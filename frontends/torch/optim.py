@@ -116,7 +116,8 @@ step values: it decides nothing from them in Python (RAdam's eager branch
 asks ``rho_t > 5``, ASGD's ``mu.item() != 1``, Rprop's indexes by masks)."""
 
 
-_MULTI_TENSOR = {"torch.optim.adam": optim_foreach.adam}
+_MULTI_TENSOR = {"torch.optim.adam": optim_foreach.adam, "torch.optim.adamax": optim_foreach.adamax,
+                 "torch.optim.nadam": optim_foreach.nadam, "torch.optim.radam": optim_foreach.radam}
 """Of those, the ones whose eager branch has a multi-tensor form here that
 computes the group's hyperparameter math once (:mod:`.optim_foreach`), by
 the module of torch's functional step."""

@@ -1,4 +1,4 @@
-"""Adam's and AdamW's eager (non-capturable) step as one multi-tensor form over lazy parameters.
+"""Adam's, AdamW's, Adamax's, NAdam's and RAdam's eager (non-capturable) steps as multi-tensor forms over lazy parameters.
 
 Run per parameter, eager's step recomputes its hyperparameter math for every
 parameter (``1 - lr * weight_decay``, ``1 - beta1``, ``-lr``, each rounded
@@ -9,7 +9,22 @@ is computed once per parameter group, and each rounding to a dtype once per
 dtype; the bias corrections stay per counter, as 0-d values. The formulas
 are eager's non-capturable ones, in float64 where Python computes them with
 floats (:mod:`.optim`), rounded once to the parameter's dtype where eager
-rounds the Python number: the values are those of the per-parameter form.
+rounds the Python number: Adam's and AdamW's values are those of the
+per-parameter form.
+
+RAdam's eager branch asks ``rho_t > 5`` in Python; here both of its updates
+are eager's formulas and a select on the device picks one, so it needs no
+read back. Where eager gives a Python number to an operator of a tensor, the
+operator is eager's (``number / t`` is ``t.reciprocal() * number``), and a
+0-d state tensor multiplied by a Python number (NAdam's ``mu_product *= mu``)
+multiplies by the number rounded to the state's dtype, as eager's does.
+
+Adamax's values are eager's bit for bit. NAdam's and RAdam's are within an
+ulp or so of eager's per step: eager's CPU kernels round differently in
+three places the formulas here do not reach (``addcmul_`` is one fused
+multiply-add, an ulp off the lowering's from the second step on, as in
+Adam's form; ``sqrt`` is not correctly rounded, XLA's is; XLA contracts some
+multiply-adds that eager rounds twice).
 """
 
 from __future__ import annotations
@@ -43,15 +58,22 @@ def _rounded(value, dtype):
     return value.to(dtype) if dtype in _ROUNDED_ONCE else value
 
 
-def supports(params, state_steps, *, has_complex=False, beta2=None, weight_decay=0.0, eps=0.0, **_ignored) -> bool:
-    """Whether :func:`adam` takes these arguments: real parameters with their
-    counters beside them, and the hyperparameters torch takes as Python
-    numbers given as such."""
-    if has_complex or not all(type(v) in (float, int) for v in (beta2, weight_decay, eps)):
+def supports(params, state_steps, *, has_complex=False, beta1=0.0, beta2=None, weight_decay=0.0, eps=0.0,
+             momentum_decay=0.0, mu_products=(), **_ignored) -> bool:
+    """Whether the forms here take these arguments: real parameters with their
+    counters (and NAdam's momentum products) beside them, ``beta1`` a Python
+    number or a device value, and the other hyperparameters torch takes as
+    Python numbers given as such."""
+    if has_complex or not all(type(v) in (float, int) for v in (beta2, weight_decay, eps, momentum_decay)):
         return False
     device = params[0].device
+    if isinstance(beta1, torch.Tensor):
+        if beta1.device != device or beta1.dim() != 0:
+            return False
+    elif type(beta1) not in (float, int):
+        return False
     return all(p.device == device for p in params) and all(
-        isinstance(s, torch.Tensor) and s.device == device and s.dim() == 0 for s in state_steps)
+        isinstance(s, torch.Tensor) and s.device == device and s.dim() == 0 for s in (*state_steps, *mu_products))
 
 
 def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad, beta1, beta2, lr,
@@ -90,3 +112,102 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, 
                 denom = (exp_avg_sq.sqrt() / correction).add_(eps)
             # addcdiv_(a, b, value=s) computes (s * a) / b
             param.addcdiv_(exp_avg * step_size, denom)
+
+
+def adamax(params, grads, exp_avgs, exp_infs, state_steps, *, eps, beta1, beta2, lr, weight_decay, maximize,
+           **_ignored) -> None:
+    """torch.optim.adamax's non-capturable step (``_single_tensor_adamax``'s
+    else-branch), with ``lr`` a float64 device value."""
+    if not params:
+        return
+    scalars = _Scalars()
+    with torch.no_grad():
+        torch._foreach_add_(state_steps, 1)
+        lr_neg = -lr  # (-lr / c is -(lr / c) exactly)
+        one_minus_beta1 = 1 - beta1
+        for i, param in enumerate(params):
+            grad = grads[i] if not maximize else -grads[i]
+            exp_avg, exp_inf = exp_avgs[i], exp_infs[i]
+            dtype = param.dtype
+            if weight_decay != 0:
+                grad = grad.add(param, alpha=weight_decay)
+            exp_avg.lerp_(grad, scalars.at(one_minus_beta1, dtype))
+            torch.maximum(exp_inf.mul_(beta2), grad.abs().add_(eps), out=exp_inf)
+            step = state_steps[i].to(torch.float64)  # (eager: step_t.item())
+            clr_neg = _rounded(lr_neg / (1 - beta1 ** step), dtype)
+            param.addcdiv_(exp_avg * clr_neg, exp_inf)  # (addcdiv_(a, b, value=s) computes (s * a) / b)
+
+
+def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, *, beta1, beta2, lr, weight_decay,
+          momentum_decay, eps, decoupled_weight_decay, maximize, **_ignored) -> None:
+    """torch.optim.nadam's non-capturable step (``_single_tensor_nadam``'s
+    else-branch), with ``lr`` a float64 device value and the momentum
+    products 0-d device tensors (read as float64 values where eager reads
+    them with ``.item()``)."""
+    if not params:
+        return
+    scalars = _Scalars()
+    with torch.no_grad():
+        torch._foreach_add_(state_steps, 1)
+        lr_neg = -lr
+        decay = 1 - lr * weight_decay if weight_decay != 0 and decoupled_weight_decay else None
+        one_minus_beta1 = 1 - beta1
+        for i, param in enumerate(params):
+            grad = grads[i] if not maximize else -grads[i]
+            exp_avg, exp_avg_sq, mu_product = exp_avgs[i], exp_avg_sqs[i], mu_products[i]
+            dtype = param.dtype
+            step = state_steps[i].to(torch.float64)
+            bias_correction2 = 1 - beta2 ** step
+            if weight_decay != 0:
+                if decoupled_weight_decay:
+                    param.mul_(scalars.at(decay, dtype))
+                else:
+                    grad = grad.add(param, alpha=weight_decay)
+            mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+            mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
+            mu_product.mul_(_rounded(mu, mu_product.dtype))  # (eager: a float32 tensor times a Python float)
+            exp_avg.lerp_(grad, scalars.at(one_minus_beta1, dtype))
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            denom = exp_avg_sq.div(_rounded(bias_correction2, dtype)).sqrt().add_(eps)
+            product = mu_product.to(torch.float64)  # (eager: mu_product.item())
+            mu_product_next = product * mu_next
+            param.addcdiv_(grad * _rounded(lr_neg * (1.0 - mu) / (1.0 - product), dtype), denom)
+            param.addcdiv_(exp_avg * _rounded((lr_neg * mu_next) / (1.0 - mu_product_next), dtype), denom)
+
+
+def radam(params, grads, exp_avgs, exp_avg_sqs, state_steps, *, beta1, beta2, lr, weight_decay, eps,
+          decoupled_weight_decay, maximize, **_ignored) -> None:
+    """torch.optim.radam's non-capturable step (``_single_tensor_radam``'s
+    else-branch): both of its updates, the rectified one where ``rho_t > 5``
+    picked on the device, with ``lr`` a float64 device value."""
+    if not params:
+        return
+    scalars = _Scalars()
+    with torch.no_grad():
+        torch._foreach_add_(state_steps, 1)
+        decay = 1 - lr * weight_decay if weight_decay != 0 and decoupled_weight_decay else None
+        one_minus_beta1 = 1 - beta1
+        rho_inf = 2 / (1 - beta2) - 1
+        rect_denominator = (rho_inf - 4) * (rho_inf - 2)
+        for i, param in enumerate(params):
+            grad = grads[i] if not maximize else -grads[i]
+            exp_avg, exp_avg_sq = exp_avgs[i], exp_avg_sqs[i]
+            dtype = param.dtype
+            step = state_steps[i].to(torch.float64)
+            if weight_decay != 0:
+                if decoupled_weight_decay:
+                    param.mul_(scalars.at(decay, dtype))
+                else:
+                    grad = grad.add(param, alpha=weight_decay)
+            exp_avg.lerp_(grad, scalars.at(one_minus_beta1, dtype))
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            beta2_power = beta2 ** step
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2 = 1 - beta2_power
+            scaled = (exp_avg / _rounded(bias_correction1, dtype)) * scalars.at(lr, dtype)
+            rho_t = rho_inf - 2 * step * beta2_power / bias_correction2
+            rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / (rect_denominator * rho_t)) ** 0.5
+            # (eager's number / tensor is tensor.reciprocal() * number)
+            adaptive = exp_avg_sq.sqrt().add_(eps).reciprocal() * _rounded(bias_correction2 ** 0.5, dtype)
+            # (the rectified update's NaN where rho_t <= 5, a negative root, is not picked)
+            param.add_(torch.where(rho_t > 5.0, scaled * adaptive * _rounded(rect, dtype), scaled), alpha=-1.0)
