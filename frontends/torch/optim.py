@@ -31,14 +31,15 @@ float64 device value rather than a Python number, so the hyperparameter math
 (``lr / (1 - beta1 ** step)``) runs in float64 in the program, as Python runs
 it, rounded once where it meets a float32 tensor; a device value given where
 torch takes a Python number (``addcdiv_``'s ``value``, ``add_``'s ``alpha``)
-becomes a tensor operand of the same formula (:class:`_DeviceScalars`). Adam
-and AdamW run that branch's formulas in a multi-tensor form instead
-(:mod:`.optim_foreach`: the group's hyperparameter math once, not per
-parameter; :data:`_MULTI_TENSOR`). The device learning rates are float64 as
-well. The others keep the capturable
-branch, whose formulas are eager's (RAdam, ASGD and Rprop decide on the step
-count or on masks in Python in their eager branch), given float64 copies of
-their step counters while it runs, so their step math is float64 too
+becomes a tensor operand of the same formula (:class:`_DeviceScalars`). Adam,
+AdamW, Adamax, NAdam and RAdam run that branch's formulas in multi-tensor
+forms instead (:mod:`.optim_foreach`: the group's hyperparameter math once,
+not per parameter; RAdam's ``rho_t > 5``, which its eager branch asks in
+Python, decided on the device; :data:`_MULTI_TENSOR`). The device learning
+rates are float64 as well. The others keep the capturable branch, whose
+formulas are eager's (ASGD and Rprop decide on the step count or on masks in
+Python in their eager branch), given float64 copies of their step counters
+while it runs, so their step math is float64 too
 (:func:`_device_step_values`).
 
 A group's float learning rate is a float64 device parameter while its
