@@ -37,7 +37,9 @@ one: the prompts' mask (data the user uploaded) is read once as a copy, and
 ``_update_model_kwargs_for_generation`` grows it by ``torch.cat`` with ones,
 which keeps its zeros. While ``generate()`` runs, ``fast_all`` of a mask
 whose nodes show it made from one holding a zero (a convert, ``!= 0``, a
-concatenation) is False without a read; anything else is read as before.
+concatenation, a pad, a slice keeping all of it: the static cache's prompt
+asks of its mask padded to the cache's length, cut back to the prompt's) is
+False without a read; anything else is read as before.
 """
 
 from __future__ import annotations
@@ -165,7 +167,8 @@ def _all_zero(node) -> bool:
 def _has_zero(node, zeros: dict, depth: int) -> bool:
     """Whether the value of ``node`` holds a zero (False) by the nodes that
     made it alone: a known node, a convert of one (0 stays 0), its compare
-    ``!= 0`` (``.to(torch.bool)``: 0 is False), a concatenation with one."""
+    ``!= 0`` (``.to(torch.bool)``: 0 is False), a concatenation with one, a
+    pad of one, a slice that keeps all of one."""
     if node in zeros:
         return True
     if depth == 0:
@@ -179,7 +182,41 @@ def _has_zero(node, zeros: dict, depth: int) -> bool:
     if op == "concatenate":
         group = node.operands[0] if len(node.operands) == 1 and type(node.operands[0]) is tuple else node.operands
         return any(_has_zero(v[0], zeros, depth - 1) for v in group)
+    if op == "pad":
+        inner = _padded(node)
+        return inner is not None and _has_zero(inner, zeros, depth - 1)
+    if op == "slice":
+        return _slice_keeps(node, zeros, depth - 1)
     return False
+
+
+def _padded(node):
+    """The operand of ``pad`` node ``node`` where every element of it is in
+    the result (no negative edge crops it), else None."""
+    a = node.attrs
+    if all(x >= 0 for x in a["low"]) and all(x >= 0 for x in a["high"]) and not any(a["interior"]):
+        return node.operands[0][0]
+    return None
+
+
+def _slice_keeps(node, zeros: dict, depth: int) -> bool:
+    """Whether slice ``node`` holds a zero its operand holds: it covers the
+    whole operand, or all of a padded operand's own elements
+    (``prepare_padding_mask``'s pad to a static cache's length, then its
+    first ``q_length`` positions: the prompts' mask again)."""
+    a = node.attrs
+    if any(x != 1 for x in a["strides"]):
+        return False
+    source = node.operands[0][0]
+    low, shape = (0,) * len(a["start"]), source.types[0].shape
+    inner = _padded(source) if source.op == "pad" else None
+    if inner is not None:
+        if not _has_zero(inner, zeros, depth - 1):
+            return False
+        low, shape = source.attrs["low"], inner.types[0].shape
+    elif not _has_zero(source, zeros, depth):
+        return False
+    return all(s <= lo and lim >= lo + n for s, lim, lo, n in zip(a["start"], a["limit"], low, shape))
 
 
 def _wrap_update_kwargs(update):
@@ -200,8 +237,7 @@ def _wrap_fast_all(fast_all):
     @functools.wraps(fast_all)
     def wrapped(tensor):
         zeros = _GENERATING.zeros
-        if zeros and isinstance(tensor, Tensor) and not tensor._steps \
-                and _has_zero(read(tensor)._value.node, zeros, 4):
+        if zeros and isinstance(tensor, Tensor) and _has_zero(read(tensor)._value.node, zeros, 5):
             # ``tensor.sum() == tensor.numel()`` of a mask with a False in it:
             # False, as its read would say, with no program for the read
             # (transformers asks every decoding step whether the padded

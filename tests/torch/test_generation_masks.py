@@ -87,3 +87,18 @@ def test_outside_generate_nothing_changes(dev):
     before = lazycore.metrics.counters()["compiles"]
     assert bool(masking_utils.fast_all(mask.to(dtype=torch.bool))) is False
     assert lazycore.metrics.counters()["compiles"] > before  # read, as always
+
+
+def test_a_padded_mask_cut_back_reads_nothing(dev, generating):
+    # a static cache's prompt: the mask padded to the cache's length, then its first positions
+    mask = torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1]]).to(dev)
+    generation._learn_zeros(mask)
+    padded = torch.nn.functional.pad(mask.to(dtype=torch.bool), (0, 3))  # pending, as in the mask code
+    before = _programs()
+    assert masking_utils.fast_all(padded[:, :4]) is False
+    assert masking_utils.fast_all(padded[:, :5]) is False
+    assert _programs() == before
+    # the padding alone, or a cut that drops the zero: read
+    assert bool(masking_utils.fast_all(~padded[:, 4:])) is True
+    assert bool(masking_utils.fast_all(padded[:, 1:4])) is True  # column 0, the zero, cut away
+    assert _programs() > before
