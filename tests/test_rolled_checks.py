@@ -128,3 +128,27 @@ def test_a_module_built_for_inspection_returns_one_flag_per_check(clean_runtime,
     ret = [line for line in text.splitlines() if "return" in line and "stablehlo.return" not in line]
     assert len(ret) == 1 and ret[0].count("tensor<i1>") == LAYERS, ret
     lazycore.mark_step(wait=True)
+
+
+def test_a_captured_step_of_indexing_layers_rolls_and_fails_with_eagers_type_and_line(clean_runtime, rng):
+    # (its replay is one call node: the loop is rolled from its body put in place, lazycore.runtime.rolling)
+    dev = ltorch.device()
+    x, Ws, tables = _weights(rng)
+    idx = [[0, 4, 2], [1, 1, 3], [4, 0, 0], [2, 3, 4]]
+    want = _layers(x, Ws, tables, [torch.tensor(i) for i in idx])
+    step = ltorch.capture(lambda x, Ws, ts, idx: _layers(x, Ws, ts, idx))
+    with override(index_checks=True):
+        for _ in range(4):
+            with capture() as cap:
+                got = step(*_on(dev, x, Ws, tables, idx)).cpu()
+            torch.testing.assert_close(got, want)
+            assert "stablehlo.while" in cap.text("stablehlo")
+        idx[2] = [1, 9, 0]
+        eager = _eager_error(x, Ws, tables, idx)
+        with pytest.raises(IndexError) as info:
+            step(*_on(dev, x, Ws, tables, idx)).cpu()
+    assert isinstance(info.value, BarrierError)
+    assert "test_rolled_checks.py" in str(info.value)
+    assert eager == "index 9 is out of bounds for dimension 0 with size 5"
+    # (a captured step's flag is its call's: the text may go without the index)
+    assert re.search(r"index( 9)? is out of bounds for dimension 0 with size 5", str(info.value))
