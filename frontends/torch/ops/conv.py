@@ -26,7 +26,6 @@ from lazycore.dialect.types import is_float
 
 from ..dtypes import lazy_dtype
 from ..lowering import apply, broadcast, const, convert, dims, lowers, reshape
-from .moments import row_moments
 
 aten = torch.ops.aten
 
@@ -414,22 +413,13 @@ def _adaptive_avg_pool_backward(ctx, gy, x):
 
 @lowers(aten.var_mean.correction)
 def _var_mean(ctx, x, dim=None, *, correction=None, keepdim=False):
-    """Batch norm's statistics (its decomposition asks for var_mean, whose own decomposition is prims):
-    a real row's mean as eager's running mean gets it (:func:`.moments.row_moments`), so a row of
-    3e38s has mean 3e38 and variance 0, not inf; a complex one's by its sum."""
+    """Batch norm's statistics (its decomposition asks for var_mean, whose own decomposition is prims)."""
     var_out, mean_out = ctx.out
     x = convert(x, lazy_dtype(mean_out.dtype))  # the mean keeps a complex type, the variance is real
     rank = len(x.shape)
     ds = dims(dim, rank) if rank else ()
     count = int(np.prod([x.shape[d] for d in ds], dtype=np.int64))
     kept = tuple(1 if d in ds else n for d, n in enumerate(x.shape))
-    c = 1 if correction is None else correction
-    if ds and count and not x.dtype.startswith("complex"):
-        # (eager's running mean: no partial sum overflows; halves computed in f32, as eager accumulates)
-        acc = "f32" if x.dtype in ("f16", "bf16") else x.dtype
-        mean, var, _ = row_moments(convert(x, acc), ds, kept, correction=c)
-        return tuple(convert(reshape(v, tuple(t.shape)), lazy_dtype(t.dtype))
-                     for v, t in ((var, var_out), (mean, mean_out)))
     total = apply("reduce_sum", x, dims=ds) if ds else x
     mean = apply("div", total, const(count, x.dtype, x.device, total.shape))
     centered = apply("sub", x, broadcast(reshape(mean, kept), x.shape))
@@ -439,6 +429,7 @@ def _var_mean(ctx, x, dim=None, *, correction=None, keepdim=False):
     else:
         sq = apply("mul", centered, centered)
     sq_sum = apply("reduce_sum", sq, dims=ds) if ds else sq
+    c = 1 if correction is None else correction
     denom = max(0, count - c)
     var = apply("div", sq_sum, const(denom, sq.dtype, x.device, sq_sum.shape))
     return reshape(var, tuple(var_out.shape)), reshape(mean, tuple(mean_out.shape))
