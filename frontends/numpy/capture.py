@@ -172,16 +172,8 @@ class Captured:
         return out
 
     def _refused(self, key, why: str) -> None:
-        backoff = self._backoff.get(key)
-        if backoff is None:
-            backoff = self._backoff.put(key, _capture.Backoff())
-        if not backoff.refused(why):
-            return
-        if settings.debug:
-            _say(self, f"stops recording: {why}")
-        if why not in self._warned and len(self._warned) < _KINDS_KEPT:
-            self._warned.add(why)
-            _capture.warn_stopped(self.fn, getattr(self, "__qualname__", "step"), why)
+        _capture.refused(self._backoff, key, why, self._warned, _KINDS_KEPT, self.fn,
+                         getattr(self, "__qualname__", "step"), lambda what: _say(self, what))
 
 
 def _say(captured, what: str) -> None:

@@ -74,7 +74,6 @@ import functools
 import sys
 import threading
 import types
-import warnings
 import weakref
 
 import torch
@@ -87,7 +86,6 @@ from lazycore.runtime.autostep import CUTTER
 from lazycore.trace import attrreads as _attrreads
 from lazycore.trace import capture as _capture
 from lazycore.trace import pyreads as _pyreads
-from lazycore.ir import sourceloc as _sourceloc
 from lazycore.ir.config import settings
 from lazycore.trace import views as _views
 from lazycore.ir.tensor import LazyTensor
@@ -219,24 +217,8 @@ class Captured:
         return out
 
     def _refused(self, key, why: str) -> None:
-        backoff = self._backoff.get(key)
-        if backoff is None:
-            backoff = self._backoff.put(key, _capture.Backoff())
-        if not backoff.refused(why):
-            return
-        if settings.debug:
-            _say(self, f"stops recording: {why}")
-        if why not in self._warned and len(self._warned) < _KINDS_KEPT:
-            self._warned.add(why)
-            code = getattr(self.fn, "__code__", None)
-            name = getattr(self, "__qualname__", "step") + (
-                f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else "")
-            loc = _sourceloc.resolve(_sourceloc.caller(1))
-            message = _capture.stopped_message(name, why, _sourceloc.format_location(loc))
-            if loc is not None:
-                warnings.warn_explicit(message, _capture.CaptureWarning, loc[0], loc[1])
-            else:
-                warnings.warn(message, _capture.CaptureWarning, stacklevel=4)
+        _capture.refused(self._backoff, key, why, self._warned, _KINDS_KEPT, self.fn,
+                         getattr(self, "__qualname__", "step"), lambda what: _say(self, what))
 
     def _put_last(self, key, plan) -> None:
         self._last.pop(key, None)

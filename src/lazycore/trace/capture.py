@@ -147,6 +147,25 @@ def warn_stopped(fn, qualname: str, reason: str) -> None:
         warnings.warn(message, CaptureWarning, stacklevel=2)
 
 
+def refused(backoffs, key, reason: str, warned: set, kinds: int, fn, qualname: str, say) -> None:
+    """A captured function's recording for arguments ``key`` was refused for
+    ``reason``: count it in that key's :class:`Backoff` (in the memo
+    ``backoffs``), and once it stops recording, say so (``say(text)``, under
+    ``LAZYCORE_DEBUG``) and warn once per reason (at most ``kinds`` reasons,
+    the ones in ``warned``) at the user's line (:func:`warn_stopped`). One
+    routine for every frontend's capture."""
+    backoff = backoffs.get(key)
+    if backoff is None:
+        backoff = backoffs.put(key, Backoff())
+    if not backoff.refused(reason):
+        return
+    if settings.debug:
+        say(f"stops recording: {reason}")
+    if reason not in warned and len(warned) < kinds:
+        warned.add(reason)
+        warn_stopped(fn, qualname, reason)
+
+
 class Watch:
     """The state of the world when a traced call began (see :func:`begin`)."""
 
