@@ -26,6 +26,7 @@ from lazycore.dialect.types import is_float
 
 from ..dtypes import lazy_dtype
 from ..lowering import apply, broadcast, const, convert, dims, lowers, reshape
+from . import moments
 
 aten = torch.ops.aten
 
@@ -418,18 +419,18 @@ def _var_mean(ctx, x, dim=None, *, correction=None, keepdim=False):
     x = convert(x, lazy_dtype(mean_out.dtype))  # the mean keeps a complex type, the variance is real
     rank = len(x.shape)
     ds = dims(dim, rank) if rank else ()
+    c = 1 if correction is None else correction
+    if not x.dtype.startswith("complex"):
+        var, mean = moments.var_mean(x, ds, c, moments.accumulator(x.dtype, x.device.platform))
+        return reshape(var, tuple(var_out.shape)), reshape(mean, tuple(mean_out.shape))
     count = int(np.prod([x.shape[d] for d in ds], dtype=np.int64))
     kept = tuple(1 if d in ds else n for d, n in enumerate(x.shape))
     total = apply("reduce_sum", x, dims=ds) if ds else x
     mean = apply("div", total, const(count, x.dtype, x.device, total.shape))
     centered = apply("sub", x, broadcast(reshape(mean, kept), x.shape))
-    if x.dtype.startswith("complex"):
-        re, im = apply("real", centered), apply("imag", centered)
-        sq = apply("add", apply("mul", re, re), apply("mul", im, im))
-    else:
-        sq = apply("mul", centered, centered)
+    re, im = apply("real", centered), apply("imag", centered)
+    sq = apply("add", apply("mul", re, re), apply("mul", im, im))
     sq_sum = apply("reduce_sum", sq, dims=ds) if ds else sq
-    c = 1 if correction is None else correction
     denom = max(0, count - c)
     var = apply("div", sq_sum, const(denom, sq.dtype, x.device, sq_sum.shape))
     return reshape(var, tuple(var_out.shape)), reshape(mean, tuple(mean_out.shape))

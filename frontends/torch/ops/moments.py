@@ -3,7 +3,7 @@ batch norm's statistics): no partial sum overflows where eager's running mean do
 
 from __future__ import annotations
 
-from ..lowering import apply, broadcast, const, reshape
+from ..lowering import apply, broadcast, const, convert, reshape
 
 
 def row_moments(x, ds, kept, correction=0):
@@ -46,3 +46,39 @@ def row_moments(x, ds, kept, correction=0):
     divisor = n if correction == 0 else const(max(0, count - correction), x.dtype, x.device, kept)
     var = apply("div", reshape(squares, kept), divisor)
     return mean, var, centered
+
+
+WIDE_PLATFORMS = frozenset({"cpu", "gpu"})
+"""The platforms whose programs have float64: XLA on TPUs has none."""
+
+
+def accumulator(dtype: str, platform: str) -> str:
+    """The element type a real ``dtype`` row's moments are summed in: float64 for float32,
+    float16 and bfloat16 (eager's CPU kernels do: ``torch.var_mean``'s Welford in double,
+    batch norm's sums in ``acc_type<float>``, double), so the statistics round once, into
+    ``dtype``, as eager's (bitwise on every row a sum's order cannot change, and a row of
+    3e38s is (0, 3e38), not (inf, inf)); float32 on a platform without float64; any other
+    type itself."""
+    if dtype in ("f32", "f16", "bf16"):
+        return "f64" if platform in WIDE_PLATFORMS else "f32"
+    return dtype
+
+
+def var_mean(x, ds, correction, acc):
+    """``torch.var_mean`` of a real ``x`` over ``ds`` (kept as size-1 dimensions), in two
+    passes summed in ``acc`` (see :func:`accumulator`), each result rounded once into
+    ``x``'s type; the variance's divisor is the count less ``correction``, at least 0."""
+    count = 1
+    for d in ds:
+        count *= x.shape[d]
+    kept = tuple(1 if d in ds else n for d, n in enumerate(x.shape))
+    h = convert(x, acc) if acc != x.dtype else x
+    total = apply("reduce_sum", h, dims=ds) if ds else h
+    mean = reshape(apply("div", total, const(count, acc, x.device, total.shape)), kept)
+    centered = apply("sub", h, broadcast(mean, x.shape))
+    squares = apply("mul", centered, centered)
+    sq_sum = apply("reduce_sum", squares, dims=ds) if ds else squares
+    var = apply("div", sq_sum, const(max(0, count - correction), acc, x.device, sq_sum.shape))
+    if acc != x.dtype:
+        var, mean = convert(var, x.dtype), convert(mean, x.dtype)
+    return var, mean
