@@ -185,7 +185,7 @@ def _leaf_digest(kind: str, t: TensorType, sharding=None) -> bytes:
 class Data(Node):
     """A leaf holding a device buffer, or naming a row of a stacked one."""
 
-    __slots__ = ("_buffer", "owned", "sharding", "made", "dynamic", "row")
+    __slots__ = ("_buffer", "owned", "sharding", "made", "dynamic", "row", "valid")
     is_leaf = True
     log_when_made = False  # when used: an upload nothing uses is not kept until the barrier
 
@@ -212,6 +212,10 @@ class Data(Node):
         """Dimensions whose size varies from step to step (``dynamic(t, dim)``):
         a barrier pads them to a bucket (:mod:`lazycore.runtime.buckets`). Not
         part of the digest: the bucketed program has a key of its own."""
+        self.valid = None
+        """None, or for a padded result the region of the buffer that holds
+        its value (:class:`lazycore.runtime.buckets.Region`): handles hold
+        that region's slice, which barriers and reads tell by it."""
 
     @property
     def buffer(self):

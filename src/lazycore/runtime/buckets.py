@@ -6,8 +6,10 @@ at the barrier to its bucket, the least size of ``settings.buckets``
 (``LAZYCORE_BUCKETS``; powers of two by default) that holds it. The walked
 graph is rebuilt at bucket sizes with the masks that keep the padding out of
 every result (:mod:`lazycore.runtime.padding`), so a last small batch, or
-sequences of lengths 40 to 64, reuse one program; outputs with a padded
-dimension come back as a :class:`Cut` of the padded result. A graph that the
+sequences of lengths 40 to 64, reuse one program; an output with a padded
+dimension comes back as its padded result, a data leaf that carries its
+valid region (:class:`Region`), and the handle holds that region's slice
+(:func:`padded_leaf` tells it from any other value). A graph that the
 padding rules cannot prove exact compiles at its own sizes, as without
 marks, and ``LAZYCORE_DEBUG`` says which op refused. A step like an earlier
 one (the same walk, marks and buckets) recalls how its padded program is
@@ -108,7 +110,8 @@ class Bucketed:
         self.donate, self.key = keyed(data, plan.out_types, plan.encoding)
 
     def value(self, k: int, leaf: Data) -> Value:
-        """The value of output ``k`` from its result ``leaf``: a :class:`Cut` of a padded result."""
+        """The value of output ``k`` from its result ``leaf``: the valid
+        region of a padded result (:func:`region`)."""
         pads = self.out_pads[k]
         sizes = {sym: self.symbols[sym] for f in pads.values() for _, sym in f if sym is not None}
         if all(b == n for n, b in sizes.items()):
@@ -118,13 +121,13 @@ class Bucketed:
                 if len(f) == 1 and f[0][1] is not None:
                     mark(leaf, d)
             return Value(leaf, 0)
-        return Value(Cut.of(leaf, self.original[k], pads, sizes), 0)
+        return region(leaf, self.original[k], pads, sizes)
 
 
     def refill(self, k: int, buffer, device):
         """``buffer``, output ``k`` computed unpadded (its program failed and
         the outputs were computed again), laid out as the padded result that
-        output's :class:`Cut` reads."""
+        output's :class:`Region` reads."""
         t, padded = self.original[k], self.out_types[k]
         if padded == t:
             return buffer
@@ -136,39 +139,83 @@ class Bucketed:
         return pjrt.to_device(out.reshape(padded.shape), device.pjrt)
 
 
-class Cut(Node):
-    """A padded result's value: the valid part of ``source``. A barrier
-    leaves it pending (it is no work); a read copies the padded result and
-    cuts it on the host; a graph that uses it is padded with ``source`` as
-    its input (no copy), or, when the padding rules refuse that graph,
-    computes it (a slice; with a reshape on each side where a padded
-    dimension is merged with others)."""
+class Region:
+    """The valid region of a padded result, carried by its data leaf
+    (``Data.valid``): the unpadded type, the padded dimensions with their
+    factors (``layout``: dim -> ``((size, symbol), ...)``), and each
+    symbol's bucket (``sizes``: valid size -> bucket).
 
-    __slots__ = ("source", "layout", "sizes")
-    made = 0
-    """How many were made: until the first, barriers do not look for them."""
+    Handles hold the region's value, a slice (with a reshape on each side
+    where a padded dimension is merged with others) of the leaf, made of
+    plain graph nodes: a barrier leaves it pending (it is no work,
+    :func:`padded_leaf`); a read copies the padded result and cuts it on
+    the host (:meth:`host`); a graph that uses it is padded with the leaf
+    as its input (no copy), or, when the padding rules refuse that graph,
+    computes the slice. ``digest`` is that value's node's: a node over the
+    leaf with this digest is that slice (the same ops on the same leaf),
+    so nothing needs to point back from the leaf to its handles' node."""
 
-    @classmethod
-    def of(cls, source: Data, t, layout: dict, sizes: dict[int, int]) -> "Cut":
-        expanded, limits = _expanded(t, layout, sizes)
-        v = Value(source, 0)
-        if len(expanded) != t.rank:
-            v = Value(_node("reshape", (v,), {"shape": expanded}, TensorType(expanded, t.dtype)), 0)
-        kwargs = {"start": (0,) * len(limits), "limit": limits, "strides": (1,) * len(limits)}
-        if len(expanded) == t.rank:
-            cut = _node("slice", (v,), kwargs, t, cls)
-        else:
-            v = Value(_node("slice", (v,), kwargs, TensorType(limits, t.dtype)), 0)
-            cut = _node("reshape", (v,), {"shape": t.shape}, t, cls)
-        cut.source, cut.layout, cut.sizes = source, layout, sizes
-        Cut.made += 1
-        return cut
+    __slots__ = ("type", "layout", "sizes", "digest")
+
+    def __init__(self, t, layout: dict, sizes: dict[int, int], digest: bytes):
+        self.type, self.layout, self.sizes, self.digest = t, layout, sizes, digest
 
     def host(self, array: np.ndarray) -> np.ndarray:
-        """The value from ``source``'s host copy."""
-        expanded, limits = _expanded(self.types[0], self.layout, self.sizes)
+        """The value from the padded result's host copy."""
+        expanded, limits = _expanded(self.type, self.layout, self.sizes)
         window = tuple(slice(0, n) for n in limits)
-        return np.ascontiguousarray(array.reshape(expanded)[window].reshape(self.types[0].shape))
+        return np.ascontiguousarray(array.reshape(expanded)[window].reshape(self.type.shape))
+
+
+_made = 0
+"""How many regions were made: until the first, nothing looks for them."""
+
+_CUT_OPS = frozenset({"slice", "reshape"})
+
+
+def region(leaf: Data, t, layout: dict, sizes: dict[int, int]) -> Value:
+    """The value of type ``t`` that the padded result ``leaf`` holds in its
+    valid region; ``leaf`` carries that region from now on."""
+    global _made
+    expanded, limits = _expanded(t, layout, sizes)
+    v = Value(leaf, 0)
+    if len(expanded) != t.rank:
+        v = Value(_node("reshape", (v,), {"shape": expanded}, TensorType(expanded, t.dtype)), 0)
+    kwargs = {"start": (0,) * len(limits), "limit": limits, "strides": (1,) * len(limits)}
+    if len(expanded) == t.rank:
+        cut = _node("slice", (v,), kwargs, t)
+    else:
+        v = Value(_node("slice", (v,), kwargs, TensorType(limits, t.dtype)), 0)
+        cut = _node("reshape", (v,), {"shape": t.shape}, t)
+    leaf.valid = Region(t, layout, sizes, cut.digest)
+    _made += 1
+    return Value(cut, 0)
+
+
+def padded_leaf(node) -> Data | None:
+    """The padded result whose valid region ``node`` is (a handle's value
+    that is no work: its barrier has run), or None for any other node."""
+    if not _made or node.op not in _CUT_OPS:
+        return None
+    n = node
+    for _ in range(3):  # the slice, with a reshape on each side at most
+        o = n.operands[0]
+        if type(o) is not Value:
+            return None
+        n = o[0]
+        if type(n) is Data:
+            r = n.valid
+            return n if r is not None and r.digest == node.digest else None
+        if n.op not in _CUT_OPS:
+            return None
+    return None
+
+
+def padded_along(node, dim: int) -> bool:
+    """Whether ``node`` is a padded result's valid region padded along ``dim``
+    (a padded upload's value, ``DeviceLoader(dynamic=...)``: marked already)."""
+    leaf = padded_leaf(node)
+    return leaf is not None and dim in leaf.valid.layout
 
 
 def _expanded(t, layout: dict, sizes: dict[int, int]) -> tuple[tuple, tuple]:
@@ -182,9 +229,9 @@ def _expanded(t, layout: dict, sizes: dict[int, int]) -> tuple[tuple, tuple]:
     return tuple(expanded), tuple(limits)
 
 
-def _node(op: str, operands: tuple, kwargs: dict, t, cls=Node) -> Node:
+def _node(op: str, operands: tuple, kwargs: dict, t) -> Node:
     attrs, prefix = node_prefix(spec_of(op), kwargs, (t,))
-    return cls(op, operands, attrs, (t,), digest(prefix + operand_bytes(operands)))
+    return Node(op, operands, attrs, (t,), digest(prefix + operand_bytes(operands)))
 
 
 class _Plan:
@@ -247,10 +294,13 @@ def prepare(walk, device, keyed, held=frozenset()) -> Bucketed | None:
         if dims:
             marks[id(leaf)] = dims
             where.append((i, tuple(dims.items())))
-    for i, node in enumerate(walk.order if Cut.made else ()):  # padded results of earlier programs stay padded
-        if type(node) is Cut and all(symbols.setdefault(n, b) == b for n, b in node.sizes.items()):
-            marks[id(node)] = node.layout
-            where.append((-1 - i, tuple(node.layout.items())))
+    if _made and any(leaf.valid is not None for leaf in walk.data):  # padded results of earlier programs stay padded
+        for i, node in enumerate(walk.order):
+            if node.op in _CUT_OPS:
+                leaf = padded_leaf(node)
+                if leaf is not None and all(symbols.setdefault(n, b) == b for n, b in leaf.valid.sizes.items()):
+                    marks[id(node)] = leaf.valid.layout
+                    where.append((-1 - i, tuple(leaf.valid.layout.items())))
     if not marks:
         return None
 
@@ -323,14 +373,14 @@ def pad_host(array: np.ndarray, dim: int) -> np.ndarray:
 
 def cut(leaf: Data, shape: tuple, dim: int) -> Value:
     """The value of shape ``shape`` whose dimension ``dim`` ``leaf`` holds
-    padded (:func:`pad_host`): a :class:`Cut`, or the leaf itself, marked
-    dynamic, where nothing was padded."""
+    padded (:func:`pad_host`): its valid region (:func:`region`), or the
+    leaf itself, marked dynamic, where nothing was padded."""
     if leaf.types[0].shape == tuple(shape):
         if shape[dim] >= 2:
             mark(leaf, dim)
         return Value(leaf, 0)
     n, b = shape[dim], leaf.types[0].shape[dim]
-    return Value(Cut.of(leaf, TensorType(tuple(shape), leaf.types[0].dtype), {dim: ((n, n),)}, {n: b}), 0)
+    return region(leaf, TensorType(tuple(shape), leaf.types[0].dtype), {dim: ((n, n),)}, {n: b})
 
 
 def _padded_leaf(leaf: Data, t, device, held) -> Data:

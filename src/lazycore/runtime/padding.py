@@ -201,8 +201,11 @@ class Padded:
     # --- the walk ------------------------------------------------------------------
 
     def node(self, node: Node, marks: dict[int, Factors] | None) -> None:
-        if marks and not node.is_leaf:  # a padded result's cut: that result, padded
-            self.new[id(node)] = (node.source, [dict(marks)])
+        if marks and not node.is_leaf:  # a padded result's valid region: that result, padded
+            leaf = node
+            while not leaf.is_leaf:  # the region's slice and reshapes, down to the result
+                leaf = leaf.operands[0][0]
+            self.new[id(node)] = (leaf, [dict(marks)])
             return
         if node.is_leaf:
             if marks:
@@ -321,7 +324,7 @@ class Padded:
 
 def pad_graph(walk, marks: dict[int, dict[int, Factors]], symbols: dict[int, int],
               bucket_of=None, widen: bool = True) -> tuple[Padded, list[Value], list]:
-    """``walk``'s graph with the ``marks`` (id(leaf or cut) -> {dim: factors}) padded
+    """``walk``'s graph with the ``marks`` (id(leaf or valid region) -> {dim: factors}) padded
     to ``symbols``' buckets: the :class:`Padded` state, the new output values,
     and per output its padded dims. Raises :class:`Refused`. ``symbols`` gains
     the symbols appends make (``bucket_of`` gives their buckets)."""

@@ -23,28 +23,40 @@ _locked = locked
 
 
 @_locked
-def _materialize(t: LazyTensor, cut: bool = False) -> Data:
-    """The device data behind ``t`` after a barrier; ``cut``: a padded
-    result's slice (:class:`lazycore.runtime.buckets.Cut`) may be returned
-    instead (the caller slices on the host), else its own barrier computes it."""
+def _materialize(t: LazyTensor) -> Data:
+    """The device data behind ``t`` after a barrier (a padded result's
+    valid region computed by a program of its own)."""
+    return _settled(t)[0]
+
+
+def _settled(t: LazyTensor, cut: bool = False) -> tuple[Data, object]:
+    """The device data behind ``t`` after a barrier, and None; ``cut``: for
+    a padded result's valid region (:func:`lazycore.runtime.buckets.padded_leaf`)
+    the padded result and its region instead (the caller cuts it on the
+    host), else that region's own barrier computes it."""
     if not isinstance(t, LazyTensor):
         raise TypeError(f"expected a LazyTensor, got {type(t).__name__}")
     TRACE.taint()  # a lowering that observes values cannot be replayed
-    if t.pending and type(t._value.node) is not buckets.Cut:
+    if t.pending and buckets.padded_leaf(t._value.node) is None:
         events.emit("implicit_barrier", t.type)
         barrier.sync(t.device)
     running = t.device.running
     if running is not None and running.flags:
         t.device.wait()  # its value checks may fail this value (lazycore.runtime.checks)
     leaf = t._value.node
-    padded = leaf.source if type(leaf) is buckets.Cut else leaf
-    if type(padded.buffer) is Failure:  # its computation failed (lazycore.runtime.failures)
-        raise padded.buffer.error()
-    if not cut and type(leaf) is buckets.Cut:  # the slice, as a program of its own
-        t.device.wait()
-        leaf = Data(barrier.run_alone(t.device, [t._value])[0], t.type, True)
-        t._value = Value(leaf, 0)
-    return leaf
+    padded = None if type(leaf) is Data else buckets.padded_leaf(leaf)
+    if padded is not None:
+        leaf = padded
+    if type(leaf.buffer) is Failure:  # its computation failed (lazycore.runtime.failures)
+        raise leaf.buffer.error()
+    if padded is None:
+        return leaf, None
+    if cut:
+        return leaf, leaf.valid
+    t.device.wait()  # the slice, as a program of its own
+    leaf = Data(barrier.run_alone(t.device, [t._value])[0], t.type, True)
+    t._value = Value(leaf, 0)
+    return leaf, None
 
 
 @_locked
@@ -52,10 +64,7 @@ def to_numpy(t: LazyTensor) -> np.ndarray:
     """The value on the host: an implicit barrier for ``t``'s device.
 
     Raises :class:`~lazycore.ir.failure.BarrierError` when computing it failed."""
-    leaf = _materialize(t, cut=True)
-    cut = None
-    if type(leaf) is buckets.Cut:  # a padded result: the valid part is cut here
-        cut, leaf = leaf, leaf.source
+    leaf, region = _settled(t, cut=True)  # a padded result: its valid region is cut here
     # A copy: the host view of a CPU buffer shares its memory, and the buffer
     # may later be donated and overwritten.
     events.emit("transfer", "device-to-host", leaf.types[0], None)
@@ -70,9 +79,9 @@ def to_numpy(t: LazyTensor) -> np.ndarray:
             # the program still running failed: waiting settles its results
             # in their leaves (lazycore.runtime.launches.Launch); read again
             t.device.wait()
-            host = np.array(pjrt.to_host(_materialize(t).buffer))
-        if cut is not None:
-            host = cut.host(host)
+            host = np.array(pjrt.to_host(_settled(t, cut=True)[0].buffer))  # a region: its padded result again
+        if region is not None:
+            host = region.host(host)
     events.bump("transfers_to_host")
     events.bump("bytes_to_host", host.nbytes)
     return host

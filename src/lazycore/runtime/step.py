@@ -83,9 +83,11 @@ def collect(device, wait: bool, walker, runner) -> Step:
         if type(node) is Data:
             held.add(id(node))
             stacks.held_stack(node, held)
-        elif type(node) is buckets.Cut:  # a padded result's value: no work (lazycore.runtime.buckets)
-            held.add(id(node.source))
-            stacks.held_stack(node.source, held)
         else:
-            pending.append(t)
+            padded = buckets.padded_leaf(node)
+            if padded is None:
+                pending.append(t)
+            else:  # a padded result's valid region: no work (lazycore.runtime.buckets)
+                held.add(id(padded))
+                stacks.held_stack(padded, held)
     return step

@@ -246,7 +246,7 @@ def dynamic(t: LazyTensor, dim: int) -> LazyTensor:
     if not -rank <= dim < rank:
         raise IndexError(f"dynamic: dim {dim} is out of range for a tensor of rank {rank}")
     node = t._value.node
-    if type(node) is _buckets.Cut and dim % rank in node.layout:
+    if _buckets.padded_along(node, dim % rank):
         return t  # a padded upload's value (DeviceLoader(dynamic=...)): marked already
     if type(node) is not Data:
         raise ValueError(
