@@ -8,7 +8,7 @@ update in place under their own lock; every value read must equal eager's
 (eager torch on the CPU, or NumPy) exactly: the arithmetic is on small
 integers in float32, where every result is exact.
 
-Each stress run is a child process with faulthandler on (tests/isolated.py),
+Each stress run is a child process with faulthandler on (tests/_threads_child.py),
 so a crash fails its test instead of killing pytest. CI runs a small budget;
 ``LAZYCORE_THREAD_STEPS`` sets the steps per thread, or by hand::
 
@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from isolated import run_isolated  # noqa: E402
+from _threads_child import in_child, run_threads  # noqa: E402
 
 CI_STEPS = 40
 """Steps per thread in CI (each step: one random action); ``LAZYCORE_THREAD_STEPS`` overrides it."""
@@ -272,9 +272,6 @@ def stress(frontend: str, threads: int, steps: int, n: int = 6, seed: int = 0) -
 
 
 def _child(frontend: str, threads: int, steps: int = CI_STEPS) -> None:
-    import faulthandler
-
-    faulthandler.enable()
     figures = stress(frontend, threads, _steps(steps))
     print("figures:", figures)
 
@@ -296,9 +293,6 @@ def _issue_repro() -> None:
     device, first as the process's first compile (concurrent), then again
     after a barrier of the main thread; each time the main thread's next
     barrier after them."""
-    import faulthandler
-
-    faulthandler.enable()
     import torch
 
     import lazycore.torch as ltorch
@@ -310,24 +304,17 @@ def _issue_repro() -> None:
 
 
 def _two_threads(torch, ltorch, dev) -> None:
-    results, errors = {}, []
+    results = {}
 
     def work(k):
-        try:
-            x = torch.full((4,), float(k), device=dev)
-            for i in range(50):
-                x = x * 1.0 + 1.0
-                if i % 10 == 9:
-                    ltorch.mark_step()
-            results[k] = x.tolist()
-        except BaseException as e:  # noqa: BLE001
-            errors.append(repr(e))
+        x = torch.full((4,), float(k), device=dev)
+        for i in range(50):
+            x = x * 1.0 + 1.0
+            if i % 10 == 9:
+                ltorch.mark_step()
+        results[k] = x.tolist()
 
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(2)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    errors = run_threads(work, [(k,) for k in range(2)])
     assert not errors, errors
     assert results == {0: [50.0] * 4, 1: [51.0] * 4}, results
     assert (torch.ones(3, device=dev) * 2).tolist() == [2.0] * 3  # the process is not left broken
@@ -336,9 +323,6 @@ def _two_threads(torch, ltorch, dev) -> None:
 def _contexts_and_compiles():
     """MLIR contexts made and modules compiled from 8 threads at once (the
     ``lazy`` dialect's loading raced: 'redefinition of symbol', segfaults)."""
-    import faulthandler
-
-    faulthandler.enable()
     from lazycore.dialect.build import new_context
     from lazycore.runtime import compiler
 
@@ -348,24 +332,17 @@ def _contexts_and_compiles():
       %1 = "lazy.mul"(%0, %0) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
       return %1 : tensor<3xf32>
     }"""
-    errors, outs = [], []
+    outs = []
 
     def work(k):
-        try:
-            for i in range(4):
-                new_context()
-                a = np.full(3, k, np.float32)
-                b = np.full(3, i, np.float32)
-                (out,) = compiler.run_module(text, [a, b])
-                outs.append(((a + b) * (a + b), np.asarray(out)))
-        except BaseException as e:  # noqa: BLE001
-            errors.append(repr(e))
+        for i in range(4):
+            new_context()
+            a = np.full(3, k, np.float32)
+            b = np.full(3, i, np.float32)
+            (out,) = compiler.run_module(text, [a, b])
+            outs.append(((a + b) * (a + b), np.asarray(out)))
 
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    errors = run_threads(work, [(k,) for k in range(8)])
     assert not errors, errors
     assert len(outs) == 32
     for want, got in outs:
@@ -376,23 +353,23 @@ def _contexts_and_compiles():
 
 
 def test_issue_repro_two_threads_first_compile_concurrent_then_warm():
-    run_isolated(__file__, "_issue_repro", timeout=300)
+    in_child(__file__, "_issue_repro", timeout=300)
 
 
 def test_contexts_and_compiles_from_eight_threads():
-    run_isolated(__file__, "_contexts_and_compiles", timeout=300)
+    in_child(__file__, "_contexts_and_compiles", timeout=300)
 
 
 def test_torch_four_threads_stress_equals_eager():
-    run_isolated(__file__, "_torch_4_threads", timeout=600)
+    in_child(__file__, "_torch_4_threads", timeout=600)
 
 
 def test_torch_eight_threads_stress_equals_eager():
-    run_isolated(__file__, "_torch_8_threads", timeout=600)
+    in_child(__file__, "_torch_8_threads", timeout=600)
 
 
 def test_numpy_three_threads_stress_equals_eager():
-    run_isolated(__file__, "_numpy_3_threads", timeout=600)
+    in_child(__file__, "_numpy_3_threads", timeout=600)
 
 
 def test_compile_cache_from_threads(clean_runtime):
@@ -403,24 +380,16 @@ def test_compile_cache_from_threads(clean_runtime):
 
     cache = CompileCache()
     bound = settings.cache_size
-    errors = []
 
     def work(k):
-        try:
-            for i in range(2000):
-                key = bytes([k, i % 7])
-                if cache.get(key) is None:
-                    cache.put(key, (k, i % 7))
-                got = cache.get(key)
-                assert got is None or got == (k, i % 7), got
-        except BaseException as e:  # noqa: BLE001
-            errors.append(repr(e))
+        for i in range(2000):
+            key = bytes([k, i % 7])
+            if cache.get(key) is None:
+                cache.put(key, (k, i % 7))
+            got = cache.get(key)
+            assert got is None or got == (k, i % 7), got
 
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(6)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    errors = run_threads(work, [(k,) for k in range(6)])
     assert not errors, errors
     assert len(cache) <= bound
 

@@ -7,7 +7,7 @@ recorded as the step's update, and redone at every replay). The recording
 holds :data:`lazycore.ir.context.LOCK`, so other threads' ops wait for it;
 a replay holds it until its results are held by tensors.
 
-Each test runs in a child process with faulthandler on (tests/isolated.py),
+Each test runs in a child process with faulthandler on (tests/_threads_child.py),
 so a crash fails its test instead of killing pytest. Values are small
 integers in float32: every lazy result must equal eager's exactly.
 """
@@ -21,7 +21,7 @@ import threading
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from isolated import run_isolated  # noqa: E402
+from _threads_child import in_child, run_threads  # noqa: E402
 
 THREADS = 4
 CALLS = 50
@@ -122,31 +122,24 @@ def _stress(name: str) -> None:
     step = side.capture(body)
 
     def work(k: int) -> None:
-        try:
-            h = np.arange(3, dtype=np.float32) + 10 * k
-            x, ref = side.lazy(h), h.copy()
-            call = step if k < 2 else body
-            gate.wait(30)
-            for i in range(CALLS):
-                out = call(x, 1.0)
-                ref += 1.0
-                if i % 5 == k % 5:
-                    side.mark_step()
-                if i % 3 == 0:
-                    got = side.host(out)
-                    if not np.array_equal(got, ref * 2.0 + 1.0):
-                        errors.append((k, i, "result", got.tolist(), (ref * 2.0 + 1.0).tolist()))
-            got = side.host(x)
-            if not np.array_equal(got, ref):
-                errors.append((k, "end", got.tolist(), ref.tolist()))
-        except BaseException as e:  # noqa: BLE001 (reported by the main thread)
-            errors.append((k, repr(e)))
+        h = np.arange(3, dtype=np.float32) + 10 * k
+        x, ref = side.lazy(h), h.copy()
+        call = step if k < 2 else body
+        gate.wait(30)
+        for i in range(CALLS):
+            out = call(x, 1.0)
+            ref += 1.0
+            if i % 5 == k % 5:
+                side.mark_step()
+            if i % 3 == 0:
+                got = side.host(out)
+                if not np.array_equal(got, ref * 2.0 + 1.0):
+                    errors.append((k, i, "result", got.tolist(), (ref * 2.0 + 1.0).tolist()))
+        got = side.host(x)
+        if not np.array_equal(got, ref):
+            errors.append((k, "end", got.tolist(), ref.tolist()))
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(THREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(300)
+    run_threads(work, [(k,) for k in range(THREADS)], errors, timeout=300)
     assert not errors, errors[:5]
     assert step.traces + step.replays == 2 * CALLS
     assert step.replays > 0, (step.traces, step.why)
@@ -169,16 +162,16 @@ def _numpy_stress():
 
 
 def test_torch_another_threads_update_does_not_leak_into_a_recording():
-    run_isolated(__file__, "_torch_no_leak", timeout=300)
+    in_child(__file__, "_torch_no_leak", timeout=300)
 
 
 def test_numpy_another_threads_update_does_not_leak_into_a_recording():
-    run_isolated(__file__, "_numpy_no_leak", timeout=300)
+    in_child(__file__, "_numpy_no_leak", timeout=300)
 
 
 def test_torch_captured_and_plain_steps_from_four_threads_equal_eager():
-    run_isolated(__file__, "_torch_stress", timeout=300)
+    in_child(__file__, "_torch_stress", timeout=300)
 
 
 def test_numpy_captured_and_plain_steps_from_four_threads_equal_eager():
-    run_isolated(__file__, "_numpy_stress", timeout=300)
+    in_child(__file__, "_numpy_stress", timeout=300)
