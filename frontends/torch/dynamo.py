@@ -39,6 +39,7 @@ import numpy
 import torch
 from torch._dynamo import trace_rules
 
+from lazycore.ir.context import LOCK
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime.autostep import CUTTER
 from lazycore.trace import capture as _capture
@@ -147,17 +148,25 @@ class Program:
         got = self._recordings.get(key) if key is not None else None
         if got is not None:
             rec, spec = got
-            values = rec.replay([a._storage.handle for a in args if type(a) is Tensor])
-            if values is not None:
-                self.replays += 1
-                return _outputs(values, spec, self._lc_device, self.device)
+            with LOCK:  # a replay's values are raw until its tensors hold them (docs/threads.md)
+                values = rec.replay([a._storage.handle for a in args if type(a) is Tensor])
+                if values is not None:
+                    self.replays += 1
+                    return _outputs(values, spec, self._lc_device, self.device)
         return self._trace(args, key)
 
     def _trace(self, args, key) -> list:
-        self.traces += 1
         if key is None:
+            self.traces += 1
             self.why = "an argument is a view lazycore cannot key, or an unhashable Python value"
             return list(self.gm(*args))
+        # a recording watches the whole graph: no other thread's op may land in it
+        # (as lazycore.torch.capture's recorded calls, docs/threads.md)
+        with LOCK:
+            return self._record(args, key)
+
+    def _record(self, args, key) -> list:
+        self.traces += 1
         watch = _capture.begin([a._storage.handle for a in args if type(a) is Tensor])
         with CUTTER.holding():  # one ATen graph: no step ends inside it
             outs = list(self.gm(*args))
