@@ -11,6 +11,8 @@ import lazycore
 import lazycore.numpy as lnp
 from lazycore.trace.capture import LONGEST_WAIT, REFUSALS_BEFORE_BACKOFF, CaptureWarning
 
+from _backoff_scaffold import Stash, capture_warnings, first_replay, number_changing_for_a_while
+
 CALLS = 40
 
 
@@ -26,20 +28,18 @@ def _train(xp, calls=CALLS, stash_until=None, wrap=lambda f: f, on_call=None):
     xs, ys = _data()
     w = xp.asarray(np.zeros((6, 1), np.float32))
     x, y = xp.asarray(xs), xp.asarray(ys)
-    stash, stashing = [], [stash_until != 0]
+    stash = Stash(stash_until)
 
     def step(w, x, y, lr):
         err = x @ w - y
         w -= lr * (x.T @ err) / len(x)
-        if stashing[0]:
-            stash.append(err)  # kept where capture cannot see it: refused
+        stash.keep(err)
         return (err ** 2).mean()
 
     fn = wrap(step)
     losses = []
     for i in range(calls):
-        if i == stash_until:
-            stashing[0] = False  # (the step reads the flag: one value while it stashes, one after)
+        stash.before_call(i)
         losses.append(fn(w, x, y, 0.05))
         if xp is lnp:
             lazycore.mark_step()
@@ -49,14 +49,12 @@ def _train(xp, calls=CALLS, stash_until=None, wrap=lambda f: f, on_call=None):
 
 
 def test_a_refused_step_records_a_few_calls_and_gives_numpys_values():
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with capture_warnings() as said:
         losses, w, fn = _train(lnp, wrap=lnp.capture)
     assert fn.traces == CALLS and fn.replays == 0
     assert "keeps 1 tensor(s)" in fn.why, fn.why
     # three in a row, then one after each wait of 1, 2, 4, 8, 16 plain calls
     assert fn.recordings <= REFUSALS_BEFORE_BACKOFF + 5, fn.recordings
-    said = [w for w in caught if issubclass(w.category, CaptureWarning)]
     assert len(said) == 1, [str(w.message) for w in said]
     assert said[0].filename == __file__  # the user's line that calls the step
     assert "stopped recording" in str(said[0].message) and fn.why in str(said[0].message)
@@ -76,12 +74,7 @@ def test_without_the_backoff_every_call_would_be_recorded():
 
 def test_a_step_fixed_later_replays_again_within_the_longest_wait():
     fixed = 30  # calls before: refused; after: it could replay
-    first = []
-
-    def on_call(i, fn):
-        if fn.replays and not first:
-            first.append(i)
-
+    on_call, first = first_replay()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CaptureWarning)
         losses, w, fn = _train(lnp, calls=fixed + LONGEST_WAIT + 10, stash_until=fixed, wrap=lnp.capture,
@@ -96,23 +89,9 @@ def test_a_step_fixed_later_replays_again_within_the_longest_wait():
     np.testing.assert_allclose(w, numpy_w, rtol=1e-5, atol=1e-6)
 
 
-_SCALE = [1.0]
-
-
 def test_a_python_number_that_changes_every_call_stops_recording_and_is_found_again_when_it_stops():
     a = lnp.asarray(np.arange(4.0, dtype=np.float32))
-
-    @lnp.capture
-    def step(a):
-        return a * _SCALE[0]
-
-    got = []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for i in range(60):
-            _SCALE[0] = float(i) if i < 30 else 7.0  # a new number every call, then one number
-            got.append(np.asarray(step(a)).tolist())
+    got, said, step = number_changing_for_a_while(lnp.capture, a, lambda out: np.asarray(out).tolist())
     assert got == [[v * (float(i) if i < 30 else 7.0) for v in range(4)] for i in range(60)]
-    said = [w for w in caught if issubclass(w.category, CaptureWarning)]
     assert len(said) == 1 and "differed" in str(said[0].message), [str(w.message) for w in said]
     assert step.replays > 0 and step.recordings < 20, (step.recordings, step.replays)

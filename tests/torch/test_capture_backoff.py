@@ -12,6 +12,8 @@ import torch.nn.functional as F
 import lazycore.torch as ltorch
 from lazycore.trace.capture import LONGEST_WAIT, REFUSALS_BEFORE_BACKOFF, CaptureWarning
 
+from _backoff_scaffold import Stash, capture_warnings, first_replay, number_changing_for_a_while
+
 CALLS = 40
 
 
@@ -31,22 +33,20 @@ def _train(dev, wrap, calls=CALLS, stash_until=None, on_call=None):
         model = model.to(dev)
         batches = [(x.to(dev), y.to(dev)) for x, y in batches]
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    stash, stashing = [], [stash_until != 0]
+    stash = Stash(stash_until)
 
     def step(x, y):
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         opt.zero_grad()
-        if stashing[0]:
-            stash.append(loss.detach())  # kept where capture cannot see it: refused
+        stash.keep(loss.detach())
         return loss.detach()
 
     fn = wrap(step)
     losses = []
     for i in range(calls):
-        if i == stash_until:
-            stashing[0] = False  # (the step reads the flag, one value while it stashes and one after)
+        stash.before_call(i)
         x, y = batches[i % len(batches)]
         losses.append(fn(x, y))
         if dev is not None:
@@ -57,15 +57,13 @@ def _train(dev, wrap, calls=CALLS, stash_until=None, on_call=None):
 
 
 def test_a_step_refused_for_good_costs_a_traced_step_and_gives_its_values(dev):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with capture_warnings() as said:
         losses, params, fn = _train(dev, ltorch.capture)
     assert fn.traces == CALLS and fn.replays == 0
     assert "keeps 1 tensor(s)" in fn.why
     # three in a row, then after waits of 1, 2, 4, 8, 16 plain calls (the first call's
     # reason names the optimizer state it made too: one more)
     assert fn.recordings <= 1 + REFUSALS_BEFORE_BACKOFF + 5, fn.recordings
-    said = [w for w in caught if issubclass(w.category, CaptureWarning)]
     assert len(said) == 1, [str(w.message) for w in said]
     assert said[0].filename == __file__  # the line that calls the step
     assert "stopped recording" in str(said[0].message) and fn.why in str(said[0].message)
@@ -81,12 +79,7 @@ def test_a_step_refused_for_good_costs_a_traced_step_and_gives_its_values(dev):
 
 def test_a_step_that_stops_being_refused_replays_again_within_the_longest_wait(dev):
     fixed = 30  # calls before: refused; after: it could replay
-    first = []
-
-    def on_call(i, fn):
-        if fn.replays and not first:
-            first.append(i)
-
+    on_call, first = first_replay()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CaptureWarning)
         losses, _, fn = _train(dev, ltorch.capture, calls=fixed + LONGEST_WAIT + 10, stash_until=fixed,
@@ -99,23 +92,9 @@ def test_a_step_that_stops_being_refused_replays_again_within_the_longest_wait(d
     np.testing.assert_allclose(losses, traced_losses, rtol=1e-6, atol=1e-7)
 
 
-_SCALE = [1.0]
-
-
 def test_a_python_number_that_changes_every_call_stops_recording_and_is_found_again_when_it_stops(dev):
     x = torch.arange(4.0).to(dev)
-
-    @ltorch.capture
-    def step(x):
-        return x * _SCALE[0]
-
-    got = []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for i in range(60):
-            _SCALE[0] = float(i) if i < 30 else 7.0  # a new number every call, then one number
-            got.append(step(x).cpu().tolist())
+    got, said, step = number_changing_for_a_while(ltorch.capture, x, lambda out: out.cpu().tolist())
     assert got == [[v * (float(i) if i < 30 else 7.0) for v in range(4)] for i in range(60)]
-    said = [w for w in caught if issubclass(w.category, CaptureWarning)]
     assert len(said) == 1 and "changed between calls" in str(said[0].message), [str(w.message) for w in said]
     assert step.replays > 0 and step.recordings < 20, (step.recordings, step.replays)
