@@ -684,7 +684,8 @@ def _layout(out, res):
     """What :func:`wrap` makes of a single tensor result, for replays to reuse."""
     if not isinstance(out, torch.Tensor):
         return None
-    return tuple(res.shape), tuple(out.stride()), TO_TORCH[res.dtype], torch_device(res.device)
+    # (eager's dtype: a complex<f32> handle is a complex64 or a chalf result)
+    return tuple(res.shape), tuple(out.stride()), out.dtype, torch_device(res.device)
 
 
 def _via_functional(found):

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from lazycore.ir import events, sourceloc
+from lazycore.trace import core
 
 TO_LAZY = {
     torch.float32: "f32",
@@ -29,12 +30,16 @@ TO_LAZY = {
     torch.float8_e4m3fnuz: "f8E4M3FNUZ",
     torch.float8_e5m2fnuz: "f8E5M2FNUZ",
 }
-# complex32 (torch.chalf) has no entry, so the lazy device refuses it by name: StableHLO's
-# complex element types are complex<f32> and complex<f64> only and XLA has no 32-bit complex.
-# Stored as complex<f32>, a chalf value would need rounding to float16 per part after every
-# op eager makes a chalf result with (the torch dtype then taken from the meta result, not the
-# handle), which is the dispatcher's and the tensor wrapper's business, not a table's.
 TO_TORCH = {v: k for k, v in TO_LAZY.items()}
+
+# complex32 (torch.chalf) is stored as complex<f32>: StableHLO's complex element types are
+# complex<f32> and complex<f64> only. Each part of a stored chalf value holds a float16
+# (:func:`chalf_rounded`, applied wherever a chalf tensor gets a value), so every op computes
+# in complex<f32> from float16 parts and rounds its result once, as eager's CPU kernels for
+# c10::complex<Half> do (through c10::complex<float>). The torch dtype of a complex<f32>
+# handle is then the meta result's, not TO_TORCH's.
+CHALF = torch.complex32
+STORED = {CHALF: "complex<f32>"}
 
 # torch dtypes NumPy has no type for, and the ml_dtypes type of the same bits
 _BITS = {
@@ -52,11 +57,20 @@ def lazy_dtype(dtype: torch.dtype) -> str:
     try:
         return TO_LAZY[dtype]
     except KeyError:
+        if dtype in STORED:
+            return STORED[dtype]
         raise TypeError(f"lazycore has no element type for {dtype}") from None
 
 
 def supported(dtype: torch.dtype) -> bool:
-    return dtype in TO_LAZY
+    return dtype in TO_LAZY or dtype in STORED
+
+
+def chalf_rounded(h):
+    """A complex<f32> handle with each part rounded to float16 (nearest even, as
+    c10's float -> Half), still complex<f32>: the value a chalf tensor holds."""
+    parts = [core.convert_to(core.convert_to(core.apply(p, h), "f16"), "f32") for p in ("real", "imag")]
+    return core.apply("complex", *parts)
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
@@ -65,6 +79,8 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
     if t.layout != torch.strided:
         t = densified(t)
     t = t.detach().resolve_conj().resolve_neg().contiguous()
+    if t.dtype == CHALF:  # (NumPy has no complex32; complex64 holds it exactly)
+        t = t.to(torch.complex64)
     bits = _BITS.get(t.dtype)
     if bits is not None:
         return t.view(bits[0]).numpy().view(bits[2])

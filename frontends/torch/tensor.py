@@ -283,16 +283,26 @@ def wrap(handle, meta: torch.Tensor | None = None, strides=None, owned: bool = F
     shape = handle.shape
     if meta is not None:
         strides = tuple(meta.stride())
-    elif strides is None:
-        strides = views.contiguous_strides(shape)
-    return _new(Storage(handle, strides), (), shape, strides, 0, dtypes.TO_TORCH[handle.dtype],
-                torch_device(handle.device))
+        dtype = meta.dtype  # (a complex<f32> handle is a complex64 or a chalf tensor)
+        if dtype is _CHALF:
+            handle = _chalf_rounded(handle)
+    else:
+        dtype = dtypes.TO_TORCH[handle.dtype]
+        if strides is None:
+            strides = views.contiguous_strides(shape)
+    return _new(Storage(handle, strides), (), shape, strides, 0, dtype, torch_device(handle.device))
 
 
 def wrap_layout(handle, shape, strides, dtype, tdev) -> Tensor:
     """A new tensor owning ``handle`` (made for it alone), with eager's layout
     for it given directly."""
+    if dtype is _CHALF:
+        handle = _chalf_rounded(handle)
     return _new(Storage(handle, strides), (), shape, strides, 0, dtype, tdev)
+
+
+_CHALF = dtypes.CHALF
+_chalf_rounded = dtypes.chalf_rounded
 
 
 def view_of(base: Tensor, steps: tuple, layout: tuple) -> Tensor:
@@ -378,6 +388,8 @@ def write(t: Tensor, new, overlap_ok: bool = False) -> Tensor:
     through a view it reaches the base and every other view. ``overlap_ok``:
     eager's kernel for the op writes into a tensor some of whose elements share
     one memory location (``fill_`` with a number does; ``add_`` raises)."""
+    if t._key[3] is _CHALF:  # (in-place results are chalf values too: see wrap)
+        new = _chalf_rounded(new)
     steps = t._steps
     if steps and any(type(s) in _SHARING_STEPS for s in steps):
         steps, new = _through_memory(t, new, overlap_ok)
@@ -425,6 +437,8 @@ def _through_memory(t: Tensor, new, overlap_ok: bool):
 def to_host(t: Tensor) -> torch.Tensor:
     """A CPU copy of ``t``'s value, with ``t``'s strides (an implicit barrier)."""
     host = dtypes.from_numpy(core.to_numpy(read(t)))
+    if t.dtype is _CHALF:  # stored as complex64, whose parts hold float16s: exact
+        host = host.to(_CHALF)
     if t.dim() > 1 and not t.is_contiguous() and _dense(t.shape, t.stride()):
         out = torch.empty_strided(t.shape, t.stride(), dtype=host.dtype)
         out.copy_(host)
@@ -444,7 +458,12 @@ def _dense(shape, strides) -> bool:
 
 def from_host(host: torch.Tensor, tdev) -> Tensor:
     """Upload a CPU tensor to the lazy device ``tdev`` as a new tensor."""
-    return wrap(upload(host, lc_device(tdev), scalar=False))
+    handle = upload(host, lc_device(tdev), scalar=False)
+    if host.dtype is _CHALF:  # (its parts are float16s already: no rounding)
+        shape = handle.shape
+        strides = views.contiguous_strides(shape)
+        return _new(Storage(handle, strides), (), shape, strides, 0, _CHALF, torch_device(handle.device))
+    return wrap(handle)
 
 
 def upload(host: torch.Tensor, lc_dev, scalar: bool = True):
