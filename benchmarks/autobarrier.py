@@ -78,6 +78,7 @@ def bench(args, kit):
     import lazycore
     import lazycore.numpy as lnp
     import lazycore.torch as ltorch
+    from lazycore.ir.context import TRACE
 
     dev = ltorch.device()
     warm, steps = args.warmup, args.steps
@@ -139,7 +140,7 @@ def bench(args, kit):
     kit.set_ratios(B)
 
     def gd_loop(mark):
-        lazycore.autostep.CUTTER.reset()
+        TRACE.cutter.reset()
         step, _ = _gd(lnp, X, Y, mark)
         settle()
         lazycore.cache.clear()

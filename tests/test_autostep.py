@@ -13,7 +13,7 @@ import lazycore as lc
 import lazycore.numpy as lnp
 from lazycore.ir.config import override
 from lazycore.observe import debug, metrics
-from lazycore.runtime.autostep import CUTTER
+from lazycore.ir.context import TRACE
 
 pytestmark = pytest.mark.usefixtures("clean_runtime", "fresh_cutter")
 
@@ -22,9 +22,9 @@ STEPS = 10
 
 @pytest.fixture
 def fresh_cutter():
-    CUTTER.reset()
+    TRACE.cutter.reset()
     yield
-    CUTTER.reset()
+    TRACE.cutter.reset()
 
 
 def _data(np):
@@ -60,7 +60,7 @@ def test_gradient_descent_without_barriers_runs_one_program_per_step():
     got_hand = gradient_descent(lnp, STEPS, mark=lambda i: True, per_step=hand)
     compiles_hand = metrics.counters()["compiles"]
     assert hand == [1] * STEPS and compiles_hand == 1
-    CUTTER.reset()  # (the hand-placed loop's marks taught it nothing; start clean all the same)
+    TRACE.cutter.reset()  # (the hand-placed loop's marks taught it nothing; start clean all the same)
     auto = []
     got = gradient_descent(lnp, STEPS, per_step=auto)
     # the first steps share a program until the repetition is seen; then one program a step,
@@ -115,7 +115,7 @@ def test_explicit_marks_every_few_steps_are_respected():
     """A program that marks every 4th step itself fuses 4 steps per program once it has marked."""
     runs = []
     gradient_descent(lnp, 16, mark=lambda i: i % 4 == 3, per_step=runs)
-    assert CUTTER.off  # its marks enclosed the same number of learned steps twice
+    assert TRACE.cutter.off  # its marks enclosed the same number of learned steps twice
     assert runs[-4:] == [0, 0, 0, 1]
 
 
@@ -123,7 +123,7 @@ def test_an_occasional_mark_step_changes_nothing():
     """A mark_step before an evaluation: the learned step end stays."""
     runs = []
     gradient_descent(lnp, 30, mark=lambda i: i in (9, 19), per_step=runs)
-    assert not CUTTER.off
+    assert not TRACE.cutter.off
     assert runs[-5:] == [1] * 5
 
 

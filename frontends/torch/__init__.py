@@ -20,7 +20,7 @@ import sys
 
 import torch
 
-from lazycore.runtime.autostep import CUTTER
+from lazycore.ir.context import TRACE
 from lazycore.trace import core
 
 from lazycore.ir import heap as _heap
@@ -92,7 +92,7 @@ def dynamic(tensor, dim: int):
 def optimizer_step(optimizer, barrier: bool = True, optimizer_args: dict | None = None):
     """``optimizer.step()``, then the step barrier (as PyTorch/XLA's ``optimizer_step``;
     ``barrier=False``: none, not even the automatic one)."""
-    with CUTTER.holding():
+    with TRACE.cutter.holding():
         loss = optimizer.step(**(optimizer_args or {}))
     if barrier:
         mark_step()

@@ -80,9 +80,8 @@ import torch
 import torch.optim.optimizer as _optimizer
 from torch.utils import _pytree as pytree
 
-from lazycore.ir.context import LOCK
+from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.memo import Family, Memo
-from lazycore.runtime.autostep import CUTTER
 from lazycore.trace import attrreads as _attrreads
 from lazycore.trace import capture as _capture
 from lazycore.trace import pyreads as _pyreads
@@ -456,7 +455,7 @@ class _Plan:
         with _tensor.MADE.collecting() as made, _optim.SchedulerSteps() as schedulers, \
                 _attrreads.AttrReads(_a_tensor, profiled=True) as attrs, \
                 _pyreads.Reads(fn, (torch.nn.Module,), also=attrs) as reads, \
-                CUTTER.holding():
+                TRACE.cutter.holding():
             try:
                 watch = _capture.begin([x._storage.handle for x in tensors], calls=inside is None)
                 if inside is not None:

@@ -41,7 +41,7 @@ from torch._dynamo import trace_rules
 
 from lazycore.ir.context import LOCK
 from lazycore.ir.tensor import LazyTensor
-from lazycore.runtime.autostep import CUTTER
+from lazycore.ir.context import TRACE
 from lazycore.trace import capture as _capture
 from lazycore.trace import core
 from lazycore.trace import views as _views
@@ -168,7 +168,7 @@ class Program:
     def _record(self, args, key) -> list:
         self.traces += 1
         watch = _capture.begin([a._storage.handle for a in args if type(a) is Tensor])
-        with CUTTER.holding():  # one ATen graph: no step ends inside it
+        with TRACE.cutter.holding():  # one ATen graph: no step ends inside it
             outs = list(self.gm(*args))
         try:
             _capture.check(watch)

@@ -68,7 +68,7 @@ import torch
 import torch.optim  # noqa: F401  (loads the optimizer modules patched below)
 import torch.optim.optimizer as _optimizer
 
-from lazycore.runtime.autostep import CUTTER
+from lazycore.ir.context import TRACE
 from lazycore.trace import core
 
 from . import optim_foreach
@@ -520,7 +520,7 @@ def ours(opt) -> bool:
 
 def _step_begins(opt, args, kwargs) -> None:
     if ours(opt):
-        CUTTER.step_begins()
+        TRACE.cutter.step_begins()
 
 
 def _step_ended(opt, args, kwargs) -> None:
@@ -528,7 +528,7 @@ def _step_ended(opt, args, kwargs) -> None:
     optimizer over lazy parameters ends the training step; the barrier runs
     before the next op that reads what it updated (not while dynamo traces)."""
     if ours(opt):
-        CUTTER.step_ended()
+        TRACE.cutter.step_ended()
 
 
 def _wrapped_by(fn, marker: str) -> bool:

@@ -11,16 +11,16 @@ import lazycore.torch as ltorch
 from lazycore.ir import events
 from lazycore.ir.config import override
 from lazycore.observe import metrics
-from lazycore.runtime.autostep import CUTTER
+from lazycore.ir.context import TRACE
 
 pytestmark = pytest.mark.usefixtures("clean_runtime", "fresh_cutter")
 
 
 @pytest.fixture
 def fresh_cutter():
-    CUTTER.reset()
+    TRACE.cutter.reset()
     yield
-    CUTTER.reset()
+    TRACE.cutter.reset()
 
 STEPS = 6
 

@@ -36,7 +36,7 @@ def locked(fn):
 
 
 class TraceContext:
-    __slots__ = ("recorder", "updates")
+    __slots__ = ("recorder", "updates", "cutter")
 
     def __init__(self):
         self.recorder = None
@@ -44,6 +44,12 @@ class TraceContext:
         self.updates = None
         """Called as ``updates(handle, new_value)`` before an in-place update
         (the automatic step barriers, :mod:`lazycore.runtime.autostep`), or None."""
+        self.cutter = None
+        """The automatic step barriers (a :class:`lazycore.runtime.autostep.StepCutter`),
+        given to the context when that module loads (this layer cannot make one:
+        a cut runs a barrier). Every recorded op reads ``cutter.due`` first;
+        frontends tell it where their steps begin and end, and hold it off
+        while they trace a step of their own."""
 
     @contextlib.contextmanager
     def recording(self, recorder):

@@ -86,7 +86,8 @@ class _Rule:
 
 
 class StepCutter:
-    """The automatic step barriers' state (see the module docs): one per process."""
+    """The automatic step barriers' state (see the module docs): the trace
+    context's (``TRACE.cutter``, :func:`install`)."""
 
     __slots__ = ("due", "held", "start", "due_start", "stepping", "watch", "marked", "updates", "handles", "last",
                  "starts", "anchor", "fails", "after", "rule", "seen", "base", "cuts", "ends", "last_ends", "off",
@@ -384,7 +385,13 @@ def _where(loc) -> str:
     return "an unknown line" if loc is None else f"{loc[0]}:{loc[1]}"
 
 
-CUTTER = StepCutter()
-"""The process's automatic step barriers; :class:`~lazycore.ir.tensor.LazyTensor`
-in-place updates reach it through ``TRACE.updates``."""
-TRACE.updates = CUTTER.updated
+def install(trace) -> StepCutter:
+    """Give the trace context ``trace`` its automatic step barriers: recorded
+    ops read ``trace.cutter``, and :class:`~lazycore.ir.tensor.LazyTensor`
+    in-place updates reach it through ``trace.updates``."""
+    cutter = trace.cutter = StepCutter()
+    trace.updates = cutter.updated
+    return cutter
+
+
+install(TRACE)  # the process's one trace context (lazycore.ir.context)

@@ -27,7 +27,7 @@ from lazycore.ir.failure import Failure
 from lazycore.ir.graph import Data
 from lazycore.runtime import barrier
 from lazycore.runtime import device as _device
-from lazycore.runtime.autostep import CUTTER
+from lazycore.runtime import autostep  # noqa: F401  (gives TRACE its cutter)
 
 DEPTH = [0]
 """Frontend calls in progress (under ``LOCK``): only the outermost one runs its results."""
@@ -59,7 +59,7 @@ def op(fn):
                 out = fn(*args, **kwargs)
             finally:
                 DEPTH[0] -= 1
-            if DEPTH[0] == 0 and TRACE.recorder is None and not CUTTER.held:
+            if DEPTH[0] == 0 and TRACE.recorder is None and not TRACE.cutter.held:
                 settle()
             return out
 

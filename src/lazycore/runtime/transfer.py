@@ -12,11 +12,11 @@ import numpy as np
 
 from lazycore.dialect.types import TensorType, from_numpy_dtype, to_numpy_dtype, type_of
 from lazycore.ir import events
-from lazycore.ir.context import locked
+from lazycore.ir.context import TRACE, locked
 from lazycore.ir.graph import Data, Value
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import barrier, closures, pjrt
-from lazycore.runtime.autostep import CUTTER
+from lazycore.runtime import autostep  # noqa: F401  (gives TRACE its cutter)
 from lazycore.runtime import device as _device
 from lazycore.runtime.reads import _materialize, to_buffer, to_numpy  # noqa: F401  (reads are transfers too)
 
@@ -170,7 +170,7 @@ def mark_step(wait: bool = False, devices=None) -> None:
     finished, so tracing the next step overlaps this step's execution (as
     PyTorch/XLA's ``mark_step``); ``wait=True`` waits for it to finish. Any
     read of a value (``to_numpy``, ``.item()``, printing) waits for the value."""
-    CUTTER.explicit_mark()
+    TRACE.cutter.explicit_mark()
     # one step for all the devices: no thread records between their barriers (held: _locked)
     for d in devices if devices is not None else _device.known_devices():
         barrier.sync(_device.get(d), wait)

@@ -28,7 +28,7 @@ from lazycore.ir.sourceloc import caller as _user_frame
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import buckets as _buckets
 from lazycore.runtime import device as _device
-from lazycore.runtime.autostep import CUTTER as _CUTTER
+from lazycore.runtime import autostep as _autostep  # noqa: F401  (gives TRACE its cutter, read per op)
 from lazycore.trace import eager_core as _eager_core
 from lazycore.trace.scalar_policy import POLICY as _POLICY
 from lazycore.runtime.transfer import (  # noqa: F401  (the core API: values in and out)
@@ -96,8 +96,9 @@ def scalar(value, dtype: str | None = None, device=None, fold: bool = True) -> L
     through 0 or 1, such as a scheduled learning rate, keeps one program).
     """
     with _LOCK:  # one op at a time across threads (docs/threads.md)
-        if _CUTTER.due or len(_LOG.nodes) >= _settings.auto_barrier_nodes:
-            _CUTTER.cut()  # a step ended (lazycore.runtime.autostep)
+        cutter = TRACE.cutter
+        if cutter.due or len(_LOG.nodes) >= _settings.auto_barrier_nodes:
+            cutter.cut()  # a step ended (lazycore.runtime.autostep)
         source = None
         rec = TRACE.recorder
         if rec is not None:  # lazycore.recipes: a float argument of the recorded call?
@@ -135,8 +136,9 @@ def apply(op_name: str, *operands, device=None, **attrs_and_params):
     a LazyTensor, or a tuple of them for a multi-result op.
     """
     with _LOCK:  # the op is one step of the shared graph (docs/threads.md)
-        if _CUTTER.due or len(_LOG.nodes) >= _settings.auto_barrier_nodes:
-            _CUTTER.cut(operands)  # a step ended: before the operands are read (lazycore.runtime.autostep)
+        cutter = TRACE.cutter
+        if cutter.due or len(_LOG.nodes) >= _settings.auto_barrier_nodes:
+            cutter.cut(operands)  # a step ended: before the operands are read (lazycore.runtime.autostep)
         spec = _SPECS.get(op_name) or _spec(op_name)
         values, types = [], []
         dev = None

@@ -63,7 +63,7 @@ from lazycore.ir.graph import LOG, Node, Scalar, Value, constant_only, node_pref
 from lazycore.ir.regions import RegionNode
 from lazycore.ir.sourceloc import caller
 from lazycore.ir.tensor import LazyTensor
-from lazycore.runtime.autostep import CUTTER
+from lazycore.runtime import autostep  # noqa: F401  (gives TRACE its cutter, read per replay)
 
 _INPUT, _STEP, _FROZEN, _GROUP, _PARAM = 0, 1, 2, 3, 4
 _VALUES_KEPT = 64
@@ -324,8 +324,9 @@ class Recipe:
         by default the caller of this method. The replay is one step of the
         shared graph (:data:`lazycore.ir.context.LOCK`, docs/threads.md)."""
         with LOCK:
-            if CUTTER.due or len(LOG.nodes) >= settings.auto_barrier_nodes:
-                CUTTER.cut(inputs)  # a step ended: before the inputs are read (lazycore.runtime.autostep)
+            cutter = TRACE.cutter
+            if cutter.due or len(LOG.nodes) >= settings.auto_barrier_nodes:
+                cutter.cut(inputs)  # a step ended: before the inputs are read (lazycore.runtime.autostep)
             loc = caller(start=start)
             values = self._param_values(floats, loc) if self.prefs else ()
             fast = self.fragment.fast
