@@ -83,11 +83,26 @@ reading it back: the Adam family, ASGD and Rprop in their capturable step;
 SGD, RMSprop, Adagrad and Adadelta (whose steps give the rate to ``add_``'s
 ``alpha`` or ``addcdiv_``'s ``value``, which would read it back) through
 :func:`_lr_operand`."""
-_TENSOR_BETA1 = (torch.optim.Adam,)
+_TENSOR_BETA1 = (torch.optim.Adam, torch.optim.Adamax, torch.optim.NAdam, torch.optim.RAdam)
 """Optimizers whose step takes ``betas[0]`` as a device tensor without reading
-it back (Adam, AdamW): the beta a scheduler cycles (OneCycleLR, CyclicLR with
-``cycle_momentum``) is a program input like the learning rate. (Adam's
-``beta2`` goes to ``addcmul_``'s ``value``, a Python number: it stays one.)"""
+it back (Adam, AdamW, and the multi-tensor forms of Adamax, NAdam and RAdam,
+:mod:`.optim_foreach`): the beta a scheduler cycles (OneCycleLR, CyclicLR with
+``cycle_momentum``; transformers' schedulers set only the rate) is a program
+input like the learning rate. (``beta2`` goes to ``addcmul_``'s ``value``, a
+Python number, and no scheduler changes it: it stays one.)"""
+
+_BETA1_FORMS_ONLY = (torch.optim.Adamax, torch.optim.NAdam, torch.optim.RAdam)
+"""Of those, the ones that take a device ``betas[0]`` only in their
+multi-tensor forms: torch's own branches, which a complex parameter's group
+runs (:func:`.optim_foreach.supports`), take a Python number."""
+
+
+def _beta1_on_device(opt) -> bool:
+    if not isinstance(opt, _TENSOR_BETA1):
+        return False
+    # (any group's: a captured step's guards leave out every group's betas[0] or none, .capture._groups)
+    return not (isinstance(opt, _BETA1_FORMS_ONLY)
+                and any(torch.is_complex(p) for g in opt.param_groups for p in g["params"]))
 
 
 def _with_lazy(original):
@@ -443,9 +458,10 @@ def read_as_input(opt) -> tuple[str, ...]:
 
 def _made_with(add_param_group):
     """``Optimizer.add_param_group``, which also makes the group's device
-    learning rate (and Adam's ``betas[0]``) when its parameters are on the
-    lazy device already: made before any step, it is no tensor a captured
-    step made, and a first step reads it as every later step does."""
+    learning rate (and its ``betas[0]``, :data:`_TENSOR_BETA1`) when its
+    parameters are on the lazy device already: made before any step, it is no
+    tensor a captured step made, and a first step reads it as every later
+    step does."""
 
     def with_rates(self, param_group):
         add_param_group(self, param_group)
@@ -459,8 +475,7 @@ def _made_with(add_param_group):
         if type(group.get("lr")) is float:
             _RATES.setdefault(self, {})[i] = _Rate(group["lr"], device)
         betas = group.get("betas")
-        if isinstance(self, _TENSOR_BETA1) and betas and type(betas[0]) is float \
-                and not group.get("differentiable"):
+        if betas and type(betas[0]) is float and not group.get("differentiable") and _beta1_on_device(self):
             _BETA1S.setdefault(self, {})[i] = _Rate(betas[0], device)
 
     with_rates.lazycore_wraps = add_param_group
@@ -485,7 +500,8 @@ def _swap_in(opt, args, kwargs) -> None:
             rate = rates[i] = _Rate(lr, group["params"][0].device)
         rate.at_step(lr)
         group["lr"] = rate.tensor
-    if not isinstance(opt, _TENSOR_BETA1):
+    if not _beta1_on_device(opt):
+        _BETA1S.pop(opt, None)  # (a complex parameter's group added since they were made)
         return
     betas = None
     for i, group in enumerate(opt.param_groups):

@@ -6,8 +6,9 @@ to the parameter's dtype where it meets it): about 40 graph nodes per
 parameter, all of which a replayed optimizer step makes again every step
 (:mod:`.optim_replay`). Here the math that does not depend on a step counter
 is computed once per parameter group, and each rounding to a dtype once per
-dtype; the bias corrections stay per counter, as 0-d values. The formulas
-are eager's non-capturable ones, in float64 where Python computes them with
+dtype (:class:`_GroupTerms`, shared by the four forms); the bias corrections
+stay per counter, as 0-d values. ``lr`` and ``beta1`` (which OneCycleLR and
+CyclicLR cycle) may be device values. The formulas are eager's non-capturable ones, in float64 where Python computes them with
 floats (:mod:`.optim`), rounded once to the parameter's dtype where eager
 rounds the Python number: Adam's and AdamW's values are those of the
 per-parameter form.
@@ -37,12 +38,29 @@ a reduced-precision parameter's op computes in float32 (torch's opmath), so its
 scalars go to the op as float64 values and the op rounds them as it does now."""
 
 
-class _Scalars:
-    """A group's float64 device scalars (or Python numbers), each converted to
-    a parameter dtype at most once."""
+class _GroupTerms:
+    """A group's terms that no step counter enters (eager recomputes them per
+    parameter): ``-lr``, ``1 - lr * weight_decay`` and ``1 - beta1``, float64
+    device values where ``lr`` or ``beta1`` is one (or Python numbers), each
+    converted to a parameter dtype at most once (:meth:`at`)."""
 
-    def __init__(self):
+    __slots__ = ("lr", "one_minus_beta1", "_lr_neg", "_weight_decay", "_decay", "_cast")
+
+    def __init__(self, lr, beta1, weight_decay, decoupled_weight_decay=False):
+        self.lr = lr
+        self.one_minus_beta1 = 1 - beta1
+        self._lr_neg = None
+        self._weight_decay = weight_decay
+        self._decay = 1 - lr * weight_decay if weight_decay != 0 and decoupled_weight_decay else None
         self._cast: dict = {}
+
+    @property
+    def lr_neg(self):
+        # (made when asked: RAdam's update scales by lr itself, and a node no update reads
+        # would still be made again by every replay)
+        if self._lr_neg is None:
+            self._lr_neg = -self.lr  # (-lr / c is -(lr / c) exactly)
+        return self._lr_neg
 
     def at(self, value, dtype):
         if not isinstance(value, torch.Tensor) or dtype not in _ROUNDED_ONCE or value.dtype == dtype:
@@ -52,6 +70,16 @@ class _Scalars:
         if found is None:
             found = self._cast[key] = (value, value.to(dtype))
         return found[1]
+
+    def decayed(self, param, grad):
+        """Eager's weight decay: ``param`` scaled in place (decoupled), or the
+        gradient with the decay term added (L2); the gradient to use."""
+        if self._weight_decay == 0:
+            return grad
+        if self._decay is not None:
+            param.mul_(self.at(self._decay, param.dtype))
+            return grad
+        return grad.add(param, alpha=self._weight_decay)
 
 
 def _rounded(value, dtype):
@@ -83,27 +111,19 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, 
     ``beta1`` float64 device values or Python floats."""
     if not params:
         return
-    scalars = _Scalars()
+    terms = _GroupTerms(lr, beta1, weight_decay, decoupled_weight_decay)
     with torch.no_grad():
         torch._foreach_add_(state_steps, 1)
-        step_size_neg = -lr  # (-lr / c is -(lr / c) exactly)
-        decay = 1 - lr * weight_decay if weight_decay != 0 and decoupled_weight_decay else None
-        one_minus_beta1 = 1 - beta1
         for i, param in enumerate(params):
-            grad = grads[i] if not maximize else -grads[i]
             exp_avg, exp_avg_sq = exp_avgs[i], exp_avg_sqs[i]
             dtype = param.dtype
-            if weight_decay != 0:
-                if decoupled_weight_decay:
-                    param.mul_(scalars.at(decay, dtype))
-                else:
-                    grad = grad.add(param, alpha=weight_decay)
-            exp_avg.lerp_(grad, scalars.at(one_minus_beta1, dtype))
+            grad = terms.decayed(param, grads[i] if not maximize else -grads[i])
+            exp_avg.lerp_(grad, terms.at(terms.one_minus_beta1, dtype))
             exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             # (0-d, not one vector of the group's counters: a vector's length would be
             # the number of parameters with a gradient, a new shape when it changes)
             step = state_steps[i].to(torch.float64)  # (eager: step_t.item())
-            step_size = _rounded(step_size_neg / (1 - beta1 ** step), dtype)
+            step_size = _rounded(terms.lr_neg / (1 - beta1 ** step), dtype)
             correction = _rounded((1 - beta2 ** step) ** 0.5, dtype)
             if amsgrad:
                 torch.maximum(max_exp_avg_sqs[i], exp_avg_sq, out=max_exp_avg_sqs[i])
@@ -120,21 +140,17 @@ def adamax(params, grads, exp_avgs, exp_infs, state_steps, *, eps, beta1, beta2,
     else-branch), with ``lr`` a float64 device value."""
     if not params:
         return
-    scalars = _Scalars()
+    terms = _GroupTerms(lr, beta1, weight_decay)
     with torch.no_grad():
         torch._foreach_add_(state_steps, 1)
-        lr_neg = -lr  # (-lr / c is -(lr / c) exactly)
-        one_minus_beta1 = 1 - beta1
         for i, param in enumerate(params):
-            grad = grads[i] if not maximize else -grads[i]
             exp_avg, exp_inf = exp_avgs[i], exp_infs[i]
             dtype = param.dtype
-            if weight_decay != 0:
-                grad = grad.add(param, alpha=weight_decay)
-            exp_avg.lerp_(grad, scalars.at(one_minus_beta1, dtype))
+            grad = terms.decayed(param, grads[i] if not maximize else -grads[i])
+            exp_avg.lerp_(grad, terms.at(terms.one_minus_beta1, dtype))
             torch.maximum(exp_inf.mul_(beta2), grad.abs().add_(eps), out=exp_inf)
             step = state_steps[i].to(torch.float64)  # (eager: step_t.item())
-            clr_neg = _rounded(lr_neg / (1 - beta1 ** step), dtype)
+            clr_neg = _rounded(terms.lr_neg / (1 - beta1 ** step), dtype)
             param.addcdiv_(exp_avg * clr_neg, exp_inf)  # (addcdiv_(a, b, value=s) computes (s * a) / b)
 
 
@@ -146,27 +162,20 @@ def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, *, bet
     them with ``.item()``)."""
     if not params:
         return
-    scalars = _Scalars()
+    terms = _GroupTerms(lr, beta1, weight_decay, decoupled_weight_decay)
     with torch.no_grad():
         torch._foreach_add_(state_steps, 1)
-        lr_neg = -lr
-        decay = 1 - lr * weight_decay if weight_decay != 0 and decoupled_weight_decay else None
-        one_minus_beta1 = 1 - beta1
+        lr_neg = terms.lr_neg
         for i, param in enumerate(params):
-            grad = grads[i] if not maximize else -grads[i]
             exp_avg, exp_avg_sq, mu_product = exp_avgs[i], exp_avg_sqs[i], mu_products[i]
             dtype = param.dtype
             step = state_steps[i].to(torch.float64)
             bias_correction2 = 1 - beta2 ** step
-            if weight_decay != 0:
-                if decoupled_weight_decay:
-                    param.mul_(scalars.at(decay, dtype))
-                else:
-                    grad = grad.add(param, alpha=weight_decay)
+            grad = terms.decayed(param, grads[i] if not maximize else -grads[i])
             mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
             mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
             mu_product.mul_(_rounded(mu, mu_product.dtype))  # (eager: a float32 tensor times a Python float)
-            exp_avg.lerp_(grad, scalars.at(one_minus_beta1, dtype))
+            exp_avg.lerp_(grad, terms.at(terms.one_minus_beta1, dtype))
             exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             denom = exp_avg_sq.div(_rounded(bias_correction2, dtype)).sqrt().add_(eps)
             product = mu_product.to(torch.float64)  # (eager: mu_product.item())
@@ -182,29 +191,22 @@ def radam(params, grads, exp_avgs, exp_avg_sqs, state_steps, *, beta1, beta2, lr
     picked on the device, with ``lr`` a float64 device value."""
     if not params:
         return
-    scalars = _Scalars()
+    terms = _GroupTerms(lr, beta1, weight_decay, decoupled_weight_decay)
     with torch.no_grad():
         torch._foreach_add_(state_steps, 1)
-        decay = 1 - lr * weight_decay if weight_decay != 0 and decoupled_weight_decay else None
-        one_minus_beta1 = 1 - beta1
         rho_inf = 2 / (1 - beta2) - 1
         rect_denominator = (rho_inf - 4) * (rho_inf - 2)
         for i, param in enumerate(params):
-            grad = grads[i] if not maximize else -grads[i]
             exp_avg, exp_avg_sq = exp_avgs[i], exp_avg_sqs[i]
             dtype = param.dtype
             step = state_steps[i].to(torch.float64)
-            if weight_decay != 0:
-                if decoupled_weight_decay:
-                    param.mul_(scalars.at(decay, dtype))
-                else:
-                    grad = grad.add(param, alpha=weight_decay)
-            exp_avg.lerp_(grad, scalars.at(one_minus_beta1, dtype))
+            grad = terms.decayed(param, grads[i] if not maximize else -grads[i])
+            exp_avg.lerp_(grad, terms.at(terms.one_minus_beta1, dtype))
             exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             beta2_power = beta2 ** step
             bias_correction1 = 1 - beta1 ** step
             bias_correction2 = 1 - beta2_power
-            scaled = (exp_avg / _rounded(bias_correction1, dtype)) * scalars.at(lr, dtype)
+            scaled = (exp_avg / _rounded(bias_correction1, dtype)) * terms.at(terms.lr, dtype)
             rho_t = rho_inf - 2 * step * beta2_power / bias_correction2
             rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / (rect_denominator * rho_t)) ** 0.5
             # (eager's number / tensor is tensor.reciprocal() * number)

@@ -23,9 +23,9 @@ the two halves of ``torch.nn.utils.clip_grad_norm_`` (the total norm, then
 the scaling), patched where that function looks them up. The guards are a
 captured step's: the hyperparameters (a float learning rate a scheduler
 changes is a program input for the optimizers that read it as a device
-tensor, every torch.optim optimizer but LBFGS, and so is Adam's and AdamW's
-``betas[0]``, which OneCycleLR cycles, :mod:`.optim`; for other betas a
-scheduler cycles, a new value traces again), the identity of every state tensor, which
+tensor, every torch.optim optimizer but LBFGS, and so is the ``betas[0]``
+of Adam, AdamW, Adamax, NAdam and RAdam, which OneCycleLR and CyclicLR cycle,
+:mod:`.optim`; for a ``momentum`` a scheduler cycles, a new value traces again), the identity of every state tensor, which
 parameters have gradients, grad mode and the default dtype, and the Python
 arguments (``max_norm``, ``norm_type``). Not replayed: a step given a
 closure (``LBFGS``), ``error_if_nonfinite=True`` (it reads a value), calls
