@@ -171,8 +171,7 @@ def _extreme(name, direction):
         if _is_float(a):
             # NumPy's loops (SIMD max/min) give b on a tie, so maximum(-0.0, +0.0) is +0.0 and
             # maximum(+0.0, -0.0) is -0.0, where the lazy op orders signed zeros as IEEE does
-            a_wins = apply("or", _cmp(_STRICT[direction])(a, b), composites.isnan(a))
-            return apply("select", a_wins, a, b)
+            return composites.beyond_or_nan(a, b, _STRICT[direction], nan_in=a)
         if not a.dtype.startswith("complex"):
             return apply(name, a, b)
         # NumPy's, for complex numbers: the lexicographic order, NaN (in either part) wins
@@ -193,8 +192,7 @@ def _ignoring_nan(direction):
     def pick(a, b):
         if not _is_float(a):
             return apply("maximum" if direction == "GT" else "minimum", a, b)
-        a_wins = apply("or", _cmp(direction)(a, b), composites.isnan(b))
-        return apply("select", a_wins, a, b)
+        return composites.beyond_or_nan(a, b, direction, nan_in=b)
 
     return pick
 

@@ -161,8 +161,7 @@ def _tie_second(direction):
     def pick(a, b):
         if not is_float(a.dtype):
             return apply("maximum" if direction == "GT" else "minimum", a, b)
-        beyond = apply("compare", a, b, direction=direction)
-        return apply("select", apply("or", beyond, composites.isnan(a)), a, b)
+        return composites.beyond_or_nan(a, b, direction, nan_in=a)
 
     return pick
 
@@ -479,8 +478,7 @@ def _fextreme(direction):
     def pick(a, b):
         if not is_float(a.dtype):
             return apply("maximum" if direction == "GT" else "minimum", a, b)
-        beyond = apply("compare", b, a, direction=direction)
-        return apply("select", apply("or", beyond, composites.isnan(a)), b, a)
+        return composites.beyond_or_nan(b, a, direction, nan_in=a)
 
     return pick
 

@@ -361,6 +361,19 @@ fmax = _ignoring_nan("maximum")
 fmin = _ignoring_nan("minimum")
 
 
+def beyond_or_nan(first, second, direction: str, nan_in):
+    """``first`` where it is strictly beyond ``second`` (``direction``: ``"GT"``
+    or ``"LT"``) or where ``nan_in`` (one of the two) is NaN, else ``second``.
+
+    Eager's float maximum/minimum and fmax/fmin, in torch's CPU kernels and in
+    NumPy's loops, each pick an operand rather than order signed zeros as
+    IEEE does (the lazy ``maximum`` puts +0.0 above -0.0): which operand they
+    give on a tie is the order of ``first`` and ``second``, and whether a NaN
+    wins (from either side) or loses to a number is which one ``nan_in`` is."""
+    beyond = apply("compare", first, second, direction=direction)
+    return apply("select", apply("or", beyond, isnan(nan_in)), first, second)
+
+
 # --- classification ---------------------------------------------------------------------
 
 
