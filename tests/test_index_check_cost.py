@@ -1,0 +1,161 @@
+"""What index checks cost an in-range program (issue 41, item 2: at most 3%).
+
+Counted, not timed: the elements a program's checks reduce and the check
+reductions it holds (StableHLO), and the kernels XLA runs for them
+(``lazycore.profile.kernels``). An expanded index (``i[:, None].expand(-1, w)``,
+whose strides repeat each value) is checked over its first row, and one
+index checked by several ops, as a 2-D tensor or reshaped, is one reduction
+per range the ops allow; out-of-range indices still fail with eager's type
+and message.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import lazycore
+import lazycore.torch as ltorch
+from lazycore.ir.config import override
+from lazycore.observe.testing import capture
+
+ROWS, WIDTH, N = 37, 24, 40
+
+_CHECK_REDUCE = re.compile(r"stablehlo\.reduce\(%\S+ init: %\S+\) applies stablehlo\.maximum across dimensions = "
+                           r"\[[\d, ]*\] : \(tensor<([\dx]*)xf32>")
+
+
+def _check_reductions(stablehlo: str) -> list[int]:
+    """The element count of each max-of-floats reduction (how index checks
+    reduce their masks; nothing else in these programs reduces by max)."""
+    sizes = []
+    for m in _CHECK_REDUCE.finditer(stablehlo):
+        n = 1
+        for d in m.group(1).split("x"):
+            n *= int(d)
+        sizes.append(n)
+    return sizes
+
+
+def _data(bad: int | None = None):
+    g = torch.Generator().manual_seed(5)
+    table = torch.randn(ROWS, WIDTH, generator=g)
+    flat = torch.randint(0, ROWS, (N,), generator=g)
+    if bad is not None:
+        flat[N // 3] = bad
+    return table, flat
+
+
+def _expanded_gather(table, flat):
+    return torch.gather(table, 0, flat[:, None].expand(-1, table.shape[1]))
+
+
+def test_an_expanded_gather_index_is_checked_over_its_first_row(clean_runtime):
+    table, flat = _data()
+    dev = ltorch.device()
+    with override(index_checks=True), capture() as cap:
+        got = _expanded_gather(table.to(dev), flat.to(dev)).cpu()
+    torch.testing.assert_close(got, _expanded_gather(table, flat))
+    sizes = _check_reductions(cap.text("stablehlo"))
+    assert sizes == [N], sizes  # one check of N entries, not N x WIDTH
+
+
+@pytest.mark.parametrize("bad", [ROWS, ROWS + 9, -1])
+def test_an_expanded_gather_index_out_of_range_fails_as_eager(clean_runtime, bad):
+    table, flat = _data(bad)
+    with pytest.raises(RuntimeError) as eager:
+        _expanded_gather(table, flat)
+    dev = ltorch.device()
+    with override(index_checks=True):
+        r = _expanded_gather(table.to(dev), flat.to(dev))
+        beside = (torch.arange(4, device=dev) + 1).sum()
+        with pytest.raises(RuntimeError) as info:
+            r.cpu()
+    assert isinstance(info.value, lazycore.BarrierError)
+    assert str(eager.value) in str(info.value), (str(eager.value), str(info.value))
+    assert "test_index_check_cost.py" in str(info.value)
+    assert beside.item() == 10
+
+
+def _expanded_scatter_add(base, flat, src):
+    return base.scatter_add(0, flat[:, None].expand(-1, base.shape[1]), src)
+
+
+@pytest.mark.parametrize("bad", [None, ROWS + 3])
+def test_an_expanded_scatter_index_is_checked_over_its_first_row(clean_runtime, bad):
+    table, flat = _data(bad)
+    src = torch.randn(N, WIDTH, generator=torch.Generator().manual_seed(4))
+    dev = ltorch.device()
+    with override(index_checks=True), capture() as cap:
+        r = _expanded_scatter_add(table.to(dev), flat.to(dev), src.to(dev))
+        if bad is None:
+            torch.testing.assert_close(r.cpu(), _expanded_scatter_add(table, flat, src))
+        else:
+            with pytest.raises(RuntimeError) as eager:
+                _expanded_scatter_add(table, flat, src)
+            with pytest.raises(RuntimeError) as info:
+                r.cpu()
+            assert isinstance(info.value, lazycore.BarrierError)
+            assert str(eager.value) in str(info.value), (str(eager.value), str(info.value))
+    assert _check_reductions(cap.text("stablehlo", graph=0)) == [N]
+
+
+def _many(table, i):
+    """One (8, 5) index through six indexing ops, as benchmark 12's step."""
+    flat = i.reshape(-1)
+    counts = torch.zeros(table.shape[0], device=table.device)
+    e = F.embedding(i, table)
+    g = _expanded_gather(table, flat)
+    s = table[flat]
+    sel = torch.index_select(table, 0, flat)
+    counts = counts.index_put((flat,), torch.ones_like(flat, dtype=counts.dtype), accumulate=True)
+    counts = counts.scatter_add(0, flat, torch.ones_like(flat, dtype=counts.dtype))
+    return e.sum() + g.sum() + s.sum() + sel.sum() + counts.sum()
+
+
+def _index():
+    return torch.randint(0, ROWS, (8, 5), generator=torch.Generator().manual_seed(9))
+
+
+def test_one_index_checked_by_six_ops_is_checked_over_its_entries(clean_runtime):
+    # embedding, gather (expanded), index_select and scatter_add allow 0..n-1,
+    # x[i] and index_put -n..n-1: reductions of the 40 entries, none of 40 x 24
+    table, i = _data()[0], _index()
+    dev = ltorch.device()
+    with override(index_checks=True), capture() as cap:
+        got = _many(table.to(dev), i.to(dev)).item()
+    assert got == pytest.approx(_many(table, i).item(), rel=1e-5)
+    # (the expanded index's first row is a third, merged with the first by XLA: the next test)
+    assert _check_reductions(cap.text("stablehlo")) == [40, 40, 40]
+
+
+def _kernel_runs(fn, runs: int = 3) -> dict[str, int]:
+    kept = fn()  # (a result nothing holds would not be computed)
+    lazycore.mark_step(wait=True)
+    with lazycore.profile.kernels() as prof:
+        for _ in range(runs):
+            kept = fn()
+            lazycore.mark_step(wait=True)
+    assert kept is not None
+    out: dict[str, int] = {}
+    for r in prof.rows:
+        if not r.what.startswith("while"):
+            out[r.what] = out.get(r.what, 0) + r.count // runs
+    return out
+
+
+def test_the_checks_of_one_index_through_six_ops_add_few_kernels(clean_runtime):
+    table, i = _data()[0], _index()
+    dev = ltorch.device()
+    lt, li = table.to(dev), i.to(dev)
+    counts = {}
+    for on in (False, True):
+        with override(index_checks=on):
+            counts[on] = _kernel_runs(lambda: _many(lt, li))
+    extra = sum(counts[True].values()) - sum(counts[False].values())
+    # two masks and their two reductions (before: five of each, one over the
+    # expanded 40 x 24 index), and the kernel returning the flags
+    assert 0 < extra <= 5, (counts[True], counts[False])
