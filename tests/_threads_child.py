@@ -31,7 +31,10 @@ def in_child(test_file: str, function: str, timeout: int = 300) -> None:
     module = os.path.splitext(os.path.basename(test_file))[0]
     env = {_TARGET: f"{os.path.dirname(os.path.abspath(test_file))}:{module}:{function}",
            _HANG: str(max(timeout - _MARGIN, 1))}
-    run_isolated(__file__, "_entry", timeout=timeout, env=env)
+    try:
+        run_isolated(__file__, "_entry", timeout=timeout, env=env)
+    except AssertionError as e:  # (its message names the entry point, not the test's function)
+        raise AssertionError(f"{module}.{function} in a child: {e}") from None
 
 
 def _entry() -> None:
