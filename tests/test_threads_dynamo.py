@@ -19,8 +19,6 @@ import os
 import sys
 import threading
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _threads_child import in_child, run_threads  # noqa: E402
 
