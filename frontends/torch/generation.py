@@ -49,6 +49,7 @@ import importlib.abc
 import importlib.util
 import sys
 import threading
+import weakref
 
 import torch
 
@@ -59,16 +60,21 @@ from lazycore.ir.graph import Data
 from lazycore.trace import core
 
 from . import dtypes
+from .capture import Captured
 from .tensor import Tensor, lc_device, read, wrap
 
 _TARGET = "transformers.generation.utils"
 _CRITERIA = "transformers.generation.stopping_criteria"
 _CACHES = "transformers.cache_utils"
 _MASKS = "transformers.masking_utils"
+_MODELS = "transformers.modeling_utils"
 _installed = False
 _BUCKET_TO_MAX_LENGTH = True
 """Pad the growing sequence to generate()'s ``max_length`` (one bucket for
 the whole generation, as a static cache); False: the usual buckets."""
+_CAPTURE_DECODING = True
+"""Replay a static cache's decoding step as a captured call (:class:`_DecodingStep`);
+False: trace it per op at every token."""
 _GROWING = ("attention_mask", "decoder_attention_mask", "position_ids", "decoder_position_ids", "token_type_ids")
 
 
@@ -98,7 +104,9 @@ def _mark_cache(cache) -> None:
 def _wrap(prepare):
     @functools.wraps(prepare)
     def prepare_inputs_for_generation(self, input_ids, *args, next_sequence_length=None, **kwargs):
-        if isinstance(input_ids, Tensor):
+        g = _GENERATING
+        early, g.early = g.early, None
+        if isinstance(input_ids, Tensor) and not g.preparing:
             events.bump("generated_tokens")  # one model call, one new token
             if _GENERATING.depth:
                 _learn_zeros(kwargs.get("attention_mask"))
@@ -109,6 +117,8 @@ def _wrap(prepare):
             for key in ("past_key_values", "cache"):
                 if kwargs.get(key) is not None:
                     _mark_cache(kwargs[key])
+        if early is not None and _same_call(early, input_ids, args, next_sequence_length, kwargs):
+            return dict(early[4])  # made by _prepare_early, run by the read since
         return prepare(self, input_ids, *args, next_sequence_length=next_sequence_length, **kwargs)
 
     prepare_inputs_for_generation.__lazycore_generation__ = True
@@ -124,6 +134,20 @@ class _Generating(threading.local):
     data, then the masks made from it)."""
     mask = None
     """The last attention mask :func:`_learn_zeros` saw, its version and whether it holds a zero."""
+    decoder = None
+    """The :class:`_DecodingStep` ``_valid_auto_compile_criteria`` chose, for ``get_compiled_call`` to hand out."""
+    length = None
+    """While a captured decoding step runs: the filled length of the static cache, its argument."""
+    cache = None
+    """While a captured decoding step runs: its cache (not an argument: a new one every generate() call)."""
+    active = None
+    """The :class:`_DecodingStep` of the generate() call in progress, if it has one."""
+    kwargs = None
+    """The model keywords ``_update_model_kwargs_for_generation`` returned last (for :func:`_prepare_early`)."""
+    early = None
+    """``(ids, args, next_sequence_length, keywords, inputs)``: the next step's inputs, made early."""
+    preparing = False
+    """:func:`_prepare_early` is calling ``prepare_inputs_for_generation``."""
 
 
 _GENERATING = _Generating()
@@ -227,6 +251,8 @@ def _wrap_update_kwargs(update):
             # the grown mask while it is still its torch.cat (the stopping
             # criteria's read runs it before the next step's inputs are made)
             _learn_zeros(model_kwargs.get("attention_mask"))
+            if _GENERATING.active is not None:
+                _GENERATING.kwargs = model_kwargs
         return model_kwargs
 
     wrapped.__lazycore_generation__ = True
@@ -264,6 +290,7 @@ def _wrap_generate(generate):
         if not g.depth:
             g.zeros, g.mask = {}, None
             _patch_masks()
+            _patch_compiled_call()
         g.depth += 1
         try:
             return generate(self, *args, **kwargs)
@@ -271,7 +298,8 @@ def _wrap_generate(generate):
             g.depth -= 1
             _buckets.fix(before)
             if not g.depth:
-                g.zeros, g.mask = None, None
+                g.zeros, g.mask, g.decoder = None, None, None
+                g.active = g.kwargs = g.early = None
 
     wrapped.__lazycore_generation__ = True
     return wrapped
@@ -301,6 +329,7 @@ def _wrap_max_length(call):
         # and compiles a program of its own. The length as a program input
         # (never folded) gives every token one graph.
         length = _parameter(torch.tensor(input_ids.shape[1]), input_ids.device)
+        _prepare_early(input_ids)
         return (length >= self.max_length).expand(input_ids.shape[0])
 
     __call__.__lazycore_generation__ = True
@@ -327,6 +356,8 @@ def _wrap_seq_length(get_seq_length):
         length = get_seq_length(self, *args, **kwargs)
         if length is not self.cumulative_length or not _static_layer_on_lazy(self):
             return length
+        if _GENERATING.length is not None:
+            return _GENERATING.length  # a captured decoding step's argument
         # the filled length, a CPU tensor, read by the mask and position ids of every token
         return _parameter(length, self.keys.device)
 
@@ -345,12 +376,16 @@ def _wrap_static_update(update):
         # number: baked into the first token's program, a parameter from the
         # second on (another program). A parameter from the first; the CPU
         # tensor stays the layer's and grows as update grows it.
-        self.cumulative_length = _parameter(length, key_states.device)
+        given = _GENERATING.length
+        # (in a captured decoding step, the step's argument: a copy per layer,
+        # which update's add_ may change; _DecodingStep grows the CPU tensor)
+        self.cumulative_length = _parameter(length, key_states.device) if given is None else given.clone()
         try:
             out = update(self, key_states, *args, **kwargs)
         finally:
             self.cumulative_length = length
-        length.add_(key_states.shape[-2])
+        if given is None:
+            length.add_(key_states.shape[-2])
         return out
 
     wrapped.__lazycore_generation__ = True
@@ -367,18 +402,211 @@ def _wrap_static_cache(prepare):
             # token's mask is as long as a cache of max_length - 1: no pad in
             # its graph, a program of its own. One more position, never
             # filled and always masked, keeps the pad in every token's graph.
-            kwargs["max_cache_len"] = length + 1
+            # A captured decoding step's last token makes the inputs of one
+            # more (_prepare_early), its mask as long as max_length: two more.
+            kwargs["max_cache_len"] = length + (2 if _CAPTURE_DECODING and not self.config.is_encoder_decoder else 1)
         return prepare(self, *args, **kwargs)
 
     wrapped.__lazycore_generation__ = True
     return wrapped
 
 
+def _prepare_early(input_ids) -> None:
+    """Make the next decoding step's inputs now, before the stopping
+    criteria's read, for a captured decoding step (:class:`_DecodingStep`).
+
+    transformers makes them after that read, from the grown ids and mask:
+    nodes whose shapes grow every token, so a captured step reading them
+    would never see two calls agree, and running them first is a barrier
+    and a program of their own per token. Made here, between the grown ids
+    and the read, the read's program computes them too, and the step reads
+    device data. The call transformers makes next, with the same ids and
+    keywords, gets them (the prepare wrapper, :func:`_same_call`); any
+    other call makes its own."""
+    g = _GENERATING
+    step, kwargs = g.active, g.kwargs
+    g.early = None
+    if step is None or kwargs is None or g.preparing:
+        return
+    model = step._model()
+    if model is None or not kwargs.get("use_cache", True):
+        return
+    g.preparing = True
+    try:
+        inputs = model.prepare_inputs_for_generation(input_ids, next_sequence_length=1, **kwargs)
+    finally:
+        g.preparing = False
+    # a view's key moves with its offset every token: a copy, run with the read
+    inputs = {k: v.clone() if isinstance(v, Tensor) and v._steps else v for k, v in inputs.items()}
+    g.early = (input_ids, (), 1, dict(kwargs), inputs)
+
+
+def _same_call(early, input_ids, args, next_sequence_length, kwargs) -> bool:
+    ids, args0, length, kwargs0, _ = early
+    return (ids is input_ids and args == args0 and length == next_sequence_length and kwargs.keys() == kwargs0.keys()
+            and all(kwargs[k] is v for k, v in kwargs0.items()))
+
+
+class _DecodingStep:
+    """A model's decoding step with a static cache, replayed as a captured
+    call (:class:`~lazycore.frontends.torch.capture.Captured`).
+
+    Traced per op, every token ran the whole model's Python (transformers'
+    modules, every op's dispatch) to make the graph the barrier then found
+    compiled already: 8-17x eager's time per token. With a static cache a
+    decoding step's inputs keep their shapes, so the forward is captured:
+    recorded at two tokens, then replayed (one ``call`` node, no module
+    run) on the new ids, positions, mask and filled length. The cache's
+    tensors are arguments, updated in place, so a new generate() call's
+    cache replays the same recording; the filled length, a CPU tensor in
+    each layer, is one device argument (:func:`_wrap_static_update` reads
+    it) and grown on the CPU here, after the call, whether it ran or was
+    replayed. Returns what the model returns, its cache the one given.
+
+    transformers hands the decoding steps to ``get_compiled_call`` where it
+    would compile them (:func:`_wrap_auto_compile`); any call whose inputs
+    do not fit (not one new position, a value that is not a lazy tensor or
+    a hashable Python value, a layer other than ``StaticLayer``) runs the
+    model as before."""
+
+    def __init__(self, model):
+        self._model = weakref.ref(model)
+        self.captured = Captured(self._forward)
+        self._out = None  # (the output's type, the names holding the cache) as the last traced call made it
+        # (the cache of the call in progress is _GENERATING.cache: a generate() per thread)
+
+    def __call__(self, **kwargs):
+        model = self._model()
+        plan = self._plan(kwargs)
+        if plan is None:
+            return model(**kwargs)
+        cache, cache_name, layers, names, tensors, static = plan
+        length = _parameter(layers[0].cumulative_length, tensors[0].device)
+        stored = tuple(t for layer in layers for t in (layer.keys, layer.values))
+        # the inputs are made from the growing ids and mask, so the nodes that
+        # make them differ at every token and no two traced calls agree: the
+        # step reads device data. _prepare_early had them made by the last
+        # read's program; else they run first (a program of their own)
+        if not all(type(read(t)._value.node) is Data for t in tensors):
+            core.mark_step(False)
+        g = _GENERATING
+        g.cache = cache
+        try:
+            fields = self.captured(cache_name, names, tensors, length, stored, static)
+        finally:
+            g.cache = None
+        for layer in layers:
+            layer.cumulative_length.add_(1)
+        kind, holding = self._out
+        return kind(**fields, **{name: cache for name in holding})
+
+    def _forward(self, cache_name, names, tensors, length, stored, static):
+        g = _GENERATING
+        cache, g.length = g.cache, length
+        try:
+            out = self._model()(**dict(zip(names, tensors)), **{cache_name: cache}, **dict(static))
+        finally:
+            g.length = None
+        # the cache goes back as the one given (a replay would give the recorded call's)
+        holding = tuple(k for k, v in out.items() if v is cache)
+        self._out = (type(out), holding)
+        return {k: v for k, v in out.items() if k not in holding}
+
+    def _plan(self, kwargs):
+        """``(cache, its keyword, its layers, tensor keywords, tensors, other
+        keywords and values)`` for a decoding step that can be captured, else None."""
+        cache_name = "cache" if kwargs.get("cache") is not None else "past_key_values"
+        cache = kwargs.get(cache_name)
+        layers = list(getattr(cache, "layers", None) or ())
+        ids = kwargs.get("input_ids")
+        if not layers or not isinstance(ids, Tensor) or ids.dim() != 2 or ids.shape[1] != 1:
+            return None
+        for layer in layers:
+            if type(layer).__name__ != "StaticLayer" or not getattr(layer, "is_initialized", False) \
+                    or not _static_layer_on_lazy(layer) or type(layer.values) is not Tensor \
+                    or layer.keys._steps or layer.values._steps:
+                return None
+        if len({int(layer.cumulative_length) for layer in layers}) != 1:
+            return None
+        names, tensors, static = [], [], []
+        for name, value in kwargs.items():
+            if name == cache_name:
+                continue
+            if isinstance(value, Tensor):
+                names.append(name)
+                # a view's key holds its offset, which moves every token: a copy's does not
+                tensors.append(value.clone() if value._steps else value)
+            elif isinstance(value, torch.Tensor):
+                return None
+            else:
+                try:
+                    hash(value)
+                except TypeError:
+                    return None
+                static.append((name, value))
+        return cache, cache_name, layers, tuple(names), tuple(tensors), tuple(static)
+
+
+_DECODERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+"""Model -> its :class:`_DecodingStep` (its recordings kept with it across generate() calls)."""
+
+
+def _decodable(model, model_kwargs) -> bool:
+    cache = model_kwargs.get("cache")
+    if cache is None:
+        cache = model_kwargs.get("past_key_values")
+    return (type(cache).__name__ == "StaticCache" and not getattr(model.config, "is_encoder_decoder", False)
+            and isinstance(next(model.parameters(), None), Tensor))
+
+
+def _wrap_auto_compile(valid):
+    @functools.wraps(valid)
+    def wrapped(self, model_kwargs, generation_config):
+        answer = valid(self, model_kwargs, generation_config)
+        if not answer and _CAPTURE_DECODING and _GENERATING.depth and _decodable(self, model_kwargs):
+            # the decoding loop asks get_compiled_call for the step next (_wrap_compiled_call)
+            step = _DECODERS.get(self)
+            if step is None:
+                step = _DECODERS[self] = _DecodingStep(self)
+            _GENERATING.decoder = _GENERATING.active = step
+            ceiling = _buckets.fix(None)
+            # the last token's _prepare_early grows the ids and mask to
+            # max_length: a bucket that size would leave them unpadded, a
+            # graph (and a program) of their own
+            _buckets.fix(ceiling + 1 if ceiling is not None else None)
+            return True
+        return answer
+
+    wrapped.__lazycore_generation__ = True
+    return wrapped
+
+
+def _wrap_compiled_call(get_compiled_call):
+    @functools.wraps(get_compiled_call)
+    def wrapped(self, *args, **kwargs):
+        step = _GENERATING.decoder
+        if step is not None and step._model() is self:
+            _GENERATING.decoder = None
+            return step
+        return get_compiled_call(self, *args, **kwargs)
+
+    wrapped.__lazycore_generation__ = True
+    return wrapped
+
+
+def _patch_compiled_call() -> None:
+    model = getattr(sys.modules.get(_MODELS), "PreTrainedModel", None)
+    original = getattr(model, "get_compiled_call", None)
+    if original is not None and not getattr(original, "__lazycore_generation__", False):
+        model.get_compiled_call = _wrap_compiled_call(original)
+
+
 def _patch(module) -> None:
     mixin = getattr(module, "GenerationMixin", None)
     for name, wrap in (("prepare_inputs_for_generation", _wrap), ("generate", _wrap_generate),
                        ("_prepare_generated_length", _wrap_length), ("_prepare_static_cache", _wrap_static_cache),
-                       ("_update_model_kwargs_for_generation", _wrap_update_kwargs)):
+                       ("_update_model_kwargs_for_generation", _wrap_update_kwargs),
+                       ("_valid_auto_compile_criteria", _wrap_auto_compile)):
         original = getattr(mixin, name, None)
         if original is not None and not getattr(original, "__lazycore_generation__", False):
             setattr(mixin, name, wrap(original))

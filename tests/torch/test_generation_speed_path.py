@@ -1,0 +1,127 @@
+"""transformers' generate() with a static cache on the lazy device: the
+decoding step replays a captured call (issue 40 item 3, per-token time).
+
+Traced per op, every token ran the model's Python to make a graph the
+barrier found compiled already. Now the static cache's decoding step (the
+model's forward, handed to transformers as its compiled call) is captured:
+recorded at the first tokens, replayed at the others and in later
+generate() calls, with tokens equal to eager's and the programs bounded as
+before. These tests count traces, replays and programs, never time.
+"""
+
+import pytest
+import torch
+
+import lazycore
+import lazycore.torch as ltorch
+from lazycore.frontends.torch import generation
+
+transformers = pytest.importorskip("transformers")
+
+VOCAB = 128
+LENGTHS = (3, 5, 8, 10, 12, 13, 15, 16)  # left-padded to 16
+
+
+def _programs() -> int:
+    c = lazycore.metrics.counters()
+    return c["compiles"] + c.get("stack_compiles", 0) + c.get("disk_cache_hits", 0)
+
+
+def _gpt2():
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=VOCAB, n_positions=128, bos_token_id=0)
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    model.generation_config.eos_token_id = None  # random weights: an end token would cut calls short
+    model.generation_config.pad_token_id = 0
+    return model
+
+
+def _prompts(lengths):
+    g = torch.Generator().manual_seed(1)
+    width = max(lengths)
+    ids = torch.zeros(len(lengths), width, dtype=torch.long)
+    mask = torch.zeros(len(lengths), width, dtype=torch.long)
+    for i, n in enumerate(lengths):
+        ids[i, width - n:] = torch.randint(1, VOCAB, (n,), generator=g)
+        mask[i, width - n:] = 1
+    return ids, mask
+
+
+def _generate(model, ids, mask, n, cache):
+    kw = dict(max_new_tokens=n, do_sample=False)
+    if cache == "static":
+        kw["cache_implementation"] = "static"
+    with torch.no_grad():
+        return model.generate(ids, attention_mask=mask, **kw).cpu()
+
+
+def _counts(model):
+    step = generation._DECODERS.get(model)
+    return (0, 0) if step is None else (step.captured.traces, step.captured.replays)
+
+
+@pytest.mark.parametrize("lengths", [(8,), LENGTHS], ids=["1-prompt", "8-prompts"])
+def test_static_decoding_replays(clean_runtime, lengths):
+    n = 12
+    eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
+    ids, mask = _prompts(lengths)
+    dev = ltorch.device()
+    want = _generate(eager, ids, mask, n, "static")
+    tokens = lazycore.metrics.counters()["generated_tokens"]
+    got = _generate(lazy, ids.to(dev), mask.to(dev), n, "static")
+    assert torch.equal(got, want), (got, want)
+    assert lazycore.metrics.counters()["generated_tokens"] - tokens == n  # one model call per token, as traced
+    traces, replays = _counts(lazy)
+    # n - 1 decoding steps (the prompt's forward makes the first token): the
+    # first ones are traced (a recording is trusted once two agree), the rest replay
+    assert traces + replays == n - 1
+    assert traces <= 3 and replays >= n - 4
+    # a second call, a new cache: every decoding step replays, nothing compiles
+    before = _programs()
+    got = _generate(lazy, ids.to(dev), mask.to(dev), n, "static")
+    assert torch.equal(got, want)
+    assert _counts(lazy) == (traces, replays + n - 1)
+    assert _programs() == before
+
+
+def test_static_decoding_other_lengths(clean_runtime):
+    # another max_new_tokens: another cache length, so another recording; tokens still eager's
+    eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
+    ids, mask = _prompts(LENGTHS)
+    dev = ltorch.device()
+    for n in (6, 10, 6):
+        want = _generate(eager, ids, mask, n, "static")
+        got = _generate(lazy, ids.to(dev), mask.to(dev), n, "static")
+        assert torch.equal(got, want), (n, got, want)
+    traces, replays = _counts(lazy)
+    assert replays >= 5 + 9 + 5 - 2 * 3  # the repeated n=6 call replays all its 5 steps
+
+
+def test_static_decoding_off_traces(clean_runtime, monkeypatch):
+    # with the capture off, every step is traced as before: no decoding step is made
+    monkeypatch.setattr(generation, "_CAPTURE_DECODING", False)
+    eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
+    ids, mask = _prompts((8,))
+    dev = ltorch.device()
+    want = _generate(eager, ids, mask, 6, "static")
+    assert torch.equal(_generate(lazy, ids.to(dev), mask.to(dev), 6, "static"), want)
+    assert lazy not in generation._DECODERS
+
+
+def test_dynamic_cache_is_not_captured(clean_runtime):
+    # the default cache grows every token: its steps stay traced (in buckets)
+    eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
+    ids, mask = _prompts((8,))
+    dev = ltorch.device()
+    want = _generate(eager, ids, mask, 6, "dynamic")
+    assert torch.equal(_generate(lazy, ids.to(dev), mask.to(dev), 6, "dynamic"), want)
+    assert lazy not in generation._DECODERS
+
+
+def test_eager_model_unchanged():
+    # a CPU model's static-cache generate() runs transformers' own path
+    model = _gpt2()
+    ids, mask = _prompts((8,))
+    first = _generate(model, ids, mask, 5, "static")
+    assert torch.equal(_generate(model, ids, mask, 5, "static"), first)
+    assert model not in generation._DECODERS
