@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import ml_dtypes
 import numpy as np
 import torch
@@ -71,6 +73,20 @@ def chalf_rounded(h):
     c10's float -> Half), still complex<f32>: the value a chalf tensor holds."""
     parts = [core.convert_to(core.convert_to(core.apply(p, h), "f16"), "f32") for p in ("real", "imag")]
     return core.apply("complex", *parts)
+
+
+def check_chalf(value):
+    """An argument eager converts to complex32 checked (``alpha=``, ``value=``):
+    a finite part beyond float16's range raises eager's error. The value is
+    given back as it is (a recorded float stays one: it is a parameter of the
+    recording), to be rounded in the graph by :func:`chalf_rounded`."""
+    c = complex(value)
+    if any(math.isfinite(p) and abs(p) > _HALF_MAX for p in (c.real, c.imag)):
+        raise RuntimeError("value cannot be converted to type c10::complex<c10::Half> without overflow")
+    return value
+
+
+_HALF_MAX = 65504.0
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from lazycore.trace.views import PART_STEPS, AsComplex, AsReal, Bitcast, Conj, Expand, Permute, Reshape, Slice, Strided
+from lazycore.trace.views import (PART_STEPS, AsComplex, AsReal, Bitcast, Conj, Convert, Expand, Permute, Reshape,
+                                  Slice, Strided)
 
 from .dtypes import lazy_dtype
 
@@ -104,6 +105,15 @@ def _view_dtype(t, out, dtype):
     return (Bitcast(lazy_dtype(dtype)),)
 
 
+def _view_as_real(t, out):
+    # complex32's parts are float16s held in complex<f32> (lazycore.frontends.torch.dtypes)
+    return (AsReal(), Convert("f16")) if t.dtype == torch.complex32 else (AsReal(),)
+
+
+def _view_as_complex(t, out):
+    return (Convert("f32"), AsComplex()) if t.dtype == torch.float16 else (AsComplex(),)
+
+
 def _identity(t, out, *args, **kwargs):
     return ()
 
@@ -125,8 +135,8 @@ VIEW_STEPS = {
     aten.split.Tensor: _split,
     aten.split_with_sizes.default: _split_with_sizes,
     aten.unbind.int: _unbind,
-    aten.view_as_real.default: lambda t, out: (AsReal(),),
-    aten.view_as_complex.default: lambda t, out: (AsComplex(),),
+    aten.view_as_real.default: _view_as_real,
+    aten.view_as_complex.default: _view_as_complex,
     aten._conj.default: lambda t, out: (Conj(),),
     aten.alias.default: _identity,
     aten.detach.default: _identity,

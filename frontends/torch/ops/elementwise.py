@@ -17,14 +17,40 @@ from lazycore.dialect.types import is_complex, is_float
 from lazycore.trace import composites, core
 
 from ..lowering import apply, broadcast, const, convert, is_handle, lowers, operand, scalar, wrapped
-from ..dtypes import lazy_dtype
+from ..dtypes import chalf_rounded, check_chalf, lazy_dtype
 
 aten = torch.ops.aten
 prims = torch.ops.prims
 
 
 def _args(ctx, *xs):
+    if _chalf(ctx):
+        return [_chalf_operand(x, ctx.dtype, ctx.shape, ctx.device) for x in xs]
     return [operand(x, ctx.dtype, ctx.shape, ctx.device) for x in xs]
+
+
+def _chalf_operand(x, dtype, shape, device):
+    """An operand of an op computing in complex32, converted to it as eager's
+    kernels do (c10: through complex<float>): a Python number, a wider float
+    (a 0-dim tensor) or a large integer rounds to float16 parts. (A
+    complex<f32> operand is a chalf value already: a complex64 one would have
+    made the result complex64.) Rounded in the graph, so a recording's number
+    parameter is rounded at each replay too."""
+    h = operand(x, dtype, shape, device)
+    if not is_handle(x) or x.dtype not in _CHALF_EXACT:
+        h = chalf_rounded(h)
+    return h
+
+
+_CHALF_EXACT = frozenset({"complex<f32>", "f16", "i1", "i8", "ui8"})
+"""Operand types every value of which a chalf holds."""
+
+
+def _chalf(ctx) -> bool:
+    """The op's result is complex32: eager computes each step in c10::complex<Half>,
+    through complex<float> and rounded back to float16 parts."""
+    out = ctx.out[0] if isinstance(ctx.out, (tuple, list)) else ctx.out
+    return out.dtype is torch.complex32
 
 
 def _operands(ctx, *xs):
@@ -204,7 +230,7 @@ def _signbit(ctx, x):
 @lowers(aten.abs.default, prims.abs.default)
 def _abs(ctx, x):
     if is_handle(x) and is_complex(x.dtype):
-        return apply("abs", x)
+        return convert(apply("abs", x), ctx.dtype)  # (complex32's is float16, computed in float32)
     return _elementwise(_op("abs"))(ctx, x)
 
 
@@ -362,6 +388,8 @@ def _erfc_single(x):
 
 @lowers(aten.isnan.default)
 def _isnan(ctx, x):
+    if is_complex(x.dtype):  # either part NaN
+        return apply("compare", x, x, direction="NE")
     return composites.isnan(x)
 
 
@@ -393,6 +421,9 @@ def _bitwise_not(ctx, x):
 def _scaled(b, alpha, ctx):
     if alpha == 1:
         return b
+    if _chalf(ctx):  # (eager: a + round(round(alpha) * b))
+        alpha = chalf_rounded(scalar(check_chalf(alpha), ctx.dtype, ctx.device, ctx.shape))
+        return chalf_rounded(apply("mul", b, alpha))
     return apply("mul", b, scalar(alpha, ctx.dtype, ctx.device, ctx.shape))
 
 
@@ -517,7 +548,12 @@ _DIRECTIONS = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge":
 
 @lowers(*(getattr(aten, n).Tensor for n in _DIRECTIONS), *(getattr(aten, n).Scalar for n in _DIRECTIONS))
 def _compare(ctx, a, b):
-    common = lazy_dtype(torch.result_type(ctx.margs[0], ctx.margs[1]))
+    common = torch.result_type(ctx.margs[0], ctx.margs[1])
+    if common is torch.complex32:  # compared as chalf values
+        common = lazy_dtype(common)
+        a, b = (_chalf_operand(x, common, ctx.shape, ctx.device) for x in (a, b))
+        return apply("compare", a, b, direction=_DIRECTIONS[ctx.func_name])
+    common = lazy_dtype(common)
     a = operand(wrapped(a, common), common, ctx.shape, ctx.device)
     b = operand(wrapped(b, common), common, ctx.shape, ctx.device)
     return apply("compare", a, b, direction=_DIRECTIONS[ctx.func_name])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ..dtypes import lazy_dtype
+from ..dtypes import chalf_rounded, check_chalf, lazy_dtype
 from ..lowering import apply, broadcast, const, convert, lowers, operand, reshape, scalar
 from .indexing import _wrap, checked
 from .moments import row_moments
@@ -244,6 +244,12 @@ def _mse_loss_backward(ctx, grad, x, target, reduction):
 def _addc(ctx, x, t1, t2, value=1):
     """x + value * (t1 * t2) or x + value * (t1 / t2)."""
     x, t1, t2 = (operand(v, ctx.dtype, ctx.shape, ctx.device) for v in (x, t1, t2))
+    if ctx.out.dtype is torch.complex32:
+        # eager's complex<Half> kernel: x + round(round(value * t1) * t2), each step rounded
+        if value != 1:
+            value = chalf_rounded(scalar(check_chalf(value), ctx.dtype, ctx.device, ctx.shape))
+            t1 = chalf_rounded(apply("mul", t1, value))
+        return apply("add", x, chalf_rounded(apply("mul" if ctx.func_name == "addcmul" else "div", t1, t2)))
     term = apply("mul" if ctx.func_name == "addcmul" else "div", t1, t2)
     if value != 1:
         term = apply("mul", term, scalar(value, ctx.dtype, ctx.device, ctx.shape))

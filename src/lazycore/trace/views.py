@@ -283,6 +283,23 @@ class AsComplex:
         return AsReal().forward(new, storage)
 
 
+class Convert:
+    """The same values in another element type that holds each of them exactly
+    (torch's complex32, stored as complex<f32>, whose parts are float16s: its
+    ``view_as_real`` is float16, the ``view_as_complex`` of float16 pairs is it)."""
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
+
+    def forward(self, h, storage):
+        return core.convert_to(h, self.dtype)
+
+    def inverse(self, old, new, storage):
+        return core.convert_to(new, old.dtype)
+
+
 def _complex_of(h):
     """(..., 2) real -> (...) complex."""
     rank, shape = len(h.shape), h.shape[:-1]
@@ -384,7 +401,7 @@ def _from_memory(flat, shape, storage):
     return h
 
 
-for _cls in (Permute, Reshape, Reverse, Expand, Slice, Bitcast, Strided):
+for _cls in (Permute, Reshape, Reverse, Expand, Slice, Bitcast, Convert, Strided):
     _FIELDS[_cls] = attrgetter(*_cls.__slots__)
 for _cls in (AsReal, AsComplex, Conj):  # no fields: the class is the whole key
     _FIELDS[_cls] = lambda step: ()
