@@ -163,10 +163,34 @@ def _mask(flag: Value) -> Value | None:
     return v if v[0].types[v[1]].dtype == "i1" else None
 
 
+def _bounds(flag: Value) -> tuple[int, int] | None:
+    """``(low, high)`` of a flag taken from its index's extremes (the torch
+    frontend's ``indexing._outside``: ``max(top - [high-1, -low], 0) != 0``
+    for ``top`` the maximum of ``[r, -r]``); None for another flag."""
+    m = _tested(flag)
+    if m is flag or m[0].op != "reduce_max":
+        return None
+    past = m[0].operands[0][0]
+    if past.op != "maximum" or past.operands[0][0].op != "sub":
+        return None
+    top, bounds = past.operands[0][0].operands
+    if top[0].op != "reduce_max" or top[0].operands[0][0].op != "concatenate" or bounds[0].op != "constant":
+        return None
+    value = bounds[0].attrs["value"]
+    if value.shape != (2,):
+        return None
+    return -int(value[1]), int(value[0]) + 1
+
+
 def _first_offending(node: Node, run) -> int | None:
     if run is None:
         return None
-    index, mask = node.operands[0], _mask(node.operands[1])
+    index, flag = node.operands[0], node.operands[1]
+    bounds = _bounds(flag)
+    if bounds is not None:
+        # (the flag holds no mask: the index's entries, tested here)
+        return _first_outside(index, bounds, run)
+    mask = _mask(flag)
     if mask is None:
         return None
     if mask[0].types[mask[1]].shape != index[0].types[index[1]].shape:
@@ -178,6 +202,20 @@ def _first_offending(node: Node, run) -> int | None:
     if any(type(g) is failures.Failure for g in got):
         return None
     entries_, bad = np.asarray(got[0]).reshape(-1), np.asarray(got[1]).reshape(-1)
+    at = int(np.argmax(bad))
+    return int(entries_[at]) if bad.size and bad[at] else None
+
+
+def _first_outside(index: Value, bounds: tuple[int, int], run) -> int | None:
+    try:
+        got = run([index])
+    except Exception:  # noqa: BLE001 - the message loses its number, the error stands
+        return None
+    if type(got[0]) is failures.Failure:
+        return None
+    entries_ = np.asarray(got[0]).reshape(-1)
+    low, high = bounds
+    bad = (entries_ < low) | (entries_ >= high)
     at = int(np.argmax(bad))
     return int(entries_[at]) if bad.size and bad[at] else None
 
