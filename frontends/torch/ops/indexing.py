@@ -1,0 +1,664 @@
+"""Indexing ATen ops: gather/scatter families, index_add/copy/fill/reduce, put,
+advanced indexing (``x[i, :, j]`` and its assignment), masked_scatter, the
+``*_like`` factories and cumulative scans.
+
+Everything lowers onto ``lazy.gather`` / ``lazy.scatter`` (StableHLO's
+dimension numbers; per-element ops along one dim use batching dims), ``select``
+and shape ops; nothing runs on the CPU. i32 and i64 index tensors are both
+accepted, and negative indices wrap as in eager's ``x[i]``, ``take``, ``put``
+and ``index_fill``.
+
+Index values live on the device, so eager's bounds check on them cannot run
+at the call: each op records it as a value check (:func:`checked`,
+:mod:`lazycore.runtime.checks`), over the range eager allows (``-n..n-1``
+where eager wraps negative indices: ``x[i]``, ``index_put_``, ``take``,
+``put``, ``index_fill``; ``0..n-1`` for ``gather``, the scatter family,
+``index_add``/``index_copy``/``index_reduce``), and an out-of-range index
+fails what the op computed at its barrier with eager's exception type and
+message (the first offending value, found only once a check has failed:
+:func:`checked`) and the user's line. With ``settings.index_checks`` off
+an out-of-range index is clamped into range by ``gather`` and its update is
+dropped by ``scatter`` (XLA's semantics). ``masked_scatter`` cannot check
+that ``source`` is long enough. Boolean-mask indexing has a data-dependent
+result shape and falls back, except ``x[mask] = value`` with one value, which
+is a ``select``. ``scatter`` with ``replace`` picks an unspecified one of
+duplicate indices, as eager does.
+
+There is no scan op in the dialect: ``cumsum``/``cumprod``/``logcumsumexp``
+are Hillis-Steele scans, log2(n) steps of shift (``pad``) and combine. Integer
+results are exact; float sums are added in a tree order instead of eager's
+left-to-right one, which differs by rounding only (half types accumulate in
+f32, as eager's CPU kernel does).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from lazycore.dialect.types import is_float, to_numpy_dtype
+from lazycore.ir.config import settings
+from lazycore.trace import core
+
+from ..lowering import apply, broadcast, const, convert, lowers, operand, reshape, scalar
+from ..lowering import dim as wrap_dim
+
+aten = torch.ops.aten
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _numel(shape) -> int:
+    return math.prod(shape)
+
+
+def _zeros(ctx):
+    return const(0, ctx.dtype, ctx.device, ctx.shape)
+
+
+def checked(index, high: int, message: str, error: str, low: int = 0, ignore: int | None = None, layout=None):
+    """``index`` (an integer handle), checked as eager checks it: when an entry
+    lies outside ``low..high-1`` (and is not ``ignore``), every value computed
+    from the result fails at its barrier with ``message``, as an ``error``
+    (eager's type), at the user's line (:func:`lazycore.check`); ``{index}``
+    in ``message`` becomes the first offending entry, found once the flag is
+    true (:func:`lazycore.runtime.checks.text`).
+    ``layout``: the index tensor's meta twin (the lowering's ``ctx.margs``
+    entry), whose strides tell the dims it repeats (:func:`_repeated`).
+    With ``settings.index_checks`` off, ``index`` itself."""
+    if not settings.index_checks or _numel(index.shape) == 0:
+        return index
+    repeated = _repeated(index.shape, layout)
+    if repeated:
+        # an expanded index (``i[:, None].expand(-1, w)``, take_along_dim's
+        # broadcast) holds each value once per repeat: its first row along
+        # those dims has the same values, and the same first offending one
+        # in row-major order, for a fraction of the reduction (benchmark 12's
+        # gather: 8192 entries checked, not 8192 x 64, issue 41's cost)
+        rank = len(index.shape)
+        limit = [1 if d in repeated else n for d, n in enumerate(index.shape)]
+        part = apply("slice", index, start=[0] * rank, limit=limit, strides=[1] * rank)
+        return broadcast(checked(part, high, message, error, low, ignore), index.shape)
+    if len(index.shape) != 1:
+        # checked as a row: one op's check of ``i`` and another's of
+        # ``i.reshape(-1)`` (or of an expanded ``i``'s first row) are then
+        # one node, and one reduction in the program (row-major order, so
+        # the same first offending entry)
+        return reshape(checked(reshape(index, (_numel(index.shape),)), high, message, error, low, ignore),
+                       index.shape)
+    if ignore is None:
+        return core.check(index, _outside(index, low, high), message, error)
+    shape, dev, dt = index.shape, index.device, index.dtype
+    bad = apply("compare", index, const(high, dt, dev, shape), direction="GE")
+    bad = apply("or", apply("compare", index, const(low, dt, dev, shape), direction="LT"), bad)
+    bad = apply("and", bad, apply("compare", index, const(ignore, dt, dev, shape), direction="NE"))
+    return core.check(index, _any(bad), message, error)
+
+
+EXACT = 1 << 24
+"""Integers up to this size are f32 values: a bound within it is compared exactly."""
+
+
+def _outside(row, low: int, high: int):
+    """Whether an entry of the 1-D integer ``row`` lies outside ``low..high-1``,
+    from the row's extremes ``top = [max(r), -min(r)]``, taken by one float
+    reduction of ``[r, -r]`` (XLA's CPU backend reduces floats in one kernel,
+    integers and booleans in a tree of them): ``max(top - [high-1, -low], 0)``
+    reduced, a float maximum that is not 0 when a bound is passed (returned
+    as the flag itself: :func:`lazycore.runtime.checks.flag_values`). ``top``
+    holds no bound, so every op checking one index in a program, whatever
+    range it allows (0..n-1 for gather, -n..n-1 for ``x[i]``), shares it
+    (issue 41's cost: one reduction of the index, not one per op). Rounding
+    to float is monotone and keeps integers within :data:`EXACT`, so bounds
+    there are compared exactly; beyond it, f64 (exact to 2**53)."""
+    wide = "f32" if max(abs(high), abs(low)) + 1 <= EXACT else "f64"
+    k, dev = row.shape[0], row.device
+    r = convert(row, wide)
+    both = apply("concatenate", reshape(r, (1, k)), reshape(apply("neg", r), (1, k)), dim=0)
+    top = apply("reduce_max", both, dims=(1,))
+    past = apply("sub", top, const([high - 1, -low], wide, dev))
+    past = apply("maximum", past, const(0, wide, dev, (2,)))
+    m = apply("reduce_max", past, dims=(0,))
+    return apply("compare", m, const(0, wide, dev), direction="NE")
+
+
+def _repeated(shape, layout) -> tuple:
+    """The dims of an index tensor of ``layout`` (a torch tensor of its
+    sizes and strides, or None) that repeat one element: stride 0 and more
+    than one entry (an ``expand``'s view). Its lazy value repeats its values
+    there as eager's memory does, and strides are part of a call's dispatch
+    signature, so a recorded lowering that relies on them replays only for
+    calls with the same ones (:mod:`lazycore.trace.recipes`)."""
+    if layout is None or not isinstance(layout, torch.Tensor) or tuple(layout.shape) != tuple(shape):
+        return ()
+    return tuple(d for d, (n, s) in enumerate(zip(layout.shape, layout.stride())) if s == 0 and n > 1)
+
+
+def _layout(ctx, at: int, item: int | None = None):
+    """The meta twin of the lowering's argument ``at`` (entry ``item`` of a
+    list argument), or None where the call was not dispatched with it."""
+    margs = ctx.margs if ctx is not None else None
+    if margs is None or at >= len(margs):
+        return None
+    m = margs[at]
+    if item is not None:
+        m = m[item] if isinstance(m, (list, tuple)) and item < len(m) else None
+    return m if isinstance(m, torch.Tensor) else None
+
+
+def _any(bad):
+    """Whether any entry of the i1 ``bad`` is true, as ``max(f32(bad)) != 0``:
+    XLA's CPU backend reduces floats in one kernel and booleans in a tree of
+    them, and the program returns the maximum itself as the flag
+    (:func:`lazycore.runtime.checks.flag_values`): no kernel for the compare
+    (issue 41's cost, benchmark 12)."""
+    top = apply("reduce_max", convert(bad, "f32"), dims=tuple(range(len(bad.shape))))
+    return apply("compare", top, const(0, "f32", bad.device), direction="NE")
+
+
+def _bounds(dim: int, n: int) -> str:
+    return f"index {{index}} is out of bounds for dimension {dim} with size {n}"
+
+
+def _wrap(index, n: int):
+    """``index`` as i64 with negative entries counted from the end of a size-``n`` dim."""
+    index = convert(index, "i64")
+    shape, dev = index.shape, index.device
+    neg = apply("compare", index, const(0, "i64", dev, shape), direction="LT")
+    return apply("select", neg, apply("add", index, const(n, "i64", dev, shape)), index)
+
+
+def _at_least_1d(h):
+    return reshape(h, (1,)) if h.shape == () else h
+
+
+def _corner(h, sizes):
+    """The leading ``sizes`` block of ``h`` (torch lets index tensors be smaller than self)."""
+    sizes = tuple(sizes)
+    if h.shape == sizes:
+        return h
+    r = len(sizes)
+    return apply("slice", h, start=[0] * r, limit=list(sizes), strides=[1] * r)
+
+
+def _mode(mode: str, dtype: str) -> str:
+    if dtype == "i1":  # bool add/mul are or/and
+        return {"add": "max", "mul": "min"}.get(mode, mode)
+    return mode
+
+
+def _no_lazy_device(device) -> bool:
+    return device is not None and torch.device(device).type != "lazy"
+
+
+# --- torch.gather and the scatter family ----------------------------------------------------
+# Per-element ops along one dim: every other dim of index pairs up with the same
+# dim of self, which is what gather/scatter batching dims express.
+
+
+@lowers(aten.gather.default)
+def _gather(ctx, x, dim, index, sparse_grad=False):
+    if _numel(ctx.shape) == 0:
+        return _zeros(ctx)
+    x, index = _at_least_1d(x), _at_least_1d(index)
+    rank = len(x.shape)
+    d = wrap_dim(dim, rank)
+    message = "gather(): " + _bounds(d, x.shape[d])
+    index = _wrap(checked(index, x.shape[d], message, "RuntimeError", layout=_layout(ctx, 2)), x.shape[d])
+    region = list(index.shape)
+    region[d] = x.shape[d]
+    others = tuple(i for i in range(rank) if i != d)
+    g = apply(
+        "gather", _corner(x, region), index,
+        offset_dims=(), collapsed_slice_dims=(d,), operand_batching_dims=others,
+        start_indices_batching_dims=others, start_index_map=(d,), index_vector_dim=rank,
+        slice_sizes=(1,) * rank, indices_are_sorted=False,
+    )
+    return reshape(g, ctx.shape)
+
+
+def _scatter_along(ctx, x, dim, index, updates, mode):
+    """``x`` with ``updates`` (index's shape) combined in at ``x[..., index[i], ...]``."""
+    x = convert(x, ctx.dtype)
+    if _numel(index.shape) == 0:
+        return x
+    x1, index = _at_least_1d(x), _at_least_1d(index)
+    updates = reshape(updates, index.shape)
+    rank = len(x1.shape)
+    d = wrap_dim(dim, rank)
+    n = x1.shape[d]
+    index = _wrap(checked(index, n, f"{ctx.func_name}(): " + _bounds(d, n), "RuntimeError", layout=_layout(ctx, 2)), n)
+    region = list(index.shape)
+    region[d] = x1.shape[d]
+    part = _corner(x1, region)
+    others = tuple(i for i in range(rank) if i != d)
+    out = apply(
+        "scatter", part, index, updates,
+        update_window_dims=(), inserted_window_dims=(d,), input_batching_dims=others,
+        scatter_indices_batching_dims=others, scatter_dims_to_operand_dims=(d,), index_vector_dim=rank,
+        mode=_mode(mode, ctx.dtype),
+    )
+    if part.shape != x1.shape:
+        starts = [const(0, "i64", ctx.device)] * rank
+        out = apply("dynamic_update_slice", x1, out, starts)
+    return reshape(out, ctx.shape)
+
+
+def _src(ctx, src, index):
+    return _corner(_at_least_1d(convert(src, ctx.dtype)), _at_least_1d(index).shape)
+
+
+_SCATTER_REDUCE = {"add": "add", "multiply": "mul", "sum": "add", "prod": "mul", "mean": "add",
+                   "amax": "max", "amin": "min"}
+
+
+@lowers(aten.scatter.src, aten.scatter.reduce)
+def _scatter_src(ctx, x, dim, index, src, reduce=None):
+    mode = "replace" if reduce is None else _SCATTER_REDUCE[reduce]
+    return _scatter_along(ctx, x, dim, index, _src(ctx, src, index), mode)
+
+
+@lowers(aten.scatter.value, aten.scatter.value_reduce)
+def _scatter_value(ctx, x, dim, index, value, reduce=None):
+    mode = "replace" if reduce is None else _SCATTER_REDUCE[reduce]
+    updates = operand(value, ctx.dtype, index.shape, ctx.device)
+    return _scatter_along(ctx, x, dim, index, updates, mode)
+
+
+@lowers(aten.scatter_add.default)
+def _scatter_add(ctx, x, dim, index, src):
+    return _scatter_along(ctx, x, dim, index, _src(ctx, src, index), "add")
+
+
+def _identity(reduce: str, dtype: str):
+    """The value a reduction starts from (what include_self=False puts in place first)."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype == "i1":
+        return reduce == "amin"
+    if is_float(dtype):
+        return -math.inf if reduce == "amax" else math.inf
+    info = np.iinfo(to_numpy_dtype(dtype))
+    return int(info.min) if reduce == "amax" else int(info.max)
+
+
+@lowers(aten.scatter_reduce.two)
+def _scatter_reduce(ctx, x, dim, index, src, reduce, include_self=True):
+    def put(base, updates, mode):
+        return _scatter_along(ctx, base, dim, index, updates, mode)
+
+    return _reduced(ctx, x, _src(ctx, src, index), reduce, include_self, put)
+
+
+def _reduced(ctx, x, src, reduce, include_self, put):
+    """scatter_reduce / index_reduce: ``put(base, updates, mode)`` combines
+    updates of ``src``'s shape into base at the op's places."""
+    x = convert(x, ctx.dtype)
+    if not include_self:
+        x = put(x, const(_identity(reduce, ctx.dtype), ctx.dtype, ctx.device, src.shape), "replace")
+    out = put(x, src, _SCATTER_REDUCE[reduce])
+    if reduce != "mean":
+        return out
+    # eager: divide by how many values met at each place (self counts once if included)
+    count = const(1 if include_self else 0, ctx.dtype, ctx.device, ctx.shape)
+    count = put(count, const(1, ctx.dtype, ctx.device, src.shape), "add")
+    one = const(1, ctx.dtype, ctx.device, ctx.shape)
+    count = apply("select", apply("compare", count, _zeros(ctx), direction="EQ"), one, count)
+    if is_float(ctx.dtype) or ctx.dtype.startswith("complex"):
+        return apply("div", out, count)
+    return _floor_div(out, count)
+
+
+def _floor_div(a, b):
+    """Integer a // b for b > 0 (eager's scatter mean rounds down)."""
+    q = apply("div", a, b)
+    r = apply("rem", a, b)
+    zero = const(0, a.dtype, a.device, a.shape)
+    down = apply("and", apply("compare", r, zero, direction="NE"), apply("compare", a, zero, direction="LT"))
+    return apply("select", down, apply("sub", q, const(1, a.dtype, a.device, a.shape)), q)
+
+
+# --- index_add / index_copy / index_fill: whole slices along one dim ---------------------------
+
+
+# eager's bounds check of each op: (lowest index allowed, error, message)
+_ALONG = {
+    "index_add": (False, "IndexError", lambda d, n: "index_add(): index out of range in self"),
+    "index_reduce": (False, "IndexError", lambda d, n: "index_reduce(): index out of range in self"),
+    "index_copy": (False, "IndexError", lambda d, n: "index_copy_(): " + _bounds(d, n)),
+    "index_fill": (True, "IndexError", lambda d, n: "index_fill(): " + _bounds(d, n)),
+}
+
+
+def _index_along(ctx, x, dim, index, updates, mode):
+    """``x`` with the slices of ``updates`` along ``dim`` combined in at ``index`` (1-D)."""
+    x = convert(x, ctx.dtype)
+    n = _numel(index.shape)
+    if n == 0 or _numel(ctx.shape) == 0:
+        return x
+    x1 = _at_least_1d(x)
+    rank = len(x1.shape)
+    d = wrap_dim(dim, rank)
+    size = x1.shape[d]
+    negative, error, message = _ALONG[ctx.func_name.rstrip("_")]
+    index = checked(reshape(index, (n,)), size, message(d, size), error, -size if negative else 0)
+    index = _wrap(index, size)
+    sizes = list(x1.shape)
+    sizes[d] = n
+    updates = reshape(updates, sizes)
+    out = apply(
+        "scatter", x1, index, updates,
+        update_window_dims=tuple(i for i in range(rank) if i != d), inserted_window_dims=(d,),
+        input_batching_dims=(), scatter_indices_batching_dims=(), scatter_dims_to_operand_dims=(d,),
+        index_vector_dim=1, mode=_mode(mode, ctx.dtype),
+    )
+    return reshape(out, ctx.shape)
+
+
+@lowers(aten.index_add.default)
+def _index_add(ctx, x, dim, index, source, alpha=1):
+    source = convert(source, ctx.dtype)
+    if alpha != 1:
+        source = apply("mul", source, scalar(alpha, ctx.dtype, ctx.device, source.shape))
+    return _index_along(ctx, x, dim, index, source, "add")
+
+
+@lowers(aten.index_copy.default)
+def _index_copy(ctx, x, dim, index, source):
+    return _index_along(ctx, x, dim, index, convert(source, ctx.dtype), "replace")
+
+
+@lowers(aten.index_fill.int_Scalar, aten.index_fill.int_Tensor)
+def _index_fill(ctx, x, dim, index, value):
+    sizes = list(_at_least_1d(x).shape)
+    sizes[wrap_dim(dim, len(sizes))] = _numel(index.shape)
+    updates = operand(value, ctx.dtype, tuple(sizes), ctx.device)
+    return _index_along(ctx, x, dim, index, updates, "replace")
+
+
+@lowers(aten.index_reduce.default)
+def _index_reduce(ctx, x, dim, index, source, reduce, include_self=True):
+    def put(base, updates, mode):
+        return _index_along(ctx, base, dim, index, updates, mode)
+
+    return _reduced(ctx, x, convert(source, ctx.dtype), reduce, include_self, put)
+
+
+@lowers(aten.put.default)
+def _put(ctx, x, index, source, accumulate=False):
+    """``x.flatten()[index] = source`` (or ``+=``), negative indices from the end."""
+    x = convert(x, ctx.dtype)
+    n, k = _numel(x.shape), _numel(index.shape)
+    if k == 0 or n == 0:
+        return x
+    index = _wrap(checked(reshape(index, (k,)), n, _out_of_range("put_", n), "IndexError", -n), n)
+    out = apply(
+        "scatter", reshape(x, (n,)), index, reshape(convert(source, ctx.dtype), (k,)),
+        update_window_dims=(), inserted_window_dims=(0,), input_batching_dims=(),
+        scatter_indices_batching_dims=(), scatter_dims_to_operand_dims=(0,), index_vector_dim=1,
+        mode=_mode("add" if accumulate else "replace", ctx.dtype),
+    )
+    return reshape(out, ctx.shape)
+
+
+def _out_of_range(op: str, n: int) -> str:
+    return f"{op}(): out of range: tried to access index {{index}} on a tensor of {n} elements."
+
+
+@lowers(aten.take.default)
+def _take(ctx, x, index):
+    """``x.flatten()[index]``, negative indices from the end."""
+    n, k = _numel(x.shape), _numel(index.shape)
+    if k == 0:
+        return _zeros(ctx)
+    if n == 0:
+        return NotImplemented  # eager's error for a non-empty take from an empty tensor
+    index = _wrap(checked(reshape(index, (k,)), n, _out_of_range("take", n), "IndexError", -n), n)
+    g = apply(
+        "gather", reshape(x, (n,)), reshape(index, (k, 1)),
+        offset_dims=(), collapsed_slice_dims=(0,), operand_batching_dims=(), start_indices_batching_dims=(),
+        start_index_map=(0,), index_vector_dim=1, slice_sizes=(1,), indices_are_sorted=False,
+    )
+    return reshape(g, ctx.shape)
+
+
+# --- advanced indexing: x[i0, :, i2] and x[i0, :, i2] = v ------------------------------------------
+
+
+def _is_mask(t) -> bool:
+    return t is not None and t.dtype in ("i1", "ui8")
+
+
+def _in_bounds(index, d: int, n: int, layout=None):
+    """Eager's IndexError for ``x[index]`` along dim ``d`` of size ``n`` (negatives wrap)."""
+    return checked(index, n, _bounds(d, n), "IndexError", -n, layout=layout)
+
+
+class _Plan:
+    """Dimension numbers shared by ``x[indices]`` (gather) and its assignment (scatter).
+
+    The index tensors broadcast to one shape B; B takes the place of the
+    indexed dims when they are adjacent, else it goes first (numpy's rule).
+    """
+
+    def __init__(self, x_shape, indices, ctx=None):
+        rank = len(x_shape)
+        idx = list(indices) + [None] * (rank - len(indices))
+        self.dims = tuple(i for i, t in enumerate(idx) if t is not None)
+        batch = tuple(torch.broadcast_shapes(*(tuple(idx[i].shape) for i in self.dims)))
+        rest = [i for i in range(rank) if i not in self.dims]
+        first = self.dims[0]
+        adjacent = self.dims == tuple(range(first, self.dims[-1] + 1))
+        p = first if adjacent else 0  # where the batch dims go in the result
+        before = [i for i in rest if adjacent and i < first]
+        after = [i for i in rest if i not in before]
+        self.offset_dims = tuple(range(p)) + tuple(range(p + len(batch), p + len(batch) + len(after)))
+        self.shape = tuple(x_shape[i] for i in before) + batch + tuple(x_shape[i] for i in after)
+        self.slice_sizes = tuple(1 if i in self.dims else n for i, n in enumerate(x_shape))
+        self.batch = batch
+        # the start indices: one coordinate per indexed dim along a new last axis
+        coords = [reshape(broadcast(_wrap(_in_bounds(idx[i], i, x_shape[i], _layout(ctx, 1, i)), x_shape[i]), batch),
+                          batch + (1,))
+                  for i in self.dims]
+        stacked = coords[0]
+        for c in coords[1:]:
+            stacked = apply("concatenate", stacked, c, dim=len(batch))
+        self.indices = stacked
+
+    def check_nonempty(self, x_shape):
+        for i in self.dims:
+            if x_shape[i] == 0 and _numel(self.batch):
+                raise IndexError(f"index is out of bounds for dimension {i} with size 0")
+
+
+@lowers(aten.index.Tensor)
+def _index(ctx, x, indices):
+    if any(_is_mask(t) for t in indices):
+        return NotImplemented  # the result's size depends on the mask's values
+    if all(t is None for t in indices):
+        return reshape(x, ctx.shape)
+    if _numel(ctx.shape) == 0:
+        return _zeros(ctx)
+    plan = _Plan(x.shape, indices, ctx)
+    plan.check_nonempty(x.shape)
+    g = apply(
+        "gather", x, plan.indices,
+        offset_dims=plan.offset_dims, collapsed_slice_dims=plan.dims, operand_batching_dims=(),
+        start_indices_batching_dims=(), start_index_map=plan.dims, index_vector_dim=len(plan.batch),
+        slice_sizes=plan.slice_sizes, indices_are_sorted=False,
+    )
+    return reshape(g, ctx.shape)
+
+
+@lowers(aten.index_put.default)
+def _index_put(ctx, x, indices, values, accumulate=False):
+    x = convert(x, ctx.dtype)
+    values = convert(values, ctx.dtype)
+    if any(_is_mask(t) for t in indices):
+        return _masked_put(ctx, x, indices, values, accumulate)
+    if all(t is None for t in indices):
+        return NotImplemented
+    plan = _Plan(x.shape, indices, ctx)
+    if _numel(plan.shape) == 0:
+        return x
+    plan.check_nonempty(x.shape)
+    out = apply(
+        "scatter", x, plan.indices, broadcast(values, plan.shape),
+        update_window_dims=plan.offset_dims, inserted_window_dims=plan.dims, input_batching_dims=(),
+        scatter_indices_batching_dims=(), scatter_dims_to_operand_dims=plan.dims,
+        index_vector_dim=len(plan.batch), mode=_mode("add" if accumulate else "replace", ctx.dtype),
+    )
+    return out
+
+
+def _masked_put(ctx, x, indices, values, accumulate):
+    """``x[mask] = v`` (one mask, one value): a select, no data-dependent shape."""
+    held = [i for i, t in enumerate(indices) if t is not None]
+    if len(held) != 1 or _numel(values.shape) != 1:
+        return NotImplemented
+    p = held[0]
+    mask = convert(indices[p], "i1")
+    mask = apply("broadcast_in_dim", mask, dims=tuple(range(p, p + len(mask.shape))), shape=ctx.shape)
+    v = broadcast(reshape(values, ()), ctx.shape)
+    if accumulate:
+        v = apply("or" if ctx.dtype == "i1" else "add", x, v)
+    return apply("select", mask, v, x)
+
+
+@lowers(aten.masked_scatter.default)
+def _masked_scatter(ctx, x, mask, source):
+    """Where mask holds, the next unused element of source (in row-major order)."""
+    x = broadcast(convert(x, ctx.dtype), ctx.shape)
+    n, m = _numel(ctx.shape), _numel(source.shape)
+    if n == 0 or m == 0:
+        return x
+    mask = broadcast(convert(mask, "i1"), ctx.shape)
+    flat = reshape(mask, (n,))
+    # position of each element in source: how many mask elements up to it, less one
+    pos = apply("sub", _scan(convert(flat, "i64"), 0, "add"), const(1, "i64", ctx.device, (n,)))
+    pos = apply("maximum", pos, const(0, "i64", ctx.device, (n,)))
+    taken = apply(
+        "gather", reshape(convert(source, ctx.dtype), (m,)), pos,
+        offset_dims=(), collapsed_slice_dims=(0,), operand_batching_dims=(), start_indices_batching_dims=(),
+        start_index_map=(0,), index_vector_dim=1, slice_sizes=(1,), indices_are_sorted=False,
+    )
+    return apply("select", mask, reshape(taken, ctx.shape), x)
+
+
+# --- *_like factories ---------------------------------------------------------------------------
+
+
+@lowers(aten.full_like.default)
+def _full_like(ctx, x, fill_value, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    if _no_lazy_device(device):
+        return NotImplemented
+    return operand(fill_value, ctx.dtype, ctx.shape, ctx.device)
+
+
+@lowers(aten.ones_like.default)
+def _ones_like(ctx, x, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    # full_like's lowering, not eager's decomposition through a second
+    # dispatch: autograd makes one for every backward pass (the seed gradient)
+    return _full_like(ctx, x, 1, device=device)
+
+
+@lowers(aten.zeros_like.default)
+def _zeros_like(ctx, x, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return _full_like(ctx, x, 0, device=device)
+
+
+@lowers(aten.empty_like.default)
+def _empty_like(ctx, x, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    if _no_lazy_device(device):
+        return NotImplemented
+    # eager leaves memory uninitialized; zeros keep programs deterministic
+    return _zeros(ctx)
+
+
+# --- cumulative scans ------------------------------------------------------------------------------
+
+
+def _scan(h, d: int, combine: str, identity=None):
+    """Inclusive scan of ``h`` along ``d`` (Hillis-Steele: shift by 1, 2, 4, ... and combine)."""
+    n = h.shape[d]
+    rank = len(h.shape)
+    if identity is None:
+        identity = {"add": 0, "mul": 1}[combine]
+    fill = const(identity, h.dtype, h.device)
+    k = 1
+    while k < n:
+        low, high = [0] * rank, [0] * rank
+        low[d], high[d] = k, -k
+        shifted = apply("pad", h, fill, low=low, high=high, interior=[0] * rank)
+        h = _logaddexp(h, shifted) if combine == "logaddexp" else apply(combine, h, shifted)
+        k *= 2
+    return h
+
+
+def _logaddexp(a, b):
+    m = apply("maximum", a, b)
+    gap = apply("neg", apply("abs", apply("sub", a, b)))
+    r = apply("add", m, apply("log1p", apply("exp", gap)))
+    # both -inf (or an inf): the gap is NaN, the answer is the max
+    inf = apply("compare", apply("abs", m), const(math.inf, m.dtype, m.device, m.shape), direction="EQ")
+    return apply("select", inf, m, r)
+
+
+def _cumulative(ctx, x, dim, combine, identity=None):
+    wide = "f32" if ctx.dtype in ("f16", "bf16") else ctx.dtype
+    h = convert(x, wide)
+    if h.shape != () and _numel(h.shape):
+        h = _scan(h, wrap_dim(dim, len(h.shape)), combine, identity)
+    return convert(h, ctx.dtype)
+
+
+@lowers(aten.cumsum.default)
+def _cumsum(ctx, x, dim, dtype=None):
+    return _cumulative(ctx, x, dim, "add")
+
+
+@lowers(aten.cumprod.default)
+def _cumprod(ctx, x, dim, dtype=None):
+    return _cumulative(ctx, x, dim, "mul")
+
+
+@lowers(aten.logcumsumexp.default)
+def _logcumsumexp(ctx, x, dim):
+    if not is_float(ctx.dtype):
+        return NotImplemented
+    return _cumulative(ctx, x, dim, "logaddexp", -math.inf)
+
+
+# --- one_hot --------------------------------------------------------------------------------------
+# one_hot is composite (never reaches dispatch as itself) and, for a device
+# other than CPU and CUDA, skips eager's checks of the values (they would read
+# them): the lazy device gets them back as value checks, ahead of the composite.
+
+
+def _one_hot(x, num_classes=-1):
+    from ..tensor import Tensor, read, wrap
+
+    if type(x) is Tensor:
+        # eager's checks of the dtype and flags: its kernel on zeros (a valid
+        # class wherever any is), cut to at most one per dimension
+        aten.one_hot.default(torch.zeros([min(n, 1) for n in x.shape], dtype=x.dtype), num_classes)
+    if (type(x) is Tensor and settings.index_checks and x.dtype == torch.int64 and num_classes >= 0
+            and x.numel()):
+        h = read(x)
+        shape, dev = h.shape, h.device
+        negative = apply("compare", h, const(0, "i64", dev, shape), direction="LT")
+        h = core.check(h, negative, "one_hot(): Class values must be non-negative.", "RuntimeError")
+        big = apply("compare", h, const(num_classes, "i64", dev, shape), direction="GE")
+        h = core.check(h, big, "one_hot(): Class values must be smaller than num_classes.", "RuntimeError")
+        x = wrap(h, x, owned=True)
+    # the C++ composite (its Python decomposition reads the values for its checks)
+    return aten.one_hot.default._op_dk(torch._C.DispatchKey.CompositeImplicitAutograd, x, num_classes)
+
+
+_LIB = torch.library.Library("aten", "IMPL")
+_LIB.impl("one_hot", _one_hot, "AutogradLazy")
