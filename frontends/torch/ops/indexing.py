@@ -73,8 +73,8 @@ def checked(index, high: int, message: str, error: str, low: int = 0, ignore: in
         return index
     repeated = _repeated(index.shape, layout)
     if repeated:
-        # an expanded index (``i[:, None].expand(-1, w)``, take_along_dim's
-        # broadcast) holds each value once per repeat: its first row along
+        # an expanded index (``i[:, None].expand(-1, w)``, a scatter's
+        # ``expand_as``) holds each value once per repeat: its first row along
         # those dims has the same values, and the same first offending one
         # in row-major order, for a fraction of the reduction (benchmark 12's
         # gather: 8192 entries checked, not 8192 x 64, issue 41's cost)

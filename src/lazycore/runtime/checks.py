@@ -39,8 +39,12 @@ none of those, and an out-of-range index is clamped or its update dropped).
 An index check's message holds ``{index}`` where eager names the offending
 index (``index {index} is out of bounds for dimension 0 with size 5``): the
 program computes only the flag, and once it is true :func:`text` runs the
-check's index and mask as a program of their own (``failed``'s ``run``) and
-names the first offending entry; without a runner, the placeholder goes.
+check's index (and mask) as a program of their own (``failed``'s ``run``) and
+names the first offending entry; without a runner, the placeholder goes. The
+torch frontend's flags hold no mask: they test the index's extremes, one
+reduction every op checking that index shares whatever range it allows
+(``indexing._outside``), and the bounds are read back from their constants
+(:func:`_bounds`).
 
 A check whose ``error`` is ``RuntimeWarning`` (NumPy's floating-point
 warnings under ``np.errstate``) fails nothing: when its flag is true the
