@@ -48,10 +48,11 @@ _HANDLERS: dict = {}
 Python, a cost every op paid twice (here and in the meta key). The ops are
 kept alive in :data:`_OPS`, so an id is never another op's."""
 _OPS: list = []
+_handler_of = _HANDLERS.get  # per op (forget() empties the dict, keeping it)
 
 
 def run(func, args, kwargs):
-    handler = _HANDLERS.get(id(func))
+    handler = _handler_of(id(func))
     if handler is None:
         handler = resolve(func)
         _OPS.append(func)
@@ -236,6 +237,7 @@ def _lazy(x, lc_dev, handles):
 # (dims, sizes, lists), so a step that repeats finds every result here.
 
 _META = Memo("torch.meta", 100_000)
+_meta_of = _META.get  # per op (see lazycore.ir.memo: a memo is emptied in place)
 _default_dtype = torch.get_default_dtype
 _NO_META = object()
 
@@ -286,18 +288,19 @@ def _signature(func, args, kwargs):
             floats.append(x)
         elif _sig(x, acc, False):
             plain = False
-    for k, v in kwargs.items():
-        acc.append(k)
-        t = type(v)
-        if t is Tensor:
-            acc.append(v._key)
-            tensors.append(v)
-        elif t is float:
-            acc.append(float)
-            floats.append(v)
-            named = (named or ()) + (k,)
-        elif _sig(v, acc, False):
-            plain = False
+    if kwargs:  # (most ops have none: no items view to make)
+        for k, v in kwargs.items():
+            acc.append(k)
+            t = type(v)
+            if t is Tensor:
+                acc.append(v._key)
+                tensors.append(v)
+            elif t is float:
+                acc.append(float)
+                floats.append(v)
+                named = (named or ()) + (k,)
+            elif _sig(v, acc, False):
+                plain = False
     return acc, tensors, floats, named, plain
 
 
@@ -596,10 +599,22 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False):
     acc, tensors, floats, named, plain = _signature(func, args, kwargs)
     if sized_by_floats and floats:
         acc += [float_key(x) for x in floats]
-    out, margs, mkwargs, tdev, memo, _ = _meta_entry(acc, func, args, kwargs)
+    try:  # (_meta_entry's lookup, inline: the per-op path)
+        entry = _meta_of(tuple(acc))
+    except TypeError:
+        entry = None
+    if entry is None:
+        entry = _meta_entry(acc, func, args, kwargs)
+    out = entry[0]
     if out is None:
         return None
-    fl = _float_keys(floats, named) if floats else ()
+    memo = entry[4]
+    if not floats:
+        fl = ()
+    elif named is None and len(floats) == 1:  # (x * 0.9: _float_keys's one-float case, inline)
+        fl = (float_key(floats[0]),)
+    else:
+        fl = _float_keys(floats, named)
     vclass = None
     found = None
     if settings.replay:
@@ -613,10 +628,13 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False):
                     memo[fl] = found  # the same recording, found at once for a value that repeats
         if found is not None and plain:  # the replay needs the handles only
             start = ENTRY.frame
-            inputs = [read_view(x._storage, x._steps, start) if x._steps else x._storage.handle for x in tensors]
+            inputs = []  # (a loop: a comprehension is a function call of its own)
+            for x in tensors:
+                inputs.append(read_view(x._storage, x._steps, start) if x._steps else x._storage.handle)
             recipe = found[0]
             if recipe.aliased is None or recipe.fits(inputs):
                 return out, recipe.replay(inputs, floats, start), found[1], True
+    _, margs, mkwargs, tdev, _, _ = entry
     dev = lc_device(tdev) if tdev is not None else None
     inputs = []
     largs = [_lazy(x, dev, inputs) for x in args]
