@@ -147,8 +147,9 @@ def apply(op_name: str, *operands, device=None, **attrs_and_params):
                 v = o._value
                 values.append(v)
                 types.append(v[0].types[v[1]])
-                if o.device is not dev:
-                    dev = _check_device(spec, dev, o.device, len(values) - 1)
+                d = o.device
+                if d is not dev:  # (the first operand's device is the op's, with no call)
+                    dev = d if dev is None else _check_device(spec, dev, d, len(values) - 1)
             elif isinstance(o, (list, tuple)):
                 group = []
                 for t in o:
