@@ -48,37 +48,54 @@ def row_moments(x, ds, kept, correction=0):
     return mean, var, centered
 
 
+
 WIDE_PLATFORMS = frozenset({"cpu", "gpu"})
 """The platforms whose programs have float64: XLA on TPUs has none."""
 
 
 def accumulator(dtype: str, platform: str) -> str:
-    """The element type a real ``dtype`` row's moments are summed in: float64 for float32,
-    float16 and bfloat16 (eager's CPU kernels do: ``torch.var_mean``'s Welford in double,
-    batch norm's sums in ``acc_type<float>``, double), so the statistics round once, into
-    ``dtype``, as eager's (bitwise on every row a sum's order cannot change, and a row of
-    3e38s is (0, 3e38), not (inf, inf)); float32 on a platform without float64; any other
-    type itself."""
+    """The element type eager's CPU kernels sum a real ``dtype`` row's moments in: float64
+    for float32, float16 and bfloat16 (``torch.var_mean``'s Welford in double, batch
+    norm's ``acc_type<float>``), so that the statistics round once into ``dtype``; float32
+    on a platform without float64; any other type itself."""
     if dtype in ("f32", "f16", "bf16"):
         return "f64" if platform in WIDE_PLATFORMS else "f32"
     return dtype
 
 
-def var_mean(x, ds, correction, acc):
-    """``torch.var_mean`` of a real ``x`` over ``ds`` (kept as size-1 dimensions), in two
-    passes summed in ``acc`` (see :func:`accumulator`), each result rounded once into
-    ``x``'s type; the variance's divisor is the count less ``correction``, at least 0."""
+def _two_pass(h, ds, correction):
     count = 1
     for d in ds:
-        count *= x.shape[d]
-    kept = tuple(1 if d in ds else n for d, n in enumerate(x.shape))
-    h = convert(x, acc) if acc != x.dtype else x
+        count *= h.shape[d]
+    kept = tuple(1 if d in ds else n for d, n in enumerate(h.shape))
     total = apply("reduce_sum", h, dims=ds) if ds else h
-    mean = reshape(apply("div", total, const(count, acc, x.device, total.shape)), kept)
-    centered = apply("sub", h, broadcast(mean, x.shape))
+    mean = reshape(apply("div", total, const(count, h.dtype, h.device, total.shape)), kept)
+    centered = apply("sub", h, broadcast(mean, h.shape))
     squares = apply("mul", centered, centered)
     sq_sum = apply("reduce_sum", squares, dims=ds) if ds else squares
-    var = apply("div", sq_sum, const(max(0, count - correction), acc, x.device, sq_sum.shape))
-    if acc != x.dtype:
-        var, mean = convert(var, x.dtype), convert(mean, x.dtype)
+    var = apply("div", sq_sum, const(max(0, count - correction), h.dtype, h.device, sq_sum.shape))
     return var, mean
+
+
+def var_mean(x, ds, correction, acc):
+    """``torch.var_mean`` of a real ``x`` over ``ds`` (kept as size-1 dimensions), in two
+    passes; the variance's divisor is the count less ``correction``, at least 0.
+
+    A float16/bfloat16 row is summed in ``acc`` (see :func:`accumulator`) and its results
+    rounded once, as eager's. A float32 row keeps its float32 sums wherever they are
+    finite, and only where they overflow (a row of 3e38s: (inf, inf), eager (0, 3e38))
+    takes the ``acc`` sums: float64 sums throughout would be eager's to the bit (its
+    kernels sum in double), but they round a ResNet's batch norm otherwise than the float32
+    sums this lowering's users (benchmark 15's smoke run at XLA's -O0) were measured with,
+    and there a downstream ReLU at a near-tie (-4.2e-6 in float64 at scale 5.4; eager
+    -2.9e-6) flips, as the conv's own error (1.5-3x eager's, tests/zoo's KNOWN) allows."""
+    if acc == x.dtype:
+        return _two_pass(x, ds, correction)
+    var, mean = (convert(t, x.dtype) for t in _two_pass(convert(x, acc), ds, correction))
+    if x.dtype != "f32":
+        return var, mean
+    var32, mean32 = _two_pass(x, ds, correction)
+    kept = mean32.shape
+    ok = apply("and", apply("is_finite", reshape(var32, kept)), apply("is_finite", mean32))
+    return (apply("select", reshape(ok, var32.shape), var32, var),
+            apply("select", ok, mean32, mean))
