@@ -207,6 +207,12 @@ def test_boolean_mask(dev):
     run_both(lambda d, x, y: x[y.real > 0], dev, X, Y)
 
 
+def test_accumulating_duplicate_indices(dev):
+    # eager adds each duplicate's value in turn, rounding every sum (a counted fallback here)
+    index = torch.tensor([3, 1, 3, 3, 0, 1])
+    run_both(lambda d, x, y: x[:5].clone().index_put_((index.to(d),), y[:6] * 0.37, accumulate=True), dev, X, Y)
+
+
 def test_parts_of_special_values(dev):
     run_both(lambda d, x: (torch.view_as_real(x), x.abs(), x.isnan()), dev, SPECIAL)
 
@@ -241,6 +247,7 @@ REFUSED = {
     "sum dim": lambda x: x.reshape(-1, 2).sum(0), "matmul": lambda x: x[:4].reshape(2, 2) @ x[:4].reshape(2, 2),
     "dot": lambda x: torch.dot(x, x), "equal": lambda x: torch.equal(x, x), "fft": lambda x: torch.fft.fft(x[:8]),
     "lerp": lambda x: torch.lerp(x, x, 0.5),
+    "put_ accumulating": lambda x: x.clone().put_(torch.tensor([1, 1], device=x.device), x[:2], accumulate=True),
 }
 
 
