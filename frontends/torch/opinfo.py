@@ -14,7 +14,8 @@ The lazy results come back to the host and must equal eager's
 - ``mismatch``: a sample gave different values, shape or dtype (a bug);
 - ``error``: the lazy run raised where eager did not;
 - ``skipped``: nothing to compare (eager raised on every sample, or the
-  samples need element types the lazy device does not have, such as complex32).
+  samples need element types the lazy device does not have, such as the
+  bits or quantized types; complex32 is held as complex<f32> with float16 parts).
 
 Random ops (``normal``, ``bernoulli``, ``dropout``, ...) and ops returning
 uninitialized memory (``empty``, ...) cannot match eager's values; their

@@ -25,9 +25,13 @@ KNOWN_ERRORS_COMPLEX64 = {}
 # int64 OpInfo name -> why the lazy run raises.
 KNOWN_ERRORS_INT64 = {}
 
+# complex32 OpInfo name -> why the lazy run raises.
+KNOWN_ERRORS_COMPLEX32 = {}
+
 NAMES = [opinfo.op_name(op) for op in opinfo.float32_ops()]
 NAMES_COMPLEX64 = [opinfo.op_name(op) for op in opinfo.ops_for(torch.complex64)]
 NAMES_INT64 = [opinfo.op_name(op) for op in opinfo.ops_for(torch.int64)]
+NAMES_COMPLEX32 = [opinfo.op_name(op) for op in opinfo.ops_for(torch.complex32)]
 COUNT_TEST = "test_pass_no_fallback_count"
 
 
@@ -62,10 +66,16 @@ def results_int64(request):
     return _sweep(request, "test_opinfo_int64", torch.int64)
 
 
+@pytest.fixture(scope="module")
+def results_complex32(request):
+    return _sweep(request, "test_opinfo_complex32", torch.complex32)
+
+
 def test_known_errors_are_opinfos():
     assert set(KNOWN_ERRORS) <= set(NAMES)
     assert set(KNOWN_ERRORS_COMPLEX64) <= set(NAMES_COMPLEX64)
     assert set(KNOWN_ERRORS_INT64) <= set(NAMES_INT64)
+    assert set(KNOWN_ERRORS_COMPLEX32) <= set(NAMES_COMPLEX32)
 
 
 def _judge(r, name, known):
@@ -94,6 +104,13 @@ def test_opinfo_complex64(results_complex64, name):
 def test_opinfo_int64(results_int64, name):
     """The same over int64 samples (integer division, shifts, overflow, ties in sorts)."""
     _judge(results_int64[name], name, KNOWN_ERRORS_INT64)
+
+
+@pytest.mark.parametrize("name", NAMES_COMPLEX32)
+def test_opinfo_complex32(results_complex32, name):
+    """The same over complex32 (chalf) samples, held as complex<f32> with float16 parts:
+    none is skipped for its element type any more."""
+    _judge(results_complex32[name], name, KNOWN_ERRORS_COMPLEX32)
 
 
 def test_pass_no_fallback_count(results):
