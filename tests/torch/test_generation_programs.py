@@ -82,7 +82,18 @@ def _programs_of_call(make, lengths, n, cache, masked=True) -> int:
     return programs
 
 
-def test_one_prompt_default_cache(clean_runtime):
+@pytest.fixture(params=[True, False], ids=["default-as-static", "default-cache"])
+def static_for_default(request, monkeypatch):
+    """Both ways of asking for the default cache: a static one where nobody
+    sees the cache (frontends/torch/generation.py), and the default cache
+    itself in buckets."""
+    from lazycore.frontends.torch import generation
+
+    monkeypatch.setattr(generation, "_STATIC_FOR_DEFAULT", request.param)
+    return request.param
+
+
+def test_one_prompt_default_cache(clean_runtime, static_for_default):
     # the setup's two small reads, the prompt, one program for 24 tokens
     # whose lengths 9..31 cross the head dimension (16); the scalar policy
     # keeps the prompt's and the decoding's numbers at one step-log position
@@ -91,7 +102,7 @@ def test_one_prompt_default_cache(clean_runtime):
     assert _programs_of_call(_gpt2, (8,), 24, "dynamic") <= 4
 
 
-def test_left_padded_prompts_default_cache(clean_runtime):
+def test_left_padded_prompts_default_cache(clean_runtime, static_for_default):
     # generate()'s three setup reads of a batch of 8, the prompt, and the
     # decoding step; transformers' padding-mask checks (two in the prompt,
     # one every token) need no read: the prompts' mask holds a zero, as the

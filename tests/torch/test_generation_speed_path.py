@@ -108,12 +108,34 @@ def test_static_decoding_off_traces(clean_runtime, monkeypatch):
     assert lazy not in generation._DECODERS
 
 
-def test_dynamic_cache_is_not_captured(clean_runtime):
-    # the default cache grows every token: its steps stay traced (in buckets)
+def test_default_cache_decodes_with_a_static_one(clean_runtime):
+    # asked for the default cache, which nobody sees: a static one, whose steps
+    # replay; the default cache's tokens (eager's) all the same
+    n = 10
+    eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
+    ids, mask = _prompts(LENGTHS)
+    dev = ltorch.device()
+    want = _generate(eager, ids, mask, n, "dynamic")
+    for _ in range(2):
+        assert torch.equal(_generate(lazy, ids.to(dev), mask.to(dev), n, "dynamic"), want)
+    traces, replays = _counts(lazy)
+    assert traces <= 3 and traces + replays == 2 * (n - 1)
+
+
+def test_default_cache_kept_where_seen_or_off(clean_runtime, monkeypatch):
+    # returned to the caller (return_dict_in_generate): the default cache, its
+    # steps traced (in buckets); likewise with the swap turned off
     eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
     ids, mask = _prompts((8,))
     dev = ltorch.device()
     want = _generate(eager, ids, mask, 6, "dynamic")
+    with torch.no_grad():
+        out = lazy.generate(ids.to(dev), attention_mask=mask.to(dev), max_new_tokens=6, do_sample=False,
+                            return_dict_in_generate=True)
+    assert torch.equal(out.sequences.cpu(), want)
+    assert type(out.past_key_values).__name__ == "DynamicCache"
+    assert lazy not in generation._DECODERS
+    monkeypatch.setattr(generation, "_STATIC_FOR_DEFAULT", False)
     assert torch.equal(_generate(lazy, ids.to(dev), mask.to(dev), 6, "dynamic"), want)
     assert lazy not in generation._DECODERS
 
