@@ -25,14 +25,19 @@ from lazycore.observe.testing import capture
 ROWS, WIDTH, N = 37, 24, 40
 
 _CHECK_REDUCE = re.compile(r"stablehlo\.reduce\(%\S+ init: %\S+\) applies stablehlo\.maximum across dimensions = "
-                           r"\[1\] : \(tensor<2x(\d+)xf(32|64)>")
+                           r"\[[\d, ]*\] : \(tensor<([\dx]*)xf32>")
 
 
 def _check_reductions(stablehlo: str) -> list[int]:
-    """The entries each index check reduction covers: an index row ``r`` is
-    checked by one maximum of ``[r, -r]`` (its extremes, shared by every
-    range an op allows: ``indexing._outside``), a (2, entries) float array."""
-    return [int(m.group(1)) for m in _CHECK_REDUCE.finditer(stablehlo)]
+    """The element count of each max-of-floats reduction (how index checks
+    reduce their masks; nothing else in these programs reduces by max)."""
+    sizes = []
+    for m in _CHECK_REDUCE.finditer(stablehlo):
+        n = 1
+        for d in m.group(1).split("x"):
+            n *= int(d)
+        sizes.append(n)
+    return sizes
 
 
 def _data(bad: int | None = None):
@@ -115,17 +120,16 @@ def _index():
     return torch.randint(0, ROWS, (8, 5), generator=torch.Generator().manual_seed(9))
 
 
-def test_one_index_checked_by_six_ops_is_one_reduction_and_the_expanded_row(clean_runtime):
+def test_one_index_checked_by_six_ops_is_checked_over_its_entries(clean_runtime):
     # embedding, gather (expanded), index_select and scatter_add allow 0..n-1,
-    # x[i] and index_put -n..n-1: each checks the 40 entries' extremes, one
-    # node for all but the gather, whose index is the expanded one's first
-    # row (another node, one kernel with the first in XLA: the next test)
+    # x[i] and index_put -n..n-1: reductions of the 40 entries, none of 40 x 24
     table, i = _data()[0], _index()
     dev = ltorch.device()
     with override(index_checks=True), capture() as cap:
         got = _many(table.to(dev), i.to(dev)).item()
     assert got == pytest.approx(_many(table, i).item(), rel=1e-5)
-    assert _check_reductions(cap.text("stablehlo")) == [40, 40]
+    # (the expanded index's first row is a third, merged with the first by XLA: the next test)
+    assert _check_reductions(cap.text("stablehlo")) == [40, 40, 40]
 
 
 def _kernel_runs(fn, runs: int = 3) -> dict[str, int]:
@@ -152,30 +156,24 @@ def test_the_checks_of_one_index_through_six_ops_add_few_kernels(clean_runtime):
         with override(index_checks=on):
             counts[on] = _kernel_runs(lambda: _many(lt, li))
     extra = sum(counts[True].values()) - sum(counts[False].values())
-    # the index's [r, -r], its reduction (at this size XLA's CPU backend
-    # takes it in two steps) and the kernel returning the flags; before:
-    # three masks, their three reductions (one over the expanded 40 x 24
-    # index) and the flags', 7
-    assert 0 < extra <= 4, (counts[True], counts[False])
+    # two masks and their two reductions (before: five of each, one over the
+    # expanded 40 x 24 index), and the kernel returning the flags
+    assert 0 < extra <= 5, (counts[True], counts[False])
 
 
-@pytest.mark.parametrize("low, high", [(0, (1 << 24) - 1), (-(1 << 24) + 1, 1 << 24), (0, (1 << 24) + 1),
-                                       (-(1 << 40), 1 << 40)])
-def test_the_extremes_decide_exactly_at_every_bound(low, high):
-    # (an index is checked from its extremes as floats: f32 while the bounds
-    # are f32 integers, f64 beyond; a value one past a bound still fails)
-    import numpy as np
-
-    from lazycore.frontends.torch.ops.indexing import checked
-
-    inside = [low, high - 1, (low + high) // 2]
-    for values, fails in [(inside, False), (inside + [high], True), (inside + [low - 1], True),
-                          ([np.iinfo(np.int64).max], True), ([np.iinfo(np.int64).min], True)]:
-        h = lazycore.from_numpy(np.asarray(values, np.int64))
-        with override(index_checks=True):
-            r = checked(h, high, "index {index} is out of range", "IndexError", low)
-        if fails:
-            with pytest.raises(IndexError, match=f"index {values[-1]} is out of range"):
-                lazycore.to_numpy(r)
-        else:
-            assert lazycore.to_numpy(r).tolist() == values
+def test_a_2d_index_checked_as_a_row_names_eagers_first_offending_entry(clean_runtime):
+    # (row-major order is kept by the reshape: the first bad entry eager names)
+    table = torch.randn(ROWS, WIDTH, generator=torch.Generator().manual_seed(1))
+    idx = torch.zeros(6, WIDTH, dtype=torch.int64)
+    idx[2, 5], idx[1, 7], idx[4, 0] = ROWS + 4, ROWS + 2, -3
+    with pytest.raises(RuntimeError) as eager:
+        torch.gather(table, 0, idx)
+    assert f"index {ROWS + 2} is out of bounds" in str(eager.value)
+    dev = ltorch.device()
+    with override(index_checks=True), capture() as cap:
+        r = torch.gather(table.to(dev), 0, idx.to(dev))
+        with pytest.raises(RuntimeError) as info:
+            r.cpu()
+    assert str(eager.value) in str(info.value), (str(eager.value), str(info.value))
+    assert _check_reductions(cap.text("stablehlo", graph=0)) == [6 * WIDTH]
+    assert "tensor<144xf32>" in cap.text("stablehlo", graph=0)  # the mask as a row

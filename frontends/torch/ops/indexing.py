@@ -89,40 +89,12 @@ def checked(index, high: int, message: str, error: str, low: int = 0, ignore: in
         # the same first offending entry)
         return reshape(checked(reshape(index, (_numel(index.shape),)), high, message, error, low, ignore),
                        index.shape)
-    if ignore is None:
-        return core.check(index, _outside(index, low, high), message, error)
     shape, dev, dt = index.shape, index.device, index.dtype
     bad = apply("compare", index, const(high, dt, dev, shape), direction="GE")
     bad = apply("or", apply("compare", index, const(low, dt, dev, shape), direction="LT"), bad)
-    bad = apply("and", bad, apply("compare", index, const(ignore, dt, dev, shape), direction="NE"))
+    if ignore is not None:
+        bad = apply("and", bad, apply("compare", index, const(ignore, dt, dev, shape), direction="NE"))
     return core.check(index, _any(bad), message, error)
-
-
-EXACT = 1 << 24
-"""Integers up to this size are f32 values: a bound within it is compared exactly."""
-
-
-def _outside(row, low: int, high: int):
-    """Whether an entry of the 1-D integer ``row`` lies outside ``low..high-1``,
-    from the row's extremes ``top = [max(r), -min(r)]``, taken by one float
-    reduction of ``[r, -r]`` (XLA's CPU backend reduces floats in one kernel,
-    integers and booleans in a tree of them): ``max(top - [high-1, -low], 0)``
-    reduced, a float maximum that is not 0 when a bound is passed (returned
-    as the flag itself: :func:`lazycore.runtime.checks.flag_values`). ``top``
-    holds no bound, so every op checking one index in a program, whatever
-    range it allows (0..n-1 for gather, -n..n-1 for ``x[i]``), shares it
-    (issue 41's cost: one reduction of the index, not one per op). Rounding
-    to float is monotone and keeps integers within :data:`EXACT`, so bounds
-    there are compared exactly; beyond it, f64 (exact to 2**53)."""
-    wide = "f32" if max(abs(high), abs(low)) + 1 <= EXACT else "f64"
-    k, dev = row.shape[0], row.device
-    r = convert(row, wide)
-    both = apply("concatenate", reshape(r, (1, k)), reshape(apply("neg", r), (1, k)), dim=0)
-    top = apply("reduce_max", both, dims=(1,))
-    past = apply("sub", top, const([high - 1, -low], wide, dev))
-    past = apply("maximum", past, const(0, wide, dev, (2,)))
-    m = apply("reduce_max", past, dims=(0,))
-    return apply("compare", m, const(0, wide, dev), direction="NE")
 
 
 def _repeated(shape, layout) -> tuple:
@@ -392,8 +364,6 @@ def _index_reduce(ctx, x, dim, index, source, reduce, include_self=True):
 @lowers(aten.put.default)
 def _put(ctx, x, index, source, accumulate=False):
     """``x.flatten()[index] = source`` (or ``+=``), negative indices from the end."""
-    if accumulate and ctx.out.dtype is torch.complex32:
-        return NotImplemented  # (as index_put's)
     x = convert(x, ctx.dtype)
     n, k = _numel(x.shape), _numel(index.shape)
     if k == 0 or n == 0:
@@ -499,8 +469,6 @@ def _index(ctx, x, indices):
 
 @lowers(aten.index_put.default)
 def _index_put(ctx, x, indices, values, accumulate=False):
-    if accumulate and ctx.out.dtype is torch.complex32:
-        return NotImplemented  # eager adds duplicates one by one, each sum rounded to float16 parts
     x = convert(x, ctx.dtype)
     values = convert(values, ctx.dtype)
     if any(_is_mask(t) for t in indices):

@@ -39,12 +39,8 @@ none of those, and an out-of-range index is clamped or its update dropped).
 An index check's message holds ``{index}`` where eager names the offending
 index (``index {index} is out of bounds for dimension 0 with size 5``): the
 program computes only the flag, and once it is true :func:`text` runs the
-check's index (and mask) as a program of their own (``failed``'s ``run``) and
-names the first offending entry; without a runner, the placeholder goes. The
-torch frontend's flags hold no mask: they test the index's extremes, one
-reduction every op checking that index shares whatever range it allows
-(``indexing._outside``), and the bounds are read back from their constants
-(:func:`_bounds`).
+check's index and mask as a program of their own (``failed``'s ``run``) and
+names the first offending entry; without a runner, the placeholder goes.
 
 A check whose ``error`` is ``RuntimeWarning`` (NumPy's floating-point
 warnings under ``np.errstate``) fails nothing: when its flag is true the
@@ -167,34 +163,10 @@ def _mask(flag: Value) -> Value | None:
     return v if v[0].types[v[1]].dtype == "i1" else None
 
 
-def _bounds(flag: Value) -> tuple[int, int] | None:
-    """``(low, high)`` of a flag taken from its index's extremes (the torch
-    frontend's ``indexing._outside``: ``max(top - [high-1, -low], 0) != 0``
-    for ``top`` the maximum of ``[r, -r]``); None for another flag."""
-    m = _tested(flag)
-    if m is flag or m[0].op != "reduce_max":
-        return None
-    past = m[0].operands[0][0]
-    if past.op != "maximum" or past.operands[0][0].op != "sub":
-        return None
-    top, bounds = past.operands[0][0].operands
-    if top[0].op != "reduce_max" or top[0].operands[0][0].op != "concatenate" or bounds[0].op != "constant":
-        return None
-    value = bounds[0].attrs["value"]
-    if value.shape != (2,):
-        return None
-    return -int(value[1]), int(value[0]) + 1
-
-
 def _first_offending(node: Node, run) -> int | None:
     if run is None:
         return None
-    index, flag = node.operands[0], node.operands[1]
-    bounds = _bounds(flag)
-    if bounds is not None:
-        # (the flag holds no mask: the index's entries, tested here)
-        return _first_outside(index, bounds, run)
-    mask = _mask(flag)
+    index, mask = node.operands[0], _mask(node.operands[1])
     if mask is None:
         return None
     if mask[0].types[mask[1]].shape != index[0].types[index[1]].shape:
@@ -206,20 +178,6 @@ def _first_offending(node: Node, run) -> int | None:
     if any(type(g) is failures.Failure for g in got):
         return None
     entries_, bad = np.asarray(got[0]).reshape(-1), np.asarray(got[1]).reshape(-1)
-    at = int(np.argmax(bad))
-    return int(entries_[at]) if bad.size and bad[at] else None
-
-
-def _first_outside(index: Value, bounds: tuple[int, int], run) -> int | None:
-    try:
-        got = run([index])
-    except Exception:  # noqa: BLE001 - the message loses its number, the error stands
-        return None
-    if type(got[0]) is failures.Failure:
-        return None
-    entries_ = np.asarray(got[0]).reshape(-1)
-    low, high = bounds
-    bad = (entries_ < low) | (entries_ >= high)
     at = int(np.argmax(bad))
     return int(entries_[at]) if bad.size and bad[at] else None
 
