@@ -20,12 +20,12 @@ operator is eager's (``number / t`` is ``t.reciprocal() * number``), and a
 0-d state tensor multiplied by a Python number (NAdam's ``mu_product *= mu``)
 multiplies by the number rounded to the state's dtype, as eager's does.
 
-Adamax's values are eager's bit for bit. NAdam's and RAdam's are within an
-ulp or so of eager's per step: eager's CPU kernels round differently in
-three places the formulas here do not reach (``addcmul_`` is one fused
-multiply-add, an ulp off the lowering's from the second step on, as in
-Adam's form; ``sqrt`` is not correctly rounded, XLA's is; XLA contracts some
-multiply-adds that eager rounds twice).
+Adamax's values are eager's bit for bit, and so is every second moment
+(``addcmul_`` is eager's fused multiply-add, :mod:`.ops.nn`). Parameters
+are within an ulp or so of eager's per step: eager's CPU kernels round
+differently in two places the formulas here do not reach (``sqrt`` is not
+correctly rounded, XLA's is; XLA contracts some multiply-adds that eager
+rounds twice, AdamW's ``param * (1 - lr * wd)`` into the update after it).
 """
 
 from __future__ import annotations

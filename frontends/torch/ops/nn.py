@@ -13,7 +13,7 @@ import torch
 from ..dtypes import chalf_rounded, check_chalf, lazy_dtype
 from ..lowering import apply, broadcast, const, convert, lowers, operand, reshape, scalar
 from .indexing import _wrap, checked
-from .moments import row_moments
+from .moments import WIDE_PLATFORMS, row_moments
 
 aten = torch.ops.aten
 
@@ -242,18 +242,53 @@ def _mse_loss_backward(ctx, grad, x, target, reduction):
 
 @lowers(aten.addcmul.default, aten.addcdiv.default)
 def _addc(ctx, x, t1, t2, value=1):
-    """x + value * (t1 * t2) or x + value * (t1 / t2)."""
-    x, t1, t2 = (operand(v, ctx.dtype, ctx.shape, ctx.device) for v in (x, t1, t2))
+    """x + value * t1 * t2 or x + value * t1 / t2, rounded as eager's CPU
+    kernels round them: in a half's opmath (float32), ``value * t1`` first,
+    then addcdiv's ``/ t2`` and ``+ x`` each rounded, and addcmul's ``* t2 +
+    x`` one fused multiply-add (eager's vectorized loop and its tail both
+    call ``fmadd``). The multiply-add is float32's where float64 exists
+    (:func:`_fused_multiply_add`); a plain one elsewhere and in float64."""
     if ctx.out.dtype is torch.complex32:
+        x, t1, t2 = (operand(v, ctx.dtype, ctx.shape, ctx.device) for v in (x, t1, t2))
         # eager's complex<Half> kernel: x + round(round(value * t1) * t2), each step rounded
         if value != 1:
             value = chalf_rounded(scalar(check_chalf(value), ctx.dtype, ctx.device, ctx.shape))
             t1 = chalf_rounded(apply("mul", t1, value))
         return apply("add", x, chalf_rounded(apply("mul" if ctx.func_name == "addcmul" else "div", t1, t2)))
-    term = apply("mul" if ctx.func_name == "addcmul" else "div", t1, t2)
+    dt = ctx.dtype
+    if dt not in _OPMATH:  # complex, integers: the order rounds nothing otherwise (complex: as it was)
+        x, t1, t2 = (operand(v, dt, ctx.shape, ctx.device) for v in (x, t1, t2))
+        term = apply("mul" if ctx.func_name == "addcmul" else "div", t1, t2)
+        if value != 1:
+            term = apply("mul", term, scalar(value, dt, ctx.device, ctx.shape))
+        return apply("add", x, term)
+    acc = _OPMATH[dt]
+    x, t1, t2 = (operand(v, acc, ctx.shape, ctx.device) for v in (x, t1, t2))
     if value != 1:
-        term = apply("mul", term, scalar(value, ctx.dtype, ctx.device, ctx.shape))
-    return apply("add", x, term)
+        t1 = apply("mul", t1, scalar(value, acc, ctx.device, ctx.shape))
+    if ctx.func_name == "addcdiv":
+        out = apply("add", x, apply("div", t1, t2))
+    elif acc == "f32" and ctx.device.platform in WIDE_PLATFORMS:
+        out = _fused_multiply_add(t1, t2, x)
+    else:
+        out = apply("add", apply("mul", t1, t2), x)
+    return convert(out, dt)
+
+
+_OPMATH = {"f16": "f32", "bf16": "f32", "f32": "f32", "f64": "f64"}
+"""The real float types whose addcmul and addcdiv round as eager's CPU kernels,
+and the type those compute in."""
+
+
+def _fused_multiply_add(a, b, c):
+    """float32 ``a * b + c`` rounded once: the product of two float32s is exact
+    in float64 (48 significant bits, exponents in range), so only the sum
+    rounds before the float32 result, and the two roundings differ from one
+    only where the exact sum lies within 2**-29 of the midpoint between two
+    float32s; a product float32 would overflow or flush stays exact, as in a
+    fused multiply-add."""
+    wide = apply("mul", convert(a, "f64"), convert(b, "f64"))
+    return convert(apply("add", wide, convert(c, "f64")), "f32")
 
 
 def fma(ctx, a, b, c):
