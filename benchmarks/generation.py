@@ -19,8 +19,12 @@ lazycore (the model on the lazy device, ``generate()`` unchanged). The lazy
 rows note their first call (``max_new_tokens=N``, cold: it compiles), the
 programs it compiled (``compiles`` of ``lazycore.metrics.counters()``; the
 persistent cache is off) and those per generated token, and that the warm
-calls compiled nothing; the dynamic cache's run comes first, so the static
-cache's run finds the setup programs both share compiled. Every call's tokens
+calls compiled nothing, and how many of the warm calls' decoding steps
+replayed a captured call and how many were traced (a static cache's steps
+replay; asked for the default cache, generate() on the lazy device decodes
+with a static one where the cache is not returned, so its rows replay too,
+with the default cache's tokens); the dynamic cache's run comes first, so the
+static cache's run finds the setup programs both share compiled. Every call's tokens
 are checked against eager's (``agrees``: 0 means equal).
 
     python benchmarks/generation.py [--size small|tiny] [--quick] [--no-torch-compile]
@@ -117,6 +121,8 @@ def bench(args, kit):
 
 
 def _prompt_rows(args, kit, model, size, n, reps, batch, dev, lazy_model_of):
+    from lazycore.frontends.torch.generation import decoding_steps as steps
+
     vocab = model.config.vocab_size
     ids, mask = _prompts(vocab, batch)
     what = "1 prompt" if batch == 1 else f"{batch} prompts"
@@ -146,12 +152,16 @@ def _prompt_rows(args, kit, model, size, n, reps, batch, dev, lazy_model_of):
         cold_programs = _programs() - p0
         _generate(lazy_model, lids, lmask, 1, cache, False)  # one new token: the last-token program at once
         p1 = _programs()
+        s1 = steps(lazy_model)
         r = _timed(lazy_model, lids, lmask, n, cache, False, reps, want)
         warm_programs = _programs() - p1
+        traced, replayed = (b - a for a, b in zip(s1, steps(lazy_model)))
         r[2][:0] = [f"first call {cold * 1e3:,.0f} ms, {cold_programs} programs "
-                    f"({cold_programs / n:.2f} per token)", f"{warm_programs} programs in the warm calls"]
+                    f"({cold_programs / n:.2f} per token)", f"{warm_programs} programs in the warm calls",
+                    f"warm decoding steps: {replayed} replayed, {traced} traced"]
         r[3].update(first_call_ms=cold * 1e3, first_call_programs=cold_programs,
                     programs_per_token=cold_programs / n, warm_programs=warm_programs,
+                    warm_steps_replayed=replayed, warm_steps_traced=traced,
                     tokens_differ=max(r[3]["tokens_differ"], int((got != want).sum())))
         results["lazy"] = r
         labels = {"eager": "eager torch", "inductor": "inductor (transformers' CompileConfig)",

@@ -604,6 +604,13 @@ _DECODERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 """Model -> its :class:`_DecodingStep` (its recordings kept with it across generate() calls)."""
 
 
+def decoding_steps(model) -> tuple[int, int]:
+    """``(traced, replayed)``: how many of ``model``'s decoding steps were
+    traced and how many replayed a captured call so far (:class:`_DecodingStep`)."""
+    step = _DECODERS.get(model)
+    return (0, 0) if step is None else (step.captured.traces, step.captured.replays)
+
+
 def _decodable(model, model_kwargs) -> bool:
     cache = model_kwargs.get("cache")
     if cache is None:
