@@ -54,6 +54,23 @@ def _model(layers: int, width: int, batch: int):
     return forward
 
 
+def mlp_run(roll: bool, layers: int, width: int, batch: int) -> dict:
+    """The MLP forward's first call (cache off) and ``one()``, a step more."""
+    import lazycore
+    from lazycore.ir.config import override
+
+    forward = _model(layers, width, batch)
+
+    def one():
+        with override(roll_loops=roll, cache_dir="off"):
+            return forward()
+
+    lazycore.cache.clear()
+    t = time.perf_counter()
+    one()
+    return {"first_s": time.perf_counter() - t, "starts_s": [time.perf_counter() - t], "one": one}
+
+
 def measure(roll: bool, layers: int, width: int, batch: int, steps: int) -> dict:
     import lazycore
     from lazycore.ir.config import override
@@ -116,9 +133,13 @@ def training_run(roll: bool, cfg: dict) -> dict:
     one()
     first = time.perf_counter() - t
     phases = {k: v[0] for k, v in metrics.timings().items() if v and k != "transfer"}
-    one()
-    one()
-    return {"first_s": first, "phases": phases, "compiles": metrics.counters()["compiles"], "one": one,
+    starts = [first]
+    for _ in range(2):
+        t = time.perf_counter()
+        one()
+        starts.append(time.perf_counter() - t)
+    return {"first_s": first, "starts_s": starts, "phases": phases, "compiles": metrics.counters()["compiles"],
+            "one": one,
             "final": lambda: numpy.concatenate([p.detach().cpu().numpy().ravel() for p in model.parameters()])}
 
 
@@ -188,6 +209,131 @@ def bench(args, kit) -> None:
     r["ratio"] = rolled["step_s"] / unrolled["step_s"]
 
 
+SWEEP_LAYERS = (4, 8, 12, 16, 24)
+HORIZON = 1000
+"""The steps over which a rolled program's slower (or faster) step is set
+against the compile time it saves: a development run's or a short
+fine-tune's length, where the first call's seconds are still felt."""
+
+
+def sweep(kit, layer_counts, cfg: dict, mlp: tuple, steps: int, reps: int) -> dict:
+    """The GPT training step and the MLP forward at each of ``layer_counts``
+    layers, rolled and unrolled, in one process; ``mlp``: (width, batch).
+
+    Per count, each variant's first calls are made ``reps`` times, the order
+    alternating (a fresh model, the compile cache cleared, the disk cache
+    off); then the last two are stepped in mirrored blocks (``kit.in_blocks``)
+    so the machine's drift hits both alike. A first call's cost is its
+    time beyond a compiled step's (the GPT's first three calls: the second
+    step's graph, with optimizer state, compiles too). Returns
+    ``{model: [per count: dict]}``."""
+    out = {}
+    for model in ("GPT training step", "MLP forward"):
+        rows = out[model] = []
+        for i, layers in enumerate(layer_counts):
+            def start(roll):
+                if model == "MLP forward":
+                    return mlp_run(roll, layers, *mlp)
+                return training_run(roll, dict(cfg, blocks=layers))
+
+            runs, starts = {}, {False: [], True: []}
+            for rep in range(reps):
+                for roll in ((False, True) if (i + rep) % 2 == 0 else (True, False)):
+                    runs.pop(roll, None)
+                    runs[roll] = start(roll)
+                    starts[roll].append(runs[roll]["starts_s"])
+            times, _ = kit.in_blocks({"unrolled": runs[False]["one"], "rolled": runs[True]["one"]}, 0, steps)
+            row = {"layers": layers}
+            for roll, name in ((False, "unrolled"), (True, "rolled")):
+                step = statistics.median(times[name])
+                row[name] = {"times": times[name], "step_s": step,
+                             "first_s": statistics.median(sum(s) - len(s) * step for s in starts[roll])}
+            rows.append(row)
+            del runs
+    return out
+
+
+def judge(row: dict, horizon: int = HORIZON) -> dict:
+    """What rolling gains at one layer count: the first calls' seconds saved,
+    the seconds each step loses, and the net over ``horizon`` steps."""
+    u, r = row["unrolled"], row["rolled"]
+    saved = u["first_s"] - r["first_s"]
+    lost = r["step_s"] - u["step_s"]
+    if saved > 0 and lost <= 0:
+        runs = "always"
+    elif saved <= 0 and lost >= 0:
+        runs = "never"
+    elif saved > 0:
+        runs = f"up to {saved / lost:.0f} steps"
+    else:
+        runs = f"beyond {saved / lost:.0f} steps"
+    return {"saved_s": saved, "lost_s": lost, "net_s": saved - horizon * lost, "pays": runs,
+            "first_ratio": r["first_s"] / u["first_s"], "step_ratio": r["step_s"] / u["step_s"]}
+
+
+def decision(rows: list[dict], horizon: int = HORIZON) -> int | None:
+    """The smallest layer count from which rolling pays at every larger
+    count measured (net over ``horizon`` steps above zero), or None."""
+    least = None
+    for row in reversed(rows):
+        if judge(row, horizon)["net_s"] <= 0:
+            break
+        least = row["layers"]
+    return least
+
+
+def _decision_text(model: str, rows: list[dict], platform: str) -> str:
+    least = decision(rows)
+    counts = f"{rows[0]['layers']}-{rows[-1]['layers']}"
+    if least is None:
+        return f"{platform}, {model}: rolling does not pay at {rows[-1]['layers']} layers over {HORIZON} steps"
+    return (f"{platform}, {model}: rolling pays from {least} layers (of {counts}) over {HORIZON} steps"
+            + ("" if least == rows[0]["layers"] else f"; not at {rows[0]['layers']}"))
+
+
+def _platform() -> str:
+    import jax
+
+    return jax.default_backend()
+
+
+def sweep_rows(kit, B: str, results: dict) -> None:
+    """Benchmark 11's rows of a sweep: per model and layer count the rolled
+    step against the unrolled one, the first calls in the note; then the
+    decision per model for the platform it ran on."""
+    platform = _platform()
+    for model, rows in results.items():
+        for row in rows:
+            j = judge(row)
+            u, r = row["unrolled"], row["rolled"]
+            kit.row(B, f"{model}, {row['layers']} layers, unrolled step", u["times"], baseline=True,
+                    note=f"first calls {u['first_s'] * 1e3:.0f} ms beyond a step")
+            x = kit.row(B, f"{model}, {row['layers']} layers, rolled step", r["times"],
+                        note=(f"first calls {r['first_s'] * 1e3:.0f} ms beyond a step ({j['first_ratio']:.2f}x); "
+                              f"rolling pays in runs of {j['pays']}"),
+                        value={"first_ratio": j["first_ratio"], "saved_s": j["saved_s"], "lost_s": j["lost_s"],
+                               "pays": j["pays"]})
+            x["ratio"] = j["step_ratio"]
+        kit.row(B, f"{platform}: rolling default, {model}", value={"pays_from_layers": decision(rows),
+                                                                    "horizon_steps": HORIZON, "platform": platform},
+                note=_decision_text(model, rows, platform))
+
+
+def print_sweep(results: dict) -> None:
+    platform = _platform()
+    for model, rows in results.items():
+        print(f"\n{model} on {platform}: ms; first = first calls beyond a compiled step; net over {HORIZON} steps")
+        print(f"{'layers':>6} {'first unrolled':>14} {'first rolled':>12} {'ratio':>6} {'step unrolled':>13} "
+              f"{'step rolled':>11} {'ratio':>6} {'net s':>7}  rolling pays in runs of")
+        for row in rows:
+            j = judge(row)
+            u, r = row["unrolled"], row["rolled"]
+            print(f"{row['layers']:>6} {u['first_s'] * 1e3:>14.0f} {r['first_s'] * 1e3:>12.0f} {j['first_ratio']:>6.2f} "
+                  f"{u['step_s'] * 1e3:>13.2f} {r['step_s'] * 1e3:>11.2f} {j['step_ratio']:>6.2f} "
+                  f"{j['net_s']:>7.1f}  {j['pays']}")
+        print(_decision_text(model, rows, platform))
+
+
 def _report(name: str, results: dict, detail) -> None:
     for roll, r in results.items():
         print(f"{name} {'rolled  ' if roll else 'unrolled'}: first call {r['first_s'] * 1e3:8.1f} ms ({detail(r)}), "
@@ -204,7 +350,19 @@ def main(argv=None) -> int:
     p.add_argument("--width", type=int, default=256)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--sweep", action="store_true",
+                   help=f"the GPT step and MLP forward at {', '.join(map(str, SWEEP_LAYERS))} layers, "
+                        "rolled and unrolled, and the decision for this platform")
+    p.add_argument("--reps", type=int, default=2, help="first calls per variant and count in a sweep")
     args = p.parse_args(argv)
+    if args.sweep:
+        import run as kit
+
+        counts = (4, 8) if args.quick else SWEEP_LAYERS
+        cfg = GPT_QUICK if args.quick else GPT
+        mlp = (32, 8) if args.quick else (args.width, args.batch)
+        print_sweep(sweep(kit, counts, cfg, mlp, 4 if args.quick else args.steps, 1 if args.quick else args.reps))
+        return 0
     if args.quick:
         args.width, args.batch, args.steps = 32, 8, 5
     _report("MLP forward", {roll: measure(roll, args.layers, args.width, args.batch, args.steps)

@@ -98,6 +98,11 @@ def _env_flag(name: str, default: bool) -> bool:
     return raw.strip() == "1"
 
 
+def _env_roll_loops(name: str) -> bool | str:
+    raw = os.environ.get(name)
+    return "auto" if raw is None or raw.strip() == "" else _env_flag(name, True)
+
+
 def cache_dir_setting(value) -> str | None:
     """``off`` (or None) -> None; a path -> that path, absolute (a later
     ``chdir`` keeps the folder)."""
@@ -199,11 +204,13 @@ class Settings:
     """``LAZYCORE_REPLAY_OPTIMIZER``: a traced ``optimizer.step()`` over lazy parameters,
     and ``clip_grad_norm_``, are captured with the gradients as arguments and
     replayed (lazycore.frontends.torch.optim_replay); False traces them per op every step."""
-    roll_loops: bool = _env_flag("LAZYCORE_ROLL_LOOPS", True)
+    roll_loops: bool | str = _env_roll_loops("LAZYCORE_ROLL_LOOPS")
     """``LAZYCORE_ROLL_LOOPS``: a run of identical layers in a graph (each with
     its own weights) compiles as one loop over the stacked weights
-    (lazycore.runtime.rolling); part of the compile key. On by default; 0
-    turns it off."""
+    (lazycore.runtime.rolling). ``"auto"`` (the default): as the device's
+    platform's entry in ``lazycore.runtime.rolling.DEFAULTS`` says; 1 (True)
+    or 0 (False) turns it on or off on every platform. The decision a program
+    was compiled under is part of the compile key."""
     auto_barrier: bool = _env_flag("LAZYCORE_AUTO_BARRIER", True)
     """``LAZYCORE_AUTO_BARRIER``: cut a loop without ``mark_step`` into one program per
     step (after ``optimizer.step()``, where the graph repeats, at a size bound; see
@@ -276,6 +283,8 @@ def configure(**changes) -> dict:
                          f"got {changes['auto_barrier_nodes']}")
     if "buckets" in changes:
         changes = {**changes, "buckets": buckets_setting(changes["buckets"])}
+    if "roll_loops" in changes and not (type(changes["roll_loops"]) is bool or changes["roll_loops"] == "auto"):
+        raise ValueError(f"roll_loops must be True, False or 'auto', got {changes['roll_loops']!r}")
     if "debug" in changes and changes["debug"] not in DEBUG_LEVELS:
         raise ValueError(f"debug must be 0, 1 or 2, got {changes['debug']!r}")
     for k, v in changes.items():

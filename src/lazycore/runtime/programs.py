@@ -21,7 +21,7 @@ import lazycore
 from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.memo import Memo
-from lazycore.runtime import pjrt
+from lazycore.runtime import pjrt, rolling
 from lazycore.runtime.cache import CACHE
 from lazycore.runtime.diskcache import DISK
 
@@ -138,7 +138,8 @@ def make_key(walk: bytes, device, donate: dict[int, int], pipeline: str | None, 
     hit.
     """
     h = hashlib.blake2b(digest_size=16)
-    h.update(repr((device.name, device.kind, sorted(donate.items()), pipeline, settings.roll_loops, stacked)).encode())
+    h.update(repr((device.name, device.kind, sorted(donate.items()), pipeline, rolling.rolls_on(device),
+                   stacked)).encode())
     h.update(b"\0")
     h.update(environment())
     h.update(b"\0")
@@ -160,7 +161,7 @@ def portable_key(walk: bytes, device, donate: dict[int, int], pipeline: str | No
     if env is None or not _own_passes_only(pipeline):
         return None
     h = hashlib.blake2b(digest_size=16)
-    h.update(repr(("walk", device.name, device.kind, sorted(donate.items()), pipeline, settings.roll_loops,
+    h.update(repr(("walk", device.name, device.kind, sorted(donate.items()), pipeline, rolling.rolls_on(device),
                    stacked)).encode())
     for part in (env, pjrt.fingerprint(device.pjrt), walk):
         h.update(b"\0")

@@ -11,8 +11,10 @@ the chains of a walk with call nodes are looked for in the walk with their
 bodies in place (:func:`inlined`), made only when a program is, so a replay
 stays one node and its program rolls what a trace of the step would roll.
 
-``settings.roll_loops`` (on by default, ``LAZYCORE_ROLL_LOOPS=0`` turns it
-off) is part of the compile key. Nothing here touches MLIR.
+``settings.roll_loops`` (``"auto"`` by default: each platform's entry in
+:data:`DEFAULTS`; ``LAZYCORE_ROLL_LOOPS=0`` or ``1`` turns it off or on
+everywhere): the decision it makes for a device (:func:`rolls_on`) is part
+of the compile key. Nothing here touches MLIR.
 """
 
 from __future__ import annotations
@@ -38,10 +40,32 @@ def find_chain(order: list[Node], outputs: list[Value]) -> Chain | None:
     return max(chains, key=lambda c: len(c.copies) * len(c.copies[0])) if chains else None
 
 
+DEFAULTS: dict[str, bool] = {
+    # set by benchmarks/rolled_layers.py --sweep (benchmark 11); today's
+    # default (on) until its figures decide
+    "cpu": True,
+    # unmeasured: no GPU or TPU machine measured yet; today's default (on,
+    # from rolled_chains.MIN_COPIES copies) kept until a sweep there says
+    "gpu": True,
+    "tpu": True,
+}
+"""Whether a platform's programs roll runs of identical layers while
+``settings.roll_loops`` is ``"auto"`` (its default), by the platform of
+:class:`lazycore.runtime.device.Device` (``cpu``, ``gpu``, ``tpu``); a
+platform not listed rolls (:data:`UNLISTED`)."""
+UNLISTED = True
+
+
 def rolls_on(device) -> bool:
-    """Whether programs of ``device`` roll layers: with ``roll_loops`` on,
-    but for a mesh's."""
-    return settings.roll_loops and not (device is not None and isinstance(device.pjrt, pjrt.MeshTarget))
+    """Whether programs of ``device`` roll layers: ``settings.roll_loops``
+    where it is forced (True or False), its platform's entry in
+    :data:`DEFAULTS` where it is ``"auto"``; never a mesh's."""
+    if device is not None and isinstance(device.pjrt, pjrt.MeshTarget):
+        return False
+    forced = settings.roll_loops
+    if forced is True or forced is False:
+        return forced
+    return DEFAULTS.get(device.platform, UNLISTED) if device is not None else UNLISTED
 
 
 def chains(walk, device, constants) -> tuple:
