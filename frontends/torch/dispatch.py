@@ -311,7 +311,12 @@ def meta_call(func, args, kwargs):
     recordings by the values of the top-level Python floats
     (:mod:`lazycore.recipes`), a view's steps and layouts under ``"view"``. ``op`` is
     ``func``, kept alive by the entry (the key holds its id)."""
-    return _meta_entry(_signature(func, args, kwargs)[0], func, args, kwargs)
+    acc = _signature(func, args, kwargs)[0]
+    try:  # (_meta_entry's lookup, inline: every view and in-place op asks)
+        hit = _meta_of(tuple(acc))
+    except TypeError:
+        hit = None
+    return hit if hit is not None else _meta_entry(acc, func, args, kwargs)
 
 
 def _meta_entry(acc: list, func, args, kwargs):
