@@ -364,6 +364,8 @@ def _index_reduce(ctx, x, dim, index, source, reduce, include_self=True):
 @lowers(aten.put.default)
 def _put(ctx, x, index, source, accumulate=False):
     """``x.flatten()[index] = source`` (or ``+=``), negative indices from the end."""
+    if accumulate and ctx.out.dtype is torch.complex32:
+        return NotImplemented  # (as index_put's)
     x = convert(x, ctx.dtype)
     n, k = _numel(x.shape), _numel(index.shape)
     if k == 0 or n == 0:
@@ -469,6 +471,8 @@ def _index(ctx, x, indices):
 
 @lowers(aten.index_put.default)
 def _index_put(ctx, x, indices, values, accumulate=False):
+    if accumulate and ctx.out.dtype is torch.complex32:
+        return NotImplemented  # eager adds duplicates one by one, each sum rounded to float16 parts
     x = convert(x, ctx.dtype)
     values = convert(values, ctx.dtype)
     if any(_is_mask(t) for t in indices):
