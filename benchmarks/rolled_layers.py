@@ -1,6 +1,7 @@
 """Benchmark 11: a 12-layer stack compiled unrolled and rolled into loops.
 
     python benchmarks/rolled_layers.py [--quick]
+    python benchmarks/rolled_layers.py --sweep [--quick] [--reps N]   # 4 to 24 layers
 
 Two models, each compiled with ``roll_loops`` off (the program holds 12
 copies of the block) and on (the default: the barrier finds the identical
@@ -21,6 +22,13 @@ Reported: the first call (trace, lower and XLA compile, the compile cache
 empty and the disk cache off; for the training step also its phases) and
 the median step once compiled, for both, in one process; their ratios; and
 the largest difference between the two results.
+
+The sweep (:func:`sweep`; ``--sweep``, and its ends in run.py's benchmark
+11) sets rolling's default per platform (``lazycore.runtime.rolling.
+DEFAULTS``): both models at 4, 8, 12, 16 and 24 layers, rolled and
+unrolled, the first calls' cost beyond a step against the step time rolling
+loses or gains over :data:`HORIZON` steps, and the smallest layer count from
+which rolling pays, for the platform it ran on (jax's default backend).
 """
 
 from __future__ import annotations
@@ -207,6 +215,14 @@ def bench(args, kit) -> None:
     r = kit.row(B, "GPT training step, rolled", rolled["times"], diff=diff, tol=5e-4,
                 target="at most 1.05x unrolled")
     r["ratio"] = rolled["step_s"] / unrolled["step_s"]
+    # the sweep's ends (the whole sweep: rolled_layers.py --sweep); --quick
+    # the MLP alone: the GPT's compiles would take most of the smoke run
+    B = "11 rolled vs unrolled by layer count (ms): the rolling default"
+    if args.quick:
+        results = sweep(kit, (4, 8), GPT_QUICK, (32, 8), 3, 1, models=("MLP forward",))
+    else:
+        results = sweep(kit, (4, 24), GPT, (256, 32), max(args.steps, 10), 1)
+    sweep_rows(kit, B, results)
 
 
 SWEEP_LAYERS = (4, 8, 12, 16, 24)
@@ -216,7 +232,8 @@ against the compile time it saves: a development run's or a short
 fine-tune's length, where the first call's seconds are still felt."""
 
 
-def sweep(kit, layer_counts, cfg: dict, mlp: tuple, steps: int, reps: int) -> dict:
+def sweep(kit, layer_counts, cfg: dict, mlp: tuple, steps: int, reps: int,
+          models=("GPT training step", "MLP forward")) -> dict:
     """The GPT training step and the MLP forward at each of ``layer_counts``
     layers, rolled and unrolled, in one process; ``mlp``: (width, batch).
 
@@ -228,7 +245,7 @@ def sweep(kit, layer_counts, cfg: dict, mlp: tuple, steps: int, reps: int) -> di
     step's graph, with optimizer state, compiles too). Returns
     ``{model: [per count: dict]}``."""
     out = {}
-    for model in ("GPT training step", "MLP forward"):
+    for model in models:
         rows = out[model] = []
         for i, layers in enumerate(layer_counts):
             def start(roll):
@@ -264,9 +281,9 @@ def judge(row: dict, horizon: int = HORIZON) -> dict:
     elif saved <= 0 and lost >= 0:
         runs = "never"
     elif saved > 0:
-        runs = f"up to {saved / lost:.0f} steps"
+        runs = f"in runs up to {saved / lost:.0f} steps"
     else:
-        runs = f"beyond {saved / lost:.0f} steps"
+        runs = f"in runs beyond {saved / lost:.0f} steps"
     return {"saved_s": saved, "lost_s": lost, "net_s": saved - horizon * lost, "pays": runs,
             "first_ratio": r["first_s"] / u["first_s"], "step_ratio": r["step_s"] / u["step_s"]}
 
@@ -310,7 +327,7 @@ def sweep_rows(kit, B: str, results: dict) -> None:
                     note=f"first calls {u['first_s'] * 1e3:.0f} ms beyond a step")
             x = kit.row(B, f"{model}, {row['layers']} layers, rolled step", r["times"],
                         note=(f"first calls {r['first_s'] * 1e3:.0f} ms beyond a step ({j['first_ratio']:.2f}x); "
-                              f"rolling pays in runs of {j['pays']}"),
+                              f"rolling pays: {j['pays']}"),
                         value={"first_ratio": j["first_ratio"], "saved_s": j["saved_s"], "lost_s": j["lost_s"],
                                "pays": j["pays"]})
             x["ratio"] = j["step_ratio"]
@@ -324,7 +341,7 @@ def print_sweep(results: dict) -> None:
     for model, rows in results.items():
         print(f"\n{model} on {platform}: ms; first = first calls beyond a compiled step; net over {HORIZON} steps")
         print(f"{'layers':>6} {'first unrolled':>14} {'first rolled':>12} {'ratio':>6} {'step unrolled':>13} "
-              f"{'step rolled':>11} {'ratio':>6} {'net s':>7}  rolling pays in runs of")
+              f"{'step rolled':>11} {'ratio':>6} {'net s':>7}  rolling pays")
         for row in rows:
             j = judge(row)
             u, r = row["unrolled"], row["rolled"]
