@@ -167,6 +167,8 @@ class _Generating(threading.local):
     """The model keywords ``_update_model_kwargs_for_generation`` returned last (for :func:`_prepare_early`)."""
     early = None
     """``(ids, args, next_sequence_length, keywords, inputs)``: the next step's inputs, made early."""
+    criteria = None
+    """``(tensor, length)``: the ids' length on the device, as the max-length criterion last made it."""
     preparing = False
     """:func:`_prepare_early` is calling ``prepare_inputs_for_generation``."""
 
@@ -339,7 +341,7 @@ def _wrap_generate(generate):
         before = _buckets.fix(_buckets.fix(None))  # the ceiling outside this call
         g = _GENERATING
         if not g.depth:
-            g.zeros, g.mask = {}, None
+            g.zeros, g.mask, g.criteria = {}, None, None
             _patch_masks()
             _patch_compiled_call()
         g.depth += 1
@@ -352,7 +354,7 @@ def _wrap_generate(generate):
             _buckets.fix(before)
             if not g.depth:
                 g.zeros, g.mask, g.decoder = None, None, None
-                g.active = g.kwargs = g.early = None
+                g.active = g.kwargs = g.early = g.criteria = None
 
     wrapped.__lazycore_generation__ = True
     return wrapped
@@ -381,12 +383,30 @@ def _wrap_max_length(call):
         # every token but the last, whose graph folds `unfinished & ~True`
         # and compiles a program of its own. The length as a program input
         # (never folded) gives every token one graph.
-        length = _parameter(torch.tensor(input_ids.shape[1]), input_ids.device)
+        length = _generated_length(input_ids)
         _prepare_early(input_ids)
         return (length >= self.max_length).expand(input_ids.shape[0])
 
     __call__.__lazycore_generation__ = True
     return __call__
+
+
+def _generated_length(input_ids) -> Tensor:
+    """The ids' length on the device. Within generate(), one more than the
+    last call's: that tensor grown in place (a program's result from the
+    second token on, no upload per token); its first value is made by an
+    add too, so every later token's graph is the same."""
+    g = _GENERATING
+    n = input_ids.shape[1]
+    held = g.criteria
+    if g.depth and held is not None and held[1] + 1 == n and held[0].device == input_ids.device:
+        length = held[0]
+        length.add_(1)
+    else:
+        length = _parameter(torch.tensor(n - 1), input_ids.device) + 1
+    if g.depth:
+        g.criteria = (length, n)
+    return length
 
 
 def _parameter(number: torch.Tensor, tdev) -> Tensor:
@@ -432,13 +452,17 @@ def _wrap_static_update(update):
         given = _GENERATING.length
         # (in a captured decoding step, the step's argument: a copy per layer,
         # which update's add_ may change; _DecodingStep grows the CPU tensor)
-        self.cumulative_length = _parameter(length, key_states.device) if given is None else given.clone()
+        on_device = _parameter(length, key_states.device) if given is None else given.clone()
+        self.cumulative_length = on_device
         try:
             out = update(self, key_states, *args, **kwargs)
         finally:
             self.cumulative_length = length
         if given is None:
             length.add_(key_states.shape[-2])
+            # update grew it in place: the filled length on the device, which
+            # a captured decoding step takes on from here (no upload per token)
+            self._lazycore_length = (on_device, int(length))
         return out
 
     wrapped.__lazycore_generation__ = True
@@ -534,7 +558,12 @@ class _DecodingStep:
         if plan is None:
             return model(**kwargs)
         cache, cache_name, layers, names, tensors, static = plan
-        length = _parameter(layers[0].cumulative_length, tensors[0].device)
+        # the filled length as the device holds it (the prompt's update grew it,
+        # every step since grows it in place); else a parameter, uploaded
+        now = int(layers[0].cumulative_length)
+        held = getattr(layers[0], "_lazycore_length", None)
+        length = held[0] if held is not None and held[1] == now else _parameter(layers[0].cumulative_length,
+                                                                              tensors[0].device)
         stored = tuple(t for layer in layers for t in (layer.keys, layer.values))
         # the inputs are made from the growing ids and mask, so the nodes that
         # make them differ at every token and no two traced calls agree: the
@@ -550,6 +579,7 @@ class _DecodingStep:
             g.cache = None
         for layer in layers:
             layer.cumulative_length.add_(1)
+        layers[0]._lazycore_length = (length, now + 1)
         kind, holding = self._out
         return kind(**fields, **{name: cache for name in holding})
 
@@ -560,6 +590,7 @@ class _DecodingStep:
             out = self._model()(**dict(zip(names, tensors)), **{cache_name: cache}, **dict(static))
         finally:
             g.length = None
+        length.add_(1)  # (the layers read copies of it)
         # the cache goes back as the one given (a replay would give the recorded call's)
         holding = tuple(k for k, v in out.items() if v is cache)
         self._out = (type(out), holding)
