@@ -84,6 +84,30 @@ def test_static_decoding_replays(clean_runtime, lengths):
     assert _programs() == before
 
 
+def _llama():
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                                   num_key_value_heads=2, vocab_size=VOCAB, max_position_embeddings=128,
+                                   pad_token_id=0)
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    model.generation_config.eos_token_id = None
+    model.generation_config.pad_token_id = 0
+    return model
+
+
+def test_llama_decoding_replays(clean_runtime):
+    # another family's static cache (grouped-query attention, rotary positions)
+    n = 8
+    eager, lazy = _llama(), _llama().to(ltorch.device())
+    ids, mask = _prompts(LENGTHS)
+    dev = ltorch.device()
+    want = _generate(eager, ids, mask, n, "static")
+    for _ in range(2):
+        assert torch.equal(_generate(lazy, ids.to(dev), mask.to(dev), n, "static"), want)
+    traces, replays = _counts(lazy)
+    assert traces <= 3 and traces + replays == 2 * (n - 1)
+
+
 def test_static_decoding_other_lengths(clean_runtime):
     # another max_new_tokens: another cache length, so another recording; tokens still eager's
     eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
