@@ -654,7 +654,8 @@ def _wrap_auto_compile(valid):
     @functools.wraps(valid)
     def wrapped(self, model_kwargs, generation_config):
         answer = valid(self, model_kwargs, generation_config)
-        if not answer and _CAPTURE_DECODING and _GENERATING.depth and _decodable(self, model_kwargs):
+        if not answer and _CAPTURE_DECODING and _GENERATING.depth and _decodable(self, model_kwargs) \
+                and not getattr(generation_config, "disable_compile", False):  # (asked for the plain forward)
             # the decoding loop asks get_compiled_call for the step next (_wrap_compiled_call)
             step = _DECODERS.get(self)
             if step is None:
