@@ -303,9 +303,16 @@ def _decision_text(model: str, rows: list[dict], platform: str) -> str:
     least = decision(rows)
     counts = f"{rows[0]['layers']}-{rows[-1]['layers']}"
     if least is None:
-        return f"{platform}, {model}: rolling does not pay at {rows[-1]['layers']} layers over {HORIZON} steps"
-    return (f"{platform}, {model}: rolling pays from {least} layers (of {counts}) over {HORIZON} steps"
-            + ("" if least == rows[0]["layers"] else f"; not at {rows[0]['layers']}"))
+        text = f"{platform}, {model}: rolling does not pay at {rows[-1]['layers']} layers over {HORIZON} steps"
+    else:
+        text = (f"{platform}, {model}: rolling pays from {least} layers (of {counts}) over {HORIZON} steps"
+                + ("" if least == rows[0]["layers"] else f"; not at {rows[0]['layers']}"))
+    # what rolling saves grows with the layers it folds: a verdict that turns
+    # more than once along the counts is the machine's noise, not the model's
+    pays = [judge(row)["net_s"] > 0 for row in rows]
+    if sum(a != b for a, b in zip(pays, pays[1:])) > 1:
+        text += " (the verdict turns more than once along the counts: too noisy to decide)"
+    return text
 
 
 def _platform() -> str:

@@ -41,8 +41,12 @@ def find_chain(order: list[Node], outputs: list[Value]) -> Chain | None:
 
 
 DEFAULTS: dict[str, bool] = {
-    # set by benchmarks/rolled_layers.py --sweep (benchmark 11); today's
-    # default (on) until its figures decide
+    # benchmarks/rolled_layers.py --sweep (benchmark 11), 2026-11-29, 2-core
+    # machine at load 9-12: too noisy to decide, so on (the first default)
+    # until a quiet machine's sweep says. Rolled/unrolled, GPT training step
+    # at 4/8/12/16/24 layers: first calls 1.77/0.92/1.24/0.85/0.47x, steps
+    # 0.63/2.28/0.49/2.11/0.75x; MLP forward: first calls
+    # 2.09/2.30/1.29/1.30/1.10x, steps 0.43/3.32/1.02/0.63/0.76x
     "cpu": True,
     # unmeasured: no GPU or TPU machine measured yet; today's default (on,
     # from rolled_chains.MIN_COPIES copies) kept until a sweep there says
