@@ -923,7 +923,9 @@ def _recorded_decomposition(decomp, func, args, kwargs):
     fresh = {}
     for x, h in zip(tensors, inputs):
         if x._steps and id(x) not in fresh:
-            fresh[id(x)] = (x, wrap(h, owned=True), h._value)
+            # eager's dtype, not the handle's (a chalf view's handle holds complex64)
+            meta = torch.empty(h.shape, dtype=x.dtype, device="meta")
+            fresh[id(x)] = (x, wrap(h, meta, owned=True), h._value)
     if fresh:
         args = tuple(fresh[id(x)][1] if type(x) is Tensor and id(x) in fresh else x for x in args)
         kwargs = {k: fresh[id(v)][1] if type(v) is Tensor and id(v) in fresh else v for k, v in kwargs.items()}

@@ -258,3 +258,9 @@ def test_refused_where_eager_refuses(dev, name):
         fn(X)
     with pytest.raises(type(eager.value)):
         fn(X.to(dev)).cpu()
+
+
+def test_decomposed_op_of_a_chalf_view_sees_chalf(dev):
+    # a decomposition's pieces get each view argument as a tensor of its own:
+    # eager's dtype (chalf), not its handle's storage type (complex64)
+    run_both(lambda d, x: torch.linalg.vector_norm(x[:10]), dev, X)
