@@ -56,7 +56,7 @@ step reads device data whose nodes are the same every token. The default
 cache grows every token: no step of it repeats a shape, so none replays; a
 call asking for it where nobody sees the cache (not passed in, not
 returned) decodes with a static cache instead (:func:`_static_for_default`;
-``_STATIC_FOR_DEFAULT``), with the same tokens.
+``settings.generation_static_cache``), with the same tokens.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ import torch
 from lazycore.runtime import buckets as _buckets
 from lazycore.ir import events
 from lazycore.ir.graph import Data
+from lazycore.ir.config import settings
 
 from lazycore.trace import core
 
@@ -89,13 +90,6 @@ _installed = False
 _BUCKET_TO_MAX_LENGTH = True
 """Pad the growing sequence to generate()'s ``max_length`` (one bucket for
 the whole generation, as a static cache); False: the usual buckets."""
-_CAPTURE_DECODING = True
-"""Replay a static cache's decoding step as a captured call (:class:`_DecodingStep`);
-False: trace it per op at every token."""
-_STATIC_FOR_DEFAULT = True
-"""generate() on a lazy device asked for the default cache decodes with a
-static one where nobody sees the cache (:func:`_static_for_default`); False:
-the default cache, traced per op in buckets."""
 _GROWING = ("attention_mask", "decoder_attention_mask", "position_ids", "decoder_position_ids", "token_type_ids")
 
 
@@ -307,7 +301,7 @@ def _patch_masks() -> None:
 
 def _static_for_default(model, inputs, kwargs) -> bool:
     """Whether generate() of ``model`` on a lazy device, asked for the
-    default cache, decodes with a static one instead (:data:`_STATIC_FOR_DEFAULT`).
+    default cache, decodes with a static one instead (``settings.generation_static_cache``).
 
     The default cache grows every token: its decoding step's shapes never
     repeat, so it cannot replay a captured step (a recording's graph has its
@@ -316,7 +310,8 @@ def _static_for_default(model, inputs, kwargs) -> bool:
     steps that replay. Only where nobody sees the cache: not passed in, not
     returned (``return_dict_in_generate``), greedy or sampled decoding of a
     decoder-only model transformers compiles with a static cache."""
-    if not (_STATIC_FOR_DEFAULT and _CAPTURE_DECODING) or not getattr(type(model), "_can_compile_fullgraph", False):
+    if not (settings.generation_static_cache and settings.generation_replay) \
+            or not getattr(type(model), "_can_compile_fullgraph", False):
         return False
     config = kwargs.get("generation_config") or getattr(model, "generation_config", None)
     if config is None or getattr(model.config, "is_encoder_decoder", False):
@@ -481,7 +476,8 @@ def _wrap_static_cache(prepare):
             # filled and always masked, keeps the pad in every token's graph.
             # A captured decoding step's last token makes the inputs of one
             # more (_prepare_early), its mask as long as max_length: two more.
-            kwargs["max_cache_len"] = length + (2 if _CAPTURE_DECODING and not self.config.is_encoder_decoder else 1)
+            replaying = settings.generation_replay and not self.config.is_encoder_decoder
+            kwargs["max_cache_len"] = length + (2 if replaying else 1)
         return prepare(self, *args, **kwargs)
 
     wrapped.__lazycore_generation__ = True
@@ -654,7 +650,7 @@ def _wrap_auto_compile(valid):
     @functools.wraps(valid)
     def wrapped(self, model_kwargs, generation_config):
         answer = valid(self, model_kwargs, generation_config)
-        if not answer and _CAPTURE_DECODING and _GENERATING.depth and _decodable(self, model_kwargs) \
+        if not answer and settings.generation_replay and _GENERATING.depth and _decodable(self, model_kwargs) \
                 and not getattr(generation_config, "disable_compile", False):  # (asked for the plain forward)
             # the decoding loop asks get_compiled_call for the step next (_wrap_compiled_call)
             step = _DECODERS.get(self)

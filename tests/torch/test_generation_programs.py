@@ -87,9 +87,9 @@ def static_for_default(request, monkeypatch):
     """Both ways of asking for the default cache: a static one where nobody
     sees the cache (frontends/torch/generation.py), and the default cache
     itself in buckets."""
-    from lazycore.frontends.torch import generation
+    from lazycore.ir.config import settings
 
-    monkeypatch.setattr(generation, "_STATIC_FOR_DEFAULT", request.param)
+    monkeypatch.setattr(settings, "generation_static_cache", request.param)
     return request.param
 
 

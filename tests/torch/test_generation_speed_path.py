@@ -15,6 +15,7 @@ import torch
 import lazycore
 import lazycore.torch as ltorch
 from lazycore.frontends.torch import generation
+from lazycore.ir.config import settings
 
 transformers = pytest.importorskip("transformers")
 
@@ -123,7 +124,7 @@ def test_static_decoding_other_lengths(clean_runtime):
 
 def test_static_decoding_off_traces(clean_runtime, monkeypatch):
     # with the capture off, every step is traced as before: no decoding step is made
-    monkeypatch.setattr(generation, "_CAPTURE_DECODING", False)
+    monkeypatch.setattr(settings, "generation_replay", False)
     eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
     ids, mask = _prompts((8,))
     dev = ltorch.device()
@@ -159,7 +160,7 @@ def test_default_cache_kept_where_seen_or_off(clean_runtime, monkeypatch):
     assert torch.equal(out.sequences.cpu(), want)
     assert type(out.past_key_values).__name__ == "DynamicCache"
     assert lazy not in generation._DECODERS
-    monkeypatch.setattr(generation, "_STATIC_FOR_DEFAULT", False)
+    monkeypatch.setattr(settings, "generation_static_cache", False)
     assert torch.equal(_generate(lazy, ids.to(dev), mask.to(dev), 6, "dynamic"), want)
     assert lazy not in generation._DECODERS
 

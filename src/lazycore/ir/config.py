@@ -222,6 +222,14 @@ class Settings:
     """``LAZYCORE_BUCKETS``: the sizes a dynamic dimension (``lazycore.torch.dynamic``)
     is padded to: None powers of two, ``()`` none (``off``: marks are ignored),
     else these sizes (a size above the largest is not padded)."""
+    generation_replay: bool = _env_flag("LAZYCORE_GENERATION_REPLAY", True)
+    """``LAZYCORE_GENERATION_REPLAY``: transformers' ``generate()`` on a lazy device
+    replays a static cache's decoding step as a captured call (lazycore.frontends.torch.generation);
+    False traces every decoding step per op."""
+    generation_static_cache: bool = _env_flag("LAZYCORE_GENERATION_STATIC_CACHE", True)
+    """``LAZYCORE_GENERATION_STATIC_CACHE``: ``generate()`` on a lazy device asked for
+    the default cache decodes with a static one where nobody sees the cache (its
+    steps then replay); False keeps the default cache, traced per op in buckets."""
     learn_buckets: bool = _env_flag("LAZYCORE_LEARN_BUCKETS", False)
     """``LAZYCORE_LEARN_BUCKETS``: mark an input dimension dynamic once its size
     has changed twice at the same place of the same graph (the debug log says so)."""
