@@ -32,7 +32,8 @@ called, every hyperparameter of every optimizer it stepped, with the values
 its step used (a scheduler the step steps after it sets the next step's: the
 guard holds the used ones, so the next call traces again instead of replaying
 the last step's numbers), but those the program reads as inputs (a float
-learning rate, and Adam's ``betas[0]`` that OneCycleLR cycles, are swapped
+learning rate, and ``betas[0]`` of Adam, AdamW, Adamax, NAdam and RAdam,
+which OneCycleLR and CyclicLR cycle, are swapped
 for device values while the optimizer steps, :mod:`.optim`: a scheduler's
 new value is a new input, and the step replays), those optimizers' state
 tensors, whether each parameter has a gradient, and the
