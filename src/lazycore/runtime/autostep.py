@@ -134,8 +134,9 @@ class StepCutter:
     def holding(self):
         """No automatic cut inside (a capture's traced step, ``torch.compile``'s
         graphs, a call that marks the step itself)."""
-        # threads hold it at once (torch.compile's first call does not hold LOCK): a
-        # count lost without a GIL would turn the cuts off for good, or on inside a capture
+        # threads hold it at once (plainly traced callers do not hold LOCK around the
+        # whole call): a count lost without a GIL would turn the cuts off for good, or
+        # on inside a capture
         with LOCK:
             self.held += 1
         try:
