@@ -441,8 +441,51 @@ def _sub(ctx, a, b, alpha=1):
     return apply("sub", a, _scaled(b, alpha, ctx))
 
 
+def _in_opmath(ctx, op, a, b):
+    """``a op b`` as eager's CPU mul and true-division kernels compute a
+    float16/bfloat16 result whose second operand is a scalar (a Python number,
+    or a 0-dim tensor): in float32 with that scalar's original value (TensorIterator's ``original_scalar_value<opmath_t>``), not rounded
+    to the result's type first (``x * 0.999`` in float16 differs in 3% of
+    values), and rounded once at the end. The number stays a float32
+    parameter, so a new value compiles nothing. None where eager's kernel
+    computes in the result's type (a first-operand scalar rounds; add and sub
+    round theirs too)."""
+    if ctx.dtype not in _REDUCED_FLOATS:
+        return None
+    if is_handle(b):
+        if b.shape != ():
+            return None
+        # (one of the result's type too: XLA divides by a broadcast scalar as a
+        # product with its reciprocal, far coarser in float16 than in float32)
+        b = broadcast(_as_float32(b) if b.dtype in _REDUCED_FLOATS else convert(b, "f32"), ctx.shape)
+    elif isinstance(b, (int, float)) and not isinstance(b, bool):
+        b = scalar(b, "f32", ctx.device, ctx.shape)
+    else:
+        return None
+    (a,) = _args(ctx, a)
+    return convert(apply(op, _as_float32(a), b), ctx.dtype)
+
+
+_REDUCED_FLOATS = frozenset({"f16", "bf16"})
+
+
+def _as_float32(x):
+    """A float16/bfloat16 value widened exactly. A bfloat16 one is widened by
+    its bits (the high half of a float32): XLA's CPU backend drops a convert
+    to float32 that follows a bfloat16 op together with that op's rounding
+    (``(x + 0.3).float()`` differs from eager in 90% of values), so
+    ``(x + 0.3) * 0.7`` would multiply the unrounded sum."""
+    if x.dtype != "bf16":
+        return convert(x, "f32")
+    high = convert(apply("bitcast_convert", x, dtype="i16"), "i32")  # sign-extended: the shift drops those bits
+    return apply("bitcast_convert", apply("mul", high, const(1 << 16, "i32", x.device, x.shape)), dtype="f32")
+
+
 @lowers(aten.mul.Tensor, aten.mul.Scalar, prims.mul.default)
 def _mul(ctx, a, b):
+    out = _in_opmath(ctx, "mul", a, b)
+    if out is not None:
+        return out
     a, b = _operands(ctx, a, b)
     return apply("and" if ctx.dtype == "i1" else "mul", a, b)
 
@@ -472,12 +515,18 @@ _ROUNDING = {None: lambda a, b: apply("div", a, b), "floor": composites.floor_di
 
 @lowers(aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode)
 def _div(ctx, a, b, rounding_mode=None):
+    out = _in_opmath(ctx, "div", a, b) if rounding_mode is None else None
+    if out is not None:
+        return out
     return _integer_division(ctx, _ROUNDING[rounding_mode], a, b)
 
 
 @lowers(prims.div.default)
 def _prims_div(ctx, a, b):
     # true division for floats, truncation for integers: the dialect's div either way
+    out = _in_opmath(ctx, "div", a, b)
+    if out is not None:
+        return out
     return _integer_division(ctx, _ROUNDING[None], a, b)
 
 
