@@ -128,3 +128,13 @@ def test_other_dtypes_keep_their_programs(dev, dtype):
             assert "lazy.convert" not in text, text
         if checked:  # (a quotient meets XLA's reciprocal for a broadcast divisor, in every type)
             _same_bits(fn(x.to(dev)).cpu(), fn(x))
+
+
+@pytest.mark.parametrize("dtype", REDUCED, ids=str)
+def test_computed_operands(dev, dtype):
+    """The tensor operand is the rounded result of an op before it: its widening
+    to float32 keeps that rounding (a bfloat16 sum then times a number)."""
+    x = _data(dtype)
+    for fn in (lambda a: (a + 0.3) * 0.7, lambda a: (a + 0.3) / 0.7, lambda a: a.reciprocal() * 0.999,
+               lambda a: a.exp() * torch.tensor(0.99)):
+        _same_bits(fn(x.to(dev)).cpu(), fn(x))
