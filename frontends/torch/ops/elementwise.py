@@ -444,9 +444,10 @@ def _sub(ctx, a, b, alpha=1):
 def _in_opmath(ctx, op, a, b):
     """``a op b`` as eager's CPU mul and true-division kernels compute a
     float16/bfloat16 result whose second operand is a scalar (a Python number,
-    or a 0-dim tensor): in float32 with that scalar's original value (TensorIterator's ``original_scalar_value<opmath_t>``), not rounded
-    to the result's type first (``x * 0.999`` in float16 differs in 3% of
-    values), and rounded once at the end. The number stays a float32
+    or a 0-dim tensor): in float32 with that scalar's original value
+    (TensorIterator's ``original_scalar_value<opmath_t>``), not rounded to the
+    result's type first (``x * 0.999`` in float16 differs in 3% of values),
+    and rounded once at the end. The number stays a float32
     parameter, so a new value compiles nothing. None where eager's kernel
     computes in the result's type (a first-operand scalar rounds; add and sub
     round theirs too)."""
@@ -477,7 +478,7 @@ def _as_float32(x):
     ``(x + 0.3) * 0.7`` would multiply the unrounded sum."""
     if x.dtype != "bf16":
         return convert(x, "f32")
-    high = convert(apply("bitcast_convert", x, dtype="i16"), "i32")  # sign-extended: the shift drops those bits
+    high = convert(apply("bitcast_convert", x, dtype="i16"), "i32")  # sign-extended: the product wraps them away
     return apply("bitcast_convert", apply("mul", high, const(1 << 16, "i32", x.device, x.shape)), dtype="f32")
 
 
