@@ -62,8 +62,9 @@ def _model(layers: int, width: int, batch: int):
     return forward
 
 
-def mlp_run(roll: bool, layers: int, width: int, batch: int) -> dict:
-    """The MLP forward's first call (cache off) and ``one()``, a step more."""
+def mlp_run(roll: bool, layers: int, width: int, batch: int, clear: bool = True) -> dict:
+    """The MLP forward's first call (cache off; ``clear``: the compile cache
+    emptied first) and ``one()``, a step more."""
     import lazycore
     from lazycore.ir.config import override
 
@@ -73,7 +74,8 @@ def mlp_run(roll: bool, layers: int, width: int, batch: int) -> dict:
         with override(roll_loops=roll, cache_dir="off"):
             return forward()
 
-    lazycore.cache.clear()
+    if clear:
+        lazycore.cache.clear()
     t = time.perf_counter()
     one()
     return {"first_s": time.perf_counter() - t, "starts_s": [time.perf_counter() - t], "one": one}
@@ -104,12 +106,13 @@ GPT = {"vocab": 64, "context": 32, "width": 64, "heads": 4, "blocks": 12, "batch
 GPT_QUICK = {"vocab": 32, "context": 8, "width": 16, "heads": 2, "blocks": 4, "batch": 2}  # 4: the least a smoke run rolls (rolled_chains.MIN_COPIES is 3)
 
 
-def training_run(roll: bool, cfg: dict) -> dict:
+def training_run(roll: bool, cfg: dict, clear: bool = True) -> dict:
     """The GPT's training step on the lazy device, compiled: its first call,
     split by phase (``trace``: the barrier's walk; the rest of the first call
     outside the phases is the op-by-op tracing in torch), two more steps (the
     second step's graph, with optimizer state, compiles too) and the compile
-    count; ``one()`` runs a step more, ``final()`` gives the parameters."""
+    count; ``one()`` runs a step more, ``final()`` gives the parameters.
+    ``clear``: the compile cache emptied first."""
     import gpt
     import lazycore
     import lazycore.torch as ltorch
@@ -135,7 +138,8 @@ def training_run(roll: bool, cfg: dict) -> dict:
             opt.step()
             ltorch.mark_step(wait=True)
 
-    lazycore.cache.clear()
+    if clear:
+        lazycore.cache.clear()
     metrics.reset()
     t = time.perf_counter()
     one()
@@ -244,17 +248,24 @@ def sweep(kit, layer_counts, cfg: dict, mlp: tuple, steps: int, reps: int,
     time beyond a compiled step's (the GPT's first three calls: the second
     step's graph, with optimizer state, compiles too). Returns
     ``{model: [per count: dict]}``."""
+    import lazycore
+
     out = {}
     for model in models:
         rows = out[model] = []
         for i, layers in enumerate(layer_counts):
             def start(roll):
                 if model == "MLP forward":
-                    return mlp_run(roll, layers, *mlp)
-                return training_run(roll, dict(cfg, blocks=layers))
+                    return mlp_run(roll, layers, *mlp, clear=False)
+                return training_run(roll, dict(cfg, blocks=layers), clear=False)
 
             runs, starts = {}, {False: [], True: []}
             for rep in range(reps):
+                # once per pair, not per variant: the two compile programs of
+                # their own anyway, and a clear between them cost the first
+                # one's steps (8 and 16 layers, rolled first: rolled steps
+                # 1.4-2.3x; 4, 12 and 24, unrolled first: 0.5-0.9x)
+                lazycore.cache.clear()
                 for roll in ((False, True) if (i + rep) % 2 == 0 else (True, False)):
                     runs.pop(roll, None)
                     runs[roll] = start(roll)
