@@ -41,12 +41,14 @@ def find_chain(order: list[Node], outputs: list[Value]) -> Chain | None:
 
 
 DEFAULTS: dict[str, bool] = {
-    # benchmarks/rolled_layers.py --sweep (benchmark 11), 2026-11-29, 2-core
-    # machine at load 9-12: too noisy to decide, so on (the first default)
-    # until a quiet machine's sweep says. Rolled/unrolled, GPT training step
-    # at 4/8/12/16/24 layers: first calls 1.77/0.92/1.24/0.85/0.47x, steps
-    # 0.63/2.28/0.49/2.11/0.75x; MLP forward: first calls
-    # 2.09/2.30/1.29/1.30/1.10x, steps 0.43/3.32/1.02/0.63/0.76x
+    # benchmarks/rolled_layers.py --sweep --reps 1 (benchmark 11), 2026-11-29,
+    # 2 cores at load ~2. Rolled/unrolled at 4/8/12/16/24 layers. GPT
+    # training step: first calls 0.67/1.60/0.37/0.96/0.47x (6.3/4.3/10.0/
+    # 6.7/21.5 s unrolled), steps 0.90/1.02/0.88/0.86/1.00x: rolling pays
+    # from 12 layers over 1000 steps, and at 4. MLP forward: first calls
+    # 1.36-2.59x (0.2-0.3 s unrolled), steps 0.86-1.16x: does not pay, by
+    # at most 2 s over 1000 steps. One rep, the verdict turning along the
+    # counts: on (the first default) until a quiet machine's sweep says.
     "cpu": True,
     # unmeasured: no GPU or TPU machine measured yet; today's default (on,
     # from rolled_chains.MIN_COPIES copies) kept until a sweep there says
