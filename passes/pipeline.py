@@ -57,6 +57,19 @@ def parse_options(text: str) -> dict[str, str]:
     return opts
 
 
+def with_option(pipeline: str, name: str, key: str, value: str) -> str:
+    """``pipeline`` with ``key=value`` on every ``name`` element that does not
+    set ``key`` itself (the text's option wins: a user's pipeline says what it means)."""
+    out = []
+    for element in split_elements(pipeline):
+        head, brace, rest = element.partition("{")
+        if head.strip() == name and key not in (parse_options(rest.rstrip("}")) if brace else {}):
+            inner = rest.rstrip("}").strip() if brace else ""
+            element = f"{head.strip()}{{{(inner + ' ') if inner else ''}{key}={value}}}"
+        out.append(element)
+    return ",".join(out)
+
+
 @dataclass(frozen=True)
 class IRPrinting:
     """``mlir-opt``'s ``--mlir-print-ir-before-all``/``-after-all``: the IR

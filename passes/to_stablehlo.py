@@ -9,6 +9,7 @@ declined it, fails the pass with its name.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 from lazycore.dialect import from_mlir_type
@@ -17,6 +18,7 @@ from lazycore.dialect.mlir import ir, rewrite
 from .catalog import register_pass
 from .lowering import registry
 from .lowering import Decline, load_builtin_lowerings
+from .lowering.elementwise import EXACT_DIVISION_ATTR
 from .pdl import apply_pdl_patterns
 
 
@@ -155,7 +157,22 @@ def _clear(block) -> None:
         built.operation.erase()
 
 
-def run(module_op: ir.Operation, pass_=None) -> None:
+DIVISIONS = ("xla", "exact")
+
+
+def run(module_op: ir.Operation, pass_=None, division: str = "xla") -> None:
+    if division not in DIVISIONS:
+        raise LoweringError(f"lazy-to-stablehlo: division={division!r}: expected one of {', '.join(DIVISIONS)}")
+    if division == "exact":
+        module_op.attributes[EXACT_DIVISION_ATTR] = ir.UnitAttr.get(module_op.context)
+    try:
+        _convert(module_op)
+    finally:
+        if EXACT_DIVISION_ATTR in module_op.attributes:
+            del module_op.attributes[EXACT_DIVISION_ATTR]
+
+
+def _convert(module_op: ir.Operation) -> None:
     load_builtin_lowerings()
     # PDL patterns go first and win; they may also leave new lazy ops behind,
     # so the ops to lower are collected after them.
@@ -203,6 +220,11 @@ def run(module_op: ir.Operation, pass_=None) -> None:
 @register_pass(
     "lazy-to-stablehlo",
     "Convert every lazy op to StableHLO with the registered lowering patterns",
+    options={
+        "division": "xla (default): a float divide is StableHLO's, which XLA turns into a multiply by the "
+        "reciprocal where the divisor is a broadcast; exact: such a divide of float16/bfloat16/float32 "
+        "goes through float64, so it is correctly rounded (eager CPU torch's and NumPy's answer)",
+    },
 )
-def _factory():
-    return run
+def _factory(division="xla"):
+    return partial(run, division=division)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from lazycore.dialect import attr
+from lazycore.dialect.mlir import ir
 from lazycore.dialect import TensorType
 from lazycore.dialect.types import complex_dtype, is_complex, is_float, is_float8, is_int, is_unsigned, real_dtype, to_numpy_dtype
 
@@ -266,12 +267,53 @@ def _convert_value(x, source: str, target: str):
 
 def _division(hlo_name, op, rewriter):
     a, b = op.operands
-    if not is_int(hlo.type_of(a).dtype):
+    dtype = hlo.type_of(a).dtype
+    if not is_int(dtype):
+        if hlo_name == "divide" and dtype in _WIDENED_DIVISION and _broadcast(b) and _exact_division(op):
+            return hlo.convert(hlo.binary("divide", hlo.convert(a, "f64"), hlo.convert(b, "f64")), dtype)
         return hlo.binary(hlo_name, a, b)
     zero = hlo.splat_like(0, b)
     by_zero = hlo.compare(b, zero, "EQ")
     quotient = hlo.binary(hlo_name, a, hlo.select(by_zero, hlo.splat_like(1, b), b))
     return hlo.select(by_zero, zero, quotient)
+
+
+# A float divide by a broadcast (a number, a 0-d tensor, a keepdim row sum, a
+# mean's count) XLA's algebraic simplifier turns into a multiply by the
+# divisor's reciprocal, whatever its flags: up to an ulp off the correctly
+# rounded quotient eager CPU torch and NumPy give (x / 0.3 in float32: a
+# quarter of the elements). With division=exact (the CPU target) such a divide
+# of a narrower float goes through float64: XLA multiplies by a float64
+# reciprocal there, within 2**-51 (relative) of the exact quotient, while the
+# exact quotient of two float32 is either a float32 rounding midpoint or at
+# least 2**-49 from one, so the float64 value rounds as the exact quotient
+# does. Float64 has nothing wider (and complex divides by parts).
+_WIDENED_DIVISION = ("f16", "bf16", "f32")
+
+EXACT_DIVISION_ATTR = "lazy.exact_division"
+"""A unit attribute on the module while ``lazy-to-stablehlo{division=exact}``
+converts it (a lowering sees only its op; the pass removes it after)."""
+
+
+def _broadcast(v) -> bool:
+    owner = v.owner
+    if not isinstance(owner, ir.OpView):  # a block argument
+        return False
+    name = owner.operation.name
+    if name in ("lazy.broadcast_in_dim", "stablehlo.broadcast_in_dim"):
+        return True
+    if name in ("lazy.constant", "stablehlo.constant"):
+        value = owner.operation.attributes["value"]
+        return isinstance(value, ir.DenseElementsAttr) and value.is_splat
+    return False
+
+
+def _exact_division(op) -> bool:
+    parent = op.operation
+    while parent is not None and parent.name != "builtin.module":
+        parent = parent.parent
+        parent = None if parent is None else parent.operation
+    return parent is not None and EXACT_DIVISION_ATTR in parent.attributes
 
 
 lowering("div")(partial(_division, "divide"))

@@ -24,7 +24,7 @@ from lazycore.dialect.mlir import func, ir, serialize_stablehlo
 from lazycore.dialect.build import new_context
 from lazycore.passes import rolled_emit
 from lazycore.passes.lowering import shardy
-from lazycore.passes.pipeline import DEFAULT_PIPELINE, run_pipeline
+from lazycore.passes.pipeline import DEFAULT_PIPELINE, run_pipeline, with_option
 from lazycore.runtime import checks, pjrt, rolling
 from lazycore.runtime.failures import ProgramError
 from lazycore.ir.context import locked
@@ -117,6 +117,16 @@ def compile_stablehlo(module: ir.Module, device=None) -> pjrt.Executable:
     return pjrt.compile_artifact(artifact, inputs, outputs, device)
 
 
+def for_platform(pipeline: str, platform: str | None) -> str:
+    """``pipeline`` as compiled for ``platform`` (None: CPU): on CPU a float
+    divide by a broadcast is correctly rounded, as eager CPU torch and NumPy
+    divide (XLA multiplies by the reciprocal: lazy-to-stablehlo's division
+    option). Eager CUDA multiplies by the reciprocal itself; TPUs have no float64."""
+    if platform not in (None, "cpu"):
+        return pipeline
+    return with_option(pipeline, "lazy-to-stablehlo", "division", "exact")
+
+
 @_locked
 def compile_module(
     module: ir.Module | str,
@@ -127,6 +137,7 @@ def compile_module(
     after_each: Callable[[str, ir.Operation], None] | None = None,
 ) -> pjrt.Executable:
     """Lazy-dialect module (or its text) -> executable on ``device`` (CPU default)."""
+    pipeline = for_platform(pipeline, getattr(device, "platform", None))
     return compile_stablehlo(lower(module, pipeline, donate=donate, after_each=after_each), device)
 
 
@@ -489,7 +500,8 @@ def lower_walk(walk, device, donate: dict[int, int], pipeline: str | None,
     device-data parameter -> output of the walk; ``stacked``:
     :func:`build_program`'s, its stack arguments donated unless it is
     ``"keep"`` (values that live handles hold are passed as they are)."""
-    passes = pipeline or DEFAULT_PIPELINE
+    # (the device is in the program's key, so the option it sets is too)
+    passes = for_platform(pipeline or DEFAULT_PIPELINE, device.platform)
     with events.timed("lowering"), heap.collector_paused():
         try:
             module, info = build_program(walk, device, stacked=stacked, donate=donate, flag_vector=True)
