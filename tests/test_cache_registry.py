@@ -184,6 +184,8 @@ NOT_CACHES = {
     "frontends/torch/tensor.py:_LC_TO_TORCH": "lazy device -> torch device, one per device",
     "frontends/torch/optim.py:_RATES": "per optimizer (weakly keyed): its learning rates on the device",
     "frontends/torch/optim.py:_BETA1S": "per optimizer (weakly keyed): its betas on the device",
+    "frontends/torch/generation.py:_DECODERS": "per model (weakly keyed): its decoding step's captured call, "
+                                               "whose recordings are bounded by the capture's own memo",
     "frontends/torch/optim_replay.py:_REPLAYED": "per optimizer (weakly keyed): whether replay is worth trying; "
                                                  "its recordings are torch.capture_plans",
     # look-ups bounded by a fixed table, never stale

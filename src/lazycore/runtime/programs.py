@@ -21,7 +21,7 @@ import lazycore
 from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.memo import Memo
-from lazycore.runtime import pjrt, rolling
+from lazycore.runtime import pjrt
 from lazycore.runtime.cache import CACHE
 from lazycore.runtime.diskcache import DISK
 
@@ -137,6 +137,8 @@ def make_key(walk: bytes, device, donate: dict[int, int], pipeline: str | None, 
     likely as a 128-bit collision, so no structural comparison is needed on a
     hit.
     """
+    from lazycore.runtime import rolling  # (here: it loads lazycore.passes, which tracing never needs)
+
     h = hashlib.blake2b(digest_size=16)
     h.update(repr((device.name, device.kind, sorted(donate.items()), pipeline, rolling.rolls_on(device),
                    stacked)).encode())
@@ -160,6 +162,8 @@ def portable_key(walk: bytes, device, donate: dict[int, int], pipeline: str | No
     env = portable_environment()
     if env is None or not _own_passes_only(pipeline):
         return None
+    from lazycore.runtime import rolling
+
     h = hashlib.blake2b(digest_size=16)
     h.update(repr(("walk", device.name, device.kind, sorted(donate.items()), pipeline, rolling.rolls_on(device),
                    stacked)).encode())
