@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 
-from lazycore.observe import metrics
 
 F = torch.fft
 CDTYPES = [torch.complex64, torch.complex128]
@@ -31,14 +30,6 @@ def same(got, want, exact=False):
 def cx(shape, dtype=torch.complex64, seed=0):
     g = torch.Generator().manual_seed(seed)
     return torch.randn(shape, dtype=dtype, generator=g)
-
-
-@pytest.fixture
-def no_fallback():
-    before = sum(sum(v.values()) for v in metrics.fallbacks().values())
-    yield
-    after = metrics.fallbacks()
-    assert sum(sum(v.values()) for v in after.values()) == before, after
 
 
 @pytest.mark.parametrize("dtype", CDTYPES)

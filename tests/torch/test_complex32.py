@@ -12,7 +12,6 @@ import warnings
 import pytest
 import torch
 
-from lazycore.observe import metrics
 
 pytestmark = pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
 
@@ -70,14 +69,6 @@ def run_both(fn, dev, *inputs):
     want = fn(torch.device("cpu"), *inputs)
     got = fn(dev, *(x.to(dev) for x in inputs))
     same(got, want)
-
-
-@pytest.fixture
-def no_fallback():
-    before = sum(sum(v.values()) for v in metrics.fallbacks().values())
-    yield
-    after = metrics.fallbacks()
-    assert sum(sum(v.values()) for v in after.values()) == before, after
 
 
 CASTS = {
