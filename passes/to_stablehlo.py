@@ -18,7 +18,7 @@ from lazycore.dialect.mlir import ir, rewrite
 from .catalog import register_pass
 from .lowering import registry
 from .lowering import Decline, load_builtin_lowerings
-from .lowering.elementwise import EXACT_DIVISION_ATTR
+from .lowering.elementwise import EXACT_ATTR
 from .pdl import apply_pdl_patterns
 
 
@@ -164,12 +164,12 @@ def run(module_op: ir.Operation, pass_=None, division: str = "xla") -> None:
     if division not in DIVISIONS:
         raise LoweringError(f"lazy-to-stablehlo: division={division!r}: expected one of {', '.join(DIVISIONS)}")
     if division == "exact":
-        module_op.attributes[EXACT_DIVISION_ATTR] = ir.UnitAttr.get(module_op.context)
+        module_op.attributes[EXACT_ATTR] = ir.UnitAttr.get(module_op.context)
     try:
         _convert(module_op)
     finally:
-        if EXACT_DIVISION_ATTR in module_op.attributes:
-            del module_op.attributes[EXACT_DIVISION_ATTR]
+        if EXACT_ATTR in module_op.attributes:
+            del module_op.attributes[EXACT_ATTR]
 
 
 def _convert(module_op: ir.Operation) -> None:
@@ -221,9 +221,11 @@ def _convert(module_op: ir.Operation) -> None:
     "lazy-to-stablehlo",
     "Convert every lazy op to StableHLO with the registered lowering patterns",
     options={
-        "division": "xla (default): a float divide is StableHLO's, which XLA turns into a multiply by the "
-        "reciprocal where the divisor is a broadcast; exact: such a divide of float16/bfloat16/float32 "
-        "goes through float64, so it is correctly rounded (eager CPU torch's and NumPy's answer)",
+        "division": "xla (default): float divides and functions are StableHLO's, which XLA's CPU backend "
+        "rounds its own way (a divide by a broadcast as a multiply by the reciprocal, rsqrt as an estimate); "
+        "exact: eager CPU torch's and NumPy's rounding: such a divide of float16/bfloat16/float32 goes "
+        "through float64, so it is correctly rounded, rsqrt is 1/sqrt(x) rounded twice, and tanh, log, "
+        "log1p, expm1 and erf are computed in float64",
     },
 )
 def _factory(division="xla"):

@@ -148,13 +148,6 @@ def _with_complex_special_values(name, op, rewriter):
     return out
 
 
-for _lazy, _hlo in ONE_TO_ONE.items():
-    if _lazy in COMPLEX_SPECIAL:
-        lowering(_lazy)(partial(_with_complex_special_values, _lazy))
-    else:
-        lowering(_lazy)(partial(_same_operands, _hlo))
-
-
 # Float to integer: NumPy's and eager torch's CPU casts are C casts, which x86
 # compiles to cvttss2si/cvttsd2si: the truncated value when it fits the
 # instruction's 32 or 64 bits, else INT_MIN (NaN included); a narrower target
@@ -233,9 +226,7 @@ def _convert(op, rewriter):
     target = hlo.type_of(op.results[0]).dtype
     if is_complex(source) != is_complex(target):
         return _convert_complex(x, source, target)
-    if is_float(source) and is_int(target):
-        return _float_to_int(x, source, target)
-    return hlo.value("convert", [x], op.results[0].type)
+    return _convert_value(x, source, target)
 
 
 def _convert_complex(x, source: str, target: str):
@@ -255,7 +246,23 @@ def _convert_complex(x, source: str, target: str):
 def _convert_value(x, source: str, target: str):
     if is_float(source) and is_int(target):
         return _float_to_int(x, source, target)
+    if source == "bf16" and target in ("f32", "f64") and isinstance(x.owner, ir.OpView):
+        return hlo.convert(_bfloat16_bits_as_float32(x), target)
     return hlo.convert(x, target)
+
+
+# bfloat16 -> float32 by the bits (bfloat16 is float32's high half): XLA's CPU
+# backend computes a bfloat16 op in float32 and drops the convert back to
+# bfloat16 when a convert to float32 follows it (its excess precision,
+# --xla_allow_excess_precision), so (x + 0.3).float() came out unrounded,
+# 91% of values off eager's. Shifting the bits is the same widening, which XLA
+# cannot pair with the rounding before it. A function's argument has no
+# rounding to lose.
+def _bfloat16_bits_as_float32(x):
+    shape = hlo.type_of(x).shape
+    bits = hlo.convert(hlo.value("bitcast_convert", [x], TensorType(shape, "ui16")), "ui32")
+    high = hlo.binary("shift_left", bits, hlo.splat_like(16, bits))
+    return hlo.value("bitcast_convert", [high], TensorType(shape, "f32"))
 
 
 # Integer division by zero: StableHLO leaves it to the backend, and XLA's
@@ -269,7 +276,7 @@ def _division(hlo_name, op, rewriter):
     a, b = op.operands
     dtype = hlo.type_of(a).dtype
     if not is_int(dtype):
-        if hlo_name == "divide" and dtype in _WIDENED_DIVISION and _broadcast(b) and _exact_division(op):
+        if hlo_name == "divide" and dtype in _WIDENED and _broadcast(b) and exact(op):
             return hlo.convert(hlo.binary("divide", hlo.convert(a, "f64"), hlo.convert(b, "f64")), dtype)
         return hlo.binary(hlo_name, a, b)
     zero = hlo.splat_like(0, b)
@@ -278,19 +285,40 @@ def _division(hlo_name, op, rewriter):
     return hlo.select(by_zero, zero, quotient)
 
 
+# --- eager CPU's rounding (lazy-to-stablehlo{division=exact}) ------------------------
+# What the compile path asks for on CPU, where eager torch and NumPy round as
+# below and XLA does not; one switch for all of it (the option keeps the name
+# it was given for its first case, a divide by a broadcast).
+#
 # A float divide by a broadcast (a number, a 0-d tensor, a keepdim row sum, a
 # mean's count) XLA's algebraic simplifier turns into a multiply by the
 # divisor's reciprocal, whatever its flags: up to an ulp off the correctly
 # rounded quotient eager CPU torch and NumPy give (x / 0.3 in float32: a
-# quarter of the elements). With division=exact (the CPU target) such a divide
-# of a narrower float goes through float64: XLA multiplies by a float64
-# reciprocal there, within 2**-51 (relative) of the exact quotient, while the
-# exact quotient of two float32 is either a float32 rounding midpoint or at
-# least 2**-49 from one, so the float64 value rounds as the exact quotient
-# does. Float64 has nothing wider (and complex divides by parts).
-_WIDENED_DIVISION = ("f16", "bf16", "f32")
+# quarter of the elements). Such a divide of a narrower float goes through
+# float64: XLA multiplies by a float64 reciprocal there, within 2**-51
+# (relative) of the exact quotient, while the exact quotient of two float32 is
+# either a float32 rounding midpoint or at least 2**-49 from one, so the
+# float64 value rounds as the exact quotient does. Float64 has nothing wider
+# (and complex divides by parts).
+#
+# rsqrt: eager's CPU kernel is 1 / sqrt(x), each rounded to the type (float16
+# and bfloat16 in float32, rounded once more at the end). XLA's CPU rsqrt is a
+# hardware estimate refined once (up to 1.8 ulp; XLA_FLAGS'
+# --xla_cpu_enable_platform_dependent_math=false switches it off for every
+# program), and a divide by a sqrt it turns back into that rsqrt, so the
+# quotient is taken in float64 (correctly rounded, as above) of XLA's sqrt,
+# which is correctly rounded.
+#
+# tanh, log, log1p, expm1 and erf: XLA's float32 forms are 1.1 (log) to 5.5
+# (erf) ulp off the true value, eager's (MKL's, SLEEF's) within 0.9; their
+# float64 forms are within a few float64 ulp, so computed there and rounded to
+# float32 they are correctly rounded but for inputs within 2**-26 of an ulp of
+# a rounding midpoint (none in 200k per range tried: docs/status.md). eager
+# is then matched bit for bit where it rounds correctly itself. exp (0.98 ulp)
+# and sin/cos (0.6) are left to XLA.
+_WIDENED = ("f16", "bf16", "f32")
 
-EXACT_DIVISION_ATTR = "lazy.exact_division"
+EXACT_ATTR = "lazy.exact"
 """A unit attribute on the module while ``lazy-to-stablehlo{division=exact}``
 converts it (a lowering sees only its op; the pass removes it after)."""
 
@@ -308,12 +336,52 @@ def _broadcast(v) -> bool:
     return False
 
 
-def _exact_division(op) -> bool:
+def exact(op) -> bool:
+    """Whether ``op``'s module is converted with ``division=exact``."""
     parent = op.operation
     while parent is not None and parent.name != "builtin.module":
         parent = parent.parent
         parent = None if parent is None else parent.operation
-    return parent is not None and EXACT_DIVISION_ATTR in parent.attributes
+    return parent is not None and EXACT_ATTR in parent.attributes
+
+
+def _in_float64(fn, x):
+    """``fn`` of ``x`` computed in float64, rounded to float32 and then to ``x``'s
+    type (eager computes a float16/bfloat16 function in float32)."""
+    dtype = hlo.type_of(x).dtype
+    out = hlo.convert(fn(hlo.convert(x, "f64")), "f32")
+    return out if dtype == "f32" else hlo.convert(out, dtype)
+
+
+def _rsqrt_as_eager(x):
+    dtype = hlo.type_of(x).dtype
+    root = hlo.unary("sqrt", hlo.convert(x, "f32"))
+    wide = hlo.convert(root, "f64")
+    out = hlo.convert(hlo.binary("divide", hlo.splat_like(1.0, wide), wide), "f32")
+    return out if dtype == "f32" else hlo.convert(out, dtype)
+
+
+EXACT_FORMS = {
+    "rsqrt": _rsqrt_as_eager,
+    **{name: partial(_in_float64, partial(hlo.unary, ONE_TO_ONE[name])) for name in ("tanh", "log", "log1p", "expm1")},
+}
+"""Per op, its form under ``division=exact`` for a float16/bfloat16/float32 operand (erf has its own)."""
+
+
+def _exact_or(exact_form, lower, op, rewriter):
+    """``exact_form(x)`` of a float16/bfloat16/float32 operand under
+    ``division=exact``; else the op's own lowering."""
+    x = op.operands[0]
+    if hlo.type_of(x).dtype in _WIDENED and exact(op):
+        return exact_form(x)
+    return lower(op, rewriter)
+
+
+for _lazy, _hlo in ONE_TO_ONE.items():
+    _lower = partial(_with_complex_special_values, _lazy) if _lazy in COMPLEX_SPECIAL else partial(_same_operands, _hlo)
+    if _lazy in EXACT_FORMS:
+        _lower = partial(_exact_or, EXACT_FORMS[_lazy], _lower)
+    lowering(_lazy)(_lower)
 
 
 lowering("div")(partial(_division, "divide"))
@@ -480,5 +548,7 @@ def _erf(op, rewriter):
     dtype = hlo.type_of(x).dtype
     if dtype == "f64":
         return _erf_f64(x)
+    if dtype in _WIDENED and exact(op):
+        return _in_float64(_erf_f64, x)
     # f16/bf16 have too few bits for the f32 polynomial's constants: widen.
     return hlo.convert(_erf_f32(hlo.convert(x, "f32")), dtype)
