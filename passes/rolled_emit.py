@@ -6,8 +6,11 @@ The loop carries a counter, the chain's carried values, its per-copy inputs
 stacked along a new leading axis (sliced at the counter in the body), the
 values all copies share, and one stack per exported value (written at the
 counter with ``dynamic_update_slice``, which XLA does in place), and the
-copies' value check flags in one i1 array, copy by copy, which the program
-returns as it is (:func:`lazycore.runtime.compiler.build_program`). Stacks
+flags of the copies' value checks that need the body (one made of a carried
+value) in one i1 array, copy by copy; the others are had before the loop
+over the stacked copies at once (:mod:`lazycore.passes.rolled_flags`), and
+the program returns all of them as one ``(copies, checks)`` array
+(:func:`lazycore.runtime.compiler.build_program`). Stacks
 outlive their loop in a :class:`Stacks`: a later chain whose copies read an
 earlier chain's exported values row by row (a backward pass reading the
 forward's activations, in reverse order) slices the same stack instead of
@@ -21,6 +24,7 @@ import numpy as np
 from lazycore.dialect import create, from_mlir_type, tensor_type
 from lazycore.dialect.types import TensorType, to_numpy_dtype
 from lazycore.dialect.mlir import ir
+from lazycore.passes.rolled_flags import over_stacks
 from lazycore.passes.rolled_chains import Stacks
 
 __all__ = ["Stacks", "emit_chain", "pack_element", "stack_rows"]
@@ -73,6 +77,40 @@ def _flag_row(flags: list):
     if len(cells) == 1:
         return cells[0]
     return ir.Operation.create("stablehlo.concatenate", results=[tensor_type(TensorType((1, len(cells)), i1.dtype))],
+                               operands=cells, attributes={
+                                   "dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)}).result
+
+
+def _in_copy_order(found, values, k: int):
+    """A per-copy input's stack ``(array, first row, step)`` as the ``k``
+    copies' rows in copy order (:func:`lazycore.passes.rolled_flags.over_stacks`)."""
+    array, first, step = found
+    t = values[0][0].types[values[0][1]]
+    rank = len(t.shape)
+    low = first if step == 1 else first - k + 1
+    if (low, step) != (0, 1) or from_mlir_type(array.type).shape[0] != k:
+        array = create("slice", array, start=[low] + [0] * rank, limit=[low + k] + list(t.shape),
+                       strides=[1] * (rank + 1)).result
+    return array if step == 1 else create("reverse", array, dims=(0,)).result
+
+
+def _flag_columns(columns: list, body_flags, k: int):
+    """The chain's ``(k, checks)`` i1 flag array from its columns: a
+    ``(k,)`` flag had over the stacks, or column ``p`` of ``body_flags``
+    (the array the loop wrote); the loop's own array where it is all of them."""
+    if all(type(c) is int for c in columns) and columns == list(range(from_mlir_type(body_flags.type).shape[1])):
+        return body_flags
+    cells = []
+    for c in columns:
+        if type(c) is int:
+            cells.append(create("slice", body_flags, start=[0, c], limit=[k, c + 1], strides=[1, 1]).result)
+            continue
+        if from_mlir_type(c.type).dtype != "i1":  # (nonzero is true: an index check's flag is a mask's maximum)
+            c = create("convert", c, dtype="i1").result
+        cells.append(create("reshape", c, shape=(k, 1)).result)
+    if len(cells) == 1:
+        return cells[0]
+    return ir.Operation.create("stablehlo.concatenate", results=[tensor_type(TensorType((k, len(cells)), "i1"))],
                                operands=cells, attributes={
                                    "dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)}).result
 
@@ -145,9 +183,14 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
     plain = [v for v, e in zip(shared_values, elements) if e is None]
     # the value checks' flags, copy c's in row c of one i1 array the program
     # returns whole: one result for all the loop's checks, not one per check
-    # and copy, and one update per copy
+    # and copy. A flag made of the copies' stacked inputs alone is had over
+    # them here, once for all copies; the others' are written by the body,
+    # a row per copy
+    ahead = over_stacks(chain, lambda n: _in_copy_order(inputs[n], chain.stacked[n], k),
+                                     shared_values.__getitem__, emit) if chain.flags else {}
+    in_body = [f for q, f in enumerate(chain.flags) if q not in ahead]
     flag_bufs = [create("broadcast_in_dim", create("constant", value=np.zeros((), np.bool_)).result,
-                        dims=(), shape=(k, len(chain.flags))).result] if chain.flags else []
+                        dims=(), shape=(k, len(in_body))).result] if in_body else []
     carried = [zero, _scalar(k)] + [value(v) for v in chain.init] + arrays + plain + packs + flag_bufs + outs
     n_slots, n_arrays, n_shared = len(chain.init), len(arrays), len(plain) + len(packs)
     n_flags = len(flag_bufs)
@@ -238,8 +281,8 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
             new_bufs.append(create("select", create("compare", i, _scalar(c), direction="EQ").result, i,
                                    at_c).result)
         new_flags = [create("dynamic_update_slice", flag_args[0],
-                            _flag_row([local[id(chain.copies[0][j])][r] for j, r in chain.flags]), [i, z]).result
-                     ] if chain.flags else []
+                            _flag_row([local[id(chain.copies[0][j])][r] for j, r in in_body]), [i, z]).result
+                     ] if in_body else []
         nxt = create("add", i, _scalar(1)).result
         new_slots = [local[id(chain.copies[0][j])][r] for j, r in chain.slots]
         ir.Operation.create("stablehlo.return", operands=[nxt, args[1]] + new_slots + new_held
@@ -251,9 +294,12 @@ def emit_chain(chain, env: dict, stacks: Stacks, emit) -> None:
     index = results[len(results) - k:] if out_types else []
     flag_results = results[2 + n_slots + n_arrays + n_shared:2 + n_slots + n_arrays + n_shared + n_flags]
     own_results = results[2 + n_slots + n_arrays + n_shared + n_flags:]
+    if chain.flags:
+        flag_array = _flag_columns([ahead[q] if q in ahead else in_body.index(f) for q, f in enumerate(chain.flags)],
+                                   flag_results[0] if in_body else None, k)
     for q, (j, r) in enumerate(chain.flags):
         for c, copy in enumerate(chain.copies):
-            stacks.flags[(id(copy[j]), r)] = (flag_results[0], c, q)
+            stacks.flags[(id(copy[j]), r)] = (flag_array, c, q)
     z = _scalar(0) if out_types else None
     for e, ((j, r), t) in enumerate(zip(chain.exported, out_types)):
         if e in in_place:

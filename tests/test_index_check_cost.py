@@ -177,3 +177,44 @@ def test_a_2d_index_checked_as_a_row_names_eagers_first_offending_entry(clean_ru
     assert str(eager.value) in str(info.value), (str(eager.value), str(info.value))
     assert _check_reductions(cap.text("stablehlo", graph=0)) == [6 * WIDTH]
     assert "tensor<144xf32>" in cap.text("stablehlo", graph=0)  # the mask as a row
+
+
+def _steps(table, idx):
+    """Benchmark 12's indexing step: ``_many``'s six ops per index, one index
+    after the other (the copies of a rolled loop, each checking its own)."""
+    total = torch.zeros((), device=table.device)
+    counts = torch.zeros(table.shape[0], device=table.device)
+    for i in idx:
+        flat = i.reshape(-1)
+        e = F.embedding(i, table)
+        g = _expanded_gather(table, flat)
+        s = table[flat]
+        sel = torch.index_select(table, 0, flat)
+        counts.index_put_((flat,), torch.ones_like(flat, dtype=counts.dtype), accumulate=True)
+        counts = counts.scatter_add(0, flat, torch.ones_like(flat, dtype=counts.dtype))
+        total = total + e.sum() + g.sum() + s.sum() + sel.sum()
+    return total + counts.sum()
+
+
+def test_a_rolled_loops_index_checks_cost_the_same_kernels_for_any_number_of_copies(clean_runtime):
+    # each copy's indices are checked once over the stacked copies, before
+    # the loop (passes/rolled_flags.py), not a mask and a reduction per
+    # iteration: 42 kernel runs more with the checks on at 4 copies, 82 at 8,
+    # before; the loops' own kernels still run once per copy either way
+    table = _data()[0]
+    dev = ltorch.device()
+    extra = {}
+    for copies in (4, 8):
+        g = torch.Generator().manual_seed(copies)
+        idx = [torch.randint(0, ROWS, (8, 5), generator=g) for _ in range(copies)]
+        lt, li = table.to(dev), [i.to(dev) for i in idx]
+        counts = {}
+        for on in (False, True):
+            with override(index_checks=on), capture() as cap:
+                counts[on] = _kernel_runs(lambda: _steps(lt, li))
+            assert "stablehlo.while" in cap.text("stablehlo")
+        got = _steps(lt, li).item()
+        assert got == pytest.approx(_steps(table, idx).item(), rel=1e-5)
+        extra[copies] = sum(counts[True].values()) - sum(counts[False].values())
+    assert extra[4] == extra[8], extra
+    assert 0 < extra[4] <= 10, extra
