@@ -40,6 +40,7 @@ from .dtypeinfo import *  # noqa: F401,F403,E402  (isdtype, result_type, can_cas
 from .methods import round_ as round, round_ as around  # noqa: E402,A001
 
 globals().update(ufuncs.UFUNCS)
+globals().update(ufuncs.OTHER_UFUNCS)
 from . import array_api  # noqa: E402
 from .array_api import (  # noqa: E402,F401
     __array_api_version__, __array_namespace_info__, astype, from_dlpack, matrix_transpose, permute_dims,

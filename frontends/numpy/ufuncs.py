@@ -643,3 +643,11 @@ class ufunc:
 
 
 UFUNCS = {name: ufunc(getattr(np, name)) for name in LOOPS}
+
+OTHER_UFUNCS = {name: UFUNCS.get(uf.__name__) or ufunc(uf) for name, uf in vars(np).items()
+                if isinstance(uf, np.ufunc) and uf.signature is None and name not in UFUNCS}
+"""NumPy's other ufuncs (and other names of lazy ones: ``mod`` is ``remainder``) as
+ufunc objects too, so every ufunc has its methods and attributes: a call with no
+lazy loop, like its methods, is NumPy's on materialized inputs, counted
+(:func:`call`). The generalized ufuncs (``matmul``, ``vecdot``) are
+:mod:`.linalg`'s functions."""
