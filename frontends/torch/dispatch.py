@@ -38,8 +38,8 @@ from .dtypes import TO_TORCH
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
 from .meta_store import MISS, STORE
-from .tensor import (ENTRY, Tensor, lc_device, meta_layout, meta_twin, read, refresh_key, route_ops, torch_device,
-                     upload, view_of, wrap, wrap_layout, write)
+from .tensor import (ENTRY, LayoutKey, Tensor, layout_key, lc_device, meta_layout, meta_twin, read, refresh_key,
+                     route_ops, torch_device, upload, view_of, wrap, wrap_layout, write)
 
 aten = torch.ops.aten
 
@@ -329,7 +329,9 @@ def _meta_entry(acc: list, func, args, kwargs):
     if hit is None:
         a, margs, mkwargs = metas(args, kwargs, func)
         # another process's result (meta_store); a view's aliases its base, which a stored one cannot
-        stored, out = STORE.get(func, acc, margs) if key is not None and not _is_view(func._schema) else (None, MISS)
+        # (the store keys by the layouts' values: text another process makes alike)
+        stored, out = (STORE.get(func, [tuple(p) if type(p) is LayoutKey else p for p in acc], margs)
+                       if key is not None and not _is_view(func._schema) else (None, MISS))
         if out is MISS:
             try:
                 out = _run_meta(func, margs, mkwargs)
@@ -537,12 +539,18 @@ def _view(func, args, kwargs):
                 f"lazycore: {func} reinterprets the element type; only same-size view(dtype) is supported"
             )
         steps = views.view_steps(func, base, out, args[1:], kwargs)
-        layout = [meta_layout(o) for o in out] if isinstance(out, (list, tuple)) else meta_layout(out)
-        made = memo["view"] = (steps, layout)
+        # (the signature holds base's device: the keys on it are the views' keys at every call)
+        if isinstance(out, (list, tuple)):
+            layout = [meta_layout(o) for o in out]
+            key = [layout_key(*lay, base.device) for lay in layout]
+        else:
+            layout = meta_layout(out)
+            key = layout_key(*layout, base.device)
+        made = memo["view"] = (steps, layout, key)
     steps = views.on_base(base, out, made[0])
     if isinstance(out, (list, tuple)):
-        return type(out)(view_of(base, s, lay) for s, lay in zip(steps, made[1]))
-    return view_of(base, steps, made[1])
+        return type(out)(view_of(base, s, lay, k) for s, lay, k in zip(steps, made[1], made[2]))
+    return view_of(base, steps, made[1], made[2])
 
 
 def wrap_results(out, res, owned: bool = False):
@@ -704,11 +712,13 @@ def _lowered(fn, inplace: bool, sized_by_floats: bool = False):
 
 
 def _layout(out, res):
-    """What :func:`wrap` makes of a single tensor result, for replays to reuse."""
+    """What :func:`wrap` makes of a single tensor result, for replays to reuse
+    (:func:`wrap_layout`'s arguments, its key last)."""
     if not isinstance(out, torch.Tensor):
         return None
     # (eager's dtype: a complex<f32> handle is a complex64 or a chalf result)
-    return tuple(res.shape), tuple(out.stride()), out.dtype, torch_device(res.device)
+    shape, strides, dtype, tdev = tuple(res.shape), tuple(out.stride()), out.dtype, torch_device(res.device)
+    return shape, strides, dtype, tdev, layout_key(shape, strides, 0, dtype, tdev)
 
 
 def _via_functional(found):

@@ -22,6 +22,7 @@ from weakref import ref as _weakref
 import torch
 
 from lazycore.ir.context import LOCK as _LOCK
+from lazycore.ir.memo import Memo
 from lazycore.trace import core
 from lazycore.runtime import device as _lc_device
 from lazycore.trace import views
@@ -46,6 +47,10 @@ ENTRY = _Entry()
 
 class Tensor(torch.Tensor):
     """A tensor on the lazy device (``lazycore.torch.device()``)."""
+
+    # No __slots__ for _storage, _steps and _key (~0.15 us an op less): a
+    # module moved onto the device swaps each CPU parameter with its lazy
+    # tensor (torch.utils.swap_tensors), which refuses classes of other slots
 
     # No __torch_function__ layer: everything is handled below autograd.
     __torch_function__ = torch._C._disabled_torch_function_impl
@@ -298,22 +303,24 @@ def wrap(handle, meta: torch.Tensor | None = None, strides=None, owned: bool = F
     return _new(Storage(handle, strides), (), shape, strides, 0, dtype, torch_device(handle.device))
 
 
-def wrap_layout(handle, shape, strides, dtype, tdev) -> Tensor:
+def wrap_layout(handle, shape, strides, dtype, tdev, key=None) -> Tensor:
     """A new tensor owning ``handle`` (made for it alone), with eager's layout
-    for it given directly."""
+    for it given directly; ``key``: its :func:`layout_key`, where the caller
+    keeps it (a replay's result layout)."""
     if dtype is _CHALF:
         handle = _chalf_rounded(handle)
-    return _new(Storage(handle, strides), (), shape, strides, 0, dtype, tdev)
+    return _new(Storage(handle, strides), (), shape, strides, 0, dtype, tdev, key)
 
 
 _CHALF = dtypes.CHALF
 _chalf_rounded = dtypes.chalf_rounded
 
 
-def view_of(base: Tensor, steps: tuple, layout: tuple) -> Tensor:
+def view_of(base: Tensor, steps: tuple, layout: tuple, key=None) -> Tensor:
     """A view sharing ``base``'s storage; its value is ``steps`` applied to it.
-    ``layout``: the view's :func:`meta_layout`."""
-    return _new(base._storage, steps, *layout, base.device)
+    ``layout``: the view's :func:`meta_layout`; ``key``: its :func:`layout_key`
+    on ``base``'s device, where the caller keeps it."""
+    return _new(base._storage, steps, *layout, base.device, key)
 
 
 def meta_twin(t: torch.Tensor) -> torch.Tensor:
@@ -365,13 +372,14 @@ MADE = _Made()
 _STRIDED = torch.strided
 
 
-def _new(storage, steps, shape, strides, offset, dtype, tdev) -> Tensor:
+def _new(storage, steps, shape, strides, offset, dtype, tdev, key=None) -> Tensor:
     # positional arguments (size, strides, storage_offset, memory_format, dtype,
     # layout, device): torch parses keywords by name, 0.25 us of every op
     t = _make(Tensor, shape, strides, offset or None, None, dtype, _STRIDED, tdev)
     t._storage = storage
     t._steps = steps
-    t._key = (shape, strides, offset, dtype, tdev)  # the dispatch signature (see refresh_key)
+    # the dispatch signature (see refresh_key)
+    t._key = key if key is not None else layout_key(shape, strides, offset, dtype, tdev)
     refs = MADE.refs
     if refs is not None:
         refs.append(_weakref(t))
@@ -381,7 +389,37 @@ def _new(storage, steps, shape, strides, offset, dtype, tdev) -> Tensor:
 def refresh_key(t: Tensor) -> None:
     """After torch's metadata of ``t`` changed in place (an in-place view op):
     its signature for dispatch's caches."""
-    t._key = (tuple(t.shape), t.stride(), t.storage_offset(), t.dtype, t.device)
+    t._key = layout_key(tuple(t.shape), t.stride(), t.storage_offset(), t.dtype, t.device)
+
+
+class LayoutKey(tuple):
+    """A tensor's ``(shape, strides, offset, dtype, device)``, one object per
+    layout (:func:`layout_key`), hashed by identity: dispatch's signature of a
+    call holds its tensors' keys, and hashing their shapes, dtypes and devices
+    at every op cost ~0.15 us a tensor. Equality is a tuple's: two keys of one
+    layout made apart (the table emptied between them) compare equal and
+    hash apart, so a cache keyed by them misses, never answers wrongly."""
+
+    __slots__ = ()
+    __hash__ = object.__hash__
+
+
+_KEYS = Memo("torch.layout_keys", 100_000)
+"""Layout (a plain tuple) -> its :class:`LayoutKey`."""
+_key_of = _KEYS.get
+
+
+def layout_key(shape, strides, offset, dtype, tdev) -> LayoutKey:
+    """The one :class:`LayoutKey` of this layout (a plain tuple for one that
+    cannot be hashed, as dispatch's caches then skip the call)."""
+    plain = (shape, strides, offset, dtype, tdev)
+    try:
+        key = _key_of(plain)
+    except TypeError:
+        return plain
+    if key is None:
+        key = _KEYS.put(plain, LayoutKey(plain))
+    return key
 
 
 def read(t: Tensor):
