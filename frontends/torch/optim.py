@@ -52,7 +52,10 @@ step does. SGD, RMSprop, Adagrad and Adadelta give the rate to ``add_``'s
 single-tensor loop runs with it as a tensor operand of eager's formula
 instead (:func:`_lr_operand`; eager's ``add_(g, alpha=-lr)`` is one fused
 multiply-add of ``float32(-lr)``, as the program's ``g * -lr + p`` is), and
-Adagrad's step counters move to the device. ``fused=True`` (SGD, Adam,
+Adagrad's step counters move to the device. The ``momentum`` of SGD and
+RMSprop, which OneCycleLR and CyclicLR cycle as they cycle Adam's
+``betas[0]``, is a device value of the same loop while torch's Python takes
+its momentum branch (:data:`_TENSOR_MOMENTUM`). ``fused=True`` (SGD, Adam,
 AdamW, Adagrad: the CPU's fused kernels) runs the unfused formulas
 (:func:`_unfused`).
 """
@@ -91,6 +94,17 @@ it back (Adam, AdamW, and the multi-tensor forms of Adamax, NAdam and RAdam,
 input like the learning rate. (``beta2`` goes to ``addcmul_``'s ``value``, a
 Python number, and no scheduler changes it: it stays one.)"""
 
+_TENSOR_MOMENTUM = (torch.optim.SGD, torch.optim.RMSprop)
+"""Optimizers whose step takes the ``momentum`` a scheduler cycles (OneCycleLR,
+CyclicLR with ``cycle_momentum``) as a device value while torch's Python,
+which asks it whether to take the momentum branch (SGD: ``momentum != 0``,
+RMSprop: ``momentum > 0``), takes it in every group
+(:func:`_momentum_on_device`): the group holds a :class:`_DeviceFloat` while
+the optimizer steps, and a captured step guards the branch, not the value
+(:func:`read_as_input`). Where the branch is not taken, the momentum stays a
+number, guarded by value, and torch's step runs as eager's: SGD makes no
+buffer, or leaves the one it has untouched, and so does RMSprop."""
+
 _BETA1_FORMS_ONLY = (torch.optim.Adamax, torch.optim.NAdam, torch.optim.RAdam)
 """Of those, the ones that take a device ``betas[0]`` only in their
 multi-tensor forms: torch's own branches, which a complex parameter's group
@@ -103,6 +117,54 @@ def _beta1_on_device(opt) -> bool:
     # (any group's: a captured step's guards leave out every group's betas[0] or none, .capture._groups)
     return not (isinstance(opt, _BETA1_FORMS_ONLY)
                 and any(torch.is_complex(p) for g in opt.param_groups for p in g["params"]))
+
+
+def _momentum_on_device(opt) -> bool:
+    """Whether ``opt`` (SGD or RMSprop) reads its groups' ``momentum`` as
+    device values: every group on the lazy device, its momentum a float at
+    which torch's step takes the momentum branch. (A complex parameter's
+    ``buf.mul_(m)`` multiplies by the device value bit for bit as by the
+    number on the lazy device, signed zeros and infinities included.)"""
+    rmsprop = isinstance(opt, torch.optim.RMSprop)
+    for g in opt.param_groups:
+        m = g.get("momentum")
+        if not isinstance(m, float) or not (m > 0 if rmsprop else m != 0) or g.get("differentiable") \
+                or not _on_lazy(g):
+            return False
+    return True
+
+
+def _cycled_key(opt) -> str | None:
+    """The hyperparameter of ``opt`` that OneCycleLR and CyclicLR cycle and its
+    program may read as a device value: ``"betas"`` (the first), ``"momentum"``,
+    or None."""
+    return "betas" if isinstance(opt, _TENSOR_BETA1) else "momentum" if isinstance(opt, _TENSOR_MOMENTUM) else None
+
+
+def _cycled(opt) -> str | None:
+    """:func:`_cycled_key` where the program reads it as a device value now."""
+    key = _cycled_key(opt)
+    if key == "betas":
+        return key if _beta1_on_device(opt) else None
+    return key if key and _momentum_on_device(opt) else None
+
+
+def _cycled_value(group, key: str):
+    return group["betas"][0] if key == "betas" else group["momentum"]
+
+
+class _DeviceFloat(float):
+    """A group's ``momentum`` while its optimizer steps: the user's number to
+    torch's Python, which branches on it (``if momentum != 0``), and a device
+    value to the ops it is given to (:class:`_DeviceScalars`: ``buf.mul_(m)``
+    multiplies by the tensor), so the program reads it as an input."""
+
+    __slots__ = ("tensor",)
+
+    def __new__(cls, value: float, tensor):
+        self = super().__new__(cls, value)
+        self.tensor = tensor
+        return self
 
 
 def _with_lazy(original):
@@ -162,8 +224,13 @@ class _DeviceScalars(torch.overrides.TorchFunctionMode):
             devices = [a for a in (*args[1:], kwargs.get("device")) if isinstance(a, (torch.device, str))]
             if dtypes and dtypes[0].is_floating_point and all(torch.device(d) == args[0].device for d in devices):
                 return args[0]
+        if any(type(a) is _DeviceFloat for a in args):
+            # (buf.mul_(momentum): the tensor, a 0-d float64 operand, rounds to buf's dtype as the number does)
+            args = tuple(a.tensor if type(a) is _DeviceFloat else a for a in args)
         key = self._KEYWORD.get(getattr(func, "__name__", None))
         scalar = kwargs.get(key) if key else None
+        if type(scalar) is _DeviceFloat:
+            scalar = scalar.tensor
         if type(scalar) is _LazyTensor and scalar.dim() == 0 and len(args) >= 2:
             kwargs = {k: v for k, v in kwargs.items() if k != key}
             # self +- alpha * other, self + value * t1 (* or /) t2: the scalar scales the first operand
@@ -234,7 +301,8 @@ def _device_step_values(functional, eager_branch: bool):
 
 def _lr_operand(functional):
     """torch's functional step of SGD, RMSprop, Adagrad or Adadelta over lazy
-    parameters with a device learning rate (a :class:`_Rate`): its
+    parameters with a device learning rate (a :class:`_Rate`) or a device
+    ``momentum`` (a :class:`_DeviceFloat`, SGD and RMSprop): its
     single-tensor loop runs with the rate as a tensor operand of eager's
     formula (``param.add_(grad, alpha=-lr)`` as ``param.add_(grad * -lr)``,
     :class:`_DeviceScalars`), and Adagrad's step counter, on the device, as a
@@ -248,7 +316,8 @@ def _lr_operand(functional):
     def step(params, *args, **kwargs):
         lr = kwargs.get("lr")
         # (differentiable too: the operand form is the same formula to autograd)
-        if type(lr) is not _LazyTensor or kwargs.get("fused") or not params or type(params[0]) is not _LazyTensor:
+        if (type(lr) is not _LazyTensor and type(kwargs.get("momentum")) is not _DeviceFloat) or kwargs.get("fused") \
+                or not params or type(params[0]) is not _LazyTensor:
             return functional(params, *args, **kwargs)
         _DEVICE_VALUES.append(True)
         try:
@@ -355,7 +424,11 @@ class _Rate:
 
 _RATES: "weakref.WeakKeyDictionary[torch.optim.Optimizer, dict[int, _Rate]]" = weakref.WeakKeyDictionary()
 _BETA1S: "weakref.WeakKeyDictionary[torch.optim.Optimizer, dict[int, _Rate]]" = weakref.WeakKeyDictionary()
-"""A parameter group's float ``betas[0]`` as a device value (a :class:`_Rate`), as for the learning rate."""
+"""A parameter group's float ``betas[0]`` (Adam family) or ``momentum`` (SGD,
+RMSprop), what OneCycleLR and CyclicLR cycle (:func:`_cycled`), as a device
+value (a :class:`_Rate`), as for the learning rate. Kept while the momentum
+is 0 (its value guarded then): a recording made while it was not reads this
+tensor, and replays when it is not again."""
 
 
 def refresh(opt) -> None:
@@ -369,10 +442,15 @@ def refresh(opt) -> None:
             if type(lr) is float:
                 rate.fill(lr)
                 rate.fresh = True
-    for i, rate in _BETA1S.get(opt, {}).items():
-        beta1 = opt.param_groups[i]["betas"][0]
-        if type(beta1) is float:
-            rate.fill(beta1)
+    cycled = _BETA1S.get(opt)
+    # (a momentum torch's Python takes no branch for is no input of the step: not filled)
+    key = _cycled_key(opt) if cycled else None
+    if key == "momentum" and not _momentum_on_device(opt):
+        return
+    for i, rate in cycled.items() if key else ():
+        value = _cycled_value(opt.param_groups[i], key)
+        if type(value) is float:
+            rate.fill(value)
             rate.fresh = True
 
 
@@ -388,7 +466,7 @@ def refresh_unfilled() -> None:
 def _rates() -> dict:
     """Every device learning rate's group value, to tell who changed them."""
     lrs = {id(opt): tuple(opt.param_groups[i]["lr"] for i in rates) for opt, rates in list(_RATES.items())}
-    return lrs | {("betas", id(opt)): tuple(opt.param_groups[i]["betas"][0] for i in betas)
+    return lrs | {("cycled", id(opt)): tuple(_cycled_value(opt.param_groups[i], _cycled_key(opt)) for i in betas)
                   for opt, betas in list(_BETA1S.items())}
 
 
@@ -452,8 +530,13 @@ def _watched(step):
 
 def read_as_input(opt) -> tuple[str, ...]:
     """The hyperparameters of ``opt`` its program reads as inputs (``"betas"``:
-    its first element, :data:`_TENSOR_BETA1`)."""
-    return ("lr",) * bool(_RATES.get(opt)) + ("betas",) * bool(_BETA1S.get(opt))
+    its first element, :data:`_TENSOR_BETA1`; ``"momentum"`` while torch's
+    step takes its momentum branch, :data:`_TENSOR_MOMENTUM`: where it does
+    not, the momentum is left to the guards, so a captured step guards the
+    branch, not the value)."""
+    key = _cycled_key(opt) if _BETA1S.get(opt) else None
+    cycled = (key,) if key == "betas" or (key and _momentum_on_device(opt)) else ()
+    return ("lr",) * bool(_RATES.get(opt)) + cycled
 
 
 def _made_with(add_param_group):
@@ -477,6 +560,9 @@ def _made_with(add_param_group):
         betas = group.get("betas")
         if betas and type(betas[0]) is float and not group.get("differentiable") and _beta1_on_device(self):
             _BETA1S.setdefault(self, {})[i] = _Rate(betas[0], device)
+        momentum = group.get("momentum")
+        if isinstance(self, _TENSOR_MOMENTUM) and type(momentum) is float and not group.get("differentiable"):
+            _BETA1S.setdefault(self, {})[i] = _Rate(momentum, device)
 
     with_rates.lazycore_wraps = add_param_group
     return with_rates
@@ -500,21 +586,26 @@ def _swap_in(opt, args, kwargs) -> None:
             rate = rates[i] = _Rate(lr, group["params"][0].device)
         rate.at_step(lr)
         group["lr"] = rate.tensor
-    if not _beta1_on_device(opt):
-        _BETA1S.pop(opt, None)  # (a complex parameter's group added since they were made)
-        return
+    key = _cycled(opt)
+    if key is None:
+        if isinstance(opt, _TENSOR_BETA1):
+            _BETA1S.pop(opt, None)  # (a complex parameter's group added since they were made)
+        return  # (a momentum of 0 stays a number: torch's Python asks it, and the guards see it)
     betas = None
     for i, group in enumerate(opt.param_groups):
-        beta1, *rest = group["betas"]
-        if type(beta1) is not float or not _on_lazy(group) or group.get("differentiable"):
+        value = _cycled_value(group, key)
+        if type(value) is not float or not _on_lazy(group) or group.get("differentiable"):
             continue
         if betas is None:
             betas = _BETA1S.setdefault(opt, {})
         rate = betas.get(i)
         if rate is None:
-            rate = betas[i] = _Rate(beta1, group["params"][0].device)
-        rate.at_step(beta1)
-        group["betas"] = (rate.tensor, *rest)
+            rate = betas[i] = _Rate(value, group["params"][0].device)
+        rate.at_step(value)
+        if key == "betas":
+            group["betas"] = (rate.tensor, *group["betas"][1:])
+        else:
+            group["momentum"] = _DeviceFloat(value, rate.tensor)
 
 
 def _swap_out(opt, args, kwargs) -> None:
@@ -526,8 +617,10 @@ def _swap_out(opt, args, kwargs) -> None:
             group["lr"] = rate.value
     for i, rate in _BETA1S.get(opt, {}).items():
         group = opt.param_groups[i]
-        if group["betas"][0] is rate.tensor:
+        if "betas" in group and group["betas"][0] is rate.tensor:
             group["betas"] = (rate.value, *group["betas"][1:])
+        elif type(group.get("momentum")) is _DeviceFloat:
+            group["momentum"] = float(group["momentum"])
 
 
 def ours(opt) -> bool:

@@ -25,7 +25,8 @@ captured step's: the hyperparameters (a float learning rate a scheduler
 changes is a program input for the optimizers that read it as a device
 tensor, every torch.optim optimizer but LBFGS, and so is the ``betas[0]``
 of Adam, AdamW, Adamax, NAdam and RAdam, which OneCycleLR and CyclicLR cycle,
-:mod:`.optim`; for a ``momentum`` a scheduler cycles, a new value traces again), the identity of every state tensor, which
+and the ``momentum`` of SGD and RMSprop, whose zero-ness is guarded,
+:mod:`.optim`), the identity of every state tensor, which
 parameters have gradients, grad mode and the default dtype, and the Python
 arguments (``max_norm``, ``norm_type``). Not replayed: a step given a
 closure (``LBFGS``), ``error_if_nonfinite=True`` (it reads a value), calls

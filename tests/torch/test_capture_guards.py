@@ -73,13 +73,23 @@ def test_scheduled_adamw_with_clipping_matches_eager_at_every_step_and_replays(d
     assert got[2].traces == 2 and got[2].replays == 8, got[2].why
 
 
+class _OneCycleWithDecay(torch.optim.lr_scheduler.OneCycleLR):
+    """OneCycleLR that sets the weight decay too, as a user's schedule may."""
+
+    def step(self, *args, **kwargs):
+        super().step(*args, **kwargs)
+        for group in self.optimizer.param_groups:
+            group["weight_decay"] = 1e-3 * self.last_epoch
+
+
 def _sgd_train(dev, captured, steps=6):
-    """SGD with momentum, whose learning rate and momentum OneCycleLR sets
-    (Python numbers SGD reads: not program inputs), stepped inside the step."""
+    """SGD with momentum, whose learning rate, momentum and weight decay a
+    scheduler sets, stepped inside the step (the rate and the momentum are
+    program inputs; the weight decay is a Python number SGD reads)."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4)).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.5, total_steps=20)
+    sched = _OneCycleWithDecay(opt, max_lr=0.5, total_steps=20)
 
     def step(x, y):
         opt.zero_grad()
