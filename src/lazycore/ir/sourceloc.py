@@ -46,6 +46,13 @@ def skip(module, *, folder: bool = True) -> None:
         _LIBRARY.clear()  # decided again against the new prefixes
 
 
+known_library = _LIBRARY.get
+"""``known_library(filename)``: True or False where :func:`is_library` has
+decided for ``filename`` already, else None. The per-op path asks it of the
+frame that called into a frontend, which is the user's own frame most often:
+its location is then that frame's, without a :func:`caller` call."""
+
+
 def is_library(filename: str) -> bool:
     """Whether frames of ``filename`` are library frames (see :func:`skip`)."""
     lib = _LIBRARY.get(filename)

@@ -61,7 +61,7 @@ from lazycore.dialect.types import to_numpy_dtype
 from lazycore.dialect.spec import spec_of
 from lazycore.ir.graph import LOG, Node, Scalar, Value, constant_only, node_prefix
 from lazycore.ir.regions import RegionNode
-from lazycore.ir.sourceloc import caller
+from lazycore.ir.sourceloc import caller, known_library
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import autostep  # noqa: F401  (gives TRACE its cutter, read per replay)
 
@@ -335,7 +335,10 @@ class Recipe:
             cutter = TRACE.cutter
             if cutter.due or len(LOG.nodes) >= settings.auto_barrier_nodes:
                 cutter.cut(inputs)  # a step ended: before the inputs are read (lazycore.runtime.autostep)
-            loc = caller(start=start)
+            if start is not None and known_library(start.f_code.co_filename) is False:
+                loc = (start.f_code, start.f_lasti)  # (caller's answer for a user's frame, without the call)
+            else:
+                loc = caller(start=start)
             if self.prefs:
                 if len(floats) == 1:  # (x * 0.9: float_key, inline)
                     f = floats[0]
