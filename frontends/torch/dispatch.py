@@ -646,7 +646,8 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False):
                 inputs.append(read_view(x._storage, x._steps, start) if x._steps else x._storage.handle)
             recipe = found[0]
             if recipe.aliased is None or recipe.fits(inputs):
-                return out, recipe.replay(inputs, floats, start), found[1], True
+                # (fl is the recipe's key of the floats' values when none is a keyword)
+                return out, recipe.replay(inputs, floats, start, fl if named is None else None), found[1], True
     _, margs, mkwargs, tdev, _, _ = entry
     dev = lc_device(tdev) if tdev is not None else None
     inputs = []

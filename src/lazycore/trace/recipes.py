@@ -316,14 +316,16 @@ class Recipe:
             return GUARDED
         return self.replay(inputs, floats)
 
-    def replay(self, inputs, floats=(), start=None):
+    def replay(self, inputs, floats=(), start=None, key=None):
         """The lowering's result for ``inputs`` (handles in the recorded order)
         and ``floats`` (the float arguments, for a recording that has them).
         Every result handle is new, even where the lowering returned an input.
         ``start``: the frame that called into the frontend, where the search
         for the user's line starts (:func:`~lazycore.ir.sourceloc.caller`);
-        by default the caller of this method. The replay is one step of the
-        shared graph (:data:`lazycore.ir.context.LOCK`, docs/threads.md).
+        by default the caller of this method. ``key``: the floats'
+        :func:`float_key` each, as a tuple, where the caller has it already.
+        The replay is one step of the shared graph
+        (:data:`lazycore.ir.context.LOCK`, docs/threads.md).
 
         The lock is taken only where the caller does not hold it already (the
         torch frontend's dispatch does): re-entering it with ``with`` cost
@@ -340,7 +342,9 @@ class Recipe:
             else:
                 loc = caller(start=start)
             if self.prefs:
-                if len(floats) == 1:  # (x * 0.9: float_key, inline)
+                if key is not None:
+                    values = self._values.get(key)
+                elif len(floats) == 1:  # (x * 0.9: float_key, inline)
                     f = floats[0]
                     values = self._values.get((f if f != 0.0 and f == f else repr(f),))
                 else:
