@@ -53,8 +53,18 @@ def logical_not(x):
 
 
 logistic = via_f64(lambda x: 1 / (1 + np.exp(-x)))
-rsqrt = via_f64(lambda x: 1 / np.sqrt(x))
 erf = via_f64(np.vectorize(math.erf, otypes=[np.float64]))
+_complex_rsqrt = via_f64(lambda x: 1 / np.sqrt(x))
+
+
+def rsqrt(x):
+    """Eager's CPU rsqrt, ``1 / sqrt(x)`` with each step rounded (float16,
+    bfloat16 and float8 in float32, rounded once more at the end), which the
+    CPU compile path lowers it to; complex numbers as the transcendentals."""
+    if x.dtype.kind == "c":
+        return _complex_rsqrt(x)
+    wide = x.astype(np.float64 if x.dtype == np.float64 else np.float32)
+    return (wide.dtype.type(1) / np.sqrt(wide)).astype(x.dtype)
 
 
 def _int_division_defined(a, b) -> bool:

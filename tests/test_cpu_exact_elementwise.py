@@ -178,3 +178,24 @@ def test_bfloat16_chain_then_float32(x_bf16):
 
 def test_bfloat16_argument_widened_as_is(x_bf16):
     bits_equal(lazy(lambda t: t.float(), x_bf16).numpy(), x_bf16.float().numpy())
+
+
+def test_rsqrt_folded_as_eager():
+    # constant folding (dialect.folds) computes what the CPU program does
+    from lazycore.runtime import compiler
+
+    from lazycore.passes.folding import FOLD_LIMIT
+
+    x = samples(1000).abs().numpy()
+    # values where rounding twice differs from rounding 1/sqrt(x) once, few enough to fold
+    once = (1 / numpy.sqrt(x.astype(numpy.float64))).astype(numpy.float32)
+    x = x[once != numpy.float32(1) / numpy.sqrt(x)][:FOLD_LIMIT]
+    assert x.size == FOLD_LIMIT
+    values = ", ".join(repr(float(v)) for v in x)
+    text = f'''func.func @main() -> tensor<{x.size}xf32> {{
+      %0 = "lazy.constant"() {{value = dense<[{values}]> : tensor<{x.size}xf32>}} : () -> tensor<{x.size}xf32>
+      %1 = "lazy.rsqrt"(%0) : (tensor<{x.size}xf32>) -> tensor<{x.size}xf32>
+      return %1 : tensor<{x.size}xf32>
+    }}'''
+    (folded,) = compiler.run_module(text, [])
+    bits_equal(folded, torch.rsqrt(torch.from_numpy(x)).numpy())
