@@ -1,4 +1,4 @@
-// rsqrt, tanh, log, log1p, expm1 and erf under lazy-to-stablehlo{division=exact}
+// rsqrt, tanh, log, log1p, expm1, erf and atan2 under lazy-to-stablehlo{division=exact}
 // (what the runtime compiles for CPU): rsqrt as eager's 1 / sqrt(x), each
 // rounded (the quotient in float64, where XLA cannot turn it back into its
 // rsqrt estimate); the functions of float16/bfloat16/float32 in float64 and
@@ -93,4 +93,20 @@ func.func @erf(%a: tensor<4xf32>) -> tensor<4xf32> {
 func.func @complex(%z: tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>> {
   %0 = "lazy.tanh"(%z) : (tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>>
   return %0 : tensor<4xcomplex<f32>>
+}
+
+// -----
+
+// atan2 (XLA's float32 form 1.4 ulp off) takes both operands to float64.
+// EXACT-LABEL: func.func @atan2
+// EXACT: %[[Y:.*]] = stablehlo.convert %arg0 : (tensor<4xf32>) -> tensor<4xf64>
+// EXACT: %[[X:.*]] = stablehlo.convert %arg1 : (tensor<4xf32>) -> tensor<4xf64>
+// EXACT: %[[A:.*]] = stablehlo.atan2 %[[Y]], %[[X]] : tensor<4xf64>
+// EXACT: %[[R:.*]] = stablehlo.convert %[[A]] : (tensor<4xf64>) -> tensor<4xf32>
+// EXACT: return %[[R]]
+// XLA-LABEL: func.func @atan2
+// XLA: stablehlo.atan2 %arg0, %arg1 : tensor<4xf32>
+func.func @atan2(%y: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "lazy.atan2"(%y, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
 }

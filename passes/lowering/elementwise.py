@@ -309,13 +309,16 @@ def _division(hlo_name, op, rewriter):
 # quotient is taken in float64 (correctly rounded, as above) of XLA's sqrt,
 # which is correctly rounded.
 #
-# tanh, log, log1p, expm1 and erf: XLA's float32 forms are 1.1 (log) to 5.5
-# (erf) ulp off the true value, eager's (MKL's, SLEEF's) within 0.9; their
-# float64 forms are within a few float64 ulp, so computed there and rounded to
-# float32 they are correctly rounded but for inputs within 2**-26 of an ulp of
-# a rounding midpoint (none in 200k per range tried: docs/status.md). eager
-# is then matched bit for bit where it rounds correctly itself. exp (0.98 ulp)
-# and sin/cos (0.6) are left to XLA.
+# tanh, log, log1p, expm1, erf and atan2: XLA's float32 forms are 1.1 (log) to
+# 5.5 (erf, expm1) ulp off the true value, eager's (MKL's, SLEEF's) within 0.9.
+# Their float64 forms are within a few float64 ulp, so computed there and
+# rounded to float32 they are correctly rounded but where the true value lies
+# within about 2**-26 ulp of a rounding midpoint (none in 800k inputs per
+# function, tests/test_cpu_exact_elementwise.py): never further from the true
+# value than eager, and eager's bits wherever eager rounds correctly itself.
+# exp (0.98 ulp), sin and cos (0.6) and pow (0.5) are left to XLA, and sqrt is
+# correctly rounded there (eager's MKL sqrt is not on every CPU: 0.75 ulp on
+# AMD EPYC).
 _WIDENED = ("f16", "bf16", "f32")
 
 EXACT_ATTR = "lazy.exact"
@@ -345,11 +348,11 @@ def exact(op) -> bool:
     return parent is not None and EXACT_ATTR in parent.attributes
 
 
-def _in_float64(fn, x):
-    """``fn`` of ``x`` computed in float64, rounded to float32 and then to ``x``'s
+def _in_float64(fn, *xs):
+    """``fn`` of ``xs`` computed in float64, rounded to float32 and then to their
     type (eager computes a float16/bfloat16 function in float32)."""
-    dtype = hlo.type_of(x).dtype
-    out = hlo.convert(fn(hlo.convert(x, "f64")), "f32")
+    dtype = hlo.type_of(xs[0]).dtype
+    out = hlo.convert(fn(*(hlo.convert(x, "f64") for x in xs)), "f32")
     return out if dtype == "f32" else hlo.convert(out, dtype)
 
 
@@ -364,16 +367,16 @@ def _rsqrt_as_eager(x):
 EXACT_FORMS = {
     "rsqrt": _rsqrt_as_eager,
     **{name: partial(_in_float64, partial(hlo.unary, ONE_TO_ONE[name])) for name in ("tanh", "log", "log1p", "expm1")},
+    "atan2": partial(_in_float64, partial(hlo.binary, "atan2")),
 }
 """Per op, its form under ``division=exact`` for a float16/bfloat16/float32 operand (erf has its own)."""
 
 
 def _exact_or(exact_form, lower, op, rewriter):
-    """``exact_form(x)`` of a float16/bfloat16/float32 operand under
+    """``exact_form(*operands)`` of float16/bfloat16/float32 operands under
     ``division=exact``; else the op's own lowering."""
-    x = op.operands[0]
-    if hlo.type_of(x).dtype in _WIDENED and exact(op):
-        return exact_form(x)
+    if hlo.type_of(op.operands[0]).dtype in _WIDENED and exact(op):
+        return exact_form(*op.operands)
     return lower(op, rewriter)
 
 
