@@ -97,12 +97,28 @@ def _view_dtype(t, out, dtype):
         # lazycore's booleans are i1, with no byte to reinterpret
         raise NotImplementedError(f"lazycore: view({dtype}) of a {t.dtype} tensor: bool reinterpretation is not supported")
     if dtype.is_complex or t.dtype.is_complex:
-        raise NotImplementedError(f"lazycore: view({dtype}) of a {t.dtype} tensor: complex bits are not reinterpreted")
+        return _view_complex_dtype(t, out, dtype)
     if dtype.itemsize != t.dtype.itemsize:
         raise NotImplementedError(
             f"lazycore: view({dtype}) of a {t.dtype} tensor changes the element size; only same-size views are supported"
         )
     return (Bitcast(lazy_dtype(dtype)),)
+
+
+def _view_complex_dtype(t, out, dtype):
+    """A complex tensor's (real, imaginary) pairs read as the last dimension's elements
+    of a type of a part's width, or such elements read two at a time as complex ones
+    (eager's layout: the parts side by side)."""
+    real = (t.dtype if t.dtype.is_complex else dtype).to_real()  # the parts' type
+    other = dtype if t.dtype.is_complex else t.dtype
+    if (t.dtype.is_complex and dtype.is_complex) or other.itemsize != real.itemsize:
+        raise NotImplementedError(f"lazycore: view({dtype}) of a {t.dtype} tensor: only views of a complex type's "
+                                  f"parts as a type of their width ({real.itemsize} bytes) are supported")
+    cast = () if other == real else (Bitcast(lazy_dtype(other if t.dtype.is_complex else real)),)
+    if t.dtype.is_complex:
+        return _view_as_real(t, out) + (Reshape(out.shape),) + cast
+    pairs = Reshape(tuple(t.shape[:-1]) + (t.shape[-1] // 2, 2))
+    return cast + (pairs,) + ((Convert("f32"),) if real == torch.float16 else ()) + (AsComplex(),)
 
 
 def _view_as_real(t, out):

@@ -241,6 +241,15 @@ def _angle(ctx, x):
     return _real_angle(ctx, x)
 
 
+@lowers(aten.polar.default)
+def _polar(ctx, r, theta):
+    """``r * (cos(theta) + i sin(theta))``, as torch's decomposition computes it."""
+    if ctx.margs[0].dtype is torch.float16:
+        return NotImplemented  # eager's CPU kernel refuses half: its error, at the call
+    r, theta = broadcast(r, ctx.shape), broadcast(theta, ctx.shape)
+    return apply("complex", apply("mul", r, apply("cos", theta)), apply("mul", r, apply("sin", theta)))
+
+
 @_elementwise
 @composites.rounded_once
 def _real_angle(x):
