@@ -302,19 +302,19 @@ def _division(hlo_name, op, rewriter):
 # (and complex divides by parts).
 #
 # rsqrt: eager's CPU kernel is 1 / sqrt(x), each rounded to the type (float16
-# and bfloat16 in float32, rounded once more at the end). XLA's CPU rsqrt is a
-# hardware estimate refined once (up to 1.8 ulp; XLA_FLAGS'
-# --xla_cpu_enable_platform_dependent_math=false switches it off for every
-# program), and a divide by a sqrt it turns back into that rsqrt, so the
-# quotient is taken in float64 (correctly rounded, as above) of XLA's sqrt,
-# which is correctly rounded.
+# and bfloat16 in float32, rounded once more at the end). XLA's CPU rsqrt is
+# an approximation (up to 1.8 ulp off; XLA_FLAGS'
+# --xla_cpu_enable_platform_dependent_math=false turns it off, for every
+# program of the process), and a float32 1 / sqrt(x) it turns back into that
+# rsqrt (jax.jit's too), so the quotient is taken in float64 (correctly
+# rounded, as above) of XLA's sqrt, which is correctly rounded.
 #
 # tanh, log, log1p, expm1, erf and atan2: XLA's float32 forms are 1.1 (log) to
 # 5.5 (erf, expm1) ulp off the true value, eager's (MKL's, SLEEF's) within 0.9.
 # Their float64 forms are within a few float64 ulp, so computed there and
 # rounded to float32 they are correctly rounded but where the true value lies
-# within about 2**-26 ulp of a rounding midpoint (none in 800k inputs per
-# function, tests/test_cpu_exact_elementwise.py): never further from the true
+# within about 2**-26 ulp of a rounding midpoint (none of the 800k inputs per
+# function measured, docs/status.md): never further from the true
 # value than eager, and eager's bits wherever eager rounds correctly itself.
 # exp (0.98 ulp), sin and cos (0.6) and pow (0.5) are left to XLA, and sqrt is
 # correctly rounded there (eager's MKL sqrt is not on every CPU: 0.75 ulp on
