@@ -119,12 +119,40 @@ def _beta1_on_device(opt) -> bool:
                 and any(torch.is_complex(p) for g in opt.param_groups for p in g["params"]))
 
 
+def _torchs_step(opt) -> bool:
+    """Whether ``opt``'s ``step`` is torch's own (SGD's or RMSprop's), not a
+    subclass's: a step of its own could compute with the momentum in Python
+    (``1 - momentum``), which would make a number of the device value's float
+    and bake it into the program."""
+    base = torch.optim.RMSprop if isinstance(opt, torch.optim.RMSprop) else torch.optim.SGD
+    torchs = _unwrapped(vars(base)["step"])
+    for cls in type(opt).__mro__:
+        if cls is base:
+            return True
+        step = vars(cls).get("step")
+        # (a subclass's first instance sets its class's step to torch's, wrapped in the profiler's hook)
+        if step is not None and _unwrapped(step) is not torchs:
+            return False
+    return False
+
+
+def _unwrapped(fn):
+    while True:
+        inner = getattr(fn, "__wrapped__", None) or getattr(fn, "lazycore_wraps", None)
+        if inner is None:
+            return fn
+        fn = inner
+
+
 def _momentum_on_device(opt) -> bool:
     """Whether ``opt`` (SGD or RMSprop) reads its groups' ``momentum`` as
-    device values: every group on the lazy device, its momentum a float at
-    which torch's step takes the momentum branch. (A complex parameter's
-    ``buf.mul_(m)`` multiplies by the device value bit for bit as by the
-    number on the lazy device, signed zeros and infinities included.)"""
+    device values: torch's own step (:func:`_torchs_step`), every group on
+    the lazy device, its momentum a float at which torch's step takes the
+    momentum branch. (A complex parameter's ``buf.mul_(m)`` multiplies by the
+    device value bit for bit as by the number on the lazy device, signed zeros
+    and infinities included.)"""
+    if not _torchs_step(opt):
+        return False
     rmsprop = isinstance(opt, torch.optim.RMSprop)
     for g in opt.param_groups:
         m = g.get("momentum")
@@ -587,6 +615,8 @@ def _swap_in(opt, args, kwargs) -> None:
         rate.at_step(lr)
         group["lr"] = rate.tensor
     key = _cycled(opt)
+    if key == "momentum" and torch.compiler.is_compiling():
+        return  # (dynamo would specialize on the float it sees)
     if key is None:
         if isinstance(opt, _TENSOR_BETA1):
             _BETA1S.pop(opt, None)  # (a complex parameter's group added since they were made)

@@ -182,3 +182,42 @@ def test_a_cycle_down_to_zero_replays_on_both_sides(dev):
     np.testing.assert_allclose(got[0], eager[0], rtol=1e-6)
     for u, v in zip(got[1], eager[1]):
         np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-7)
+
+
+class _DampedSGD(O.SGD):
+    """A subclass with a step of its own that computes with the momentum in
+    Python: its momentum stays a number (guarded by value), never a device
+    value that Python arithmetic would turn into a constant of the program."""
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.sub_(p.grad * (1 - group["momentum"]) * group["lr"])
+
+
+class _Momenta:
+    """Sets the next momentum of a list at each ``step()``, as a scheduler does."""
+
+    def __init__(self, opt, momenta):
+        self.opt, self.momenta = opt, iter(momenta)
+
+    def step(self):
+        m = next(self.momenta)
+        for group in self.opt.param_groups:
+            group["momentum"] = m
+
+
+def test_a_subclass_with_a_step_of_its_own_reads_the_momentum_as_a_number(dev):
+    # (the same momentum at the two calls a recording compares, then another: a replay here
+    # would compute with the number those two calls baked in)
+    def schedule(opt):
+        return _Momenta(opt, [0.9, 0.9, 0.5, 0.7, 0.7, 0.7, 0.3, 0.2, 0.6, 0.1])
+
+    eager = _train(torch.device("cpu"), _DampedSGD, dict(lr=0.1, momentum=0.9), False, schedule)
+    got = _train(dev, _DampedSGD, dict(lr=0.1, momentum=0.9), True, schedule)
+    assert got[2] == eager[2]
+    np.testing.assert_allclose(got[0], eager[0], rtol=1e-6)
+    for u, v in zip(got[1], eager[1]):
+        np.testing.assert_allclose(u, v, rtol=1e-6, atol=1e-7)
