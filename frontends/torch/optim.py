@@ -589,7 +589,8 @@ def _made_with(add_param_group):
         if betas and type(betas[0]) is float and not group.get("differentiable") and _beta1_on_device(self):
             _BETA1S.setdefault(self, {})[i] = _Rate(betas[0], device)
         momentum = group.get("momentum")
-        if isinstance(self, _TENSOR_MOMENTUM) and type(momentum) is float and not group.get("differentiable"):
+        # (a momentum of 0 is no input: made by the first step that reads one, if any does)
+        if isinstance(self, _TENSOR_MOMENTUM) and type(momentum) is float and _momentum_on_device(self):
             _BETA1S.setdefault(self, {})[i] = _Rate(momentum, device)
 
     with_rates.lazycore_wraps = add_param_group
@@ -624,6 +625,8 @@ def _swap_in(opt, args, kwargs) -> None:
     betas = None
     for i, group in enumerate(opt.param_groups):
         value = _cycled_value(group, key)
+        if type(value) is _DeviceFloat:
+            value = float(value)  # (left by a step that raised: the number it holds is the group's)
         if type(value) is not float or not _on_lazy(group) or group.get("differentiable"):
             continue
         if betas is None:
