@@ -600,13 +600,15 @@ def _float_keys(floats, named) -> tuple:
         [(k, float_key(x)) for k, x in zip(named, floats[n:])])
 
 
-def _lower(fn, func, args, kwargs, sized_by_floats=False):
+def _lower(fn, func, args, kwargs, sized_by_floats=False, wrapped=False):
     """Run lowering ``fn`` of ``func``, or replay its recording for this call
     signature: ``(meta result, handles, layout, owned)``, or None when the call
     goes to the fallback. ``layout`` is what :func:`wrap_layout` takes for a
     single tensor result (else None); ``owned``: the handles are new.
     ``sized_by_floats``: the result's shape may depend on the values of
-    top-level floats (``arange(15.0)``), which the meta key then holds too."""
+    top-level floats (``arange(15.0)``), which the meta key then holds too.
+    ``wrapped``: a replay's single tensor result comes back as the lazy tensor
+    :func:`wrap_layout` makes of it (the per-op path, with no tuple between)."""
     if kwargs and kwargs.get("generator") is not None:
         return None  # the user's CPU generator decides the values
     acc, tensors, floats, named, plain = _signature(func, args, kwargs)
@@ -647,7 +649,12 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False):
             recipe = found[0]
             if recipe.aliased is None or recipe.fits(inputs):
                 # (fl is the recipe's key of the floats' values when none is a keyword)
-                return out, recipe.replay(inputs, floats, start, fl if named is None else None), found[1], True
+                res = recipe.replay(inputs, floats, start, fl if named is None else None)
+                layout = found[1]
+                if wrapped and layout is not None:
+                    shape, strides, dtype, tdev, key = layout
+                    return wrap_layout(res, shape, strides, dtype, tdev, key)
+                return out, res, layout, True
     _, margs, mkwargs, tdev, _, _ = entry
     dev = lc_device(tdev) if tdev is not None else None
     inputs = []
@@ -699,9 +706,11 @@ def factory(func, args, kwargs, frame):
 
 def _lowered(fn, inplace: bool, sized_by_floats: bool = False):
     def handler(func, args, kwargs):
-        got = _lower(fn, func, args, kwargs, sized_by_floats)
+        got = _lower(fn, func, args, kwargs, sized_by_floats, not inplace)
         if got is None:
             return fallback.run(func, args, kwargs)
+        if type(got) is Tensor:  # a replay's result, made into a tensor already
+            return got
         out, res, layout, owned = got
         if inplace:
             return write(args[0], res, _overlap_ok(func, args, kwargs, args[0]))
