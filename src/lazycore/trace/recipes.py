@@ -73,6 +73,9 @@ class _Unreplayable(Exception):
     pass
 
 
+_NO_MARK = object()
+
+
 class Recorder:
     """Watches the core API while a lowering runs (installed with ``TRACE.recording``).
 
@@ -87,7 +90,7 @@ class Recorder:
     nothing more for being watchable."""
 
     __slots__ = ("inputs", "handles", "steps", "made", "kept", "frozen", "ok", "params", "pmade", "psteps", "pnodes",
-                 "specific", "consts", "start", "seen", "making", "place")
+                 "specific", "consts", "start", "seen", "making", "place", "marks")
 
     def __init__(self, inputs):
         self.inputs = {}
@@ -112,6 +115,13 @@ class Recorder:
         self.place = None
         """The lowering and the kind of call recorded (:func:`_call_place`): with
         a float argument's index, the scalar policy's place for that argument."""
+        self.marks = {}
+        """id(device) -> the newest handle's key in the device's arena when the
+        recording began (None: there was none), per device of the inputs:
+        the handles after it were made during the recording (:meth:`_made_here`)."""
+        for h in inputs:
+            if id(h.device) not in self.marks:
+                self.marks[id(h.device)] = next(reversed(h.device.arena._live), None)
 
     def param(self, x: float) -> _Param:
         p = _Param(x)
@@ -242,20 +252,53 @@ class Recorder:
 
     def on_assign(self, handle) -> None:
         """An in-place update of ``handle``. One the lowering made (a
-        ``zeros`` it then fills in) holds a value made in this recording:
-        replayed, its users read the update's value, as they did here. Any
-        other handle (an input, a buffer, the RNG state) is a side effect a
-        replay would not make."""
+        ``zeros`` it then fills in) is no side effect: replayed, its users
+        read the update's value, as they did here. Any other handle (an
+        input, a buffer, the RNG state) is a side effect a replay would not
+        make. A handle made here holds a node made here, or one made before:
+        a replayed piece's result is a new handle on the constant its own
+        recording made (a factory's zeros, shared by its replays), which an
+        outside handle read here may hold too; the handle's age tells them
+        apart (:meth:`_made_here`), and where it cannot be told, the node's."""
         node = handle._value[0]
         if id(handle) in self.inputs:
             self.ok = False
-        elif not self._known(node):
+            return
+        if id(node) in self.made:
+            return  # (a handle on a node made here was made here, or assigned here before)
+        made_here = self._made_here(handle)
+        if made_here is not None:
+            if not made_here:
+                self.ok = False
+            return
+        if not self._known(node):
             try:
                 known = self._catch_up() and self._known(node)  # a replayed piece's node
             except _Unreplayable:
                 known = False
             if not known:
                 self.ok = False
+
+    def _made_here(self, handle) -> bool | None:
+        """Whether ``handle`` was made during the recording: it comes after the
+        newest handle of its device's arena when the recording began. None
+        where that cannot be told: no mark for its device (no input there),
+        or the marked handle gone, its place in the order with it."""
+        mark = self.marks.get(id(handle.device), _NO_MARK)
+        if mark is _NO_MARK:
+            return None
+        live = handle.device.arena._live
+        try:
+            if mark is not None and mark not in live:
+                return None
+            for ref in reversed(live):
+                if ref is mark:
+                    return False
+                if ref() is handle:
+                    return True
+        except RuntimeError:  # (another thread made or dropped a handle meanwhile)
+            return None
+        return False
 
     def taint(self) -> None:
         self.ok = False
