@@ -320,7 +320,8 @@ def view_of(base: Tensor, steps: tuple, layout: tuple, key=None) -> Tensor:
     """A view sharing ``base``'s storage; its value is ``steps`` applied to it.
     ``layout``: the view's :func:`meta_layout`; ``key``: its :func:`layout_key`
     on ``base``'s device, where the caller keeps it."""
-    return _new(base._storage, steps, *layout, base.device, key)
+    shape, strides, offset, dtype = layout  # (unpacked: a call with *layout costs ~0.1 us more)
+    return _new(base._storage, steps, shape, strides, offset, dtype, base.device, key)
 
 
 def meta_twin(t: torch.Tensor) -> torch.Tensor:
