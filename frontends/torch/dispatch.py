@@ -256,7 +256,10 @@ def _sig(x, acc: list, nested: bool) -> bool:
         acc.append(len(x))
         held = False
         for v in x:
-            held = _sig(v, acc, True) or held
+            if type(v) is int:  # (a size or a dim, inline: views and reductions take lists of them)
+                acc.append((int, v))
+            else:
+                held = _sig(v, acc, True) or held
         acc.append(")")
         return held
     elif isinstance(x, torch.Tensor):
