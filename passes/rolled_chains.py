@@ -69,8 +69,10 @@ class Chain:
     ("shared" | "stacked", index): where the body finds it."""
     flags: list[tuple[int, int]] = field(default_factory=list)
     """``(j, result index)`` of the copies' value check flags (``find_chains``'s
-    ``flags``): the loop returns them as one i1 array, copy ``i``'s flag ``q``
-    at ``[i, q]``, and binds no copy's value (the program returns the array)."""
+    ``flags``): one i1 array holds them, copy ``i``'s flag ``q`` at ``[i, q]``
+    (had over the stacked copies before the loop where a flag is made of them
+    alone, :mod:`lazycore.passes.rolled_flags`; else written by the loop),
+    and no copy's value is bound (the program returns the array)."""
 
 
 def _attrs_key(node) -> tuple:

@@ -31,8 +31,7 @@ _REDUCTIONS = frozenset(REDUCE)
 
 def _elementwise(op: str) -> bool:
     spec = OPS.get(f"lazy.{op}")
-    # (a bitcast between widths changes the shape)
-    return spec is not None and spec.elementwise and op != "bitcast_convert"
+    return spec is not None and spec.elementwise  # (a bitcast keeps the width: lazy.bitcast_convert)
 
 
 def _single(o) -> bool:
@@ -65,7 +64,7 @@ def over_stacks(chain, rows: Callable, shared: Callable, emit: Callable) -> dict
     """Per flag ``q`` of ``chain.flags`` that can be had over the stacked
     copies, its value for every copy as one ``(copies,)`` array (emitted at
     the current insertion point, outside the loop). ``rows(n)``: the chain's
-    stacked input ``n`` as a ``(copies, ...)`` array in copy order, or None;
+    stacked input ``n`` as a ``(copies, ...)`` array in copy order;
     ``shared(n)``: shared value ``n``; ``emit(node, operands)``: one node's
     results, as the compiler emits them (for what the copies remake from
     constants and shared scalars)."""
@@ -87,9 +86,8 @@ def over_stacks(chain, rows: Callable, shared: Callable, emit: Callable) -> dict
             return shared(n) if what == "shared" else None
         if id(node) not in remade:
             operands = [outside(o) if _single(o) else [outside(w) for w in o] for o in node.operands]
-            flat = [x for x in operands if not isinstance(x, list)] + [x for g in operands if isinstance(g, list)
-                                                                      for x in g]
-            remade[id(node)] = None if any(x is None for x in flat) else emit(node, operands)
+            missing = any(x is None for o in operands for x in (o if isinstance(o, list) else [o]))
+            remade[id(node)] = None if missing else emit(node, operands)
         results = remade[id(node)]
         return None if results is None else results[v[1]]
 
