@@ -121,7 +121,10 @@ class Recorder:
         the handles after it were made during the recording (:meth:`_made_here`)."""
         for h in inputs:
             if id(h.device) not in self.marks:
-                self.marks[id(h.device)] = next(reversed(h.device.arena._live), None)
+                try:
+                    self.marks[id(h.device)] = next(reversed(h.device.arena._live), None)
+                except RuntimeError:  # (another thread changed the arena meanwhile: no mark, the node decides)
+                    pass
 
     def param(self, x: float) -> _Param:
         p = _Param(x)
