@@ -322,8 +322,8 @@ def meta_call(func, args, kwargs):
     return hit if hit is not None else _meta_entry(acc, func, args, kwargs)
 
 
-def _meta_entry(acc: list, func, args, kwargs):
-    """:func:`meta_call` for the signature ``acc`` of this call."""
+def _meta_entry(acc, func, args, kwargs):
+    """:func:`meta_call` for the signature ``acc`` (a list or a tuple) of this call."""
     try:
         key = tuple(acc)
         hit = _META.get(key)
@@ -612,17 +612,36 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False, wrapped=False):
     top-level floats (``arange(15.0)``), which the meta key then holds too.
     ``wrapped``: a replay's single tensor result comes back as the lazy tensor
     :func:`wrap_layout` makes of it (the per-op path, with no tuple between)."""
-    if kwargs and kwargs.get("generator") is not None:
-        return None  # the user's CPU generator decides the values
-    acc, tensors, floats, named, plain = _signature(func, args, kwargs)
-    if sized_by_floats and floats:
-        acc += [float_key(x) for x in floats]
+    sig = None
+    if not kwargs and args and type(args[0]) is Tensor and not sized_by_floats:
+        # a tensor alone, or with a tensor or a float (most ops of a step):
+        # _signature's key made inline, without its call and lists (~0.15 us)
+        n = len(args)
+        if n == 1:
+            sig = (id(func), _default_dtype(), settings.index_checks, args[0]._key)
+            tensors, floats = args, ()
+        elif n == 2:
+            y = args[1]
+            if type(y) is Tensor:
+                sig = (id(func), _default_dtype(), settings.index_checks, args[0]._key, y._key)
+                tensors, floats = args, ()
+            elif type(y) is float:
+                sig = (id(func), _default_dtype(), settings.index_checks, args[0]._key, float)
+                tensors, floats = args[:1], args[1:]
+        named, plain = None, True
+    if sig is None:
+        if kwargs and kwargs.get("generator") is not None:
+            return None  # the user's CPU generator decides the values
+        acc, tensors, floats, named, plain = _signature(func, args, kwargs)
+        if sized_by_floats and floats:
+            acc += [float_key(x) for x in floats]
+        sig = tuple(acc)
     try:  # (_meta_entry's lookup, inline: the per-op path)
-        entry = _meta_of(tuple(acc))
+        entry = _meta_of(sig)
     except TypeError:
         entry = None
     if entry is None:
-        entry = _meta_entry(acc, func, args, kwargs)
+        entry = _meta_entry(sig, func, args, kwargs)
     out = entry[0]
     if out is None:
         return None
