@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from ..lowering import apply, const, convert, lowers
+from lazycore.dialect.types import is_float
+
+from ..lowering import apply, broadcast, const, convert, is_handle, lowers, scalar
 
 aten = torch.ops.aten
 
@@ -49,13 +51,35 @@ def _linspace(ctx, start, end, steps, **kwargs):
     return _spaced(ctx, const(start, wide, ctx.device, (n,)), const(end, wide, ctx.device, (n,)), wide)
 
 
+@lowers(aten.linspace.Tensor_Tensor, aten.linspace.Tensor_Scalar, aten.linspace.Scalar_Tensor)
+def _linspace_of_tensors(ctx, start, end, steps, **kwargs):
+    """Ends given as 0-d tensors: eager reads their values and spaces them as
+    numbers, an integer result's ends converted first (torch's decomposition
+    spaces 4.3 to -3 from 4.3, eager from 4)."""
+    wide = "complex<f64>" if ctx.dtype.startswith("complex") else "f64"
+    return _spaced(ctx, *(_end(ctx, x, wide) for x in (start, end)), wide)
+
+
+def _end(ctx, x, wide: str):
+    (n,) = ctx.shape
+    if not is_handle(x):
+        return const(x if ctx.dtype in _FLOATS else int(x), wide, ctx.device, (n,))
+    h = broadcast(convert(x, wide), (n,))
+    if ctx.dtype in _FLOATS or not is_float(x.dtype):
+        return h
+    return apply("select", apply("compare", h, const(0, wide, ctx.device, (n,)), direction="LT"),
+                 apply("ceil", h), apply("floor", h))  # toward zero, as C++'s conversion
+
+
 def _spaced(ctx, start, end, wide: str):
     """``n`` values from ``start`` to ``end`` (handles of ``wide`` broadcast to
     ``(n,)``) as eager spaces them, in ``ctx.dtype``."""
     (n,) = ctx.shape
     if n == 1:
         return convert(start, ctx.dtype)
-    step = apply("div", apply("sub", end, start), const(n - 1, wide, ctx.device, (n,)))
+    # n - 1 a program input: XLA turns a division by a constant into a multiplication by its
+    # reciprocal (-49 / 49 gave -0.9999999999999999, and an integer result truncated it to 0)
+    step = apply("div", apply("sub", end, start), scalar(n - 1, wide, ctx.device, (n,)))
     count = apply("iota", dim=0, shape=(n,), dtype="f64", device=ctx.device)
     i = convert(count, wide)
     # symmetric, as eager: the first half counts up from start, the rest down from end
