@@ -769,9 +769,12 @@ def _via_functional(found):
             target = args[0]
             got = _lower(fn, functional, args, kwargs) if fn is not None and isinstance(target, Tensor) else None
             ok = _overlap_ok(func, args, kwargs, target)
-            if got is not None and isinstance(got[0], torch.Tensor) and got[1].shape == tuple(target.shape):
-                # the functional result's handle goes straight into the tensor
-                return write(target, _convert(got[1], _lazy_dtype(target.dtype)), ok)
+            layout = got[2] if got is not None else None  # (a single tensor result's: its shape and dtype)
+            if layout is not None and layout[0] == target.shape:
+                # the functional result's handle goes straight into the tensor (converted
+                # where its dtype is not the tensor's: the layout's is eager's dtype of it)
+                dtype = target.dtype
+                return write(target, got[1] if layout[2] is dtype else _convert(got[1], _lazy_dtype(dtype)), ok)
             result = run(functional, args, kwargs)
             return _store(target, result, ok)
         outs = found[2]
