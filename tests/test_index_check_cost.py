@@ -218,3 +218,37 @@ def test_a_rolled_loops_index_checks_cost_the_same_kernels_for_any_number_of_cop
         extra[copies] = sum(counts[True].values()) - sum(counts[False].values())
     assert extra[4] == extra[8], extra
     assert 0 < extra[4] <= 10, extra
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+@pytest.mark.parametrize("bad", [None, -1, ROWS, "min", "max"])
+@pytest.mark.parametrize("op", ["index_select", "embedding"])
+def test_a_check_from_zero_is_one_compare_of_the_index_read_as_unsigned(clean_runtime, dtype, bad, op):
+    # a negative entry read as unsigned lies above every in-range one: one
+    # compare for both ends of 0..n-1 (a node fewer than two and their or)
+    from lazycore.ir.graph import LOG
+
+    table = _data()[0]
+    idx = torch.tensor([0, ROWS - 1, 3, ROWS - 1], dtype=dtype)
+    if bad is not None:
+        idx[2] = {"min": torch.iinfo(dtype).min, "max": torch.iinfo(dtype).max}.get(bad, bad)
+
+    def f(t, i):
+        return torch.index_select(t, 0, i) if op == "index_select" else F.embedding(i, t)
+
+    dev = ltorch.device()
+    lt, li = table.to(dev), idx.to(dev)
+    lazycore.mark_step(wait=True)
+    with override(index_checks=True):
+        r = f(lt, li)
+        made = [n.op for n in LOG.nodes]
+        assert made.count("check") == 1 and made.count("or") == 0 and made.count("bitcast_convert") == 1, made
+        if bad is None:
+            torch.testing.assert_close(r.cpu(), f(table, idx))
+            return
+        with pytest.raises(Exception) as eager:
+            f(table, idx)
+        with pytest.raises(type(eager.value)) as info:
+            r.cpu()
+    assert isinstance(info.value, lazycore.BarrierError)
+    assert str(eager.value) in str(info.value), (str(eager.value), str(info.value))

@@ -90,11 +90,21 @@ def checked(index, high: int, message: str, error: str, low: int = 0, ignore: in
         return reshape(checked(reshape(index, (_numel(index.shape),)), high, message, error, low, ignore),
                        index.shape)
     shape, dev, dt = index.shape, index.device, index.dtype
-    bad = apply("compare", index, const(high, dt, dev, shape), direction="GE")
-    bad = apply("or", apply("compare", index, const(low, dt, dev, shape), direction="LT"), bad)
+    if low == 0 and dt in _UNSIGNED:
+        # read as unsigned, a negative entry lies above every in-range one:
+        # one compare for the two ends (a node fewer a check, issue 41's cost)
+        bad = apply("compare", apply("bitcast_convert", index, dtype=_UNSIGNED[dt]),
+                    const(high, _UNSIGNED[dt], dev, shape), direction="GE")
+    else:
+        bad = apply("compare", index, const(high, dt, dev, shape), direction="GE")
+        bad = apply("or", apply("compare", index, const(low, dt, dev, shape), direction="LT"), bad)
     if ignore is not None:
         bad = apply("and", bad, apply("compare", index, const(ignore, dt, dev, shape), direction="NE"))
     return core.check(index, _any(bad), message, error)
+
+
+_UNSIGNED = {"i64": "ui64", "i32": "ui32"}
+"""An index's type -> the unsigned type of its width (:func:`checked`)."""
 
 
 def _repeated(shape, layout) -> tuple:
