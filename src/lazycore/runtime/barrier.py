@@ -6,8 +6,9 @@ becomes an output of ONE program. :func:`sync` is a fixed sequence of stages
 over one step record (:class:`lazycore.runtime.step.Step`):
 
 1. **collect** the pending handles (:mod:`lazycore.runtime.step`);
-2. **plan**: recall the plan of an earlier step like it, or walk the graph
-   once (:mod:`lazycore.runtime.planning`): parameters, outputs, donation,
+2. **plan**: recall the plan of an earlier step like it (with its program
+   at bucket sizes, when the buckets padded it), or walk the graph once
+   (:mod:`lazycore.runtime.planning`): parameters, outputs, donation,
    compile key;
 3. **transforms**: the registered features that rewrite a walked step
    (:data:`TRANSFORMS`, :mod:`lazycore.runtime.transforms`: shape buckets,
@@ -75,6 +76,7 @@ def _sync(device, wait: bool) -> int:
         if not planning.recall(step):
             planning.walk(step)
             TRANSFORMS.rewrite(step)
+            planning.remember_padded(step)
     events.record_graph(*step.counts)
     if containment.failed_inputs(step):
         return containment.contain(step, None)

@@ -101,6 +101,8 @@ class Bucketed:
     def __init__(self, walk, data: list, packs: list, plan: "_Plan", keyed):
         self.walk = walk
         """The padded walk; None when recalled from a plan (its program is cached)."""
+        self.plan = plan
+        """How it is called (kept by the step's recalled plan: :func:`recalled`)."""
         self.data, self.packs = data, packs
         self.out_types = plan.out_types
         self.original = plan.original
@@ -255,8 +257,8 @@ class _Plan:
         self.original = [v.type for v in walk.outputs]
         self.out_pads, self.symbols = out_pads, symbols
 
-    def arguments(self, walk, device, held) -> tuple[list, list]:
-        params = walk.params
+    def arguments(self, params: list, device, held) -> tuple[list, list]:
+        """The padded program's arguments from the unpadded walk's parameters ``params``."""
         data = [params[i] if t is None else _padded_leaf(params[i], t, device, held) for i, t in self.data]
         packs = [(dtype, [params[i] if i is not None else Scalar(np.asarray(n, np.int32), "i32") for i, n in group])
                  for dtype, group in self.packs]
@@ -308,7 +310,7 @@ def prepare(walk, device, keyed, held=frozenset()) -> Bucketed | None:
     plan = PLANS.get(signature)
     if plan is not None and not settings.debug:  # debug lines describe the padded walk
         try:
-            data, packs = plan.arguments(walk, device, held)
+            data, packs = plan.arguments(walk.params, device, held)
         except _Unready:  # an input's program failed: the barrier settles it unpadded
             return None
         known = Bucketed(None, data, packs, plan, keyed)
@@ -345,6 +347,47 @@ def prepare(walk, device, keyed, held=frozenset()) -> Bucketed | None:
         return None
     plan = PLANS.put(signature, _Plan(walk, padded, state, out_pads, state.symbols))
     return Bucketed(padded, padded.data, list(padded.packs.items()), plan, keyed)
+
+
+def padding_marks(data: list) -> tuple | None:
+    """What decides how a step is padded besides its graph, for a barrier
+    that recalls its plan instead of walking (:mod:`lazycore.runtime.stepplans`,
+    whose fingerprint pins the graph, sizes and digests): per device-data
+    parameter (``data``, in argument order) marked dynamic or holding a
+    padded result, its marked dimensions with their sizes and buckets (this
+    thread's ceiling, :func:`fixed`, counts) and its valid region. None when
+    no parameter has either, or where :func:`prepare` would not pad (buckets
+    off, the learned policy, which marks as it walks, a marked input that is
+    sharded or failed)."""
+    if settings.buckets == () or settings.learn_buckets:
+        return None
+    found = []
+    for i, leaf in enumerate(data):
+        dims, valid = leaf.dynamic, leaf.valid
+        if not dims and valid is None:
+            continue
+        if dims and (leaf.sharding is not None or type(leaf.storage) is Failure):
+            return None
+        shape = leaf.types[0].shape
+        found.append((i, tuple((d, shape[d], bucket(shape[d])) for d in sorted(dims)),
+                      None if valid is None else (valid.digest, tuple(valid.layout.items()),
+                                                  tuple(valid.sizes.items()))))
+    return tuple(found) if found else None
+
+
+def recalled(plan: _Plan, params: list, device, keyed, held=frozenset()) -> Bucketed | None:
+    """The padded program :func:`prepare` made (``plan``) for an earlier step
+    with the same graph and :func:`padding_marks`, called on this step's parameters
+    ``params`` (the unpadded walk's, in walk order), without walking or
+    padding its graph; None where it cannot be (an input's program failed:
+    the barrier walks and settles it unpadded)."""
+    if device.pjrt is None or isinstance(device.pjrt, pjrt.MeshTarget):
+        return None
+    try:
+        data, packs = plan.arguments(params, device, held)
+    except _Unready:
+        return None
+    return Bucketed(None, data, packs, plan, keyed)
 
 
 def _sized_like(walk, marks: dict, symbols: dict[int, int]) -> dict[int, dict]:

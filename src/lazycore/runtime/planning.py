@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from lazycore.ir.config import settings
 from lazycore.ir.graph import LOG, Data, Value
-from lazycore.runtime import programs, stepplans
+from lazycore.runtime import buckets, programs, stepplans
 from lazycore.runtime.cache import CACHE
 
 
@@ -77,6 +77,10 @@ def recall(step) -> bool:
     nodes = LOG.nodes
     device, held = step.device, step.held
     data = [nodes[i] for i in plan.data]
+    if plan.padded:
+        padded = plan.padded.get(buckets.padding_marks(data))
+        if padded is not None:
+            return _recall_padded(step, plan, padded, nodes)
     if settings.donation:
         can = tuple([leaf.owned and id(leaf) not in held for leaf in data])
     else:
@@ -96,6 +100,48 @@ def recall(step) -> bool:
     step.slots, step.out_types, step.counts = plan.slots, plan.out_types, plan.counts
     step.encoding = plan.encoding
     return True
+
+
+def _recall_padded(step, plan, padded, nodes) -> bool:
+    """Fill ``step`` with the program at bucket sizes that an earlier step
+    like it ran (the same graph, marks and buckets): its arguments from this
+    step's parameters, without the walk or the padding; False when it cannot
+    be (its program is no longer cached, an input's program failed)."""
+    program, keys = padded
+    held = step.held
+
+    def known(data, out_types, encoding):
+        # (the padded program's donation plan and key, kept per donatable
+        # arguments and context as the plan's own: computed once, not per step)
+        can = tuple([leaf.owned and id(leaf) not in held for leaf in data]) if settings.donation else None
+        context = (can, step.pipeline, step.device.name, programs.environment())
+        found = keys.get(context)
+        if found is None:
+            found = keys[context] = keyed(step, data, out_types, encoding)
+        return found
+
+    bucketed = buckets.recalled(program, [nodes[i] for i in plan.params], step.device, known, held)
+    if bucketed is None or bucketed.key not in CACHE:
+        return False
+    step.padded = bucketed
+    step.data, step.packs, step.out_types = bucketed.data, bucketed.packs, bucketed.out_types
+    step.donate, step.key = bucketed.donate, bucketed.key
+    step.slots, step.counts, step.encoding = plan.slots, plan.counts, plan.encoding
+    return True
+
+
+def remember_padded(step) -> None:
+    """Keep how a walked step's program at bucket sizes is called
+    (``step.padded``) with its step plan, for the steps like it to recall
+    (:func:`recall`)."""
+    if step.padded is None or step.fp is None:
+        return
+    plan = stepplans.get(step.fp)
+    if plan is None:
+        return
+    found = buckets.padding_marks([LOG.nodes[i] for i in plan.data])
+    if found is not None:
+        plan.padded[found] = (step.padded.plan, {})
 
 
 def walk(step) -> None:

@@ -13,6 +13,12 @@ the walk's results as log positions: which leaves are the parameters, in order,
 how pending handles map to outputs, and the compile key per donation
 pattern, device, pipeline and set of user lowerings.
 
+A step whose marked inputs the shape buckets padded
+(:mod:`lazycore.runtime.buckets`) ran a program of another graph: its plan
+also keeps, per set of marks, how that program is called, so the steps
+like it skip the walk and the padding as well (a generate() call repeated,
+a training loop fed batches of marked sizes).
+
 Nothing here holds a node: a plan is keyed by the log's encoding (digests
 and integers) and holds positions and types, so it can never bind a stale
 leaf. The encodings kept are bounded in total (:data:`ITEMS_KEPT`): a
@@ -25,18 +31,24 @@ from __future__ import annotations
 
 from lazycore.ir.graph import LOG
 
-PLANS_KEPT = 64
+PLANS_KEPT = 256
+"""Steps kept (all are dropped once full). A generate() call has a barrier
+per token, each its own step (the growing ids' size is in its graph): 64
+kept were dropped within every call of 64 tokens, before its next call
+could recall one."""
 ITEMS_KEPT = 1_000_000
 
 
 class Plan:
     """A barrier's walk, as positions in the step log."""
 
-    __slots__ = ("encoding", "data", "packs", "slots", "out_types", "counts", "keys")
+    __slots__ = ("encoding", "params", "data", "packs", "slots", "out_types", "counts", "keys", "padded")
 
-    def __init__(self, encoding, data, packs, slots, out_types, counts):
+    def __init__(self, encoding, params, data, packs, slots, out_types, counts):
         self.encoding = encoding
         """The walk's structural encoding (the compile key's graph part)."""
+        self.params = params
+        """Log positions of all the walk's parameters, in walk order."""
         self.data = data
         """Log positions of the device-data parameters, in argument order."""
         self.packs = packs
@@ -49,6 +61,12 @@ class Plan:
         self.keys: dict = {}
         """(donatable parameters, pipeline, device, user lowerings) ->
         (compile key, donation plan)."""
+        self.padded: dict = {}
+        """The parameters' marks (:func:`lazycore.runtime.buckets.padding_marks`) ->
+        (how the step's program at bucket sizes is called, by :attr:`params`;
+        its compile keys and donation plans as :attr:`keys` holds them): a
+        step whose marked inputs the shape buckets padded recalls the walk,
+        the padding and its key too."""
 
 
 _PLANS: dict[tuple, Plan] = {}
@@ -80,6 +98,7 @@ def remember(fp: tuple, walk, slots: list[int], out_types: list, counts: tuple) 
             return None
     plan = Plan(
         walk.encoding,
+        [leaf.seq - start for leaf in walk.params],
         [leaf.seq - start for leaf in walk.data],
         [(dtype, [leaf.seq - start for leaf in group]) for dtype, group in walk.packs.items()],
         slots,
