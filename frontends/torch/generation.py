@@ -52,7 +52,11 @@ later generate() calls too (the cache's tensors and filled length are its
 arguments). Its inputs, made by transformers from the growing ids and mask,
 are made early (:func:`_prepare_early`, between the new token and the
 stopping criteria's read), so that read's program computes them and the
-step reads device data whose nodes are the same every token. The default
+step reads device data whose nodes are the same every token. Of those,
+only the new position of the ids and of the position ids are made there
+(:func:`_prepare_deferred`); the 4-D attention mask is made in the replayed
+call, from a 2-D mask padded to the cache's length that the step grows in
+place (per-op mask code was 16% of a replayed token). The default
 cache grows every token: no step of it repeats a shape, so none replays; a
 call asking for it where nobody sees the cache (not passed in, not
 returned) decodes with a static cache instead (:func:`_static_for_default`;
@@ -90,6 +94,10 @@ _installed = False
 _BUCKET_TO_MAX_LENGTH = True
 """Pad the growing sequence to generate()'s ``max_length`` (one bucket for
 the whole generation, as a static cache); False: the usual buckets."""
+_DEFER_INPUTS = True
+"""A captured decoding step makes its attention mask in its call
+(:func:`_prepare_deferred`); False: the step's inputs are made op by op
+before it (same tokens and programs; for measuring one against the other)."""
 _GROWING = ("attention_mask", "decoder_attention_mask", "position_ids", "decoder_position_ids", "token_type_ids")
 
 
@@ -165,6 +173,14 @@ class _Generating(threading.local):
     """``(tensor, length)``: the ids' length on the device, as the max-length criterion last made it."""
     preparing = False
     """:func:`_prepare_early` is calling ``prepare_inputs_for_generation``."""
+    fixed = None
+    """``[padding mask, mask]``: the attention mask ``mask`` (transformers'
+    2-D one, grown by a position every token) padded with zeros to the
+    static cache's length, which a deferred decoding step reads and grows
+    in place (:func:`_prepare_deferred`); None when there is none."""
+    deferred = None
+    """``(ids, padding mask)`` of the next decoding step's inputs when
+    :func:`_prepare_deferred` made them: the step makes the rest in its call."""
 
 
 _GENERATING = _Generating()
@@ -263,13 +279,26 @@ def _slice_keeps(node, zeros: dict, depth: int) -> bool:
 def _wrap_update_kwargs(update):
     @functools.wraps(update)
     def wrapped(self, *args, **kwargs):
+        given = args[1] if len(args) > 1 else kwargs.get("model_kwargs")
+        before = given.get("attention_mask") if isinstance(given, dict) else None
         model_kwargs = update(self, *args, **kwargs)
-        if _GENERATING.depth and isinstance(model_kwargs, dict):
+        g = _GENERATING
+        if g.depth and isinstance(model_kwargs, dict):
             # the grown mask while it is still its torch.cat (the stopping
             # criteria's read runs it before the next step's inputs are made)
-            _learn_zeros(model_kwargs.get("attention_mask"))
-            if _GENERATING.active is not None:
-                _GENERATING.kwargs = model_kwargs
+            mask = model_kwargs.get("attention_mask")
+            _learn_zeros(mask)
+            if g.active is not None:
+                g.kwargs = model_kwargs
+            fixed = g.fixed
+            if fixed is not None:
+                # the padding mask stands for the grown mask too: a deferred
+                # step sets its one new position (transformers' torch.cat of ones)
+                if before is not None and fixed[1] is before and isinstance(mask, Tensor) \
+                        and mask.shape[:-1] == before.shape[:-1] and mask.shape[-1] == before.shape[-1] + 1:
+                    fixed[1] = mask
+                else:
+                    g.fixed = None
         return model_kwargs
 
     wrapped.__lazycore_generation__ = True
@@ -349,7 +378,7 @@ def _wrap_generate(generate):
             _buckets.fix(before)
             if not g.depth:
                 g.zeros, g.mask, g.decoder = None, None, None
-                g.active = g.kwargs = g.early = g.criteria = None
+                g.active = g.kwargs = g.early = g.criteria = g.fixed = g.deferred = None
 
     wrapped.__lazycore_generation__ = True
     return wrapped
@@ -498,11 +527,13 @@ def _prepare_early(input_ids) -> None:
     other call makes its own."""
     g = _GENERATING
     step, kwargs = g.active, g.kwargs
-    g.early = None
+    g.early = g.deferred = None
     if step is None or kwargs is None or g.preparing:
         return
     model = step._model()
     if model is None or not kwargs.get("use_cache", True):
+        return
+    if _DEFER_INPUTS and _prepare_deferred(input_ids, kwargs):
         return
     g.preparing = True
     try:
@@ -512,6 +543,80 @@ def _prepare_early(input_ids) -> None:
     # a view's key moves with its offset every token: a copy, run with the read
     inputs = {k: v.clone() if isinstance(v, Tensor) and v._steps else v for k, v in inputs.items()}
     g.early = (input_ids, (), 1, dict(kwargs), inputs)
+
+
+_SLICED = ("input_ids", "position_ids", "token_type_ids")
+"""The growing inputs ``prepare_inputs_for_generation`` cuts to the new
+position (``[..., -1:]``) for a decoding step."""
+
+
+def _prepare_deferred(input_ids, kwargs) -> bool:
+    """Make only the next decoding step's inputs that grow with the ids, for
+    a decoding step that makes the rest in its replayed call; False (nothing
+    made) where the keywords hold anything else.
+
+    The next step's inputs are the new position of the ids and of the
+    position ids (device data once the read's program has run), and
+    transformers' 4-D attention mask, made op by op from the 2-D mask, the
+    filled length and the cache's length: 16% of a replayed token's time
+    when made here. The 2-D mask grows every token, so a step taking it
+    would never replay; what the mask code reads of it is the same mask
+    padded with zeros to the cache's length (``prepare_padding_mask``).
+    That padded mask (made here once per generate() call, from the mask as
+    it is then) is the step's argument instead: the step sets its new
+    position, as transformers' ``torch.cat`` of ones does to the 2-D one
+    (:func:`_wrap_update_kwargs` checks that it did), and calls
+    ``prepare_inputs_for_generation`` inside, so the replay makes the 4-D
+    mask (:meth:`_DecodingStep._forward`)."""
+    g = _GENERATING
+    cache_name = "cache" if kwargs.get("cache") is not None else "past_key_values"
+    layers = _static_layers(kwargs.get(cache_name))
+    if layers is None or not isinstance(input_ids, Tensor) or input_ids.dim() != 2:
+        return False
+    mask = kwargs.get("attention_mask")
+    for name, value in kwargs.items():
+        if name in ("attention_mask", cache_name) or name in _SLICED:
+            if name == "attention_mask" and value is not None and (not isinstance(value, Tensor) or value.dim() != 2):
+                return False
+            continue
+        if isinstance(value, torch.Tensor):
+            return False  # (another input that grows or changes: transformers' own preparation)
+    filled = int(layers[0].cumulative_length)
+    if mask is not None and mask.shape[-1] != filled + 1:
+        return False
+    sliced = {name: input_ids if name == "input_ids" else kwargs.get(name) for name in _SLICED}
+    sliced = {name: value for name, value in sliced.items() if value is not None}
+    if any(not isinstance(value, Tensor) or value.shape[-1] != filled + 1 for value in sliced.values()):
+        return False
+    inputs = {k: v for k, v in kwargs.items() if k not in _SLICED}
+    for name, value in sliced.items():
+        # (a copy: a view's key moves with its offset every token)
+        inputs[name] = value[..., -1:].clone(memory_format=torch.contiguous_format)
+    if mask is not None:
+        fixed = g.fixed
+        if fixed is None or fixed[1] is not mask:
+            size = layers[0].keys.shape[-2]
+            fixed = g.fixed = [torch.nn.functional.pad(mask, (0, size - mask.shape[-1])), mask]
+        inputs["attention_mask"] = fixed[0]
+    g.deferred = (inputs["input_ids"], inputs.get("attention_mask"))
+    g.early = (input_ids, (), 1, dict(kwargs), inputs)
+    return True
+
+
+def _static_layers(cache):
+    """The layers of ``cache`` when it is a static cache whose layers a
+    captured decoding step can take (:meth:`_DecodingStep._plan`), else None."""
+    layers = list(getattr(cache, "layers", None) or ())
+    if not layers:
+        return None
+    for layer in layers:
+        if type(layer).__name__ != "StaticLayer" or not getattr(layer, "is_initialized", False) \
+                or not _static_layer_on_lazy(layer) or type(layer.values) is not Tensor \
+                or layer.keys._steps or layer.values._steps:
+            return None
+    if len({int(layer.cumulative_length) for layer in layers}) != 1:
+        return None
+    return layers
 
 
 def _same_call(early, input_ids, args, next_sequence_length, kwargs) -> bool:
@@ -550,8 +655,17 @@ class _DecodingStep:
 
     def __call__(self, **kwargs):
         model = self._model()
+        g = _GENERATING
+        deferred, g.deferred = g.deferred, None
+        # inputs _prepare_deferred made: the step makes the rest (the 4-D mask) itself
+        prepare = (deferred is not None and kwargs.get("input_ids") is deferred[0]
+                   and kwargs.get("attention_mask") is deferred[1])
         plan = self._plan(kwargs)
         if plan is None:
+            if prepare:  # (traced per op, as those inputs would have been)
+                cache_name = "cache" if kwargs.get("cache") is not None else "past_key_values"
+                length = int(kwargs[cache_name].layers[0].cumulative_length)
+                return model(**_prepared(model, kwargs, cache_name, length))
             return model(**kwargs)
         cache, cache_name, layers, names, tensors, static = plan
         # the filled length as the device holds it (the prompt's update grew it,
@@ -567,10 +681,9 @@ class _DecodingStep:
         # read's program; else they run first (a program of their own)
         if not all(type(read(t)._value.node) is Data for t in tensors):
             core.mark_step(False)
-        g = _GENERATING
         g.cache = cache
         try:
-            fields = self.captured(cache_name, names, tensors, length, stored, static)
+            fields = self.captured(cache_name, names, tensors, length, stored, static, prepare)
         finally:
             g.cache = None
         for layer in layers:
@@ -579,11 +692,13 @@ class _DecodingStep:
         kind, holding = self._out
         return kind(**fields, **{name: cache for name in holding})
 
-    def _forward(self, cache_name, names, tensors, length, stored, static):
+    def _forward(self, cache_name, names, tensors, length, stored, static, prepare=False):
         g = _GENERATING
         cache, g.length = g.cache, length
         try:
-            out = self._model()(**dict(zip(names, tensors)), **{cache_name: cache}, **dict(static))
+            model = self._model()
+            given = {**dict(zip(names, tensors)), cache_name: cache, **dict(static)}
+            out = model(**(_prepared(model, given, cache_name, length) if prepare else given))
         finally:
             g.length = None
         length.add_(1)  # (the layers read copies of it)
@@ -597,16 +712,9 @@ class _DecodingStep:
         keywords and values)`` for a decoding step that can be captured, else None."""
         cache_name = "cache" if kwargs.get("cache") is not None else "past_key_values"
         cache = kwargs.get(cache_name)
-        layers = list(getattr(cache, "layers", None) or ())
+        layers = _static_layers(cache)
         ids = kwargs.get("input_ids")
-        if not layers or not isinstance(ids, Tensor) or ids.dim() != 2 or ids.shape[1] != 1:
-            return None
-        for layer in layers:
-            if type(layer).__name__ != "StaticLayer" or not getattr(layer, "is_initialized", False) \
-                    or not _static_layer_on_lazy(layer) or type(layer.values) is not Tensor \
-                    or layer.keys._steps or layer.values._steps:
-                return None
-        if len({int(layer.cumulative_length) for layer in layers}) != 1:
+        if layers is None or not isinstance(ids, Tensor) or ids.dim() != 2 or ids.shape[1] != 1:
             return None
         names, tensors, static = [], [], []
         for name, value in kwargs.items():
@@ -625,6 +733,31 @@ class _DecodingStep:
                     return None
                 static.append((name, value))
         return cache, cache_name, layers, tuple(names), tuple(tensors), tuple(static)
+
+
+def _prepared(model, given: dict, cache_name: str, length) -> dict:
+    """The model's inputs for a decoding step whose inputs
+    :func:`_prepare_deferred` made (``given``, with the cache and the
+    forward's keywords), as ``prepare_inputs_for_generation`` makes them:
+    the padded attention mask's new position set (the filled length
+    ``length``: a device value in a captured step), then transformers' 4-D
+    mask from it."""
+    g = _GENERATING
+    given = dict(given)
+    ids = given.pop("input_ids")
+    fixed = given.get("attention_mask")
+    if fixed is not None:
+        positions = torch.arange(fixed.shape[-1], device=fixed.device)
+        fixed.masked_fill_(positions == length, 1)
+        if g.zeros is not None:
+            # its last position is never filled (_wrap_static_cache): the
+            # mask code's fast_all checks are False without a read
+            g.zeros[read(fixed)._value.node] = True
+    g.preparing = True
+    try:
+        return model.prepare_inputs_for_generation(ids, next_sequence_length=1, **given)
+    finally:
+        g.preparing = False
 
 
 _DECODERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

@@ -15,6 +15,8 @@ import torch
 import lazycore
 import lazycore.torch as ltorch
 from lazycore.frontends.torch import generation
+from lazycore.ir import events
+from lazycore.runtime import planning
 from lazycore.ir.config import settings
 
 transformers = pytest.importorskip("transformers")
@@ -137,6 +139,58 @@ def test_default_cache_kept_where_seen_or_off(clean_runtime, monkeypatch):
     monkeypatch.setattr(settings, "generation_static_cache", False)
     assert torch.equal(_generate(lazy, ids.to(dev), mask.to(dev), 6, "dynamic"), want)
     assert lazy not in generation._DECODERS
+
+
+@pytest.mark.parametrize("lengths", [(8,), LENGTHS], ids=["1-prompt", "8-prompts"])
+def test_mask_made_in_the_replayed_step(clean_runtime, monkeypatch, lengths):
+    # the decoding step's inputs but the new ids and positions are made in its
+    # replayed call (transformers' 4-D attention mask from the filled length
+    # and a padded 2-D mask the step grows), not op by op before it: each
+    # token's barrier has fewer nodes. Same tokens either way.
+    n = 8
+    eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
+    ids, mask = _prompts(lengths)
+    dev = ltorch.device()
+    want = _generate(eager, ids, mask, n, "static")
+    nodes = {}
+    for defer in (False, True):
+        monkeypatch.setattr(generation, "_DEFER_INPUTS", defer)
+        assert torch.equal(_generate(lazy, ids.to(dev), mask.to(dev), n, "static"), want)
+        before = len(events.EVENTS.graphs)
+        assert torch.equal(_generate(lazy, ids.to(dev), mask.to(dev), n, "static"), want)
+        nodes[defer] = [g[0] for g in list(events.EVENTS.graphs)[before:]][-3:]  # the last tokens' barriers
+    assert max(nodes[True]) < min(nodes[False]), nodes
+    traces, replays = _counts(lazy)
+    assert traces <= 6 and replays >= 4 * (n - 1) - 6
+
+
+def test_deferred_inputs_traced_where_not_captured(clean_runtime, monkeypatch):
+    # a step whose deferred inputs cannot be captured makes the rest of them
+    # (the padded mask's new position, the 4-D mask) op by op: same tokens
+    monkeypatch.setattr(generation._DecodingStep, "_plan", lambda self, kwargs: None)
+    eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
+    ids, mask = _prompts(LENGTHS)
+    dev = ltorch.device()
+    want = _generate(eager, ids, mask, 6, "static")
+    assert torch.equal(_generate(lazy, ids.to(dev), mask.to(dev), 6, "static"), want)
+    assert _counts(lazy) == (0, 0)
+
+
+def test_repeated_call_recalls_padded_barriers(clean_runtime, monkeypatch):
+    # a decoding barrier pads the growing ids and mask to their bucket; a call
+    # like an earlier one recalls each barrier's plan, padded program
+    # included (lazycore.runtime.stepplans), and walks no graph
+    eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
+    ids, mask = _prompts(LENGTHS)
+    dev = ltorch.device()
+    want = _generate(eager, ids, mask, 8, "static")
+    walks = []
+    walk = planning.walk
+    monkeypatch.setattr(planning, "walk", lambda step: (walks.append(step), walk(step))[1])
+    for _ in range(3):
+        walks.clear()
+        assert torch.equal(_generate(lazy, ids.to(dev), mask.to(dev), 8, "static"), want)
+    assert walks == []
 
 
 def test_eager_model_unchanged():
