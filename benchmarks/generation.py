@@ -23,7 +23,8 @@ calls compiled nothing, and how many of the warm calls' decoding steps
 replayed a captured call and how many were traced (a static cache's steps
 replay; asked for the default cache, generate() on the lazy device decodes
 with a static one where the cache is not returned, so its rows replay too,
-with the default cache's tokens); the dynamic cache's run comes first, so the
+with the default cache's tokens), and the graph size of a decoding step's
+barrier; the dynamic cache's run comes first, so the
 static cache's run finds the setup programs both share compiled. Every call's tokens
 are checked against eager's (``agrees``: 0 means equal).
 
@@ -156,12 +157,14 @@ def _prompt_rows(args, kit, model, size, n, reps, batch, dev, lazy_model_of):
         r = _timed(lazy_model, lids, lmask, n, cache, False, reps, want)
         warm_programs = _programs() - p1
         traced, replayed = (b - a for a, b in zip(s1, steps(lazy_model)))
+        nodes = _decoding_barrier_nodes(n)
         r[2][:0] = [f"first call {cold * 1e3:,.0f} ms, {cold_programs} programs "
                     f"({cold_programs / n:.2f} per token)", f"{warm_programs} programs in the warm calls",
-                    f"warm decoding steps: {replayed} replayed, {traced} traced"]
+                    f"warm decoding steps: {replayed} replayed, {traced} traced",
+                    f"{nodes} graph nodes per decoding barrier"]
         r[3].update(first_call_ms=cold * 1e3, first_call_programs=cold_programs,
                     programs_per_token=cold_programs / n, warm_programs=warm_programs,
-                    warm_steps_replayed=replayed, warm_steps_traced=traced,
+                    warm_steps_replayed=replayed, warm_steps_traced=traced, decoding_barrier_nodes=nodes,
                     tokens_differ=max(r[3]["tokens_differ"], int((got != want).sum())))
         results["lazy"] = r
         labels = {"eager": "eager torch", "inductor": "inductor (transformers' CompileConfig)",
@@ -181,6 +184,16 @@ def _prompt_rows(args, kit, model, size, n, reps, batch, dev, lazy_model_of):
                 if ind and r["bench"] == B and r["variant"] == "lazycore.torch":
                     r["value"]["ratio_to_inductor"] = r["median"] / ind[0]["median"]
                     r["note"] = f"{r['median'] / ind[0]['median']:.2f}x inductor; " + r["note"]
+
+
+def _decoding_barrier_nodes(n: int) -> int:
+    """The median graph size (nodes) of the last call's later decoding barriers
+    (its last ``n // 2``): what each token's barrier walks or recalls (a
+    replayed step is one node of it)."""
+    import lazycore
+
+    sizes = [g[0] for g in lazycore.metrics.graph_sizes()[-max(n // 2, 1):]]
+    return int(statistics.median(sizes)) if sizes else 0
 
 
 def _timed(model, ids, mask, n, cache, compiled, reps, want):
