@@ -1,16 +1,15 @@
 """Elementwise functions on CPU rounded as eager's, or closer to the true value.
 
 Before lazy-to-stablehlo's ``division=exact`` covered them, XLA's CPU forms were off:
-rsqrt is an estimate (65572 of 200k float32 values off eager's ``1 / sqrt(x)``, up to
-1.8 ulp), tanh up to 4.6 ulp, erf 5.5, expm1 5.5, log1p 2.4, atan2 1.4, log 1.1, where
-eager's (MKL's, SLEEF's) are within 0.9; and a bfloat16 op followed by a convert to float32 lost its
+rsqrt is an approximation (65572 of 200k float32 values off eager's ``1 / sqrt(x)``, up
+to 1.8 ulp), tanh up to 4.6 ulp, expm1 5.5, atan2 1.4, where eager's (MKL's, SLEEF's)
+are within 0.99; and a bfloat16 op followed by a convert to float32 lost its
 rounding to bfloat16 ((x + 0.3).float(): 189191 of 200k off). Subnormal inputs are left
 out: XLA's CPU backend flushes them to zero, eager does not.
 """
 
 import numpy
 import pytest
-import scipy.special
 import torch
 
 import lazycore.numpy as lnp
@@ -69,25 +68,16 @@ def test_rsqrt_half_types_as_eager(dtype):
     bits_equal(host(lazy(torch.rsqrt, x)), host(torch.rsqrt(x)))
 
 
-# --- tanh, log, log1p, expm1, erf: correctly rounded --------------------------------------------
+# --- tanh, expm1, atan2: correctly rounded --------------------------------------------
 
 REFERENCE = {  # float64 functions within a few float64 ulp: their float32 rounding is the correct one
     "tanh": (torch.tanh, numpy.tanh, None),
-    "log": (torch.log, numpy.log, "positive"),
-    "log1p": (torch.log1p, numpy.log1p, "above -1"),
     "expm1": (torch.expm1, numpy.expm1, "below 88"),
-    "erf": (torch.erf, scipy.special.erf, None),
 }
 
 
 def domain(x, kind):
-    if kind == "positive":
-        return x.abs()
-    if kind == "above -1":
-        return torch.where(x > -1, x, x.abs())
-    if kind == "below 88":
-        return x.clamp(-100, 88)
-    return x
+    return x.clamp(-100, 88) if kind == "below 88" else x
 
 
 def ulps_off(got: numpy.ndarray, exact: numpy.ndarray) -> numpy.ndarray:
@@ -126,7 +116,7 @@ def test_function_special_values_as_eager(name):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("name", ["tanh", "log", "log1p", "expm1"])
+@pytest.mark.parametrize("name", sorted(REFERENCE))
 def test_function_half_types_as_eager(name, dtype):
     # eager computes them in float32 (MKL's, within an ulp of float32) and rounds once more
     fn, _, kind = REFERENCE[name]
@@ -152,16 +142,6 @@ def test_numpy_tanh_correctly_rounded():
     x = samples(50_000).numpy()
     got = numpy.asarray(lnp.tanh(lnp.asarray(x)))
     assert ulps_off(got, numpy.tanh(x.astype(numpy.float64))).max() <= 0.5 + 1e-6
-
-
-def test_gelu_no_further_than_eager():
-    # gelu's erf form: x / 2 * (1 + erf(x / sqrt(2))); eager's own erf polynomial is up to
-    # 4.8 ulp off the true gelu on [0, 10), XLA's float32 erf made it 2.9
-    x = samples()[:100_000]
-    exact = x.double().numpy() / 2 * (1 + scipy.special.erf(x.double().numpy() / numpy.sqrt(2)))
-    got = ulps_off(lazy(torch.nn.functional.gelu, x).numpy(), exact)
-    eager = ulps_off(torch.nn.functional.gelu(x).numpy(), exact)
-    assert got.max() <= max(eager.max(), 1.0), (got.max(), eager.max())
 
 
 # --- bfloat16 widened after an op -----------------------------------------------------------------

@@ -1,9 +1,10 @@
-// rsqrt, tanh, log, log1p, expm1, erf and atan2 under lazy-to-stablehlo{division=exact}
-// (what the runtime compiles for CPU): rsqrt as eager's 1 / sqrt(x), each
-// rounded (the quotient in float64, where XLA cannot turn it back into its
-// rsqrt estimate); the functions of float16/bfloat16/float32 in float64 and
+// rsqrt, tanh, expm1 and atan2 under lazy-to-stablehlo{division=exact} (what
+// the runtime compiles for CPU): rsqrt as eager's 1 / sqrt(x), each rounded
+// (the quotient in float64, where XLA cannot turn it back into its rsqrt
+// approximation); the functions of float16/bfloat16/float32 in float64 and
 // rounded to float32 (then to the half type, as eager computes those in
-// float32). Float64 and complex operands keep XLA's forms.
+// float32). Float64 and complex operands keep XLA's forms, and so do log,
+// log1p and erf (their float64 forms cost too much).
 // RUN: lazy-opt --split-input-file --lazy-to-stablehlo=division=exact %s | filecheck %s --check-prefix=EXACT
 // RUN: lazy-opt --split-input-file --lazy-to-stablehlo %s | filecheck %s --check-prefix=XLA
 
@@ -39,47 +40,31 @@ func.func @rsqrt(%a: tensor<4xf32>, %h: tensor<4xbf16>, %d: tensor<4xf64>) -> (t
 // EXACT: %[[T64:.*]] = stablehlo.convert %arg0 : (tensor<4xf32>) -> tensor<4xf64>
 // EXACT: %[[T:.*]] = stablehlo.tanh %[[T64]] : tensor<4xf64>
 // EXACT: %[[TR:.*]] = stablehlo.convert %[[T]] : (tensor<4xf64>) -> tensor<4xf32>
-// EXACT: %[[L64:.*]] = stablehlo.convert %arg1 : (tensor<4xf16>) -> tensor<4xf64>
-// EXACT: %[[L:.*]] = stablehlo.log %[[L64]] : tensor<4xf64>
-// EXACT: %[[L32:.*]] = stablehlo.convert %[[L]] : (tensor<4xf64>) -> tensor<4xf32>
-// EXACT: %[[LR:.*]] = stablehlo.convert %[[L32]] : (tensor<4xf32>) -> tensor<4xf16>
-// EXACT: %[[P:.*]] = stablehlo.log_plus_one %{{.*}} : tensor<4xf64>
-// EXACT: %[[P32:.*]] = stablehlo.convert %[[P]] : (tensor<4xf64>) -> tensor<4xf32>
-// EXACT: %[[PR:.*]] = stablehlo.convert %[[P32]] : (tensor<4xf32>) -> tensor<4xbf16>
+// EXACT: %[[H64:.*]] = stablehlo.convert %arg1 : (tensor<4xf16>) -> tensor<4xf64>
+// EXACT: %[[H:.*]] = stablehlo.tanh %[[H64]] : tensor<4xf64>
+// EXACT: %[[H32:.*]] = stablehlo.convert %[[H]] : (tensor<4xf64>) -> tensor<4xf32>
+// EXACT: %[[HR:.*]] = stablehlo.convert %[[H32]] : (tensor<4xf32>) -> tensor<4xf16>
 // EXACT: %[[M:.*]] = stablehlo.exponential_minus_one %{{.*}} : tensor<4xf64>
-// EXACT: %[[MR:.*]] = stablehlo.convert %[[M]] : (tensor<4xf64>) -> tensor<4xf32>
+// EXACT: %[[M32:.*]] = stablehlo.convert %[[M]] : (tensor<4xf64>) -> tensor<4xf32>
+// EXACT: %[[MR:.*]] = stablehlo.convert %[[M32]] : (tensor<4xf32>) -> tensor<4xbf16>
 // EXACT: %[[D:.*]] = stablehlo.tanh %arg3 : tensor<4xf64>
-// EXACT: return %[[TR]], %[[LR]], %[[PR]], %[[MR]], %[[D]]
+// EXACT: %[[L:.*]] = stablehlo.log %arg0 : tensor<4xf32>
+// EXACT: %[[P:.*]] = stablehlo.log_plus_one %arg2 : tensor<4xbf16>
+// EXACT: return %[[TR]], %[[HR]], %[[MR]], %[[D]], %[[L]], %[[P]]
 // XLA-LABEL: func.func @functions
 // XLA: stablehlo.tanh %arg0 : tensor<4xf32>
-// XLA: stablehlo.log %arg1 : tensor<4xf16>
-// XLA: stablehlo.log_plus_one %arg2 : tensor<4xbf16>
-// XLA: stablehlo.exponential_minus_one %arg0 : tensor<4xf32>
+// XLA: stablehlo.tanh %arg1 : tensor<4xf16>
+// XLA: stablehlo.exponential_minus_one %arg2 : tensor<4xbf16>
 // XLA-NOT: stablehlo.convert
 func.func @functions(%a: tensor<4xf32>, %h: tensor<4xf16>, %b: tensor<4xbf16>, %d: tensor<4xf64>)
-    -> (tensor<4xf32>, tensor<4xf16>, tensor<4xbf16>, tensor<4xf32>, tensor<4xf64>) {
+    -> (tensor<4xf32>, tensor<4xf16>, tensor<4xbf16>, tensor<4xf64>, tensor<4xf32>, tensor<4xbf16>) {
   %0 = "lazy.tanh"(%a) : (tensor<4xf32>) -> tensor<4xf32>
-  %1 = "lazy.log"(%h) : (tensor<4xf16>) -> tensor<4xf16>
-  %2 = "lazy.log1p"(%b) : (tensor<4xbf16>) -> tensor<4xbf16>
-  %3 = "lazy.expm1"(%a) : (tensor<4xf32>) -> tensor<4xf32>
-  %4 = "lazy.tanh"(%d) : (tensor<4xf64>) -> tensor<4xf64>
-  return %0, %1, %2, %3, %4 : tensor<4xf32>, tensor<4xf16>, tensor<4xbf16>, tensor<4xf32>, tensor<4xf64>
-}
-
-// -----
-
-// erf: the float64 form (Cephes' rational functions, exp(-x^2) erfc beyond 1).
-// EXACT-LABEL: func.func @erf
-// EXACT: stablehlo.convert %arg0 : (tensor<4xf32>) -> tensor<4xf64>
-// EXACT: stablehlo.exponential %{{.*}} : tensor<4xf64>
-// EXACT: %[[R:.*]] = stablehlo.convert %{{.*}} : (tensor<4xf64>) -> tensor<4xf32>
-// EXACT: return %[[R]]
-// XLA-LABEL: func.func @erf
-// XLA-NOT: f64
-// XLA: return
-func.func @erf(%a: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = "lazy.erf"(%a) : (tensor<4xf32>) -> tensor<4xf32>
-  return %0 : tensor<4xf32>
+  %1 = "lazy.tanh"(%h) : (tensor<4xf16>) -> tensor<4xf16>
+  %2 = "lazy.expm1"(%b) : (tensor<4xbf16>) -> tensor<4xbf16>
+  %3 = "lazy.tanh"(%d) : (tensor<4xf64>) -> tensor<4xf64>
+  %4 = "lazy.log"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  %5 = "lazy.log1p"(%b) : (tensor<4xbf16>) -> tensor<4xbf16>
+  return %0, %1, %2, %3, %4, %5 : tensor<4xf32>, tensor<4xf16>, tensor<4xbf16>, tensor<4xf64>, tensor<4xf32>, tensor<4xbf16>
 }
 
 // -----

@@ -309,16 +309,19 @@ def _division(hlo_name, op, rewriter):
 # rsqrt (jax.jit's too), so the quotient is taken in float64 (correctly
 # rounded, as above) of XLA's sqrt, which is correctly rounded.
 #
-# tanh, log, log1p, expm1, erf and atan2: XLA's float32 forms are 1.1 (log) to
-# 5.5 (erf, expm1) ulp off the true value, eager's (MKL's, SLEEF's) within 0.9.
-# Their float64 forms are within a few float64 ulp, so computed there and
-# rounded to float32 they are correctly rounded but where the true value lies
-# within about 2**-26 ulp of a rounding midpoint (none of the 800k inputs per
-# function measured, docs/status.md): never further from the true
-# value than eager, and eager's bits wherever eager rounds correctly itself.
-# exp (0.98 ulp), sin and cos (0.6) and pow (0.5) are left to XLA, and sqrt is
-# correctly rounded there (eager's MKL sqrt is not on every CPU: 0.75 ulp on
-# AMD EPYC).
+# tanh, expm1 and atan2: XLA's float32 forms are 4.6, 5.5 and 1.4 ulp off the
+# true value, eager's (MKL's, SLEEF's) within 0.99. Their float64 forms are
+# within a few float64 ulp, so computed there and rounded to float32 they are
+# correctly rounded but where the true value lies within about 2**-26 ulp of a
+# rounding midpoint (none of the 800k inputs per function measured,
+# docs/status.md): never further from the true value than eager, and eager's
+# bits wherever eager rounds correctly itself. On 1M float32 elements on two
+# cores that costs tanh 0.37 -> 0.95 ms and expm1 1.0 -> 2.2 ms, and saves
+# atan2 82 -> 56 ms (XLA's float32 atan2 is the slower). log (1.14 ulp), log1p
+# (2.4) and erf (5.5, the Eigen form below; every GELU runs it) stay float32:
+# their float64 forms cost 4x, 10x and 45x there. exp (0.98 ulp), sin and cos
+# (0.6) and pow (0.5) are left to XLA, and sqrt is correctly rounded there
+# (eager's MKL sqrt is not on every CPU: 0.75 ulp on AMD EPYC).
 _WIDENED = ("f16", "bf16", "f32")
 
 EXACT_ATTR = "lazy.exact"
@@ -366,10 +369,10 @@ def _rsqrt_as_eager(x):
 
 EXACT_FORMS = {
     "rsqrt": _rsqrt_as_eager,
-    **{name: partial(_in_float64, partial(hlo.unary, ONE_TO_ONE[name])) for name in ("tanh", "log", "log1p", "expm1")},
+    **{name: partial(_in_float64, partial(hlo.unary, ONE_TO_ONE[name])) for name in ("tanh", "expm1")},
     "atan2": partial(_in_float64, partial(hlo.binary, "atan2")),
 }
-"""Per op, its form under ``division=exact`` for a float16/bfloat16/float32 operand (erf has its own)."""
+"""Per op, its form under ``division=exact`` for float16/bfloat16/float32 operands."""
 
 
 def _exact_or(exact_form, lower, op, rewriter):
@@ -551,7 +554,5 @@ def _erf(op, rewriter):
     dtype = hlo.type_of(x).dtype
     if dtype == "f64":
         return _erf_f64(x)
-    if dtype in _WIDENED and exact(op):
-        return _in_float64(_erf_f64, x)
     # f16/bf16 have too few bits for the f32 polynomial's constants: widen.
     return hlo.convert(_erf_f32(hlo.convert(x, "f32")), dtype)
