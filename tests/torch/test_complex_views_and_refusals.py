@@ -5,7 +5,8 @@ elements of a part's width, and elements of that width two at a time as
 complex ones: eager does, for complex64, complex128 and complex32; lazycore
 raised NotImplementedError. Where eager's CPU kernel refuses complex32
 (``flip``, ``cumsum``, ``cumprod``, ``put_``) or float16 (``polar``), the lazy
-device computed an answer; it now raises eager's error, with eager's message."""
+device computed an answer (and ``arange``, ``linspace``, ``eye`` made complex32
+tensors); it now raises eager's error, with eager's message."""
 
 import warnings
 
@@ -110,6 +111,10 @@ REFUSED = {
     "cumprod": lambda d: torch.cumprod(Z32.to(d), 0),
     "put_": lambda d: Z32.clone().to(d).put_(torch.tensor([0, 5], device=d), Z32[1, :2].to(d)),
     "polar of float16": lambda d: torch.polar(R32.half().to(d), R32.half().to(d)),
+    "arange": lambda d: torch.arange(0, 5, 1.5, dtype=CHALF, device=d),
+    "linspace": lambda d: torch.linspace(0, 5, 4, dtype=CHALF, device=d),
+    "linspace of a tensor end": lambda d: torch.linspace(torch.tensor(0.5, device=d), 5, 4, dtype=CHALF, device=d),
+    "eye": lambda d: torch.eye(3, dtype=CHALF, device=d),
 }
 
 
