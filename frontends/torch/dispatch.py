@@ -63,12 +63,33 @@ def run(func, args, kwargs):
 route_ops(run)  # the tensor class calls ``run`` directly from now on
 
 
-def forget() -> None:
+def forget(op=None) -> None:
     """Drop cached handler choices and recorded lowerings (after the lowering
-    registry changed)."""
+    registry changed for ``op``; None: for any op). Only when a choice made so
+    far looked ``op`` up: a lowering for an op no call has reached (dynamo's
+    ``prims.fma``, registered at the torch.compile backend's first graph)
+    leaves the recordings a loop replays, whose remaking made its captured
+    pieces' traced calls differ (issue 41)."""
+    if op is not None and not _looked_up(op):
+        return
     _HANDLERS.clear()
     _META.clear()
     _OPS.clear()
+
+
+def _looked_up(op) -> bool:
+    """Whether :func:`resolve` asked for ``op``'s lowering (an overload's, or
+    any of a packet's) for an op called so far: the op itself, or an in-place
+    form of it (run by the functional op's lowering). By name, so at worst a
+    choice that never asked is dropped too."""
+    name = getattr(op, "_qualified_op_name", None) or getattr(getattr(op, "_schema", None), "name", None)
+    if name is None:
+        return True
+    for f in _OPS:
+        called = getattr(getattr(f, "_schema", None), "name", None)
+        if called is None or called == name or called == name + "_":
+            return True
+    return False
 
 
 lowering.when_changed(forget)  # a lowering registered or removed: choices and recordings made without it go

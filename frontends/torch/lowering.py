@@ -53,27 +53,28 @@ def lowers(*ops):
 def register(op, fn) -> None:
     """Install (or replace) the lowering of ``op``; takes effect at the next call."""
     LOWERINGS[op] = fn
-    _changed()
+    _changed(op)
 
 
 def unregister(op) -> None:
     LOWERINGS.pop(op, None)
-    _changed()
+    _changed(op)
 
 
 _LISTENERS: list = []
 
 
 def when_changed(fn) -> None:
-    """Call ``fn()`` after :func:`register` or :func:`unregister` changed the
-    registry: the dispatcher (:mod:`.dispatch`, which builds on this module)
-    registers the forgetting of its handler choices and recordings at import."""
+    """Call ``fn(op)`` after :func:`register` or :func:`unregister` changed the
+    registry for ``op`` (an overload or a packet): the dispatcher
+    (:mod:`.dispatch`, which builds on this module) registers the forgetting
+    of the handler choices and recordings that looked ``op`` up at import."""
     _LISTENERS.append(fn)
 
 
-def _changed() -> None:
+def _changed(op) -> None:
     for fn in _LISTENERS:
-        fn()
+        fn(op)
 
 
 def lookup(func):

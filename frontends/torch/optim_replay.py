@@ -32,9 +32,9 @@ arguments (``max_norm``, ``norm_type``). Not replayed: a step given a
 closure (``LBFGS``), ``error_if_nonfinite=True`` (it reads a value), calls
 inside a captured step or under ``torch.compile``, tensors off the lazy
 device, and a function that keeps failing to replay (:data:`_MISSES` traced
-calls in a row: an optimizer that keeps state in host tensors and reads it
+calls in a row of one kind, the clipped gradients' layouts: an optimizer that keeps state in host tensors and reads it
 as Python numbers, or a step traced while cProfile runs), which is traced per op from
-then on (``LAZYCORE_DEBUG`` says why). ``LAZYCORE_REPLAY_OPTIMIZER=0`` turns
+then on for that kind (``LAZYCORE_DEBUG`` says why). ``LAZYCORE_REPLAY_OPTIMIZER=0`` turns
 all of it off.
 """
 
@@ -55,34 +55,56 @@ from .tensor import MADE, Tensor
 
 _MISSES = 4
 """Traced calls in a row (none replayed) after which a function is traced per op for good."""
+_KINDS = 8
+"""Kinds of calls a function counts misses for (as :data:`.capture._KINDS_KEPT` keeps recordings)."""
 
 
 class _Replayed:
-    """A captured function, and whether it is still worth calling it so."""
+    """A captured function, and per kind of its calls whether it is still
+    worth calling it so. ``clip_grad_norm_``'s two halves are one captured
+    function each for the whole process, called for every model a process
+    trains: the traced calls in a row are counted per kind (the gradients'
+    layouts), so two models clipped in turn (a GAN's generator and
+    discriminator), each traced twice before it replays, do not stop each
+    other's replays (issue 41). An optimizer's step has one kind."""
 
-    __slots__ = ("captured", "misses", "off", "__weakref__")
+    __slots__ = ("captured", "misses", "stopped", "__weakref__")
 
     def __init__(self, fn, name, optimizer=None):
         self.captured = Captured(fn, optimizer=optimizer)
         self.captured.__qualname__ = name
-        self.misses = 0
-        self.off = False
+        self.misses: dict = {}  # kind -> traced calls in a row
+        self.stopped: set = set()  # kinds traced per op from now on
 
-    def __call__(self, *args):
+    def off(self, kind=None) -> bool:
+        """Whether calls of ``kind`` are traced per op for good."""
+        return kind in self.stopped
+
+    def __call__(self, kind, *args):
         captured = self.captured
         replays = captured.replays
         out = captured(*args)
+        misses = self.misses
         if captured.replays != replays:
-            self.misses = 0
+            misses.pop(kind, None)
             return out
-        self.misses += 1
-        if self.misses >= _MISSES:
-            self.off = True
+        if len(misses) >= _KINDS and kind not in misses:
+            misses.clear()  # (kinds of a long run drift: each starts its count again)
+        n = misses[kind] = misses.get(kind, 0) + 1
+        if n >= _MISSES:
+            if len(self.stopped) >= _KINDS:
+                self.stopped.clear()
+            self.stopped.add(kind)
             if settings.debug:
                 from lazycore.observe.debug import on_capture
 
                 on_capture(captured.__qualname__, f"traced per op from now on: {captured.why or 'guards keep failing'}")
         return out
+
+
+def _kind(tensors) -> tuple:
+    """What tells apart the clipped gradients of two models: their layouts."""
+    return tuple([t._key for t in tensors])
 
 
 def _wanted() -> bool:
@@ -114,9 +136,9 @@ def _replaying(step):
             ref = weakref.ref(self)
             _REPLAYED[self] = _Replayed(lambda grads: step(ref()), f"{type(self).__name__}.step", self)
             return step(self)
-        if replayed.off:
+        if replayed.off():
             return step(self)
-        replayed([p.grad for group in self.param_groups for p in group["params"]])
+        replayed(None, [p.grad for group in self.param_groups for p in group["params"]])
         return None
 
     replaying_step.lazycore_wraps = step
@@ -135,9 +157,12 @@ def _total_norm(original):
         if isinstance(tensors, torch.Tensor):
             tensors = [tensors]
         tensors = list(tensors)
-        if error_if_nonfinite or replayed.off or not _wanted() or not _lazy(tensors):
+        if error_if_nonfinite or not _wanted() or not _lazy(tensors):
             return original(tensors, norm_type, error_if_nonfinite, foreach)
-        return replayed(tensors, float(norm_type), foreach)
+        kind = _kind(tensors)
+        if replayed.off(kind):
+            return original(tensors, norm_type, error_if_nonfinite, foreach)
+        return replayed(kind, tensors, float(norm_type), foreach)
 
     get_total_norm.lazycore_wraps = original
     get_total_norm.replayed = replayed
@@ -154,9 +179,12 @@ def _scaled(original):
             parameters = [parameters]
         parameters = list(parameters)
         grads = [p.grad for p in parameters if p.grad is not None]
-        if replayed.off or not _wanted() or not _lazy(grads + [total_norm]):
+        if not _wanted() or not _lazy(grads + [total_norm]):
             return original(parameters, max_norm, total_norm, foreach)
-        replayed(grads, float(max_norm), total_norm, foreach)
+        kind = _kind(grads)
+        if replayed.off(kind):
+            return original(parameters, max_norm, total_norm, foreach)
+        replayed(kind, grads, float(max_norm), total_norm, foreach)
         return None
 
     clip_grads_with_norm_.lazycore_wraps = original
