@@ -68,9 +68,14 @@ CACHE = CompileCache()
 
 class PackCache:
     """Device copies of recent scalar packs: a loop whose numbers do not
-    change (a fixed learning rate) transfers nothing after its first step."""
+    change (a fixed learning rate) transfers nothing after its first step.
 
-    def __init__(self, size: int = 64):
+    Room for 256: a padded program's pack holds its valid sizes, new at every
+    token of a ``generate()`` call (a 64-token call makes 67 packs), and a
+    least-recently-used map smaller than one call's packs misses on every one
+    of them in the next call too. A pack is a few numbers on the device."""
+
+    def __init__(self, size: int = 256):
         self.size = size
         self.entries: dict[tuple, object] = {}
 
