@@ -511,12 +511,21 @@ class _Plan:
         fresh = _capture._fresh(watch)  # oldest first: replays make them in this order too
         fresh_ids = {id(h) for h in fresh}
         used: dict[int, Storage] = {}  # id(new handle) -> its storage
+        # an argument's storage is the call's argument at every replay, not the recorded
+        # call's (a gradient set from an argument, a view of an argument returned)
+        arg_storage = {}
+        for k, x in enumerate(flat):
+            if type(x) is Tensor:
+                arg_storage.setdefault(id(x._storage), k)
 
         def describe(t):
-            """How to make ``t`` again: (id of its new handle or its old storage, view steps, layout)."""
+            """How to make ``t`` again: (id of its new handle, ("arg", k) or its old storage, view steps, layout)."""
             if type(t) is not Tensor:
                 raise _capture.Refused(f"the step returns or sets a {type(t).__name__} that is not a lazy tensor")
             st = t._storage
+            k = arg_storage.get(id(st))
+            if k is not None:
+                return (("arg", k), t._steps, t._key)
             if id(st.handle) in fresh_ids:
                 if used.setdefault(id(st.handle), st) is not st:
                     raise _capture.Refused("two storages of the step's results share one handle")
@@ -555,7 +564,8 @@ class _Plan:
         index = {id(h): k for k, h in enumerate(kept)}
 
         def renumber(desc):
-            if desc is None or desc == "same" or desc[0] == "value" or type(desc[0]) is not tuple:
+            if desc is None or desc == "same" or desc[0] == "value" or type(desc[0]) is not tuple \
+                    or desc[0][0] == "arg":
                 return desc
             return (index[desc[0][1]],) + desc[1:]
 
@@ -572,7 +582,7 @@ class _Plan:
             if desc is None or desc == "same" or desc[0] == "value":
                 return desc if desc is None or desc == "same" else ("value", repr(desc[1]))
             where, steps, layout = desc
-            return (where if type(where) is int else id(where()), _views.steps_key(steps), layout)
+            return (where if type(where) in (int, tuple) else id(where()), _views.steps_key(steps), layout)
 
         return (self.rec.key, self.state,
                 tuple((id(r()), tr) for r, tr in self.modules),
@@ -623,7 +633,13 @@ class _Plan:
 
         def make(desc):
             where, steps, layout = desc
-            return _new(made[where] if type(where) is int else where(), steps, *layout)
+            if type(where) is int:
+                st = made[where]
+            elif type(where) is tuple:  # ("arg", k)
+                st = flat[where[1]]._storage
+            else:
+                st = where()
+            return _new(st, steps, *layout)
 
         for p, (_, _, _, _, after) in zip(params, self.grads):
             if after is None:
