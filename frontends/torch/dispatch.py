@@ -898,14 +898,19 @@ def _eager_overlap(func, args, kwargs):
 
     def stand_in(x):
         if type(x) is Tensor:
+            # one byte buffer per storage, seen as each view's dtype: a view of
+            # another dtype (view_as_real of a complex tensor) overlaps its base
+            # and is laid out in its own elements, as over eager's storage
             storage = x._storage
-            buf = buffers.get((id(storage), x.dtype))
+            buf = buffers.get(id(storage))
             if buf is None:
                 n = 1
                 for d in storage.handle.shape:
                     n *= d
-                buf = buffers[(id(storage), x.dtype)] = torch.zeros(n, dtype=x.dtype)
-            return buf.as_strided(x.shape, x.stride(), x.storage_offset())
+                stored = TO_TORCH.get(storage.handle.dtype)
+                width = max(x.element_size(), 1 if stored is None else stored.itemsize)
+                buf = buffers[id(storage)] = torch.zeros(n * width, dtype=torch.uint8)
+            return buf.view(x.dtype).as_strided(x.shape, x.stride(), x.storage_offset())
         if isinstance(x, torch.Tensor):
             return torch.zeros(x.shape, dtype=x.dtype)
         if isinstance(x, (list, tuple)):

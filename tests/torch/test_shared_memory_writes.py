@@ -100,3 +100,28 @@ def test_an_input_overlapping_the_written_tensor_is_eagers(dev, name):
         except RuntimeError as err:
             outcomes.append(str(err))
     assert outcomes[1] == outcomes[0]
+
+
+# views of another dtype over one storage (view_as_real, .real, view(dtype)) stand in over
+# one buffer in their own elements: the float views of a complex tensor cover twice its count
+OVERLAPPING_DTYPE_VIEWS = {
+    "view_as_real(z)[..., 1].copy_(view_as_real(z)[..., 0])":
+        lambda z: torch.view_as_real(z)[..., 1].copy_(torch.view_as_real(z)[..., 0]),
+    "z.view(float32)[1:3].copy_(view_as_real(z)[0])":
+        lambda z: z.view(torch.float32)[1:3].copy_(torch.view_as_real(z)[0]),
+    "z.mul_(z.real)": lambda z: z.mul_(z.real),
+    "z[1:].add_(z[:-1].imag)": lambda z: z[1:].add_(z[:-1].imag),
+}
+
+
+@pytest.mark.parametrize("name", list(OVERLAPPING_DTYPE_VIEWS))
+def test_a_view_of_another_dtype_overlapping_the_written_tensor_is_eagers(dev, name):
+    outcomes = []
+    for device in ("cpu", dev):
+        z = torch.complex(torch.arange(3.0), torch.arange(3.0) + 10).to(device)
+        try:
+            OVERLAPPING_DTYPE_VIEWS[name](z)
+            outcomes.append(z.cpu().tolist())
+        except RuntimeError as err:
+            outcomes.append(str(err))
+    assert outcomes[1] == outcomes[0]
