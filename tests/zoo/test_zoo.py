@@ -37,10 +37,6 @@ KNOWN = {
                                 "convolution (bitwise jax.jit's conv and its VJP) sums 576..1152-term dots "
                                 "with ~1.7x oneDNN's error; batch norm, max pool, linear are at eager's level "
                                 "(tests/torch/test_conv_bn_numerics.py)",
-    ("timm-resnet10t", "parameters"): "1.4e-4 from eager after 2 steps (eager float32 vs float64: 6.3e-5): AdamW "
-                                      "on gradients that are 0 in float64 (bn1.bias[15]: 3e-18; eager float32 "
-                                      "5e-10, lazy 2.4e-8, both rounding noise) whose steps m/(sqrt(v)+1e-8) are "
-                                      "O(lr) with noise's sign and size; no lowering's error",
 }
 """(model, test) -> reason: the failures known today, strict xfails (fixing
 one fails its entry until it is removed)."""
