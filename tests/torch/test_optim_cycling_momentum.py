@@ -38,10 +38,10 @@ def _batches():
     return [(torch.randn(6, 8, generator=g), torch.randint(0, 4, (6,), generator=g)) for _ in range(STEPS)]
 
 
-def _train(dev, make, kwargs, captured, schedule):
+def _train(dev, make, kwargs, captured, schedule, dtype=torch.float32):
     """(losses, parameters, each step's momentum, the step function)."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4)).to(dev)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4)).to(dev, dtype)
     opt = make(model.parameters(), **kwargs)
     sched = schedule(opt)
 
@@ -56,7 +56,7 @@ def _train(dev, make, kwargs, captured, schedule):
     losses, momenta = [], []
     for x, y in _batches():
         momenta.append(opt.param_groups[0]["momentum"])
-        loss = fn(x.to(dev), y.to(dev))
+        loss = fn(x.to(dev, dtype), y.to(dev))
         sched.step()
         if dev.type == "lazy":
             ltorch.mark_step()
@@ -94,10 +94,16 @@ def test_a_cycled_momentum_is_an_input_and_the_step_replays(dev, name, schedule)
     for u, v in zip(got[1], traced[1]):
         np.testing.assert_array_equal(u, v)
     np.testing.assert_allclose(got[0], eager[0], rtol=1e-6)
-    for u, v in zip(got[1], eager[1]):
-        # (XLA contracts buf * momentum + grad into one fused multiply-add, which eager rounds
-        # twice; RMSprop: eager's sqrt is not correctly rounded)
-        np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-7)
+    # eager's float32 parameters, as far as float32 rounding lets two correct programs agree:
+    # XLA contracts buf * momentum + grad into one fused multiply-add, which eager rounds
+    # twice; eager's sqrt is not correctly rounded here and XLA's log is 1.1 ulp; RMSprop
+    # divides by sqrt(v), which magnifies an ulp of a small gradient. So: within 1e-5 of
+    # eager, or no further from the float64 run's parameters than twice eager's own distance
+    truth = _train(torch.device("cpu"), make, kwargs, False, schedule, torch.float64)
+    for u, v, t in zip(got[1], eager[1], truth[1]):
+        if not np.allclose(u, v, rtol=1e-5, atol=1e-7):
+            assert np.abs(u - t).max() <= 2 * np.abs(v - t).max(), (np.abs(u - t).max(), np.abs(v - t).max())
+            np.testing.assert_allclose(u, v, rtol=1e-4)
 
 
 MOMENTA = {
