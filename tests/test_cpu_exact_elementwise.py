@@ -8,6 +8,9 @@ rounding to bfloat16 ((x + 0.3).float(): 189191 of 200k off). Subnormal inputs a
 out: XLA's CPU backend flushes them to zero, eager does not.
 """
 
+import os
+import sys
+
 import numpy
 import pytest
 import torch
@@ -15,17 +18,8 @@ import torch
 import lazycore.numpy as lnp
 import lazycore.torch as lt
 
-
-def bits_equal(got, want):
-    """The same bits in every element but NaN, which need only be NaN in both."""
-    got, want = numpy.asarray(got), numpy.asarray(want)
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-    both_nan = numpy.isnan(got.astype(numpy.float64)) & numpy.isnan(want.astype(numpy.float64))
-    unsigned = {2: numpy.uint16, 4: numpy.uint32, 8: numpy.uint64}[got.dtype.itemsize]
-    differ = (got.view(unsigned) != want.view(unsigned)) & ~both_nan
-    assert not differ.any(), (
-        f"{int(differ.sum())} of {differ.size} differ, e.g. got {got[differ][:4]} want {want[differ][:4]}"
-    )
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _bits import bits_equal  # noqa: E402
 
 
 def host(t: torch.Tensor) -> numpy.ndarray:

@@ -7,6 +7,9 @@ where a reduction is involved have integer values, so that the sum is exact what
 order it is added in and only the division is compared.
 """
 
+import os
+import sys
+
 import numpy
 import pytest
 import torch
@@ -16,17 +19,8 @@ import lazycore.torch as lt
 from lazycore.passes.pipeline import DEFAULT_PIPELINE
 from lazycore.runtime import compiler
 
-
-def bits_equal(got, want):
-    """The same bits in every element but NaN, which need only be NaN in both."""
-    got, want = numpy.asarray(got), numpy.asarray(want)
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-    both_nan = numpy.isnan(got.astype(numpy.float64)) & numpy.isnan(want.astype(numpy.float64))
-    unsigned = {2: numpy.uint16, 4: numpy.uint32, 8: numpy.uint64}[got.dtype.itemsize]
-    differ = (got.view(unsigned) != want.view(unsigned)) & ~both_nan
-    assert not differ.any(), (
-        f"{int(differ.sum())} of {differ.size} differ, e.g. got {got[differ][:4]} want {want[differ][:4]}"
-    )
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _bits import bits_equal  # noqa: E402
 
 
 @pytest.fixture
