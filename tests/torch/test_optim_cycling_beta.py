@@ -4,12 +4,17 @@ Adamax, NAdam and RAdam read their beta1 as a device value, as Adam and AdamW
 do, so a whole training step under ``lazycore.torch.capture`` replays from
 its third call, with eager's parameters (lazycore.frontends.torch.optim)."""
 
+import os
+import sys
+
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
 import lazycore.torch as ltorch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _cycling  # noqa: E402
 
 O = torch.optim
 
@@ -25,35 +30,9 @@ CASES = {
 STEPS = 10
 
 
-def _batches():
-    g = torch.Generator().manual_seed(1)
-    return [(torch.randn(6, 8, generator=g), torch.randint(0, 4, (6,), generator=g)) for _ in range(STEPS)]
-
-
 def _train(dev, make, kwargs, captured, schedule):
     """(losses, parameters, each step's beta1, the step function)."""
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4)).to(dev)
-    opt = make(model.parameters(), **kwargs)
-    sched = schedule(opt)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.detach()
-
-    fn = ltorch.capture(step) if captured else step
-    losses, betas = [], []
-    for x, y in _batches():
-        betas.append(opt.param_groups[0]["betas"][0])
-        loss = fn(x.to(dev), y.to(dev))
-        sched.step()
-        if dev.type == "lazy":
-            ltorch.mark_step()
-        losses.append(float(loss.cpu()))
-    return losses, [p.detach().cpu().numpy() for p in model.parameters()], betas, fn
+    return _cycling.train(dev, make, kwargs, captured, schedule, STEPS, lambda opt: opt.param_groups[0]["betas"][0])[:4]
 
 
 def _one_cycle(opt):

@@ -10,13 +10,16 @@ recording is kept for each answer. CI runs each optimizer under one of the
 two schedules; ``LAZYCORE_TEST_FULL=1`` under both."""
 
 import os
+import sys
 
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
 import lazycore.torch as ltorch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _cycling  # noqa: E402
 
 FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 O = torch.optim
@@ -33,36 +36,12 @@ CASES = {
 }
 
 
-def _batches():
-    g = torch.Generator().manual_seed(1)
-    return [(torch.randn(6, 8, generator=g), torch.randint(0, 4, (6,), generator=g)) for _ in range(STEPS)]
-
-
 def _train(dev, make, kwargs, captured, schedule, dtype=torch.float32):
     """(losses, parameters, each step's momentum, the step function)."""
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4)).to(dev, dtype)
-    opt = make(model.parameters(), **kwargs)
-    sched = schedule(opt)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.detach()
-
-    fn = ltorch.capture(step) if captured else step
-    losses, momenta = [], []
-    for x, y in _batches():
-        momenta.append(opt.param_groups[0]["momentum"])
-        loss = fn(x.to(dev, dtype), y.to(dev))
-        sched.step()
-        if dev.type == "lazy":
-            ltorch.mark_step()
-        losses.append(float(loss.cpu()))
+    *out, opt = _cycling.train(dev, make, kwargs, captured, schedule, STEPS,
+                               lambda opt: opt.param_groups[0]["momentum"], dtype)
     assert all(type(g["momentum"]) is float for g in opt.param_groups)  # (the user's number, between steps)
-    return losses, [p.detach().cpu().numpy() for p in model.parameters()], momenta, fn
+    return out
 
 
 def _one_cycle(opt):
