@@ -2,41 +2,21 @@
 and replayed: eager's values and layouts, the nodes per-op tracing makes,
 and nothing replayed that has a side effect (dispatch.py)."""
 
+import os
+import sys
+
 import numpy as np
 import pytest
 import torch
 
 import lazycore
 import lazycore.torch as ltorch
-from lazycore.frontends.torch import tensor as _tensor
 from lazycore.ir.config import override
 
 aten = torch.ops.aten
 
-
-def _rand(*shape, seed=0):
-    return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
-
-
-class _Dispatches:
-    """Counts the ops that reach the lazy device's dispatch (pieces of a decomposition included)."""
-
-    def __init__(self, monkeypatch):
-        self.count = 0
-        inner = _tensor._dispatch
-
-        def counting(func, args, kwargs):
-            self.count += 1
-            return inner(func, args, kwargs)
-
-        monkeypatch.setattr(_tensor, "_dispatch", counting)
-
-
-def _digests(out):
-    from lazycore.frontends.torch.tensor import read
-
-    outs = out if isinstance(out, (list, tuple)) else (out,)
-    return [None if o is None else read(o).value.node.digest for o in outs]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _replay_counts import Dispatches as _Dispatches, digests as _digests, rand as _rand  # noqa: E402
 
 
 def _layer_norm_backward(dev, seed):

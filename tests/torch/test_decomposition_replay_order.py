@@ -12,38 +12,21 @@ had used ``where`` with a number (tests/torch/test_shared_memory_writes.py,
 test_tensor.py), the replay lost.
 """
 
+import os
+import sys
+
 import numpy as np
 import pytest
 import torch
 
 import lazycore
 import lazycore.torch as ltorch
-from lazycore.frontends.torch import tensor as _tensor
 from lazycore.ir.config import override
 
 aten = torch.ops.aten
 
-
-def _rand(*shape, seed=0):
-    return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
-
-
-def _digests(out):
-    from lazycore.frontends.torch.tensor import read
-
-    return [read(out).value.node.digest]
-
-
-class _Dispatches:
-    def __init__(self, monkeypatch):
-        self.count = 0
-        inner = _tensor._dispatch
-
-        def counting(func, args, kwargs):
-            self.count += 1
-            return inner(func, args, kwargs)
-
-        monkeypatch.setattr(_tensor, "_dispatch", counting)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _replay_counts import Dispatches as _Dispatches, digests as _digests, rand as _rand  # noqa: E402
 
 
 def test_tril_replays_after_where_with_a_number_has_recorded_its_piece(dev, monkeypatch):
