@@ -669,9 +669,8 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False, wrapped=False):
     memo = entry[4]
     if not floats:
         fl = ()
-    elif named is None and len(floats) == 1:  # (x * 0.9: _float_keys's one-float case, float_key inline)
-        f = floats[0]
-        fl = (f if f != 0.0 and f == f else repr(f),)
+    elif named is None and len(floats) == 1:  # (x * 0.9: _float_keys's one-float case, inline)
+        fl = (float_key(floats[0]),)
     else:
         fl = _float_keys(floats, named)
     vclass = None
