@@ -451,7 +451,7 @@ class _Rate:
 
 
 _RATES: "weakref.WeakKeyDictionary[torch.optim.Optimizer, dict[int, _Rate]]" = weakref.WeakKeyDictionary()
-_BETA1S: "weakref.WeakKeyDictionary[torch.optim.Optimizer, dict[int, _Rate]]" = weakref.WeakKeyDictionary()
+_CYCLED: "weakref.WeakKeyDictionary[torch.optim.Optimizer, dict[int, _Rate]]" = weakref.WeakKeyDictionary()
 """A parameter group's float ``betas[0]`` (Adam family) or ``momentum`` (SGD,
 RMSprop), what OneCycleLR and CyclicLR cycle (:func:`_cycled`), as a device
 value (a :class:`_Rate`), as for the learning rate. Kept while the momentum
@@ -470,7 +470,7 @@ def refresh(opt) -> None:
             if type(lr) is float:
                 rate.fill(lr)
                 rate.fresh = True
-    cycled = _BETA1S.get(opt)
+    cycled = _CYCLED.get(opt)
     # (a momentum torch's Python takes no branch for is no input of the step: not filled)
     key = _cycled_key(opt) if cycled else None
     if key == "momentum" and not _momentum_on_device(opt):
@@ -486,8 +486,8 @@ def refresh_unfilled() -> None:
     """Fill every device rate no step has filled yet (made as device data
     with its optimizer): a captured call that meets its optimizer for the
     first time then reads the rate as an input, not as a value it made."""
-    for opt in {*_RATES.keys(), *_BETA1S.keys()}:
-        if any(r.node is None for t in (_RATES, _BETA1S) for r in t.get(opt, {}).values()):
+    for opt in {*_RATES.keys(), *_CYCLED.keys()}:
+        if any(r.node is None for t in (_RATES, _CYCLED) for r in t.get(opt, {}).values()):
             refresh(opt)  # (at its groups' current values: a warm-up may have set them since)
 
 
@@ -495,7 +495,7 @@ def _rates() -> dict:
     """Every device learning rate's group value, to tell who changed them."""
     lrs = {id(opt): tuple(opt.param_groups[i]["lr"] for i in rates) for opt, rates in list(_RATES.items())}
     return lrs | {("cycled", id(opt)): tuple(_cycled_value(opt.param_groups[i], _cycled_key(opt)) for i in betas)
-                  for opt, betas in list(_BETA1S.items())}
+                  for opt, betas in list(_CYCLED.items())}
 
 
 def _differ(a: dict, b: dict) -> bool:
@@ -562,7 +562,7 @@ def read_as_input(opt) -> tuple[str, ...]:
     step takes its momentum branch, :data:`_TENSOR_MOMENTUM`: where it does
     not, the momentum is left to the guards, so a captured step guards the
     branch, not the value)."""
-    key = _cycled_key(opt) if _BETA1S.get(opt) else None
+    key = _cycled_key(opt) if _CYCLED.get(opt) else None
     cycled = (key,) if key == "betas" or (key and _momentum_on_device(opt)) else ()
     return ("lr",) * bool(_RATES.get(opt)) + cycled
 
@@ -587,11 +587,11 @@ def _made_with(add_param_group):
             _RATES.setdefault(self, {})[i] = _Rate(group["lr"], device)
         betas = group.get("betas")
         if betas and type(betas[0]) is float and not group.get("differentiable") and _beta1_on_device(self):
-            _BETA1S.setdefault(self, {})[i] = _Rate(betas[0], device)
+            _CYCLED.setdefault(self, {})[i] = _Rate(betas[0], device)
         momentum = group.get("momentum")
         # (a momentum of 0 is no input: made by the first step that reads one, if any does)
         if isinstance(self, _TENSOR_MOMENTUM) and type(momentum) is float and _momentum_on_device(self):
-            _BETA1S.setdefault(self, {})[i] = _Rate(momentum, device)
+            _CYCLED.setdefault(self, {})[i] = _Rate(momentum, device)
 
     with_rates.lazycore_wraps = add_param_group
     return with_rates
@@ -620,7 +620,7 @@ def _swap_in(opt, args, kwargs) -> None:
         return  # (dynamo would specialize on the float it sees)
     if key is None:
         if isinstance(opt, _TENSOR_BETA1):
-            _BETA1S.pop(opt, None)  # (a complex parameter's group added since they were made)
+            _CYCLED.pop(opt, None)  # (a complex parameter's group added since they were made)
         return  # (a momentum of 0 stays a number: torch's Python asks it, and the guards see it)
     betas = None
     for i, group in enumerate(opt.param_groups):
@@ -630,7 +630,7 @@ def _swap_in(opt, args, kwargs) -> None:
         if type(value) is not float or not _on_lazy(group) or group.get("differentiable"):
             continue
         if betas is None:
-            betas = _BETA1S.setdefault(opt, {})
+            betas = _CYCLED.setdefault(opt, {})
         rate = betas.get(i)
         if rate is None:
             rate = betas[i] = _Rate(value, group["params"][0].device)
@@ -648,7 +648,7 @@ def _swap_out(opt, args, kwargs) -> None:
         group = opt.param_groups[i]
         if group["lr"] is rate.tensor:
             group["lr"] = rate.value
-    for i, rate in _BETA1S.get(opt, {}).items():
+    for i, rate in _CYCLED.get(opt, {}).items():
         group = opt.param_groups[i]
         if "betas" in group and group["betas"][0] is rate.tensor:
             group["betas"] = (rate.value, *group["betas"][1:])
