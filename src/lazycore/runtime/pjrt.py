@@ -19,6 +19,7 @@ from jax._src import cache_key as _jax_cache_key
 from jax._src.core import ShapedArray
 from jax._src.dtypes import float0 as _FLOAT0
 from jax._src.lib import xla_client as xc
+from jax.sharding import SingleDeviceSharding
 from jaxlib.mlir._mlir_libs import _stablehlo as _jaxlib_stablehlo
 
 from lazycore.dialect.types import TensorType, to_numpy_dtype, type_of
@@ -260,8 +261,6 @@ def to_device(array: np.ndarray, device=None):
     which a barrier pays for every scalar pack that is new (a decoding
     token's valid sizes are new at every token)."""
     if type(array) is np.ndarray and isinstance(device, xc.Device) and array.dtype != _FLOAT0:
-        from jax.sharding import SingleDeviceSharding
-
         return xc.batched_device_put(ShapedArray(array.shape, array.dtype), SingleDeviceSharding(device),
                                      [np.array(array, copy=True)], [device], True, enable_x64=True)
     if isinstance(device, MeshTarget):
@@ -561,8 +560,6 @@ class Executable:
             self.output_shardings = tuple(self.device.output_shardings(self.loaded, self.output_types))
             self._handlers = [_result_handler(t, s.jax) for t, s in zip(self.output_types, self.output_shardings)]
         else:
-            from jax.sharding import SingleDeviceSharding
-
             self.output_shardings = (None,) * len(self.output_types)
             """Per result, its :class:`Sharding` on a mesh (None on one device)."""
             sharding = SingleDeviceSharding(self.device)
