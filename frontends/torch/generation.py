@@ -569,7 +569,7 @@ def _prepare_deferred(input_ids, kwargs) -> bool:
     ``prepare_inputs_for_generation`` inside, so the replay makes the 4-D
     mask (:meth:`_DecodingStep._forward`)."""
     g = _GENERATING
-    cache_name = "cache" if kwargs.get("cache") is not None else "past_key_values"
+    cache_name = _cache_name(kwargs)
     layers = _static_layers(kwargs.get(cache_name))
     if layers is None or not isinstance(input_ids, Tensor) or input_ids.dim() != 2:
         return False
@@ -601,6 +601,11 @@ def _prepare_deferred(input_ids, kwargs) -> bool:
     g.deferred = (inputs["input_ids"], inputs.get("attention_mask"))
     g.early = (input_ids, (), 1, dict(kwargs), inputs)
     return True
+
+
+def _cache_name(kwargs) -> str:
+    """The keyword a decoding step's cache comes under (models take ``cache`` or ``past_key_values``)."""
+    return "cache" if kwargs.get("cache") is not None else "past_key_values"
 
 
 def _static_layers(cache):
@@ -663,7 +668,7 @@ class _DecodingStep:
         plan = self._plan(kwargs)
         if plan is None:
             if prepare:  # (traced per op, as those inputs would have been)
-                cache_name = "cache" if kwargs.get("cache") is not None else "past_key_values"
+                cache_name = _cache_name(kwargs)
                 length = int(kwargs[cache_name].layers[0].cumulative_length)
                 return model(**_prepared(model, kwargs, cache_name, length))
             return model(**kwargs)
@@ -710,7 +715,7 @@ class _DecodingStep:
     def _plan(self, kwargs):
         """``(cache, its keyword, its layers, tensor keywords, tensors, other
         keywords and values)`` for a decoding step that can be captured, else None."""
-        cache_name = "cache" if kwargs.get("cache") is not None else "past_key_values"
+        cache_name = _cache_name(kwargs)
         cache = kwargs.get(cache_name)
         layers = _static_layers(cache)
         ids = kwargs.get("input_ids")
