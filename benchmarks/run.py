@@ -227,9 +227,11 @@ def programs_on_their_own_core():
     try:
         yield True
     finally:
-        for tid, mask in before.items():
+        # threads started while pinned (XLA's and torch's pools grow on demand) inherited
+        # the one CPU: left so, every later benchmark's programs would run on one core
+        for tid in map(int, os.listdir("/proc/self/task")):
             try:
-                os.sched_setaffinity(tid, mask)
+                os.sched_setaffinity(tid, before.get(tid, set(cpus)))
             except (ProcessLookupError, PermissionError):
                 continue
 
@@ -1088,7 +1090,8 @@ def main(argv=None) -> int:
             "torch_threads": torch.get_num_threads(), "cpus": os.cpu_count(), "machine": platform.machine(),
             "device": str(jax.devices()[0]), "seconds": time.perf_counter() - t0,
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_average": [load_before, os.getloadavg()[0]],
-            "size": args.size or ("tiny" if args.quick else "small")}
+            "size": args.size or ("tiny" if args.quick else "small"),
+            "only": which if args.only else None}
     print(f"\nlazycore benchmarks ({'--quick smoke run: timings mean nothing' if args.quick else 'full run'}); "
           f"torch {meta['torch']} ({meta['torch_threads']} threads), jax {meta['jax']}, {meta['cpus']} CPUs, "
           f"{args.warmup} warm-up + {args.steps} timed steps; ratio = median / the baseline's median")
