@@ -29,12 +29,25 @@ def _num(v, unit: str) -> str:
     return f"{v:.3g} {unit}" if abs(v) < 1000 else f"{v:,.0f} {unit}"
 
 
+def _only(which) -> str:
+    """A run of some benchmarks (``--only``) says which, so a missing one is not read as dropped."""
+    if not which:
+        return ""
+    runs, start = [], which[0]
+    for a, b in zip(which, which[1:] + [None]):
+        if b != a + 1:
+            runs.append(str(start) if start == a else f"{start}-{a}")
+            start = b
+    return f", benchmarks {', '.join(runs)} only (`--only`)"
+
+
 def render(results: dict) -> str:
     meta = results["meta"]
     load = meta.get("load_average")
     lines = [
         f"Run of {meta.get('date', 'an undated run')}"
-        f"{' (--quick: timings mean nothing)' if meta.get('quick') else ''}: "
+        f"{' (--quick: timings mean nothing)' if meta.get('quick') else ''}"
+        f"{_only(meta.get('only'))}: "
         f"torch {meta['torch']} ({meta['torch_threads']} threads), jax {meta['jax']}, {meta['cpus']} CPUs "
         f"({meta['machine']}, {meta['device']})"
         + (f", load average {load[0]:.2f} before and {load[1]:.2f} after" if load else "")
