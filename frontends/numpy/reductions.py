@@ -32,7 +32,7 @@ from .ufuncs import (
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "any", "all", "std", "var", "argmax", "argmin",
            "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nansum", "nanprod", "nanmean", "nanmax",
-           "nanmin", "nanvar", "nanstd", "nancumsum", "nancumprod", "ptp", "average"]
+           "nanmin", "nanvar", "nanstd", "nancumsum", "nancumprod", "ptp", "average", "count_nonzero"]
 
 _NoValue = np._NoValue
 _BOOL = np.dtype(bool)
@@ -216,6 +216,14 @@ def _logical(op):
 
 any = implements(np.any)(_logical("reduce_max"))
 all = implements(np.all)(_logical("reduce_min"))
+
+
+@implements(np.count_nonzero)
+def count_nonzero(a, axis=None, *, keepdims=False):
+    """A sum of ``a != 0`` in the platform integer. NumPy gives a Python int for the
+    whole array; here that is a lazy 0-d int64 scalar (an int would be a barrier)."""
+    a = asarray_like(a)
+    return sum(UFUNCS["not_equal"](a, 0), axis=axis, dtype=np.intp, keepdims=keepdims)
 
 
 # --- max, min -------------------------------------------------------------------------------------
