@@ -26,7 +26,7 @@ from lazycore.trace import core
 from . import reductions
 from .array import ndarray, value, wrap
 from .fallback import call_numpy, implements
-from .manipulation import diagonal as _diagonal
+from .manipulation import diagonal as _diagonal, diagonal_view
 from .scalars import result
 from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const, store_out
 
@@ -235,10 +235,44 @@ def _parse_einsum(subscripts: str, shapes):
         output = list(head) + (ell if "..." in out else []) + list(tail)
         if len(set(output)) != len(output) or any(c not in letters and c not in ell for c in output):
             raise _Unsupported
-    for labels in inputs:
-        if len(set(labels)) != len(labels):
-            raise _Unsupported  # a repeated label takes a diagonal
     return inputs, output
+
+
+def _take_diagonals(x: ndarray, labels):
+    """``x`` with each label it repeats taken once, along its diagonal (last, as
+    :func:`diagonal` puts it); the labels of the result."""
+    while len(set(labels)) != len(labels):
+        c = next(c for c in labels if labels.count(c) > 1)
+        i = labels.index(c)
+        j = labels.index(c, i + 1)
+        if x.shape[i] != x.shape[j]:
+            raise _Unsupported  # NumPy's error
+        x = diagonal_view(x, 0, i, j)
+        labels = [l for k, l in enumerate(labels) if k not in (i, j)] + [c]
+    return x, labels
+
+
+def _sublists(operands):
+    """The sublist call form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` as subscripts and arrays."""
+    def term(sub):
+        parts = []
+        for s in sub:
+            if s is Ellipsis:
+                parts.append("...")
+            elif isinstance(s, (int, np.integer)) and 0 <= s < len(_SYMBOLS):
+                parts.append(_SYMBOLS[s])
+            else:
+                raise _Unsupported  # NumPy's error
+        return "".join(parts)
+
+    arrays, terms = list(operands[0::2]), [term(s) for s in operands[1::2]]
+    if len(operands) % 2:
+        output = arrays.pop()  # odd count: the last operand is the output's sublist
+        return ",".join(terms) + "->" + term(output), arrays
+    return ",".join(terms), arrays
+
+
+_SYMBOLS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # NumPy's order for sublist integers
 
 
 def _sum_out(h, labels, keep):
@@ -266,14 +300,19 @@ def _next_pair(ops, output, sizes):
 def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=False):
     """Pairwise ``dot_general`` (smallest product first), labels no later operand
     or the output needs summed out before. Labels of size 1 broadcast, as in
-    NumPy. Diagonals (a label twice in one operand) and the sublist call form
-    run NumPy; ``optimize`` is accepted and ignored."""
-    if not operands or not isinstance(operands[0], str) or order not in "KCA":
-        return call_numpy(np.einsum, operands, dict(out=out, dtype=dtype, order=order, casting=casting,
-                                                    optimize=optimize))
-    subscripts, arrays = operands[0], [_operand(x) for x in operands[1:]]
+    NumPy. A label twice in one operand takes its diagonal first (a view, as
+    NumPy's); the sublist call form is the same call spelled with integers.
+    ``optimize`` is accepted and ignored."""
     try:
+        if not operands or order not in "KCA":
+            raise _Unsupported
+        if isinstance(operands[0], str):
+            subscripts, arrays = operands[0], list(operands[1:])
+        else:
+            subscripts, arrays = _sublists(operands)
+        arrays = [_operand(x) for x in arrays]
         inputs, output = _parse_einsum(subscripts, [x.shape for x in arrays])
+        arrays, inputs = map(list, zip(*(_take_diagonals(x, labels) for x, labels in zip(arrays, inputs))))
         sizes = {}
         for labels, x in zip(inputs, arrays):
             for c, n in zip(labels, x.shape):

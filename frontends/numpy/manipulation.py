@@ -851,7 +851,12 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     ``offset`` (row ``-offset``'s first element below the main diagonal); the diagonal's
     axis comes last, as NumPy's. The view reads the source lazily, after any later write
     to it too."""
-    a = asarray_like(a)
+    return diagonal_view(asarray_like(a), offset, axis1, axis2, writeable=False)
+
+
+def diagonal_view(a: ndarray, offset, axis1, axis2, writeable=None) -> ndarray:
+    """:func:`diagonal`'s view, writeable as ``a`` is unless ``writeable`` says
+    (``np.einsum("ii->i", a)`` is a writeable view in NumPy)."""
     origin = a._standin()
     out = origin.diagonal(offset, axis1, axis2)  # NumPy's errors, shape, strides, offset
     ax1, ax2 = normalize_axis_index(axis1, a.ndim), normalize_axis_index(axis2, a.ndim)
@@ -866,7 +871,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     batch = tuple(a.shape[d] for d in perm[:-2])
     steps.append(Reshape(batch + (n * m,)))
     steps.append(Slice(len(batch), start, count, m + 1))
-    return a._view(tuple(steps), out, origin, writeable=False)
+    return a._view(tuple(steps), out, origin, writeable=writeable)
 
 
 __all__.append("diagonal")

@@ -158,7 +158,9 @@ def test_einsum_dtypes_view_and_fallbacks(rng):
     assert t[0, 0].item() == 9
     assert metrics.fallbacks() == {}
     sq = sample(rng, (3, 3), "float64")
-    same(np.einsum("ii->i", np.asarray(sq)), numpy.einsum("ii->i", sq))  # a diagonal: NumPy computes it
+    same(np.einsum("ii->i", np.asarray(sq)), numpy.einsum("ii->i", sq))  # a diagonal: lazy too
+    assert metrics.fallbacks() == {}
+    same(np.einsum("ij->ji", np.asarray(sq), order="F"), numpy.einsum("ij->ji", sq, order="F"))  # NumPy's layout
     assert "numpy.einsum" in metrics.fallbacks()
 
 
