@@ -169,7 +169,7 @@ def test_mask_reads_and_per_element_values_fall_back(rng):
     x = sample(rng, (4, 5), "int32")
     m = x > 0
     a = np.asarray(x)
-    same(a[m], x[m])
+    same(a[np.asarray(m)], x[m])  # a lazy mask (a NumPy mask is a gather: test_np_user_code.py)
     assert "ndarray.__getitem__" in metrics.fallbacks()
     want = x.copy()
     want[m] = numpy.arange(m.sum())

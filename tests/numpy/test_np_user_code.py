@@ -58,3 +58,40 @@ def test_einsum_diagonal_is_a_writeable_view_as_numpys(clean_runtime):
     same(lazy, host)
     with pytest.raises(ValueError, match="collapsing index 'i' don't match"):
         np.einsum("ii", np.asarray(_A[0]))  # NumPy's own error (NumPy runs it)
+
+
+# --- NumPy masks on lazy arrays: their coordinates, taken at the call ----------------------------------
+
+_X = numpy.random.default_rng(1).normal(size=(5, 4))
+_KEYS = [_X > 0, (_X > 0)[:, 0], (slice(None), (_X > 0)[0]), ((_X[:, 0] > 0), slice(1, 3)),
+         (_X[:, 0] > 0, numpy.array([2])), (Ellipsis, _X[0] > 0), (None, _X > 0), (slice(1, 4), (_X > 0)[1]),
+         [True, False, True, True, False]]
+
+
+@pytest.mark.parametrize("k", range(len(_KEYS)))
+def test_numpy_mask_reads_and_writes_are_a_gather_and_a_scatter(k, clean_runtime):
+    key = _KEYS[k]
+    host, lazy = _X.copy(), np.asarray(_X)
+    same(lazy[key], host[key])
+    values = numpy.arange(host[key].size, dtype=float).reshape(host[key].shape) * 1.5
+    host[key] = values
+    lazy[key] = np.asarray(values)
+    same(lazy, host)
+    host[key] *= 3  # a read, then a write of one value per selected element
+    lazy[key] *= 3
+    same(lazy, host)
+    assert metrics.fallbacks() == {}
+
+
+def test_masks_keep_numpys_errors_and_lazy_masks_run_numpy(clean_runtime):
+    lazy = np.asarray(_X)
+    for bad in (numpy.ones(3, bool), numpy.ones((5, 5), bool)):
+        with pytest.raises(IndexError) as want:
+            _X[bad]
+        with pytest.raises(IndexError) as got:
+            lazy[bad]
+        assert str(got.value) == str(want.value)
+    assert metrics.fallbacks() == {}
+    same(lazy[np.asarray(_X > 0)], _X[_X > 0])
+    same(lazy[True], _X[True])
+    assert metrics.fallbacks()["ndarray.__getitem__"]
