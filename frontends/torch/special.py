@@ -8,11 +8,12 @@ import numpy as np
 import torch
 
 from lazycore.dialect.types import to_numpy_dtype
+from lazycore.ir.sourceloc import release as release_frame
 from lazycore.trace import core, views
 
 from . import dtypes
 from .lowering import broadcast, convert
-from .tensor import Tensor, from_host, lc_device, read, to_host, upload, view_of, wrap, wrap_layout, write
+from .tensor import ENTRY, Tensor, from_host, lc_device, read, to_host, upload, view_of, wrap, wrap_layout, write
 from .tensor import meta_twin as _meta
 
 aten = torch.ops.aten
@@ -135,7 +136,19 @@ def equal(func, args, kwargs):
     return bool(torch.equal(to_host(a) if isinstance(a, Tensor) else a, to_host(b) if isinstance(b, Tensor) else b))
 
 
+def pack_padded_sequence(func, args, kwargs):
+    """Eager's kernel, device-generic ATen (CompositeExplicitAutograd), run on the
+    lazy input: the data's slices stay lazy, and ``batch_sizes``, which it makes
+    from the CPU lengths, stays on the CPU, as for a CUDA input; moved to the
+    device (a fallback's results are), ``PackedSequence`` refuses it."""
+    try:
+        return func._op_dk(torch._C.DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
+    finally:
+        release_frame(ENTRY.frame)  # (as a decomposition's)
+
+
 SPECIAL = {
+    aten._pack_padded_sequence.default: pack_padded_sequence,
     aten.copy_.default: copy_,
     aten._to_copy.default: to_copy,
     aten._local_scalar_dense.default: local_scalar_dense,
