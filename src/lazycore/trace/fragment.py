@@ -28,7 +28,7 @@ replayed step hashes exactly as a traced one and compiles nothing new. Source lo
 
 from __future__ import annotations
 
-from lazycore.ir.graph import Value, digest, operand_bytes
+from lazycore.ir.graph import Value, digest, index_bytes, operand_bytes
 from lazycore.ir.remake import Source, node_again
 from lazycore.ir.tensor import LazyTensor
 
@@ -36,7 +36,11 @@ _DIGESTS_KEPT = 64
 """Kinds of inputs a fragment keeps node digests for: one signature may serve
 a few places in a step (two ReLUs of one shape, a chain of 25 scalings)."""
 
-MISS = object()
+_HASHED_IN_LINES = 64
+"""Entries up to which a fragment's generated replay hashes inputs of a new
+kind in lines of its own (:meth:`Fragment._hashing`); a larger fragment's (a
+captured step's: a GPT step's 2,300 nodes, its inputs of one kind at every
+call) calls :func:`_walk`, as the lines would double its compile."""
 
 
 class Fragment:
@@ -68,8 +72,8 @@ class Fragment:
         """Input digests -> the entries' digests on such inputs."""
         self.fast = None
         """``fast(handles, values, loc)``: the replay as generated code, made
-        at the first :meth:`replay`; returns ``MISS`` for inputs of a kind
-        not hashed yet. (A caller on the per-op path calls it first.)"""
+        at the first :meth:`replay` (a caller on the per-op path calls it
+        directly once made); it hashes inputs of a kind it has not met."""
 
     def remember(self, inputs, digests) -> None:
         """The entries' ``digests`` on input values ``inputs`` (as recorded: no
@@ -84,11 +88,7 @@ class Fragment:
         fast = self.fast
         if fast is None:
             fast = self.fast = self._generate()
-        out = fast(handles, values, loc)
-        if out is MISS:
-            self._hash([h._value for h in handles] + list(values))
-            out = fast(handles, values, loc)
-        return out
+        return fast(handles, values, loc)
 
     def made_once(self, values, loc=None) -> list:
         """The output values made on ``values`` (all inputs as values), hashed
@@ -96,33 +96,29 @@ class Fragment:
         once rather than replayed (a captured step's call body, on
         placeholders): generating code for one use cost a GPT step's
         recording ~0.4 s of compiling for 2,300 nodes."""
-        return self._hash(list(values), node_again, loc)
-
-    def _hash(self, inputs, make=None, loc=None):
-        """The entries' digests on inputs of a new kind, as ``make_node``
-        gives them, remembered; with ``make`` (:func:`~lazycore.ir.remake.node_again`),
-        the nodes made too, and the output values returned."""
-        env = list(inputs) + list(self.consts)
-        digests = []
-        locs = self.locs
-        for k, (op, operands, attrs, types, prefix) in enumerate(self.entries):
-            ops = _operands(env, operands)
-            d = digest(prefix + operand_bytes(ops))
-            digests.append(d)
-            node = _Hashed(d) if make is None else make(op, ops, attrs, types, d, loc if locs is None else locs[k])
-            env.extend(Value(node, r) for r in range(len(types)))
+        inputs = list(values)
+        digests, env = _walk(self.entries, self.consts, inputs, node_again, self.locs, loc)
         self.remember(inputs, digests)
-        return None if make is None else [env[p] for p in self.outputs]
+        return [env[p] for p in self.outputs]
 
     def _generate(self):
-        code = Source("def fast(handles, values, loc):", MISS=MISS, DIGESTS=self._digests, LT=LazyTensor)
+        code = Source("def fast(handles, values, loc):", DIGESTS=self._digests, LT=LazyTensor, DIGEST=digest,
+                      IB=index_bytes, HASH=_walk)
         names = [f"v{i}" for i in range(self.n_inputs)] + [code.const(c) for c in self.consts]
         for i in range(self.n_inputs):
             code.line(f"v{i} = handles[{i}]._value" if i < self.n_handles else f"v{i} = values[{i - self.n_handles}]")
         key = "".join(f"v{i}[0].digest, v{i}[1], " for i in range(self.n_inputs))
-        code.line(f"ds = DIGESTS.get(({key}))")
+        code.line(f"key = ({key})")
+        code.line("ds = DIGESTS.get(key)")
         code.line("if ds is None:")
-        code.line("    return MISS")
+        if len(self.entries) <= _HASHED_IN_LINES:
+            self._hashing(code)
+        else:
+            code.line(f"    ds = HASH({code.const(self.entries)}, {code.const(self.consts)}, ["
+                      + "".join(f"v{i}, " for i in range(self.n_inputs)) + "])[0]")
+        code.line(f"    if len(DIGESTS) >= {_DIGESTS_KEPT}:")
+        code.line("        DIGESTS.clear()")
+        code.line("    DIGESTS[key] = ds")
         code.entries(self.entries, names, "ds", "loc", self.locs)
         outs = [names[p] for p in self.outputs]
 
@@ -137,6 +133,52 @@ class Fragment:
         code.line("return " + ("[" + "".join(o + ", " for o in outs) + "]" if self.result is None
                                else result(self.result)))
         return code.function(f"{self.label}, {len(self.entries)} nodes")
+
+    def _hashing(self, code: Source) -> None:
+        """The lines (the miss branch of :meth:`_generate`'s function) that
+        hash the entries on inputs of a new kind into ``ds``, remembered under
+        ``key``. Each node's digest input is :func:`~lazycore.ir.graph.make_node`'s:
+        its prefix, then each operand value's digest and index
+        (:func:`~lazycore.ir.graph.operand_bytes`), the parts not read from
+        the inputs made while generating. Returning for the inputs to be
+        hashed by an interpreted walk and running the function again cost a
+        replay on new inputs (a chain on a fresh batch, a recipe serving more
+        than :data:`_DIGESTS_KEPT` places of a step) the walk and two more runs
+        of the function."""
+        parts = []  # value number -> the expression of its digest bytes
+        for i in range(self.n_inputs):
+            code.line(f"    b{i} = v{i}[0].digest + IB(v{i}[1])")
+            parts.append(f"b{i}")
+        for node, index in self.consts:
+            parts.append(code.const(node.digest + index_bytes(index)))
+        for k, (_, operands, _, types, prefix) in enumerate(self.entries):
+            joined = [code.const(prefix)]
+            for o in operands:
+                if type(o) is int:
+                    joined.append(parts[o])
+                else:  # a variadic group: a marker and its size first
+                    joined.append(code.const(b"G" + index_bytes(len(o))))
+                    joined += [parts[j] for j in o]
+            code.line(f"    d{k} = DIGEST(b''.join(({', '.join(joined)}, )))")
+            parts += [f"d{k} + {code.const(index_bytes(r))}" for r in range(len(types))]
+        code.line("    ds = (" + "".join(f"d{k}, " for k in range(len(self.entries))) + ")")
+
+
+def _walk(entries, consts, inputs, make=None, locs=None, loc=None) -> tuple[tuple, list]:
+    """``(digests, values)``: the digests of ``entries`` on input values
+    ``inputs`` (then ``consts``), as ``make_node`` gives them, and every
+    value; with ``make`` (:func:`~lazycore.ir.remake.node_again`) the nodes
+    are made too (:meth:`Fragment.made_once`), else only hashed (a large
+    fragment's replay on inputs of a new kind, :data:`_HASHED_IN_LINES`)."""
+    env = list(inputs) + list(consts)
+    digests = []
+    for k, (op, operands, attrs, types, prefix) in enumerate(entries):
+        ops = _operands(env, operands)
+        d = digest(prefix + operand_bytes(ops))
+        digests.append(d)
+        node = _Hashed(d) if make is None else make(op, ops, attrs, types, d, loc if locs is None else locs[k])
+        env.extend(Value(node, r) for r in range(len(types)))
+    return tuple(digests), env
 
 
 def _operands(env: list, operands: tuple) -> tuple:

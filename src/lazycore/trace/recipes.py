@@ -55,7 +55,7 @@ from lazycore.ir.config import settings
 from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.memo import Memo
 from lazycore.ir.remake import maker
-from lazycore.trace.fragment import MISS, Fragment
+from lazycore.trace.fragment import Fragment
 from lazycore.trace.replayer import GUARDED, Replayer
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.dialect.spec import spec_of
@@ -401,9 +401,7 @@ class Recipe:
                 values = ()
             fast = self.fragment.fast
             if fast is not None:
-                out = fast(inputs, values, loc)
-                if out is not MISS:
-                    return out
+                return fast(inputs, values, loc)
             return self.fragment.replay(inputs, values, loc)
         finally:
             if not held:
