@@ -359,6 +359,12 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", orde
         return call_numpy(uf, inputs, kw, name=f"numpy.{name}")
 
     given = signature
+    if out is not None and _host_target(out):
+        # NumPy's own array as out= (``host += lazy`` in code written for NumPy, as
+        # scikit-learn's LDA eigen solver): NumPy computes into it, on the materialized
+        # inputs (counted), and the result is that array, as NumPy's is
+        numpy_itself()
+        return out[0] if isinstance(out, tuple) and len(out) == 1 else out
     if loop_fn is None or order not in _ORDERS or subok is not True or rest or (
             masked and (out is None or not _boolean(where))):
         return numpy_itself()
@@ -499,6 +505,10 @@ def _store(arrays, out, casting, uf, loop, where=True):
             write(target, new)
         return outs[0] if len(outs) == 1 else outs
     return arrays[0] if len(arrays) == 1 else tuple(arrays)
+
+
+def _host_target(out) -> bool:
+    return any(isinstance(o, np.ndarray) for o in (out if isinstance(out, tuple) else (out,)))
 
 
 def _check_targets(out, out_dt, casting, uf, loop) -> tuple:

@@ -95,3 +95,23 @@ def test_masks_keep_numpys_errors_and_lazy_masks_run_numpy(clean_runtime):
     same(lazy[np.asarray(_X > 0)], _X[_X > 0])
     same(lazy[True], _X[True])
     assert metrics.fallbacks()["ndarray.__getitem__"]
+
+
+# --- a NumPy array as a ufunc's out=: code written for NumPy (scikit-learn's LDA eigen solver) ------------
+
+
+def test_numpy_array_as_out_is_written_as_numpy_writes_it(clean_runtime):
+    total = numpy.ones((2, 3))
+    before = total
+    total += np.asarray(numpy.arange(6.0).reshape(2, 3))  # host += lazy: was a TypeError
+    assert total is before and type(total) is numpy.ndarray
+    numpy.testing.assert_array_equal(total, 1 + numpy.arange(6.0).reshape(2, 3))
+    assert numpy.multiply(np.asarray([1.0, 2.0, 3.0]), 3, out=total[0]) is not None
+    numpy.testing.assert_array_equal(before[0], [3.0, 6.0, 9.0])
+    q, r = numpy.zeros(3), numpy.zeros(3)
+    got = numpy.divmod(np.asarray([7.0, 8.0, 9.0]), 2, out=(q, r))
+    assert got[0] is q and got[1] is r
+    numpy.testing.assert_array_equal(q, [3.0, 4.0, 4.0]), numpy.testing.assert_array_equal(r, [1.0, 0.0, 1.0])
+    assert set(metrics.fallbacks()) == {"numpy.add", "numpy.multiply", "numpy.divmod"}  # NumPy computes, counted
+    with pytest.raises(numpy._core._exceptions._UFuncOutputCastingError):
+        numpy.add(np.asarray([1.5]), 1, out=numpy.zeros(1, dtype=numpy.int64))  # NumPy's own error
