@@ -1,5 +1,5 @@
-"""Questions about types, answered from metadata: no value is read, nothing runs
-on the host, nothing is counted as a fallback.
+"""Questions about types and shapes, answered from metadata: no value is read,
+nothing runs on the host, nothing is counted as a fallback.
 
 ``isdtype``, ``issubdtype``, ``promote_types``, ``finfo`` and ``iinfo`` are
 NumPy's own (they take dtypes; ``finfo(lazy)`` reads its ``.dtype``).
@@ -12,12 +12,16 @@ weak, passed as they are.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_tuple
 
 from .array import ndarray
 from .fallback import implements
 
-__all__ = ["isdtype", "issubdtype", "result_type", "can_cast", "common_type", "promote_types", "finfo", "iinfo"]
+__all__ = ["isdtype", "issubdtype", "result_type", "can_cast", "common_type", "promote_types", "finfo", "iinfo",
+           "shape", "ndim", "size"]
 
 isdtype = np.isdtype
 issubdtype = np.issubdtype
@@ -43,3 +47,26 @@ def can_cast(from_, to, casting="safe"):
 @implements(np.common_type)
 def common_type(*arrays):
     return np.common_type(*(np.empty(0, a.dtype) if isinstance(a, ndarray) else a for a in arrays))
+
+
+# ``np.shape(a)``, ``np.ndim(a)``, ``np.size(a)`` of a lazy array: its metadata (they ran
+# NumPy on the materialized array, a barrier and a download for a tuple of ints)
+
+
+@implements(np.shape)
+def shape(a):
+    return a.shape if isinstance(a, ndarray) else np.shape(a)
+
+
+@implements(np.ndim)
+def ndim(a):
+    return a.ndim if isinstance(a, ndarray) else np.ndim(a)
+
+
+@implements(np.size)
+def size(a, axis=None):
+    if not isinstance(a, ndarray):
+        return np.size(a, axis)
+    if axis is None:
+        return a.size
+    return math.prod(a.shape[d] for d in normalize_axis_tuple(axis, a.ndim))  # NumPy's AxisError

@@ -115,3 +115,20 @@ def test_numpy_array_as_out_is_written_as_numpy_writes_it(clean_runtime):
     assert set(metrics.fallbacks()) == {"numpy.add", "numpy.multiply", "numpy.divmod"}  # NumPy computes, counted
     with pytest.raises(numpy._core._exceptions._UFuncOutputCastingError):
         numpy.add(np.asarray([1.5]), 1, out=numpy.zeros(1, dtype=numpy.int64))  # NumPy's own error
+
+
+# --- shape questions: metadata, not a download --------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn,args", [("shape", ()), ("ndim", ()), ("size", ()), ("size", (1,)), ("size", (-1,)),
+                                     ("size", ((0, 2),))])
+def test_shape_ndim_size_read_metadata(fn, args, clean_runtime):
+    x = numpy.ones((2, 3, 4))
+    lazy = np.asarray(x) * 2  # pending: answering from its value would be a barrier
+    assert getattr(np, fn)(lazy, *args) == getattr(numpy, fn)(x, *args)
+    assert getattr(numpy, fn)(lazy, *args) == getattr(numpy, fn)(x, *args)
+    assert getattr(np, fn)([[1, 2, 3]]) == getattr(numpy, fn)([[1, 2, 3]])
+    assert metrics.fallbacks() == {}
+    assert metrics.counters()["executions"] == 0 and metrics.counters()["transfers_to_host"] == 0
+    with pytest.raises(numpy.exceptions.AxisError, match="axis 3 is out of bounds for array of dimension 3"):
+        np.size(lazy, 3)
