@@ -32,7 +32,8 @@ from .ufuncs import (
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "any", "all", "std", "var", "argmax", "argmin",
            "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nansum", "nanprod", "nanmean", "nanmax",
-           "nanmin", "nanvar", "nanstd", "nancumsum", "nancumprod", "ptp", "average", "count_nonzero"]
+           "nanmin", "nanvar", "nanstd", "nancumsum", "nancumprod", "ptp", "average", "count_nonzero",
+           "isclose", "allclose", "array_equal", "array_equiv"]
 
 _NoValue = np._NoValue
 _BOOL = np.dtype(bool)
@@ -224,6 +225,62 @@ def count_nonzero(a, axis=None, *, keepdims=False):
     whole array; here that is a lazy 0-d int64 scalar (an int would be a barrier)."""
     a = asarray_like(a)
     return sum(UFUNCS["not_equal"](a, 0), axis=axis, dtype=np.intp, keepdims=keepdims)
+
+
+# --- isclose, allclose, array_equal, array_equiv: NumPy's formulas in lazy ufuncs ---------------
+
+
+def _uf(name):
+    return UFUNCS[name]
+
+
+@implements(np.isclose)
+def isclose(a, b, rtol=1.e-5, atol=1.e-8, equal_nan=False):
+    """NumPy's ``|a - b| <= atol + rtol * |b|`` with ``b`` finite, or ``a == b`` (its
+    infinities); ``b`` in at least float64's kind first, as NumPy converts it."""
+    x, y, atol, rtol = (v if isinstance(v, (int, float, complex)) else asarray_like(v) for v in (a, b, atol, rtol))
+    if isinstance(y, ndarray):
+        dt = np.result_type(y.dtype, 1.0)
+        if dt != y.dtype:
+            y = y.astype(dt)
+    elif isinstance(y, int):
+        y = float(y)
+    absolute, less_equal, isfinite, equal = _uf("absolute"), _uf("less_equal"), _uf("isfinite"), _uf("equal")
+    with np.errstate(invalid="ignore"):
+        close = less_equal(absolute(_uf("subtract")(x, y)), _uf("add")(atol, _uf("multiply")(rtol, absolute(y))))
+        result = _uf("logical_or")(_uf("logical_and")(close, isfinite(y)), equal(x, y))
+        if equal_nan:
+            isnan = _uf("isnan")
+            result = _uf("logical_or")(result, _uf("logical_and")(isnan(x), isnan(y)))
+    return result[()] if isinstance(result, ndarray) and not result.ndim else result
+
+
+@implements(np.allclose)
+def allclose(a, b, rtol=1.e-5, atol=1.e-8, equal_nan=False):
+    """A Python bool, as NumPy's: one value read (NumPy read both arrays)."""
+    return builtins.bool(all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+@implements(np.array_equal)
+def array_equal(a1, a2, equal_nan=False):
+    a1, a2 = asarray_like(a1), asarray_like(a2)
+    if a1.shape != a2.shape:
+        return False
+    same = _uf("equal")(a1, a2)
+    if equal_nan and a1.dtype.kind in "fc" and a2.dtype.kind in "fc":
+        isnan = _uf("isnan")
+        same = _uf("logical_or")(same, _uf("logical_and")(isnan(a1), isnan(a2)))
+    return builtins.bool(all(same))
+
+
+@implements(np.array_equiv)
+def array_equiv(a1, a2):
+    a1, a2 = asarray_like(a1), asarray_like(a2)
+    try:
+        np.broadcast_shapes(a1.shape, a2.shape)
+    except ValueError:
+        return False
+    return builtins.bool(all(_uf("equal")(a1, a2)))
 
 
 # --- max, min -------------------------------------------------------------------------------------

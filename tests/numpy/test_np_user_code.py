@@ -132,3 +132,34 @@ def test_shape_ndim_size_read_metadata(fn, args, clean_runtime):
     assert metrics.counters()["executions"] == 0 and metrics.counters()["transfers_to_host"] == 0
     with pytest.raises(numpy.exceptions.AxisError, match="axis 3 is out of bounds for array of dimension 3"):
         np.size(lazy, 3)
+
+
+# --- isclose and friends: NumPy's formulas, lazily (they read both arrays on the host) -------------------
+
+_A = numpy.random.default_rng(3).normal(size=(3, 4))
+_B = _A + numpy.random.default_rng(4).normal(size=(3, 4)) * 1e-6
+_A[0, 0] = _B[0, 0] = numpy.nan
+_A[1, 1] = _B[1, 1] = numpy.inf
+_A[2, 2], _B[2, 2] = -numpy.inf, numpy.inf
+_I = numpy.arange(12).reshape(3, 4)
+
+
+@pytest.mark.parametrize("args", [(_A, _B), (_A, _B, 1e-3), (_A, _B, 1e-5, 1e-8, True), (_I, _I + 1, 0, 1), (_I, 3),
+                                  (_A.astype(numpy.float32), _B), (_A[0], _B), (2.0, _B), (_A[0, 1], _B[0, 1]),
+                                  (_A.astype(complex), _B)], ids=str)
+def test_isclose_and_allclose_are_numpys(args, clean_runtime):
+    lazy = [np.asarray(x) if isinstance(x, numpy.ndarray) else x for x in args]
+    got, want = np.isclose(*lazy), numpy.isclose(*args)
+    assert numpy.asarray(got).dtype == bool and numpy.array_equal(numpy.asarray(got), want)
+    assert numpy.ndim(want) or type(got).__name__ == "scalar"
+    assert np.allclose(*lazy) is numpy.allclose(*args)
+    assert numpy.allclose(*lazy) is numpy.allclose(*args)
+    assert metrics.fallbacks() == {}
+
+
+@pytest.mark.parametrize("x,y", [(_A, _A), (_A, _B), (_I, _I), (_I, _I[:2]), (_I[0], _I), (_A[0], numpy.stack([_A[0]] * 2))])
+def test_array_equal_and_equiv_are_numpys(x, y, clean_runtime):
+    for equal_nan in (False, True):
+        assert np.array_equal(np.asarray(x), np.asarray(y), equal_nan=equal_nan) is numpy.array_equal(x, y, equal_nan=equal_nan)
+    assert np.array_equiv(np.asarray(x), np.asarray(y)) is numpy.array_equiv(x, y)
+    assert metrics.fallbacks() == {}
