@@ -1,5 +1,6 @@
-"""Bit-for-bit comparison of float arrays, shared by the exactness tests."""
+"""Helpers shared by tests: bit-for-bit comparison of float arrays (the exactness tests), index checks found in StableHLO text."""
 
+import re
 import numpy
 
 
@@ -13,3 +14,29 @@ def bits_equal(got, want):
     assert not differ.any(), (
         f"{int(differ.sum())} of {differ.size} differ, e.g. got {got[differ][:4]} want {want[differ][:4]}"
     )
+
+
+_DEF = re.compile(r"^\s*(%[\w#]+)(?::\d+)? = (.*)$")
+_MASK_CONVERT = re.compile(r"^stablehlo\.convert %\S+ : \(tensor<[\dx]*i1>\) -> tensor<[\dx]*f32>")
+_SUM = re.compile(r"^stablehlo\.reduce\((%[\w#]+) init: %\S+\) applies stablehlo\.add across dimensions = "
+                  r"\[([\d, ]*)\] : \(tensor<([\dx]*)xf32>")
+
+
+def check_reductions(stablehlo: str) -> list[tuple[str, str]]:
+    """``(dims, shape)`` of each index check's reduction in StableHLO text: a
+    float sum of a boolean mask converted to f32 (how the frontends reduce an
+    index check's mask), told from the program's other float sums by its
+    operand. A name is looked up at its latest definition above the use, as
+    each function numbers its values anew."""
+    masks: dict[str, bool] = {}
+    found = []
+    for line in stablehlo.splitlines():
+        d = _DEF.match(line)
+        if not d:
+            continue
+        name, rhs = d.groups()
+        s = _SUM.match(rhs)
+        if s and masks.get(s.group(1)):
+            found.append((s.group(2), s.group(3)))
+        masks[name] = bool(_MASK_CONVERT.match(rhs))
+    return found

@@ -11,7 +11,7 @@ and message.
 
 from __future__ import annotations
 
-import re
+import math
 
 import pytest
 import torch
@@ -22,22 +22,13 @@ import lazycore.torch as ltorch
 from lazycore.ir.config import override
 from lazycore.observe.testing import capture
 
+from _bits import check_reductions
+
 ROWS, WIDTH, N = 37, 24, 40
 
-_CHECK_REDUCE = re.compile(r"stablehlo\.reduce\(%\S+ init: %\S+\) applies stablehlo\.maximum across dimensions = "
-                           r"\[[\d, ]*\] : \(tensor<([\dx]*)xf32>")
-
-
 def _check_reductions(stablehlo: str) -> list[int]:
-    """The element count of each max-of-floats reduction (how index checks
-    reduce their masks; nothing else in these programs reduces by max)."""
-    sizes = []
-    for m in _CHECK_REDUCE.finditer(stablehlo):
-        n = 1
-        for d in m.group(1).split("x"):
-            n *= int(d)
-        sizes.append(n)
-    return sizes
+    """The element count of each index check's reduction (a float sum of a mask)."""
+    return [math.prod(int(d) for d in shape.split("x") if d) for _, shape in check_reductions(stablehlo)]
 
 
 def _data(bad: int | None = None):

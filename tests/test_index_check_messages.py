@@ -110,16 +110,17 @@ def test_a_call_bodys_check_cache_is_a_registered_memo_that_clear_empties():
     assert memo.sizes()["runtime.check_calls"][0] == 0
 
 
-def test_an_index_checks_flag_is_its_masks_float_maximum_returned_as_it_is():
+def test_an_index_checks_flag_is_its_masks_float_sum_returned_as_it_is():
     """XLA's CPU backend reduces floats in one kernel and booleans in a tree of
-    them: the mask is reduced as f32, and the program returns the maximum
-    itself (the flag ``m != 0`` costs no kernel of its own)."""
+    them: the mask is reduced as f32, and the program returns the sum itself
+    (the flag ``m != 0`` costs no kernel of its own; a sum so that on a mesh its
+    all-reduce joins the gradients': tests/test_index_check_collectives.py)."""
     r = torch.arange(5.0, device=DEV)[torch.tensor([1, 2], device=DEV)]
     walk = Walk([_handle(r)._value])
     (node,) = checks.nodes(walk)
     (out,) = checks.flag_values(walk)
     assert node.operands[1][0].op == "compare"
-    assert out[0].op == "reduce_max" and out[0].types[out[1]].dtype == "f32"
+    assert out[0].op == "reduce_sum" and out[0].types[out[1]].dtype == "f32"
     assert r.tolist() == [1.0, 2.0]
 
 

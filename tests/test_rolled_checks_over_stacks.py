@@ -24,10 +24,9 @@ from lazycore import BarrierError
 from lazycore.ir.config import override
 from lazycore.observe.testing import capture
 
-LAYERS, ROWS, WIDTH, N = 4, 5, 8, 3
+from _bits import check_reductions
 
-_REDUCE = re.compile(r"stablehlo\.reduce\(%\S+ init: %\S+\) applies stablehlo\.maximum across dimensions = "
-                     r"\[([\d, ]*)\] : \(tensor<([\dx]*)xf32>")
+LAYERS, ROWS, WIDTH, N = 4, 5, 8, 3
 
 
 def _loop_bodies(text: str) -> list[str]:
@@ -44,8 +43,8 @@ def _loop_bodies(text: str) -> list[str]:
 
 
 def _check_reductions(text: str) -> list[tuple[str, str]]:
-    """``(dims, shape)`` of each max-of-floats reduction (how index checks reduce their masks)."""
-    return _REDUCE.findall(text)
+    """``(dims, shape)`` of each index check's reduction (a float sum of a mask)."""
+    return check_reductions(text)
 
 
 @pytest.fixture

@@ -189,9 +189,9 @@ def _checked(h, n: int, axis: int, op: str):
     if not settings.index_checks or not math.prod(h.shape):
         return h
     bad = apply("or", apply("compare", h, const(-n, h), direction="LT"), apply("compare", h, const(n, h), direction="GE"))
-    # max(f32(bad)) != 0: one kernel on XLA's CPU backend, and the program returns the maximum
-    # itself as the flag (torch's indexing.checked and lazycore.runtime.checks say why)
-    top = apply("reduce_max", core.apply("convert", bad, dtype="f32"), dims=tuple(range(len(h.shape))))
+    # sum(f32(bad)) != 0: one kernel on XLA's CPU backend, the program returns the sum itself as
+    # the flag, and a mesh adds no all-reduce for it (torch's indexing._any says why)
+    top = apply("reduce_sum", core.apply("convert", bad, dtype="f32"), dims=tuple(range(len(h.shape))))
     failed = apply("compare", top, core.apply("constant", value=np.zeros((), np.float32), device=h.device),
                    direction="NE")
     return core.check(h, failed, f"{op}: index {{index}} is out of bounds for axis {axis} with size {n}",

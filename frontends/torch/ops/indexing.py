@@ -132,12 +132,15 @@ def _layout(ctx, at: int, item: int | None = None):
 
 
 def _any(bad):
-    """Whether any entry of the i1 ``bad`` is true, as ``max(f32(bad)) != 0``:
+    """Whether any entry of the i1 ``bad`` is true, as ``sum(f32(bad)) != 0``:
     XLA's CPU backend reduces floats in one kernel and booleans in a tree of
-    them, and the program returns the maximum itself as the flag
+    them, and the program returns the sum itself as the flag
     (:func:`lazycore.runtime.checks.flag_values`): no kernel for the compare
-    (issue 41's cost, benchmark 12)."""
-    top = apply("reduce_max", convert(bad, "f32"), dims=tuple(range(len(bad.shape))))
+    (issue 41's cost, benchmark 12). A sum, not a maximum: on a mesh XLA
+    combines the flags' all-reduce with the gradients' (both f32 sums), where
+    a maximum took an all-reduce of its own, a rendezvous of every device per
+    step (benchmark 8). A sum of zeros and ones is 0 only when all are 0."""
+    top = apply("reduce_sum", convert(bad, "f32"), dims=tuple(range(len(bad.shape))))
     return apply("compare", top, const(0, "f32", bad.device), direction="NE")
 
 

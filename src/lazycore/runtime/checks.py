@@ -152,10 +152,10 @@ def text(node: Node, run=None) -> str:
 
 
 def _mask(flag: Value) -> Value | None:
-    """The i1 mask a flag reduces (``any(mask)``, or ``max(f32(mask)) != 0``:
+    """The i1 mask a flag reduces (``any(mask)``, or ``sum(f32(mask)) != 0``:
     :func:`flag_values`); None for another flag (a body's, carried out of it)."""
     v = _tested(flag)
-    if v[0].op != "reduce_max":
+    if v[0].op not in ("reduce_max", "reduce_sum"):
         return None
     v = v[0].operands[0]
     if v[0].op == "convert":
