@@ -875,3 +875,72 @@ def diagonal_view(a: ndarray, offset, axis1, axis2, writeable=None) -> ndarray:
 
 
 __all__.append("diagonal")
+
+
+# --- tril, triu, diag: selects over the row and column positions --------------------------------
+
+
+def _on_or_below(rows: int, cols: int, k: int, dev):
+    """i1 ``(rows, cols)``: ``col <= row + k`` (NumPy's ``tri``)."""
+    r = core.apply("iota", dim=0, shape=(rows, cols), dtype="i64", device=dev)
+    c = core.apply("iota", dim=1, shape=(rows, cols), dtype="i64", device=dev)
+    return apply("compare", c, apply("add", r, _i64(k, r)), direction="LE")
+
+
+def _i64(v: int, like):
+    return broadcast_to_shape(core.apply("constant", value=np.asarray(v, np.int64), device=like.device), like.shape)
+
+
+def _triangle(m, k: int, lower: bool):
+    """NumPy's ``where(tri(*m.shape[-2:], k), m, 0)`` (``triu``: the complement of ``k - 1``'s)."""
+    m = asarray_like(m)
+    if m.ndim == 0:
+        return call_numpy(np.tril if lower else np.triu, (m, k), {})  # NumPy's error
+    k = operator.index(k)
+    rows, cols = (m.shape[-2:] if m.ndim >= 2 else (m.shape[-1], m.shape[-1]))
+    shape = np.broadcast_shapes(m.shape, (rows, cols))
+    dev = device_of(m)
+    keep = _on_or_below(rows, cols, k if lower else k - 1, dev)
+    if not lower:
+        keep = apply("not", keep)
+    keep = broadcast_to_shape(keep, shape)
+    h = broadcast_to_shape(value(m), shape)
+    zero = broadcast_to_shape(core.apply("constant", value=np.zeros((), m.dtype), device=dev), shape)
+    return wrap(apply("select", keep, h, zero), m.dtype)
+
+
+@implements(np.tril)
+def tril(m, k=0):
+    return _triangle(m, k, lower=True)
+
+
+@implements(np.triu)
+def triu(m, k=0):
+    return _triangle(m, k, lower=False)
+
+
+@implements(np.diag)
+def diag(v, k=0):
+    """A 2-d array's ``k``-th diagonal (NumPy's read-only view), or a 1-d array laid on
+    the ``k``-th diagonal of a square of zeros."""
+    v = asarray_like(v)
+    k = operator.index(k)
+    if v.ndim == 2:
+        return diagonal(v, k)
+    if v.ndim != 1:
+        raise ValueError("Input must be 1- or 2-d.")
+    n = v.shape[0] + builtins.abs(k)
+    dev = device_of(v)
+    # row i holds v[i] at column i + k (k >= 0); column j holds v[j] at row j - k (k < 0)
+    along = 0 if k >= 0 else 1
+    padded = apply("pad", value(v), core.apply("constant", value=np.zeros((), v.dtype), device=dev),
+                   low=[0], high=[builtins.abs(k)], interior=[0])
+    spread = apply("broadcast_in_dim", padded, dims=(along,), shape=(n, n))
+    r = core.apply("iota", dim=0, shape=(n, n), dtype="i64", device=dev)
+    c = core.apply("iota", dim=1, shape=(n, n), dtype="i64", device=dev)
+    on = apply("compare", c, apply("add", r, _i64(k, r)), direction="EQ")
+    zero = broadcast_to_shape(core.apply("constant", value=np.zeros((), v.dtype), device=dev), (n, n))
+    return wrap(apply("select", on, spread, zero), v.dtype)
+
+
+__all__ += ["tril", "triu", "diag"]

@@ -136,17 +136,17 @@ def test_shape_ndim_size_read_metadata(fn, args, clean_runtime):
 
 # --- isclose and friends: NumPy's formulas, lazily (they read both arrays on the host) -------------------
 
-_A = numpy.random.default_rng(3).normal(size=(3, 4))
-_B = _A + numpy.random.default_rng(4).normal(size=(3, 4)) * 1e-6
-_A[0, 0] = _B[0, 0] = numpy.nan
-_A[1, 1] = _B[1, 1] = numpy.inf
-_A[2, 2], _B[2, 2] = -numpy.inf, numpy.inf
+_P = numpy.random.default_rng(3).normal(size=(3, 4))
+_Q = _P + numpy.random.default_rng(4).normal(size=(3, 4)) * 1e-6
+_P[0, 0] = _Q[0, 0] = numpy.nan
+_P[1, 1] = _Q[1, 1] = numpy.inf
+_P[2, 2], _Q[2, 2] = -numpy.inf, numpy.inf
 _I = numpy.arange(12).reshape(3, 4)
 
 
-@pytest.mark.parametrize("args", [(_A, _B), (_A, _B, 1e-3), (_A, _B, 1e-5, 1e-8, True), (_I, _I + 1, 0, 1), (_I, 3),
-                                  (_A.astype(numpy.float32), _B), (_A[0], _B), (2.0, _B), (_A[0, 1], _B[0, 1]),
-                                  (_A.astype(complex), _B)], ids=str)
+@pytest.mark.parametrize("args", [(_P, _Q), (_P, _Q, 1e-3), (_P, _Q, 1e-5, 1e-8, True), (_I, _I + 1, 0, 1), (_I, 3),
+                                  (_P.astype(numpy.float32), _Q), (_P[0], _Q), (2.0, _Q), (_P[0, 1], _Q[0, 1]),
+                                  (_P.astype(complex), _Q)], ids=str)
 def test_isclose_and_allclose_are_numpys(args, clean_runtime):
     lazy = [np.asarray(x) if isinstance(x, numpy.ndarray) else x for x in args]
     got, want = np.isclose(*lazy), numpy.isclose(*args)
@@ -157,9 +157,35 @@ def test_isclose_and_allclose_are_numpys(args, clean_runtime):
     assert metrics.fallbacks() == {}
 
 
-@pytest.mark.parametrize("x,y", [(_A, _A), (_A, _B), (_I, _I), (_I, _I[:2]), (_I[0], _I), (_A[0], numpy.stack([_A[0]] * 2))])
+@pytest.mark.parametrize("x,y", [(_P, _P), (_P, _Q), (_I, _I), (_I, _I[:2]), (_I[0], _I), (_P[0], numpy.stack([_P[0]] * 2))])
 def test_array_equal_and_equiv_are_numpys(x, y, clean_runtime):
     for equal_nan in (False, True):
         assert np.array_equal(np.asarray(x), np.asarray(y), equal_nan=equal_nan) is numpy.array_equal(x, y, equal_nan=equal_nan)
     assert np.array_equiv(np.asarray(x), np.asarray(y)) is numpy.array_equiv(x, y)
     assert metrics.fallbacks() == {}
+
+
+# --- tril, triu, diag: selects on the device -------------------------------------------------------------
+
+_R = numpy.random.default_rng(5)
+
+
+@pytest.mark.parametrize("x", [_R.normal(size=(4, 5)), _R.normal(size=(2, 3, 3)), numpy.arange(4), _R.normal(size=(5, 2)) > 0,
+                               numpy.arange(6, dtype=numpy.int8).reshape(2, 3), numpy.zeros((0, 3))],
+                         ids=["2d", "batched", "1d", "bool", "int8", "empty"])
+@pytest.mark.parametrize("k", [0, 1, -1, 3, -7])
+def test_tril_triu_are_lazy(x, k, clean_runtime):
+    for fn in ("tril", "triu"):
+        same(getattr(np, fn)(np.asarray(x), k), getattr(numpy, fn)(x, k))
+        same(getattr(numpy, fn)(np.asarray(x), k=k), getattr(numpy, fn)(x, k))
+    assert metrics.fallbacks() == {}
+
+
+@pytest.mark.parametrize("v", [numpy.arange(1, 4.0), numpy.array([True, False]), numpy.arange(3, dtype=numpy.int32),
+                               _R.normal(size=(3, 4)), numpy.zeros(0)], ids=["f64", "bool", "i32", "2d", "empty"])
+@pytest.mark.parametrize("k", [0, 1, -2, 5])
+def test_diag_is_lazy(v, k, clean_runtime):
+    same(np.diag(np.asarray(v), k), numpy.diag(v, k))
+    assert metrics.fallbacks() == {}
+    with pytest.raises(ValueError, match="Input must be 1- or 2-d."):
+        np.diag(np.asarray(numpy.zeros((2, 2, 2))))
