@@ -219,6 +219,35 @@ def _copysign(a, b):
     return apply("select", _signbit(b), apply("neg", magnitude), magnitude)
 
 
+def _nextafter(a, b):
+    """The float next to ``a`` toward ``b``: ``a``'s bits one step up or down in magnitude.
+    Compared as integers (a float's magnitude bits order as the float does, the sign
+    negating them), so subnormals count though XLA's CPU flushes them in float compares."""
+    it = _SAME_WIDTH_INT[a.dtype]
+    width = {"i16": 16, "i32": 32, "i64": 64}[it]
+    bits_a, bits_b = (apply("bitcast_convert", x, dtype=it) for x in (a, b))
+    lowest = const(-(1 << (width - 1)), bits_a)  # the sign bit alone
+
+    def key(bits):
+        magnitude = apply("and", bits, const((1 << (width - 1)) - 1, bits))
+        return magnitude, apply("select", apply("compare", bits, const(0, bits), direction="LT"),
+                                apply("neg", magnitude), magnitude)
+
+    mag_a, key_a = key(bits_a)
+    _, key_b = key(bits_b)
+    negative = apply("compare", bits_a, const(0, bits_a), direction="LT")
+    grows = apply("xor", apply("compare", key_a, key_b, direction="LT"), negative)  # away from zero
+    one = const(1, bits_a)
+    step = apply("select", grows, apply("add", bits_a, one), apply("sub", bits_a, one))
+    tiniest = apply("select", apply("compare", bits_b, const(0, bits_b), direction="LT"), apply("or", lowest, one), one)
+    bits = apply("select", apply("compare", mag_a, const(0, mag_a), direction="EQ"), tiniest, step)
+    # a == b: b (C's nextafter: the zero's sign is b's); NumPy's half-precision loop keeps a
+    bits = apply("select", apply("compare", key_a, key_b, direction="EQ"), bits_a if width == 16 else bits_b, bits)
+    out = apply("bitcast_convert", bits, dtype=a.dtype)
+    either_nan = apply("or", composites.isnan(a), composites.isnan(b))
+    return apply("select", either_nan, apply("add", a, b), out)
+
+
 LOOPS = {
     "add": _add,
     "subtract": lambda a, b: apply("sub", a, b),
@@ -290,6 +319,7 @@ LOOPS = {
     "isfinite": composites.isfinite,
     "signbit": _signbit,
     "copysign": _copysign,
+    "nextafter": _nextafter,
 }
 
 

@@ -26,12 +26,12 @@ import warnings
 import numpy
 
 # A fallback that is no host work (a dtype question, a constant of the sizes, sorted
-# unique values): any count of these fails a case.
+# unique values, an elementwise ufunc): any count of these fails a case.
 NOISE = ("numpy.isdtype", "numpy.issubdtype", "numpy.result_type", "numpy.can_cast", "numpy.finfo",
          "numpy.iinfo", "numpy.promote_types", "numpy.common_type", "numpy.fft.fftfreq", "numpy.fft.rfftfreq",
          "numpy.fft.fftshift", "numpy.fft.ifftshift", "numpy.unique_values", "numpy.unique_counts",
          "numpy.unique_inverse", "numpy.unique_all", "numpy.unique", "numpy.linalg.diagonal", "numpy.diagonal",
-         "numpy.searchsorted")
+         "numpy.searchsorted", "numpy.nextafter")
 
 RTOL = {"float32": 2e-5, "float64": 1e-10}
 
@@ -164,7 +164,7 @@ def _sklearn_cases():
         ("mean_absolute_error", "real"), ("mean_squared_error", "real"),
         ("mean_squared_log_error", "real"), ("median_absolute_error", "real"),
         ("mean_pinball_loss", "real"), ("mean_tweedie_deviance", "real"),
-        ("d2_absolute_error_score", "real"),
+        ("d2_absolute_error_score", "real"), ("d2_pinball_score", "real"),
     ]:
         _metric(name, getattr(M, name), kind)
     for name in ("f1_score", "precision_score", "recall_score", "jaccard_score"):

@@ -189,3 +189,22 @@ def test_diag_is_lazy(v, k, clean_runtime):
     assert metrics.fallbacks() == {}
     with pytest.raises(ValueError, match="Input must be 1- or 2-d."):
         np.diag(np.asarray(numpy.zeros((2, 2, 2))))
+
+
+# --- nextafter: scikit-learn's weighted percentile (d2_pinball_score, ...) -------------------------------
+
+_EDGES = [0.0, -0.0, 1.0, -1.0, 1e-40, -1e-40, 5e-324, numpy.inf, -numpy.inf, numpy.nan, 3.5, -2.25, 1e38, 3.4e38, 1.2e-38]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_nextafter_is_numpys_bit_for_bit(dtype, clean_runtime):
+    with numpy.errstate(all="ignore"):
+        x, y = numpy.meshgrid(*[numpy.array(_EDGES, dtype=dtype)] * 2)  # subnormals, zeros' signs, infinities, NaN
+        want = numpy.nextafter(x, y)
+    got = numpy.asarray(np.nextafter(np.asarray(x), np.asarray(y)))
+    bits = numpy.dtype(f"u{numpy.dtype(dtype).itemsize}")
+    assert got.dtype == want.dtype
+    assert numpy.array_equal(got.view(bits), want.view(bits)) or numpy.array_equal(
+        got.view(bits)[~numpy.isnan(want)], want.view(bits)[~numpy.isnan(want)]) and numpy.isnan(got[numpy.isnan(want)]).all()
+    same(np.nextafter(np.asarray([1, 2]), 3), numpy.nextafter(numpy.array([1, 2]), 3))  # integers: float64's loop
+    assert metrics.fallbacks() == {}
