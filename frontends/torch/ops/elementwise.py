@@ -467,28 +467,16 @@ def _in_opmath(ctx, op, a, b):
             return None
         # (one of the result's type too: XLA divides by a broadcast scalar as a
         # product with its reciprocal, far coarser in float16 than in float32)
-        b = broadcast(_as_float32(b) if b.dtype in _REDUCED_FLOATS else convert(b, "f32"), ctx.shape)
+        b = broadcast(convert(b, "f32"), ctx.shape)
     elif isinstance(b, (int, float)) and not isinstance(b, bool):
         b = scalar(b, "f32", ctx.device, ctx.shape)
     else:
         return None
     (a,) = _args(ctx, a)
-    return convert(apply(op, _as_float32(a), b), ctx.dtype)
+    return convert(apply(op, convert(a, "f32"), b), ctx.dtype)
 
 
 _REDUCED_FLOATS = frozenset({"f16", "bf16"})
-
-
-def _as_float32(x):
-    """A float16/bfloat16 value widened exactly. A bfloat16 one is widened by
-    its bits (the high half of a float32): XLA's CPU backend drops a convert
-    to float32 that follows a bfloat16 op together with that op's rounding
-    (``(x + 0.3).float()`` differs from eager in 90% of values), so
-    ``(x + 0.3) * 0.7`` would multiply the unrounded sum."""
-    if x.dtype != "bf16":
-        return convert(x, "f32")
-    high = convert(apply("bitcast_convert", x, dtype="i16"), "i32")  # sign-extended: the product wraps them away
-    return apply("bitcast_convert", apply("mul", high, const(1 << 16, "i32", x.device, x.shape)), dtype="f32")
 
 
 @lowers(aten.mul.Tensor, aten.mul.Scalar, prims.mul.default)
