@@ -506,11 +506,40 @@ def _wrap_static_cache(prepare):
             # A captured decoding step's last token makes the inputs of one
             # more (_prepare_early), its mask as long as max_length: two more.
             replaying = settings.generation_replay and not self.config.is_encoder_decoder
-            kwargs["max_cache_len"] = length + (2 if replaying else 1)
+            extra = 2 if replaying else 1
+            kwargs["max_cache_len"] = length + extra
+            cache = prepare(self, *args, **kwargs)
+            _bucket_to_cache(cache, extra)
+            return cache
         return prepare(self, *args, **kwargs)
 
     wrapped.__lazycore_generation__ = True
     return wrapped
+
+
+def _bucket_to_cache(cache, extra: int) -> None:
+    """Pad the growing sequence to the longest ``max_length`` the static
+    ``cache`` was made for (its length less the ``extra`` positions
+    :func:`_wrap_static_cache` adds), where that is longer than this call's.
+
+    transformers keeps a static cache as long as the longest call's before
+    it (``_previous_max_cache_length``: no recompile for a shorter call).
+    Padded to each call's own ``max_length``, a prompt of another length was
+    another bucket, so its every decoding program compiled again (5 programs
+    for a new prompt length of the tiny GPT-2) although its cache, and so its
+    replayed step, was the same. Padded to the cache's, every call that
+    shares the cache shares the programs."""
+    ceiling = _buckets.fix(None)
+    _buckets.fix(ceiling)
+    if ceiling is None or not _BUCKET_TO_MAX_LENGTH:
+        return
+    layers = getattr(getattr(cache, "self_attention_cache", cache), "layers", None) or ()
+    lengths = {getattr(layer, "max_cache_len", None) if type(layer).__name__ == "StaticLayer" else None
+               for layer in layers}
+    if len(lengths) == 1:
+        (length,) = lengths
+        if isinstance(length, int) and length - extra > ceiling:
+            _buckets.fix(length - extra)
 
 
 def _prepare_early(input_ids) -> None:

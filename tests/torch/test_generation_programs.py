@@ -110,3 +110,30 @@ def test_encoder_decoder(clean_runtime, cache):
     # first token's cache holds one position, which no bucket pads) and one
     # where the decoder's length is the encoder's (8)
     assert _programs_of_call(_t5, (8,), 16, cache, masked=False) <= (5 if cache == "dynamic" else 3)
+
+
+@pytest.mark.parametrize("cache", ["static", "dynamic"])
+def test_other_prompt_length_decodes_with_programs_made(clean_runtime, cache):
+    # transformers keeps a static cache as long as the longest call's before
+    # it; the growing sequence is padded to that length, not each call's own
+    # max_length, so a prompt of another length compiles its prompt's
+    # programs (its setup reads and prefill, as a call of one new token
+    # does) and no decoding program. It compiled one per new length before.
+    # (asked for the default cache: a static one too, where nobody sees it)
+    eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
+    dev = ltorch.device()
+    kw = dict(do_sample=False, **({"cache_implementation": "static"} if cache == "static" else {}))
+
+    def generate(model, length, n, on=None):
+        ids, mask = _prompts((length,))
+        if on is not None:
+            ids, mask = ids.to(on), mask.to(on)
+        with torch.no_grad():
+            return model.generate(ids, attention_mask=mask, max_new_tokens=n, **kw).cpu()
+
+    for length in (12, 8):  # the longest first: the cache's length from here on
+        assert torch.equal(generate(lazy, length, 8, dev), generate(eager, length, 8))
+    generate(lazy, 10, 1, dev)  # the new prompt's own programs
+    before = _programs()
+    assert torch.equal(generate(lazy, 10, 8, dev), generate(eager, 10, 8))
+    assert _programs() == before
