@@ -525,10 +525,12 @@ def _bucket_to_cache(cache, extra: int) -> None:
     transformers keeps a static cache as long as the longest call's before
     it (``_previous_max_cache_length``: no recompile for a shorter call).
     Padded to each call's own ``max_length``, a prompt of another length was
-    another bucket, so its every decoding program compiled again (5 programs
-    for a new prompt length of the tiny GPT-2) although its cache, and so its
-    replayed step, was the same. Padded to the cache's, every call that
-    shares the cache shares the programs."""
+    another bucket: its decoding program compiled again, and no barrier of it
+    recalled a step plan, although its cache, and so its replayed step, was
+    the same. Padded to the cache's, every call that shares the cache shares
+    the decoding program, and a token at a sequence length an earlier call
+    reached recalls that call's plan (tiny GPT-2, 16 tokens, prompts of 9 to
+    11 after 12 and 8: 13 of 18 barriers recalled, none before)."""
     ceiling = _buckets.fix(None)
     _buckets.fix(ceiling)
     if ceiling is None or not _BUCKET_TO_MAX_LENGTH:
