@@ -18,6 +18,7 @@ import lazycore.observe  # noqa: F401  (metrics, guards, debug lines and dumps h
 from . import creation, fallback, methods, reductions, ufuncs  # noqa: F401  (methods binds operators)
 from . import indexing, linalg, random  # noqa: F401  (np.linalg, np.random)
 from . import complexes, fft  # noqa: F401  (.real/.imag, np.angle; np.fft)
+from . import gufuncs
 from .sorting import argsort, searchsorted, sort  # noqa: F401  (also ndarray.sort/.argsort)
 from .indexing import *  # noqa: F401,F403  (take, take_along_axis, put_along_axis)
 from .array import asarray, ndarray
@@ -48,6 +49,7 @@ from .array_api import (  # noqa: E402,F401
 
 globals().update(array_api.ALIASES)
 globals().update(linalg.TOP)  # matmul, dot, einsum, ... live at the top level in NumPy
+globals().update(gufuncs.GUFUNCS)  # matmul, vecdot, matvec, vecmat: ufunc objects, as NumPy's
 abs = ufuncs.UFUNCS["absolute"]  # noqa: A001
 conj = ufuncs.UFUNCS["conjugate"]
 real, imag, angle, iscomplexobj = complexes.np_real, complexes.np_imag, complexes.angle, complexes.iscomplexobj

@@ -462,6 +462,45 @@ for _name in ("tobytes", "tofile", "dump", "dumps"):
     setattr(ndarray, _name, _host_read(_name))
 
 
+def _host_memory(self) -> np.ndarray:
+    """The value in host memory laid out as NumPy would lay this array out (its strides,
+    and its offset into its base's buffer, so a view's memoryview has NumPy's strides and
+    contiguity), for the memory interfaces: a barrier. Read-only: the lazy array does not
+    live in that memory, so a write through it could not reach the array; a write
+    through ``a.data`` raises, where one through a ``ctypes`` pointer would be lost."""
+    storage, dt = self._storage, self._dtype
+    shape, phys = tuple(storage.handle.shape), storage.strides
+    host = None
+    if self.size and dtypes.TO_NUMPY[storage.handle.dtype] == dt and all(s >= 0 for s in phys):
+        whole = to_host(_new(storage, (), shape, dt, contiguous(shape), 0, False))
+        extent = 1 + sum((n - 1) * s for n, s in zip(shape, phys))
+        buf = np.empty(extent, dt)
+        np.lib.stride_tricks.as_strided(buf, shape, tuple(s * dt.itemsize for s in phys))[...] = whole
+        try:
+            host = np.ndarray(self._shape, dt, buf, self._offset * dt.itemsize, self.strides)
+        except (TypeError, ValueError):  # (a layout NumPy would not take over this buffer: a copy then)
+            host = None
+    if host is None:
+        host = to_host(self)
+    host.flags.writeable = False
+    return host
+
+
+# NumPy's memory interfaces: ``a.data`` (a memoryview) and ``a.ctypes`` (pointer, shape
+# and strides for C code) of a host copy of the value (see _host_memory)
+ndarray.data = property(lambda self: memoryview(_host_memory(self)),
+                        doc="A read-only memoryview of the value on the host (a barrier).")
+ndarray.ctypes = property(lambda self: _host_memory(self).ctypes,
+                          doc="NumPy's ctypes interface to a read-only host copy of the value (a barrier).")
+
+
+def _no_ctypes(self):
+    raise AttributeError(f"'numpy.{self._dtype.type.__name__}' object has no attribute 'ctypes'")
+
+
+scalars.scalar.ctypes = property(_no_ctypes)  # NumPy's scalars have ``data`` and no ``ctypes``
+
+
 def _base(self):
     """NumPy's ``base``: None for an array owning its value; for a view, an array of the
     whole value it views (lazycore keeps the value a view reads, not the array object it

@@ -3,7 +3,7 @@
 ``ndarray.__array_ufunc__`` (bound by :mod:`.methods`) and the ufunc objects'
 ``reduce``, ``accumulate``, ``outer``, ``at`` and ``reduceat`` (bound here,
 onto :class:`.ufuncs.ufunc`) come to :func:`array_ufunc`. A call is
-:mod:`.ufuncs`'s (matmul, a generalized ufunc, is :func:`.linalg.matmul`);
+:mod:`.ufuncs`'s (a generalized ufunc's, ``matmul``'s, is :mod:`.gufuncs`');
 ``reduce`` of a ufunc one of NumPy's reductions is (``add.reduce`` is ``sum``)
 is that reduction; ``accumulate`` of an associative loop is cumsum/cumprod
 or a parallel prefix; ``outer`` is a broadcast call; anything else is NumPy's,
@@ -19,7 +19,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from . import reductions
 from .array import value, wrap
 from .fallback import call_numpy
-from .linalg import matmul
+from .gufuncs import BY_UFUNC
 from .manipulation import concatenate
 from .ufuncs import LOOPS, asarray_like, call, quick, ufunc
 
@@ -29,9 +29,12 @@ def array_ufunc(uf, method, inputs, kwargs):
     if method == "__call__":
         if not kwargs and uf.__name__ in LOOPS:
             return quick(uf, inputs)
-        if uf is np.matmul:  # a gufunc: ``host @ lazy`` and ``numpy.matmul(lazy, ...)``
-            return matmul(*inputs, **kwargs)
+        lazy = BY_UFUNC.get(uf)
+        if lazy is not None:  # a gufunc: ``host @ lazy``, ``numpy.matvec(lazy, ...)``
+            return lazy(*inputs, **kwargs)
         return call(uf, inputs, **kwargs)
+    if uf in BY_UFUNC:  # (NumPy refuses a gufunc most methods: its error, read off stand-ins)
+        return getattr(BY_UFUNC[uf], method)(*inputs, **kwargs)
     if method == "reduce" and uf.__name__ in REDUCERS:
         kwargs = dict(kwargs)
         kwargs.setdefault("axis", 0)  # NumPy passes only what the caller gave; reduce's default is 0

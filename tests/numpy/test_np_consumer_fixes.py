@@ -249,10 +249,11 @@ def test_round_is_lazy(dtype, decimals, clean_runtime):
 
 # --- the rest of numpy.ndarray -----------------------------------------------------------------------
 
-# Memory interfaces: a lazy array has no host memory of its own to point at (NumPy would
-# prefer __array_interface__ to __array__ and read memory nobody keeps); subclass hooks
-# NumPy calls on its own subclasses only.
-NOT_LAZY = {"__array_interface__", "__array_struct__", "ctypes", "data", "__array_finalize__", "__array_wrap__"}
+# Memory interfaces NumPy reads on its own: a lazy array has no host memory of its own to
+# point at (NumPy would prefer __array_interface__ to __array__ and read memory nobody
+# keeps; ``data`` and ``ctypes``, asked for by the user, are a host copy: a barrier);
+# subclass hooks NumPy calls on its own subclasses only.
+NOT_LAZY = {"__array_interface__", "__array_struct__", "__array_finalize__", "__array_wrap__"}
 
 
 def test_every_documented_ndarray_method_exists():
