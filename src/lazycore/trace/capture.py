@@ -289,10 +289,9 @@ class Recording:
         self.slots: list = []  # ("arg", i) or ("live", weakrefs of the handles holding the value)
         self.slot_types: list = []
         recorded_inputs: list = []  # the slots' values in this call
-        self.baked: list = []  # values used as they are: leaves made in the step, old constant-only nodes
+        self.baked: list = []  # values used as they are: constants and scalar parameters, of any age
         baked_keys: list = []  # what makes each baked value the same in another recording
         env: dict[tuple, int] = {}  # (id(node), index) -> position: inputs, then baked, then made
-        made: list[Node] = []  # the step's own nodes with operands
         constant_memo: dict[int, bool] = {}
 
         changed = []
@@ -303,37 +302,26 @@ class Recording:
         outputs = [v for _, v in changed] + [h._value for h in kept]
 
         # everything the outputs depend on, back to values from before the call
-        old = []
-        seen: set[int] = set()
-        stack = list(outputs)
-        while stack:
-            v = stack.pop()
-            node = v[0]
-            if node.seq >= seq0 and type(node) is not Data:  # made in the step
-                if id(node) in seen:
-                    continue
-                seen.add(id(node))
-                if node.operands:
-                    made.append(node)
-                    for o in node.operands:
-                        stack.extend([o] if type(o) is Value else o)
-                else:
-                    old.append(v)  # a leaf made in the step: baked, see below
-                continue
-            old.append(v)
+        made, old = _walk(outputs, seq0, lambda node: False)
+        # A value made of constants and scalar parameters alone is baked as it is,
+        # whether the step made it or an earlier step left it (a recorded lowering
+        # replayed returns the constants it recorded, until lazycore.cache.clear()
+        # or its bound drops them), and keyed by what it is: two traced calls that
+        # baked equal constants agree whatever their age.
+        const = _constants(made, seq0, watch.held, constant_memo)
+        if any(const.values()):
+            made, old = _walk(outputs, seq0, lambda node: const[id(node)])
+        value_memo: dict[int, bytes] = {}
         for v in old:
             node, i = v
             k = (id(node), i)
             if k in env:
                 continue
             holders = watch.held.get(k)
-            if node.seq >= seq0:
+            if node.seq >= seq0 or (holders is None and constant_only(node, constant_memo)):
                 env[k] = -1 - len(self.baked)
                 self.baked.append(v)
-                if type(node) is Scalar:  # a parameter: its value counts
-                    baked_keys.append(("scalar", node.digest, node.value.tobytes(), i))
-                else:
-                    baked_keys.append(("leaf", node.digest, i))
+                baked_keys.append((_value_digest(node, value_memo), i))
             elif holders is not None:
                 a = [arg_index[id(h)] for h in holders if id(h) in arg_index]
                 if a:
@@ -343,10 +331,6 @@ class Recording:
                 self.slot_types.append(node.types[i])
                 recorded_inputs.append(v)
                 env[k] = len(self.slots) - 1
-            elif constant_only(node, constant_memo):
-                env[k] = -1 - len(self.baked)
-                self.baked.append(v)
-                baked_keys.append(("old", id(node), i))
             else:
                 raise Refused(f"the step reads a value no live tensor held when it began ({node!r})")
         n = len(self.slots)
@@ -500,6 +484,79 @@ class Recording:
                     heard(h, v)
                 h._value = v
         return values[len(targets):]
+
+
+def _walk(outputs, seq0: int, baked) -> tuple[list, list]:
+    """From the values ``outputs`` back to what the step read: the nodes it
+    made with operands (but those ``baked(node)`` says to take as they are),
+    and the values under them it did not make that way (a value from before
+    the step, a leaf it made, a node ``baked`` names), in the order met."""
+    made, old = [], []
+    seen: set[int] = set()
+    stack = list(outputs)
+    while stack:
+        v = stack.pop()
+        node = v[0]
+        if node.seq >= seq0 and type(node) is not Data and node.operands and not baked(node):  # made in the step
+            if id(node) not in seen:
+                seen.add(id(node))
+                made.append(node)
+                for o in node.operands:
+                    stack.extend([o] if type(o) is Value else o)
+            continue
+        old.append(v)  # (met once per use: each of a node's results is a value of its own)
+    return made, old
+
+
+def _constants(made, seq0: int, held, memo: dict) -> dict[int, bool]:
+    """``id(node)`` -> whether each node of ``made`` (the step's nodes with
+    operands) is made of constants and scalar parameters alone: of leaves the
+    step made, of such nodes, and of values from before it that no live handle
+    holds and that are such values themselves (:func:`constant_only`). In the
+    order made: no recursion down a step's depth."""
+    const: dict[int, bool] = {}
+    for node in sorted(made, key=lambda n: n.seq):
+        ok = True
+        for o in node.operands:
+            for v in ((o,) if type(o) is Value else o):
+                n = v[0]
+                if n.seq >= seq0 and type(n) is not Data:
+                    ok = not n.operands or const[id(n)]
+                else:
+                    ok = type(n) is not Data and (id(n), v[1]) not in held and constant_only(n, memo)
+                if not ok:
+                    break
+            if not ok:
+                break
+        const[id(node)] = ok
+    return const
+
+
+def _value_digest(node: Node, memo: dict) -> bytes:
+    """What a baked value is, for a recording's key: the node's digest, which
+    says everything about it but the values of the scalar parameters under it
+    (:class:`~lazycore.ir.graph.Scalar`'s is its type's), so a node with such
+    parameters under it is hashed again with theirs, bottom up."""
+    if node.is_leaf or not node.operands:
+        return digest(b"s" + node.digest + node.value.tobytes()) if type(node) is Scalar else node.digest
+    got = memo.get(id(node))
+    if got is not None:
+        return got
+    stack = [(node, False)]
+    while stack:
+        n, ready = stack.pop()
+        if id(n) in memo:
+            continue
+        operands = [v[0] for o in n.operands for v in ((o,) if type(o) is Value else o)]
+        if not ready:
+            stack.append((n, True))
+            stack.extend((m, False) for m in operands if not (m.is_leaf or not m.operands) and id(m) not in memo)
+            continue
+        under = [digest(b"s" + m.digest + m.value.tobytes()) if type(m) is Scalar else memo.get(id(m), m.digest)
+                 for m in operands]
+        plain = all(u is m.digest for u, m in zip(under, operands))
+        memo[id(n)] = n.digest if plain else digest(b"v" + n.digest + b"".join(under))
+    return memo[id(node)]
 
 
 def _checks_of(outs) -> list:
