@@ -47,6 +47,13 @@ class _Bridge(fallback.Bridge):
             cpu = call.host_args[i] if positional else call.host_kwargs.get(arg.name)
             if isinstance(lazy, Tensor):
                 yield lazy, cpu
+            elif isinstance(lazy, (list, tuple)):
+                # a written list (``Tensor(a!)[]``: GradScaler's unscale of the
+                # gradients, the ``_foreach_*_`` ops); its updates were lost, so the
+                # gradients stayed scaled, silently
+                for item, host in zip(lazy, cpu):
+                    if isinstance(item, Tensor):
+                        yield item, host
 
     def write(self, lazy, host, call):
         write(lazy, read(from_host(host, lazy.device)))
