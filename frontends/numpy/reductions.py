@@ -5,9 +5,9 @@ integer; half floats accumulate in float32 and round back once (NumPy's
 loops accumulate them in float too); ``max``/``min``/``argmax`` propagate NaN
 (the first NaN wins); ``var``/``std`` divide by ``max(n - ddof, 0)``; a
 ``where=`` mask replaces left-out elements by the reduction's identity.
-Scans are Hillis-Steele (log2(n) steps of shift-by-``pad`` and combine):
-integer results are exact, float ones round in a different order than
-NumPy's sequential loop.
+Integer and boolean scans are Hillis-Steele (log2(n) steps of
+shift-by-``pad`` and combine; exact); float scans add one element after
+another in a loop, as NumPy's does (its values bit for bit).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from lazycore.dialect.folds import identity_value
 from lazycore.dialect.spec import spec_of
-from lazycore.trace import core
+from lazycore.trace import control, core
 
 from . import dtypes
 from .array import ndarray, value, wrap
@@ -562,12 +562,47 @@ def _cumulative(a, axis, dtype, out, combine, identity, nan=False):
     if nan and _is_float(a.dtype):
         h = apply("select", _isnan(h), const(identity, h), h)
     h = cast(h, dt)
+    if _is_float(dt) and h.shape[d] > 1:
+        return _store(wrap(_one_by_one(h, d, combine, dt), dt), out)
     if dt == _BOOL:
         combine, identity = {"add": ("or", False), "mul": ("and", True)}[combine]
     h = cast(h, _acc(dt))
     if h.shape[d] > 1:
         h = scan(h, d, combine, identity)
     return _store(wrap(cast(h, dt), dt), out)
+
+
+def _one_by_one(h, d: int, combine: str, dt):
+    """Float ``h`` accumulated along ``d`` one element after another, as NumPy's loop does
+    (each partial result rounded to ``dt``; half types added in float32, as NumPy's half
+    loop adds): NumPy's values bit for bit, and a sum of non-negative terms never
+    decreases (a tree order can: scikit-learn's ``auc`` refused such a curve). One
+    ``while`` loop over ``d``, the other dims a vector per step; XLA's CPU runs it faster
+    than the log2(n) shifted copies of :func:`scan` (1e6 elements: 27 vs 120-800 ms)."""
+    rank = len(h.shape)
+    perm = (d,) + tuple(i for i in range(rank) if i != d)
+    if d:
+        h = apply("permute", h, dims=perm)
+    lt = h.dtype
+    wide = "f32" if lt in ("f16", "bf16") else None
+
+    def step(carry, x):
+        a, b = value(carry), value(x)
+        if wide:
+            a, b = apply("convert", a, dtype=wide), apply("convert", b, dtype=wide)
+        s = apply(combine, a, b)
+        if wide:
+            s = apply("convert", s, dtype=lt)
+        s = wrap(s, dt)
+        return s, s
+
+    # -0.0 + x is x for every x (0.0 + -0.0 is not): the first element stays itself, as NumPy copies it
+    start = core.apply("constant", value=np.asarray(-0.0 if combine == "add" else 1.0, dt), device=h.device)
+    _, ys = control.scan(step, wrap(broadcast_to_shape(start, h.shape[1:]), dt), wrap(h, dt))
+    out = value(ys)
+    if d:
+        out = apply("permute", out, dims=tuple(int(i) for i in np.argsort(perm)))
+    return out
 
 
 @implements(np.cumsum)

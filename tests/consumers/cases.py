@@ -170,6 +170,15 @@ def _sklearn_cases():
     for name in ("f1_score", "precision_score", "recall_score", "jaccard_score"):
         _metric(name, lambda a, b, f=getattr(M, name): f(a, b, average="macro"), "labels")
     _metric("fbeta_score", lambda a, b: M.fbeta_score(a, b, beta=0.5, average="weighted"), "labels")
+    @case("roc_auc_score(sample_weight)")
+    def _(xp, to, dtype):
+        # fpr is a cumulative sum of the negatives' weights: a tree-order sum went down
+        # by an ulp where a weight was 0, and auc refused the curve (ValueError)
+        rng, X, labels = _data(dtype, n=200)
+        yb = (labels == 1).astype(numpy.int64)
+        w = rng.uniform(size=200).astype(dtype)
+        return M.roc_auc_score(to(yb), to(rng.uniform(size=200).astype(dtype)), sample_weight=to(w))
+
     from sklearn.metrics import pairwise as P
 
     for name in ("cosine_similarity", "euclidean_distances", "rbf_kernel", "linear_kernel", "polynomial_kernel", "sigmoid_kernel",

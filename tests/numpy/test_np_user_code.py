@@ -208,3 +208,40 @@ def test_nextafter_is_numpys_bit_for_bit(dtype, clean_runtime):
         got.view(bits)[~numpy.isnan(want)], want.view(bits)[~numpy.isnan(want)]) and numpy.isnan(got[numpy.isnan(want)]).all()
     same(np.nextafter(np.asarray([1, 2]), 3), numpy.nextafter(numpy.array([1, 2]), 3))  # integers: float64's loop
     assert metrics.fallbacks() == {}
+
+
+# --- float scans: NumPy's order (scikit-learn's roc_auc_score with sample weights raised) -----------------
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+@pytest.mark.parametrize("shape,axis", [((200,), None), ((5, 7), 0), ((5, 7), 1), ((3, 4, 6), 1), ((3, 4), None), ((0, 3), 0)])
+def test_float_scans_are_numpys_bit_for_bit(dtype, shape, axis, clean_runtime):
+    rng = numpy.random.default_rng(6)
+    x = (rng.uniform(size=shape) * (rng.uniform(size=shape) > 0.5)).astype(dtype)  # zeros among the terms
+    if x.size > 2:
+        x.flat[0], x.flat[2] = -0.0, numpy.nan
+    bits = f"u{numpy.dtype(dtype).itemsize}"
+    for fn in ("cumsum", "cumprod", "nancumsum", "nancumprod"):
+        want = getattr(numpy, fn)(x, axis=axis)
+        got = numpy.asarray(getattr(np, fn)(np.asarray(x), axis=axis))
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert numpy.array_equal(got.view(bits), want.view(bits)), fn
+    assert metrics.fallbacks() == {}
+
+
+def test_a_cumulative_sum_of_non_negative_terms_never_decreases(clean_runtime):
+    rng = numpy.random.default_rng(7)
+    w = rng.uniform(size=5000) * (rng.uniform(size=5000) > 0.5)
+    got = numpy.asarray(np.cumsum(np.asarray(w)))
+    assert (numpy.diff(got) >= 0).all()
+    numpy.testing.assert_array_equal(got, numpy.cumsum(w))
+
+
+def test_a_float_scan_exports_with_a_symbolic_length():
+    import lazycore
+
+    exported = lazycore.export(lambda x: numpy.cumsum(x), np.zeros(4, numpy.float32), dynamic={0: ("n",)})
+    for n in (1, 3, 9, 40):
+        x = numpy.random.default_rng(n).normal(size=n).astype(numpy.float32)
+        (got,) = exported.call(x)
+        numpy.testing.assert_array_equal(got, numpy.cumsum(x))
