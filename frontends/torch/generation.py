@@ -400,9 +400,12 @@ def _wrap_length(prepare_length):
 def _wrap_max_length(call):
     @functools.wraps(call)
     def __call__(self, input_ids, scores, **kwargs):
-        done = call(self, input_ids, scores, **kwargs)
         if not isinstance(input_ids, Tensor) or not isinstance(self.max_length, int):
-            return done
+            return call(self, input_ids, scores, **kwargs)
+        # transformers' own answer (a lazy torch.full every token) is not
+        # the one returned: it runs on a stand-in of the ids' shape on the
+        # meta device, for its checks and warning, and makes no lazy op
+        call(self, torch.empty(input_ids.shape, dtype=input_ids.dtype, device="meta"), scores, **kwargs)
         # the criterion's answer is a Python bool baked into the graph: False
         # every token but the last, whose graph folds `unfinished & ~True`
         # and compiles a program of its own. The length as a program input

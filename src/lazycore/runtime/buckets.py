@@ -115,6 +115,8 @@ class Bucketed:
         """The value of output ``k`` from its result ``leaf``: the valid
         region of a padded result (:func:`region`)."""
         pads = self.out_pads[k]
+        if not pads:  # no padded dimension: most of a decoding token's outputs
+            return Value(leaf, 0)
         sizes = {sym: self.symbols[sym] for f in pads.values() for _, sym in f if sym is not None}
         if all(b == n for n, b in sizes.items()):
             # a size that is its bucket: the result itself, still marked
