@@ -92,8 +92,9 @@ _MASKS = "transformers.masking_utils"
 _MODELS = "transformers.modeling_utils"
 _installed = False
 _BUCKET_TO_MAX_LENGTH = True
-"""Pad the growing sequence to generate()'s ``max_length`` (one bucket for
-the whole generation, as a static cache); False: the usual buckets."""
+"""Pad the growing sequence to generate()'s ``max_length``, or to the longer
+one a static cache transformers reuses was made for (:func:`_bucket_to_cache`):
+one bucket for the whole generation, as a static cache; False: the usual buckets."""
 _DEFER_INPUTS = True
 """A captured decoding step makes its attention mask in its call
 (:func:`_prepare_deferred`); False: the step's inputs are made op by op
