@@ -106,7 +106,7 @@ def resolve(func):
     fn = lowering.lookup(func)
     if fn is not None:
         # an op with no tensor argument (a factory) may be sized by its floats' values (arange(15.0))
-        return _lowered(fn, _mutated_self(schema), sized_by_floats=not _takes_tensors(schema))
+        return _lowered(fn, _mutated_self(schema), sized_by_floats=not _takes_tensors(schema), draws=_draws(func))
     functional = _functional_of(func)
     if functional is not None:
         if functional[0] == "inplace" and _is_view(functional[1]._schema):
@@ -131,6 +131,12 @@ def _is_view(schema) -> bool:
         return False
     info = rets[0].alias_info
     return info is not None and not info.is_write and not schema.is_mutable
+
+
+def _draws(func) -> bool:
+    """The op draws from the RNG: its lowering reads and advances the device's
+    generator state (a handle of no argument), which a recording cannot replay."""
+    return torch.Tag.nondeterministic_seeded in func.tags
 
 
 def _takes_tensors(schema) -> bool:
@@ -624,7 +630,7 @@ def _float_keys(floats, named) -> tuple:
         [(k, float_key(x)) for k, x in zip(named, floats[n:])])
 
 
-def _lower(fn, func, args, kwargs, sized_by_floats=False, wrapped=False):
+def _lower(fn, func, args, kwargs, sized_by_floats=False, wrapped=False, draws=False):
     """Run lowering ``fn`` of ``func``, or replay its recording for this call
     signature: ``(meta result, handles, layout, owned)``, or None when the call
     goes to the fallback. ``layout`` is what :func:`wrap_layout` takes for a
@@ -632,7 +638,11 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False, wrapped=False):
     ``sized_by_floats``: the result's shape may depend on the values of
     top-level floats (``arange(15.0)``), which the meta key then holds too.
     ``wrapped``: a replay's single tensor result comes back as the lazy tensor
-    :func:`wrap_layout` makes of it (the per-op path, with no tuple between)."""
+    :func:`wrap_layout` makes of it (the per-op path, with no tuple between).
+    ``draws``: the op draws from the RNG (:func:`_draws`), so its lowering
+    runs without a recording: one would be refused at every call, and
+    watching for that cost a ``rand_like`` ~60 us of its ~160 (a GPT-2
+    training step's dropouts, each call)."""
     sig = None
     if not kwargs and args and type(args[0]) is Tensor and not sized_by_floats:
         # a tensor alone, or with a tensor or a float (most ops of a step):
@@ -717,7 +727,7 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False, wrapped=False):
         if other is not None and other[0].fits(inputs):
             return out, other[0].replay(inputs, floats), other[1], True
     ctx = lowering.Ctx(func, out, margs, mkwargs, dev)
-    if settings.replay:
+    if settings.replay and not draws:
         res, recipe = record_call(fn, inputs, (ctx, *largs), lkwargs)
     else:
         res, recipe = fn(ctx, *largs, **lkwargs), None
@@ -747,9 +757,9 @@ def factory(func, args, kwargs, frame):
         entry.frame = outer
 
 
-def _lowered(fn, inplace: bool, sized_by_floats: bool = False):
+def _lowered(fn, inplace: bool, sized_by_floats: bool = False, draws: bool = False):
     def handler(func, args, kwargs):
-        got = _lower(fn, func, args, kwargs, sized_by_floats, not inplace)
+        got = _lower(fn, func, args, kwargs, sized_by_floats, not inplace, draws)
         if got is None:
             return fallback.run(func, args, kwargs)
         if type(got) is Tensor:  # a replay's result, made into a tensor already
