@@ -11,7 +11,7 @@ from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir.sourceloc import release as release_frame
 from lazycore.trace import core, views
 
-from . import dtypes
+from . import dtypes, grad_scaler
 from .lowering import broadcast, convert
 from .tensor import ENTRY, Tensor, from_host, lc_device, read, to_host, upload, view_of, wrap, wrap_layout, write
 from .tensor import meta_twin as _meta
@@ -148,6 +148,8 @@ def pack_padded_sequence(func, args, kwargs):
 
 
 SPECIAL = {
+    aten._amp_foreach_non_finite_check_and_unscale_.default: grad_scaler.non_finite_check_and_unscale_,
+    aten._amp_update_scale_.default: grad_scaler.update_scale_,
     aten._pack_padded_sequence.default: pack_padded_sequence,
     aten.copy_.default: copy_,
     aten._to_copy.default: to_copy,
