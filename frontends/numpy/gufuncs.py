@@ -15,8 +15,6 @@ reading any value. What the lazy call does not take (``axes=``,
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.stride_tricks import as_strided
@@ -36,10 +34,6 @@ class gufunc(ufunc):
     def __init__(self, uf, call):
         super().__init__(uf)
         self._call = call
-        try:  # what inspect.signature(numpy.matvec) gives, not ``(*inputs, **kwargs)``
-            self.__signature__ = inspect.signature(uf)
-        except (TypeError, ValueError):
-            pass
 
     def __call__(self, *inputs, **kwargs):
         return self._call(self._uf, inputs, kwargs)

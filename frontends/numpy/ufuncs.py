@@ -17,6 +17,8 @@ value of their class (a time step that changes every iteration).
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from lazycore.dialect.types import is_complex
@@ -650,6 +652,10 @@ class ufunc:
         self.__name__ = uf.__name__
         self.__doc__ = uf.__doc__
         self.nin, self.nout, self.nargs = uf.nin, uf.nout, uf.nargs
+        try:  # inspect.signature(lnp.add) is NumPy's (x1, x2, /, out=None, *, where=True, ...)
+            self.__signature__ = inspect.signature(uf)
+        except (TypeError, ValueError):
+            pass
 
     def __call__(self, *inputs, **kwargs):
         if not kwargs:
