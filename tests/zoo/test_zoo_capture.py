@@ -21,9 +21,20 @@ CALLS = 5
 ALL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 NAMES = [s.name for s in zoo_models.SPECS
          if s.library == "transformers" and (ALL or s.name in ("llama", "t5"))]
+KNOWN = {
+    "bart": "a barrier inside the step: BART's decoder makes an all-ones mask on the device when given none, "
+            "and transformers' SDPA path reads it (masking_utils._ignore_causal_mask_sdpa), so capture "
+            "refuses and traces every call (tests/zoo/test_zoo.py KNOWN: the same read's programs)",
+}
+"""name -> reason: strict xfails, as tests/zoo/test_zoo.py's."""
 
 
-@pytest.mark.parametrize("name", NAMES)
+def _params():
+    return [pytest.param(n, marks=[pytest.mark.xfail(reason=KNOWN[n], strict=True)] if n in KNOWN else [], id=n)
+            for n in NAMES]
+
+
+@pytest.mark.parametrize("name", _params())
 def test_a_captured_transformers_step_replays_from_its_third_call_with_eagers_values(name):
     spec = zoo_models.BY_NAME[name]
     dev = ltorch.device()

@@ -147,6 +147,24 @@ SPECS = [
          _hf("RobertaConfig", "RobertaForMaskedLM", vocab_size=VOCAB, max_position_embeddings=64, **_WIDTH,
              hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, pad_token_id=1),
          _masked, tied=(("lm_head.decoder.weight", "roberta.embeddings.word_embeddings.weight"),)),
+    # mixture of experts: top-2 routing, the experts through transformers' default path off the CPU
+    # (sort, histc of the int32 expert ids, grouped_mm: frontends/torch/ops/histogram.py, grouped_mm.py)
+    Spec("mixtral", "transformers",
+         _hf("MixtralConfig", "MixtralForCausalLM", vocab_size=VOCAB, max_position_embeddings=64, **_WIDTH,
+             num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, bos_token_id=0, eos_token_id=0,
+             pad_token_id=0),
+         _causal, generate=True),
+    Spec("qwen2", "transformers",  # llama's layout with biased q/k/v projections
+         _hf("Qwen2Config", "Qwen2ForCausalLM", vocab_size=VOCAB, max_position_embeddings=64, **_WIDTH,
+             num_key_value_heads=2, bos_token_id=0, eos_token_id=0, pad_token_id=0),
+         _causal, generate=True),
+    Spec("bart", "transformers",  # an encoder-decoder with learned positions and a tied head
+         _hf("BartConfig", "BartForConditionalGeneration", vocab_size=VOCAB, d_model=64, encoder_layers=2,
+             decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+             decoder_ffn_dim=128, max_position_embeddings=64, dropout=0.0, attention_dropout=0.0,
+             activation_dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=3, decoder_start_token_id=2,
+             forced_eos_token_id=None),  # (eos not the start token: random tied weights repeat the token they see)
+         _seq2seq, tied=(("lm_head.weight", "model.shared.weight"),), generate=True),
 ]
 
 
