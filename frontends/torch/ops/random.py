@@ -229,3 +229,42 @@ def _randint_like(ctx, x, *bounds, **kwargs):
         return NotImplemented
     low, high = (0, bounds[0]) if len(bounds) == 1 else bounds
     return _randint(ctx, int(low), int(high))
+
+
+# --- multinomial ----------------------------------------------------------------------------
+# transformers' sampling (do_sample=True) draws each token with torch.multinomial: on
+# eager's kernel that was a fallback, and a barrier, per generated token. Here an
+# exponential race: category i's key is E_i / p_i (E_i ~ Exp(1)), the smallest key
+# wins with probability p_i / sum(p); the k smallest of one draw are k draws without
+# replacement (successive draws renormalized; eager's CPU kernel runs the same race), and
+# with replacement each draw has keys of its own. A category of probability 0 is drawn
+# only when draws without replacement outnumber the others, as in eager.
+
+
+@lowers(aten.multinomial.default)
+def _multinomial(ctx, probs, num_samples, replacement=False, generator=None):
+    dev = ctx.device
+    w = _wide(probs.dtype)
+    p = convert(probs, w)
+    if len(p.shape) == 1:
+        p = apply("reshape", p, shape=(1, p.shape[0]))
+    rows, n = p.shape
+    zero = const(0, w, dev, (rows, n))
+    bad = apply("or", apply("not", apply("is_finite", p)), apply("compare", p, zero, direction="LT"))
+    p = core.check(p, bad, "probability tensor contains either `inf`, `nan` or element < 0")
+    positive = apply("compare", p, zero, direction="GT")
+    count = apply("reduce_sum", convert(positive, "i64"), dims=(1,))
+    p = core.check(p, apply("compare", count, const(0, "i64", dev, (rows,)), direction="EQ"),
+                   "invalid multinomial distribution (sum of probabilities <= 0)")
+    draws = 1 if not replacement else num_samples
+    shape = (rows, draws, n)
+    e = apply("neg", apply("log1p", apply("neg", uniform01(dev, shape, w))))  # Exp(1): -log(1 - u), u in [0, 1)
+    pw = apply("broadcast_in_dim", p, shape=shape, dims=(0, 2))
+    keys = apply("select", apply("broadcast_in_dim", positive, shape=shape, dims=(0, 2)), apply("div", e, pw),
+                 const(math.inf, w, dev, shape))
+    if replacement or num_samples == 1:
+        picked = apply("argmin", keys, dim=2, dtype="i64")  # (rows, draws); ties: the first, never an inf over a finite
+    else:
+        _, order = apply("sort", apply("reshape", keys, shape=(rows, n)), dim=1, descending=False, dtype="i64")
+        picked = apply("slice", order, start=[0, 0], limit=[rows, num_samples], strides=[1, 1])
+    return apply("reshape", picked, shape=ctx.shape)
