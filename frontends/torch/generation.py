@@ -625,8 +625,7 @@ def _prepare_deferred(input_ids, kwargs) -> bool:
         return False
     inputs = {k: v for k, v in kwargs.items() if k not in _SLICED}
     for name, value in sliced.items():
-        # (a copy: a view's key moves with its offset every token)
-        inputs[name] = value[..., -1:].clone(memory_format=torch.contiguous_format)
+        inputs[name] = _last_position(value)
     if mask is not None:
         fixed = g.fixed
         if fixed is None or fixed[1] is not mask:
@@ -636,6 +635,25 @@ def _prepare_deferred(input_ids, kwargs) -> bool:
     g.deferred = (inputs["input_ids"], inputs.get("attention_mask"))
     g.early = (input_ids, (), 1, dict(kwargs), inputs)
     return True
+
+
+def _last_position(t: Tensor) -> Tensor:
+    """``t[..., -1:]`` as a tensor of its own (a view's capture key moves
+    with its offset every token). The ids and position ids grow by
+    ``torch.cat([t, new], -1)`` every token: where ``t``'s value is that
+    concatenation and its last operand is the one new position, that value
+    itself, with no op; else a copy of the slice (two ops per input per
+    token, and a slice of the grown sequence's size in every token's graph)."""
+    if not t._steps and t.dim() >= 1:
+        handle = read(t)
+        node = handle._value.node
+        if node.op == "concatenate" and node.attrs.get("dim") == t.dim() - 1:
+            group = node.operands[0] if len(node.operands) == 1 and type(node.operands[0]) is tuple \
+                else node.operands
+            last = group[-1]
+            if last[0].types[last[1]].shape == (*t.shape[:-1], 1):
+                return wrap(core.LazyTensor(last, handle.device), owned=True)
+    return t[..., -1:].clone(memory_format=torch.contiguous_format)
 
 
 def _cache_name(kwargs) -> str:
