@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from lazycore.trace import core
+from lazycore.trace import composites, core
 from lazycore.trace.views import Expand, Permute, Reshape, Reverse, Slice
 
 from . import dtypes
@@ -944,3 +944,37 @@ def diag(v, k=0):
 
 
 __all__ += ["tril", "triu", "diag"]
+
+
+# --- nan_to_num: NumPy's three copyto's as selects --------------------------------------------------
+
+
+@implements(np.nan_to_num)
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """NaN, +inf and -inf of a real float array replaced (by default: 0 and the type's
+    largest and lowest finite values); in place with ``copy=False``, as NumPy. Complex
+    arrays run NumPy (counted)."""
+    a = asarray_like(x)
+    if a.dtype.kind == "c":
+        return call_numpy(np.nan_to_num, (x,), dict(copy=copy, nan=nan, posinf=posinf, neginf=neginf))
+    if copy or a is not x:
+        a = a.copy()
+    if a.dtype.kind == "f":
+        info = np.finfo(a.dtype)
+        h = value(a)
+        for pick, fill in ((composites.isnan(h), nan),
+                           (apply("compare", h, _const_of(np.inf, a.dtype, h), direction="EQ"),
+                            info.max if posinf is None else posinf),
+                           (apply("compare", h, _const_of(-np.inf, a.dtype, h), direction="EQ"),
+                            info.min if neginf is None else neginf)):
+            h = apply("select", pick, _const_of(fill, a.dtype, h), h)
+        write(a, h)
+    return a[()] if a.ndim == 0 else a
+
+
+def _const_of(v, dt, like):
+    host = np.asarray(v).astype(dt)  # a too-large fill: inf, with NumPy's overflow warning, as its copyto
+    return broadcast_to_shape(core.apply("constant", value=host, device=like.device), like.shape)
+
+
+__all__ += ["nan_to_num"]

@@ -245,3 +245,22 @@ def test_a_float_scan_exports_with_a_symbolic_length():
         x = numpy.random.default_rng(n).normal(size=n).astype(numpy.float32)
         (got,) = exported.call(x)
         numpy.testing.assert_array_equal(got, numpy.cumsum(x))
+
+
+# --- nan_to_num ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+@pytest.mark.parametrize("kw", [{}, {"nan": -1.0}, {"posinf": 9.0, "neginf": -9.0}, {"nan": 3}], ids=str)
+def test_nan_to_num_is_lazy(dtype, kw, clean_runtime):
+    x = numpy.array([1.0, numpy.nan, numpy.inf, -numpy.inf, -2.5, 0.0], dtype=dtype)
+    same(np.nan_to_num(np.asarray(x), **kw), numpy.nan_to_num(x, **kw))
+    lazy, host = np.asarray(x), x.copy()
+    assert np.nan_to_num(lazy, copy=False, **kw) is lazy  # in place, as NumPy's
+    numpy.nan_to_num(host, copy=False, **kw)
+    same(lazy, host)
+    for y in (numpy.arange(3), numpy.array(numpy.nan)):
+        got, want = np.nan_to_num(np.asarray(y)), numpy.nan_to_num(y)
+        assert numpy.asarray(got).dtype == numpy.asarray(want).dtype
+        numpy.testing.assert_array_equal(numpy.asarray(got), want)
+    assert metrics.fallbacks() == {}
