@@ -386,3 +386,44 @@ def test_a_list_changed_in_place_is_not_taken_as_unchanged_by_its_identity(dev):
         assert _calls(step, dev, lambda: _SCALES.__setitem__(0, 100.0)) == [100.0, 100.0]
     finally:
         _SCALES[0] = 2.0
+
+
+def test_a_momentum_leaving_and_reaching_zero_is_named_in_why_and_the_warning(dev):
+    """SGD's momentum is a program input while it is not 0 and a guarded
+    number at 0, so the two calls' guarded hyperparameters differ in length:
+    compared by position, the reason named the ones after it (maximize,
+    foreach, differentiable) though they never changed."""
+    import warnings
+
+    from lazycore.trace.capture import CaptureWarning
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 4).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.0)
+
+    @ltorch.capture
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    whys = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CaptureWarning)
+        for i, (x, y) in enumerate(_batches(9)):
+            opt.param_groups[0]["momentum"] = 0.9 if i % 2 else 0.0
+            step(x.to(dev), y.to(dev))
+            ltorch.mark_step()
+            whys.append(step.why)
+    told = [str(w.message) for w in caught if issubclass(w.category, CaptureWarning)]
+    assert len(told) == 1, told
+    # (from the fourth call each recorded call is refused for this reason; a call after a
+    # plain one, once it stopped recording, has nothing to be compared with: None)
+    named = [why for why in whys[3:] if why is not None]
+    assert len(named) >= 4, whys
+    for why in named + told:
+        assert "momentum changed between calls" in why, why
+        assert not any(k in why for k in ("maximize", "foreach", "differentiable", "fused", "dampening")), why
+    assert "between 0.0 and a value its program reads" in named[-1], named[-1]

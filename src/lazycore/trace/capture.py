@@ -12,8 +12,9 @@ and the result, a :class:`Recording`, says in plain data:
   gradient, optimizer state, the RNG state; held by weak reference);
 * the nodes it made, in the order made, with their attributes and source
   lines, as a :class:`~lazycore.trace.fragment.Fragment` over the values
-  read; leaves made in the step (scalar parameters, constants) and
-  constant-only nodes made before it are its constants;
+  read; values made of constants and scalar parameters alone, made in the
+  step or left by an earlier one, are its constants, which its key holds by
+  value (:func:`_value_digest`);
 * which live handles it updated in place, and the values of the new handles
   the frontend keeps (results, gradients).
 

@@ -31,6 +31,7 @@ import os
 import sys
 import sysconfig
 import weakref
+from itertools import chain
 from types import FunctionType
 
 from lazycore.ir.memo import Memo
@@ -232,6 +233,10 @@ def _check(label: str, read, value):
 
 
 _GONE = object()
+_UNSNAPPED = object()
+"""A check's value when the traced call's object was not kept to compare by
+identity (not immutable): never what a read returns, not even :data:`_GONE`
+(an attribute deleted since then is a change)."""
 
 
 class _Global:
@@ -281,7 +286,8 @@ def _immutable(value) -> bool:
 class Guards:
     """Checks of the Python state a traced call read (see :class:`Reads`)."""
 
-    __slots__ = ("checks", "key", "_now", "_selves", "_rest")
+    __slots__ = ("checks", "key", "_now", "_selves", "_rest", "_refs", "_fetches", "_thens", "_empties", "_at",
+                 "_rest_at")
 
     def __init__(self, checks):
         self.checks = checks
@@ -291,21 +297,41 @@ class Guards:
         # object at a replay is unchanged, without taking its snapshot again
         self._now = []
         for _, read, expected, same in checks:
-            now = read() if not same else _GONE
-            self._now.append(now if _immutable(now) and plain(now) == expected else _GONE)
-        self._selves, self._rest = _by_self(checks, self._now)
+            now = read() if not same else _UNSNAPPED
+            self._now.append(now if _immutable(now) and plain(now) == expected else _UNSNAPPED)
+        self._selves, self._rest, self._at, self._rest_at = _by_self(checks, self._now)
+        # the same groups as one pass of C loops (:meth:`_unchanged`): every fetch gives a tuple
+        self._refs = tuple(ref for ref, _, _, _ in self._selves)
+        self._fetches = tuple(fetch for _, fetch, _, _ in self._selves)
+        self._thens = tuple(chain.from_iterable(then for _, _, then, _ in self._selves))
+        self._empties = tuple(chain.from_iterable(empties for _, _, _, empties in self._selves))
 
     def failed(self) -> str | None:
         """What changed since the traced call (None: nothing)."""
         if self._unchanged():
             return None
-        for (label, read, expected, same), then in zip(self.checks, self._now):
-            now = read()
-            if same:
-                if now is not expected:
-                    return f"{label} is another object"
-            elif now is not then and plain(now) != expected:
-                return f"{label} changed"
+        # object by object: only the checks of an object whose values are not all the
+        # very ones read are compared by value (a plan whose guard fails at every call,
+        # transformers' model after a generate() of another length, costs about one
+        # that passes, not a snapshot of each of its hundreds of attributes)
+        checks, nows = self.checks, self._now
+        for (ref, fetch, then, empties), at in zip(self._selves, self._at):
+            me = ref()
+            if me is None:
+                continue
+            try:
+                if all(map(operator.is_, fetch(vars(me)), then)) and not any(empties):
+                    continue
+            except (KeyError, TypeError):
+                pass
+            for k in at:
+                why = _changed(checks[k], nows[k])
+                if why is not None:
+                    return why
+        for k in self._rest_at:
+            why = _changed(checks[k], nows[k])
+            if why is not None:
+                return why
         return None
 
     def _unchanged(self) -> bool:
@@ -313,8 +339,24 @@ class Guards:
         one look-up of the object and its ``__dict__``, the values fetched in
         one call and compared by identity with the objects read (an immutable
         value, or an empty container still empty). False where any differs
-        (:meth:`failed` then goes through the checks one by one: a value equal
-        to its snapshot in another object passes there)."""
+        (:meth:`failed` then compares that object's checks by value: a value
+        equal to its snapshot in another object passes there).
+
+        All the objects at once first, in C loops (``map`` over the weak
+        references, ``vars``, the fetches, ``is``): a replayed decoding token
+        of transformers' GPT-2 checks 416 attributes of 34 objects, its model's
+        modules and configs, and a Python loop per object cost most of that.
+        An object gone (``vars(None)``) or an attribute gone leaves the loop to
+        the one object at a time below, which tells them apart."""
+        try:
+            same = all(map(operator.is_, chain.from_iterable(map(_call, self._fetches, map(vars, map(
+                _call, self._refs)))), self._thens))
+        except (KeyError, TypeError):
+            same = False
+        if same:
+            if any(self._empties):
+                return False
+            return self._rest_unchanged()
         for ref, fetch, then, empties in self._selves:
             me = ref()
             if me is None:
@@ -325,12 +367,15 @@ class Guards:
                 return False
             if not all(map(operator.is_, now, then)) or any(empties):
                 return False
-        for (label, read, expected, same), then in self._rest:
+        return self._rest_unchanged()
+
+    def _rest_unchanged(self) -> bool:
+        for (label, read, expected, same), then, items in self._rest:
             now = read()
             if same:
                 if now is not expected:
                     return False
-            elif now is not then and plain(now) != expected:
+            elif now is not then and (items is None or not _same_items(now, items)) and plain(now) != expected:
                 return False
         return True
 
@@ -338,30 +383,76 @@ class Guards:
 _CONTAINERS = (dict, list, set)
 
 
-def _by_self(checks, nows) -> tuple[list, list]:
+def _changed(check, then) -> str | None:
+    """What one check says changed (``then``: the immutable object it read, or :data:`_UNSNAPPED`); None: nothing."""
+    label, read, expected, same = check
+    now = read()
+    if same:
+        return f"{label} is another object" if now is not expected else None
+    return f"{label} changed" if now is not then and plain(now) != expected else None
+
+
+_call = operator.call
+
+
+def _items(value):
+    """A plain container of immutable values as the very objects it holds:
+    ``(the container, its items or keys, its values or None)``, or None (a
+    container holding containers, or not a container)."""
+    t = type(value)
+    if t is dict:
+        keys, values = tuple(value), tuple(value.values())
+        return (value, keys, values) if all(map(_immutable, keys)) and all(map(_immutable, values)) else None
+    if t in (list, tuple, set, frozenset):
+        items = tuple(value)
+        return (value, items, None) if all(map(_immutable, items)) else None
+    return None
+
+
+def _same_items(now, items) -> bool:
+    """``now`` is the container :func:`_items` took and holds the very objects
+    it held, in the same order: its snapshot would be the same (a dict or list
+    changed in place holds another object somewhere, or another count)."""
+    obj, keys, values = items
+    return (now is obj and len(now) == len(keys) and all(map(operator.is_, now, keys))
+            and (values is None or all(map(operator.is_, now.values(), values))))
+
+
+def _by_self(checks, nows) -> tuple[list, list, list, tuple]:
     """The attribute checks whose value is an immutable object or an empty
     container, by the ``self`` they read (:meth:`Guards._unchanged`), and the
-    other checks with their immutable objects."""
+    other checks with their immutable objects and, for a plain container of
+    immutable values, the objects it holds (:func:`_items`); and the
+    positions in ``checks`` of each group's checks and of the others."""
     selves: dict = {}
-    rest = []
-    for check, then in zip(checks, nows):
+    rest, rest_at = [], []
+    for k, (check, then) in enumerate(zip(checks, nows)):
         _, read, expected, same = check
         if type(read) is _Attr and not same:
             empty = False
-            if then is _GONE:
+            if then is _UNSNAPPED:
                 now = read()
                 empty = type(now) in _CONTAINERS and not now and plain(now) == expected
-                then = now if empty else _GONE
-            if then is not _GONE:
-                names, thens, empties = selves.setdefault(id(read.ref), (read.ref, [], [], []))[1:]
+                then = now if empty else _UNSNAPPED
+            if then is not _UNSNAPPED:
+                names, thens, empties, at = selves.setdefault(id(read.ref), (read.ref, [], [], [], []))[1:]
                 names.append(read.name)
                 thens.append(then)
+                at.append(k)
                 if empty:
                     empties.append(then)
                 continue
-        rest.append((check, then))
-    grouped = []
-    for ref, names, thens, empties in selves.values():
-        fetch = operator.itemgetter(*names) if len(names) > 1 else (lambda d, name=names[0]: (d[name],))
-        grouped.append((ref, fetch, tuple(thens), tuple(empties)))
-    return grouped, rest
+        items = None
+        if not same and then is _UNSNAPPED:
+            now = read()
+            if plain(now) == expected:
+                items = _items(now)
+        rest.append((check, then, items))
+        rest_at.append(k)
+    grouped, grouped_at = [], []
+    for ref, names, thens, empties, at in selves.values():
+        if len(names) == 1:  # (a tuple, as itemgetter gives for two or more)
+            names, thens = names * 2, thens * 2
+        grouped.append((ref, operator.itemgetter(*names), tuple(thens), tuple(empties)))
+        grouped_at.append(tuple(at))
+    return grouped, rest, grouped_at, tuple(rest_at)
