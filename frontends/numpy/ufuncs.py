@@ -18,6 +18,7 @@ value of their class (a time step that changes every iteration).
 from __future__ import annotations
 
 import inspect
+import math
 
 import numpy as np
 
@@ -221,6 +222,24 @@ def _copysign(a, b):
     return apply("select", _signbit(b), apply("neg", magnitude), magnitude)
 
 
+def _log_add(exp_fn, log_of_two, log1p_scale):
+    """NumPy's ``npy_logaddexp``/``npy_logaddexp2``: equal operands (infinities of one sign
+    too) give ``a`` plus the log of 2; else the larger plus ``log1p(exp(-|a - b|))`` (in base
+    2: ``exp2`` and ``log1p / ln 2``); NaN when either is. Half types in float32, rounded once."""
+
+    @composites.rounded_once
+    def loop(a, b):
+        d = apply("sub", a, b)
+        larger = apply("select", apply("compare", d, const(0, d), direction="GT"), a, b)
+        tail = apply("log1p", exp_fn(apply("neg", apply("abs", d))))
+        if log1p_scale != 1:
+            tail = apply("mul", tail, const(log1p_scale, tail))
+        r = apply("add", larger, tail)
+        return apply("select", apply("compare", a, b, direction="EQ"), apply("add", a, const(log_of_two, a)), r)
+
+    return loop
+
+
 def _nextafter(a, b):
     """The float next to ``a`` toward ``b``: ``a``'s bits one step up or down in magnitude.
     Compared as integers (a float's magnitude bits order as the float does, the sign
@@ -322,6 +341,8 @@ LOOPS = {
     "signbit": _signbit,
     "copysign": _copysign,
     "nextafter": _nextafter,
+    "logaddexp": _log_add(lambda x: apply("exp", x), math.log(2), 1),
+    "logaddexp2": _log_add(composites.exp2, 1.0, 1 / math.log(2)),
 }
 
 

@@ -31,7 +31,7 @@ NOISE = ("numpy.isdtype", "numpy.issubdtype", "numpy.result_type", "numpy.can_ca
          "numpy.iinfo", "numpy.promote_types", "numpy.common_type", "numpy.fft.fftfreq", "numpy.fft.rfftfreq",
          "numpy.fft.fftshift", "numpy.fft.ifftshift", "numpy.unique_values", "numpy.unique_counts",
          "numpy.unique_inverse", "numpy.unique_all", "numpy.unique", "numpy.linalg.diagonal", "numpy.diagonal",
-         "numpy.searchsorted", "numpy.nextafter")
+         "numpy.searchsorted", "numpy.nextafter", "numpy.logaddexp", "numpy.logaddexp2")
 
 RTOL = {"float32": 2e-5, "float64": 1e-10}
 
@@ -232,7 +232,7 @@ def _scipy_cases():
     two(lambda x, y: sp.logsumexp(x, axis=-1), name="special.logsumexp")
     two(lambda x, y: sp.softmax(x, axis=-1), name="special.softmax")
     two(lambda x, y: sp.log_softmax(x, axis=-1), name="special.log_softmax")
-    for f in ("expit", "erf", "erfc", "ndtr", "gammaln", "log_ndtr", "entr"):
+    for f in ("expit", "erf", "erfc", "ndtr", "gammaln", "log_ndtr", "entr", "softplus"):
         two(lambda x, y, f=getattr(sp, f): f(x), name=f"special.{f}")
     two(lambda x, y: sp.logit(sp.expit(x)), name="special.logit")
     two(lambda x, y: sp.xlogy(x, y), name="special.xlogy", positive=True)

@@ -264,3 +264,26 @@ def test_nan_to_num_is_lazy(dtype, kw, clean_runtime):
         assert numpy.asarray(got).dtype == numpy.asarray(want).dtype
         numpy.testing.assert_array_equal(numpy.asarray(got), want)
     assert metrics.fallbacks() == {}
+
+
+# --- logaddexp, logaddexp2: NumPy's formula (scipy.special.softplus ran them on the host) ------------------
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+@pytest.mark.parametrize("fn", ["logaddexp", "logaddexp2"])
+def test_logaddexp_is_numpys_formula(fn, dtype, clean_runtime):
+    rng = numpy.random.default_rng(8)
+    edges = [0, -0.0, numpy.inf, -numpy.inf, numpy.nan, 700, -700, 1e-20]
+    x, y = numpy.meshgrid(*(numpy.concatenate([rng.normal(scale=5, size=40), edges]).astype(dtype),) * 2)
+    with numpy.errstate(all="ignore"):
+        want = getattr(numpy, fn)(x, y)
+    got = numpy.asarray(getattr(np, fn)(np.asarray(x), np.asarray(y)))
+    assert got.dtype == want.dtype
+    finite = numpy.isfinite(want)
+    numpy.testing.assert_array_equal(got[~finite], want[~finite])  # infinities of one sign, NaN
+    # within 2 ulps of the operands' scale (XLA's log1p and exp are not libm's)
+    finite_operands = numpy.nan_to_num(numpy.maximum(numpy.abs(x), numpy.abs(y)), posinf=0.0)
+    scale = numpy.maximum(numpy.abs(want), finite_operands)[finite]
+    err = numpy.abs(got[finite].astype(float) - want[finite]) / numpy.spacing(scale).astype(float)
+    assert err.max() <= 2, err.max()
+    assert metrics.fallbacks() == {}
