@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import torch
 
+from lazycore.ir.memo import Memo
+
 aten = torch.ops.aten
 
-_CHECKED: set = set()
-"""The argument layouts eager's kernel accepted (bounded: the first 256)."""
+_CHECKED = Memo("torch.grouped_mm_checks", 256)
+"""The argument layouts eager's kernel accepted."""
 
 
 def _layout(t):
@@ -45,12 +47,11 @@ def _stand_in(t):
 
 def _check_as_eager(a, b, offs, bias, out_dtype):
     key = (_layout(a), _layout(b), _layout(offs), _layout(bias), out_dtype)
-    if key in _CHECKED:
+    if _CHECKED.get(key) is not None:
         return
     # zero offsets: every group empty, so the kernel checks and multiplies nothing
     aten._grouped_mm.default(_stand_in(a), _stand_in(b), _stand_in(offs), _stand_in(bias), out_dtype)
-    if len(_CHECKED) < 256:
-        _CHECKED.add(key)
+    _CHECKED.put(key, True)
 
 
 def _groups(offs, n: int):
