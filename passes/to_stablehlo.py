@@ -224,7 +224,8 @@ def _convert(module_op: ir.Operation) -> None:
         "division": "xla (default): float divides and functions are StableHLO's, which XLA's CPU backend "
         "rounds its own way (a divide by a broadcast as a multiply by the reciprocal, rsqrt as an estimate); "
         "exact: eager CPU torch's and NumPy's rounding: such a divide of float16/bfloat16/float32 goes "
-        "through float64, so it is correctly rounded, rsqrt is 1/sqrt(x) rounded twice, and tanh, expm1 "
+        "through float64, so it is correctly rounded, a float64 one is corrected by its remainder, "
+        "rsqrt is 1/sqrt(x) rounded twice, and tanh, expm1 "
         "and atan2 are computed in float64",
     },
 )
