@@ -56,8 +56,9 @@ func.func @by_count(%s: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// Elementwise divisors XLA divides by as they are; float64 has nothing wider,
-// and a remainder is no quotient.
+// Elementwise divisors XLA divides by as they are, and a remainder is no
+// quotient. (A float64 divide by a broadcast keeps its divide here and gains a
+// remainder correction after it: exact_float64_division.mlir.)
 // EXACT-LABEL: func.func @left_alone
 // XLA-LABEL: func.func @left_alone
 // EXACT: stablehlo.divide %arg0, %arg1 : tensor<2x3xf32>
