@@ -33,7 +33,7 @@ from lazycore.ir.sourceloc import release as release_frame
 from lazycore.trace.recipes import float_key, record, record_call, value_class
 from lazycore.trace.views import read as read_view
 
-from . import batch_norm_stats, fallback, foreach, lowering, special, views
+from . import batch_norm_stats, chalf_kernels, fallback, foreach, lowering, special, views
 from .dtypes import TO_TORCH
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
@@ -358,6 +358,7 @@ def _meta_entry(acc, func, args, kwargs):
         key, hit = None, None
     if hit is None:
         a, margs, mkwargs = metas(args, kwargs, func)
+        chalf_kernels.refuse(func, margs, mkwargs)  # eager's CPU refuses chalf in most kernels: its error
         # another process's result (meta_store); a view's aliases its base, which a stored one cannot
         # (the store keys by the layouts' values: text another process makes alike)
         stored, out = (STORE.get(func, [tuple(p) if type(p) is LayoutKey else p for p in acc], margs)
