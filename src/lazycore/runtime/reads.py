@@ -13,43 +13,13 @@ import numpy as np
 from lazycore.ir import events
 from lazycore.ir.context import TRACE, locked
 from lazycore.ir.failure import Failure
-from lazycore.ir.graph import Data, Node, Scalar, Value
+from lazycore.ir.graph import Data, Value
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import barrier, buckets, pjrt
 
 # a read's barrier and copy are one step that no other thread's barrier
 # splits (it could donate the buffer being read): docs/threads.md
 _locked = locked
-
-
-_CONSTANTS_LOOKED_AT = 256
-"""Nodes :func:`_of_constants` looks at, at most: a value made of constants
-alone is a few ops; a read of a step's loss meets a parameter in a few levels."""
-
-
-def _of_constants(value: Value) -> bool:
-    """Whether ``value`` is made of constants alone: plain ops down to ops
-    without operands (constants, iotas) and Python numbers (scalar
-    parameters: a captured step's recording bakes those as it bakes every
-    number its Python computed), no device data, no region. Breadth first,
-    so a value of the step meets device data early."""
-    seen, todo, i = {id(value[0])}, [value[0]], 0
-    while i < len(todo):
-        node = todo[i]
-        i += 1
-        if i > _CONSTANTS_LOOKED_AT:
-            return False
-        if type(node) is not Node:
-            if type(node) is Scalar:
-                continue
-            return False
-        for o in node.operands:
-            for v in (o if type(o) is tuple else (o,)):  # a Value, or a variadic group of them
-                n = v[0]
-                if id(n) not in seen:
-                    seen.add(id(n))
-                    todo.append(n)
-    return True
 
 
 @_locked
@@ -68,12 +38,6 @@ def _settled(t: LazyTensor, cut: bool = False) -> tuple[Data, object]:
         raise TypeError(f"expected a LazyTensor, got {type(t).__name__}")
     TRACE.taint()  # a lowering that observes values cannot be replayed
     if t.pending and buckets.padded_leaf(t._value.node) is None:
-        if _of_constants(t._value):
-            # its own small program: transformers reads masks of ones and sizes' aranges in
-            # the middle of a step, and a barrier there cut every step into two programs
-            leaf = Data(barrier.run_alone(t.device, [t._value])[0], t.type, True)
-            t._value = Value(leaf, 0)
-            return leaf, None
         events.emit("implicit_barrier", t.type)
         barrier.sync(t.device)
     running = t.device.running
