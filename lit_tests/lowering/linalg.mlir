@@ -50,3 +50,31 @@ func.func @conv1d_lhs_dilation(%x: tensor<1x2x5xf32>, %w: tensor<3x2x3xf32>) -> 
   %0 = "lazy.convolution"(%x, %w) {strides = array<i64: 1>, padding = array<i64: 1, 1>, lhs_dilation = array<i64: 2>, rhs_dilation = array<i64: 1>, groups = 1} : (tensor<1x2x5xf32>, tensor<3x2x3xf32>) -> tensor<1x3x9xf32>
   return %0 : tensor<1x3x9xf32>
 }
+
+// -----
+
+// A kernel larger than its input (3x3 over a 2x2 map, as in ResNet's last
+// stage at small images): XLA would exchange the operands and run the
+// reversed convolution as a naive loop, 10-16x slower on CPU. The input is
+// padded explicitly instead, so the convolution XLA sees has the larger input
+// and no padding of its own.
+// CHECK-LABEL: func.func @kernel_larger_than_input
+// CHECK: %[[ZERO:.*]] = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+// CHECK: %[[PADDED:.*]] = stablehlo.pad %arg0, %[[ZERO]], low = [0, 0, 1, 1], high = [0, 0, 1, 1], interior = [0, 0, 0, 0] : (tensor<4x8x2x2xf32>, tensor<f32>) -> tensor<4x8x4x4xf32>
+// CHECK: stablehlo.convolution(%[[PADDED]], %arg1) {{.*}} window = {stride = [1, 1], pad = {{\[}}[0, 0], [0, 0]], lhs_dilate = [1, 1], rhs_dilate = [1, 1]}
+func.func @kernel_larger_than_input(%x: tensor<4x8x2x2xf32>, %w: tensor<8x8x3x3xf32>) -> tensor<4x8x2x2xf32> {
+  %0 = "lazy.convolution"(%x, %w) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, lhs_dilation = array<i64: 1, 1>, rhs_dilation = array<i64: 1, 1>, groups = 1} : (tensor<4x8x2x2xf32>, tensor<8x8x3x3xf32>) -> tensor<4x8x2x2xf32>
+  return %0 : tensor<4x8x2x2xf32>
+}
+
+// -----
+
+// A dilated input (a transposed convolution's stride) is padded with its
+// interior zeros too.
+// CHECK-LABEL: func.func @dilated_input_smaller_than_kernel
+// CHECK: stablehlo.pad %arg0, %{{.*}}, low = [0, 0, 2, 2], high = [0, 0, 2, 2], interior = [0, 0, 1, 1] : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x7x7xf32>
+// CHECK: stablehlo.convolution({{.*}}) {{.*}} window = {stride = [1, 1], pad = {{\[}}[0, 0], [0, 0]], lhs_dilate = [1, 1], rhs_dilate = [1, 1]}
+func.func @dilated_input_smaller_than_kernel(%x: tensor<1x2x2x2xf32>, %w: tensor<3x2x5x5xf32>) -> tensor<1x3x3x3xf32> {
+  %0 = "lazy.convolution"(%x, %w) {strides = array<i64: 1, 1>, padding = array<i64: 2, 2, 2, 2>, lhs_dilation = array<i64: 2, 2>, rhs_dilation = array<i64: 1, 1>, groups = 1} : (tensor<1x2x2x2xf32>, tensor<3x2x5x5xf32>) -> tensor<1x3x3x3xf32>
+  return %0 : tensor<1x3x3x3xf32>
+}
