@@ -24,11 +24,16 @@ result shape and falls back, except ``x[mask] = value`` with one value, which
 is a ``select``. ``scatter`` with ``replace`` picks an unspecified one of
 duplicate indices, as eager does.
 
-There is no scan op in the dialect: ``cumsum``/``cumprod``/``logcumsumexp``
-are Hillis-Steele scans, log2(n) steps of shift (``pad``) and combine. Integer
-results are exact; float sums are added in a tree order instead of eager's
-left-to-right one, which differs by rounding only (half types accumulate in
-f32, as eager's CPU kernel does).
+There is no scan op in the dialect. Float and complex ``cumsum``/``cumprod``
+(and float ``logcumsumexp``) in a program for the CPU are eager CPU's loop, one element
+after another with eager's accumulator (float32 carried in float64, half
+types in float32, each output rounded from the carry): eager's bits, and a
+running sum of non-negative terms never decreases
+(:func:`lazycore.trace.scans.one_by_one`). Integer scans, and float scans on
+other platforms (:func:`lazycore.trace.scans.in_order` says why), are
+Hillis-Steele scans, log2(n) steps of shift (``pad``) and combine: exact for
+integers; for floats a tree order, which differs from eager CPU's by
+rounding (half types accumulate in f32).
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ import torch
 
 from lazycore.dialect.types import is_float, to_numpy_dtype
 from lazycore.ir.config import settings
-from lazycore.trace import core
+from lazycore.trace import core, scans
 
 from ..lowering import apply, broadcast, const, convert, lowers, operand, reshape, scalar
 from ..lowering import dim as wrap_dim
@@ -598,14 +603,35 @@ def _logaddexp(a, b):
     return apply("select", inf, m, r)
 
 
+# eager CPU's accumulator (``at::acc_type<T, /*is_cuda=*/false>``) per result type
+_CARRY = {"f16": "f32", "bf16": "f32", "f32": "f64", "f64": "f64",
+          "complex<f32>": "complex<f64>", "complex<f64>": "complex<f64>"}
+
+
 def _cumulative(ctx, x, dim, combine, identity=None):
+    if ctx.out.dtype is torch.complex32 and x.shape != () and _numel(x.shape):
+        return NotImplemented  # eager's CPU kernel refuses to scan chalf: its error, at the call
+    if ctx.dtype in _CARRY and x.shape != () and _numel(x.shape) and scans.in_order(ctx.device):
+        # eager CPU's loop: each element added to the carry in turn, each
+        # output rounded from the carry (the input first cast to the result's type)
+        h = convert(convert(x, ctx.dtype), _CARRY[ctx.dtype])
+        start = {"add": 0.0, "mul": 1.0, "logaddexp": -math.inf}[combine]
+        step = _log_add_exp if combine == "logaddexp" else lambda a, b: apply(combine, a, b)
+        return convert(scans.one_by_one(h, wrap_dim(dim, len(h.shape)), step, start), ctx.dtype)
     wide = "f32" if ctx.dtype in ("f16", "bf16") else ctx.dtype
     h = convert(x, wide)
     if h.shape != () and _numel(h.shape):
-        if ctx.out.dtype is torch.complex32:
-            return NotImplemented  # eager's CPU kernel refuses to scan chalf: its error, at the call
         h = _scan(h, wrap_dim(dim, len(h.shape)), combine, identity)
     return convert(h, ctx.dtype)
+
+
+def _log_add_exp(carry, x):
+    """The carry and the next element as eager CPU's ``_log_add_exp_helper(x, carry)``:
+    ``log1p(exp(min - max)) + max``, or ``x`` where both are the same infinity."""
+    low, high = apply("minimum", x, carry), apply("maximum", x, carry)
+    r = apply("add", apply("log1p", apply("exp", apply("sub", low, high))), high)
+    usual = apply("or", apply("compare", low, high, direction="NE"), apply("is_finite", low))
+    return apply("select", usual, r, x)
 
 
 @lowers(aten.cumsum.default)
