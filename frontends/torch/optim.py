@@ -14,7 +14,9 @@ them) that each optimizer module imports by name, so the lazy type is added
 where each module looks it up. An optimizer over lazy parameters is made
 capturable at its first step (a step counter already on the CPU, from
 ``load_state_dict`` or earlier steps, moves to the parameter's device); its
-``capturable`` entry in ``param_groups`` then reads True.
+``capturable`` entry in ``param_groups`` then reads True, while its
+``state_dict()`` reports the user's own value, so a checkpoint resumes on the
+CPU (:func:`_users_capturable`).
 
 Capturable is where the state lives, not which formulas run: torch's
 capturable branches are written for CUDA graphs, and some fold the step
@@ -390,7 +392,31 @@ def _make_capturable(opt) -> None:
             step = opt.state.get(p, {}).get("step")
             if isinstance(step, torch.Tensor) and step.device != p.device:
                 opt.state[p]["step"] = step.to(p.device)
+        made = _MADE_CAPTURABLE.get(opt)
+        if made is None:
+            made = _MADE_CAPTURABLE[opt] = {}
+            opt.register_state_dict_post_hook(_users_capturable)
+        made[id(group)] = (group, group["capturable"])
         group["capturable"] = True
+
+
+_MADE_CAPTURABLE: "weakref.WeakKeyDictionary[torch.optim.Optimizer, dict]" = weakref.WeakKeyDictionary()
+"""The parameter groups :func:`_make_capturable` made capturable, with the
+user's own value, by the group's id (the group itself kept with it: a
+group ``load_state_dict`` replaced is another dict)."""
+
+
+def _users_capturable(opt, state_dict) -> None:
+    """``state_dict()``'s ``capturable`` is the user's, not the one the lazy
+    device runs with: a checkpoint saved here resumes on the CPU, where a
+    capturable Adam refuses to step (as PyTorch/XLA's checkpoints resume
+    there), and a lazy optimizer that loads it is made capturable again at
+    its first step."""
+    made = _MADE_CAPTURABLE.get(opt, {})
+    for group, saved in zip(opt.param_groups, state_dict["param_groups"]):
+        group_and_value = made.get(id(group))
+        if group_and_value is not None and group_and_value[0] is group and saved.get("capturable") is True:
+            saved["capturable"] = group_and_value[1]
 
 
 def _counters_on_device(opt) -> None:

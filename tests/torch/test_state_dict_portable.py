@@ -9,10 +9,12 @@ does from the same checkpoint.
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
 
+import pytest
 import torch
 
 import lazycore
@@ -87,12 +89,88 @@ def test_a_lazy_checkpoint_loads_in_a_process_without_lazycore(dev, tmp_path):
     eager.load_state_dict(torch.load(paths[0]))
     eager_opt = torch.optim.Adam(eager.parameters(), lr=1e-2)
     eager_opt.load_state_dict(torch.load(paths[1]))
-    # the lazy optimizer ran capturable (frontends/torch/optim.py), as on CUDA, and its
-    # param_groups say so; a CPU optimizer cannot be
-    assert all(group["capturable"] for group in eager_opt.param_groups)
-    for group in eager_opt.param_groups:
-        group["capturable"] = False
+    # the lazy optimizer ran capturable (frontends/torch/optim.py), as on CUDA, but its
+    # state_dict says what the user asked for: a CPU optimizer cannot be capturable
+    assert not any(group["capturable"] for group in eager_opt.param_groups)
     got, want = _steps(lazy, lazy_opt, dev, 3, seed=2), _steps(eager, eager_opt, "cpu", 3, seed=2)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     for p, q in zip(lazy.parameters(), eager.parameters()):
         torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=1e-5, atol=1e-6)
+
+
+# torch.optim over lazy parameters runs capturable (frontends/torch/optim.py); its
+# state_dict reports the user's own flag, so a checkpoint resumes on the CPU
+OPTIMIZERS = {
+    "adam": lambda ps: torch.optim.Adam(ps, lr=1e-2),
+    "adamw": lambda ps: torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.1),
+    "sgd_momentum": lambda ps: torch.optim.SGD(ps, lr=1e-2, momentum=0.9),
+    "nadam": lambda ps: torch.optim.NAdam(ps, lr=1e-2),
+    "radam": lambda ps: torch.optim.RAdam(ps, lr=1e-2),
+    "adamax": lambda ps: torch.optim.Adamax(ps, lr=1e-2),
+}
+
+
+def _checkpoint(model, opt) -> bytes:
+    buf = io.BytesIO()
+    torch.save({"model": model.state_dict(), "optim": opt.state_dict()}, buf)
+    return buf.getvalue()
+
+
+def _read(checkpoint: bytes):
+    return torch.load(io.BytesIO(checkpoint))  # weights_only: what any process reads back
+
+
+def _resumed(checkpoint: bytes, name, dev):
+    # (a fresh copy each: a CPU optimizer steps the loaded state's tensors in place)
+    saved = _read(checkpoint)
+    model = _mlp().to(dev)
+    model.load_state_dict(saved["model"])
+    opt = OPTIMIZERS[name](model.parameters())
+    opt.load_state_dict(saved["optim"])
+    return model, opt
+
+
+def _eager_run(name):
+    """Eager's: 2 steps, its checkpoint, and 3 steps of a CPU optimizer resumed from it."""
+    model = _mlp()
+    opt = OPTIMIZERS[name](model.parameters())
+    _steps(model, opt, "cpu", 2, seed=1)
+    saved = _checkpoint(model, opt)
+    model, opt = _resumed(saved, name, "cpu")
+    return saved, model, _steps(model, opt, "cpu", 3, seed=2)
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_a_lazy_optimizers_checkpoint_resumes_on_the_cpu_as_eagers(dev, name):
+    want_saved, want_model, want = _eager_run(name)
+    model = _mlp().to(dev)
+    opt = OPTIMIZERS[name](model.parameters())
+    _steps(model, opt, dev, 2, seed=1)
+    saved = _checkpoint(model, opt)
+    assert _read(saved)["optim"]["param_groups"] == _read(want_saved)["optim"]["param_groups"]
+    assert all(g["capturable"] for g in opt.param_groups if "capturable" in g)  # (it runs so)
+
+    cpu, cpu_opt = _resumed(saved, name, "cpu")
+    got = _steps(cpu, cpu_opt, "cpu", 3, seed=2)  # (a CPU optimizer told capturable raises here)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    for p, q in zip(cpu.parameters(), want_model.parameters()):
+        torch.testing.assert_close(p.detach(), q.detach(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_a_cpu_checkpoint_resumes_on_the_lazy_device_as_on_the_cpu(dev, name):
+    want_saved, want_model, want = _eager_run(name)
+    model, opt = _resumed(want_saved, name, dev)
+    got = _steps(model, opt, dev, 3, seed=2)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    for p, q in zip(model.parameters(), want_model.parameters()):
+        torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=1e-5, atol=1e-6)
+    # and saved again, it still reads as the CPU's
+    assert _read(_checkpoint(model, opt))["optim"]["param_groups"] == _read(want_saved)["optim"]["param_groups"]
+
+
+def test_a_capturable_the_user_asked_for_is_reported(dev):
+    model = _mlp().to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2, capturable=True)
+    _steps(model, opt, dev, 1, seed=1)
+    assert [g["capturable"] for g in opt.state_dict()["param_groups"]] == [True]
