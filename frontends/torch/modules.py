@@ -28,6 +28,7 @@ import weakref
 
 import torch
 
+from . import encoder_padding
 from .tensor import Tensor
 
 _ORIGINAL = torch.nn.Module._apply
@@ -99,3 +100,4 @@ def _retie(slots) -> None:
 def install() -> None:
     if torch.nn.Module._apply is not _apply:
         torch.nn.Module._apply = _apply
+    encoder_padding.install()  # (a module's forward on the lazy device as eager's CPU runs it)
