@@ -1,0 +1,184 @@
+"""The backward of upsampling (``F.interpolate``'s nearest, nearest-exact,
+linear, bilinear, trilinear and bicubic modes).
+
+The forward ops have decompositions in ``torch._decomp`` (gathers and
+lerps), their backward ops none, so without these a segmentation head's
+training step (torchvision's ``lraspp_mobilenet_v3_large``) ran eager's
+kernel on the host every step (issue 39).
+
+Each mode is separable: an output position along one spatial axis reads
+one (nearest), two (linear) or four (cubic) input positions with weights
+that depend on that axis's sizes alone. So the backward is, per spatial
+axis, a scatter-add of the gradient times each tap's weight into the taps'
+input positions: the transpose of the forward, exactly the terms eager's
+kernel adds (no dense interpolation matrix, whose zeros would spread an
+infinity of one position into its whole row). The indices and weights are
+computed here on the host with eager's CPU formulas in eager's arithmetic
+(``aten/src/ATen/native/UpSample.h``: float32 for float32 and the half
+types, float64 for float64), taps interleaved per output position in
+eager's order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..lowering import apply, const, convert, lowers, reshape
+
+aten = torch.ops.aten
+
+_CUBIC_A = -0.75
+
+
+def _scales_value(scale, in_size: int, out_size: int, t):
+    """``compute_scales_value``: 1/scale when a positive scale was given, else in/out."""
+    if scale is not None and scale > 0:
+        return t(1.0 / scale)
+    return t(in_size) / t(out_size)
+
+
+def _area_scale(in_size: int, out_size: int, align_corners: bool, scale, t):
+    """``area_pixel_compute_scale``."""
+    if align_corners:
+        return t(in_size - 1) / t(out_size - 1) if out_size > 1 else t(0)
+    return _scales_value(scale, in_size, out_size, t)
+
+
+def _source_index(scale, out_size: int, align_corners: bool, cubic: bool, t):
+    """``area_pixel_compute_source_index`` of every output position."""
+    o = np.arange(out_size).astype(t)
+    if align_corners:
+        return scale * o
+    src = scale * (o + t(0.5)) - t(0.5)
+    return src if cubic else np.where(src < 0, t(0), src)
+
+
+def _guard(real, in_size: int, t):
+    """``guard_index_and_lambda``: the floor (of the index as a C float, as
+    ``floorf`` takes it), at most the last position, and the fraction in [0, 1]."""
+    index = np.minimum(np.floor(real.astype(np.float32)).astype(np.int64), in_size - 1)
+    lam = np.minimum(np.maximum(real - index.astype(t), t(0)), t(1))
+    return index, lam
+
+
+def _nearest_taps(in_size: int, out_size: int, scale, exact: bool):
+    """``nearest_idx`` / ``nearest_exact_idx``: one tap of weight 1 (float32 index math)."""
+    o = np.arange(out_size)
+    if not exact and out_size == in_size:
+        return o[:, None], None
+    if not exact and out_size == 2 * in_size:
+        return (o >> 1)[:, None], None
+    s = _scales_value(scale, in_size, out_size, np.float32)
+    if exact:  # (dst + 0.5) is a double there, the product rounded to float for floorf
+        src = ((o + 0.5) * np.float64(s)).astype(np.float32)
+    else:
+        src = o.astype(np.float32) * s
+    return np.minimum(np.floor(src).astype(np.int64), in_size - 1)[:, None], None
+
+
+def _linear_taps(in_size: int, out_size: int, align_corners: bool, scale, t):
+    """``compute_source_index_and_lambda``: indices (i0, i1) with weights (1 - l, l)."""
+    if out_size == in_size:
+        o = np.arange(out_size)
+        return np.stack([o, o], 1), np.stack([np.ones(out_size, t), np.zeros(out_size, t)], 1)
+    ratio = _area_scale(in_size, out_size, align_corners, scale, t)
+    i0, l1 = _guard(_source_index(ratio, out_size, align_corners, False, t), in_size, t)
+    i1 = i0 + (i0 < in_size - 1)
+    return np.stack([i0, i1], 1), np.stack([t(1) - l1, l1], 1)
+
+
+def _cubic_conv1(x, a, t):
+    return ((t(a + 2) * x - t(a + 3)) * x) * x + t(1)
+
+
+def _cubic_conv2(x, a, t):
+    return ((t(a) * x - t(5 * a)) * x + t(8 * a)) * x - t(4 * a)
+
+
+def _cubic_taps(in_size: int, out_size: int, align_corners: bool, scale, t):
+    """Bicubic's four taps (index - 1 .. index + 2, clamped into the input, as
+    ``upsample_increment_value_bounded``) with ``get_cubic_upsample_coefficients``."""
+    ratio = _area_scale(in_size, out_size, align_corners, scale, t)
+    index, lam = _guard(_source_index(ratio, out_size, align_corners, True, t), in_size, t)
+    x2 = (1.0 - lam.astype(np.float64)).astype(t)
+    weights = np.stack([_cubic_conv2((lam + 1.0).astype(t), _CUBIC_A, t), _cubic_conv1(lam, _CUBIC_A, t),
+                        _cubic_conv1(x2, _CUBIC_A, t), _cubic_conv2((x2 + 1.0).astype(t), _CUBIC_A, t)], 1)
+    taps = np.clip(index[:, None] + np.arange(-1, 3)[None, :], 0, in_size - 1)
+    return taps, weights.astype(t)
+
+
+def _spread(g, axis: int, size: int, taps: np.ndarray, weights):
+    """``g`` (``out`` positions along ``axis``) added into ``size`` positions:
+    output position ``o``'s value times ``weights[o, k]`` into ``taps[o, k]``."""
+    out, k = taps.shape
+    shape = g.shape
+    if weights is None and k == 1 and out == size and np.array_equal(taps[:, 0], np.arange(size)):
+        return g
+    updates = g
+    if weights is not None:
+        wide = shape[:axis + 1] + (k,) + shape[axis + 1:]
+        keep = tuple(d for d in range(len(wide)) if d != axis + 1)
+        spread = apply("broadcast_in_dim", g, dims=keep, shape=wide)
+        w = apply("broadcast_in_dim", const(weights, g.dtype, g.device), dims=(axis, axis + 1), shape=wide)
+        updates = reshape(apply("mul", spread, w), shape[:axis] + (out * k,) + shape[axis + 1:])
+    rank = len(shape)
+    zeros = const(0, g.dtype, g.device, shape[:axis] + (size,) + shape[axis + 1:])
+    return apply(
+        "scatter", zeros, const(taps.reshape(-1, 1), "i64", g.device), updates,
+        update_window_dims=tuple(d for d in range(rank) if d != axis), inserted_window_dims=(axis,),
+        input_batching_dims=(), scatter_indices_batching_dims=(), scatter_dims_to_operand_dims=(axis,),
+        index_vector_dim=1, mode="add",
+    )
+
+
+def _work_type(dtype: str):
+    """Eager's ``opmath_t``: the half types compute (and accumulate) in float32."""
+    return ("f64", np.float64) if dtype == "f64" else ("f32", np.float32)
+
+
+def _backward(ctx, grad, input_size, taps_of):
+    """The gradient of every spatial axis spread back, last axis first (eager's inner loop)."""
+    work, t = _work_type(ctx.dtype)
+    g = convert(grad, work)
+    spatial = len(input_size) - 2
+    for i in reversed(range(spatial)):
+        axis = 2 + i
+        taps, weights = taps_of(i, input_size[axis], g.shape[axis], t)
+        g = _spread(g, axis, input_size[axis], taps, weights)
+    return convert(g, ctx.dtype)
+
+
+_NEAREST = {
+    aten.upsample_nearest1d_backward.default: False,
+    aten.upsample_nearest2d_backward.default: False,
+    aten.upsample_nearest3d_backward.default: False,
+    aten._upsample_nearest_exact1d_backward.default: True,
+    aten._upsample_nearest_exact2d_backward.default: True,
+    aten._upsample_nearest_exact3d_backward.default: True,
+}
+
+
+@lowers(*_NEAREST)
+def _nearest_backward(ctx, grad, output_size, input_size, *scales):
+    exact = _NEAREST[ctx.func]
+    return _backward(ctx, grad, tuple(input_size),
+                     lambda i, n_in, n_out, t: _nearest_taps(n_in, n_out, scales[i] if scales else None, exact))
+
+
+@lowers(aten.upsample_linear1d_backward.default, aten.upsample_bilinear2d_backward.default,
+        aten.upsample_trilinear3d_backward.default)
+def _linear_backward(ctx, grad, output_size, input_size, align_corners, *scales):
+    return _backward(ctx, grad, tuple(input_size),
+                     lambda i, n_in, n_out, t: _linear_taps(n_in, n_out, align_corners,
+                                                            scales[i] if scales else None, t))
+
+
+@lowers(aten.upsample_bicubic2d_backward.default)
+def _bicubic_backward(ctx, grad, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+    scales = (scales_h, scales_w)
+    return _backward(ctx, grad, tuple(input_size),
+                     lambda i, n_in, n_out, t: _cubic_taps(n_in, n_out, align_corners, scales[i], t))
+
+
+__all__: list[str] = []
