@@ -89,16 +89,21 @@ def _threshold_backward(ctx, grad, x, threshold):
                  broadcast(grad, ctx.shape))
 
 
+# Eager's activation backwards broadcast their operands, as every pointwise
+# kernel does; vmap's batching rule hands them a batched gradient beside an
+# unbatched output (jacrev over a model's parameters, per-sample Jacobians).
+
+
 @lowers(aten.sigmoid_backward.default)
 def _sigmoid_backward(ctx, grad, y):
-    grad, y = convert(grad, ctx.dtype), convert(y, ctx.dtype)
+    grad, y = (operand(v, ctx.dtype, ctx.shape, ctx.device) for v in (grad, y))
     one = const(1, ctx.dtype, ctx.device, ctx.shape)
     return apply("mul", grad, apply("mul", y, apply("sub", one, y)))
 
 
 @lowers(aten.tanh_backward.default)
 def _tanh_backward(ctx, grad, y):
-    grad, y = convert(grad, ctx.dtype), convert(y, ctx.dtype)
+    grad, y = (operand(v, ctx.dtype, ctx.shape, ctx.device) for v in (grad, y))
     one = const(1, ctx.dtype, ctx.device, ctx.shape)
     return apply("mul", grad, apply("sub", one, apply("mul", y, y)))
 
