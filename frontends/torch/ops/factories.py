@@ -17,9 +17,14 @@ from ..lowering import apply, broadcast, const, convert, is_handle, lowers, scal
 aten = torch.ops.aten
 
 
-@lowers(aten.empty.memory_format, aten.empty_strided.default, aten.zeros.default)
+@lowers(aten.empty.memory_format, aten.empty_strided.default, aten.zeros.default,
+        aten._efficientzerotensor.default)
 def _empty(ctx, *args, **kwargs):
-    # eager leaves memory uninitialized; zeros keep programs deterministic
+    # eager leaves memory uninitialized; zeros keep programs deterministic.
+    # _efficientzerotensor (forward AD's tangent of a tensor that is not dual,
+    # in jacfwd, hessian, jvp through a module's weights) is eager's ZeroTensor,
+    # a CPU/CUDA storage-free stand-in for zeros: here it is zeros, which every
+    # op reads as it reads a ZeroTensor (a ZeroTensor fell back, and its upload failed)
     return const(0, ctx.dtype, ctx.device, ctx.shape)
 
 
@@ -114,6 +119,7 @@ FACTORIES = (
     aten.empty.memory_format,
     aten.empty_strided.default,
     aten.zeros.default,
+    aten._efficientzerotensor.default,
     aten.arange.default,
     aten.arange.start,
     aten.arange.start_step,
