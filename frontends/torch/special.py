@@ -147,7 +147,52 @@ def pack_padded_sequence(func, args, kwargs):
         release_frame(ENTRY.frame)  # (as a decomposition's)
 
 
+def _storage_numel(x) -> int:
+    """Elements of ``x``'s type its storage holds, as eager counts them
+    (``storage().nbytes() / itemsize``): a lazy view's storage is its base's
+    value, where torch's wrapper of the view counts only the view's extent."""
+    if not isinstance(x, Tensor):
+        return x.untyped_storage().nbytes() // x.element_size()
+    stored = x._storage.handle
+    n = int(np.prod(stored.shape))
+    if stored.dtype != dtypes.lazy_dtype(x.dtype):  # a view(dtype) of its storage
+        n = n * np.dtype(to_numpy_dtype(stored.dtype)).itemsize // x.element_size()
+    return n
+
+
+def has_same_storage_numel(func, args, kwargs):
+    """Forward AD's question, at every ``make_dual`` and every dual result
+    (jvp, jacfwd, hessian, ``torch.autograd.forward_ad``): whether a tangent's
+    layout can be the primal's as it is. Answered from the layouts; as a
+    fallback it read both values and answered for their host copies."""
+    a, b = args
+    return _storage_numel(a) == _storage_numel(b)
+
+
+def new_zeros_with_same_feature_meta(func, args, kwargs):
+    """Forward AD's zero tangent laid out as ``other`` (sizes, strides and
+    offset into a storage of ``other``'s size), after ``self``'s leading
+    ``self_num_batch_dims`` sizes, as eager's kernel lays it out: zeros of the
+    lazy device viewed ``as_strided``, where a fallback uploaded host zeros."""
+    self, other = args[0], args[1]
+    batch = kwargs.get("self_num_batch_dims", args[2] if len(args) > 2 else 0)
+    numel = _storage_numel(other)
+    sizes = list(self.shape[:batch]) + list(other.shape)
+    strides, total = [], numel
+    for n in reversed(self.shape[:batch]):
+        strides.insert(0, total)
+        total *= n
+    strides += list(other.stride())
+    try:
+        flat = torch.zeros(total, dtype=other.dtype, device=other.device)
+        return flat.as_strided(sizes, strides, other.storage_offset())
+    finally:
+        release_frame(ENTRY.frame)  # (as a decomposition's)
+
+
 SPECIAL = {
+    aten._has_same_storage_numel.default: has_same_storage_numel,
+    aten._new_zeros_with_same_feature_meta.default: new_zeros_with_same_feature_meta,
     aten._amp_foreach_non_finite_check_and_unscale_.default: grad_scaler.non_finite_check_and_unscale_,
     aten._amp_update_scale_.default: grad_scaler.update_scale_,
     aten._pack_padded_sequence.default: pack_padded_sequence,

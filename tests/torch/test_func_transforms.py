@@ -10,13 +10,17 @@ values, with no fallback.
 - vmap's batching rule hands ``tanh_backward``/``sigmoid_backward`` a batched
   gradient beside an unbatched output, which eager broadcasts: ``jacrev``
   over a model's parameters (an NTK) raised a ShapeError.
+- Forward AD asks ``_has_same_storage_numel`` at every dual it makes and
+  ``_new_zeros_with_same_feature_meta`` for a tangent of another layout:
+  both fell back, each a read of its inputs mid-step.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.autograd.forward_ad as fwAD
 import torch.nn as nn
-from torch.func import functional_call, hessian, jacfwd, jacrev
+from torch.func import functional_call, hessian, jacfwd, jacrev, jvp
 
 import lazycore
 from lazycore.observe import metrics
@@ -55,6 +59,21 @@ def test_jacfwd_and_hessian_through_a_module_with_weights(dev):
     assert fallbacks == 0
 
 
+def test_forward_ad_dual_through_a_module(dev):
+    def fn(d):
+        m = _model(d)
+        x = torch.linspace(-1, 1, 12).reshape(3, 4).to(d)
+        params = {k: v.detach() for k, v in m.named_parameters()}
+        with fwAD.dual_level():
+            dual = {k: fwAD.make_dual(p, torch.ones_like(p)) for k, p in params.items()}
+            primal, tangent = fwAD.unpack_dual(functional_call(m, dual, (x,)))
+            return primal, tangent
+
+    got, want, fallbacks = _both(fn, dev)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    assert fallbacks == 0
+
+
 def test_jacrev_over_a_models_parameters(dev):
     def fn(d):
         m = _model(d)
@@ -65,3 +84,30 @@ def test_jacrev_over_a_models_parameters(dev):
     got, want, fallbacks = _both(fn, dev)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     assert fallbacks == 0
+
+
+def test_jvp_reads_nothing_mid_step(dev):
+    def fn(d):
+        x = torch.linspace(-1, 1, 6).to(d)
+        return jvp(lambda v: torch.tanh(v) * v.exp(), (x,), (torch.ones(6).to(d),))
+
+    lazycore.mark_step()
+    before = metrics.counters().get("executions", 0)
+    got, want, fallbacks = _both(fn, dev)
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-7)
+    assert fallbacks == 0
+    assert metrics.counters().get("executions", 0) - before == 1  # the mark_step's program
+
+
+def test_a_tangent_of_a_view_is_laid_out_as_eagers(dev):
+    """A view's storage is its base's: eager answers for the base's, and lays
+    the zero tangent out over a storage that large."""
+    same = torch.ops.aten._has_same_storage_numel.default
+    zeros_like = torch.ops.aten._new_zeros_with_same_feature_meta.default
+    for d in ("cpu", dev):
+        base = torch.arange(16.0).reshape(4, 4).to(d)
+        view = base[1:2]
+        assert same(view, base) and not same(view, torch.ones(4).to(d))
+        z = zeros_like(torch.ones(3, 4).to(d), view, self_num_batch_dims=1)
+        assert (tuple(z.shape), z.stride(), z.storage_offset()) == ((3, 1, 4), (16, 4, 1), 4)
+        assert torch.equal(z.cpu(), torch.zeros(3, 1, 4))
