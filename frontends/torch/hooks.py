@@ -27,6 +27,9 @@ backend" are answered here, once, when ``lazycore.torch`` is imported:
   lazy tensors record loops and branches: see :mod:`.control`.
 - ``torch.utils.checkpoint`` recomputes through an optimization barrier:
   see :mod:`.checkpoint`.
+- ``make_fx`` over real tensors (``torch.func.linearize`` traces its jvp so)
+  records a lazy tensor's ops as it records a CPU tensor's: see
+  :func:`_trace_as_plain_tensors`.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from lazycore.runtime import transfer
 
 from . import autocast, checkpoint, control, device_module, modules
 from .ops.random import GENERATORS
-from .tensor import lc_device
+from .tensor import Tensor, lc_device
 
 _U64 = 0xFFFFFFFFFFFFFFFF
 
@@ -126,6 +129,24 @@ def _wrap_seeding() -> None:
     torch.random._seed_custom_device = _seed_custom_device
 
 
+# --- make_fx ---------------------------------------------------------------------------------
+
+
+def _trace_as_plain_tensors() -> None:
+    """make_fx's proxy mode records an op only on the tensor types it knows
+    (``HANDLED_TYPES``, read at each op); on any other subclass it hands the
+    op to the subclass with the mode still on, so it recorded the meta and
+    host tensors lazycore's dispatch makes inside, and each lazy result
+    became a constant of the graph: ``torch.func.linearize``'s jvp function
+    returned the values seen while tracing (zeros) for every tangent. A lazy
+    tensor holds no Python-visible inner tensors for the mode to trace
+    through, so it is a plain tensor to make_fx, as an XLA tensor is."""
+    from torch.fx.experimental import proxy_tensor
+
+    if Tensor not in proxy_tensor.HANDLED_TYPES:
+        proxy_tensor.HANDLED_TYPES = (*proxy_tensor.HANDLED_TYPES, Tensor)
+
+
 # --- the device module -----------------------------------------------------------------------
 
 
@@ -138,6 +159,7 @@ def install() -> None:
     _route_torch_lazy()
     _wrap_seeding()
     _register_device_module()
+    _trace_as_plain_tensors()
     autocast.install()
     checkpoint.install()
     control.install()

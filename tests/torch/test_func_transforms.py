@@ -10,6 +10,9 @@ values, with no fallback.
 - vmap's batching rule hands ``tanh_backward``/``sigmoid_backward`` a batched
   gradient beside an unbatched output, which eager broadcasts: ``jacrev``
   over a model's parameters (an NTK) raised a ShapeError.
+- ``linearize`` traces its jvp with ``make_fx``, which recorded lazycore's
+  meta and host tensors and kept each lazy result as a constant: its jvp
+  function returned zeros for every tangent, silently.
 - Forward AD asks ``_has_same_storage_numel`` at every dual it makes and
   ``_new_zeros_with_same_feature_meta`` for a tangent of another layout:
   both fell back, each a read of its inputs mid-step.
@@ -20,7 +23,7 @@ from __future__ import annotations
 import torch
 import torch.autograd.forward_ad as fwAD
 import torch.nn as nn
-from torch.func import functional_call, hessian, jacfwd, jacrev, jvp
+from torch.func import functional_call, hessian, jacfwd, jacrev, jvp, linearize
 
 import lazycore
 from lazycore.observe import metrics
@@ -82,6 +85,19 @@ def test_jacrev_over_a_models_parameters(dev):
         return jacrev(lambda p: functional_call(m, p, (x,)))(params)
 
     got, want, fallbacks = _both(fn, dev)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    assert fallbacks == 0
+
+
+def test_linearize_gives_the_jvp_of_each_tangent(dev):
+    def fn(d):
+        x = torch.linspace(-1, 1, 5).to(d)
+        lin = nn.Linear(5, 3).to(d)
+        _, jf = linearize(lambda v: lin(torch.tanh(v) * v.exp()), x)
+        return [jf(torch.full((5,), s).to(d)) for s in (1.0, -2.0)]
+
+    got, want, fallbacks = _both(fn, dev)
+    assert not torch.equal(want[0], torch.zeros(3))
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     assert fallbacks == 0
 
