@@ -242,7 +242,7 @@ class _Plan:
     """How a padded program is called, by the unpadded walk's parameters
     (:data:`PLANS`): a step like an earlier one skips rebuilding its graph."""
 
-    __slots__ = ("encoding", "data", "packs", "out_types", "original", "out_pads", "symbols")
+    __slots__ = ("encoding", "data", "packs", "out_types", "original", "out_pads", "symbols", "template")
 
     def __init__(self, walk, padded, state, out_pads, symbols):
         index = {id(leaf): i for i, leaf in enumerate(walk.params)}
@@ -258,6 +258,22 @@ class _Plan:
         self.out_types = [v.type for v in padded.outputs]
         self.original = [v.type for v in walk.outputs]
         self.out_pads, self.symbols = out_pads, symbols
+        self.template = None
+        """The :class:`Template` of the walk at other sizes, or None."""
+
+    def shifted(self, sigma: dict[int, int]) -> "_Plan":
+        """This plan for the same graph with each symbol ``s`` at size
+        ``sigma[s]`` (:meth:`Template.match`): the same program, its valid
+        sizes and the outputs' regions at the new sizes."""
+        new = object.__new__(_Plan)
+        new.encoding, new.data, new.out_types, new.template = self.encoding, self.data, self.out_types, self.template
+        new.packs = [(dtype, [e if e[0] is not None else (None, sigma[e[1]]) for e in group])
+                     for dtype, group in self.packs]
+        new.out_pads = [{d: tuple((sigma[sym], sigma[sym]) if sym is not None else (n, None) for n, sym in f)
+                         for d, f in pads.items()} for pads in self.out_pads]
+        new.original = [_at_sizes(t, pads, sigma) for t, pads in zip(self.original, self.out_pads)]
+        new.symbols = {sigma[s]: b for s, b in self.symbols.items()}
+        return new
 
     def arguments(self, params: list, device, held) -> tuple[list, list]:
         """The padded program's arguments from the unpadded walk's parameters ``params``."""
@@ -265,6 +281,203 @@ class _Plan:
         packs = [(dtype, [params[i] if i is not None else Scalar(np.asarray(n, np.int32), "i32") for i, n in group])
                  for dtype, group in self.packs]
         return data, packs
+
+
+def _at_sizes(t, pads: dict, sigma: dict[int, int]):
+    """Type ``t``, padded along ``pads`` (dim -> factors), with each symbol at ``sigma``'s size."""
+    if not pads:
+        return t
+    shape = list(t.shape)
+    for d, f in pads.items():
+        n = 1
+        for size, sym in f:
+            n *= size if sym is None else sigma[sym]
+        shape[d] = n
+    return TensorType(tuple(shape), t.dtype)
+
+
+class Template:
+    """Which nodes of a padded walk hold its symbols, so that a step that
+    differs from it in those sizes alone (the next token of a generation:
+    the ids and mask one longer) runs its program without a walk or the
+    padding (:func:`lazycore.runtime.planning.recall`).
+
+    ``touched``: per node whose padded form a symbol reaches (a padded
+    result, a padded operand, a constant read as a size: the nodes whose
+    digests a new size changes, as digests hold their operands'), by walk
+    index: ``(op, attrs, types, pads, kind, symbols)``; kind ``region`` (a
+    padded result's valid region: its leaf's layout says its sizes), ``inner``
+    (a node inside a region's cut: checked with it), ``node`` (op and
+    attributes equal, types equal but along padded dimensions).
+
+    A node is matched by what it is, never by its digest with numbers put
+    in: an integer equal to a size that padding did not read as that size
+    stays a literal that must be equal, and the symbols must map one to one
+    and keep their buckets. Every other node of the step must have its
+    digest unchanged: its whole graph is the same."""
+
+    __slots__ = ("touched", "buckets")
+
+    def __init__(self, touched: list, buckets: dict[int, int]):
+        self.touched = touched
+        self.buckets = buckets
+        """Symbol -> its bucket."""
+
+    def match(self, node, record, sigma: dict[int, int], regions: dict[int, int]) -> bool:
+        """Whether ``node`` is ``record``'s node at other sizes; binds the
+        symbols it shows into ``sigma`` (old symbol -> new size) and, for a
+        region, the buckets its leaf keeps into ``regions``."""
+        op, attrs, types, pads, kind, _, extra = record
+        if kind == "inner":
+            return True  # (its region's cut checks its digest)
+        if node.op != op or len(node.types) != len(types):
+            return False
+        if kind == "slice":
+            if not _slice_at(node.attrs, attrs, extra, sigma):
+                return False
+            kind = "checked"
+        if kind == "region":
+            leaf = padded_leaf(node)
+            if leaf is None or leaf.sharding is not None:
+                return False
+            layout, sizes = leaf.valid.layout, leaf.valid.sizes
+            if layout.keys() != pads[0].keys():
+                return False
+            for d, f in pads[0].items():
+                g = layout[d]
+                if len(g) != len(f):
+                    return False
+                for (n, sym), (m, new) in zip(f, g):
+                    if (sym is None) != (new is None) or (sym is None and n != m):
+                        return False
+                    if sym is not None:
+                        if sigma.setdefault(sym, new) != new or regions.setdefault(new, sizes[new]) != sizes[new]:
+                            return False
+        elif kind == "node" and not _same_attrs(node.attrs, attrs):
+            return False
+        if type(node) is Data and (node.sharding is not None or type(node.storage) is Failure):
+            return False
+        for t, old, p in zip(node.types, types, pads):
+            if t.dtype != old.dtype or len(t.shape) != len(old.shape):
+                return False
+            for d, (n, m) in enumerate(zip(t.shape, old.shape)):
+                f = p.get(d)
+                if f is None:
+                    if n != m:
+                        return False
+                elif len(f) == 1 and f[0][1] is not None:
+                    if sigma.setdefault(f[0][1], n) != n:
+                        return False
+        return True
+
+    def sizes(self, nodes: list, sigma: dict[int, int], regions: dict[int, int]) -> bool:
+        """After every node matched: whether ``sigma`` gives each symbol a
+        size (one to one, at least 2, in its bucket) and the padded
+        dimensions of several factors and the constants read as sizes agree
+        with it. ``nodes``: this step's node of each of :attr:`touched`."""
+        if sigma.keys() != self.buckets.keys() or len(set(sigma.values())) != len(sigma):
+            return False
+        for s, n in sigma.items():
+            b = self.buckets[s]
+            if n < 2 or (regions[n] if n in regions else bucket(n)) != b:
+                return False
+        for (_, (_, _, types, pads, kind, dependent, _)), node in zip(self.touched, nodes):
+            if any(sigma[s] != s for s in dependent):
+                return False  # a constant read as a size, unchanged: that size must be too
+            if kind == "inner":
+                continue
+            for t, p in zip(node.types, pads):
+                for d, f in p.items():
+                    if len(f) > 1:
+                        n = 1
+                        for size, sym in f:
+                            n *= size if sym is None else sigma[sym]
+                        if t.shape[d] != n:
+                            return False
+        return True
+
+
+def _slice_at(a: dict, old: dict, pads: dict, sigma: dict[int, int]) -> bool:
+    """Whether slice attributes ``a`` are ``old`` at ``sigma``'s sizes, for
+    an operand padded along ``pads`` (whose symbols ``sigma`` holds by
+    now): along a padded dimension, the whole of it, or its last positions
+    (``x[:, -1:]``, as :func:`lazycore.runtime.padding._slice_tail` reads
+    it: the same count before the end); elsewhere the same bounds."""
+    if a.keys() != old.keys() or not _same(a["strides"], old["strides"]):
+        return False
+    for d, (start, limit, s0, l0) in enumerate(zip(a["start"], a["limit"], old["start"], old["limit"])):
+        f = pads.get(d)
+        if f is None:
+            if start != s0 or limit != l0:
+                return False
+            continue
+        if len(f) != 1 or f[0][1] is None or f[0][1] not in sigma or a["strides"][d] != 1 or l0 != f[0][0]:
+            return False
+        n = sigma[f[0][1]]
+        if limit != n or start != (0 if s0 == 0 else n - (l0 - s0)) or (s0 > 0 and start <= 0):
+            return False
+    return True
+
+
+def _same_attrs(a: dict, b: dict) -> bool:
+    """Attributes equal as a digest tells them (an array by its bits, a float by its repr)."""
+    if a is b:
+        return True
+    if a.keys() != b.keys():
+        return False
+    return all(_same(x, b[k]) for k, x in a.items())
+
+
+def _same(x, y) -> bool:
+    if type(x) is not type(y):
+        return False
+    if type(x) is np.ndarray:
+        return x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes()
+    if type(x) is tuple:
+        return len(x) == len(y) and all(_same(u, v) for u, v in zip(x, y))
+    if type(x) is float:
+        return repr(x) == repr(y)
+    if x is None or type(x) in (int, str, bool, bytes):
+        return x == y
+    return False  # (anything else: not matched, the step is walked)
+
+
+def _template(walk, marks: dict, state, symbols: dict[int, int]) -> Template | None:
+    """The :class:`Template` of ``walk`` as :func:`pad_graph` padded it
+    (``state``); None where a padded factor's size is not its symbol's."""
+    new = state.new
+    order = walk.order
+    inner: set[int] = set()  # the nodes inside regions' cuts
+    for node in reversed(order):  # (users first: a region's cut names its inner nodes)
+        if (id(node) in inner or (not node.is_leaf and id(node) in marks)) and not node.operands[0][0].is_leaf:
+            inner.add(id(node.operands[0][0]))
+    touched = []
+    reached: set[int] = set()  # the nodes a symbol reaches: touched ones
+    for i, node in enumerate(order):
+        pads = new[id(node)][1]
+        dependent = state.dependent.get(id(node), ())
+        if id(node) in inner:
+            touched.append((i, (node.op, None, node.types, pads, "inner", dependent, None)))
+            reached.add(id(node))
+            continue
+        region = not node.is_leaf and id(node) in marks
+        operands = [v for o in node.operands for v in ((o,) if type(o) is Value else o)]
+        if not (any(pads) or dependent or region or any(id(v[0]) in reached for v in operands)
+                or any(new[id(v[0])][1][v[1]] for v in operands)):
+            continue
+        reached.add(id(node))
+        for p in pads:
+            for f in p.values():
+                if any(sym is not None and n != sym for n, sym in f):
+                    return None
+        if region:
+            touched.append((i, (node.op, None, node.types, [marks[id(node)]], "region", dependent, None)))
+        elif node.op == "slice":  # (its bounds along a padded dimension are sizes: checked as such)
+            v = node.operands[0]
+            touched.append((i, (node.op, node.attrs, node.types, pads, "slice", dependent, new[id(v[0])][1][v[1]])))
+        else:
+            touched.append((i, (node.op, node.attrs, node.types, pads, "node", dependent, None)))
+    return Template(touched, dict(symbols))
 
 
 PLANS = Memo("runtime.bucket_plans", 64)
@@ -347,7 +560,9 @@ def prepare(walk, device, keyed, held=frozenset()) -> Bucketed | None:
             new.owned = _donatable(leaf, held)
     except _Unready:  # the buffer's program failed: the barrier settles it unpadded
         return None
-    plan = PLANS.put(signature, _Plan(walk, padded, state, out_pads, state.symbols))
+    plan = _Plan(walk, padded, state, out_pads, state.symbols)
+    plan.template = _template(walk, marks, state, state.symbols)
+    PLANS.put(signature, plan)
     return Bucketed(padded, padded.data, list(padded.packs.items()), plan, keyed)
 
 

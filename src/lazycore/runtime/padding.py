@@ -126,6 +126,12 @@ class Padded:
         self.counts: dict[int, tuple[int, tuple[int, ...]]] = {}
         """id(padded node) -> how many elements the masked sum it holds added
         (a number and the symbols whose valid sizes multiply it)."""
+        self.dependent: dict[int, tuple[int, ...]] = {}
+        """id(original node) -> the symbols whose values it was read as,
+        besides its padded dimensions: an integer constant equal to a size
+        (:meth:`size_constant`), a mean's count (:func:`_mean_count`). A plan
+        recalled for other sizes (:meth:`lazycore.runtime.buckets.Template.match`)
+        needs those constants unchanged and their symbols at the same values."""
 
     # --- building ----------------------------------------------------------------
 
@@ -293,6 +299,7 @@ class Padded:
         sym = v if v in self.symbols else -v if -v in self.symbols else None
         if sym is None or not (value == v).all():
             return None
+        self.dependent[id(node)] = (sym,)
         n = self.value("convert", (Value(self.valid[sym], 0),), {"dtype": node.types[0].dtype})
         if v < 0:
             n = self.value("neg", (n,), {})
@@ -435,6 +442,7 @@ def _mean_count(state, node, operands):
     if float(c.attrs["value"].flat[0]) != float(k * int(np.prod(syms, dtype=np.int64))):
         return operands
     rhs = operands[1]
+    state.dependent[id(node)] = syms
     return [operands[0], state.counted(count, rhs.type.dtype, rhs.type.shape)]
 
 

@@ -73,7 +73,7 @@ def recall(step) -> bool:
     step.fp = fp = stepplans.fingerprint(step.pending) if not settings.debug else None
     plan = stepplans.get(fp) if fp is not None else None
     if plan is None:
-        return False
+        return fp is not None and _recall_shifted(step, fp)
     nodes = LOG.nodes
     device, held = step.device, step.held
     data = [nodes[i] for i in plan.data]
@@ -81,6 +81,8 @@ def recall(step) -> bool:
         padded = plan.padded.get(buckets.padding_marks(data))
         if padded is not None:
             return _recall_padded(step, plan, padded, nodes)
+    if plan.encoding is None:  # a plan recalled at other sizes: only ever padded
+        return False
     if settings.donation:
         can = tuple([leaf.owned and id(leaf) not in held for leaf in data])
     else:
@@ -130,18 +132,64 @@ def _recall_padded(step, plan, padded, nodes) -> bool:
     return True
 
 
+def _recall_shifted(step, fp) -> bool:
+    """Fill ``step`` from the plan of a padded step wired as it whose nodes
+    differ from its own in their padded sizes alone (the token before, one
+    shorter: :class:`lazycore.runtime.buckets.Template`): that step's
+    program, its valid sizes moved, without a walk or the padding; False
+    where there is none, or anything else differs."""
+    base = stepplans.alike(fp)
+    if base is None or not settings.donation:  # (a kept variant is keyed by the unpadded encoding)
+        return False
+    digests, template, positions, bucket_plan, keys = base.shift
+    touched = set(positions)
+    new = fp[1]
+    for i, d in enumerate(digests):
+        if d != new[i] and i not in touched:
+            return False  # (a node no size reaches differs)
+    nodes = LOG.nodes
+    found = [nodes[i] for i in positions]
+    sigma: dict[int, int] = {}
+    regions: dict[int, int] = {}
+    for node, (_, record) in zip(found, template.touched):
+        if not template.match(node, record, sigma, regions):
+            return False
+    if not template.sizes(found, sigma, regions):
+        return False
+    marks = buckets.padding_marks([nodes[i] for i in base.data])
+    if marks is None:
+        return False
+    shifted = bucket_plan.shifted(sigma)
+    if not _recall_padded(step, base, (shifted, keys), nodes):
+        return False
+    step.encoding = None
+    stepplans.remember_shifted(fp, base, marks, (shifted, keys), (new, template, positions, bucket_plan, keys))
+    return True
+
+
 def remember_padded(step) -> None:
     """Keep how a walked step's program at bucket sizes is called
     (``step.padded``) with its step plan, for the steps like it to recall
-    (:func:`recall`)."""
+    (:func:`recall`), and for those that differ from it in their padded
+    sizes alone, its :class:`~lazycore.runtime.buckets.Template`."""
     if step.padded is None or step.fp is None:
         return
     plan = stepplans.get(step.fp)
     if plan is None:
         return
     found = buckets.padding_marks([LOG.nodes[i] for i in plan.data])
-    if found is not None:
-        plan.padded[found] = (step.padded.plan, {})
+    if found is None:
+        return
+    bucket_plan = step.padded.plan
+    keys = {}
+    plan.padded[found] = (bucket_plan, keys)
+    template, walked = bucket_plan.template, step.walked
+    if template is None or walked is None:
+        return
+    start, order = LOG.start, walked.order
+    positions = [order[i].seq - start for i, _ in template.touched]
+    if positions and min(positions) >= 0:
+        stepplans.keep_alike(step.fp, plan, (step.fp[1], template, positions, bucket_plan, keys))
 
 
 def walk(step) -> None:
@@ -158,7 +206,7 @@ def walk(step) -> None:
             index[k] = len(outputs)
             outputs.append(v)
         slots.append(index[k])
-    w = step.walk = step.walker(outputs)
+    w = step.walk = step.walked = step.walker(outputs)
     step.encoding = w.encoding
     step.data, step.packs = w.data, list(w.packs.items())
     step.out_types = [out.type for out in outputs]

@@ -21,7 +21,7 @@ class Step:
 
     __slots__ = ("device", "wait", "walker", "runner", "pending", "held", "slots", "walk", "encoding", "data",
                  "packs", "out_types", "counts", "donate", "key", "pipeline", "fp", "exe", "hit", "loaded", "stacked",
-                 "padded", "flags")
+                 "padded", "flags", "walked")
 
     def __init__(self, device, wait: bool, walker, runner):
         self.device = device
@@ -40,6 +40,8 @@ class Step:
         """For each pending handle, its output index."""
         self.walk = None
         """The walk of the outputs (the padded one when padded); None when recalled."""
+        self.walked = None
+        """The walk of the outputs before any transform rewrote it; None when recalled."""
         self.encoding: bytes | None = None
         self.data: list[Data] = []
         """The device-data parameters, in argument order."""

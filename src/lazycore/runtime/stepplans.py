@@ -19,6 +19,13 @@ also keeps, per set of marks, how that program is called, so the steps
 like it skip the walk and the padding as well (a generate() call repeated,
 a training loop fed batches of marked sizes).
 
+A padded step also recalls the plan of a step that differs from it in its
+padded sizes alone (:func:`alike`): generation's next token, whose ids and
+mask are one longer, so that every digest over them differs, runs the
+program the token before it ran, with its valid sizes moved
+(:class:`lazycore.runtime.buckets.Template` says which nodes may differ,
+and how).
+
 Nothing here holds a node: a plan is keyed by the log's encoding (digests
 and integers) and holds positions and types, so it can never bind a stale
 leaf. The encodings kept are bounded in total (:data:`ITEMS_KEPT`): a
@@ -42,7 +49,7 @@ ITEMS_KEPT = 1_000_000
 class Plan:
     """A barrier's walk, as positions in the step log."""
 
-    __slots__ = ("encoding", "params", "data", "packs", "slots", "out_types", "counts", "keys", "padded")
+    __slots__ = ("encoding", "params", "data", "packs", "slots", "out_types", "counts", "keys", "padded", "shift")
 
     def __init__(self, encoding, params, data, packs, slots, out_types, counts):
         self.encoding = encoding
@@ -67,9 +74,20 @@ class Plan:
         its compile keys and donation plans as :attr:`keys` holds them): a
         step whose marked inputs the shape buckets padded recalls the walk,
         the padding and its key too."""
+        self.shift = None
+        """``(digests, template, log positions, bucket plan, keys)`` of a
+        padded step, for a step that differs from it in its sizes alone
+        (:func:`alike`): this step's node digests, the bucket plan's
+        :class:`~lazycore.runtime.buckets.Template`, the log position of
+        each of its touched nodes, the bucket plan at its first sizes and
+        its compile keys. A plan made so has no :attr:`encoding`: it is
+        only ever recalled padded."""
 
 
 _PLANS: dict[tuple, Plan] = {}
+_ALIKE: dict[tuple, Plan] = {}
+"""(outputs, edges) of a fingerprint -> the last padded plan of that wiring
+with a :attr:`Plan.shift`: the steps that differ from it in digests alone."""
 _items = [0]  # digests and edge integers held by the keys of _PLANS
 
 
@@ -112,6 +130,36 @@ def remember(fp: tuple, walk, slots: list[int], out_types: list, counts: tuple) 
     return plan
 
 
+def alike(fp: tuple) -> Plan | None:
+    """The last plan kept with a shift whose step is wired as ``fp``'s (the
+    same outputs and edges; digests may differ)."""
+    return _ALIKE.get((fp[0], fp[2])) if _ALIKE else None
+
+
+def keep_alike(fp: tuple, plan: Plan, shift: tuple) -> None:
+    """``plan`` (kept for ``fp``) is recalled, shifted, by steps wired as it."""
+    plan.shift = shift
+    _ALIKE[(fp[0], fp[2])] = plan
+
+
+def remember_shifted(fp: tuple, base: Plan, marks: tuple, padded: tuple, shift: tuple) -> Plan | None:
+    """Keep the plan of a step recalled from ``base`` at other sizes: its
+    walk's positions are ``base``'s; ``padded`` is how its program is called
+    under ``marks``; no unpadded encoding (None: never recalled unpadded)."""
+    size = len(fp[1]) + len(fp[2])
+    if size > ITEMS_KEPT:
+        return None
+    plan = Plan(None, base.params, base.data, base.packs, base.slots, None, base.counts)
+    plan.padded[marks] = padded
+    if len(_PLANS) >= PLANS_KEPT or _items[0] + size > ITEMS_KEPT:
+        clear()
+    _PLANS[fp] = plan
+    _items[0] += size
+    keep_alike(fp, plan, shift)
+    return plan
+
+
 def clear() -> None:
     _PLANS.clear()
+    _ALIKE.clear()
     _items[0] = 0

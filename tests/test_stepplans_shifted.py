@@ -1,0 +1,100 @@
+"""Step plans recalled at other sizes (lazycore.runtime.stepplans.alike): a
+padded step whose nodes differ from the step before in their padded sizes
+alone (a sequence grown by one, as generation's tokens) runs that step's
+program without walking its graph; anything else that differs is walked."""
+
+import numpy as np
+import pytest
+
+import lazycore as lc
+from lazycore.runtime import barrier, buckets
+
+pytestmark = pytest.mark.usefixtures("clean_runtime")
+
+
+@pytest.fixture
+def walks(monkeypatch):
+    """How many barrier walks were made."""
+    made = [0]
+    real = barrier.Walk
+
+    class Counted(real):
+        def __init__(self, outputs):
+            made[0] += 1
+            super().__init__(outputs)
+
+    monkeypatch.setattr(barrier, "Walk", Counted)
+    return made
+
+
+def grow(steps: int, extra=None, walks=None):
+    """A (2, n) sequence grown by one column a step, padded in one bucket of
+    16, with its row sums; ``extra(x, k)``: more outputs of step ``k``.
+    Returns per step (the sequence, its sums, the extras) as NumPy, and the
+    walks made from the third step on."""
+    x = lc.dynamic(lc.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3)), 1)
+    out, late = [], 0
+    with buckets.fixed(16):
+        for k in range(steps):
+            before = walks[0]
+            col = lc.from_numpy(np.full((2, 1), k + 1.5, np.float32))
+            x = lc.apply("concatenate", x, col, dim=1)
+            sums = lc.apply("reduce_sum", x, dims=(1,))
+            more = extra(x, k) if extra is not None else []
+            lc.mark_step()
+            if k >= 2:
+                late += walks[0] - before
+            out.append((lc.to_numpy(x), lc.to_numpy(sums), [lc.to_numpy(m) for m in more]))
+    return out, late
+
+
+def expected(steps: int):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = []
+    for k in range(steps):
+        x = np.concatenate([x, np.full((2, 1), k + 1.5, np.float32)], axis=1)
+        out.append((x, x.sum(axis=1)))
+    return out
+
+
+def test_a_grown_step_recalls_the_step_before_it(walks):
+    got, late = grow(8, walks=walks)
+    for (x, sums, _), (wx, wsums) in zip(got, expected(8)):
+        np.testing.assert_array_equal(x, wx)
+        np.testing.assert_allclose(sums, wsums, rtol=1e-6)
+    assert late == 0  # every step from the third on: the plan of the one before, shifted
+
+
+def test_a_constant_read_as_a_size_is_walked_when_the_size_moves(walks):
+    # the second step (lengths 4 and 5, walked) holds an integer constant
+    # 5, which its program takes as the length 5's parameter; the next
+    # steps hold the same 5, not their length: walked, and their value
+    # adds 5, not the length
+    def extra(x, k):
+        three = lc.scalar(3, dtype="i32", fold=False)
+        return [lc.apply("add", lc.apply("constant", value=np.asarray(5, np.int32)), three)]
+
+    got, late = grow(6, extra, walks)
+    assert [int(m[0]) for _, _, m in got] == [8] * 6
+    for (x, sums, _), (wx, wsums) in zip(got, expected(6)):
+        np.testing.assert_array_equal(x, wx)
+        np.testing.assert_allclose(sums, wsums, rtol=1e-6)
+    # the third and fourth steps walk (the programs before them took 5 as a
+    # length); from the fifth on, the fourth's program holds 5 as a literal
+    assert late == 2
+
+
+def test_a_value_of_a_fixed_size_equal_to_the_length_is_walked(walks):
+    # ones of shape (2, 5), made without inputs, are widened in the second
+    # step, where 5 is the grown length; the steps after it, where the
+    # length moved on, must not cut them at their length
+    def extra(x, k):
+        one = lc.apply("constant", value=np.asarray(1.0, np.float32))
+        return [lc.apply("broadcast_in_dim", one, dims=(), shape=(2, 5))]
+
+    got, late = grow(6, extra, walks)
+    for _, _, (ones,) in got:
+        np.testing.assert_array_equal(ones, np.ones((2, 5), np.float32))
+    for (x, sums, _), (wx, wsums) in zip(got, expected(6)):
+        np.testing.assert_array_equal(x, wx)
+    assert late > 0
