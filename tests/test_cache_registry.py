@@ -184,6 +184,8 @@ NOT_CACHES = {
     "frontends/torch/tensor.py:_LC_TO_TORCH": "lazy device -> torch device, one per device",
     "frontends/torch/optim.py:_RATES": "per optimizer (weakly keyed): its learning rates on the device",
     "frontends/torch/optim.py:_CYCLED": "per optimizer (weakly keyed): its cycled betas[0] or momentum on the device",
+    "frontends/torch/optim.py:_MADE_CAPTURABLE": "per optimizer (weakly keyed): the groups made capturable, "
+                                                 "with the user's flag for its state_dict",
     "frontends/torch/generation.py:_DECODERS": "per model (weakly keyed): its decoding step's captured call, "
                                                "whose recordings are bounded by the capture's own memo",
     "frontends/torch/optim_replay.py:_REPLAYED": "per optimizer (weakly keyed): whether replay is worth trying; "
