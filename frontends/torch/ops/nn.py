@@ -108,6 +108,28 @@ def _tanh_backward(ctx, grad, y):
     return apply("mul", grad, apply("sub", one, apply("mul", y, y)))
 
 
+@lowers(aten._weight_norm_interface_backward.default)
+def _weight_norm_backward(ctx, grad_w, v, g, norms, dim):
+    """``weight_norm``'s backward (``w = g * v / ||v||``, the norm over every
+    dim but ``dim``), as eager's CPU kernel computes it, in the norms' float
+    type: ``a = g / n``, ``grad_g = sum(grad_w * v) / n``, ``grad_v = a * grad_w
+    - (a * sum / (n * n)) * v``. (It fell back: a read mid-step, every step of
+    a model with ``parametrizations.weight_norm`` or ``nn.utils.weight_norm``.)"""
+    shape = tuple(v.shape)
+    kept = tuple(ctx.out[1].shape)
+    acc = norms.dtype
+    gw, vv = convert(grad_w, acc), convert(v, acc)
+    n = reshape(convert(norms, acc), kept)
+    over = tuple(i for i in range(len(shape)) if i != dim % len(shape))
+    prod = apply("mul", gw, vv)
+    total = reshape(apply("reduce_sum", prod, dims=over) if over else prod, kept)
+    a = apply("div", reshape(convert(g, acc), kept), n)
+    b = apply("div", apply("mul", a, total), apply("mul", n, n))
+    grad_v = apply("sub", apply("mul", broadcast(a, shape), gw), apply("mul", broadcast(b, shape), vv))
+    grad_g = apply("div", total, n)
+    return convert(grad_v, lazy_dtype(ctx.out[0].dtype)), convert(grad_g, lazy_dtype(ctx.out[1].dtype))
+
+
 # --- losses -------------------------------------------------------------------------------
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
