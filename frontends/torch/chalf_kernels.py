@@ -69,8 +69,27 @@ def _stand_in(x, written: bool, chalf_as):
 
 
 def _probe(func, margs, mkwargs, written, chalf_as=CHALF) -> None:
-    func(*[_stand_in(x, w, chalf_as) for x, w in zip(margs, written)],
-         **{k: _stand_in(v, k == "out", chalf_as) for k, v in mkwargs.items()})
+    args = [_stand_in(x, w, chalf_as) for x, w in zip(margs, written)]
+    kwargs = {k: _stand_in(v, k == "out", chalf_as) for k, v in mkwargs.items()}
+    cpus = _CPUS.get(func)
+    if cpus is not None:
+        func, args, kwargs = cpus(*args, **kwargs)
+    func(*args, **kwargs)
+
+
+def _dropouts(input, p, train=None):
+    # (dropout's composite hands an accelerator native_dropout only with 0 < p < 1, training)
+    return torch.ops.aten.dropout.default, (input, p, True if train is None else train), {}
+
+
+_CPUS = {torch.ops.aten.native_dropout.default: _dropouts}
+"""ATen ops that torch's composites hand the lazy device (a device they treat
+as an accelerator) where eager's CPU runs another, by the call eager's CPU
+makes: ``dropout`` in training picks ``native_dropout`` for accelerators
+(``is_fused_kernel_acceptable``), and ``bernoulli_`` on the CPU, which
+refuses chalf where ``native_dropout`` takes it. (A ``native_dropout`` the
+user calls on chalf is refused with dropout's message: the lazy device
+computes none.)"""
 
 
 def refuse(func, margs, mkwargs) -> None:

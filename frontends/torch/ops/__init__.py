@@ -2,4 +2,5 @@
 
 from . import (conv, ctc, elementwise, embedding_bag, factories, fft, grouped_mm, histogram, indexing,  # noqa: F401
                linalg, nn, random, reduction, shape, upsample)
+from . import max_pool1d  # noqa: F401,E402 - eager CPU's kernel choice
 from . import float8  # noqa: F401,E402 - last: it wraps lowerings of the modules above
