@@ -137,10 +137,14 @@ def _argmax(ctx, x, dim=None, keepdim=False):
     return _arg(ctx, x, dim, keepdim, ctx.func_name, ctx.out)
 
 
-@lowers(aten.any.default, aten.any.dim, aten.any.dims, aten.all.default, aten.all.dim, aten.all.dims)
+# _is_all_true/_is_any_true: a bool tensor's all()/any(), what
+# torch.distributions' argument and support checks and anomaly mode's NaN
+# check read (they fell back, each reading its input to the host)
+@lowers(aten.any.default, aten.any.dim, aten.any.dims, aten.all.default, aten.all.dim, aten.all.dims,
+        aten._is_all_true.default, aten._is_any_true.default)
 def _any_all(ctx, x, dim=None, keepdim=False):
     b = convert(x, "i1")
-    op = "reduce_max" if ctx.func_name == "any" else "reduce_min"
+    op = "reduce_max" if ctx.func_name in ("any", "_is_any_true") else "reduce_min"
     r = _reduce(op, b, _dims_arg(b, dim), keepdim, ctx.shape)
     return convert(r, ctx.dtype)
 
