@@ -95,6 +95,8 @@ def _weight_grad(x, gy, stride, padding, dilation, groups, kernel):
     each group's input channels the batch, so groups stay a grouped convolution."""
     n = len(stride)
     batch, c = x.shape[:2]
+    if all(k == 1 for k in kernel) and not any(padding):
+        return _pointwise_weight_grad(x, gy, stride, groups)
     sp = tuple(range(3, 3 + n))
     lhs = reshape(x, (batch, groups, c // groups) + x.shape[2:])
     lhs = reshape(_permute(lhs, (2, 1, 0) + sp), (c // groups, groups * batch) + x.shape[2:])
@@ -102,6 +104,25 @@ def _weight_grad(x, gy, stride, padding, dilation, groups, kernel):
     g = _conv(lhs, rhs, dilation, padding, padding, (1,) * n, stride, groups)
     g = _crop(g, kernel)
     return _permute(g, (1, 0) + tuple(range(2, 2 + n)))
+
+
+def _pointwise_weight_grad(x, gy, stride, groups):
+    """A 1x1 kernel's weight gradient as one matrix product over batch and
+    positions: XLA's CPU backend runs it as a convolution whose window is the
+    whole map, at about half a matrix product's speed (ResNet-50's 256 -> 64
+    channels at 56x56, batch 8: 60 ms against 33)."""
+    n = len(stride)
+    batch, c = x.shape[:2]
+    o = gy.shape[1]
+    if any(s != 1 for s in stride):
+        limit = (batch, c) + tuple((g - 1) * s + 1 for g, s in zip(gy.shape[2:], stride))
+        x = apply("slice", x, start=(0,) * (2 + n), limit=limit, strides=(1, 1) + tuple(stride))
+    lhs = reshape(gy, (batch, groups, o // groups) + gy.shape[2:])
+    rhs = reshape(x, (batch, groups, c // groups) + x.shape[2:])
+    positions = (0,) + tuple(range(3, 3 + n))
+    g = apply("dot_general", lhs, rhs, lhs_batch=(1,), rhs_batch=(1,), lhs_contract=positions,
+              rhs_contract=positions)  # (groups, o / groups, c / groups)
+    return reshape(g, (o, c // groups) + (1,) * n)
 
 
 def _add_bias(y, b):
