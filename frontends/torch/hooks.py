@@ -27,6 +27,8 @@ backend" are answered here, once, when ``lazycore.torch`` is imported:
   lazy tensors record loops and branches: see :mod:`.control`.
 - ``torch.utils.checkpoint`` recomputes through an optimization barrier:
   see :mod:`.checkpoint`.
+- ``torch.nn.utils``' gradient clipping takes ``foreach=True`` on the lazy
+  device, as on the CPU: see :func:`_allow_foreach_clipping`.
 - ``make_fx`` over real tensors (``torch.func.linearize`` traces its jvp so)
   records a lazy tensor's ops as it records a CPU tensor's: see
   :func:`_trace_as_plain_tensors`.
@@ -147,6 +149,31 @@ def _trace_as_plain_tensors() -> None:
         proxy_tensor.HANDLED_TYPES = (*proxy_tensor.HANDLED_TYPES, Tensor)
 
 
+# --- foreach=True in gradient clipping ------------------------------------------------------
+
+
+def _allow_foreach_clipping() -> None:
+    """``clip_grad_norm_``, ``clip_grad_value_``, ``get_total_norm`` and
+    ``clip_grads_with_norm_`` refuse ``foreach=True`` on a device type outside
+    torch's list of devices with foreach kernels (which has the CPU): a user's
+    ``foreach=True`` raised "can't use the foreach API on lazy tensors" where
+    eager's CPU runs it. Every ``_foreach_*`` op runs on the lazy device
+    (:mod:`.foreach`), so the check ``clip_grad`` reads says yes for it;
+    ``foreach=None`` takes the per-tensor loop still (that goes through
+    another check, as for every device outside the list)."""
+    from torch.nn.utils import clip_grad
+
+    check = clip_grad._device_has_foreach_support
+    if getattr(check, "_lazycore", False):
+        return
+
+    def _device_has_foreach_support(device) -> bool:
+        return device.type == "lazy" or check(device)
+
+    _device_has_foreach_support._lazycore = True
+    clip_grad._device_has_foreach_support = _device_has_foreach_support
+
+
 # --- the device module -----------------------------------------------------------------------
 
 
@@ -160,6 +187,7 @@ def install() -> None:
     _wrap_seeding()
     _register_device_module()
     _trace_as_plain_tensors()
+    _allow_foreach_clipping()
     autocast.install()
     checkpoint.install()
     control.install()
