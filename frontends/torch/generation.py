@@ -83,6 +83,7 @@ from lazycore.trace import core
 
 from . import dtypes
 from .capture import Captured
+from .ops.random import GENERATORS
 from .tensor import Tensor, lc_device, read, wrap
 
 _TARGET = "transformers.generation.utils"
@@ -371,6 +372,7 @@ def _wrap_generate(generate):
             _patch_compiled_call()
         g.depth += 1
         try:
+            _draw_state_first(self, kwargs)
             if len(args) <= 1 and _static_for_default(self, args[0] if args else None, kwargs):
                 kwargs = dict(kwargs, cache_implementation="static")
             return generate(self, *args, **kwargs)
@@ -383,6 +385,23 @@ def _wrap_generate(generate):
 
     wrapped.__lazycore_generation__ = True
     return wrapped
+
+
+def _draw_state_first(model, kwargs) -> None:
+    """Make the lazy device's random state before anything of a sampling
+    generate() call (``do_sample``), where a draw would make it later.
+
+    The state is a handle the first draw after seeding uploads, then a
+    program's result that each draw updates. Made at the first token's
+    draw, its handle came after the call's own tensors in the barrier's
+    outputs; in a later call it is older than all of them, so the
+    parameters came in another order, and that call's prompt and
+    decoding programs compiled again (2 programs). Made here, it comes
+    first in every call."""
+    config = kwargs.get("generation_config") or getattr(model, "generation_config", None)
+    param = next(model.parameters(), None)
+    if kwargs.get("do_sample", getattr(config, "do_sample", False)) and isinstance(param, Tensor):
+        GENERATORS.of(lc_device(param.device)).handle()
 
 
 def _wrap_length(prepare_length):

@@ -137,3 +137,30 @@ def test_other_prompt_length_decodes_with_programs_made(clean_runtime, cache):
     before = _programs()
     assert torch.equal(generate(lazy, 10, 8, dev), generate(eager, 10, 8))
     assert _programs() == before
+
+
+def test_a_second_sampling_call_compiles_nothing(clean_runtime):
+    # the lazy device's random state is a handle that the first draw made;
+    # made at the first call's first token it came after that call's own
+    # tensors among the barrier's outputs, and before a later call's, so
+    # the second call's prompt and decoding programs took their parameters
+    # in another order and compiled again (2 programs). It is made before
+    # a sampling call's tensors now. Sampled tokens are lazycore's own
+    # (eager draws other numbers), so the calls are compared with each other.
+    lazy = _gpt2().to(ltorch.device())
+    ids, mask = _prompts((8,))
+    dev = ltorch.device()
+
+    def sample():
+        with torch.no_grad():
+            return lazy.generate(ids.to(dev), attention_mask=mask.to(dev), max_new_tokens=8, do_sample=True).cpu()
+
+    torch.manual_seed(0)
+    first = sample()
+    before = _programs()
+    second = sample()
+    assert _programs() == before
+    assert second.shape == first.shape and not torch.equal(second, first)  # the stream moved on
+    torch.manual_seed(0)
+    assert torch.equal(sample(), first)  # reseeded: the first call's draws again
+    assert _programs() == before
