@@ -133,7 +133,8 @@ ACCEPTED = {  # eager's kernels take these: nothing to flip or scan, or a layout
     "cumsum of a 0-d tensor": (lambda d: torch.cumsum(Z32[0, 0].to(d), 0), False),
     "cumsum of an empty tensor": (lambda d: torch.cumsum(Z32[:0].to(d), 1), False),
     "cumsum of complex32 to complex64": (lambda d: torch.cumsum(Z32.to(d), 1, dtype=torch.complex64), False),
-    "flip of a contiguous tensor's first dim": (lambda d: torch.flip(Z32.to(d), [0]), True),
+    # (lowered since chalf_kernels asks eager's kernel: no fallback for what it takes)
+    "flip of a contiguous tensor's first dim": (lambda d: torch.flip(Z32.to(d), [0]), False),
     "polar of float32": (lambda d: torch.polar(R32.abs().to(d), R32.to(d)), False),
     "polar of float64, broadcast": (lambda d: torch.polar(R32.double()[:, :1].to(d), R32.double().to(d)), False),
 }

@@ -30,8 +30,6 @@ def _empty(ctx, *args, **kwargs):
 
 @lowers(aten.arange.default, aten.arange.start, aten.arange.start_step)
 def _arange(ctx, *args, **kwargs):
-    if ctx.out.dtype is torch.complex32:
-        return NotImplemented  # eager's CPU kernel refuses chalf: its error, at the call
     nums = [a for a in args if isinstance(a, (int, float))]
     if len(nums) == 1:
         start, end, step = 0, nums[0], 1
@@ -51,8 +49,6 @@ _FLOATS = ("f16", "bf16", "f32", "f64", "complex<f32>", "complex<f64>")
 
 @lowers(aten.linspace.default)
 def _linspace(ctx, start, end, steps, **kwargs):
-    if ctx.out.dtype is torch.complex32:
-        return NotImplemented  # (as arange's)
     (n,) = ctx.shape
     wide = "complex<f64>" if ctx.dtype.startswith("complex") else "f64"
     if ctx.dtype not in _FLOATS:  # eager converts the ends to the integer type first (toward zero)
@@ -65,8 +61,6 @@ def _linspace_of_tensors(ctx, start, end, steps, **kwargs):
     """Ends given as 0-d tensors: eager reads their values and spaces them as
     numbers, an integer result's ends converted first (torch's decomposition
     spaces 4.3 to -3 from 4.3, eager from 4)."""
-    if ctx.out.dtype is torch.complex32:
-        return NotImplemented  # (as arange's)
     wide = "complex<f64>" if ctx.dtype.startswith("complex") else "f64"
     return _spaced(ctx, *(_end(ctx, x, wide) for x in (start, end)), wide)
 
@@ -107,8 +101,6 @@ def _spaced(ctx, start, end, wide: str):
 
 @lowers(aten.eye.default, aten.eye.m)
 def _eye(ctx, n, m=None, **kwargs):
-    if ctx.out.dtype is torch.complex32:
-        return NotImplemented  # (as arange's)
     shape = ctx.shape
     rows = apply("iota", dim=0, shape=shape, dtype="i64", device=ctx.device)
     cols = apply("iota", dim=1, shape=shape, dtype="i64", device=ctx.device)

@@ -25,8 +25,6 @@ def _size(shape, dims) -> int:
 
 @lowers(aten._fft_c2c.default)
 def _c2c(ctx, x, dim, normalization, forward):
-    if ctx.margs[0].dtype == torch.complex32:
-        return NotImplemented  # (complex<f32> holds it: eager's CPU kernel refuses half precision)
     return transform(x, dim, "c2c", _SCALE[normalization](_size(x.shape, dim)), inverse=not forward)
 
 
@@ -42,8 +40,6 @@ def _r2c(ctx, x, dim, normalization, onesided):
 
 @lowers(aten._fft_c2r.default)
 def _c2r(ctx, x, dim, normalization, last_dim_size):
-    if ctx.margs[0].dtype == torch.complex32:
-        return NotImplemented
     return transform(x, dim, "c2r", _SCALE[normalization](math.prod(ctx.shape[d] for d in dim)),
                      inverse=True, last_size=last_dim_size)
 

@@ -382,8 +382,6 @@ def _index_reduce(ctx, x, dim, index, source, reduce, include_self=True):
 @lowers(aten.put.default)
 def _put(ctx, x, index, source, accumulate=False):
     """``x.flatten()[index] = source`` (or ``+=``), negative indices from the end."""
-    if accumulate and ctx.out.dtype is torch.complex32:
-        return NotImplemented  # (as index_put's)
     x = convert(x, ctx.dtype)
     n, k = _numel(x.shape), _numel(index.shape)
     if k == 0 or n == 0:
@@ -609,8 +607,6 @@ _CARRY = {"f16": "f32", "bf16": "f32", "f32": "f64", "f64": "f64",
 
 
 def _cumulative(ctx, x, dim, combine, identity=None):
-    if ctx.out.dtype is torch.complex32 and x.shape != () and _numel(x.shape):
-        return NotImplemented  # eager's CPU kernel refuses to scan chalf: its error, at the call
     if ctx.dtype in _CARRY and x.shape != () and _numel(x.shape) and scans.in_order(ctx.device):
         # eager CPU's loop: each element added to the carry in turn, each
         # output rounded from the carry (the input first cast to the result's type)

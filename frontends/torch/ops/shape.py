@@ -33,10 +33,6 @@ def _cat(ctx, tensors, dim=0):
 def _flip(ctx, x, ds):
     ds = dims(ds, len(x.shape)) if ds else ()
     ds = tuple(d for d in ds if x.shape[d] > 1)
-    if ds and ctx.out.dtype is torch.complex32:
-        # eager's CPU kernel refuses chalf but for some layouts (a contiguous tensor's first
-        # dim): its error, or its result as a counted fallback
-        return NotImplemented
     return apply("reverse", x, dims=ds) if ds else x
 
 
