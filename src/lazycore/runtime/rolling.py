@@ -163,17 +163,73 @@ def _again(node: Node, operands: tuple) -> Node:
 def groups(walk, chains) -> list[tuple]:
     """The runs of device-data parameters the chains read stacked (indices
     in ``walk.data``; each run once, in the order its first reader stacks
-    it): entry arguments of their own in a stacked program."""
+    it): entry arguments of their own in a stacked program.
+
+    Chains that read one set of layers over different windows (which copies
+    a chain verifies differs at its ends: the forward over layers 2-6, the
+    backward over 6-1, the updates over 0-5, as in torchvision's ShuffleNet)
+    read one run, their union, each a window of it. The run's new values
+    come back as that one stack (:func:`lazycore.runtime.compiler._returned`),
+    so the next step passes it whole; a run per window returned one of them
+    and stacked the others again every step, by a program of their own."""
     index = {id(leaf): i for i, leaf in enumerate(walk.data)}
-    known = Stacks()
-    found = []
+    runs: list[list[int]] = []
     for chain in sorted(chains, key=lambda c: c.last_position):  # as the compiler emits them
         for values in chain.stacked:
-            if any(id(v[0]) not in index for v in values) or known.find(values) is not None:
-                continue
-            known.add(len(found), values)
-            found.append(tuple(index[id(v[0])] for v in values))
-    return found
+            if all(id(v[0]) in index for v in values):
+                _join(runs, [index[id(v[0])] for v in values])
+    return [tuple(run) for run in runs]
+
+
+def _join(runs: list[list[int]], group: list[int]) -> None:
+    """Adds ``group`` to ``runs``: nothing where it is a window of one (in
+    either direction), the grown run where it extends one (and the runs
+    that one then reaches), else a run of its own."""
+    if any(_window(run, group) for run in runs):
+        return
+    for n, run in enumerate(runs):
+        grown = _union(run, group)
+        if grown is None:
+            continue
+        runs[n] = grown
+        m = n + 1
+        while m < len(runs):  # the grown run may now reach a later one
+            further = _union(runs[n], runs[m])
+            if further is None:
+                m += 1
+            else:
+                runs[n] = further
+                del runs[m]
+                m = n + 1
+        return
+    runs.append(group)
+
+
+def _window(run: list[int], group: list[int]) -> bool:
+    """Whether ``group`` is rows of ``run`` one apart, forwards or backwards."""
+    k = len(group)
+    if k > len(run) or group[0] not in run:
+        return False
+    at = run.index(group[0])
+    return run[at:at + k] == group or (at + 1 >= k and run[at - k + 1:at + 1][::-1] == group)
+
+
+def _union(run: list[int], group: list[int]) -> list[int] | None:
+    """The shortest run with ``run`` (in its direction) and ``group`` as
+    windows, where they overlap at an end; else None."""
+    if len(set(run)) != len(run) or len(set(group)) != len(group):
+        return None
+    common = len(set(run) & set(group))
+    if not common:
+        return None
+    for g in (group, group[::-1]):
+        if _window(g, run) and g[g.index(run[0]):][:len(run)] == run:
+            return g
+        if run[-common:] == g[:common]:
+            return run + g[common:]
+        if run[:common] == g[-common:]:
+            return g[:-common] + run
+    return None
 
 
 def stack_groups(walk, device=None) -> list[tuple]:
