@@ -200,3 +200,31 @@ def test_eager_model_unchanged():
     first = _generate(model, ids, mask, 5, "static")
     assert torch.equal(_generate(model, ids, mask, 5, "static"), first)
     assert model not in generation._DECODERS
+
+
+@pytest.mark.parametrize("lengths", [(8,), LENGTHS], ids=["1-prompt", "8-prompts"])
+def test_a_token_recalls_the_plan_of_the_token_before(clean_runtime, monkeypatch, lengths):
+    # a decoding barrier's ids and mask are one longer than the token
+    # before's, so every digest over them differs and no step plan of an
+    # earlier call holds it (a prompt of a length not seen). Its nodes
+    # differ from the token before's in their padded sizes alone: it runs
+    # that token's program with its valid sizes moved, walking nothing
+    # (lazycore.runtime.stepplans.alike). Every barrier walked before.
+    from lazycore.runtime import buckets, stepplans
+
+    eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
+    ids, mask = _prompts(lengths)
+    dev = ltorch.device()
+    n = 12
+    want = _generate(eager, ids, mask, n, "static")
+    assert torch.equal(_generate(lazy, ids.to(dev), mask.to(dev), n, "static"), want)
+    walks, barriers = [], [0]
+    walk, recall = planning.walk, planning.recall
+    monkeypatch.setattr(planning, "walk", lambda step: (walks.append(step), walk(step))[1])
+    monkeypatch.setattr(planning, "recall", lambda step: (barriers.__setitem__(0, barriers[0] + 1), recall(step))[1])
+    stepplans.clear()  # as at lengths never seen: no plan of the call before
+    buckets.PLANS.clear()
+    assert torch.equal(_generate(lazy, ids.to(dev), mask.to(dev), n, "static"), want)
+    # walked: the setup's reads, the prompt, the first decoding tokens (traced
+    # and recorded); 14-15 of 14-15 barriers walked before
+    assert barriers[0] >= n and len(walks) <= 6
