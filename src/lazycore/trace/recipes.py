@@ -60,7 +60,7 @@ from lazycore.trace.replayer import GUARDED, Replayer
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.dialect.spec import spec_of
 from lazycore.ir.graph import LOG, Node, Scalar, Value, constant_only, node_prefix
-from lazycore.ir.regions import RegionNode
+from lazycore.ir.regions import Arg, RegionNode, region_prefix
 from lazycore.ir.sourceloc import caller, known_library
 from lazycore.ir.tensor import LazyTensor
 from lazycore.runtime import autostep  # noqa: F401  (gives TRACE its cutter, read per replay)
@@ -156,20 +156,24 @@ class Recorder:
             self.making = None
         return self._take(spec, refs, node, kwargs)
 
-    def _take(self, spec, refs, node, kwargs):
+    def _take(self, spec, refs, node, kwargs, region=False):
+        """``region``: ``node`` is a loop or branch, its entry holding its
+        bodies in place of the attributes (as a captured step's,
+        :mod:`.fragment`), ``spec`` its op's name."""
         if all(r[0] == _FROZEN for r in refs):
             self.frozen[id(node)] = node
             return node
+        name, attrs = (spec, node.bodies) if region else (spec.name, node.attrs)
         if all(r[0] == _FROZEN or r[0] == _PARAM for r in refs):
             # made of parameters and constants: once per value, like constants once
             self.pmade[id(node)] = len(self.psteps)
             self.pnodes.append(node)
-            self.psteps.append((spec.name, refs, node.attrs, node.types, node.digest))
+            self.psteps.append((name, refs, attrs, node.types, node.digest))
             return node
-        _, prefix = node_prefix(spec, kwargs, node.types)
+        prefix = region_prefix(node.op, node.bodies, node.types) if region else node_prefix(spec, kwargs, node.types)[1]
         self.made[id(node)] = len(self.steps)
         self.kept.append(node)
-        self.steps.append((spec.name, refs, node.attrs, node.types, prefix))
+        self.steps.append((name, refs, attrs, node.types, prefix))
         return node
 
     def _known(self, node) -> bool:
@@ -187,16 +191,26 @@ class Recorder:
         if end == self.seen:
             return False
         by_value = self._inputs_by_value()
-        for node in nodes[self.seen:end]:
-            if node is self.making or self._known(node):
+        batch = nodes[self.seen:end]
+        inner = _inner_nodes(batch)
+        for node in batch:
+            if node is self.making or self._known(node) or id(node) in inner:
                 continue
-            if type(node) is RegionNode:
-                raise _Unreplayable
             if not node.operands:
                 self.frozen[id(node)] = node  # a constant, a scalar parameter
                 continue
+            if any(type(v[0]) is Arg or id(v[0]) in inner for v in _operand_values(node)):
+                # a body traced and dropped (scan's first trace, for its output types)
+                inner.add(id(node))
+                continue
             refs = tuple(self._vref(o, by_value, False) for o in node.operands)
-            self._take(spec_of(node.op), refs, node, node.attrs)
+            if type(node) is RegionNode:
+                # its bodies may bake a float argument in unnoticed (a constant
+                # inside): the recording holds for the values it was made with
+                self.specific = True
+                self._take(node.op, refs, node, None, region=True)
+            else:
+                self._take(spec_of(node.op), refs, node, node.attrs)
         self.seen = end
         return True
 
@@ -304,6 +318,13 @@ class Recorder:
         return False
 
     def taint(self) -> None:
+        if TRACE.recorder is None:
+            # a loop's or branch's body about to be traced (lazycore.trace.control
+            # hides the recording first): its nodes are the body's, and the
+            # region node made of it is taken, bodies and all, when met in
+            # the log (_catch_up); a value it reads from outside that the
+            # recording does not know refuses the recording there
+            return
         self.ok = False
 
     def _ref(self, h):
@@ -567,6 +588,31 @@ def _fragment(rec: Recorder, n_inputs: int, out):
 
     result = _numbered(out, place)
     return Fragment(entries, n, frozen, outputs, label="a lowering", n_handles=n_inputs, result=result), tuple(prefs)
+
+
+def _inner_nodes(nodes) -> set[int]:
+    """``id`` of every node inside the bodies of the region nodes among
+    ``nodes`` (a stretch of the step log, where a body's nodes come before
+    its loop's), nested bodies' too: nodes a replay makes only as part of
+    the bodies its region entry shares."""
+    inner: set[int] = set()
+    stack = [n for n in nodes if type(n) is RegionNode]
+    while stack:
+        for body in stack.pop().bodies:
+            for n in body.order:
+                if id(n) not in inner:
+                    inner.add(id(n))
+                    if type(n) is RegionNode:
+                        stack.append(n)
+    return inner
+
+
+def _operand_values(node):
+    for o in node.operands:
+        if type(o) is Value:
+            yield o
+        else:
+            yield from o
 
 
 def _flat(refs):
