@@ -37,15 +37,6 @@ KNOWN = {
                                 "every layer, and this seed still flips a tie (9.5e-4). Over batch seeds 1-8, eager "
                                 "float32 itself ends >1e-4 from float64 on 2 (up to 1.3e-2), lazy on 6 (up to "
                                 "6e-2; 2 with float64 convolutions): at this size the limit measures near-ties",
-    # BART's decoder makes its own all-ones mask when given none (torch.ones on the device),
-    # and transformers' SDPA path reads it (masking_utils._ignore_causal_mask_sdpa: fast_all):
-    # the read runs the step up to it (the encoder) as a program of its own, which reads the
-    # rolled encoder layers' stacked weights one row at a time (a program per row)
-    ("bart", "programs"): "2 programs per step (the mask read, then the rest) and 21 of rolling's row "
-                          "programs (stack_executions): the first program takes the rolled encoder's "
-                          "weights row by row",
-    ("bart", "compiles"): "the third step compiles a row program for a stack type new to it (stack_compiles), "
-                          "a consequence of the read above",
 }
 """(model, test) -> reason: the failures known today, strict xfails (fixing
 one fails its entry until it is removed)."""

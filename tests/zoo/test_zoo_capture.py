@@ -22,9 +22,6 @@ ALL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 NAMES = [s.name for s in zoo_models.SPECS
          if s.library == "transformers" and (ALL or s.name in ("llama", "t5"))]
 KNOWN = {
-    "bart": "a barrier inside the step: BART's decoder makes an all-ones mask on the device when given none, "
-            "and transformers' SDPA path reads it (masking_utils._ignore_causal_mask_sdpa), so capture "
-            "refuses and traces every call (tests/zoo/test_zoo.py KNOWN: the same read's programs)",
 }
 """name -> reason: strict xfails, as tests/zoo/test_zoo.py's."""
 

@@ -10,16 +10,124 @@ from __future__ import annotations
 
 import numpy as np
 
+from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir import events
+from lazycore.ir.config import settings
 from lazycore.ir.context import TRACE, locked
 from lazycore.ir.failure import Failure
-from lazycore.ir.graph import Data, Value
+from lazycore.ir.graph import Data, Node, Scalar, Value
+from lazycore.ir.memo import Memo
 from lazycore.ir.tensor import LazyTensor
+from lazycore.ir.walk import Walk
 from lazycore.runtime import barrier, buckets, pjrt
+from lazycore.runtime.failures import ProgramError
 
 # a read's barrier and copy are one step that no other thread's barrier
 # splits (it could donate the buffer being read): docs/threads.md
 _locked = locked
+
+_CONSTANTS_LOOKED_AT = 256
+"""Nodes :func:`_constants_behind` looks at, at most: a value made of
+constants alone is a few ops; a read of a step's loss meets a parameter
+within a few levels."""
+
+_KEPT_BYTES = 64 * 1024
+"""The largest value :data:`_CONSTANT_READS` keeps: the masks and sizes
+libraries read are a few bytes a position; a kept buffer stays on the
+device until the memo is emptied."""
+
+_CONSTANT_READS = Memo("runtime.constant_reads", 64)
+"""``(device, pipeline, graph encoding, scalar parameters' bytes)`` -> the
+buffer a read of a value made of constants alone computed
+(:func:`_read_alone`): transformers reads the same all-ones mask at every
+step, and such a value is the same every time (the encoding holds every
+constant's value, the bytes every Python number's), so only its first read
+runs a program."""
+
+
+def _constants_behind(value: Value) -> set[int] | None:
+    """The ids of the nodes behind ``value`` when it is made of constants
+    alone (plain ops down to ops without operands, such as constants and
+    iotas, and Python numbers: ``fast_all``'s ``tensor.numel()`` is a scalar
+    parameter), else None: device data, a region, a body's placeholder, or
+    more than :data:`_CONSTANTS_LOOKED_AT` nodes. Breadth first, so a value
+    of the step meets device data early."""
+    seen, todo, i = {id(value[0])}, [value[0]], 0
+    while i < len(todo):
+        node = todo[i]
+        i += 1
+        if i > _CONSTANTS_LOOKED_AT:
+            return None
+        if type(node) is not Node:
+            if type(node) is Scalar:
+                continue
+            return None
+        for o in node.operands:
+            for v in (o if type(o) is tuple else (o,)):  # a Value, or a variadic group of them
+                n = v[0]
+                if id(n) not in seen:
+                    seen.add(id(n))
+                    todo.append(n)
+    return seen
+
+
+def _cuts(t: LazyTensor, behind: set[int]) -> bool:
+    """Whether a barrier for ``t`` would run other pending work too: a live
+    handle whose value is a computation outside ``behind`` (``t``'s graph)."""
+    for h in reversed(t.device.arena.live()):  # the newest first: a step's pending work is recent
+        node = h._value[0]
+        if type(node) is not Data and id(node) not in behind and buckets.padded_leaf(node) is None:
+            return True
+    return False
+
+
+def _read_alone(t: LazyTensor) -> bool:
+    """Compute ``t`` without a barrier when it is made of constants alone and
+    a barrier would cut pending work in two: from :data:`_CONSTANT_READS`, or
+    by a small program of its own (kept there). transformers reads such values
+    in the middle of a step (BART's all-ones mask; with ``use_cache=False`` or
+    gradient checkpointing, a packed-sequence check on an ``arange``), and a
+    barrier there made every step two programs and a captured step that never
+    replays. A read with nothing else pending stays a barrier, with its plans,
+    buckets and persistent cache (generate()'s setup reads). Returns whether
+    ``t`` now holds its data (a failed value check raises, as a barrier's)."""
+    device = t.device
+    if isinstance(device.pjrt, pjrt.MeshTarget):
+        return False  # (a mesh's results carry shardings; such reads stay barriers there)
+    ceiling = buckets.fix(None)
+    buckets.fix(ceiling)
+    if ceiling is not None:
+        # a loop whose every step pads to one ceiling (generate()) means each
+        # step's graph to repeat, and its reads (the stop check) to end its
+        # steps: read apart, a token's work joins the next one's graph (the
+        # first token's stop check is of constants and the length parameter:
+        # 2 programs more for every new call shape)
+        return False
+    behind = _constants_behind(t._value)
+    if behind is None:
+        return False
+    values = [t._value]
+    walk = Walk(values)
+    scalars = tuple((dtype, np.array([leaf.value for leaf in group], dtype=to_numpy_dtype(dtype)).tobytes())
+                    for dtype, group in walk.packs.items())  # bytes: -0.0 is not 0.0
+    key = (device, settings.pipeline, walk.encoding, scalars)
+    buffer = _CONSTANT_READS.get(key)
+    if buffer is None:
+        if not _cuts(t, behind):
+            return False
+        try:
+            buffer = barrier.run_alone(device, values, walk=walk)[0]
+        except ProgramError:
+            return False  # the barrier's containment says which value failed, and how
+        kept = type(buffer) is not Failure and t.type.size * to_numpy_dtype(t.type.dtype).itemsize <= _KEPT_BYTES
+        if kept:
+            _CONSTANT_READS.put(key, buffer)
+    else:
+        kept = True
+    t._value = Value(Data(buffer, t.type, owned=not kept), 0)  # a kept buffer is never donated: later reads share it
+    if type(buffer) is Failure:
+        raise buffer.error()
+    return True
 
 
 @_locked
@@ -38,6 +146,8 @@ def _settled(t: LazyTensor, cut: bool = False) -> tuple[Data, object]:
         raise TypeError(f"expected a LazyTensor, got {type(t).__name__}")
     TRACE.taint()  # a lowering that observes values cannot be replayed
     if t.pending and buckets.padded_leaf(t._value.node) is None:
+        if _read_alone(t):
+            return t._value.node, None
         events.emit("implicit_barrier", t.type)
         barrier.sync(t.device)
     running = t.device.running

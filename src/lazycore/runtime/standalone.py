@@ -22,20 +22,23 @@ from lazycore.runtime.cache import CACHE, PACKS
 from lazycore.runtime.failures import ProgramError
 
 
-def run_alone(device, values: list[Value], stacks: bool = False) -> list:
+def run_alone(device, values: list[Value], stacks: bool = False, walk: Walk | None = None) -> list:
     """The buffers of ``values`` computed by a program of their own that
     donates nothing, once it has finished (the retries of
     :func:`lazycore.runtime.failures.settle`, and the programs of
     :mod:`lazycore.runtime.stacks`: with ``stacks``, its compiles and runs
     count in ``stack_compiles`` and ``stack_executions``, and its graph is
-    not one of the barriers'); raises
+    not one of the barriers'); ``walk``: the walk of ``values``, when the
+    caller has made it already. A value whose check failed is a
+    :class:`~lazycore.ir.failure.Failure` in the list; raises
     :class:`~lazycore.runtime.failures.ProgramError`."""
     with LOCK:
-        return _run_alone(device, values, stacks)
+        return _run_alone(device, values, stacks, walk)
 
 
-def _run_alone(device, values: list[Value], stacks: bool) -> list:
-    walk = Walk(values)
+def _run_alone(device, values: list[Value], stacks: bool, walk: Walk | None = None) -> list:
+    if walk is None:
+        walk = Walk(values)
     pipeline = settings.pipeline
     key = programs.make_key(walk.encoding, device, {}, pipeline, stacked=False)
     if not stacks:
