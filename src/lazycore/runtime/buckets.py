@@ -351,7 +351,8 @@ class Template:
                     if (sym is None) != (new is None) or (sym is None and n != m):
                         return False
                     if sym is not None:
-                        if sigma.setdefault(sym, new) != new or regions.setdefault(new, sizes[new]) != sizes[new]:
+                        b = sizes.get(new)
+                        if b is None or sigma.setdefault(sym, new) != new or regions.setdefault(new, b) != b:
                             return False
         elif kind == "node" and not _same_attrs(node.attrs, attrs):
             return False

@@ -85,9 +85,10 @@ class Plan:
 
 
 _PLANS: dict[tuple, Plan] = {}
-_ALIKE: dict[tuple, Plan] = {}
-"""(outputs, edges) of a fingerprint -> the last padded plan of that wiring
-with a :attr:`Plan.shift`: the steps that differ from it in digests alone."""
+"""A fingerprint ``(outputs, digests, edges)`` -> its plan; and ``(outputs,
+edges)`` -> the last plan kept with a :attr:`Plan.shift` of that wiring, for
+the steps that differ from it in digests alone (:func:`alike`: a pair is
+never a fingerprint)."""
 _items = [0]  # digests and edge integers held by the keys of _PLANS
 
 
@@ -133,13 +134,15 @@ def remember(fp: tuple, walk, slots: list[int], out_types: list, counts: tuple) 
 def alike(fp: tuple) -> Plan | None:
     """The last plan kept with a shift whose step is wired as ``fp``'s (the
     same outputs and edges; digests may differ)."""
-    return _ALIKE.get((fp[0], fp[2])) if _ALIKE else None
+    return _PLANS.get((fp[0], fp[2]))
 
 
 def keep_alike(fp: tuple, plan: Plan, shift: tuple) -> None:
     """``plan`` (kept for ``fp``) is recalled, shifted, by steps wired as it."""
-    plan.shift = shift
-    _ALIKE[(fp[0], fp[2])] = plan
+    key = (fp[0], fp[2])
+    if key in _PLANS or len(_PLANS) < PLANS_KEPT:
+        plan.shift = shift
+        _PLANS[key] = plan
 
 
 def remember_shifted(fp: tuple, base: Plan, marks: tuple, padded: tuple, shift: tuple) -> Plan | None:
@@ -161,5 +164,4 @@ def remember_shifted(fp: tuple, base: Plan, marks: tuple, padded: tuple, shift: 
 
 def clear() -> None:
     _PLANS.clear()
-    _ALIKE.clear()
     _items[0] = 0
