@@ -27,6 +27,7 @@ from . import reductions
 from .array import ndarray, value, wrap
 from .fallback import call_numpy, implements
 from .manipulation import diagonal as _diagonal, diagonal_view
+from .creation import eye as _eye
 from .scalars import result
 from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const, store_out
 
@@ -534,6 +535,97 @@ def _linalg_trace(x, /, *, offset=0, dtype=None):
 def diagonal(x, /, *, offset=0):
     """The Array API's diagonal: of the last two axes, a view (NumPy's)."""
     return _diagonal(x, offset, -2, -1)
+
+
+# --- products of several matrices -----------------------------------------------------------------
+
+
+@implements(np.linalg.matrix_power)
+def matrix_power(a, n):
+    """NumPy's products in NumPy's order (its short cuts to 3, then the binary
+    decomposition of ``n``), so the same rounding; a negative power needs an
+    inverse: NumPy's."""
+    a = _operand(a)
+    if a.ndim < 2:
+        raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least two-dimensional")
+    if a.shape[-1] != a.shape[-2]:
+        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+    try:
+        n = operator.index(n)
+    except TypeError as e:
+        raise TypeError("exponent must be an integer") from e
+    if n < 0:
+        return call_numpy(np.linalg.matrix_power, (a, n), {}, name="numpy.linalg.matrix_power")
+    if n == 0:
+        one = _eye(a.shape[-1], dtype=a.dtype)
+        return wrap(broadcast_to_shape(value(one), a.shape), a.dtype)
+    if n <= 3:
+        return a if n == 1 else matmul(a, a) if n == 2 else matmul(matmul(a, a), a)
+    z = result = None
+    while n > 0:
+        z = a if z is None else matmul(z, z)
+        n, bit = divmod(n, 2)
+        if bit:
+            result = z if result is None else matmul(result, z)
+    return result
+
+
+def _chain_order(shapes) -> list:
+    """NumPy's ``_multi_dot_matrix_chain_order``: the split of each sub-chain
+    with the fewest scalar multiplications (the first such split on a tie)."""
+    p = [s[0] for s in shapes] + [shapes[-1][1]]
+    n = len(shapes)
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = math.inf
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if q < cost[i][j]:
+                    cost[i][j], split[i][j] = q, k
+    return split
+
+
+def _chain(arrays, split, i, j):
+    if i == j:
+        return arrays[i]
+    k = split[i][j]
+    return dot(_chain(arrays, split, i, k), _chain(arrays, split, k + 1, j))
+
+
+@implements(np.linalg.multi_dot)
+def multi_dot(arrays, *, out=None):
+    """Products in NumPy's order (the cheapest parenthesization, as NumPy
+    finds it), so the same rounding; 1-d ends as NumPy treats them."""
+    arrays = [_operand(a) for a in arrays]
+    n = len(arrays)
+    if n < 2:
+        raise ValueError("Expecting at least two arrays.")
+    if n == 2:
+        return dot(arrays[0], arrays[1], out=out)
+    first, last = arrays[0].ndim, arrays[-1].ndim
+    if first == 1:
+        arrays[0] = arrays[0].reshape(1, -1)
+    if last == 1:
+        arrays[-1] = arrays[-1].reshape(-1, 1)
+    for a in arrays:
+        if a.ndim != 2:
+            raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be two-dimensional")
+    if n == 3:
+        (a0, a1b0), (b1c0, c1) = arrays[0].shape, arrays[2].shape
+        if a0 * b1c0 * (a1b0 + c1) < a1b0 * c1 * (a0 + b1c0):
+            res = dot(dot(arrays[0], arrays[1]), arrays[2])
+        else:
+            res = dot(arrays[0], dot(arrays[1], arrays[2]))
+    else:
+        res = _chain(arrays, _chain_order([a.shape for a in arrays]), 0, n - 1)
+    if first == 1 and last == 1:
+        res = res[0, 0]
+    elif first == 1 or last == 1:
+        res = res.reshape(-1)
+    return res if out is None else _to_out(res, out, "multi_dot")
 
 
 def __getattr__(name):
