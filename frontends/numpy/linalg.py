@@ -1,4 +1,4 @@
-"""Linear algebra: products, contractions, ``einsum``, ``trace`` and norms.
+"""Linear algebra: products (``multi_dot`` and ``matrix_power`` too), contractions, ``einsum``, ``trace`` and norms.
 
 Every product is one ``lazy.dot_general`` (batch, contract and free dims)
 plus shape ops, after casting both operands to NumPy's result type (on f32
