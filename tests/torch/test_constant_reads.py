@@ -17,6 +17,7 @@ import torch
 
 import lazycore
 import lazycore.torch as ltorch
+from lazycore.frontends.torch.tensor import read
 from lazycore.observe.guards import GuardError, guard
 
 
@@ -172,3 +173,21 @@ def test_inside_a_fixed_bucket_ceiling_a_read_of_constants_is_a_barrier(clean_ru
         with pytest.raises(GuardError):
             int(torch.arange(4, device=dev).sum())
     torch.testing.assert_close(y.cpu(), w.cpu() * 3)
+
+
+def test_a_kept_value_handed_out_as_a_buffer_is_no_longer_shared(clean_runtime):
+    # lazycore.to_buffer hands the buffer on (a jax program may donate it):
+    # the next read of those constants computes a buffer of its own
+    dev = ltorch.device()
+    w = torch.randn(3).to(dev)
+    ltorch.mark_step(wait=True)
+    y = w * 2
+    m = read(torch.arange(6, device=dev) + torch.arange(6, device=dev))
+    first = lazycore.to_buffer(m)
+    y = y + 1
+    before = _runs()
+    n = torch.arange(6, device=dev) + torch.arange(6, device=dev)
+    assert n.tolist() == [0, 2, 4, 6, 8, 10]
+    assert _runs() == before + 1 and lazycore.to_buffer(read(n)) is not first
+    ltorch.mark_step(wait=True)
+    torch.testing.assert_close(y.cpu(), w.cpu() * 2 + 1)

@@ -204,4 +204,10 @@ def to_buffer(t: LazyTensor):
     Raises :class:`~lazycore.ir.failure.BarrierError` when computing it failed."""
     leaf = _materialize(t)
     leaf.owned = False
-    return leaf.buffer
+    buffer = leaf.buffer
+    if _CONSTANT_READS:
+        # the caller may hand it on (a jax program that donates it): later
+        # reads of those constants compute their own
+        for key in [k for k, b in _CONSTANT_READS.items() if b is buffer]:
+            del _CONSTANT_READS[key]
+    return buffer
