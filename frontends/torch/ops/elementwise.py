@@ -18,6 +18,8 @@ from lazycore.trace import composites, core
 
 from ..lowering import apply, broadcast, const, convert, is_handle, lowers, operand, scalar, wrapped
 from ..dtypes import chalf_rounded, check_chalf, lazy_dtype
+from .moments import WIDE_PLATFORMS
+from .nn import _fused_multiply_add
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -436,8 +438,39 @@ def _scaled(b, alpha, ctx):
     return apply("mul", b, scalar(alpha, ctx.dtype, ctx.device, ctx.shape))
 
 
+def _multiply_added(ctx, op, a, b, alpha):
+    """``a op alpha * b`` with ``alpha != 1`` as eager's CPU add and sub
+    kernels compute it in their vectorized loop, ``fmadd(b, alpha, a)``: in
+    float32 for a float32 result, rounded once (XLA contracts a product and
+    a sum into a fused multiply-add only where it picks to, and picks the
+    other product when ``a`` is one too: ``x.mul(0.3).add_(y, alpha=0.6)``
+    differed from eager in a third of its values, and a uint8 image blended
+    so, torchvision's saturation, by one level); for a float16/bfloat16
+    result with ``alpha`` rounded to the result's type, in float32 and
+    rounded once (the product of two halves is exact in float32; rounding
+    the product to the result's type first differed in a quarter of the
+    values; eager's chunk tails round it so, 0.01% of a large tensor's).
+    None for the other types: integers and complex round nothing so, and
+    float64 has no wider type to emulate its fused multiply-add in (XLA
+    contracts a lone product as eager does; a chain whose first operand is a
+    product too may differ by an ulp)."""
+    if alpha == 1 or _chalf(ctx) or ctx.dtype not in ("f32", "f16", "bf16"):
+        return None
+    if ctx.dtype == "f32" and ctx.device.platform not in WIDE_PLATFORMS:
+        return None
+    a, b = _operands(ctx, a, b)
+    if ctx.dtype == "f32":
+        term = scalar(-alpha if op == "sub" else alpha, "f32", ctx.device, ctx.shape)
+        return _fused_multiply_add(b, term, a)
+    rounded = convert(scalar(alpha, ctx.dtype, ctx.device, ctx.shape), "f32")
+    return convert(apply(op, convert(a, "f32"), apply("mul", convert(b, "f32"), rounded)), ctx.dtype)
+
+
 @lowers(aten.add.Tensor, aten.add.Scalar)
 def _add(ctx, a, b, alpha=1):
+    out = _multiply_added(ctx, "add", a, b, alpha)
+    if out is not None:
+        return out
     a, b = _operands(ctx, a, b)
     if ctx.dtype == "i1":  # booleans add as "or" (alpha is a bool then)
         return apply("or", a, b) if alpha else a
@@ -446,6 +479,9 @@ def _add(ctx, a, b, alpha=1):
 
 @lowers(aten.sub.Tensor, aten.sub.Scalar)
 def _sub(ctx, a, b, alpha=1):
+    out = _multiply_added(ctx, "sub", a, b, alpha)
+    if out is not None:
+        return out
     a, b = _operands(ctx, a, b)
     return apply("sub", a, _scaled(b, alpha, ctx))
 
