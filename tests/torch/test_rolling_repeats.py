@@ -41,6 +41,9 @@ def test_windows_of_one_set_of_layers_are_one_stack():
     assert _plan([[2, 3, 4, 5, 6], [6, 5, 4, 3, 2, 1], [0, 1, 2, 3, 4, 5]]) == [(0, 1, 2, 3, 4, 5, 6)]
     # a window of a run, either way, is read from it
     assert _plan([[0, 1, 2, 3], [2, 1], [1, 2, 3]]) == [(0, 1, 2, 3)]
+    # a read that holds a run takes its place, in the run's direction
+    assert _plan([[2, 3], [0, 1, 2, 3, 4]]) == [(0, 1, 2, 3, 4)]
+    assert _plan([[3, 2], [0, 1, 2, 3, 4]]) == [(4, 3, 2, 1, 0)]
     # a run that grows until it reaches another one takes it in
     assert _plan([[0, 1, 2], [5, 6, 7], [2, 3, 4, 5]]) == [(0, 1, 2, 3, 4, 5, 6, 7)]
 
