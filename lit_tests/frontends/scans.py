@@ -11,6 +11,7 @@
 import numpy as np
 import torch
 
+import lazycore
 import lazycore.numpy as lnp
 import lazycore.torch as ltorch
 from lazycore.observe.testing import print_ir
@@ -50,8 +51,7 @@ def numpy_cumsum_on_cpu():
 # CHECK-LABEL: TEST: torch_cumsum_elsewhere
 # CHECK:      tensor([ 1.,  3.,  6., 10., 15.])
 # CHECK-NOT:  stablehlo.while
-# CHECK:      %[[IN:.*]] = "lazy.slice"(%arg0)
-# CHECK:      %[[P1:.*]] = "lazy.pad"(%[[IN]], %{{.*}}) {high = array<i64: -1>, interior = array<i64: 0>, low = array<i64: 1>} : (tensor<5xf32>, tensor<f32>) -> tensor<5xf32>
+# CHECK:      %[[P1:.*]] = "lazy.pad"(%[[IN:arg0]], %{{.*}}) {high = array<i64: -1>, interior = array<i64: 0>, low = array<i64: 1>} : (tensor<5xf32>, tensor<f32>) -> tensor<5xf32>
 # CHECK-NEXT: %[[A1:.*]] = "lazy.add"(%[[IN]], %[[P1]]) : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>
 # CHECK-NEXT: %[[P2:.*]] = "lazy.pad"(%[[A1]], %{{.*}}) {high = array<i64: -2>, interior = array<i64: 0>, low = array<i64: 2>}
 # CHECK-NEXT: %[[A2:.*]] = "lazy.add"(%[[A1]], %[[P2]])
@@ -64,7 +64,9 @@ def torch_cumsum_elsewhere():
     saved = scans.IN_ORDER_PLATFORMS
     scans.IN_ORDER_PLATFORMS = frozenset()  # as for a GPU's or a TPU's program
     try:
-        u = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], device=dev)[:5]  # (another call signature: lowered anew)
-        print(u.cumsum(0).cpu())
+        # a program for another platform is another device, so the CPU call's
+        # recorded lowering is not replayed there: forget it to lower anew
+        lazycore.cache.clear()
+        print(t.cumsum(0).cpu())
     finally:
         scans.IN_ORDER_PLATFORMS = saved

@@ -320,5 +320,3 @@ def _ctc_loss_tensor_lengths(log_probs, targets, input_lengths, target_lengths, 
 
 
 _LIB.impl("ctc_loss.Tensor", _ctc_loss_tensor_lengths, "AutogradLazy")
-
-__all__: list[str] = []

@@ -180,5 +180,3 @@ def _bicubic_backward(ctx, grad, output_size, input_size, align_corners, scales_
     return _backward(ctx, grad, tuple(input_size),
                      lambda i, n_in, n_out, t: _cubic_taps(n_in, n_out, align_corners, scales[i], t))
 
-
-__all__: list[str] = []
