@@ -47,15 +47,9 @@ class Stack:
 
     def row(self, index: int):
         """Row ``index`` as a buffer of its own (a program that slices it)."""
-        t = self.type
         on, LOG.on = LOG.on, False  # not part of the user's step (lazycore.stepplans)
         try:
-            whole = Value(Data(self.buffer, t, owned=False), 0)
-            starts = tuple(Value(Scalar(i, "i64"), 0) for i in (index,) + (0,) * (t.rank - 1))
-            one = TensorType((1,) + tuple(t.shape[1:]), t.dtype)
-            sliced = make_node(spec_of("dynamic_slice"), (whole, starts), {"sizes": one.shape}, (one,))
-            row_t = TensorType(tuple(t.shape[1:]), t.dtype)
-            value = Value(make_node(spec_of("reshape"), (Value(sliced, 0),), {"shape": row_t.shape}, (row_t,)), 0)
+            value = _row_value(Value(Data(self.buffer, self.type, owned=False), 0), index)
         finally:
             LOG.on = on
         (buffer,) = _run(self.device, [value])
@@ -83,6 +77,13 @@ def arguments(plan: tuple, data: list[Data], held: set[int], device, may_keep: b
     args: list = []
     slow: list[tuple[int, tuple]] = []
     keep = False
+    # rows passed on their own (read outside the loops of this program, not
+    # of the one that stacked them: a first step's, whose optimizer had no
+    # state yet): sliced by one program, not one a row
+    unsliced = [data[e] for e in plan if type(e) is int and data[e].row is not None and data[e]._buffer is None]
+    if len(unsliced) > 1:
+        for leaf, buffer in zip(unsliced, _rows(unsliced, device)):
+            leaf._buffer = buffer  # as Data.buffer keeps a row's, the leaf still naming its row
     for entry in plan:
         if type(entry) is int:
             args.append(data[entry].buffer)
@@ -168,6 +169,34 @@ def _stacked(groups: list[list[Data]], device) -> list:
                 wt = TensorType((n,) + tuple(t.shape), t.dtype)
                 whole = Value(make_node(concatenate, (whole, row), {"dim": 0}, (wt,)), 0)
             values.append(whole)
+    finally:
+        LOG.on = on
+    return _run(device, values)
+
+
+def _row_value(whole: Value, index: int) -> Value:
+    """Row ``index`` of the stack ``whole`` (the row a runtime scalar: one
+    program per stack type, whatever the row)."""
+    t = whole.type
+    starts = tuple(Value(Scalar(i, "i64"), 0) for i in (index,) + (0,) * (t.rank - 1))
+    one = TensorType((1,) + tuple(t.shape[1:]), t.dtype)
+    sliced = make_node(spec_of("dynamic_slice"), (whole, starts), {"sizes": one.shape}, (one,))
+    row_t = TensorType(tuple(t.shape[1:]), t.dtype)
+    return Value(make_node(spec_of("reshape"), (Value(sliced, 0),), {"shape": row_t.shape}, (row_t,)), 0)
+
+
+def _rows(leaves: list[Data], device) -> list:
+    """Each leaf's row (``leaf.row``) as a buffer of its own, by one program."""
+    on, LOG.on = LOG.on, False  # not part of the user's step (lazycore.stepplans)
+    try:
+        whole_of: dict[int, Value] = {}  # id(stack) -> its value, one parameter per stack
+        values = []
+        for leaf in leaves:
+            stack, index = leaf.row
+            whole = whole_of.get(id(stack))
+            if whole is None:
+                whole = whole_of[id(stack)] = Value(Data(stack.buffer, stack.type, owned=False), 0)
+            values.append(_row_value(whole, index))
     finally:
         LOG.on = on
     return _run(device, values)
