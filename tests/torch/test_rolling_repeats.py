@@ -125,3 +125,29 @@ def test_layers_read_over_different_windows_cost_no_program_or_compile_after_war
     step = max(cap.text("stablehlo").split("// ----- graph"), key=len)
     assert step.count("stablehlo.while") >= 3
     assert step.count("stablehlo.tanh") == 1
+
+
+def test_rows_a_program_takes_on_their_own_are_sliced_by_one_program(clean_runtime):
+    """A step's stacks read outside the next step's loops (a first step's,
+    whose optimizer had no state yet, chained other windows): its rows are
+    sliced out by one program, not one a row."""
+    import lazycore
+    import lazycore.numpy as lnp
+    from lazycore.dialect.types import TensorType
+    from lazycore.ir.graph import Data
+    from lazycore.runtime import stacks
+    from lazycore.runtime.device import default_device
+
+    values = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = lnp.asarray(values)
+    lazycore.mark_step()
+    device = default_device()
+    stack = stacks.Stack(x.__lazycore_value__()._value.node.buffer, TensorType((3, 4), "f32"), device)
+    rows = [Data(None, TensorType((4,), "f32"), True, row=(stack, r)) for r in (2, 0)]
+    metrics.reset()
+    args, keep = stacks.arguments((0, 1), rows, set(), device)
+    assert metrics.counters()["stack_executions"] == 1
+    assert not keep
+    np.testing.assert_array_equal(np.asarray(args[0]), values[2])
+    np.testing.assert_array_equal(np.asarray(args[1]), values[0])
+    assert [r.row[1] for r in rows] == [2, 0]  # still rows: a later stacked program takes them whole
