@@ -14,7 +14,9 @@ writes it back, donated, with no copy on either side.
 
 A row becomes a buffer of its own only when something outside a program
 reads it (a transfer to the host, a resharding): :meth:`Stack.row` runs a
-``dynamic_slice`` program, one per stack type, whatever the row. Rows that
+``dynamic_slice`` program, one per stack type, whatever the row; the rows
+a program takes as arguments of their own are sliced by one program together
+(:func:`_rows`). Rows that
 are not one whole stack, in order, are stacked by a program of their own
 first (:func:`_stacked`). Both kinds of program count in the
 ``stack_compiles`` and ``stack_executions`` counters, not in ``compiles``
