@@ -382,9 +382,23 @@ def _on_lazy(group) -> bool:
     return bool(group["params"]) and group["params"][0].device.type == _LAZY
 
 
+def _torchs_own_step(opt) -> bool:
+    """Whether ``opt.step`` is torch.optim's: only torch's own step functions
+    know the lazy device among capturable ones. Another library's optimizer
+    with a ``capturable`` flag (timm's NAdamW, Muon) checks its own list of
+    devices and refuses a capturable step on ours, so it keeps its step
+    counters where it made them."""
+    for cls in type(opt).__mro__:
+        if "step" in cls.__dict__:
+            return cls.__module__.startswith("torch.optim.")
+    return False
+
+
 def _make_capturable(opt) -> None:
     if isinstance(opt, torch.optim.Adagrad):
         _counters_on_device(opt)
+    if not _torchs_own_step(opt):
+        return
     for group in opt.param_groups:
         if group.get("capturable", True) or not _on_lazy(group):
             continue  # capturable already, an optimizer without the notion (SGD), or not ours

@@ -26,18 +26,7 @@ NAMES = [s.name for s in zoo_models.SPECS if ALL or s.ci]
 GENERATE_CI = ("gpt2", "t5")  # a decoder and an encoder-decoder
 GENERATE = [s.name for s in zoo_models.SPECS if s.generate and (ALL or s.name in GENERATE_CI)]
 
-KNOWN = {
-    ("resnet18", "parameters"): "conv1.weight 4.4e-4 from eager after 4 steps (eager float32 vs float64: "
-                                "2e-6; inductor 4.4e-4 too): a ReLU near-tie, not a lowering's error. In step 3 "
-                                "layer2.1.bn1's output at [2, 94, 4, 3] is -4.4e-6 in float64, -2.7e-6 in eager "
-                                "float32, +4.6e-6 lazy: the ReLU passes it, every gradient below moves by 3e-3 "
-                                "relative, momentum carries it on. XLA CPU's float32 convolution sums with ~1.7x "
-                                "oneDNN's error (lazy's forward 1.45x eager's); summed in float64 (measured, not "
-                                "taken: ~2-3x a convolution's cost) lazy's forward is 0.16-0.33x eager's error at "
-                                "every layer, and this seed still flips a tie (9.5e-4). Over batch seeds 1-8, eager "
-                                "float32 itself ends >1e-4 from float64 on 2 (up to 1.3e-2), lazy on 6 (up to "
-                                "6e-2; 2 with float64 convolutions): at this size the limit measures near-ties",
-}
+KNOWN: dict = {}
 """(model, test) -> reason: the failures known today, strict xfails (fixing
 one fails its entry until it is removed)."""
 
