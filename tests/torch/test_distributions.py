@@ -19,6 +19,18 @@ import lazycore
 from lazycore.observe import metrics
 
 
+@pytest.fixture(autouse=True)
+def _validation_on():
+    """Argument checks on, as a fresh process has them: torch.compile's first
+    call turns them off for the whole process (torch/_dynamo/eval_frame.py,
+    ``set_default_validate_args(False)``), and another test file in the same
+    worker may have made one."""
+    was = D.Distribution._validate_args
+    D.Distribution.set_default_validate_args(True)
+    yield
+    D.Distribution.set_default_validate_args(was)
+
+
 def _fallbacks() -> int:
     return sum(sum(v.values()) for v in metrics.fallbacks().values())
 
