@@ -593,6 +593,10 @@ def _scan(h, d: int, combine: str, identity=None):
 
 
 def _logaddexp(a, b):
+    """``max + log1p(exp(-|a - b|))``, the max where it is infinite: eager CPU's
+    ``_log_add_exp_helper`` value for value (``-|a - b|`` is its ``min - max``
+    exactly; where both are one infinity, its ``x`` is that max), so the
+    tree and the in-order loop share it."""
     m = apply("maximum", a, b)
     gap = apply("neg", apply("abs", apply("sub", a, b)))
     r = apply("add", m, apply("log1p", apply("exp", gap)))
@@ -612,7 +616,7 @@ def _cumulative(ctx, x, dim, combine, identity=None):
         # output rounded from the carry (the input first cast to the result's type)
         h = convert(convert(x, ctx.dtype), _CARRY[ctx.dtype])
         start = {"add": 0.0, "mul": 1.0, "logaddexp": -math.inf}[combine]
-        step = _log_add_exp if combine == "logaddexp" else lambda a, b: apply(combine, a, b)
+        step = _logaddexp if combine == "logaddexp" else lambda a, b: apply(combine, a, b)
         return convert(scans.one_by_one(h, wrap_dim(dim, len(h.shape)), step, start), ctx.dtype)
     wide = "f32" if ctx.dtype in ("f16", "bf16") else ctx.dtype
     h = convert(x, wide)
@@ -620,14 +624,6 @@ def _cumulative(ctx, x, dim, combine, identity=None):
         h = _scan(h, wrap_dim(dim, len(h.shape)), combine, identity)
     return convert(h, ctx.dtype)
 
-
-def _log_add_exp(carry, x):
-    """The carry and the next element as eager CPU's ``_log_add_exp_helper(x, carry)``:
-    ``log1p(exp(min - max)) + max``, or ``x`` where both are the same infinity."""
-    low, high = apply("minimum", x, carry), apply("maximum", x, carry)
-    r = apply("add", apply("log1p", apply("exp", apply("sub", low, high))), high)
-    usual = apply("or", apply("compare", low, high, direction="NE"), apply("is_finite", low))
-    return apply("select", usual, r, x)
 
 
 @lowers(aten.cumsum.default)
