@@ -700,17 +700,39 @@ def ours(opt) -> bool:
     return any(_on_lazy(g) for g in opt.param_groups) and not torch.compiler.is_compiling()
 
 
+_ENDS_WITH_BACKWARD: set[int] = set()
+"""Ids of the backward passes (autograd's graph tasks) whose optimizer steps
+end one training step together, when the backward does: an optimizer stepped
+from a gradient hook (optimizer-in-backward, one optimizer a parameter) is
+one step of many inside the training step, and ending the training step at
+each cut it into a program per parameter group."""
+
+
 def _step_begins(opt, args, kwargs) -> None:
     if ours(opt):
+        task = torch._C._current_graph_task_id()
+        if task != -1 and task in _ENDS_WITH_BACKWARD:
+            return  # (an earlier optimizer of this backward began the step: its updates are watched)
         TRACE.cutter.step_begins()
 
 
 def _step_ended(opt, args, kwargs) -> None:
     """The automatic step barrier (:mod:`lazycore.runtime.autostep`): a step of an
     optimizer over lazy parameters ends the training step; the barrier runs
-    before the next op that reads what it updated (not while dynamo traces)."""
+    before the next op that reads what it updated (not while dynamo traces).
+    Stepped inside a backward pass, the training step ends with the backward."""
     if ours(opt):
-        TRACE.cutter.step_ended()
+        task = torch._C._current_graph_task_id()
+        if task == -1:
+            TRACE.cutter.step_ended()
+        elif task not in _ENDS_WITH_BACKWARD:
+            _ENDS_WITH_BACKWARD.add(task)
+            torch.autograd.Variable._execution_engine.queue_callback(lambda: _backward_ended(task))
+
+
+def _backward_ended(task: int) -> None:
+    _ENDS_WITH_BACKWARD.discard(task)
+    TRACE.cutter.step_ended()
 
 
 def _wrapped_by(fn, marker: str) -> bool:
