@@ -492,6 +492,11 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 @implements(np.linalg.vecdot)
 def vecdot(x1, x2, /, *, axis=-1):
     a, b = _operand(x1), _operand(x2)
+    if not (a.ndim and b.ndim and -min(a.ndim, b.ndim) <= axis < min(a.ndim, b.ndim)
+            and a.shape[axis] == b.shape[axis]):
+        # NumPy's vecdot is a gufunc: the vectors' dim never broadcasts. Its error, asked
+        # of zero-stride stand-ins of the shapes
+        np.linalg.vecdot(*(np.broadcast_to(np.zeros((), x.dtype), x.shape) for x in (a, b)), axis=axis)
     if a.dtype.kind == "c":  # NumPy's vecdot conjugates the first vector
         a = UFUNCS["conjugate"](a)
     product = _multiply(a, b)
