@@ -21,12 +21,7 @@ CALLS = 5
 ALL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 NAMES = [s.name for s in zoo_models.SPECS
          if s.library == "transformers" and (ALL or s.name in ("llama", "t5"))]
-KNOWN = {
-    "bart": "replays from its 5th call, not its 3rd, in a fresh process: its decoder's all-ones mask is now "
-            "read apart from the step (runtime.constant_reads), but the first call's recording is refused as "
-            "'the step copied host data to the device', so capture records at call 4 (4 traces, 1 replay "
-            "in 5, alone and in the full zoo run)",
-}
+KNOWN: dict[str, str] = {}
 """name -> reason: strict xfails, as tests/zoo/test_zoo.py's."""
 
 

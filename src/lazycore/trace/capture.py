@@ -167,6 +167,33 @@ def refused(backoffs, key, reason: str, warned: set, kinds: int, fn, qualname: s
         warn_stopped(fn, qualname, reason)
 
 
+class _Uploads:
+    """Host data the step put in the graph, counted as it is announced (a
+    ``transfer`` event from host to device: an upload of a tensor made from
+    Python data or a CPU tensor, which a replay would not make again).
+
+    Not the ``transfers_to_device`` counter: it also counts the scalar pack
+    a program of the runtime's own uploads for itself, as the small program
+    that computes a value of constants read in the middle of a step does
+    (:mod:`lazycore.runtime.reads`; BART's all-ones mask, whose first read
+    in a process refused the first call's recording, so its step replayed
+    from its fifth call, not its third). A replay needs no such pack: the
+    value it read is a constant of the recording."""
+
+    __slots__ = ("count",)
+
+    def __init__(self):
+        self.count = 0
+
+    def heard(self, direction, *_):
+        if direction == "host-to-device":
+            self.count += 1
+
+
+UPLOADS = _Uploads()
+events.listen("transfer", UPLOADS.heard)
+
+
 class Watch:
     """The state of the world when a traced call began (see :func:`begin`)."""
 
@@ -184,8 +211,7 @@ class Watch:
                 v = h._value
                 self.before[id(h)] = (h, v)
                 self.held.setdefault((id(v[0]), v[1]), []).append(h)
-        c = dict(events.EVENTS.counters)
-        self.counters = (c["transfers_to_device"], c["fallbacks"])
+        self.counters = (UPLOADS.count, events.EVENTS.counters["fallbacks"])
 
 
 def begin(args, calls=True) -> Watch:
@@ -214,10 +240,9 @@ def check(watch: Watch) -> None:
         raise Refused("the step ran a barrier (it looked at a value: .item(), print, a fallback op, mark_step)")
     if not LOG.on:
         raise Refused("the step made more nodes than the step log keeps")
-    c = dict(events.EVENTS.counters)
-    if c["fallbacks"] != watch.counters[1]:
+    if events.EVENTS.counters["fallbacks"] != watch.counters[1]:
         raise Refused("the step ran an op without a lowering (a counted fallback)")
-    if c["transfers_to_device"] != watch.counters[0]:
+    if UPLOADS.count != watch.counters[0]:
         raise Refused("the step copied host data to the device (a tensor made from Python data or a CPU tensor)")
 
 
