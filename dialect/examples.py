@@ -55,6 +55,15 @@ EXAMPLES: dict[str, Example] = {
     "complex": Example((t("2x3xf32"), t("2x3xf32"))),
     # a real transform of 8 points along the last dimension: 8 -> 5 complex bins
     "fft": Example((t("2x8xf32"),), dict(fft_type="RFFT", length=(8,))),
+    # a batch of two 4x4 matrices factored one by one
+    "cholesky": Example((t("2x4x4xf32"),)),
+    "lu": Example((t("2x4x3xf64"),)),
+    "geqrf": Example((t("5x3xf32"),)),
+    "householder_product": Example((t("5x3xf32"), t("3xf32"))),
+    "eigh": Example((t("2x4x4xcomplex<f32>"),), dict(lower=True)),
+    "svd": Example((t("3x5xf64"),), dict(full_matrices=False)),
+    "triangular_solve": Example((t("4x4xf32"), t("4x2xf32")),
+                                dict(left_side=True, lower=True, transpose_a="NO_TRANSPOSE", unit_diagonal=False)),
     "compare": Example((t("2x3xf32"), t("2x3xf32")), dict(direction="LT")),
     "select": Example((t("2x3xi1"), t("2x3xf32"), t("2x3xf32"))),
     "check": Example((t("2x3xi32"), t("i1")), dict(message="integer division by zero", error="RuntimeError")),

@@ -723,6 +723,160 @@ def _optimization_barrier(rng, operands):
     return cases
 
 
+# --- factorizations -------------------------------------------------------------------------------
+
+LAPACK = ("f32", "f64", "complex<f32>", "complex<f64>")
+
+
+def _matrix(rng, shape, dtype):
+    x = rng.standard_normal(shape)
+    if is_complex(dtype):
+        x = x + 1j * rng.standard_normal(shape)
+    return x
+
+
+def _as(x, dtype):
+    return np.asarray(x).astype(np_dtype(dtype))
+
+
+def _hermitian(x):
+    return x + np.conj(np.swapaxes(x, -1, -2))
+
+
+def _within(got, want, dtype, scale=10):
+    t = TOL[real_dtype(dtype)] * scale
+    np.testing.assert_allclose(np.asarray(got, np.complex128), np.asarray(want, np.complex128), rtol=t, atol=t)
+
+
+def _refusals(rng, dtype):
+    """A vector, a matrix with no rows, and (square ops) a wide matrix."""
+    return [_as(rng.standard_normal(3), dtype), np.zeros((0, 3), np_dtype(dtype))]
+
+
+def _cholesky(rng, operand):
+    cases = []
+    for shape in ((3, 3), (2, 4, 4)):
+        x = _matrix(rng, shape, operand)
+        spd = x @ np.conj(np.swapaxes(x, -1, -2)) + shape[-1] * np.eye(shape[-1])
+        want = np.linalg.cholesky(spd)
+        cases.append(Case([_as(spd, operand)], want=known(_as(want, operand), np.zeros(shape[:-2], np.int32)),
+                          exact=False))
+    bad = np.diag([1.0, -1.0, 1.0])  # the leading minor of order 2 is not positive definite
+
+    def second_minor(out, case):
+        assert int(out[1]) == 2, out[1]
+
+    cases.append(Case([_as(bad, operand)], check=second_minor))
+    cases += [Case([x], refused=True) for x in _refusals(rng, operand) + [_as(np.ones((2, 3)), operand)]]
+    return cases
+
+
+def _lu(rng, operand):
+    cases = []
+    for shape in ((4, 4), (2, 3, 5), (5, 2)):
+        x = _as(_matrix(rng, shape, operand), operand)
+
+        def rebuilt(out, case, x=x):
+            factor, pivots, perm, info = out
+            m, n = x.shape[-2:]
+            k = min(m, n)
+            lower = np.tril(factor[..., :, :k], -1) + np.eye(m, k)
+            upper = np.triu(factor[..., :k, :])
+            _within(lower @ upper, np.take_along_axis(x, perm[..., :, None].astype(np.int64), -2), type_of(x).dtype)
+            rows = np.broadcast_to(np.arange(m), perm.shape).copy()
+            for i in range(k):  # the swaps, in order, give the permutation
+                j = pivots[..., i]
+                a, b = np.take_along_axis(rows, np.full(j.shape + (1,), i), -1), np.take_along_axis(rows, j[..., None], -1)
+                np.put_along_axis(rows, np.full(j.shape + (1,), i), b, -1)
+                np.put_along_axis(rows, j[..., None].astype(np.int64), a, -1)
+            np.testing.assert_array_equal(perm, rows)
+            assert not info.any()
+
+        cases.append(Case([x], check=rebuilt))
+    cases += [Case([x], refused=True) for x in _refusals(rng, operand)]
+    return cases
+
+
+def _geqrf(rng, operand):
+    cases = []
+    for shape in ((4, 3), (2, 3, 5)):
+        x = _as(_matrix(rng, shape, operand), operand)
+        raw, tau = np.linalg.qr(x.astype(np.complex128 if is_complex(operand) else F64), mode="raw")
+        cases.append(Case([x], want=known(_as(np.swapaxes(raw, -1, -2), operand), _as(tau, operand)), exact=False))
+    return cases + [Case([x], refused=True) for x in _refusals(rng, operand)]
+
+
+def _householder_product(rng, factor):
+    cases = []
+    if factor not in LAPACK:
+        return [Case([small(rng, (3, 2), factor), small(rng, (2,), factor)], refused=True)]
+    for shape in ((4, 3), (2, 3, 3)):
+        x = _matrix(rng, shape, factor)
+        raw, tau = np.linalg.qr(x, mode="raw")
+        q = np.linalg.qr(x).Q
+        cases.append(Case([_as(np.swapaxes(raw, -1, -2), factor), _as(tau, factor)], want=known(_as(q, factor)),
+                          exact=False))
+    cases.append(Case([_as(np.ones((2, 3)), factor), _as(np.ones(2), factor)], refused=True))  # m < n
+    cases.append(Case([_as(np.ones((3, 2)), factor), _as(np.ones(3), factor)], refused=True))  # k > n
+    return cases
+
+
+def _eigh(rng, operand):
+    cases = []
+    for shape, lower in (((4, 4), True), ((2, 3, 3), False)):
+        x = _as(_hermitian(_matrix(rng, shape, operand)), operand)
+        values = np.linalg.eigvalsh(x.astype(np.complex128), UPLO="L" if lower else "U")
+
+        def eigenpairs(out, case, x=x, values=values):
+            vectors, got, info = out
+            _within(got, values, type_of(x).dtype)
+            _within(x @ vectors, vectors * got[..., None, :], type_of(x).dtype, scale=100)
+            assert not info.any()
+
+        cases.append(Case([x], dict(lower=lower), check=eigenpairs))
+    return cases + [Case([x], dict(lower=True), refused=True)
+                    for x in _refusals(rng, operand) + [_as(np.ones((2, 3)), operand)]]
+
+
+def _svd(rng, operand):
+    cases = []
+    for shape, full in (((4, 3), False), ((2, 3, 5), True), ((3, 3), True)):
+        x = _as(_matrix(rng, shape, operand), operand)
+        values = np.linalg.svd(x.astype(np.complex128), compute_uv=False)
+
+        def factors(out, case, x=x, values=values):
+            s, u, vt, info = out
+            k = s.shape[-1]
+            _within(s, values, type_of(x).dtype)
+            _within((u[..., :, :k] * s[..., None, :]) @ vt[..., :k, :], x, type_of(x).dtype, scale=100)
+            assert not info.any()
+
+        cases.append(Case([x], dict(full_matrices=full), check=factors))
+    return cases + [Case([x], dict(full_matrices=False), refused=True) for x in _refusals(rng, operand)]
+
+
+def _triangular_solve(rng, a):
+    if a not in LAPACK:
+        return [Case([small(rng, (3, 3), a), small(rng, (3, 2), a)],
+                     dict(left_side=True, lower=True, transpose_a="NO_TRANSPOSE", unit_diagonal=False), refused=True)]
+    cases = []
+    for left, lower, transpose, unit in ((True, True, "NO_TRANSPOSE", False), (False, False, "TRANSPOSE", True),
+                                         (True, False, "ADJOINT", False)):
+        m = _matrix(rng, (2, 3, 3), a) + 4 * np.eye(3)
+        b = _matrix(rng, (2, 3, 2) if left else (2, 2, 3), a)
+        t = np.tril(m) if lower else np.triu(m)
+        if unit:
+            t = t - t * np.eye(3) + np.eye(3)
+        op = {"NO_TRANSPOSE": t, "TRANSPOSE": np.swapaxes(t, -1, -2), "ADJOINT": np.conj(np.swapaxes(t, -1, -2))}[transpose]
+        want = np.linalg.solve(op, b) if left else np.swapaxes(np.linalg.solve(np.swapaxes(op, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+        kw = dict(left_side=left, lower=lower, transpose_a=transpose, unit_diagonal=unit)
+        cases.append(Case([_as(m, a), _as(b, a)], kw, want=known(_as(want, a)), exact=False))
+    kw = dict(left_side=True, lower=True, transpose_a="NO_TRANSPOSE", unit_diagonal=False)
+    cases.append(Case([_as(np.eye(3), a), _as(np.ones((2, 2)), a)], kw, refused=True))  # b's rows
+    cases.append(Case([_as(np.eye(3), a), _as(np.ones((3, 2)), a)], dict(kw, transpose_a="CONJ"), refused=True))
+    return cases
+
+
 # --- samples from the traits ------------------------------------------------------------------
 
 
@@ -775,6 +929,10 @@ SAMPLES: dict[str, Sample] = {
     **{n: Sample({"operand": COMPLEX}, _part(n)) for n in ("real", "imag")},
     "complex": Sample({"lhs": ("f32", "f64")}, _complex),
     "fft": Sample({"operand": ANY}, _fft),
+    **{n: Sample({"operand": LAPACK}, f) for n, f in (("cholesky", _cholesky), ("lu", _lu), ("geqrf", _geqrf),
+                                                       ("eigh", _eigh), ("svd", _svd))},
+    "householder_product": Sample({"factor": LAPACK}, _householder_product),
+    "triangular_solve": Sample({"a": LAPACK}, _triangular_solve),
     "not": unary_sample("not", INTEGRAL),
     "is_finite": Sample({"operand": FLOAT}, _is_finite),
     **{n: binary_sample(n, ARITH) for n in ("add", "sub", "mul", "div", "pow")},

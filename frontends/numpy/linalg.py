@@ -8,9 +8,11 @@ NumPy's logical or-of-ands.
 
 This module is ``lazycore.numpy.linalg`` (``np.linalg.norm``); the products
 NumPy keeps at the top level (``dot``, ``matmul``, ``einsum``, ...) are
-published there too. Factorizations and solvers (``inv``, ``solve``, ``det``,
-``svd``, ``eig``, ...) and the 2-/nuclear-norms that need an SVD run NumPy
-(counted fallbacks) through this module's ``__getattr__``.
+published there too. The factorizations and solvers built on the dialect's
+factorization ops (``cholesky``, ``qr``, ``eigh``, ``svd``, ``solve``, ``inv``,
+``det``, ...) are in :mod:`.decompositions`; the rest (``eig``, ``lstsq``,
+``tensorsolve``, ...) run NumPy (counted fallbacks) through this module's
+``__getattr__``.
 """
 
 from __future__ import annotations
@@ -397,7 +399,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 
 def _float(x: ndarray) -> ndarray:
-    return x if x.dtype.kind == "f" else x.astype(np.float64)
+    return x if x.dtype.kind in "fc" else x.astype(np.float64)  # (complex: the SVD-based norms only)
 
 
 def _vector_norm(x, ord, axis, keepdims):
@@ -435,10 +437,26 @@ def _matrix_norm(x, ord, row, col, keepdims):
     return r
 
 
+def _svd_norm(x, ord, row, col, keepdims):
+    """The 2-, -2- and nuclear norms: the largest, smallest and summed singular values."""
+    if x.size == 0 or not decompositions.lazy_svd(x):
+        return call_numpy(np.linalg.norm, (x,), dict(ord=ord, axis=(row, col), keepdims=keepdims),
+                          name="numpy.linalg.norm")
+    rest = [d for d in range(x.ndim) if d not in (row, col)]
+    s = decompositions.svd(x.transpose(rest + [row, col]), compute_uv=False)
+    pick = reductions.max if ord == 2 else reductions.min if ord == -2 else reductions.sum
+    r = pick(s, axis=-1)
+    if keepdims:
+        shape = list(x.shape)
+        shape[row] = shape[col] = 1
+        r = r.reshape(shape)
+    return r
+
+
 @implements(np.linalg.norm)
 def norm(x, ord=None, axis=None, keepdims=False):
     """Vector norms (any ``ord``) and the Frobenius, 1- and inf-norms of matrices
-    lazily; the SVD-based matrix norms (2, -2, 'nuc') run NumPy."""
+    lazily; the SVD-based matrix norms (2, -2, 'nuc') from ``lazy.svd``'s singular values."""
     x = _operand(x)
     if x.dtype.kind == "c":
         # every norm but the SVD-based ones depends on the moduli alone
@@ -466,8 +484,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
         if row == col:
             raise ValueError("Duplicate axes given.")
         if ord in (2, -2, "nuc"):
-            return call_numpy(np.linalg.norm, (x,), dict(ord=ord, axis=axis, keepdims=keepdims),
-                              name="numpy.linalg.norm")
+            return _svd_norm(x, ord, row, col, keepdims)
         return _matrix_norm(x, ord, row, col, keepdims)
     raise ValueError("Improper number of dimensions to norm.")
 
@@ -631,6 +648,12 @@ def multi_dot(arrays, *, out=None):
     elif first == 1 or last == 1:
         res = res.reshape(-1)
     return res if out is None else _to_out(res, out, "multi_dot")
+
+
+from . import decompositions  # noqa: E402
+from .decompositions import (  # noqa: E402,F401
+    cholesky, det, eigh, eigvalsh, inv, matrix_rank, pinv, qr, slogdet, solve, svd, svdvals,
+)
 
 
 def __getattr__(name):

@@ -20,6 +20,7 @@ def load_builtin_lowerings() -> None:
         return
     _loaded = True
     from . import barrier, checks, collectives, elementwise, fft, indexing, linalg, random, reduction, shape  # noqa: F401
+    from . import lapack  # noqa: F401
     from . import float8
 
     float8.install()  # wraps built-in lowerings of the modules above

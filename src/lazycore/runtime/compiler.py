@@ -505,6 +505,8 @@ def lower_walk(walk, device, donate: dict[int, int], pipeline: str | None,
     with events.timed("lowering"), heap.collector_paused():
         try:
             module, info = build_program(walk, device, stacked=stacked, donate=donate, flag_vector=True)
+            if device.platform != "cpu":  # the factorizations' lowerings read it (passes/lowering/lapack.py)
+                module.operation.attributes["lazy.platform"] = ir.StringAttr.get(device.platform)
             # observers of every stage (IR dumps, lazycore.testing captures)
             watchers = events.emit("lowering", walk, module, device, donate, pipeline)
 

@@ -648,8 +648,25 @@ def compile_artifact(
     device=None,
 ) -> Executable:
     device = device or default_device()
+    _lapack_before(artifact)
     loaded = device.client.compile_and_load(artifact, _device_list(device), _compile_options(device))
     return Executable(loaded, device, tuple(input_types), tuple(output_types))
+
+
+_LAPACK_READY: list[bool] = []
+
+
+def _lapack_before(program: bytes) -> None:
+    """Initialize jaxlib's LAPACK handlers before the first program that calls
+    one (a custom call ``lapack_*_ffi``: lazycore.passes.lowering.lapack) is
+    compiled or loaded: until then they hold no routines (SciPy's, looked up
+    by the initialization) and the program crashes at launch. Once a process;
+    the name is searched in the program's bytes until then."""
+    if not _LAPACK_READY and b"lapack_" in program:
+        from jax._src.lax import linalg as jax_linalg
+
+        jax_linalg.initialize_lapack()
+        _LAPACK_READY.append(True)
 
 
 def _device_list(device) -> xc.DeviceList:
@@ -695,5 +712,6 @@ def deserialize(
     (``plan``: its ``arguments``, ``rows`` and ``keeps``). XLA checks little: bytes
     changed in the middle may load (callers check a digest)."""
     device = device or default_device()
+    _lapack_before(blob)
     loaded = device.client.deserialize_executable(blob, _device_list(device), _compile_options(device))
     return Executable(loaded, device, tuple(input_types), tuple(output_types), *plan)
