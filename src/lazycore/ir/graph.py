@@ -274,10 +274,21 @@ def normalize_attr(kind: str, value):
     raise ValueError(f"unknown attribute kind '{kind}'")
 
 
-def _attr_key(kind: str, value):
-    if kind == "dense":
+def attr_key(value):
+    """An attribute as a node's digest reads it (the repr of these keys is
+    hashed): an array (a ``dense`` attribute, the only kind stored as one)
+    by its dtype, shape and bits; anything else as itself."""
+    if type(value) is np.ndarray:
         return ("dense", value.dtype.str, value.shape, digest(np.ascontiguousarray(value).tobytes()))
     return value
+
+
+def attrs_key(attrs: dict) -> str:
+    """A node's attributes and result parameters, all of them, compared as
+    its digest compares attributes: equal keys, equal attributes (a float
+    by its repr, so NaN is NaN and -0.0 is not 0.0; an array by its dtype,
+    shape and bits; a value of another type is another value)."""
+    return repr(sorted([(name, attr_key(v)) for name, v in attrs.items()]))
 
 
 _types_bytes = Memo("ir.result_types_bytes", 16_384)
@@ -319,13 +330,23 @@ def node_prefix(spec, kwargs: dict, types: tuple[TensorType, ...]) -> tuple[dict
         if "shape" in attrs:
             attrs["shape"] = tuple(attrs["shape"])
         if spec.attrs:
-            head += repr(tuple(_attr_key(k, attrs[n]) for n, k in spec.attrs.items())).encode()
+            head += repr(tuple(attr_key(attrs[n]) for n in spec.attrs)).encode()
     else:
         attrs = kwargs
     tb = _types_bytes_of(types)
     if tb is None:
         tb = _types_bytes.put(types, repr(tuple((tuple(t.shape), t.dtype) for t in types)).encode())
     return attrs, head + b"|" + tb
+
+
+def operand_values(node: Node) -> tuple:
+    """A node's operands as one sequence of values, each variadic group's in
+    its place (the node's own tuple when it has no group)."""
+    operands = node.operands
+    for o in operands:
+        if type(o) is not Value:
+            return tuple([v for o in operands for v in ((o,) if type(o) is Value else o)])
+    return operands
 
 
 def operand_bytes(operands) -> bytes:
@@ -351,8 +372,7 @@ def constant_only(node: Node, memo: dict) -> bool:
         elif not node.operands:
             got = True
         else:
-            got = all(constant_only(o[0], memo) if type(o) is Value else all(constant_only(x[0], memo) for x in o)
-                      for o in node.operands)
+            got = all(constant_only(v[0], memo) for v in operand_values(node))
         memo[id(node)] = got
     return got
 

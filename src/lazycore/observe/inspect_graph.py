@@ -37,7 +37,7 @@ import re
 
 from lazycore.ir import events
 from lazycore.ir.config import settings
-from lazycore.ir.graph import Data, Node, Scalar, Value
+from lazycore.ir.graph import Data, Node, Scalar, Value, operand_values
 from lazycore.ir.sourceloc import resolve
 from lazycore.ir.walk import Walk
 from lazycore.trace.protocol import handle_of
@@ -153,9 +153,7 @@ def walk_to_dot(walk, name: str = "lazy") -> str:
     for node in walk.order:
         if node.is_leaf:
             continue
-        flat = []
-        for o in node.operands:
-            flat.extend((o,) if type(o) is Value else o)
+        flat = operand_values(node)
         for pos, v in enumerate(flat):
             attrs = []
             if len(flat) > 1:

@@ -31,7 +31,7 @@ from lazycore.ir import config
 from lazycore.ir.config import settings
 from lazycore.ir.context import LOCK
 from lazycore.ir.failure import Failure
-from lazycore.ir.graph import Data, Scalar, Value
+from lazycore.ir.graph import Data, Scalar, Value, operand_values
 from lazycore.ir.sourceloc import format_location
 from lazycore.runtime import barrier, pjrt
 
@@ -115,12 +115,12 @@ def _diagnose(device, bad: list) -> str:
     for n in reversed(order):
         if n.is_leaf:
             continue
-        for o in _operands(n):
+        for o in operand_values(n):
             users[id(o.node)] = n
             if id(n) in on_chain and nonfinite.get(id(o.node)):
                 on_chain.add(id(o.node))
     sources = [n for n in order if id(n) in on_chain and nonfinite.get(id(n))
-               and not any(nonfinite.get(id(o.node)) for o in _operands(n))]  # (a leaf has none)
+               and not any(nonfinite.get(id(o.node)) for o in operand_values(n))]  # (a leaf has none)
     for n in sources:  # an op that made one from finite operands first
         if not n.is_leaf:
             what = "a NaN" if nonfinite[id(n)] == "NaN" else "an infinity"
@@ -134,14 +134,6 @@ def _diagnose(device, bad: list) -> str:
         return (f"lazycore debug_nans: {what} came in from {kind}, not from an op of the step, and reached "
                 f"{len(bad)} of the step's results{where}")
     return "lazycore debug_nans: the step's results hold a NaN or infinity (no single op found)"
-
-
-def _operands(n):
-    for o in n.operands:
-        if type(o) is Value:
-            yield o
-        else:
-            yield from o
 
 
 def _switch(on: bool) -> None:

@@ -42,7 +42,7 @@ from lazycore.dialect.types import TensorType
 from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.failure import Failure
-from lazycore.ir.graph import Data, Node, Scalar, Value, digest, node_prefix, operand_bytes
+from lazycore.ir.graph import Data, Node, Scalar, Value, attrs_key, digest, node_prefix, operand_bytes, operand_values
 from lazycore.ir.memo import Memo
 from lazycore.ir.sourceloc import resolve
 from lazycore.ir.walk import Walk
@@ -308,7 +308,9 @@ class Template:
     index: ``(op, attrs, types, pads, kind, symbols)``; kind ``region`` (a
     padded result's valid region: its leaf's layout says its sizes), ``inner``
     (a node inside a region's cut: checked with it), ``node`` (op and
-    attributes equal, types equal but along padded dimensions).
+    attributes equal, types equal but along padded dimensions; ``attrs``
+    is then :func:`~lazycore.ir.graph.attrs_key`'s, the digest's reading
+    of them), ``slice`` (a slice's bounds: along a padded dimension, sizes).
 
     A node is matched by what it is, never by its digest with numbers put
     in: an integer equal to a size that padding did not read as that size
@@ -354,7 +356,7 @@ class Template:
                         b = sizes.get(new)
                         if b is None or sigma.setdefault(sym, new) != new or regions.setdefault(new, b) != b:
                             return False
-        elif kind == "node" and not _same_attrs(node.attrs, attrs):
+        elif kind == "node" and attrs_key(node.attrs) != attrs:
             return False
         if type(node) is Data and (node.sharding is not None or type(node.storage) is Failure):
             return False
@@ -404,7 +406,7 @@ def _slice_at(a: dict, old: dict, pads: dict, sigma: dict[int, int]) -> bool:
     now): along a padded dimension, the whole of it, or its last positions
     (``x[:, -1:]``, as :func:`lazycore.runtime.padding._slice_tail` reads
     it: the same count before the end); elsewhere the same bounds."""
-    if a.keys() != old.keys() or not _same(a["strides"], old["strides"]):
+    if a.keys() != old.keys() or a["strides"] != old["strides"]:
         return False
     for d, (start, limit, s0, l0) in enumerate(zip(a["start"], a["limit"], old["start"], old["limit"])):
         f = pads.get(d)
@@ -418,29 +420,6 @@ def _slice_at(a: dict, old: dict, pads: dict, sigma: dict[int, int]) -> bool:
         if limit != n or start != (0 if s0 == 0 else n - (l0 - s0)) or (s0 > 0 and start <= 0):
             return False
     return True
-
-
-def _same_attrs(a: dict, b: dict) -> bool:
-    """Attributes equal as a digest tells them (an array by its bits, a float by its repr)."""
-    if a is b:
-        return True
-    if a.keys() != b.keys():
-        return False
-    return all(_same(x, b[k]) for k, x in a.items())
-
-
-def _same(x, y) -> bool:
-    if type(x) is not type(y):
-        return False
-    if type(x) is np.ndarray:
-        return x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes()
-    if type(x) is tuple:
-        return len(x) == len(y) and all(_same(u, v) for u, v in zip(x, y))
-    if type(x) is float:
-        return repr(x) == repr(y)
-    if x is None or type(x) in (int, str, bool, bytes):
-        return x == y
-    return False  # (anything else: not matched, the step is walked)
 
 
 def _template(walk, marks: dict, state, symbols: dict[int, int]) -> Template | None:
@@ -462,7 +441,7 @@ def _template(walk, marks: dict, state, symbols: dict[int, int]) -> Template | N
             reached.add(id(node))
             continue
         region = not node.is_leaf and id(node) in marks
-        operands = [v for o in node.operands for v in ((o,) if type(o) is Value else o)]
+        operands = operand_values(node)
         if not (any(pads) or dependent or region or any(id(v[0]) in reached for v in operands)
                 or any(new[id(v[0])][1][v[1]] for v in operands)):
             continue
@@ -477,7 +456,7 @@ def _template(walk, marks: dict, state, symbols: dict[int, int]) -> Template | N
             v = node.operands[0]
             touched.append((i, (node.op, node.attrs, node.types, pads, "slice", dependent, new[id(v[0])][1][v[1]])))
         else:
-            touched.append((i, (node.op, node.attrs, node.types, pads, "node", dependent, None)))
+            touched.append((i, (node.op, attrs_key(node.attrs), node.types, pads, "node", dependent, None)))
     return Template(touched, dict(symbols))
 
 

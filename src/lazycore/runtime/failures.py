@@ -32,7 +32,7 @@ surface at once.
 from __future__ import annotations
 
 from lazycore.ir.failure import BarrierError, Failure  # noqa: F401  (BarrierError: the error users see)
-from lazycore.ir.graph import Data, Node, Value
+from lazycore.ir.graph import Data, Node, Value, operand_values
 from lazycore.ir.sourceloc import format_location, resolve
 from lazycore.ir.walk import Walk
 
@@ -122,12 +122,8 @@ def spread(walk, seeds: dict[int, Failure]) -> dict[int, Failure]:
     for node in walk.order:  # operands come first
         if id(node) in bad:
             continue
-        found = None
-        for o in node.operands:
-            for v in (o,) if type(o) is Value else o:
-                found = bad.get(id(v[0]))
-                if found is not None:
-                    break
+        for v in operand_values(node):
+            found = bad.get(id(v[0]))
             if found is not None:
                 bad[id(node)] = found
                 break

@@ -15,7 +15,7 @@ from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.context import TRACE, locked
 from lazycore.ir.failure import Failure
-from lazycore.ir.graph import Data, Node, Scalar, Value
+from lazycore.ir.graph import Data, Node, Scalar, Value, operand_values
 from lazycore.ir.memo import Memo
 from lazycore.ir.tensor import LazyTensor
 from lazycore.ir.walk import Walk
@@ -62,12 +62,11 @@ def _constants_behind(value: Value) -> set[int] | None:
             if type(node) is Scalar:
                 continue
             return None
-        for o in node.operands:
-            for v in (o if type(o) is tuple else (o,)):  # a Value, or a variadic group of them
-                n = v[0]
-                if id(n) not in seen:
-                    seen.add(id(n))
-                    todo.append(n)
+        for v in operand_values(node):
+            n = v[0]
+            if id(n) not in seen:
+                seen.add(id(n))
+                todo.append(n)
     return seen
 
 

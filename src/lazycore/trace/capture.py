@@ -55,7 +55,8 @@ from lazycore.ir import events
 from lazycore.dialect.spec import spec_of
 from lazycore.ir.config import settings
 from lazycore.ir.context import LOCK, TRACE
-from lazycore.ir.graph import LOG, Data, Node, Scalar, Value, constant_only, digest, node_prefix, operand_bytes
+from lazycore.ir.graph import (LOG, Data, Node, Scalar, Value, constant_only, digest, node_prefix, operand_bytes,
+                               operand_values)
 from lazycore.ir.regions import Arg, Body, RegionNode, region_prefix
 from lazycore.ir.remake import node_again
 from lazycore.ir.sourceloc import caller as caller_location
@@ -437,8 +438,7 @@ class Recording:
                     leaves.append(v)
             elif id(node) not in seen:
                 seen.add(id(node))
-                for o in reversed(node.operands):
-                    stack.extend(reversed([o] if type(o) is Value else o))
+                stack.extend(reversed(operand_values(node)))
         body = Body(args, outs, boundary)
         if logged:
             # emitted in the order the step made its nodes (a parameter read
@@ -527,8 +527,7 @@ def _walk(outputs, seq0: int, baked) -> tuple[list, list]:
             if id(node) not in seen:
                 seen.add(id(node))
                 made.append(node)
-                for o in node.operands:
-                    stack.extend([o] if type(o) is Value else o)
+                stack.extend(operand_values(node))
             continue
         old.append(v)  # (met once per use: each of a node's results is a value of its own)
     return made, old
@@ -543,15 +542,12 @@ def _constants(made, seq0: int, held, memo: dict) -> dict[int, bool]:
     const: dict[int, bool] = {}
     for node in sorted(made, key=lambda n: n.seq):
         ok = True
-        for o in node.operands:
-            for v in ((o,) if type(o) is Value else o):
-                n = v[0]
-                if n.seq >= seq0 and type(n) is not Data:
-                    ok = not n.operands or const[id(n)]
-                else:
-                    ok = type(n) is not Data and (id(n), v[1]) not in held and constant_only(n, memo)
-                if not ok:
-                    break
+        for v in operand_values(node):
+            n = v[0]
+            if n.seq >= seq0 and type(n) is not Data:
+                ok = not n.operands or const[id(n)]
+            else:
+                ok = type(n) is not Data and (id(n), v[1]) not in held and constant_only(n, memo)
             if not ok:
                 break
         const[id(node)] = ok
@@ -573,7 +569,7 @@ def _value_digest(node: Node, memo: dict) -> bytes:
         n, ready = stack.pop()
         if id(n) in memo:
             continue
-        operands = [v[0] for o in n.operands for v in ((o,) if type(o) is Value else o)]
+        operands = [v[0] for v in operand_values(n)]
         if not ready:
             stack.append((n, True))
             stack.extend((m, False) for m in operands if not (m.is_leaf or not m.operands) and id(m) not in memo)
@@ -596,8 +592,7 @@ def _checks_of(outs) -> list:
         seen.add(id(node))
         if node.op == "check":
             found.append(node)
-        for o in node.operands:
-            stack.extend([o[0]] if type(o) is Value else [x[0] for x in o])
+        stack.extend([v[0] for v in operand_values(node)])
     found.sort(key=lambda n: n.seq)
     return found
 

@@ -33,7 +33,7 @@ import numpy as np
 from lazycore.dialect.types import TensorType, to_numpy_dtype
 from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.failure import Failure
-from lazycore.ir.graph import LOG, Data, Value
+from lazycore.ir.graph import LOG, Data, Value, operand_values
 from lazycore.ir.regions import Arg, Body, RegionNode
 from lazycore.ir.sourceloc import caller as _user_frame
 from lazycore.ir.tensor import Arena, LazyTensor
@@ -245,7 +245,7 @@ def _captured(args: list[Arg], outs: list[Value], made: dict, since: int | None)
     inner: dict[int, bool] = {id(a): True for a in args}
 
     def operand_nodes(node):
-        return [v[0] for o in node.operands for v in ((o,) if type(o) is Value else o)]
+        return [v[0] for v in operand_values(node)]
 
     stack = [v[0] for v in outs]
     while stack:  # post-order: a node's inner-ness once its operands' is known
@@ -278,8 +278,7 @@ def _captured(args: list[Arg], outs: list[Value], made: dict, since: int | None)
         seen.add(id(node))
         if node.op == "check":
             checks.append(node)
-        for o in node.operands:
-            stack.extend([o] if type(o) is Value else o)
+        stack.extend(operand_values(node))
     checks.sort(key=lambda n: n.seq)  # the order they were recorded in: one loop, one program
     return list(captured.values()), checks
 

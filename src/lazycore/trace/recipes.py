@@ -59,7 +59,7 @@ from lazycore.trace.fragment import Fragment
 from lazycore.trace.replayer import GUARDED, Replayer
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.dialect.spec import spec_of
-from lazycore.ir.graph import LOG, Node, Scalar, Value, constant_only, node_prefix
+from lazycore.ir.graph import LOG, Node, Scalar, Value, constant_only, node_prefix, operand_values
 from lazycore.ir.regions import Arg, RegionNode, region_prefix
 from lazycore.ir.sourceloc import caller, known_library
 from lazycore.ir.tensor import LazyTensor
@@ -199,7 +199,7 @@ class Recorder:
             if not node.operands:
                 self.frozen[id(node)] = node  # a constant, a scalar parameter
                 continue
-            if any(type(v[0]) is Arg or id(v[0]) in inner for v in _operand_values(node)):
+            if any(type(v[0]) is Arg or id(v[0]) in inner for v in operand_values(node)):
                 # a body traced and dropped (scan's first trace, for its output types)
                 inner.add(id(node))
                 continue
@@ -605,14 +605,6 @@ def _inner_nodes(nodes) -> set[int]:
                     if type(n) is RegionNode:
                         stack.append(n)
     return inner
-
-
-def _operand_values(node):
-    for o in node.operands:
-        if type(o) is Value:
-            yield o
-        else:
-            yield from o
 
 
 def _flat(refs):
