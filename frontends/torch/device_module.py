@@ -4,7 +4,8 @@
 and ``torch.utils.checkpoint`` find the functions a device type's module has
 (``torch.cuda``'s names and meanings): the device count and the current
 device, synchronization, each device's random generator
-(:class:`~.ops.random.Generator`: its seed and state), and memory figures.
+(:class:`~.ops.random.Generator`: its seed and state), and memory figures;
+and ``torch.Generator(device="lazy")``, a private stream (:class:`LazyGenerator`).
 :mod:`.hooks` registers this module with ``torch._register_device_module``.
 """
 
@@ -151,6 +152,71 @@ def get_rng_state_all() -> list[torch.Tensor]:
 def set_rng_state_all(new_states) -> None:
     for i, state in enumerate(new_states):
         set_rng_state(state, i)
+
+
+_TorchGenerator = torch._C.Generator
+_TorchGeneratorType = type(_TorchGenerator)  # (torch's opaque-object class: a fake one passes too)
+
+
+class _GeneratorType(_TorchGeneratorType):
+    """``torch.Generator``'s class as lazycore installs it (:func:`install_generator`):
+    calling it makes a :class:`LazyGenerator` for a ``lazy`` device and torch's
+    own generator for any other, and every torch generator is an instance of it."""
+
+    def __call__(cls, device=None):
+        if cls is Generator:
+            if device is not None and torch.device(device).type == "lazy":
+                return LazyGenerator(device)
+            return _TorchGenerator() if device is None else _TorchGenerator(device)
+        return super().__call__(device)
+
+    def __instancecheck__(cls, obj):
+        return _TorchGeneratorType.__instancecheck__(_TorchGenerator if cls is Generator else cls, obj)
+
+    def __subclasscheck__(cls, sub):
+        return _TorchGeneratorType.__subclasscheck__(_TorchGenerator if cls is Generator else cls, sub)
+
+
+class Generator(_TorchGenerator, metaclass=_GeneratorType):
+    """``torch.Generator``: torch's class, which also makes generators for the
+    ``lazy`` device (:class:`LazyGenerator`). PyTorch makes a device's
+    generator through the device type's accelerator hooks, which a Python
+    backend of the ``lazy`` type cannot register, and refused
+    ``torch.Generator(device="lazy")`` ("lazy device type not an
+    accelerator"): timm's ``ModelEmaV3`` makes one for its model's device."""
+
+
+class LazyGenerator(Generator):
+    """A random generator of a ``lazy`` device: a CPU generator's stream
+    (seeding, ``initial_seed``, ``get_state``/``set_state`` are the CPU
+    generator's) whose :attr:`device` is the lazy device. A random op given
+    it draws with eager's CPU kernel, as one given a CPU generator does
+    (:mod:`.ops.random`), so its numbers are the ones a CPU generator of the
+    same seed and state draws: a private stream (timm's stochastic rounding)
+    makes eager's values, and moves neither the device's generator nor the
+    CPU's default one."""
+
+    def __new__(cls, device="lazy"):
+        self = _TorchGenerator.__new__(cls, "cpu")
+        self._device = torch.device("lazy", _index(device))
+        return self
+
+    @property
+    def device(self) -> torch.device:
+        return self._device
+
+    def __reduce__(self):
+        # (torch's own names the CPU generator's class and device: a copy would leave the lazy device)
+        _, _, state = super().__reduce__()
+        return LazyGenerator, (self._device,), state
+
+    def __repr__(self) -> str:
+        return f"<lazycore generator of {self._device}>"
+
+
+def install_generator() -> None:
+    """Make ``torch.Generator`` the class :class:`Generator` (idempotent)."""
+    torch.Generator = Generator
 
 
 def _seed_value(seed) -> int:

@@ -20,6 +20,9 @@ backend" are answered here, once, when ``lazycore.torch`` is imported:
   both call ``torch.random._seed_custom_device(seed)``, the one place torch
   seeds devices beyond the built-in ones (meant for the PrivateUse1 backend),
   looked up at each call; it is wrapped to seed the lazy generators too.
+- ``torch.Generator(device="lazy")`` makes a generator of the lazy device
+  (torch's constructor asks the device type's accelerator hooks, which a
+  Python backend cannot register): see :class:`.device_module.LazyGenerator`.
 - ``torch.autocast("lazy", ...)``: see :mod:`.autocast`.
 - ``Module._apply`` (``model.to(lazy)``, ``model.cpu()``) keeps parameter
   identity, so tied weights stay tied: see :mod:`.modules`.
@@ -180,6 +183,7 @@ def _allow_foreach_clipping() -> None:
 def _register_device_module() -> None:
     if getattr(torch, "lazy", None) is not device_module:
         torch._register_device_module("lazy", device_module)
+    device_module.install_generator()
 
 
 def install() -> None:

@@ -9,7 +9,10 @@ generators, every lazy generator is (re)seeded by ``torch.manual_seed`` and
 reads and sets one generator's state. Eager and lazy draw different numbers
 from the same seed; both have the documented distributions. A call with an
 explicit ``generator=`` never reaches these lowerings: dispatch runs it
-eagerly on the CPU with that generator (a counted fallback).
+eagerly on the CPU with that generator (a counted fallback). A generator made
+for the lazy device (``torch.Generator(device="lazy")``,
+:class:`~..device_module.LazyGenerator`) is a CPU generator's stream, so it
+draws eager's numbers for its seed there too.
 """
 
 from __future__ import annotations
