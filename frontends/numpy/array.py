@@ -26,7 +26,7 @@ from lazycore.runtime import device as _lc_device
 from lazycore.trace import views
 from lazycore.trace.views import Permute, Reshape, Storage
 
-from . import dtypes
+from . import dtypes, layouts
 
 _DEVICE = None
 
@@ -108,7 +108,7 @@ class ndarray:
     # --- observing values (barriers) --------------------------------------------------
 
     def __array__(self, dtype=None, copy=None):
-        host = to_host(self)
+        host = host_laid_out(self)
         return host if dtype is None else host.astype(dtype, copy=False)
 
     def item(self, *args):
@@ -383,29 +383,75 @@ def write(a: ndarray, new) -> None:
 
 
 def to_host(a: ndarray) -> np.ndarray:
-    """The value as a NumPy array (an implicit barrier)."""
+    """The value as a row-major NumPy array (an implicit barrier)."""
     return core.to_numpy(value(a))
 
 
+def host_laid_out(a: ndarray) -> np.ndarray:
+    """The value as a NumPy array with ``a``'s strides, for NumPy to read: what
+    ``ravel("K")`` reads, and which order ``tobytes(order="A")`` takes, follow
+    them. The values go into a buffer spanning the view (not its base's memory);
+    a sparse view of a much larger span, or one repeating elements (a broadcast: its
+    host copy is the user's to write), is laid out densely in its memory order."""
+    values = to_host(a)
+    if a._standin().flags.c_contiguous or not a.size:
+        return values
+    low = sum((n - 1) * s for n, s in zip(a._shape, a._estrides) if s < 0)
+    span = 1 + sum((n - 1) * abs(s) for n, s in zip(a._shape, a._estrides))
+    if span > 4 * a.size + 4096 or any(n > 1 and not s for n, s in zip(a._shape, a._estrides)):
+        out = np.empty_like(a._standin(), dtype=values.dtype, order="K")
+    else:
+        it = values.dtype.itemsize
+        out = np.ndarray(a._shape, values.dtype, np.empty(span, values.dtype), -low * it, a.strides)
+    out[...] = values
+    return out
+
+
+def laid_out(a: ndarray, order: str, proto=None) -> ndarray:
+    """``a``, a row-major array of a value nobody else holds (a fresh result), with
+    the strides NumPy gives an array made in ``order`` (``"A"`` and ``"K"``: after
+    ``proto``, a NumPy array of ``a``'s shape, a stand-in or a host array)."""
+    s = layouts.strides(a._shape, order, proto, a._estrides)
+    if s is None:
+        return a
+    return _new(Storage(a._storage.handle, s), (), a._shape, a._dtype, s, 0, a._writeable)
+
+
+def fits_order(a: ndarray, order: str) -> bool:
+    """Whether ``a`` is laid out as ``order`` asks (NumPy's test before a copy)."""
+    if order in "AK":
+        return True
+    flags = a._standin().flags
+    return flags.c_contiguous if order == "C" else flags.f_contiguous
+
+
 def from_host(host: np.ndarray, dev=None) -> ndarray:
-    """Upload a NumPy array as a new lazy array (to ``dev``; default: :func:`device`)."""
+    """Upload a NumPy array as a new lazy array (to ``dev``; default: :func:`device`),
+    in the host array's memory order (as NumPy's ``asarray`` keeps it)."""
     host = np.asarray(host)
     if not dtypes.supported(host.dtype):
         raise TypeError(f"lazycore.numpy has no element type for {host.dtype}")
-    return wrap(core.from_numpy(host, dev or device()), host.dtype)
+    a = wrap(core.from_numpy(host, dev or device()), host.dtype)
+    return a if host.flags.c_contiguous else laid_out(a, "K", host)
 
 
-def asarray(obj, dtype=None, *, copy=None, device=None) -> ndarray:
-    """``obj`` as a lazy array (uploading host data; lazy arrays pass through)."""
+def asarray(obj, dtype=None, order=None, *, copy=None, device=None, like=None) -> ndarray:
+    """``obj`` as a lazy array (uploading host data; lazy arrays pass through,
+    copied where ``copy`` or ``order`` asks, as NumPy's)."""
+    order = layouts.check(order)
     if isinstance(obj, ndarray):
         if type(obj) is not ndarray:  # a lazy scalar: NumPy's asarray gives a 0-d array
             obj, copy = wrap(value(obj), obj._dtype), False
         if dtype is not None and np.dtype(dtype) != obj.dtype:
-            return obj.astype(dtype)
-        return obj.copy() if copy else obj
+            return obj.astype(dtype, order=order)
+        if copy or not fits_order(obj, order):
+            if copy is False:
+                raise ValueError("Unable to avoid copy while creating an array as requested.")
+            return obj.copy(order=order)
+        return obj
     if isinstance(obj, (list, tuple)) and any(isinstance(v, ndarray) for v in _flat(obj)):
         obj = _materialize_nested(obj)
-    host = np.asarray(obj, dtype=dtype)
+    host = np.asarray(obj, dtype=dtype, order=order)
     return from_host(host)
 
 

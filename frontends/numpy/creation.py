@@ -9,19 +9,24 @@ import numpy as np
 
 from lazycore.trace import core
 
-from . import dtypes
-from .array import asarray, device, ndarray, wrap
+from . import dtypes, layouts
+from .array import asarray, device, laid_out, ndarray, wrap
 from .fallback import call_numpy, implements
 from .ufuncs import apply, broadcast_to_shape, cast
 
-__all__ = ["array", "asarray", "ascontiguousarray", "asfortranarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
+__all__ = ["array", "asarray", "copy", "ascontiguousarray", "asfortranarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
            "empty_like", "arange", "linspace", "eye", "identity"]
 
 
-def array(obj, dtype=None, *, copy=True, ndmin=0, **kwargs) -> ndarray:
-    if ndmin or kwargs.get("order", "K") not in "KCA":
-        return call_numpy(np.array, (obj,), dict(kwargs, dtype=dtype, ndmin=ndmin))
-    return asarray(obj, dtype=dtype, copy=copy)
+def array(obj, dtype=None, *, copy=True, order="K", subok=True, ndmin=0, like=None, **kwargs) -> ndarray:
+    if ndmin or kwargs:
+        return call_numpy(np.array, (obj,), dict(kwargs, dtype=dtype, copy=copy, order=order, ndmin=ndmin))
+    return asarray(obj, dtype=dtype, order=order, copy=copy)
+
+
+@implements(np.copy)
+def copy(a, order="K", subok=False) -> ndarray:
+    return asarray(a).copy(order=order)
 
 
 @implements(np.ascontiguousarray)
@@ -44,9 +49,7 @@ def _laid_out(a, dtype, flag: str) -> ndarray:
         x = x.reshape(1)
     if getattr(x._standin().flags, flag):
         return x
-    if flag == "c_contiguous":
-        return x.copy()
-    return x.T.copy().T  # the transpose's row-major copy, transposed back: column-major
+    return x.copy(order="C" if flag == "c_contiguous" else "F")
 
 
 def _shape(shape) -> tuple[int, ...]:
@@ -59,15 +62,19 @@ def _shape(shape) -> tuple[int, ...]:
 
 
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None) -> ndarray:
+    return _full(shape, fill_value, dtype, layouts.check(order, ("C", "F")))
+
+
+def _full(shape, fill_value, dtype, order, proto=None) -> ndarray:
     shape = _shape(shape)
     dt = np.dtype(dtype) if dtype is not None else np.asarray(fill_value).dtype
     lt = dtypes.lazy_dtype(dt)
     fill = np.asarray(fill_value, dtype=dt)
     if fill.ndim:
-        return asarray(np.broadcast_to(fill, shape).copy())
+        return laid_out(asarray(np.broadcast_to(fill, shape).copy()), order, proto)
     # scalar policy: 0 and 1 baked, other values a parameter (no recompile when they change)
     s = core.scalar(fill.item(), lt, device=_device())
-    return wrap(broadcast_to_shape(s, shape), dt)
+    return laid_out(wrap(broadcast_to_shape(s, shape), dt), order, proto)
 
 
 def _device():
@@ -78,16 +85,16 @@ def _device():
 
 
 def zeros(shape, dtype=float, order="C", *, device=None, like=None) -> ndarray:
-    return full(shape, 0, dtype=np.dtype(dtype))
+    return full(shape, 0, dtype=np.dtype(dtype), order=order)
 
 
 def ones(shape, dtype=float, order="C", *, device=None, like=None) -> ndarray:
-    return full(shape, 1, dtype=np.dtype(dtype))
+    return full(shape, 1, dtype=np.dtype(dtype), order=order)
 
 
 def empty(shape, dtype=float, order="C", *, device=None, like=None) -> ndarray:
     # NumPy leaves memory uninitialized; zeros keep programs deterministic
-    return full(shape, 0, dtype=np.dtype(dtype))
+    return full(shape, 0, dtype=np.dtype(dtype), order=order)
 
 
 def _like(a, dtype, shape):
@@ -98,23 +105,27 @@ def _like(a, dtype, shape):
 
 @implements(np.full_like)
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None) -> ndarray:
-    shape, dtype = _like(a, dtype, shape)
-    return full(shape, fill_value, dtype=dtype)
+    order = layouts.check(order)
+    new_shape, dtype = _like(a, dtype, shape)
+    proto = None
+    if order in "AK" and (shape is None or _shape(shape) == np.shape(a)):  # (NumPy: a new shape is row-major)
+        proto = a._standin() if isinstance(a, ndarray) else a if isinstance(a, np.ndarray) else None
+    return _full(new_shape, fill_value, dtype, order, proto)
 
 
 @implements(np.zeros_like)
 def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None) -> ndarray:
-    return full_like(a, 0, dtype=dtype, shape=shape)
+    return full_like(a, 0, dtype=dtype, order=order, shape=shape)
 
 
 @implements(np.ones_like)
 def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None) -> ndarray:
-    return full_like(a, 1, dtype=dtype, shape=shape)
+    return full_like(a, 1, dtype=dtype, order=order, shape=shape)
 
 
 @implements(np.empty_like)
 def empty_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None) -> ndarray:
-    return full_like(a, 0, dtype=dtype, shape=shape)
+    return full_like(a, 0, dtype=dtype, order=order, shape=shape)
 
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None, like=None) -> ndarray:

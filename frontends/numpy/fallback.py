@@ -20,7 +20,7 @@ from lazycore.ir import sourceloc
 from lazycore.trace import fallback
 
 from . import dtypes
-from .array import from_host, ndarray, to_host, value, write
+from .array import from_host, host_laid_out, ndarray, value, write
 
 sourceloc.skip(np)
 sourceloc.skip(sys.modules["lazycore.frontends"])
@@ -53,7 +53,7 @@ class _Bridge(fallback.Bridge):
     host = np.ndarray
 
     def to_host(self, x, call):
-        h = to_host(x)
+        h = host_laid_out(x)  # NumPy reads memory order in places (ravel('K'), reshape(order='A'))
         if type(x) is not ndarray:  # a lazy scalar: NumPy sees its scalar
             h = h[()]
         call.notes[id(h)] = h.copy()

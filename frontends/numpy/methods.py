@@ -7,8 +7,9 @@ import types
 
 import numpy as np
 
-from . import dtypes, indexing, reductions, scalars
-from .array import _new, contiguous, from_host, ndarray, reshape_target, to_host, value, wrap
+from . import dtypes, indexing, layouts, reductions, scalars
+from .array import (_new, contiguous, fits_order, from_host, host_laid_out, laid_out, ndarray, reshape_target, to_host, value,
+                    wrap)
 from .fallback import array_function, call_numpy
 from .ufunc_methods import array_ufunc
 from .ufuncs import UFUNCS, cast, quick
@@ -102,15 +103,17 @@ for _name in ("sum", "prod", "max", "min", "mean", "any", "all"):
 
 def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     dt = np.dtype(dtype)
+    order = layouts.check(order)
     if not np.can_cast(self.dtype, dt, casting):
         raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dt!r} according to the rule '{casting}'")
-    if dt == self.dtype and not copy:
+    if dt == self.dtype and not copy and fits_order(self, order):
         return self
-    return wrap(cast(value(self), dt), dt)
+    return laid_out(wrap(cast(value(self), dt), dt), order, self._standin() if order in "AK" else None)
 
 
 def copy(self, order="C"):
-    return wrap(value(self), self.dtype)
+    order = layouts.check(order)
+    return laid_out(wrap(value(self), self.dtype), order, self._standin() if order in "AK" else None)
 
 
 def fill(self, v):
@@ -294,7 +297,7 @@ def _host_read(name):
     unbound = getattr(np.ndarray, name)
 
     def m(self, *args, **kwargs):
-        return unbound(to_host(self), *args, **kwargs)
+        return unbound(host_laid_out(self), *args, **kwargs)  # (tobytes(order='A') reads memory order)
 
     m.__name__ = name
     m.__doc__ = unbound.__doc__
@@ -509,7 +512,7 @@ def _base(self):
         return None
     h = self._storage.handle
     shape = tuple(h.shape)
-    return _new(self._storage, (), shape, dtypes.TO_NUMPY[h.dtype], contiguous(shape), 0, self._writeable)
+    return _new(self._storage, (), shape, dtypes.TO_NUMPY[h.dtype], self._storage.strides, 0, self._writeable)
 
 
 def _setstate(self, state):
