@@ -20,10 +20,10 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from lazycore.trace import composites, core
-from lazycore.trace.views import Expand, Permute, Reshape, Reverse, Slice
+from lazycore.trace.views import Expand, Permute, Reshape, Reverse, Slice, Strided
 
 from . import dtypes
-from .array import from_host, ndarray, value, wrap, write
+from .array import _new, from_host, ndarray, value, wrap, write
 from .fallback import call_numpy, implements
 from .reductions import scan
 from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, device_of, shape_of, to_handle
@@ -32,7 +32,7 @@ __all__ = ["reshape", "transpose", "permute_dims", "matrix_transpose", "swapaxes
            "expand_dims", "squeeze", "ravel", "concatenate", "concat", "stack", "hstack", "vstack", "dstack",
            "column_stack", "append", "split", "array_split", "hsplit", "vsplit", "dsplit", "unstack",
            "broadcast_to", "broadcast_arrays", "flip", "fliplr", "flipud", "rot90", "roll", "tile", "repeat",
-           "pad", "where", "clip", "atleast_1d", "atleast_2d", "atleast_3d", "diff"]
+           "pad", "where", "clip", "atleast_1d", "atleast_2d", "atleast_3d", "diff", "meshgrid"]
 
 _NoValue = np._NoValue
 
@@ -308,6 +308,39 @@ def broadcast_arrays(*args, subok=False):
         out = np.broadcast_to(origin, shape)
         result.append(a._view((_WritableExpand(shape),), out, origin))
     return tuple(result)
+
+
+@implements(np.meshgrid)
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """NumPy's steps: each vector reshaped along its own dim (the first two swapped
+    for ``"xy"``), broadcast together, copied."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    n = len(xi)
+    ones = (1,) * n
+    out = [asarray_like(x).reshape(ones[:i] + (-1,) + ones[i + 1:]) for i, x in enumerate(xi)]
+    if indexing == "xy" and n > 1:
+        out[0] = out[0].reshape((1, -1) + ones[2:])
+        out[1] = out[1].reshape((-1, 1) + ones[2:])
+    if not sparse:
+        out = broadcast_arrays(*out)
+    return tuple(x.copy() for x in out) if copy else tuple(out)
+
+
+@implements(np.lib.stride_tricks.sliding_window_view)
+def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=False):
+    """A read-only view as NumPy's (windows overlap: one strided step, a gather over
+    the storage's memory, at the strides NumPy gives its view). A writeable one runs
+    NumPy: a write to an element many windows share has no one place to go."""
+    a = asarray_like(x)
+    if writeable:
+        return call_numpy(np.lib.stride_tricks.sliding_window_view, (a, window_shape),
+                          dict(axis=axis, subok=subok, writeable=True), name="numpy.sliding_window_view")
+    origin = a._standin()
+    out = np.lib.stride_tricks.sliding_window_view(origin, window_shape, axis=axis)
+    view = a._view((), out, origin, writeable=False)
+    return _new(a._storage, (Strided(view.shape, view._estrides, view._offset),), view.shape, a.dtype,
+                view._estrides, view._offset, False)
 
 
 # --- joining ----------------------------------------------------------------------------------------
