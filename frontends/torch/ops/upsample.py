@@ -1,5 +1,6 @@
 """The backward of upsampling (``F.interpolate``'s nearest, nearest-exact,
-linear, bilinear, trilinear and bicubic modes).
+linear, bilinear, trilinear and bicubic modes), and antialiased bilinear and
+bicubic resampling both ways (below, after the plain modes).
 
 The forward ops have decompositions in ``torch._decomp`` (gathers and
 lerps), their backward ops none, so without these a segmentation head's
@@ -180,3 +181,136 @@ def _bicubic_backward(ctx, grad, output_size, input_size, align_corners, scales_
     return _backward(ctx, grad, tuple(input_size),
                      lambda i, n_in, n_out, t: _cubic_taps(n_in, n_out, align_corners, scales[i], t))
 
+
+# --- antialiased bilinear and bicubic (torchvision v2's Resize on tensors) ---------------------
+# Eager's CPU kernel (``_separable_upsample_generic_Nd_kernel_impl`` with
+# ``compute_index_ranges_weights(antialias=True)``, PIL's resampling) reads, for
+# each output position along an axis, the inputs from ``xmin`` on, ``xsize`` of
+# them, with a filter's weights normalized to sum to 1; the filter's support
+# widens with the downscaling factor, so a tap count is a property of the sizes.
+# Positions take as many taps as the widest one: the ones past a position's own
+# ``xsize`` are selected away after the product (not a zero weight times an
+# input that may be infinite).
+
+
+def _aa_linear(x, t):
+    x = np.abs(x)
+    return np.where(x < 1, t(1) - x, t(0)).astype(t)
+
+
+def _aa_cubic(x, t):
+    # PIL's bicubic, a = -0.5 (eager's antialiased bicubic; the plain one takes -0.75)
+    a = -0.5
+    x = np.abs(x)
+    near = ((t(a + 2) * x - t(a + 3)) * x) * x + t(1)
+    far = ((t(a) * x - t(5 * a)) * x + t(8 * a)) * x - t(4 * a)
+    return np.where(x < 1, near, np.where(x < 2, far, t(0))).astype(t)
+
+
+def _aa_taps(in_size: int, out_size: int, align_corners: bool, scale, interp_size: int, filt, t):
+    """Per output position: ``taps`` input indices (clamped into the input),
+    their normalized ``weights``, and ``used``, which of them the position reads
+    (``_compute_indices_min_size_weights_aa``, in ``t``'s arithmetic as eager's:
+    its ``scalar_t`` values, the sums with 0.5 in double)."""
+    s = t(_area_scale(in_size, out_size, align_corners, scale, t))
+    support = t(interp_size * 0.5 * np.float64(s)) if s >= 1 else t(interp_size * 0.5)
+    invscale = t(1.0 / np.float64(s)) if s >= 1 else t(1)
+    widest = int(np.ceil(np.float64(support))) * 2 + 1
+    center = (np.float64(s) * (np.arange(out_size) + 0.5)).astype(t)
+    xmin = np.maximum(np.trunc((center - support).astype(np.float64) + 0.5).astype(np.int64), 0)
+    xsize = np.minimum(np.trunc((center + support).astype(np.float64) + 0.5).astype(np.int64), in_size) - xmin
+    xsize = np.clip(xsize, 0, widest)
+    j = np.arange(widest)[None, :]
+    pos = xmin[:, None] + j
+    used = j < xsize[:, None]
+    arg = ((pos.astype(t) - center[:, None]).astype(np.float64) + 0.5) * np.float64(invscale)
+    w = np.where(used, filt(arg.astype(t), t), t(0)).astype(t)
+    total = np.zeros(out_size, t)
+    for k in range(widest):  # (eager's running sum, in order)
+        total = (total + w[:, k]).astype(t)
+    w = np.where(total[:, None] != 0, (w / np.where(total == 0, t(1), total)[:, None]).astype(t), w)
+    return np.minimum(pos, in_size - 1), w, used
+
+
+def _aa_filter(func):
+    return (2, _aa_linear) if "bilinear" in func._schema.name else (4, _aa_cubic)
+
+
+def _aa_axis(x, axis: int, taps, weights, used):
+    """``x`` resampled along ``axis``: each output position the sum of its used
+    taps times their weights."""
+    out, k = taps.shape
+    shape = x.shape
+    rank = len(shape)
+    picked = apply(
+        "gather", x, const(taps.reshape(-1, 1), "i64", x.device),
+        offset_dims=tuple(d for d in range(rank) if d != axis), collapsed_slice_dims=(axis,),
+        operand_batching_dims=(), start_indices_batching_dims=(), start_index_map=(axis,), index_vector_dim=1,
+        slice_sizes=tuple(1 if d == axis else n for d, n in enumerate(shape)), indices_are_sorted=False,
+    )
+    wide = shape[:axis] + (out, k) + shape[axis + 1:]
+    picked = reshape(picked, wide)
+    terms = apply("mul", picked, apply("broadcast_in_dim", const(weights, x.dtype, x.device), dims=(axis, axis + 1),
+                                       shape=wide))
+    terms = apply("select", apply("broadcast_in_dim", const(used, "i1", x.device), dims=(axis, axis + 1), shape=wide),
+                  terms, const(0, x.dtype, x.device, wide))
+    return apply("reduce_sum", terms, dims=(axis + 1,))
+
+
+def _aa_spread(g, axis: int, size: int, taps, weights, used):
+    """The transpose of :func:`_aa_axis`: output position ``o``'s gradient times
+    each used tap's weight, added into that tap's input position."""
+    out, k = taps.shape
+    shape = g.shape
+    wide = shape[:axis + 1] + (k,) + shape[axis + 1:]
+    keep = tuple(d for d in range(len(wide)) if d != axis + 1)
+    spread = apply("broadcast_in_dim", g, dims=keep, shape=wide)
+    terms = apply("mul", spread, apply("broadcast_in_dim", const(weights, g.dtype, g.device), dims=(axis, axis + 1),
+                                       shape=wide))
+    terms = apply("select", apply("broadcast_in_dim", const(used, "i1", g.device), dims=(axis, axis + 1), shape=wide),
+                  terms, const(0, g.dtype, g.device, wide))
+    updates = reshape(terms, shape[:axis] + (out * k,) + shape[axis + 1:])
+    rank = len(shape)
+    zeros = const(0, g.dtype, g.device, shape[:axis] + (size,) + shape[axis + 1:])
+    return apply(
+        "scatter", zeros, const(taps.reshape(-1, 1), "i64", g.device), updates,
+        update_window_dims=tuple(d for d in range(rank) if d != axis), inserted_window_dims=(axis,),
+        input_batching_dims=(), scatter_indices_batching_dims=(), scatter_dims_to_operand_dims=(axis,),
+        index_vector_dim=1, mode="add",
+    )
+
+
+_AA_TYPES = {"f32": np.float32, "f64": np.float64}
+"""What eager's CPU kernel takes besides uint8 (its own fixed-point kernel, left to it): the half types raise there."""
+
+
+@lowers(aten._upsample_bilinear2d_aa.default, aten._upsample_bicubic2d_aa.default)
+def _upsample_aa(ctx, x, output_size, align_corners, scales_h=None, scales_w=None):
+    t = _AA_TYPES.get(ctx.dtype)
+    if t is None or len(x.shape) != 4:
+        return NotImplemented
+    interp_size, filt = _aa_filter(ctx.func)
+    scales = (scales_h, scales_w)
+    h = x
+    for i in (1, 0):  # width first, as eager's kernel; an axis whose size stays is not resampled
+        axis = 2 + i
+        n_in, n_out = x.shape[axis], output_size[i]
+        if n_in != n_out:
+            h = _aa_axis(h, axis, *_aa_taps(n_in, n_out, align_corners, scales[i], interp_size, filt, t))
+    return h
+
+
+@lowers(aten._upsample_bilinear2d_aa_backward.default, aten._upsample_bicubic2d_aa_backward.default)
+def _upsample_aa_backward(ctx, grad, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+    t = _AA_TYPES.get(ctx.dtype)
+    if t is None or len(input_size) != 4:
+        return NotImplemented
+    interp_size, filt = _aa_filter(ctx.func)
+    scales = (scales_h, scales_w)
+    g = grad
+    for i in (1, 0):
+        axis = 2 + i
+        n_in, n_out = input_size[axis], output_size[i]
+        if n_in != n_out:
+            g = _aa_spread(g, axis, n_in, *_aa_taps(n_in, n_out, align_corners, scales[i], interp_size, filt, t))
+    return g
