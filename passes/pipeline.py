@@ -22,6 +22,9 @@ from lazycore.dialect.mlir import ir, passmanager
 from .catalog import PASSES, PassError, PassInfo, register_pass  # noqa: F401 - the registry's names, here too
 
 DEFAULT_PIPELINE = "lazy-canonicalize,cse,lazy-update-to-select,lazy-aliasing,lazy-to-stablehlo,canonicalize"
+CHANNELS_LAST_PIPELINE = DEFAULT_PIPELINE.replace("lazy-to-stablehlo,", "lazy-to-stablehlo,lazy-channels-last,")
+"""The default pipeline with convolutions kept channels-last (:mod:`lazycore.passes.conv_layout`), opt-in:
+``lazycore.config.configure(pipeline=CHANNELS_LAST_PIPELINE)``."""
 
 
 def split_elements(pipeline: str) -> list[str]:
@@ -225,4 +228,4 @@ def _ensure_passes_loaded() -> None:
     if not _loaded:
         _loaded = True
         # importing a pass module registers its passes (and canonicalize's, updates')
-        from . import aliasing, canonicalize, pdl, roll_loops, to_stablehlo  # noqa: F401
+        from . import aliasing, canonicalize, conv_layout, pdl, roll_loops, to_stablehlo  # noqa: F401

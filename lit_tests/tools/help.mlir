@@ -14,6 +14,7 @@
 // CHECK-DAG: donate:
 // CHECK-DAG: --lazy-apply-pdl
 // CHECK-DAG: --lazy-canonicalize
+// CHECK-DAG: --lazy-channels-last
 // CHECK-DAG: --lazy-roll-loops
 // CHECK-DAG: --lazy-to-stablehlo
 // CHECK-DAG: --lazy-update-to-select

@@ -46,7 +46,7 @@ def _convolution(op, rewriter):
     padding = np.array(attr(op, "padding"), dtype=np.int64).reshape(len(spatial), 2)
     strides, lhs_dil, rhs_dil = attr(op, "strides"), attr(op, "lhs_dilation"), attr(op, "rhs_dilation")
     groups = attr(op, "groups")
-    if groups == 1 and _xla_would_swap(xt.shape[2:], wt.shape[2:], padding, strides, lhs_dil, rhs_dil):
+    if groups == 1 and xla_would_swap(xt.shape[2:], wt.shape[2:], padding, strides, lhs_dil, rhs_dil):
         x = _padded(x, padding, lhs_dil)
         padding, lhs_dil = np.zeros_like(padding), (1,) * len(spatial)
     return hlo.value(
@@ -74,7 +74,7 @@ def _convolution(op, rewriter):
 # below is the swapper's (xla/hlo/transforms/simplifiers/conv_operand_swapper.cc):
 # dimensions where kernel and input are the same size and the window is plain
 # (a pure contraction) do not count.
-def _xla_would_swap(in_sp, k_sp, padding, strides, lhs_dil, rhs_dil) -> bool:
+def xla_would_swap(in_sp, k_sp, padding, strides, lhs_dil, rhs_dil) -> bool:
     kernel_product = input_product = 1
     for i, (n, k) in enumerate(zip(in_sp, k_sp)):
         plain = padding[i][0] == 0 and padding[i][1] == 0 and rhs_dil[i] == 1
