@@ -38,8 +38,8 @@ from .dtypes import TO_TORCH
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
 from .meta_store import MISS, STORE
-from .tensor import (ENTRY, LayoutKey, Tensor, layout_key, lc_device, meta_layout, meta_twin, read, refresh_key,
-                     route_ops, torch_device, upload, view_of, wrap, wrap_layout, write)
+from .tensor import (ENTRY, LayoutKey, Tensor, _new, layout_key, lc_device, meta_layout, meta_twin, read,
+                     refresh_key, route_ops, torch_device, upload, view_of, wrap, wrap_layout, write)
 
 aten = torch.ops.aten
 
@@ -102,7 +102,7 @@ def resolve(func):
     if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
         return _composite  # reached below autograd (inside a decomposition): its own pieces come here
     if _is_view(schema):
-        return _view
+        return _identity_view if func in _IDENTITY_VIEWS else _view
     fn = lowering.lookup(func)
     if fn is not None:
         # an op with no tensor argument (a factory) may be sized by its floats' values (arange(15.0))
@@ -582,6 +582,23 @@ def _view(func, args, kwargs):
     if isinstance(out, (list, tuple)):
         return type(out)(view_of(base, s, lay, k) for s, lay, k in zip(steps, made[1], made[2]))
     return view_of(base, steps, made[1], made[2])
+
+
+# Views whose result is their argument's layout over its storage, with its
+# steps: autograd's ``detach`` of every saved tensor and gradient (about 40 of
+# a tiny GPT-2 step's 360 ops), ``alias``, ``lift_fresh``. Nothing of the call
+# needs eager's meta kernel (one tensor, no other argument: nothing to check,
+# and the layout is the argument's), so the result is made from its key
+# directly, without the signature, the meta lookup and the view steps.
+_IDENTITY_VIEWS = frozenset((aten.detach.default, aten.alias.default, aten.lift_fresh.default))
+
+
+def _identity_view(func, args, kwargs):
+    base = args[0] if len(args) == 1 and not kwargs else None
+    if type(base) is not Tensor or base._storage is None:
+        return _view(func, args, kwargs)  # (its checks and errors: a released storage's)
+    key = base._key
+    return _new(base._storage, base._steps, key[0], key[1], key[2], key[3], key[4], key)
 
 
 def wrap_results(out, res, owned: bool = False):
