@@ -323,7 +323,11 @@ def _trace(fn: Callable, what: str, arg_types: list[TensorType], device, make_ar
     args = [Arg(i, t) for i, t in enumerate(arg_types)]
     outer, TRACE.recorder = TRACE.recorder, None
     if outer is not None:
-        outer.taint()  # a recorded lowering or step with a loop in it is not replayed
+        # (with the recording hidden: a recorded lowering's recorder then takes the
+        # region node made of this body, bodies and all, when it meets it in the
+        # log, and refuses only a body that reads a value it does not know:
+        # lazycore.trace.recipes, Recorder.taint; a body's recorder ignores it)
+        outer.taint()
     arena, device.arena = device.arena, Arena()
     rec = _BodyRecorder()
     since = LOG.start + len(LOG.nodes) if LOG.on else None
