@@ -195,8 +195,6 @@ NOT_CACHES = {
     "frontends/torch/lowering.py:_RANGES": "integer dtype -> its range: bounded by the dtypes",
     "frontends/torch/tensor.py:_LC_OF": "torch device (or its name) -> lazy device: bounded by the devices",
     "src/lazycore/runtime/pjrt.py:fingerprint": "device -> its XLA fingerprint, fixed for the process: one per device",
-    # registered from another module
-    "src/lazycore/runtime/stepplans.py:_PLANS": "registered as runtime.step_plans by runtime/cache.py",
 }
 
 _EMPTY_CALLS = {"dict", "list", "set", "OrderedDict", "defaultdict", "deque", "Counter",

@@ -36,7 +36,7 @@ from lazycore.ir.graph import LOG
 from lazycore.ir.walk import Walk
 from lazycore.runtime import containment, launches, planning, programs, transforms
 from lazycore.runtime.failures import ProgramError
-from lazycore.runtime.planning import plan_donation, successors  # noqa: F401  (the barrier's donation plan)
+from lazycore.runtime.donation import plan_donation, successors  # noqa: F401  (the barrier's donation plan)
 from lazycore.runtime.standalone import run_alone
 from lazycore.runtime.step import collect
 

@@ -13,7 +13,9 @@ valid region (:class:`Region`), and the handle holds that region's slice
 padding rules cannot prove exact compiles at its own sizes, as without
 marks, and ``LAZYCORE_DEBUG`` says which op refused. A step like an earlier
 one (the same walk, marks and buckets) recalls how its padded program is
-called (:data:`PLANS`) instead of rebuilding the graph.
+called (:data:`PLANS`, kept by the one replayer: :class:`_Plan` is the
+recording, its program still cached its guard) instead of rebuilding the
+graph.
 
 The learned policy (``settings.learn_buckets``, ``LAZYCORE_LEARN_BUCKETS=1``;
 off by default, as it changes which programs a changing shape compiles): at
@@ -44,6 +46,7 @@ from lazycore.ir.config import settings
 from lazycore.ir.failure import Failure
 from lazycore.ir.graph import Data, Node, Scalar, Value, attrs_key, digest, node_prefix, operand_bytes, operand_values
 from lazycore.ir.memo import Memo
+from lazycore.ir.replayer import GUARDED, Replayer
 from lazycore.ir.sourceloc import resolve
 from lazycore.ir.walk import Walk
 from lazycore.runtime import checks, pjrt
@@ -275,6 +278,14 @@ class _Plan:
         new.symbols = {sigma[s]: b for s, b in self.symbols.items()}
         return new
 
+    def attempt(self, params: list, device, held, keyed):
+        """This plan's program called on the unpadded walk's parameters
+        ``params``; :data:`~lazycore.ir.replayer.GUARDED` when that program
+        is no longer cached. Raises :class:`_Unready` when an input's
+        program failed (the barrier settles the step unpadded)."""
+        known = Bucketed(None, *self.arguments(params, device, held), self, keyed)
+        return known if known.key in CACHE else GUARDED
+
     def arguments(self, params: list, device, held) -> tuple[list, list]:
         """The padded program's arguments from the unpadded walk's parameters ``params``."""
         data = [params[i] if t is None else _padded_leaf(params[i], t, device, held) for i, t in self.data]
@@ -460,7 +471,8 @@ def _template(walk, marks: dict, state, symbols: dict[int, int]) -> Template | N
     return Template(touched, dict(symbols))
 
 
-PLANS = Memo("runtime.bucket_plans", 64)
+PLANS = Replayer("runtime.bucket_plans", 64)
+"""A walk's encoding, its marks by position and its symbols' buckets -> its :class:`_Plan`."""
 
 
 def prepare(walk, device, keyed, held=frozenset()) -> Bucketed | None:
@@ -502,14 +514,12 @@ def prepare(walk, device, keyed, held=frozenset()) -> Bucketed | None:
         return None
 
     signature = (walk.encoding, tuple(where), tuple(sorted(symbols.items())))
-    plan = PLANS.get(signature)
-    if plan is not None and not settings.debug:  # debug lines describe the padded walk
+    if not settings.debug:  # debug lines describe the padded walk
         try:
-            data, packs = plan.arguments(walk.params, device, held)
+            known = PLANS.replay(signature, walk.params, device, held, keyed)
         except _Unready:  # an input's program failed: the barrier settles it unpadded
             return None
-        known = Bucketed(None, data, packs, plan, keyed)
-        if known.key in CACHE:
+        if known is not GUARDED:
             return known
     try:
         try:
@@ -542,7 +552,7 @@ def prepare(walk, device, keyed, held=frozenset()) -> Bucketed | None:
         return None
     plan = _Plan(walk, padded, state, out_pads, state.symbols)
     plan.template = _template(walk, marks, state, state.symbols)
-    PLANS.put(signature, plan)
+    PLANS.add(signature, plan)
     return Bucketed(padded, padded.data, list(padded.packs.items()), plan, keyed)
 
 

@@ -4,12 +4,13 @@
   says what a key covers, and why a hit needs no structural comparison); at
   most ``settings.cache_size`` programs, the least recently used dropped first.
 - :data:`PACKS`: device copies of recent scalar packs.
-- the step plans of recalled barrier walks (:mod:`lazycore.runtime.stepplans`).
 - on disk, the persistent compile cache shared by processes
   (:mod:`lazycore.runtime.diskcache`, which owns it; ``clear(disk=True)`` empties it).
 
 The tracing path's memos (eager's meta results, view steps, source lines,
-...) are :class:`lazycore.ir.memo.Memo` objects, each owned by its module.
+...) and the barrier's recalled plans (:mod:`lazycore.runtime.stepplans`,
+:mod:`lazycore.runtime.buckets`: the one replayer's) are
+:class:`lazycore.ir.memo.Memo` objects, each owned by its module.
 :func:`clear` forgets all of these.
 """
 
@@ -23,7 +24,7 @@ import numpy as np
 from lazycore.ir import events, memo
 from lazycore.ir.context import LOCK
 from lazycore.ir.config import settings
-from lazycore.runtime import pjrt, stepplans
+from lazycore.runtime import pjrt
 from lazycore.runtime.diskcache import DISK
 
 
@@ -105,7 +106,6 @@ PACKS = PackCache()
 
 memo.register("runtime.programs", CACHE, lambda: settings.cache_size)
 memo.register("runtime.scalar_packs", PACKS, PACKS.size, size=lambda: len(PACKS.entries))
-memo.register("runtime.step_plans", stepplans, stepplans.PLANS_KEPT, size=lambda: len(stepplans._PLANS))
 
 
 def size() -> int:
@@ -114,8 +114,8 @@ def size() -> int:
 
 def clear(disk: bool = False) -> None:
     """Forget every compiled program, the device copies of recent scalar
-    packs, the barrier walks kept for recall (:mod:`lazycore.runtime.stepplans`)
-    and every tracing memo (:mod:`lazycore.ir.memo`); ``disk=True`` also
+    packs and every registered memo (:mod:`lazycore.ir.memo`: the tracing
+    path's, the barrier plans kept for recall); ``disk=True`` also
     empties the persistent compile cache's folder (other processes' programs too).
     Under :data:`lazycore.ir.context.LOCK`: no barrier or recording is half way through."""
     with LOCK:
@@ -127,5 +127,4 @@ def _clear(disk: bool) -> None:
         DISK.clear()
     CACHE.clear()
     PACKS.clear()
-    stepplans.clear()
     memo.clear_all()

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from lazycore.ir.config import settings
 from lazycore.ir.graph import Value
-from lazycore.runtime import buckets, planning, programs, stacks
+from lazycore.runtime import buckets, donation, programs, stacks
 
 
 class Transform:
@@ -62,7 +62,7 @@ class BucketSizes(Transform):
 
     def rewrite(self, step) -> None:
         padded = buckets.prepare(step.walk, step.device,
-                                 lambda data, out_types, encoding: planning.keyed(step, data, out_types, encoding),
+                                 lambda data, out_types, encoding: donation.keyed(step, data, out_types, encoding),
                                  step.held)
         if padded is None:
             return
