@@ -58,6 +58,7 @@ EXAMPLES: dict[str, Example] = {
     # a batch of two 4x4 matrices factored one by one
     "cholesky": Example((t("2x4x4xf32"),)),
     "lu": Example((t("2x4x3xf64"),)),
+    "pivots_to_permutation": Example((t("2x3xi32"),), dict(size=4)),
     "geqrf": Example((t("5x3xf32"),)),
     "householder_product": Example((t("5x3xf32"), t("3xf32"))),
     "eigh": Example((t("2x4x4xcomplex<f32>"),), dict(lower=True)),

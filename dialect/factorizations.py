@@ -2,7 +2,7 @@
 
 Each op factors the innermost two dimensions of its operand; the dimensions
 before them are a batch, factored matrix by matrix. They take the element
-types LAPACK does (f32, f64, c64, c128) and matrices of at least one row and
+types LAPACK does (f32, f64, complex<f32>, complex<f64>) and matrices of at least one row and
 column (a frontend answers an empty matrix itself). An ``info`` result holds
 LAPACK's status per matrix (i32, the batch's shape): 0 when the
 factorization went through, else LAPACK's positive code (which leading minor
@@ -13,7 +13,8 @@ unspecified.
 
 On the CPU they lower to LAPACK through XLA's registered FFI handlers, as
 jax lowers them; ``cholesky`` and ``triangular_solve`` lower to StableHLO's
-own ops on any other platform, the others only on :data:`LAPACK_PLATFORMS`
+own ops on any other platform (``pivots_to_permutation`` is a loop of
+StableHLO everywhere), the others only on :data:`LAPACK_PLATFORMS`
 (frontends answer them on the host elsewhere).
 """
 
@@ -58,16 +59,25 @@ def _cholesky(x: TensorType):
     return x, _info(batch)
 
 
-@op("lu", ("operand",), results=("factor", "pivots", "permutation", "info"), padding="refused")
+@op("lu", ("operand",), results=("factor", "pivots", "info"), padding="refused")
 def _lu(x: TensorType):
     """LU factorization with partial pivoting (LAPACK's getrf), P A = L U:
     the factor holds L's strict lower part (unit diagonal implied) and U;
     pivots (i32, min(m, n) per matrix) are 0-based: row i was swapped with
-    row pivots[i], in order; permutation (i32, m per matrix) is the rows of A
-    those swaps bring to each row of P A. info: k > 0 when U[k-1, k-1] is
-    exactly zero."""
+    row pivots[i], in order. info: k > 0 when U[k-1, k-1] is exactly zero."""
     batch, m, n = _matrices(x)
-    return x, TensorType(batch + (min(m, n),), "i32"), TensorType(batch + (m,), "i32"), _info(batch)
+    return x, TensorType(batch + (min(m, n),), "i32"), _info(batch)
+
+
+@op("pivots_to_permutation", ("pivots",), attrs={"size": "i64"}, padding="refused")
+def _pivots_to_permutation(pivots: TensorType, *, size):
+    """The rows of A that LU's row swaps (0-based pivots: row i with row
+    pivots[i], i = 0, 1, ...) bring to each of the size rows of P A (i32)."""
+    if pivots.dtype != "i32" or pivots.rank < 1:
+        raise ShapeError(f"pivots must be i32 of rank >= 1, got {pivots}")
+    if size < pivots.shape[-1]:
+        raise ShapeError(f"size must be at least the number of pivots ({pivots.shape[-1]}), got {size}")
+    return TensorType(pivots.shape[:-1] + (size,), "i32")
 
 
 @op("geqrf", ("operand",), results=("factor", "taus"), padding="refused")

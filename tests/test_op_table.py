@@ -771,30 +771,44 @@ def _cholesky(rng, operand):
     return cases
 
 
+def _swapped_rows(pivots, m):
+    """The rows row swaps i <-> pivots[..., i] (in order) bring to each place."""
+    rows = np.broadcast_to(np.arange(m, dtype=np.int32), pivots.shape[:-1] + (m,)).copy()
+    for index in np.ndindex(pivots.shape[:-1]):
+        for i, j in enumerate(pivots[index]):
+            rows[index + (i,)], rows[index + (j,)] = rows[index + (j,)], rows[index + (i,)]
+    return rows
+
+
 def _lu(rng, operand):
     cases = []
     for shape in ((4, 4), (2, 3, 5), (5, 2)):
         x = _as(_matrix(rng, shape, operand), operand)
 
         def rebuilt(out, case, x=x):
-            factor, pivots, perm, info = out
+            factor, pivots, info = out
             m, n = x.shape[-2:]
             k = min(m, n)
             lower = np.tril(factor[..., :, :k], -1) + np.eye(m, k)
             upper = np.triu(factor[..., :k, :])
-            _within(lower @ upper, np.take_along_axis(x, perm[..., :, None].astype(np.int64), -2), type_of(x).dtype)
-            rows = np.broadcast_to(np.arange(m), perm.shape).copy()
-            for i in range(k):  # the swaps, in order, give the permutation
-                j = pivots[..., i]
-                a, b = np.take_along_axis(rows, np.full(j.shape + (1,), i), -1), np.take_along_axis(rows, j[..., None], -1)
-                np.put_along_axis(rows, np.full(j.shape + (1,), i), b, -1)
-                np.put_along_axis(rows, j[..., None].astype(np.int64), a, -1)
-            np.testing.assert_array_equal(perm, rows)
+            rows = _swapped_rows(pivots, m)
+            _within(lower @ upper, np.take_along_axis(x, rows[..., :, None].astype(np.int64), -2), type_of(x).dtype)
             assert not info.any()
 
         cases.append(Case([x], check=rebuilt))
     cases += [Case([x], refused=True) for x in _refusals(rng, operand)]
     return cases
+
+
+def _pivots_to_permutation(rng, pivots):
+    if pivots != "i32":
+        return [Case([small(rng, (3,), pivots)], dict(size=3), refused=True)]
+    cases = []
+    for shape, size in (((4,), 4), ((2, 3), 5), ((2, 1, 3), 3)):
+        k = shape[-1]
+        p = np.stack([rng.integers(i, size, shape[:-1]) for i in range(k)], -1).astype(np.int32)
+        cases.append(Case([p], dict(size=size), want=known(_swapped_rows(p, size))))
+    return cases + [Case([np.zeros(3, np.int32)], dict(size=2), refused=True)]
 
 
 def _geqrf(rng, operand):
@@ -932,6 +946,7 @@ SAMPLES: dict[str, Sample] = {
     **{n: Sample({"operand": LAPACK}, f) for n, f in (("cholesky", _cholesky), ("lu", _lu), ("geqrf", _geqrf),
                                                        ("eigh", _eigh), ("svd", _svd))},
     "householder_product": Sample({"factor": LAPACK}, _householder_product),
+    "pivots_to_permutation": Sample({"pivots": ("i32",)}, _pivots_to_permutation),
     "triangular_solve": Sample({"a": LAPACK}, _triangular_solve),
     "not": unary_sample("not", INTEGRAL),
     "is_finite": Sample({"operand": FLOAT}, _is_finite),

@@ -104,7 +104,7 @@ def cholesky(a, /, *, upper=False):
 
 
 def _lu(a: ndarray, t: np.dtype):
-    return core.apply("lu", _in(a, t))
+    return fz.lu(_in(a, t))
 
 
 def _batch(*arrays) -> tuple[int, ...]:
@@ -126,7 +126,7 @@ def solve(a, b):
     if vector:
         hb = core.apply("reshape", hb, shape=(n, 1))
     rhs = hb.shape[-1]
-    factor, _, perm, info = core.apply("lu", core.broadcast_to(_in(a, t), batch + (n, n)))
+    factor, _, perm, info = fz.lu(core.broadcast_to(_in(a, t), batch + (n, n)))
     x = fz.lu_solve(factor, perm, core.broadcast_to(hb, batch + (n, rhs)))
     if vector:
         x = core.apply("reshape", x, shape=batch + (n,))

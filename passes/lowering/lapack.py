@@ -14,6 +14,7 @@ loop that takes 5 ms at n=64 where LAPACK takes 20 us.
 The platform is the module's ``lazy.platform`` attribute, which the compiler
 sets for every device but the CPU (absent: the CPU, as for ``lazy-opt``).
 Elsewhere ``cholesky`` and ``triangular_solve`` lower to StableHLO's ops
+(``pivots_to_permutation`` is StableHLO everywhere)
 (``cholesky``'s info is 1 where the factor has a NaN: StableHLO's op says
 nothing else), and the other ops decline: frontends do not record them
 there (``LAPACK_PLATFORMS``).
@@ -131,16 +132,15 @@ def _any_per_matrix(flags: ir.Value, info_t: TensorType) -> ir.Value:
 def _lu(op, rewriter):
     _lapack_only(op)
     x = op.operands[0]
-    t, piv_t, perm_t, info_t = (hlo.type_of(r) for r in op.results)
-    factor, ipiv, info = ffi_call(_target("getrf", x), [x], [t, piv_t, info_t], {}, {0: 0})
-    pivots = hlo.binary("subtract", ipiv, hlo.splat_like(1, ipiv))
-    return factor, pivots, _permutation(pivots, perm_t), info
+    factor, ipiv, info = ffi_call(_target("getrf", x), [x], [hlo.type_of(r) for r in op.results], {}, {0: 0})
+    return factor, hlo.binary("subtract", ipiv, hlo.splat_like(1, ipiv)), info
 
 
-def _permutation(pivots: ir.Value, perm_t: TensorType) -> ir.Value:
-    """The rows LAPACK's swaps (row i with row pivots[i], i = 0, 1, ...) put
-    in each place, as jax's ``lu_pivots_to_permutation``: one loop over the
+@lowering("pivots_to_permutation")
+def _pivots_to_permutation(op, rewriter):
+    """As jax's ``lu_pivots_to_permutation`` on the CPU: one loop over the
     swaps, each a select over the batch's rows."""
+    pivots, perm_t = op.operands[0], hlo.type_of(op.results[0])
     rank, k = perm_t.rank, hlo.type_of(pivots).shape[-1]
     scalar = TensorType((), "i32")
     carried = [scalar, perm_t, hlo.type_of(pivots)]

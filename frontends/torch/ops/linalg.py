@@ -101,3 +101,6 @@ def _euclid_mm(ctx, x1, x2, batch, r1, r2, m):
     nb = tuple(range(len(batch)))
     sq = _dot(lhs, rhs, nb, nb, (last,), (last,))
     return apply("sqrt", apply("maximum", sq, _zero(sq)))
+
+
+from . import decompositions  # noqa: E402,F401  (the factorizations: torch.linalg's cholesky, solve, qr, ...)

@@ -1,7 +1,7 @@
 """Linear algebra both frontends build from the factorization ops, written once.
 
 The ``lazy`` dialect has the factorizations (``cholesky``, ``lu``,
-``geqrf``/``householder_product``, ``eigh``, ``svd``) and
+``geqrf``/``householder_product``, ``eigh``, ``svd``), ``pivots_to_permutation`` and
 ``triangular_solve`` (:mod:`lazycore.dialect.factorizations`); solving,
 inverting, determinants and pseudo-inverses are formulas over them, the
 formulas LAPACK's drivers use (getrs after getrf, det from U's diagonal and
@@ -18,7 +18,7 @@ from lazycore.dialect.types import is_complex, real_dtype
 from lazycore.trace.composites import conj, constant, full_like
 from lazycore.trace.core import apply, broadcast_to, convert_to
 
-ANYWHERE = ("cholesky", "triangular_solve")
+ANYWHERE = ("cholesky", "triangular_solve", "pivots_to_permutation")
 """The ops every platform lowers; the others lower on :data:`LAPACK_PLATFORMS` only."""
 
 
@@ -31,6 +31,12 @@ def lowered(op: str, device, dtype: str) -> bool:
 def failed(info):
     """Where LAPACK's ``info`` says the factorization did not go through (i1, info's shape)."""
     return apply("compare", info, full_like(info, 0), direction="NE")
+
+
+def lu(a):
+    """``lazy.lu`` of ``a`` and the permutation its pivots make: (factor, pivots, permutation, info)."""
+    factor, pivots, info = apply("lu", a)
+    return factor, pivots, apply("pivots_to_permutation", pivots, size=a.shape[-2]), info
 
 
 def transpose(h, conjugate: bool = False):
@@ -191,6 +197,6 @@ def pinv(u, s, vt, cutoff):
     return matmul(transpose(vt, conjugate=True), scaled)
 
 
-__all__ = ["ANYWHERE", "det", "diagonal", "failed", "identity", "lowered", "lu_solve", "matmul", "permute_rows",
+__all__ = ["ANYWHERE", "det", "diagonal", "failed", "identity", "lowered", "lu", "lu_solve", "matmul", "permute_rows",
            "pinv", "qr", "slogdet", "solve_triangular", "swaps_parity", "transpose", "triangle"]
 del real_dtype
