@@ -201,7 +201,23 @@ def _ignoring_nan(direction):
 
 
 def _sign(a):
-    return composites.complex_sign(a) if a.dtype.startswith("complex") else apply("sign", a)
+    if not a.dtype.startswith("complex"):
+        return apply("sign", a)
+    # NumPy's nc_sign: z/|z| where |z| is finite and not 0; at an infinite |z| the
+    # infinite part's sign alone (NaN where both parts are infinite), NaN at a NaN |z|
+    re, im = apply("real", a), apply("imag", a)
+    m = _abs(a)
+    re_inf, im_inf = composites.isinf(re), composites.isinf(im)
+    unit = lambda v: apply("select", composites.isinf(v), apply("sign", v), composites.full_like(v, 0))  # noqa: E731
+    nan = composites.full_like(re, float("nan"))
+    at_inf = apply("complex", apply("select", im_inf, apply("select", re_inf, nan, unit(re)), unit(re)),
+                   apply("select", re_inf, apply("select", im_inf, nan, composites.full_like(im, 0)), unit(im)))
+    return apply("select", composites.isinf(m), at_inf, composites.complex_sign(a))
+
+
+def _abs(a):
+    """``abs``; a complex one is C's ``hypot``: infinite where either part is, even with a NaN."""
+    return composites.complex_abs(a) if a.dtype.startswith("complex") else apply("abs", a)
 
 
 def _logical(name):
@@ -282,7 +298,7 @@ LOOPS = {
     "float_power": _power,
     "negative": _unary("neg"),
     "positive": lambda a: a,
-    "absolute": lambda a: a if _is_bool(a) or a.dtype.startswith("ui") else apply("abs", a),  # abs: signed types
+    "absolute": lambda a: a if _is_bool(a) or a.dtype.startswith("ui") else _abs(a),  # abs: signed types
     "fabs": _unary("abs"),
     "sign": _sign,
     "conjugate": composites.conj,

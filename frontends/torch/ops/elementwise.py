@@ -232,7 +232,7 @@ def _signbit(ctx, x):
 @lowers(aten.abs.default, prims.abs.default)
 def _abs(ctx, x):
     if is_handle(x) and is_complex(x.dtype):
-        return convert(apply("abs", x), ctx.dtype)  # (complex32's is float16, computed in float32)
+        return convert(composites.complex_abs(x), ctx.dtype)  # (complex32's is float16, computed in float32)
     return _elementwise(_op("abs"))(ctx, x)
 
 

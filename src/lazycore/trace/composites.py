@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from lazycore.dialect.types import is_float, to_numpy_dtype
+from lazycore.dialect.types import is_complex, is_float, to_numpy_dtype
 from lazycore.trace.core import apply, broadcast_to, convert_to
 
 # --- constants ---------------------------------------------------------------------------
@@ -39,6 +39,13 @@ def conj(x):
     if not x.dtype.startswith("complex"):
         return x
     return apply("complex", apply("real", x), apply("neg", apply("imag", x)))
+
+
+def complex_abs(x):
+    """|z| as C's ``hypot`` (NumPy's and torch's eager kernels): infinite where either
+    part is, even with a NaN in the other."""
+    m = apply("abs", x)
+    return apply("select", isinf(x), full_like(m, math.inf), m)
 
 
 def complex_sign(x):
@@ -378,19 +385,27 @@ def beyond_or_nan(first, second, direction: str, nan_in):
 
 
 def isnan(x):
-    """``x != x``; integers are never NaN."""
+    """``x != x`` (a complex number: either part NaN); integers are never NaN."""
+    if is_complex(x.dtype):
+        return apply("or", isnan(apply("real", x)), isnan(apply("imag", x)))
     if not is_float(x.dtype):
         return constant(False, "i1", x.device, x.shape)
     return apply("compare", x, x, direction="NE")
 
 
 def isinf(x):
+    """Either part of a complex number infinite (C99's, NumPy's and torch's)."""
+    if is_complex(x.dtype):
+        return apply("or", isinf(apply("real", x)), isinf(apply("imag", x)))
     if not is_float(x.dtype):
         return constant(False, "i1", x.device, x.shape)
     return apply("compare", apply("abs", x), full_like(x, math.inf), direction="EQ")
 
 
 def isfinite(x):
+    """Both parts of a complex number finite."""
+    if is_complex(x.dtype):
+        return apply("and", isfinite(apply("real", x)), isfinite(apply("imag", x)))
     if not is_float(x.dtype):
         return constant(True, "i1", x.device, x.shape)
     return apply("is_finite", x)
