@@ -295,7 +295,7 @@ class _Block:
             rule = _RULES.get(op.name)
             if op.name in ELEMENTWISE:
                 rule = _Block._elementwise
-            if rule is not None and (op.name == "stablehlo.convolution" or any(v in self.laid for v in op.operands)):
+            if rule is not None and (op.name in _ALWAYS or any(v in self.laid for v in op.operands)):
                 if rule(self, op):
                     continue
             if op.name != "stablehlo.reduce":
@@ -340,8 +340,11 @@ class _Block:
         return counts.most_common(1)[0][0] if counts else None
 
     def _worth(self, values, p: Perm) -> bool:
-        """Moving ``values`` (of the layout's rank) into ``p`` costs no more
-        transposes than it saves."""
+        """Moving ``values`` (of the layout's rank) into ``p`` costs fewer
+        transposes than it saves. At a tie the op stays as it is: an
+        optimizer's update of a weight from its gradient would otherwise take
+        the gradient's layout, and its state and the weight would be
+        transposed in and out again."""
         carried = costly = 0
         for v in set(values):
             got = self.laid.get(v)
@@ -349,7 +352,7 @@ class _Block:
                 carried += 1
             elif not self._free(v):
                 costly += 1
-        return carried >= costly and carried > 0
+        return carried > costly
 
     # --- rules ------------------------------------------------------------------------------
 
@@ -373,7 +376,10 @@ class _Block:
         return self._lay(op, new.results, [p] * len(op.results))
 
     def _transpose_rule(self, op) -> bool:
-        ph, q = self.laid[op.operands[0]]
+        # a transpose of a value in its own layout is carried too: a chain of
+        # reshapes and transposes (a transposed convolution's kernel, a weight
+        # gradient's operands) then reaches a convolution as one permutation
+        ph, q = self.physical(op.operands[0])
         return self._lay(op, [ph], [_compose(q, _i64_array(op, "permutation"))])
 
     def _convolution(self, op) -> bool:
@@ -552,6 +558,10 @@ _RULES = {
     "stablehlo.concatenate": _Block._concatenate,
     "stablehlo.dot_general": _Block._dot_general,
 }
+
+
+_ALWAYS = frozenset({"stablehlo.convolution", "stablehlo.transpose"})
+"""Ops rewritten even when no operand is carried in a layout yet."""
 
 
 def _has_convolution(module_op: ir.Operation) -> bool:

@@ -120,3 +120,43 @@ func.func @no_convolution(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
   %e = stablehlo.exponential %t : tensor<3x2xf32>
   return %e : tensor<3x2xf32>
 }
+
+// -----
+
+// The kernel of an input gradient (a transposed convolution's): the
+// lowering exchanges a weight's in and out channels with reshapes and a
+// transpose and flips its window. The chain reaches the convolution as one
+// permutation: a single transpose of the flipped weight into [0, 1, i, o].
+// CHECK-LABEL: func.func @kernel_chain
+// CHECK: %[[F:.*]] = stablehlo.reverse %{{.*}}, dims = [2, 3] : tensor<4x3x3x3xf32>
+// CHECK-NOT: stablehlo.transpose %{{.*}} : (tensor<1x
+// CHECK: %[[K:.*]] = stablehlo.transpose %[[F]], dims = [2, 3, 0, 1] : (tensor<4x3x3x3xf32>) -> tensor<3x3x4x3xf32>
+// CHECK: stablehlo.convolution(%{{.*}}, %[[K]])
+func.func @kernel_chain(%x: tensor<2x4x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32> {
+  %r = stablehlo.reshape %w : (tensor<4x3x3x3xf32>) -> tensor<1x4x3x3x3xf32>
+  %t = stablehlo.transpose %r, dims = [0, 2, 1, 3, 4] : (tensor<1x4x3x3x3xf32>) -> tensor<1x3x4x3x3xf32>
+  %k = stablehlo.reshape %t : (tensor<1x3x4x3x3xf32>) -> tensor<3x4x3x3xf32>
+  %v = stablehlo.reverse %k, dims = [2, 3] : tensor<3x4x3x3xf32>
+  %c = stablehlo.convolution(%x, %v) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [1, 1], pad = [[1, 1], [1, 1]], lhs_dilate = [1, 1], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<2x4x8x8xf32>, tensor<3x4x3x3xf32>) -> tensor<2x3x8x8xf32>
+  return %c : tensor<2x3x8x8xf32>
+}
+
+// -----
+
+// A weight's update from its gradient: the gradient is one transpose away
+// from the weight's layout and the momentum buffer is an argument, so the
+// update stays in the weight's layout (taking the gradient's would
+// transpose the buffer and the weight in and the results out).
+// CHECK-LABEL: func.func @update
+// CHECK: %[[G:.*]] = stablehlo.transpose %{{.*}}, dims = [3, 0, 1, 2] : (tensor<3x3x3x4xf32>) -> tensor<4x3x3x3xf32>
+// CHECK: %[[M:.*]] = stablehlo.add %arg3, %[[G]] : tensor<4x3x3x3xf32>
+// CHECK: stablehlo.subtract %arg2, %[[M]] : tensor<4x3x3x3xf32>
+func.func @update(%x: tensor<2x3x8x8xf32>, %g: tensor<2x4x8x8xf32>, %w: tensor<4x3x3x3xf32>, %buf: tensor<4x3x3x3xf32>) -> tensor<4x3x3x3xf32> {
+  %xt = stablehlo.transpose %x, dims = [1, 0, 2, 3] : (tensor<2x3x8x8xf32>) -> tensor<3x2x8x8xf32>
+  %gt = stablehlo.transpose %g, dims = [1, 0, 2, 3] : (tensor<2x4x8x8xf32>) -> tensor<4x2x8x8xf32>
+  %d = stablehlo.convolution(%xt, %gt) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [1, 1], pad = [[1, 1], [1, 1]], lhs_dilate = [1, 1], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<3x2x8x8xf32>, tensor<4x2x8x8xf32>) -> tensor<3x4x3x3xf32>
+  %dw = stablehlo.transpose %d, dims = [1, 0, 2, 3] : (tensor<3x4x3x3xf32>) -> tensor<4x3x3x3xf32>
+  %m = stablehlo.add %buf, %dw : tensor<4x3x3x3xf32>
+  %n = stablehlo.subtract %w, %m : tensor<4x3x3x3xf32>
+  return %n : tensor<4x3x3x3xf32>
+}
