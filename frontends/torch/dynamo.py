@@ -25,9 +25,10 @@ not. So the graphs dynamo hands over hold host tensors: a program uploads its
 inputs, runs, and downloads its results to the devices the graph said,
 except the activations a forward saves for its backward, which stay on the
 lazy device in between. A compiled function called with lazy tensors runs as
-written: dynamo treats them as opaque objects and breaks its graph at every
-op on them (lazycore's own frames it never traces), so lazycore traces them
-per op and the results stay lazy. For a whole step on lazy tensors,
+written, under any backend, ``fullgraph=True`` too
+(:func:`_run_lazy_frames_as_written`): dynamo would take them for opaque
+objects and break its graph at every op on them (lazycore's own frames it
+never traces), so lazycore traces them per op and the results stay lazy. For a whole step on lazy tensors,
 ``lazycore.torch.capture`` is the way (docs/guides/torch.md, "torch.compile").
 """
 
@@ -59,6 +60,57 @@ _KINDS_KEPT = 8
 # (This module loads when dynamo looks the backend up, before any frame.)
 for _package in ("lazycore", "lazycore.frontends", "lazycore.dialect", "lazycore.passes"):
     trace_rules.add(_package)
+
+
+def _holds_lazy(x, depth: int = 2) -> bool:
+    """Whether ``x`` is a lazy tensor, or a list, tuple or dict holding one
+    (``depth`` levels down: einsum's operands, an optimizer's state lists)."""
+    if type(x) is Tensor:
+        return True
+    if depth and type(x) in (list, tuple):
+        return any(_holds_lazy(v, depth - 1) for v in x)
+    if depth and type(x) is dict:
+        return any(_holds_lazy(v, depth - 1) for v in list(x.values()))
+    return False
+
+
+def _run_lazy_frames_as_written() -> None:
+    """A frame dynamo is asked to compile whose arguments or locals hold lazy
+    tensors runs as written, under any backend (as its graph would break at
+    each op on them anyway, module docs): lazycore traces its ops, so the
+    function is compiled by lazycore's own barrier. Dynamo's own rule only
+    breaks the graph there, and a ``fullgraph=True`` function raised at its
+    first op on a lazy tensor instead (timm's ``Kron`` optimizer compiles its
+    preconditioner's helpers so: "Failed to convert args/kwargs to proxy").
+    Only that call is left alone, with the calls it makes: a call of the same
+    code with host tensors is compiled."""
+    from torch._dynamo import convert_frame
+    from torch._dynamo.types import ConvertFrameReturn, FrameAction, FrameExecStrategy
+
+    cls = convert_frame.ConvertFrameAssert
+    inner = cls.__call__
+    if getattr(inner, "_lazycore", False):
+        return
+
+    from torch._C._dynamo.eval_frame import set_fullgraph_compiled_frame_count as frames_compiled
+
+    @functools.wraps(inner)
+    def __call__(self, frame, *args, **kwargs):
+        if any(_holds_lazy(v) for v in list(frame.f_locals.values())):
+            # a fullgraph function whose frame this is counts it compiled (by
+            # lazycore), not "found no compiled frames" (-1: not counting)
+            count = frames_compiled(-1)
+            frames_compiled(count + 1 if count >= 0 else count)
+            # (the frames it calls too: a generator expression there raised under fullgraph)
+            return ConvertFrameReturn(FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP), apply_to_code=False,
+                                      skip_reason="lazy tensors in the frame: lazycore traces it as written")
+        return inner(self, frame, *args, **kwargs)
+
+    __call__._lazycore = True
+    cls.__call__ = __call__
+
+
+_run_lazy_frames_as_written()
 
 
 def lazycore_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):

@@ -23,6 +23,8 @@ backend" are answered here, once, when ``lazycore.torch`` is imported:
 - ``torch.Generator(device="lazy")`` makes a generator of the lazy device
   (torch's constructor asks the device type's accelerator hooks, which a
   Python backend cannot register): see :class:`.device_module.LazyGenerator`.
+- ``torch.compile`` of a function given lazy tensors runs it as written,
+  whatever the backend: see :func:`_dynamo_rules_on_compile`.
 - ``torch.autocast("lazy", ...)``: see :mod:`.autocast`.
 - ``Module._apply`` (``model.to(lazy)``, ``model.cpu()``) keeps parameter
   identity, so tied weights stay tied: see :mod:`.modules`.
@@ -38,6 +40,9 @@ backend" are answered here, once, when ``lazycore.torch`` is imported:
 """
 
 from __future__ import annotations
+
+import functools
+import sys
 
 import torch
 
@@ -186,8 +191,31 @@ def _register_device_module() -> None:
     device_module.install_generator()
 
 
+def _dynamo_rules_on_compile() -> None:
+    """Dynamo's rules for lazy tensors (:mod:`.dynamo`: a compiled function
+    given lazy tensors runs as written, under any backend) are in place before
+    ``torch.compile`` compiles anything: loaded now if dynamo is, else by the
+    first ``torch.compile`` call (importing dynamo costs seconds)."""
+    if "torch._dynamo" in sys.modules:
+        from . import dynamo  # noqa: F401
+        return
+    inner = torch.compile
+    if getattr(inner, "_lazycore", False):
+        return
+
+    @functools.wraps(inner)
+    def compile(*args, **kwargs):
+        from . import dynamo  # noqa: F401
+
+        return inner(*args, **kwargs)
+
+    compile._lazycore = True
+    torch.compile = compile
+
+
 def install() -> None:
     _route_torch_lazy()
+    _dynamo_rules_on_compile()
     _wrap_seeding()
     _register_device_module()
     _trace_as_plain_tensors()
