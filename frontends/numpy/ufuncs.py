@@ -212,7 +212,11 @@ def _sign(a):
     nan = composites.full_like(re, float("nan"))
     at_inf = apply("complex", apply("select", im_inf, apply("select", re_inf, nan, unit(re)), unit(re)),
                    apply("select", re_inf, apply("select", im_inf, nan, composites.full_like(im, 0)), unit(im)))
-    return apply("select", composites.isinf(m), at_inf, composites.complex_sign(a))
+    # finite: each part over |z| (a complex division by |z| + 0j loses -0.0's sign)
+    finite = apply("complex", apply("div", re, m), apply("div", im, m))
+    zero = apply("compare", m, composites.full_like(m, 0), direction="EQ")
+    finite = apply("select", zero, composites.full_like(a, 0), finite)
+    return apply("select", composites.isinf(m), at_inf, finite)
 
 
 def _abs(a):

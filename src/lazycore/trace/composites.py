@@ -108,13 +108,22 @@ def exp2(x):
 def log2(x):
     """``log2 x = ln x / ln 2``: ``ln`` keeps its relative accuracy down to 0 and
     its infinities and NaN; one division adds one rounding."""
-    return apply("div", apply("log", x), full_like(x, math.log(2.0)))
+    return _over_real(apply("log", x), math.log(2.0))
 
 
 @rounded_once
 def log10(x):
     """``log10 x = ln x / ln 10``, as :func:`log2`."""
-    return apply("div", apply("log", x), full_like(x, math.log(10.0)))
+    return _over_real(apply("log", x), math.log(10.0))
+
+
+def _over_real(x, c: float):
+    """``x / c``; a complex ``x`` part by part: a complex division by ``c + 0j`` makes
+    NaN of an infinite part (its ``inf * 0``), where ``log10(-inf)`` is ``inf + 1.36j``."""
+    if not is_complex(x.dtype):
+        return apply("div", x, full_like(x, c))
+    re, im = apply("real", x), apply("imag", x)
+    return apply("complex", apply("div", re, full_like(re, c)), apply("div", im, full_like(im, c)))
 
 
 @rounded_once
