@@ -215,3 +215,23 @@ def test_one_program_holds_the_factorizations(rng):
             + numpy.linalg.det(x))
     numpy.testing.assert_allclose(float(total), want, rtol=1e-10)
     del before
+
+
+def test_a_program_from_the_disk_cache_initializes_lapack(tmp_path):
+    # A fresh process that loads a LAPACK-calling program from the disk cache
+    # compiles nothing: runtime/pjrt.py initializes jaxlib's LAPACK table as it
+    # loads it (without that, the launch crashes the process).
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy, lazycore.numpy as np; from lazycore.observe import metrics; "
+            "x = numpy.array([[4.0, 2.0], [2.0, 3.0]]); "
+            "print(numpy.asarray(np.linalg.cholesky(np.asarray(x)))[1, 1], metrics.counters()['compiles'])")
+    env = {**os.environ, "LAZYCORE_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+            for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], [r.stderr[-2000:] for r in runs]
+    (first, compiled), (second, loaded) = (r.stdout.split() for r in runs)
+    assert float(first) == float(second) == numpy.sqrt(2.0)
+    assert int(compiled) >= 1 and int(loaded) == 0
