@@ -32,7 +32,7 @@ __all__ = ["reshape", "transpose", "permute_dims", "matrix_transpose", "swapaxes
            "expand_dims", "squeeze", "ravel", "concatenate", "concat", "stack", "hstack", "vstack", "dstack",
            "column_stack", "append", "split", "array_split", "hsplit", "vsplit", "dsplit", "unstack",
            "broadcast_to", "broadcast_arrays", "flip", "fliplr", "flipud", "rot90", "roll", "tile", "repeat",
-           "pad", "where", "clip", "atleast_1d", "atleast_2d", "atleast_3d", "diff", "meshgrid"]
+           "pad", "where", "clip", "atleast_1d", "atleast_2d", "atleast_3d", "diff", "meshgrid", "select"]
 
 _NoValue = np._NoValue
 
@@ -840,6 +840,33 @@ def where(condition, x=_NoValue, y=_NoValue):
     dev = device_of(condition, x, y)
     c = broadcast_to_shape(to_handle(condition, np.dtype(bool), dev), shape)
     return wrap(apply("select", c, _operand(x, dt, shape, dev), _operand(y, dt, shape, dev)), dt)
+
+
+@implements(np.select)
+def select(condlist, choicelist, default=0):
+    """NumPy's: the first choice whose condition holds, else ``default``, in the type
+    of all the choices and the default (a chain of ``select`` ops, the last choice first)."""
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if len(condlist) == 0:
+        raise ValueError("select with an empty condition list is not possible")
+    try:
+        dt = np.result_type(*(_probe(c) for c in (*choicelist, default)))
+    except TypeError as e:
+        raise TypeError(f"Choicelist and default value do not have a common dtype: {e}") from None
+    dtypes.lazy_dtype(dt)
+    shapes = [shape_of(c) for c in (*condlist, *choicelist, default)]
+    shape = np.broadcast_shapes(*shapes)
+    for i, c in enumerate(condlist):
+        kind = c.dtype if isinstance(c, (ndarray, np.ndarray)) else np.asarray(c).dtype
+        if kind != np.bool_:
+            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
+    dev = device_of(*condlist, *choicelist, default)
+    out = _operand(default, dt, shape, dev)
+    for cond, choice in zip(condlist[::-1], choicelist[::-1]):
+        c = broadcast_to_shape(to_handle(cond, np.dtype(bool), dev), shape)
+        out = apply("select", c, _operand(choice, dt, shape, dev), out)
+    return wrap(out, dt)
 
 
 @implements(np.clip)
