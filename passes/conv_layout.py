@@ -376,9 +376,13 @@ class _Block:
         return self._lay(op, new.results, [p] * len(op.results))
 
     def _transpose_rule(self, op) -> bool:
-        # a transpose of a value in its own layout is carried too: a chain of
-        # reshapes and transposes (a transposed convolution's kernel, a weight
-        # gradient's operands) then reaches a convolution as one permutation
+        # a transpose of a value in its own layout is carried too when it goes
+        # on to a convolution: a chain of reshapes and transposes (a
+        # transposed convolution's kernel, a weight gradient's operands) then
+        # reaches it as one permutation. Other transposes (attention's heads)
+        # are left where they are.
+        if op.operands[0] not in self.laid and not _feeds_convolution(op.results[0]):
+            return False
         ph, q = self.physical(op.operands[0])
         return self._lay(op, [ph], [_compose(q, _i64_array(op, "permutation"))])
 
@@ -558,6 +562,18 @@ _RULES = {
     "stablehlo.concatenate": _Block._concatenate,
     "stablehlo.dot_general": _Block._dot_general,
 }
+
+
+def _feeds_convolution(v: ir.Value, depth: int = 4) -> bool:
+    """``v`` is an operand of a convolution, directly or through reshapes, transposes and reverses."""
+    for use in v.uses:
+        owner = _op(use.owner)
+        if owner.name == "stablehlo.convolution":
+            return True
+        if depth and owner.name in ("stablehlo.reshape", "stablehlo.transpose", "stablehlo.reverse") \
+                and _feeds_convolution(owner.results[0], depth - 1):
+            return True
+    return False
 
 
 _ALWAYS = frozenset({"stablehlo.convolution", "stablehlo.transpose"})
