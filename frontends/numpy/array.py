@@ -417,6 +417,14 @@ def laid_out(a: ndarray, order: str, proto=None) -> ndarray:
     return _new(Storage(a._storage.handle, s), (), a._shape, a._dtype, s, 0, a._writeable)
 
 
+def layout_of(a: ndarray, order: str):
+    """What ``order`` "A" or "K" follows in ``a`` (its stand-in), or None where that is
+    row-major: a row-major base array, the common case, asks NumPy nothing."""
+    if order not in "AK" or not a._steps and a._estrides == contiguous(a._shape):
+        return None
+    return a._standin()
+
+
 def fits_order(a: ndarray, order: str) -> bool:
     """Whether ``a`` is laid out as ``order`` asks (NumPy's test before a copy)."""
     if order in "AK":
@@ -438,7 +446,7 @@ def from_host(host: np.ndarray, dev=None) -> ndarray:
 def asarray(obj, dtype=None, order=None, *, copy=None, device=None, like=None) -> ndarray:
     """``obj`` as a lazy array (uploading host data; lazy arrays pass through,
     copied where ``copy`` or ``order`` asks, as NumPy's)."""
-    order = layouts.check(order)
+    order = "K" if order is None else layouts.check(order)
     if isinstance(obj, ndarray):
         if type(obj) is not ndarray:  # a lazy scalar: NumPy's asarray gives a 0-d array
             obj, copy = wrap(value(obj), obj._dtype), False

@@ -55,8 +55,3 @@ def strides(shape, order: str, proto=None, c_strides=None) -> tuple[int, ...] | 
     # (itemsize 1: the stand-ins' strides are elements)
     got = np.empty_like(proto, dtype=np.int8, order="K").strides
     return None if got == c_strides else tuple(got)
-
-
-def memory_order(estrides) -> tuple[int, ...]:
-    """Axes from the slowest to the fastest varying of a dense layout."""
-    return tuple(sorted(range(len(estrides)), key=lambda d: (-estrides[d], -d)))

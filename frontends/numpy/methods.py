@@ -8,8 +8,8 @@ import types
 import numpy as np
 
 from . import dtypes, indexing, layouts, reductions, scalars
-from .array import (_new, contiguous, fits_order, from_host, host_laid_out, laid_out, ndarray, reshape_target, to_host, value,
-                    wrap)
+from .array import (_new, contiguous, fits_order, from_host, host_laid_out, laid_out, layout_of, ndarray,
+                    reshape_target, to_host, value, wrap)
 from .fallback import array_function, call_numpy
 from .ufunc_methods import array_ufunc
 from .ufuncs import UFUNCS, cast, quick
@@ -108,12 +108,14 @@ def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dt!r} according to the rule '{casting}'")
     if dt == self.dtype and not copy and fits_order(self, order):
         return self
-    return laid_out(wrap(cast(value(self), dt), dt), order, self._standin() if order in "AK" else None)
+    return laid_out(wrap(cast(value(self), dt), dt), order, layout_of(self, order))
 
 
 def copy(self, order="C"):
+    if order == "C":
+        return wrap(value(self), self.dtype)
     order = layouts.check(order)
-    return laid_out(wrap(value(self), self.dtype), order, self._standin() if order in "AK" else None)
+    return laid_out(wrap(value(self), self.dtype), order, layout_of(self, order))
 
 
 def fill(self, v):
