@@ -171,6 +171,8 @@ NOT_CACHES = {
     "src/lazycore/runtime/closures.py:ERRORS": "step closures' errors waiting to be raised",
     "src/lazycore/observe/debug.py:_READ": "what the next barrier line reports (one entry)",
     "frontends/torch/optim.py:_DEVICE_VALUES": "a flag: non-empty while an eager branch runs",
+    "frontends/torch/optim.py:_ENDS_WITH_BACKWARD": "backward passes whose optimizer steps end the training "
+                                                    "step when they finish: each emptied by its own end",
     # configuration and state, which clearing would change rather than recompute
     "src/lazycore/ir/sourceloc.py:_SKIP": "library folders whose frames are skipped (skip())",
     "src/lazycore/ir/sourceloc.py:_SKIP_FILES": "library files whose frames are skipped (skip())",

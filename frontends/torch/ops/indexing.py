@@ -341,6 +341,15 @@ def _index_along(ctx, x, dim, index, updates, mode):
     sizes = list(x1.shape)
     sizes[d] = n
     updates = reshape(updates, sizes)
+    if n == 1 and mode == "replace" and settings.index_checks:
+        # one slice written at one place: a static key-value cache's token
+        # (transformers' StaticCache.update, index_copy_ at cache_position).
+        # XLA writes a dynamic_update_slice of a donated buffer in place, where
+        # a scatter became a copy of the whole cache every token; the check
+        # above fails an out-of-range index, so the clamping never shows
+        # (unchecked, a scatter drops such a write, as it did)
+        starts = [reshape(index, ()) if i == d else const(0, index.dtype, ctx.device) for i in range(rank)]
+        return reshape(apply("dynamic_update_slice", x1, updates, starts), ctx.shape)
     out = apply(
         "scatter", x1, index, updates,
         update_window_dims=tuple(i for i in range(rank) if i != d), inserted_window_dims=(d,),
