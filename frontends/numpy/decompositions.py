@@ -143,12 +143,8 @@ def inv(a):
         return _numpy(np.linalg.inv, (a,), {})
     factor, _, perm, info = _lu(a, t)
     batch, n = a.shape[:-2], a.shape[-1]
-    x = fz.lu_solve(factor, perm, fz.identity(t_name(t), factor.device, batch, n))
+    x = fz.lu_solve(factor, perm, fz.identity(dtypes.lazy_dtype(t), factor.device, batch, n))
     return _out(_checked(x, info, _SINGULAR), rt)
-
-
-def t_name(t: np.dtype) -> str:
-    return dtypes.lazy_dtype(t)
 
 
 @implements(np.linalg.slogdet)

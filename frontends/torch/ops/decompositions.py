@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from lazycore.dialect.types import is_complex, real_dtype
+from lazycore.dialect.types import is_complex
 from lazycore.trace import core
 from lazycore.trace import factorizations as fz
 
@@ -271,6 +271,3 @@ def _cholesky_solve(ctx, b, factor, upper=False):
     y = fz.solve_triangular(factor, b, lower=True)
     return fz.solve_triangular(factor, y, lower=True, transpose=adjoint)
 
-
-__all__: list[str] = []
-del real_dtype

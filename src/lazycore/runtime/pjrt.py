@@ -653,7 +653,7 @@ def compile_artifact(
     return Executable(loaded, device, tuple(input_types), tuple(output_types))
 
 
-_LAPACK_READY: list[bool] = []
+_lapack_ready = False
 
 
 def _lapack_before(program: bytes) -> None:
@@ -662,11 +662,12 @@ def _lapack_before(program: bytes) -> None:
     compiled or loaded: until then they hold no routines (SciPy's, looked up
     by the initialization) and the program crashes at launch. Once a process;
     the name is searched in the program's bytes until then."""
-    if not _LAPACK_READY and b"lapack_" in program:
+    global _lapack_ready
+    if not _lapack_ready and b"lapack_" in program:
         from jax._src.lax import linalg as jax_linalg
 
         jax_linalg.initialize_lapack()
-        _LAPACK_READY.append(True)
+        _lapack_ready = True
 
 
 def _device_list(device) -> xc.DeviceList:

@@ -14,7 +14,7 @@ library's error with ``core.check``.
 from __future__ import annotations
 
 from lazycore.dialect.factorizations import LAPACK_DTYPES, LAPACK_PLATFORMS
-from lazycore.dialect.types import is_complex, real_dtype
+from lazycore.dialect.types import is_complex
 from lazycore.trace.composites import conj, constant, full_like
 from lazycore.trace.core import apply, broadcast_to, convert_to
 
@@ -106,11 +106,9 @@ def solve_triangular(a, b, lower: bool, unit: bool = False, transpose: str = "NO
 
 def swaps_parity(pivots):
     """Per matrix, whether its row swaps (0-based ``pivots``) number odd (i1)."""
-    k = pivots.shape[-1]
     steps = apply("iota", dim=len(pivots.shape) - 1, shape=pivots.shape, dtype="i32", device=pivots.device)
     moved = convert_to(apply("compare", pivots, steps, direction="NE"), "i32")
     count = apply("reduce_sum", moved, dims=(len(pivots.shape) - 1,))
-    del k
     return apply("compare", apply("rem", count, full_like(count, 2)), full_like(count, 1), direction="EQ")
 
 
@@ -199,4 +197,3 @@ def pinv(u, s, vt, cutoff):
 
 __all__ = ["ANYWHERE", "det", "diagonal", "failed", "identity", "lowered", "lu", "lu_solve", "matmul", "permute_rows",
            "pinv", "qr", "slogdet", "solve_triangular", "swaps_parity", "transpose", "triangle"]
-del real_dtype
