@@ -724,7 +724,7 @@ def _step_ended(opt, args, kwargs) -> None:
     if ours(opt):
         task = torch._C._current_graph_task_id()
         if task == -1:
-            TRACE.cutter.step_ended()
+            TRACE.cutter.step_ended(opt)
         elif task not in _ENDS_WITH_BACKWARD:
             _ENDS_WITH_BACKWARD.add(task)
             torch.autograd.Variable._execution_engine.queue_callback(lambda: _backward_ended(task))

@@ -107,13 +107,6 @@ def test_a_gan_loop_gives_eager_values(dev):
         torch.testing.assert_close(p, e, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime/autostep.py: every optimizer.step() is a step end (StepCutter.step_ended); after the "
-    "program's own mark_step the first one waits for a read of what it updated, and the generator's "
-    "pass reads the discriminator's new weights, so the iteration is cut there and again at the "
-    "second optimizer's step: 2 programs an iteration (3 in a DCGAN whose logged loss is summed after "
-    "both steps). explicit_mark's stand-down applies to learned rules only, not to the frontend's "
-    "optimizer signal"))
 def test_a_gan_loop_runs_one_program_an_iteration(dev):
     _, _, (programs, compiles) = _run_gan(dev, True)
     assert programs[2:] == [1] * (STEPS - 2), programs
@@ -175,10 +168,6 @@ def test_a_clip_loop_with_a_clamped_temperature_gives_eager_values(dev):
         torch.testing.assert_close(p, e, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime/autostep.py: after the program's own mark_step, the optimizer step's end waits for the "
-    "first op that reads a parameter it updated, taken for the next step's forward; the clamp_ right "
-    "after the step is that op, so every iteration runs 2 programs (the update, then the clamp)"))
 def test_a_clip_loop_with_a_clamped_temperature_runs_one_program_an_iteration(dev):
     _, _, (programs, compiles) = _run_clip(dev, True)
     assert programs[2:] == [1] * (STEPS - 2), programs

@@ -30,7 +30,10 @@ value is read, and compile that. Three cuts end a step instead:
 * A graph that reaches ``settings.auto_barrier_nodes`` nodes without a cut is
   cut, and the user's line reported once (a warning and ``LAZYCORE_DEBUG``).
 
-A program that marks its own steps keeps them: after its ``mark_step``
+A program that marks its own steps keeps them: once its ``mark_step``
+closed frontend step ends of which no ender (an optimizer) stepped twice (a
+GAN's two optimizers), the next ones cut nothing until one of them steps a
+second time before the next ``mark_step``; after its ``mark_step``
 ends a graph in which a handle was updated twice (several steps fused into
 one program), the next graph is not searched for steps; and once its
 ``mark_step`` calls enclose the same number of learned steps twice (at most
@@ -91,7 +94,7 @@ class StepCutter:
 
     __slots__ = ("due", "held", "start", "due_start", "stepping", "watch", "marked", "updates", "handles", "last",
                  "starts", "anchor", "fails", "after", "rule", "seen", "base", "cuts", "ends", "last_ends", "off",
-                 "repeated", "learning", "fused", "reported")
+                 "repeated", "learning", "fused", "reported", "signalled", "marks_steps")
 
     def __init__(self):
         self.due = False
@@ -114,6 +117,8 @@ class StepCutter:
         self.last_ends = 0  # and between the two before
         self.off = False
         self.fused = False  # the program's own mark_step ended a graph of several steps
+        self.signalled: list[int] = []  # ids of who ended the frontends' steps since the program's last own mark_step
+        self.marks_steps = False  # its last mark_step closed steps of several enders, each once
         self._segment(-1)
 
     def _segment(self, start: int) -> None:
@@ -152,10 +157,20 @@ class StepCutter:
         if not (self.held or TRACE.recorder is not None or not settings.auto_barrier):
             self.stepping = []
 
-    def step_ended(self) -> None:
-        """That step ended: the barrier runs before the first op that reads what it updated."""
+    def step_ended(self, who=None) -> None:
+        """That step ended: the barrier runs before the first op that reads what it
+        updated. ``who``: what stepped (torch: the optimizer), told apart from others."""
         made, self.stepping = self.stepping, None
         if not made or self.held or TRACE.recorder is not None or not settings.auto_barrier:
+            return
+        again = id(who) in self.signalled
+        if len(self.signalled) < _FUSED_MAX:
+            self.signalled.append(id(who))
+        if self.marks_steps and not again:
+            # the program's own mark_step closes its steps, and no ender has
+            # stepped twice since it last did: this is one of several in one
+            # training step (a GAN's two optimizers; a parameter clamped after
+            # the step reads it), which a cut here would split into programs
             return
         marked, self.marked = self.marked, False
         if not marked:
@@ -169,6 +184,9 @@ class StepCutter:
         """The program called ``mark_step``: twice every ``k`` learned steps, it marks its own steps."""
         self.marked = True
         self.fused = self.repeated and self.start == LOG.start
+        signalled, self.signalled = self.signalled, []
+        # (a mark_step at an epoch's end closes many steps of one optimizer: those cut as before)
+        self.marks_steps = bool(signalled) and len(set(signalled)) == len(signalled)
         ends, previous = self.ends, self.last_ends
         self.last_ends, self.ends = ends, 0
         if self.rule is not None and 1 <= ends <= _FUSED_MAX and ends == previous and not self.off:
