@@ -67,8 +67,10 @@ def _slice(t, out, dim=0, start=None, end=None, step=1):
 
 def _select(t, out, dim, index):
     dim = _dim(dim, t.dim())
+    # (an index counted from the end follows the size, as a padded length does: kept a shape)
+    picked = index >= 0
     index = index + t.shape[dim] if index < 0 else index
-    return (Slice(dim, index, 1, 1), Reshape(out.shape))
+    return (Slice(dim, index, 1, 1, picked), Reshape(out.shape))
 
 
 def _split(t, outs, split_size, dim=0):

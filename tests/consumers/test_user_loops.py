@@ -212,12 +212,6 @@ def test_a_diffusion_sampling_loop_gives_eager_values(dev):
     torch.testing.assert_close(x[-1].cpu(), eager_x[-1], rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "trace/views.py: alphas[t] is a select view whose index becomes a static lazy.slice start "
-    "(frontends/torch/views.py _select -> Slice(dim, index, 1, 1)), so each t of the loop is another "
-    "graph and compiles: T compiles for T steps (a tiny UNet at 16x16: 20 compiles of ~8 s). A start "
-    "that has taken two values at one place (the scalar policy's rule) would be a dynamic_slice "
-    "start, a program parameter, so the third t compiles nothing"))
 def test_a_diffusion_sampling_loop_compiles_a_bounded_number_of_programs(dev):
     step, _ = _sampler(dev)
     programs, compiles = _counted(step, T)

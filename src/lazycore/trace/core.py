@@ -83,7 +83,7 @@ def _scalar_dtype(value) -> str:
     raise TypeError(f"expected a Python scalar, got {type(value).__name__}")
 
 
-def scalar(value, dtype: str | None = None, device=None, fold: bool = True) -> LazyTensor:
+def scalar(value, dtype: str | None = None, device=None, fold: bool = True, until_varied: bool = False) -> LazyTensor:
     """A rank-0 lazy value from a Python scalar, by the learned scalar policy.
 
     0 and 1 are baked into the program as ``lazy.constant`` (they enable
@@ -94,6 +94,8 @@ def scalar(value, dtype: str | None = None, device=None, fold: bool = True) -> L
     (:mod:`lazycore.trace.scalar_policy`).
     ``fold=False``: a parameter whatever the value (a value that passes
     through 0 or 1, such as a scheduled learning rate, keeps one program).
+    ``until_varied``: baked whatever the value until its place has seen two
+    (an index: a constant start keeps XLA's static slice).
     """
     with _LOCK:  # one op at a time across threads (docs/threads.md)
         cutter = TRACE.cutter
@@ -106,7 +108,8 @@ def scalar(value, dtype: str | None = None, device=None, fold: bool = True) -> L
         dtype = dtype or _scalar_dtype(value)
         host = np.asarray(value, dtype=to_numpy_dtype(dtype))  # out-of-range values fail here
         dev = _device.get(device)
-        node = (constant(host) if fold and _POLICY.bake(value, dtype, None if source is None else (rec.place, source))
+        node = (constant(host) if fold and _POLICY.bake(value, dtype, None if source is None else (rec.place, source),
+                                                        True if until_varied else None)
                 else Scalar(host, dtype))
         if rec is not None:  # a constant of the recording, or that argument's parameter
             node = rec.on_leaf(node, source) or node  # (a recipe's: the shared node of this value)

@@ -64,16 +64,17 @@ class ScalarPolicy:
     def __init__(self):
         self.places = Memo("trace.scalar_places", PLACES_KEPT)
 
-    def bake(self, value, dtype: str, arg=None) -> bool:
+    def bake(self, value, dtype: str, arg=None, folds=None) -> bool:
         """Whether ``value`` becomes a ``lazy.constant`` (else a program parameter).
         ``arg``: for a float argument of a recorded lowering, its place
         there (:func:`lazycore.trace.recipes._call_place` and the argument's
         index), a place of its own beside the step-log one: a number
-        promoted at either is a parameter."""
+        promoted at either is a parameter. ``folds``: whether the value is
+        baked until its place promotes it (default: 0 and 1 are)."""
         if arg is not None:
             at_arg = self._arg(value, dtype, arg)
-            return self._bake(value, dtype) and at_arg
-        return self._bake(value, dtype)
+            return self._bake(value, dtype, folds) and at_arg
+        return self._bake(value, dtype, folds)
 
     def _arg(self, value, dtype: str, arg) -> bool:
         """The policy at a float argument's place (see :meth:`bake`)."""
@@ -90,8 +91,9 @@ class ScalarPolicy:
             return False
         return value == 0 or value == 1
 
-    def _bake(self, value, dtype: str) -> bool:
-        folds = value == 0 or value == 1
+    def _bake(self, value, dtype: str, folds=None) -> bool:
+        if folds is None:
+            folds = value == 0 or value == 1
         if not LOG.on:  # no positions to tell places apart
             return folds
         nodes = LOG.nodes

@@ -21,6 +21,7 @@ import numpy as np
 
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir.context import TRACE
+from lazycore.ir.graph import Scalar
 from lazycore.ir.memo import Memo
 from lazycore.trace import composites, core, recipes
 from lazycore.ir.config import settings as _settings
@@ -205,13 +206,31 @@ class Expand:
 
 
 class Slice:
-    __slots__ = ("dim", "start", "count", "step")
+    __slots__ = ("dim", "start", "count", "step", "picked")
 
-    def __init__(self, dim, start, count, step):
+    def __init__(self, dim, start, count, step, picked=False):
         self.dim, self.start, self.count, self.step = dim, start, count, step
+        self.picked = picked
+        """One element picked by a number the program chose (``alphas[t]`` in a
+        sampling loop over ``t``): its start is a number of the scalar
+        policy, baked until its place has seen two values, then a program
+        parameter, so a loop over it compiles a bounded number of programs."""
+
+    def _varying_start(self, dev):
+        """The start as a program parameter, or None where the policy bakes it."""
+        if not self.picked:
+            return None
+        start = core.scalar(self.start, "i64", dev, until_varied=True)
+        return start if type(start._value[0]) is Scalar else None
 
     def forward(self, h, storage):
         rank = len(h.shape)
+        start = self._varying_start(h.device)
+        if start is not None:
+            sizes = list(h.shape)
+            sizes[self.dim] = 1
+            starts = [start if d == self.dim else const(0, "i64", h.device) for d in range(rank)]
+            return core.apply("dynamic_slice", h, starts, sizes=tuple(sizes))
         start = [0] * rank
         limit = list(h.shape)
         strides = [1] * rank
@@ -224,7 +243,9 @@ class Slice:
         dev = old.device
         rank = len(old.shape)
         if self.step == 1:
-            starts = [const(self.start if d == self.dim else 0, "i64", dev) for d in range(rank)]
+            start = self._varying_start(dev)
+            starts = [(start if start is not None else const(self.start, "i64", dev)) if d == self.dim
+                      else const(0, "i64", dev) for d in range(rank)]
             return core.apply("dynamic_update_slice", old, new, starts)
         # Strided slice: spread the update with interior padding and pick it
         # where a mask (padded the same way) says the update lands.
