@@ -82,7 +82,7 @@ def _out(h, rt: np.dtype) -> ndarray:
 
 
 def _checked(h, info, message: str):
-    return core.check(h, fz.failed(info), message, "ValueError")
+    return core.check(h, fz.failed(info), message, "LinAlgError")  # (NumPy's, a ValueError)
 
 
 def _numpy(func, args, kwargs):

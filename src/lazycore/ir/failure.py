@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import traceback
 
+import numpy as np
+
 
 class BarrierError(RuntimeError):
     """Reading a value whose computation failed at a barrier.
@@ -25,10 +27,12 @@ class BarrierError(RuntimeError):
         self.stage = stage
 
 
-EAGER_ERRORS = {e.__name__: e for e in (RuntimeError, ValueError, IndexError, FloatingPointError)}
+EAGER_ERRORS = {e.__name__: e for e in (RuntimeError, ValueError, IndexError, FloatingPointError,
+                                         np.linalg.LinAlgError)}
 """The exception types a value check may raise as well, by name: eager's for
 the error it stands for (torch's integer division by zero is a RuntimeError,
-NumPy's negative integer power a ValueError)."""
+NumPy's negative integer power a ValueError, a singular matrix NumPy's
+LinAlgError)."""
 
 _AS: dict[str, type] = {"RuntimeError": BarrierError}
 
