@@ -109,9 +109,11 @@ def _cubic_taps(in_size: int, out_size: int, align_corners: bool, scale, t):
     return taps, weights.astype(t)
 
 
-def _spread(g, axis: int, size: int, taps: np.ndarray, weights):
+def _spread(g, axis: int, size: int, taps: np.ndarray, weights, used=None):
     """``g`` (``out`` positions along ``axis``) added into ``size`` positions:
-    output position ``o``'s value times ``weights[o, k]`` into ``taps[o, k]``."""
+    output position ``o``'s value times ``weights[o, k]`` into ``taps[o, k]``;
+    ``used``: only the taps it marks (the others add zero, an infinite
+    gradient included)."""
     out, k = taps.shape
     shape = g.shape
     if weights is None and k == 1 and out == size and np.array_equal(taps[:, 0], np.arange(size)):
@@ -122,7 +124,11 @@ def _spread(g, axis: int, size: int, taps: np.ndarray, weights):
         keep = tuple(d for d in range(len(wide)) if d != axis + 1)
         spread = apply("broadcast_in_dim", g, dims=keep, shape=wide)
         w = apply("broadcast_in_dim", const(weights, g.dtype, g.device), dims=(axis, axis + 1), shape=wide)
-        updates = reshape(apply("mul", spread, w), shape[:axis] + (out * k,) + shape[axis + 1:])
+        terms = apply("mul", spread, w)
+        if used is not None:
+            mask = apply("broadcast_in_dim", const(used, "i1", g.device), dims=(axis, axis + 1), shape=wide)
+            terms = apply("select", mask, terms, const(0, g.dtype, g.device, wide))
+        updates = reshape(terms, shape[:axis] + (out * k,) + shape[axis + 1:])
     rank = len(shape)
     zeros = const(0, g.dtype, g.device, shape[:axis] + (size,) + shape[axis + 1:])
     return apply(
@@ -257,29 +263,6 @@ def _aa_axis(x, axis: int, taps, weights, used):
     return apply("reduce_sum", terms, dims=(axis + 1,))
 
 
-def _aa_spread(g, axis: int, size: int, taps, weights, used):
-    """The transpose of :func:`_aa_axis`: output position ``o``'s gradient times
-    each used tap's weight, added into that tap's input position."""
-    out, k = taps.shape
-    shape = g.shape
-    wide = shape[:axis + 1] + (k,) + shape[axis + 1:]
-    keep = tuple(d for d in range(len(wide)) if d != axis + 1)
-    spread = apply("broadcast_in_dim", g, dims=keep, shape=wide)
-    terms = apply("mul", spread, apply("broadcast_in_dim", const(weights, g.dtype, g.device), dims=(axis, axis + 1),
-                                       shape=wide))
-    terms = apply("select", apply("broadcast_in_dim", const(used, "i1", g.device), dims=(axis, axis + 1), shape=wide),
-                  terms, const(0, g.dtype, g.device, wide))
-    updates = reshape(terms, shape[:axis] + (out * k,) + shape[axis + 1:])
-    rank = len(shape)
-    zeros = const(0, g.dtype, g.device, shape[:axis] + (size,) + shape[axis + 1:])
-    return apply(
-        "scatter", zeros, const(taps.reshape(-1, 1), "i64", g.device), updates,
-        update_window_dims=tuple(d for d in range(rank) if d != axis), inserted_window_dims=(axis,),
-        input_batching_dims=(), scatter_indices_batching_dims=(), scatter_dims_to_operand_dims=(axis,),
-        index_vector_dim=1, mode="add",
-    )
-
-
 _AA_TYPES = {"f32": np.float32, "f64": np.float64}
 """What eager's CPU kernel takes besides uint8 (its own fixed-point kernel, left to it): the half types raise there."""
 
@@ -312,5 +295,6 @@ def _upsample_aa_backward(ctx, grad, output_size, input_size, align_corners, sca
         axis = 2 + i
         n_in, n_out = input_size[axis], output_size[i]
         if n_in != n_out:
-            g = _aa_spread(g, axis, n_in, *_aa_taps(n_in, n_out, align_corners, scales[i], interp_size, filt, t))
+            g = _spread(g, axis, n_in, *_aa_taps(  # (the transpose of _aa_axis)
+                n_in, n_out, align_corners, scales[i], interp_size, filt, t))
     return g
