@@ -710,8 +710,7 @@ each cut it into a program per parameter group."""
 
 def _step_begins(opt, args, kwargs) -> None:
     if ours(opt):
-        task = torch._C._current_graph_task_id()
-        if task != -1 and task in _ENDS_WITH_BACKWARD:
+        if torch._C._current_graph_task_id() in _ENDS_WITH_BACKWARD:
             return  # (an earlier optimizer of this backward began the step: its updates are watched)
         TRACE.cutter.step_begins()
 
