@@ -51,12 +51,10 @@ import contextlib
 import warnings
 import weakref
 
-import numpy as np
-
 from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.context import LOCK, TRACE
-from lazycore.ir.graph import LOG, Data, Value
+from lazycore.ir.graph import LOG, Data, Value, attrs_equal
 from lazycore.ir.sourceloc import resolve
 from lazycore.runtime import barrier
 from lazycore.runtime import device as _device
@@ -282,7 +280,7 @@ class StepCutter:
         nodes = LOG.nodes
         for i in range(lo, p1):
             x, y = nodes[i], nodes[i + period]
-            if x.op != y.op or x.types != y.types or not _same_attrs(x.attrs, y.attrs):
+            if x.op != y.op or x.types != y.types or not attrs_equal(x.attrs, y.attrs):
                 return False
             for a, b in zip(x.operands, y.operands):
                 if type(a) is Value:
@@ -382,21 +380,6 @@ def _reads(operands, watch: set) -> bool:
         elif id(getattr(o, "_value", (None,))[0]) in watch:
             return True
     return False
-
-
-def _same_attrs(a: dict, b: dict) -> bool:
-    if a is b:
-        return True
-    if a.keys() != b.keys():
-        return False
-    for k, v in a.items():
-        w = b[k]
-        if type(v) is np.ndarray or type(w) is np.ndarray:
-            if not (type(v) is type(w) and v.dtype == w.dtype and np.array_equal(v, w)):
-                return False
-        elif v != w:
-            return False
-    return True
 
 
 def _where(loc) -> str:
