@@ -190,12 +190,16 @@ def _functional_of(func):
 class _Args:
     """One pass over the arguments: their meta copies and the lazy device."""
 
-    __slots__ = ("device", "cpu_tensor", "host_index")
+    __slots__ = ("device", "cpu_tensor", "host_index", "sparse")
 
     def __init__(self):
         self.device = None
         self.cpu_tensor = None
         self.host_index = None
+        self.sparse = False
+        """A host tensor in a sparse layout is among them: the lazy device has
+        none, so the call runs as a counted fallback (a sparse tensor moved to
+        the device arrives densified, :func:`~lazycore.frontends.torch.dtypes.densified`)."""
 
     def meta(self, x):
         if isinstance(x, torch.Tensor):
@@ -213,6 +217,9 @@ class _Args:
                     self.host_index = x
                 else:
                     self.cpu_tensor = x
+                if x.layout is not torch.strided:
+                    self.sparse = True
+                    return x
             return meta_twin(x)
         if isinstance(x, (list, tuple)):
             return type(x)(self.meta(v) for v in x)
@@ -234,7 +241,7 @@ def metas(args, kwargs, func=None):
     mkwargs = {k: a.meta(v) for k, v in kwargs.items()}
     if a.host_index is not None and a.cpu_tensor is None and func not in _HOST_INDICES_OK:
         a.cpu_tensor = a.host_index
-    if a.cpu_tensor is not None and a.device is not None:
+    if a.cpu_tensor is not None and a.device is not None and not a.sparse:
         raise RuntimeError(
             f"Expected all tensors to be on the same device, but found at least two devices, "
             f"{a.device} and {a.cpu_tensor.device}!"
@@ -358,6 +365,8 @@ def _meta_entry(acc, func, args, kwargs):
         key, hit = None, None
     if hit is None:
         a, margs, mkwargs = metas(args, kwargs, func)
+        if a.sparse:  # (not kept: the signature holds a host tensor's shape, not its layout)
+            return (None, margs, mkwargs, a.device, {}, func)
         chalf_kernels.refuse(func, margs, mkwargs)  # eager's CPU refuses chalf in most kernels: its error
         # another process's result (meta_store); a view's aliases its base, which a stored one cannot
         # (the store keys by the layouts' values: text another process makes alike)

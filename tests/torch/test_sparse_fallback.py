@@ -54,3 +54,53 @@ def test_host_sparse_beside_lazy_tensors_falls_back(dev):
     got = torch.sparse.sampled_addmm(csr, m1.to(dev), m2.to(dev), alpha=0.5, beta=0.25)
     torch.testing.assert_close(got.cpu(), want.to_dense())
     assert _densified(torch.sparse_csr) == 1
+
+
+def _gcn(device, adj, feats, labels, steps=3):
+    """Kipf and Welling's GCN as pygcn writes it: a sparse normalised adjacency
+    moved to the device once, ``torch.spmm`` in every layer, Adam."""
+    torch.manual_seed(0)
+    w1, w2 = torch.nn.Linear(6, 8), torch.nn.Linear(8, 3)
+    w1.to(device), w2.to(device)
+    opt = torch.optim.Adam([*w1.parameters(), *w2.parameters()], lr=1e-2)
+    adj, feats, labels = adj.to(device), feats.to(device), labels.to(device)
+    losses, counts = [], []
+    for _ in range(steps):
+        before = metrics.counters()
+        opt.zero_grad()
+        h = torch.relu(torch.spmm(adj, w1(feats)))
+        out = torch.sparse.mm(adj, w2(h))
+        loss = torch.nn.functional.cross_entropy(out, labels)
+        loss.backward()
+        opt.step()
+        lazycore.mark_step()
+        losses.append(float(loss.detach().cpu()))
+        after = metrics.counters()
+        counts.append((after["fallbacks"] - before["fallbacks"], after["executions"] - before["executions"]))
+    return losses, [p.detach().cpu() for p in (*w1.parameters(), *w2.parameters())], counts
+
+
+def test_a_gcn_over_a_sparse_adjacency_moved_once_runs_on_the_device(dev):
+    g = torch.Generator().manual_seed(3)
+    n = 10
+    edges = torch.randint(0, n, (2, 24), generator=g)
+    edges = torch.cat([edges, torch.arange(n).repeat(2, 1)], 1)
+    adj = torch.sparse_coo_tensor(edges, torch.rand(edges.shape[1], generator=g), (n, n)).coalesce()
+    feats, labels = torch.randn(n, 6, generator=g), torch.randint(0, 3, (n,), generator=g)
+    eager_losses, eager_params, _ = _gcn("cpu", adj, feats, labels)
+    losses, params, counts = _gcn(dev, adj, feats, labels)
+    torch.testing.assert_close(torch.tensor(losses), torch.tensor(eager_losses), rtol=1e-5, atol=1e-6)
+    for p, e in zip(params, eager_params):
+        torch.testing.assert_close(p, e, rtol=1e-5, atol=1e-6)
+    assert _densified(torch.sparse_coo) == 1  # the move, once
+    assert counts[1:] == [(0, 1)] * (len(counts) - 1), counts  # no fallback, one program a step
+
+
+def test_host_coo_beside_lazy_tensors_falls_back_in_every_spelling(dev):
+    i = torch.tensor([[0, 1, 1, 2], [2, 0, 2, 1]])
+    a = torch.sparse_coo_tensor(i, torch.tensor([3.0, 4.0, 5.0, 6.0]), (3, 3))
+    x = torch.randn(3, 4)
+    for f in (torch.sparse.mm, torch.spmm, torch.mm, torch.matmul, lambda p, q: p @ q):
+        got = f(a, x.to(dev))
+        assert got.device.type == "lazy"
+        torch.testing.assert_close(got.cpu(), f(a, x))

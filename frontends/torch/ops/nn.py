@@ -34,7 +34,7 @@ def _dim(d, rank):
     return (d % rank) if rank else 0
 
 
-@lowers(aten.addmm.default)
+@lowers(aten.addmm.default, aten._sparse_addmm.default)  # (the latter: a sparse operand arrives densified)
 def _addmm(ctx, bias, m1, m2, beta=1, alpha=1):
     dt = ctx.dtype
     prod = apply("dot_general", convert(m1, dt), convert(m2, dt), lhs_batch=(), rhs_batch=(),
