@@ -379,6 +379,14 @@ def operand_values(node: Node) -> tuple:
     return operands
 
 
+def map_operands(operands, f, group=tuple) -> tuple:
+    """A node's ``operands`` with each value replaced by ``f(value)`` and each
+    variadic group by ``group`` of its values' images, in place: the
+    structure kept, to make a node again, emit it or key it
+    (:func:`operand_values` where the groups do not matter)."""
+    return tuple([f(o) if type(o) is Value else group(map(f, o)) for o in operands])
+
+
 def operand_bytes(operands) -> bytes:
     """The operands' part of a node's digest input."""
     parts = []

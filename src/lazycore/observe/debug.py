@@ -40,7 +40,7 @@ from collections import deque
 
 from lazycore.ir import events
 from lazycore.ir.config import settings
-from lazycore.ir.graph import Value
+from lazycore.ir.graph import map_operands
 from lazycore.ir.sourceloc import caller, format_location, resolve
 
 __all__ = [
@@ -122,10 +122,7 @@ def signature(walk, donate: dict[int, int] | None = None, pipeline: str | None =
     nodes, locs = [], []
     for i, node in enumerate(walk.order):
         pos[id(node)] = i
-        operands = tuple(
-            (pos[id(o[0])], o[1]) if type(o) is Value else tuple((pos[id(v[0])], v[1]) for v in o)
-            for o in node.operands
-        )
+        operands = map_operands(node.operands, lambda o: (pos[id(o[0])], o[1]))
         attrs = tuple((k, _attr_key(v)) for k, v in node.attrs.items())
         layout = getattr(node, "sharding", None)
         if layout is not None:  # device data on a mesh: its layout is part of the program

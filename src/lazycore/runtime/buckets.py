@@ -746,7 +746,7 @@ def _user(walk, p: int) -> str:
     """Where input ``p`` is first used: ``, used at file:line``, or nothing."""
     leaf = walk.data[p]
     for node in walk.order:
-        if node.loc is not None and any(type(o) is Value and o[0] is leaf for o in node.operands):
+        if node.loc is not None and any(v[0] is leaf for v in operand_values(node)):
             file, line = resolve(node.loc)
             return f", used at {file}:{line}"
     return ""

@@ -17,7 +17,7 @@ from lazycore.dialect import create, from_mlir_type, tensor_type
 from lazycore.dialect.types import TensorType
 from lazycore.ir import events, heap
 from lazycore.ir.config import settings
-from lazycore.ir.graph import Value
+from lazycore.ir.graph import Value, map_operands
 from lazycore.ir.regions import RegionNode
 from lazycore.ir.sourceloc import resolve
 from lazycore.dialect.mlir import func, ir, serialize_stablehlo
@@ -233,6 +233,10 @@ def build_program(walk, device=None, constants: dict | None = None, stacked: boo
             fn = func.FuncOp("main", ir.FunctionType.get(inputs, []))
             block = fn.add_entry_block()
             env: dict[int, list] = {}
+
+            def emitted(v):  # an operand's MLIR value
+                return env[id(v[0])][v[1]]
+
             stacks = rolled_emit.Stacks()
             with ir.InsertionPoint(block):
                 for a, entry in enumerate(plan):
@@ -264,11 +268,7 @@ def build_program(walk, device=None, constants: dict | None = None, stacked: boo
                         if constants and id(node) in constants:
                             env[id(node)] = [create("constant", value=constants[id(node)]).result]
                         continue
-                    operands = [
-                        env[id(o.node)][o.index] if type(o) is Value else [env[id(v.node)][v.index] for v in o]
-                        for o in node.operands
-                    ]
-                    env[id(node)] = _emit(node, operands, location)
+                    env[id(node)] = _emit(node, map_operands(node.operands, emitted, list), location)
                 stack_args = [(a, entry) for a, entry in enumerate(plan) if type(entry) is not int]
                 returned = _returned(walk, env, stacks, stacked, info, stack_args, donate or {})
                 returned += _flag_results(flags, env, stacks, flag_vector)
@@ -449,8 +449,7 @@ def _emit_body(body, bound: list, location) -> list:
         return bound[p] if p is not None else env[id(v[0])][v[1]]
 
     for node in body.order:
-        operands = [get(o) if type(o) is Value else [get(v) for v in o] for o in node.operands]
-        env[id(node)] = _emit(node, operands, location)
+        env[id(node)] = _emit(node, map_operands(node.operands, get, list), location)
     return [get(v) for v in body.results]
 
 

@@ -57,14 +57,17 @@ a reduction.
 from __future__ import annotations
 
 import re
+from operator import attrgetter
 
 import numpy as np
 
 from lazycore.dialect.folds import identity_value
 from lazycore.dialect.spec import OPS, spec_of
 from lazycore.dialect.types import ShapeError, TensorType
-from lazycore.ir.graph import Data, Node, Scalar, Value, make_node
+from lazycore.ir.graph import Data, Node, Scalar, Value, make_node, map_operands, operand_values
 from lazycore.ir.sourceloc import resolve
+
+_TYPE = attrgetter("type")
 
 WIDENED = frozenset({"broadcast_in_dim", "iota", "constant", "slice"})
 """Ops that make values of their own whose dimensions of a symbol's size are widened."""
@@ -135,9 +138,14 @@ class Padded:
 
     # --- building ----------------------------------------------------------------
 
+    def moved(self, v: Value) -> Value:
+        """The operand ``v`` in the padded graph (``v`` itself where its node is kept)."""
+        new = self.new[id(v[0])][0]
+        return v if new is v[0] else Value(new, v[1])
+
     def make(self, op: str, operands: tuple, attrs: dict, loc=None) -> Node:
         spec = spec_of(op)
-        types = [v.type if type(v) is Value else [x.type for x in v] for v in operands]
+        types = map_operands(operands, _TYPE, list)
         try:
             result = spec.infer(*types, **attrs)
         except ShapeError as e:
@@ -232,21 +240,12 @@ class Padded:
             if sized is not None:
                 self.new[id(node)] = sized
                 return
-        operands, pads, same = [], [], True
-        for o in node.operands:
-            if type(o) is Value:
-                new, padded = self.new[id(o[0])]
-                operands.append(o if new is o[0] else Value(new, o[1]))
-                pads.append(padded[o[1]])
-                same = same and new is o[0]
-            else:
-                group = []
-                for v in o:
-                    new, padded = self.new[id(v[0])]
-                    group.append(v if new is v[0] else Value(new, v[1]))
-                    pads.append(padded[v[1]])
-                    same = same and new is v[0]
-                operands.append(tuple(group))
+        pads, same = [], True
+        for v in operand_values(node):
+            new, padded = self.new[id(v[0])]
+            pads.append(padded[v[1]])
+            same = same and new is v[0]
+        operands = list(map_operands(node.operands, self.moved))
         op = node.op
         if not any(pads) and (op not in WIDENED or not self.fresh_dims(node.types[0].shape)):
             if same:

@@ -20,7 +20,7 @@ of the compile key. Nothing here touches MLIR.
 from __future__ import annotations
 
 from lazycore.ir.config import settings
-from lazycore.ir.graph import LOG, Node, Scalar, Value
+from lazycore.ir.graph import LOG, Node, Scalar, Value, map_operands
 from lazycore.ir.regions import Body, RegionNode
 from lazycore.ir.walk import Walk
 from lazycore.passes.rolled_chains import MIN_COPIES, Chain, Stacks, find_chains as _find_chains  # noqa: F401
@@ -114,7 +114,7 @@ def inlined(walk):
         for node in walk.order:
             if node.is_leaf:
                 continue
-            operands = tuple(get(o) if type(o) is Value else tuple(map(get, o)) for o in node.operands)
+            operands = map_operands(node.operands, get)
             if type(node) is RegionNode and node.op == "call":
                 values = _made_again(node.bodies[0], operands[0])
             elif operands != node.operands:
@@ -142,7 +142,7 @@ def _made_again(body: Body, operands: tuple) -> list[Value]:
         return operands[p] if p is not None else env.get((id(v[0]), v[1]), v)
 
     for node in body.order:
-        given = tuple(get(o) if type(o) is Value else tuple(map(get, o)) for o in node.operands)
+        given = map_operands(node.operands, get)
         if type(node) is RegionNode and node.op == "call":
             values = _made_again(node.bodies[0], given[0])
         else:
