@@ -250,7 +250,6 @@ def _extra(i, rnd=random.Random(0), drawn={}):
     return drawn.setdefault(i, rnd.randrange(4))
 
 
-@pytest.mark.filterwarnings("ignore::lazycore.trace.capture.CaptureWarning")  # the xfail below
 def test_a_forward_of_varying_length_gives_eager_values(dev):
     step, eager_losses, eager = _varying_forward("cpu", _extra)
     for i in range(8):
@@ -262,13 +261,6 @@ def test_a_forward_of_varying_length_gives_eager_values(dev):
         torch.testing.assert_close(p.detach().cpu(), e.detach())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Adam.step's replay (frontends/torch/optim_replay.py) never records when the forward before it "
-    "makes a different number of ops each step: its two traced calls differ at a node's prefix (a "
-    "'sub' of Adam's, the same operands). The scalar policy's place is the step-log position "
-    "(trace/scalar_policy.py), so the optimizer's numbers land at new places each step and are "
-    "baked in one call, parameters in the next; a fixed-length forward records at once. The user "
-    "sees a CaptureWarning and pays a traced optimizer step every step"))
 def test_a_forward_of_varying_length_keeps_the_optimizer_replayed(dev):
     step, _, _ = _varying_forward(dev, _extra)
     with warnings.catch_warnings():

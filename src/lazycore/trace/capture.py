@@ -388,7 +388,10 @@ class Recording:
         outputs = [at(v) for v in outputs]
         self.fragment = Fragment(entries, n, self.baked, outputs, [node.loc for node in made], "a captured step")
         self.fragment.remember(recorded_inputs, [node.digest for node in made])
-        self.key = self._key(baked_keys, [(node.op, e[1], node.digest) for node, e in zip(made, entries)], outputs)
+        # each node by its prefix and operand positions, not its digest, which hashes how the
+        # inputs were made: a forward of another length each step gives the optimizer
+        # gradients of another graph, and its two traced steps never agreed (issue 39)
+        self.key = self._key(baked_keys, [(e[0], e[1], e[4]) for e in entries], outputs)
         self.call = None
         """The step as one ``call`` node's body (:meth:`_call_body`), or None: replays make its nodes."""
         if as_call:
