@@ -62,13 +62,37 @@ _LEAVES = ("data", "scalar")
 # --- signatures and reasons ---------------------------------------------------------
 
 
+class _Shown:
+    """A number compared and shown by its repr, as a node's digest reads it
+    (:func:`lazycore.ir.graph.attr_key`): NaN is NaN and -0.0 is not 0.0,
+    so a graph's NaN constant is never a difference between two graphs."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value):
+        self.text = repr(value)
+
+    def __eq__(self, other):
+        return type(other) is _Shown and other.text == self.text
+
+    def __hash__(self):
+        return hash(self.text)
+
+    def __repr__(self):
+        return self.text
+
+
 def _attr_key(value):
-    """A comparable, printable stand-in for an attribute value."""
+    """A comparable, printable stand-in for an attribute value, equal where
+    the digest reads the attributes as equal."""
     import numpy as np
 
     if isinstance(value, np.ndarray):
         flat = value.reshape(-1)
-        return ("dense", value.dtype.str, value.shape, tuple(flat[:8].tolist()), flat.size, hash(value.tobytes()))
+        head = tuple(map(_Shown, flat[:8].tolist()))
+        return ("dense", value.dtype.str, value.shape, head, flat.size, hash(value.tobytes()))
+    if type(value) is float:
+        return _Shown(value)
     return value
 
 
