@@ -6,7 +6,8 @@ results, so the program continues lazily after it; every fallback is counted
 in ``lazycore.metrics`` with the op's name and the line of user code that
 reached it. This bridge says what is torch's: lazy tensors cross as CPU
 tensors, the lazy device as the CPU, and the arguments the op's schema marks
-as written are written back.
+as written are written back. Boolean-mask indexing on its way here whose mask
+can be read first is lowered after all (:func:`.ops.indexing.host_masked`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch
 from lazycore.ir import sourceloc
 from lazycore.trace import fallback
 
+from .ops.indexing import host_masked
 from .tensor import Tensor, from_host, read, to_host, write
 
 sourceloc.skip(torch)
@@ -72,6 +74,9 @@ _VIEW_KEYS = (torch._C.DispatchKey.Conjugate, torch._C.DispatchKey.Negative)
 
 
 def run(func, args, kwargs):
+    done = host_masked(func, args, kwargs)  # a boolean mask whose values are known on the host: lowered after all
+    if done is not NotImplemented:
+        return done
     saved = [torch._C._dispatch_tls_is_dispatch_key_excluded(k) for k in _VIEW_KEYS]
     for k in _VIEW_KEYS:
         torch._C._dispatch_tls_set_dispatch_key_excluded(k, False)

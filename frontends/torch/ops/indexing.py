@@ -20,8 +20,10 @@ message (the first offending value, found only once a check has failed:
 an out-of-range index is clamped into range by ``gather`` and its update is
 dropped by ``scatter`` (XLA's semantics). ``masked_scatter`` cannot check
 that ``source`` is long enough. Boolean-mask indexing has a data-dependent
-result shape and falls back, except ``x[mask] = value`` with one value, which
-is a ``select``. ``scatter`` with ``replace`` picks an unspecified one of
+result shape: ``x[mask] = value`` with one value is a ``select``; otherwise
+(and ``masked_select``, bool ``nonzero``) the mask's values are read on the
+host and the op gathers or scatters at its nonzero indices, reached from the
+fallback (:func:`host_masked`, the last section). ``scatter`` with ``replace`` picks an unspecified one of
 duplicate indices, as eager does.
 
 There is no scan op in the dialect. Float and complex ``cumsum``/``cumprod``
@@ -45,10 +47,15 @@ import torch
 
 from lazycore.dialect.types import is_float, to_numpy_dtype
 from lazycore.ir.config import settings
+from lazycore.ir.context import TRACE
+from lazycore.ir.failure import Failure
+from lazycore.ir.graph import Data
+from lazycore.ir.memo import Memo
 from lazycore.trace import core, scans
 
 from ..lowering import apply, broadcast, const, convert, lowers, operand, reshape, scalar
 from ..lowering import dim as wrap_dim
+from ..tensor import Tensor, lc_device, read, upload, wrap
 
 aten = torch.ops.aten
 
@@ -680,3 +687,213 @@ def _one_hot(x, num_classes=-1):
 
 _LIB = torch.library.Library("aten", "IMPL")
 _LIB.impl("one_hot", _one_hot, "AutogradLazy")
+
+
+# --- boolean masks whose values are known on the host -------------------------------------------
+# ``x[mask]``, ``x[mask] = v``, ``masked_select`` and ``nonzero`` have a result
+# shape (or, for index_put, index tensors) given by the mask's values, so they
+# have no lowering of their own and reach the fallback, which brought every
+# lazy argument to the host: a barrier that cut the step in two (a GCN's
+# ``out[train_mask]`` and its backward's index_put: three programs a step).
+# But a mask is mostly device data the user uploaded (``mask.to(lazy)``) or a
+# CPU tensor: its values are one device-to-host copy away, with no program
+# run. There the fallback first turns each mask into eager's own expansion of
+# it (``mask.nonzero()``'s columns, at::native::expandTensors) and calls the
+# op again with those integer indices: a static-shape gather or scatter, in
+# the step's one program.
+#
+# The index columns enter the program as device data (a parameter), not as
+# constants: a new mask selecting as many elements runs the same compiled
+# program. They are kept per mask leaf (:data:`_HOST_INDICES`), so a mask
+# used every step is read and uploaded once. A mask computed on the device (a
+# pending value: one updated in place, ``keep > 0.5``) is read first: alone,
+# by a program of its own, where no other live value's pending work is in it
+# (the step's graph stays whole); else (``out.argmax(1) == y``) by a barrier,
+# as the fallback's read did; the op then lowers as above, with no fallback.
+
+
+_HOST_INDICES = Memo("torch.host_mask_indices", 16)
+"""``(id of a mask's device-data leaf, shape its values are broadcast to,
+layout of the mask's view of it or None)`` ->
+``(the leaf, the host nonzero indices (n, rank) int64, their columns on the
+device as handles)``. The leaf is kept so its id names no other leaf while the
+entry lives; an in-place update of the mask gives it a new value (a new leaf
+once computed), so a kept answer is never stale. The handles stay live, so
+their buffers are never donated."""
+
+
+def _host_mask(mask):
+    """``(values, kept)`` of a lazy or CPU boolean mask: a CPU tensor's values
+    (``kept`` None); for a lazy tensor the values if read here (else None) and ``kept``: the device data leaf of its
+    value, its handle and None, or, for a view of a storage that holds device
+    data, that leaf, the storage's handle and the view's layout on it. A
+    pending mask is computed first: by a program of its own where it shares
+    no pending work with other live values (:func:`lazycore.runtime.reads._read_alone`),
+    else by the barrier the fallback ran. None for a mask of another kind."""
+    if type(mask) is not Tensor:
+        if isinstance(mask, torch.Tensor) and mask.device.type == "cpu" and mask.layout is torch.strided:
+            return mask.numpy(force=True).astype(bool, copy=False), None
+        return None
+    if mask._steps:
+        # a view of device data (a row of a 2-D mask, one split of several): its
+        # elements are the storage's, laid out by the view's strides and offset
+        base = mask._storage.handle
+        node = base.value.node
+        if type(node) is Data and type(node.storage) is not Failure and base.dtype == "i1" and _numel(base.shape):
+            layout = (tuple(mask.shape), tuple(mask.stride()), mask.storage_offset(), mask._storage.strides)
+            return None, (node, base, layout)
+    h = read(mask)
+    values = core.to_numpy(h) if h.pending else None  # (a failed computation raises, as the fallback's read)
+    node = h.value.node
+    if type(node) is not Data or type(node.storage) is Failure:
+        return None
+    return values, (node, h, None)
+
+
+def _viewed(values, h, layout):
+    """The view ``layout`` of the storage whose value (``h``'s) is ``values``."""
+    if layout is None:
+        return values
+    shape, strides, offset, base_strides = layout
+    span = 1 + sum((n - 1) * st for n, st in zip(h.shape, base_strides))
+    memory = torch.zeros(max(span, offset + 1 + sum((n - 1) * st for n, st in zip(shape, strides) if n)),
+                         dtype=torch.bool)
+    memory.as_strided(h.shape, base_strides).copy_(torch.from_numpy(values))
+    return memory.as_strided(shape, strides, offset).numpy()
+
+
+def _mask_indices(mask, shape):
+    """The handles of ``mask``'s nonzero indices (one int64 column per dim of
+    ``shape``, the mask broadcast to it) on the mask's device, from
+    :data:`_HOST_INDICES` or read now; for a CPU mask the indices themselves
+    (an (n, rank) array); None when its values are not known on the host."""
+    known = _host_mask(mask)
+    if known is None:
+        return None
+    TRACE.taint()  # what follows depends on the mask's values: a recording of it cannot be replayed
+    values, kept = known
+    if kept is None:
+        return np.argwhere(np.broadcast_to(values, shape))
+    node, h, layout = kept
+    key = (id(node), tuple(shape), layout)
+    hit = _HOST_INDICES.get(key)
+    if hit is not None and hit[0] is node:
+        return [core.LazyTensor(c.value, c.device) for c in hit[2]]
+    if values is None:
+        values = core.to_numpy(h)
+    values = _viewed(values.astype(bool, copy=False), h, layout)
+    where = np.argwhere(np.broadcast_to(values, shape))
+    columns = [upload(torch.from_numpy(np.ascontiguousarray(where[:, d])), h.device, scalar=False)
+               for d in range(where.shape[1])]
+    _HOST_INDICES.put(key, (node, where, columns))
+    return [core.LazyTensor(c.value, c.device) for c in columns]
+
+
+def _columns(mask, shape, like):
+    """:func:`_mask_indices` as torch index tensors on ``like``'s device."""
+    got = _mask_indices(mask, shape)
+    if got is None:
+        return None
+    if isinstance(got, np.ndarray):  # a CPU mask
+        dev = lc_device(like.device)
+        got = [upload(torch.from_numpy(np.ascontiguousarray(got[:, d])), dev, scalar=False)
+               for d in range(got.shape[1])]
+    return [wrap(c) for c in got]
+
+
+def _expanded_indices(x, indices):
+    """``indices`` with each boolean mask replaced by its nonzero columns
+    (eager's expansion), or None when a mask's values are not known on the
+    host or do not fit (eager's error comes from the fallback)."""
+    out, dim, changed = [], 0, False
+    for t in indices:
+        if t is None or t.dtype not in (torch.bool, torch.uint8):
+            out.append(t)
+            dim += 1
+            continue
+        k = t.dim()
+        if k == 0 or tuple(t.shape) != tuple(x.shape[dim:dim + k]):
+            return None
+        if t.dtype is torch.uint8:
+            return None  # (eager warns that uint8 masks are deprecated: the fallback says it)
+        cols = _columns(t, tuple(t.shape), x)
+        if cols is None:
+            return None
+        out.extend(cols)
+        dim += k
+        changed = True
+    return out if changed else None
+
+
+def _bound(func, args, kwargs):
+    """The call's arguments by name (schema order)."""
+    names = [a.name for a in func._schema.arguments]
+    bound = dict(zip(names, args))
+    bound.update(kwargs)
+    return bound
+
+
+def _masked_index(func, args, kwargs):
+    b = _bound(func, args, kwargs)
+    new = _expanded_indices(b["self"], b["indices"])
+    if new is None:
+        return NotImplemented
+    return func(b["self"], new)
+
+
+def _masked_index_put(func, args, kwargs):
+    b = _bound(func, args, kwargs)
+    new = _expanded_indices(b["self"], b["indices"])
+    if new is None:
+        return NotImplemented
+    b["indices"] = new
+    return func(**b)
+
+
+def _masked_select(func, args, kwargs):
+    b = _bound(func, args, kwargs)
+    x, mask = b["self"], b["mask"]
+    if mask.dtype is not torch.bool:
+        return NotImplemented  # eager's error
+    try:
+        shape = tuple(torch.broadcast_shapes(tuple(x.shape), tuple(mask.shape)))
+    except RuntimeError:
+        return NotImplemented  # eager's error
+    x = x.expand(shape)
+    if shape == ():  # both 0-d: the one element, or none
+        shape, x = (1,), x.reshape(1)
+    cols = _columns(mask, shape, x)
+    if cols is None:
+        return NotImplemented
+    return aten.index.Tensor(x, cols)
+
+
+def _nonzero(func, args, kwargs):
+    b = _bound(func, args, kwargs)
+    x = b["self"]
+    if x.dtype is not torch.bool or x.dim() == 0:
+        return NotImplemented  # (other dtypes: their values would be compared on the host; 0-d: eager's rule)
+    cols = _columns(x, tuple(x.shape), x)
+    if cols is None:
+        return NotImplemented
+    return aten.stack.default(cols, 1)  # (n, rank), as eager's: the columns side by side, on the device
+
+
+_MASKED = {
+    aten.index.Tensor: _masked_index,
+    aten.index_put.default: _masked_index_put,
+    aten.index_put_.default: _masked_index_put,
+    aten._index_put_impl_.default: _masked_index_put,
+    aten.masked_select.default: _masked_select,
+    aten.nonzero.default: _nonzero,
+}
+
+
+def host_masked(func, args, kwargs):
+    """``func`` (one of the ops above, on its way to the fallback) with its
+    boolean masks' values known on the host, run again on their nonzero
+    indices (lowered: no barrier, no fallback); else NotImplemented."""
+    rewrite = _MASKED.get(func)
+    if rewrite is None:
+        return NotImplemented
+    return rewrite(func, args, kwargs)

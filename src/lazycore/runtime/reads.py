@@ -45,13 +45,15 @@ constant's value, the bytes every Python number's), so only its first read
 runs a program."""
 
 
-def _constants_behind(value: Value) -> set[int] | None:
+def _constants_behind(value: Value, data: list | None = None) -> set[int] | None:
     """The ids of the nodes behind ``value`` when it is made of constants
     alone (plain ops down to ops without operands, such as constants and
     iotas, and Python numbers: ``fast_all``'s ``tensor.numel()`` is a scalar
     parameter), else None: device data, a region, a body's placeholder, or
     more than :data:`_CONSTANTS_LOOKED_AT` nodes. Breadth first, so a value
-    of the step meets device data early."""
+    of the step meets device data early. ``data``: a list that takes the
+    plain device data leaves met (of one device, whole, not failed) instead
+    of refusing them."""
     seen, todo, i = {id(value[0])}, [value[0]], 0
     while i < len(todo):
         node = todo[i]
@@ -60,6 +62,10 @@ def _constants_behind(value: Value) -> set[int] | None:
             return None
         if type(node) is not Node:
             if type(node) is Scalar:
+                continue
+            if (data is not None and type(node) is Data and node.row is None and node.valid is None
+                    and node.sharding is None and not node.dynamic and type(node.storage) is not Failure):
+                data.append(node)
                 continue
             return None
         for v in operand_values(node):
@@ -80,6 +86,15 @@ def _cuts(t: LazyTensor, behind: set[int]) -> bool:
     return False
 
 
+def _shares(t: LazyTensor, behind: set[int]) -> bool:
+    """Whether another live handle's pending value is in ``behind`` (``t``'s graph)."""
+    for h in t.device.arena.live():
+        node = h._value[0]
+        if h is not t and type(node) is not Data and id(node) in behind:
+            return True
+    return False
+
+
 def _read_alone(t: LazyTensor) -> bool:
     """Compute ``t`` without a barrier when it is made of constants alone and
     a barrier would cut pending work in two: from :data:`_CONSTANT_READS`, or
@@ -87,7 +102,10 @@ def _read_alone(t: LazyTensor) -> bool:
     in the middle of a step (BART's all-ones mask; with ``use_cache=False`` or
     gradient checkpointing, a packed-sequence check on an ``arange``), and a
     barrier there made every step two programs and a captured step that never
-    replays. A read with nothing else pending stays a barrier, with its plans,
+    replays. A value made of device data too (issue 39: a mask computed from
+    an uploaded tensor, pack_padded_sequence's inverse order) is computed so
+    when no other live value's pending work is in its graph, and not kept.
+    A read with nothing else pending stays a barrier, with its plans,
     buckets and persistent cache (generate()'s setup reads). Returns whether
     ``t`` now holds its data (a failed value check raises, as a barrier's)."""
     device = t.device
@@ -102,10 +120,27 @@ def _read_alone(t: LazyTensor) -> bool:
         # first token's stop check is of constants and the length parameter:
         # 2 programs more for every new call shape)
         return False
-    behind = _constants_behind(t._value)
+    data = []
+    behind = _constants_behind(t._value, data)
     if behind is None:
         return False
     values = [t._value]
+    if data:
+        # made of device data too (a mask computed from an uploaded tensor, the
+        # inverse of pack_padded_sequence's uploaded order): computed apart
+        # when no other live value's pending work is in it (else the barrier
+        # runs that work once, for both); not kept in _CONSTANT_READS (its key
+        # holds no device data's values)
+        if _shares(t, behind) or not _cuts(t, behind):
+            return False
+        try:
+            buffer = barrier.run_alone(device, values)[0]
+        except ProgramError:
+            return False
+        t._value = Value(Data(buffer, t.type, owned=True), 0)
+        if type(buffer) is Failure:
+            raise buffer.error()
+        return True
     walk = Walk(values)
     scalars = tuple((dtype, np.array([leaf.value for leaf in group], dtype=to_numpy_dtype(dtype)).tobytes())
                     for dtype, group in walk.packs.items())  # bytes: -0.0 is not 0.0
