@@ -415,3 +415,46 @@ def test_a_pass_from_outside_lazycore_keys_the_program_by_its_stablehlo(disk):
         np.testing.assert_allclose(got, want, rtol=1e-6)
     finally:
         PASSES.pop("test-disk-cache-noop")
+
+
+def _training_losses():
+    import torch
+
+    import lazycore.torch as ltorch
+
+    torch.manual_seed(0)
+    dev = ltorch.device()
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3)).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(5, 8, generator=g).to(dev), torch.randint(0, 3, (5,), generator=g).to(dev)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        ltorch.mark_step()
+        losses.append(loss.item())
+    return losses, [p.detach().cpu() for p in model.parameters()]
+
+
+def test_a_donating_program_on_disk_is_loaded_without_looking_for_loops(disk, monkeypatch):
+    # which stacks a program takes is in its plan: looking for the walk's layer
+    # loops first (a GPT's first step: about 50 ms) is needed only to compile
+    from lazycore.runtime import rolling
+
+    with config.override(roll_loops=True):
+        losses, params = _training_losses()
+        forget_in_memory()
+        metrics.reset()
+        searched = []
+        found = rolling._found
+        monkeypatch.setattr(rolling, "_found", lambda walk: searched.append(walk) or found(walk))
+        again, params_again = _training_losses()
+    c = metrics.counters()
+    assert c["compiles"] == 0 and c["disk_cache_hits"] >= 2
+    assert again == losses
+    for p, q in zip(params_again, params):
+        assert (p == q).all()
+    assert searched == []

@@ -200,7 +200,7 @@ def artifact_key(artifact: bytes, device, plan: tuple = (None, None, False)) -> 
 
 
 def program(walk, device, donate: dict[int, int], pipeline: str | None, stacked: bool | str = True,
-            counter: str = "compiles") -> tuple[pjrt.Executable, bool]:
+            counter: str = "compiles", looked: bool = False) -> tuple[pjrt.Executable, bool]:
     """The walk's program, and whether it came from the persistent cache
     (:mod:`lazycore.runtime.diskcache`) instead of being compiled (and
     written there); raises :class:`~lazycore.runtime.failures.ProgramError`.
@@ -216,13 +216,14 @@ def program(walk, device, donate: dict[int, int], pipeline: str | None, stacked:
     Python lowerings or passes take part, by the lowered StableHLO
     (:func:`artifact_key`), which saves the XLA compile only. With
     ``settings.dump_dir`` set the program is always lowered and compiled: the
-    dumps show every stage of every new program."""
+    dumps show every stage of every new program. ``looked``: it was
+    looked up under its portable key already (:func:`stored`), and is not there."""
     if settings.cache_dir is None:
         return _compiler().compile_walk(walk, device, donate, pipeline, stacked, counter), False
-    read = not settings.dump_dir
     key = portable_key(walk.encoding, device, donate, pipeline, stacked)
+    read = not settings.dump_dir
     if key is not None:
-        exe = DISK.load(key, device.pjrt) if read else None
+        exe = DISK.load(key, device.pjrt) if read and not looked else None
         if exe is not None:
             return exe, True
         exe = _compiler().compile_walk(walk, device, donate, pipeline, stacked, counter)
@@ -238,6 +239,16 @@ def program(walk, device, donate: dict[int, int], pipeline: str | None, stacked:
     return exe, False
 
 
+def stored(walk, device, donate: dict[int, int], pipeline: str | None, stacked: bool | str = True):
+    """The walk's program from the persistent cache where it is there under
+    its portable key (:func:`program`'s first lookup), else None: nothing is
+    lowered or compiled."""
+    if settings.cache_dir is None or settings.dump_dir:
+        return None
+    key = portable_key(walk.encoding, device, donate, pipeline, stacked)
+    return DISK.load(key, device.pjrt) if key is not None else None
+
+
 # --- the barrier's program stage -------------------------------------------------
 
 
@@ -250,8 +261,7 @@ def obtain(step, transforms) -> None:
     step.hit = exe is not None
     step.loaded = False
     if exe is None:
-        mode = "keep" if not settings.donation or transforms.keeps(step) else True
-        step.exe, step.loaded = _new_program(step, step.key, mode)
+        step.exe, step.loaded = _new_program(step, step.key, lambda: transforms.keeps(step))
     transforms.arguments(step)
 
 
@@ -263,16 +273,27 @@ def keep_variant(step) -> None:
     if exe is None:
         if step.walk is None:  # recalled: walked now
             step.walk = step.walker(step.outputs())
-        exe, step.loaded = _new_program(step, kept, "keep")
+        exe, step.loaded = _new_program(step, kept, None)
     step.exe = exe
 
 
-def _new_program(step, key: bytes, stacked):
+def _new_program(step, key: bytes, keeps):
     """The step's program, loaded or compiled and cached under ``key``, and
-    whether it was loaded."""
+    whether it was loaded. ``keeps()``: whether it must leave its stacks
+    alone (``stacked="keep"``), as it must without donation; None: it must."""
     walk = step.walk
     events.emit("compile", len(walk.order), walk)
-    exe, loaded = program(walk, step.device, step.donate, step.pipeline, stacked=stacked)
+    donates = settings.donation and keeps is not None
+    exe = stored(walk, step.device, step.donate, step.pipeline, True) if donates else None
+    if exe is not None:
+        # the donating program, loaded: its plan says which stacks it takes, so the
+        # arguments stage picks the variant that keeps them where handles hold them,
+        # without finding the walk's loops (about 50 ms of a GPT's first step)
+        loaded = True
+    else:
+        stacked = True if donates and not keeps() else "keep"
+        exe, loaded = program(walk, step.device, step.donate, step.pipeline, stacked=stacked,
+                              looked=stacked is True)
     CACHE.put(key, exe)
     events.emit("program", exe, step.device, walk, loaded)
     return exe, loaded
