@@ -20,6 +20,7 @@ from . import indexing, linalg, random  # noqa: F401  (np.linalg, np.random)
 from . import complexes, fft  # noqa: F401  (.real/.imag, np.angle; np.fft)
 from . import gufuncs
 from .sorting import argsort, searchsorted, sort  # noqa: F401  (also ndarray.sort/.argsort)
+from .statistics import *  # noqa: F401,F403  (median, percentile, quantile and the nan variants)
 from .indexing import *  # noqa: F401,F403  (take, take_along_axis, put_along_axis)
 from .array import asarray, ndarray
 from .sharding import shard, sharding_of

@@ -1,0 +1,279 @@
+"""Order statistics: ``np.median``, ``np.percentile``, ``np.quantile`` and their
+``nan`` variants, lazily: one sort along the reduced axis (NaN after every
+number, as NumPy's partition leaves them), then a gather of the order
+statistics each quantile needs and NumPy's interpolation.
+
+Where each quantile sits in the sorted slice depends only on the slice's
+length and on ``q`` (host values), so NumPy's own index rules
+(``numpy.lib._function_base_impl``'s ``_QuantileMethods``, ``_get_indexes``,
+``_get_gamma``) compute it on the host, for every ``method=`` NumPy documents:
+the positions and weights are NumPy's bit for bit. The ``nan`` variants drop
+NaN by counting the numbers of each slice (lazily); the table of positions and
+weights holds a row per possible count, and each slice gathers its row.
+Weighted quantiles (``weights=``), a lazy ``q`` and a table of more than
+``_TABLE_LIMIT`` entries run NumPy (counted).
+
+One difference: NumPy's ``nanquantile`` gives an all-NaN 1-d slice the
+array's dtype (its ``np.full(q.shape, nan, arr.dtype)``) where the others
+take the interpolation's (float64 for float32 data and a list of
+quantiles): a dtype that depends on the values. Here the result has the
+interpolation's dtype always. XLA may fuse the interpolation's
+``a + (b - a) * t`` into one rounding (NumPy rounds twice): a unit in the
+last place of the data at most.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib import _function_base_impl as _fb
+from numpy.lib.array_utils import normalize_axis_tuple
+
+from .array import ndarray
+from .fallback import call_numpy, implements
+from .indexing import take_along_axis
+from .manipulation import moveaxis
+from .reductions import _store, mean, nanmean
+from .scalars import result
+from .sorting import sort
+from .ufuncs import UFUNCS, asarray_like
+
+__all__ = ["median", "nanmedian", "percentile", "nanpercentile", "quantile", "nanquantile"]
+
+_NoValue = np._NoValue
+_TABLE_LIMIT = 1 << 22  # entries of the nan variants' position table: (slice length + 1) * number of quantiles
+
+
+def _uf(name):
+    return UFUNCS[name]
+
+
+def _to_last(a: ndarray, axis):
+    """NumPy's ``_ureduce``: ``a`` with the reduced axes merged into one last
+    axis, and the shape ``keepdims`` gives the result (its trailing part)."""
+    nd = a.ndim
+    if axis is None:
+        return a.reshape((a.size,)), (1,) * nd
+    axes = normalize_axis_tuple(axis, nd)  # NumPy's AxisError
+    keep = [i for i in range(nd) if i not in axes]
+    moved = a.transpose(tuple(keep) + axes)
+    kept = tuple(1 if i in axes else a.shape[i] for i in range(nd))
+    return moved.reshape(moved.shape[:len(keep)] + (int(np.prod([a.shape[i] for i in axes])),)), kept
+
+
+def _finish(r: ndarray, qshape, kept, keepdims, out):
+    if keepdims:
+        r = r.reshape(tuple(qshape) + kept)
+    if out is not None:
+        return _store(r, out)
+    return result(r) if isinstance(r, ndarray) else r
+
+
+# --- NumPy's positions and weights, on the host -----------------------------------------------------
+
+
+def _plan(n: int, q: np.ndarray, method: str, inexact: bool):
+    """NumPy's ``_quantile`` index work for a slice of ``n`` elements: ``(idx, gamma)``
+    with ``idx`` the positions to gather (``(m,)`` for a plain take, ``(2, m)`` for
+    interpolation; negative ones counted from the slice's end) and ``gamma`` the
+    weights (None for a plain take), ``q`` flattened to ``m`` entries."""
+    props = _fb._QuantileMethods[method]
+    vi = np.asanyarray(props["get_virtual_index"](n, q.ravel()))
+    if props["fix_gamma"] is None or (method == "linear" and np.issubdtype(vi.dtype, np.integer)):
+        return vi.astype(np.intp), None
+    prev, nxt = _fb._get_indexes(np.empty(0, np.float64 if inexact else np.int64), vi, n)
+    gamma = _fb._get_gamma(vi, prev, props)
+    return np.stack([prev, nxt]), gamma
+
+
+def _method(method):
+    if method not in _fb._QuantileMethods:
+        raise ValueError(f"{method!r} is not a valid method. Use one of: {_fb._QuantileMethods.keys()}")
+
+
+def _lerp(a, b, t, weak: bool):
+    """NumPy's ``_lerp``: ``a + (b - a) * t``, or ``b - (b - a) * (1 - t)`` where ``t >= 0.5``
+    (``t``: a host array or a lazy one; ``weak``: ``q`` was a Python number, whose
+    weight NumPy passes as a Python float)."""
+    d = _uf("subtract")(b, a)
+    low = _uf("add")(a, _uf("multiply")(d, t))
+    high = _uf("subtract")(b, _uf("multiply")(d, _uf("subtract")(1, t)))
+    return _select(_uf("greater_equal")(t, 0.5), high.astype(low.dtype), low)
+
+
+def _select(cond, x, y):
+    from .manipulation import where
+    return where(cond, x, y)
+
+
+def _gamma_dtype(gamma: np.ndarray, a_dtype, weak: bool):
+    # a Python-number q: NumPy's weight is a Python float, promoted weakly
+    return np.result_type(a_dtype, 0.0) if weak else gamma.dtype
+
+
+# --- quantile / percentile ---------------------------------------------------------------------------
+
+
+def _q_checked(q, scale, name):
+    """``q`` on the host in [0, 1], NumPy's way (``percentile``: divided by 100)."""
+    weak = type(q) in (int, float)
+    qa = np.true_divide(q, 100) if scale else np.asanyarray(q)
+    if not _fb._quantile_is_valid(qa):
+        raise ValueError(f"{name} must be in the range [0, {100 if scale else 1}]")
+    if qa.ndim > 2:
+        raise ValueError("q must be a scalar or 1d")
+    return qa, weak
+
+
+def _gather(s: ndarray, idx):
+    """``s[..., idx]`` along the last axis, ``idx`` a host array or a lazy one of ``s``'s batch shape + (m,)."""
+    if isinstance(idx, np.ndarray):
+        idx = np.broadcast_to(idx, s.shape[:-1] + idx.shape)
+    return take_along_axis(s, asarray_like(idx), axis=-1)
+
+
+def _quantile_sorted(s: ndarray, n: int, qa, method, weak, counts=None):
+    """Quantiles along the last axis of the sorted ``s`` (NaN last): ``(*batch, m)``.
+    ``counts``: a lazy count of the numbers of each slice (the nan variants)."""
+    inexact = s.dtype.kind in "fc"
+    m = qa.size
+    if counts is None:
+        idx, gamma = _plan(n, qa, method, inexact)
+        idx = np.where(idx < 0, idx + n, idx)
+        if gamma is None:
+            r = _gather(s, idx)
+        else:
+            g = gamma.astype(_gamma_dtype(gamma, s.dtype, weak))
+            r = _lerp(_gather(s, idx[0]), _gather(s, idx[1]), g, weak)
+        if inexact and n:
+            last = s[..., -1:]
+            r = _select(_uf("isnan")(last), last.astype(r.dtype), r)
+        return r
+    # a row of positions and weights per count of numbers (0: an all-NaN slice)
+    rows = [_plan(k, qa, method, inexact) for k in range(1, n + 1)]
+    plain = rows[0][1] is None
+    shape = (m,) if plain else (2, m)
+    table = np.zeros((n + 1,) + shape, np.intp)
+    for k, (idx, _) in enumerate(rows, start=1):
+        table[k] = np.where(idx < 0, idx + k, idx)
+    k = counts
+    if plain:
+        r = _gather(s, _rows(table, k))
+    else:
+        gdt = _gamma_dtype(rows[0][1], s.dtype, weak)
+        gtab = np.zeros((n + 1, m), gdt)
+        for i, (_, gamma) in enumerate(rows, start=1):
+            gtab[i] = gamma.astype(gdt)
+        both = _rows(table.reshape(n + 1, 2 * m), k)
+        r = _lerp(_gather(s, both[..., :m]), _gather(s, both[..., m:]), _rows(gtab, k), weak)
+    empty = k.reshape(k.shape + (1,)) == 0
+    return _select(empty, np.array(np.nan, s.dtype), r)
+
+
+def _rows(table: np.ndarray, k: ndarray) -> ndarray:
+    """``table[k]`` for the lazy integer array ``k``: ``k.shape + table.shape[1:]``."""
+    from .indexing import take
+    return take(asarray_like(table), k, axis=0)
+
+
+def _quantile(a, qa, axis, out, method, keepdims, weak, nan: bool):
+    _method(method)
+    a = asarray_like(a)
+    if a.dtype.kind == "c":
+        raise TypeError("a must be an array of real numbers")
+    if nan and a.size == 0:
+        return nanmean(a, axis, out=out, keepdims=bool(keepdims) and keepdims is not _NoValue)
+    flat, kept = _to_last(a, axis)
+    n = flat.shape[-1]
+    if nan and (n + 1) * max(qa.size, 1) * 2 > _TABLE_LIMIT:
+        return None
+    s = sort(flat, axis=-1)
+    counts = None
+    if nan and a.dtype.kind in "fc":
+        counts = _uf("logical_not")(_uf("isnan")(flat)).sum(axis=-1)
+    elif n == 0:
+        raise IndexError("index -1 is out of bounds for axis 0 with size 0")
+    r = _quantile_sorted(s, n, qa, method, weak, counts)  # (*batch, m)
+    r = moveaxis(r, -1, 0).reshape(qa.shape + flat.shape[:-1])
+    return _finish(r, qa.shape, kept, keepdims is True, out)
+
+
+def _entry(np_fn, scale, nan, name):
+    def fn(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None,
+           interpolation=None):
+        if interpolation is not None or weights is not None or isinstance(q, ndarray):
+            kw = dict(axis=axis, out=out, overwrite_input=overwrite_input, method=method, keepdims=keepdims,
+                      weights=weights)
+            if interpolation is not None:
+                kw["interpolation"] = interpolation
+            return call_numpy(np_fn, (a, q), kw)
+        if isinstance(a, ndarray) and a.dtype.kind == "c":
+            raise TypeError("a must be an array of real numbers")
+        qa, weak = _q_checked(q, scale, name)
+        r = _quantile(a, qa, axis, out, method, keepdims, weak, nan)
+        if r is None:
+            return call_numpy(np_fn, (a, q), dict(axis=axis, out=out, method=method, keepdims=keepdims))
+        return r
+
+    fn.__name__ = np_fn.__name__
+    return implements(np_fn)(fn)
+
+
+quantile = _entry(np.quantile, False, False, "Quantiles")
+percentile = _entry(np.percentile, True, False, "Percentiles")
+nanquantile = _entry(np.nanquantile, False, True, "Quantiles")
+nanpercentile = _entry(np.nanpercentile, True, True, "Percentiles")
+
+
+# --- median ----------------------------------------------------------------------------------------
+
+
+@implements(np.median)
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """NumPy's ``_median``: the mean of the middle one or two sorted elements
+    (NumPy's ``mean``: its dtype, float64 for integers); NaN where the slice holds one."""
+    a = asarray_like(a)
+    flat, kept = _to_last(a, axis)
+    n = flat.shape[-1]
+    s = sort(flat, axis=-1)
+    h = n // 2
+    mid = s[..., h:h + 1] if n % 2 else s[..., max(h - 1, 0):h + 1]
+    r = mean(mid, axis=-1)
+    if a.dtype.kind in "fc" and n:
+        last = s[..., -1]
+        r = _select(_uf("isnan")(last), last.astype(r.dtype), r)
+    return _finish(asarray_like(r), (), kept, keepdims is True, out)
+
+
+@implements(np.nanmedian)
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=_NoValue):
+    """NumPy's ``nanmedian``: the median of each slice's numbers; NaN for an all-NaN
+    slice. A 1-d slice (``axis=None`` or 1-d ``a``) takes ``median``'s mean of the
+    middle elements, others NumPy's masked median (``(low + high) / 2`` in the
+    array's type)."""
+    a = asarray_like(a)
+    if a.dtype.kind not in "fc" or a.size == 0:
+        if a.size == 0:
+            return nanmean(a, axis, out=out, keepdims=keepdims is True)
+        return median(a, axis, out, keepdims=keepdims is True)
+    flat, kept = _to_last(a, axis)
+    k = _uf("logical_not")(_uf("isnan")(flat)).sum(axis=-1)
+    s = sort(flat, axis=-1)
+    k1 = k.reshape(k.shape + (1,))
+    lo = _uf("floor_divide")(_uf("subtract")(k1, 1), 2)
+    hi = _uf("floor_divide")(k1, 2)
+    lo = _uf("maximum")(lo, 0)
+    low, high = _gather(s, lo), _gather(s, hi)
+    if axis is None or a.ndim == 1:
+        pair = mean(_concat(low, high), axis=-1)
+        r = _select(_uf("equal")(lo, hi)[..., 0], low[..., 0], pair)
+    else:
+        r = _uf("true_divide")(_uf("add")(low, high), 2.0)[..., 0]
+        r = r.astype(a.dtype)
+    r = _select(_uf("equal")(k, 0), np.array(np.nan, a.dtype), r)
+    return _finish(asarray_like(r), (), kept, keepdims is True, out)
+
+
+def _concat(x, y):
+    from .manipulation import concatenate
+    return concatenate((x, y), axis=-1)
+
