@@ -255,3 +255,26 @@ def test_pad_packed_sequence_does_not_cut_the_step(dev):
     got = run(lazy, lx)
     assert read(got).pending, "pad_packed_sequence ran the recurrent network to read its order"
     torch.testing.assert_close(got.cpu(), want.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_mask_made_from_pending_work_and_an_empty_mask_give_eager_values(dev):
+    """``out[out.argmax(1) == y]``: the mask shares the forward with ``out``, so the
+    barrier computes both once (not a fallback); an all-false mask selects nothing."""
+    torch.manual_seed(0)
+    x, y = torch.randn(N, D), torch.randint(0, C, (N,))
+    eager = torch.nn.Linear(D, C)
+    model = copy.deepcopy(eager).to(dev)
+    lx, ly = x.to(dev), y.to(dev)
+    none = torch.zeros(N, dtype=torch.bool)
+    lazycore.mark_step()
+    fallbacks = _fallbacks()
+    out = model(lx)
+    got = out[out.argmax(1) == ly].sum() + out[none.to(dev)].sum()
+    got.backward()
+    want_out = eager(x)
+    want = want_out[want_out.argmax(1) == y].sum() + want_out[none].sum()
+    want.backward()
+    lazycore.mark_step()
+    assert _fallbacks() == fallbacks, metrics.fallbacks()
+    torch.testing.assert_close(got.detach().cpu(), want.detach())
+    torch.testing.assert_close(model.weight.grad.cpu(), eager.weight.grad)
