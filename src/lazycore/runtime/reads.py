@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lazycore.dialect.types import to_numpy_dtype
+from lazycore.dialect.types import is_bool, is_int, to_numpy_dtype
 from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.context import TRACE, locked
@@ -120,7 +120,11 @@ def _read_alone(t: LazyTensor) -> bool:
         # first token's stop check is of constants and the length parameter:
         # 2 programs more for every new call shape)
         return False
-    data = []
+    # device data only behind an index or a mask (an integer or boolean value):
+    # a float value read mid-step is the step's own work (a print, an
+    # activation), which the barrier computes once for every live value that
+    # shares it, where a program of its own would compute the shared part twice
+    data = [] if is_int(t.type.dtype) or is_bool(t.type.dtype) else None
     behind = _constants_behind(t._value, data)
     if behind is None:
         return False
