@@ -11,7 +11,7 @@ from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir.sourceloc import release as release_frame
 from lazycore.trace import core, views
 
-from . import dtypes, grad_scaler
+from . import dtypes, grad_scaler, step_checks
 from .lowering import broadcast, convert
 from .tensor import ENTRY, Tensor, from_host, lc_device, read, to_host, upload, view_of, wrap, wrap_layout, write
 from .tensor import meta_twin as _meta
@@ -75,6 +75,10 @@ def to_copy(func, args, kwargs):
 
 def local_scalar_dense(func, args, kwargs):
     (x,) = args
+    if x.dtype is torch.bool and x.shape == ():  # eager's validation raising from it: checked with the step
+        guess = step_checks.speculate(x)
+        if guess is not None:
+            return guess
     return core.to_numpy(read(x)).item()
 
 
@@ -199,6 +203,7 @@ SPECIAL = {
     aten.copy_.default: copy_,
     aten._to_copy.default: to_copy,
     aten._local_scalar_dense.default: local_scalar_dense,
+    aten._linalg_check_errors.default: step_checks.linalg_check_errors,
     aten.resize_.default: resize_,
     aten.resize_as_.default: resize_as_,
     aten.equal.default: equal,

@@ -7,9 +7,14 @@ CPU kernels compute (LAPACK in float32 for float32). Pivots are LAPACK's,
 raise nothing, as eager's do; the ops that raise on their own (``cholesky``,
 ``cholesky_inverse``'s factor aside) fail at the barrier with eager's
 message, as a ``RuntimeError`` (``torch.linalg.LinAlgError``'s base). The
-check ``torch.linalg.cholesky`` and ``solve`` make after their ``_ex`` op
-(``aten._linalg_check_errors``) returns no tensor to attach a value check
-to: it reads ``info`` (a barrier) and raises at the call, as eager does.
+check ``torch.linalg.cholesky``, ``inv`` and ``solve`` make after their
+``_ex`` op (``aten._linalg_check_errors``) returns no tensor to attach a
+value check to: it is a step check (:mod:`lazycore.trace.stepchecks`;
+``lazycore.frontends.torch.step_checks.linalg_check_errors``), so
+the step is not cut: where ``info`` is not 0 the barrier raises what eager's
+kernel raises for that ``info`` (``torch.linalg.LinAlgError``, its message
+naming the minor or the diagonal element) and the step's state stays as it
+was at the call.
 
 Other element types, platforms without the op, and the arguments not
 covered here (``pivot=False``, ``left=False`` solves, ``driver=`` choices

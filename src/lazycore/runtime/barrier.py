@@ -34,7 +34,7 @@ from lazycore.ir import events, heap
 from lazycore.ir.context import LOCK
 from lazycore.ir.graph import LOG
 from lazycore.ir.walk import Walk
-from lazycore.runtime import containment, launches, planning, programs, transforms
+from lazycore.runtime import checks, containment, launches, planning, programs, transforms
 from lazycore.runtime.failures import ProgramError
 from lazycore.runtime.donation import plan_donation, successors  # noqa: F401  (the barrier's donation plan)
 from lazycore.runtime.standalone import run_alone
@@ -61,6 +61,17 @@ def sync(device, wait: bool = True) -> int:
 
 
 def _sync(device, wait: bool) -> int:
+    gated = checks.gate_step(device)  # step checks: state kept as it was where one fails
+    if gated is None:
+        return _run(device, wait)
+    try:
+        n = _run(device, True)
+    finally:
+        checks.settle_step(gated)  # raises the failing one's error
+    return n
+
+
+def _run(device, wait: bool) -> int:
     events.emit("barrier_start", device)
     heap.freeze_at_barrier(ran_program=False)
     # (Walk and run_alone as this module names them: a test or tool may count them)

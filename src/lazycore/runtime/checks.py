@@ -55,6 +55,30 @@ call (eager would have raised inside the step, before any of it was done).
 Nothing else is special: check nodes hash, replay, capture and cache like any
 other node, and a check whose result nothing live uses is not computed,
 as it is no part of any output.
+
+**Step checks** fail the whole step rather than a value: eager raises at the
+call (torch.distributions' argument validation, ``torch.linalg``'s error
+checks), and nothing after it happens. The trace layer registers one
+(:func:`lazycore.trace.stepchecks.step_check`, here :func:`add_step`) with
+its i1 flag, a ``raiser`` that makes eager's exception from values once they
+are known, the user's line, and which value each live handle of the device
+held at that moment. The barrier of that device then (:func:`gate_step`,
+before it collects the step):
+
+1. gives each live handle that held another value when a check was recorded
+   the value ``select(flag, then, now)`` (the flags of checks in a row that
+   saw the same value or-ed), so a failed step leaves every handle as it was
+   at the first failing check, inside the program: parameters and optimizer
+   state are not half updated even when their buffers are donated;
+2. returns the flags, stacked, as one more output, and waits for the program.
+
+After it (:func:`settle_step`) a true flag makes the barrier raise the first
+failing check's error: eager's exception (``raiser``'s, its message computed
+from the values the step had there), also a
+:class:`lazycore.BarrierError` naming the user's line. The values computed
+by handles made after that check (which eager never made) fail with it.
+A step without a failing check costs one select per handle it changed (fused
+into the program) and one read of the flags.
 """
 
 from __future__ import annotations
@@ -63,9 +87,10 @@ import warnings
 
 import numpy as np
 
-from lazycore.ir.graph import Node, Value
+from lazycore.ir.failure import EAGER_ERRORS, BarrierError, Failure, barrier_error_type
+from lazycore.ir.graph import LOG, Data, Node, Value
 from lazycore.ir.memo import Memo
-from lazycore.ir.sourceloc import resolve
+from lazycore.ir.sourceloc import format_location, resolve
 from lazycore.ir.walk import Walk
 from lazycore.runtime import failures
 
@@ -200,10 +225,13 @@ def failed(values: list[Value], flags: list, poisoned: dict | None = None, run=N
     walk = Walk(values)
     checked = entries(walk)
     seeds = {}
+    stopped = _step_stopped_at()
     for i in tripped:
         node, _, owner = checked[i]
         if poisoned and id(owner) in poisoned:
             continue
+        if stopped is not None and node.seq >= stopped:
+            continue  # recorded after a step check that failed: eager raised before it
         if node.attrs["error"] == WARNING:
             _warn(node)
             continue
@@ -222,3 +250,191 @@ def _warn(node: Node) -> None:
         _REGISTRIES.clear()
     warnings.warn_explicit(node.attrs["message"], RuntimeWarning, where[0], where[1],
                            registry=_REGISTRIES.setdefault(where[0], {}))
+
+
+# --- step checks ------------------------------------------------------------------
+
+
+class StepCheck:
+    """One registered step check (:func:`add_step`)."""
+
+    __slots__ = ("device", "flag", "raiser", "loc", "before", "ops", "seq")
+
+    def __init__(self, device, flag, raiser, loc, before, ops):
+        self.seq = LOG.start + len(LOG.nodes)
+        """The step-log number of the next node then: value checks numbered
+        from it on were recorded after it (:func:`failed` leaves them alone
+        when this one fails: eager never reached them)."""
+        self.device = device
+        self.flag = flag
+        """The i1 scalar handle: true when eager would have raised."""
+        self.raiser = raiser
+        """``raiser()`` returns (or raises) eager's exception, computed from values read then."""
+        self.loc = loc
+        self.before = before
+        """The device's arena key of each live handle -> the value it held."""
+        self.ops = ops
+        """The trace layer's ``select(flag, then, now)``, ``any_of(flags)`` and
+        ``stack(flags)`` over handles (this layer makes no nodes of its own)."""
+
+
+STEP_CHECKS: list[StepCheck] = []
+"""The step checks recorded since their device's last barrier, in order."""
+
+RUNNING: list = []
+"""The :class:`Gated` step whose barrier runs now (:func:`gate_step` to
+:func:`settle_step`): its value checks are settled knowing its step checks'."""
+
+
+def add_step(flag, raiser, loc, ops) -> None:
+    """Register a step check (see the module's docstring): ``flag`` an i1
+    scalar handle; the values live handles hold now are what a failed step
+    leaves them holding."""
+    device = flag.device
+    before = {}
+    for ref in list(device.arena._live):  # (the arena's keys: a handle made later is not among them)
+        t = ref()
+        if t is not None:
+            before[ref] = t._value
+    STEP_CHECKS.append(StepCheck(device, flag, raiser, loc, before, ops))
+
+
+class Gated:
+    """What :func:`gate_step` did to a step: its checks, the handle of their
+    flags, and per check the handles made after it whose values are the
+    step's work (arena keys)."""
+
+    __slots__ = ("checks", "flags", "after", "first")
+
+    def __init__(self, checks, flags, after):
+        self.checks = checks
+        self.flags = flags
+        self.after = after
+        self.first: int | None = None
+        """The index of the first check that failed, once read (-1: none did)."""
+
+    def failing(self) -> int | None:
+        """The first failing check's index, None when none failed or the
+        flags are not computed (yet, or their program failed)."""
+        if self.first is None:
+            leaf = self.flags._value[0]
+            if type(leaf) is not Data or type(leaf.buffer) is Failure:
+                return None
+            tripped = np.flatnonzero(np.asarray(leaf.buffer).reshape(-1))
+            self.first = int(tripped[0]) if tripped.size else -1
+        return None if self.first < 0 else self.first
+
+
+def _step_stopped_at() -> int | None:
+    """The step-log number from which a running step's value checks are moot
+    (a step check before them failed), or None."""
+    for gated in RUNNING:
+        k = gated.failing()
+        if k is not None:
+            return gated.checks[k].seq
+    return None
+
+
+def _same(a: Value, b: Value) -> bool:
+    return a[0] is b[0] and a[1] == b[1]
+
+
+def gate_step(device) -> Gated | None:
+    """Before a barrier of ``device`` collects its step: each live handle that
+    changed since a step check takes its value then where the check fails
+    (in the program), and the checks' flags become one output. None: no step
+    check was recorded on ``device``."""
+    mine = [c for c in STEP_CHECKS if c.device is device]
+    if not mine:
+        return None
+    STEP_CHECKS[:] = [c for c in STEP_CHECKS if c.device is not device]
+    ops = mine[0].ops
+    live = [(ref, ref()) for ref in list(device.arena._live)]
+    after: list[list] = [[] for _ in mine]
+    ors: dict[tuple, object] = {}
+    for ref, t in live:
+        if t is None:
+            continue
+        now = t._value
+        runs: list = []  # [check indices, the value the handle held at them], first check first
+        for k, c in enumerate(mine):
+            then = c.before.get(ref)
+            if then is None:
+                if type(now[0]) is not Data:  # (an upload made after it is no work of the step)
+                    after[k].append(ref)
+            elif runs and _same(runs[-1][1], then):
+                runs[-1][0].append(k)
+            else:
+                runs.append(([k], then))
+        v = now
+        for ks, then in reversed(runs):
+            if _same(then, v):
+                continue
+            key = tuple(ks)
+            flag = ors.get(key)
+            if flag is None:
+                flag = ors[key] = ops.any_of([mine[k].flag for k in ks])
+            v = ops.select(flag, then, v)
+        if v is not now:
+            t._value = v
+    gated = Gated(mine, ops.stack([c.flag for c in mine]), after)
+    RUNNING.append(gated)
+    return gated
+
+
+def settle_step(gated: Gated) -> None:
+    """After the barrier's program ran (and was waited for): raise the first
+    failing step check's error, once the handles made after it are failed."""
+    if gated in RUNNING:
+        RUNNING.remove(gated)
+    k = gated.failing()
+    if k is None:  # none failed, or the program did: its values say so on their own
+        return
+    check = gated.checks[k]
+    try:
+        exc = check.raiser()
+    except Exception as e:  # noqa: BLE001 - eager's check raising is how some say it
+        exc = e
+    if not isinstance(exc, BaseException):
+        raise TypeError(f"a step check's raiser returned {type(exc).__name__}, not an exception")
+    where = resolve(check.loc) if check.loc is not None else None
+    location = format_location(check.loc) if where is not None else None
+    message = str(exc.args[0]) if len(exc.args) == 1 else str(exc)
+    failure = Failure(message, None, location, "check", None, _eager_name(type(exc)))
+    for ref in gated.after[k]:
+        t = ref()
+        if t is not None and type(t._value[0]) is Data and type(t._value[0].buffer) is not Failure:
+            leaf = Data(None, t.type, owned=False)
+            failures.mark(leaf, failure)
+            t._value = Value(leaf, 0)
+    error = _error_type(type(exc))(message, None, location, "check")
+    error.add_note(f"lazycore: the step check recorded at {location or 'an unknown line'} failed; the step's "
+                   f"handles hold the values they had there, those made after it fail")
+    raise error
+
+
+def _eager_name(cls: type) -> str:
+    """The name in :data:`~lazycore.ir.failure.EAGER_ERRORS` of the nearest base of ``cls``."""
+    for base in cls.__mro__:
+        if EAGER_ERRORS.get(base.__name__) is base:
+            return base.__name__
+    return "RuntimeError"
+
+
+_ERROR_TYPES = Memo("runtime.step_check_errors", 64)
+"""Exception class -> its :class:`BarrierError` twin (a subclass of both)."""
+
+
+def _error_type(cls: type) -> type:
+    name = _eager_name(cls)
+    if EAGER_ERRORS[name] is cls or not issubclass(cls, Exception):
+        return barrier_error_type(name)
+    t = _ERROR_TYPES.get(cls)
+    if t is None:
+        try:
+            t = type(f"Barrier{cls.__name__}", (BarrierError, cls),
+                     {"__module__": __name__, "__doc__": f"A :class:`BarrierError` that is a {cls.__name__}."})
+        except TypeError:  # (a base whose layout cannot be combined)
+            t = barrier_error_type(name)
+        t = _ERROR_TYPES.put(cls, t)
+    return t
