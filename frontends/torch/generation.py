@@ -173,6 +173,9 @@ class _Generating(threading.local):
     """``(ids, args, next_sequence_length, keywords, inputs)``: the next step's inputs, made early."""
     criteria = None
     """``(tensor, length)``: the ids' length on the device, as the max-length criterion last made it."""
+    stop = None
+    """``(length, done)``: the stopping criteria's answer for ids of that
+    length, known on the host (only max-length criteria): :func:`_wrap_stop_check`'s answer."""
     preparing = False
     """:func:`_prepare_early` is calling ``prepare_inputs_for_generation``."""
     fixed = None
@@ -367,7 +370,7 @@ def _wrap_generate(generate):
         before = _buckets.fix(_buckets.fix(None))  # the ceiling outside this call
         g = _GENERATING
         if not g.depth:
-            g.zeros, g.mask, g.criteria = {}, None, None
+            g.zeros, g.mask, g.criteria, g.stop = {}, None, None, None
             _patch_masks()
             _patch_compiled_call()
         g.depth += 1
@@ -381,7 +384,7 @@ def _wrap_generate(generate):
             _buckets.fix(before)
             if not g.depth:
                 g.zeros, g.mask, g.decoder = None, None, None
-                g.active = g.kwargs = g.early = g.criteria = g.fixed = g.deferred = None
+                g.active = g.kwargs = g.early = g.criteria = g.fixed = g.deferred = g.stop = None
 
     wrapped.__lazycore_generation__ = True
     return wrapped
@@ -424,8 +427,12 @@ def _wrap_max_length(call):
             return call(self, input_ids, scores, **kwargs)
         # transformers' own answer (a lazy torch.full every token) is not
         # the one returned: it runs on a stand-in of the ids' shape on the
-        # meta device, for its checks and warning, and makes no lazy op
-        call(self, torch.empty(input_ids.shape, dtype=input_ids.dtype, device="meta"), scores, **kwargs)
+        # meta device for its warning, where it would give one (its only
+        # other work is that answer: a meta call every token was 6% of a token)
+        n = input_ids.shape[1]
+        most = getattr(self, "max_position_embeddings", None)
+        if most is not None and n < self.max_length and n > most:
+            call(self, torch.empty(input_ids.shape, dtype=input_ids.dtype, device="meta"), scores, **kwargs)
         # the criterion's answer is a Python bool baked into the graph: False
         # every token but the last, whose graph folds `unfinished & ~True`
         # and compiles a program of its own. The length as a program input
@@ -433,6 +440,47 @@ def _wrap_max_length(call):
         length = _generated_length(input_ids)
         _prepare_early(input_ids)
         return (length >= self.max_length).expand(input_ids.shape[0])
+
+    __call__.__lazycore_generation__ = True
+    return __call__
+
+
+def _wrap_criteria_list(call):
+    @functools.wraps(call)
+    def __call__(self, input_ids, scores, **kwargs):
+        done = call(self, input_ids, scores, **kwargs)
+        g = _GENERATING
+        if g.depth and isinstance(input_ids, Tensor):
+            g.stop = None
+            length = getattr(sys.modules.get(_CRITERIA), "MaxLengthCriteria", None)
+            n = input_ids.shape[1]
+            if self and all(type(c) is length and isinstance(c.max_length, int) for c in self):
+                # every sequence is done when the ids are that long, none before
+                g.stop = (n, any(n >= c.max_length for c in self))
+        return done
+
+    __call__.__lazycore_generation__ = True
+    return __call__
+
+
+def _wrap_stop_check(call):
+    @functools.wraps(call)
+    def __call__(self, unfinished_sequences, tokens, length, *args, **kwargs):
+        g = _GENERATING
+        stop, g.stop = g.stop, None
+        if stop is None or stop[0] != length or g.active is None or getattr(self, "streamer", None) is not None \
+                or type(self).__call__ is not __call__ or not isinstance(unfinished_sequences, Tensor):
+            return call(self, unfinished_sequences, tokens, length, *args, **kwargs)
+        # transformers reads ``unfinished_sequences.max() == 0`` every token:
+        # a read, so a wait for the token's program and a copy to the host.
+        # With only max-length criteria (no end token: has_eos_stopping_criteria
+        # is False, and the sequences start unfinished) they are all finished
+        # exactly when the ids reach the length: the host knows the answer.
+        # The token's work still runs here, as the read ran it (the same graph
+        # every token, while generate()'s tensors are alive), without waiting
+        # for it: the host makes the next token's inputs meanwhile.
+        core.mark_step(False)
+        return stop[1]
 
     __call__.__lazycore_generation__ = True
     return __call__
@@ -913,10 +961,14 @@ def _patch(module) -> None:
         original = getattr(static, name, None)
         if original is not None and not getattr(original, "__lazycore_generation__", False):
             setattr(static, name, wrap_method(original))
-    criteria = getattr(sys.modules.get(_CRITERIA), "MaxLengthCriteria", None)
-    original = getattr(criteria, "__call__", None)
-    if original is not None and not getattr(original, "__lazycore_generation__", False):
-        criteria.__call__ = _wrap_max_length(original)
+    crit = sys.modules.get(_CRITERIA)
+    check = getattr(module, "StopCheck", None)
+    for cls, wrap_call in ((getattr(crit, "MaxLengthCriteria", None), _wrap_max_length),
+                           (getattr(crit, "StoppingCriteriaList", None), _wrap_criteria_list),
+                           (check, _wrap_stop_check)):
+        original = getattr(cls, "__call__", None)
+        if original is not None and not getattr(original, "__lazycore_generation__", False):
+            cls.__call__ = wrap_call(original)
 
 
 class _Finder(importlib.abc.MetaPathFinder):
