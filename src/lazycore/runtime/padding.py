@@ -240,12 +240,18 @@ class Padded:
             if sized is not None:
                 self.new[id(node)] = sized
                 return
-        pads, same = [], True
-        for v in operand_values(node):
+        values = operand_values(node)
+        operands, pads, same = [], [], True
+        for v in values:
             new, padded = self.new[id(v[0])]
             pads.append(padded[v[1]])
-            same = same and new is v[0]
-        operands = list(map_operands(node.operands, self.moved))
+            if new is v[0]:
+                operands.append(v)
+            else:
+                operands.append(Value(new, v[1]))
+                same = False
+        if values is not node.operands:  # variadic groups: each in its place
+            operands = list(map_operands(node.operands, self.moved))
         op = node.op
         if not any(pads) and (op not in WIDENED or not self.fresh_dims(node.types[0].shape)):
             if same:
