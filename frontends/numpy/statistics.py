@@ -277,3 +277,252 @@ def _concat(x, y):
     from .manipulation import concatenate
     return concatenate((x, y), axis=-1)
 
+
+
+# --- cov, corrcoef: NumPy's formulas in lazy operations -------------------------------------------
+
+
+def _host_weights(w, name, n):
+    """NumPy's checks of ``fweights``/``aweights`` (host values: the checks read them)."""
+    w = np.asarray(w, dtype=float)
+    if name == "fweights" and not np.all(w == np.around(w)):
+        raise TypeError("fweights must be integer")
+    if w.ndim > 1:
+        raise RuntimeError(f"cannot handle multidimensional {name}")
+    if w.shape[0] != n:
+        raise RuntimeError(f"incompatible numbers of samples and {name}")
+    if any(w < 0):
+        raise ValueError(f"{name} cannot be negative")
+    return w
+
+
+def _rows2(x, dtype):
+    """NumPy's ``array(x, ndmin=2, dtype=dtype)``."""
+    x = asarray_like(x).astype(dtype)
+    return x.reshape((1,) * (2 - x.ndim) + x.shape) if x.ndim < 2 else x
+
+
+def _cov(m, y, rowvar, bias, ddof, fweights, aweights, dtype):
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError("ddof must be integer")
+    m = asarray_like(m)
+    if m.ndim > 2:
+        raise ValueError("m has more than 2 dimensions")
+    if y is not None:
+        y = asarray_like(y)
+        if y.ndim > 2:
+            raise ValueError("y has more than 2 dimensions")
+    if dtype is None:
+        dtype = np.result_type(m.dtype, np.float64) if y is None else np.result_type(m.dtype, y.dtype, np.float64)
+    dtype = np.dtype(dtype)
+    X = _rows2(m, dtype)
+    if not rowvar and m.ndim != 1:
+        X = X.T
+    if X.shape[0] == 0:
+        return asarray_like(np.array([]).reshape(0, 0))
+    if y is not None:
+        yy = _rows2(y, dtype)
+        if not rowvar and yy.shape[0] != 1:
+            yy = yy.T
+        from .manipulation import concatenate
+        X = concatenate((X, yy), axis=0)
+    if ddof is None:
+        ddof = 1 if bias == 0 else 0
+    w = None
+    if fweights is not None:
+        w = _host_weights(fweights, "fweights", X.shape[1])
+    if aweights is not None:
+        aw = _host_weights(aweights, "aweights", X.shape[1])
+        w = aw if w is None else w * aw
+    from .reductions import average
+    if w is None:
+        avg = average(X, axis=1)
+        fact = X.shape[1] - ddof
+    else:
+        avg, w_sum = average(X, axis=1, weights=w, returned=True)
+        w_sum_host = np.sum(w, dtype=np.result_type(dtype, w.dtype))  # NumPy's w_sum: the weights' sum
+        if ddof == 0:
+            fact = w_sum_host
+        elif aweights is None:
+            fact = w_sum_host - ddof
+        else:
+            fact = w_sum_host - ddof * sum(w * aw) / w_sum_host
+    if fact <= 0:
+        import warnings
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
+        fact = 0.0
+    X = _uf("subtract")(X, avg[:, None]).astype(dtype)
+    X_T = X.T if w is None else _uf("multiply")(X, w).astype(dtype).T
+    from .linalg import dot
+    c = dot(X, _uf("conjugate")(X_T))
+    with np.errstate(divide="ignore"):
+        scale = np.true_divide(1, fact)
+    c = _uf("multiply")(c, scale).astype(c.dtype)  # NumPy's c *= scale: computed in the scale's type, kept in c's
+    return c.squeeze()
+
+
+@implements(np.cov)
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):
+    """NumPy's ``cov``; weights given as lazy arrays run NumPy (its checks read them), counted."""
+    if isinstance(fweights, ndarray) or isinstance(aweights, ndarray):
+        return call_numpy(np.cov, (m, y, rowvar, bias, ddof, fweights, aweights), {"dtype": dtype})
+    return _cov(m, y, rowvar, bias, ddof, fweights, aweights, dtype)
+
+
+@implements(np.corrcoef)
+def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    """NumPy's ``corrcoef``: the covariance scaled by the deviations, clipped to [-1, 1]
+    (complex arrays: each part)."""
+    c = _cov(x, y, rowvar, False, None, None, None, dtype)
+    if c.ndim != 2:  # a scalar covariance: NaN for NaN, Inf or 0, else 1
+        return result(_uf("true_divide")(c, c))
+    from .manipulation import clip, diag
+    from .complexes import np_imag, np_real
+    stddev = _uf("sqrt")(np_real(diag(c)) if c.dtype.kind == "c" else diag(c))
+    c = _uf("true_divide")(c, stddev[:, None]).astype(c.dtype)
+    c = _uf("true_divide")(c, stddev[None, :]).astype(c.dtype)
+    if c.dtype.kind == "c":
+        re = clip(np_real(c), -1, 1)
+        im = clip(np_imag(c), -1, 1)
+        return _uf("add")(re, _uf("multiply")(im, 1j)).astype(c.dtype)
+    return clip(c, -1, 1)
+
+
+# --- polyval, interp ------------------------------------------------------------------------------
+
+
+@implements(np.polyval)
+def polyval(p, x):
+    """NumPy's Horner loop: ``y = y * x + p[i]`` from ``zeros_like(x)``."""
+    p = asarray_like(p)
+    x = asarray_like(x)
+    from .creation import zeros_like
+    y = zeros_like(x)
+    for i in range(len(p)):
+        y = _uf("add")(_uf("multiply")(y, x), p[i])
+    return y
+
+
+__all__ += ["cov", "corrcoef", "polyval"]
+
+
+@implements(np.interp)
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """NumPy's ``interp`` (its C loop, in float64): ``j`` the last sample point at or
+    below ``x`` (``searchsorted``), ``slope * (x - xp[j]) + fp[j]``, from the right
+    neighbour where that is NaN, ``fp[j]`` where ``x`` is a sample point; ``left``/
+    ``right`` outside, NaN for NaN. Complex ``fp``, ``period=`` and lazy ``left``/
+    ``right`` run NumPy (counted)."""
+    if period is not None or isinstance(left, ndarray) or isinstance(right, ndarray) or np.iscomplexobj(
+            fp if not isinstance(fp, ndarray) else np.empty(0, fp.dtype)):
+        return call_numpy(np.interp, (x, xp, fp), dict(left=left, right=right, period=period))
+    f64 = np.dtype(np.float64)
+    x, xp, fp = (asarray_like(v).astype(f64) for v in (x, xp, fp))
+    if xp.ndim != 1 or fp.ndim != 1:
+        raise ValueError("object too deep for desired array" if max(xp.ndim, fp.ndim) > 1
+                         else "object of too small depth for desired array")
+    n = xp.shape[0]
+    if fp.shape[0] != n:
+        raise ValueError("fp and xp are not of the same length.")
+    if n == 0:
+        raise ValueError("array of sample points is empty")
+    lval = fp[0] if left is None else float(left)
+    rval = fp[n - 1] if right is None else float(right)
+    where, less, greater, isnan = _select, _uf("less"), _uf("greater"), _uf("isnan")
+    if n == 1:
+        r = where(less(x, xp[0]), lval, where(greater(x, xp[0]), rval, fp[0]))
+        return result(asarray_like(r).astype(f64))
+    from .sorting import searchsorted
+    from .indexing import take
+    j = _uf("subtract")(searchsorted(xp, x, side="right"), 1)
+    jc = _uf("minimum")(_uf("maximum")(j, 0), n - 2)
+    x0, x1 = take(xp, jc), take(xp, _uf("add")(jc, 1))
+    y0, y1 = take(fp, jc), take(fp, _uf("add")(jc, 1))
+    sub, mul, add = _uf("subtract"), _uf("multiply"), _uf("add")
+    slope = _uf("true_divide")(sub(y1, y0), sub(x1, x0))
+    d1 = add(mul(slope, sub(x, x0)), y0)
+    d2 = add(mul(slope, sub(x, x1)), y1)
+    d2 = where(_uf("logical_and")(isnan(d2), _uf("equal")(y0, y1)), y0, d2)
+    r = where(isnan(d1), d2, d1)
+    r = where(_uf("equal")(x0, x), y0, r)  # a sample point: its value (no 0 * inf)
+    r = where(_uf("equal")(j, n - 1), fp[n - 1], r)
+    r = where(greater(x, xp[n - 1]), rval, r)
+    r = where(_uf("equal")(j, -1), lval, r)
+    r = where(isnan(x), x, r)
+    return result(asarray_like(r).astype(f64))
+
+
+__all__ += ["interp"]
+
+
+# --- histogram --------------------------------------------------------------------------------------
+
+_HIST_LIMIT = 1 << 26  # lazy up to this many (element, bin) comparisons; NumPy's loop above it (counted)
+
+
+@implements(np.histogram)
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    """NumPy's ``histogram`` for edges known on the host: an integer ``bins`` with
+    ``range=`` (or an empty ``a``), or the edges themselves; NumPy's
+    ``_get_bin_edges`` makes them (its errors too). Equal bins place each element
+    as NumPy's loop does (its scaled index, moved by one where the edges say),
+    given edges by comparison; values outside the edges (and NaN) are dropped.
+    Edges that depend on the values (``bins`` a string, or no ``range``), lazy
+    edges or weights, and more than ``_HIST_LIMIT`` comparisons run NumPy (counted)."""
+    from numpy.lib import _histograms_impl as _hi
+    a = asarray_like(a)
+    n_elems = a.size
+    edges_known = not isinstance(bins, (str, ndarray)) and not isinstance(range, ndarray) and (
+        range is not None or np.ndim(bins) != 0 or n_elems == 0)
+    n_bins = np.size(bins) if np.ndim(bins) else bins if isinstance(bins, (int, np.integer)) else 1
+    if not edges_known or n_elems * max(int(n_bins), 1) > _HIST_LIMIT:
+        return call_numpy(np.histogram, (a, bins), dict(range=range, density=density, weights=weights))
+    if a.dtype == np.bool_:
+        import warnings
+        warnings.warn(f"Converting input from {a.dtype} to {np.uint8} for compatibility.", RuntimeWarning,
+                      stacklevel=2)
+        a = a.astype(np.uint8)
+    if weights is not None:
+        weights = asarray_like(weights)
+        if weights.shape != a.shape:
+            raise ValueError("weights should have the same shape as a.")
+        weights = weights.reshape((n_elems,))
+    a = a.reshape((n_elems,))
+    edges, uniform = _hi._get_bin_edges(np.empty(0, a.dtype), bins, range, None)
+    ntype = np.dtype(np.intp) if weights is None else weights.dtype
+    lt, le, ge, land = _uf("less"), _uf("less_equal"), _uf("greater_equal"), _uf("logical_and")
+    nbins = edges.size - 1
+    if uniform is not None and (weights is None or np.can_cast(weights.dtype, np.double)
+                                or np.can_cast(weights.dtype, complex)):
+        first, last, _ = uniform
+        keep = land(ge(a, first), le(a, last))
+        t = a.astype(edges.dtype)
+        denom = _hi._unsigned_subtract(last, first)
+        f = _uf("multiply")(_uf("true_divide")(_uf("subtract")(t, first), denom), nbins)  # NumPy's scaled index
+        idx = _uf("minimum")(_uf("maximum")(f, -1), nbins + 1).astype(np.intp)  # (NaN and outside: dropped)
+        idx = _select(_uf("equal")(idx, nbins), idx - 1, idx)
+        from .indexing import take
+        e = asarray_like(edges)
+        safe = _uf("minimum")(_uf("maximum")(idx, 0), nbins - 1)
+        idx = _select(lt(t, take(e, safe)), idx - 1, idx)
+        safe = _uf("minimum")(_uf("maximum")(idx, 0), nbins - 1)
+        idx = _select(land(ge(t, take(e, safe + 1)), _uf("not_equal")(idx, nbins - 1)), idx + 1, idx)
+        member = land(keep[:, None], _uf("equal")(idx[:, None], np.arange(nbins)))
+    else:
+        e = edges
+        below_hi = [lt(a[:, None], e[1:-1]), le(a[:, None], e[-1:])] if nbins > 1 else [le(a[:, None], e[-1:])]
+        from .manipulation import concatenate
+        member = land(ge(a[:, None], e[:-1]), concatenate(below_hi, axis=1))
+    if weights is None:
+        n = member.sum(axis=0, dtype=ntype)
+    else:
+        w = weights[:, None]
+        n = _select(member, w, np.zeros((), w.dtype)).sum(axis=0).astype(ntype)
+    e = asarray_like(edges)
+    if density:
+        db = np.diff(edges)
+        return _uf("true_divide")(_uf("true_divide")(n, db), n.sum()), e
+    return n, e
+
+
+__all__ += ["histogram"]
