@@ -105,6 +105,8 @@ def speculate(x):
     if not (isinstance(cls, type) and issubclass(cls, tuple(EAGER_ERRORS.values()))):
         return None
     h = read(x)
+    if not h.pending:
+        return None  # computed already: reading it is no barrier
     failed = h if not answer else core.apply("not", h)
     # the attributes of the objects the message may print (a distribution's
     # repr), as they are now: the step may add some (a lazy property) later

@@ -117,16 +117,18 @@ def test_a_ppo_step_with_validation_runs_one_program_and_matches_eager(dev):
     model, opt = _model(dev)
     lazycore.mark_step(wait=True)
     fallbacks = _fallbacks()
-    per_step = []
+    per_step, compiles = [], []
     for batch in batches:
-        before = _programs()
+        before, compiled = _programs(), metrics.counters()["compiles"]
         opt.zero_grad()
         loss = model.loss(*(t.to(dev) for t in batch))
         loss.backward()
         opt.step()
         lazycore.mark_step()
         per_step.append(_programs() - before)
+        compiles.append(metrics.counters()["compiles"] - compiled)
     assert per_step == [1, 1, 1, 1], per_step  # (each distribution's checks read a value before: 6 programs)
+    assert compiles[2:] == [0, 0], compiles  # (the first two: before and after Adam's state exists)
     assert _fallbacks() == fallbacks
     torch.testing.assert_close([p.detach().cpu() for p in model.parameters()],
                                [p.detach() for p in want.parameters()], rtol=1e-5, atol=1e-6)
