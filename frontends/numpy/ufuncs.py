@@ -129,7 +129,73 @@ def _multiply(a, b):
 _NEGATIVE_POWER = "Integers to negative integer powers are not allowed."
 
 
+def _cmul(a, b):
+    """The schoolbook complex product (NumPy's cmul): ``(ac - bd) + (ad + bc)i``."""
+    (ar, ai), (br, bi) = _parts(a), _parts(b)
+    return apply("complex", apply("sub", apply("mul", ar, br), apply("mul", ai, bi)),
+                 apply("add", apply("mul", ar, bi), apply("mul", ai, br)))
+
+
+def _one_over(z):
+    """NumPy's cdiv(1, z) (Smith's division; 0 gives ``inf + NaN i``)."""
+    br, bi = _parts(z)
+    full = composites.full_like
+    one, zero = full(br, 1), full(br, 0)
+    abr, abi = apply("abs", br), apply("abs", bi)
+    rat = apply("div", bi, br)  # |br| >= |bi|
+    scl = apply("div", one, apply("add", br, apply("mul", bi, rat)))
+    first = (  # ((1 + 0 rat) scl, (0 - 1 rat) scl), as cdiv writes it for 1 + 0i
+        apply("mul", apply("add", one, apply("mul", zero, rat)), scl),
+        apply("mul", apply("sub", zero, apply("mul", one, rat)), scl))
+    rat2 = apply("div", br, bi)
+    scl2 = apply("div", one, apply("add", bi, apply("mul", br, rat2)))
+    second = (apply("mul", apply("add", apply("mul", one, rat2), zero), scl2),
+              apply("mul", apply("sub", apply("mul", zero, rat2), one), scl2))
+    both_zero = apply("and", apply("compare", abr, zero, direction="EQ"), apply("compare", abi, zero, direction="EQ"))
+    at_zero = (apply("div", one, abr), apply("div", zero, abi))
+    wide = apply("compare", abr, abi, direction="GE")
+    re = apply("select", wide, apply("select", both_zero, at_zero[0], first[0]), second[0])
+    im = apply("select", wide, apply("select", both_zero, at_zero[1], first[1]), second[1])
+    return apply("complex", re, im)
+
+
+def _cpow(a, b):
+    """NumPy's npy_cpow: ``1`` for a zero exponent; a zero base gives ``0`` (exponent's real
+    part positive) or NaN; an integer exponent below 100 in size multiplies (``a``, ``a a``,
+    ``a (a a)`` for 1, 2, 3; else binary powering from 1, and ``1 / r`` for a negative
+    one); any other, ``exp(b log a)`` (XLA's pow)."""
+    full = composites.full_like
+    ar, ai = _parts(a)
+    br, bi = _parts(b)
+    zero = full(br, 0)
+    general = apply("pow", a, b)
+    aa = apply("complex", full(ar, 1), full(ar, 0))
+    p = a
+    n = apply("abs", br)
+    for bit in range(7):  # |n| < 100 < 2^7
+        on = apply("compare", apply("rem", apply("floor", apply("div", n, full(n, 2.0 ** bit))), full(n, 2)),
+                   full(n, 1), direction="EQ")
+        aa = apply("select", on, _cmul(aa, p), aa)
+        p = _cmul(p, p)
+    aa = apply("select", apply("compare", br, zero, direction="LT"), _one_over(aa), aa)
+    sq = _cmul(a, a)
+    for k, v in ((1, a), (2, sq), (3, _cmul(a, sq))):
+        aa = apply("select", apply("compare", br, full(br, k), direction="EQ"), v, aa)
+    integer = apply("and", apply("compare", bi, zero, direction="EQ"),
+                    apply("and", apply("compare", apply("floor", br), br, direction="EQ"),
+                          apply("compare", n, full(n, 100), direction="LT")))
+    r = apply("select", integer, aa, general)
+    base_zero = apply("and", apply("compare", ar, zero, direction="EQ"), apply("compare", ai, zero, direction="EQ"))
+    at_zero = apply("select", apply("compare", br, zero, direction="GT"), apply("complex", zero, zero),
+                    apply("complex", full(br, float("nan")), full(br, float("nan"))))
+    r = apply("select", base_zero, at_zero, r)
+    exp_zero = apply("and", apply("compare", br, zero, direction="EQ"), apply("compare", bi, zero, direction="EQ"))
+    return apply("select", exp_zero, apply("complex", full(br, 1), zero), r)
+
+
 def _power(a, b):
+    if is_complex(a.dtype):
+        return _cpow(a, b)
     p = apply("pow", a, b)
     if a.dtype[0] != "i":  # floats; unsigned exponents are never negative
         return p
@@ -153,6 +219,87 @@ def _log1p(a):
 
 def _unary(name):
     return lambda a: apply(name, a)
+
+
+# --- complex sinh, cosh, sin, cos, expm1: C99's (glibc's, which NumPy calls) from real parts ---
+
+
+def _parts(z):
+    return apply("real", z), apply("imag", z)
+
+
+def _csinh_parts(x, y):
+    """C99 Annex G's csinh of ``x + iy`` as (real, imaginary) handles: ``sinh x cos y +
+    i cosh x sin y``; ``sinh x + iy`` at y = 0 (the infinities and NaN too); where y is
+    infinite or NaN: ``x + i NaN`` at x = 0, ``inf + i NaN`` at infinite x, else NaN."""
+    full = composites.full_like
+    nan = full(x, float("nan"))
+    re = apply("mul", composites.sinh(x), apply("cos", y))
+    im = apply("mul", composites.cosh(x), apply("sin", y))
+    y_zero = apply("compare", y, full(y, 0), direction="EQ")
+    y_bad = apply("not", composites.isfinite(y))
+    x_zero = apply("compare", x, full(x, 0), direction="EQ")
+    x_inf = composites.isinf(x)
+    bad_re = apply("select", x_zero, x, apply("select", x_inf, full(x, float("inf")), nan))
+    re = apply("select", y_zero, composites.sinh(x), apply("select", y_bad, bad_re, re))
+    im = apply("select", y_zero, y, apply("select", y_bad, nan, im))
+    return re, im
+
+
+def _ccosh_parts(x, y):
+    """C99 Annex G's ccosh: ``cosh x cos y + i sinh x sin y``; ``cosh x + i (x y)`` at
+    y = 0 (the sign of ``x y`` at infinite x, y itself at NaN); where y is infinite
+    or NaN: ``NaN + 0i`` at x = 0, ``inf + i NaN`` at infinite x, else NaN."""
+    full = composites.full_like
+    nan = full(x, float("nan"))
+    re = apply("mul", composites.cosh(x), apply("cos", y))
+    im = apply("mul", composites.sinh(x), apply("sin", y))
+    y_zero = apply("compare", y, full(y, 0), direction="EQ")
+    y_bad = apply("not", composites.isfinite(y))
+    x_zero = apply("compare", x, full(x, 0), direction="EQ")
+    x_inf = composites.isinf(x)
+    zero_im = apply("select", composites.isnan(x), y, apply("mul", _copysign(full(x, 0), x), y))
+    re = apply("select", y_zero, composites.cosh(x), apply("select", y_bad, apply(
+        "select", x_inf, full(x, float("inf")), nan), re))
+    im = apply("select", y_zero, zero_im, apply("select", y_bad, apply("select", x_zero, full(x, 0), nan), im))
+    return re, im
+
+
+def _complex_only(real_loop, complex_loop):
+    return lambda a: complex_loop(a) if is_complex(a.dtype) else real_loop(a)
+
+
+def _csinh(z):
+    return apply("complex", *_csinh_parts(*_parts(z)))
+
+
+def _ccosh(z):
+    return apply("complex", *_ccosh_parts(*_parts(z)))
+
+
+def _csin(z):
+    """``sin z = -i sinh(iz)``, C99's definition (``iz = -y + ix``); glibc's csin gives
+    an infinite imaginary part beside an infinite or NaN real one ``NaN + inf i`` (the
+    rotation: ``NaN - inf i``)."""
+    x, y = _parts(z)
+    re, im = _csinh_parts(apply("neg", y), x)
+    both_inf = apply("and", apply("not", composites.isfinite(x)), composites.isinf(y))
+    return apply("complex", im, apply("select", both_inf, apply("abs", re), apply("neg", re)))
+
+
+def _ccos(z):
+    """``cos z = cosh(iz)``."""
+    x, y = _parts(z)
+    return apply("complex", *_ccosh_parts(apply("neg", y), x))
+
+
+def _cexpm1(z):
+    """NumPy's nc_expm1: ``expm1 x cos y - 2 sin(y/2)^2 + i e^x sin y``."""
+    x, y = _parts(z)
+    a = apply("sin", apply("mul", y, composites.full_like(y, 0.5)))
+    re = apply("sub", apply("mul", apply("expm1", x), apply("cos", y)),
+               apply("mul", composites.full_like(a, 2), apply("mul", a, a)))
+    return apply("complex", re, apply("mul", apply("exp", x), apply("sin", y)))
 
 
 def _cmp(direction):
@@ -311,20 +458,20 @@ LOOPS = {
     "reciprocal": composites.reciprocal,
     "exp": _unary("exp"),
     "exp2": composites.exp2,
-    "expm1": _unary("expm1"),
+    "expm1": _complex_only(_unary("expm1"), _cexpm1),
     "log": _unary("log"),
     "log2": composites.log2,
     "log10": composites.log10,
     "log1p": _log1p,
-    "sin": _unary("sin"),
-    "cos": _unary("cos"),
+    "sin": _complex_only(_unary("sin"), _csin),
+    "cos": _complex_only(_unary("cos"), _ccos),
     "tan": composites.tan,
     "arctan": composites.atan,
     "arctan2": lambda a, b: apply("atan2", a, b),
     "arcsin": composites.asin,
     "arccos": composites.acos,
-    "sinh": composites.sinh,
-    "cosh": composites.cosh,
+    "sinh": _complex_only(composites.sinh, _csinh),
+    "cosh": _complex_only(composites.cosh, _ccosh),
     "tanh": _unary("tanh"),
     "arcsinh": composites.asinh,
     "arccosh": composites.acosh,
@@ -369,7 +516,7 @@ LOOPS = {
 # Loops written for real numbers whose ufuncs NumPy also has for complex ones:
 # complex operands run NumPy (counted). Every other loop takes complex operands
 # as NumPy does, or NumPy has no complex loop for it (and raises).
-_REAL_ONLY = frozenset({"arctan", "arcsin", "arccos", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "rint",
+_REAL_ONLY = frozenset({"arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh", "rint",
                         "fmax", "fmin"})
 
 
