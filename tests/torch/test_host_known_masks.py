@@ -278,3 +278,21 @@ def test_a_mask_made_from_pending_work_and_an_empty_mask_give_eager_values(dev):
     assert _fallbacks() == fallbacks, metrics.fallbacks()
     torch.testing.assert_close(got.detach().cpu(), want.detach())
     torch.testing.assert_close(model.weight.grad.cpu(), eager.weight.grad)
+
+
+def test_a_mask_sharing_pending_work_with_a_live_value_is_read_by_the_barrier(dev):
+    """``out.argmax(1) == y`` with ``out`` gone but the loss made from it pending:
+    the barrier computes the forward once for both, where a program of the
+    mask's own would compute it a second time."""
+    torch.manual_seed(0)
+    x, y = torch.randn(N, D), torch.randint(0, C, (N,))
+    model = torch.nn.Linear(D, C).to(dev)
+    lx, ly = x.to(dev), y.to(dev)
+    lazycore.mark_step()
+    out = model(lx)
+    loss = out.sum()  # (its backward keeps no handle of ``out``)
+    mask = out.argmax(1) == ly
+    del out
+    picked = lx[mask]
+    assert not read(loss).pending, "the mask was computed apart from the forward it shares"
+    torch.testing.assert_close(picked.cpu(), x[model(lx).argmax(1).cpu() == y])

@@ -86,12 +86,53 @@ def _cuts(t: LazyTensor, behind: set[int]) -> bool:
     return False
 
 
+_SHARED_LOOKED_AT = 100_000
+"""Nodes of the other live values' pending work :func:`_shares` looks at, at
+most (past them it answers that the work is shared: the barrier's way)."""
+
+
+def _float_work(node, memo: dict) -> bool:
+    """Whether ``node`` computes floats from floats: a float device data
+    leaf, or a float result of an op with such an operand (not an index
+    check's sum of converted booleans, a broadcast constant, an order)."""
+    got = memo.get(id(node))
+    if got is None:
+        floats = any(not (is_int(x.dtype) or is_bool(x.dtype)) for x in node.types)
+        if type(node) is Data:
+            got = floats
+        elif type(node) is not Node:
+            got = False
+        else:
+            operands = [_float_work(v[0], memo) for v in operand_values(node)]  # (each one's answer is kept)
+            got = floats and any(operands)
+        memo[id(node)] = got
+    return got
+
+
 def _shares(t: LazyTensor, behind: set[int]) -> bool:
-    """Whether another live handle's pending value is in ``behind`` (``t``'s graph)."""
-    for h in t.device.arena.live():
-        node = h._value[0]
-        if h is not t and type(node) is not Data and id(node) in behind:
+    """Whether the pending work of another live handle computes float work
+    of ``t``'s graph (``behind``, made of device data and constants:
+    :func:`_float_work`), which a program of ``t``'s own would compute a
+    second time: ``pred = out.argmax(1)`` read while the loss made from
+    ``out`` is pending. Integer and boolean work (an index order, a mask, an
+    index check) is cheap to compute twice: pad_packed_sequence reads the
+    order its ``index_select`` uses. A walk over the pending graph, for a
+    read that would otherwise cut it in two."""
+    memo: dict = {}
+    _float_work(t._value[0], memo)
+    mine = {i for i, work in memo.items() if work}  # (its device data leaves too: the walk skips those)
+    if not mine:
+        return False
+    seen: set[int] = set()
+    todo = [h._value[0] for h in t.device.arena.live() if h is not t]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen or type(node) is Data or type(node) is Scalar:
+            continue
+        if id(node) in mine or len(seen) >= _SHARED_LOOKED_AT:
             return True
+        seen.add(id(node))
+        todo.extend(v[0] for v in operand_values(node))
     return False
 
 
