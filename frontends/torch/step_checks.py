@@ -75,7 +75,7 @@ _JUMPS = {"POP_JUMP_FORWARD_IF_TRUE": True, "POP_JUMP_IF_TRUE": True,
 
 _SITES = Memo("torch.step_check_sites", 1024)
 """``(code, offset)`` of a ``bool()`` -> None (read it) or ``(answer, exception
-type's code, exception's code)``."""
+type's code, exception's code, the names it reads)``."""
 
 _IFS = Memo("torch.step_check_ifs", 256)
 """File name -> its ``if`` statements by source span (None: no source)."""
@@ -96,8 +96,9 @@ def speculate(x):
         site = _SITES.put(key, _site(code, frame.f_lasti))
         if site is None:
             return None
-    answer, type_code, exc_code = site
-    where, names = frame.f_globals, dict(frame.f_locals)
+    answer, type_code, exc_code, used = site
+    # (only the names the raise reads: every tensor kept is an output of the step)
+    where, names = frame.f_globals, {k: v for k, v in frame.f_locals.items() if k in used}
     try:
         cls = eval(type_code, where, names)  # noqa: S307 - the callee of the raise in the source, as Python reads it
     except Exception:  # noqa: BLE001 - the raise would fail on its own: let eager's path run
@@ -143,7 +144,7 @@ def linalg_check_errors(func, args, kwargs):
 
 
 def _site(code, offset: int):
-    """``(answer, type code, exception code)`` of a ``bool()`` taken at
+    """``(answer, type code, exception code, names)`` of a ``bool()`` taken at
     ``offset`` of ``code``, or None (see the module's docstring)."""
     op = dis.opname[code.co_code[offset]]
     answer = _JUMPS.get(op)
@@ -170,7 +171,8 @@ def _site(code, offset: int):
         exc_code = compile(ast.Expression(body.exc), filename, "eval")
     except (SyntaxError, ValueError, TypeError):
         return None
-    return answer, type_code, exc_code
+    used = frozenset(n.id for n in ast.walk(body.exc) if isinstance(n, ast.Name))
+    return answer, type_code, exc_code, used
 
 
 def _plain_object(o) -> bool:
