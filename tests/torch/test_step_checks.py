@@ -255,3 +255,14 @@ def test_only_a_raise_after_is_all_true_is_speculated(dev):
     assert str(info.value).replace(", device='lazy:0'", "") == "y must be positive, got tensor([ 1., -1.])"
     with pytest.raises(ValueError):
         z.cpu()
+    before = _programs()
+    w = y.abs()
+    if torch._is_any_true(torch.isnan(w)):
+        raise FloatingPointError("NaN in w")
+    assert (w * 3).tolist() == [3.0, 3.0] and _programs() - before == 1  # held: the read's one program
+    w = y.log()
+    if torch._is_any_true(torch.isnan(w)):  # a NaN check
+        raise FloatingPointError("NaN in w")
+    with pytest.raises(FloatingPointError) as info:
+        lazycore.mark_step()
+    assert str(info.value) == "NaN in w" and info.value.location == at("a NaN check")
