@@ -29,7 +29,7 @@ from lazycore.trace import composites, core, recipes
 from lazycore.ir.config import settings
 
 from . import dtypes, fpe
-from .array import asarray, contiguous, from_host, ndarray, new_array, value, wrap, write
+from .array import asarray, contiguous, from_host, laid_out, ndarray, new_array, value, wrap, write
 from .fallback import call_numpy
 from .scalars import as_scalar, scalar
 
@@ -593,7 +593,10 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", orde
     signature = _fixed(uf, dtype, signature)
     plan, key, handles, floats = _planned(uf, inputs, signature, casting)
     if plan is not None:
-        return _store(plan.run(handles, floats), out, casting, uf, plan.loop, where)
+        arrays = plan.run(handles, floats)
+        if out is None and order in ("K", None):
+            arrays = _order_k(inputs, arrays)
+        return _store(arrays, out, casting, uf, plan.loop, where)
     loop = resolve(uf, tuple(describe(x) for x in inputs), signature, casting)
     in_dt, out_dt = loop[: uf.nin], loop[uf.nin:]
     if name in _REAL_ONLY and any(dt.kind == "c" for dt in in_dt):
@@ -624,7 +627,49 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", orde
     arrays = [wrap(r, dt) for r, dt in zip(results, out_dt)]
     if not shape:  # every input 0-d: NumPy returns scalars (out= aside)
         arrays = [as_scalar(a) for a in arrays]
+    elif out is None and order in ("K", None):
+        arrays = _order_k(inputs, arrays)
     return _store(arrays, out, casting, uf, loop, where)
+
+
+def _unordered(x) -> bool:
+    """Whether ``x`` (an operand) lays its axes out in another order than row-major
+    (a Fortran-ordered array, a transpose): only then can NumPy's order K differ.
+    (On every ufunc call: a plain loop, no allocation.)"""
+    if isinstance(x, ndarray):
+        st = x._estrides
+        if len(st) < 2:
+            return False
+        if len(st) == 2:  # the common case, unrolled
+            return x._shape[0] > 1 and x._shape[1] > 1 and abs(st[0]) < abs(st[1])
+        sh, last = x._shape, 0
+        for i in range(len(st) - 1, -1, -1):  # strides grow from the last axis on, row-major
+            if sh[i] > 1:
+                v = st[i] if st[i] >= 0 else -st[i]
+                if v < last:
+                    return True
+                last = v
+        return False
+    return isinstance(x, np.ndarray) and x.ndim > 1 and not x.flags.c_contiguous
+
+
+def _order_k(inputs, arrays):
+    """The results laid out as NumPy's order K lays them out: its iterator orders the
+    axes by the operands' strides (asked of the operands' stand-ins), so a ufunc of
+    Fortran-ordered arrays gives a Fortran-ordered one. Row-major operands (the
+    common case) ask nothing."""
+    for x in inputs:
+        if _unordered(x):
+            break
+    else:
+        return arrays
+    ops = [x._standin() if isinstance(x, ndarray) else x if isinstance(x, np.ndarray) else np.empty((), np.int8)
+           for x in inputs]
+    it = np.nditer(ops + [None], flags=["zerosize_ok", "refs_ok"], order="K",
+                   op_flags=[["readonly"]] * len(ops) + [["writeonly", "allocate"]],
+                   op_dtypes=[None] * len(ops) + [np.dtype(np.int8)])
+    proto = it.operands[-1]
+    return [laid_out(a, "K", proto) if a.shape == proto.shape else a for a in arrays]
 
 
 def quick(uf, inputs):
@@ -633,7 +678,7 @@ def quick(uf, inputs):
     after a call passed them all, so any other call goes to :func:`call`."""
     plan, _, handles, floats = _planned(uf, inputs, None, "same_kind")
     if plan is not None:
-        arrays = plan.run(handles, floats)
+        arrays = _order_k(inputs, plan.run(handles, floats))
         return arrays[0] if len(arrays) == 1 else tuple(arrays)
     return call(uf, inputs)
 
