@@ -24,6 +24,8 @@ last place of the data at most.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 from numpy.lib import _function_base_impl as _fb
 from numpy.lib.array_utils import normalize_axis_tuple
@@ -526,3 +528,77 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
 
 
 __all__ += ["histogram"]
+
+
+# --- vander, polyfit --------------------------------------------------------------------------------
+
+
+@implements(np.vander)
+def vander(x, N=None, increasing=False):
+    """NumPy's ``vander``: ones, then the running product of ``x`` along the columns
+    (its ``multiply.accumulate``: in order, so its values)."""
+    x = asarray_like(x)
+    if x.ndim != 1:
+        raise ValueError("x must be a one-dimensional array or sequence.")
+    n = x.shape[0] if N is None else operator.index(N)
+    dt = np.promote_types(x.dtype, int)
+    from .creation import ones
+    from .manipulation import broadcast_to, concatenate
+    from .reductions import cumprod
+    cols = [ones((x.shape[0], min(n, 1)), dtype=dt)]
+    if n > 1:
+        cols.append(cumprod(broadcast_to(x.astype(dt)[:, None], (x.shape[0], n - 1)), axis=1))
+    v = concatenate(cols, axis=1)
+    return v if increasing else v[:, ::-1].copy()
+
+
+@implements(np.polyfit)
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """NumPy's ``polyfit``: the least-squares solution of the column-scaled
+    Vandermonde system by its SVD (``gelsd``'s: singular values at most ``rcond``
+    times the largest are dropped). Its ``RankWarning`` reads the rank (a value
+    read). ``full=`` and ``cov=`` run NumPy (counted)."""
+    if full or cov:
+        return call_numpy(np.polyfit, (x, y, deg), dict(rcond=rcond, full=full, w=w, cov=cov))
+    order = int(deg) + 1
+    x = _uf("add")(asarray_like(x), 0.0)
+    y = _uf("add")(asarray_like(y), 0.0)
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    if x.ndim != 1:
+        raise TypeError("expected 1D vector for x")
+    if x.size == 0:
+        raise TypeError("expected non-empty vector for x")
+    if y.ndim < 1 or y.ndim > 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if x.shape[0] != y.shape[0]:
+        raise TypeError("expected x and y to have same length")
+    if rcond is None:
+        rcond = len(x) * np.finfo(x.dtype).eps
+    lhs = vander(x, order)
+    rhs = y
+    if w is not None:
+        w = _uf("add")(asarray_like(w), 0.0)
+        if w.ndim != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if w.shape[0] != y.shape[0]:
+            raise TypeError("expected w and y to have the same length")
+        lhs = _uf("multiply")(lhs, w[:, None]).astype(lhs.dtype)
+        rhs = _uf("multiply")(rhs, w[:, None] if rhs.ndim == 2 else w).astype(rhs.dtype)
+    scale = _uf("sqrt")(_uf("multiply")(lhs, lhs).sum(axis=0))
+    lhs = _uf("true_divide")(lhs, scale).astype(lhs.dtype)
+    from .decompositions import svd
+    from .linalg import matmul
+    u, s, vt = svd(lhs, full_matrices=False)
+    keep = _uf("greater")(s, _uf("multiply")(rcond, s[0]))
+    inv = _select(keep, _uf("true_divide")(1, s), np.zeros((), s.dtype))
+    uty = matmul(u.T, rhs)
+    c = matmul(vt.T, _uf("multiply")(inv[:, None] if uty.ndim == 2 else inv, uty))
+    c = (_uf("true_divide")(c.T, scale)).T
+    if int(keep.sum()) != order:  # NumPy's warning: the rank, read
+        import warnings
+        warnings.warn("Polyfit may be poorly conditioned", np.exceptions.RankWarning, stacklevel=2)
+    return c
+
+
+__all__ += ["vander", "polyfit"]

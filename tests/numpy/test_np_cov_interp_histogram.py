@@ -129,3 +129,33 @@ def test_histogram_edges_from_the_values_run_numpy_counted():
     numpy.testing.assert_array_equal(numpy.asarray(counts), want[0])
     assert metrics.counters()["fallbacks"] == 1
     metrics.reset()
+
+
+def test_vander():
+    x = numpy.linspace(-2, 3, 5)
+    for args, kwargs in [((x,), {}), ((x, 3), {}), ((x, 3), {"increasing": True}), ((numpy.arange(4), 6), {}),
+                         ((x, 0), {}), ((x.reshape(5, 1),), {})]:
+        _check("vander", *args, **kwargs)
+
+
+PX = numpy.linspace(-2, 3, 30)
+PY = 1 + 2 * PX - 0.5 * PX ** 3 + RNG.standard_normal(30) * 0.1
+
+
+@pytest.mark.parametrize("case", [
+    ((PX, PY, 3), {}), ((PX, PY, 1), {}), ((PX, numpy.stack([PY, 2 * PY + 1], 1), 2), {}),
+    ((PX, PY, 3), {"w": RNG.random(30)}), ((PX.astype(numpy.float32), PY.astype(numpy.float32), 2), {}),
+    ((PX, PY, -1), {}), ((PX, PY[:5], 1), {}), ((PX.reshape(5, 6), PY, 1), {}),
+])
+def test_polyfit(case):
+    """The SVD's solution, not LAPACK gelsd's: the same to ~1e-9 on these systems."""
+    args, kwargs = case
+    _check("polyfit", *args, rtol=1e-9, **kwargs)
+
+
+def test_polyfit_warns_as_numpy_on_a_rank_deficient_fit():
+    with pytest.warns(numpy.exceptions.RankWarning):
+        want = numpy.polyfit(PX[:3], PY[:3], 5)
+    with pytest.warns(numpy.exceptions.RankWarning):
+        got = np.polyfit(np.asarray(PX[:3]), np.asarray(PY[:3]), 5)
+    numpy.testing.assert_allclose(numpy.asarray(got), want, rtol=1e-9, atol=1e-12)
