@@ -55,22 +55,31 @@ WIDE_PLATFORMS = frozenset({"cpu", "gpu"})
 
 
 def accumulator(dtype: str, platform: str) -> str:
-    """The element type ``torch.var_mean`` sums a real ``dtype`` row in.
+    """The element type ``torch.var_mean`` sums a real ``dtype`` row in (batch norm's
+    statistics come through it).
 
     Float16 and bfloat16 rows in float64 (float32 on a platform without it), rounded once
     into ``dtype``: eager's Welford runs in double, and their own type's sums were 0.4 off
-    a bfloat16 variance. Float32 rows in float32, although eager's kernels (Welford, batch
-    norm's ``acc_type<float>``) sum those in double too: float64 statistics (eager's to the
-    bit), and float64 only where the float32 sums overflow, both measured worse on the
-    trainings this lowering is judged by (batch norm's statistics come through it). Each
-    reshuffles the rounding of a ResNet's forward, whose error the convolution dominates
-    (tests/zoo's KNOWN), and ReLUs at near-ties flip: benchmark 15's ResNet-10 smoke run at
-    XLA -O0 (float64 -4.2e-6 at scale 5.4; eager -2.9e-6, lazy +4.2e-7; running_var 0.028
-    off eager after 7 steps) and its tiny ResNet-18 (0.11 off, was 4.7e-4), while the zoo's
-    resnet18 and timm-resnet10t stayed as far off (4.4e-4, 1.04e-4). So a row of 3e38s is
-    still (inf, inf), eager's (0, 3e38). Any other type sums in itself."""
+    a bfloat16 variance. Float32 rows on the CPU in float64 too, as eager's CPU kernels sum
+    them (Welford's and batch norm's ``acc_type<float, false>``, a double), so each result
+    is eager's to the bit but where the double sums round to either side of a float32 tie,
+    and a row of 3e38s is eager's (0, 3e38). That also makes the statistics one rounding
+    of a nearly exact sum, whatever order XLA sums in: the same bits whether the program
+    runs N, C, H, W or channels-last (``lazy-channels-last``), where float32 sums moved
+    whole channels by an ulp between the two layouts, and batch norm over 4 images
+    turned that into 4.3e-4 between the two trainings of tests/zoo's resnet18 (2.0e-6
+    with these sums). How near eager's float32 training a ResNet's stays is chance at
+    that scale either way: a ReLU input at -6e-7 in eager float32 is +4e-7 in float64
+    at the zoo resnet18's third step, and from there eager float32 ends 5.7e-4 from
+    eager float64 and 6.4e-4 from its own channels-last run; the lazy training ends
+    5.7e-4 from eager's with float32 sums, 6.2e-4 with these (benchmark 15's runs moved
+    as much when float64 sums were tried before).
+    Float32 rows elsewhere (eager CUDA sums them in float32) and any other type sum in
+    their own type."""
     if dtype in ("f16", "bf16"):
         return "f64" if platform in WIDE_PLATFORMS else "f32"
+    if dtype == "f32" and platform == "cpu":
+        return "f64"
     return dtype
 
 
