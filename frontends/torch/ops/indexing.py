@@ -804,7 +804,10 @@ def _columns(mask, shape, like):
 def _expanded_indices(x, indices):
     """``indices`` with each boolean mask replaced by its nonzero columns
     (eager's expansion), or None when a mask's values are not known on the
-    host or do not fit (eager's error comes from the fallback)."""
+    host or do not fit (eager's error comes from the fallback), or ``x`` is
+    not a lazy tensor (the fallback says what eager does with a CPU one)."""
+    if type(x) is not Tensor:
+        return None
     out, dim, changed = [], 0, False
     for t in indices:
         if t is None or t.dtype not in (torch.bool, torch.uint8):
@@ -853,7 +856,7 @@ def _masked_index_put(func, args, kwargs):
 def _masked_select(func, args, kwargs):
     b = _bound(func, args, kwargs)
     x, mask = b["self"], b["mask"]
-    if mask.dtype is not torch.bool:
+    if mask.dtype is not torch.bool or type(x) is not Tensor:
         return NotImplemented  # eager's error
     try:
         shape = tuple(torch.broadcast_shapes(tuple(x.shape), tuple(mask.shape)))
