@@ -274,7 +274,7 @@ class StepCheck:
         self.before = before
         """The device's arena key of each live handle -> the value it held."""
         self.ops = ops
-        """The trace layer's ``select(flag, then, now)``, ``any_of(flags)`` and
+        """The trace layer's ``select(flag, then, now, shaped)``, ``any_of(flags)`` and
         ``stack(flags)`` over handles (this layer makes no nodes of its own)."""
 
 
@@ -352,6 +352,7 @@ def gate_step(device) -> Gated | None:
     live = [(ref, ref()) for ref in list(device.arena._live)]
     after: list[list] = [[] for _ in mine]
     ors: dict[tuple, object] = {}
+    shaped: dict = {}  # (the or-ed flags broadcast to each shape, once)
     for ref, t in live:
         if t is None:
             continue
@@ -374,10 +375,12 @@ def gate_step(device) -> Gated | None:
             flag = ors.get(key)
             if flag is None:
                 flag = ors[key] = ops.any_of([mine[k].flag for k in ks])
-            v = ops.select(flag, then, v)
+            v = ops.select(flag, then, v, shaped)
         if v is not now:
             t._value = v
     gated = Gated(mine, ops.stack([c.flag for c in mine]), after)
+    for c in mine:
+        c.flag = None  # (in the stack: not an output of its own)
     RUNNING.append(gated)
     return gated
 

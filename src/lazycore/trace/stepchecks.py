@@ -45,11 +45,16 @@ class _Ops:
     (no automatic step cut inside: the barrier is already running)."""
 
     @staticmethod
-    def select(flag: LazyTensor, then: Value, now: Value) -> Value:
+    def select(flag: LazyTensor, then: Value, now: Value, shaped: dict) -> Value:
+        """``flag ? then : now``; ``shaped``: ``flag`` broadcast per shape, kept by the caller for its step."""
         device = flag.device
         a, b = LazyTensor(then, device), LazyTensor(now, device)
         with TRACE.cutter.holding():
-            return apply("select", broadcast_to(flag, a.shape), a, b)._value
+            key = (id(flag), a.shape)
+            pred = shaped.get(key)
+            if pred is None:
+                pred = shaped[key] = (flag, broadcast_to(flag, a.shape))
+            return apply("select", pred[1], a, b)._value
 
     @staticmethod
     def any_of(flags: list) -> LazyTensor:
