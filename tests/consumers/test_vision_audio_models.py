@@ -1,0 +1,224 @@
+"""torchvision detection/segmentation pieces and transformers audio/multimodal
+models nobody here wrote, run unchanged on the lazy device against eager CPU
+(issue 39).
+
+``torchvision.ops.roi_align`` (Faster/Mask R-CNN's ``MultiScaleRoIAlign``,
+``sampling_ratio=2``) and its backward ran eager's CPU kernel (two counted
+fallbacks, each a barrier, every detection training step); they are lazy now
+(frontends/torch/vision_ops.py) with eager's values, boxes reaching outside the
+feature map included. An adaptive grid (``sampling_ratio <= 0``) still runs
+eager's kernel, counted.
+
+The model runs (a few training steps against an eager copy: losses, parameters,
+compiles after the warm-up, programs per step, fallbacks) compile graphs of
+thousands of nodes; they run with ``LAZYCORE_TEST_FULL=1`` only, as tests/zoo's
+full set does.
+"""
+
+import copy
+import os
+
+import pytest
+import torch
+
+torchvision = pytest.importorskip("torchvision")
+
+FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
+full_only = pytest.mark.skipif(not FULL, reason="a model run: LAZYCORE_TEST_FULL=1")
+
+
+@pytest.fixture(scope="module")
+def dev():
+    import lazycore.torch as ltorch
+
+    return ltorch.device()
+
+
+def _counters():
+    from lazycore.observe import metrics
+
+    c = metrics.counters()
+    return c.get("fallbacks", 0), dict(metrics.fallbacks())
+
+
+def _boxes(g, n, size):
+    xy = torch.rand(n, 2, generator=g) * size
+    wh = torch.rand(n, 2, generator=g) * size / 2 + 0.5
+    return torch.cat([xy - size / 8, xy + wh], 1)  # some reach outside the map on either side
+
+
+def _rois(g, n, batch, size):
+    return torch.cat([torch.randint(0, batch, (n, 1), generator=g).float(), _boxes(g, n, size)], 1)
+
+
+def _roi_align(dev, feat, rois, weight, **kw):
+    x = feat.clone().to(dev).requires_grad_()
+    out = torchvision.ops.roi_align(x, rois.to(dev), **kw)
+    (out * weight.to(dev)).sum().backward()
+    return out.detach().cpu(), x.grad.cpu()
+
+
+@pytest.mark.parametrize("aligned", [False, True])
+@pytest.mark.parametrize("scale,size", [(0.25, 64.0), (1.0, 16.0), (0.5, 40.0)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_roi_align_lazy_with_eager_values(dev, aligned, scale, size, dtype):
+    from lazycore.observe import metrics
+
+    g = torch.Generator().manual_seed(0)
+    feat = torch.randn(2, 3, 16, 12, generator=g, dtype=dtype)
+    rois = _rois(g, 9, 2, size).to(dtype)
+    weight = torch.randn(9, 3, 3, 2, generator=g, dtype=dtype)
+    kw = dict(output_size=(3, 2), spatial_scale=scale, sampling_ratio=2, aligned=aligned)
+    want = _roi_align("cpu", feat, rois, weight, **kw)
+    metrics.reset()
+    got = _roi_align(dev, feat, rois, weight, **kw)
+    assert _counters() == (0, {})
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(got[0], want[0], **tol)
+    torch.testing.assert_close(got[1], want[1], **tol)
+
+
+def test_roi_align_multiscale_pooler(dev):
+    """Faster R-CNN's box pooler (levels chosen per box, one roi_align per level)."""
+    from lazycore.observe import metrics
+    from torchvision.ops import MultiScaleRoIAlign
+
+    g = torch.Generator().manual_seed(1)
+    feats = {"0": torch.randn(2, 4, 16, 16, generator=g), "1": torch.randn(2, 4, 8, 8, generator=g)}
+    boxes = [_boxes(g, 5, 64.0).clamp(0, 63), _boxes(g, 3, 64.0).clamp(0, 63)]
+    boxes = [torch.cat([b[:, :2], torch.maximum(b[:, 2:], b[:, :2] + 1)], 1) for b in boxes]
+    pool = MultiScaleRoIAlign(["0", "1"], output_size=3, sampling_ratio=2)
+    sizes = [(64, 64), (64, 64)]
+    want = pool(feats, boxes, sizes)
+    metrics.reset()
+    got = pool({k: v.to(dev) for k, v in feats.items()}, [b.to(dev) for b in boxes], sizes)
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-6)
+    assert _counters()[1].keys() <= {"aten.nonzero.default"}  # the level's boxes: a data-dependent selection
+    assert not any("roi_align" in k for k in _counters()[1])
+
+
+def test_roi_align_adaptive_grid_still_eager(dev):
+    """``sampling_ratio <= 0``: the grid per box is the box's size, a value; eager's kernel runs, counted."""
+    from lazycore.observe import metrics
+
+    g = torch.Generator().manual_seed(2)
+    feat = torch.randn(1, 2, 10, 10, generator=g)
+    rois = _rois(g, 4, 1, 10.0)
+    want = torchvision.ops.roi_align(feat, rois, (2, 2), 1.0, -1, False)
+    metrics.reset()
+    got = torchvision.ops.roi_align(feat.to(dev), rois.to(dev), (2, 2), 1.0, -1, False)
+    torch.testing.assert_close(got.cpu(), want)
+    assert "torchvision.roi_align.default" in _counters()[1]
+
+
+def test_roi_align_checks_stay_eager(dev):
+    """Bad input gets eager's exception at the call."""
+    feat = torch.randn(1, 2, 6, 6)
+    rois = torch.tensor([[0, 1.0, 1.0, 4.0, 4.0]], dtype=torch.float64)
+    with pytest.raises(RuntimeError) as want:
+        torchvision.ops.roi_align(feat, rois, (2, 2), 1.0, 2, False)
+    with pytest.raises(RuntimeError) as got:
+        torchvision.ops.roi_align(feat.to(dev), rois.to(dev), (2, 2), 1.0, 2, False)
+    assert type(got.value) is type(want.value)
+
+
+# --- model runs (LAZYCORE_TEST_FULL=1) ---------------------------------------------------
+
+
+def _to(x, d):
+    if isinstance(x, torch.Tensor):
+        return x.to(d)
+    if isinstance(x, dict):
+        return {k: _to(v, d) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to(v, d) for v in x)
+    return x
+
+
+def _train(build, batches, loss_fn, lr):
+    """Losses (eager, lazy), the largest parameter/buffer difference, and per
+    lazy step the compiles and programs run; the fallbacks taken."""
+    import lazycore.torch as ltorch
+    from lazycore.observe import metrics
+
+    dev = ltorch.device()
+    torch.manual_seed(0)
+    lazy = build().train()
+    eager = copy.deepcopy(lazy)
+    lazy = lazy.to(dev)
+
+    def steps(model, device):
+        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+        losses, compiles, programs = [], [], []
+        for b in batches:
+            c = metrics.counters()
+            c0, e0 = c.get("compiles", 0), c.get("executions", 0)
+            loss = loss_fn(model, _to(b, device))
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            losses.append(loss.detach())
+            if device != "cpu":
+                ltorch.mark_step()
+            c = metrics.counters()
+            compiles.append(c.get("compiles", 0) - c0)
+            programs.append(c.get("executions", 0) - e0)
+        return [float(l.cpu()) for l in losses], compiles, programs
+
+    want, _, _ = steps(eager, "cpu")
+    ltorch.mark_step(wait=True)
+    metrics.reset()
+    got, compiles, programs = steps(lazy, dev)
+    diff, ref = 0.0, eager.state_dict()
+    for name, v in lazy.state_dict().items():
+        if ref[name].is_floating_point() and ref[name].numel():
+            d = (v.cpu().double() - ref[name].double()).abs() / ref[name].double().abs().clamp(min=1)
+            diff = max(diff, d.max().item())
+    return want, got, diff, compiles, programs, _counters()
+
+
+def _rel(got, want):
+    return max(abs(a - b) / abs(b) for a, b in zip(got, want))
+
+
+@full_only
+def test_lraspp_mobilenet_v3_trains_as_eager():
+    import torch.nn.functional as F
+    from torchvision.models.segmentation import lraspp_mobilenet_v3_large
+
+    def batch(i):
+        g = torch.Generator().manual_seed(i)
+        return torch.randn(2, 3, 64, 64, generator=g), torch.randint(0, 3, (2, 64, 64), generator=g)
+
+    want, got, diff, compiles, programs, fallbacks = _train(
+        lambda: lraspp_mobilenet_v3_large(weights=None, weights_backbone=None, num_classes=3),
+        [batch(i) for i in range(4)], lambda m, b: F.cross_entropy(m(b[0])["out"], b[1]), lr=0.01)
+    assert _rel(got, want) < 1e-5 and diff < 1e-5
+    assert sum(compiles[2:]) == 0 and max(programs[2:]) == 1
+    assert fallbacks == (0, {})
+
+
+@full_only
+def test_fasterrcnn_mobilenet_trains_without_roi_align_fallback():
+    from torchvision.models.detection import fasterrcnn_mobilenet_v3_large_fpn
+
+    def batch(i):
+        g = torch.Generator().manual_seed(i)
+        ims = [torch.rand(3, 64, 64, generator=g) for _ in range(2)]
+        targets = []
+        for _ in range(2):
+            xy = torch.rand(2, 2, generator=g) * 30
+            wh = torch.rand(2, 2, generator=g) * 25 + 8
+            targets.append({"boxes": torch.cat([xy, xy + wh], 1), "labels": torch.randint(1, 3, (2,), generator=g)})
+        return ims, targets
+
+    def loss_fn(m, b):
+        d = m(*b)
+        return sum(d[k] for k in sorted(d))
+
+    want, got, diff, compiles, programs, (n, ops) = _train(
+        lambda: fasterrcnn_mobilenet_v3_large_fpn(weights=None, weights_backbone=None, num_classes=3, min_size=64,
+                                                  max_size=64),
+        [batch(i) for i in range(3)], loss_fn, lr=0.005)
+    assert _rel(got, want) < 1e-4 and diff < 1e-4
+    assert not any("roi_align" in k for k in ops), ops
