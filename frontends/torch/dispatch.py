@@ -923,6 +923,7 @@ def _overlap_ok(func, args, kwargs, target) -> bool:
 
 
 special.check_overlap_with(_overlap_ok)  # copy_ writes by the same rule, with the same per-signature answers
+special.lower_with(_lowered)  # _to_copy on the tensor's own device is a lowered op
 
 
 def _eager_overlap(func, args, kwargs):

@@ -53,8 +53,42 @@ def copy_(func, args, kwargs):
     return write(dst, broadcast(convert(h, dtypes.lazy_dtype(dst.dtype)), tuple(dst.shape)), ok)
 
 
+def _convert(ctx, x, **_):
+    """``_to_copy`` on the tensor's own device: a conversion to the result's
+    dtype (the meta result's layout is the copy's), as a lowering."""
+    return convert(x, dtypes.lazy_dtype(ctx.out.dtype))
+
+
+def _same_device(func, args, kwargs):
+    raise RuntimeError("lazycore: _to_copy ran before the dispatcher gave it its lowered path "
+                       "(lazycore.frontends.torch.dispatch, imported by lazycore.torch)")
+
+
+def lower_with(lowered) -> None:
+    """Take ``lowered(fn, inplace)``, the dispatcher's handler maker for a
+    lowering (its meta result cached and its nodes recorded per call
+    signature, then replayed): a copy on the tensor's own device goes through
+    it, as any lowered op does. The dispatcher builds on this module, so it
+    registers the maker here when it is imported."""
+    global _same_device
+    _same_device = lowered(_convert, False)
+
+
+def _on(target: torch.device, device: torch.device) -> bool:
+    """``target`` names ``device`` (a lazy one, index 0 when it gives none)."""
+    return target == device or (target.type == device.type and target.index is None and device.index == 0)
+
+
 def to_copy(func, args, kwargs):
     (x,) = args
+    if type(x) is Tensor:
+        target = kwargs.get("device")
+        if (target is None or _on(torch.device(target), x.device)) and kwargs.get("layout") in (None, torch.strided):
+            # a dtype change or a copy on the device (Llama's rotary embedding, T5's masks):
+            # the lowered per-op path, not the meta kernel and a new node each call (~180 us)
+            if target is not None:
+                kwargs = {k: v for k, v in kwargs.items() if k != "device"}
+            return _same_device(func, args, kwargs)
     dtype = kwargs.get("dtype") or x.dtype
     target = kwargs.get("device") or x.device
     target = torch.device(target)
