@@ -8,8 +8,11 @@ length and on ``q`` (host values), so NumPy's own index rules
 (``numpy.lib._function_base_impl``'s ``_QuantileMethods``, ``_get_indexes``,
 ``_get_gamma``) compute it on the host, for every ``method=`` NumPy documents:
 the positions and weights are NumPy's bit for bit. The ``nan`` variants drop
-NaN by counting the numbers of each slice (lazily); the table of positions and
-weights holds a row per possible count, and each slice gathers its row.
+NaN by counting the numbers of each slice (lazily); for the default method
+(``linear``) each slice computes NumPy's ``(k - 1) * q`` from its count ``k``
+on the device, for the others a table of positions and weights holds a row
+per possible count (NumPy's rules applied to a column of counts), and each
+slice gathers its row.
 Weighted quantiles (``weights=``), a lazy ``q`` and a table of more than
 ``_TABLE_LIMIT`` entries run NumPy (counted).
 
@@ -42,7 +45,7 @@ from .ufuncs import UFUNCS, asarray_like
 __all__ = ["median", "nanmedian", "percentile", "nanpercentile", "quantile", "nanquantile"]
 
 _NoValue = np._NoValue
-_TABLE_LIMIT = 1 << 22  # entries of the nan variants' position table: (slice length + 1) * number of quantiles
+_TABLE_LIMIT = 1 << 20  # entries of the nan variants' position table: (slice length + 1) * number of quantiles
 
 
 def _uf(name):
@@ -73,18 +76,45 @@ def _finish(r: ndarray, qshape, kept, keepdims, out):
 # --- NumPy's positions and weights, on the host -----------------------------------------------------
 
 
-def _plan(n: int, q: np.ndarray, method: str, inexact: bool):
+def _plan(n, q: np.ndarray, method: str, inexact: bool):
     """NumPy's ``_quantile`` index work for a slice of ``n`` elements: ``(idx, gamma)``
     with ``idx`` the positions to gather (``(m,)`` for a plain take, ``(2, m)`` for
     interpolation; negative ones counted from the slice's end) and ``gamma`` the
-    weights (None for a plain take), ``q`` flattened to ``m`` entries."""
+    weights (None for a plain take), ``q`` flattened to ``m`` entries. ``n`` may be
+    a column of counts (``(N, 1)``, of ``q``'s type as a Python int would promote):
+    a row per count, each NumPy's (its rules are elementwise)."""
     props = _fb._QuantileMethods[method]
     vi = np.asanyarray(props["get_virtual_index"](n, q.ravel()))
     if props["fix_gamma"] is None or (method == "linear" and np.issubdtype(vi.dtype, np.integer)):
         return vi.astype(np.intp), None
     prev, nxt = _fb._get_indexes(np.empty(0, np.float64 if inexact else np.int64), vi, n)
     gamma = _fb._get_gamma(vi, prev, props)
-    return np.stack([prev, nxt]), gamma
+    return np.stack([prev, nxt], axis=-2), gamma
+
+
+def _counts_column(n: int, q: np.ndarray) -> np.ndarray:
+    """1..n as a column, of the type a Python int takes beside ``q`` (NEP 50: ``q``'s
+    own float type, int64 beside integers), so each row's arithmetic is NumPy's."""
+    dt = q.dtype if q.dtype.kind == "f" else np.dtype(np.int64)
+    return np.arange(1, n + 1, dtype=dt)[:, None]
+
+
+def _linear_rows(k: ndarray, qa: np.ndarray, dt):
+    """The default method's positions and weights for lazy counts ``k`` (``(*batch,)``):
+    NumPy's ``(k - 1) * q``, ``_get_indexes``' bounds (past the end: the last number,
+    whose weight NumPy takes from the position -1) and ``vi - floor(vi)``, in
+    ``dt`` (``q``'s float type), elementwise as NumPy computes them."""
+    q = asarray_like(qa.ravel().astype(dt))
+    kf = k.astype(dt)[..., None]
+    vi = _uf("multiply")(_uf("subtract")(kf, 1), q)
+    prev = _uf("floor")(vi)
+    above = _uf("greater_equal")(vi, _uf("subtract")(kf, 1))
+    prev_num = _select(above, np.array(-1, dt), prev)
+    gamma = _uf("subtract")(vi, prev_num)
+    last = _uf("subtract")(k[..., None], 1)
+    lo = _select(above, last, prev.astype(np.intp))
+    hi = _select(above, last, _uf("add")(prev, 1).astype(np.intp))
+    return lo, hi, gamma
 
 
 def _method(method):
@@ -150,21 +180,24 @@ def _quantile_sorted(s: ndarray, n: int, qa, method, weak, counts=None):
             last = s[..., -1:]
             r = _select(_uf("isnan")(last), last.astype(r.dtype), r)
         return r
-    # a row of positions and weights per count of numbers (0: an all-NaN slice)
-    rows = [_plan(k, qa, method, inexact) for k in range(1, n + 1)]
-    plain = rows[0][1] is None
-    shape = (m,) if plain else (2, m)
-    table = np.zeros((n + 1,) + shape, np.intp)
-    for k, (idx, _) in enumerate(rows, start=1):
-        table[k] = np.where(idx < 0, idx + k, idx)
     k = counts
-    if plain:
+    if method == "linear" and qa.dtype.kind == "f" or (n + 1) * max(m, 1) * 2 > _TABLE_LIMIT:
+        lo, hi, gamma = _linear_rows(k, qa, qa.dtype)
+        if weak:
+            gamma = gamma.astype(_gamma_dtype(gamma, s.dtype, weak))
+        r = _lerp(_gather(s, _uf("maximum")(lo, 0)), _gather(s, _uf("maximum")(hi, 0)), gamma, weak)
+        empty = k.reshape(k.shape + (1,)) == 0
+        return _select(empty, np.array(np.nan, s.dtype), r)
+    # a row of positions and weights per count of numbers (0: an all-NaN slice), NumPy's rules on the host
+    idx, gamma = _plan(_counts_column(n, qa), qa, method, inexact)
+    counts_col = np.arange(1, n + 1).reshape((n,) + (1,) * (idx.ndim - 1))
+    idx = np.where(idx < 0, idx + counts_col, idx)
+    table = np.concatenate([np.zeros((1,) + idx.shape[1:], np.intp), idx.astype(np.intp)])
+    if gamma is None:
         r = _gather(s, _rows(table, k))
     else:
-        gdt = _gamma_dtype(rows[0][1], s.dtype, weak)
-        gtab = np.zeros((n + 1, m), gdt)
-        for i, (_, gamma) in enumerate(rows, start=1):
-            gtab[i] = gamma.astype(gdt)
+        gdt = _gamma_dtype(gamma, s.dtype, weak)
+        gtab = np.concatenate([np.zeros((1, m), gdt), gamma.astype(gdt)])
         both = _rows(table.reshape(n + 1, 2 * m), k)
         r = _lerp(_gather(s, both[..., :m]), _gather(s, both[..., m:]), _rows(gtab, k), weak)
     empty = k.reshape(k.shape + (1,)) == 0
@@ -186,7 +219,7 @@ def _quantile(a, qa, axis, out, method, keepdims, weak, nan: bool):
         return nanmean(a, axis, out=out, keepdims=bool(keepdims) and keepdims is not _NoValue)
     flat, kept = _to_last(a, axis)
     n = flat.shape[-1]
-    if nan and (n + 1) * max(qa.size, 1) * 2 > _TABLE_LIMIT:
+    if nan and (n + 1) * max(qa.size, 1) * 2 > _TABLE_LIMIT and not (method == "linear" and qa.dtype.kind == "f"):
         return None
     s = sort(flat, axis=-1)
     counts = None
