@@ -345,17 +345,40 @@ def _lerp(ctx, x, end, weight):
 # --- layer norm ----------------------------------------------------------------------------------
 
 
+def _layer_moments(h, ds, kept, platform):
+    """Layer norm's mean and variance of ``h`` over ``ds`` (shaped ``kept``), and
+    ``h`` less the mean. A float32 row on a platform with float64 has its mean
+    as its float64 sum over N, rounded once: no float32 row can overflow that
+    sum, a constant row's mean is exact, and no mean exceeds the row's largest
+    value (eager's Welford's properties, which :func:`.moments.row_moments`
+    gets in float32 from a sum about the row's first element, retried scaled
+    down where that overflows); an infinity or NaN in the row makes the mean
+    NaN, as Welford's ``inf - inf`` does. 8 nodes for those 23, in a step of
+    transformers with a layer norm or more a block."""
+    if h.dtype != "f32" or platform not in WIDE_PLATFORMS:
+        return row_moments(h, ds, kept)
+    count = 1
+    for d in ds:
+        count *= h.shape[d]
+    total = reshape(apply("reduce_sum", convert(h, "f64"), dims=ds), kept)
+    total = apply("add", total, apply("sub", total, total))  # +-inf (an infinity in the row): NaN
+    mean = convert(apply("div", total, const(count, "f64", h.device, kept)), "f32")
+    centered = apply("sub", h, broadcast(mean, h.shape))
+    squares = reshape(apply("reduce_sum", apply("mul", centered, centered), dims=ds), kept)
+    return mean, apply("div", squares, const(count, "f32", h.device, kept)), centered
+
+
 @lowers(aten.native_layer_norm.default)
 def _native_layer_norm(ctx, x, normalized_shape, weight, bias, eps):
     """The decomposition's formula ((x - mean) * rsqrt(var + eps), then weight and bias; halves
-    computed in f32), with :func:`.moments.row_moments`' mean."""
+    computed in f32), with :func:`_layer_moments`' mean."""
     out_t, mean_t, rstd_t = ctx.out
     acc = "f32" if x.dtype in ("f16", "bf16") else x.dtype
     h = convert(x, acc)
     rank = len(h.shape)
     ds = tuple(range(rank - len(normalized_shape), rank))
     kept = tuple(1 if d in ds else n for d, n in enumerate(h.shape))
-    mean, var, centered = row_moments(h, ds, kept)
+    mean, var, centered = _layer_moments(h, ds, kept, ctx.device.platform)
     rstd = apply("rsqrt", apply("add", var, scalar(eps, acc, ctx.device, kept)))
     out = apply("mul", centered, broadcast(rstd, h.shape))
     if weight is not None:

@@ -1,0 +1,50 @@
+"""Layer norm's lowering on the CPU (issue 40): a float32 row's mean is its
+float64 sum over N rounded once, in 23 nodes a call where the mean about the
+row's first element, with its scaled-down retry for rows whose steps
+overflow, made 38 (a transformers step has one or two a block, each recorded
+and replayed per call). Eager's own mean is Welford's in float32, which this
+matches no worse than before: its overflow cases are
+tests/torch/test_layer_norm_overflow.py's."""
+
+import pytest
+import torch
+
+import lazycore.torch as ltorch
+from lazycore.ir.graph import LOG
+
+
+def _nodes(f):
+    ltorch.mark_step()
+    n0 = len(LOG.nodes)
+    out = f()
+    return len(LOG.nodes) - n0, out
+
+
+@pytest.mark.parametrize("shape,nd", [((4, 32, 64), 1), ((3, 5, 7), 2), ((6, 17), 1)])
+def test_the_mean_is_the_float64_mean_rounded_once(dev, shape, nd):
+    torch.manual_seed(0)
+    x = torch.randn(shape) * 3 + 1
+    ns = shape[-nd:]
+    out, mean, rstd = (t.cpu() for t in torch.native_layer_norm(x.to(dev), ns, None, None, 1e-5))
+    dims = tuple(range(len(shape) - nd, len(shape)))
+    exact = x.double().mean(dims, keepdim=True).float()
+    assert torch.equal(mean, exact)
+    want = torch.native_layer_norm(x, ns, None, None, 1e-5)
+    torch.testing.assert_close(out, want[0], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(rstd, want[2], rtol=1e-5, atol=1e-5)
+
+
+def test_a_layer_norm_call_makes_few_nodes(dev):
+    torch.manual_seed(0)
+    x, w, b = torch.randn(4, 32, 64).to(dev), torch.randn(64).to(dev), torch.randn(64).to(dev)
+    _nodes(lambda: torch.native_layer_norm(x, (64,), w, b, 1e-5))  # recorded
+    again, _ = _nodes(lambda: torch.native_layer_norm(x, (64,), w, b, 1e-5))  # replayed, as in every step
+    assert again <= 24, again
+
+
+def test_a_constant_row_normalises_to_zero_and_the_bias(dev):
+    x = torch.full((3, 64), 0.1)
+    b = torch.randn(64)
+    want = torch.nn.functional.layer_norm(x, (64,), None, b)
+    got = torch.nn.functional.layer_norm(x.to(dev), (64,), None, b.to(dev)).cpu()
+    assert torch.equal(got, want) and torch.equal(got, b.expand(3, 64))
