@@ -102,10 +102,10 @@ def roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_
 
 def roi_align_backward(grad, rois, spatial_scale, pooled_height, pooled_width, batch_size, channels, height, width,
                        sampling_ratio, aligned):
+    if not rois.shape[0] and grad.dtype in (torch.float32, torch.float64):  # no box: no gradient
+        return grad.new_zeros((batch_size, channels, height, width))
     if not _ok(grad, rois, sampling_ratio):
         return NotImplemented
-    if not rois.shape[0]:
-        return grad.new_zeros((batch_size, channels, height, width))
     batch, corners = _samples(rois, grad.dtype, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned,
                               height, width)
     c = torch.arange(channels, device=grad.device)[None, :, None, None, None, None]
