@@ -7,6 +7,7 @@
 import numpy as np
 import torch
 
+import lazycore
 import lazycore.numpy as lnp
 import lazycore.torch as ltorch
 from lazycore.observe.testing import print_ir
@@ -54,7 +55,9 @@ a = lnp.asarray(np.array([[1, 2, 3], [4, 5, 6]], np.int32))
 
 
 # NumPy: the sum of int32 is int64 (a convert first); argmax is one op whose
-# lowering reduces values and indices together.
+# lowering reduces values and indices together. (Both are computed by the
+# barrier first: an integer value made of device data, read while other work
+# is pending, would be computed by a program of its own, as a mask is.)
 # CHECK-LABEL: TEST: numpy_integer_sum_and_argmax
 # CHECK:      [5 7 9] [2 2]
 # CHECK:      func.func @main(%arg0: tensor<2x3xi32>) -> (tensor<3xi64>, tensor<2xi64>)
@@ -65,4 +68,6 @@ a = lnp.asarray(np.array([[1, 2, 3], [4, 5, 6]], np.int32))
 # CHECK:        %{{.*}}:2 = stablehlo.reduce(%arg0 init: %{{.*}}), (%{{.*}} init: %{{.*}}) across dimensions = [1]
 @print_ir
 def numpy_integer_sum_and_argmax():
-    print(a.sum(axis=0), np.argmax(a, axis=1))
+    total, where = a.sum(axis=0), np.argmax(a, axis=1)
+    lazycore.mark_step()
+    print(total, where)

@@ -143,9 +143,11 @@ def _read_alone(t: LazyTensor) -> bool:
     in the middle of a step (BART's all-ones mask; with ``use_cache=False`` or
     gradient checkpointing, a packed-sequence check on an ``arange``), and a
     barrier there made every step two programs and a captured step that never
-    replays. A value made of device data too (issue 39: a mask computed from
-    an uploaded tensor, pack_padded_sequence's inverse order) is computed so
-    when no other live value's pending work is in its graph, and not kept.
+    replays. An integer or boolean value made of device data too (issue 39:
+    a mask computed from an uploaded tensor, pack_padded_sequence's inverse
+    order) is computed so when no other live value's pending work computes
+    float work of its graph (:func:`_shares`), and not kept; a float value
+    read mid-step is the step's own work, left to the barrier.
     A read with nothing else pending stays a barrier, with its plans,
     buckets and persistent cache (generate()'s setup reads). Returns whether
     ``t`` now holds its data (a failed value check raises, as a barrier's)."""
