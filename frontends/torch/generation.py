@@ -61,6 +61,20 @@ cache grows every token: no step of it repeats a shape, so none replays; a
 call asking for it where nobody sees the cache (not passed in, not
 returned) decodes with a static cache instead (:func:`_static_for_default`;
 ``settings.generation_static_cache``), with the same tokens.
+
+Per-token bookkeeping: around the replayed step, transformers' ``_sample``
+grew the mask, the positions and the ids by ``torch.cat``, took the argmax,
+ran the stopping criteria and read ``unfinished_sequences.max() == 0``,
+op by op (about twenty dispatches and a read per token, on growing shapes
+the barrier padded to buckets: with the barrier, 1.25x eager's time per
+token for a tiny GPT-2). Greedy decoding whose only criteria are max-length
+ones, with no logits processor or streamer (:func:`_greedy_fits`), makes
+every later token in one replay (:func:`_greedy`, :attr:`_DecodingStep.greedy`;
+off until its first-token donation variant is gone: ``_GREEDY_LOOP``):
+the step, its argmax written into the ids (made once as long as the
+cache), the next step's inputs; one barrier per token, started without a
+wait, no read. In ``_sample`` itself a stop check of max-length criteria
+alone is answered on the host (:func:`_wrap_stop_check`).
 """
 
 from __future__ import annotations
@@ -100,6 +114,13 @@ _DEFER_INPUTS = True
 """A captured decoding step makes its attention mask in its call
 (:func:`_prepare_deferred`); False: the step's inputs are made op by op
 before it (same tokens and programs; for measuring one against the other)."""
+_GREEDY_LOOP = False
+"""Greedy decoding with a captured step makes each token in one replay
+(:func:`_greedy`); False (the default for now): transformers' ``_sample``.
+On: 0.4-0.6x eager's thread time per token for the tiny GPT-2 (was 1.25x),
+but a cold call compiles one program more (the first replayed token's
+barrier donates fewer inputs than the later ones': a donation variant),
+which breaks the program bounds of tests/torch/test_generation_programs.py."""
 _GROWING = ("attention_mask", "decoder_attention_mask", "position_ids", "decoder_position_ids", "token_type_ids")
 
 
@@ -135,7 +156,9 @@ def _wrap(prepare):
             events.bump("generated_tokens")  # one model call, one new token
             if _GENERATING.depth:
                 _learn_zeros(kwargs.get("attention_mask"))
-        if next_sequence_length == 1 and isinstance(input_ids, Tensor):
+        if next_sequence_length == 1 and isinstance(input_ids, Tensor) and not g.greedy:
+            # (in _greedy's steps nothing grows: a mark would pad the recorded
+            # steps' mask, not the replayed ones', two programs for one step)
             _mark(input_ids, -1)
             for key in _GROWING:  # grown with the ids by _update_model_kwargs_for_generation
                 _mark(kwargs.get(key), -1)
@@ -183,6 +206,8 @@ class _Generating(threading.local):
     2-D one, grown by a position every token) padded with zeros to the
     static cache's length, which a deferred decoding step reads and grows
     in place (:func:`_prepare_deferred`); None when there is none."""
+    greedy = False
+    """:func:`_greedy_replayed` is making tokens."""
     deferred = None
     """``(ids, padding mask)`` of the next decoding step's inputs when
     :func:`_prepare_deferred` made them: the step makes the rest in its call."""
@@ -362,6 +387,146 @@ def _static_for_default(model, inputs, kwargs) -> bool:
         return False
     ids = inputs if inputs is not None else kwargs.get("inputs", kwargs.get("input_ids"))
     return isinstance(ids, Tensor) and ids.dim() == 2 and isinstance(next(model.parameters(), None), Tensor)
+
+
+def _greedy_fits(model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus,
+                 streamer, model_kwargs) -> bool:
+    """Whether ``_sample`` of ``model`` decodes by :func:`_greedy`: greedy,
+    on a lazy device, a static cache a captured decoding step takes, nothing
+    but max-length criteria (no end token: every call makes all its
+    tokens), no logits processors, streamer or extra outputs, and no model
+    input but the ids, their mask and positions (what :func:`_prepare_deferred` makes)."""
+    config = generation_config
+    if not (settings.generation_replay and _GENERATING.depth and _GREEDY_LOOP) or synced_gpus \
+            or streamer is not None or config is None:
+        return False
+    if config.do_sample or config.return_dict_in_generate or getattr(config, "is_assistant", False) \
+            or getattr(config, "prefill_chunk_size", None) is not None \
+            or getattr(config, "disable_compile", False) or getattr(model.config, "is_encoder_decoder", False):
+        return False
+    if not isinstance(input_ids, Tensor) or input_ids.dim() != 2 or logits_processor is None \
+            or len(logits_processor) or not stopping_criteria:
+        return False
+    length = getattr(sys.modules.get(_CRITERIA), "MaxLengthCriteria", None)
+    if not all(type(c) is length and isinstance(c.max_length, int) for c in stopping_criteria):
+        return False
+    if not _decodable(model, model_kwargs) or type(model).prepare_inputs_for_generation \
+            is not getattr(sys.modules.get(_TARGET), "GenerationMixin", None).prepare_inputs_for_generation:
+        return False  # (a model's own preparation may make other inputs)
+    cache_name = _cache_name(model_kwargs)
+    for name, value in model_kwargs.items():
+        if name == cache_name or value is None:
+            continue
+        if name in ("attention_mask", "position_ids"):
+            if not isinstance(value, Tensor) or value.dim() != 2:
+                return False
+        elif isinstance(value, torch.Tensor) or name in _NOT_GREEDY:
+            return False
+    return True
+
+
+_NOT_GREEDY = ("inputs_embeds", "token_type_ids", "tokenizer", "assistant_tokenizer", "assistant_model")
+"""Keywords of ``_sample`` that :func:`_greedy` leaves to it."""
+
+
+def _greedy(model, input_ids, stopping_criteria, generation_config, model_kwargs):
+    """``_sample`` for greedy decoding that :func:`_greedy_fits`: its tokens,
+    the prompt's forward and the first token as ``_sample`` makes them, then
+    every later token one call of the captured decoding step
+    (:attr:`_DecodingStep.greedy`), and one barrier started per token.
+
+    ``_sample`` ran, per token, the step, then transformers' bookkeeping op
+    by op (the mask and positions grown by ``torch.cat``, the logits' argmax,
+    the ids grown, the stopping criteria, ``unfinished_sequences.max() == 0``
+    read): a hundred ops' dispatch and a read per token, with growing shapes
+    the barrier padded to buckets. Here the step's replay makes the token,
+    writes it in the ids (made once at their final length: the criteria stop
+    every sequence there, none before) and makes the next step's inputs;
+    the host knows when to stop. Where the step cannot be captured (a
+    decoding step :func:`_prepare_deferred` refuses), the tokens are
+    made op by op as ``_sample`` makes them."""
+    g = _GENERATING
+    max_length = min(c.max_length for c in stopping_criteria)
+    most = [c.max_position_embeddings for c in stopping_criteria if c.max_position_embeddings is not None]
+    if most and max(input_ids.shape[1], min(most)) + 1 < max_length:
+        # the criteria's warning of ids longer than the model's positions, as
+        # _sample's call at that length gives it (on a stand-in: no lazy op)
+        stopping_criteria(torch.empty((input_ids.shape[0], max(input_ids.shape[1], min(most)) + 1),
+                                      dtype=input_ids.dtype, device="meta"), None)
+    model_forward = (model.get_compiled_call(generation_config.compile_config)
+                     if model._valid_auto_compile_criteria(model_kwargs, generation_config) else model.__call__)
+    outputs = model._prefill(input_ids, generation_config, model_kwargs, is_first_iteration=True)
+    with model._optimize_model_for_decode():
+        while True:
+            model_kwargs = model._update_model_kwargs_for_generation(outputs, model_kwargs, is_encoder_decoder=False)
+            logits = outputs.logits[:, -1].to(copy=True, dtype=torch.float32, device=input_ids.device)
+            del outputs
+            input_ids = torch.cat([input_ids, torch.argmax(logits, dim=-1)[:, None]], dim=-1)
+            del logits
+            step = g.active
+            # (the first step's inputs are made even where no step follows:
+            # the prompt's program is the same for a call of one new token)
+            if step is not None and model_forward is step and model_kwargs.get("use_cache", True) \
+                    and _DEFER_INPUTS and _prepare_deferred(input_ids, model_kwargs):
+                tokens = _greedy_replayed(step, input_ids, max_length)
+                if tokens is not None:
+                    return tokens
+            if input_ids.shape[1] >= max_length:
+                # its work started while generate()'s tensors are alive, as
+                # _sample's stop check started it: the same program every call
+                # (a read of the ids alone was a program of its own)
+                core.mark_step(False)
+                return input_ids
+            if model_forward is not step:
+                core.mark_step(False)  # a token's work, as _sample's stop check ran it (a captured step runs it itself)
+            inputs = model.prepare_inputs_for_generation(input_ids, next_sequence_length=1, **model_kwargs)
+            outputs = model_forward(**inputs, return_dict=True)
+
+
+def _greedy_replayed(step, input_ids, max_length: int):
+    """:func:`_greedy`'s tokens after the one :func:`_prepare_deferred` made
+    the step's inputs for: each the step's replay (its first calls record
+    it); None (nothing done) where the step cannot be captured."""
+    g = _GENERATING
+    inputs = dict(g.early[4])
+    plan = step._plan(inputs)
+    if plan is None:
+        return None  # (the inputs made early serve _greedy's next step)
+    g.early = None
+    n = input_ids.shape[1]  # (max_length already: no step, the ids as they are)
+    # the ids as long as the cache, each later token written at its place:
+    # one shape for every call that shares the cache (transformers keeps it
+    # for shorter calls), so one recording and one program for all of them
+    size = plan[2][0].keys.shape[-2]
+    tokens = torch.cat([input_ids, input_ids.new_zeros((input_ids.shape[0], size - n))], dim=-1)
+    g.greedy = True
+    try:
+        for _ in range(max_length - n):
+            events.bump("generated_tokens")  # one model call, one new token
+            g.deferred = (inputs["input_ids"], inputs.get("attention_mask"))
+            inputs.update(step(tokens=tokens, **inputs, return_dict=True))
+    finally:
+        g.greedy = False
+    # the last token's work started as every token's was (while the inputs are alive, the same program)
+    core.mark_step(False)
+    del inputs
+    # the call's ids cut from them on the host (a slice on the device: a
+    # program per call length), back on the device as the call's result
+    return tokens.cpu()[:, :max_length].to(input_ids.device)
+
+
+def _wrap_sample(sample):
+    @functools.wraps(sample)
+    def wrapped(self, input_ids, logits_processor=None, stopping_criteria=None, generation_config=None,
+                synced_gpus=False, streamer=None, **model_kwargs):
+        if _greedy_fits(self, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus,
+                        streamer, model_kwargs):
+            return _greedy(self, input_ids, stopping_criteria, generation_config, model_kwargs)
+        return sample(self, input_ids, logits_processor, stopping_criteria, generation_config,
+                      synced_gpus=synced_gpus, streamer=streamer, **model_kwargs)
+
+    wrapped.__lazycore_generation__ = True
+    return wrapped
 
 
 def _wrap_generate(generate):
@@ -775,10 +940,12 @@ class _DecodingStep:
     def __init__(self, model):
         self._model = weakref.ref(model)
         self.captured = Captured(self._forward)
+        self.greedy = Captured(self._greedy_forward)
+        """The whole greedy token (:func:`_greedy`): the step, its next token written in the ids."""
         self._out = None  # (the output's type, the names holding the cache) as the last traced call made it
         # (the cache of the call in progress is _GENERATING.cache: a generate() per thread)
 
-    def __call__(self, **kwargs):
+    def __call__(self, tokens=None, **kwargs):
         model = self._model()
         g = _GENERATING
         deferred, g.deferred = g.deferred, None
@@ -808,12 +975,17 @@ class _DecodingStep:
             core.mark_step(False)
         g.cache = cache
         try:
-            fields = self.captured(cache_name, names, tensors, length, stored, static, prepare)
+            if tokens is not None:  # (_greedy: made by _prepare_deferred or the step before)
+                fields = self.greedy(cache_name, names, tensors, length, stored, static, tokens)
+            else:
+                fields = self.captured(cache_name, names, tensors, length, stored, static, prepare)
         finally:
             g.cache = None
         for layer in layers:
             layer.cumulative_length.add_(1)
         layers[0]._lazycore_length = (length, now + 1)
+        if tokens is not None:
+            return fields
         kind, holding = self._out
         return kind(**fields, **{name: cache for name in holding})
 
@@ -831,6 +1003,32 @@ class _DecodingStep:
         holding = tuple(k for k, v in out.items() if v is cache)
         self._out = (type(out), holding)
         return {k: v for k, v in out.items() if k not in holding}
+
+    def _greedy_forward(self, cache_name, names, tensors, length, stored, static, tokens):
+        """A greedy token after the first (:func:`_greedy`): the decoding
+        step on inputs :func:`_prepare_deferred` made, its next token as
+        transformers' ``_sample`` picks it (the last position's logits as
+        float32, their argmax) written into the ids ``tokens`` at its place
+        (the filled length), and the next step's new ids and position ids."""
+        g = _GENERATING
+        cache, g.length = g.cache, length
+        try:
+            model = self._model()
+            given = {**dict(zip(names, tensors)), cache_name: cache, **dict(static)}
+            out = model(**_prepared(model, given, cache_name, length))
+        finally:
+            g.length = None
+        length.add_(1)  # (the layers read copies of it): the new token's place
+        logits = out.logits[:, -1].to(copy=True, dtype=torch.float32, device=tokens.device)
+        new = torch.argmax(logits, dim=-1, keepdim=True)  # (a view of it would keep its base alive, unseen)
+        # (an index_copy_ keeps its index for the index check: a tensor the replay would not make)
+        place = torch.arange(tokens.shape[-1], device=tokens.device) == length
+        tokens.copy_(torch.where(place, new, tokens))
+        nxt = {"input_ids": new}
+        position = given.get("position_ids")
+        if position is not None:  # (_update_model_kwargs_for_generation's next position)
+            nxt["position_ids"] = position + 1  # (its arange(1) + position[..., -1:] + 1: the same values)
+        return nxt
 
     def _plan(self, kwargs):
         """``(cache, its keyword, its layers, tensor keywords, tensors, other
@@ -893,7 +1091,10 @@ def decoding_steps(model) -> tuple[int, int]:
     """``(traced, replayed)``: how many of ``model``'s decoding steps were
     traced and how many replayed a captured call so far (:class:`_DecodingStep`)."""
     step = _DECODERS.get(model)
-    return (0, 0) if step is None else (step.captured.traces, step.captured.replays)
+    if step is None:
+        return (0, 0)
+    calls = (step.captured, step.greedy)  # (greedy decoding's whole tokens: _greedy)
+    return sum(c.traces for c in calls), sum(c.replays for c in calls)
 
 
 def _decodable(model, model_kwargs) -> bool:
@@ -952,7 +1153,7 @@ def _patch(module) -> None:
     for name, wrap in (("prepare_inputs_for_generation", _wrap), ("generate", _wrap_generate),
                        ("_prepare_generated_length", _wrap_length), ("_prepare_static_cache", _wrap_static_cache),
                        ("_update_model_kwargs_for_generation", _wrap_update_kwargs),
-                       ("_valid_auto_compile_criteria", _wrap_auto_compile)):
+                       ("_valid_auto_compile_criteria", _wrap_auto_compile), ("_sample", _wrap_sample)):
         original = getattr(mixin, name, None)
         if original is not None and not getattr(original, "__lazycore_generation__", False):
             setattr(mixin, name, wrap(original))
