@@ -418,25 +418,10 @@ def test_a_pass_from_outside_lazycore_keys_the_program_by_its_stablehlo(disk):
 
 
 def _training_losses():
-    import torch
-
-    import lazycore.torch as ltorch
-
-    torch.manual_seed(0)
-    dev = ltorch.device()
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3)).to(dev)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    g = torch.Generator().manual_seed(1)
-    x, y = torch.randn(5, 8, generator=g).to(dev), torch.randint(0, 3, (5,), generator=g).to(dev)
-    losses = []
-    for _ in range(3):
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        ltorch.mark_step()
-        losses.append(loss.item())
-    return losses, [p.detach().cpu() for p in model.parameters()]
+    """:data:`TRAINING` run in this process: its losses and parameters."""
+    names: dict = {}
+    exec(textwrap.dedent(TRAINING), names)  # noqa: S102 - the test's own program text
+    return names["result"]
 
 
 def test_a_donating_program_on_disk_is_loaded_without_looking_for_loops(disk, monkeypatch):
@@ -453,8 +438,6 @@ def test_a_donating_program_on_disk_is_loaded_without_looking_for_loops(disk, mo
         monkeypatch.setattr(rolling, "_found", lambda walk: searched.append(walk) or found(walk))
         again, params_again = _training_losses()
     c = metrics.counters()
-    assert c["compiles"] == 0 and c["disk_cache_hits"] >= 2
-    assert again == losses
-    for p, q in zip(params_again, params):
-        assert (p == q).all()
+    assert c["compiles"] == 0 and c["disk_cache_hits"] >= 1
+    assert (again, params_again) == (losses, params)  # bit for bit: the same executables
     assert searched == []
