@@ -1,7 +1,8 @@
 """Reads inside a transformers step (issue 39): with an ``attention_mask``,
 transformers' SDPA mask path reads the mask (does it pad?) to pick SDPA's
-``is_causal``, a data-dependent read that cuts the step into more programs.
-LAZYCORE_DEBUG names the read's line and function; the documented ways
+``is_causal``, a data-dependent read: the mask's own small graph runs as a
+program of its own (it cuts nothing), and LAZYCORE_DEBUG names the read's
+line and function; the documented ways
 around it (no mask for unpadded batches, ``attn_implementation="eager"``
 for padded decoder batches) trace a whole training step with no program."""
 
@@ -46,6 +47,8 @@ def _programs_in_forward_and_backward(model, batch) -> int:
 
 
 def test_the_debug_line_names_transformers_read_of_the_mask(dev, capsys):
+    # the mask is uploaded data: its read runs the mask's own small graph,
+    # not a barrier, so the step's pending work is not cut; the line names it
     model = _llama().to(dev)
     batch = _batch(dev, mask=True)
     ltorch.mark_step(wait=True)
@@ -55,7 +58,9 @@ def test_the_debug_line_names_transformers_read_of_the_mask(dev, capsys):
         loss = model(**batch).loss
     debug.reset()
     del loss
-    lines = [ln for ln in capsys.readouterr().err.splitlines() if ": implicit barrier: " in ln]
+    err = capsys.readouterr().err.splitlines()
+    assert not [ln for ln in err if ": implicit barrier: " in ln], err
+    lines = [ln for ln in err if "read apart: " in ln]
     assert lines, "the padded mask is read"
     assert all("masking_utils.py:" in ln and " in _ignore_causal_mask_sdpa " in ln for ln in lines), lines
 

@@ -17,6 +17,8 @@ see :func:`emit`):
   None when not known yet)
 - ``"implicit_barrier"`` ``(type)``: reading a pending value of that type is
   about to run a barrier
+- ``"read_apart"`` ``(type, nodes)``: reading a pending mask or index of that
+  type is about to run its graph of ``nodes`` nodes alone, not a barrier
 - ``"compile"`` ``(nodes, walk)``: a barrier needs a program its compile cache
   lacks for the graph ``walk`` walked; it is about to compile it, or to load
   it from the persistent cache (:mod:`lazycore.runtime.diskcache`), which a

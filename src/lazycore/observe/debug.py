@@ -445,6 +445,19 @@ def on_implicit_barrier(t) -> None:
                 f"a print; see docs/guides/torch.md, \"Reads inside a step\")"]
 
 
+def on_read_apart(t, nodes: int) -> None:
+    """A pending mask or index is read in the middle of a step and computed by
+    a program of its own (:func:`lazycore.runtime.reads._read_alone`): a line
+    naming the read, which waits for that program though it cuts nothing."""
+    if not settings.debug:
+        return
+    loc = caller(2)
+    where = f"{format_location(loc)} in {loc[0].co_name}" if loc is not None else "a library's own thread"
+    _write(f"[lazycore] read apart: a read of a pending {t} value at {where} ran its graph ({nodes} nodes) "
+           f"as a program of its own and waited for it; the step's other pending work stays one graph "
+           f"(see docs/guides/torch.md, \"Reads inside a step\")")
+
+
 def on_scalar_promoted(first, now, where: str) -> None:
     """A line when the learned scalar policy makes a place's number a parameter
     (:mod:`lazycore.trace.scalar_policy`)."""
@@ -463,6 +476,7 @@ events.listen("barrier", on_barrier)
 events.listen("failure", on_failure)
 events.listen("scalar_promoted", on_scalar_promoted)
 events.listen("implicit_barrier", on_implicit_barrier)
+events.listen("read_apart", on_read_apart)
 events.listen("auto_barrier", on_auto_barrier)
 events.listen("buckets", on_buckets)
 

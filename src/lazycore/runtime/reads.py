@@ -180,6 +180,7 @@ def _read_alone(t: LazyTensor) -> bool:
         # holds no device data's values)
         if _shares(t, behind) or not _cuts(t, behind):
             return False
+        events.emit("read_apart", t.type, len(behind))
         try:
             buffer = barrier.run_alone(device, values)[0]
         except ProgramError:
