@@ -432,15 +432,20 @@ _READ: list = []
 :func:`on_implicit_barrier`, taken by :func:`on_barrier`)."""
 
 
+def _reader() -> str:
+    """The user's line and function that read a pending value: the innermost
+    frame outside the library, past the event handler and the reads module."""
+    loc = caller()
+    return f"{format_location(loc)} in {loc[0].co_name}" if loc is not None else "a library's own thread"
+
+
 def on_implicit_barrier(t) -> None:
     """A pending value is being read (``bool()`` of a tensor in an ``if``,
     ``.item()``, ``.tolist()``, a print): the barrier it runs gets a line
     naming the user's line and function, the place that cut the step."""
     if not settings.debug:
         return
-    loc = caller(2)
-    where = f"{format_location(loc)} in {loc[0].co_name}" if loc is not None else "a library's own thread"
-    _READ[:] = [f"a read of a pending {t} value at {where} needs the value now, so the graph up to it "
+    _READ[:] = [f"a read of a pending {t} value at {_reader()} needs the value now, so the graph up to it "
                 f"ran as a program of its own (data-dependent: bool() of a tensor, .item(), .tolist(), "
                 f"a print; see docs/guides/torch.md, \"Reads inside a step\")"]
 
@@ -451,9 +456,7 @@ def on_read_apart(t, nodes: int) -> None:
     naming the read, which waits for that program though it cuts nothing."""
     if not settings.debug:
         return
-    loc = caller(2)
-    where = f"{format_location(loc)} in {loc[0].co_name}" if loc is not None else "a library's own thread"
-    _write(f"[lazycore] read apart: a read of a pending {t} value at {where} ran its graph ({nodes} nodes) "
+    _write(f"[lazycore] read apart: a read of a pending {t} value at {_reader()} ran its graph ({nodes} nodes) "
            f"as a program of its own and waited for it; the step's other pending work stays one graph "
            f"(see docs/guides/torch.md, \"Reads inside a step\")")
 

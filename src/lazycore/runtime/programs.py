@@ -220,8 +220,8 @@ def program(walk, device, donate: dict[int, int], pipeline: str | None, stacked:
     looked up under its portable key already (:func:`stored`), and is not there."""
     if settings.cache_dir is None:
         return _compiler().compile_walk(walk, device, donate, pipeline, stacked, counter), False
-    key = portable_key(walk.encoding, device, donate, pipeline, stacked)
     read = not settings.dump_dir
+    key = portable_key(walk.encoding, device, donate, pipeline, stacked)
     if key is not None:
         exe = DISK.load(key, device.pjrt) if read and not looked else None
         if exe is not None:
