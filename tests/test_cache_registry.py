@@ -172,6 +172,7 @@ NOT_CACHES = {
     "src/lazycore/runtime/checks.py:STEP_CHECKS": "step checks waiting for their device's barrier",
     "src/lazycore/runtime/checks.py:RUNNING": "the step-checked step whose barrier runs now (one entry)",
     "src/lazycore/observe/debug.py:_READ": "what the next barrier line reports (one entry)",
+    "src/lazycore/observe/debug.py:_PROGRAM": "the step program's phases the next barrier line reports (one entry)",
     "frontends/torch/optim.py:_DEVICE_VALUES": "a flag: non-empty while an eager branch runs",
     "frontends/torch/optim.py:_ENDS_WITH_BACKWARD": "backward passes whose optimizer steps end the training "
                                                     "step when they finish: each emptied by its own end",

@@ -393,7 +393,13 @@ def on_barrier(walk, device, hit: bool, donate: dict[int, int], pipeline: str, l
         phases, what = ("trace", "disk_load", "execute"), "disk cache hit"
     else:
         phases, what = ("trace", "lowering", "compile", "execute"), "compile"
-    times = ", ".join(f"{p} {_ms(_last_ms(p))}" for p in phases)
+    own, _PROGRAM[:] = (_PROGRAM[0] if _PROGRAM and not hit else {}), []
+    times = ", ".join(f"{p} {_ms(own[p] if p in own else _last_ms(p))}" for p in phases)
+    stacking = events.EVENTS.counters["stack_compiles"] - own.get("stack_compiles", 0) if own else 0
+    if stacking > 0:  # compiled after the step's own program (lazycore.runtime.stacks)
+        spent = {p: (events.EVENTS.totals[p][1] - own["total " + p]) * 1e3 for p in ("lowering", "compile")}
+        times += (f"; {stacking} stacking program{'s' * (stacking != 1)} compiled: lowering {_ms(spent['lowering'])}, "
+                  f"compile {_ms(spent['compile'])}")
     _write(
         f"[lazycore] step {step} {device.name}: {nodes} nodes ({inputs} input{'s' * (inputs != 1)}), "
         f"{outputs} output{'s' * (outputs != 1)}, {what}: {times}"
@@ -427,6 +433,23 @@ def on_barrier(walk, device, hit: bool, donate: dict[int, int], pipeline: str, l
         with module.context:  # printing verifies, and an i64 attribute's check needs the context
             text = module.operation.get_asm(enable_debug_info=True)
         _write(f"[lazycore] step {step} {device.name}: graph:\n{text.rstrip()}")
+
+
+_PROGRAM: list = []
+"""The step's own program's phases (one entry), taken when it was compiled or
+loaded (:func:`on_program`), before the barrier compiles the stacking programs
+its arguments need: the barrier line reports these, as the slow-compile warning
+does, and the stacking programs apart."""
+
+
+def on_program(exe, device, walk, loaded: bool) -> None:
+    """The step's program was compiled or loaded (the ``program`` event)."""
+    if not settings.debug:
+        return
+    own = {p: _last_ms(p) for p in (("disk_load",) if loaded else ("lowering", "compile"))}
+    own.update({"total " + p: events.EVENTS.totals[p][1] for p in ("lowering", "compile")},
+               stack_compiles=events.EVENTS.counters["stack_compiles"])
+    _PROGRAM[:] = [own]
 _READ: list = []
 """What the next barrier line says ran it: a read of a pending value (set by
 :func:`on_implicit_barrier`, taken by :func:`on_barrier`)."""
@@ -476,6 +499,7 @@ def on_auto_barrier(what: str, where: str) -> None:
 
 
 events.listen("barrier", on_barrier)
+events.listen("program", on_program)
 events.listen("failure", on_failure)
 events.listen("scalar_promoted", on_scalar_promoted)
 events.listen("implicit_barrier", on_implicit_barrier)
