@@ -42,6 +42,8 @@ def copy_(func, args, kwargs):
     if not isinstance(dst, Tensor):
         dst.copy_(to_host(src))
         return dst
+    if dst.numel() == 0:  # nothing to write (transformers' empty key-value cache at each forward)
+        return dst
     if isinstance(src, Tensor):
         if src.device != dst.device:
             h = core.from_numpy(dtypes.to_numpy(to_host(src)), lc_device(dst.device))
