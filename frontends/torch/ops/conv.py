@@ -25,7 +25,7 @@ from lazycore.dialect.spec import spec_of
 from lazycore.dialect.types import is_float
 
 from ..dtypes import lazy_dtype
-from ..lowering import apply, broadcast, const, convert, dims, lowers, reshape
+from ..lowering import apply, broadcast, const, convert, dims, lowers, reshape, scalar
 from . import moments
 
 aten = torch.ops.aten
@@ -455,3 +455,66 @@ def _var_mean(ctx, x, dim=None, *, correction=None, keepdim=False):
     denom = max(0, count - c)
     var = apply("div", sq_sum, const(denom, sq.dtype, x.device, sq_sum.shape))
     return reshape(var, tuple(var_out.shape)), reshape(mean, tuple(mean_out.shape))
+
+
+@lowers(aten.native_batch_norm_backward.default)
+def _native_batch_norm_backward(ctx, gy, x, weight, running_mean, running_var, save_mean, save_invstd, train,
+                                eps, output_mask):
+    """Batch norm's gradients as eager's CPU kernel computes them
+    (``batch_norm_cpu_backward_contiguous_impl``): per channel the sum of the
+    output gradient and its dot product with ``x - mean`` (products in the
+    computation type), summed in ``moments.accumulator``'s type (float64 for
+    float32 on the CPU: eager's ``acc_type<float, false>``, a double across the
+    images) and rounded once, so they are one rounding of a nearly exact sum
+    in whatever order XLA adds: the same bits in the channels-last programs
+    (``lazy-channels-last``) as in the N, C, H, W ones, where float32 sums
+    in each layout's order moved a channel's weight gradient by an ulp. Then
+    eager's arithmetic: ``k = float(dotp) * invstd * invstd / N``, the mean
+    gradient ``sum / N`` rounded once, ``dx = (dy - grad_mean - (x - mean) * k)
+    * invstd * w``; the weight's gradient ``dotp * invstd`` and the bias's
+    ``sum`` rounded once from the wide sums. Outside training ``invstd`` is
+    ``1 / sqrt(running_var + eps)`` in the wide type, rounded once, as
+    eager's kernel takes it. Float16/bfloat16 compute in float32 (the
+    decomposition's computation type)."""
+    comp = "f32" if x.dtype in ("f16", "bf16") else x.dtype
+    acc = moments.accumulator(comp, ctx.device.platform)
+    dev = ctx.device
+    g, h = convert(gy, comp), convert(x, comp)
+    rank = len(h.shape)
+    c = h.shape[1]
+    axes = (0,) + tuple(range(2, rank))
+    count = 1
+    for d in axes:
+        count *= h.shape[d]
+
+    def per_channel(v):  # (C,) along dimension 1 of the input's shape
+        return apply("broadcast_in_dim", v, dims=(1,), shape=h.shape)
+
+    if train:
+        mean, invstd = convert(save_mean, comp), convert(save_invstd, comp)
+    else:
+        mean = convert(running_mean, comp)
+        var = convert(running_var, acc)
+        root = apply("sqrt", apply("add", var, scalar(eps, acc, dev, (c,))))
+        invstd = convert(apply("div", const(1, acc, dev, (c,)), root), comp)
+    centered = apply("sub", h, per_channel(mean))
+    total = apply("reduce_sum", convert(g, acc), dims=axes)
+    dotp = apply("reduce_sum", convert(apply("mul", centered, g), acc), dims=axes)
+    gi = gw = gb = None
+    if output_mask[0]:
+        if train:
+            k = apply("mul", apply("mul", convert(dotp, comp), invstd), invstd)
+            k = apply("div", k, const(count, comp, dev, (c,)))
+            grad_mean = convert(apply("div", total, const(count, acc, dev, (c,))), comp)
+            gi = apply("sub", apply("sub", g, per_channel(grad_mean)), apply("mul", centered, per_channel(k)))
+            gi = apply("mul", gi, per_channel(invstd))
+        else:
+            gi = apply("mul", g, per_channel(invstd))
+        if weight is not None:
+            gi = apply("mul", gi, per_channel(convert(weight, comp)))
+    if output_mask[1]:
+        gw = convert(apply("mul", dotp, convert(invstd, acc)), comp)
+    if output_mask[2]:
+        gb = convert(total, comp)
+    return tuple(None if o is None else const(0, lazy_dtype(o.dtype), dev, tuple(o.shape)) if v is None
+                 else convert(v, lazy_dtype(o.dtype)) for o, v in zip(ctx.out, (gi, gw, gb)))
