@@ -322,7 +322,8 @@ def test_wav2vec2_ctc_trains_as_eager():
         lambda: transformers.Wav2Vec2ForCTC(cfg), [batch(i) for i in range(4)],
         lambda m, b: m(**b).loss, lr=1e-3)
     assert _rel(got, want) < 1e-5 and diff < 1e-5
-    # labels.max() >= vocab_size (a truth read), the CTC targets' masked_select and
-    # the lengths ctc_loss reads: values the step needs on the host
-    assert sum(compiles[2:]) == 0 and max(programs[2:]) <= 4
+    # labels.max() >= vocab_size, the CTC targets' masked_select and the lengths
+    # ctc_loss reads are answered from the uploaded labels' host copy (was 4 programs a
+    # step: tests/torch/test_upload_host_copies.py)
+    assert sum(compiles[2:]) == 0 and max(programs[2:]) == 1
     assert fallbacks == (0, {})

@@ -75,6 +75,9 @@ COUNTERS = (
     # model calls of transformers' generate() on a lazy device, one per new
     # token (frontends/torch/generation.py): compiles per generated token
     "generated_tokens",
+    # reads answered from a small upload's host copy, without a program or a
+    # device read (lazycore.runtime.hostreads)
+    "host_reads",
 )
 PHASES = ("trace", "lowering", "compile", "execute")
 # disk_load: reading a program from the persistent cache (instead of lowering and compiling)

@@ -185,7 +185,7 @@ def _leaf_digest(kind: str, t: TensorType, sharding=None) -> bytes:
 class Data(Node):
     """A leaf holding a device buffer, or naming a row of a stacked one."""
 
-    __slots__ = ("_buffer", "owned", "sharding", "made", "dynamic", "row", "valid")
+    __slots__ = ("_buffer", "owned", "sharding", "made", "dynamic", "row", "valid", "host")
     is_leaf = True
     log_when_made = False  # when used: an upload nothing uses is not kept until the barrier
 
@@ -216,6 +216,9 @@ class Data(Node):
         """None, or for a padded result the region of the buffer that holds
         its value (:class:`lazycore.runtime.buckets.Region`): handles hold
         that region's slice, which barriers and reads tell by it."""
+        self.host = None
+        """None, or the value on the host (a read-only NumPy array): a small
+        upload's copy, which reads answer from (:mod:`lazycore.runtime.hostreads`)."""
 
     @property
     def buffer(self):
@@ -232,6 +235,7 @@ class Data(Node):
         """A buffer (or failure) of its own: the leaf is no row any more."""
         self._buffer = buffer
         self.row = None
+        self.host = None
 
     @property
     def storage(self):

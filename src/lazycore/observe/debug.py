@@ -484,6 +484,15 @@ def on_read_apart(t, nodes: int) -> None:
            f"(see docs/guides/torch.md, \"Reads inside a step\")")
 
 
+def on_read_on_host(t, nodes: int) -> None:
+    """A pending value made of small uploads' host copies is read and computed
+    on the host (:mod:`lazycore.runtime.hostreads`): a line naming the read,
+    which runs no program."""
+    if settings.debug:
+        _write(f"[lazycore] read on the host: a read of a pending {t} value at {_reader()} was computed from "
+               f"uploaded data's host copy ({nodes} nodes); no program ran, nothing was read from the device")
+
+
 def on_scalar_promoted(first, now, where: str) -> None:
     """A line when the learned scalar policy makes a place's number a parameter
     (:mod:`lazycore.trace.scalar_policy`)."""
@@ -504,6 +513,7 @@ events.listen("failure", on_failure)
 events.listen("scalar_promoted", on_scalar_promoted)
 events.listen("implicit_barrier", on_implicit_barrier)
 events.listen("read_apart", on_read_apart)
+events.listen("read_on_host", on_read_on_host)
 events.listen("auto_barrier", on_auto_barrier)
 events.listen("buckets", on_buckets)
 

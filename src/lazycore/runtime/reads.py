@@ -19,7 +19,7 @@ from lazycore.ir.graph import Data, Node, Scalar, Value, operand_values
 from lazycore.ir.memo import Memo
 from lazycore.ir.tensor import LazyTensor
 from lazycore.ir.walk import Walk
-from lazycore.runtime import barrier, buckets, pjrt
+from lazycore.runtime import barrier, buckets, hostreads, pjrt
 from lazycore.runtime.failures import ProgramError
 
 # a read's barrier and copy are one step that no other thread's barrier
@@ -136,6 +136,49 @@ def _shares(t: LazyTensor, behind: set[int]) -> bool:
     return False
 
 
+def _apart(t: LazyTensor) -> bool:
+    """Whether a read of pending ``t`` may be answered without the barrier
+    that computes all the pending work: not on a mesh (its results carry
+    shardings; such reads stay barriers there), nor in a loop whose every
+    step pads to one ceiling (generate()), whose reads (the stop check) end
+    its steps: read apart, a token's work joins the next one's graph (the
+    first token's stop check is of constants and the length parameter: 2
+    programs more for every new call shape)."""
+    if isinstance(t.device.pjrt, pjrt.MeshTarget):
+        return False
+    ceiling = buckets.fix(None)
+    buckets.fix(ceiling)
+    return ceiling is None
+
+
+def _read_on_host(t: LazyTensor) -> bool:
+    """Compute ``t`` on the host when it is an exact function of small
+    uploads' host copies and constants (:func:`lazycore.runtime.hostreads.evaluate`):
+    labels' ``max() >= vocab_size``, a mask and the lengths made of uploaded
+    labels, the inverse of an uploaded order. No program runs and nothing is
+    read from the device; the value becomes device data uploaded from that
+    answer, which keeps it too (a later read, a mask's nonzero indices, take
+    it from there). Returns whether ``t`` now holds its data."""
+    if not _apart(t):
+        return False
+    got = hostreads.evaluate(t._value)
+    if got is None:
+        return False
+    host, nodes = got
+    events.emit("read_on_host", t.type, nodes)
+    kept = np.array(host, copy=True, order="C")  # (at most hostreads.KEPT_BYTES)
+    kept.flags.writeable = False
+    events.emit("transfer", "host-to-device", t.type, kept.nbytes)
+    with events.timed("transfer"):
+        buffer = pjrt.to_device(kept, t.device.pjrt)
+    events.bump("transfers_to_device")
+    events.bump("bytes_to_device", kept.nbytes)
+    leaf = Data(buffer, t.type, owned=True)
+    leaf.host = kept
+    t._value = Value(leaf, 0)
+    return True
+
+
 def _read_alone(t: LazyTensor) -> bool:
     """Compute ``t`` without a barrier when it is made of constants alone and
     a barrier would cut pending work in two: from :data:`_CONSTANT_READS`, or
@@ -152,16 +195,7 @@ def _read_alone(t: LazyTensor) -> bool:
     buckets and persistent cache (generate()'s setup reads). Returns whether
     ``t`` now holds its data (a failed value check raises, as a barrier's)."""
     device = t.device
-    if isinstance(device.pjrt, pjrt.MeshTarget):
-        return False  # (a mesh's results carry shardings; such reads stay barriers there)
-    ceiling = buckets.fix(None)
-    buckets.fix(ceiling)
-    if ceiling is not None:
-        # a loop whose every step pads to one ceiling (generate()) means each
-        # step's graph to repeat, and its reads (the stop check) to end its
-        # steps: read apart, a token's work joins the next one's graph (the
-        # first token's stop check is of constants and the length parameter:
-        # 2 programs more for every new call shape)
+    if not _apart(t):
         return False
     # device data only behind an index or a mask (an integer or boolean value):
     # a float value read mid-step is the step's own work (a print, an
@@ -228,7 +262,7 @@ def _settled(t: LazyTensor, cut: bool = False) -> tuple[Data, object]:
         raise TypeError(f"expected a LazyTensor, got {type(t).__name__}")
     TRACE.taint()  # a lowering that observes values cannot be replayed
     if t.pending and buckets.padded_leaf(t._value.node) is None:
-        if _read_alone(t):
+        if _read_on_host(t) or _read_alone(t):
             return t._value.node, None
         events.emit("implicit_barrier", t.type)
         barrier.sync(t.device)
@@ -257,6 +291,9 @@ def to_numpy(t: LazyTensor) -> np.ndarray:
 
     Raises :class:`~lazycore.ir.failure.BarrierError` when computing it failed."""
     leaf, region = _settled(t, cut=True)  # a padded result: its valid region is cut here
+    if leaf.host is not None and region is None:  # a small upload's copy: nothing read from the device
+        events.bump("host_reads")
+        return np.array(leaf.host)
     # A copy: the host view of a CPU buffer shares its memory, and the buffer
     # may later be donated and overwritten.
     events.emit("transfer", "device-to-host", leaf.types[0], None)
@@ -286,6 +323,7 @@ def to_buffer(t: LazyTensor):
     Raises :class:`~lazycore.ir.failure.BarrierError` when computing it failed."""
     leaf = _materialize(t)
     leaf.owned = False
+    leaf.host = None  # the caller may hand the buffer on and donate it: reads go to the device
     buffer = leaf.buffer
     if _CONSTANT_READS:
         # the caller may hand it on (a jax program that donates it): later

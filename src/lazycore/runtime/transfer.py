@@ -15,7 +15,7 @@ from lazycore.ir import events
 from lazycore.ir.context import TRACE, locked
 from lazycore.ir.graph import Data, Value
 from lazycore.ir.tensor import LazyTensor
-from lazycore.runtime import barrier, closures, pjrt
+from lazycore.runtime import barrier, closures, hostreads, pjrt
 from lazycore.runtime import autostep  # noqa: F401  (gives TRACE its cutter)
 from lazycore.runtime import device as _device
 from lazycore.runtime.reads import _materialize, to_buffer, to_numpy  # noqa: F401  (reads are transfers too)
@@ -33,7 +33,7 @@ def from_numpy(array, device=None) -> LazyTensor:
     events.emit("transfer", "host-to-device", t, host.nbytes)
     with events.timed("transfer"):
         buf = pjrt.to_device(host, dev.pjrt)
-    return _uploaded(buf, t, host.nbytes, dev)
+    return _uploaded(buf, t, host.nbytes, dev, kept=hostreads.keep(host))
 
 
 from_host = from_numpy
@@ -45,16 +45,17 @@ class Upload:
     overlaps the step; the upload is announced and counted where the value
     enters the graph."""
 
-    __slots__ = ("device", "type", "nbytes", "buffer")
+    __slots__ = ("device", "type", "nbytes", "buffer", "kept")
 
     def __init__(self, array, device=None):
         self.device, host, self.type = _target(array, device)
         self.nbytes = host.nbytes
         self.buffer = pjrt.to_device(host, self.device.pjrt)
+        self.kept = hostreads.keep(host)
 
     def claim(self) -> LazyTensor:
         events.emit("transfer", "host-to-device", self.type, self.nbytes)
-        return _uploaded(self.buffer, self.type, self.nbytes, self.device)
+        return _uploaded(self.buffer, self.type, self.nbytes, self.device, kept=self.kept)
 
 
 def _target(array, device):
@@ -67,12 +68,16 @@ def _target(array, device):
 
 
 @_locked
-def _uploaded(buf, t, nbytes: int, dev, sharding=None) -> LazyTensor:
+def _uploaded(buf, t, nbytes: int, dev, sharding=None, kept=None) -> LazyTensor:
+    """A handle of the uploaded buffer; ``kept``: the host copy its leaf keeps
+    (a small upload to one device: :mod:`lazycore.runtime.hostreads`)."""
     events.bump("transfers_to_device")
     events.bump("bytes_to_device", nbytes)
     if sharding is None and isinstance(dev.pjrt, pjrt.MeshTarget):
         sharding = dev.pjrt.sharding((), t.rank)  # an upload to a mesh is on every device
     handle = LazyTensor(Value(leaf := Data(buf, t, owned=True, sharding=sharding), 0), dev)
+    if sharding is None:
+        leaf.host = kept
     handle._held = id(leaf)  # its new value may take this buffer (barrier.plan_donation)
     return handle
 
@@ -200,6 +205,21 @@ def live_bytes(device=None) -> tuple[int, int]:
             seen.add(id(node))
             t = node.types[0]
             total += t.size * to_numpy_dtype(t.dtype).itemsize
+    return len(seen), total
+
+
+def host_copies(device=None) -> tuple[int, int]:
+    """``(copies, bytes)`` of the host copies that the device data of the
+    device's live handles keep (small uploads and reads answered on the host:
+    :mod:`lazycore.runtime.hostreads`), each once. A walk over the registry,
+    for memory queries only."""
+    seen: set[int] = set()
+    total = 0
+    for handle in _device.get(device).arena.live():
+        node = handle._value.node
+        if type(node) is Data and node.host is not None and id(node) not in seen:
+            seen.add(id(node))
+            total += node.host.nbytes
     return len(seen), total
 
 

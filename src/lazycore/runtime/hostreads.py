@@ -1,0 +1,473 @@
+"""Reads answered on the host: uploaded data's copies, and exact functions of them.
+
+A small integer or boolean upload (:func:`lazycore.runtime.transfer.from_numpy`,
+at most :data:`KEPT_BYTES`) keeps its host copy on its device data leaf
+(``Data.host``). A read of such a leaf copies nothing from the device, and a
+read of a pending value made of such leaves (one at least), constants and
+Python numbers by the ops of :data:`_EVAL` is computed here with NumPy
+(:func:`evaluate`): no program, no device read. Float uploads keep no copy:
+their reads stay the device's. Real code reads such values in every training step:
+transformers' ``labels.max() >= vocab_size``, the CTC targets' mask and
+lengths, pack_padded_sequence's inverse order (``unsorted_indices.cpu()``).
+
+The answer must be the bits the device would compute. Integer and boolean
+ops are the dialect's own semantics (:mod:`lazycore.dialect.folds`: wrapping
+arithmetic, truncating division), data movement is exact, and float work is
+taken only where no rounding can differ: compares, selects, negation, order
+and movement of values with no subnormal (XLA's CPU backend flushes them),
+and sums and products of whole numbers no larger than the type's mantissa
+holds exactly (a count of a mask made float). Anything else, a leaf without
+a host copy (a parameter, a program's result), a failed value check, an
+index out of range, a tie XLA breaks its own way, is refused (None), and the
+read goes on as before (:mod:`lazycore.runtime.reads`). The decision is made
+at the read, by a walk of at most :data:`_LOOKED_AT` nodes that stops at the
+first op it cannot take; nothing happens on the per-op path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lazycore.dialect import spec_of
+from lazycore.dialect.types import is_bool, is_int, to_numpy_dtype
+from lazycore.ir.graph import Data, Node, Scalar, operand_values
+
+KEPT_BYTES = 64 * 1024
+"""The largest upload whose host copy is kept, and the largest value a read
+computes here: the labels, lengths, masks and orders real code reads are a
+few bytes a position."""
+
+_WORK_BYTES = 1 << 20
+"""The largest intermediate value computed here (an all-ones mask broadcast
+over a batch before it is summed)."""
+
+_LOOKED_AT = 256
+"""Nodes a read computes here, at most."""
+
+_POSITIONS = 4096
+"""Index vectors a gather or scatter computed here takes, at most (one
+Python step each)."""
+
+_FLOATS = ("f32", "f64")
+_MANTISSA = {"f32": 24, "f64": 53}
+
+
+class _Refused(Exception):
+    """The value is not computed here."""
+
+
+def keep(host: np.ndarray) -> np.ndarray | None:
+    """A read-only copy of ``host`` to keep on its upload's leaf, or None when
+    it is larger than :data:`KEPT_BYTES` or of floats (a float value's read
+    stays the device's: its rounding is XLA's, and the step that reads it
+    computes it once for every live value, docs/guides/torch.md)."""
+    if host.nbytes > KEPT_BYTES or host.dtype.kind not in "biu":
+        return None
+    copy = np.array(host, copy=True, order="C")
+    copy.flags.writeable = False
+    return copy
+
+
+def evaluate(value) -> tuple[np.ndarray, int] | None:
+    """The value of ``value`` (a graph :class:`~lazycore.ir.graph.Value`)
+    computed on the host from host copies and constants, with the bits the
+    device would compute, and the number of nodes computed; None where that
+    is not certain (see the module's text)."""
+    t = value[0].types[value[1]]
+    if t.size * to_numpy_dtype(t.dtype).itemsize > KEPT_BYTES:
+        return None
+    run = _Evaluation()
+    try:
+        with np.errstate(all="ignore"):  # (integers wrap, as the device's do)
+            out = run.value(value)
+    except _Refused:
+        return None
+    except Exception:  # noqa: BLE001  (a case the rules here do not take: the device's read answers it)
+        return None
+    if not run.copies or out.shape != t.shape or out.dtype != to_numpy_dtype(t.dtype):
+        return None  # (a value of constants alone: lazycore.runtime.reads keeps its device answer)
+    return out, run.count
+
+
+class _Evaluation:
+    __slots__ = ("memo", "count", "copies")
+
+    def __init__(self):
+        self.memo: dict[int, np.ndarray] = {}
+        self.count = 0
+        self.copies = 0  # host copies met
+
+    def value(self, v) -> np.ndarray:
+        node, index = v[0], v[1]
+        got = self.memo.get(id(node))
+        if got is not None:
+            return got
+        self.count += 1
+        if self.count > _LOOKED_AT or index != 0 or len(node.types) != 1:
+            raise _Refused
+        t = node.types[0]
+        if t.size * to_numpy_dtype(t.dtype).itemsize > _WORK_BYTES:
+            raise _Refused
+        kind = type(node)
+        if kind is Data:
+            if node.host is None or node.row is not None or node.valid is not None:
+                raise _Refused
+            out = node.host
+            self.copies += 1
+        elif kind is Scalar:
+            out = np.asarray(node.value, dtype=to_numpy_dtype(t.dtype))
+        elif kind is Node:
+            rule = _EVAL.get(node.op)
+            if rule is None or not (is_int(t.dtype) or is_bool(t.dtype) or t.dtype in _FLOATS):
+                raise _Refused
+            args = [self.value(o) for o in operand_values(node)]
+            out = rule(node, t, args)
+            if out is None:
+                raise _Refused
+            out = np.asarray(out)
+            if out.dtype != to_numpy_dtype(t.dtype):
+                out = out.astype(to_numpy_dtype(t.dtype))
+            if out.shape != t.shape:
+                raise _Refused
+        else:
+            raise _Refused
+        if out.dtype.kind == "f":
+            _plain(out)
+        self.memo[id(node)] = out
+        return out
+
+
+# --- what the device computes, where the host computes the same bits ------------------------
+
+
+def _plain(a: np.ndarray) -> None:
+    """Refuse float values the CPU backend may treat otherwise: subnormals (flushed)."""
+    mag = np.abs(a[np.isfinite(a)])
+    if np.any((mag > 0) & (mag < np.finfo(a.dtype).tiny)):
+        raise _Refused
+
+
+def _whole(t, *arrays) -> None:
+    """Float sums and products are taken only of finite whole numbers that
+    the type holds exactly, so no order of XLA's rounds."""
+    if t.dtype not in _FLOATS:
+        return
+    bound = 2.0 ** _MANTISSA[t.dtype]
+    for a in arrays:
+        if a.dtype.kind != "f":
+            continue
+        if not np.all(np.isfinite(a)) or np.any(np.floor(a) != a) or np.sum(np.abs(a), dtype=np.float64) >= bound:
+            raise _Refused
+
+
+def _no_nan(*arrays) -> None:
+    for a in arrays:
+        if a.dtype.kind == "f" and np.any(np.isnan(a)):
+            raise _Refused
+
+
+def _fold(node, t, args, kwargs=None):
+    spec = spec_of(node.op)
+    kw = dict(node.attrs)
+    for p in spec.result_params:
+        kw[p] = getattr(t, p)
+    return spec.fold(*args, **kw)
+
+
+def _int_only(node, t, args):
+    """An elementwise op of integers and booleans: the dialect's fold."""
+    if t.dtype in _FLOATS or any(a.dtype.kind == "f" for a in args):
+        raise _Refused
+    return _fold(node, t, args)
+
+
+def _exact(node, t, args):
+    """An elementwise op no float rounding touches (compare, select, neg, abs, not)."""
+    return _fold(node, t, args)
+
+
+def _ordered(node, t, args):
+    """maximum/minimum: NaN handling is the backend's."""
+    _no_nan(*args)
+    return _fold(node, t, args)
+
+
+def _arith(node, t, args):
+    """add/sub/mul: integers wrap as the fold computes; floats of whole numbers only."""
+    _whole(t, *args)
+    out = _fold(node, t, args)
+    _whole(t, np.asarray(out))
+    return out
+
+
+def _convert(node, t, args):
+    (x,) = args
+    out = _fold(node, t, args)
+    if out is None:
+        return None
+    target = to_numpy_dtype(t.dtype)
+    if target.kind == "f" or x.dtype.kind == "f":
+        # the value must survive the conversion unchanged (ints to floats
+        # within the mantissa, f32 -> f64); a float -> int conversion
+        # truncates, as the fold does (range checked there)
+        with np.errstate(invalid="ignore", over="ignore"):
+            back = out.astype(x.dtype)
+        if target.kind == "f" and not np.array_equal(back, x, equal_nan=x.dtype.kind == "f"):
+            raise _Refused
+    return out
+
+
+def _bitcast(node, t, args):
+    (x,) = args
+    if x.dtype.itemsize != to_numpy_dtype(t.dtype).itemsize:
+        raise _Refused  # a change of rank: not taken here
+    return _fold(node, t, args)
+
+
+def _constant(node, t, args):
+    return np.broadcast_to(np.asarray(node.attrs["value"]).astype(to_numpy_dtype(t.dtype)), t.shape)
+
+
+def _iota(node, t, args):
+    dim = node.attrs["dim"]
+    line = np.arange(t.shape[dim], dtype=to_numpy_dtype(t.dtype))
+    shape = [1] * len(t.shape)
+    shape[dim] = t.shape[dim]
+    return np.broadcast_to(line.reshape(shape), t.shape)
+
+
+def _broadcast_in_dim(node, t, args):
+    (x,) = args
+    dims = tuple(node.attrs["dims"])
+    order = sorted(range(len(dims)), key=lambda i: dims[i])
+    x = np.transpose(x, order)
+    shape = [1] * len(t.shape)
+    for i in order:
+        shape[dims[i]] = x.shape[order.index(i)]
+    return np.broadcast_to(x.reshape(shape), t.shape)
+
+
+def _reshape(node, t, args):
+    return np.reshape(args[0], t.shape)
+
+
+def _permute(node, t, args):
+    return np.transpose(args[0], node.attrs["dims"])
+
+
+def _slice(node, t, args):
+    a = node.attrs
+    return args[0][tuple(slice(s, e, k) for s, e, k in zip(a["start"], a["limit"], a["strides"]))]
+
+
+def _concatenate(node, t, args):
+    return np.concatenate(args, axis=node.attrs["dim"])
+
+
+def _reverse(node, t, args):
+    return np.flip(args[0], tuple(node.attrs["dims"])) if node.attrs["dims"] else args[0]
+
+
+def _pad(node, t, args):
+    x, fill = args
+    a = node.attrs
+    if any(i < 0 for i in a["interior"]):
+        raise _Refused
+    # interior padding, then the edges (negative ones cut)
+    spread = [n + max(n - 1, 0) * i for n, i in zip(x.shape, a["interior"])]
+    out = np.full(spread, fill, dtype=x.dtype)
+    out[tuple(slice(None, None, i + 1) for i in a["interior"])] = x
+    cut = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for lo, hi, n in zip(a["low"], a["high"], spread))
+    out = out[cut]
+    widths = [(max(lo, 0), max(hi, 0)) for lo, hi in zip(a["low"], a["high"])]
+    return np.pad(out, widths, constant_values=fill)
+
+
+def _reduce(numpy_reduce, float_rule):
+    def rule(node, t, args):
+        (x,) = args
+        dims = tuple(node.attrs["dims"])
+        if x.dtype.kind == "f":
+            float_rule(t, x)
+        if not dims:
+            return x
+        if x.size == 0:
+            raise _Refused  # the identity: the backend's (infinities, extremes)
+        if x.dtype == np.bool_ and numpy_reduce in (np.sum, np.prod):
+            raise _Refused
+        out = numpy_reduce(x, axis=dims, dtype=x.dtype) if numpy_reduce in (np.sum, np.prod) \
+            else numpy_reduce(x, axis=dims)
+        if out.dtype.kind == "f":
+            float_rule(t, out)
+        return out
+
+    return rule
+
+
+def _refuse():
+    raise _Refused
+
+
+def _extreme(t, x) -> None:
+    """A float max or min: no NaN, and no tie of -0.0 and +0.0 (XLA's order decides)."""
+    _no_nan(x)
+    zeros = x[x == 0]
+    if zeros.size and np.any(np.signbit(zeros)) and not np.all(np.signbit(zeros)):
+        raise _Refused
+
+
+def _arg(numpy_arg):
+    def rule(node, t, args):
+        (x,) = args
+        _no_nan(x)  # (ties and NaN: the first, as NumPy; NaN left to the backend)
+        return numpy_arg(x, axis=node.attrs["dim"]).astype(to_numpy_dtype(t.dtype))
+
+    return rule
+
+
+def _check(node, t, args):
+    x, failed = args
+    if bool(failed):
+        raise _Refused  # the barrier's containment raises eager's error, with its message
+    return x
+
+
+def _index_vectors(indices: np.ndarray, index_vector_dim: int) -> np.ndarray:
+    """The index vectors of ``indices``, one per batch position: (batch..., n)."""
+    if index_vector_dim == indices.ndim:
+        return indices[..., None]
+    return np.moveaxis(indices, index_vector_dim, -1)
+
+
+def _gather(node, t, args):
+    operand, indices = args
+    a = node.attrs
+    if a["operand_batching_dims"] or a["start_indices_batching_dims"]:
+        raise _Refused
+    vectors = _index_vectors(indices.astype(np.int64), a["index_vector_dim"])
+    if vectors.size > _POSITIONS:
+        raise _Refused
+    sizes = a["slice_sizes"]
+    collapsed = set(a["collapsed_slice_dims"])
+    offset_dims = tuple(a["offset_dims"])
+    batch_shape = vectors.shape[:-1]
+    kept = [d for d in range(operand.ndim) if d not in collapsed]
+    out = np.empty(t.shape, dtype=operand.dtype)
+    batch_dims = [d for d in range(len(t.shape)) if d not in offset_dims]
+    for b in np.ndindex(*batch_shape):
+        start = [0] * operand.ndim
+        for k, d in enumerate(a["start_index_map"]):
+            # gather clamps each start so the slice fits
+            start[d] = int(min(max(vectors[b][k], 0), operand.shape[d] - sizes[d]))
+        window = operand[tuple(slice(s, s + n) for s, n in zip(start, sizes))]
+        window = window.reshape([sizes[d] for d in kept])
+        where: list = [None] * len(t.shape)
+        for d, i in zip(batch_dims, b):
+            where[d] = i
+        for d in offset_dims:
+            where[d] = slice(None)
+        out[tuple(where)] = window
+    return out
+
+
+def _scatter(node, t, args):
+    operand, indices, updates = args
+    a = node.attrs
+    mode = a["mode"]
+    if a["input_batching_dims"] or a["scatter_indices_batching_dims"] or mode not in ("replace", "add", "max", "min"):
+        raise _Refused
+    if operand.dtype.kind == "f":
+        if mode == "add":
+            _whole(t, operand, updates)
+        else:
+            _no_nan(operand, updates)
+    vectors = _index_vectors(indices.astype(np.int64), a["index_vector_dim"])
+    if vectors.size > _POSITIONS or operand.size > _POSITIONS:
+        raise _Refused
+    windows = tuple(a["update_window_dims"])
+    inserted = set(a["inserted_window_dims"])
+    scatter_dims = [d for d in range(updates.ndim) if d not in windows]
+    window_operand_dims = [d for d in range(operand.ndim) if d not in inserted]
+    window_shape = [updates.shape[d] for d in windows]
+    out = np.array(operand, copy=True)
+    written: set = set()
+    for b in np.ndindex(*vectors.shape[:-1]):
+        start = [0] * operand.ndim
+        for k, d in enumerate(a["scatter_dims_to_operand_dims"]):
+            start[d] = int(vectors[b][k])
+        full_window = [1] * operand.ndim
+        for d, n in zip(window_operand_dims, window_shape):
+            full_window[d] = n
+        if any(s < 0 or s + n > size for s, n, size in zip(start, full_window, operand.shape)):
+            raise _Refused  # XLA skips such an update; lazycore's checks say why it happened
+        where: list = [slice(None)] * updates.ndim
+        for d, i in zip(scatter_dims, b):
+            where[d] = i
+        window = updates[tuple(where)].reshape(full_window)
+        target = tuple(slice(s, s + n) for s, n in zip(start, full_window))
+        if mode == "replace":
+            cells = {tuple(i) for i in np.argwhere(np.ones(full_window, dtype=bool)) + np.asarray(start)}
+            if cells & written:
+                raise _Refused  # which duplicate wins is XLA's choice
+            written |= cells
+            out[target] = window
+        elif mode == "add":
+            out[target] = out[target] + window
+        elif mode == "max":
+            out[target] = np.maximum(out[target], window)
+        else:
+            out[target] = np.minimum(out[target], window)
+    if mode == "add":
+        _whole(t, out)
+    return out
+
+
+def _dynamic_slice(node, t, args):
+    x, *starts = args
+    sizes = node.attrs["sizes"]
+    begin = [int(min(max(int(s), 0), n - k)) for s, n, k in zip(starts, x.shape, sizes)]
+    return x[tuple(slice(b, b + k) for b, k in zip(begin, sizes))]
+
+
+_EVAL = {
+    "constant": _constant,
+    "iota": _iota,
+    "broadcast_in_dim": _broadcast_in_dim,
+    "reshape": _reshape,
+    "permute": _permute,
+    "slice": _slice,
+    "concatenate": _concatenate,
+    "reverse": _reverse,
+    "pad": _pad,
+    "dynamic_slice": _dynamic_slice,
+    "convert": _convert,
+    "bitcast_convert": _bitcast,
+    "compare": _exact,
+    "select": _exact,
+    "neg": _exact,
+    "abs": _exact,
+    "not": _int_only,
+    "sign": _int_only,
+    "and": _int_only,
+    "or": _int_only,
+    "xor": _int_only,
+    "div": _int_only,
+    "rem": _int_only,
+    "pow": _int_only,
+    "add": _arith,
+    "sub": _arith,
+    "mul": _arith,
+    "maximum": _ordered,
+    "minimum": _ordered,
+    "reduce_sum": _reduce(np.sum, _whole),
+    "reduce_prod": _reduce(np.prod, lambda t, x: _refuse()),
+    "reduce_max": _reduce(np.max, _extreme),
+    "reduce_min": _reduce(np.min, _extreme),
+    "argmax": _arg(np.argmax),
+    "argmin": _arg(np.argmin),
+    "check": _check,
+    "gather": _gather,
+    "scatter": _scatter,
+}
+"""Op name -> ``rule(node, result type, operand arrays)``: the result array,
+or None / :class:`_Refused` where the host cannot promise the device's bits."""

@@ -1,0 +1,224 @@
+"""Uploaded data read back without a program (issues 39 and 40).
+
+A small upload (``labels.to(lazy)``, at most 64 KiB) keeps its host copy, so
+a read of it (``.tolist()``, ``bool(...)``) or of an integer or boolean
+function of it and of constants (``labels.max() >= vocab``, the CTC targets'
+mask and lengths, pack_padded_sequence's inverse order) is answered on the
+host: no program, no device read. Before, each such read in a training step
+ran a small program of its own: transformers' Wav2Vec2ForCTC ran 4 programs
+a step, an LSTM over packed sequences 2.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from lazycore.observe import metrics
+from lazycore.runtime import transfer
+
+pytestmark = pytest.mark.usefixtures("clean_runtime")
+
+
+def _c(name: str) -> int:
+    return metrics.counters().get(name, 0)
+
+
+@pytest.fixture
+def dev():
+    import lazycore.torch as ltorch
+
+    return ltorch.device()
+
+
+# --- training steps: program counts per step -------------------------------------------------
+
+
+class _CTC(torch.nn.Module):
+    """What transformers' Wav2Vec2ForCTC does around its loss: a vocabulary
+    check read of the labels, the targets' mask and lengths, masked_select,
+    the logit lengths from an all-ones mask."""
+
+    def __init__(self, vocab=6):
+        super().__init__()
+        self.vocab = vocab
+        self.lin = torch.nn.Linear(4, vocab)
+
+    def forward(self, x, labels):
+        if labels.max() >= self.vocab:
+            raise ValueError("Label values must be <= vocab_size")
+        logits = self.lin(x)
+        mask = (labels != -100) & (labels != 0)
+        target_lengths = mask.sum(-1)
+        targets = labels.masked_select(mask)
+        input_lengths = torch.ones(x.shape[:2], dtype=torch.long, device=x.device).sum(-1)
+        log_probs = torch.nn.functional.log_softmax(logits, -1).transpose(0, 1)
+        return torch.nn.functional.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0)
+
+
+def _ctc_batch(i):
+    g = torch.Generator().manual_seed(i)
+    labels = torch.randint(1, 6, (3, 4), generator=g)
+    labels[0, 3] = -100
+    labels[2, 2:] = -100
+    return torch.randn(3, 10, 4, generator=g), labels
+
+
+class _Packed(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.LSTM(3, 4, batch_first=True)
+        self.out = torch.nn.Linear(4, 1)
+
+    def forward(self, x, lengths):
+        p = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        o, _ = self.rnn(p)
+        o, _ = torch.nn.utils.rnn.pad_packed_sequence(o, batch_first=True, total_length=x.shape[1])
+        return self.out(o).pow(2).mean()
+
+
+def _packed_batch(i):
+    g = torch.Generator().manual_seed(i)
+    return torch.randn(3, 3, 3, generator=g), torch.tensor([2, 3, 1])
+
+
+def _train(dev, model, batches, lazy_args):
+    """Eager and lazy losses, and the programs each lazy step ran."""
+    import lazycore.torch as ltorch
+
+    lazy = copy.deepcopy(model).to(dev)
+    runs = []
+    for m, device in ((model, "cpu"), (lazy, dev)):
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        losses, programs = [], []
+        for b in batches:
+            e0 = _c("executions")
+            loss = m(*(lazy_args(b, device)))
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            losses.append(loss.detach())
+            if device != "cpu":
+                ltorch.mark_step()
+            programs.append(_c("executions") - e0)
+        runs.append(([float(l.cpu()) for l in losses], programs))
+    (want, _), (got, programs) = runs
+    return want, got, programs
+
+
+def test_ctc_step_is_one_program(dev):
+    torch.manual_seed(0)
+    want, got, programs = _train(dev, _CTC(), [_ctc_batch(i) for i in range(4)],
+                                 lambda b, d: (b[0].to(d), b[1].to(d)))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    # the label check, the mask, the target lengths: answered on the host
+    assert programs[1:] == [1, 1, 1], programs
+    assert _c("fallbacks") == 0
+
+
+def test_packed_lstm_step_is_one_program(dev):
+    torch.manual_seed(0)
+    want, got, programs = _train(dev, _Packed(), [_packed_batch(i) for i in range(3)],
+                                 lambda b, d: (b[0].to(d), b[1]))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    # pad_packed_sequence's unsorted_indices.cpu(): the inverse of an uploaded order
+    assert programs[1:] == [1, 1], programs
+    assert _c("fallbacks") == 0
+
+
+# --- reads answered on the host ------------------------------------------------------------
+
+
+def test_read_of_uploaded_data_copies_nothing(dev):
+    cpu = torch.tensor([[3, -1, 7], [0, 2, 5]])
+    lab = cpu.to(dev)
+    cpu.add_(100)  # the user's tensor changes after the upload: the copy kept is the uploaded value
+    e0, t0, h0 = _c("executions"), _c("transfers_to_host"), _c("host_reads")
+    assert lab.tolist() == [[3, -1, 7], [0, 2, 5]]
+    assert lab[1, 2].item() == 5
+    assert (_c("executions"), _c("transfers_to_host")) == (e0, t0)
+    assert _c("host_reads") - h0 == 2
+
+
+def test_integer_functions_of_uploads_match_eager(dev):
+    cpu = torch.tensor([[2**31 - 5, -7, 9, 0], [-(2**31), 3, -4, 11]], dtype=torch.int32)
+    lazy = cpu.to(dev)
+    cases = [
+        lambda a: a.max() >= 10,
+        lambda a: (a * 3 + 7).sum(-1),  # wraps as int32 does
+        lambda a: torch.div(a, 3, rounding_mode="floor"),
+        lambda a: torch.div(a, -4, rounding_mode="trunc"),
+        lambda a: torch.remainder(a, 5),
+        lambda a: (a != 0) & (a != 9),
+        lambda a: (a > 0).long().sum(0),
+        lambda a: a.t().reshape(-1)[1:6:2],
+        lambda a: torch.cat([a, a.flip(0)], 1).min(1).values,
+        lambda a: a.abs().argmax(1),
+        lambda a: a.to(torch.int8),
+        lambda a: torch.remainder(a, 1000).to(torch.float32) > 5.5,
+        lambda a: (a > 0).float().sum(1),  # a count made float: whole numbers, exact in any order
+        lambda a: torch.where(a > 0, a, torch.zeros_like(a)).amax(0),
+    ]
+    for i, f in enumerate(cases):
+        e0 = _c("executions")
+        assert torch.equal(f(lazy).cpu(), f(cpu)), i
+        assert _c("executions") == e0, i
+    # 2**31 - 5 is no float32: XLA rounds the conversion, the host does not answer it
+    e0 = _c("executions")
+    assert torch.equal((lazy.to(torch.float32) > 5.5).cpu(), cpu.to(torch.float32) > 5.5)
+    assert _c("executions") == e0 + 1
+
+
+def test_the_debug_line_names_a_read_on_the_host(dev, capsys):
+    from lazycore.ir.config import override
+
+    lab = torch.tensor([[1, 2, 0], [3, 0, 0]]).to(dev)
+    capsys.readouterr()
+    with override(debug=1):
+        n = (lab != 0).sum().item()
+    err = capsys.readouterr().err
+    assert n == 3
+    assert "read on the host: a read of a pending tensor<i64> value at " in err
+    assert "test_upload_host_copies.py:" in err and " in test_the_debug_line_names_a_read_on_the_host" in err
+
+
+def test_inverse_permutation_on_the_host(dev):
+    order = torch.tensor([2, 0, 3, 1]).to(dev)
+    e0 = _c("executions")
+    inv = torch.empty_like(order).scatter_(0, order, torch.arange(4, device=dev))
+    assert inv.tolist() == [1, 3, 0, 2]
+    assert _c("executions") == e0
+
+
+def test_out_of_bounds_scatter_raises_eager_error(dev):
+    order = torch.tensor([2, 0, 4, 1]).to(dev)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        torch.empty_like(order).scatter_(0, order, torch.arange(4, device=dev)).tolist()
+
+
+def test_in_place_update_is_read(dev):
+    lab = torch.tensor([1, 2, 3]).to(dev)
+    lab.add_(10)
+    assert lab.tolist() == [11, 12, 13]
+    lab[0] = -1
+    assert lab.tolist() == [-1, 12, 13]
+
+
+def test_float_work_stays_on_the_device(dev):
+    x = torch.tensor([0.1, 0.2, 0.3]).to(dev)
+    e0 = _c("executions")
+    assert bool((x * 3).sum() > 1.5) == bool((torch.tensor([0.1, 0.2, 0.3]) * 3).sum() > 1.5)
+    assert _c("executions") == e0 + 1  # float arithmetic is XLA's to round, not the host's
+
+
+def test_large_uploads_keep_no_copy(dev):
+    big = torch.arange(20000).to(dev)  # 160 KB
+    t0 = _c("transfers_to_host")
+    assert big[-1].item() == 19999
+    assert _c("transfers_to_host") == t0 + 1
+    small = torch.arange(10).to(dev)
+    n, nbytes = transfer.host_copies()
+    assert n >= 1 and nbytes >= small.numel() * 8
