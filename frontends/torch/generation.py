@@ -70,7 +70,7 @@ the barrier padded to buckets: with the barrier, 1.25x eager's time per
 token for a tiny GPT-2). Greedy decoding whose only criteria are max-length
 ones, with no logits processor or streamer (:func:`_greedy_fits`), makes
 every later token in one replay (:func:`_greedy`, :attr:`_DecodingStep.greedy`;
-off until its first-token donation variant is gone: ``_GREEDY_LOOP``):
+``_GREEDY_LOOP``):
 the step, its argmax written into the ids (made once as long as the
 cache), the next step's inputs; one barrier per token, started without a
 wait, no read. In ``_sample`` itself a stop check of max-length criteria
@@ -114,13 +114,10 @@ _DEFER_INPUTS = True
 """A captured decoding step makes its attention mask in its call
 (:func:`_prepare_deferred`); False: the step's inputs are made op by op
 before it (same tokens and programs; for measuring one against the other)."""
-_GREEDY_LOOP = False
+_GREEDY_LOOP = True
 """Greedy decoding with a captured step makes each token in one replay
-(:func:`_greedy`); False (the default for now): transformers' ``_sample``.
-On: 0.4-0.6x eager's thread time per token for the tiny GPT-2 (was 1.25x),
-but a cold call compiles one program more (the first replayed token's
-barrier donates fewer inputs than the later ones': a donation variant),
-which breaks the program bounds of tests/torch/test_generation_programs.py."""
+(:func:`_greedy`); False: transformers' ``_sample`` (0.4-0.6x eager's
+thread time per token for the tiny GPT-2 on, 1.25x off)."""
 _GROWING = ("attention_mask", "decoder_attention_mask", "position_ids", "decoder_position_ids", "token_type_ids")
 
 
@@ -498,6 +495,10 @@ def _greedy_replayed(step, input_ids, max_length: int):
     # one shape for every call that shares the cache (transformers keeps it
     # for shorter calls), so one recording and one program for all of them
     size = plan[2][0].keys.shape[-2]
+    # (the plan holds the first step's inputs: kept, their buffers would
+    # stay alive through the second step's barrier, which then donated two
+    # inputs fewer than every later one's, a program of its own)
+    del plan
     tokens = torch.cat([input_ids, input_ids.new_zeros((input_ids.shape[0], size - n))], dim=-1)
     g.greedy = True
     try:
