@@ -458,6 +458,9 @@ def asarray(obj, dtype=None, order=None, *, copy=None, device=None, like=None) -
             return obj.copy(order=order)
         return obj
     if isinstance(obj, (list, tuple)) and any(isinstance(v, ndarray) for v in _flat(obj)):
+        stacked = _stack_nested(obj, dtype)
+        if stacked is not None:
+            return stacked if fits_order(stacked, order) else stacked.copy(order=order)
         obj = _materialize_nested(obj)
     host = np.asarray(obj, dtype=dtype, order=order)
     return from_host(host)
@@ -469,6 +472,48 @@ def _flat(obj):
             yield from _flat(v)
         else:
             yield v
+
+
+def _stack_nested(obj, dtype):
+    """A nested list of lazy arrays (and host values) stacked on the device, as
+    ``numpy.array`` builds it: every leaf's dtype as NumPy discovers it (a Python float
+    is float64 here, not weak), promoted together unless ``dtype`` is given. None
+    where the nesting is not a regular array (NumPy's error or object arrays: the
+    host path) or a leaf is no number."""
+    from .manipulation import stack
+
+    leaves = []
+
+    def shape(v):
+        if isinstance(v, (list, tuple)):
+            inner = [shape(u) for u in v]
+            if not inner or any(i is None or i != inner[0] for i in inner):
+                return None
+            return (len(v),) + inner[0]
+        if isinstance(v, ndarray):
+            leaves.append(v)
+            return v.shape
+        h = np.asarray(v)
+        if h.dtype.kind not in "biufc":
+            return None
+        leaves.append(h)
+        return h.shape
+
+    if shape(obj) is None:
+        return None
+    want = np.dtype(dtype) if dtype is not None else np.result_type(*(v.dtype for v in leaves))
+    if not dtypes.supported(want):
+        return None
+
+    def build(v):
+        if isinstance(v, (list, tuple)):
+            return stack([build(u) for u in v])
+        if isinstance(v, ndarray):
+            return v.astype(want) if v.dtype != want else wrap(value(v), v._dtype) if type(v) is not ndarray else v
+        return from_host(np.asarray(v, dtype=want))
+
+    out = build(obj)
+    return out if out.dtype == want else out.astype(want)
 
 
 def _materialize_nested(obj):

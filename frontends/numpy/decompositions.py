@@ -1,5 +1,5 @@
 """``numpy.linalg``'s factorizations and solvers: cholesky, qr, eigh, eigvalsh,
-svd, svdvals, solve, inv, det, slogdet, pinv, matrix_rank, lstsq.
+svd, svdvals, solve, inv, det, slogdet, pinv, matrix_rank, lstsq, cond.
 
 Each is the factorization op it stands on (:mod:`lazycore.trace.factorizations`)
 computed as NumPy computes it: in float64 (complex128) whatever the input's
@@ -141,10 +141,16 @@ def inv(a):
     t, rt = _types(a)
     if not _lazy("lu", a):
         return _numpy(np.linalg.inv, (a,), {})
+    x, info = _inverse(a, t)
+    return _out(_checked(x, info, _SINGULAR), rt)
+
+
+def _inverse(a: ndarray, t: np.dtype):
+    """The inverse by LU in ``t`` and LAPACK's info (the inverse of a singular matrix
+    is not checked here)."""
     factor, _, perm, info = _lu(a, t)
     batch, n = a.shape[:-2], a.shape[-1]
-    x = fz.lu_solve(factor, perm, fz.identity(dtypes.lazy_dtype(t), factor.device, batch, n))
-    return _out(_checked(x, info, _SINGULAR), rt)
+    return fz.lu_solve(factor, perm, fz.identity(dtypes.lazy_dtype(t), factor.device, batch, n)), info
 
 
 @implements(np.linalg.slogdet)
@@ -298,5 +304,84 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     return _scalar(wrap(count))
 
 
-__all__ = ["cholesky", "det", "eigh", "eigvalsh", "inv", "lazy_svd", "matrix_rank", "pinv", "qr", "slogdet", "solve",
+@implements(np.linalg.lstsq)
+def lstsq(a, b, rcond=None):
+    """NumPy's ``lstsq`` (LAPACK's ``gelsd``): the minimum-norm solution from the SVD of
+    ``a`` in double precision, singular values at most ``rcond`` times the largest
+    dropped. The rank is a value read (NumPy returns it as an integer, and gives the
+    residuals only when the rank is full). Empty operands and array-valued ``rcond``
+    run NumPy (counted)."""
+    a, b = asarray_like(a), asarray_like(b)
+    vector = b.ndim == 1
+    if a.ndim != 2 or b.ndim not in (1, 2):
+        dims = a.ndim if a.ndim != 2 else b.ndim
+        raise LinAlgError(f"{dims}-dimensional array given. Array must be two-dimensional")
+    m, n = a.shape
+    if m != b.shape[0]:
+        raise LinAlgError("Incompatible dimensions")
+    t, rt = _types(a, b)
+    if rcond is None:
+        rcond = float(np.finfo(t).eps) * max(n, m)
+    if np.ndim(rcond) or isinstance(rcond, ndarray) or not _lazy("svd", a, b):
+        return _numpy(np.linalg.lstsq, (a, b), dict(rcond=rcond))
+    real = np.dtype(rt.char.lower()) if rt.kind == "c" else rt
+    rhs = _in(b, t)
+    if vector:
+        rhs = core.apply("reshape", rhs, shape=(m, 1))
+    s, u, vt = _svd(a, t, False)
+    cutoff = _cutoff(s, float(rcond))
+    x = fz.matmul(fz.pinv(u, s, vt, cutoff), rhs)
+    above = core.apply("compare", s, core.broadcast_to(cutoff, s.shape), direction="GT")
+    rank = np.int32(int(wrap(core.apply("reduce_sum", core.convert_to(above, "i32"), dims=(0,)))))
+    if rank != n or m <= n:
+        resids = wrap(core.apply("constant", value=np.array([], real), device=s.device))
+    else:
+        r = core.apply("sub", fz.matmul(_in(a, t), x), rhs)
+        if t.kind == "c":
+            r = core.apply("abs", r)
+        resids = _out(core.apply("reduce_sum", core.apply("mul", r, r), dims=(0,)), real)
+    if vector:
+        x = core.apply("reshape", x, shape=(n,))
+    return _out(x, rt), resids, rank, _out(s, real)
+
+
+@implements(np.linalg.cond)
+def cond(x, p=None):
+    """NumPy's ``cond``: the ratio of the extreme singular values (``p`` None, 2, -2),
+    else ``norm(x, p) * norm(inv(x), p)``; a NaN that no NaN of ``x`` explains
+    (a singular matrix) is infinity."""
+    from .linalg import norm
+    from .manipulation import where
+    from .ufuncs import UFUNCS
+
+    x = asarray_like(x)
+    _stacked_2d(x)
+    if x.size == 0:
+        raise LinAlgError("cond is not defined on empty arrays")
+    if p is None or p in (2, -2):
+        s = svd(x, compute_uv=False)
+        with np.errstate(all="ignore"):
+            r = s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1]
+    else:
+        _stacked_square(x)
+        _, rt = _types(x)
+        real = np.dtype(rt.char.lower()) if rt.kind == "c" else rt
+        t, _ = _types(x)
+        if not _lazy("lu", x):
+            return _numpy(np.linalg.cond, (x,), dict(p=p))
+        # NumPy's inverse of a singular matrix is NaNs (under errstate), hence cond's infinity
+        h, info = _inverse(x, t)
+        fail = core.apply("reshape", fz.failed(info), shape=tuple(info.shape) + (1, 1))
+        h = core.apply("select", core.broadcast_to(fail, h.shape),
+                       core.broadcast_to(core.apply("constant", value=np.asarray(np.nan, dtypes.TO_NUMPY[h.dtype]),
+                                                    device=h.device), h.shape), h)
+        with np.errstate(all="ignore"):
+            r = (norm(x, p, axis=(-2, -1)) * norm(_out(h, rt), p, axis=(-2, -1))).astype(real, copy=False)
+    isnan = UFUNCS["isnan"]
+    unexplained = isnan(r) & ~isnan(x).any(axis=(-2, -1))
+    r = where(unexplained, np.asarray(np.inf, r.dtype), r)
+    return _scalar(r) if r.ndim == 0 else r
+
+
+__all__ = ["cholesky", "cond", "det", "eigh", "eigvalsh", "inv", "lazy_svd", "lstsq", "matrix_rank", "pinv", "qr", "slogdet", "solve",
            "svd", "svdvals"]

@@ -31,9 +31,12 @@ broadcastable along the selected dim) is a ``select`` on the device. A mask
 that is a NumPy array (of one or more dims) is what NumPy defines it as, its
 ``nonzero()`` integer arrays, taken at the call: ``a[mask]`` is a gather and
 ``a[mask] = values`` a scatter. A lazy mask's read, or its write of one value
-per selected element, runs NumPy (a counted fallback): its coordinates on the
-device would need its count read first, then a scan or a sort, which on XLA's
-CPU costs 2-12x NumPy's whole round trip (measured at 1e3-1e6 elements).
+per selected element, reads the mask (a value read: its count is the result's
+shape) and takes its coordinates on the host, the gather or scatter staying on
+the device (a k-means loop's ``X[labels == k]`` moves the mask, not ``X``). Its
+coordinates on the device would need the count read first anyway, then a scan
+or a sort, which on XLA's CPU costs 2-12x NumPy's whole round trip (measured at
+1e3-1e6 elements).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from lazycore.ir.config import settings
 from lazycore.trace import core
 from lazycore.trace.views import Reshape, Reverse, Slice
 
-from .array import device, ndarray, value, wrap, write
+from .array import device, ndarray, to_host, value, wrap, write
 from .fallback import call_numpy, implements
 from .scalars import as_scalar, result as numpy_result
 from .ufuncs import apply, asarray_like, broadcast_to_shape, cast, const, device_of, shape_of, to_handle
@@ -347,10 +350,14 @@ def _has_mask(entries) -> bool:
 
 
 def _masks_as_indices(a: ndarray, entries: tuple):
-    """``entries`` with each NumPy mask replaced by its ``nonzero()`` integer arrays
-    (NumPy's definition of a mask index); None for a lazy or 0-d mask (NumPy runs those)."""
-    if any(isinstance(e, _Index) and e.mask and (e.lazy is not None or not e.ndim) for e in entries):
+    """``entries`` with each mask replaced by its ``nonzero()`` integer arrays (NumPy's
+    definition of a mask index): a lazy mask is read (its count decides the result's
+    shape) and its coordinates taken on the host, the indexed array staying on the
+    device; None for a 0-d mask (NumPy runs those)."""
+    if any(isinstance(e, _Index) and e.mask and not e.ndim for e in entries):
         return None
+    entries = tuple(_Index(True, host=to_host(e.lazy)) if isinstance(e, _Index) and e.mask and e.lazy is not None
+                    else e for e in entries)
     _Plan(a, entries)  # NumPy's IndexError for a mask that does not fit the array
     out = []
     for e in entries:

@@ -10,7 +10,7 @@ This module is ``lazycore.numpy.linalg`` (``np.linalg.norm``); the products
 NumPy keeps at the top level (``dot``, ``matmul``, ``einsum``, ...) are
 published there too. The factorizations and solvers built on the dialect's
 factorization ops (``cholesky``, ``qr``, ``eigh``, ``svd``, ``solve``, ``inv``,
-``det``, ...) are in :mod:`.decompositions`; the rest (``eig``, ``lstsq``,
+``det``, ...) are in :mod:`.decompositions`; the rest (``eig``, ``eigvals``,
 ``tensorsolve``, ...) run NumPy (counted fallbacks) through this module's
 ``__getattr__``.
 """
@@ -652,7 +652,7 @@ def multi_dot(arrays, *, out=None):
 
 from . import decompositions  # noqa: E402
 from .decompositions import (  # noqa: E402,F401
-    cholesky, det, eigh, eigvalsh, inv, matrix_rank, pinv, qr, slogdet, solve, svd, svdvals,
+    cholesky, cond, det, eigh, eigvalsh, inv, lstsq, matrix_rank, pinv, qr, slogdet, solve, svd, svdvals,
 )
 
 

@@ -635,3 +635,50 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
 
 
 __all__ += ["vander", "polyfit"]
+
+
+@implements(np.bincount)
+def bincount(x, /, weights=None, minlength=0):
+    """NumPy's ``bincount`` as a scatter-add into zeros on the device. The length is
+    ``max(x) + 1`` (at least ``minlength``): one value read of the least and the
+    largest element, which is also NumPy's check that none is negative. Counts are
+    ``intp``; with ``weights``, float64 sums (NumPy's, added in the order XLA adds)."""
+    from lazycore.trace import core
+
+    from .array import to_host, value, wrap
+    from .manipulation import stack
+
+    x = asarray_like(x)
+    if x.ndim != 1:
+        raise ValueError("object too deep for desired array" if x.ndim > 1
+                         else "object of too small depth for desired array")
+    if not np.can_cast(x.dtype, np.intp, "safe"):
+        raise TypeError(f"Cannot cast array data from {x.dtype!r} to dtype('int64') according to the rule 'safe'")
+    minlength = 0 if minlength is None else operator.index(minlength)
+    if minlength < 0:
+        raise ValueError("'minlength' must not be negative")
+    if weights is not None:
+        weights = asarray_like(weights)
+        if weights.shape != x.shape:
+            raise ValueError("The weights and list don't have the same length.")
+    length = minlength
+    if x.size:
+        lo, hi = (int(v) for v in to_host(stack([x.min(), x.max()]).astype(np.intp)))
+        if lo < 0:
+            raise ValueError("'list' argument must have no negative elements")
+        length = max(length, hi + 1)
+    from .creation import ones, zeros
+
+    out_dt = np.dtype(np.intp) if weights is None else np.dtype(np.float64)
+    empty = zeros(length, out_dt)
+    if not x.size:
+        return empty
+    updates = weights.astype(np.float64) if weights is not None else ones(x.shape, out_dt)
+    idx = core.apply("reshape", value(x.astype(np.intp)), shape=(x.size, 1))
+    h = core.apply("scatter", value(empty), idx, value(updates), update_window_dims=(), inserted_window_dims=(0,),
+                   input_batching_dims=(), scatter_indices_batching_dims=(), scatter_dims_to_operand_dims=(0,),
+                   index_vector_dim=1, mode="add")
+    return wrap(h, out_dt)
+
+
+__all__ += ["bincount"]
