@@ -39,3 +39,14 @@ def restore_lowerings():
     registry.USER.clear()
     registry.USER.update(user)
     registry.PDL_SOURCES[:] = pdl
+
+
+@pytest.fixture
+def rolling_on():
+    """Layers rolled from ``rolled_chains.MIN_COPIES`` copies, whatever the
+    platform's default (the CPU's rolls only runs of 16 or more): for tests of
+    rolling itself, whose stacks are a few layers deep."""
+    from lazycore.ir.config import override
+
+    with override(roll_loops=True):
+        yield

@@ -187,7 +187,7 @@ def _steps(table, idx):
     return total + counts.sum()
 
 
-def test_a_rolled_loops_index_checks_cost_the_same_kernels_for_any_number_of_copies(clean_runtime):
+def test_a_rolled_loops_index_checks_cost_the_same_kernels_for_any_number_of_copies(clean_runtime, rolling_on):
     # each copy's indices are checked once over the stacked copies, before
     # the loop (passes/rolled_flags.py), not a mask and a reduction per
     # iteration: 42 kernel runs more with the checks on at 4 copies, 82 at 8,

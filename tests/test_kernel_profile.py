@@ -118,7 +118,7 @@ def test_a_torch_training_step_profiles_its_kernels():
     assert all(r.count % 4 == 0 for r in prof.rows), prof.table()
 
 
-def test_a_rolled_loops_body_kernels_are_the_programs_and_the_loop_is_not_counted_twice():
+def test_a_rolled_loops_body_kernels_are_the_programs_and_the_loop_is_not_counted_twice(rolling_on):
     """Identical layers run as one XLA while loop (``roll_loops``): the
     profiler times the loop and, inside it, its body's kernels."""
     import lazycore.torch as ltorch

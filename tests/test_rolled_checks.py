@@ -24,6 +24,9 @@ from lazycore.observe import metrics
 from lazycore.observe.testing import capture
 from lazycore.runtime import checks, compiler
 
+# stacks of a few layers: rolled from MIN_COPIES, whatever the platform default
+pytestmark = pytest.mark.usefixtures("rolling_on")
+
 LAYERS, ROWS, WIDTH = 4, 5, 8
 
 

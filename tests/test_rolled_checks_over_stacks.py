@@ -26,6 +26,9 @@ from lazycore.observe.testing import capture
 
 from _bits import check_reductions
 
+# stacks of a few layers: rolled from MIN_COPIES, whatever the platform default
+pytestmark = pytest.mark.usefixtures("rolling_on")
+
 LAYERS, ROWS, WIDTH, N = 4, 5, 8, 3
 
 

@@ -1,8 +1,9 @@
 """Loops kept as loops (first step): a run of identical layers, each with its
 own weights, compiles as one stablehlo.while over the stacked weights when
 ``roll_loops`` is on (lazycore.runtime.rolling), with the unrolled program's
-results; on by default (``LAZYCORE_ROLL_LOOPS=0`` turns it off), and part
-of the compile key."""
+results; on by default for runs as long as the platform's entry asks (16 on
+the CPU; ``LAZYCORE_ROLL_LOOPS=0`` turns it off, ``1`` on from 3 copies),
+and part of the compile key."""
 
 from __future__ import annotations
 
@@ -42,14 +43,17 @@ def _forward(np_, x, Ws, bs, keep=None):
     return h
 
 
-def test_on_by_default_and_the_switch_turns_it_off(clean_runtime, rng):
-    x, Ws, bs = _stack(rng, layers=4)
-    args = (lnp.asarray(x), [lnp.asarray(w) for w in Ws], [lnp.asarray(b) for b in bs])
-    # the setting's default defers to the platform's entry, which is on for the CPU
-    assert settings.roll_loops == "auto" and rolling.rolls_on(default_device()) is True
-    with capture() as cap:
-        np.asarray(_forward(np, *args))
-    assert cap.text("stablehlo").count("stablehlo.while") == 1
+def test_on_by_default_for_long_runs_and_the_switch_turns_it_off(clean_runtime, rng):
+    # the setting's default defers to the platform's entry: the CPU rolls a
+    # run of 16 identical layers or more (benchmark 11's sweep), not 4
+    assert settings.roll_loops == "auto" and rolling.least_copies(default_device()) == 16
+    for layers, loops in ((4, 0), (16, 1)):
+        x, Ws, bs = _stack(rng, layers=layers)
+        args = (lnp.asarray(x), [lnp.asarray(w) for w in Ws], [lnp.asarray(b) for b in bs])
+        with capture() as cap:
+            got = np.asarray(_forward(np, *args))
+        assert cap.text("stablehlo").count("stablehlo.while") == loops, layers
+        np.testing.assert_allclose(got, _forward(np, x, Ws, bs), rtol=1e-5, atol=1e-5)
     env = {k: v for k, v in os.environ.items() if k != "LAZYCORE_ROLL_LOOPS"}
     code = "from lazycore.ir.config import settings; print(settings.roll_loops)"
     out = subprocess.run([sys.executable, "-c", code], env={**env, "LAZYCORE_ROLL_LOOPS": "0"},

@@ -1,9 +1,11 @@
 """Rolling's default per platform (issue 43 item 10): with
 ``settings.roll_loops`` at ``"auto"`` (its default) the platform's entry in
-``lazycore.runtime.rolling.DEFAULTS`` decides whether a device's programs
-roll runs of identical layers; ``LAZYCORE_ROLL_LOOPS=0``/``1`` (or
-``override(roll_loops=False/True)``) forces it on every platform; the
-compile key holds the decision, not the setting."""
+``lazycore.runtime.rolling.DEFAULTS`` decides from how many identical layers
+a device's programs roll a run of them (None: never; the CPU's entry is set
+by benchmark 11's sweep); ``LAZYCORE_ROLL_LOOPS=0``/``1`` (or
+``override(roll_loops=False/True)``) forces it off, or on from
+``MIN_COPIES`` layers, on every platform; the compile key holds the
+decision, not the setting."""
 
 from __future__ import annotations
 
@@ -50,38 +52,51 @@ def test_the_default_is_auto_and_every_platform_has_an_entry():
                          check=True).stdout
     assert out.split() == ["auto"]
     assert set(rolling.DEFAULTS) >= {"cpu", "gpu", "tpu"}
-    assert all(type(v) is bool for v in rolling.DEFAULTS.values())
+    assert all(v is None or (type(v) is int and v >= rolling.MIN_COPIES) for v in rolling.DEFAULTS.values())
+
+
+def test_the_cpu_rolls_only_long_runs_by_default():
+    # benchmark 11's quiet sweep: on this CPU rolling pays over 1000 steps
+    # from 16 layers of a GPT training step, not at 4, 8 or 12
+    assert rolling.DEFAULTS["cpu"] == 16
 
 
 @pytest.mark.parametrize("platform", ["cpu", "gpu", "tpu"])
-@pytest.mark.parametrize("entry", [True, False])
+@pytest.mark.parametrize("entry", [3, 7, None])
 def test_auto_takes_the_platforms_entry(table, platform, entry):
     table[platform] = entry
     other = "tpu" if platform != "tpu" else "cpu"
-    table[other] = not entry
+    table[other] = 5 if entry is None else None
     with override(roll_loops="auto"):
-        assert rolling.rolls_on(Device(platform, 0)) is entry
-        assert rolling.rolls_on(Device(other, 0)) is (not entry)
+        assert rolling.least_copies(Device(platform, 0)) == entry
+        assert rolling.rolls_on(Device(platform, 0)) is (entry is not None)
+        assert rolling.least_copies(Device(other, 0)) == table[other]
     with override(roll_loops=True):
-        assert rolling.rolls_on(Device(platform, 0)) is True
+        assert rolling.least_copies(Device(platform, 0)) == rolling.MIN_COPIES
     with override(roll_loops=False):
+        assert rolling.least_copies(Device(platform, 0)) is None
         assert rolling.rolls_on(Device(platform, 0)) is False
 
 
 def test_an_unlisted_platform_takes_the_unlisted_default(table):
     with override(roll_loops="auto"):
-        assert rolling.rolls_on(Device("someaccelerator", 0)) is rolling.UNLISTED
+        assert rolling.least_copies(Device("someaccelerator", 0)) == rolling.UNLISTED
 
 
-@pytest.mark.parametrize("entry", [True, False])
+@pytest.mark.parametrize("entry", [3, 4, 5, None])
 def test_the_cpu_entry_decides_what_a_cpu_program_rolls(clean_runtime, rng, table, entry):
+    # _layers makes a run of 4 identical layers: rolled where the entry asks
+    # for at most 4
     assert default_device().platform == "cpu"
     table["cpu"] = entry
+    rolls = entry is not None and entry <= 4
     with override(roll_loops="auto"):
-        assert _loops(rng) == (1 if entry else 0)
-    # forced the other way, the entry is not asked
-    with override(roll_loops=not entry):
-        assert _loops(rng) == (0 if entry else 1)
+        assert _loops(rng) == (1 if rolls else 0)
+    # forced, the entry is not asked
+    with override(roll_loops=True):
+        assert _loops(rng) == 1
+    with override(roll_loops=False):
+        assert _loops(rng) == 0
 
 
 @pytest.mark.parametrize("forced", ["0", "1"])
@@ -89,7 +104,7 @@ def test_the_environment_variable_forces_it_against_the_table(forced):
     env = {k: v for k, v in os.environ.items() if k != "LAZYCORE_ROLL_LOOPS"}
     code = ("from lazycore.ir.config import settings; from lazycore.runtime import rolling; "
             "from lazycore.runtime.device import Device; "
-            f"rolling.DEFAULTS.update(dict.fromkeys(rolling.DEFAULTS, {forced != '1'})); "
+            f"rolling.DEFAULTS.update(dict.fromkeys(rolling.DEFAULTS, {'None' if forced == '1' else '3'})); "
             "print(settings.roll_loops, *(rolling.rolls_on(Device(p, 0)) for p in ('cpu', 'gpu', 'tpu')))")
     out = subprocess.run([sys.executable, "-c", code], env={**env, "LAZYCORE_ROLL_LOOPS": forced},
                          capture_output=True, text=True, timeout=120, check=True).stdout
@@ -104,21 +119,24 @@ def test_the_compile_keys_hold_the_decision_not_the_setting(table):
     def keys():
         return programs.make_key(*args), programs.portable_key(*args)
 
-    table["cpu"] = True
+    table["cpu"] = rolling.MIN_COPIES
     with override(roll_loops="auto"):
         auto_on = keys()
     with override(roll_loops=True):
         forced_on = keys()
-    table["cpu"] = False
+    table["cpu"] = None
     with override(roll_loops="auto"):
         auto_off = keys()
     with override(roll_loops=False):
         forced_off = keys()
+    table["cpu"] = 16
+    with override(roll_loops="auto"):
+        auto_long = keys()
     assert auto_on == forced_on
     assert auto_off == forced_off
-    assert auto_on[0] != auto_off[0]
+    assert len({auto_on[0], auto_off[0], auto_long[0]}) == 3
     if auto_on[1] is not None:
-        assert auto_on[1] != auto_off[1]
+        assert len({auto_on[1], auto_off[1], auto_long[1]}) == 3
 
 
 @pytest.mark.parametrize("bad", ["yes", 1, None])

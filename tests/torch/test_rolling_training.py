@@ -234,7 +234,7 @@ def _captured(device, captured=True):
     return r, fn, [float(v.cpu()) for v in losses], sizes
 
 
-def test_a_captured_step_whose_layers_roll_replays_one_call_node_whose_program_rolls_them(clean_runtime, dev):
+def test_a_captured_step_whose_layers_roll_replays_one_call_node_whose_program_rolls_them(clean_runtime, rolling_on, dev):
     """A captured step's replay is one call node, whose body hides its
     layers from a walk: the compiler looks for them with the body in place,
     so the replays stay one node and their program rolls the layers (as a

@@ -140,7 +140,7 @@ def make_key(walk: bytes, device, donate: dict[int, int], pipeline: str | None, 
     from lazycore.runtime import rolling  # (here: it loads lazycore.passes, which tracing never needs)
 
     h = hashlib.blake2b(digest_size=16)
-    h.update(repr((device.name, device.kind, sorted(donate.items()), pipeline, rolling.rolls_on(device),
+    h.update(repr((device.name, device.kind, sorted(donate.items()), pipeline, rolling.least_copies(device),
                    stacked)).encode())
     h.update(b"\0")
     h.update(environment())
@@ -165,7 +165,7 @@ def portable_key(walk: bytes, device, donate: dict[int, int], pipeline: str | No
     from lazycore.runtime import rolling
 
     h = hashlib.blake2b(digest_size=16)
-    h.update(repr(("walk", device.name, device.kind, sorted(donate.items()), pipeline, rolling.rolls_on(device),
+    h.update(repr(("walk", device.name, device.kind, sorted(donate.items()), pipeline, rolling.least_copies(device),
                    stacked)).encode())
     for part in (env, pjrt.fingerprint(device.pjrt), walk):
         h.update(b"\0")

@@ -13,8 +13,8 @@ stays one node and its program rolls what a trace of the step would roll.
 
 ``settings.roll_loops`` (``"auto"`` by default: each platform's entry in
 :data:`DEFAULTS`; ``LAZYCORE_ROLL_LOOPS=0`` or ``1`` turns it off or on
-everywhere): the decision it makes for a device (:func:`rolls_on`) is part
-of the compile key. Nothing here touches MLIR.
+everywhere): the decision it makes for a device (:func:`least_copies`: from
+how many identical layers a run is rolled) is part of the compile key. Nothing here touches MLIR.
 """
 
 from __future__ import annotations
@@ -40,38 +40,48 @@ def find_chain(order: list[Node], outputs: list[Value]) -> Chain | None:
     return max(chains, key=lambda c: len(c.copies) * len(c.copies[0])) if chains else None
 
 
-DEFAULTS: dict[str, bool] = {
-    # benchmarks/rolled_layers.py --sweep --reps 1 (benchmark 11), 2026-11-29,
-    # 2 cores at load ~2. Rolled/unrolled at 4/8/12/16/24 layers. GPT
-    # training step: first calls 0.67/1.60/0.37/0.96/0.47x (6.3/4.3/10.0/
-    # 6.7/21.5 s unrolled), steps 0.90/1.02/0.88/0.86/1.00x: rolling pays
-    # from 12 layers over 1000 steps, and at 4. MLP forward: first calls
-    # 1.36-2.59x (0.2-0.3 s unrolled), steps 0.86-1.16x: does not pay, by
-    # at most 2 s over 1000 steps. One rep, the verdict turning along the
-    # counts: on (the first default) until a quiet machine's sweep says.
-    "cpu": True,
-    # unmeasured: no GPU or TPU machine measured yet; today's default (on,
-    # from rolled_chains.MIN_COPIES copies) kept until a sweep there says
-    "gpu": True,
-    "tpu": True,
+DEFAULTS: dict[str, int | None] = {
+    # benchmarks/rolled_layers.py --sweep --reps 2 (benchmark 11), 2026-11-30
+    # 09:37-09:44, 2 cores, quiet (load 0.2-1.3, nothing else running).
+    # Rolled/unrolled at 4/8/12/16/24 layers. GPT training step: first calls
+    # 1.19/0.99/0.76/0.62/0.46x (4.1/6.0/9.5/12.4/15.8 s unrolled), steps
+    # 1.04/1.03/1.03/1.00/0.96x: over 1000 steps rolling pays from 16 layers
+    # (net +3.9 s; -2.3 to -2.7 s at 4 to 12). MLP forward: first calls
+    # 2.03/2.13/1.12/1.15/0.97x, steps 1.04/1.01/0.93/0.93/0.97x: pays from
+    # 12 (+1.0 s). So the CPU rolls a run of at least 16 identical layers.
+    "cpu": 16,
+    # unmeasured: no GPU or TPU machine measured yet; rolling from
+    # rolled_chains.MIN_COPIES copies kept until a sweep there says
+    "gpu": MIN_COPIES,
+    "tpu": MIN_COPIES,
 }
-"""Whether a platform's programs roll runs of identical layers while
+"""The fewest identical layers a platform's programs roll into a loop while
 ``settings.roll_loops`` is ``"auto"`` (its default), by the platform of
-:class:`lazycore.runtime.device.Device` (``cpu``, ``gpu``, ``tpu``); a
-platform not listed rolls (:data:`UNLISTED`)."""
-UNLISTED = True
+:class:`lazycore.runtime.device.Device` (``cpu``, ``gpu``, ``tpu``); None:
+never. A platform not listed rolls from :data:`UNLISTED` copies."""
+UNLISTED = MIN_COPIES
+
+
+def least_copies(device) -> int | None:
+    """The fewest copies of a layer a program of ``device`` rolls into a
+    loop, None where it rolls none: ``settings.roll_loops`` where it is
+    forced (True: from :data:`MIN_COPIES`; False: never), its platform's
+    entry in :data:`DEFAULTS` where it is ``"auto"``; never a mesh's. Part
+    of the compile key."""
+    if device is not None and isinstance(device.pjrt, pjrt.MeshTarget):
+        return None
+    forced = settings.roll_loops
+    if forced is True:
+        return MIN_COPIES
+    if forced is False:
+        return None
+    return DEFAULTS.get(device.platform, UNLISTED) if device is not None else UNLISTED
 
 
 def rolls_on(device) -> bool:
-    """Whether programs of ``device`` roll layers: ``settings.roll_loops``
-    where it is forced (True or False), its platform's entry in
-    :data:`DEFAULTS` where it is ``"auto"``; never a mesh's."""
-    if device is not None and isinstance(device.pjrt, pjrt.MeshTarget):
-        return False
-    forced = settings.roll_loops
-    if forced is True or forced is False:
-        return forced
-    return DEFAULTS.get(device.platform, UNLISTED) if device is not None else UNLISTED
+    """Whether programs of ``device`` may roll layers at all (from
+    :func:`least_copies` copies)."""
+    return least_copies(device) is not None
 
 
 def chains(walk, device, constants) -> tuple:
@@ -80,21 +90,26 @@ def chains(walk, device, constants) -> tuple:
     mesh), and the walk to emit the program from, in whose order they were
     found: ``walk`` itself, or, where its call nodes hold layers, the walk
     with their bodies in place (:func:`inlined`). Found once per walk."""
-    if constants or not rolls_on(device):
+    least = least_copies(device)
+    if constants or least is None:
         return walk, []
-    found = walk.__dict__.get("chains")
-    if found is None:
-        found = walk.chains = _found(walk)
-    return found
+    kept = walk.__dict__.get("chains")
+    if kept is None or kept[0] != least:
+        kept = walk.chains = (least, _found(walk, least))
+    return kept[1]
 
 
-def _found(walk) -> tuple:
+def _found(walk, least: int) -> tuple:
     if any(type(node) is RegionNode and node.op == "call" for node in walk.order):
         whole = inlined(walk)
-        found = find_chains(whole.order, list(whole.outputs), checks.flag_values(whole))
+        found = _long(find_chains(whole.order, list(whole.outputs), checks.flag_values(whole)), least)
         # (none found: the call nodes stay, emitted inline as the step made its nodes)
         return (whole, found) if found else (walk, [])
-    return walk, find_chains(walk.order, list(walk.outputs), checks.flag_values(walk))
+    return walk, _long(find_chains(walk.order, list(walk.outputs), checks.flag_values(walk)), least)
+
+
+def _long(chains: list[Chain], least: int) -> list[Chain]:
+    return [chain for chain in chains if len(chain.copies) >= least]
 
 
 def inlined(walk):
