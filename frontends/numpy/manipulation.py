@@ -23,7 +23,7 @@ from lazycore.trace import composites, core
 from lazycore.trace.views import Expand, Permute, Reshape, Reverse, Slice, Strided
 
 from . import dtypes
-from .array import _new, from_host, ndarray, value, wrap, write
+from .array import _new, from_host, ndarray, to_host, value, wrap, write
 from .fallback import call_numpy, implements
 from .reductions import scan
 from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, device_of, shape_of, to_handle
@@ -562,10 +562,9 @@ def tile(A, reps):
 @implements(np.repeat)
 def repeat(a, repeats, axis=None):
     a = asarray_like(a)
-    if isinstance(repeats, ndarray):
-        # the output length is the sum of the counts: data-dependent
-        return call_numpy(np.repeat, (a, repeats), {"axis": axis})
-    reps = np.asarray(repeats)
+    # lazy counts (scipy's rankdata repeats each tie's rank) are read: their sum is the
+    # output's length; the copy stays on the device
+    reps = to_host(repeats) if isinstance(repeats, ndarray) else np.asarray(repeats)
     if reps.ndim > 1:
         raise ValueError("setting an array element with a sequence. The requested array would exceed the maximum "
                          "number of dimension of 1.")

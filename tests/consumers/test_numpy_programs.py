@@ -302,3 +302,16 @@ def test_bincount_keeps_numpys_errors(args, kw):
     lazy = {k: lnp.asarray(v) if isinstance(v, numpy.ndarray) else v for k, v in kw.items()}
     with pytest.raises(want.type, match=want.value.args[0].replace("(", r"\(").replace(")", r"\)")):
         lnp.bincount(*(lnp.asarray(a) for a in args), **lazy)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_repeat_by_lazy_counts_reads_the_counts_and_copies_on_the_device(axis, clean_runtime):
+    # scipy.stats.rankdata (mannwhitneyu, wilcoxon, brunnermunzel ...) repeats each tie's rank
+    x = numpy.arange(12.0).reshape(3, 4)
+    counts = numpy.array([2, 0, 3, 1]) if axis == 1 else numpy.array([1, 0, 2]) if axis == 0 else numpy.arange(12) % 3
+    want = numpy.repeat(x, counts, axis=axis)
+    got = lnp.repeat(lnp.asarray(x), lnp.asarray(counts), axis=axis)
+    numpy.testing.assert_array_equal(numpy.asarray(got), want)
+    assert metrics.fallbacks() == {}
+    with pytest.raises(ValueError):
+        lnp.repeat(lnp.asarray(x), lnp.asarray(-counts - 1), axis=axis)
