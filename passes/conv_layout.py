@@ -45,16 +45,14 @@ network whose batch norm sees few numbers (tests/zoo's resnet18, 4 images of
 64x64) the two trainings ended 4.3e-4 apart. Batch norm's statistics are
 float64 sums on the CPU (``frontends/torch/ops/moments.py``, as eager's CPU
 kernel sums them), one rounding of a nearly exact sum: its forward is the
-same bits in either layout, and the two trainings end 2.0e-6 apart (its
-backward's sums are still float32's, in each layout's order).
+same bits in either layout, and the two trainings end 2.0e-6 apart. Its
+backward's two sums are float64 sums rounded once too
+(``frontends/torch/ops/conv.py``'s ``native_batch_norm_backward``), so its
+gradients are the same bits in either layout as well.
 
-It is still opt-in: ``CHANNELS_LAST_PIPELINE`` (:mod:`lazycore.passes.pipeline`)
-turns it on. Its gate, the zoo's 1e-4 from eager after 4 steps, cannot be
-met on an AVX-512 Xeon by either pipeline: there eager float32 itself ends
-5.7e-4 (resnet18) and 8.0e-4 (timm-resnet10t) from eager float64 (a ReLU
-near-tie, an Adam update of a near-zero gradient), while the lazy trainings
-end within 3e-6 and 5e-5 of float64's (the default pipeline) and fail it as
-much with the pass as without (6.2e-4 and 8.5e-4).
+The pass is in the CPU's default pipeline (``CHANNELS_LAST_PIPELINE``, chosen
+by :func:`lazycore.passes.pipeline.default_for` when ``lazycore.config``
+names no pipeline); ``configure(pipeline=DEFAULT_PIPELINE)`` turns it off.
 """
 
 from __future__ import annotations

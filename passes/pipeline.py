@@ -23,8 +23,17 @@ from .catalog import PASSES, PassError, PassInfo, register_pass  # noqa: F401 - 
 
 DEFAULT_PIPELINE = "lazy-canonicalize,cse,lazy-update-to-select,lazy-aliasing,lazy-to-stablehlo,canonicalize"
 CHANNELS_LAST_PIPELINE = DEFAULT_PIPELINE.replace("lazy-to-stablehlo,", "lazy-to-stablehlo,lazy-channels-last,")
-"""The default pipeline with convolutions kept channels-last (:mod:`lazycore.passes.conv_layout`), opt-in:
-``lazycore.config.configure(pipeline=CHANNELS_LAST_PIPELINE)``."""
+""":data:`DEFAULT_PIPELINE` with convolutions kept channels-last (:mod:`lazycore.passes.conv_layout`):
+what a CPU device's barriers compile with unless a pipeline is configured (:func:`default_for`)."""
+
+
+def default_for(platform: str | None) -> str:
+    """The pipeline a barrier on ``platform`` (None: CPU) compiles with when
+    ``lazycore.config`` names none: :data:`CHANNELS_LAST_PIPELINE` on the CPU,
+    whose convolution library runs channels-last, :data:`DEFAULT_PIPELINE`
+    elsewhere. ``lazycore.config.configure(pipeline=DEFAULT_PIPELINE)`` turns
+    the channels-last programs off."""
+    return CHANNELS_LAST_PIPELINE if platform in (None, "cpu") else DEFAULT_PIPELINE
 
 
 def split_elements(pipeline: str) -> list[str]:

@@ -22,7 +22,9 @@ number and the first hex digits of its compile-cache key) holding
 * ``NN-<pass>.mlir``: the module after each pass of the pipeline, in order,
 * ``stablehlo.mlir``: the module handed to XLA,
 * ``graph.dot``: the graph as Graphviz (``dot -Tsvg graph.dot``),
-* ``info.txt``: device, pipeline, donation plan and the full key.
+* ``info.txt``: device, pipeline (the platform's default where none is
+  configured: :func:`lazycore.passes.pipeline.default_for`), donation plan
+  and the full key.
 
 Files are written as the pipeline runs, so a pass that fails leaves the
 stages before it. MLIR files carry their locations. Cache hits compile
@@ -212,12 +214,12 @@ class _Recording:
         self.folder = _new_dump_folder(walk, device, donate, pipeline) if settings.dump_dir else None
         self.count = 0
         if self.folder is not None:
-            from lazycore.passes.pipeline import DEFAULT_PIPELINE  # (lowering: MLIR is loaded)
+            from lazycore.passes.pipeline import default_for  # (lowering: MLIR is loaded)
 
             _write(self.folder, "graph.dot", walk_to_dot(walk, name=os.path.basename(self.folder)))
             key = _key(walk, device, donate, pipeline)
             _write(self.folder, "info.txt", (
-                f"device: {device.name}\npipeline: {pipeline or DEFAULT_PIPELINE}\ndonate (param -> output): {dict(donate)}\n"
+                f"device: {device.name}\npipeline: {pipeline or default_for(device.platform)}\ndonate (param -> output): {dict(donate)}\n"
                 f"key: {key.hex()}\nnodes: {len(walk.order)}\nparameters: {len(walk.params)}\n"
                 f"outputs: {', '.join(str(v.type) for v in walk.outputs)}\n"))
         self._stage("input", "00-input.mlir", module.operation)

@@ -24,7 +24,7 @@ from lazycore.dialect.mlir import func, ir, serialize_stablehlo
 from lazycore.dialect.build import new_context
 from lazycore.passes import rolled_emit
 from lazycore.passes.lowering import shardy
-from lazycore.passes.pipeline import DEFAULT_PIPELINE, run_pipeline, with_option
+from lazycore.passes.pipeline import DEFAULT_PIPELINE, default_for, run_pipeline, with_option
 from lazycore.runtime import checks, pjrt, rolling
 from lazycore.runtime.failures import ProgramError
 from lazycore.ir.context import locked
@@ -493,14 +493,16 @@ def _sdy_sharding(target, sharding, rank: int) -> str:
 @_locked
 def lower_walk(walk, device, donate: dict[int, int], pipeline: str | None,
                stacked: bool | str = False) -> tuple[ir.Module, tuple]:
-    """The walk as a StableHLO module through ``pipeline`` (None: the default
-    one), and its plan: :attr:`Returned.arguments`, :attr:`Returned.rows` and
-    whether it keeps its stacks (``Executable.keeps``); raises :class:`~lazycore.runtime.failures.ProgramError`. ``donate``:
+    """The walk as a StableHLO module through ``pipeline`` (None: the
+    platform's default, :func:`~lazycore.passes.pipeline.default_for`), and
+    its plan: :attr:`Returned.arguments`, :attr:`Returned.rows` and whether
+    it keeps its stacks (``Executable.keeps``); raises
+    :class:`~lazycore.runtime.failures.ProgramError`. ``donate``:
     device-data parameter -> output of the walk; ``stacked``:
     :func:`build_program`'s, its stack arguments donated unless it is
     ``"keep"`` (values that live handles hold are passed as they are)."""
-    # (the device is in the program's key, so the option it sets is too)
-    passes = for_platform(pipeline or DEFAULT_PIPELINE, device.platform)
+    # (the device is in the program's key, so the option it sets and its default pipeline are too)
+    passes = for_platform(pipeline or default_for(device.platform), device.platform)
     with events.timed("lowering"), heap.collector_paused():
         try:
             module, info = build_program(walk, device, stacked=stacked, donate=donate, flag_vector=True)
