@@ -172,6 +172,26 @@ def test_integer_functions_of_uploads_match_eager(dev):
     assert _c("executions") == e0 + 1
 
 
+def test_gathers_and_scatters_of_uploads_match_eager(dev):
+    cpu = torch.tensor([[5, -3, 8, 1], [0, 7, -2, 4], [9, 9, -6, 2]])
+    idx = torch.tensor([2, 0, 2])
+    idx2 = torch.tensor([[3, 0], [1, 3], [0, 2]])
+    lazy, lidx, lidx2 = cpu.to(dev), idx.to(dev), idx2.to(dev)
+    cases = [
+        lambda a, i, j: a[:, i],
+        lambda a, i, j: a.index_select(0, i),
+        lambda a, i, j: torch.gather(a, 1, j),
+        lambda a, i, j: torch.zeros(3, dtype=a.dtype, device=a.device).scatter_add_(0, i, a[0, :3]),
+        lambda a, i, j: torch.zeros_like(a).scatter_(1, j, a[:, :2]),
+        lambda a, i, j: torch.nn.functional.pad(a, (1, 2), value=-1),
+        lambda a, i, j: a[i == 2],
+    ]
+    for k, f in enumerate(cases):
+        e0 = _c("executions")
+        assert torch.equal(f(lazy, lidx, lidx2).cpu(), f(cpu, idx, idx2)), k
+        assert _c("executions") == e0, k
+
+
 def test_the_debug_line_names_a_read_on_the_host(dev, capsys):
     from lazycore.ir.config import override
 

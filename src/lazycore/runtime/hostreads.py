@@ -339,16 +339,22 @@ def _index_vectors(indices: np.ndarray, index_vector_dim: int) -> np.ndarray:
     return np.moveaxis(indices, index_vector_dim, -1)
 
 
+def _batching(b: tuple, start: list, operand_dims, indices_dims, index_vector_dim: int) -> None:
+    """``start`` at each batching dim of the operand: the batch position's
+    index along the paired dim of the indices (``b`` leaves out the index
+    vector's dim)."""
+    for od, sd in zip(operand_dims, indices_dims):
+        start[od] = b[sd if sd < index_vector_dim else sd - 1]
+
+
 def _gather(node, t, args):
     operand, indices = args
     a = node.attrs
-    if a["operand_batching_dims"] or a["start_indices_batching_dims"]:
-        raise _Refused
     vectors = _index_vectors(indices.astype(np.int64), a["index_vector_dim"])
     if vectors.size > _POSITIONS:
         raise _Refused
     sizes = a["slice_sizes"]
-    collapsed = set(a["collapsed_slice_dims"])
+    collapsed = set(a["collapsed_slice_dims"]) | set(a["operand_batching_dims"])
     offset_dims = tuple(a["offset_dims"])
     batch_shape = vectors.shape[:-1]
     kept = [d for d in range(operand.ndim) if d not in collapsed]
@@ -359,6 +365,7 @@ def _gather(node, t, args):
         for k, d in enumerate(a["start_index_map"]):
             # gather clamps each start so the slice fits
             start[d] = int(min(max(vectors[b][k], 0), operand.shape[d] - sizes[d]))
+        _batching(b, start, a["operand_batching_dims"], a["start_indices_batching_dims"], a["index_vector_dim"])
         window = operand[tuple(slice(s, s + n) for s, n in zip(start, sizes))]
         window = window.reshape([sizes[d] for d in kept])
         where: list = [None] * len(t.shape)
@@ -374,7 +381,7 @@ def _scatter(node, t, args):
     operand, indices, updates = args
     a = node.attrs
     mode = a["mode"]
-    if a["input_batching_dims"] or a["scatter_indices_batching_dims"] or mode not in ("replace", "add", "max", "min"):
+    if mode not in ("replace", "add", "max", "min"):
         raise _Refused
     if operand.dtype.kind == "f":
         if mode == "add":
@@ -385,7 +392,7 @@ def _scatter(node, t, args):
     if vectors.size > _POSITIONS or operand.size > _POSITIONS:
         raise _Refused
     windows = tuple(a["update_window_dims"])
-    inserted = set(a["inserted_window_dims"])
+    inserted = set(a["inserted_window_dims"]) | set(a["input_batching_dims"])
     scatter_dims = [d for d in range(updates.ndim) if d not in windows]
     window_operand_dims = [d for d in range(operand.ndim) if d not in inserted]
     window_shape = [updates.shape[d] for d in windows]
@@ -395,6 +402,7 @@ def _scatter(node, t, args):
         start = [0] * operand.ndim
         for k, d in enumerate(a["scatter_dims_to_operand_dims"]):
             start[d] = int(vectors[b][k])
+        _batching(b, start, a["input_batching_dims"], a["scatter_indices_batching_dims"], a["index_vector_dim"])
         full_window = [1] * operand.ndim
         for d, n in zip(window_operand_dims, window_shape):
             full_window[d] = n
