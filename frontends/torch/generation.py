@@ -68,13 +68,16 @@ ran the stopping criteria and read ``unfinished_sequences.max() == 0``,
 op by op (about twenty dispatches and a read per token, on growing shapes
 the barrier padded to buckets: with the barrier, 1.25x eager's time per
 token for a tiny GPT-2). Greedy decoding whose only criteria are max-length
-ones, with no logits processor or streamer (:func:`_greedy_fits`), makes
-every later token in one replay (:func:`_greedy`, :attr:`_DecodingStep.greedy`;
-``_GREEDY_LOOP``):
+ones and an end token, with no logits processor or streamer
+(:func:`_greedy_fits`), makes every later token in one replay
+(:func:`_greedy`, :attr:`_DecodingStep.greedy`; ``_GREEDY_LOOP``):
 the step, its argmax written into the ids (made once as long as the
 cache), the next step's inputs; one barrier per token, started without a
-wait, no read. In ``_sample`` itself a stop check of max-length criteria
-alone is answered on the host (:func:`_wrap_stop_check`).
+wait, no read. With an end token the step pads finished rows and flags
+them as ``_sample`` does, the flags are read every ``_STOP_EVERY`` tokens
+(``_sample`` read them every token), and the tokens made past the one
+where ``_sample`` stops are cut on the host. In ``_sample`` itself a stop
+check of max-length criteria alone is answered on the host (:func:`_wrap_stop_check`).
 """
 
 from __future__ import annotations
@@ -98,7 +101,7 @@ from lazycore.trace import core
 from . import dtypes
 from .capture import Captured
 from .ops.random import GENERATORS
-from .tensor import Tensor, lc_device, read, wrap
+from .tensor import Tensor, from_host, lc_device, read, wrap
 
 _TARGET = "transformers.generation.utils"
 _CRITERIA = "transformers.generation.stopping_criteria"
@@ -390,9 +393,10 @@ def _greedy_fits(model, input_ids, logits_processor, stopping_criteria, generati
                  streamer, model_kwargs) -> bool:
     """Whether ``_sample`` of ``model`` decodes by :func:`_greedy`: greedy,
     on a lazy device, a static cache a captured decoding step takes, nothing
-    but max-length criteria (no end token: every call makes all its
-    tokens), no logits processors, streamer or extra outputs, and no model
-    input but the ids, their mask and positions (what :func:`_prepare_deferred` makes)."""
+    but max-length criteria and at most one end-token criterion (with a pad
+    token, as ``_sample`` needs), no logits processors, streamer or extra
+    outputs, and no model input but the ids, their mask and positions (what
+    :func:`_prepare_deferred` makes)."""
     config = generation_config
     if not (settings.generation_replay and _GENERATING.depth and _GREEDY_LOOP) or synced_gpus \
             or streamer is not None or config is None:
@@ -405,8 +409,17 @@ def _greedy_fits(model, input_ids, logits_processor, stopping_criteria, generati
             or len(logits_processor) or not stopping_criteria:
         return False
     length = getattr(sys.modules.get(_CRITERIA), "MaxLengthCriteria", None)
-    if not all(type(c) is length and isinstance(c.max_length, int) for c in stopping_criteria):
+    end = getattr(sys.modules.get(_CRITERIA), "EosTokenCriteria", None)
+    lengths = [c for c in stopping_criteria if type(c) is length]
+    ends = [c for c in stopping_criteria if type(c) is end]
+    if not lengths or len(lengths) + len(ends) != len(stopping_criteria) or len(ends) > 1 \
+            or not all(isinstance(c.max_length, int) for c in lengths):
         return False
+    if ends and (not isinstance(ends[0].eos_token_id, torch.Tensor) or ends[0].eos_token_id.dim() > 1
+                 or not isinstance(getattr(config, "_pad_token_tensor", None), torch.Tensor)):
+        return False
+    if ends and getattr(model_kwargs.get(_cache_name(model_kwargs)), "_is_user_defined", False):
+        return False  # (the tokens made past an end are in the cache: one the caller sees holds eager's alone)
     if not _decodable(model, model_kwargs) or type(model).prepare_inputs_for_generation \
             is not getattr(sys.modules.get(_TARGET), "GenerationMixin", None).prepare_inputs_for_generation:
         return False  # (a model's own preparation may make other inputs)
@@ -437,19 +450,26 @@ def _greedy(model, input_ids, stopping_criteria, generation_config, model_kwargs
     the ids grown, the stopping criteria, ``unfinished_sequences.max() == 0``
     read): a hundred ops' dispatch and a read per token, with growing shapes
     the barrier padded to buckets. Here the step's replay makes the token,
-    writes it in the ids (made once at their final length: the criteria stop
-    every sequence there, none before) and makes the next step's inputs;
-    the host knows when to stop. Where the step cannot be captured (a
-    decoding step :func:`_prepare_deferred` refuses), the tokens are
-    made op by op as ``_sample`` makes them."""
+    writes it in the ids (made once at their final length: the max-length
+    criteria stop every sequence there) and makes the next step's inputs;
+    the host knows when to stop. With an end token (:func:`_ending`) the
+    step also pads finished rows and updates their flags as ``_sample``
+    does; the flags are read every ``_STOP_EVERY`` tokens, not every token,
+    and the ids are cut on the host where ``_sample`` would have stopped.
+    Where the step cannot be captured (a decoding step
+    :func:`_prepare_deferred` refuses), the tokens are made op by op as
+    ``_sample`` makes them, the flags read every token."""
     g = _GENERATING
-    max_length = min(c.max_length for c in stopping_criteria)
-    most = [c.max_position_embeddings for c in stopping_criteria if c.max_position_embeddings is not None]
+    length = getattr(sys.modules.get(_CRITERIA), "MaxLengthCriteria", None)
+    lengths = [c for c in stopping_criteria if type(c) is length]  # (and an end token's: _greedy_fits)
+    max_length = min(c.max_length for c in lengths)
+    ending = _ending(stopping_criteria, generation_config, input_ids)
+    most = [c.max_position_embeddings for c in lengths if c.max_position_embeddings is not None]
     if most and max(input_ids.shape[1], min(most)) + 1 < max_length:
         # the criteria's warning of ids longer than the model's positions, as
         # _sample's call at that length gives it (on a stand-in: no lazy op)
-        stopping_criteria(torch.empty((input_ids.shape[0], max(input_ids.shape[1], min(most)) + 1),
-                                      dtype=input_ids.dtype, device="meta"), None)
+        lengths[0](torch.empty((input_ids.shape[0], max(input_ids.shape[1], min(most)) + 1),
+                               dtype=input_ids.dtype, device="meta"), None)
     model_forward = (model.get_compiled_call(generation_config.compile_config)
                      if model._valid_auto_compile_criteria(model_kwargs, generation_config) else model.__call__)
     outputs = model._prefill(input_ids, generation_config, model_kwargs, is_first_iteration=True)
@@ -458,17 +478,24 @@ def _greedy(model, input_ids, stopping_criteria, generation_config, model_kwargs
             model_kwargs = model._update_model_kwargs_for_generation(outputs, model_kwargs, is_encoder_decoder=False)
             logits = outputs.logits[:, -1].to(copy=True, dtype=torch.float32, device=input_ids.device)
             del outputs
-            input_ids = torch.cat([input_ids, torch.argmax(logits, dim=-1)[:, None]], dim=-1)
+            new = torch.argmax(logits, dim=-1)
             del logits
+            if ending is not None:  # (_sample's padding of finished rows, and their flags)
+                unfinished, end, pad = ending
+                new = new * unfinished + pad * (1 - unfinished)
+                unfinished = unfinished & ~torch.isin(new[:, None], end).any(dim=-1)
+                ending = (unfinished, end, pad)
+            input_ids = torch.cat([input_ids, new[:, None]], dim=-1)
+            del new
             step = g.active
             # (the first step's inputs are made even where no step follows:
             # the prompt's program is the same for a call of one new token)
             if step is not None and model_forward is step and model_kwargs.get("use_cache", True) \
                     and _DEFER_INPUTS and _prepare_deferred(input_ids, model_kwargs):
-                tokens = _greedy_replayed(step, input_ids, max_length)
+                tokens = _greedy_replayed(step, input_ids, max_length, ending)
                 if tokens is not None:
                     return tokens
-            if input_ids.shape[1] >= max_length:
+            if input_ids.shape[1] >= max_length or (ending is not None and not bool(ending[0].max() != 0)):
                 # its work started while generate()'s tensors are alive, as
                 # _sample's stop check started it: the same program every call
                 # (a read of the ids alone was a program of its own)
@@ -480,10 +507,17 @@ def _greedy(model, input_ids, stopping_criteria, generation_config, model_kwargs
             outputs = model_forward(**inputs, return_dict=True)
 
 
-def _greedy_replayed(step, input_ids, max_length: int):
+def _greedy_replayed(step, input_ids, max_length: int, ending=None):
     """:func:`_greedy`'s tokens after the one :func:`_prepare_deferred` made
     the step's inputs for: each the step's replay (its first calls record
-    it); None (nothing done) where the step cannot be captured."""
+    it); None (nothing done) where the step cannot be captured.
+
+    With an end token (``ending``: :func:`_ending`'s flags, end tokens and
+    pad token, the flags as the first token left them), the step pads and
+    flags as ``_sample`` does, and the flags are read every ``_STOP_EVERY``
+    tokens (``_sample`` read them every token: a wait for each token's
+    program). The tokens made past the one where every row had finished are
+    cut off on the host (:func:`_stopped_at`): eager's ids, eager's length."""
     g = _GENERATING
     inputs = dict(g.early[4])
     plan = step._plan(inputs)
@@ -501,19 +535,65 @@ def _greedy_replayed(step, input_ids, max_length: int):
     del plan
     tokens = torch.cat([input_ids, input_ids.new_zeros((input_ids.shape[0], size - n))], dim=-1)
     g.greedy = True
+    made = n
     try:
         for _ in range(max_length - n):
             events.bump("generated_tokens")  # one model call, one new token
             g.deferred = (inputs["input_ids"], inputs.get("attention_mask"))
-            inputs.update(step(tokens=tokens, **inputs, return_dict=True))
+            inputs.update(step(tokens=tokens, ending=ending, **inputs, return_dict=True))
+            made += 1
+            if ending is not None and (made - n) % _STOP_EVERY == 0 and made < max_length:
+                # the token's work started as every token's is (the same
+                # program), then its flags read: all finished, no more tokens
+                core.mark_step(False)
+                if not bool(ending[0].cpu().any()):
+                    break
     finally:
         g.greedy = False
     # the last token's work started as every token's was (while the inputs are alive, the same program)
     core.mark_step(False)
     del inputs
     # the call's ids cut from them on the host (a slice on the device: a
-    # program per call length), back on the device as the call's result
-    return tokens.cpu()[:, :max_length].to(input_ids.device)
+    # program per call length), back on the device as the call's result:
+    # uploaded as data (``.to(device)`` made an empty tensor first, whose
+    # constant the first call alone makes: a node in the next barrier's
+    # step log that no later call's has, so that barrier walked again)
+    host = tokens.cpu()
+    if ending is not None:
+        made = _stopped_at(host, ending[1].cpu(), n - 1, made)
+    return from_host(host[:, :made].contiguous(), input_ids.device)
+
+
+_STOP_EVERY = 8
+"""With an end token, :func:`_greedy_replayed` reads the rows' finished
+flags after every this many tokens (at most this many - 1 tokens made past
+the last row's end, cut off on the host)."""
+
+
+def _ending(stopping_criteria, generation_config, input_ids):
+    """``(flags, end tokens, pad token)`` on the device of ``input_ids``
+    where ``stopping_criteria`` hold an end-token criterion (``_sample``
+    then pads the finished rows' new tokens and flags them: the flags
+    start as ones, one per row), else None (:func:`_greedy_fits` checked
+    the pad token)."""
+    end = getattr(sys.modules.get(_CRITERIA), "EosTokenCriteria", None)
+    ends = [c for c in stopping_criteria if type(c) is end]
+    if not ends:
+        return None
+    dev = input_ids.device
+    unfinished = torch.ones(input_ids.shape[0], dtype=torch.long, device=dev)
+    return unfinished, ends[0].eos_token_id.to(dev), generation_config._pad_token_tensor.to(dev)
+
+
+def _stopped_at(host: torch.Tensor, end: torch.Tensor, start: int, made: int) -> int:
+    """The ids' length where ``_sample`` stops (``host``: the ids on the
+    host, ``made`` of them made, the new ones from ``start``): one past the
+    position where the last row to end first made an end token, or
+    ``made`` where a row made none."""
+    ended = torch.isin(host[:, start:made], end.reshape(-1))
+    if not bool(ended.any(dim=-1).all()):
+        return made
+    return start + int(ended.to(torch.int8).argmax(dim=-1).max()) + 1
 
 
 def _wrap_sample(sample):
@@ -946,7 +1026,7 @@ class _DecodingStep:
         self._out = None  # (the output's type, the names holding the cache) as the last traced call made it
         # (the cache of the call in progress is _GENERATING.cache: a generate() per thread)
 
-    def __call__(self, tokens=None, **kwargs):
+    def __call__(self, tokens=None, ending=None, **kwargs):
         model = self._model()
         g = _GENERATING
         deferred, g.deferred = g.deferred, None
@@ -977,7 +1057,7 @@ class _DecodingStep:
         g.cache = cache
         try:
             if tokens is not None:  # (_greedy: made by _prepare_deferred or the step before)
-                fields = self.greedy(cache_name, names, tensors, length, stored, static, tokens)
+                fields = self.greedy(cache_name, names, tensors, length, stored, static, tokens, ending)
             else:
                 fields = self.captured(cache_name, names, tensors, length, stored, static, prepare)
         finally:
@@ -1005,12 +1085,14 @@ class _DecodingStep:
         self._out = (type(out), holding)
         return {k: v for k, v in out.items() if k not in holding}
 
-    def _greedy_forward(self, cache_name, names, tensors, length, stored, static, tokens):
+    def _greedy_forward(self, cache_name, names, tensors, length, stored, static, tokens, ending=None):
         """A greedy token after the first (:func:`_greedy`): the decoding
         step on inputs :func:`_prepare_deferred` made, its next token as
         transformers' ``_sample`` picks it (the last position's logits as
-        float32, their argmax) written into the ids ``tokens`` at its place
-        (the filled length), and the next step's new ids and position ids."""
+        float32, their argmax; with an end token, ``ending``, the pad token
+        in finished rows, and the rows' flags updated in place) written into
+        the ids ``tokens`` at its place (the filled length), and the next
+        step's new ids and position ids."""
         g = _GENERATING
         cache, g.length = g.cache, length
         try:
@@ -1022,6 +1104,11 @@ class _DecodingStep:
         length.add_(1)  # (the layers read copies of it): the new token's place
         logits = out.logits[:, -1].to(copy=True, dtype=torch.float32, device=tokens.device)
         new = torch.argmax(logits, dim=-1, keepdim=True)  # (a view of it would keep its base alive, unseen)
+        if ending is not None:  # (_sample's padding and flags: _greedy)
+            unfinished, end, pad = ending
+            flags = unfinished[:, None]
+            new = new * flags + pad * (1 - flags)
+            unfinished.copy_(unfinished & ~torch.isin(new, end).any(dim=-1))
         # (an index_copy_ keeps its index for the index check: a tensor the replay would not make)
         place = torch.arange(tokens.shape[-1], device=tokens.device) == length
         tokens.copy_(torch.where(place, new, tokens))

@@ -52,20 +52,33 @@ def test_max_length_decoding_reads_nothing_per_token(clean_runtime, lengths):
     assert reads[16] == reads[8], reads
 
 
-def test_end_token_still_read_every_token(clean_runtime):
-    # an end token stops a sequence at a value only the device knows: read
-    # as before, and the call stops where eager's stops
+def test_end_token_still_read_every_token(clean_runtime, monkeypatch):
+    # an end token stops a sequence at a value only the device knows: in
+    # transformers' loop read every token as before, and the call stops
+    # where eager's stops (the greedy loop, on by default, reads it every
+    # few tokens: test_generation_end_token)
+    from lazycore.frontends.torch import generation
+
+    monkeypatch.setattr(generation, "_GREEDY_LOOP", False)
     eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
     ids, mask = _prompts((8,))
     dev = ltorch.device()
     free = _generate(eager, ids, mask, 12)
-    end = int(free[0, 8 + 4])  # the fifth new token
+    end = int(free[0, 8 + 4])  # the fifth new token (the tiny model's first too: it repeats one)
     eager.generation_config.eos_token_id = lazy.generation_config.eos_token_id = end
     want = _generate(eager, ids, mask, 12)
     assert want.shape[-1] < free.shape[-1]  # (stopped early)
-    got, reads, _ = _reads(lazy, ids.to(dev), mask.to(dev), 12)
+    got, _, _ = _reads(lazy, ids.to(dev), mask.to(dev), 12)
     assert torch.equal(got, want)
-    assert reads >= 5
+    # an end token no token is: one read per token
+    never = next(t for t in range(1, 128) if t not in free[0].tolist())
+    eager.generation_config.eos_token_id = lazy.generation_config.eos_token_id = never
+    reads = {}
+    for n in (12, 6):
+        want = _generate(eager, ids, mask, n)
+        got, reads[n], _ = _reads(lazy, ids.to(dev), mask.to(dev), n)
+        assert torch.equal(got, want)
+    assert reads[12] - reads[6] == 6, reads
 
 
 def test_a_criterion_of_the_users_is_read(clean_runtime):
