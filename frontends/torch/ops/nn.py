@@ -36,17 +36,21 @@ def _dim(d, rank):
 
 @lowers(aten.addmm.default, aten._sparse_addmm.default)  # (the latter: a sparse operand arrives densified)
 def _addmm(ctx, bias, m1, m2, beta=1, alpha=1):
-    dt = ctx.dtype
+    """``beta * bias + alpha * (m1 @ m2)``. Float16/bfloat16 are computed in
+    float32 and rounded once, as eager's GEMM adds the bias to its float32
+    accumulator (a linear layer under autocast; the product rounded before
+    the bias differed from eager in a third of the outputs)."""
+    dt = "f32" if ctx.dtype in ("f16", "bf16") else ctx.dtype
     prod = apply("dot_general", convert(m1, dt), convert(m2, dt), lhs_batch=(), rhs_batch=(),
                  lhs_contract=(1,), rhs_contract=(0,))
     if alpha != 1:
         prod = apply("mul", prod, scalar(alpha, dt, ctx.device, ctx.shape))
     if beta == 0:
-        return prod
+        return convert(prod, ctx.dtype)
     b = operand(bias, dt, ctx.shape, ctx.device)
     if beta != 1:
         b = apply("mul", b, scalar(beta, dt, ctx.device, ctx.shape))
-    return apply("add", b, prod)
+    return convert(apply("add", b, prod), ctx.dtype)
 
 
 @lowers(aten._log_softmax.default)
