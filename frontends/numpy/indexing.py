@@ -368,8 +368,25 @@ def _masks_as_indices(a: ndarray, entries: tuple):
     return tuple(out)
 
 
+def _dims(shape) -> str:
+    """A shape as NumPy's indexing errors print it: ``(1,2,3)``, ``(5,)``."""
+    return "(" + ",".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _lone_scalar_mask(entries):
+    """The value of a key that is one 0-d boolean (``a[cond]`` with a reduction's
+    ``cond``: array-api-extra's ``apply_where`` and ``at``), read; None for other keys."""
+    if len(entries) != 1 or not isinstance(entries[0], _Index) or not entries[0].mask or entries[0].ndim:
+        return None
+    e = entries[0]
+    return bool(to_host(e.lazy) if e.lazy is not None else e.host)
+
+
 def advanced_getitem(a: ndarray, entries: tuple):
     """Integer-array indexing: a gather (a copy); NumPy masks as their coordinates."""
+    chosen = _lone_scalar_mask(entries)
+    if chosen is not None:  # NumPy: a new leading dim of length 1 (True) or 0 (False), a copy
+        return (a[None] if chosen else a[None][:0]).copy()
     if _has_mask(entries):
         coords = _masks_as_indices(a, entries)
         if coords is None:
@@ -441,6 +458,19 @@ def advanced_setitem(a: ndarray, entries: tuple, val) -> None:
         # the value have at most one dimension (its TypeError: NumPy's own, through it)
         if (len(masks) == 1 and not arrays and (masks[0].ndim or len(shape_of(val)) <= 1)
                 and _masked_assign(a, entries, val)):
+            return
+        # a 0-d mask and one value per selected element (none or one): the mask is read
+        # (a 0-d ``a`` and a value of more dims: NumPy's TypeError, through it)
+        chosen = None if not a.ndim and len(shape_of(val)) > 1 else _lone_scalar_mask(entries)
+        if chosen is not None:  # ``val`` fits (1,) + a.shape or (0,) + a.shape
+            target = ((1,) if chosen else (0,)) + a.shape
+            try:
+                np.broadcast_shapes(tuple(shape_of(val)), target)
+            except ValueError:
+                raise ValueError(f"shape mismatch: value array of shape {_dims(tuple(shape_of(val)))} could not be "
+                                 f"broadcast to indexing result of shape {_dims(target)}") from None
+            if chosen:
+                a[None] = val
             return
         coords = _masks_as_indices(a, entries)
         if coords is None:

@@ -315,3 +315,25 @@ def test_repeat_by_lazy_counts_reads_the_counts_and_copies_on_the_device(axis, c
     assert metrics.fallbacks() == {}
     with pytest.raises(ValueError):
         lnp.repeat(lnp.asarray(x), lnp.asarray(-counts - 1), axis=axis)
+
+
+@pytest.mark.parametrize("shape", [(2, 3), ()])
+@pytest.mark.parametrize("chosen", [True, False])
+def test_a_0d_mask_is_read_as_a_new_dim_of_one_or_none(shape, chosen, clean_runtime):
+    # array-api-extra's apply_where / at(x, cond) on a reduction's 0-d result (scipy.stats.pearsonr)
+    x = numpy.arange(float(numpy.prod(shape))).reshape(shape)
+    for m in (lnp.asarray(numpy.array(chosen)), chosen):
+        got = lnp.asarray(x)[m]
+        want = x[numpy.array(chosen)]
+        assert numpy.asarray(got).shape == want.shape
+        numpy.testing.assert_array_equal(numpy.asarray(got), want)
+        for val in (7.0, numpy.full(shape, 9.0), numpy.ones((1,) + shape) * 4):
+            w = x.copy()
+            w[numpy.array(chosen)] = val
+            g = lnp.asarray(x.copy())
+            g[m] = lnp.asarray(val)
+            numpy.testing.assert_array_equal(numpy.asarray(g), w)
+    assert metrics.fallbacks() == {}
+    if shape:
+        with pytest.raises(ValueError, match=r"shape mismatch: value array of shape \(5,\) could not be broadcast"):
+            lnp.asarray(x)[lnp.asarray(numpy.array(chosen))] = lnp.ones(5)

@@ -83,7 +83,7 @@ def test_numpy_mask_reads_and_writes_are_a_gather_and_a_scatter(k, clean_runtime
     assert metrics.fallbacks() == {}
 
 
-def test_masks_keep_numpys_errors_and_lazy_masks_run_numpy(clean_runtime):
+def test_masks_keep_numpys_errors_and_lazy_and_0d_masks_are_read(clean_runtime):
     lazy = np.asarray(_X)
     for bad in (numpy.ones(3, bool), numpy.ones((5, 5), bool)):
         with pytest.raises(IndexError) as want:
@@ -94,7 +94,8 @@ def test_masks_keep_numpys_errors_and_lazy_masks_run_numpy(clean_runtime):
     assert metrics.fallbacks() == {}
     same(lazy[np.asarray(_X > 0)], _X[_X > 0])
     same(lazy[True], _X[True])
-    assert metrics.fallbacks()["ndarray.__getitem__"]
+    same(lazy[np.asarray(False)], _X[False])
+    assert metrics.fallbacks() == {}
 
 
 # --- a NumPy array as a ufunc's out=: code written for NumPy (scikit-learn's LDA eigen solver) ------------
