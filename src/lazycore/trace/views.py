@@ -60,13 +60,8 @@ def read(storage: Storage, steps: tuple, start=None):
         return _read(storage, steps)
     recipe = _READS.get(key)
     if recipe is not None:
-        if recipe is _SAME:
-            return h
         return recipe.replay((h,), (), start)
     out, recipe = recipes.record(_read, (h,), storage, steps)
-    if out is h:  # the steps undo each other: the storage's value, read without a node (and no replay)
-        _READS.put(key, _SAME)
-        return h
     _remember(_READS, key, recipe)
     return out
 
@@ -94,17 +89,17 @@ def write(storage: Storage, steps: tuple, new) -> None:
 def _read(storage, steps):
     h = storage.handle
     for step in _folded(steps):
-        if type(step) is Reshape and step.shape == h.shape:
-            continue  # (a reshape back to the value's own shape)
         h = step.forward(h, storage)
     return h
 
 
 def _folded(steps) -> list:
-    """``steps`` with each run of permutes made one permute (none where they
-    undo each other) and each run of reshapes its last: the same value in
-    fewer nodes. A linear layer's backward reads its weight through
-    ``t().t()``, two transposes, at every call (T5: 34 reads a step)."""
+    """``steps`` with each run of permutes made one permute and each run of
+    reshapes its last: the same value in fewer nodes. A linear layer's
+    backward reads its weight through ``t().t()``, two transposes, at every
+    call (T5: 34 reads a step). A read always makes at least one node: one
+    that gave the storage's handle itself cost a captured step replays
+    (tests/torch/test_capture.py's momentum test: 6 replays of 8)."""
     out = []
     for step in steps:
         t = type(step)
@@ -112,8 +107,6 @@ def _folded(steps) -> list:
             last = out.pop()
             if t is Permute:
                 step = Permute([last.dims[d] for d in step.dims])
-        if t is Permute and step.dims == tuple(range(len(step.dims))):
-            continue
         out.append(step)
     return out
 
@@ -130,9 +123,6 @@ def _written(storage, steps, new):
 
 
 _READS = Memo("trace.view_reads", 4096)
-"""A read's key (:func:`_replay_key`) -> its recording, or :data:`_SAME` where
-the steps give the storage's value itself."""
-_SAME = object()
 _WRITES = Memo("trace.view_writes", 4096)
 _FIELDS: dict = {}
 """Step class -> getter of its fields (the steps below register themselves)."""
