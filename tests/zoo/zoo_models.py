@@ -199,3 +199,20 @@ SPECS += [
 ]
 
 BY_NAME = {s.name: s for s in SPECS}
+
+# Trained as the zoo trains (4 steps, 4 images of 64x64, SGD momentum and cosine),
+# eager float32 itself ends far from the float64 answer (same init, batches and
+# schedule): its losses part from float64's by more than the zoo's 1e-4 within 3
+# steps (further than lazycore's from eager's), so test_losses_match_eager cannot hold
+# them to eager's losses and they are not in SPECS. Measured on an AVX-512 Xeon (tests/zoo/float64_table.py), the largest
+# parameter/buffer difference after step 1 and step 4, and the losses' at step 3:
+#   shufflenet_v2_x0_5  eager32-f64 3.4e-6 -> 0.148 (conv1.0.weight), loss 1.0e-2;
+#                       lazy32-f64  1.7e-6 -> 0.108
+#   regnet_y_400mf      eager32-f64 1.7e-3 -> 0.560 (a block4 running_var), loss 4.1e-2;
+#                       lazy32-f64  1.7e-3 -> 0.500
+# lazycore float32 ends no further from float64 than eager float32 after every step
+# (to the 3 digits measured).
+ILL_CONDITIONED = [
+    Spec("shufflenet_v2_x0_5", "torchvision", _tv("shufflenet_v2_x0_5"), _images_for_bn),
+    Spec("regnet_y_400mf", "torchvision", _tv("regnet_y_400mf"), _images_for_bn),
+]
