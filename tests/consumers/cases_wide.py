@@ -351,8 +351,8 @@ def _xpx_more():
     one(lambda xp, a, b: xpx.isin(xp.round(a * 2), xp.round(b * 3), invert=True), "isin(invert)")
     one(lambda xp, a, b: xpx.angle(a), "angle")
     one(lambda xp, a, b: (xpx.deg2rad(a * 90), xpx.rad2deg(b)), "deg2rad,rad2deg")
-    one(lambda xp, a, b: xpx.diag_indices(4, 2, xp=xp), "diag_indices")
-    one(lambda xp, a, b: (xpx.tril_indices(4, -1, 5, xp=xp), xpx.triu_indices(3, 1, xp=xp)), "tril,triu_indices")
+    one(lambda xp, a, b: xpx.diag_indices(4, ndim=2, xp=xp), "diag_indices")
+    one(lambda xp, a, b: (xpx.tril_indices(4, offset=-1, m=5, xp=xp), xpx.triu_indices(3, offset=1, xp=xp)), "tril,triu_indices")
     one(lambda xp, a, b: xpx.searchsorted(xp.sort(a[0]), b, side="right"), "searchsorted")
     one(lambda xp, a, b: xpx.unravel_index(xp.asarray([3, 7, 22]), (4, 6)), "unravel_index")
 
