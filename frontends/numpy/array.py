@@ -480,8 +480,6 @@ def _stack_nested(obj, dtype):
     is float64 here, not weak), promoted together unless ``dtype`` is given. None
     where the nesting is not a regular array (NumPy's error or object arrays: the
     host path) or a leaf is no number."""
-    from .manipulation import stack
-
     leaves = []
 
     def shape(v):
@@ -507,7 +505,8 @@ def _stack_nested(obj, dtype):
 
     def build(v):
         if isinstance(v, (list, tuple)):
-            return stack([build(u) for u in v])
+            # through NumPy's protocol: manipulation (np.stack's lazy form) imports this module
+            return np.stack([build(u) for u in v])
         if isinstance(v, ndarray):
             return v.astype(want) if v.dtype != want else wrap(value(v), v._dtype) if type(v) is not ndarray else v
         return from_host(np.asarray(v, dtype=want))

@@ -350,7 +350,6 @@ def cond(x, p=None):
     """NumPy's ``cond``: the ratio of the extreme singular values (``p`` None, 2, -2),
     else ``norm(x, p) * norm(inv(x), p)``; a NaN that no NaN of ``x`` explains
     (a singular matrix) is infinity."""
-    from .linalg import norm
     from .manipulation import where
     from .ufuncs import UFUNCS
 
@@ -376,7 +375,9 @@ def cond(x, p=None):
                        core.broadcast_to(core.apply("constant", value=np.asarray(np.nan, dtypes.TO_NUMPY[h.dtype]),
                                                     device=h.device), h.shape), h)
         with np.errstate(all="ignore"):
-            r = (norm(x, p, axis=(-2, -1)) * norm(_out(h, rt), p, axis=(-2, -1))).astype(real, copy=False)
+            # np.linalg.norm's lazy form, through NumPy's protocol: linalg imports this module
+            r = (np.linalg.norm(x, p, axis=(-2, -1)) * np.linalg.norm(_out(h, rt), p, axis=(-2, -1))).astype(
+                real, copy=False)
     isnan = UFUNCS["isnan"]
     unexplained = isnan(r) & ~isnan(x).any(axis=(-2, -1))
     r = where(unexplained, np.asarray(np.inf, r.dtype), r)
