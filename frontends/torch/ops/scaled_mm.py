@@ -30,22 +30,14 @@ import torch
 
 from lazycore.ir.memo import Memo
 
+from .grouped_mm import _layout, _stand_in  # eager asked once per layout, on zeroed stand-ins, as for _grouped_mm
+
 aten = torch.ops.aten
 
 FLOAT8 = (torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz)
 
 _CHECKED = Memo("torch.scaled_mm_checks", 256)
 """The argument layouts eager's kernel accepted."""
-
-
-def _layout(t):
-    return None if t is None else (tuple(t.shape), tuple(t.stride()), t.dtype)
-
-
-def _stand_in(t):
-    if t is None:
-        return None
-    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype).zero_()
 
 
 def _check_as_eager(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum):
