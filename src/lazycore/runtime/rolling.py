@@ -22,6 +22,7 @@ from __future__ import annotations
 from lazycore.ir.config import settings
 from lazycore.ir.graph import LOG, Node, Scalar, Value, map_operands
 from lazycore.ir.regions import Body, RegionNode
+from lazycore.ir import remake
 from lazycore.ir.walk import Walk
 from lazycore.passes.rolled_chains import MIN_COPIES, Chain, Stacks, find_chains as _find_chains  # noqa: F401
 from lazycore.runtime import checks, pjrt
@@ -133,7 +134,7 @@ def inlined(walk):
             if type(node) is RegionNode and node.op == "call":
                 values = _made_again(node.bodies[0], operands[0])
             elif operands != node.operands:
-                again = _again(node, operands)
+                again = remake.again(node, operands)
                 values = [Value(again, i) for i in range(len(node.types))]
             else:
                 continue
@@ -161,18 +162,11 @@ def _made_again(body: Body, operands: tuple) -> list[Value]:
         if type(node) is RegionNode and node.op == "call":
             values = _made_again(node.bodies[0], given[0])
         else:
-            again = _again(node, given)
+            again = remake.again(node, given)
             values = [Value(again, i) for i in range(len(node.types))]
         for i, v in enumerate(values):
             env[(id(node), i)] = v
     return [get(v) for v in body.results]
-
-
-def _again(node: Node, operands: tuple) -> Node:
-    """``node`` on other operands; a loop's or branch's bodies are shared."""
-    if type(node) is RegionNode:
-        return RegionNode.remade(node.op, operands, node.bodies, node.types, node.digest, node.loc)
-    return Node(node.op, operands, node.attrs, node.types, node.digest, node.loc)
 
 
 def groups(walk, chains) -> list[tuple]:
