@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DOT = (ROOT / "docs" / "architecture.dot").read_text()
 LABEL = r'label="((?:[^"\\]|\\.)*)"'
-LAYERS = {"runtime": ROOT / "src" / "lazycore" / "runtime", "trace": ROOT / "src" / "lazycore" / "trace"}
+LAYERS = {layer: ROOT / "src" / "lazycore" / layer for layer in ("ir", "trace", "runtime", "observe")}
 
 
 def _named_files() -> list[tuple[str, str]]:
