@@ -121,8 +121,8 @@ def _members(node):
 
 
 def find_chains(order: list, outputs: list, scalar_leaf: Callable = lambda node: False,
-                flags: list = ()) -> list[Chain]:
-    """Disjoint runs of at least :data:`MIN_COPIES` identical copies in
+                flags: list = (), least: int = MIN_COPIES) -> list[Chain]:
+    """Disjoint runs of at least ``least`` (:data:`MIN_COPIES` or more) identical copies in
     ``order`` (nodes, operands before their users) that can each become one
     loop, in order; ``outputs``: the values the program returns;
     ``scalar_leaf(node)``: whether a leaf is a runtime scalar (an epsilon,
@@ -154,13 +154,13 @@ def find_chains(order: list, outputs: list, scalar_leaf: Callable = lambda node:
     flag_values = {(id(v[0]), v[1]) for v in flags}
     taken = np.zeros(len(seq), bool)
     chains = []
-    for _, start, p, k in _candidates(seq):
+    for _, start, p, k in _candidates(seq, least):
         if taken[start:start + k * p].any():
             continue
         # the longest run may not verify (its first or last copy reads or is
         # read otherwise than the others): try fewer copies before giving up
         chain = None
-        for copies in range(k, MIN_COPIES - 1, -1):
+        for copies in range(k, least - 1, -1):
             if copies * p < MIN_ROLLED:
                 break
             for skip in range(k - copies + 1):
@@ -177,18 +177,18 @@ def find_chains(order: list, outputs: list, scalar_leaf: Callable = lambda node:
     return sorted(chains, key=lambda c: c.last_position)
 
 
-def _candidates(seq: np.ndarray) -> list[tuple[int, int, int, int]]:
+def _candidates(seq: np.ndarray, least: int) -> list[tuple[int, int, int, int]]:
     """``(ops covered, start, period, copies)`` of the maximal periodic runs
     in the signature sequence, most ops first (fewer copies of a longer
     period, the same ops, come after)."""
     n = len(seq)
     found = []
-    for p in range(MIN_OPS, min(MAX_PERIOD, n // MIN_COPIES) + 1):
+    for p in range(MIN_OPS, min(MAX_PERIOD, n // least) + 1):
         same = np.concatenate(([False], seq[:-p] == seq[p:], [False]))
         edges = np.flatnonzero(np.diff(same.view(np.int8)))
         starts, ends = edges[0::2], edges[1::2]
         copies = (ends - starts + p) // p
-        keep = (copies >= MIN_COPIES) & (copies * p >= MIN_ROLLED)
+        keep = (copies >= least) & (copies * p >= MIN_ROLLED)
         found.extend(zip((copies * p)[keep].tolist(), starts[keep].tolist(), [p] * int(keep.sum()),
                          copies[keep].tolist()))
     found.sort(key=lambda c: (-c[0], c[2]))

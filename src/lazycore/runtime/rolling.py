@@ -28,11 +28,12 @@ from lazycore.passes.rolled_chains import MIN_COPIES, Chain, Stacks, find_chains
 from lazycore.runtime import checks, pjrt
 
 
-def find_chains(order: list[Node], outputs: list[Value], flags: list[Value] = ()) -> list[Chain]:
-    """The chains to emit as loops in a walk, in walk order; ``flags``: the
+def find_chains(order: list[Node], outputs: list[Value], flags: list[Value] = (),
+                least: int = MIN_COPIES) -> list[Chain]:
+    """The chains of at least ``least`` copies to emit as loops in a walk, in walk order; ``flags``: the
     walk's value check flags (:func:`lazycore.runtime.checks.flag_values`),
     which a loop returns as one stack per check of its body."""
-    return _find_chains(order, outputs, scalar_leaf=lambda node: type(node) is Scalar, flags=flags)
+    return _find_chains(order, outputs, scalar_leaf=lambda node: type(node) is Scalar, flags=flags, least=least)
 
 
 def find_chain(order: list[Node], outputs: list[Value]) -> Chain | None:
@@ -103,14 +104,10 @@ def chains(walk, device, constants) -> tuple:
 def _found(walk, least: int) -> tuple:
     if any(type(node) is RegionNode and node.op == "call" for node in walk.order):
         whole = inlined(walk)
-        found = _long(find_chains(whole.order, list(whole.outputs), checks.flag_values(whole)), least)
+        found = find_chains(whole.order, list(whole.outputs), checks.flag_values(whole), least)
         # (none found: the call nodes stay, emitted inline as the step made its nodes)
         return (whole, found) if found else (walk, [])
-    return walk, _long(find_chains(walk.order, list(walk.outputs), checks.flag_values(walk)), least)
-
-
-def _long(chains: list[Chain], least: int) -> list[Chain]:
-    return [chain for chain in chains if len(chain.copies) >= least]
+    return walk, find_chains(walk.order, list(walk.outputs), checks.flag_values(walk), least)
 
 
 def inlined(walk):
