@@ -100,6 +100,8 @@ def _folded(steps) -> list:
     call (T5: 34 reads a step). A read always makes at least one node: one
     that gave the storage's handle itself cost a captured step replays
     (tests/torch/test_capture.py's momentum test: 6 replays of 8)."""
+    if len(steps) < 2:  # most reads: nothing to fold, no list made on the per-op path
+        return steps
     out = []
     for step in steps:
         t = type(step)
