@@ -478,14 +478,12 @@ def _greedy(model, input_ids, stopping_criteria, generation_config, model_kwargs
             model_kwargs = model._update_model_kwargs_for_generation(outputs, model_kwargs, is_encoder_decoder=False)
             logits = outputs.logits[:, -1].to(copy=True, dtype=torch.float32, device=input_ids.device)
             del outputs
-            new = torch.argmax(logits, dim=-1)
+            new = torch.argmax(logits, dim=-1, keepdim=True)
             del logits
-            if ending is not None:  # (_sample's padding of finished rows, and their flags)
-                unfinished, end, pad = ending
-                new = new * unfinished + pad * (1 - unfinished)
-                unfinished = unfinished & ~torch.isin(new[:, None], end).any(dim=-1)
-                ending = (unfinished, end, pad)
-            input_ids = torch.cat([input_ids, new[:, None]], dim=-1)
+            if ending is not None:
+                new, unfinished = _pad_finished(new, *ending)
+                ending = (unfinished, *ending[1:])
+            input_ids = torch.cat([input_ids, new], dim=-1)
             del new
             step = g.active
             # (the first step's inputs are made even where no step follows:
@@ -583,6 +581,16 @@ def _ending(stopping_criteria, generation_config, input_ids):
     dev = input_ids.device
     unfinished = torch.ones(input_ids.shape[0], dtype=torch.long, device=dev)
     return unfinished, ends[0].eos_token_id.to(dev), generation_config._pad_token_tensor.to(dev)
+
+
+def _pad_finished(new: torch.Tensor, unfinished: torch.Tensor, end: torch.Tensor,
+                  pad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``_sample``'s end-token step on one token per row: ``new`` (a column)
+    with the pad token in rows already finished, and the rows' flags after
+    it (a row whose new token is an end token is finished)."""
+    flags = unfinished[:, None]
+    new = new * flags + pad * (1 - flags)
+    return new, unfinished & ~torch.isin(new, end).any(dim=-1)
 
 
 def _stopped_at(host: torch.Tensor, end: torch.Tensor, start: int, made: int) -> int:
@@ -1104,11 +1112,9 @@ class _DecodingStep:
         length.add_(1)  # (the layers read copies of it): the new token's place
         logits = out.logits[:, -1].to(copy=True, dtype=torch.float32, device=tokens.device)
         new = torch.argmax(logits, dim=-1, keepdim=True)  # (a view of it would keep its base alive, unseen)
-        if ending is not None:  # (_sample's padding and flags: _greedy)
-            unfinished, end, pad = ending
-            flags = unfinished[:, None]
-            new = new * flags + pad * (1 - flags)
-            unfinished.copy_(unfinished & ~torch.isin(new, end).any(dim=-1))
+        if ending is not None:
+            new, unfinished = _pad_finished(new, *ending)
+            ending[0].copy_(unfinished)
         # (an index_copy_ keeps its index for the index check: a tensor the replay would not make)
         place = torch.arange(tokens.shape[-1], device=tokens.device) == length
         tokens.copy_(torch.where(place, new, tokens))
