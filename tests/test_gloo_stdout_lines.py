@@ -8,29 +8,125 @@ jax's fatal errors. Neither looks at stdout, where gloo writes: jaxlib
 ``[Gloo] Rank R is connected to N peer ranks. Expected number of connected
 peer ranks is : N`` with ``std::cout`` for every communicator it connects
 (a line per device of the process, again for each new set of devices a
-program's collectives use), unconditionally. Upstream gloo made it a
-``GLOO_INFO`` log line (pytorch/gloo d97133a, "Make Gloo init log optional",
-2025-09); until jaxlib bundles that, only a filter on the process's file
-descriptor 1 could drop it, which lazycore does not install.
+program's collectives use), unconditionally. lazycore runs the native calls
+that may connect one (a spanning program's first launch, a gathering read)
+with file descriptor 1 filtered (lazycore.runtime.nativeout); the filter's
+own tests below run in a child process that writes to its descriptor 1 as
+native code does.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
 from test_clean_exits import _group
 
 GLOO = re.compile(r"^\[Gloo\] Rank \d+ is connected to \d+ peer ranks")
+LINE = "[Gloo] Rank {} is connected to 3 peer ranks. Expected number of connected peer ranks is : 3\n"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 
 
-@pytest.mark.xfail(strict=True, reason="jaxlib 0.10.2's bundled gloo prints its connectivity line to "
-                                       "stdout with std::cout (module docstring)")
-def test_a_two_process_job_prints_only_its_own_lines():
-    results = _group(2, die=-1, catch=(0, 1), steps=2)
+def _job_prints_only_its_lines(read: str) -> None:
+    results = _group(2, die=-1, read=read, catch=(0, 1), steps=2)
     for rank, (code, stdout, stderr) in enumerate(results):
         assert code == 0, (rank, code, stderr[-2000:])
         assert f"process {rank} step 1" in stdout, stdout
         assert [line for line in stdout.splitlines() if GLOO.match(line)] == [], stdout
         assert stdout.splitlines() == [f"process {rank} step {i}" for i in range(2)], stdout
+
+
+def test_a_two_process_job_prints_only_its_own_lines():
+    _job_prints_only_its_lines("gather")  # a read that gathers from every process connects them
+
+
+@pytest.mark.skipif(not FULL, reason="a second process group (15 s): LAZYCORE_TEST_FULL=1")
+def test_a_two_process_job_whose_program_reduces_prints_only_its_own_lines():
+    _job_prints_only_its_lines("reduce")  # a program's all-reduce connects them, at its first launch
+
+
+def _child(code: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.path.join(ROOT, "src"),
+                                                                         os.environ.get("PYTHONPATH")]))}
+    head = "import ctypes, os, sys, threading\nfrom lazycore.runtime import nativeout\n"
+    return subprocess.run([sys.executable, "-c", head + textwrap.dedent(code)], capture_output=True, env=env,
+                          timeout=120)
+
+
+def test_the_filter_drops_gloos_lines_only_and_keeps_the_order_of_the_rest():
+    run = _child(f"""
+        libc = ctypes.CDLL(None)
+        print("before", flush=True)
+        libc.printf(b"c buffered before\\n")  # a C library buffer: flushed before the window
+        with nativeout.filtered():
+            os.write(1, {LINE.format(0)!r}.encode())
+            print("python inside", flush=True)
+            os.write(1, b"[Gloo] Rank 1 is conn")  # a line in pieces
+            os.write(1, b"ected to 3 peer ranks. Expected number of connected peer ranks is : 3\\n")
+            os.write(1, b"[Gloo] Rank 2 said something else\\n")
+            os.write(1, b"quoted: " + {LINE.format(3)!r}.encode())  # not at a line's start
+            os.write(1, b"no newline yet, ")
+            os.write(1, b"then one\\n")
+            print("python buffered inside")  # flushed at the window's end, into the filter
+            os.write(1, b"[Gloo] Rank")  # cut by the window's end: handed on as it is
+        os.write(1, b"s: cut\\n")
+        print("after", nativeout.dropped(), flush=True)
+    """)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    assert run.stdout.decode().splitlines() == [
+        "before", "c buffered before", "python inside", "[Gloo] Rank 2 said something else",
+        "quoted: " + LINE.format(3).rstrip("\n"), "no newline yet, then one", "python buffered inside",
+        "[Gloo] Ranks: cut", "after 2"], run.stdout.decode()
+
+
+def test_the_filter_hands_on_much_written_by_threads_while_the_window_waits_for_them():
+    # 8 MB from native-like writers while the window's thread waits on them: more than a pipe holds
+    run = _child(f"""
+        def write(k):
+            for i in range(20000):
+                os.write(1, (f"{{k}}:{{i}} " + "x" * 400 + "\\n").encode())
+                if i % 5000 == 0:
+                    os.write(1, {LINE.format(0)!r}.encode())
+
+        with nativeout.filtered():
+            with nativeout.filtered():  # a window inside one: the same filter
+                threads = [threading.Thread(target=write, args=(k,)) for k in range(2)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+        print("done", nativeout.dropped(), flush=True)
+    """)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    lines = run.stdout.decode().splitlines()
+    assert lines[-1] == "done 8"
+    assert sorted(lines[:-1]) == sorted(f"{k}:{i} " + "x" * 400 for k in range(2) for i in range(20000))
+    for k in range(2):
+        mine = [line.split()[0] for line in lines[:-1] if line.startswith(f"{k}:")]
+        assert mine == [f"{k}:{i}" for i in range(20000)]  # each writer's lines in its order
+
+
+def test_restore_ends_the_window_at_once_and_a_later_window_filters_again():
+    # peers' end of a process stuck in a collective calls restore() before os._exit
+    run = _child(f"""
+        with nativeout.filtered():
+            os.write(1, b"inside\\n")
+            nativeout.restore()
+            os.write(1, {LINE.format(0)!r}.encode())  # the real stdout again: kept
+        with nativeout.filtered():
+            os.write(1, {LINE.format(1)!r}.encode())
+        print("after", nativeout.dropped(), flush=True)
+        nativeout.filtered().__enter__()
+        print("exits inside a window", flush=True)
+        nativeout.restore()
+        os._exit(0)
+    """)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    assert run.stdout.decode().splitlines() == ["inside", LINE.format(0).rstrip("\n"), "after 1",
+                                                "exits inside a window"]

@@ -50,6 +50,8 @@ import threading
 import time
 import traceback
 
+from lazycore.runtime import nativeout
+
 __all__ = ["PeerLost", "broken", "check", "collective", "failed", "start"]
 
 _HELLO = b"R"
@@ -200,6 +202,7 @@ class _Watch:
         main = sys._current_frames().get(threading.main_thread().ident)
         stack = "".join(traceback.format_stack(main)) if main is not None else ""
         try:
+            nativeout.restore()  # what the main thread's window holds reaches stdout before _exit
             sys.stdout.flush()
         except Exception:
             pass

@@ -24,7 +24,7 @@ from jaxlib.mlir._mlir_libs import _stablehlo as _jaxlib_stablehlo
 
 from lazycore.dialect.types import TensorType, to_numpy_dtype, type_of
 from lazycore.ir.memo import Memo
-from lazycore.runtime import hostmem, peers
+from lazycore.runtime import hostmem, nativeout, peers
 
 
 @functools.cache
@@ -516,7 +516,8 @@ def to_host(buffer) -> np.ndarray:
         peers.check()  # a process of the group is gone: this would fail or hang
         try:
             # waited for beside the watch: a read that waits for a dead process raises PeerLost
-            return peers.collective(lambda: np.asarray(multihost_utils.process_allgather(buffer, tiled=True)))
+            with nativeout.filtered():  # its first gather over these devices connects them (gloo prints)
+                return peers.collective(lambda: np.asarray(multihost_utils.process_allgather(buffer, tiled=True)))
         except peers.PeerLost:
             raise
         except Exception as e:
@@ -564,6 +565,9 @@ class Executable:
             """Per result, its :class:`Sharding` on a mesh (None on one device)."""
             sharding = SingleDeviceSharding(self.device)
             self._handlers = [_result_handler(t, sharding) for t in self.output_types]
+        # its first run may connect gloo's communicators between processes, which print a line
+        # to stdout (lazycore.runtime.nativeout)
+        self._connects = isinstance(self.device, MeshTarget) and self.device.spans_processes
 
     def value_count(self, outputs: int) -> int:
         """How many results hold the values of a graph's ``outputs``
@@ -582,6 +586,15 @@ class Executable:
             raise TypeError(f"executable takes {len(self.input_types)} inputs, got {len(buffers)}")
         if peers.broken() and isinstance(self.device, MeshTarget) and self.device.spans_processes:
             peers.check()
+        if self._connects:
+            self._connects = False
+            with nativeout.filtered():  # until the run is over: its collectives connect in XLA's threads
+                results, done = self.launch(buffers)
+                try:
+                    done.block_until_ready()
+                except Exception:  # noqa: BLE001 - raised where the results are read, as for any run
+                    pass
+            return results, done
         res = self.loaded.execute_sharded(list(buffers), with_tokens=True)
         LAUNCHES.last[self.device] = (self, buffers)
         if LAUNCHES.log is not None:

@@ -1,0 +1,177 @@
+"""Lines a native library writes to the process's stdout unasked: dropped.
+
+jaxlib 0.10.2 bundles a gloo whose ``tcp::Context::printConnectivityInfo``
+writes ``[Gloo] Rank R is connected to N peer ranks. Expected number of
+connected peer ranks is : N`` with ``std::cout`` each time it connects a
+communicator between processes: at the first run of a collective over a new
+set of devices, once per local device (upstream gloo made it an optional log
+line, pytorch/gloo d97133a). No Python capture sees it: it goes to file
+descriptor 1.
+
+So the few native calls of a group of processes that may connect one (the
+first launch of a program over several processes' devices, a read that
+gathers a value from every process) run inside :func:`filtered`: for that
+window file descriptor 1 is a pipe, and a thread hands everything written to
+it on to the real stdout as it arrives, every line but gloo's connection
+lines; then descriptor 1 is the real stdout again. Python's and the C
+library's buffers are flushed at both ends, so the user's output keeps its
+order; a line cut by the window's end is handed on whole.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import sys
+import threading
+from contextlib import contextmanager
+
+__all__ = ["dropped", "filtered", "restore"]
+
+DROPPED = re.compile(rb"\[Gloo\] Rank \d+ is connected to \d+ peer ranks\. "
+                     rb"Expected number of connected peer ranks is : \d+\r?")
+"""The whole of a line that is not handed on (without its newline)."""
+_PREFIX = b"[Gloo] Rank "
+_LONGEST = 160
+"""No dropped line is longer: a line start held back that grows past it is handed on."""
+
+try:
+    _LIBC = ctypes.CDLL(None)
+except OSError:  # no C library to open by that name (not glibc): its buffers stay as they are
+    _LIBC = None
+
+JOIN_S = 2.0
+"""How long the end of a window waits for the thread to hand on what was
+written in it (it sees the pipe's end at once unless a child process started
+in the window holds the pipe: then the thread carries on by itself)."""
+
+
+def _flush() -> None:
+    for stream in {id(s): s for s in (sys.stdout, sys.__stdout__) if s is not None}.values():
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed or foreign stream: nothing of ours to flush
+            pass
+    if _LIBC is not None:
+        _LIBC.fflush(None)  # the C library's buffers (std::cout writes through them)
+
+
+class _Forward(threading.Thread):
+    """Reads the window's pipe, writes all but the dropped lines to ``out``."""
+
+    def __init__(self, fd: int, out: int):
+        super().__init__(name="lazycore-stdout", daemon=True)
+        self.fd, self.out = fd, out
+        self.dropped = 0
+
+    def run(self) -> None:
+        held = b""  # the start of a line that may be a dropped one
+        at_start = True  # the next byte starts a line
+        try:
+            while True:
+                chunk = os.read(self.fd, 65536)
+                if not chunk:
+                    break
+                data, held = held + chunk, b""
+                keep = []
+                while data:
+                    cut = data.find(b"\n")
+                    line = data if cut < 0 else data[:cut + 1]
+                    data = b"" if cut < 0 else data[cut + 1:]
+                    if at_start and cut >= 0 and DROPPED.fullmatch(line[:-1]):
+                        self.dropped += 1
+                        continue
+                    if cut < 0 and at_start and len(line) < _LONGEST and (
+                            _PREFIX.startswith(line) or line.startswith(_PREFIX)):
+                        held = line  # wait for the rest of the line
+                        continue
+                    keep.append(line)
+                    at_start = cut >= 0
+                self._write(b"".join(keep))
+            self._write(held)
+        finally:
+            os.close(self.fd)
+
+    def _write(self, data: bytes) -> None:
+        while data and self.out is not None:
+            try:
+                data = data[os.write(self.out, data):]
+            except InterruptedError:
+                continue
+            except OSError:
+                self.out = None  # the real stdout is gone (a closed pipe): keep reading, drop the rest
+
+
+class _Window:
+    """The one redirection of descriptor 1; windows of several threads share it."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.saved: int | None = None
+        self.thread: _Forward | None = None
+        self.dropped = 0
+        """Lines dropped so far in this process."""
+
+    def enter(self) -> None:
+        with self.lock:
+            self.depth += 1
+            if self.depth > 1:
+                return
+            _flush()
+            read, write = os.pipe()
+            self.saved = os.dup(1)
+            os.set_inheritable(self.saved, False)
+            self.thread = _Forward(read, self.saved)
+            self.thread.start()
+            os.dup2(write, 1)
+            os.close(write)
+
+    def exit(self) -> None:
+        with self.lock:
+            if self.depth > 0:  # else restore() ended the window already
+                self.depth -= 1
+                if self.depth == 0:
+                    self._restore()
+
+    def _restore(self) -> None:
+        if self.saved is None:
+            return
+        _flush()
+        os.dup2(self.saved, 1)  # the pipe's last writer closes: the thread reads to its end
+        thread, self.thread = self.thread, None
+        thread.join(JOIN_S)
+        self.dropped += thread.dropped
+        if not thread.is_alive():
+            os.close(self.saved)
+        self.saved = None
+
+    def restore(self) -> None:
+        """End any window now (the process is about to end)."""
+        with self.lock:
+            self.depth = 0
+            self._restore()
+
+
+_WINDOW = _Window()
+
+
+@contextmanager
+def filtered():
+    """Run the body with descriptor 1 filtered (module doc)."""
+    _WINDOW.enter()
+    try:
+        yield
+    finally:
+        _WINDOW.exit()
+
+
+def restore() -> None:
+    """Put the real stdout back at once (before ``os._exit``)."""
+    _WINDOW.restore()
+
+
+def dropped() -> int:
+    """How many lines this process dropped."""
+    return _WINDOW.dropped
