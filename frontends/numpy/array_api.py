@@ -110,8 +110,8 @@ class _Info:
     """What ``__array_namespace_info__()`` answers."""
 
     def capabilities(self):
-        # boolean-mask reads and nonzero have data-dependent shapes: they run
-        # (through NumPy), so both capabilities are present
+        # boolean-mask reads and nonzero have data-dependent shapes: the mask is
+        # read and its coordinates taken on the host, so both capabilities are present
         return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
 
     def default_device(self):

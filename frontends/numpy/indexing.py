@@ -51,12 +51,12 @@ from lazycore.ir.config import settings
 from lazycore.trace import core
 from lazycore.trace.views import Reshape, Reverse, Slice
 
-from .array import device, ndarray, to_host, value, wrap, write
+from .array import device, from_host, ndarray, to_host, value, wrap, write
 from .fallback import call_numpy, implements
 from .scalars import as_scalar, result as numpy_result
 from .ufuncs import apply, asarray_like, broadcast_to_shape, cast, const, device_of, shape_of, to_handle
 
-__all__ = ["take", "take_along_axis", "put_along_axis"]
+__all__ = ["take", "take_along_axis", "put_along_axis", "nonzero", "argwhere", "flatnonzero"]
 
 _BASIC = (int, np.integer, slice, type(Ellipsis), type(None))
 _BAD_INDEX = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean "
@@ -356,7 +356,7 @@ def _masks_as_indices(a: ndarray, entries: tuple):
     device; None for a 0-d mask (NumPy runs those)."""
     if any(isinstance(e, _Index) and e.mask and not e.ndim for e in entries):
         return None
-    entries = tuple(_Index(True, host=to_host(e.lazy)) if isinstance(e, _Index) and e.mask and e.lazy is not None
+    entries = tuple(_Index(True, host=_read_mask(e.lazy)) if isinstance(e, _Index) and e.mask and e.lazy is not None
                     else e for e in entries)
     _Plan(a, entries)  # NumPy's IndexError for a mask that does not fit the array
     out = []
@@ -366,6 +366,47 @@ def _masks_as_indices(a: ndarray, entries: tuple):
         else:
             out.append(e)
     return tuple(out)
+
+
+def _read_mask(a: ndarray) -> np.ndarray:
+    """Which elements of lazy ``a`` are nonzero, computed on the device and read as a
+    NumPy boolean array (a value read: its count is a data-dependent shape)."""
+    h = value(a)
+    return core.to_numpy(h if h.dtype == "i1" else cast(h, np.bool_))
+
+
+# --- nonzero: coordinates of a lazy array's nonzero elements -----------------------------------------
+# What a lazy mask's read does (above): the mask is read and its coordinates are taken on
+# the host; they come back as lazy int64 arrays, so what is indexed with them stays on the
+# device (scikit-learn's roc_curve: ``xp.nonzero(xp.diff(y_score))[0]`` indexes a cumsum).
+
+
+def _coordinates(c: np.ndarray, a: ndarray) -> ndarray:
+    return from_host(c, device_of(a))
+
+
+@implements(np.nonzero)
+def nonzero(a):
+    """NumPy's ``nonzero`` (and ``a.nonzero()``, ``where(cond)``): one int64 array of
+    coordinates per dim; 0-d input is NumPy's ValueError."""
+    a = asarray_like(a)
+    if not a.ndim:
+        np.nonzero(np.zeros((), a.dtype))  # NumPy's ValueError
+    return tuple(_coordinates(c, a) for c in np.nonzero(_read_mask(a)))
+
+
+@implements(np.argwhere)
+def argwhere(a):
+    """NumPy's ``argwhere``: the coordinates as rows, ``(count, a.ndim)`` (column-major, as NumPy lays it out)."""
+    a = asarray_like(a)
+    return _coordinates(np.argwhere(_read_mask(a)), a)
+
+
+@implements(np.flatnonzero)
+def flatnonzero(a):
+    """NumPy's ``flatnonzero``: the nonzero positions of ``a.ravel()``."""
+    a = asarray_like(a)
+    return _coordinates(np.flatnonzero(_read_mask(a)), a)
 
 
 def _dims(shape) -> str:

@@ -25,6 +25,7 @@ from lazycore.trace.views import Expand, Permute, Reshape, Reverse, Slice, Strid
 from . import dtypes
 from .array import _new, from_host, ndarray, to_host, value, wrap, write
 from .fallback import call_numpy, implements
+from .indexing import nonzero
 from .reductions import scan
 from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, device_of, shape_of, to_handle
 
@@ -828,9 +829,9 @@ def _scalar_unsafe(v, dt, dev):
 
 @implements(np.where)
 def where(condition, x=_NoValue, y=_NoValue):
-    """``where(cond, x, y)`` lazily; ``where(cond)`` (= ``nonzero``) has a data-dependent shape: NumPy runs it."""
+    """``where(cond, x, y)`` lazily; ``where(cond)`` is ``nonzero(cond)`` (its mask read, coordinates uploaded)."""
     if x is _NoValue and y is _NoValue:
-        return call_numpy(np.where, (condition,), {})
+        return nonzero(condition)
     if x is _NoValue or y is _NoValue:
         raise ValueError("either both or neither of x and y should be given")
     dt = np.where(np.empty((), bool), _probe(x), _probe(y)).dtype

@@ -61,6 +61,8 @@ def _sklearn_more():
                        ("root_mean_squared_log_error", "real"),
                        ("calinski_harabasz_score", "cluster"), ("davies_bouldin_score", "cluster")]:
         metric(name, getattr(M, name), kind)
+    metric("precision_recall_curve", M.precision_recall_curve, "binary")
+    metric("det_curve", M.det_curve, "binary")
     metric("precision_recall_fscore_support", lambda a, b: M.precision_recall_fscore_support(a, b)[:3], "labels")
     metric("f1_score(micro)", lambda a, b: M.f1_score(a, b, average="micro"), "labels")
     metric("f1_score(None)", lambda a, b: M.f1_score(a, b, average=None), "labels")

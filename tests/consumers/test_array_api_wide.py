@@ -4,7 +4,7 @@ SciPy's Array API functions in special, stats, fft, signal, cluster and ndimage,
 every array-api-extra function, on ``lazycore.numpy`` arrays against NumPy's: the cases
 are in ``cases_wide.py`` (the protocol and the comparison are ``cases.py``'s, in one
 child process). CI runs :data:`CI` (what issue 39's hunt found falling back: lazy masks,
-0-d masks, ``bincount``, ``lstsq``, ``repeat`` by lazy counts); ``LAZYCORE_TEST_FULL=1`` runs all
+0-d masks, ``bincount``, ``lstsq``, ``repeat`` by lazy counts, ``nonzero``); ``LAZYCORE_TEST_FULL=1`` runs all
 (about 180 cases, some minutes).
 """
 
@@ -21,7 +21,8 @@ FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 
 # each with the fallbacks it recorded before this test (and lazycore.numpy's fixes) came
 CI = {"f1_score(None)": {"numpy.bincount", "ndarray.__getitem__"}, "confusion_matrix(normalize)": set(),
-      "davies_bouldin_score": {"ndarray.__getitem__"},
+      "davies_bouldin_score": {"ndarray.__getitem__", "numpy.nonzero"},
+      "xpx.tril,triu_indices": {"numpy.nonzero"},
       "GaussianMixture(diag)": set(), "signal.savgol_filter": {"numpy.linalg.lstsq"},
       "stats.mannwhitneyu": {"numpy.repeat"}, "xpx.setdiff1d(float)": {"ndarray.__getitem__"},
       "xpx.searchsorted": set(), "xpx.at.min(mask)": {"ndarray.__getitem__", "ndarray.__setitem__"},

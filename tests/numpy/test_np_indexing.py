@@ -1,6 +1,6 @@
 """lazycore.numpy advanced indexing against NumPy: integer-array reads (gather), their
 assignment (scatter), boolean-mask assignment (select), take / take_along_axis /
-put_along_axis, NumPy's errors, and the mask reads that stay counted fallbacks."""
+put_along_axis, NumPy's errors, and nonzero (a read mask, its coordinates uploaded)."""
 
 import numpy
 import pytest
@@ -251,9 +251,48 @@ def test_put_along_axis(rng, shapes):
     assert metrics.fallbacks() == {}
 
 
-def test_nonzero_stays_a_fallback(rng):
-    x = sample(rng, (3, 4), "int32")
-    got = np.nonzero(np.asarray(x))
-    for g, w in zip(got, numpy.nonzero(x)):
+@pytest.mark.parametrize("dtype", ["float64", "int32", "bool", "complex64"])
+def test_nonzero_reads_the_mask_and_uploads_the_coordinates(rng, dtype):
+    x = sample(rng, (3, 4), dtype)
+    x.flat[::3] = 0
+    a = np.asarray(x) * 1  # computed on the device
+    metrics.reset()
+    for got, want in [(np.nonzero(a), numpy.nonzero(x)), (a.nonzero(), x.nonzero()),
+                      (np.where(a), numpy.where(x))]:
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert isinstance(g, np.ndarray)
+            same(g, w)
+    same(np.argwhere(a), numpy.argwhere(x))
+    assert np.argwhere(a).flags.f_contiguous == numpy.argwhere(x).flags.f_contiguous
+    same(np.flatnonzero(a), numpy.flatnonzero(x))
+    assert metrics.fallbacks() == {}
+
+
+def test_nonzero_reads_the_mask_not_the_values(rng):
+    x = sample(rng, (3, 4), "float64")
+    x.flat[::3] = 0
+    a = np.sin(np.asarray(x))  # on the device (exact work of an upload is read on the host)
+    metrics.reset()
+    got = np.nonzero(a)
+    assert metrics.counters()["bytes_to_host"] == x.size  # one byte an element (NumPy's run: 8)
+    for g, w in zip(got, numpy.nonzero(numpy.sin(x))):
         same(g, w)
-    assert "numpy.nonzero" in metrics.fallbacks()
+
+
+def test_nonzero_indexes_on_the_device_and_keeps_numpys_edges(rng):
+    x = sample(rng, (5, 4), "float32")
+    a = np.asarray(x)
+    score = np.asarray(numpy.array([0.9, 0.9, 0.5, 0.5, 0.1]))
+    idx = np.nonzero(np.diff(score))[0]  # roc_curve's distinct thresholds
+    same(a[idx], x[numpy.nonzero(numpy.diff([0.9, 0.9, 0.5, 0.5, 0.1]))[0]])
+    same(np.argwhere(np.asarray(3.0) * 1), numpy.argwhere(numpy.float64(3.0)))
+    same(np.flatnonzero(np.asarray(0.0) * 1), numpy.flatnonzero(numpy.float64(0.0)))
+    for z in [numpy.zeros((0, 3)), numpy.zeros((2, 0), bool)]:
+        for g, w in zip(np.nonzero(np.asarray(z)), numpy.nonzero(z)):
+            same(g, w)
+        same(np.argwhere(np.asarray(z)), numpy.argwhere(z))
+    for f in (np.nonzero, np.where):
+        with pytest.raises(ValueError, match="Calling nonzero on 0d arrays is not allowed"):
+            f(np.asarray(1.0) * 2)
+    assert metrics.fallbacks() == {}
