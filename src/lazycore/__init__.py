@@ -15,20 +15,15 @@ This module is the facade: the core API and the public modules by their
 short names (``lazycore.metrics``, ``lazycore.cache``, ...), all loaded on
 first use, so ``lazy-opt`` does not import jax and tracing never loads MLIR.
 
-A short name is an alias of one module object, never a module of its own:
-``lazycore.metrics`` *is* the module ``lazycore.observe.metrics`` (its
-``__name__`` stays that), so setting or patching an attribute through the
-short name reaches the module every layer reads. ``import lazycore.metrics``
-and ``from lazycore.guards import guard`` work as a user expects: the import
-system asks :class:`_ShortNames`, which answers a short name with the module
-it stands for (``sys.modules`` then holds that one object under both names);
-``from lazycore import metrics`` gives the same object. Code inside the
-package names the module where it lives (``from lazycore.observe.testing
-import capture``).
+A short name is an attribute of this package, never a module name of its
+own: ``lazycore.metrics`` *is* the module ``lazycore.observe.metrics`` (one
+object, one name), so setting or patching an attribute through the short name
+reaches the module every layer reads. Import statements name the module
+where it lives (``from lazycore.observe.testing import capture``); ``from
+lazycore import metrics`` gives the same object.
 """
 
 import importlib
-import sys
 
 __version__ = "0.1.0"
 
@@ -101,29 +96,3 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | _CORE | set(_NAMED) | set(PUBLIC_MODULES))
-
-
-class _ShortNames:
-    """``import lazycore.<short name>`` (a key of :data:`PUBLIC_MODULES`):
-    the module the short name stands for, the same object, loaded on first
-    use as the attribute is; asked after the package's own files, so a real
-    module of that name would win."""
-
-    def find_spec(self, fullname, path=None, target=None):
-        package, _, name = fullname.rpartition(".")
-        if package != __name__ or name not in PUBLIC_MODULES:
-            return None
-        return importlib.machinery.ModuleSpec(fullname, self)
-
-    def create_module(self, spec):
-        module = __getattr__(spec.name.rpartition(".")[2])
-        spec.loader_state = module.__spec__  # the import system sets the alias's spec on it: put back below
-        return module
-
-    def exec_module(self, module):
-        # loaded already, under its own name; the import system kept its __name__ and __loader__
-        module.__spec__ = module.__spec__.loader_state
-
-
-if not any(type(f).__qualname__ == "_ShortNames" and type(f).__module__ == __name__ for f in sys.meta_path):
-    sys.meta_path.append(_ShortNames())
