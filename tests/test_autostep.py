@@ -185,11 +185,13 @@ def test_a_loop_of_a_few_inplace_ops_is_no_step():
     b = lnp.asarray(numpy.ones(16, numpy.float32))
     lc.mark_step(wait=True)
     c0 = metrics.counters()["executions"]
+    h0 = metrics.counters()["host_reads"]
     for _ in range(100):
         x += b
     assert metrics.counters()["executions"] == c0
     numpy.testing.assert_array_equal(numpy.asarray(x), numpy.full(16, 100.0, numpy.float32))
-    assert metrics.counters()["executions"] == c0 + 1
+    # the read is one graph: one program, or answered from the uploads' host copies (runtime/hostreads.py)
+    assert metrics.counters()["executions"] - c0 + metrics.counters()["host_reads"] - h0 == 1
 
 
 def test_bound_cuts_and_reports_the_line_once(monkeypatch):

@@ -26,7 +26,13 @@ value is read, and compile that. Three cuts end a step instead:
   forward and backward pass); from then on the barrier runs at the first op
   after that handle's last update of a step (its temporaries are dead by
   then). Learning costs one linear pass over two periods, once; the per-op
-  check is one attribute and one ``len``.
+  check is one attribute and one ``len``. The learned end is its loop's: that
+  handle's update made at another line (the next loop updating the same
+  arrays), or a step less than half the learned one or over twice it, ends
+  it, and the next loop is learned anew. A random generator's state (a
+  ``rng_bit_generator``'s) advances at every draw whatever the loop, so its
+  updates tell no step (a list of estimates drawn in a comprehension would
+  otherwise learn a step of one draw, then cut the next loop at every draw).
 * A graph that reaches ``settings.auto_barrier_nodes`` nodes without a cut is
   cut, and the user's line reported once (a warning and ``LAZYCORE_DEBUG``).
 
@@ -75,24 +81,26 @@ _UPDATES_KEPT = 100_000
 
 class _Rule:
     """Where a learned step ends: after the ``count``-th update of ``handle``
-    in a segment (a step of ``period`` nodes)."""
+    in a segment (a step of ``period`` nodes), made at ``loc`` (the raw
+    location of the op that computed the update: the loop it was learned on)."""
 
-    __slots__ = ("handle", "count", "period", "where")
+    __slots__ = ("handle", "count", "period", "where", "loc")
 
-    def __init__(self, handle, count: int, period: int, where: str):
+    def __init__(self, handle, count: int, period: int, where: str, loc):
         self.handle = weakref.ref(handle)
         self.count = count
         self.period = period
         self.where = where
+        self.loc = loc
 
 
 class StepCutter:
     """The automatic step barriers' state (see the module docs): the trace
     context's (``TRACE.cutter``, :func:`install`)."""
 
-    __slots__ = ("due", "held", "start", "due_start", "stepping", "watch", "marked", "updates", "handles", "last",
-                 "starts", "anchor", "fails", "after", "rule", "seen", "base", "cuts", "ends", "last_ends", "off",
-                 "repeated", "learning", "fused", "reported", "signalled", "marks_steps")
+    __slots__ = ("due", "held", "start", "due_start", "stepping", "watch", "marked", "updates", "locs", "handles",
+                 "last", "starts", "anchor", "fails", "after", "rule", "seen", "base", "cuts", "ends", "last_ends",
+                 "off", "repeated", "learning", "fused", "reported", "signalled", "marks_steps")
 
     def __init__(self):
         self.due = False
@@ -122,6 +130,7 @@ class StepCutter:
     def _segment(self, start: int) -> None:
         self.start = start
         self.updates: list[tuple[int, int]] = []  # (log position, id(handle)) of this segment's updates
+        self.locs: list = []  # the raw location of each of those updates' values
         self.handles: dict[int, weakref.ref] = {}  # id(handle) -> the handle, for those updates
         self.last: dict[int, int] = {}  # id(handle) -> the log position of its last update
         self.starts: list[int] = []  # ids of the handles first updated from device data, in that order
@@ -209,6 +218,11 @@ class StepCutter:
         pos = len(log.nodes)
         old = handle._value
         self.after[(id(old[0]), old[1])] = (old[0], new)
+        node = new[0]
+        if node.op == "rng_bit_generator":
+            # a generator's state advancing: every draw does, whatever the loop (a list of
+            # estimates, a random walk), so it tells no step; a step's own updates do
+            return
         rule = self.rule
         if rule is not None:
             h = rule.handle()
@@ -216,16 +230,24 @@ class StepCutter:
                 self.rule = rule = None
             elif h is handle:
                 self.seen += 1
-                if self.seen == rule.count:
+                if self.seen != rule.count:
+                    return
+                if node.loc == rule.loc and 2 * (pos - self.base) >= rule.period:
                     self.ends += 1
                     self.watch = None
                     self.due = True
                     self.due_start = log.start
-                return
+                    return
+                # made elsewhere (another loop updates the handle), or a step far shorter
+                # than the learned one: the rule was that loop's; this one is learned anew
+                events.emit("auto_barrier", f"the loop changed: the step learned near {rule.where} "
+                            f"no longer applies; learning again", rule.where)
+                self.rule = rule = None
         if len(self.updates) >= _UPDATES_KEPT:
             return
         hid = id(handle)
         self.updates.append((pos, hid))
+        self.locs.append(node.loc)
         previous = self.last.get(hid)
         self.last[hid] = pos
         if previous is None:
@@ -295,20 +317,20 @@ class StepCutter:
         second = [(p - lo - period, h) for p, h in ups if lo + period < p <= p2]
         if first != second:
             return False
-        mine = [(p, h) for p, h in ups if p1 < p <= p2]
+        mine = [(p, h, i) for i, (p, h) in enumerate(ups) if p1 < p <= p2]
         # the step ends after the update followed by the longest updateless stretch
         gaps = [(mine[(i + 1) % len(mine)][0] + (period if i + 1 == len(mine) else 0) - p, i)
-                for i, (p, _) in enumerate(mine)]
+                for i, (p, _, _) in enumerate(mine)]
         end = max(gaps, key=lambda g: (g[0], -g[1]))[1]
-        boundary, hid = mine[end]
+        boundary, hid, index = mine[end]
         handle = self.handles[hid]()
         if handle is None:
             return False
-        count = sum(1 for _, h in mine if h == hid)
+        count = sum(1 for _, h, _ in mine if h == hid)
         where = _where(nodes[boundary - 1].loc if boundary > 0 else None)
-        self.rule = _Rule(handle, count, period, where)
+        self.rule = _Rule(handle, count, period, where, self.locs[index])
         # this segment began mid-step: the updates of that handle still to come before its next end
-        still = sum(1 for p, h in mine if h == hid and p1 < p <= boundary) if boundary != p2 else 0
+        still = sum(1 for p, h, _ in mine if h == hid and p1 < p <= boundary) if boundary != p2 else 0
         self.seen = count - still
         self.base = boundary
         if still == 0:
