@@ -33,7 +33,8 @@ __all__ = ["reshape", "transpose", "permute_dims", "matrix_transpose", "swapaxes
            "expand_dims", "squeeze", "ravel", "concatenate", "concat", "stack", "hstack", "vstack", "dstack",
            "column_stack", "append", "split", "array_split", "hsplit", "vsplit", "dsplit", "unstack",
            "broadcast_to", "broadcast_arrays", "flip", "fliplr", "flipud", "rot90", "roll", "tile", "repeat",
-           "pad", "where", "clip", "atleast_1d", "atleast_2d", "atleast_3d", "diff", "meshgrid", "select"]
+           "pad", "where", "clip", "atleast_1d", "atleast_2d", "atleast_3d", "diff", "meshgrid", "select",
+           "apply_along_axis"]
 
 _NoValue = np._NoValue
 
@@ -401,6 +402,37 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
         raise ValueError("all input arrays must have the same shape")
     axis = normalize_axis_index(axis, arrays[0].ndim + 1)
     return concatenate([expand_dims(x, axis) for x in arrays], axis, out, dtype=dtype, casting=casting)
+
+
+@implements(np.apply_along_axis)
+def apply_along_axis(func1d, axis, arr, *args, **kwargs):
+    """NumPy's loop over the 1-d slices along ``axis``, on lazy slices: ``func1d`` traces
+    each (scipy.stats.spearmanr ranks with it), and the results are stacked where NumPy
+    writes them into a buffer of the first result's shape and dtype (later results
+    broadcast and cast to it), the result's dims in place of ``axis``."""
+    arr = asarray_like(arr)
+    nd = arr.ndim
+    axis = normalize_axis_index(axis, nd)
+    dims = list(range(nd))
+    view = arr.transpose(dims[:axis] + dims[axis + 1:] + [axis])
+    inds = [ind + (Ellipsis,) for ind in np.ndindex(view.shape[:-1])]
+    if not inds:
+        raise ValueError("Cannot apply_along_axis when any iteration dimensions are 0")
+    first = asarray_like(func1d(view[inds[0]], *args, **kwargs))
+    parts = [first]
+    for ind in inds[1:]:
+        r = asarray_like(func1d(view[ind], *args, **kwargs))
+        if r.shape != first.shape:
+            try:
+                r = broadcast_to(r, first.shape)
+            except ValueError:
+                raise ValueError(f"could not broadcast input array from shape {r.shape} into shape "
+                                 f"{first.shape}") from None
+        parts.append(r.astype(first.dtype, casting="unsafe", copy=False))
+    out = stack(parts).reshape(view.shape[:-1] + first.shape)
+    n = out.ndim
+    odims = list(range(n))
+    return out.transpose(odims[:axis] + odims[n - first.ndim:] + odims[axis:n - first.ndim])
 
 
 def _tuple(res):

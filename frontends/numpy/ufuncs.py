@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 
 import numpy as np
 
@@ -513,6 +514,33 @@ LOOPS = {
 }
 
 
+def _log_expit(x):
+    """SciPy's ``log_expit`` as its xsf library writes it: ``x - log1p(exp(x))`` below 0,
+    else ``-log1p(exp(-x))`` (each branch without overflow; +inf gives -0.0, NaN stays)."""
+    below = apply("sub", x, apply("log1p", apply("exp", x)))
+    above = apply("neg", apply("log1p", apply("exp", apply("neg", x))))
+    return apply("select", apply("compare", x, const(0, x), direction="LT"), below, above)
+
+
+SCIPY_LOOPS = {"log_expit": _log_expit}
+"""SciPy's special-function ufuncs reach ``__array_ufunc__`` as NumPy's do: the ones that
+compose from the lowerings above as SciPy computes them, within NumPy's accuracy (xsf's
+formula, XLA's ``exp``/``log1p``). Others (``erfcinv``, ``ndtri_exp``, ``beta``: SciPy's
+own rational approximations) run SciPy, counted."""
+
+
+def _loop(uf, name: str):
+    """The lazy loop of ufunc ``uf`` (None: it runs NumPy or SciPy itself): NumPy's by
+    name; a SciPy loop only for SciPy's own ufunc of that name (looked up where SciPy
+    is already loaded: the frontend never imports it)."""
+    fn = LOOPS.get(name)
+    if fn is None and name in SCIPY_LOOPS:
+        special = sys.modules.get("scipy.special._ufuncs")
+        if special is not None and getattr(special, name, None) is uf:
+            return SCIPY_LOOPS[name]
+    return fn
+
+
 # Loops written for real numbers whose ufuncs NumPy also has for complex ones:
 # complex operands run NumPy (counted). Every other loop takes complex operands
 # as NumPy does, or NumPy has no complex loop for it (and raises).
@@ -564,7 +592,7 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", orde
          subok=True, **rest):
     """Apply NumPy ufunc ``uf`` lazily; unsupported forms go to NumPy (counted)."""
     name = uf.__name__
-    loop_fn = LOOPS.get(name)
+    loop_fn = _loop(uf, name)
     # F order lays the result out column-major (NumPy's strides); a mask with no
     # out= leaves NumPy's uninitialized values where it is False
     masked = where is not True

@@ -455,3 +455,22 @@ def test_view_errors(rng):
         np.unstack(np.asarray(numpy.float32(1)))
     with pytest.raises(AxisError):
         np.unstack(a, axis=3)
+
+
+def test_apply_along_axis_traces_each_slice(rng):  # lazy: the fixture checks no fallback
+    x = sample(rng, (3, 4, 2), "float64")
+    a = np.asarray(x)
+    same(np.apply_along_axis(lambda v: v.sum(), 1, a), numpy.apply_along_axis(lambda v: v.sum(), 1, x))
+    outer = lambda v: numpy.outer(v, v[:2])  # noqa: E731  (result dims go where the axis was)
+    same(np.apply_along_axis(outer, 0, a), numpy.apply_along_axis(outer, 0, x))
+    # later results are cast to the first one's dtype and broadcast to its shape, as NumPy's buffer takes them
+    count = iter(range(100))
+    mixed = lambda v: numpy.full(1, 1.5) * v[:1] if next(count) else (v > 0).astype(numpy.int64)  # noqa: E731
+    want = numpy.apply_along_axis(mixed, -1, x)
+    count = iter(range(100))
+    same(np.apply_along_axis(mixed, -1, a), want)
+    with pytest.raises(ValueError, match="Cannot apply_along_axis when any iteration dimensions are 0"):
+        np.apply_along_axis(numpy.sum, 0, np.zeros((3, 0)))
+    grow = iter(range(100))
+    with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(2,\) into shape \(1,\)"):
+        np.apply_along_axis(lambda v: v[: next(grow) + 1], 1, a)
