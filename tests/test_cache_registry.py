@@ -97,10 +97,10 @@ def test_a_replayer_tries_a_keys_recordings_in_order_and_keeps_per_key_of_them()
     r = Replayer("test.replayer", 3, per_key=2)
     try:
         a, b, c = Rec("a", lambda x: x > 0), Rec("b", lambda x: True), Rec("c", lambda x: x < 0)
-        r.add("k", a)
         r.add("k", b)
+        r.add("k", a)  # tried first: the newest
         assert r.replay("k", 1) == ("a", 1)
-        assert r.replay("k", -1) == ("b", -1)  # a's guard failed, b's held
+        assert r.replay("k", -1) == ("b", -1)  # a's guard failed, b's held (and is the newest now)
         r.add("k", c)  # two per key: a goes
         assert r.get("k") == (b, c) and r.find("k") is c
         assert r.replay("missing", 1) is GUARDED

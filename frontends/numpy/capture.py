@@ -120,7 +120,7 @@ class Captured:
                 self.replays += 1
                 return out
             newest = self._plans.find(key)
-            if newest is not None:  # (tried last: its guard is the one that failed last)
+            if newest is not None:  # (tried first: the plan the last replayed call used)
                 self.guard = newest.failed
             backoff = self._backoff.get(key)
             if backoff is not None and not backoff.records():

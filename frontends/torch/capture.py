@@ -136,7 +136,7 @@ class Captured:
         """The optimizer whose step ``fn`` is, its hooks run already (:mod:`.optim_replay`)."""
         functools.update_wrapper(self, fn)
         self._plans = Replayer("torch.capture_plans", _KINDS_KEPT, _PLANS_KEPT, _PLANS)
-        """Argument key -> confirmed :class:`_Plan` objects, oldest first."""
+        """Argument key -> confirmed :class:`_Plan` objects, oldest first (the last to serve is the newest)."""
         self._last = Memo("torch.capture_last_traces", _KINDS_KEPT, _LAST)
         """Argument key -> the plan of the last traced call."""
         self._backoff = Memo("torch.capture_backoff", _KINDS_KEPT, _BACKOFF)
@@ -157,8 +157,9 @@ class Captured:
         flat, spec = pytree.tree_flatten((args, kwargs))
         key = _arg_key(flat, spec)
         if key is not None:
+            # the newest plan whose guards hold serves, and becomes the newest (Replayer.replay)
             with LOCK:  # a replay's values are raw until its tensors hold them (docs/threads.md)
-                out = self._replay(key, flat)
+                out = self._plans.replay(key, flat)
             if out is not GUARDED:
                 self.replays += 1
                 return out
@@ -169,25 +170,6 @@ class Captured:
                 self._last.pop(key, None)
                 return self.fn(*args, **kwargs)
         return self._trace(args, kwargs, flat, key)
-
-    def _replay(self, key, flat):
-        """The newest of ``key``'s plans whose guards hold, replayed; the one
-        that served is made the newest. Consecutive calls mostly pass the
-        guards of the plan the last one used (a generate() call's tokens, a
-        training run between evaluations), and a plan tried first whose guards
-        fail costs a whole check (transformers' model holds the cache length
-        of its last generate() call: each token of a call of another length
-        failed the other length's plan first)."""
-        plans = self._plans.get(key)
-        if not plans:
-            return GUARDED
-        for k in range(len(plans) - 1, -1, -1):
-            out = plans[k].attempt(flat)
-            if out is not GUARDED:
-                if k != len(plans) - 1:
-                    self._plans[key] = plans[:k] + plans[k + 1:] + (plans[k],)
-                return out
-        return GUARDED
 
     def _trace(self, args, kwargs, flat, key):
         self.traces += 1

@@ -8,7 +8,8 @@ serves the call only if its guards hold (the inputs' aliasing, the Python
 state a step read, optimizer state, the program still being cached). A
 :class:`Replayer` is that shape, once: a bounded, registered memo
 (:mod:`lazycore.ir.memo`) from key to a few recordings, newest last, and
-:meth:`Replayer.replay`, which tries them in order. It sits in the graph
+:meth:`Replayer.replay`, which tries them newest first and makes the one
+that served the newest. It sits in the graph
 layer, below the runtime, so that the barrier's plans are kept by it too.
 
 A recording is anything with ``attempt(*args)`` (:class:`Replayable`): the
@@ -58,11 +59,27 @@ class Replayer(Memo):
         self.per_key = per_key
 
     def replay(self, key, *args):
-        """The first of ``key``'s recordings whose guards hold, replayed on
-        ``args``; :data:`GUARDED` when none does (or none was kept)."""
-        for recording in self.get(key, ()):
-            out = recording.attempt(*args)
+        """The newest of ``key``'s recordings whose guards hold, replayed on
+        ``args``; the one that served becomes the newest. :data:`GUARDED`
+        when none does (or none was kept).
+
+        Newest first because consecutive calls mostly pass the guards of the
+        recording the last one used (a generate() call's tokens, a training
+        run between evaluations), and a recording tried first whose guards
+        fail costs a whole check (transformers' model holds the cache length
+        of its last generate() call: each token of a call of another length
+        failed the other length's recording first). With one recording per
+        key (recorded lowerings, autocast, step and bucket plans) the order
+        is moot."""
+        kept = self.get(key)
+        if not kept:
+            return GUARDED
+        last = len(kept) - 1
+        for k in range(last, -1, -1):
+            out = kept[k].attempt(*args)
             if out is not GUARDED:
+                if k != last:
+                    self[key] = kept[:k] + kept[k + 1:] + (kept[k],)
                 return out
         return GUARDED
 
