@@ -41,18 +41,49 @@ def _vdot(ctx, a, b):
     return _dot(a, convert(b, ctx.dtype), (), (), (0,), (0,))
 
 
+_ORDERED_BATCHES = 256
+"""``addbmm`` adds its batches' products in eager's order up to this many batches
+(two nodes a batch); more are one contraction, summed in the dot's own order."""
+
+
 @lowers(aten.addbmm.default)
 def _addbmm(ctx, x, b1, b2, beta=1, alpha=1):
-    # one contraction over the batch and inner dims: sum_b b1[b] @ b2[b]
-    prod = _dot(convert(b1, ctx.dtype), convert(b2, ctx.dtype), (), (), (0, 2), (0, 1))
-    if alpha != 1:
-        prod = apply("mul", prod, scalar(alpha, ctx.dtype, ctx.device, ctx.shape))
-    if beta == 0:  # eager ignores self then, NaNs included
-        return prod
-    x = broadcast(convert(x, ctx.dtype), ctx.shape)
-    if beta != 1:
-        x = apply("mul", x, scalar(beta, ctx.dtype, ctx.device, ctx.shape))
-    return apply("add", x, prod)
+    # eager's CPU kernel (LinearAlgebra.cpp, addbmm_impl_) runs result.addmm_(b1[i], b2[i],
+    # beta, alpha) batch by batch, beta 1 after the first: beta * self + alpha * (b1[0] @ b2[0]),
+    # then each later alpha * (b1[i] @ b2[i]) added in batch order. Each addmm_ adds in
+    # float32 for float16/bfloat16 and rounds its result once (as _addmm in nn.py). With
+    # alpha 1 and beta 0 or 1 that is eager's rounding wherever the products are; other
+    # scales eager's GEMM applies inside its kernel, in its own order
+    count = b1.shape[0]
+    if count == 0:  # result.mul_(beta) in its own type, or zeros
+        if beta == 0:
+            return const(0, ctx.dtype, ctx.device, ctx.shape)
+        x = broadcast(convert(x, ctx.dtype), ctx.shape)
+        return x if beta == 1 else apply("mul", x, scalar(beta, ctx.dtype, ctx.device, ctx.shape))
+    dt = "f32" if ctx.dtype in ("f16", "bf16") else ctx.dtype
+    b1, b2 = convert(b1, dt), convert(b2, dt)
+    if count <= _ORDERED_BATCHES:
+        prods = _dot(b1, b2, (0,), (0,), (2,), (1,))
+        if alpha != 1:
+            prods = apply("mul", prods, scalar(alpha, dt, ctx.device, prods.shape))
+        n, p = ctx.shape
+        terms = [reshape(apply("slice", prods, start=(i, 0, 0), limit=(i + 1, n, p), strides=(1, 1, 1)), ctx.shape)
+                 for i in range(count)]
+    else:
+        prod = _dot(b1, b2, (), (), (0, 2), (0, 1))
+        if alpha != 1:
+            prod = apply("mul", prod, scalar(alpha, dt, ctx.device, ctx.shape))
+        terms = [prod]
+    out = terms[0]
+    if beta != 0:  # (eager ignores self when beta is 0, NaNs included)
+        x = broadcast(convert(convert(x, ctx.dtype), dt), ctx.shape)
+        if beta != 1:
+            x = apply("mul", x, scalar(beta, dt, ctx.device, ctx.shape))
+        out = apply("add", x, out)
+    out = convert(out, ctx.dtype)
+    for term in terms[1:]:
+        out = convert(apply("add", convert(out, dt), term), ctx.dtype)
+    return out
 
 
 @lowers(aten._cdist_forward.default)
