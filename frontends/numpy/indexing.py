@@ -33,7 +33,10 @@ that is a NumPy array (of one or more dims) is what NumPy defines it as, its
 ``a[mask] = values`` a scatter. A lazy mask's read, or its write of one value
 per selected element, reads the mask (a value read: its count is the result's
 shape) and takes its coordinates on the host, the gather or scatter staying on
-the device (a k-means loop's ``X[labels == k]`` moves the mask, not ``X``). Its
+the device (a k-means loop's ``X[labels == k]`` moves the mask, not ``X``). The
+coordinates' upload is marked dynamic along the count (:mod:`lazycore.runtime.buckets`):
+counts in one bucket share a program where the padding rules prove it exact (a
+gather and what reduces it), and compile as they are otherwise (a scatter). Its
 coordinates on the device would need the count read first anyway, then a scan
 or a sort, which on XLA's CPU costs 2-12x NumPy's whole round trip (measured at
 1e3-1e6 elements).
@@ -119,10 +122,11 @@ def _sliced_shape(shape, steps):
 class _Index:
     """An index array from a key: integer or boolean, on the host or lazy."""
 
-    __slots__ = ("mask", "host", "lazy", "shape")
+    __slots__ = ("mask", "host", "lazy", "shape", "counted")
 
-    def __init__(self, mask: bool, host=None, lazy=None):
-        self.mask, self.host, self.lazy = mask, host, lazy
+    def __init__(self, mask: bool, host=None, lazy=None, counted=False):
+        # counted: a read mask's coordinates, whose count changes from call to call
+        self.mask, self.host, self.lazy, self.counted = mask, host, lazy, counted
         self.shape = tuple((host if lazy is None else lazy).shape)
 
     @property
@@ -209,7 +213,13 @@ def _coordinate(idx: _Index, n: int, axis: int, op: str = "ndarray.__getitem__")
             raise IndexError(f"index is out of bounds for axis {axis} with size 0")
         h = cast(value(idx.lazy), np.int64)
         return _wrap_lazy(h if op is None else _checked(h, n, axis, op), n)
-    return core.from_numpy(_check_bounds(idx.host, n, axis), device())
+    h = core.from_numpy(_check_bounds(idx.host, n, axis), device())
+    if idx.counted and idx.shape[0] > 1:
+        # the count is the gather's size: marked dynamic, the barrier pads it to a shape
+        # bucket where the padding rules prove it exact (a k-means loop's ``X[labels == k]``
+        # compiles once per bucket, not once per cluster size), else compiles it as it is
+        core.dynamic(h, 0)
+    return h
 
 
 def _broadcast_index_shapes(shapes) -> tuple[int, ...]:
@@ -362,7 +372,7 @@ def _masks_as_indices(a: ndarray, entries: tuple):
     out = []
     for e in entries:
         if isinstance(e, _Index) and e.mask:
-            out.extend(_Index(False, host=c) for c in np.nonzero(e.host))
+            out.extend(_Index(False, host=c, counted=True) for c in np.nonzero(e.host))
         else:
             out.append(e)
     return tuple(out)

@@ -296,3 +296,34 @@ def test_nonzero_indexes_on_the_device_and_keeps_numpys_edges(rng):
         with pytest.raises(ValueError, match="Calling nonzero on 0d arrays is not allowed"):
             f(np.asarray(1.0) * 2)
     assert metrics.fallbacks() == {}
+
+
+def _programs():
+    c = metrics.counters()
+    return c["compiles"] + c["disk_cache_hits"]
+
+
+def test_mask_reads_of_changing_counts_share_a_bucket(rng):
+    """A read mask's coordinates are marked dynamic along their count: ``X[labels == k]``
+    with 5, 6 and 7 rows selected runs one program (bucket 8), as a k-means loop's
+    changing cluster sizes do; NumPy's answers, a per-element assignment too (a
+    scatter that the padding cannot prove exact compiles as it is)."""
+    x = sample(rng, (16, 3), "float64")
+    a = np.asarray(x)
+    built = []
+    for count in (5, 6, 7):
+        labels = numpy.arange(16) % 3
+        labels[:count] = 7
+        before = _programs()
+        m = np.asarray(labels) == 7
+        got = a[m].mean(0) * 2
+        same(got, x[labels == 7].mean(0) * 2)
+        built.append(_programs() - before)
+        same(a[m], x[labels == 7])
+        b = a.copy()
+        b[m] = numpy.arange(count, dtype=numpy.float64)[:, None]
+        want = x.copy()
+        want[labels == 7] = numpy.arange(count)[:, None]
+        same(b, want)
+    assert built[1:] == [0, 0], built  # the first builds the mean's program; the others reuse it
+    assert metrics.fallbacks() == {}
