@@ -9,8 +9,9 @@ jax's fatal errors. Neither looks at stdout, where gloo writes: jaxlib
 peer ranks is : N`` with ``std::cout`` for every communicator it connects
 (a line per device of the process, again for each new set of devices a
 program's collectives use), unconditionally. lazycore runs the native calls
-that may connect one (a spanning program's first launch, a gathering read)
-with file descriptor 1 filtered (lazycore.runtime.nativeout); the filter's
+that may connect one (a put on a mesh over several processes, which jax
+checks with a collective; a spanning program's first launch; a gathering
+read) with file descriptor 1 filtered (lazycore.runtime.nativeout); the filter's
 own tests below run in a child process that writes to its descriptor 1 as
 native code does.
 """
@@ -23,32 +24,59 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
-from test_clean_exits import _group
+from test_clean_exits import _free_port
 
 GLOO = re.compile(r"^\[Gloo\] Rank \d+ is connected to \d+ peer ranks")
 LINE = "[Gloo] Rank {} is connected to 3 peer ranks. Expected number of connected peer ranks is : 3\n"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
+TIMEOUT = 120
+
+# each native call that may connect processes: a value put on a mesh over all of them (jax checks it
+# is every process's), a program whose all-reduce spans them, a read that gathers from all of them
+BODY = r"""
+import numpy as np
+import lazycore as lc
+
+lc.distributed.initialize(timeout_s=60)
+rank = lc.distributed.process_index()
+mesh = lc.Mesh((lc.distributed.device_count(),), ("data",))
+for i in range(2):
+    w = lc.shard(np.full((4, 2), 2.0 + i, np.float32), mesh, ("data", None))
+    x = lc.shard(np.full((2, 2), float(rank + i), np.float32), mesh, ("data", None), local=True)
+    total = float(lc.to_numpy(lc.apply("reduce_sum", lc.apply("mul", x, w), dims=(0, 1))))
+    rows = lc.to_numpy(x)[:, 0].tolist()
+    print(f"process {rank} step {i}: {total} {rows}", flush=True)
+"""
 
 
-def _job_prints_only_its_lines(read: str) -> None:
-    results = _group(2, die=-1, read=read, catch=(0, 1), steps=2)
-    for rank, (code, stdout, stderr) in enumerate(results):
-        assert code == 0, (rank, code, stderr[-2000:])
-        assert f"process {rank} step 1" in stdout, stdout
-        assert [line for line in stdout.splitlines() if GLOO.match(line)] == [], stdout
-        assert stdout.splitlines() == [f"process {rank} step {i}" for i in range(2)], stdout
+def _two_processes() -> list[tuple[int, str, str]]:
+    port = _free_port()
+    procs = []
+    for rank in range(2):
+        env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+        env.update(XLA_FLAGS="--xla_force_host_platform_device_count=2", LAZYCORE_CACHE_DIR="off",
+                   PYTHONPATH=os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")])),
+                   LAZYCORE_COORDINATOR=f"127.0.0.1:{port}", WORLD_SIZE="2", RANK=str(rank))
+        procs.append(subprocess.Popen([sys.executable, "-c", BODY], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    try:
+        outs = [p.communicate(timeout=TIMEOUT) for p in procs]
+        return [(p.returncode, *out) for p, out in zip(procs, outs)]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
 
 
 def test_a_two_process_job_prints_only_its_own_lines():
-    _job_prints_only_its_lines("gather")  # a read that gathers from every process connects them
-
-
-@pytest.mark.skipif(not FULL, reason="a second process group (15 s): LAZYCORE_TEST_FULL=1")
-def test_a_two_process_job_whose_program_reduces_prints_only_its_own_lines():
-    _job_prints_only_its_lines("reduce")  # a program's all-reduce connects them, at its first launch
+    results = _two_processes()
+    for rank, (code, stdout, stderr) in enumerate(results):
+        assert code == 0, (rank, code, stderr[-2000:])
+        assert [line for line in stdout.splitlines() if GLOO.match(line)] == [], stdout
+        want = [f"process {rank} step {i}: {4 * (2.0 + i) * (1 + 2 * i)} {[0.0 + i] * 2 + [1.0 + i] * 2}"
+                for i in range(2)]
+        assert stdout.splitlines() == want, (stdout, stderr[-2000:])
 
 
 def _child(code: str) -> subprocess.CompletedProcess:

@@ -74,6 +74,10 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
                         heartbeat_timeout_s)
     _STATE["joined"] = True
     _STATE["local_rank"] = _number(None, "LOCAL_RANK", "local_rank")
+    if num_processes > 1:
+        # gloo prints a line to stdout for each connection between processes: these, used by jax's
+        # checks when a value is put on a mesh over the processes, are made at once, with the line dropped
+        pjrt.connect_processes()
 
 
 def _number(value, variable: str, what: str) -> int | None:

@@ -16,6 +16,11 @@ it on to the real stdout as it arrives, every line but gloo's connection
 lines; then descriptor 1 is the real stdout again. Python's and the C
 library's buffers are flushed at both ends, so the user's output keeps its
 order; a line cut by the window's end is handed on whole.
+
+The same filter, on descriptor 2, drops c10d's once-per-process warning
+``Time stats are currently only collected for CPU and CUDA devices`` where
+the torch frontend's ``lazy`` process group consumes it
+(:mod:`lazycore.frontends.torch.distributed`).
 """
 
 from __future__ import annotations
@@ -27,14 +32,27 @@ import sys
 import threading
 from contextlib import contextmanager
 
-__all__ = ["dropped", "filtered", "restore"]
+__all__ = ["GLOO", "Lines", "dropped", "filtered", "restore"]
 
-DROPPED = re.compile(rb"\[Gloo\] Rank \d+ is connected to \d+ peer ranks\. "
-                     rb"Expected number of connected peer ranks is : \d+\r?")
-"""The whole of a line that is not handed on (without its newline)."""
-_PREFIX = b"[Gloo] Rank "
-_LONGEST = 160
-"""No dropped line is longer: a line start held back that grows past it is handed on."""
+
+class Lines:
+    """Lines a window drops: those that ``pattern`` matches whole (without the
+    newline), which all start with ``prefix`` and are shorter than ``longest``
+    bytes (the start of a line held back until its end is known)."""
+
+    def __init__(self, pattern: bytes, prefix: bytes, longest: int = 400):
+        self.pattern, self.prefix, self.longest = re.compile(pattern), prefix, longest
+
+    def drops(self, line: bytes) -> bool:
+        return self.pattern.fullmatch(line) is not None
+
+    def may_start(self, part: bytes) -> bool:
+        return len(part) < self.longest and (self.prefix.startswith(part) or part.startswith(self.prefix))
+
+
+GLOO = Lines(rb"\[Gloo\] Rank \d+ is connected to \d+ peer ranks\. "
+             rb"Expected number of connected peer ranks is : \d+\r?", b"[Gloo] Rank ")
+"""gloo's connection line, on stdout."""
 
 try:
     _LIBC = ctypes.CDLL(None)
@@ -58,11 +76,11 @@ def _flush() -> None:
 
 
 class _Forward(threading.Thread):
-    """Reads the window's pipe, writes all but the dropped lines to ``out``."""
+    """Reads a window's pipe, writes all but the dropped lines to ``out``."""
 
-    def __init__(self, fd: int, out: int):
-        super().__init__(name="lazycore-stdout", daemon=True)
-        self.fd, self.out = fd, out
+    def __init__(self, fd: int, out: int, lines: Lines):
+        super().__init__(name="lazycore-native-output", daemon=True)
+        self.fd, self.out, self.lines = fd, out, lines
         self.dropped = 0
 
     def run(self) -> None:
@@ -79,11 +97,10 @@ class _Forward(threading.Thread):
                     cut = data.find(b"\n")
                     line = data if cut < 0 else data[:cut + 1]
                     data = b"" if cut < 0 else data[cut + 1:]
-                    if at_start and cut >= 0 and DROPPED.fullmatch(line[:-1]):
+                    if at_start and cut >= 0 and self.lines.drops(line[:-1]):
                         self.dropped += 1
                         continue
-                    if cut < 0 and at_start and len(line) < _LONGEST and (
-                            _PREFIX.startswith(line) or line.startswith(_PREFIX)):
+                    if cut < 0 and at_start and self.lines.may_start(line):
                         held = line  # wait for the rest of the line
                         continue
                     keep.append(line)
@@ -100,13 +117,14 @@ class _Forward(threading.Thread):
             except InterruptedError:
                 continue
             except OSError:
-                self.out = None  # the real stdout is gone (a closed pipe): keep reading, drop the rest
+                self.out = None  # the real file is gone (a closed pipe): keep reading, drop the rest
 
 
 class _Window:
-    """The one redirection of descriptor 1; windows of several threads share it."""
+    """The one redirection of descriptor ``fd``; windows of several threads share it."""
 
-    def __init__(self):
+    def __init__(self, fd: int, lines: Lines):
+        self.fd, self.lines = fd, lines
         self.lock = threading.Lock()
         self.depth = 0
         self.saved: int | None = None
@@ -121,11 +139,11 @@ class _Window:
                 return
             _flush()
             read, write = os.pipe()
-            self.saved = os.dup(1)
+            self.saved = os.dup(self.fd)
             os.set_inheritable(self.saved, False)
-            self.thread = _Forward(read, self.saved)
+            self.thread = _Forward(read, self.saved, self.lines)
             self.thread.start()
-            os.dup2(write, 1)
+            os.dup2(write, self.fd)
             os.close(write)
 
     def exit(self) -> None:
@@ -139,7 +157,7 @@ class _Window:
         if self.saved is None:
             return
         _flush()
-        os.dup2(self.saved, 1)  # the pipe's last writer closes: the thread reads to its end
+        os.dup2(self.saved, self.fd)  # the pipe's last writer closes: the thread reads to its end
         thread, self.thread = self.thread, None
         thread.join(JOIN_S)
         self.dropped += thread.dropped
@@ -154,24 +172,36 @@ class _Window:
             self._restore()
 
 
-_WINDOW = _Window()
+_WINDOWS = {1: _Window(1, GLOO)}
+"""Per descriptor, its window: gloo's line on stdout, and what :func:`filtered` was given for another."""
 
 
 @contextmanager
-def filtered():
-    """Run the body with descriptor 1 filtered (module doc)."""
-    _WINDOW.enter()
+def filtered(fd: int = 1, lines: Lines = GLOO):
+    """Run the body with descriptor ``fd`` filtered of ``lines`` (module doc);
+    windows of a descriptor open at once share one filter, of the same lines."""
+    window = _WINDOWS.get(fd)
+    if window is None:
+        window = _WINDOWS.setdefault(fd, _Window(fd, lines))
+    with window.lock:
+        if window.lines is not lines:
+            if window.depth:
+                raise ValueError(f"descriptor {fd} is being filtered of other lines")
+            window.lines = lines
+    window.enter()
     try:
         yield
     finally:
-        _WINDOW.exit()
+        window.exit()
 
 
 def restore() -> None:
-    """Put the real stdout back at once (before ``os._exit``)."""
-    _WINDOW.restore()
+    """Put the real files back at once (before ``os._exit``)."""
+    for window in list(_WINDOWS.values()):
+        window.restore()
 
 
-def dropped() -> int:
-    """How many lines this process dropped."""
-    return _WINDOW.dropped
+def dropped(fd: int = 1) -> int:
+    """How many lines this process dropped from descriptor ``fd``."""
+    window = _WINDOWS.get(fd)
+    return 0 if window is None else window.dropped

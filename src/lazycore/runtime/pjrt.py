@@ -526,6 +526,29 @@ def to_host(buffer) -> np.ndarray:
     return np.asarray(buffer)
 
 
+def _identity(x):
+    return x
+
+
+def connect_processes() -> None:
+    """Connect every pair of processes' k-th devices now: the collective jax
+    runs when a value is put on a mesh over several processes (its check that
+    every process gave the same value) uses them, and reads only one device
+    of its result, so the others may connect after it returned, when no
+    filter of stdout is on (gloo prints: lazycore.runtime.nativeout)."""
+    from jax.sharding import Mesh as JaxMesh
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    if jax.devices()[0].platform != "cpu":  # collectives between processes go through gloo on the CPU only
+        return
+    pairs = JaxMesh(np.array(jax.devices()).reshape(jax.process_count(), jax.local_device_count()),
+                    ("processes", "local"))
+    part = jax.make_array_from_process_local_data(NamedSharding(pairs, PartitionSpec("processes")),
+                                                  np.zeros(1, np.int32), (jax.process_count(),))
+    with nativeout.filtered():
+        jax.jit(_identity, out_shardings=NamedSharding(pairs, PartitionSpec()))(part).block_until_ready()
+
+
 def _result_handler(t: TensorType, sharding):
     from jax._src.core import ShapedArray
 
