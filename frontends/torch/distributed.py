@@ -16,6 +16,13 @@ Each collective is one XLA program over a mesh with one device per process
 first, then the collective (gloo between CPU processes). The process group
 is the whole group of processes ``lazycore.distributed.initialize()``
 joined; sub-groups are not supported.
+
+DDP's C++ reducer times its iterations with a timer registered per device
+type, in C++, for the CPU and CUDA only; on any other device (the lazy one,
+XLA's) its logger writes ``Time stats are currently only collected for CPU
+and CUDA devices`` to stderr once per process, at the second iteration,
+which no Python registration can answer. Making the group consumes that one
+warning, with stderr filtered of exactly it (:func:`_consume_time_stats_warning`).
 """
 
 from __future__ import annotations
@@ -26,10 +33,11 @@ import torch.distributed as dist
 from torch._C._distributed_c10d import _create_work_from_future
 
 from lazycore.runtime import distributed as _processes
+from lazycore.runtime import nativeout
 from lazycore.runtime.transfer import from_numpy, to_numpy
 from lazycore.trace import processes
 
-from .tensor import Tensor, read, wrap
+from .tensor import Tensor, device, read, wrap
 
 __all__ = ["ProcessGroupLazy"]
 
@@ -137,7 +145,27 @@ def _create(store, rank: int, size: int, timeout) -> ProcessGroupLazy:
             f"the lazy backend's group is every process lazycore joined ({count}, this one "
             f"{_processes.process_index()}); got a group of {size} with rank {rank} (sub-groups are not supported)"
         )
-    return ProcessGroupLazy(rank, size)
+    group = ProcessGroupLazy(rank, size)
+    _consume_time_stats_warning(group)
+    return group
+
+
+TIME_STATS = nativeout.Lines(rb"(\[rank\d+\]:)?\[W[^\]]*\] Warning: Time stats are currently only collected for CPU and "
+                             rb"CUDA devices\.[^\n]*", b"[")
+"""c10d's logger's warning for a device with no reducer timer (module doc), on stderr."""
+
+
+def _consume_time_stats_warning(group: ProcessGroupLazy) -> None:
+    """Have c10d's logger give its once-per-process time-stats warning now,
+    for a reducer over a lazy parameter in the new group, with stderr filtered
+    of it: a DDP model on the lazy device then trains without it. No
+    collective runs (a reducer's first forward only counts the iteration)."""
+    param = torch.zeros(1, device=device(), requires_grad=True)
+    reducer = dist.Reducer([param], [[0]], [param.element_size()], group)
+    logger = dist.Logger(reducer)
+    reducer.prepare_for_forward()
+    with nativeout.filtered(2, TIME_STATS):
+        logger.set_runtime_stats_and_log()
 
 
 if BACKEND not in dist.Backend.backend_list:

@@ -137,3 +137,33 @@ def test_backend_registered_and_refuses_cpu_tensors(tmp_path):
     assert t.cpu().tolist() == [1.0, 1.0, 1.0]
     with pytest.raises(ValueError, match="does not support reduce op"):
         dist.all_reduce(t, op=dist.ReduceOp.BAND, group=pg)
+
+
+ONE_PROCESS_DDP = r"""
+import sys
+import torch
+import torch.distributed as dist
+from torch import nn
+import lazycore.torch as ltorch
+
+dist.init_process_group("lazy", rank=0, world_size=1, store=dist.HashStore())
+dev = ltorch.device()
+model = nn.parallel.DistributedDataParallel(nn.Linear(4, 2).to(dev))
+for i in range(3):  # c10d's logger collects its runtime stats from the second iteration on
+    print(f"iteration {i}", file=sys.stderr, flush=True)
+    model(torch.ones(3, 4, device=dev)).sum().backward()
+print(model.module.weight.grad.cpu().tolist())
+"""
+
+
+def test_ddp_on_the_lazy_device_writes_no_time_stats_warning():
+    # c10d's reducer has no timer for the lazy device type: its logger warned
+    # "Time stats are currently only collected for CPU and CUDA devices" at the second iteration
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "TORCH_CPP_LOG_LEVEL")}
+    env.update(LAZYCORE_CACHE_DIR="off", PYTHONPATH=os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")])))
+    run = subprocess.run([sys.executable, "-c", ONE_PROCESS_DDP], env=env, capture_output=True, text=True,
+                         timeout=TIMEOUT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.splitlines() == [str([[9.0] * 4] * 2)], run.stdout  # 3 iterations x 3 rows of ones
+    own = [line for line in run.stderr.splitlines() if not line.startswith("lazycore: ")]  # a slow compile's line
+    assert own == [f"iteration {i}" for i in range(3)], run.stderr[-3000:]

@@ -8,9 +8,14 @@ set of devices, once per local device (upstream gloo made it an optional log
 line, pytorch/gloo d97133a). No Python capture sees it: it goes to file
 descriptor 1.
 
-So the few native calls of a group of processes that may connect one (the
-first launch of a program over several processes' devices, a read that
-gathers a value from every process) run inside :func:`filtered`: for that
+So the few native calls of a group of processes that may connect one run
+inside :func:`filtered`, each until the devices it runs on are done (the
+first launch of a program over several processes' devices, waited for; a
+read that gathers a value from every process; at ``initialize()``, a program
+connecting every pair of the processes' k-th devices, the pairs jax's own
+same-value check uses when a value is put on such a mesh, whose result it
+reads from one device only, so its other devices could connect after it
+returned: :func:`lazycore.runtime.pjrt.connect_processes`): for that
 window file descriptor 1 is a pipe, and a thread hands everything written to
 it on to the real stdout as it arrives, every line but gloo's connection
 lines; then descriptor 1 is the real stdout again. Python's and the C
