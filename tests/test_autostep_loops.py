@@ -154,3 +154,21 @@ def test_a_long_walk_is_still_cut():
         want, off = walk_of(60)
     assert sum(off) == 0
     numpy.testing.assert_array_equal(got, want)
+
+
+def test_a_read_late_in_some_steps_keeps_the_learned_step():
+    """A value read every fifth step after ``w``'s update (a logged norm) leaves the
+    rest of that step short; the learned end stays (it is not taken for a new loop)."""
+    X, y, w, b = _start(lnp)
+    lc.mark_step(wait=True)
+    per = []
+    for i in range(20):
+        e0 = metrics.counters()["executions"]
+        err = X @ w + b - y
+        w -= 0.1 * (X.T @ err / 64)
+        if i % 5 == 4:
+            float((err * err).mean())
+        b -= 0.1 * err.mean()
+        per.append(metrics.counters()["executions"] - e0)
+    # (one program a step, two in a step that reads: learning again there ran 0, 0, 1 after it)
+    assert per[5:] == [1, 1, 1, 1, 2] * 3, per

@@ -28,8 +28,8 @@ value is read, and compile that. Three cuts end a step instead:
   then). Learning costs one linear pass over two periods, once; the per-op
   check is one attribute and one ``len``. The learned end is its loop's: that
   handle's update made at another line (the next loop updating the same
-  arrays), or a step less than half the learned one or over twice it, ends
-  it, and the next loop is learned anew. A random generator's state (a
+  arrays), or a step less than half the learned one (between two learned
+  cuts) or over twice it, ends it, and the next loop is learned anew. A random generator's state (a
   ``rng_bit_generator``'s) advances at every draw whatever the loop, so its
   updates tell no step (a list of estimates drawn in a comprehension would
   otherwise learn a step of one draw, then cut the next loop at every draw).
@@ -100,7 +100,7 @@ class StepCutter:
 
     __slots__ = ("due", "held", "start", "due_start", "stepping", "watch", "marked", "updates", "locs", "handles",
                  "last", "starts", "anchor", "fails", "after", "rule", "seen", "base", "cuts", "ends", "last_ends",
-                 "off", "repeated", "learning", "fused", "reported", "signalled", "marks_steps")
+                 "off", "repeated", "learning", "fused", "reported", "signalled", "marks_steps", "aligned")
 
     def __init__(self):
         self.due = False
@@ -118,6 +118,7 @@ class StepCutter:
         self.watch: set[int] | None = None  # those of the step that ended: reading one cuts
         self.marked = True  # the program's own mark_step since the last step ended (or none yet)
         self.rule: _Rule | None = None
+        self.aligned = -1  # the step log number a learned cut's barrier began a segment at
         self.cuts = 0
         self.ends = 0  # learned step ends since the program's last own mark_step
         self.last_ends = 0  # and between the two before
@@ -232,7 +233,9 @@ class StepCutter:
                 self.seen += 1
                 if self.seen != rule.count:
                     return
-                if node.loc == rule.loc and 2 * (pos - self.base) >= rule.period:
+                # (a segment some other barrier began, a read mid-step, holds part of a step)
+                whole = self.base or log.start == self.aligned
+                if node.loc == rule.loc and (2 * (pos - self.base) >= rule.period or not whole):
                     self.ends += 1
                     self.watch = None
                     self.due = True
@@ -284,12 +287,15 @@ class StepCutter:
         if not settings.auto_barrier:
             self.due = False
             return
-        if self.due and self.rule is not None:
+        ruled = self.due and self.rule is not None
+        if ruled:
             self.cuts += 1
         elif over:
             self._report_bound(len(log.nodes))
         self.due = False
         self._sync()
+        if ruled:
+            self.aligned = log.start
 
     # --- learning -------------------------------------------------------------------------
 
