@@ -9,9 +9,12 @@ every mesh compile; lazycore now writes Shardy's annotations and compiles
 with Shardy, as jax does (lazycore.passes.lowering.collectives)."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 HERE = Path(__file__).parent
 
@@ -77,4 +80,25 @@ def test_mesh_programs_with_constraints_and_collectives_write_no_native_log_line
     computation, and a result laid out as XLA chose, then used again."""
     run = _run(MESH_PROGRAMS, "--xla_force_host_platform_device_count=4")
     assert run.returncode == 0 and run.stdout.rstrip().endswith("mesh: ok"), run.stdout[-3000:] + run.stderr[-3000:]
+    assert _foreign_lines(run.stderr) == [], run.stderr[-3000:]
+
+
+FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
+
+
+@pytest.mark.skipif(not FULL, reason="two processes under torchrun (a minute): LAZYCORE_TEST_FULL=1")
+def test_the_torchrun_example_prints_only_its_own_lines():
+    """The README's torchrun example (docs/guides/scaling-out.md): gloo's
+    connection lines on stdout are dropped (lazycore.runtime.nativeout); on
+    stderr only lazycore's own lines."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAZYCORE_")}
+    # OMP_NUM_THREADS set: torchrun's launcher warns that it sets it otherwise (not a native line)
+    env.update(LAZYCORE_CACHE_DIR="off", XLA_FLAGS="--xla_force_host_platform_device_count=2", OMP_NUM_THREADS="1")
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                          "examples/train_data_parallel.py", "--steps", "2"], env=env, capture_output=True,
+                         text=True, timeout=600, cwd=HERE.parent)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    assert len(lines) == 6 and all(re.match(r"process [01]( of 2,|:) ", line) for line in lines), run.stdout
     assert _foreign_lines(run.stderr) == [], run.stderr[-3000:]
