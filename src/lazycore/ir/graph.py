@@ -43,6 +43,9 @@ class StepLog:
     digest and its operands as log positions) in one flat pass, so two steps
     with equal encodings made isomorphic graphs. Logging stops for a step
     that makes more than :data:`STEP_LOG_LIMIT` nodes (its barrier walks).
+    The walk's encoding (:func:`lazycore.ir.walk.encode`) is not used here:
+    it visits in post-order with a position map, ~1.6x this pass's time on a
+    GPT-2 step (docs/dev/replay.md).
     """
 
     __slots__ = ("start", "nodes", "on")
