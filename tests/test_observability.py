@@ -225,7 +225,8 @@ def test_compile_guard_warn_logs(caplog, clean_runtime):
 
 
 def test_item_inside_implicit_barrier_guard_raises(dev, clean_runtime):
-    x = torch.arange(6, dtype=torch.float32).to(dev)
+    x = torch.arange(6, dtype=torch.float32).to(dev) * 1.5
+    lazycore.mark_step()  # a program's result: an upload's host copy would answer the read with no barrier
     with guard(implicit_barriers="error"):
         s = (x * 2).sum()
         line = here(2)
@@ -233,14 +234,14 @@ def test_item_inside_implicit_barrier_guard_raises(dev, clean_runtime):
             s.item()
         assert line in str(err.value) and "implicit barrier" in str(err.value)
         lazycore.mark_step()  # explicit barriers are fine
-        assert s.item() == 30.0  # nothing pending any more: not a barrier
-    assert (x + 1).sum().item() == 21.0  # outside the region: allowed
+        assert s.item() == 45.0  # nothing pending any more: not a barrier
+    assert (x + 1).sum().item() == 28.5  # outside the region: allowed
 
 
 def test_transfers_inside_guard_warn_log(dev, caplog, clean_runtime):
-    a = lnp.asarray(np.arange(4, dtype=np.float32))
-    t = torch.ones(3).to(dev)
-    lazycore.mark_step()
+    a = lnp.asarray(np.arange(4, dtype=np.float32)) * 1.5
+    t = torch.ones(3).to(dev) * 1.5
+    lazycore.mark_step()  # programs' results: an upload's host copy is read with no transfer
     with guard(transfers="warn"), caplog.at_level(logging.WARNING, logger="lazycore"):
         to_host_np = here(1)
         h = np.asarray(a)
@@ -253,8 +254,8 @@ def test_transfers_inside_guard_warn_log(dev, caplog, clean_runtime):
     assert "device-to-host" in msgs[0] and to_host_np in msgs[0]
     assert "device-to-host" in msgs[1] and to_host_torch in msgs[1]
     assert "host-to-device" in msgs[2] and to_dev in msgs[2]
-    np.testing.assert_array_equal(h, np.arange(4, dtype=np.float32))
-    assert ht.tolist() == [1.0, 1.0, 1.0] and u.device == dev
+    np.testing.assert_array_equal(h, np.arange(4, dtype=np.float32) * 1.5)
+    assert ht.tolist() == [1.5, 1.5, 1.5] and u.device == dev
 
 
 def test_transfer_guard_error_and_nothing_outside(dev, caplog, clean_runtime):
@@ -275,12 +276,13 @@ def test_transfer_guard_error_and_nothing_outside(dev, caplog, clean_runtime):
 
 
 def test_global_setting_and_override(clean_runtime):
-    a = lnp.asarray(np.ones(3, np.float32))
+    a = lnp.asarray(np.ones(3, np.float32)) * 1.5
+    lazycore.mark_step()  # a program's result: an upload's host copy is read with no transfer
     with override(guard_transfers="error"):  # what LAZYCORE_GUARD_TRANSFERS=error sets
         with pytest.raises(GuardError):
             np.asarray(a)
         with guard(transfers="allow"):  # the region overrides the global setting
-            assert np.asarray(a).tolist() == [1.0, 1.0, 1.0]
+            assert np.asarray(a).tolist() == [1.5, 1.5, 1.5]
         with pytest.raises(GuardError):
             np.asarray(a)
     with pytest.raises(ValueError, match="guard transfers= must be one of"):

@@ -7,6 +7,13 @@ mask and lengths, pack_padded_sequence's inverse order) is answered on the
 host: no program, no device read. Before, each such read in a training step
 ran a small program of its own: transformers' Wav2Vec2ForCTC ran 4 programs
 a step, an LSTM over packed sequences 2.
+
+Float uploads (float32, float64) keep theirs too: compares, selects, orders
+and exact sums, products and quotients of them are computed on the host
+(torchvision's degenerate-box check of the resized target boxes); a result
+that would round is the device's. A read of a host-computable function of a
+small live value a program computes (a detection sampler's two masks of one
+labels tensor) computes and copies that value once for all such reads.
 """
 
 from __future__ import annotations
@@ -242,3 +249,144 @@ def test_large_uploads_keep_no_copy(dev):
     small = torch.arange(10).to(dev)
     n, nbytes = transfer.host_copies()
     assert n >= 1 and nbytes >= small.numel() * 8
+
+
+# --- float uploads: exact work only ----------------------------------------------------------
+
+
+def test_degenerate_box_check_of_uploaded_boxes_runs_no_program(dev):
+    """torchvision's detection models check the resized target boxes
+    (``boxes[:, 2:] <= boxes[:, :2]``, then ``.any()``) in every training
+    step: float32 boxes scaled by ``64 / 64`` compare on the host."""
+    torchvision = pytest.importorskip("torchvision")
+    from torchvision.models.detection.transform import resize_boxes
+
+    assert torchvision
+    boxes = torch.tensor([[1.5, 2.25, 30.0, 40.5], [3.0, 4.0, 10.0, 12.0], [5.0, 9.0, 5.0, 20.0]])
+    lazy = boxes.to(dev)
+    for size in [(64, 64), (128, 32)]:  # ratios 1 and 2, 0.5: exact
+        e0 = _c("executions")
+        for b in (boxes, lazy):
+            r = resize_boxes(b, (64, 64), size)
+            got = (r[:, 2:] <= r[:, :2]), bool((r[:, 2:] <= r[:, :2]).any())
+            if b is boxes:
+                want = got
+        assert torch.equal(got[0].cpu(), want[0]) and got[1] == want[1] is True
+        assert _c("executions") == e0, size
+
+
+def test_exact_float_functions_of_uploads_match_eager(dev):
+    for dtype in (torch.float32, torch.float64):
+        cpu = torch.tensor([[1.5, -2.25, 3.0, 0.0], [1e6, -7.0, 0.125, 2.0**-20]], dtype=dtype)
+        lazy = cpu.to(dev)
+        exact = [
+            lambda a: a * 0.5,
+            lambda a: a / 4,
+            lambda a: a / a.abs().clamp(min=0.125),  # quotients of exact results: +-1 and 0
+            lambda a: a + 0.25,
+            lambda a: a - a.flip(0),
+            lambda a: a * 4.0,
+            lambda a: torch.maximum(a, -a).amax(0),
+            lambda a: torch.where(a > 1, a, -a).neg().abs(),
+            lambda a: (a[:, :2] <= a[:, 2:]).any(1),
+        ]
+        for i, f in enumerate(exact):
+            e0 = _c("executions")
+            got, want = f(lazy).cpu(), f(cpu)
+            assert torch.equal(got, want) and torch.equal(got.signbit(), want.signbit()), (dtype, i)
+            assert _c("executions") == e0, (dtype, i)
+        rounded = [
+            lambda a: a * 0.1,  # 0.1 * 1.5 rounds
+            lambda a: a / 3,
+            lambda a: a + 1e-9 if dtype == torch.float32 else a + 2.0**-60,  # the addend is lost: rounded
+            lambda a: a * 2.0**-140 if dtype == torch.float32 else a * 2.0**-1070,  # subnormal results
+        ]
+        for i, f in enumerate(rounded):
+            e0 = _c("executions")
+            f(lazy).cpu()
+            assert _c("executions") == e0 + 1, (dtype, i)  # the device rounds, not the host
+
+
+def test_orders_of_signed_zeros_and_nan_are_the_devices(dev, monkeypatch):
+    """Orders of -0.0 and +0.0 and of NaN computed on the host are the
+    device's bits (its lowering's compares and selects); an addition of
+    -0.0 is left to the device (a rewrite of ``x + 0`` keeps the sign)."""
+    from lazycore.runtime import hostreads
+
+    a = torch.tensor([-0.0, 0.0, 1.0, float("nan")])
+    b = torch.tensor([0.0, -0.0, -1.0, 2.0])
+    cases = [lambda x, y: torch.maximum(x, y), lambda x, y: torch.minimum(x, y), lambda x, y: torch.fmax(x, y),
+             lambda x, y: x.clamp(min=0.0), lambda x, y: torch.where(x > y, x, y), lambda x, y: x.isnan() | (y < 0)]
+    on_host = []
+    for i, f in enumerate(cases):
+        e0 = _c("executions")
+        on_host.append(f(a.to(dev), b.to(dev)).cpu())
+        assert _c("executions") == e0, i
+    e0 = _c("executions")
+    (a.to(dev)[:3] + b.to(dev)[:3]).cpu()
+    assert _c("executions") == e0 + 1
+    monkeypatch.setattr(hostreads, "evaluate", lambda *args, **kw: None)
+    for i, f in enumerate(cases):
+        e0 = _c("executions")
+        on_device = f(a.to(dev), b.to(dev)).cpu()
+        assert _c("executions") == e0 + 1, i
+        assert torch.equal(on_device.view(-1, 1).view(torch.uint8) if on_device.dtype == torch.bool
+                           else on_device.view(torch.int32), on_host[i].view(-1, 1).view(torch.uint8)
+                           if on_host[i].dtype == torch.bool else on_host[i].view(torch.int32)), i
+
+
+# --- small program results read for several reads ---------------------------------------
+
+
+def _pending_float_work(dev):
+    w = torch.nn.Linear(3, 1).to(dev)
+    return w(torch.ones(2, 3, device=dev)).sum()  # a step's pending float work: reads are read apart
+
+
+def test_two_reads_of_one_pending_base_run_one_program(dev):
+    """A detection sampler's ``torch.where(labels >= 1)`` and
+    ``torch.where(labels == 0)`` of the same pending labels: the labels are
+    computed by one program and copied once; both masks on the host."""
+    g = torch.Generator().manual_seed(0)
+    y = torch.randint(-3, 3, (40,), generator=g)
+    lazy_y = y.to(dev).sort(descending=True).values  # a program's result (a sort: not computed on the host)
+    lazycore_mark(dev)
+    runs = []
+    for device, yy in (("cpu", y.sort(descending=True).values), (dev, lazy_y)):
+        q = _pending_float_work(dev) if device != "cpu" else None
+        m = yy.sort().values - 1  # a sort: not computed on the host, a program computes the labels
+        labels = (m >= 0).to(torch.float32)
+        labels[m == -1] = 0.0
+        labels[m <= -2] = -1.0
+        e0, t0 = _c("executions"), _c("transfers_to_host")
+        pos = torch.where(labels >= 1)[0]
+        neg = torch.where(labels == 0)[0]
+        counts = _c("executions") - e0, _c("transfers_to_host") - t0
+        runs.append((pos.cpu(), neg.cpu(), *counts))
+        del q
+    (wp, wn, _, _), (gp, gn, programs, copies) = runs
+    assert torch.equal(gp, wp) and torch.equal(gn, wn) and len(wp) and len(wn)
+    assert programs == 1, programs  # was 2: one program for each read
+    assert copies == 1, copies  # the labels, once
+
+
+def test_reads_of_a_small_program_result_copy_it_once(dev):
+    """A pooler's ``torch.where(levels == level)[0]`` for each level, of
+    levels a program computed: one copy of the levels, no program."""
+    levels_cpu = torch.tensor([0, 2, 1, 1, 0, 2, 2, 3])
+    levels = levels_cpu.to(dev).exp2().log2().round().long()  # a program's result, not a host copy
+    lazycore_mark(dev)
+    q = _pending_float_work(dev)
+    e0, t0 = _c("executions"), _c("transfers_to_host")
+    got = [torch.where(levels == k)[0] for k in range(4)]
+    assert _c("executions") == e0  # was one program a level
+    assert _c("transfers_to_host") - t0 == 1
+    for k in range(4):
+        assert torch.equal(got[k].cpu(), torch.where(levels_cpu == k)[0]), k
+    del q
+
+
+def lazycore_mark(dev):
+    import lazycore.torch as ltorch
+
+    ltorch.mark_step(wait=True)

@@ -1,22 +1,27 @@
 """Reads answered on the host: uploaded data's copies, and exact functions of them.
 
-A small integer or boolean upload (:func:`lazycore.runtime.transfer.from_numpy`,
-at most :data:`KEPT_BYTES`) keeps its host copy on its device data leaf
-(``Data.host``). A read of such a leaf copies nothing from the device, and a
-read of a pending value made of such leaves (one at least), constants and
-Python numbers by the ops of :data:`_EVAL` is computed here with NumPy
-(:func:`evaluate`): no program, no device read. Float uploads keep no copy:
-their reads stay the device's. Real code reads such values in every training step:
+A small integer, boolean, float32 or float64 upload
+(:func:`lazycore.runtime.transfer.from_numpy`, at most :data:`KEPT_BYTES`)
+keeps its host copy on its device data leaf (``Data.host``). A read of such a
+leaf copies nothing from the device, and a read of a pending value made of
+such leaves (one at least), constants and Python numbers by the ops of
+:data:`_EVAL` is computed here with NumPy (:func:`evaluate`): no program, no
+device read. Real code reads such values in every training step:
 transformers' ``labels.max() >= vocab_size``, the CTC targets' mask and
-lengths, pack_padded_sequence's inverse order (``unsorted_indices.cpu()``).
+lengths, pack_padded_sequence's inverse order (``unsorted_indices.cpu()``),
+torchvision's detection models' check for degenerate target boxes
+(``boxes[:, 2:] <= boxes[:, :2]`` of the resized boxes).
 
 The answer must be the bits the device would compute. Integer and boolean
 ops are the dialect's own semantics (:mod:`lazycore.dialect.folds`: wrapping
 arithmetic, truncating division), data movement is exact, and float work is
 taken only where no rounding can differ: compares, selects, negation, order
 and movement of values with no subnormal (XLA's CPU backend flushes them),
-and sums and products of whole numbers no larger than the type's mantissa
-holds exactly (a count of a mask made float). Anything else, a leaf without
+sums of whole numbers no larger than the type's mantissa holds exactly (a
+count of a mask made float), and additions, subtractions, products and
+quotients of finite numbers whose exact result the type holds (no rounding at
+all, so no order, fusion or contraction of the device's can change it; a box
+scaled by ``64 / 64``). A float result that would round is refused. Anything else, a leaf without
 a host copy (a parameter, a program's result), a failed value check, an
 index out of range, a tie XLA breaks its own way, is refused (None), and the
 read goes on as before (:mod:`lazycore.runtime.reads`). The decision is made
@@ -30,11 +35,12 @@ import numpy as np
 
 from lazycore.dialect import spec_of
 from lazycore.dialect.types import is_bool, is_int, to_numpy_dtype
+from lazycore.ir.failure import Failure
 from lazycore.ir.graph import Data, Node, Scalar, operand_values
 
 KEPT_BYTES = 64 * 1024
 """The largest upload whose host copy is kept, and the largest value a read
-computes here: the labels, lengths, masks and orders real code reads are a
+computes here: the labels, lengths, masks, orders and target boxes real code reads are a
 few bytes a position."""
 
 _WORK_BYTES = 1 << 20
@@ -56,27 +62,34 @@ class _Refused(Exception):
     """The value is not computed here."""
 
 
+_KEPT_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def keep(host: np.ndarray) -> np.ndarray | None:
     """A read-only copy of ``host`` to keep on its upload's leaf, or None when
-    it is larger than :data:`KEPT_BYTES` or of floats (a float value's read
-    stays the device's: its rounding is XLA's, and the step that reads it
-    computes it once for every live value, docs/guides/torch.md)."""
-    if host.nbytes > KEPT_BYTES or host.dtype.kind not in "biu":
+    it is larger than :data:`KEPT_BYTES` or of another kind than integers,
+    booleans, float32 and float64 (the types the rules here take)."""
+    if host.nbytes > KEPT_BYTES or not (host.dtype.kind in "biu" or host.dtype in _KEPT_FLOATS):
         return None
     copy = np.array(host, copy=True, order="C")
     copy.flags.writeable = False
     return copy
 
 
-def evaluate(value) -> tuple[np.ndarray, int] | None:
+def evaluate(value, known: dict | None = None) -> tuple[np.ndarray, int] | None:
     """The value of ``value`` (a graph :class:`~lazycore.ir.graph.Value`)
     computed on the host from host copies and constants, with the bits the
     device would compute, and the number of nodes computed; None where that
-    is not certain (see the module's text)."""
+    is not certain (see the module's text). ``known``: ``id(node)`` -> the
+    host value of pending nodes computed by a program and read already
+    (:func:`inputs`' ``compute``)."""
     t = value[0].types[value[1]]
     if t.size * to_numpy_dtype(t.dtype).itemsize > KEPT_BYTES:
         return None
     run = _Evaluation()
+    if known:
+        run.memo.update(known)
+        run.copies += len(known)
     try:
         with np.errstate(all="ignore"):  # (integers wrap, as the device's do)
             out = run.value(value)
@@ -87,6 +100,74 @@ def evaluate(value) -> tuple[np.ndarray, int] | None:
     if not run.copies or out.shape != t.shape or out.dtype != to_numpy_dtype(t.dtype):
         return None  # (a value of constants alone: lazycore.runtime.reads keeps its device answer)
     return out, run.count
+
+
+_ROUNDED = frozenset(("add", "sub", "mul", "div", "reduce_sum", "reduce_prod", "scatter"))
+"""Ops whose float results :func:`inputs` does not plan on: whether they are
+exact is known from the values only, after the reads."""
+
+
+def _small(t) -> bool:
+    return ((is_int(t.dtype) or is_bool(t.dtype) or t.dtype in _FLOATS)
+            and t.size * to_numpy_dtype(t.dtype).itemsize <= KEPT_BYTES)
+
+
+def plain_leaf(node) -> bool:
+    """A device data leaf of one device, whole, not failed, not padded: its
+    buffer is the value (a read of it is a copy of the buffer)."""
+    return (type(node) is Data and node.row is None and node.valid is None and node.sharding is None
+            and not node.dynamic and type(node.storage) is not Failure)
+
+
+def inputs(value, bases: dict) -> tuple[list, list] | None:
+    """What ``value`` needs so that :func:`evaluate` can compute it: the
+    small device data leaves without a host copy to copy from the device
+    (``fetch``), and the pending nodes of ``bases`` (``id(node)`` -> node:
+    live handles' small pending values) to compute by a program and copy
+    (``compute``); None where its graph has an op taken here on no such
+    inputs. The plan goes down to leaves where it can (a copy costs no
+    program) and stops at the base nearest the read where it cannot (a
+    second read of another function of that base is then computed here);
+    float arithmetic, whose
+    exactness shows in the values only, is not planned on (a copy that
+    ends in a refusal would be wasted). Structural: :func:`evaluate` may
+    still refuse (a subnormal, a NaN in an order, an index out of range)."""
+    memo: dict[int, tuple | None] = {}
+    count = [0]
+
+    def plan(node, root: bool):
+        got = memo.get(id(node), False)
+        if got is not False:
+            return got
+        count[0] += 1
+        out = None
+        if count[0] <= _LOOKED_AT and len(node.types) == 1:
+            kind = type(node)
+            if kind is Scalar:
+                out = ((), ())
+            elif kind is Data:
+                if node.host is not None and node.row is None and node.valid is None:
+                    out = ((), ())
+                elif plain_leaf(node) and node.owned and _small(node.types[0]):
+                    out = ((node,), ())  # (not a buffer the user handed in or out: it may change under us)
+            elif kind is Node:
+                t = node.types[0]
+                if (node.op in _EVAL and _small(t)
+                        and not (node.op in _ROUNDED and t.dtype in _FLOATS)):
+                    parts = [plan(v[0], False) if v[1] == 0 else None for v in operand_values(node)]
+                    if all(p is not None for p in parts):
+                        out = (tuple(x for p in parts for x in p[0]), tuple(x for p in parts for x in p[1]))
+                if (out is None or out[1]) and not root and id(node) in bases:
+                    out = ((), (node,))  # the base nearest the read: later reads of it are computed here too
+        memo[id(node)] = out
+        return out
+
+    got = plan(value[0], True) if value[1] == 0 else None
+    if got is None:
+        return None
+    fetch = list({id(n): n for n in got[0]}.values())
+    compute = list({id(n): n for n in got[1]}.values())
+    return fetch, compute
 
 
 class _Evaluation:
@@ -187,16 +268,84 @@ def _exact(node, t, args):
 
 
 def _ordered(node, t, args):
-    """maximum/minimum: NaN handling is the backend's."""
+    """maximum/minimum: NaN handling is the backend's, and so is the order of
+    -0.0 and +0.0 met at one position."""
     _no_nan(*args)
+    if t.dtype in _FLOATS and len(args) == 2:
+        a, b = np.broadcast_arrays(*args)
+        if np.any((a == 0) & (b == 0) & (np.signbit(a) != np.signbit(b))):
+            raise _Refused
     return _fold(node, t, args)
 
 
+_SPLIT = {"f32": 4097.0, "f64": 134217729.0}  # 2**(p - p//2) + 1: Veltkamp's split of a p-bit mantissa
+_RANGE = {"f32": (2.0 ** -40, 2.0 ** 40), "f64": (2.0 ** -450, 2.0 ** 450)}
+"""Magnitudes the exact product test takes (nonzero operands and results):
+no partial product overflows, and the last bit of an exact product is a
+normal number, so an error term never underflows to a false zero."""
+
+
+def _two_product_error(a, b, t):
+    """The rounding error of ``a * b`` in ``a``'s type (Dekker's product:
+    exact where the magnitudes are within :data:`_RANGE`)."""
+    p = a * b
+    c = _SPLIT[t.dtype]
+    a_hi = a * c - (a * c - a)
+    a_lo = a - a_hi
+    b_hi = b * c - (b * c - b)
+    b_lo = b - b_hi
+    return ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
+
+
+def _in_range(t, *arrays) -> None:
+    low, high = _RANGE[t.dtype]
+    for x in arrays:
+        mag = np.abs(x[x != 0])
+        if np.any(mag < low) or np.any(mag > high):
+            raise _Refused
+
+
+def _exact_float(op: str, t, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """Refuse unless ``out``, the type's result of ``a op b``, is the exact
+    result: finite operands and result, no -0.0 (``x + 0`` simplified to
+    ``x`` keeps a sign IEEE's sum drops), and no rounding (TwoSum's error of
+    the sum is zero; the product's error is zero; the quotient times the
+    divisor is exactly the dividend)."""
+    dtype = to_numpy_dtype(t.dtype)
+    if a.dtype != dtype or b.dtype != dtype:
+        raise _Refused
+    a, b = np.broadcast_arrays(a, b)
+    for x in (a, b, out):
+        if not np.all(np.isfinite(x)) or np.any((x == 0) & np.signbit(x)):
+            raise _Refused
+    if op in ("add", "sub"):
+        y = b if op == "add" else -b
+        s = a + y  # (the fold's own result, recomputed in the same type)
+        bb = s - a
+        err = (a - (s - bb)) + (y - bb)  # TwoSum: exact for finite values
+        if not np.array_equal(s, out) or np.any(err != 0):
+            raise _Refused
+    elif op == "mul":
+        _in_range(t, a, b, out)
+        if not np.array_equal(a * b, out) or np.any(_two_product_error(a, b, t) != 0):
+            raise _Refused
+    else:  # div: out * b == a exactly, b nonzero
+        if np.any(b == 0):
+            raise _Refused
+        _in_range(t, a, b, out)
+        if not np.array_equal(out * b, a) or np.any(_two_product_error(out, b, t) != 0):
+            raise _Refused
+
+
 def _arith(node, t, args):
-    """add/sub/mul: integers wrap as the fold computes; floats of whole numbers only."""
-    _whole(t, *args)
-    out = _fold(node, t, args)
-    _whole(t, np.asarray(out))
+    """add/sub/mul/div: integers as the fold computes (wrapping; truncating
+    division); floats only where the result is exact (:func:`_exact_float`)."""
+    if t.dtype not in _FLOATS and not any(a.dtype.kind == "f" for a in args):
+        return _fold(node, t, args)
+    if t.dtype not in _FLOATS or len(args) != 2:
+        raise _Refused
+    out = np.asarray(_fold(node, t, args))
+    _exact_float(node.op, t, args[0], args[1], out)
     return out
 
 
@@ -459,7 +608,7 @@ _EVAL = {
     "and": _int_only,
     "or": _int_only,
     "xor": _int_only,
-    "div": _int_only,
+    "div": _arith,
     "rem": _int_only,
     "pow": _int_only,
     "add": _arith,

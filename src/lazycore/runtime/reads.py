@@ -155,15 +155,31 @@ def _read_on_host(t: LazyTensor) -> bool:
     """Compute ``t`` on the host when it is an exact function of small
     uploads' host copies and constants (:func:`lazycore.runtime.hostreads.evaluate`):
     labels' ``max() >= vocab_size``, a mask and the lengths made of uploaded
-    labels, the inverse of an uploaded order. No program runs and nothing is
-    read from the device; the value becomes device data uploaded from that
-    answer, which keeps it too (a later read, a mask's nonzero indices, take
-    it from there). Returns whether ``t`` now holds its data."""
+    labels, the inverse of an uploaded order, the degenerate-box check of
+    uploaded target boxes. No program runs and nothing is read from the
+    device; the value becomes device data uploaded from that answer, which
+    keeps it too (a later read, a mask's nonzero indices, take it from
+    there). Where the only inputs missing are small device data leaves
+    (a program's results: a pooler's box levels, read once per level), their
+    values are copied from the device and kept on them instead of a program
+    for ``t`` (:func:`_copied`). Returns whether ``t`` now holds its data."""
     if not _apart(t):
         return False
     got = hostreads.evaluate(t._value)
     if got is None:
-        return False
+        plan = hostreads.inputs(t._value, {})
+        if plan is None or plan[1] or not plan[0] or not _copied(t.device, plan[0]):
+            return False
+        got = hostreads.evaluate(t._value)
+        if got is None:
+            return False
+    _answer(t, got)
+    return True
+
+
+def _answer(t: LazyTensor, got: tuple) -> None:
+    """``t`` becomes device data uploaded from its value computed on the host
+    (:func:`lazycore.runtime.hostreads.evaluate`'s answer), which keeps it."""
     host, nodes = got
     events.emit("read_on_host", t.type, nodes)
     kept = np.array(host, copy=True, order="C")  # (at most hostreads.KEPT_BYTES)
@@ -176,6 +192,84 @@ def _read_on_host(t: LazyTensor) -> bool:
     leaf = Data(buffer, t.type, owned=True)
     leaf.host = kept
     t._value = Value(leaf, 0)
+
+
+def _host_copy(leaf: Data) -> np.ndarray:
+    """A read-only copy of a device data leaf's value, read from the device."""
+    events.emit("transfer", "device-to-host", leaf.types[0], None)
+    with events.timed("transfer"):
+        host = np.array(pjrt.to_host(leaf.buffer))
+    events.bump("transfers_to_host")
+    events.bump("bytes_to_host", host.nbytes)
+    host.flags.writeable = False
+    return host
+
+
+def _copied(device, leaves: list) -> bool:
+    """Copy the values of small device data leaves (program results) to the
+    host and keep them there (``Data.host``), so that reads of exact
+    functions of them are computed on the host; False where one failed (its
+    read raises, as before)."""
+    running = device.running
+    if running is not None and running.flags:
+        device.wait()  # its value checks may fail these values (lazycore.runtime.checks)
+    for leaf in leaves:
+        if leaf.host is not None:
+            continue
+        if not hostreads.plain_leaf(leaf):
+            return False
+        try:
+            host = _host_copy(leaf)
+        except Exception:  # noqa: BLE001  (a program still running failed: the read's own path says how)
+            device.wait()
+            return False
+        leaf.host = host
+    return True
+
+
+def _read_bases(t: LazyTensor, behind: set[int]) -> bool:
+    """Compute ``t``, read apart mid-step, from small pending values of live
+    handles it is an exact function of (:func:`lazycore.runtime.hostreads.inputs`):
+    those values by a program of their own, copied to the host and kept
+    there (their handles now hold that data), and ``t`` on the host. A
+    second read of another function of them costs no program: a sampler's
+    ``torch.where(labels >= 1)`` and ``torch.where(labels == 0)`` of the
+    same pending labels, one program and one copy for both (two programs
+    before). Returns whether ``t`` now holds its data; where not, nothing
+    was run or the bases hold their data now and ``t`` is read as before."""
+    device = t.device
+    handles: dict[int, list] = {}
+    bases: dict[int, Node] = {}
+    for h in device.arena.live():
+        node = h._value[0]
+        if h is not t and type(node) is Node and h._value[1] == 0 and id(node) in behind:
+            handles.setdefault(id(node), []).append(h)
+            bases[id(node)] = node
+    if not bases:
+        return False
+    plan = hostreads.inputs(t._value, bases)
+    if plan is None or not plan[1]:
+        return False
+    fetch, compute = plan
+    events.emit("read_apart", t.type, len(behind))
+    try:
+        buffers = barrier.run_alone(device, [Value(n, 0) for n in compute])
+    except ProgramError:
+        return False
+    known: dict[int, np.ndarray] = {}
+    for node, buffer in zip(compute, buffers):
+        leaf = Data(buffer, node.types[0], owned=True)
+        for h in handles[id(node)]:
+            h._value = Value(leaf, 0)
+        if type(buffer) is Failure:
+            return False  # t's own program raises its error
+        leaf.host = known[id(node)] = _host_copy(leaf)
+    if fetch and not _copied(device, fetch):
+        return False
+    got = hostreads.evaluate(t._value, known)
+    if got is None:
+        return False
+    _answer(t, got)
     return True
 
 
@@ -214,6 +308,8 @@ def _read_alone(t: LazyTensor) -> bool:
         # holds no device data's values)
         if _shares(t, behind) or not _cuts(t, behind):
             return False
+        if _read_bases(t, behind):
+            return True
         events.emit("read_apart", t.type, len(behind))
         try:
             buffer = barrier.run_alone(device, values)[0]
