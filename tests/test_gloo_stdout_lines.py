@@ -158,3 +158,19 @@ def test_restore_ends_the_window_at_once_and_a_later_window_filters_again():
     assert run.returncode == 0, run.stderr.decode()[-2000:]
     assert run.stdout.decode().splitlines() == ["inside", LINE.format(0).rstrip("\n"), "after 1",
                                                 "exits inside a window"]
+
+
+def test_a_window_on_stderr_drops_only_its_lines():
+    # the lazy process group's window over c10d's time-stats warning (frontends/torch/distributed.py)
+    run = _child("""
+        noise = nativeout.Lines(rb"(\\[rank\\d+\\]:)?\\[W[^\\]]*\\] Warning: noise[^\\n]*", b"[")
+        print("before", file=sys.stderr)
+        with nativeout.filtered(2, noise):
+            os.write(2, b"[rank0]:[W1130 logger.cpp:329] Warning: noise (function operator())\\n")
+            os.write(2, b"[W1130 other.cpp:1] Warning: kept\\n")
+            print("inside", file=sys.stderr)
+        print("dropped", nativeout.dropped(2), nativeout.dropped(1), flush=True)
+    """)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    assert run.stderr.decode().splitlines() == ["before", "[W1130 other.cpp:1] Warning: kept", "inside"]
+    assert run.stdout.decode() == "dropped 1 0\n"

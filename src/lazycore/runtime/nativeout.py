@@ -71,7 +71,8 @@ in the window holds the pipe: then the thread carries on by itself)."""
 
 
 def _flush() -> None:
-    for stream in {id(s): s for s in (sys.stdout, sys.__stdout__) if s is not None}.values():
+    streams = (sys.stdout, sys.__stdout__, sys.stderr, sys.__stderr__)
+    for stream in {id(s): s for s in streams if s is not None}.values():
         try:
             stream.flush()
         except Exception:  # noqa: BLE001 - a closed or foreign stream: nothing of ours to flush
