@@ -49,6 +49,11 @@ def copy_(func, args, kwargs):
             h = core.from_numpy(dtypes.to_numpy(to_host(src)), lc_device(dst.device))
         else:
             h = read(src)
+    elif src.dim() == 0:
+        # a CPU tensor's value moved to the device (``n.to(device)``): data, a
+        # parameter whatever its value (baked while 0 or 1, a counter such as
+        # AveragedModel's n_averaged compiled again at 2, after warm-up)
+        h = core.scalar(src.item(), dtypes.lazy_dtype(src.dtype), device=lc_device(dst.device), fold=False)
     else:
         h = upload(src, lc_device(dst.device))
     ok = _overlap_ok(func, args, kwargs, dst)

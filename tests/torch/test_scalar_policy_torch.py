@@ -28,3 +28,17 @@ def test_a_shape_deciding_integer_stays_baked(dev):
     for k in range(1, 5):
         np.testing.assert_array_equal(x.expand(3, k).cpu().numpy(), torch.arange(3.0).reshape(3, 1).expand(3, k))
     assert metrics.counters()["compiles"] - c0 == 4  # one program per shape
+
+
+def test_a_cpu_counter_moved_to_the_device_compiles_once(dev):
+    # torch.optim.swa_utils.AveragedModel: n_averaged (a CPU tensor) .to(device)
+    # every step, 1, 2, 3, ...: baked while 0 or 1, it compiled again at 2, a
+    # program after warm-up. A CPU tensor's value moved to the device is data:
+    # a parameter whatever its value
+    x = torch.arange(6.0, device=dev)
+    lc.mark_step(wait=True)
+    c0 = metrics.counters()["compiles"]
+    for k in range(5):
+        n = torch.tensor(k).to(dev)
+        np.testing.assert_array_equal((x * (n + 1)).cpu().numpy(), (torch.arange(6.0) * (k + 1)).numpy())
+    assert metrics.counters()["compiles"] - c0 == 1
