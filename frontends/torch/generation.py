@@ -368,13 +368,19 @@ def _static_for_default(model, inputs, kwargs) -> bool:
     op a token cost 8-9x eager's. A static cache gives eager's tokens with
     steps that replay. Only where nobody sees the cache: not passed in, not
     returned (``return_dict_in_generate``), greedy or sampled decoding of a
-    decoder-only model transformers compiles with a static cache."""
+    model transformers compiles with a static cache. An encoder-decoder
+    model's (T5, Whisper) decoder cache: its first token's cache holds one
+    position, which no bucket pads (a program of its own), and Whisper's
+    second, of two, met a batch or head count of 2 (another): a tiny
+    Whisper's 6 tokens compiled 6 programs with the default cache, 4 with
+    this one."""
     if not (settings.generation_static_cache and settings.generation_replay) \
             or not getattr(type(model), "_can_compile_fullgraph", False):
         return False
     config = kwargs.get("generation_config") or getattr(model, "generation_config", None)
-    if config is None or getattr(model.config, "is_encoder_decoder", False):
+    if config is None:
         return False
+    encoder_decoder = getattr(model.config, "is_encoder_decoder", False)
 
     def asked(name, default=None):
         return kwargs[name] if name in kwargs else getattr(config, name, default)
@@ -386,7 +392,10 @@ def _static_for_default(model, inputs, kwargs) -> bool:
     if any(kwargs.get(k) is not None for k in ("past_key_values", "cache", "inputs_embeds", "streamer")):
         return False
     ids = inputs if inputs is not None else kwargs.get("inputs", kwargs.get("input_ids"))
-    return isinstance(ids, Tensor) and ids.dim() == 2 and isinstance(next(model.parameters(), None), Tensor)
+    if encoder_decoder and ids is None:
+        ids = kwargs.get("input_features", kwargs.get("input_values"))  # (an audio encoder's)
+    return isinstance(ids, Tensor) and (encoder_decoder or ids.dim() == 2) \
+        and isinstance(next(model.parameters(), None), Tensor)
 
 
 def _greedy_fits(model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus,
@@ -632,7 +641,7 @@ def _wrap_generate(generate):
             _draw_state_first(self, kwargs)
             if len(args) <= 1 and _static_for_default(self, args[0] if args else None, kwargs):
                 kwargs = dict(kwargs, cache_implementation="static")
-            return generate(self, *args, **kwargs)
+            return _host_copied(generate(self, *args, **kwargs))
         finally:
             g.depth -= 1
             _buckets.fix(before)
@@ -642,6 +651,30 @@ def _wrap_generate(generate):
 
     wrapped.__lazycore_generation__ = True
     return wrapped
+
+
+_HOST_COPIED_BYTES = 64 * 1024
+"""The largest generated ids given a host copy (:func:`_host_copied`; the
+runtime keeps one for integer uploads up to this size)."""
+
+
+def _host_copied(out):
+    """generate()'s result with its ids (``out`` or its ``sequences``) as
+    device data with a host copy, where they are integers on a lazy device
+    of at most :data:`_HOST_COPIED_BYTES`: one transfer, after which the
+    caller's reads of them (Whisper's post-processing asks each row's last
+    token, its pad count and ``tolist()``, a program each) are answered on
+    the host (:mod:`lazycore.runtime.hostreads`). The values are the ones
+    computed: eager's tokens."""
+    ids = out if isinstance(out, Tensor) else getattr(out, "sequences", None)
+    if not isinstance(ids, Tensor) or ids.dtype not in (torch.int64, torch.int32) \
+            or ids.numel() * ids.element_size() > _HOST_COPIED_BYTES:
+        return out
+    copied = from_host(ids.cpu(), ids.device)
+    if out is ids:
+        return copied
+    out.sequences = copied
+    return out
 
 
 def _draw_state_first(model, kwargs) -> None:
