@@ -94,7 +94,7 @@ def test_observers_hear_the_runtime_through_events_alone():
     out = _run("""
         import numpy as np
         import lazycore as lc
-        x = lc.from_numpy(np.ones(3, np.float32))
+        x = lc.from_numpy(np.ones(20_000, np.float32))  # over 64 KiB: no host copy answers the read
         with lc.guards.guard(transfers="error"):
             try:
                 lc.to_numpy(lc.apply("add", x, x))
@@ -114,7 +114,7 @@ def test_importing_a_frontend_the_first_barrier_and_the_first_step_freeze_what_t
         import lazycore
         import lazycore.numpy as lnp
         setup = [[i] for i in range(1000)]  # a model, a dataset: they live as long as the loop
-        x = lnp.asarray([1.0, 2.0, 3.0])  # an upload
+        x = lnp.asarray([1.0] * 20_000)  # an upload over 64 KiB: a program, not its host copy, answers reads
         lazycore.mark_step()  # nothing to run: the setup is over
         barrier = gc.get_freeze_count()
         (x + 1).tolist()  # the first program imports the compiler
