@@ -24,7 +24,8 @@ fallback), its mean in CI. The rest run with ``LAZYCORE_TEST_FULL=1`` only:
   ``autograd.Function``, tensor and module hooks, label smoothing,
   ``nn.MultiheadAttention`` and ``nn.Transformer`` with causal and padding
   masks, the encoder's inference fast path (nested tensors), ``torch.distributions``
-  losses, a DataLoader with pinned memory.
+  losses, a DataLoader with pinned memory, ``torch.utils.checkpoint``
+  (reentrant or not) and transformers' ``gradient_checkpointing_enable()``.
 
 The attention loops train with SGD: under Adam the key projection's bias
 (whose gradient is 0 in exact arithmetic, softmax being shift invariant) moves
@@ -413,6 +414,51 @@ def test_dataloader_pinned_memory_as_eager(dev):
         ltorch.mark_step()
     for p, q in zip(lazy.parameters(), eager.parameters()):
         torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=1e-6, atol=1e-7)
+
+
+class _Checkpointed(nn.Module):
+    def __init__(self, reentrant):
+        super().__init__()
+        self.a, self.o = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 32)), nn.Linear(32, 4)
+        self.reentrant = reentrant
+
+    def forward(self, x):
+        from torch.utils.checkpoint import checkpoint
+
+        return self.o(checkpoint(self.a, x, use_reentrant=self.reentrant))
+
+
+@full_only
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_activation_checkpointing_as_eager(dev, reentrant):
+    _assert_as_eager(_train_both(lambda: _Checkpointed(reentrant), _cls_batches(), _xent_step, dev,
+                                 lambda m: torch.optim.SGD(m.parameters(), lr=0.1)))
+
+
+@full_only
+def test_transformers_gradient_checkpointing_as_eager():
+    """``model.gradient_checkpointing_enable()`` on the zoo's GPT-2 (its blocks
+    recomputed in the backward)."""
+    pytest.importorskip("transformers")
+    import dataclasses
+
+    import zoo_harness
+    import zoo_models
+
+    spec = zoo_models.BY_NAME["gpt2"]
+
+    def build():
+        model = spec.build()
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        return model
+
+    r = zoo_harness.train(dataclasses.replace(spec, build=build))
+    assert r.loss_rel < 1e-4, (r.eager_losses, r.lazy_losses)
+    assert r.param_diff < 1e-4, r.param_worst
+    assert r.fallbacks == 0, r.fallback_ops
+    assert r.compiles_after_warmup == 0, r.compiles
+    assert r.programs_after_warmup == 1, r.programs
+    assert all(lazy and eager for lazy, eager in r.tied.values()), r.tied
 
 
 # --- transformers models (LAZYCORE_TEST_FULL=1) ----------------------------------------------
