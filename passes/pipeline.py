@@ -238,3 +238,4 @@ def _ensure_passes_loaded() -> None:
         _loaded = True
         # importing a pass module registers its passes (and canonicalize's, updates')
         from . import aliasing, canonicalize, conv_layout, pdl, roll_loops, to_stablehlo  # noqa: F401
+        from . import keep_roundings  # noqa: F401

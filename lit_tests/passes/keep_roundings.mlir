@@ -1,0 +1,64 @@
+// lazy-keep-roundings: a float product that a sum takes is fenced, so that
+// XLA's CPU backend cannot contract the two into one fused multiply-add and
+// the product keeps its own rounding, as eager's two kernels round it. The
+// fence is an integer xor with "is NaN" (0 unless the product is NaN), which
+// neither XLA nor LLVM can prove to be zero.
+// RUN: lazy-opt --split-input-file --lazy-keep-roundings %s | filecheck %s
+// The final canonicalize of the pipelines does not fold the fence away.
+// RUN: lazy-opt --split-input-file --lazy-keep-roundings --canonicalize %s | filecheck %s
+
+// x * 0.3 + y: the add takes the fenced product.
+// CHECK-LABEL: func.func @axpy
+// CHECK: %[[M:.*]] = stablehlo.multiply %arg0, %{{.*}} : tensor<8xf32>
+// CHECK: %[[B:.*]] = stablehlo.bitcast_convert %[[M]] : (tensor<8xf32>) -> tensor<8xi32>
+// CHECK: %[[N:.*]] = stablehlo.compare NE, %[[M]], %[[M]] : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xi1>
+// CHECK: %[[I:.*]] = stablehlo.convert %[[N]] : (tensor<8xi1>) -> tensor<8xi32>
+// CHECK: %[[X:.*]] = stablehlo.xor %[[B]], %[[I]] : tensor<8xi32>
+// CHECK: %[[F:.*]] = stablehlo.bitcast_convert %[[X]] : (tensor<8xi32>) -> tensor<8xf32>
+// CHECK: %[[S:.*]] = stablehlo.add %[[F]], %arg1 : tensor<8xf32>
+// CHECK: return %[[S]]
+func.func @axpy(%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32> {
+  %c = stablehlo.constant dense<3.0e-01> : tensor<8xf32>
+  %0 = stablehlo.multiply %x, %c : tensor<8xf32>
+  %1 = stablehlo.add %0, %y : tensor<8xf32>
+  return %1 : tensor<8xf32>
+}
+
+// -----
+
+// float64 fences through a 64-bit integer; a product reaching a subtract
+// through a broadcast is fenced too, and the product the function returns as
+// well keeps its unfenced value there.
+// CHECK-LABEL: func.func @through_broadcast
+// CHECK: %[[M:.*]] = stablehlo.multiply %arg0, %arg1 : tensor<4xf64>
+// CHECK: stablehlo.bitcast_convert %[[M]] : (tensor<4xf64>) -> tensor<4xi64>
+// CHECK: %[[F:.*]] = stablehlo.bitcast_convert %{{.*}} : (tensor<4xi64>) -> tensor<4xf64>
+// CHECK: %[[B:.*]] = stablehlo.broadcast_in_dim %[[F]], dims = [1] : (tensor<4xf64>) -> tensor<2x4xf64>
+// CHECK: %[[S:.*]] = stablehlo.subtract %arg2, %[[B]] : tensor<2x4xf64>
+// CHECK: return %[[S]], %[[M]]
+func.func @through_broadcast(%a: tensor<4xf64>, %b: tensor<4xf64>, %c: tensor<2x4xf64>) -> (tensor<2x4xf64>, tensor<4xf64>) {
+  %0 = stablehlo.multiply %a, %b : tensor<4xf64>
+  %1 = stablehlo.broadcast_in_dim %0, dims = [1] : (tensor<4xf64>) -> tensor<2x4xf64>
+  %2 = stablehlo.subtract %c, %1 : tensor<2x4xf64>
+  return %2, %0 : tensor<2x4xf64>, tensor<4xf64>
+}
+
+// -----
+
+// Left alone: a product no sum takes, an integer product, and a float64
+// product of two float32s (exact: the float32 fused multiply-add the torch
+// lowerings compute for eager's addcmul and add(alpha=) this way).
+// CHECK-LABEL: func.func @left
+// CHECK-NOT: stablehlo.xor
+// CHECK: return
+func.func @left(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4xf64>, %i: tensor<4xi32>) -> (tensor<4xf32>, tensor<4xi32>, tensor<4xf64>) {
+  %0 = stablehlo.multiply %a, %b : tensor<4xf32>
+  %1 = stablehlo.exponential %0 : tensor<4xf32>
+  %2 = stablehlo.multiply %i, %i : tensor<4xi32>
+  %3 = stablehlo.add %2, %i : tensor<4xi32>
+  %4 = stablehlo.convert %a : (tensor<4xf32>) -> tensor<4xf64>
+  %5 = stablehlo.convert %b : (tensor<4xf32>) -> tensor<4xf64>
+  %6 = stablehlo.multiply %4, %5 : tensor<4xf64>
+  %7 = stablehlo.add %6, %c : tensor<4xf64>
+  return %1, %3, %7 : tensor<4xf32>, tensor<4xi32>, tensor<4xf64>
+}

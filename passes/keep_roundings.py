@@ -1,0 +1,157 @@
+"""``lazy-keep-roundings``: a float product that a sum takes keeps its own
+rounding, as eager's separate kernels round it.
+
+XLA's CPU backend lets LLVM contract a floating multiply whose result an add
+or subtract takes into one fused multiply-add (it sets LLVM's
+``AllowFPOpFusion=Fast``; no XLA flag turns it off), which rounds once where
+eager, running ``x * 0.3 + y`` as two kernels, rounds twice: float32
+``x * 0.3 + y`` differed from eager in 18% of 100,003 values, SGD momentum's
+``buf.mul(0.9).add(grad)`` in 28%, float64 in 15%. XLA and LLVM see through
+``optimization_barrier``, ``reduce_precision``, ``+ 0.0`` and round trips
+through a wider type.
+
+This pass runs on StableHLO and fences every floating ``stablehlo.multiply``
+whose result reaches an ``add``, ``subtract`` or ``negate``, directly or
+through ops that only move or pick elements (only those uses take the fenced
+value)::
+
+    m      = multiply a, b
+    fenced = bitcast_convert<f>(bitcast_convert<i>(m) xor convert<i>(compare NE m, m))
+    add fenced, c
+
+The ``xor`` is 0 unless ``m`` is NaN, where it flips the lowest bit of a
+quiet NaN's payload (still NaN); neither XLA nor LLVM can prove it zero, so
+the product is rounded before the sum. The fence is integer work inside the
+same fused loop. A product that is exact (two operands converted from a
+type with at most half the significand, as the lowerings' float32 fused
+multiply-add emulation multiplies in float64) rounds nothing and is left.
+
+A product a ``reduce`` sums is not fenced: XLA calls the reduction's body
+per element and did not contract it (``(a * b).sum()``, over all, rows and
+columns, float32 and float64: the same bits with and without a fence).
+
+The float32 lowerings that emulate eager's own fused kernels (``addcmul``,
+``add`` with ``alpha``) compute their single rounding explicitly (a float64
+sum of an exact product), so they keep eager's bits with the fence. Others
+still leave eager's fused multiply-add to XLA's contraction: torch.optim's
+device learning rate (``param.add_(grad * -lr)``, ``frontends/torch/optim.py``'s
+``_DeviceScalars``) and float64's ``addcmul`` and ``add(alpha=)``; the fence
+rounds those twice where eager rounds once. So the pass is opt-in, run after
+the final ``canonicalize`` (which does not fold ``compare NE m, m``)::
+
+    lazycore.config.configure(pipeline=CHANNELS_LAST_PIPELINE + ",lazy-keep-roundings")
+"""
+
+from __future__ import annotations
+
+from lazycore.dialect.mlir import ir
+
+from .catalog import register_pass
+from .lowering.hlo import direction
+
+_WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
+_SIGNIFICAND = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}
+
+_CONTRACTING = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.negate"})
+"""Users that LLVM may fuse a product into."""
+
+_MOVING = frozenset("stablehlo." + n for n in """
+    broadcast_in_dim reshape transpose slice dynamic_slice concatenate pad reverse select
+    dynamic_update_slice gather copy
+""".split())
+"""Users that only move or pick elements: XLA fuses them into the loop that computes their user."""
+
+_DEPTH = 4
+
+
+def _float_name(t: ir.Type) -> str | None:
+    try:
+        elt = ir.ShapedType(t).element_type
+    except ValueError:
+        return None
+    name = str(elt)
+    return name if name in _WIDTH else None
+
+
+def _ranked(t: ir.Type) -> bool:
+    try:
+        ir.RankedTensorType(t)
+    except ValueError:
+        return False
+    return True
+
+
+def _op(owner):
+    return owner.operation if hasattr(owner, "operation") else owner
+
+
+def _contracting(use, depth: int = _DEPTH) -> bool:
+    """The user of ``use`` is a sum LLVM could fuse a product into, or
+    moves the value to one."""
+    user = _op(use.owner)
+    if user.name in _CONTRACTING:
+        return True
+    return bool(depth) and user.name in _MOVING and any(_contracted(r, depth - 1) for r in user.results)
+
+
+def _contracted(v: ir.Value, depth: int = _DEPTH) -> bool:
+    """``v`` reaches a sum LLVM could fuse a product into."""
+    return any(_contracting(use, depth) for use in v.uses)
+
+
+def _exact(op: ir.Operation, dtype: str) -> bool:
+    """The product of ``op``'s operands rounds nothing: both are converted
+    from floats with at most half ``dtype``'s significand."""
+    for operand in op.operands:
+        owner = operand.owner
+        if not isinstance(owner, (ir.Operation, ir.OpView)) or _op(owner).name != "stablehlo.convert":
+            return False
+        source = _float_name(_op(owner).operands[0].type)
+        if source is None or 2 * _SIGNIFICAND[source] > _SIGNIFICAND[dtype]:
+            return False
+    return True
+
+
+def _fence(op: ir.Operation, dtype: str) -> None:
+    m = op.results[0]
+    shaped = ir.RankedTensorType(m.type)
+    with ir.InsertionPoint(op), op.location:
+        ints = ir.RankedTensorType.get(shaped.shape, ir.IntegerType.get_signless(_WIDTH[dtype]), shaped.encoding)
+        flags = ir.RankedTensorType.get(shaped.shape, ir.IntegerType.get_signless(1), shaped.encoding)
+        bits = ir.Operation.create("stablehlo.bitcast_convert", results=[ints], operands=[m])
+        nan = ir.Operation.create(
+            "stablehlo.compare", results=[flags], operands=[m, m],
+            attributes={"comparison_direction": direction("NE")},
+        )
+        flip = ir.Operation.create("stablehlo.convert", results=[ints], operands=[nan.result])
+        kept = ir.Operation.create("stablehlo.xor", results=[ints], operands=[bits.result, flip.result])
+        fenced = ir.Operation.create("stablehlo.bitcast_convert", results=[m.type], operands=[kept.result])
+    op.move_before(bits)
+    # (only the sums take the fenced value: what else reads the product reads its own bits)
+    for use in [u for u in m.uses if _contracting(u)]:
+        _op(use.owner).operands[use.operand_number] = fenced.result
+
+
+def run(module_op: ir.Operation) -> None:
+    found = []
+
+    def look(o):
+        o = o.operation
+        if o.name == "stablehlo.multiply" and len(o.results) == 1:
+            dtype = _float_name(o.results[0].type)
+            if dtype is not None and _ranked(o.results[0].type) and not _exact(o, dtype) and _contracted(o.results[0]):
+                found.append((o, dtype))
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(look)
+    for o, dtype in found:
+        _fence(o, dtype)
+
+
+@register_pass(
+    "lazy-keep-roundings",
+    "StableHLO float products that a sum takes are fenced (an integer xor XLA and LLVM cannot fold), "
+    "so that XLA's CPU backend does not contract them into fused multiply-adds eager does not compute",
+)
+def _factory():
+    return run
