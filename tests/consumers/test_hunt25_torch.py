@@ -658,5 +658,8 @@ def test_timm_recipe_trains_as_eager(dev, name):
     _state_close(lazy, eager, "model")
     _state_close(lazy_ema, eager_ema, "ema")
     assert metrics.counters().get("fallbacks", 0) == 0, metrics.fallbacks()
-    assert sum(compiles[2:]) == 0, compiles
+    # Step 3 compiles once more (by hand, no disk cache: DeiT [2, 1, 1, 0], MobileViT
+    # [1, 1, 1, 0]): a Python number that changes every step (Mixup's lambda, the
+    # warm-up's lr) becomes a program parameter only once the scalar policy has seen it change
+    assert sum(compiles[3:]) == 0, compiles
     assert max(programs[2:]) == 1, programs
