@@ -101,13 +101,15 @@ def _contracted(v: ir.Value, depth: int = _DEPTH) -> bool:
 
 def _exact(op: ir.Operation, dtype: str) -> bool:
     """The product of ``op``'s operands rounds nothing: both are converted
-    from floats with at most half ``dtype``'s significand."""
+    from floats with at most half ``dtype``'s significand and whose products
+    stay in ``dtype``'s normal range (not bfloat16's in float32: its range is
+    float32's, so its products can overflow or become subnormal)."""
     for operand in op.operands:
         owner = operand.owner
         if not isinstance(owner, (ir.Operation, ir.OpView)) or _op(owner).name != "stablehlo.convert":
             return False
         source = _float_name(_op(owner).operands[0].type)
-        if source is None or 2 * _SIGNIFICAND[source] > _SIGNIFICAND[dtype]:
+        if source is None or 2 * _SIGNIFICAND[source] > _SIGNIFICAND[dtype] or (source, dtype) == ("bf16", "f32"):
             return False
     return True
 
