@@ -212,7 +212,7 @@ class Watch:
                 v = h._value
                 self.before[id(h)] = (h, v)
                 self.held.setdefault((id(v[0]), v[1]), []).append(h)
-        self.counters = (UPLOADS.count, events.EVENTS.counters["fallbacks"])
+        self.counters = (UPLOADS.count, events.EVENTS.counters["fallbacks"], events.EVENTS.counters["host_reads"])
 
 
 def begin(args, calls=True) -> Watch:
@@ -237,7 +237,8 @@ def _fresh(watch: Watch) -> list[LazyTensor]:
 def check(watch: Watch) -> None:
     """Refuse a call that did what no replay can redo: ran a barrier, uploaded
     host data, fell back to an eager kernel."""
-    if LOG.start != watch.log_start:
+    if LOG.start != watch.log_start or events.EVENTS.counters["host_reads"] != watch.counters[2]:
+        # a value read on the host (runtime/hostreads.py) decides Python as a barrier's would: no replay redoes it
         raise Refused("the step ran a barrier (it looked at a value: .item(), print, a fallback op, mark_step)")
     if not LOG.on:
         raise Refused("the step made more nodes than the step log keeps")
