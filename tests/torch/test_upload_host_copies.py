@@ -264,6 +264,7 @@ def test_degenerate_box_check_of_uploaded_boxes_runs_no_program(dev):
     assert torchvision
     boxes = torch.tensor([[1.5, 2.25, 30.0, 40.5], [3.0, 4.0, 10.0, 12.0], [5.0, 9.0, 5.0, 20.0]])
     lazy = boxes.to(dev)
+    q = _pending_float_work(dev)  # the step's forward, pending: float work is computed on the host mid-step only
     for size in [(64, 64), (128, 32)]:  # ratios 1 and 2, 0.5: exact
         e0 = _c("executions")
         for b in (boxes, lazy):
@@ -273,10 +274,12 @@ def test_degenerate_box_check_of_uploaded_boxes_runs_no_program(dev):
                 want = got
         assert torch.equal(got[0].cpu(), want[0]) and got[1] == want[1] is True
         assert _c("executions") == e0, size
+    del q
 
 
 def test_exact_float_functions_of_uploads_match_eager(dev):
     for dtype in (torch.float32, torch.float64):
+        q = _pending_float_work(dev)  # mid-step (with nothing else pending, float uploads are the device's)
         cpu = torch.tensor([[1.5, -2.25, 3.0, 0.0], [1e6, -7.0, 0.125, 2.0**-20]], dtype=dtype)
         lazy = cpu.to(dev)
         exact = [
@@ -315,6 +318,7 @@ def test_orders_of_signed_zeros_and_nan_are_the_devices(dev, monkeypatch):
 
     a = torch.tensor([-0.0, 0.0, 1.0, float("nan")])
     b = torch.tensor([0.0, -0.0, -1.0, 2.0])
+    q = _pending_float_work(dev)  # mid-step
     cases = [lambda x, y: torch.maximum(x, y), lambda x, y: torch.minimum(x, y), lambda x, y: torch.fmax(x, y),
              lambda x, y: x.clamp(min=0.0), lambda x, y: torch.where(x > y, x, y), lambda x, y: x.isnan() | (y < 0)]
     on_host = []
@@ -329,7 +333,7 @@ def test_orders_of_signed_zeros_and_nan_are_the_devices(dev, monkeypatch):
     for i, f in enumerate(cases):
         e0 = _c("executions")
         on_device = f(a.to(dev), b.to(dev)).cpu()
-        assert _c("executions") == e0 + 1, i
+        assert _c("executions") == e0 + 1, i  # (read apart)
         assert torch.equal(on_device.view(-1, 1).view(torch.uint8) if on_device.dtype == torch.bool
                            else on_device.view(torch.int32), on_host[i].view(-1, 1).view(torch.uint8)
                            if on_host[i].dtype == torch.bool else on_host[i].view(torch.int32)), i
@@ -339,8 +343,20 @@ def test_orders_of_signed_zeros_and_nan_are_the_devices(dev, monkeypatch):
 
 
 def _pending_float_work(dev):
+    """A step's pending float work (reads beside it are read apart, or on the host)."""
     w = torch.nn.Linear(3, 1).to(dev)
-    return w(torch.ones(2, 3, device=dev)).sum()  # a step's pending float work: reads are read apart
+    return w(torch.ones(2, 3, device=dev)).sum()
+
+
+def test_float_work_with_nothing_else_pending_is_the_devices(dev):
+    """With nothing else pending a barrier cuts nothing: a float value's
+    program is the whole barrier, its graph the device's (the IR a user
+    inspects); its upload's own values are still read from the copy."""
+    x = torch.tensor([1.5, 2.0, -3.0]).to(dev)
+    e0, t0 = _c("executions"), _c("transfers_to_host")
+    assert (x * 2).tolist() == [3.0, 4.0, -6.0] and bool((x > 0).any())
+    assert _c("executions") == e0 + 2
+    assert x.tolist() == [1.5, 2.0, -3.0] and _c("transfers_to_host") == t0 + 2
 
 
 def test_two_reads_of_one_pending_base_run_one_program(dev):

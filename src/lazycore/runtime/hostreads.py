@@ -76,17 +76,18 @@ def keep(host: np.ndarray) -> np.ndarray | None:
     return copy
 
 
-def evaluate(value, known: dict | None = None) -> tuple[np.ndarray, int] | None:
+def evaluate(value, known: dict | None = None, floats: bool = True) -> tuple[np.ndarray, int] | None:
     """The value of ``value`` (a graph :class:`~lazycore.ir.graph.Value`)
     computed on the host from host copies and constants, with the bits the
     device would compute, and the number of nodes computed; None where that
     is not certain (see the module's text). ``known``: ``id(node)`` -> the
     host value of pending nodes computed by a program and read already
-    (:func:`inputs`' ``compute``)."""
+    (:func:`inputs`' ``compute``). ``floats``: False refuses float host
+    copies (a float upload's value is then the device's to compute)."""
     t = value[0].types[value[1]]
     if t.size * to_numpy_dtype(t.dtype).itemsize > KEPT_BYTES:
         return None
-    run = _Evaluation()
+    run = _Evaluation(floats)
     if known:
         run.memo.update(known)
         run.copies += len(known)
@@ -171,9 +172,10 @@ def inputs(value, bases: dict) -> tuple[list, list] | None:
 
 
 class _Evaluation:
-    __slots__ = ("memo", "count", "copies")
+    __slots__ = ("memo", "count", "copies", "floats")
 
-    def __init__(self):
+    def __init__(self, floats: bool = True):
+        self.floats = floats
         self.memo: dict[int, np.ndarray] = {}
         self.count = 0
         self.copies = 0  # host copies met
@@ -194,6 +196,8 @@ class _Evaluation:
             if node.host is None or node.row is not None or node.valid is not None:
                 raise _Refused
             out = node.host
+            if not self.floats and out.dtype.kind == "f":
+                raise _Refused
             self.copies += 1
         elif kind is Scalar:
             out = np.asarray(node.value, dtype=to_numpy_dtype(t.dtype))

@@ -165,16 +165,27 @@ def _read_on_host(t: LazyTensor) -> bool:
     for ``t`` (:func:`_copied`). Returns whether ``t`` now holds its data."""
     if not _apart(t):
         return False
-    got = hostreads.evaluate(t._value)
+    floats = _mid_step(t)
+    got = hostreads.evaluate(t._value, floats=floats)
     if got is None:
         plan = hostreads.inputs(t._value, {})
         if plan is None or plan[1] or not plan[0] or not _copied(t.device, plan[0]):
             return False
-        got = hostreads.evaluate(t._value)
+        got = hostreads.evaluate(t._value, floats=floats)
         if got is None:
             return False
     _answer(t, got)
     return True
+
+
+def _mid_step(t: LazyTensor) -> bool:
+    """Whether a barrier for ``t`` would cut other pending work in two (the
+    step's): only then is float work computed on the host (a degenerate-box
+    check in the middle of a detection model's step). With nothing else
+    pending, a float value's program is the whole barrier, and its graph
+    stays the device's to compile (the IR a user inspects)."""
+    behind = _constants_behind(t._value, [])
+    return behind is not None and _cuts(t, behind)
 
 
 def _answer(t: LazyTensor, got: tuple) -> None:
