@@ -220,7 +220,11 @@ ILL_CONDITIONED = [
 # Not in SPECS for their cost (measured 2026-11-30 on the 2-core AVX-512 Xeon at load 23-27,
 # channels-last default, zoo_harness.train's 4 steps, LAZYCORE_CACHE_DIR=off):
 #   torchvision densenet121 (64x64): the first step's program 17638 nodes, lowering 27 s and
-#       XLA 871 s wall; the second's (optimizer state) 19458 nodes; the process ~230 s CPU.
+#       XLA 871 s wall; the second's (optimizer state) 19458 nodes; the run 3229 s wall, 233 s
+#       process CPU. Ill-conditioned too: losses per step eager float64 1.74603 1.57381 1.91868
+#       1.91907, eager float32 (1 thread) 1.74603 1.57385 1.91186 1.92999, eager float32 (2
+#       threads) ... 1.91196 1.93531, lazycore 1.74603 1.57378 1.91947 1.91497 (nearer float64
+#       at steps 1-3 than eager, whose thread count alone moves step 3 by 2.8e-3).
 #   torchvision inception_v3 (80x80, aux_logits=False): 13042 nodes, lowering 37 s and XLA 317 s
 #       wall; the whole run 2192 s wall, 154 s process CPU. Its default Dropout(0.5) draws other
 #       numbers than eager (a spec needs dropout=0.0), and with dropout=0.0 it is ill-conditioned
