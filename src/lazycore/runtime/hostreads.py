@@ -83,7 +83,9 @@ def evaluate(value, known: dict | None = None, floats: bool = True) -> tuple[np.
     is not certain (see the module's text). ``known``: ``id(node)`` -> the
     host value of pending nodes computed by a program and read already
     (:func:`inputs`' ``compute``). ``floats``: False refuses float host
-    copies (a float upload's value is then the device's to compute)."""
+    copies (a float upload's value is then the device's to compute) and
+    takes float sums and products of whole numbers only (as before float
+    uploads kept copies)."""
     t = value[0].types[value[1]]
     if t.size * to_numpy_dtype(t.dtype).itemsize > KEPT_BYTES:
         return None
@@ -206,6 +208,8 @@ class _Evaluation:
             if rule is None or not (is_int(t.dtype) or is_bool(t.dtype) or t.dtype in _FLOATS):
                 raise _Refused
             args = [self.value(o) for o in operand_values(node)]
+            if not self.floats and rule is _arith and (t.dtype in _FLOATS or any(a.dtype.kind == "f" for a in args)):
+                rule = _whole_arith  # (off mid-step: sums and products of whole numbers only, as before)
             out = rule(node, t, args)
             if out is None:
                 raise _Refused
@@ -339,6 +343,17 @@ def _exact_float(op: str, t, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> N
         _in_range(t, a, b, out)
         if not np.array_equal(out * b, a) or np.any(_two_product_error(out, b, t) != 0):
             raise _Refused
+
+
+def _whole_arith(node, t, args):
+    """add/sub/mul of floats that are whole numbers the type holds exactly
+    (a count of a mask made float), with :func:`evaluate`'s ``floats`` off."""
+    if node.op == "div":
+        raise _Refused
+    _whole(t, *args)
+    out = _fold(node, t, args)
+    _whole(t, np.asarray(out))
+    return out
 
 
 def _arith(node, t, args):
