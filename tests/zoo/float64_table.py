@@ -12,6 +12,11 @@ where it is, and the losses' relative differences. Where eager float32 is
 itself far from float64 (batch norm over few numbers: a nearly constant
 channel's rounding divided by ``sqrt(eps)``), lazycore is judged by its own
 distance from float64 (the zoo's parameter test), not by eager's answer.
+
+Besides the zoo's models, :data:`MORE` holds torchvision's EfficientNet-B0
+and DeepLabV3 (MobileNetV3-large backbone, its ASPP), dropout and stochastic
+depth off: their draws are the device's own, not eager's, so with them on the
+table would measure the draws, not the rounding.
 """
 
 import os
@@ -24,6 +29,51 @@ import torch  # noqa: E402
 
 import zoo_harness as zh  # noqa: E402
 import zoo_models as zm  # noqa: E402
+
+
+def _no_dropout(model):
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    return model
+
+
+class _Segmentation(torch.nn.Module):
+    """A segmentation model's ``["out"]`` (per-pixel logits), so the zoo's
+    cross-entropy step trains it on per-pixel labels."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
+def _efficientnet_b0():
+    import torchvision
+
+    return torchvision.models.efficientnet_b0(weights=None, num_classes=zm.CLASSES, dropout=0.0,
+                                              stochastic_depth_prob=0.0)
+
+
+def _deeplabv3():
+    from torchvision.models.segmentation import deeplabv3_mobilenet_v3_large
+
+    return _Segmentation(_no_dropout(deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None,
+                                                                  num_classes=3)))
+
+
+def _pixels(g):
+    """4 images of 64x64 (the zoo's batch for batch norm) with per-pixel labels of 3 classes."""
+    return {"pixel_values": torch.randn(4, 3, 64, 64, generator=g),
+            "labels": torch.randint(0, 3, (4, 64, 64), generator=g)}
+
+
+MORE = [
+    zm.Spec("efficientnet_b0", "torchvision", _efficientnet_b0, zm._images_for_bn),
+    zm.Spec("deeplabv3_mobilenet_v3_large", "torchvision", _deeplabv3, _pixels),
+]
 
 
 def run(spec, batches, mode: str):
@@ -64,6 +114,6 @@ def table(spec, steps: int = 4) -> None:
 
 
 if __name__ == "__main__":
-    by_name = {**zm.BY_NAME, **{s.name: s for s in zm.ILL_CONDITIONED}}
+    by_name = {**zm.BY_NAME, **{s.name: s for s in zm.ILL_CONDITIONED + MORE}}
     for name in sys.argv[1:] or list(by_name):
         table(by_name[name])
