@@ -62,7 +62,8 @@ def test_shape_or_dtype_change_recompiles(rng):
 
 
 def test_sharing_of_leaves_is_part_of_the_key(rng):
-    x, y = (rng.standard_normal((3,)).astype(np.float32) for _ in range(2))
+    # over the host copies' 64 KiB: x + x (exact) is not answered on the host beside the pending a + b
+    x, y = (rng.standard_normal((20_000,)).astype(np.float32) for _ in range(2))
     a, b = lc.from_numpy(x), lc.from_numpy(y)
     same, diff = lc.apply("add", a, a), lc.apply("add", a, b)
     assert same.value.node.digest == diff.value.node.digest  # leaves hash their type only

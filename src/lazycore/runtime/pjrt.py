@@ -264,6 +264,16 @@ def to_device(array: np.ndarray, device=None):
         return xc.batched_device_put(ShapedArray(array.shape, array.dtype), SingleDeviceSharding(device),
                                      [np.array(array, copy=True)], [device], True, enable_x64=True)
     if isinstance(device, MeshTarget):
+        if device.spans_processes:
+            # jax checks that every process put the same value: a gather over the
+            # processes, which fails at once (the pairs are connected) when one is gone
+            peers.check()
+            try:
+                with jax.enable_x64(True):
+                    return jax.device_put(np.array(array, copy=True), device.replicated_sharding)
+            except Exception as e:
+                peers.failed(e)  # raises PeerLost naming the process when one is gone
+                raise
         device = device.replicated_sharding
     with jax.enable_x64(True):
         return jax.device_put(np.array(array, copy=True), device or default_device())
