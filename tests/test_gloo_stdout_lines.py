@@ -113,6 +113,24 @@ def test_the_filter_drops_gloos_lines_only_and_keeps_the_order_of_the_rest():
         "[Gloo] Ranks: cut", "after 2"], run.stdout.decode()
 
 
+def test_the_filter_drops_a_line_another_threads_line_landed_in():
+    # gloo's threads write unlocked: one line can land inside another's start
+    # (seen in a two-process run: '[Gloo] Rank [Gloo] Rank 2 is connected ...')
+    run = _child(f"""
+        with nativeout.filtered():
+            os.write(1, b"[Gloo] Rank ")
+            os.write(1, {LINE.format(2)!r}.encode())
+            os.write(1, b"3 is connected to 3 peer ranks. Expected number of connected peer ranks is : 3\\n")
+            os.write(1, b"[Gloo] Rank 0 is conn" + {LINE.format(1)!r}.encode()
+                     + b"ected to 3 peer ranks. Expected number of connected peer ranks is : 3\\nmine\\n")
+            os.write(1, b"quoted: " + {LINE.format(4)!r}.encode())  # not a line's start: kept
+        print("after", nativeout.dropped(), flush=True)
+    """)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    assert run.stdout.decode().splitlines() == ["mine", "quoted: " + LINE.format(4).rstrip("\n"), "after 4"], \
+        run.stdout.decode()
+
+
 def test_the_filter_hands_on_much_written_by_threads_while_the_window_waits_for_them():
     # 8 MB from native-like writers while the window's thread waits on them: more than a pipe holds
     run = _child(f"""

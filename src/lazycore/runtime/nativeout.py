@@ -47,9 +47,29 @@ class Lines:
 
     def __init__(self, pattern: bytes, prefix: bytes, longest: int = 400):
         self.pattern, self.prefix, self.longest = re.compile(pattern), prefix, longest
+        self.anywhere = re.compile(pattern + rb"\n")
 
     def drops(self, line: bytes) -> bool:
         return self.pattern.fullmatch(line) is not None
+
+    def strip(self, data: bytes, at_start: bool = True) -> tuple[bytes, int]:
+        """``data`` (whose first byte starts a line when ``at_start``) without
+        the dropped lines in it, and how many. A dropped line starts a line,
+        or follows the first part of one: the native library's threads each
+        write their line unlocked, so one line can land inside another's
+        start (``[Gloo] Rank [Gloo] Rank 2 is ...\n3 is ...\n``); taking the
+        inner one out leaves the outer one whole, taken out in turn."""
+        count, pos = 0, 0
+        while True:
+            m = self.anywhere.search(data, pos)
+            if m is None:
+                return data, count
+            start = data.rfind(b"\n", 0, m.start()) + 1
+            before = data[start:m.start()]
+            if (start > 0 or at_start) and (not before or self.may_start(before)):
+                data, count, pos = data[:m.start()] + data[m.end():], count + 1, start
+            else:
+                pos = m.start() + 1
 
     def may_start(self, part: bytes) -> bool:
         return len(part) < self.longest and (self.prefix.startswith(part) or part.startswith(self.prefix))
@@ -97,7 +117,8 @@ class _Forward(threading.Thread):
                 chunk = os.read(self.fd, 65536)
                 if not chunk:
                     break
-                data, held = held + chunk, b""
+                data, n = self.lines.strip(held + chunk, at_start)
+                held, self.dropped = b"", self.dropped + n
                 keep = []
                 while data:
                     cut = data.find(b"\n")
