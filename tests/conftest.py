@@ -30,6 +30,16 @@ def clean_runtime():
 
 
 @pytest.fixture
+def fresh_cutter():
+    """The automatic step cut learns per process: each test starts from nothing learned."""
+    from lazycore.ir.context import TRACE
+
+    TRACE.cutter.reset()
+    yield
+    TRACE.cutter.reset()
+
+
+@pytest.fixture
 def restore_lowerings():
     """User lowerings and PDL patterns are process-wide: the test leaves them as it found them."""
     from lazycore.passes.lowering import registry

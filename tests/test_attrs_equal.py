@@ -9,7 +9,6 @@ import pytest
 
 import lazycore as lc
 import lazycore.numpy as lnp
-from lazycore.ir.context import TRACE
 from lazycore.ir.graph import attrs_equal, attrs_key
 from lazycore.observe import metrics
 
@@ -49,13 +48,6 @@ def test_nan_is_nan_and_signed_zeros_differ():
     assert attrs_equal({"value": numpy.array(NAN)}, {"value": numpy.array(NAN)})
     assert attrs_equal({"x": NAN}, {"x": float("nan")})
     assert not attrs_equal({"x": 0.0}, {"x": -0.0})
-
-
-@pytest.fixture
-def fresh_cutter():
-    TRACE.cutter.reset()
-    yield
-    TRACE.cutter.reset()
 
 
 @pytest.mark.usefixtures("clean_runtime", "fresh_cutter")

@@ -20,13 +20,6 @@ pytestmark = pytest.mark.usefixtures("clean_runtime", "fresh_cutter")
 STEPS = 10
 
 
-@pytest.fixture
-def fresh_cutter():
-    TRACE.cutter.reset()
-    yield
-    TRACE.cutter.reset()
-
-
 def _data(np):
     rng = numpy.random.default_rng(0)
     X = np.asarray(rng.standard_normal((64, 8)).astype(numpy.float32))

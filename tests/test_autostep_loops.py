@@ -10,17 +10,9 @@ import pytest
 import lazycore as lc
 import lazycore.numpy as lnp
 from lazycore.ir.config import override
-from lazycore.ir.context import TRACE
 from lazycore.observe import metrics
 
 pytestmark = pytest.mark.usefixtures("clean_runtime", "fresh_cutter")
-
-
-@pytest.fixture
-def fresh_cutter():
-    TRACE.cutter.reset()
-    yield
-    TRACE.cutter.reset()
 
 
 def _estimates_then_walk(steps, ran):

@@ -21,7 +21,6 @@ import pytest
 import torch
 
 import lazycore.torch as ltorch
-from lazycore.ir.context import TRACE
 from lazycore.observe import metrics
 from lazycore.trace.capture import CaptureWarning
 
@@ -33,14 +32,6 @@ STEPS = 5
 @pytest.fixture
 def dev():
     return ltorch.device()
-
-
-@pytest.fixture
-def fresh_cutter():
-    """The automatic step cut learns per process: each loop starts from nothing learned."""
-    TRACE.cutter.reset()
-    yield
-    TRACE.cutter.reset()
 
 
 def _counted(loop, steps):

@@ -11,16 +11,9 @@ import lazycore.torch as ltorch
 from lazycore.ir import events
 from lazycore.ir.config import override
 from lazycore.observe import metrics
-from lazycore.ir.context import TRACE
 
 pytestmark = pytest.mark.usefixtures("clean_runtime", "fresh_cutter")
 
-
-@pytest.fixture
-def fresh_cutter():
-    TRACE.cutter.reset()
-    yield
-    TRACE.cutter.reset()
 
 STEPS = 6
 

@@ -20,10 +20,9 @@ import torch
 
 import lazycore.torch as ltorch
 from lazycore.frontends.torch import optim_replay
-from lazycore.ir.context import TRACE
 from lazycore.trace.capture import CaptureWarning
 
-pytestmark = pytest.mark.usefixtures("clean_runtime")
+pytestmark = pytest.mark.usefixtures("clean_runtime", "fresh_cutter")
 
 EXTRAS = [3, 0, 2, 4, 1, 3, 0, 2]
 """Ops the forward adds at each step: no two traced steps in a row make one graph."""
@@ -32,13 +31,6 @@ OPTIMIZERS = {
     "adam": lambda ps: torch.optim.Adam(ps, lr=1e-2),
     "sgd_momentum": lambda ps: torch.optim.SGD(ps, lr=1e-2, momentum=0.9),
 }
-
-
-@pytest.fixture(autouse=True)
-def fresh_cutter():
-    TRACE.cutter.reset()
-    yield
-    TRACE.cutter.reset()
 
 
 def _train(device, make_opt, extras, clip=False):
