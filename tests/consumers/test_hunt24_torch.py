@@ -187,8 +187,4 @@ def test_model_trains_as_eager(name):
 
     spec = {s.name: s for s in _specs()}[name]
     r = zoo_harness.train(spec)
-    assert r.loss_rel < 1e-4, (r.eager_losses, r.lazy_losses)
-    assert r.param_diff < 1e-4, r.param_worst
-    assert r.fallbacks == 0, r.fallback_ops
-    assert r.compiles_after_warmup == 0, r.compiles
-    assert r.programs_after_warmup == 1, r.programs
+    r.check_as_eager()

@@ -56,6 +56,16 @@ class Result:
         """The most programs a step after the warm-up ran."""
         return max(self.programs[WARMUP:])
 
+    def check_as_eager(self) -> None:
+        """Issue 39's bounds for a model trained against its eager copy: losses
+        and parameters within 1e-4, no fallback, no compile after the warm-up,
+        one program a step."""
+        assert self.loss_rel < 1e-4, (self.eager_losses, self.lazy_losses)
+        assert self.param_diff < 1e-4, self.param_worst
+        assert self.fallbacks == 0, self.fallback_ops
+        assert self.compiles_after_warmup == 0, self.compiles
+        assert self.programs_after_warmup == 1, self.programs
+
 
 def _rel(a: float, b: float) -> float:
     """Relative difference of two losses; NaN against a number is infinite."""
