@@ -18,6 +18,7 @@ import lazycore.observe  # noqa: F401  (metrics, guards, debug lines and dumps h
 from . import creation, fallback, methods, reductions, ufuncs  # noqa: F401  (methods binds operators)
 from . import indexing, linalg, random  # noqa: F401  (np.linalg, np.random)
 from . import complexes, fft  # noqa: F401  (.real/.imag, np.angle; np.fft)
+from . import special  # noqa: F401  (xp.special: SciPy's special functions, lazy or counted)
 from . import gufuncs
 from .sorting import argsort, searchsorted, sort  # noqa: F401  (also ndarray.sort/.argsort)
 from .statistics import *  # noqa: F401,F403  (median, percentile, quantile and the nan variants)
