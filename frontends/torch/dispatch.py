@@ -33,8 +33,8 @@ from lazycore.ir.sourceloc import release as release_frame
 from lazycore.trace.recipes import float_key, record, record_call, value_class
 from lazycore.trace.views import read as read_view
 
-from . import (batch_norm_stats, chalf_kernels, fallback, foreach, lowering, multilabel_margin, special, views,
-               vision_ops)
+from . import (batch_norm_stats, chalf_kernels, fallback, foreach, lowering, multilabel_margin, real_code_ops,
+               special, views, vision_ops)
 from .dtypes import TO_TORCH
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
@@ -113,8 +113,8 @@ def resolve(func):
         if functional[0] == "inplace" and _is_view(functional[1]._schema):
             return _inplace_view(functional[1])
         return _via_functional(functional)
-    decomp = (multilabel_margin.decomposition(func) or decomposition_table.get(func)
-              or vision_ops.decomposition(func))
+    decomp = (multilabel_margin.decomposition(func) or real_code_ops.decomposition(func)
+              or decomposition_table.get(func) or vision_ops.decomposition(func))
     if decomp is not None:
         if func in batch_norm_stats.TRAINING:
             decomp = batch_norm_stats.decomposition(func, decomp)
