@@ -49,7 +49,7 @@ from lazycore.ir.memo import Memo
 from lazycore.ir.replayer import GUARDED, Replayer
 from lazycore.ir.sourceloc import resolve
 from lazycore.ir.walk import Walk
-from lazycore.runtime import checks, pjrt
+from lazycore.runtime import checks, hostcopy, pjrt
 from lazycore.runtime.cache import CACHE
 from lazycore.runtime.padding import Refused, pad_graph
 
@@ -660,14 +660,10 @@ def _padded_buffer(leaf: Data, shape: tuple, device):
     t = leaf.types[0]
     if tuple(shape) == t.shape:  # a size that is its own bucket: nothing to pad
         return leaf.buffer
-    events.emit("transfer", "device-to-host", t, None)
-    with events.timed("transfer"):
-        try:
-            host = np.asarray(pjrt.to_host(leaf.buffer))
-        except Exception as e:
-            raise _Unready() from e
-    events.bump("transfers_to_host")
-    events.bump("bytes_to_host", host.nbytes)
+    try:
+        host = hostcopy.to_host(leaf.buffer, t, copy=False)  # (padding copies it)
+    except Exception as e:
+        raise _Unready() from e
     host = np.pad(host, [(0, b - s) for s, b in zip(host.shape, shape)])
     events.emit("transfer", "host-to-device", type(t)(shape, t.dtype), host.nbytes)
     with events.timed("transfer"):

@@ -19,7 +19,7 @@ from lazycore.ir.graph import Data, Node, Scalar, Value, operand_values
 from lazycore.ir.memo import Memo
 from lazycore.ir.tensor import LazyTensor
 from lazycore.ir.walk import Walk
-from lazycore.runtime import barrier, buckets, hostreads, pjrt
+from lazycore.runtime import barrier, buckets, hostcopy, hostreads, pjrt
 from lazycore.runtime.failures import ProgramError
 
 # a read's barrier and copy are one step that no other thread's barrier
@@ -207,11 +207,7 @@ def _answer(t: LazyTensor, got: tuple) -> None:
 
 def _host_copy(leaf: Data) -> np.ndarray:
     """A read-only copy of a device data leaf's value, read from the device."""
-    events.emit("transfer", "device-to-host", leaf.types[0], None)
-    with events.timed("transfer"):
-        host = np.array(pjrt.to_host(leaf.buffer))
-    events.bump("transfers_to_host")
-    events.bump("bytes_to_host", host.nbytes)
+    host = hostcopy.to_host(leaf.buffer, leaf.types[0])
     host.flags.writeable = False
     return host
 
@@ -401,26 +397,17 @@ def to_numpy(t: LazyTensor) -> np.ndarray:
     if leaf.host is not None and region is None:  # a small upload's copy: nothing read from the device
         events.bump("host_reads")
         return np.array(leaf.host)
-    # A copy: the host view of a CPU buffer shares its memory, and the buffer
-    # may later be donated and overwritten.
-    events.emit("transfer", "device-to-host", leaf.types[0], None)
-    with events.timed("transfer"):
-        try:
-            host = np.array(pjrt.to_host(leaf.buffer))
-        except Exception:
-            if t.device.running is None:
-                raise
-            host = None
-        if host is None:
-            # the program still running failed: waiting settles its results
-            # in their leaves (lazycore.runtime.launches.Launch); read again
-            t.device.wait()
-            host = np.array(pjrt.to_host(_settled(t, cut=True)[0].buffer))  # a region: its padded result again
-        if region is not None:
-            host = region.host(host)
-    events.bump("transfers_to_host")
-    events.bump("bytes_to_host", host.nbytes)
-    return host
+
+    def again():
+        # the program still running failed: waiting settles its results in
+        # their leaves (lazycore.runtime.launches.Launch), which raise it
+        # naming the user's line; read again (a region: its padded result)
+        if t.device.running is None:
+            return None
+        t.device.wait()
+        return _settled(t, cut=True)[0].buffer
+
+    return hostcopy.to_host(leaf.buffer, leaf.types[0], again, cut=None if region is None else region.host)
 
 
 @_locked
