@@ -11,7 +11,7 @@ from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir.sourceloc import release as release_frame
 from lazycore.trace import core, views
 
-from . import dtypes, grad_scaler, step_checks
+from . import boxes, dtypes, grad_scaler, step_checks
 from .lowering import broadcast, convert
 from .tensor import ENTRY, Tensor, from_host, lc_device, read, to_host, upload, view_of, wrap, wrap_layout, write
 from .tensor import meta_twin as _meta
@@ -47,6 +47,8 @@ def copy_(func, args, kwargs):
     if isinstance(src, Tensor):
         if src.device != dst.device:
             h = core.from_numpy(dtypes.to_numpy(to_host(src)), lc_device(dst.device))
+        elif boxes.copy_box(dst, src):  # CutMix's box of a new size each step: one program (.boxes)
+            return dst
         else:
             h = read(src)
     elif src.dim() == 0:

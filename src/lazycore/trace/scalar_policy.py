@@ -28,6 +28,14 @@ pays one lookup.
 Integers that decide shapes (``expand(3, k)``) are attributes, never
 scalars, and stay baked.
 
+Integers that decide no shape but where a write lands have a place of their
+own (:meth:`ScalarPolicy.varies`): the bounds of a box copied between two
+arrays of one shape (CutMix's ``x[:, :, y0:y1, x0:x1] = x.flip(0)[:, :, y0:y1,
+x0:x1]``, a new box every step) are slice attributes while the box at that
+line repeats, and once it has changed the frontend writes the box as a
+``select`` under a mask whose bounds are program parameters: the box's size
+is then no shape of the program, so every later box compiles nothing.
+
 A float argument of a recorded lowering (:mod:`lazycore.trace.recipes`) has
 a second place, by the lowering and its call's kinds instead of the step-log
 position: a recording serves its call signature for later values without
@@ -119,6 +127,30 @@ class ScalarPolicy:
             bake = False
         places.put(at, (value, where, bake))
         return bake
+
+    def varies(self, kind, values: tuple, where=None) -> bool:
+        """Whether the numbers ``values`` (a box's bounds) at the user's
+        instruction ``where`` (default: :func:`caller`'s) have been other
+        numbers there before: from then on they are program parameters
+        (True), until then baked (False). ``kind`` (hashable): what the
+        numbers are and what else decides the code made of them (the
+        arrays' shape and type), so places of two frontend paths, or of two
+        shapes, at one line stay apart."""
+        if where is None:
+            where = caller()
+        place = (kind, where)
+        places = self.places
+        seen = places.get(place, places)
+        if seen is places:
+            places.put(place, values)
+            return False
+        if seen is _PROMOTED:
+            return True
+        if seen == values:
+            return False
+        places[place] = _PROMOTED
+        events.emit("scalar_promoted", seen, values, format_location(where))
+        return True
 
 
 POLICY = ScalarPolicy()
