@@ -28,7 +28,9 @@ barrier; the dynamic cache's run comes first, so the
 static cache's run finds the setup programs both share compiled. Every call's tokens
 are checked against eager's (``agrees``: 0 means equal). Beside each later
 token's wall time, every system's process CPU time per token (all threads:
-XLA runs lazycore's programs on its own) and its ratio to eager's, and the
+XLA runs lazycore's programs on its own) and its ratio to eager's, for
+lazycore split into the calling thread's (the host's work: the loop, the
+step's replay, the barrier) and the rest (XLA's threads: the program), and the
 voluntary context switches per token (a thread waiting for another): on a
 machine loaded past its cores those compare the work, where wall times
 compare who waited longest for a core.
@@ -87,8 +89,8 @@ def _programs() -> int:
 
 def _generate(model, ids, mask, n, cache, compiled, clocks=None):
     """The tokens and the call's wall time; ``clocks``, a list, gets the
-    call's process CPU seconds (every thread: XLA's run lazycore's programs)
-    and voluntary context switches appended."""
+    call's process CPU seconds (every thread: XLA's run lazycore's programs),
+    voluntary context switches and the calling thread's CPU seconds appended."""
     import torch
 
     kw = dict(max_new_tokens=n, do_sample=False)
@@ -101,12 +103,13 @@ def _generate(model, ids, mask, n, cache, compiled, clocks=None):
         config._compile_all_devices = True  # a class attribute, not an argument: transformers compiles off GPUs only if set
         kw["compile_config"] = config
     with torch.no_grad():
-        c, v = time.process_time(), resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
+        c, v, h = time.process_time(), resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw, time.thread_time()
         t = time.perf_counter()
         out = model.generate(ids, attention_mask=mask, **kw).cpu()
         t = time.perf_counter() - t
         if clocks is not None:
-            clocks.append((time.process_time() - c, resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - v))
+            clocks.append((time.process_time() - c, resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - v,
+                           time.thread_time() - h))
         return out, t
 
 
@@ -182,6 +185,9 @@ def _prompt_rows(args, kit, model, size, n, reps, batch, dev, lazy_model_of):
         results["lazy"] = r
         labels = {"eager": "eager torch", "inductor": "inductor (transformers' CompileConfig)",
                   "lazy": "lazycore.torch"}
+
+        def system_of(row):
+            return next(k for k, v in labels.items() if v == row["variant"])
         for part, idx in (("time to first token", 0), ("time per token", 1)):
             B = f"16 {title}, {part} (ms)"
             for system, (firsts, pers, notes, value, _) in results.items():
@@ -203,7 +209,9 @@ def _prompt_rows(args, kit, model, size, n, reps, batch, dev, lazy_model_of):
                     if r["bench"] == B and r["variant"] != labels["eager"]:
                         v = r["value"]
                         v["cpu_ratio"] = v["cpu_per_token_ms"] / base
-                        r["note"] = (f"CPU {v['cpu_ratio']:.2f}x eager's ({v['cpu_per_token_ms']:.3f} ms), "
+                        split = (f": host {v['host_cpu_per_token_ms']:.3f} ms, program "
+                                 f"{v['program_cpu_per_token_ms']:.3f} ms" if system_of(r) == "lazy" else "")
+                        r["note"] = (f"CPU {v['cpu_ratio']:.2f}x eager's ({v['cpu_per_token_ms']:.3f} ms{split}), "
                                      f"{v['switches_per_token']:.1f} waits per token; " + r["note"])
 
 
@@ -227,8 +235,15 @@ def _timed(model, ids, mask, n, cache, compiled, reps, want):
     its cores a wall time counts the time the process waited for one (eager
     torch, never waiting on another thread, loses most: 4-6 ms of wall per
     token for 1.5 ms of CPU at load 13 on 2 cores), so there CPU time
-    compares the systems' work and the switches their hand-offs."""
-    firsts, pers, cpus, switches, differ = [], [], [], [], 0
+    compares the systems' work and the switches their hand-offs.
+
+    ``host_cpu_per_token_ms`` is the calling thread's share of it: for
+    lazycore the host's work (transformers' loop, the step's replay, the
+    barrier), the rest (``program_cpu_per_token_ms``) XLA's threads running
+    the token's program (one XLA runs on the calling thread, as it may a
+    small one, counts as the host's); eager torch and inductor (torch on one
+    thread) do all of theirs on the calling thread."""
+    firsts, pers, cpus, switches, hosts, differ = [], [], [], [], [], 0
     for _ in range(reps):
         clocks = []
         _, t1 = _generate(model, ids, mask, 1, cache, compiled, clocks)
@@ -236,12 +251,15 @@ def _timed(model, ids, mask, n, cache, compiled, reps, want):
         differ = max(differ, int((got != want).sum()))
         firsts.append(t1)
         pers.append((tn - t1) / (n - 1))
-        (c1, v1), (cn, vn) = clocks
+        (c1, v1, h1), (cn, vn, hn) = clocks
         cpus.append((cn - c1) / (n - 1))
         switches.append((vn - v1) / (n - 1))
+        hosts.append((hn - h1) / (n - 1))
+    cpu, host = statistics.median(cpus) * 1e3, statistics.median(hosts) * 1e3
     return [firsts, pers, [], {"tokens_differ": differ, "first_token_ms": statistics.median(firsts) * 1e3,
                                 "per_token_ms": statistics.median(pers) * 1e3,
-                                "cpu_per_token_ms": statistics.median(cpus) * 1e3,
+                                "cpu_per_token_ms": cpu, "host_cpu_per_token_ms": host,
+                                "program_cpu_per_token_ms": max(cpu - host, 0.0),
                                 "switches_per_token": statistics.median(switches)}, 0]
 
 
