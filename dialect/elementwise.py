@@ -148,6 +148,22 @@ for _name, (_klass, _comm, _fold) in _BINARY_ROWS.items():
     define(OpSpec(_name, ("lhs", "rhs"), _binary_rule(_klass), commutative=_comm, summary=f"elementwise {_name}",
                   elementwise=True, dtypes=_klass, fold=_fold))
 
+@op("fma", ("lhs", "rhs", "addend"), summary="elementwise fused multiply-add lhs * rhs + addend",
+    elementwise=True, dtypes="float")
+def _fma(lhs: TensorType, rhs: TensorType, addend: TensorType):
+    """lhs * rhs + addend as one fused multiply-add, where eager computes one
+    (``fmadd`` in torch's addcmul, add with alpha, lerp): all three operands
+    have one float type, the result has it. The lowering is a product and a
+    sum that ``lazy-keep-roundings`` leaves for the backend to contract (XLA's
+    CPU backend does); every other product is rounded on its own. A type
+    narrower than float32 computes in float32 and rounds once at the end, as
+    eager's halves do. Not folded: NumPy has no fused multiply-add."""
+    require_same(lhs, rhs, "lhs and rhs")
+    require_same(lhs, addend, "lhs and addend")
+    require_dtype("operands", lhs, "float")
+    return lhs
+
+
 # --- comparison, select, convert ---------------------------------------------
 
 COMPARISON_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")

@@ -30,16 +30,16 @@ A product a ``reduce`` sums is not fenced: XLA calls the reduction's body
 per element and did not contract it (``(a * b).sum()``, over all, rows and
 columns, float32 and float64: the same bits with and without a fence).
 
-The float32 lowerings that emulate eager's own fused kernels (``addcmul``,
-``add`` with ``alpha``) compute their single rounding explicitly (a float64
-sum of an exact product), so they keep eager's bits with the fence. Others
-still leave eager's fused multiply-add to XLA's contraction: torch.optim's
-device learning rate (``param.add_(grad * -lr)``, ``frontends/torch/optim.py``'s
-``_DeviceScalars``) and float64's ``addcmul`` and ``add(alpha=)``; the fence
-rounds those twice where eager rounds once. So the pass is opt-in, run after
-the final ``canonicalize`` (which does not fold ``compare NE m, m``)::
+Where eager itself computes a fused multiply-add (``fmadd`` in torch's
+``addcmul``, ``add``/``sub`` with ``alpha``, ``lerp``, torch.optim's
+``param.add_(grad, alpha=-lr)``), the frontends build ``lazy.fma``, whose
+lowering marks its product with ``lazy.fused``: that product is left to XLA
+to contract into its sum, and the pass takes the mark off. (The float32
+lowerings that emulate eager's fused kernels as a float64 sum of an exact
+product keep eager's bits with or without the fence.)
 
-    lazycore.config.configure(pipeline=CHANNELS_LAST_PIPELINE + ",lazy-keep-roundings")
+The pass is in every default pipeline, after the final ``canonicalize``
+(which does not fold ``compare NE m, m``): :data:`~.pipeline.DEFAULT_PIPELINE`.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from __future__ import annotations
 from lazycore.dialect.mlir import ir
 
 from .catalog import register_pass
+from .lowering.elementwise import FUSED
 from .lowering.hlo import direction
 
 _WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
@@ -135,25 +136,30 @@ def _fence(op: ir.Operation, dtype: str) -> None:
 
 
 def run(module_op: ir.Operation) -> None:
-    found = []
+    found, fused = [], []
 
     def look(o):
         o = o.operation
         if o.name == "stablehlo.multiply" and len(o.results) == 1:
             dtype = _float_name(o.results[0].type)
-            if dtype is not None and _ranked(o.results[0].type) and not _exact(o, dtype) and _contracted(o.results[0]):
+            if FUSED in o.attributes:
+                fused.append(o)  # a lazy.fma's product: eager fuses it too
+            elif dtype is not None and _ranked(o.results[0].type) and not _exact(o, dtype) and _contracted(o.results[0]):
                 found.append((o, dtype))
         return ir.WalkResult.ADVANCE
 
     module_op.walk(look)
     for o, dtype in found:
         _fence(o, dtype)
+    for o in fused:
+        del o.attributes[FUSED]
 
 
 @register_pass(
     "lazy-keep-roundings",
     "StableHLO float products that a sum takes are fenced (an integer xor XLA and LLVM cannot fold), "
-    "so that XLA's CPU backend does not contract them into fused multiply-adds eager does not compute",
+    "so that XLA's CPU backend does not contract them into fused multiply-adds eager does not compute "
+    "(a lazy.fma's product, marked lazy.fused, is left to it)",
 )
 def _factory():
     return run

@@ -21,7 +21,11 @@ from lazycore.dialect.mlir import ir, passmanager
 
 from .catalog import PASSES, PassError, PassInfo, register_pass  # noqa: F401 - the registry's names, here too
 
-DEFAULT_PIPELINE = "lazy-canonicalize,cse,lazy-update-to-select,lazy-aliasing,lazy-to-stablehlo,canonicalize"
+DEFAULT_PIPELINE = ("lazy-canonicalize,cse,lazy-update-to-select,lazy-aliasing,lazy-to-stablehlo,canonicalize,"
+                    "lazy-keep-roundings")
+""":mod:`lazycore.passes.keep_roundings` last: a product a sum takes rounds on
+its own, as eager's separate kernels round it (XLA's CPU backend would fuse
+the two)."""
 CHANNELS_LAST_PIPELINE = DEFAULT_PIPELINE.replace("lazy-to-stablehlo,", "lazy-to-stablehlo,lazy-channels-last,")
 """:data:`DEFAULT_PIPELINE` with convolutions kept channels-last (:mod:`lazycore.passes.conv_layout`):
 what a CPU device's barriers compile with unless a pipeline is configured (:func:`default_for`)."""

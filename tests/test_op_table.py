@@ -340,6 +340,14 @@ def _select(rng, on_true, pred):
     return [Case([p, a, b], want=known(np.where(p, a, b)))]
 
 
+def _fma(rng, lhs):
+    """Compared with the float64 ``a * b + c`` rounded to the type (float64's
+    own rounds twice: within TOL of its fused multiply-add)."""
+    a, b, c = (small(rng, SHAPE, lhs) for _ in range(3))
+    return [Case([a, b, c], want=later(lambda: (a.astype(F64) * b.astype(F64) + c.astype(F64)).astype(np_dtype(lhs))),
+                 exact=False)]
+
+
 def _convert(rng, operand, result):
     """Values whose conversion NumPy and the op define alike: any integer to an
     integer or bool (two's complement wraps), small numbers otherwise, float ->
@@ -957,6 +965,7 @@ SAMPLES: dict[str, Sample] = {
     **{n: binary_sample(n, INTEGRAL) for n in ("and", "or", "xor")},
     "compare": Sample({"lhs": ANY}, _compare),
     "select": Sample({"on_true": ANY, "pred": ("i1",)}, _select),
+    "fma": Sample({"lhs": FLOAT}, _fma),
     "check": Sample({"operand": ANY, "failed": ("i1",)}, _check),
     "convert": Sample({"operand": ANY, "result": ANY}, _convert),
     "bitcast_convert": Sample({"operand": NUMERIC, "result": NUMERIC}, _bitcast_convert),

@@ -263,9 +263,22 @@ class _DeviceScalars(torch.overrides.TorchFunctionMode):
             scalar = scalar.tensor
         if type(scalar) is _LazyTensor and scalar.dim() == 0 and len(args) >= 2:
             kwargs = {k: v for k, v in kwargs.items() if k != key}
-            # self +- alpha * other, self + value * t1 (* or /) t2: the scalar scales the first operand
+            if key == "alpha" and self._fused(args):
+                # self +- alpha * other: eager's one fused multiply-add, fmadd(other, +-alpha, self)
+                name = func.__name__
+                fused = torch.Tensor.addcmul_ if name.endswith("_") else torch.addcmul
+                return fused(args[0], args[1], -scalar if name.startswith("sub") else scalar, **kwargs)
+            # self + value * t1 (* or /) t2: the scalar scales the first operand
             return func(args[0], args[1] * scalar, *args[2:], **kwargs)
         return func(*args, **kwargs)
+
+    @staticmethod
+    def _fused(args) -> bool:
+        """``add``/``sub`` of two float32 or float64 tensors of one dtype, as
+        ``addcmul`` computes them: in their own type, rounded once (a half
+        rounds alpha to its type first, which ``addcmul`` does not)."""
+        return (len(args) == 2 and all(isinstance(a, torch.Tensor) for a in args)
+                and args[0].dtype == args[1].dtype and args[0].dtype in (torch.float32, torch.float64))
 
 
 _DEVICE_VALUES: list = []

@@ -62,3 +62,22 @@ func.func @left(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4xf64>, %i: ten
   %7 = stablehlo.add %6, %c : tensor<4xf64>
   return %1, %3, %7 : tensor<4xf32>, tensor<4xi32>, tensor<4xf64>
 }
+
+// -----
+
+// A lazy.fma's product (marked lazy.fused by its lowering) is left for XLA to
+// fuse into its sum, as eager's fmadd computes it; the mark is taken off.
+// Another product beside it is fenced as before.
+// CHECK-LABEL: func.func @fused
+// CHECK: %[[M:.*]] = stablehlo.multiply %arg0, %arg1 : tensor<4xf64>
+// CHECK-NEXT: %[[S:.*]] = stablehlo.add %[[M]], %arg2 : tensor<4xf64>
+// CHECK: stablehlo.xor
+// CHECK-NOT: lazy.fused
+// CHECK: return
+func.func @fused(%a: tensor<4xf64>, %b: tensor<4xf64>, %c: tensor<4xf64>) -> (tensor<4xf64>, tensor<4xf64>) {
+  %0 = stablehlo.multiply %a, %b {lazy.fused = true} : tensor<4xf64>
+  %1 = stablehlo.add %0, %c : tensor<4xf64>
+  %2 = stablehlo.multiply %a, %c : tensor<4xf64>
+  %3 = stablehlo.add %2, %b : tensor<4xf64>
+  return %1, %3 : tensor<4xf64>, tensor<4xf64>
+}

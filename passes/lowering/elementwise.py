@@ -435,6 +435,24 @@ for _lazy, _hlo in ONE_TO_ONE.items():
     lowering(_lazy)(_lower)
 
 
+FUSED = "lazy.fused"
+"""The attribute (true) on the ``stablehlo.multiply`` of a ``lazy.fma``:
+``lazy-keep-roundings`` leaves that product for the backend to fuse into its
+sum, and takes the attribute off."""
+
+
+@lowering("fma")
+def _fma(op, rewriter):
+    # lhs * rhs + addend: XLA's CPU backend contracts the two into one fused
+    # multiply-add (LLVM's AllowFPOpFusion=Fast), eager's fmadd. Narrower
+    # floats in float32, rounded at the end, as eager's halves compute (their
+    # products are exact there)
+    dtype = hlo.type_of(op.operands[0]).dtype
+    lhs, rhs, addend = (hlo.convert(v, "f32") if dtype not in ("f32", "f64") else v for v in op.operands)
+    product = hlo.op("multiply", [lhs, rhs], lhs.type, **{FUSED: ir.BoolAttr.get(True)}).result
+    return hlo.convert(hlo.binary("add", product, addend), dtype)
+
+
 lowering("div")(partial(_division, "divide"))
 lowering("rem")(partial(_division, "remainder"))
 

@@ -18,8 +18,7 @@ from lazycore.trace import composites, core
 
 from ..lowering import apply, broadcast, const, convert, is_handle, lowers, operand, scalar, wrapped
 from ..dtypes import chalf_rounded, check_chalf, lazy_dtype
-from .moments import WIDE_PLATFORMS
-from .nn import _fused_multiply_add
+from .nn import fused_multiply_add
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -449,19 +448,15 @@ def _multiply_added(ctx, op, a, b, alpha):
     result with ``alpha`` rounded to the result's type, in float32 and
     rounded once (the product of two halves is exact in float32; rounding
     the product to the result's type first differed in a quarter of the
-    values; eager's chunk tails round it so, 0.01% of a large tensor's).
-    None for the other types: integers and complex round nothing so, and
-    float64 has no wider type to emulate its fused multiply-add in (XLA
-    contracts a lone product as eager does; a chain whose first operand is a
-    product too may differ by an ulp)."""
-    if alpha == 1 or _chalf(ctx) or ctx.dtype not in ("f32", "f16", "bf16"):
-        return None
-    if ctx.dtype == "f32" and ctx.device.platform not in WIDE_PLATFORMS:
+    values; eager's chunk tails round it so, 0.01% of a large tensor's); for
+    a float64 result, float64's fused multiply-add (:func:`.nn.fused_multiply_add`).
+    None for the other types: integers and complex round nothing so."""
+    if alpha == 1 or _chalf(ctx) or ctx.dtype not in ("f64", "f32", "f16", "bf16"):
         return None
     a, b = _operands(ctx, a, b)
-    if ctx.dtype == "f32":
-        term = scalar(-alpha if op == "sub" else alpha, "f32", ctx.device, ctx.shape)
-        return _fused_multiply_add(b, term, a)
+    if ctx.dtype in ("f32", "f64"):
+        term = scalar(-alpha if op == "sub" else alpha, ctx.dtype, ctx.device, ctx.shape)
+        return fused_multiply_add(b, term, a, ctx.device)
     rounded = convert(scalar(alpha, ctx.dtype, ctx.device, ctx.shape), "f32")
     return convert(apply(op, convert(a, "f32"), apply("mul", convert(b, "f32"), rounded)), ctx.dtype)
 

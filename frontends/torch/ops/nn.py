@@ -277,8 +277,7 @@ def _addc(ctx, x, t1, t2, value=1):
     kernels round them: in a half's opmath (float32), ``value * t1`` first,
     then addcdiv's ``/ t2`` and ``+ x`` each rounded, and addcmul's ``* t2 +
     x`` one fused multiply-add (eager's vectorized loop and its tail both
-    call ``fmadd``). The multiply-add is float32's where float64 exists
-    (:func:`_fused_multiply_add`); a plain one elsewhere and in float64."""
+    call ``fmadd``; :func:`fused_multiply_add`)."""
     if ctx.out.dtype is torch.complex32:
         x, t1, t2 = (operand(v, ctx.dtype, ctx.shape, ctx.device) for v in (x, t1, t2))
         # eager's complex<Half> kernel: x + round(round(value * t1) * t2), each step rounded
@@ -299,16 +298,24 @@ def _addc(ctx, x, t1, t2, value=1):
         t1 = apply("mul", t1, scalar(value, acc, ctx.device, ctx.shape))
     if ctx.func_name == "addcdiv":
         out = apply("add", x, apply("div", t1, t2))
-    elif acc == "f32" and ctx.device.platform in WIDE_PLATFORMS:
-        out = _fused_multiply_add(t1, t2, x)
     else:
-        out = apply("add", apply("mul", t1, t2), x)
+        out = fused_multiply_add(t1, t2, x, ctx.device)
     return convert(out, dt)
 
 
 _OPMATH = {"f16": "f32", "bf16": "f32", "f32": "f32", "f64": "f64"}
 """The real float types whose addcmul and addcdiv round as eager's CPU kernels,
 and the type those compute in."""
+
+
+def fused_multiply_add(a, b, c, device):
+    """``a * b + c`` rounded once, as eager's ``fmadd``, of float32 or float64
+    operands: float32's as a float64 sum of an exact product where the device
+    has float64 (:func:`_fused_multiply_add`), else ``lazy.fma`` (a product
+    ``lazy-keep-roundings`` leaves for XLA to fuse into the sum)."""
+    if a.dtype == "f32" and device.platform in WIDE_PLATFORMS:
+        return _fused_multiply_add(a, b, c)
+    return apply("fma", a, b, c)
 
 
 def _fused_multiply_add(a, b, c):
@@ -327,6 +334,8 @@ def fma(ctx, a, b, c):
     the op exists once torch._inductor is loaded, and the torch.compile
     backend (:mod:`..dynamo`) registers this lowering for it then."""
     a, b, c = (operand(v, ctx.dtype, ctx.shape, ctx.device) for v in (a, b, c))
+    if ctx.dtype in ("f32", "f64"):  # (inductor's prims.fma: "without rounding after the multiplication")
+        return fused_multiply_add(a, b, c, ctx.device)
     return apply("add", apply("mul", a, b), c)
 
 
@@ -336,9 +345,16 @@ def _lerp(ctx, x, end, weight):
     x, end = operand(x, dt, ctx.shape, ctx.device), operand(end, dt, ctx.shape, ctx.device)
     w = operand(weight, dt, ctx.shape, ctx.device)
     diff = apply("sub", end, x)
-    # eager's two-sided formula keeps lerp(a, b, 1) == b exactly
-    low = apply("add", x, apply("mul", w, diff))
-    high = apply("sub", end, apply("mul", diff, apply("sub", const(1, dt, ctx.device, ctx.shape), w)))
+    # eager's two-sided formula keeps lerp(a, b, 1) == b exactly; in float32
+    # and float64 each side is one fused multiply-add, eager's vectorized
+    # fmadd(weight < 0.5 ? weight : weight - 1, end - x, weight < 0.5 ? x : end)
+    one = const(1, dt, ctx.device, ctx.shape)
+    if dt in ("f32", "f64"):
+        low = fused_multiply_add(w, diff, x, ctx.device)
+        high = fused_multiply_add(apply("sub", w, one), diff, end, ctx.device)
+    else:
+        low = apply("add", x, apply("mul", w, diff))
+        high = apply("sub", end, apply("mul", diff, apply("sub", one, w)))
     if isinstance(weight, (int, float)):
         return low if abs(weight) < 0.5 else high
     size = apply("abs", w)  # real for a complex weight
