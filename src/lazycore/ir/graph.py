@@ -44,8 +44,9 @@ class StepLog:
     with equal encodings made isomorphic graphs. Logging stops for a step
     that makes more than :data:`STEP_LOG_LIMIT` nodes (its barrier walks).
     The walk's encoding (:func:`lazycore.ir.walk.encode`) is not used here:
-    it visits in post-order with a position map, ~1.6x this pass's time on a
-    GPT-2 step (docs/dev/replay.md).
+    a post-order needs a visited test per operand, ~1.5x this flat pass's
+    time on a GPT-2 step, which would be added to every recalled barrier
+    (docs/dev/replay.md).
     """
 
     __slots__ = ("start", "nodes", "on")
@@ -123,7 +124,7 @@ LOG = StepLog()
 class Node:
     """One op application (or a leaf, see the subclasses)."""
 
-    __slots__ = ("op", "operands", "attrs", "types", "digest", "loc", "seq")
+    __slots__ = ("op", "operands", "attrs", "types", "digest", "loc", "seq", "mark", "at")
 
     def __init__(
         self, op: str, operands: tuple, attrs: dict, types: tuple[TensorType, ...], digest: bytes, loc=None
@@ -140,6 +141,9 @@ class Node:
         """The user's ``(file, line)`` that recorded the op (None: unknown, and
         for leaves). Not part of the digest: one program recorded from two
         places is one compile."""
+        self.mark = None
+        """The last walk that placed this node (:func:`lazycore.ir.walk.encode`),
+        which keeps its position in :attr:`at`."""
         log = LOG
         if log.on and self.log_when_made:
             nodes = log.nodes

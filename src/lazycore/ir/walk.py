@@ -15,103 +15,169 @@ the same program: the compile key and a region node's digest both use it.
 
 from __future__ import annotations
 
-from array import array
+import struct
+import sys
+from itertools import chain
+from operator import attrgetter
 
+from lazycore.ir.context import LOCK
 from lazycore.ir.graph import Data, Node, Value
 
-# The encoding, as 64-bit integers after the node count and the digests:
-# per node, LEAF, or its operand count and each operand (a value: its
-# reference; a variadic group: GROUP, its size, its members' references),
-# then END and the outputs' references. A reference is the node's walk
-# position and the result index, or, for a boundary value, one integer
-# BOUNDARY - its position. Self-delimiting, so unambiguous.
+# The encoding: the node count (8 bytes), the nodes' digests in walk order
+# (16 bytes each), then 64-bit integers in postfix order: each node's
+# operand references, then the node's header (NODE - its operand count, or
+# LEAF); a variadic group's members' references are followed by GROUP and
+# its size. A reference is a node's walk position (>= 0) and the result
+# index, or BOUNDARY and the position of a boundary value. After END, the
+# outputs' references. Each item's first integer says what it is, so the
+# encoding is self-delimiting, hence unambiguous.
 LEAF = -1
 GROUP = -2
 END = -3
 BOUNDARY = -4
+NODE = -5
+
+DEPTH = 400
+"""Nesting levels the walk recurses (a call per node is the cheapest visit
+in Python) before an explicit stack takes over (any depth)."""
+
+_DIGEST = attrgetter("digest")
 
 
 def encode(outputs, boundary: dict | None = None) -> tuple[list[Node], list[Node], bytes]:
     """``(order, leaves, encoding)`` of the graph behind ``outputs`` (values):
-    its nodes in post-order, the leaves among them in that order, and the
-    structural encoding. ``boundary``: ``(id(node), index)`` -> position for
-    values outside the piece (a body's placeholders and the outer values it
-    reads), which are referred to and not walked."""
+    its nodes in post-order (operands first, first operand first, a shared
+    node once), the leaves among them in that order, and the structural
+    encoding. ``boundary``: ``(id(node), index)`` -> position for values
+    outside the piece (a body's placeholders and the outer values it reads),
+    which are referred to and not walked.
+
+    A node placed by this walk carries the walk's mark and its position
+    (:attr:`Node.mark`, :attr:`Node.at`) instead of an entry in a position
+    map: slot reads are the cheapest test in Python, and the walk is the
+    barrier's largest host cost. The marks are shared state: the walk holds
+    :data:`lazycore.ir.context.LOCK`."""
+    with LOCK:
+        return _encode(outputs, boundary or None)
+
+
+def _encode(outputs, boundary):
     order: list[Node] = []
     leaves: list[Node] = []
-    pos: dict[Node, int] = {}  # nodes hash by identity; an outer (boundary) node is at -1
-    digests: list[bytes] = []
     edges: list[int] = []
     put = edges.append
+    place = order.append
+    V = Value
+    mark = object()  # this walk's: a node whose mark it is is placed (or, at -1, a boundary value's)
+
+    def visit(node, d):
+        """Place ``node`` after its operands (recursing ``d`` more levels)."""
+        operands = node.operands
+        for o in operands:
+            if type(o) is V:
+                n = o[0]
+                if n.mark is not mark:
+                    if d:
+                        visit(n, d - 1)
+                    else:
+                        deep(n)
+                put(n.at)
+                put(o[1])
+            else:
+                for v in o:
+                    n = v[0]
+                    if n.mark is not mark:
+                        if d:
+                            visit(n, d - 1)
+                        else:
+                            deep(n)
+                    put(n.at)
+                    put(v[1])
+                put(GROUP)
+                put(len(o))
+        node.mark = mark
+        node.at = len(order)
+        place(node)
+        if operands:
+            put(NODE - len(operands))
+        elif node.is_leaf:
+            leaves.append(node)
+            put(LEAF)
+        else:
+            put(NODE)
 
     def outer(v) -> bool:
-        """``v`` is a boundary value: placed at -1, never walked."""
+        """``v`` is a boundary value: marked at -1, never walked."""
         if (id(v[0]), v[1]) in boundary:
-            pos[v[0]] = -1
+            v[0].mark = mark
+            v[0].at = -1
             return True
         return False
 
-    for out in outputs:
-        if out[0] in pos or (boundary and outer(out)):
-            continue
-        stack = [out[0]]
-        while stack:
-            node = stack[-1]
-            if node in pos:  # pushed twice before it was placed
-                stack.pop()
-                continue
-            operands = node.operands
-            # push the operands not placed yet (first operand on top), and
-            # place the node once none is left
-            n = len(stack)
-            for o in reversed(operands):
-                if type(o) is Value:
-                    if o[0] not in pos and not (boundary and outer(o)):
-                        stack.append(o[0])
-                else:
-                    for v in reversed(o):
-                        if v[0] not in pos and not (boundary and outer(v)):
-                            stack.append(v[0])
-            if len(stack) != n:
-                continue
-            stack.pop()
-            pos[node] = len(order)
-            order.append(node)
-            digests.append(node.digest)
-            if node.is_leaf:
-                leaves.append(node)
-                put(LEAF)
-                continue
-            put(len(operands))
-            for o in operands:
-                if type(o) is Value:
-                    p = pos[o[0]]
-                    if p < 0:
-                        put(BOUNDARY - boundary[(id(o[0]), o[1])])
-                    else:
-                        put(p)
-                        put(o[1])
-                else:
-                    put(GROUP)
-                    put(len(o))
-                    for v in o:
-                        p = pos[v[0]]
-                        if p < 0:
-                            put(BOUNDARY - boundary[(id(v[0]), v[1])])
-                        else:
-                            put(p)
-                            put(v[1])
-    put(END)
-    for out in outputs:
-        p = pos[out[0]]
+    def ref(v) -> None:
+        p = v[0].at
         if p < 0:
-            put(BOUNDARY - boundary[(id(out[0]), out[1])])
+            put(BOUNDARY)
+            put(boundary[(id(v[0]), v[1])])
         else:
             put(p)
-            put(out[1])
-    # the node count, the fixed-width digests, then the self-delimiting
-    # integers
-    return order, leaves, len(order).to_bytes(8, "little") + b"".join(digests) + array("q", edges).tobytes()
+            put(v[1])
+
+    def deep(root) -> None:
+        """:func:`visit` with an explicit stack: any depth, and boundary values."""
+        stack = []
+        node, it = root, iter(root.operands)
+        while True:
+            for o in it:
+                if type(o) is V:
+                    n = o[0]
+                    if n.mark is not mark and not (boundary and outer(o)):
+                        stack.append((node, it, o))
+                        node, it = n, iter(n.operands)
+                        break
+                    ref(o)
+                elif type(o) is int:  # a group's end: its size
+                    put(GROUP)
+                    put(o)
+                else:  # a group: its members, then its end
+                    it = chain(o, (len(o),), it)
+                    break
+            else:
+                node.mark = mark
+                node.at = len(order)
+                place(node)
+                k = len(node.operands)
+                if k:
+                    put(NODE - k)
+                elif node.is_leaf:
+                    leaves.append(node)
+                    put(LEAF)
+                else:
+                    put(NODE)
+                if not stack:
+                    return
+                node, it, o = stack.pop()
+                ref(o)
+
+    # the recursion's budget: what the interpreter's limit leaves, less a margin
+    frame, depth = sys._getframe(), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    budget = max(0, min(DEPTH, sys.getrecursionlimit() - depth - 100))
+    for out in outputs:
+        n = out[0]
+        if n.mark is mark:
+            continue
+        if boundary is None:
+            visit(n, budget)
+        elif not outer(out):
+            deep(n)
+    put(END)
+    for out in outputs:
+        ref(out)
+    # (struct packs a list of integers ~5x faster than array does)
+    return order, leaves, (len(order).to_bytes(8, "little") + b"".join(map(_DIGEST, order))
+                           + struct.pack(f"{len(edges)}q", *edges))
 
 
 class Walk:
