@@ -1,22 +1,18 @@
 """Weight averaging (``torch.optim.swa_utils``) in a plain training loop:
-no program compiled after warm-up, eager's values (issue 39/40). Open: the
-tests are strict xfails.
+no program compiled after warm-up, eager's values (issue 39/40).
 
-Step 3 compiles once more, for two reasons:
+Step 3 compiled once more, for two reasons, both fixed:
 - SWA's running mean moves ``n_averaged`` (a CPU tensor) to the device each
-  step: baked while 1, a parameter at 2. Fixed: a CPU tensor's value moved to
-  the device is a parameter whatever its value (frontends/torch/special.py;
+  step: baked while 1, a parameter at 2. A CPU tensor's value moved to the
+  device is a parameter whatever its value (frontends/torch/special.py;
   tests/torch/test_scalar_policy_torch.py's counter test).
-- Not fixed: the first update copies the model's parameters into the
-  average's (``p_averaged.copy_(p_model)``, as a copy or clone anywhere). Both
-  tensors then hold one value, and the barrier makes one output of a value
-  live handles share (lazycore.runtime.planning.walk, a documented choice:
-  tests/test_runtime_barrier.py::test_handles_sharing_a_value_get_one_output),
-  so the next step's program reads them as one input, and the step after,
-  once the average moved away, as two: a program more after warm-up. One
-  output per live handle fixes all three tests here (EMA and SWA 0 compiles
-  after warm-up, the copy test 1 program), and changes 5 assertions of
-  test_runtime_barrier and test_stepplans that pin the sharing."""
+- The first update copies the model's parameters into the average's
+  (``p_averaged.copy_(p_model)``, as a copy or clone anywhere). Both tensors
+  then hold one value; with one barrier output for it, the next step's
+  program read them as one input, and the step after, once the average moved
+  away, as two: a program more after warm-up. Each live handle is an output
+  of its own now (lazycore.runtime.planning.walk;
+  tests/test_runtime_barrier.py::test_handles_sharing_a_value_get_an_output_each)."""
 
 import os
 
@@ -27,8 +23,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 import lazycore as lc
 from lazycore.observe import metrics
 
-pytestmark = [pytest.mark.usefixtures("clean_runtime"),
-              pytest.mark.xfail(strict=True, reason="a value live handles share is one output (planning.walk)")]
+pytestmark = pytest.mark.usefixtures("clean_runtime")
 full_only = pytest.mark.skipif(os.environ.get("LAZYCORE_TEST_FULL") != "1", reason="a training loop: LAZYCORE_TEST_FULL=1")
 
 
@@ -71,7 +66,7 @@ def test_averaged_model_compiles_nothing_after_warm_up(dev, averaging):
     want_model, want_avg, _, want_n = _train("cpu", 6, **averaging)
     got_model, got_avg, programs, n = _train(dev, 6, **averaging)
     # step 1 copies, step 2 averages for the first time; then nothing new
-    # (now [1, 1, 1, 0, 0, 0]: step 3 reads the average as inputs of its own)
+    # (before: [1, 1, 1, 0, 0, 0], step 3 read the average as inputs of its own)
     assert sum(programs[2:]) == 0, programs
     assert n == want_n == 6
     # (float32 matmuls and eager's vectorized lerp, an FMA, round in another order: ulps)
@@ -98,7 +93,7 @@ def test_a_copy_then_both_written_has_one_program(dev):
 
     want, _ = run("cpu")
     got, programs = run(dev)
-    # 2: the first step reads a, b and c as one input, the later ones as three
+    # (before: 2, the first step read a, b and c as one input, the later ones as three)
     assert programs == 1
     for x, y in zip(got, want):
         assert torch.equal(x, y)

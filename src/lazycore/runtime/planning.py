@@ -52,18 +52,18 @@ def remember_padded(step) -> None:
 
 def walk(step) -> None:
     """Walk the step's graph (once: post-order, shared nodes visited once):
-    its outputs (each distinct pending value once), parameters, donation
-    plan and key; remembered for the steps like it."""
-    index: dict[tuple[int, int], int] = {}
-    outputs: list[Value] = []
-    slots = step.slots = []
-    for t in step.pending:
-        v = t._value
-        k = (id(v.node), v.index)
-        if k not in index:
-            index[k] = len(outputs)
-            outputs.append(v)
-        slots.append(index[k])
+    its outputs (one per pending handle), parameters, donation plan and key;
+    remembered for the steps like it.
+
+    Handles that hold one value (``b.copy_(a)``, a clone) get an output each,
+    as eager gives each its own storage: were they one output, the next step
+    would read them as one parameter and the step after, once one of them
+    moved on, as two, a program more after warm-up (an average's first
+    update: torch.optim.swa_utils, timm's ModelEmaV3). The program computes
+    the value once; the extra output is the copy eager makes, written into a
+    dead buffer of the handle's where one is donated."""
+    outputs: list[Value] = [t._value for t in step.pending]
+    slots = step.slots = list(range(len(outputs)))
     w = step.walk = step.walked = step.walker(outputs)
     step.encoding = w.encoding
     step.data, step.packs = w.data, list(w.packs.items())
