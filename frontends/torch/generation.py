@@ -387,7 +387,7 @@ def _static_for_default(model, inputs, kwargs) -> bool:
 
     if asked("cache_implementation") is not None or not asked("use_cache", True) or asked("return_dict_in_generate"):
         return False
-    if asked("num_beams") not in (None, 1) or asked("assistant_model") is not None or asked("prompt_lookup_num_tokens"):
+    if asked("assistant_model") is not None or asked("prompt_lookup_num_tokens"):
         return False
     if any(kwargs.get(k) is not None for k in ("past_key_values", "cache", "inputs_embeds", "streamer")):
         return False
@@ -611,6 +611,42 @@ def _stopped_at(host: torch.Tensor, end: torch.Tensor, start: int, made: int) ->
     if not bool(ended.any(dim=-1).all()):
         return made
     return start + int(ended.to(torch.int8).argmax(dim=-1).max()) + 1
+
+
+def _put_at(t: Tensor, place: int, value: torch.Tensor) -> Tensor:
+    """``t`` with ``t[..., place] = value`` (eager's setitem: ``value`` cast
+    to ``t``'s type), the place a program parameter: a select by position,
+    not a slice at an offset baked into the token's graph."""
+    where = torch.arange(t.shape[-1], device=t.device) == _parameter(torch.tensor(place), t.device)
+    return torch.where(where, value.to(t.dtype)[..., None], t)
+
+
+def _wrap_top_k(top_k):
+    @functools.wraps(top_k)
+    def wrapped(self, *args, **kwargs):
+        running = kwargs.get("running_sequences")
+        if args or not _GENERATING.depth or not isinstance(running, Tensor) or kwargs.get("do_sample") \
+                or not isinstance(kwargs.get("cur_len"), int) or not isinstance(kwargs.get("decoder_prompt_len"), int):
+            return top_k(self, *args, **kwargs)
+        # beam search's top-k continuations as transformers makes them, but
+        # the new token and its beam written at the length as a parameter:
+        # ``topk_running_sequences[:, :, cur_len] = topk_ids`` baked the
+        # length into each token's graph (a program per token)
+        log_probs, num_beams, cur_len = kwargs["accumulated_log_probs"], kwargs["num_beams"], kwargs["cur_len"]
+        topk_log_probs, topk_indices = torch.topk(log_probs, k=kwargs["beams_to_keep"])
+        vocab_size = log_probs.shape[-1] // num_beams
+        topk_current_beam_indices = topk_indices // vocab_size
+        topk_running_beam_indices = self._gather_beams(kwargs["running_beam_indices"], topk_current_beam_indices)
+        topk_running_sequences = self._gather_beams(running, topk_current_beam_indices)
+        topk_ids = topk_indices % vocab_size
+        topk_running_sequences = _put_at(topk_running_sequences, cur_len, topk_ids)
+        batch_offset = torch.arange(kwargs["batch_size"], device=topk_ids.device).view(-1, 1) * num_beams
+        topk_running_beam_indices = _put_at(topk_running_beam_indices, cur_len - kwargs["decoder_prompt_len"],
+                                            topk_current_beam_indices + batch_offset)
+        return topk_log_probs, topk_running_sequences, topk_running_beam_indices
+
+    wrapped.__lazycore_generation__ = True
+    return wrapped
 
 
 def _wrap_sample(sample):
@@ -1280,7 +1316,8 @@ def _patch(module) -> None:
     for name, wrap in (("prepare_inputs_for_generation", _wrap), ("generate", _wrap_generate),
                        ("_prepare_generated_length", _wrap_length), ("_prepare_static_cache", _wrap_static_cache),
                        ("_update_model_kwargs_for_generation", _wrap_update_kwargs),
-                       ("_valid_auto_compile_criteria", _wrap_auto_compile), ("_sample", _wrap_sample)):
+                       ("_valid_auto_compile_criteria", _wrap_auto_compile), ("_sample", _wrap_sample),
+                       ("_get_top_k_continuations", _wrap_top_k)):
         original = getattr(mixin, name, None)
         if original is not None and not getattr(original, "__lazycore_generation__", False):
             setattr(mixin, name, wrap(original))
