@@ -32,6 +32,11 @@ def _programs() -> int:
     return c["compiles"] + c.get("disk_cache_hits", 0)
 
 
+def _buffers() -> int:
+    lc.mark_step(wait=True)
+    return sum(d["buffers"] for d in metrics.memory().values())
+
+
 def _train(device, steps, **averaging):
     """A plain loop: forward, backward, SGD, the average's update, a barrier.
     Returns the model's and the average's parameters, and per step the
@@ -89,11 +94,13 @@ def test_a_copy_then_both_written_has_one_program(dev):
             c.sub_(a)
             if device != "cpu":
                 lc.mark_step()
-        return [t.cpu() for t in (a, b, c)], _programs() - before
+        return [t.cpu() for t in (a, b, c)], _programs() - before, _buffers()
 
-    want, _ = run("cpu")
-    got, programs = run(dev)
+    want, _, _ = run("cpu")
+    held = _buffers()
+    got, programs, buffers = run(dev)
     # (before: 2, the first step read a, b and c as one input, the later ones as three)
     assert programs == 1
+    assert buffers == held + 3  # a buffer each, as eager's: none more
     for x, y in zip(got, want):
         assert torch.equal(x, y)
