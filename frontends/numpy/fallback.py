@@ -21,6 +21,7 @@ from lazycore.trace import fallback
 
 from . import dtypes
 from .array import from_host, host_laid_out, ndarray, value, write
+from .scalars import as_scalar
 
 sourceloc.skip(np)
 sourceloc.skip(sys.modules["lazycore.frontends"])
@@ -50,7 +51,7 @@ def array_function(func, args, kwargs):
 
 class _Bridge(fallback.Bridge):
     lazy = ndarray
-    host = np.ndarray
+    host = (np.ndarray, np.generic)  # NumPy's scalar results too: see from_host
 
     def to_host(self, x, call):
         h = host_laid_out(x)  # NumPy reads memory order in places (ravel('K'), reshape(order='A'))
@@ -69,7 +70,14 @@ class _Bridge(fallback.Bridge):
         write(lazy, value(from_host(host)))
 
     def from_host(self, host, call):
-        return from_host(host) if dtypes.supported(host.dtype) else host
+        if not dtypes.supported(host.dtype):
+            return host
+        if isinstance(host, np.generic):
+            # NumPy's scalar (a ufunc of 0-d operands) is a lazy scalar, as the lazy ufunc
+            # gives: not a second namespace beside the lazy one (scipy.stats.pearsonr's
+            # betaincc of its 0-d statistic, then xpx.apply_where of both)
+            return as_scalar(from_host(np.asarray(host)))
+        return from_host(host)
 
 
 _BRIDGE = _Bridge()

@@ -521,6 +521,40 @@ def vecdot(x1, x2, /, *, axis=-1):
     return reductions.sum(product, axis=axis, dtype=product.dtype)
 
 
+def _cross3(a: ndarray, b: ndarray, axisa: int, axisb: int, axisc: int) -> ndarray:
+    """NumPy's cross product of 3-vectors, its products and differences in its order
+    (``a1*b2 - a2*b1``, ...), the vectors broadcast, the result's vector axis at ``axisc``."""
+    a, b = np.moveaxis(a, axisa, -1), np.moveaxis(b, axisb, -1)
+    a0, a1, a2, b0, b1, b2 = a[..., 0], a[..., 1], a[..., 2], b[..., 0], b[..., 1], b[..., 2]
+    c = np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    return np.moveaxis(c, -1, axisc)
+
+
+def _vectors3(a: ndarray, b: ndarray, axisa: int, axisb: int) -> bool:
+    """Both operands hold 3-vectors along their (valid) axes, of a numeric dtype."""
+    return (a.ndim and b.ndim and -a.ndim <= axisa < a.ndim and -b.ndim <= axisb < b.ndim
+            and a.shape[axisa] == 3 and b.shape[axisb] == 3 and a.dtype.kind in "iufc" and b.dtype.kind in "iufc")
+
+
+@implements(np.cross)
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    a, b = _operand(a), _operand(b)
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    if not _vectors3(a, b, axisa, axisb) or not -max(a.ndim, b.ndim) <= axisc < max(a.ndim, b.ndim):
+        # 2-vectors, bool operands and NumPy's errors: NumPy's, counted
+        return call_numpy(np.cross, (a, b), dict(axisa=axisa, axisb=axisb, axisc=axisc, axis=axis))
+    return _cross3(a, b, axisa, axisb, axisc)
+
+
+@implements(np.linalg.cross)
+def linalg_cross(x1, x2, /, *, axis=-1):
+    a, b = _operand(x1), _operand(x2)
+    if not _vectors3(a, b, axis, axis):
+        return call_numpy(np.linalg.cross, (a, b), dict(axis=axis))
+    return _cross3(a, b, axis, axis, axis)
+
+
 @implements(np.linalg.matrix_transpose)
 def matrix_transpose(x, /):
     x = _operand(x)

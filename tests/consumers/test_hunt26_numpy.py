@@ -1,0 +1,131 @@
+"""Array API consumers on ``lazycore.numpy`` arrays against the same calls on
+NumPy's (issue 39, NumPy side): what test_consumers.py and
+test_array_api_wide.py do not hold. The cases are in ``cases_hunt26.py``
+(``cases.py``'s protocol and comparison, one child process): scikit-learn's
+PCA solvers (randomized with QR normalization, covariance_eigh, whitening,
+a variance fraction, Minka's MLE), Ridge and RidgeCV (sample weights, several
+targets and alphas, GCV modes, an alpha per target), LDA's transform and
+priors, partial_fit of GaussianNB and the scalers, weighted metrics; SciPy's
+elementwise root finding and minimization, scipy.differentiate, tanh-sinh
+quadrature, IIR filtering (sosfilt, filtfilt), polyphase resampling, STFT,
+Welch-family spectra, stats with confidence intervals, scipy.linalg,
+spatial.transform.Rotation, ndimage's affine transform and labeled
+statistics.
+
+CI runs :data:`CI` and the bug this hunt found: a counted fallback of a 0-d
+lazy value (SciPy's special functions without a lazy loop, through
+``lazycore.numpy.special``) gave back NumPy's scalar (``numpy.float64``), a
+second namespace beside the lazy one, so ``scipy.stats.pearsonr`` on lazy
+arrays raised ``TypeError: Multiple namespaces for array inputs`` (its
+p-value is ``betaincc`` of the 0-d statistic). ``LAZYCORE_TEST_FULL=1`` runs
+every case (minutes).
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
+
+CI = ["confusion_matrix(labels,sw)", "signal.sosfilt", "stats.pearsonr(greater)"]
+
+for _m in ("sklearn", "scipy", "array_api_extra"):
+    pytest.importorskip(_m)
+
+
+def _child(*args, timeout):
+    env = dict(os.environ, SCIPY_ARRAY_API="1")
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout, env=env,
+                          cwd=HERE)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+NAMES = json.loads(_child(str(HERE / "cases_hunt26.py"), "--list", timeout=300).strip().splitlines()[-1]) \
+    if FULL else CI
+
+
+@pytest.fixture(scope="module")
+def results():
+    out = _child(str(HERE / "cases_hunt26.py"), *NAMES, timeout=3600 if FULL else 600)
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return {(r["case"], r["dtype"]): r for r in rows}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", NAMES)
+def test_consumer_matches_numpy(results, name, dtype):
+    r = results[(name, dtype)]
+    if r["status"] == "reference-error":  # NumPy's own run refuses it (an older SciPy)
+        pytest.skip(r["error"])
+    assert r["status"] == "ok", json.dumps(r, indent=1)
+    assert r["noise"] == {}, r["fallbacks"]
+
+
+_ZERO_D = textwrap.dedent("""
+    import json
+    import numpy
+    import scipy.special as sp
+    import lazycore.numpy as lnp
+    from lazycore.frontends.numpy.array import ndarray
+    from lazycore.observe import metrics
+
+    x = numpy.array([0.25, 0.5])
+    a = lnp.asarray(x)
+    got = sp.betaincc(a[0] * 0 + 14.0, a[0] * 0 + 14.0, a[1])  # 0-d lazy inputs, no lazy loop
+    out = dict(lazy=isinstance(got, ndarray), ns=got.__array_namespace__() is lnp if hasattr(got, "__array_namespace__")
+               else False, equal=float(got) == float(sp.betaincc(14.0, 14.0, 0.5)),
+               fallbacks=sorted(metrics.fallbacks()))
+    import scipy.stats as st
+    rng = numpy.random.default_rng(3)
+    u = rng.normal(size=30)
+    v = u + rng.normal(size=30)
+    try:
+        r = st.pearsonr(lnp.asarray(u), lnp.asarray(v))
+        w = st.pearsonr(u, v)
+        out["pearsonr"] = [abs(float(r.statistic) - float(w.statistic)) < 1e-12,
+                           abs(float(r.pvalue) - float(w.pvalue)) < 1e-12 * max(1.0, float(w.pvalue))]
+    except TypeError as e:
+        out["pearsonr"] = str(e)
+    print(json.dumps(out))
+""")
+
+
+def test_fallback_of_0d_lazy_values_stays_in_the_lazy_namespace():
+    """A counted fallback's NumPy scalar comes back as a lazy scalar (what a lazy ufunc
+    gives for 0-d operands), so SciPy's pearsonr sees one namespace."""
+    r = json.loads(_child("-c", _ZERO_D, timeout=300).strip().splitlines()[-1])
+    assert r["lazy"] and r["ns"] and r["equal"], r
+    assert r["fallbacks"] == ["numpy.betaincc"], r
+    assert r["pearsonr"] == [True, True], r
+
+
+@pytest.mark.parametrize("func,args,kw", [
+    ("cross", ((4, 3), (2, 1, 3)), {}),
+    ("linalg.cross", ((4, 3), (2, 1, 3)), {}),
+    ("cross", ((3, 4), (3, 4)), dict(axis=0)),
+    ("cross", ((4, 3), (3, 4)), dict(axisb=0, axisc=0)),
+], ids=["broadcast", "linalg", "axis", "axisb-axisc"])
+def test_cross_product_is_lazy(func, args, kw):
+    """``np.cross``/``np.linalg.cross`` of 3-vectors (SciPy's ``Rotation.apply``
+    takes two per call) on the device: were counted fallbacks."""
+    import numpy
+
+    import lazycore.numpy as lnp
+    from lazycore.observe import metrics
+
+    f = numpy.cross if func == "cross" else numpy.linalg.cross
+    rng = numpy.random.default_rng(0)
+    xs = [rng.normal(size=s) for s in args]
+    want = f(*xs, **kw)
+    metrics.reset()
+    got = f(*[lnp.asarray(x) for x in xs], **kw)
+    assert metrics.fallbacks() == {}
+    # (NumPy's order of products and differences; XLA may contract one into a fused multiply-add)
+    numpy.testing.assert_allclose(numpy.asarray(got), want, rtol=1e-14, atol=1e-15)
