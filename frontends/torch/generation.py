@@ -887,6 +887,22 @@ def _wrap_static_update(update):
     return wrapped
 
 
+def _wrap_static_reorder(reorder):
+    @functools.wraps(reorder)
+    def wrapped(self, beam_idx):
+        if not _static_layer_on_lazy(self):
+            return reorder(self, beam_idx)
+        # beam search's reorder asks ``get_seq_length() > 0`` every token: a
+        # lazy parameter (_wrap_seq_length), so a read, a barrier cutting the
+        # token's work in two programs. The filled length is this CPU tensor.
+        if int(self.cumulative_length) > 0:
+            self.keys = self.keys.index_select(0, beam_idx.to(self.keys.device))
+            self.values = self.values.index_select(0, beam_idx.to(self.values.device))
+
+    wrapped.__lazycore_generation__ = True
+    return wrapped
+
+
 def _wrap_static_cache(prepare):
     @functools.wraps(prepare)
     def wrapped(self, *args, **kwargs):
@@ -1322,7 +1338,8 @@ def _patch(module) -> None:
         if original is not None and not getattr(original, "__lazycore_generation__", False):
             setattr(mixin, name, wrap(original))
     static = getattr(sys.modules.get(_CACHES), "StaticLayer", None)
-    for name, wrap_method in (("update", _wrap_static_update), ("get_seq_length", _wrap_seq_length)):
+    for name, wrap_method in (("update", _wrap_static_update), ("get_seq_length", _wrap_seq_length),
+                              ("reorder_cache", _wrap_static_reorder)):
         original = getattr(static, name, None)
         if original is not None and not getattr(original, "__lazycore_generation__", False):
             setattr(static, name, wrap_method(original))
