@@ -19,6 +19,7 @@ from lazycore.trace import composites, core
 from ..lowering import apply, broadcast, const, convert, is_handle, lowers, operand, scalar, wrapped
 from ..dtypes import chalf_rounded, check_chalf, lazy_dtype
 from .nn import fused_multiply_add
+from . import eager_loops
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -176,19 +177,25 @@ def _sign(ctx, x):
 # Eager's ties. The lazy ``maximum``/``minimum`` order signed zeros as IEEE does (+0.0 above
 # -0.0); eager's CPU kernels pick an operand instead, and keep NaN from either side.
 # maximum/minimum (and clamp's tensor bounds) run AVX's max/min, which give the second
-# operand on a tie (a tensor's last few elements, and tensors of under 2 vectors, take
-# a scalar loop that gives the first: no one rule covers both, the vector loop's is the
-# bulk of every large tensor's); relu and clamp's number bounds keep x on a tie at
-# every size (relu(-0.0) is -0.0).
+# operand on a tie; a row's last few elements, and rows of under 2 vectors, take a
+# scalar loop that gives the first: maximum/minimum pass where (eager_loops.scalar_tail),
+# clamp's tensor bounds take the vector loop's rule everywhere; relu and clamp's number
+# bounds keep x on a tie at every size (relu(-0.0) is -0.0).
 
 
 def _tie_second(direction):
-    """``a`` where it is strictly beyond ``b`` (``direction``) or NaN, else ``b``."""
+    """``a`` where it is strictly beyond ``b`` (``direction``) or NaN, else ``b``;
+    where ``first_on_tie`` (True, or an ``i1`` mask: eager's scalar loop, see
+    :mod:`.eager_loops`) ``b`` only where it is strictly beyond ``a`` or NaN."""
 
-    def pick(a, b):
+    def pick(a, b, first_on_tie=False):
         if not is_float(a.dtype):
             return apply("maximum" if direction == "GT" else "minimum", a, b)
-        return composites.beyond_or_nan(a, b, direction, nan_in=a)
+        second = composites.beyond_or_nan(a, b, direction, nan_in=a)
+        if first_on_tie is False or first_on_tie is None:
+            return second
+        first = composites.beyond_or_nan(b, a, direction, nan_in=b)
+        return first if first_on_tie is True else apply("select", first_on_tie, first, second)
 
     return pick
 
@@ -622,7 +629,12 @@ _MAX_MIN = {"maximum": _larger, "minimum": _smaller, "fmax": _fextreme("GT"), "f
 
 @lowers(aten.maximum.default, aten.minimum.default, aten.fmax.default, aten.fmin.default)
 def _max_min(ctx, a, b):
-    return _MAX_MIN[ctx.func_name](*_args(ctx, a, b))
+    pick = _MAX_MIN[ctx.func_name]
+    if pick in (_larger, _smaller) and is_float(ctx.dtype) and not is_complex(ctx.dtype):
+        # a signed-zero tie: the operand eager's loop gives at each position
+        tail = eager_loops.scalar_tail(ctx.shape, ctx.out.dtype, ctx.margs[:2], ctx.device)
+        return pick(*_args(ctx, a, b), first_on_tie=tail)
+    return pick(*_args(ctx, a, b))
 
 
 _BITWISE = {"bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor",

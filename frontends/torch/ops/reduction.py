@@ -9,6 +9,7 @@ from lazycore.dialect.types import is_float
 from lazycore.dialect.types import is_complex
 
 from ..lowering import apply, broadcast, const, convert, dims, lowers, reshape
+from . import eager_loops
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -100,13 +101,112 @@ def _nan_aware(op, x, ds, keepdim, shape):
 @lowers(aten.amax.default, aten.amin.default, aten.max.default, aten.min.default)
 def _amax(ctx, x, dim=(), keepdim=False):
     op = "reduce_max" if ctx.func_name in ("amax", "max") else "reduce_min"
-    return _nan_aware(op, x, _dims_arg(x, dim), keepdim, ctx.shape)
+    ds = _dims_arg(x, dim)
+    r = _nan_aware(op, x, ds, keepdim, ctx.shape)
+    if ctx.func_name in ("amax", "amin") and is_float(x.dtype) and _scalar_reduction(ctx, x, ds):
+        # eager's scalar loop keeps the first of equal values: a signed-zero tie is the first zero's sign
+        r = _first_of_ties(x, r, ds, op, ctx.shape)
+    elif ctx.func_name in ("max", "min") and is_float(x.dtype) and x.shape != () and _all_in_one_chunk(ctx, x):
+        r = _reduce_all_order(x, r, op, eager_loops.vector_run(ctx.margs[0].dtype) // 2)
+    return r
+
+
+def _all_in_one_chunk(ctx, x) -> bool:
+    """``max()``/``min()`` of every element, which eager's ``reduce_all_impl_vec`` runs in
+    one ``vec::reduce_all`` (one chunk of ``parallel_reduce``) over contiguous memory."""
+    n = _numel(x.shape)
+    return (ctx.margs[0].is_contiguous() and 0 < n and (n < 32768 or torch.get_num_threads() == 1)
+            and eager_loops.vector_run(ctx.margs[0].dtype) >= 2)
+
+
+def _reduce_all_order(x, r, op, lanes):
+    """``r`` (``max()``/``min()`` of ``x``) as ``vec::reduce_all`` with ``vec::maximum``/``minimum``
+    (which give the second operand of equal ones) picks it: under one vector, the last of the
+    equal elements; else each lane the last of its column (element ``i`` in lane ``i % lanes``,
+    the partial last vector into the first lanes), then the lanes halved (lane ``i`` against
+    ``i + half``: the upper one on a tie), as ``VecReduceAllSIMD`` shuffles float's, or (other
+    types) lane after lane: the last of the equal lanes."""
+    n = _numel(x.shape)
+    flat = reshape(x, (n,))
+    direction = "GT" if op == "reduce_max" else "LT"
+    fill = float("-inf") if op == "reduce_max" else float("inf")
+    if n < lanes:
+        value = _last_of_ties(flat, op, fill)
+    else:
+        rows = -(-n // lanes)
+        if rows * lanes != n:
+            flat = apply("concatenate", flat, const(fill, x.dtype, x.device, (rows * lanes - n,)), dim=0)
+        grid = reshape(flat, (rows, lanes))
+        value = _last_of_ties(apply("permute", grid, dims=(1, 0)), op, fill)  # (lanes,)
+        if x.dtype != "f32":  # (VecReduceAllSIMD is float's: other lanes are combined one after another)
+            value = _last_of_ties(value, op, fill)
+        half = lanes if x.dtype == "f32" else 1
+        while half > 1:
+            half //= 2
+            window = dict(strides=[1])
+            low = apply("slice", value, start=[0], limit=[half], **window)
+            high = apply("slice", value, start=[half], limit=[2 * half], **window)
+            value = apply("select", apply("compare", low, high, direction=direction), low, high)
+        value = reshape(value, ())
+    value = reshape(value, tuple(r.shape))
+    return apply("select", apply("compare", r, r, direction="NE"), r, value)  # (NaN stays)
+
+
+def _last_of_ties(x, op, fill):
+    """Along ``x``'s last dim: the last element equal to its ``op`` (``reduce_max``/``min``)."""
+    last = len(x.shape) - 1
+    best = apply(op, x, dims=(last,))
+    kept = tuple(x.shape[:-1]) + (1,)
+    equal = apply("compare", x, broadcast(reshape(best, kept), x.shape), direction="EQ")
+    position = apply("iota", dim=last, shape=tuple(x.shape), dtype="i64", device=x.device)
+    at = apply("reduce_max", apply("select", equal, position, const(-1, "i64", x.device, tuple(x.shape))),
+               dims=(last,))
+    only = apply("compare", position, broadcast(reshape(at, kept), x.shape), direction="EQ")
+    return apply(op, apply("select", only, x, const(fill, x.dtype, x.device, tuple(x.shape))), dims=(last,))
+
+
+def _scalar_reduction(ctx, x, ds) -> bool:
+    """Eager's ``amax``/``amin`` of contiguous ``x`` over its trailing dims ``ds``, fewer
+    elements each than its vector reduction's four vectors (``binary_kernel_reduce_vec``:
+    ``vectorized_inner_reduction`` leaves them all to ``basic_loop``, in order)."""
+    rank = len(x.shape)
+    if not ds or sorted(ds) != list(range(rank - len(ds), rank)) or not ctx.margs[0].is_contiguous():
+        return False
+    run = eager_loops.vector_run(ctx.margs[0].dtype)  # two vectors
+    return run > 0 and _numel(x.shape[rank - len(ds):]) < 2 * run
+
+
+def _first_of_ties(x, r, ds, op, shape):
+    """``r`` (a reduction of ``x`` over ``ds``) as the first element of ``x`` equal to it."""
+    kept = tuple(1 if i in ds else n for i, n in enumerate(x.shape))
+    at = broadcast(reshape(r, kept), x.shape)
+    equal = convert(apply("compare", x, at, direction="EQ"), "i8")
+    rank = len(x.shape)
+    flat = (*x.shape[:rank - len(ds)], _numel(x.shape[rank - len(ds):]))
+    first = apply("argmax", reshape(equal, flat), dim=len(flat) - 1, dtype="i64")
+    position = apply("iota", dim=len(flat) - 1, shape=flat, dtype="i64", device=x.device)
+    only = apply("compare", position, broadcast(reshape(first, flat[:-1] + (1,)), flat), direction="EQ")
+    fill = float("-inf") if op == "reduce_max" else float("inf")
+    picked = apply("select", only, reshape(x, flat), const(fill, x.dtype, x.device, flat))
+    value = reshape(apply(op, picked, dims=(len(flat) - 1,)), shape)
+    return apply("select", apply("compare", r, r, direction="NE"), r, value)  # (NaN stays)
 
 
 @lowers(aten.max.dim, aten.min.dim)
 def _max_dim(ctx, x, dim, keepdim=False):
     values = _amax(ctx, x, dim, keepdim)
     indices = _arg(ctx, x, dim, keepdim, "argmax" if ctx.func_name == "max" else "argmin", ctx.out[1])
+    if is_float(x.dtype) and x.shape != ():
+        # eager's value is the element at its index (the first of equal ones): a signed-zero tie's sign
+        d = dim % len(x.shape)
+        kept = tuple(1 if i == d else n for i, n in enumerate(x.shape))
+        only = apply("compare", apply("iota", dim=d, shape=x.shape, dtype="i64", device=x.device),
+                     broadcast(reshape(indices, kept), x.shape), direction="EQ")
+        op = "reduce_max" if ctx.func_name == "max" else "reduce_min"
+        fill = float("-inf") if op == "reduce_max" else float("inf")
+        picked = apply("select", only, x, const(fill, x.dtype, x.device, x.shape))
+        values = apply("select", apply("compare", values, values, direction="NE"), values,
+                       _reduce(op, picked, (d,), keepdim, ctx.shape))
     return values, indices
 
 
