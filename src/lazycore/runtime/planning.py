@@ -59,7 +59,7 @@ def walk(step) -> None:
     as eager gives each its own storage: were they one output, the next step
     would read them as one parameter and the step after, once one of them
     moved on, as two, a program more after warm-up (an average's first
-    update: torch.optim.swa_utils, timm's ModelEmaV3). The program computes
+    update in torch.optim.swa_utils). The program computes
     the value once; the extra output is the copy eager makes, written into a
     dead buffer of the handle's where one is donated."""
     outputs: list[Value] = [t._value for t in step.pending]
