@@ -58,6 +58,11 @@ def test_max_min_reductions_of_signed_zero_ties_are_eagers(dev):
                     cases.append((name, x, getattr(torch, name)(x.to(dev)), getattr(torch, name)(x)))
                     cases.append((name + "(1)", x, getattr(torch, name)(x.reshape(1, n).to(dev), 1),
                                   getattr(torch, name)(x.reshape(1, n), 1)))
+    rows = _zeros(g, (3, 5), torch.float32)  # max.dim over one dim of several rows
+    for name in ("max", "min"):
+        for d in (0, 1):
+            cases.append((f"{name}.dim({d})", rows, getattr(torch, name)(rows.to(dev), d).values,
+                          getattr(torch, name)(rows, d).values))
     lc.mark_step()
     off = [(name, x.dtype, x.numel()) for name, x, got, want in cases if not torch.equal(_bits(got), torch.signbit(want))]
     assert off == []

@@ -106,7 +106,8 @@ def _amax(ctx, x, dim=(), keepdim=False):
     if ctx.func_name in ("amax", "amin") and is_float(x.dtype) and _scalar_reduction(ctx, x, ds):
         # eager's scalar loop keeps the first of equal values: a signed-zero tie is the first zero's sign
         r = _first_of_ties(x, r, ds, op, ctx.shape)
-    elif ctx.func_name in ("max", "min") and is_float(x.dtype) and x.shape != () and _all_in_one_chunk(ctx, x):
+    elif (ctx.func in (aten.max.default, aten.min.default) and is_float(x.dtype) and x.shape != ()
+          and _all_in_one_chunk(ctx, x)):
         r = _reduce_all_order(x, r, op, eager_loops.vector_run(ctx.margs[0].dtype) // 2)
     return r
 
