@@ -13,7 +13,8 @@ eager's CPU kernel on materialized inputs (a counted fallback, a barrier):
 - ``_pdist_forward`` (``torch.pdist``): the rows' differences for every pair
   ``i < j`` in eager's order (row-major over the upper triangle), then the
   p-norm eager's kernel takes for ``p`` (0: the count of differing
-  coordinates, 1, 2, inf, else ``sum(|d|^p)^(1/p)``).
+  coordinates, 1, 2, inf, else ``sum(|d|^p)^(1/p)``); ``_pdist_backward`` (its
+  training step) with eager's per-pair gradient formulas.
 - ``unique_consecutive``: where each element (or slice along ``dim``) differs
   from the one before it is a lazy mask; its nonzero positions are the one
   number-dependent part, read as a boolean mask's are (the frontend's
@@ -136,6 +137,37 @@ def _pdist_forward(x, p=2.0):
     return _map2_reduce_sum(d.pow(p)).double().pow(1.0 / p).to(x.dtype)
 
 
+def _pdist_backward(grad, x, p, pdist):
+    """Eager's per-pair gradient (``DistanceOpsKernel.cpp``'s ``backward`` of each norm), added
+    to the first row of the pair and taken from the second; every formula is odd in the
+    difference, so row ``t`` sums the pair terms of ``x[t] - x[s]`` over ``s != t`` (in
+    XLA's order of that sum: eager adds them row after row)."""
+    n, m = x.shape
+    if n < 2 or p == 0:
+        return torch.zeros_like(x)
+    i, j = torch.triu_indices(n, n, offset=1).unbind(0)
+    pair = torch.zeros((n, n), dtype=torch.int64)
+    pair[i, j] = torch.arange(i.shape[0])
+    pair[j, i] = torch.arange(i.shape[0])
+    pair = pair.to(x.device)
+    g, dist = grad[pair].unsqueeze(-1), pdist[pair].unsqueeze(-1)
+    diff = x.unsqueeze(1) - x.unsqueeze(0)
+    sign = torch.sign(diff)
+    zero = torch.zeros_like(diff)
+    if p == 1:
+        r = g * sign
+    elif p == 2:
+        r = torch.where(dist == 0, zero, g * diff / dist)
+    elif p == float("inf"):
+        r = g * sign * (1 - torch.clamp((diff.abs() - dist).abs().ceil(), max=1))
+    elif p < 2:
+        r = torch.where(dist == 0, zero, sign * diff.abs().pow(p - 1) * g / dist.pow(p - 1))
+    else:
+        r = torch.where(dist == 0, zero, diff * diff.abs().pow(p - 2) * g / dist.pow(p - 1))
+    off_diagonal = ~torch.eye(n, dtype=torch.bool, device=x.device).unsqueeze(-1)
+    return torch.where(off_diagonal, r, zero).sum(1)
+
+
 # --- unique_consecutive ----------------------------------------------------------------------
 
 
@@ -184,6 +216,7 @@ _DECOMPOSITIONS = {
     aten.searchsorted.Tensor: _searchsorted,
     aten.searchsorted.Scalar: _searchsorted,
     aten._pdist_forward.default: _pdist_forward,
+    aten._pdist_backward.default: _pdist_backward,
     aten.unique_consecutive.default: _unique_consecutive,
     aten.rrelu_with_noise.default: _rrelu_with_noise,
 }

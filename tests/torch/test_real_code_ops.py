@@ -66,6 +66,12 @@ def test_pdist_without_fallback(dev):
             else:  # (eager's pow is SLEEF's)
                 torch.testing.assert_close(g_.cpu(), torch.pdist(x, p))
         torch.testing.assert_close(gw.cpu(), torch.pdist(wide, p))
+    for p in (2.0, 1.0, float("inf"), 3.0):  # the backward (_pdist_backward), equal rows included
+        xl, xe = small.to(dev).requires_grad_(), small.clone().requires_grad_()
+        weights = torch.arange(15.0)
+        (torch.pdist(xl, p) * weights.to(dev)).sum().backward()
+        (torch.pdist(xe, p) * weights).sum().backward()
+        torch.testing.assert_close(xl.grad.cpu(), xe.grad)
     assert metrics.fallbacks() == {}
 
 
