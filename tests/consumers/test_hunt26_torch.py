@@ -297,12 +297,17 @@ def test_detr_trains_as_eager(dev):
 
 # --- timm (LAZYCORE_TEST_FULL=1) ----------------------------------------------------------------
 
+# name -> (create_model's arguments, optimizer, image size, batch). EfficientNet-B0 at 32x32 pixels
+# and a batch of 2 normalizes its last stages' batch norms over 2 numbers a channel: eager float32's
+# first loss is 5.82 where float64's is 1.2501 (lazycore's 1.2503), so eager is no reference there;
+# 64x64 and a batch of 4 (16 numbers a channel; eager float32's forward within 1e-6 of float64's on
+# two batches) is the case held (not run to its end by hand: its step compiles for minutes). CoAtNet, MaxViT, EfficientFormer-V2: not run to their end by hand either.
 _TIMM = {
     "efficientnet_b0-rmsproptf": (dict(model_name="efficientnet_b0", drop_rate=0.0, drop_path_rate=0.0),
-                                  "rmsproptf", 32),
-    "coatnet": (dict(model_name="coatnet_nano_rw_224", img_size=64, drop_path_rate=0.0), "adamw", 64),
-    "maxvit": (dict(model_name="maxvit_nano_rw_256", img_size=64, drop_path_rate=0.0), "adamw", 64),
-    "efficientformerv2": (dict(model_name="efficientformerv2_s0", img_size=64, drop_path_rate=0.0), "adamw", 64),
+                                  "rmsproptf", 64, 4),
+    "coatnet": (dict(model_name="coatnet_nano_rw_224", img_size=64, drop_path_rate=0.0), "adamw", 64, 2),
+    "maxvit": (dict(model_name="maxvit_nano_rw_256", img_size=64, drop_path_rate=0.0), "adamw", 64, 2),
+    "efficientformerv2": (dict(model_name="efficientformerv2_s0", img_size=64, drop_path_rate=0.0), "adamw", 64, 2),
 }
 
 
@@ -337,14 +342,14 @@ def test_timm_model_trains_as_eager(dev, name):
     from lazycore.observe import metrics
     from zoo_harness import _state_diff
 
-    kw, opt_name, size = _TIMM[name]
+    kw, opt_name, size, batch = _TIMM[name]
     torch.manual_seed(0)
     model = timm.create_model(pretrained=False, num_classes=5, **kw)
     model.train()
     eager = copy.deepcopy(model)
     lazy = model.to(dev)
     g = torch.Generator().manual_seed(1)
-    batches = [(torch.randn(2, 3, size, size, generator=g), torch.randint(0, 5, (2,), generator=g))
+    batches = [(torch.randn(batch, 3, size, size, generator=g), torch.randint(0, 5, (batch,), generator=g))
                for _ in range(4)]
     want, _, _ = _timm_run(eager, batches, "cpu", opt_name, lambda: None)
     ltorch.mark_step(wait=True)
