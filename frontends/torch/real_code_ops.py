@@ -3,13 +3,6 @@
 Each had no lowering and no entry in ``torch._decomp``, so every call ran
 eager's CPU kernel on materialized inputs (a counted fallback, a barrier):
 
-- ``searchsorted`` (``torch.bucketize``'s sibling; binning, samplers,
-  piecewise schedules): eager's binary search itself
-  (``aten/src/ATen/native/Bucketization.cpp``, ``cus_lower_bound`` /
-  ``cus_upper_bound``), run for every value at once: ``n.bit_length()`` halving
-  steps, each a gather of the middle element. The same steps give the same
-  position wherever the order is not total (a NaN in the sequence), where a
-  count of the smaller elements would not.
 - ``_pdist_forward`` (``torch.pdist``): the rows' differences for every pair
   ``i < j`` in eager's order (row-major over the upper triangle), then the
   p-norm eager's kernel takes for ``p`` (0: the count of differing
@@ -35,43 +28,6 @@ from __future__ import annotations
 import torch
 
 aten = torch.ops.aten
-
-
-# --- searchsorted ------------------------------------------------------------------------------
-
-
-def _take(seq, at, one_d):
-    """``seq``'s elements at ``at`` (in range), along its last dim."""
-    if one_d:
-        return seq.index_select(0, at.reshape(-1)).reshape(at.shape)
-    return torch.gather(seq, -1, at)
-
-
-def _searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None, sorter=None):
-    if not isinstance(values, torch.Tensor):  # the .Scalar overload: a 0-d value
-        values = torch.tensor(values, device=sorted_sequence.device)
-    right = right or side == "right"
-    common = torch.result_type(sorted_sequence, values)
-    seq, vals = sorted_sequence.to(common), values.to(common)
-    n = seq.shape[-1]
-    index_dtype = torch.int32 if out_int32 else torch.int64
-    if n == 0 or vals.numel() == 0:
-        return torch.zeros(values.shape, dtype=index_dtype, device=values.device)
-    one_d = seq.dim() == 1
-    start = torch.zeros(vals.shape, dtype=torch.int64, device=vals.device)
-    end = torch.full(vals.shape, n, dtype=torch.int64, device=vals.device)
-    for _ in range(n.bit_length()):
-        mid = start + torch.div(end - start, 2, rounding_mode="floor")
-        at = mid.clamp(max=n - 1)
-        if sorter is not None:
-            at = _take(sorter, at, one_d)
-        mid_val = _take(seq, at, one_d)
-        # eager's comparisons, negated as it writes them (a NaN moves start right)
-        go_right = ~(mid_val > vals) if right else ~(mid_val >= vals)
-        active = start < end
-        start = torch.where(active & go_right, mid + 1, start)
-        end = torch.where(active & ~go_right, mid, end)
-    return start.to(index_dtype)
 
 
 # --- pdist ---------------------------------------------------------------------------------------
@@ -213,8 +169,6 @@ def _rrelu_with_noise(x, noise, lower=0.125, upper=1.0 / 3.0, training=False, ge
 
 
 _DECOMPOSITIONS = {
-    aten.searchsorted.Tensor: _searchsorted,
-    aten.searchsorted.Scalar: _searchsorted,
     aten._pdist_forward.default: _pdist_forward,
     aten._pdist_backward.default: _pdist_backward,
     aten.unique_consecutive.default: _unique_consecutive,

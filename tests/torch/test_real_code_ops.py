@@ -34,17 +34,19 @@ def test_searchsorted_is_eagers_binary_search_without_fallback(dev):
     row_vals = torch.randn(3, 4, generator=g)
     perm = torch.randperm(11, generator=g)
     shuffled, sorter = seq[perm], torch.argsort(seq[perm])
+    shuffled_rows = torch.randn(3, 7, generator=g)  # each row searched through its own sorter
     cases = [
-        lambda s, v, w, r, rv, sh, so: torch.searchsorted(s, v),
-        lambda s, v, w, r, rv, sh, so: torch.searchsorted(s, v, side="right", out_int32=True),
-        lambda s, v, w, r, rv, sh, so: torch.searchsorted(w, torch.tensor([1.5, 2.0, 3.0, NAN], device=w.device)),
-        lambda s, v, w, r, rv, sh, so: torch.searchsorted(w, torch.tensor([1.5, 2.0, 3.0, NAN], device=w.device),
-                                                          right=True),
-        lambda s, v, w, r, rv, sh, so: torch.searchsorted(r, rv),
-        lambda s, v, w, r, rv, sh, so: torch.searchsorted(sh, v, sorter=so),
-        lambda s, v, w, r, rv, sh, so: torch.searchsorted(s, 0.25),
+        lambda s, v, w, r, rv, sh, so, sr: torch.searchsorted(s, v),
+        lambda s, v, w, r, rv, sh, so, sr: torch.searchsorted(s, v, side="right", out_int32=True),
+        lambda s, v, w, r, rv, sh, so, sr: torch.searchsorted(w, torch.tensor([1.5, 2.0, 3.0, NAN], device=w.device)),
+        lambda s, v, w, r, rv, sh, so, sr: torch.searchsorted(w, torch.tensor([1.5, 2.0, 3.0, NAN], device=w.device),
+                                                              right=True),
+        lambda s, v, w, r, rv, sh, so, sr: torch.searchsorted(r, rv),
+        lambda s, v, w, r, rv, sh, so, sr: torch.searchsorted(sh, v, sorter=so),
+        lambda s, v, w, r, rv, sh, so, sr: torch.searchsorted(s, 0.25),
+        lambda s, v, w, r, rv, sh, so, sr: torch.searchsorted(sr, rv, sorter=torch.argsort(sr), right=True),
     ]
-    args = (seq, vals, with_nan, rows, row_vals, shuffled, sorter)
+    args = (seq, vals, with_nan, rows, row_vals, shuffled, sorter, shuffled_rows)
     got = [f(*(a.to(dev) for a in args)) for f in cases]
     for f, g_ in zip(cases, got):
         _same(g_, f(*args))
