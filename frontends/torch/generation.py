@@ -167,10 +167,47 @@ def _wrap(prepare):
                     _mark_cache(kwargs[key])
         if early is not None and _same_call(early, input_ids, args, next_sequence_length, kwargs):
             return dict(early[4])  # made by _prepare_early, run by the read since
+        if next_sequence_length == 1 and isinstance(input_ids, Tensor) and input_ids._steps:
+            input_ids = _last_of_view(input_ids)
         return prepare(self, input_ids, *args, next_sequence_length=next_sequence_length, **kwargs)
 
     prepare_inputs_for_generation.__lazycore_generation__ = True
     return prepare_inputs_for_generation
+
+
+def _last_of_view(ids: Tensor) -> Tensor:
+    """``ids[:, -1:]`` (all a decoding step's preparation reads of them) where
+    ``ids`` is the first columns of a row-major base (beam search hands the
+    model ``running_sequences[:, :, :cur_len]`` flattened), picked from the
+    whole base at the length as a program parameter; else ``ids``. The
+    view's slice baked the growing length into every token's graph (its
+    limit, then the ``[:, -1:]`` start): a program per token."""
+    if ids.dim() != 2 or ids.storage_offset() != 0 or ids.stride(1) != 1:
+        return ids
+    storage = ids._storage
+    handle = storage.handle
+    rows, width = ids.shape[0], ids.stride(0)
+    if tuple(storage.strides) != _contiguous(handle.shape) or int(_numel(handle.shape)) != rows * width \
+            or not 1 <= ids.shape[1] <= width:
+        return ids
+    full = wrap(handle).reshape(rows, width)
+    place = _parameter(torch.tensor(ids.shape[1] - 1), ids.device).reshape(1)
+    return torch.index_select(full, 1, place)
+
+
+def _contiguous(shape) -> tuple:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 class _Generating(threading.local):
