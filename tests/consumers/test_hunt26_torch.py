@@ -82,7 +82,8 @@ def test_detr_hungarian_matcher_and_box_iou_as_eager(dev):
     """DETR's matcher: a cost from softmax class scores, L1 and generalized IoU
     of the boxes (whose validity checks read on the host), matched by SciPy on
     the host; the same indices as eager, the IoU and its gradient as eager's."""
-    from transformers.loss.loss_for_object_detection import HungarianMatcher, center_to_corners_format, generalized_box_iou
+    from transformers.loss.loss_for_object_detection import (HungarianMatcher, center_to_corners_format,
+                                                              generalized_box_iou)
 
     from lazycore.observe import metrics
 
@@ -301,7 +302,8 @@ def test_detr_trains_as_eager(dev):
 # and a batch of 2 normalizes its last stages' batch norms over 2 numbers a channel: eager float32's
 # first loss is 5.82 where float64's is 1.2501 (lazycore's 1.2503), so eager is no reference there;
 # 64x64 and a batch of 4 (16 numbers a channel; eager float32's forward within 1e-6 of float64's on
-# two batches) is the case held (not run to its end by hand: its step compiles for minutes). CoAtNet, MaxViT, EfficientFormer-V2: not run to their end by hand either.
+# two batches) is the case held (not run to its end by hand: its step compiles for minutes).
+# MaxViT, EfficientFormer-V2: not run to their end by hand either (CoAtNet was: as eager).
 _TIMM = {
     "efficientnet_b0-rmsproptf": (dict(model_name="efficientnet_b0", drop_rate=0.0, drop_path_rate=0.0),
                                   "rmsproptf", 64, 4),
@@ -309,6 +311,11 @@ _TIMM = {
     "maxvit": (dict(model_name="maxvit_nano_rw_256", img_size=64, drop_path_rate=0.0), "adamw", 64, 2),
     "efficientformerv2": (dict(model_name="efficientformerv2_s0", img_size=64, drop_path_rate=0.0), "adamw", 64, 2),
 }
+
+# CoAtNet's MBConv pre-norm bias: a per-channel constant through the 1x1 expansion into batch norm
+# (norm1), which subtracts it again: gradient 0 in exact arithmetic, AdamW's steps follow the noise
+# (by hand: 2.2e-3 from eager after 4 steps, losses within 5e-7)
+_TIMM_NOISE = {"coatnet": (r"stages\.\d+\.blocks\.\d+\.pre_norm\.bias", 5e-3)}
 
 
 def _timm_run(model, batches, device, opt_name, each):
@@ -356,8 +363,13 @@ def test_timm_model_trains_as_eager(dev, name):
     metrics.reset()
     got, compiles, programs = _timm_run(lazy, batches, dev, opt_name, ltorch.mark_step)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=0)
-    diff, worst = _state_diff({k: v.detach().cpu() for k, v in lazy.state_dict().items()},
-                              {k: v.detach() for k, v in eager.state_dict().items()})
+    got_state = {k: v.detach().cpu() for k, v in lazy.state_dict().items()}
+    want_state = {k: v.detach() for k, v in eager.state_dict().items()}
+    if name in _TIMM_NOISE:
+        pattern, bound = _TIMM_NOISE[name]
+        for key in [k for k in got_state if re.fullmatch(pattern, k)]:
+            assert (got_state.pop(key) - want_state.pop(key)).abs().max() < bound, key
+    diff, worst = _state_diff(got_state, want_state)
     assert diff < 1e-4, (worst, diff)
     assert metrics.counters().get("fallbacks", 0) == 0, metrics.fallbacks()
     # the warm-up's lr, a Python number changing every step, becomes a program parameter
