@@ -17,12 +17,21 @@ Besides the zoo's models, :data:`MORE` holds torchvision's EfficientNet-B0
 and DeepLabV3 (MobileNetV3-large backbone, its ASPP), dropout and stochastic
 depth off: their draws are the device's own, not eager's, so with them on the
 table would measure the draws, not the rounding.
+
+Models whose batches and losses are not a zoo spec's (torchvision's Faster
+R-CNN: lists of images and target dicts, a dict of losses; DeepLabV3's
+per-pixel logits) are :class:`Case` s, trained by :func:`run_case` with SGD
+(momentum 0.9) and the global generator seeded the same before each run (Faster
+R-CNN's samplers draw ``randperm`` from it); :func:`case_table` gives their
+table and :func:`case_distances` the figures tests/consumers/test_vision_float64.py
+holds lazycore to.
 """
 
+import dataclasses
 import os
 import sys
+from typing import Callable
 
-os.environ.setdefault("LAZYCORE_CACHE_DIR", "off")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
@@ -113,7 +122,144 @@ def table(spec, steps: int = 4) -> None:
               + ", ".join(f"{x:.1e}" for x in losses) + " |", flush=True)
 
 
+@dataclasses.dataclass
+class Case:
+    name: str
+    build: Callable[[], torch.nn.Module]
+    batch: Callable[[int], object]  # step -> its batch: tensors in lists, tuples and dicts
+    loss: Callable[[torch.nn.Module, object], torch.Tensor]
+    lr: float
+    steps: int = 4
+
+
+def _convert(x, f):
+    if isinstance(x, torch.Tensor):
+        return f(x)
+    if isinstance(x, dict):
+        return {k: _convert(v, f) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_convert(v, f) for v in x)
+    return x
+
+
+def run_case(case, mode: str):
+    """``(losses, state dicts, counts)`` after each step of ``case`` trained
+    ``mode`` (eager, f64 or lazy); ``counts``, per lazy step (empty for the
+    others): ``(compiles, programs run, fallbacks)``."""
+    torch.manual_seed(0)
+    model = case.build().train()
+    batches = [case.batch(i) for i in range(case.steps)]
+    if mode == "f64":
+        model = model.double()
+        batches = _convert(batches, lambda t: t.double() if t.is_floating_point() else t)
+    if mode == "lazy":
+        import lazycore.torch as ltorch
+        from lazycore.observe import metrics
+
+        model = model.to(ltorch.device())
+        batches = _convert(batches, lambda t: t.to(ltorch.device()))
+        ltorch.mark_step(wait=True)
+    torch.manual_seed(1)  # the same draws in every run
+    opt = torch.optim.SGD(model.parameters(), lr=case.lr, momentum=0.9)
+    losses, states, counts = [], [], []
+
+    def count():
+        c = metrics.counters()
+        return c.get("compiles", 0), c.get("executions", 0), c.get("fallbacks", 0)
+
+    for b in batches:
+        if mode == "lazy":
+            c0 = count()
+        loss = case.loss(model, b)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if mode == "lazy":
+            ltorch.mark_step(wait=True)
+            counts.append(tuple(y - x for x, y in zip(c0, count())))
+        losses.append(float(loss.detach().cpu()))
+        states.append({k: v.detach().cpu().clone() for k, v in model.state_dict().items()})
+    return losses, states, counts
+
+
+def case_distances(case) -> dict:
+    """Per step, each pair's distance: ``{"eager-f64": [(loss, state, where)], "lazy-f64": ...,
+    "lazy-eager": ...}`` (loss: relative; state: :func:`zoo_harness._state_diff`), and the lazy
+    run's ``"counts"`` per step (:func:`run_case`)."""
+    runs = {m: run_case(case, m) for m in ("eager", "f64", "lazy")}
+    out = {"counts": runs["lazy"][2]}
+    for a, b in (("eager", "f64"), ("lazy", "f64"), ("lazy", "eager")):
+        out[f"{a}-{b}"] = [(zh._rel(la, lb),) + zh._state_diff(sa, sb)
+                           for la, lb, sa, sb in zip(runs[a][0], runs[b][0], runs[a][1], runs[b][1])]
+    return out
+
+
+def case_table(case) -> dict:
+    d = case_distances(case)
+    print(f"## {case.name} (per lazy step (compiles, programs, fallbacks): {d['counts']})")
+    print("| step | state: eager32 - f64 | lazy32 - f64 | lazy32 - eager32 "
+          "| loss: eager32 - f64, lazy32 - f64, lazy32 - eager32 |")
+    print("|---|---|---|---|---|")
+    pairs = ("eager-f64", "lazy-f64", "lazy-eager")
+    for i in range(case.steps):
+        print(f"| {i + 1} | " + " | ".join(f"{d[p][i][1]:.2e} ({d[p][i][2]})" for p in pairs) + " | "
+              + ", ".join(f"{d[p][i][0]:.1e}" for p in pairs) + " |", flush=True)
+    return d
+
+
+def _detection_batch(i):
+    """2 images of 64x64, 2 boxes each (Faster R-CNN's training input)."""
+    g = torch.Generator().manual_seed(i)
+    ims = [torch.rand(3, 64, 64, generator=g) for _ in range(2)]
+    targets = []
+    for _ in range(2):
+        xy = torch.rand(2, 2, generator=g) * 30
+        wh = torch.rand(2, 2, generator=g) * 25 + 8
+        targets.append({"boxes": torch.cat([xy, xy + wh], 1), "labels": torch.randint(1, 3, (2,), generator=g)})
+    return ims, targets
+
+
+def _fasterrcnn():
+    from torchvision.models.detection import fasterrcnn_mobilenet_v3_large_fpn
+
+    return fasterrcnn_mobilenet_v3_large_fpn(weights=None, weights_backbone=None, num_classes=3, min_size=64,
+                                             max_size=64)
+
+
+def _detection_loss(model, b):
+    d = model(*b)
+    return sum(d[k] for k in sorted(d))
+
+
+def _segmentation_batch(i):
+    g = torch.Generator().manual_seed(i)
+    return torch.randn(2, 3, 64, 64, generator=g), torch.randint(0, 3, (2, 64, 64), generator=g)
+
+
+def _segmentation_loss(model, b):
+    return torch.nn.functional.cross_entropy(model(b[0])["out"], b[1])
+
+
+def _deeplabv3_aux_off():
+    from torchvision.models.segmentation import deeplabv3_mobilenet_v3_large
+
+    return _no_dropout(deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None, num_classes=3,
+                                                    aux_loss=False))
+
+
+CASES = [
+    Case("fasterrcnn_mobilenet_v3_large_fpn", _fasterrcnn, _detection_batch, _detection_loss, lr=0.005),
+    Case("deeplabv3_mobilenet_v3_large-sgd", _deeplabv3_aux_off, _segmentation_batch, _segmentation_loss,
+         lr=0.01),
+]
+
+
 if __name__ == "__main__":
+    os.environ.setdefault("LAZYCORE_CACHE_DIR", "off")  # (read when lazycore is first imported, in a run)
     by_name = {**zm.BY_NAME, **{s.name: s for s in zm.ILL_CONDITIONED + MORE}}
-    for name in sys.argv[1:] or list(by_name):
-        table(by_name[name])
+    cases = {c.name: c for c in CASES}
+    for name in sys.argv[1:] or list(by_name) + list(cases):
+        if name in cases:
+            case_table(cases[name])
+        else:
+            table(by_name[name])
