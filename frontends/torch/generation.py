@@ -404,8 +404,10 @@ def _static_for_default(model, inputs, kwargs) -> bool:
     call's shapes; the buckets pad at the barrier, after it), and traced per
     op a token cost 8-9x eager's. A static cache gives eager's tokens with
     steps that replay. Only where nobody sees the cache: not passed in, not
-    returned (``return_dict_in_generate``), greedy or sampled decoding of a
-    model transformers compiles with a static cache. An encoder-decoder
+    returned (``return_dict_in_generate``), greedy, sampled or beam search
+    decoding of a model transformers compiles with a static cache (beam
+    search reorders a static layer's keys and values by ``index_select``
+    as eager's; the default cache's grew every token: a program per token). An encoder-decoder
     model's (T5, Whisper) decoder cache: its first token's cache holds one
     position, which no bucket pads (a program of its own), and Whisper's
     second, of two, met a batch or head count of 2 (another): a tiny
