@@ -504,10 +504,13 @@ def sci():
     two(lambda x, y: la.hankel(x[0, :3], y[0, :4]), "linalg.hankel")
     from scipy.spatial.transform import Rotation as R
 
-    two(lambda x, y: R.from_quat(x[:, :4]).as_matrix(), "spatial.Rotation.as_matrix")
-    two(lambda x, y: R.from_rotvec(x[:, :3]).as_quat(canonical=True), "spatial.Rotation.rotvec->quat")
-    two(lambda x, y: R.from_euler("xyz", x[:, :3]).apply(y[:, :3]), "spatial.Rotation.apply")
-    two(lambda x, y: (R.from_rotvec(x[:, :3]) * R.from_rotvec(y[:, :3])).magnitude(), "spatial.Rotation.compose")
+    def f64(r):  # on NumPy arrays Rotation computes in float64 whatever the input; other namespaces keep it
+        return _ns(r).astype(r, _ns(r).float64)
+
+    two(lambda x, y: f64(R.from_quat(x[:, :4]).as_matrix()), "spatial.Rotation.as_matrix")
+    two(lambda x, y: f64(R.from_rotvec(x[:, :3]).as_quat(canonical=True)), "spatial.Rotation.rotvec->quat")
+    two(lambda x, y: f64(R.from_euler("xyz", x[:, :3]).apply(y[:, :3])), "spatial.Rotation.apply")
+    two(lambda x, y: f64((R.from_rotvec(x[:, :3]) * R.from_rotvec(y[:, :3])).magnitude()), "spatial.Rotation.compose")
     import scipy.spatial.distance as dist
 
     two(lambda x, y: dist.cdist(x, y, "sqeuclidean"), "spatial.distance.cdist")
