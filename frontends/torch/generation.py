@@ -195,6 +195,25 @@ def _last_of_view(ids: Tensor) -> Tensor:
     return torch.index_select(full, 1, place)
 
 
+def _column_of_view(index):
+    """``index`` where it is one column of a row-major base (beam search's
+    ``running_beam_indices[..., cur_len - prompt]`` flattened), picked from
+    the whole base at the column as a program parameter; else ``index``.
+    The view's slice start, the growing length, is a number the scalar
+    policy bakes until it has varied: a few programs of its own."""
+    if not isinstance(index, Tensor) or not index._steps or index.dim() != 1:
+        return index
+    storage = index._storage
+    handle = storage.handle
+    rows, width, column = index.shape[0], index.stride(0), index.storage_offset()
+    if tuple(storage.strides) != _contiguous(handle.shape) or int(_numel(handle.shape)) != rows * width \
+            or not 0 <= column < width or width < 2:
+        return index
+    full = wrap(handle).reshape(rows, width)
+    place = _parameter(torch.tensor(column), index.device).reshape(1)
+    return torch.index_select(full, 1, place).reshape(rows)
+
+
 def _contiguous(shape) -> tuple:
     strides, acc = [], 1
     for n in reversed(shape):
@@ -935,6 +954,7 @@ def _wrap_static_reorder(reorder):
         # lazy parameter (_wrap_seq_length), so a read, a barrier cutting the
         # token's work in two programs. The filled length is this CPU tensor.
         if int(self.cumulative_length) > 0:
+            beam_idx = _column_of_view(beam_idx)
             self.keys = self.keys.index_select(0, beam_idx.to(self.keys.device))
             self.values = self.values.index_select(0, beam_idx.to(self.values.device))
 
