@@ -64,9 +64,6 @@ def test_mixup_lambda_and_a_warmup_lr_compile_nothing_after_warmup(dev):
     assert sum(compiles[2:]) == 0, compiles
 
 
-@pytest.mark.xfail(strict=True, reason="frontends/torch/ops/nn.py _lerp picks low or high by the Python weight "
-                                       "on the host (abs(weight) < 0.5), and the policy bakes 1.0: the EMA weight "
-                                       "1.0 -> 0.1 at step 3 compiles a program after warm-up")
 def test_an_ema_weight_of_one_then_a_tenth_compiles_nothing_after_warmup(dev):
     import lazycore.torch as ltorch
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from lazycore.trace import core
+
 from ..dtypes import chalf_rounded, check_chalf, lazy_dtype
 from ..lowering import apply, broadcast, const, convert, lowers, operand, reshape, scalar
 from .indexing import _wrap, checked
@@ -343,7 +345,15 @@ def fma(ctx, a, b, c):
 def _lerp(ctx, x, end, weight):
     dt = ctx.dtype
     x, end = operand(x, dt, ctx.shape, ctx.device), operand(end, dt, ctx.shape, ctx.device)
-    w = operand(weight, dt, ctx.shape, ctx.device)
+    number = isinstance(weight, (int, float))
+    if number and dt in ("f32", "f64"):
+        # a Python weight is a parameter whatever its value, and the side is
+        # chosen on the device: an EMA's weight (timm's ModelEmaV3: 1.0 for
+        # its first updates, then 1 - decay) keeps one program
+        w = broadcast(core.scalar(float(weight), dt, ctx.device, fold=False), ctx.shape)
+        number = False
+    else:
+        w = operand(weight, dt, ctx.shape, ctx.device)
     diff = apply("sub", end, x)
     # eager's two-sided formula keeps lerp(a, b, 1) == b exactly; in float32
     # and float64 each side is one fused multiply-add, eager's vectorized
@@ -355,7 +365,7 @@ def _lerp(ctx, x, end, weight):
     else:
         low = apply("add", x, apply("mul", w, diff))
         high = apply("sub", end, apply("mul", diff, apply("sub", one, w)))
-    if isinstance(weight, (int, float)):
+    if number:
         return low if abs(weight) < 0.5 else high
     size = apply("abs", w)  # real for a complex weight
     small = apply("compare", size, const(0.5, size.dtype, ctx.device, ctx.shape), direction="LT")
