@@ -393,6 +393,9 @@ def host_laid_out(a: ndarray) -> np.ndarray:
     them. The values go into a buffer spanning the view (not its base's memory);
     a sparse view of a much larger span, or one repeating elements (a broadcast: its
     host copy is the user's to write), is laid out densely in its memory order."""
+    whole = _in_base(a)
+    if whole is not None:
+        return whole
     values = to_host(a)
     if a._standin().flags.c_contiguous or not a.size:
         return values
@@ -405,6 +408,30 @@ def host_laid_out(a: ndarray) -> np.ndarray:
         out = np.ndarray(a._shape, values.dtype, np.empty(span, values.dtype), -low * it, a.strides)
     out[...] = values
     return out
+
+
+def _in_base(a: ndarray) -> np.ndarray | None:
+    """A view of a base not much larger than it, as NumPy has it: ``a``'s
+    elements in a host copy of the whole base, at ``a``'s offset and strides.
+    Code that walks the base's memory around a view through the array NumPy
+    gets (``as_strided`` with negative strides: SciPy's toeplitz, hankel and
+    circulant) reads the base's values there, not memory outside a copy of the
+    view. None for a whole array, a larger base (its copy would cost more than
+    the view's), a base of another element type or laid out backwards, or a
+    view repeating elements (a broadcast: the host copy is the user's to write)."""
+    storage = a._storage
+    if not a._steps or not a.size or any(n > 1 and not s for n, s in zip(a._shape, a._estrides)):
+        return None
+    base = storage.handle
+    shape = tuple(base.shape)
+    if (math.prod(shape) > 4 * a.size + 4096 or any(s < 0 for s in storage.strides)
+            or dtypes.TO_NUMPY.get(base.dtype) != a._dtype):
+        return None
+    it = a.itemsize
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, storage.strides))
+    memory = np.empty(span, a._dtype)
+    np.ndarray(shape, a._dtype, memory, 0, tuple(s * it for s in storage.strides))[...] = core.to_numpy(base)
+    return np.ndarray(a._shape, a._dtype, memory, a._offset * it, a.strides)
 
 
 def laid_out(a: ndarray, order: str, proto=None) -> ndarray:

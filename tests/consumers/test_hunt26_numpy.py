@@ -145,9 +145,6 @@ _STRIDED = textwrap.dedent("""
 """)
 
 
-@pytest.mark.xfail(strict=True, reason="open: np.asarray of a lazy view is a host copy of the view alone, so "
-                   "as_strided reaching before it reads memory outside the copy (scipy.linalg.toeplitz, "
-                   "circulant: 2.4e+232 for 2.56)")
 def test_as_strided_over_a_views_base_as_numpy():
     """``as_strided`` (not dispatched: NumPy calls ``np.asarray``) walks the base's
     memory around a view, as SciPy's toeplitz/hankel/circulant do; the lazy view's
