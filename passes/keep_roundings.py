@@ -38,6 +38,13 @@ to contract into its sum, and the pass takes the mark off. (The float32
 lowerings that emulate eager's fused kernels as a float64 sum of an exact
 product keep eager's bits with or without the fence.)
 
+A product of values that are each one number broadcast (made from broadcast
+scalars or splat constants by elementwise ops alone) is not fenced: XLA
+computes such a chain once as a scalar and broadcasts it, and its algebraic
+simplifier cycled on the fences there ("likely stuck in a circular
+simplification loop" on stderr for ``x = x * 0.999 + 0.01`` a hundred times
+from ``ones``), as jax.jit's own lowering of the fenced chain does.
+
 The pass is in every default pipeline, after the final ``canonicalize``
 (which does not fold ``compare NE m, m``): :data:`~.pipeline.DEFAULT_PIPELINE`.
 """
@@ -115,6 +122,35 @@ def _exact(op: ir.Operation, dtype: str) -> bool:
     return True
 
 
+_ELEMENTWISE = frozenset("stablehlo." + n for n in """
+    add subtract multiply divide negate abs maximum minimum exponential log tanh sqrt rsqrt power remainder
+    convert bitcast_convert compare select xor and or not sign floor ceil round_nearest_even
+""".split())
+"""Ops whose result is uniform (one value everywhere) where their operands are."""
+
+
+def _uniform(v: ir.Value, memo: dict, depth: int = 64) -> bool:
+    """``v`` holds one value in every element, made from a broadcast scalar
+    (or a splat constant) by elementwise ops only."""
+    key = v
+    known = memo.get(key)
+    if known is not None:
+        return known
+    owner = v.owner
+    result = False
+    if isinstance(owner, (ir.Operation, ir.OpView)) and depth:
+        op = _op(owner)
+        if op.name == "stablehlo.broadcast_in_dim":
+            result = not ir.RankedTensorType(op.operands[0].type).rank
+        elif op.name == "stablehlo.constant":
+            value = op.attributes["value"]
+            result = isinstance(value, ir.DenseElementsAttr) and value.is_splat
+        elif op.name in _ELEMENTWISE:
+            result = all(_uniform(o, memo, depth - 1) for o in op.operands)
+    memo[key] = result
+    return result
+
+
 def _fence(op: ir.Operation, dtype: str) -> None:
     m = op.results[0]
     shaped = ir.RankedTensorType(m.type)
@@ -136,7 +172,7 @@ def _fence(op: ir.Operation, dtype: str) -> None:
 
 
 def run(module_op: ir.Operation) -> None:
-    found, fused = [], []
+    found, fused, uniform = [], [], {}
 
     def look(o):
         o = o.operation
@@ -144,7 +180,8 @@ def run(module_op: ir.Operation) -> None:
             dtype = _float_name(o.results[0].type)
             if FUSED in o.attributes:
                 fused.append(o)  # a lazy.fma's product: eager fuses it too
-            elif dtype is not None and _ranked(o.results[0].type) and not _exact(o, dtype) and _contracted(o.results[0]):
+            elif (dtype is not None and _ranked(o.results[0].type) and not _exact(o, dtype)
+                  and _contracted(o.results[0]) and not _uniform(o.results[0], uniform)):
                 found.append((o, dtype))
         return ir.WalkResult.ADVANCE
 

@@ -28,7 +28,8 @@ def test_each_stage_is_visible_and_ends_in_stablehlo():
     seen = []
     module = compiler.lower(PROGRAM, after_each=lambda name, op: seen.append((name, str(op))))
     assert [n for n, _ in seen] == [
-        "lazy-canonicalize", "cse", "lazy-update-to-select", "lazy-aliasing", "lazy-to-stablehlo", "canonicalize"
+        "lazy-canonicalize", "cse", "lazy-update-to-select", "lazy-aliasing", "lazy-to-stablehlo", "canonicalize",
+        "lazy-keep-roundings",
     ]
     assert "lazy.mul" not in seen[0][1]  # x * 1 folded by lazy-canonicalize
     assert "lazy." not in str(module) and "stablehlo.tanh" in str(module)

@@ -81,3 +81,22 @@ func.func @fused(%a: tensor<4xf64>, %b: tensor<4xf64>, %c: tensor<4xf64>) -> (te
   %3 = stablehlo.add %2, %b : tensor<4xf64>
   return %1, %3 : tensor<4xf64>, tensor<4xf64>
 }
+
+// -----
+
+// A product of broadcast numbers is one number everywhere: XLA computes the
+// chain once as a scalar, and its algebraic simplifier cycles on fences there
+// (x = x * 0.999 + 0.01 from ones, a hundred times), so it is left.
+// CHECK-LABEL: func.func @uniform
+// CHECK-NOT: stablehlo.xor
+// CHECK: return
+func.func @uniform(%a: tensor<f32>, %b: tensor<f32>) -> tensor<8xf32> {
+  %0 = stablehlo.broadcast_in_dim %a, dims = [] : (tensor<f32>) -> tensor<8xf32>
+  %1 = stablehlo.broadcast_in_dim %b, dims = [] : (tensor<f32>) -> tensor<8xf32>
+  %2 = stablehlo.add %0, %1 : tensor<8xf32>
+  %3 = stablehlo.broadcast_in_dim %a, dims = [] : (tensor<f32>) -> tensor<8xf32>
+  %4 = stablehlo.multiply %2, %3 : tensor<8xf32>
+  %5 = stablehlo.broadcast_in_dim %b, dims = [] : (tensor<f32>) -> tensor<8xf32>
+  %6 = stablehlo.add %4, %5 : tensor<8xf32>
+  return %6 : tensor<8xf32>
+}

@@ -13,6 +13,7 @@ import torch
 from lazycore.dialect.types import is_float
 
 from ..lowering import apply, broadcast, const, convert, is_handle, lowers, scalar
+from .nn import fused_multiply_add
 
 aten = torch.ops.aten
 
@@ -88,9 +89,13 @@ def _spaced(ctx, start, end, wide: str):
     count = apply("iota", dim=0, shape=(n,), dtype="f64", device=ctx.device)
     i = convert(count, wide)
     # symmetric, as eager: the first half counts up from start, the rest down from end
-    up = apply("add", start, apply("mul", i, step))
     back = apply("sub", const(n - 1, wide, ctx.device, (n,)), i)
-    down = apply("sub", end, apply("mul", back, step))
+    if ctx.dtype in _FLOATS:
+        up = apply("add", start, apply("mul", i, step))
+        down = apply("sub", end, apply("mul", back, step))
+    else:  # eager's integer kernel spaces in double, each value one fused multiply-add
+        up = fused_multiply_add(i, step, start, ctx.device)
+        down = fused_multiply_add(apply("neg", back), step, end, ctx.device)
     first = apply("compare", count, const(n // 2, "f64", ctx.device, (n,)), direction="LT")
     v = apply("select", first, up, down)
     if ctx.dtype not in _FLOATS:
