@@ -19,6 +19,7 @@ answer), are held to that answer in test_vision_float64.py.
 
 import copy
 import os
+import sys
 
 import pytest
 import torch
@@ -232,15 +233,8 @@ def test_lraspp_mobilenet_v3_trains_as_eager():
 def test_fasterrcnn_mobilenet_trains_without_roi_align_fallback():
     from torchvision.models.detection import fasterrcnn_mobilenet_v3_large_fpn
 
-    def batch(i):
-        g = torch.Generator().manual_seed(i)
-        ims = [torch.rand(3, 64, 64, generator=g) for _ in range(2)]
-        targets = []
-        for _ in range(2):
-            xy = torch.rand(2, 2, generator=g) * 30
-            wh = torch.rand(2, 2, generator=g) * 25 + 8
-            targets.append({"boxes": torch.cat([xy, xy + wh], 1), "labels": torch.randint(1, 3, (2,), generator=g)})
-        return ims, targets
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "zoo"))
+    from float64_table import _detection_batch as batch  # the same 2 images and boxes the float64 table trains on
 
     def loss_fn(m, b):
         d = m(*b)
