@@ -57,7 +57,7 @@ from lazycore.ir.sourceloc import format_location
 from lazycore.ir.failure import BarrierError, Failure
 from lazycore.ir.graph import Data, Scalar, Value
 from lazycore.ir.tensor import LazyTensor
-from lazycore.runtime import checks, failures, pjrt
+from lazycore.runtime import checks, failures, hostcopy, pjrt
 from lazycore.runtime import device as _device
 from lazycore.ir.walk import Walk
 from lazycore.observe import export_symbolic
@@ -412,7 +412,7 @@ def _constant(leaf, name: str):
         return np.asarray(leaf.value, dtype=to_numpy_dtype(leaf.types[0].dtype))
     if type(leaf.buffer) is Failure:
         raise leaf.buffer.error()
-    return np.asarray(pjrt.to_host(leaf.buffer))
+    return hostcopy.to_host(leaf.buffer, leaf.types[0], copy=False)
 
 
 @dataclass

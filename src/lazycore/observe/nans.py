@@ -33,7 +33,7 @@ from lazycore.ir.context import LOCK
 from lazycore.ir.failure import Failure
 from lazycore.ir.graph import Data, Scalar, Value, operand_values
 from lazycore.ir.sourceloc import format_location
-from lazycore.runtime import barrier, pjrt
+from lazycore.runtime import barrier, hostcopy
 
 _PLAIN = barrier.sync
 
@@ -60,7 +60,7 @@ def _leaf_bad(node) -> str | None:
     if type(node) is Scalar:
         return _bad(node.value)
     if type(node) is Data and type(node.buffer) is not Failure and node.buffer is not None:
-        return _bad(pjrt.to_host(node.buffer))
+        return _bad(hostcopy.to_host(node.buffer, t, copy=False))
     return None
 
 
@@ -82,7 +82,7 @@ def checked_sync(device, wait: bool = True) -> int:
                 continue
             if type(leaf.buffer) is Failure or leaf.buffer is None:
                 continue
-            if _bad(pjrt.to_host(leaf.buffer)):
+            if _bad(hostcopy.to_host(leaf.buffer, v.type, copy=False)):
                 bad.append(v)
         if bad:
             raise FloatingPointError(_diagnose(device, bad))
@@ -105,7 +105,7 @@ def _diagnose(device, bad: list) -> str:
             r = results[k]
             k += 1
             if _inexact(t.dtype) and type(r) is not Failure:
-                flag = flag or _bad(pjrt.to_host(r))
+                flag = flag or _bad(hostcopy.to_host(r, t, copy=False))
         nonfinite[id(n)] = flag
     for n in walk.params:
         nonfinite[id(n)] = _leaf_bad(n)

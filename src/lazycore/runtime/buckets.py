@@ -140,7 +140,7 @@ class Bucketed:
             return buffer
         sizes = {sym: self.symbols[sym] for f in self.out_pads[k].values() for _, sym in f if sym is not None}
         expanded, limits = _expanded(t, self.out_pads[k], sizes)
-        host = np.asarray(pjrt.to_host(buffer)).reshape(limits)
+        host = hostcopy.to_host(buffer, t, copy=False).reshape(limits)
         out = np.zeros(expanded, host.dtype)
         out[tuple(slice(0, n) for n in limits)] = host
         return pjrt.to_device(out.reshape(padded.shape), device.pjrt)
