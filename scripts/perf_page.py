@@ -1,8 +1,13 @@
-"""Write the figures of docs/performance.md from benchmarks/results.json.
+"""Write the figures of docs/performance.md from benchmarks/results*.json.
 
     python benchmarks/run.py          # a full run writes benchmarks/results.json
-    python scripts/perf_page.py       # the page's figures, between its markers, from that file
-    python scripts/perf_page.py --check   # exit 1 when the page is not what the file gives
+    python scripts/perf_page.py       # the page's figures, between its markers, from those files
+    python scripts/perf_page.py --check   # exit 1 when the page is not what the files give
+
+A run of some benchmarks alone (``--only``, for example the real models at
+``--size small``, which take a quiet half hour of their own) may be kept
+beside the full run as ``benchmarks/results_<what>.json``; each file is one
+section of the page, results.json first.
 
 The page's prose (what each benchmark measures, how) is written by hand; the
 figures are only ever this script's output, so no run log is pasted by hand
@@ -19,6 +24,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results.json"
+
+
+def result_files() -> list[Path]:
+    """benchmarks/results.json, then every other benchmarks/results_*.json by name."""
+    return [p for p in [RESULTS] + sorted(RESULTS.parent.glob("results_*.json")) if p.exists()]
 PAGE = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 
@@ -73,6 +83,8 @@ def render(results: dict) -> str:
         notes = [n for n in (r.get("target") and f"target {r['target']}", r.get("note")) if n]
         lines.append(f"| {r['variant']} | {_num(r.get('median'), unit)} | {span} | {ratio} | {agrees} | "
                      f"{'; '.join(notes).replace('|', '/')} |")
+    if results.get("notes"):
+        lines += ["", "Notes: " + "; ".join(results["notes"])]
     if results.get("failures"):
         lines += ["", "Failures: " + "; ".join(results["failures"])]
     return "\n".join(lines).strip("\n")
@@ -87,14 +99,17 @@ def page_with(text: str, page: str) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--results", type=Path, default=RESULTS)
+    p.add_argument("--results", type=Path, nargs="+", default=None,
+                   help="results files, one section each (default: benchmarks/results.json and results_*.json)")
     p.add_argument("--check", action="store_true", help="exit 1 if the page is not what the results give")
     a = p.parse_args(argv)
     page = PAGE.read_text()
-    new = page_with(render(json.loads(a.results.read_text())), page)
+    files = a.results or result_files()
+    new = page_with("\n\n".join(render(json.loads(f.read_text())) for f in files), page)
     if a.check:
         if new != page:
-            print(f"{PAGE} is not what {a.results} gives: run python scripts/perf_page.py", file=sys.stderr)
+            names = ", ".join(str(f) for f in files)
+            print(f"{PAGE} is not what {names} gives: run python scripts/perf_page.py", file=sys.stderr)
             return 1
         return 0
     PAGE.write_text(new)

@@ -60,7 +60,7 @@ def test_the_svg_is_rendered_from_the_dot():
 
 def test_the_performance_figures_are_the_results_file(tmp_path):
     """docs/performance.md's figures are scripts/perf_page.py's rendering of
-    benchmarks/results.json, never pasted by hand."""
+    benchmarks/results.json (and results_*.json), never pasted by hand."""
     import subprocess
     import sys
 
