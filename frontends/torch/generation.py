@@ -671,27 +671,46 @@ def _stopped_at(host: torch.Tensor, end: torch.Tensor, start: int, made: int) ->
     return start + int(ended.to(torch.int8).argmax(dim=-1).max()) + 1
 
 
-def _put_at(t: Tensor, place: int, value: torch.Tensor) -> Tensor:
+def _put_at(t: Tensor, place, value: torch.Tensor) -> Tensor:
     """``t`` with ``t[..., place] = value`` (eager's setitem: ``value`` cast
-    to ``t``'s type), the place a program parameter: a select by position,
-    not a slice at an offset baked into the token's graph."""
-    where = torch.arange(t.shape[-1], device=t.device) == _parameter(torch.tensor(place), t.device)
+    to ``t``'s type), the place a program parameter (or a device value
+    already): a select by position, not a slice at an offset baked into the
+    token's graph."""
+    if not isinstance(place, Tensor):
+        place = _parameter(torch.tensor(place), t.device)
+    where = torch.arange(t.shape[-1], device=t.device) == place
     return torch.where(where, value.to(t.dtype)[..., None], t)
+
+
+def _at(t: Tensor, place: Tensor) -> Tensor:
+    """``t[..., place]`` for a device value ``place``: the one element of
+    each row a select by position keeps, summed with zeros (exact: a sum of
+    one value and zeros), not a slice at an offset baked into the graph."""
+    where = torch.arange(t.shape[-1], device=t.device) == place
+    return torch.where(where, t, torch.zeros((), dtype=t.dtype, device=t.device)).sum(-1, dtype=t.dtype)
 
 
 def _wrap_top_k(top_k):
     @functools.wraps(top_k)
     def wrapped(self, *args, **kwargs):
         running = kwargs.get("running_sequences")
-        if args or not _GENERATING.depth or not isinstance(running, Tensor) or kwargs.get("do_sample") \
+        if args or not _GENERATING.depth or not isinstance(running, Tensor) \
                 or not isinstance(kwargs.get("cur_len"), int) or not isinstance(kwargs.get("decoder_prompt_len"), int):
             return top_k(self, *args, **kwargs)
         # beam search's top-k continuations as transformers makes them, but
         # the new token and its beam written at the length as a parameter:
         # ``topk_running_sequences[:, :, cur_len] = topk_ids`` baked the
-        # length into each token's graph (a program per token)
+        # length into each token's graph (a program per token; beam
+        # sampling's too, which drew its continuations the same way)
         log_probs, num_beams, cur_len = kwargs["accumulated_log_probs"], kwargs["num_beams"], kwargs["cur_len"]
-        topk_log_probs, topk_indices = torch.topk(log_probs, k=kwargs["beams_to_keep"])
+        if kwargs.get("do_sample"):
+            topk_indices = torch.multinomial(torch.nn.functional.softmax(log_probs, dim=-1),
+                                             num_samples=kwargs["beams_to_keep"])
+            topk_log_probs = torch.gather(input=log_probs, dim=1, index=topk_indices)
+            topk_log_probs, order = topk_log_probs.sort(dim=-1, descending=True)
+            topk_indices = topk_indices.gather(dim=-1, index=order)
+        else:
+            topk_log_probs, topk_indices = torch.topk(log_probs, k=kwargs["beams_to_keep"])
         vocab_size = log_probs.shape[-1] // num_beams
         topk_current_beam_indices = topk_indices // vocab_size
         topk_running_beam_indices = self._gather_beams(kwargs["running_beam_indices"], topk_current_beam_indices)
@@ -702,6 +721,258 @@ def _wrap_top_k(top_k):
         topk_running_beam_indices = _put_at(topk_running_beam_indices, cur_len - kwargs["decoder_prompt_len"],
                                             topk_current_beam_indices + batch_offset)
         return topk_log_probs, topk_running_sequences, topk_running_beam_indices
+
+    wrapped.__lazycore_generation__ = True
+    return wrapped
+
+
+_BEAM_LOOP = True
+"""Beam search that :func:`_beams_fit` decodes in :func:`_beams`; False:
+transformers' ``_beam_search`` (a read every token, the beams' bookkeeping
+traced op by op)."""
+
+
+def _beams_fit(model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus,
+               model_kwargs) -> bool:
+    """Whether ``_beam_search`` of ``model`` decodes by :func:`_beams`: beam
+    search (not sampling) with what :func:`_greedy_fits` asks of greedy
+    decoding (a static cache a captured step takes, max-length criteria
+    and at most one end token, no logits processors or extra outputs), a
+    cache nobody else sees, and no model reordering its cache itself."""
+    config = generation_config
+    if not _BEAM_LOOP or config is None or config.do_sample or getattr(config, "low_memory", False):
+        return False
+    beams, returned = config.num_beams, config.num_return_sequences or 1
+    if not isinstance(beams, int) or beams < 2 or not isinstance(returned, int) or not 1 <= returned <= beams:
+        return False
+    if hasattr(model, "_reorder_cache") or getattr(model_kwargs.get(_cache_name(model_kwargs)), "_is_user_defined",
+                                                   False):
+        return False  # (tokens are made past the stop: a cache the caller sees would hold them)
+    if isinstance(input_ids, Tensor) and input_ids.dim() == 2 and input_ids.shape[0] % beams:
+        return False
+    return _greedy_fits(model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus,
+                        None, model_kwargs)
+
+
+def _beams(model, input_ids, stopping_criteria, generation_config, model_kwargs):
+    """``_beam_search`` for beam search that :func:`_beams_fit`: its tokens,
+    the prompt's forward and the first token as transformers makes them
+    (its bookkeeping by :func:`_beam_update`), then every later token one
+    call of the captured decoding step (:attr:`_DecodingStep.beams`): the
+    model's step, the beams' bookkeeping, the cache's reorder and the next
+    step's ids, with the length a device value. One barrier is started per
+    token, none waited for.
+
+    transformers' loop read ``_beam_search_has_unfinished_sequences`` every
+    token (a wait for the token's program and a copy) and traced the
+    model's step and the bookkeeping op by op. Here whether beam search has
+    stopped is a flag on the device, and a token made after it changes
+    nothing of the beams' state (each update a select on the flag); the
+    flag is read every ``_STOP_EVERY`` tokens, and the host knows the stop
+    at ``max_length``. The result is cut on the host as transformers cuts
+    it (the beams' generated length), eager's ids."""
+    g = _GENERATING
+    config = generation_config
+    dev = input_ids.device
+    length_crit = getattr(sys.modules.get(_CRITERIA), "MaxLengthCriteria", None)
+    lengths = [c for c in stopping_criteria if type(c) is length_crit]  # (and an end token's: _greedy_fits)
+    max_length = min(c.max_length for c in lengths)
+    if config.max_length != max_length:
+        return None  # (transformers sizes the beams' state by the config's)
+    most = [c.max_position_embeddings for c in lengths if c.max_position_embeddings is not None]
+    num_beams, returned = config.num_beams, config.num_return_sequences or 1
+    batch, prompt = input_ids.shape[0] // num_beams, input_ids.shape[1]
+    if most and max(prompt, min(most)) + 1 < max_length:
+        # the criteria's warning of ids longer than the model's positions (on a stand-in: no lazy op)
+        lengths[0](torch.empty((input_ids.shape[0], max(prompt, min(most)) + 1), dtype=input_ids.dtype,
+                               device="meta"), None)
+    ending = _ending(stopping_criteria, config, input_ids)
+    eos = ending[1].reshape(-1) if ending is not None else None
+    keep = max(2, 1 + (eos.shape[0] if eos is not None else 0)) * num_beams
+    if eos is None:
+        fill = -1
+    else:  # (transformers' ``pad_token_id or eos_token_id[0]``: a pad token 0 is falsy)
+        pad = config._pad_token_tensor
+        fill = int(pad.cpu()) if pad is not None and int(pad.cpu()) else int(eos[0].cpu())
+    penalty, early = config.length_penalty, config.early_stopping
+    # (cur + 1 - prompt) ** length_penalty for each place cur of a new token,
+    # as transformers computes it in Python (eager divides by it as float32)
+    table = [float((c + 1 - prompt) ** penalty) if c >= prompt else 1.0 for c in range(max_length)]
+    state = _beam_state(model, input_ids, batch, num_beams, keep, max_length, fill, eos,
+                        from_host(torch.tensor(table, dtype=torch.float32), dev))
+    spec = (batch, num_beams, keep, prompt, max_length, early, penalty)
+    model_forward = (model.get_compiled_call(config.compile_config)
+                     if model._valid_auto_compile_criteria(model_kwargs, config) else model.__call__)
+    outputs = model._prefill(input_ids, config, model_kwargs, is_first_iteration=not config.is_assistant)
+    cache_name = _cache_name(model_kwargs)
+    cur_len = prompt
+    inputs = step = None
+    try:
+        with model._optimize_model_for_decode():
+            while True:
+                if outputs is not None:
+                    model_kwargs = model._update_model_kwargs_for_generation(outputs, model_kwargs,
+                                                                             is_encoder_decoder=False)
+                    logits = outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32, device=dev)
+                    del outputs
+                    log_probs = torch.nn.functional.log_softmax(logits, dim=-1)
+                    del logits
+                    beam_idx, _ = _beam_update(model, state, log_probs, _parameter(torch.tensor(cur_len), dev), spec)
+                    model_kwargs[cache_name].reorder_cache(beam_idx)
+                    del beam_idx, log_probs
+                else:
+                    events.bump("generated_tokens")  # one model call, one new token
+                    g.deferred = (inputs["input_ids"], inputs.get("attention_mask"))
+                    inputs.update(step(beams=(spec, state), **inputs, return_dict=True))
+                cur_len += 1
+                if cur_len >= max_length:
+                    break
+                if ending is not None and (cur_len - prompt) % _STOP_EVERY == 0:
+                    # the token's work started as every token's is, then the flag read
+                    core.mark_step(False)
+                    if bool(state[-1].cpu()):
+                        break
+                if step is not None:
+                    continue
+                # the next token's inputs: transformers' ids are the running beams' first cur_len columns
+                flat = model._flatten_beam_dim(state[0][:, :, :cur_len])
+                if g.active is not None and model_forward is g.active and model_kwargs.get("use_cache", True) \
+                        and _DEFER_INPUTS and _prepare_deferred(flat, model_kwargs):
+                    made = dict(g.early[4])
+                    if g.active._plan(made) is not None:
+                        g.early = None
+                        inputs, step, outputs = made, g.active, None
+                        g.greedy = True  # (nothing grows in the step: no buckets)
+                        continue
+                g.early = None
+                # op by op, as transformers' loop (its read every token: the flag's every _STOP_EVERY)
+                core.mark_step(False)
+                model_inputs = model.prepare_inputs_for_generation(flat, next_sequence_length=1, **model_kwargs)
+                outputs = model_forward(**model_inputs, return_dict=True)
+                del model_inputs
+    finally:
+        g.greedy = False
+    del inputs
+    core.mark_step(False)
+    # transformers' cut of the best beams to the generated length, on the host
+    host, where = state[3].cpu(), state[5].cpu()
+    sequences = model._flatten_beam_dim(host[:, :returned, :])
+    beam_indices = model._flatten_beam_dim(where[:, :returned, :])
+    generated = int(((beam_indices + 1).bool()).sum(dim=1).max())
+    return from_host(sequences[:, :prompt + generated].contiguous(), dev)
+
+
+def _beam_state(model, input_ids, batch, num_beams, keep, max_length, fill, eos, table):
+    """The beams' state as ``_beam_search`` makes it, for :func:`_beam_update`
+    (each tensor updated in place): running sequences, their scores and
+    beam indices, the finished ones', their flags, the early-stop
+    heuristic's flags, the stop flag (transformers' ``this_peer_finished``,
+    on the device), the top beams' mask, the end tokens and the length
+    penalties."""
+    dev = input_ids.device
+    prompt = input_ids.shape[1]
+    running = torch.full((batch, num_beams, max_length), fill_value=fill, dtype=torch.int64, device=dev)
+    running[:, :, :prompt] = model._unflatten_beam_dim(input_ids, batch, num_beams)
+    sequences = running.detach().clone()
+    running_scores = torch.zeros((batch, num_beams), dtype=torch.float, device=dev)
+    running_scores[:, 1:] = -1e9
+    scores = torch.full((batch, num_beams), fill_value=-1e9, dtype=torch.float, device=dev)
+    finished = torch.zeros((batch, num_beams), dtype=torch.bool, device=dev)
+    unsatisfied = torch.ones((batch, 1), dtype=torch.bool, device=dev)
+    running_indices = torch.full((batch, num_beams, max_length - prompt), fill_value=-1, dtype=torch.int32,
+                                 device=dev)
+    indices = running_indices.detach().clone()
+    top = torch.cat((torch.ones((num_beams), dtype=torch.bool), torch.zeros((keep - num_beams), dtype=torch.bool)),
+                    dim=0).to(dev)
+    done = torch.zeros((), dtype=torch.bool, device=dev)
+    return (running, running_scores, running_indices, sequences, scores, indices, finished, unsatisfied, top, eos,
+            table, done)
+
+
+def _beam_update(model, state, log_probs, cur_len, spec):
+    """One token of transformers' beam search after the model (``_beam_search``'s
+    steps b to g), on the beams' ``state`` (:func:`_beam_state`) in place,
+    with the token's place ``cur_len`` a device value: transformers' own
+    functions where they take no length (``_gather_beams``,
+    ``_get_running_beams_for_next_iteration``), its steps with the length
+    as written there otherwise (the writes at the length selects, the
+    length penalty looked up in the state's table). Where the stop flag is
+    set, nothing changes. Returns the cache's reorder index (the beams'
+    batch x beam index, flattened) and the next step's ids (the running
+    beams' new tokens, a column)."""
+    batch, num_beams, keep, prompt, max_length, early, penalty = spec
+    (running, running_scores, running_indices, sequences, scores, indices, finished, unsatisfied, top, eos,
+     table, done) = state
+    log_probs = model._unflatten_beam_dim(log_probs, batch, num_beams)
+    log_probs = log_probs + running_scores[:, :, None]
+    log_probs = torch.reshape(log_probs, (batch, -1))
+    # c. top-k continuations (_get_top_k_continuations)
+    topk_log_probs, topk_indices = torch.topk(log_probs, k=keep)
+    vocab_size = log_probs.shape[-1] // num_beams
+    topk_current = topk_indices // vocab_size
+    topk_running_indices = model._gather_beams(running_indices, topk_current)
+    topk_running = model._gather_beams(running, topk_current)
+    topk_ids = topk_indices % vocab_size
+    topk_running = _put_at(topk_running, cur_len, topk_ids)
+    offset = torch.arange(batch, device=topk_ids.device).view(-1, 1) * num_beams
+    topk_running_indices = _put_at(topk_running_indices, cur_len - prompt, topk_current + offset)
+    # d. the stopping criteria on ids of cur_len + 1 (StoppingCriteriaList's or of its criteria)
+    hits = torch.full((batch * keep,), False, device=topk_ids.device, dtype=torch.bool)
+    hits = hits | (cur_len + 1 >= max_length).expand(batch * keep)
+    if eos is not None:
+        hits = hits | torch.isin(topk_ids.reshape(-1, 1), eos).any(dim=-1)
+    hits = model._unflatten_beam_dim(hits, batch, keep)
+    # e. the running beams for the next token
+    new_running, new_running_scores, new_running_indices = model._get_running_beams_for_next_iteration(
+        topk_log_probs=topk_log_probs, topk_running_sequences=topk_running,
+        topk_running_beam_indices=topk_running_indices, next_token_hits_stopping_criteria=hits,
+        num_beams=num_beams)
+    # f. the finished beams (_update_finished_beams, its length penalty from the table)
+    just_finished = hits & top[None, :]
+    topk_log_probs = topk_log_probs / _at(table, cur_len)
+    full = torch.all(finished, axis=-1, keepdims=True) & (early is True)
+    topk_log_probs += full.to(torch.float32) * -1.0e9
+    topk_log_probs += (~unsatisfied).to(torch.float32) * -1.0e9
+    topk_log_probs += (~just_finished) * -1.0e9
+    merged_sequences = torch.cat((sequences, topk_running), dim=1)
+    merged_scores = torch.cat((scores, topk_log_probs), dim=1)
+    merged_indices = torch.cat((indices, topk_running_indices), dim=1)
+    merged_finished = torch.cat((finished, just_finished), dim=1)
+    topk_merged = torch.topk(merged_scores, k=num_beams)[1]
+    new_sequences = model._gather_beams(merged_sequences, topk_merged)
+    new_scores = model._gather_beams(merged_scores, topk_merged)
+    new_indices = model._gather_beams(merged_indices, topk_merged)
+    new_finished = model._gather_beams(merged_finished, topk_merged)
+    # g. the cache's reorder index, then the early-stop heuristic at cur_len + 1
+    beam_idx = model._flatten_beam_dim(_at(new_running_indices, cur_len - prompt))
+    if early == "never" and penalty > 0.0:
+        best = new_running_scores[:, :1] / ((max_length - prompt) ** penalty)
+    else:
+        best = new_running_scores[:, :1] / _at(table, cur_len)
+    worst = torch.where(new_finished, torch.min(new_scores, dim=1, keepdim=True)[0], -1.0e9)
+    new_unsatisfied = unsatisfied & torch.any(best > worst, dim=-1, keepdim=True)
+    unfinished = torch.any(new_unsatisfied) & ~(torch.all(new_finished) & (early is True)) & ~torch.all(hits)
+    # (a copy: a view would keep the step's tensor it views alive, unseen by a capture)
+    ids = model._flatten_beam_dim(_at(new_running, cur_len))[:, None].clone()
+    for old, new in ((running, new_running), (running_scores, new_running_scores),
+                     (running_indices, new_running_indices), (sequences, new_sequences), (scores, new_scores),
+                     (indices, new_indices), (finished, new_finished), (unsatisfied, new_unsatisfied)):
+        old.copy_(torch.where(done, old, new))
+    done.copy_(done | ~unfinished)
+    return beam_idx, ids
+
+
+def _wrap_beam_search(beam_search):
+    @functools.wraps(beam_search)
+    def wrapped(self, input_ids, logits_processor=None, stopping_criteria=None, generation_config=None,
+                synced_gpus=False, **model_kwargs):
+        if _beams_fit(self, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus,
+                      model_kwargs):
+            out = _beams(self, input_ids, stopping_criteria, generation_config, model_kwargs)
+            if out is not None:
+                return out
+        return beam_search(self, input_ids, logits_processor, stopping_criteria, generation_config,
+                           synced_gpus=synced_gpus, **model_kwargs)
 
     wrapped.__lazycore_generation__ = True
     return wrapped
@@ -1175,10 +1446,12 @@ class _DecodingStep:
         self.captured = Captured(self._forward)
         self.greedy = Captured(self._greedy_forward)
         """The whole greedy token (:func:`_greedy`): the step, its next token written in the ids."""
+        self.beams = Captured(self._beam_forward)
+        """The whole beam search token (:func:`_beams`): the step, the beams' bookkeeping, the cache's reorder."""
         self._out = None  # (the output's type, the names holding the cache) as the last traced call made it
         # (the cache of the call in progress is _GENERATING.cache: a generate() per thread)
 
-    def __call__(self, tokens=None, ending=None, **kwargs):
+    def __call__(self, tokens=None, ending=None, beams=None, **kwargs):
         model = self._model()
         g = _GENERATING
         deferred, g.deferred = g.deferred, None
@@ -1208,7 +1481,9 @@ class _DecodingStep:
             core.mark_step(False)
         g.cache = cache
         try:
-            if tokens is not None:  # (_greedy: made by _prepare_deferred or the step before)
+            if beams is not None:  # (_beams: made by _prepare_deferred or the step before)
+                fields = self.beams(cache_name, names, tensors, length, stored, static, beams)
+            elif tokens is not None:  # (_greedy: made by _prepare_deferred or the step before)
                 fields = self.greedy(cache_name, names, tensors, length, stored, static, tokens, ending)
             else:
                 fields = self.captured(cache_name, names, tensors, length, stored, static, prepare)
@@ -1217,7 +1492,7 @@ class _DecodingStep:
         for layer in layers:
             layer.cumulative_length.add_(1)
         layers[0]._lazycore_length = (length, now + 1)
-        if tokens is not None:
+        if tokens is not None or beams is not None:
             return fields
         kind, holding = self._out
         return kind(**fields, **{name: cache for name in holding})
@@ -1266,6 +1541,36 @@ class _DecodingStep:
         position = given.get("position_ids")
         if position is not None:  # (_update_model_kwargs_for_generation's next position)
             nxt["position_ids"] = position + 1  # (its arange(1) + position[..., -1:] + 1: the same values)
+        return nxt
+
+    def _beam_forward(self, cache_name, names, tensors, length, stored, static, beams):
+        """A beam search token after the first (:func:`_beams`): the decoding
+        step on inputs :func:`_prepare_deferred` made, the beams'
+        bookkeeping on its log-probabilities as ``_beam_search`` does it
+        (:func:`_beam_update`, the token's place the filled length), the
+        cache's keys and values reordered in place by the beams' index
+        (``reorder_cache``'s ``index_select``), and the next step's ids and
+        position ids."""
+        g = _GENERATING
+        cache, g.length = g.cache, length
+        try:
+            model = self._model()
+            given = {**dict(zip(names, tensors)), cache_name: cache, **dict(static)}
+            out = model(**_prepared(model, given, cache_name, length))
+        finally:
+            g.length = None
+        length.add_(1)  # (the layers read copies of it): the new token's place
+        spec, state = beams
+        logits = out.logits[:, -1, :].to(copy=True, dtype=torch.float32, device=state[0].device)
+        del out
+        log_probs = torch.nn.functional.log_softmax(logits, dim=-1)
+        beam_idx, ids = _beam_update(model, state, log_probs, length, spec)
+        for t in stored:
+            t.copy_(t.index_select(0, beam_idx.to(t.device)))
+        nxt = {"input_ids": ids}
+        position = given.get("position_ids")
+        if position is not None:  # (_update_model_kwargs_for_generation's next position: beams share their row's)
+            nxt["position_ids"] = position + 1
         return nxt
 
     def _plan(self, kwargs):
@@ -1331,7 +1636,7 @@ def decoding_steps(model) -> tuple[int, int]:
     step = _DECODERS.get(model)
     if step is None:
         return (0, 0)
-    calls = (step.captured, step.greedy)  # (greedy decoding's whole tokens: _greedy)
+    calls = (step.captured, step.greedy, step.beams)  # (greedy decoding's and beam search's whole tokens)
     return sum(c.traces for c in calls), sum(c.replays for c in calls)
 
 
@@ -1392,7 +1697,7 @@ def _patch(module) -> None:
                        ("_prepare_generated_length", _wrap_length), ("_prepare_static_cache", _wrap_static_cache),
                        ("_update_model_kwargs_for_generation", _wrap_update_kwargs),
                        ("_valid_auto_compile_criteria", _wrap_auto_compile), ("_sample", _wrap_sample),
-                       ("_get_top_k_continuations", _wrap_top_k)):
+                       ("_get_top_k_continuations", _wrap_top_k), ("_beam_search", _wrap_beam_search)):
         original = getattr(mixin, name, None)
         if original is not None and not getattr(original, "__lazycore_generation__", False):
             setattr(mixin, name, wrap(original))
