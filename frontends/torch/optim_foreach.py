@@ -62,6 +62,18 @@ class _GroupTerms:
             self._lr_neg = -self.lr  # (-lr / c is -(lr / c) exactly)
         return self._lr_neg
 
+    def as_lr(self, number):
+        """``number`` (a float64 device value or a Python number) as eager's
+        arithmetic with ``lr`` takes it: rounded to the dtype of a learning
+        rate the user gave as a tensor (``AdamW(lr=torch.tensor(1e-2))``:
+        eager's ``lr / bias_correction1`` is a float32 division by the float32
+        of the number), as it is otherwise (a float64 device rate: Python's
+        float arithmetic)."""
+        lr = self.lr
+        if isinstance(lr, torch.Tensor) and lr.dtype != torch.float64 and isinstance(number, torch.Tensor):
+            return number.to(lr.dtype)
+        return number
+
     def at(self, value, dtype):
         if not isinstance(value, torch.Tensor) or dtype not in _ROUNDED_ONCE or value.dtype == dtype:
             return value
@@ -123,7 +135,7 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, 
             # (0-d, not one vector of the group's counters: a vector's length would be
             # the number of parameters with a gradient, a new shape when it changes)
             step = state_steps[i].to(torch.float64)  # (eager: step_t.item())
-            step_size = _rounded(terms.lr_neg / (1 - beta1 ** step), dtype)
+            step_size = _rounded(terms.lr_neg / terms.as_lr(1 - beta1 ** step), dtype)
             correction = _rounded((1 - beta2 ** step) ** 0.5, dtype)
             if amsgrad:
                 torch.maximum(max_exp_avg_sqs[i], exp_avg_sq, out=max_exp_avg_sqs[i])
@@ -150,7 +162,7 @@ def adamax(params, grads, exp_avgs, exp_infs, state_steps, *, eps, beta1, beta2,
             exp_avg.lerp_(grad, terms.at(terms.one_minus_beta1, dtype))
             torch.maximum(exp_inf.mul_(beta2), grad.abs().add_(eps), out=exp_inf)
             step = state_steps[i].to(torch.float64)  # (eager: step_t.item())
-            clr_neg = _rounded(terms.lr_neg / (1 - beta1 ** step), dtype)
+            clr_neg = _rounded(terms.lr_neg / terms.as_lr(1 - beta1 ** step), dtype)
             param.addcdiv_(exp_avg * clr_neg, exp_inf)  # (addcdiv_(a, b, value=s) computes (s * a) / b)
 
 
@@ -180,8 +192,9 @@ def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, *, bet
             denom = exp_avg_sq.div(_rounded(bias_correction2, dtype)).sqrt().add_(eps)
             product = mu_product.to(torch.float64)  # (eager: mu_product.item())
             mu_product_next = product * mu_next
-            param.addcdiv_(grad * _rounded(lr_neg * (1.0 - mu) / (1.0 - product), dtype), denom)
-            param.addcdiv_(exp_avg * _rounded((lr_neg * mu_next) / (1.0 - mu_product_next), dtype), denom)
+            param.addcdiv_(grad * _rounded(lr_neg * terms.as_lr(1.0 - mu) / terms.as_lr(1.0 - product), dtype), denom)
+            param.addcdiv_(exp_avg * _rounded((lr_neg * terms.as_lr(mu_next)) / terms.as_lr(1.0 - mu_product_next),
+                                                 dtype), denom)
 
 
 def radam(params, grads, exp_avgs, exp_avg_sqs, state_steps, *, beta1, beta2, lr, weight_decay, eps,
