@@ -23,7 +23,8 @@ speculated only when the Python statement taking it is, in its source,
 
 * an ``if`` whose test is ``torch._is_all_true(...)`` or
   ``torch._is_any_true(...)`` (any spelling of the callee ending in those
-  names), or ``not`` of one;
+  names), ``x.all()``/``x.any()`` or ``torch.all(x)``/``torch.any(x)``
+  (transformers' DETR box checks), or ``not`` of one;
 * whose body is one ``raise E(...)`` and which has no ``else``;
 * where ``E`` is an exception type eager raises and lazycore can raise too
   (a subclass of one of ``lazycore.ir.failure.EAGER_ERRORS``);
@@ -68,6 +69,12 @@ from .tensor import ENTRY, MADE, Tensor, read, to_host
 
 _TESTS = frozenset(("_is_all_true", "_is_any_true"))
 """The callees whose results' truth may be speculated."""
+
+_REDUCTIONS = frozenset(("all", "any"))
+"""Reductions whose 0-d result's truth may be speculated, called as an
+attribute: ``x.all()``, ``torch.any(x)`` (DETR's ``generalized_box_iou``:
+``if not (boxes1[:, 2:] >= boxes1[:, :2]).all(): raise ValueError(...)``);
+Python's own ``all(...)`` is not one."""
 
 _JUMPS = {"POP_JUMP_FORWARD_IF_TRUE": True, "POP_JUMP_IF_TRUE": True,
           "POP_JUMP_FORWARD_IF_FALSE": False, "POP_JUMP_IF_FALSE": False}
@@ -186,6 +193,8 @@ def _is_test_call(node) -> bool:
     if not isinstance(node, ast.Call):
         return False
     f = node.func
+    if isinstance(f, ast.Attribute) and f.attr in _REDUCTIONS:
+        return True  # (its result is a 0-d bool where speculated: speculate() checks)
     name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
     return name in _TESTS
 
