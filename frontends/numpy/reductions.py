@@ -24,7 +24,7 @@ from lazycore.dialect.folds import identity_value
 from lazycore.dialect.spec import spec_of
 from lazycore.trace import core, recipes, scans
 
-from . import dtypes
+from . import dtypes, minmax_loops
 from .array import ndarray, value, wrap
 from .fallback import call_numpy, implements
 from .scalars import result
@@ -307,6 +307,9 @@ def _extremum(op, name, nan_ignoring=False):
         nan = _isnan(h) if is_float else None
         kept = _and(valid, apply("not", nan)) if nan_ignoring and is_float else valid
         r = _reduce(op, axes, _keep(h, kept, op))
+        if is_float and valid is None and not has_initial and not nan_ignoring:
+            # a tie of signed zeros: the zero NumPy's loop keeps, not IEEE's order
+            r = minmax_loops.reduced(a, h, r, name, axes)
         if is_float and axes and not nan_ignoring:
             # NaN wins over every number, as in NumPy
             any_nan = _reduce("reduce_max", axes, _keep(nan, valid, "reduce_max"))

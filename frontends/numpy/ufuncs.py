@@ -29,7 +29,7 @@ from lazycore.ir.memo import Memo
 from lazycore.trace import composites, core, recipes
 from lazycore.ir.config import settings
 
-from . import dtypes, fpe
+from . import dtypes, fpe, minmax_loops
 from .array import asarray, contiguous, from_host, laid_out, ndarray, new_array, value, wrap, write
 from .fallback import call_numpy
 from .scalars import as_scalar, scalar
@@ -318,11 +318,17 @@ def _cmp(direction):
 
 
 def _extreme(name, direction):
-    def pick(a, b):
+    def pick(a, b, first_on_tie=None):
         if _is_float(a):
             # NumPy's loops (SIMD max/min) give b on a tie, so maximum(-0.0, +0.0) is +0.0 and
-            # maximum(+0.0, -0.0) is -0.0, where the lazy op orders signed zeros as IEEE does
-            return composites.beyond_or_nan(a, b, _STRICT[direction], nan_in=a)
+            # maximum(+0.0, -0.0) is -0.0, where the lazy op orders signed zeros as IEEE does;
+            # float16's loop gives a (first_on_tie, :func:`.minmax_loops.binary_tail`)
+            second = composites.beyond_or_nan(a, b, _STRICT[direction], nan_in=a)
+            if first_on_tie is None:
+                return second
+            first = composites.beyond_or_nan(b, a, _STRICT[direction], nan_in=b)
+            first = apply("select", composites.isnan(a), a, first)  # (a NaN in a wins, as in the scalar loop)
+            return first if first_on_tie is True else apply("select", first_on_tie, first, second)
         if not a.dtype.startswith("complex"):
             return apply(name, a, b)
         # NumPy's, for complex numbers: the lexicographic order, NaN (in either part) wins
@@ -330,6 +336,7 @@ def _extreme(name, direction):
         a_wins = apply("or", a_nan, apply("and", apply("not", b_nan), _cmp(direction)(a, b)))
         return apply("select", a_wins, a, b)
 
+    pick.first_on_tie = name
     return pick
 
 
@@ -337,14 +344,20 @@ _STRICT = {"GE": "GT", "LE": "LT"}
 
 
 def _ignoring_nan(direction):
-    """fmax/fmin: NaN only where both operands are; b on a tie, as NumPy's SIMD loop gives
-    (arrays of 16 elements or more; its scalar loop, for fewer, follows C's fmax)."""
+    """fmax/fmin: NaN only where both operands are; b on a tie, as NumPy's SIMD loop gives,
+    a where ``first_on_tie`` (True or an i1 mask: where its scalar tail, C's fmax, keeps
+    the first operand; :func:`.minmax_loops.binary_tail`)."""
 
-    def pick(a, b):
+    def pick(a, b, first_on_tie=None):
         if not _is_float(a):
             return apply("maximum" if direction == "GT" else "minimum", a, b)
-        return composites.beyond_or_nan(a, b, direction, nan_in=b)
+        second = composites.beyond_or_nan(a, b, direction, nan_in=b)
+        if first_on_tie is None:
+            return second
+        first = composites.beyond_or_nan(b, a, direction, nan_in=a)
+        return first if first_on_tie is True else apply("select", first_on_tie, first, second)
 
+    pick.first_on_tie = "fmax" if direction == "GT" else "fmin"
     return pick
 
 
@@ -756,7 +769,11 @@ def _lower(loop_fn, inputs, handles, in_dt, out_dt, shape, fp):
         keyed = arrays is not None and (type(x) is ndarray or type(x) is scalar)
         h = cast(next(arrays), dt) if keyed else to_handle(x, dt, dev)
         operands.append(broadcast_to_shape(h, shape))
-    results = loop_fn(*operands)
+    tie = getattr(loop_fn, "first_on_tie", None)  # (max/min, fmax/fmin: the operand NumPy's loop keeps on a tie)
+    if tie is not None and in_dt[0].kind == "f":
+        results = loop_fn(*operands, first_on_tie=minmax_loops.binary_tail(tie, in_dt[0], inputs, shape, dev))
+    else:
+        results = loop_fn(*operands)
     results = results if isinstance(results, tuple) else (results,)
     results = tuple(cast(r, dt) for r, dt in zip(results, out_dt))
     if len(results) == 1:
@@ -860,6 +877,10 @@ class _Plan:
         return [as_scalar(a) for a in arrays] if self.scalars else arrays
 
 
+_LAYOUT_KEYED = (np.fmax, np.fmin)
+"""Ufuncs whose lowering looks at the operands' layout (:func:`.minmax_loops.binary_tail`)."""
+
+
 def _signature(uf, inputs, signature, casting):
     """``(key, handles, floats)``: everything the lowering looks at (the loop
     NumPy picks depends on dtypes and weak scalars' types, the comparison rule
@@ -874,7 +895,8 @@ def _signature(uf, inputs, signature, casting):
         if tx is ndarray or tx is scalar:
             h = value(x)
             handles.append(h)
-            parts.append((x._shape, x._dtype, h.device))
+            parts.append((x._shape, x._dtype, h.device) if uf not in _LAYOUT_KEYED
+                         else (x._shape, x._dtype, h.device, x._estrides))
         elif tx is float:
             floats.append(x)
             parts.append((tx, recipes.float_key(x)))
