@@ -20,7 +20,7 @@ from . import indexing, linalg, random  # noqa: F401  (np.linalg, np.random)
 from . import complexes, fft  # noqa: F401  (.real/.imag, np.angle; np.fft)
 from . import special  # noqa: F401  (xp.special: SciPy's special functions, lazy or counted)
 from . import gufuncs
-from .sorting import argsort, searchsorted, sort  # noqa: F401  (also ndarray.sort/.argsort)
+from .sorting import argsort, digitize, lexsort, searchsorted, sort  # noqa: F401  (also ndarray.sort/.argsort)
 from .statistics import *  # noqa: F401,F403  (median, percentile, quantile and the nan variants)
 from .indexing import *  # noqa: F401,F403  (take, take_along_axis, put_along_axis)
 from .array import asarray, ndarray
@@ -36,6 +36,8 @@ from numpy import (  # noqa: F401
     integer, floating, nan, newaxis, number, pi, uint8, uint16, uint32, uint64, generic, result_type,
     complex64, complex128, complexfloating, inexact,
     promote_types, can_cast, broadcast_shapes,
+    # NumPy's state, not its arrays: errstate (which the lazy ufuncs honour), print options
+    errstate, seterr, geterr, seterrcall, geterrcall, printoptions, set_printoptions, get_printoptions,
 )
 
 from .sets import *  # noqa: F401,F403,E402  (unique_values & co.: sorted)

@@ -59,7 +59,7 @@ from .fallback import call_numpy, implements
 from .scalars import as_scalar, result as numpy_result
 from .ufuncs import apply, asarray_like, broadcast_to_shape, cast, const, device_of, shape_of, to_handle
 
-__all__ = ["take", "take_along_axis", "put_along_axis", "nonzero", "argwhere", "flatnonzero"]
+__all__ = ["take", "take_along_axis", "put_along_axis", "nonzero", "argwhere", "flatnonzero", "ix_"]
 
 _BASIC = (int, np.integer, slice, type(Ellipsis), type(None))
 _BAD_INDEX = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean "
@@ -705,3 +705,26 @@ def put_along_axis(arr, indices, values, axis):
         new = core.apply("reshape", new, shape=target.shape)
     write(target, new)
     return None
+
+
+@implements(np.ix_)
+def ix_(*args):
+    """NumPy's open mesh of 1-d index arrays (``A[np.ix_(rows, cols)]``): each argument
+    reshaped to broadcast along its own dim, a boolean one first made its ``nonzero``
+    positions (a mask read, as ``nonzero``'s). Lists and host arrays come back lazy."""
+    out = []
+    nd = len(args)
+    dev = device_of(*args)
+    for k, new in enumerate(args):
+        if not isinstance(new, ndarray):
+            new = np.asarray(new)
+            if new.size == 0:
+                new = new.astype(np.intp)
+        if new.ndim != 1:
+            raise ValueError("Cross index must be 1 dimensional")
+        if new.dtype == np.bool_:
+            (new,) = nonzero(new) if isinstance(new, ndarray) else new.nonzero()
+        if not isinstance(new, ndarray):
+            new = from_host(new, dev)
+        out.append(new.reshape((1,) * k + (new.size,) + (1,) * (nd - k - 1)))
+    return tuple(out)

@@ -33,7 +33,7 @@ from .creation import eye as _eye
 from .scalars import result
 from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, const, store_out
 
-TOP_LEVEL = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "trace", "vecdot"]
+TOP_LEVEL = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "einsum_path", "trace", "vecdot"]
 __all__ = TOP_LEVEL + ["norm", "vector_norm", "matrix_norm", "vecdot", "matrix_transpose"]
 
 _multiply, _absolute, _sqrt, _power = (UFUNCS[n] for n in ("multiply", "absolute", "sqrt", "power"))
@@ -297,6 +297,16 @@ def _next_pair(ops, output, sizes):
             cost = (math.prod(sizes[c] for c in kept), i, j)
             best = cost if best is None or cost < best else best
     return best[1], best[2]
+
+
+@implements(np.einsum_path)
+def einsum_path(*operands, optimize="greedy", einsum_call=False):
+    """NumPy's contraction order, which depends on the operands' shapes only: NumPy's
+    own planner on stand-ins of those shapes (no value read)."""
+    if einsum_call:  # (NumPy's own einsum asks for its operands back)
+        return call_numpy(np.einsum_path, operands, dict(optimize=optimize, einsum_call=True))
+    stand = [np.broadcast_to(np.zeros((), x.dtype), x.shape) if isinstance(x, ndarray) else x for x in operands]
+    return np.einsum_path(*stand, optimize=optimize, einsum_call=einsum_call)
 
 
 @implements(np.einsum)
@@ -610,8 +620,8 @@ def matrix_power(a, n):
         n = operator.index(n)
     except TypeError as e:
         raise TypeError("exponent must be an integer") from e
-    if n < 0:
-        return call_numpy(np.linalg.matrix_power, (a, n), {}, name="numpy.linalg.matrix_power")
+    if n < 0:  # NumPy's: the inverse's power
+        a, n = inv(a), -n
     if n == 0:
         one = _eye(a.shape[-1], dtype=a.dtype)
         return wrap(broadcast_to_shape(value(one), a.shape), a.dtype)

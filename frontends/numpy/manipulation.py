@@ -1070,3 +1070,60 @@ def _const_of(v, dt, like):
 
 
 __all__ += ["nan_to_num"]
+
+
+@implements(np.isposinf)
+def isposinf(x, out=None):
+    """NumPy's own lines: its ``isinf`` and ``signbit`` ufuncs, lazy on a lazy array
+    (a complex one gets NumPy's TypeError)."""
+    return np.isposinf._implementation(x, out)
+
+
+@implements(np.isneginf)
+def isneginf(x, out=None):
+    """NumPy's own lines, as :func:`isposinf`."""
+    return np.isneginf._implementation(x, out)
+
+
+__all__ += ["isposinf", "isneginf"]
+
+
+_where = where  # (copyto's keyword shadows it)
+
+
+@implements(np.copyto)
+def copyto(dst, src, casting="same_kind", where=True):
+    """``src`` written into the lazy ``dst`` (where ``where`` holds: a select), cast to its
+    dtype. NumPy checks the casting rules on a 1-element stand-in (its errors, its value of a
+    Python number) and the shapes on the real ones. A NumPy ``dst`` runs NumPy, counted."""
+    if not isinstance(dst, ndarray):
+        return call_numpy(np.copyto, (dst, src), dict(casting=casting, where=where))
+    number = isinstance(src, (bool, int, float, complex)) and not isinstance(src, np.generic)
+    s = src if number else asarray_like(src)
+    w = where if isinstance(where, (bool, np.bool_)) else asarray_like(where)
+    probe = np.empty(1, dst.dtype)
+    if isinstance(w, ndarray):  # NumPy's error for a mask that is not boolean
+        np.copyto(probe, probe, where=np.zeros(1, w.dtype))
+    # NumPy's casting errors on a 1-element stand-in; a number: NumPy's value of it in dst's dtype
+    np.copyto(probe, s if number else np.zeros(1, s.dtype), casting=casting)
+    shapes = [dst.shape, () if number else s.shape, () if not isinstance(w, ndarray) else w.shape]
+    try:
+        fits = np.broadcast_shapes(*shapes) == dst.shape
+    except ValueError:
+        fits = False
+    if not fits:  # NumPy's broadcasting error
+        np.copyto(np.empty(dst.shape, dst.dtype), np.zeros(shapes[1], probe.dtype), casting="unsafe",
+                  where=np.zeros(shapes[2], bool))
+    if not dst._writeable:
+        raise ValueError("assignment destination is read-only")
+    if w is False or w is np.False_:
+        return None
+    if number:
+        s = probe[0]
+    else:
+        s = s.astype(dst.dtype)
+    dst[...] = s if not isinstance(w, ndarray) else _where(w, s, dst)
+    return None
+
+
+__all__ += ["copyto"]

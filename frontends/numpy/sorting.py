@@ -20,7 +20,7 @@ from lazycore.trace import core
 
 from .array import ndarray, value, wrap, write
 from .fallback import call_numpy, implements
-from .indexing import take
+from .indexing import take, take_along_axis
 from .reductions import _along
 from .reductions import sum as _sum
 from .ufuncs import UFUNCS, asarray_like, cast
@@ -78,6 +78,62 @@ def _sort_method(self, axis=-1, kind=None, order=None, *, stable=None):
 
 def _argsort_method(self, axis=-1, kind=None, order=None, *, stable=None):
     return argsort(self, axis, kind, order, stable=stable)
+
+
+def _monotonicity(bins: np.ndarray) -> int:
+    """NumPy's ``check_array_monotonic`` on the edges (as doubles): 1 increasing (or all
+    equal), -1 decreasing, 0 neither."""
+    a = bins.astype(np.float64).tolist()
+    i = 1
+    while i < len(a) and a[i] == a[0]:
+        i += 1
+    if i >= len(a):
+        return 1
+    last, nxt = a[0], a[i]
+    up = last < nxt
+    for v in a[i + 1:]:
+        last, nxt = nxt, v
+        if (last > nxt) if up else (last < nxt):
+            return 0
+    return 1 if up else -1
+
+
+@implements(np.digitize)
+def digitize(x, bins, right=False):
+    """The bin of each element: a lazy :func:`searchsorted` of ``x`` in the edges (of the
+    reversed edges for decreasing ones), as NumPy's lines. The edges' order is decided on
+    the host: lazy edges are read (one small barrier), NumPy checks them (its errors)."""
+    xv = asarray_like(x)
+    if xv.dtype.kind == "c":
+        raise TypeError("x may not be complex")
+    host = np.asarray(bins)
+    np.digitize(np.zeros(0), host, right)  # NumPy's errors: edges that are not 1-d or not monotonic
+    edges = bins if isinstance(bins, ndarray) else asarray_like(host)
+    side = "left" if right else "right"
+    if _monotonicity(host) == -1:
+        return len(host) - searchsorted(edges[::-1], xv, side=side)
+    return searchsorted(edges, xv, side=side)
+
+
+@implements(np.lexsort)
+def lexsort(keys, axis=-1):
+    """Positions ordering by the last key, ties by the one before it, and so on: a stable
+    argsort by the first key, then by each later key in that order (NumPy's mergesort,
+    NaN last). Keys of one shape; complex keys run NumPy, counted."""
+    if not isinstance(keys, (ndarray, list, tuple)) or isinstance(keys, ndarray) and keys.ndim < 2:
+        return call_numpy(np.lexsort, (keys,), {"axis": axis})  # one key or none: NumPy's answers
+    rows = [asarray_like(k) for k in keys]
+    if not rows:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    if any(k.shape != rows[0].shape for k in rows):
+        raise ValueError("all keys need to be the same shape")
+    if any(k.dtype.kind == "c" for k in rows) or rows[0].ndim == 0:
+        return call_numpy(np.lexsort, (keys,), {"axis": axis})
+    order = argsort(rows[0], axis=axis, kind="stable")
+    axis = normalize_axis_index(axis, rows[0].ndim)
+    for k in rows[1:]:
+        order = take_along_axis(order, argsort(take_along_axis(k, order, axis), axis=axis, kind="stable"), axis)
+    return order
 
 
 ndarray.sort = _sort_method
