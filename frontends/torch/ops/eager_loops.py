@@ -32,7 +32,7 @@ from lazycore.ir.memo import Memo
 
 from lazycore.trace import composites
 
-from ..lowering import apply, reshape
+from ..lowering import apply, broadcast, const, reshape
 
 _GRAIN = 32768  # at::internal::GRAIN_SIZE
 _PROBE = 255
@@ -142,3 +142,68 @@ def scalar_tail(out_shape, dtype: torch.dtype, operands, device):
 
 def _full(value, shape, device):
     return composites.constant(value, "i64", device, shape)
+
+
+def inner_reduction(x, r, ds, op, dtype: torch.dtype):
+    """``r`` (``amax``/``amin`` of contiguous ``x`` over its trailing dims ``ds``, ``op``
+    ``reduce_max``/``reduce_min``, four vectors or more each) as the element eager
+    keeps of equal ones, or None where not modelled. ``binary_kernel_reduce_vec``'s
+    ``vectorized_inner_reduction`` (``aten/src/ATen/native/cpu/Reduce.h``) runs each
+    result's run of ``n`` elements as ``reduction128``: four accumulator vectors over
+    the first ``n // (4 V) * 4 V`` elements (element ``i * 4V + j * V + l`` into lane
+    ``l`` of accumulator ``j``; ``vec::maximum`` keeps the later of equal values), the
+    four combined as ``max(max(a0, a1), max(a2, a3))`` (the later again), the lanes
+    one after another with the scalar ``max`` (the first), then ``basic_loop`` over the
+    rest (the result so far first). One chunk of ``parallel_reduce`` only."""
+    run = vector_run(dtype)
+    if run < 2 or run % 2:
+        return None
+    lanes = run // 2
+    block = 4 * lanes
+    rank = len(x.shape)
+    rows = 1
+    for n_ in x.shape[:rank - len(ds)]:
+        rows *= n_
+    n = 1
+    for n_ in x.shape[rank - len(ds):]:
+        n *= n_
+    count = n // block
+    if count == 0 or (rows * n >= _GRAIN and torch.get_num_threads() > 1):
+        return None
+    flat = reshape(x, (rows, n))
+    body_len = count * block
+    body = reshape(_cut(flat, 0, body_len), (rows, count * block))
+    grid = (rows, count, 4, lanes)
+    i = apply("iota", dim=1, shape=grid, dtype="i64", device=x.device)
+    j = apply("iota", dim=2, shape=grid, dtype="i64", device=x.device)
+    lane = apply("iota", dim=3, shape=grid, dtype="i64", device=x.device)
+    # the first lane holding the maximum, in it the last accumulator, in that the last vector
+    key = apply("add", apply("mul", lane, _full(-4 * count, grid, x.device)),
+                apply("add", apply("mul", j, _full(count, grid, x.device)), i))
+    value = _pick(reshape(body, (rows, count * block)), reshape(key, (rows, count * block)), op)  # (rows,)
+    if body_len < n:
+        seq = apply("concatenate", reshape(value, (rows, 1)), _cut(flat, body_len, n), dim=1)
+        width = n - body_len + 1
+        first = apply("neg", apply("iota", dim=1, shape=(rows, width), dtype="i64", device=x.device))
+        value = _pick(seq, first, op)
+    value = reshape(value, tuple(r.shape))
+    return apply("select", apply("compare", r, r, direction="NE"), r, value)  # (NaN stays)
+
+
+def _cut(flat, lo, hi):
+    rows = flat.shape[0]
+    return apply("slice", flat, start=[0, lo], limit=[rows, hi], strides=[1, 1])
+
+
+def _pick(x, key, op):
+    """Along ``x``'s last dim: of the elements equal to its ``op``, the one with the greatest ``key``."""
+    shape = tuple(x.shape)
+    kept = shape[:-1] + (1,)
+    last = len(shape) - 1
+    best = broadcast(reshape(apply(op, x, dims=(last,)), kept), shape)
+    equal = apply("compare", x, best, direction="EQ")
+    low = const(-(2 ** 62), "i64", x.device, shape)
+    at = broadcast(reshape(apply("reduce_max", apply("select", equal, key, low), dims=(last,)), kept), shape)
+    only = apply("and", equal, apply("compare", key, at, direction="EQ"))
+    fill = float("-inf") if op == "reduce_max" else float("inf")
+    return apply(op, apply("select", only, x, const(fill, x.dtype, x.device, shape)), dims=(last,))

@@ -106,6 +106,9 @@ def _amax(ctx, x, dim=(), keepdim=False):
     if ctx.func_name in ("amax", "amin") and is_float(x.dtype) and _scalar_reduction(ctx, x, ds):
         # eager's scalar loop keeps the first of equal values: a signed-zero tie is the first zero's sign
         r = _first_of_ties(x, r, ds, op, ctx.shape)
+    elif ctx.func_name in ("amax", "amin") and is_float(x.dtype) and _inner_reduction(ctx, x, ds):
+        # four vectors or more: the one eager's vectorized inner reduction keeps
+        r = eager_loops.inner_reduction(x, r, ds, op, ctx.margs[0].dtype) or r
     elif (ctx.func in (aten.max.default, aten.min.default) and is_float(x.dtype) and x.shape != ()
           and _all_in_one_chunk(ctx, x)):
         r = _reduce_all_order(x, r, op, eager_loops.vector_run(ctx.margs[0].dtype) // 2)
@@ -175,6 +178,12 @@ def _scalar_reduction(ctx, x, ds) -> bool:
         return False
     run = eager_loops.vector_run(ctx.margs[0].dtype)  # two vectors
     return run > 0 and _numel(x.shape[rank - len(ds):]) < 2 * run
+
+
+def _inner_reduction(ctx, x, ds) -> bool:
+    """Eager's ``amax``/``amin`` of contiguous ``x`` over its trailing dims ``ds``."""
+    rank = len(x.shape)
+    return bool(ds) and sorted(ds) == list(range(rank - len(ds), rank)) and ctx.margs[0].is_contiguous()
 
 
 def _first_of_ties(x, r, ds, op, shape):
