@@ -7,7 +7,8 @@ nothing is downloaded; end-of-sequence off, so every call makes all its
 tokens), greedy, 64 new tokens (``--quick``: 4), for one prompt of 8 tokens
 and for 8 prompts of lengths 4 to 32, left-padded with an attention mask;
 with the default (dynamic) key-value cache and with
-``cache_implementation="static"``.
+``cache_implementation="static"``; and beam search (4 beams, one prompt,
+the default cache; not with ``--quick``).
 
 For each, two groups of rows: the time to first token (``max_new_tokens=1``)
 and the time per later token (``(T(N) - T(1)) / (N - 1)`` of the same
@@ -49,6 +50,8 @@ import time
 
 PROMPT = 8
 LENGTHS = (4, 8, 12, 16, 20, 24, 28, 32)
+BEAMS = 4
+"""The beam search rows' beams (one prompt, the default cache asked for)."""
 
 
 def _model(size: str):
@@ -87,13 +90,15 @@ def _programs() -> int:
     return c["compiles"] + c.get("stack_compiles", 0) + c.get("disk_cache_hits", 0)
 
 
-def _generate(model, ids, mask, n, cache, compiled, clocks=None):
+def _generate(model, ids, mask, n, cache, compiled, clocks=None, beams=1):
     """The tokens and the call's wall time; ``clocks``, a list, gets the
     call's process CPU seconds (every thread: XLA's run lazycore's programs),
     voluntary context switches and the calling thread's CPU seconds appended."""
     import torch
 
     kw = dict(max_new_tokens=n, do_sample=False)
+    if beams > 1:
+        kw["num_beams"] = beams
     if cache == "static":
         kw["cache_implementation"] = "static"
     if compiled:
@@ -134,24 +139,27 @@ def bench(args, kit):
     with real_models.torch_threads(args, kit, "16"):
         for batch in (1,) if args.quick else (1, len(LENGTHS)):
             _prompt_rows(args, kit, model, size, n, reps, batch, dev, lazy_model_of)
+        if not args.quick:  # beam search, 4 beams, asked for the default cache
+            _prompt_rows(args, kit, model, size, n, reps, 1, dev, lazy_model_of, beams=BEAMS)
     ltorch.mark_step(wait=True)
 
 
-def _prompt_rows(args, kit, model, size, n, reps, batch, dev, lazy_model_of):
+def _prompt_rows(args, kit, model, size, n, reps, batch, dev, lazy_model_of, beams=1):
     from lazycore.frontends.torch.generation import decoding_steps as steps
 
     vocab = model.config.vocab_size
     ids, mask = _prompts(vocab, batch)
     what = "1 prompt" if batch == 1 else f"{batch} prompts"
-    for cache in ("dynamic",) if args.quick else ("dynamic", "static"):
-        title = f"GPT-2 {size} greedy generation, {what}, {cache} cache, {n} new tokens"
+    for cache in ("dynamic",) if args.quick or beams > 1 else ("dynamic", "static"):
+        how = "greedy" if beams == 1 else f"beam search ({beams} beams)"
+        title = f"GPT-2 {size} {how} generation, {what}, {cache} cache, {n} new tokens"
         results = {}  # system -> (first token times, per token times, note, value, largest token mismatch)
         # eager, the reference tokens
-        _generate(model, ids, mask, 2, cache, False)
-        want, _ = _generate(model, ids, mask, n, cache, False)
-        results["eager"] = _timed(model, ids, mask, n, cache, False, reps, want)
+        _generate(model, ids, mask, 2, cache, False, beams=beams)
+        want, _ = _generate(model, ids, mask, n, cache, False, beams=beams)
+        results["eager"] = _timed(model, ids, mask, n, cache, False, reps, want, beams)
         results["eager"][2].append(f"prompt lengths {PROMPT if batch == 1 else f'{LENGTHS[0]}-{LENGTHS[-1]}'}")
-        if cache == "static" and not args.no_torch_compile:
+        if cache == "static" and not args.no_torch_compile and beams == 1:
             try:
                 got, cold = _generate(model, ids, mask, n, cache, True)
                 r = _timed(model, ids, mask, n, cache, True, reps, want)
@@ -165,12 +173,12 @@ def _prompt_rows(args, kit, model, size, n, reps, batch, dev, lazy_model_of):
         lazy_model = lazy_model_of()
         lids, lmask = ids.to(dev), mask.to(dev)
         p0 = _programs()
-        got, cold = _generate(lazy_model, lids, lmask, n, cache, False)
+        got, cold = _generate(lazy_model, lids, lmask, n, cache, False, beams=beams)
         cold_programs = _programs() - p0
-        _generate(lazy_model, lids, lmask, 1, cache, False)  # one new token: the last-token program at once
+        _generate(lazy_model, lids, lmask, 1, cache, False, beams=beams)  # one new token: the last-token program at once
         p1 = _programs()
         s1 = steps(lazy_model)
-        r = _timed(lazy_model, lids, lmask, n, cache, False, reps, want)
+        r = _timed(lazy_model, lids, lmask, n, cache, False, reps, want, beams)
         warm_programs = _programs() - p1
         traced, replayed = (b - a for a, b in zip(s1, steps(lazy_model)))
         nodes = _decoding_barrier_nodes(n)
@@ -225,7 +233,7 @@ def _decoding_barrier_nodes(n: int) -> int:
     return int(statistics.median(sizes)) if sizes else 0
 
 
-def _timed(model, ids, mask, n, cache, compiled, reps, want):
+def _timed(model, ids, mask, n, cache, compiled, reps, want, beams=1):
     """``[first token times, per token times, notes, value, 0]`` over ``reps`` repetitions; tokens checked.
 
     The value also holds the process CPU time per later token
@@ -246,8 +254,8 @@ def _timed(model, ids, mask, n, cache, compiled, reps, want):
     firsts, pers, cpus, switches, hosts, differ = [], [], [], [], [], 0
     for _ in range(reps):
         clocks = []
-        _, t1 = _generate(model, ids, mask, 1, cache, compiled, clocks)
-        got, tn = _generate(model, ids, mask, n, cache, compiled, clocks)
+        _, t1 = _generate(model, ids, mask, 1, cache, compiled, clocks, beams)
+        got, tn = _generate(model, ids, mask, n, cache, compiled, clocks, beams)
         differ = max(differ, int((got != want).sum()))
         firsts.append(t1)
         pers.append((tn - t1) / (n - 1))

@@ -78,6 +78,19 @@ them as ``_sample`` does, the flags are read every ``_STOP_EVERY`` tokens
 (``_sample`` read them every token), and the tokens made past the one
 where ``_sample`` stops are cut on the host. In ``_sample`` itself a stop
 check of max-length criteria alone is answered on the host (:func:`_wrap_stop_check`).
+
+Beam search (``num_beams`` > 1, not sampling) with the same criteria and no
+logits processor (:func:`_beams_fit`) decodes in :func:`_beams`: the prompt
+and the first token as transformers' ``_beam_search`` makes them, then every
+later token one replay of :attr:`_DecodingStep.beams` (the model's step,
+transformers' beam bookkeeping with the token's place a device value, the
+cache reordered in place). transformers read whether beam search had
+stopped every token (a barrier with a wait); here it is a device flag that
+freezes the beams' state once set, read every ``_STOP_EVERY`` tokens where
+an end token can set it before ``max_length``. Beam sampling stays in
+transformers' loop (its draws, from the lazy device's generator, are not
+eager's), its continuations written at the length as a parameter
+(:func:`_wrap_top_k`).
 """
 
 from __future__ import annotations
@@ -882,8 +895,8 @@ def _beam_state(model, input_ids, batch, num_beams, keep, max_length, fill, eos,
     running_indices = torch.full((batch, num_beams, max_length - prompt), fill_value=-1, dtype=torch.int32,
                                  device=dev)
     indices = running_indices.detach().clone()
-    top = torch.cat((torch.ones((num_beams), dtype=torch.bool), torch.zeros((keep - num_beams), dtype=torch.bool)),
-                    dim=0).to(dev)
+    top = from_host(torch.cat((torch.ones((num_beams), dtype=torch.bool),
+                               torch.zeros((keep - num_beams), dtype=torch.bool)), dim=0), dev)
     done = torch.zeros((), dtype=torch.bool, device=dev)
     return (running, running_scores, running_indices, sequences, scores, indices, finished, unsatisfied, top, eos,
             table, done)
