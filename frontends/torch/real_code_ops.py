@@ -21,6 +21,16 @@ eager's CPU kernel on materialized inputs (a counted fallback, a barrier):
   ``[lower, upper)`` where ``x <= 0`` and 1 elsewhere, and the result is
   ``x * noise``, as eager's kernel does (from the lazy device's generator:
   eager's own draws come from the CPU's).
+- ``linalg_matrix_exp`` (``torch.linalg.matrix_exp``, and so
+  ``parametrizations.orthogonal``'s default map for square weights, forward
+  and backward: its derivative is the exponential of a block matrix): eager's
+  CPU algorithm (``mexp`` in ``aten/src/ATen/native/LinearAlgebra.cpp``, Bader,
+  Blanes and Casas' optimized Taylor polynomials of degree 1, 2, 4, 8, 12, 18
+  with their coefficients). Eager picks a matrix's degree from its 1-norm on
+  the host; here every degree is computed and each matrix takes its own with
+  ``where`` (no read), and the squarings of the scaled degree-18 polynomial
+  (as many as ``ceil(log2(norm / theta18))``, per matrix) are one
+  ``lazycore.while_loop``.
 """
 
 from __future__ import annotations
@@ -168,7 +178,124 @@ def _rrelu_with_noise(x, noise, lower=0.125, upper=1.0 / 3.0, training=False, ge
     return x * noise
 
 
+# --- linalg_matrix_exp ---------------------------------------------------------------------------
+
+# eager's degree bounds on the 1-norm (degrees 1, 2, 4, 8, 12, 18), for float and complex64; for double
+_THETAS = {
+    4: (1.192092800768788e-07, 5.978858893805233e-04, 5.116619363445086e-02, 5.800524627688768e-01,
+        1.461661507209034e+00, 3.010066362817634e+00),
+    8: (2.220446049250313e-16, 2.580956802971767e-08, 3.397168839976962e-04, 4.991228871115323e-02,
+        2.996158913811580e-01, 1.090863719290036e+00),
+}
+_SQRT_177 = 0.1330413469565007072504e+2
+_X3 = 2.0 / 3.0
+_T8 = dict(x1=_X3 * ((1.0 + _SQRT_177) / 88.0), x2=_X3 * ((1.0 + _SQRT_177) / 352.0),
+           x4=(-271.0 + 29.0 * _SQRT_177) / (315.0 * _X3), x5=(-11.0 + 11.0 * _SQRT_177) / (1260.0 * _X3),
+           x6=(-99.0 + 11.0 * _SQRT_177) / (5040.0 * _X3), x7=(89.0 - _SQRT_177) / (5040.0 * _X3),
+           y2=(857.0 - 58.0 * _SQRT_177) / 630.0)
+_T12_B = ((9.0198e-16, 0.46932117595418237389, -0.20099424927047284052, -0.04623946134063071740),
+          (5.31597895759871264183, 1.19926790417132231573, 0.01179296240992997031, 0.01108844528519167989),
+          (0.18188869982170434744, 0.05502798439925399070, 0.09351590770535414968, 0.00610700528898058230),
+          (-2.0861320e-13, -0.13181061013830184015, -0.02027855540589259079, -0.00675951846863086359))
+_T18_B = ((0.0, -1.00365581030144618291e-01, -8.02924648241156932449e-03, -8.92138498045729985177e-04, 0.0),
+          (0.0, 3.97849749499645077844e-01, 1.36783778460411720168e+00, 4.98289622525382669416e-01,
+           -6.37898194594723280150e-04),
+          (-1.09676396052962061844e+01, 1.68015813878906206114e+00, 5.71779846478865511061e-02,
+           -6.98210122488052056106e-03, 3.34975017086070470649e-05),
+          (-9.04316832390810593223e-02, -6.76404519071381882256e-02, 6.75961301770459654925e-02,
+           2.95552570429315521194e-02, -1.39180257516060693404e-05),
+          (0.0, 0.0, -9.23364619367118555360e-02, -1.69364939002081722752e-02, -1.40086798182036094347e-05))
+
+
+def _combination(mats, coefficients):
+    """``sum_j c_j * mats[j]`` (eager's ``_compute_linear_combination``: the coefficients in the
+    matrices' real type, added in order)."""
+    out = None
+    for m, c in zip(mats, coefficients):
+        if c == 0.0:
+            continue
+        out = m * c if out is None else out + m * c
+    return out
+
+
+def _powers(a, count):
+    """``[I, A, A^2, A^3, A^6][:count]`` as eager's ``_fill_matrix_powers`` builds them."""
+    eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device).expand(a.shape)
+    out = [eye, a]
+    if count > 2:
+        out.append(a @ a)
+    if count > 3:
+        out.append(a @ out[2])
+    if count > 4:
+        out.append(out[3] @ out[3])
+    return out[:count]
+
+
+def _taylor(a, degree):
+    """Eager's ``compute_T<degree>``."""
+    if degree == 1:
+        eye, a1 = _powers(a, 2)
+        return eye + a1
+    if degree == 2:
+        eye, a1, a2 = _powers(a, 3)
+        return eye + a1 + a2 / 2.0
+    if degree == 4:
+        eye, a1, a2 = _powers(a, 3)
+        return eye + a1 + a2 @ _combination([eye, a1, a2], (1 / 2.0, 1 / 6.0, 1 / 24.0))
+    if degree == 8:
+        k = _T8
+        eye, a1, a2 = _powers(a, 3)
+        a4 = a2 @ _combination([a1, a2], (k["x1"], k["x2"]))
+        a8 = _combination([a2, a4], (_X3, 1.0)) @ _combination([eye, a1, a2, a4], (k["x4"], k["x5"], k["x6"], k["x7"]))
+        return eye + a1 + a2 * k["y2"] + a8
+    powers = _powers(a, 4 if degree == 12 else 5)
+    b = [_combination(powers, row) for row in (_T12_B if degree == 12 else _T18_B)]
+    if degree == 12:
+        b2 = b[2] + b[3] @ b[3]
+        return b[0] + (b[1] + b2) @ b2
+    b3 = b[3] + b[0] @ b[4]
+    return b[1] + (b[2] + b3) @ b3
+
+
+def _squared(x, times):
+    """``x`` squared ``times[i]`` times for each matrix ``i`` (eager's loop of ``matmul``s), as
+    one loop of the program that runs until the largest count."""
+    from lazycore.trace.control import while_loop
+
+    def body(carry):
+        m, k = carry
+        return torch.where((k < times)[:, None, None], m @ m, m), k + 1
+
+    m, _ = while_loop(lambda carry: carry[1] < times.max(), body,
+                      (x, torch.zeros((), dtype=times.dtype, device=x.device)))
+    return m
+
+
+def _linalg_matrix_exp(a):
+    n = a.shape[-1]
+    if n == 0:
+        return a.clone()
+    if n == 1:
+        return a.exp()
+    a3 = a.reshape(-1, n, n)
+    real = a.real.dtype if a.is_complex() else a.dtype
+    thetas = _THETAS[8 if real == torch.float64 else 4]
+    norm = a3.abs().sum(-2).amax(-1)  # eager's operator_1_norm
+    # the largest norms: degree 18 on A / 2^s, squared s times
+    s = torch.ceil(torch.log2(norm / thetas[5])).clamp(min=0)
+    s = torch.where(torch.isfinite(s), s, torch.zeros_like(s))  # (a NaN or infinite norm: no squaring)
+    big = _squared(_taylor(a3 / torch.pow(2.0, s).to(real)[:, None, None], 18), s.to(torch.int64))
+    out = torch.where((norm >= thetas[4])[:, None, None], big, torch.full_like(a3, float("nan")))
+    lower = -1.0
+    for theta, degree in zip(thetas[:5], (1, 2, 4, 8, 12)):
+        inside = (norm > lower) & (norm <= theta) & (norm < thetas[4])
+        out = torch.where(inside[:, None, None], _taylor(a3, degree), out)
+        lower = theta
+    return out.reshape(a.shape)
+
+
 _DECOMPOSITIONS = {
+    aten.linalg_matrix_exp.default: _linalg_matrix_exp,
     aten._pdist_forward.default: _pdist_forward,
     aten._pdist_backward.default: _pdist_backward,
     aten.unique_consecutive.default: _unique_consecutive,

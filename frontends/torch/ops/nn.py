@@ -343,7 +343,9 @@ def fma(ctx, a, b, c):
 
 @lowers(aten.lerp.Scalar, aten.lerp.Tensor)
 def _lerp(ctx, x, end, weight):
-    dt = ctx.dtype
+    # bfloat16 and float16 compute in float32 and round once, as eager's kernel (its opmath type)
+    # does: timm's AdafactorBigVision keeps its momentum in bfloat16 (exp_avg.lerp_(update, 0.1))
+    dt = "f32" if ctx.dtype in ("bf16", "f16") else ctx.dtype
     x, end = operand(x, dt, ctx.shape, ctx.device), operand(end, dt, ctx.shape, ctx.device)
     number = isinstance(weight, (int, float))
     if number and dt in ("f32", "f64"):
@@ -369,7 +371,7 @@ def _lerp(ctx, x, end, weight):
         return low if abs(weight) < 0.5 else high
     size = apply("abs", w)  # real for a complex weight
     small = apply("compare", size, const(0.5, size.dtype, ctx.device, ctx.shape), direction="LT")
-    return apply("select", small, low, high)
+    return convert(apply("select", small, low, high), ctx.dtype)
 
 
 # --- layer norm ----------------------------------------------------------------------------------
