@@ -47,7 +47,7 @@ def _fresh(r, new):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="gpt2", choices=["gpt2", "bert", "llama", "t5"])
+    p.add_argument("--model", default="gpt2", choices=["gpt2", "bert", "llama", "mistral", "t5"])
     p.add_argument("--steps", type=int, default=15)
     args = p.parse_args(argv)
 
@@ -61,8 +61,8 @@ def main(argv=None) -> int:
 
     lazycore.config.configure(cache_dir="off")
     torch.set_num_threads(1)
-    gpt2, bert, llama, t5 = model_zoo.tiny_transformers()
-    work = {"gpt2": gpt2, "bert": bert, "llama": llama, "t5": t5}[args.model]
+    gpt2, bert, llama, mistral, t5 = model_zoo.tiny_transformers()
+    work = {"gpt2": gpt2, "bert": bert, "llama": llama, "mistral": mistral, "t5": t5}[args.model]
     torch.manual_seed(0)
     proto = work.build()
     host = work.batches(torch.Generator().manual_seed(1), 4)

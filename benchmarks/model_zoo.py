@@ -164,7 +164,9 @@ def gpt2(size: str, batch: int = 4, seq: int = 128) -> Workload:
 
 
 def tiny_transformers(batch: int = 4, seq: int = 32) -> list[Workload]:
-    """Benchmark 14: the transformers family at 2 layers of width 64, where per-op cost dominates."""
+    """Benchmark 14: the transformers family at 2 layers of width 64, where per-op cost dominates
+    (issue 40's table: GPT-2, BERT, Llama, Mistral, T5). Mistral's sliding window is half the
+    sequence, so its attention mask is not Llama's causal one."""
     v = VOCAB_TINY
     hf_opt = "AdamW, linear warm-up, clip 1.0"
     tokens = f"batch {batch}x{seq}, vocabulary {v}; {hf_opt}"
@@ -179,6 +181,11 @@ def tiny_transformers(batch: int = 4, seq: int = 32) -> list[Workload]:
                  hf("LlamaConfig", "LlamaForCausalLM", vocab_size=v, max_position_embeddings=256, **_TINY_WIDTH,
                     num_key_value_heads=2, bos_token_id=0, eos_token_id=0, pad_token_id=0),
                  causal_batches(batch, seq, v), hf_loss, hf_adamw, f"causal LM, 2 key-value heads, {tokens}"),
+        Workload("Mistral tiny",
+                 hf("MistralConfig", "MistralForCausalLM", vocab_size=v, max_position_embeddings=256, **_TINY_WIDTH,
+                    num_key_value_heads=2, sliding_window=seq // 2, bos_token_id=0, eos_token_id=0, pad_token_id=0),
+                 causal_batches(batch, seq, v), hf_loss, hf_adamw,
+                 f"causal LM, 2 key-value heads, sliding window {seq // 2}, {tokens}"),
         Workload("T5 tiny",
                  hf("T5Config", "T5ForConditionalGeneration", vocab_size=v, d_model=64, d_kv=16, d_ff=128,
                     num_layers=2, num_decoder_layers=2, num_heads=4, dropout_rate=0.0, decoder_start_token_id=0,

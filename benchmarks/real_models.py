@@ -6,7 +6,8 @@
     tokens, AdamW with transformers' ``get_linear_schedule_with_warmup`` and
     ``clip_grad_norm_(1.0)``.
 14. The transformers family at 2 layers of width 64 (GPT-2, BERT masked LM,
-    Llama, T5), batch 4 x 32 tokens: per-op cost dominates these steps.
+    Llama, Mistral with a sliding window of 16, T5), batch 4 x 32 tokens:
+    per-op cost dominates these steps.
 15. torchvision's ResNet and timm's ViT training steps (``small``: ResNet-50
     and ViT-small/16 at 224x224, batch 8; ``tiny``: ResNet-18 and a 2-block
     ViT at 64x64, batch 4), each with its library's optimizer and schedule.
@@ -20,8 +21,10 @@ the next step traces), and the step under ``lazycore.torch.capture``
 (``mark_step()`` too). The schedule steps after the step, outside the
 captured function, as a training loop writes it. Each row gives its first
 step's time (lazycore's traced row from an empty compile cache; the
-captured row finds the traced row's programs there; inductor with its disk
-caches off), its compile count (``lazycore.metrics.counters()``: XLA programs
+captured row finds the traced row's programs there, but its recorded first
+call and its replays (one ``call`` of the recorded body) are graphs of their
+own: a compile each, counted in its row; inductor with its disk caches
+off), its compile count (``lazycore.metrics.counters()``: XLA programs
 compiled in its first step and over all its steps) and its ratio to
 inductor's median. torchax and PyTorch/XLA rows appear where those packages
 are installed.
@@ -270,7 +273,8 @@ def bench_workloads(bench_title, workloads, args, kit, mirrored: bool, lazy=("tr
             value = {"first_step_ms": firsts[name] * 1e3, "final_loss": finals[name][0]}
             if name in ("traced", "captured"):
                 notes.append(f"{first_compiles[name]} compile(s) in it, {all_compiles[name]} in all {total} steps"
-                             + (" (the traced row's programs in the cache)" if name == "captured" else ""))
+                             + (" (its own graphs: the traced row's programs were in the cache)"
+                                if name == "captured" else ""))
                 value.update(first_step_compiles=first_compiles[name], compiles=all_compiles[name])
             if name == "captured":
                 cap = captured[0]

@@ -46,9 +46,10 @@ sys.path.insert(0, str(HERE))
 def _workload(name):
     import model_zoo
 
-    gpt2, bert, llama, t5 = model_zoo.tiny_transformers()
+    gpt2, bert, llama, mistral, t5 = model_zoo.tiny_transformers()
     resnet, vit = model_zoo.vision("tiny")
-    return {"gpt2": gpt2, "bert": bert, "llama": llama, "t5": t5, "resnet18": resnet, "vit": vit}[name]
+    return {"gpt2": gpt2, "bert": bert, "llama": llama, "mistral": mistral, "t5": t5, "resnet18": resnet,
+            "vit": vit}[name]
 
 
 def _median_ms(xs):
@@ -57,7 +58,7 @@ def _median_ms(xs):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="gpt2", choices=["gpt2", "bert", "llama", "t5", "resnet18", "vit"])
+    p.add_argument("--model", default="gpt2", choices=["gpt2", "bert", "llama", "mistral", "t5", "resnet18", "vit"])
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--profile", type=int, default=0, help="print the top N functions of a cProfile by own time")
     p.add_argument("--torch-threads", type=int, default=1)
