@@ -113,6 +113,9 @@ def resolve(func):
         if functional[0] == "inplace" and _is_view(functional[1]._schema):
             return _inplace_view(functional[1])
         return _via_functional(functional)
+    own = vision_ops.handler(func)
+    if own is not None:  # (an op whose result's shape is its values': no meta call, no recording)
+        return own
     decomp = (multilabel_margin.decomposition(func) or real_code_ops.decomposition(func)
               or decomposition_table.get(func) or vision_ops.decomposition(func))
     if decomp is not None:

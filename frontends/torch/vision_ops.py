@@ -1,4 +1,4 @@
-"""torchvision's ``roi_align`` and its backward on the lazy device.
+"""torchvision's ``roi_align`` and its backward, and ``nms``, on the lazy device.
 
 ``torchvision.ops.roi_align`` (Faster/Mask R-CNN's ``MultiScaleRoIAlign``)
 reaches ``torchvision::roi_align`` and autograd its ``_roi_align_backward``;
@@ -23,11 +23,24 @@ outside the map, so it is not used.)
 An adaptive grid (``sampling_ratio <= 0``: its size per box is the box's
 size, a value), an empty input and types other than float32 and
 float64 run eager's kernel (counted fallbacks).
+
+``torchvision::nms`` (``batched_nms``: Faster R-CNN's RPN, per image) ran
+eager's kernel on the host: a counted fallback that read the boxes. Here it
+is eager's greedy pass on the device (:func:`nms`): the pairs' overlaps in
+the kernel's arithmetic, then a loop over the boxes in score order carrying
+which are still alive, so the program has no shape of the answer and every
+call with as many boxes runs it again; the kept indices' count is the one
+value read (the result's shape is its values', as in eager). It is not a
+decomposition through ``torch._decomp``'s path: torchvision's meta kernel
+refuses meta tensors for a data-dependent shape, so dispatch takes it from
+:func:`handler`.
 """
 
 from __future__ import annotations
 
 import torch
+
+from . import fallback
 
 
 def _ok(x, rois, sampling_ratio) -> bool:
@@ -119,6 +132,59 @@ def roi_align_backward(grad, rois, spatial_scale, pooled_height, pooled_width, b
     return out
 
 
+def _max(a, b):  # std::max(a, b): (a < b) ? b : a
+    return torch.where(a < b, b, a)
+
+
+def _min(a, b):  # std::min(a, b): (b < a) ? b : a
+    return torch.where(b < a, b, a)
+
+
+NMS_BOXES = 2048
+"""The most boxes :func:`nms` takes on the device (its overlaps are an
+``[N, N]`` value: 4M pairs here); more run eager's kernel (a counted
+fallback), which needs O(N) memory."""
+
+
+def nms(dets, scores, iou_threshold):
+    """``torchvision::nms`` on the device: eager's CPU kernel's greedy pass
+    (``csrc/ops/cpu/nms_kernel.cpp``) with its arithmetic. Boxes are visited
+    in ``scores.sort(stable=True, descending=True)``'s order; a visited box not
+    suppressed is kept and suppresses every later box whose overlap
+    ``inter / (area_i + area_j - inter)`` (float, compared in double with the
+    threshold) is over it. The overlaps of all pairs are one ``[N, N]``
+    value; the visit is a loop of N steps carrying which boxes are still
+    alive (one program, no shape of the answer in it); the kept indices are
+    ``order[alive]``, whose count is the one value read."""
+    if not (dets.dtype in (torch.float32, torch.float64) and scores.dtype == dets.dtype and dets.dim() == 2
+            and dets.shape[1] == 4 and scores.dim() == 1 and scores.shape[0] == dets.shape[0]
+            and dets.shape[0] <= NMS_BOXES):
+        return NotImplemented  # eager's checks and messages; many boxes: eager's kernel, O(N) memory
+    import lazycore
+
+    n = dets.shape[0]
+    if n == 0:
+        return torch.empty((0,), dtype=torch.int64, device=dets.device)
+    order = torch.sort(scores, stable=True, descending=True).indices
+    x1, y1, x2, y2 = dets.unbind(1)
+    areas = (x2 - x1) * (y2 - y1)
+    x1, y1, x2, y2, areas = (t[order] for t in (x1, y1, x2, y2, areas))
+    zero = torch.zeros((), dtype=dets.dtype, device=dets.device)
+    w = _max(zero, _min(x2[:, None], x2[None, :]) - _max(x1[:, None], x1[None, :]))
+    h = _max(zero, _min(y2[:, None], y2[None, :]) - _max(y1[:, None], y1[None, :]))
+    inter = w * h
+    over = (inter / (areas[:, None] + areas[None, :] - inter)).to(torch.float64) > iou_threshold
+    at = torch.arange(n, device=dets.device)
+    suppresses = over & (at[None, :] > at[:, None])  # [i, j]: kept box i suppresses later box j
+
+    def visit(i, alive):
+        row = suppresses.index_select(0, i.reshape(1))[0]
+        return alive & ~(row & alive.index_select(0, i.reshape(1)))
+
+    alive = lazycore.fori_loop(0, n, visit, torch.ones(n, dtype=torch.bool, device=dets.device))
+    return order[alive]
+
+
 def decomposition(func):
     """The decomposition of a torchvision op here, or ``None``."""
     name = getattr(getattr(func, "_schema", None), "name", None)
@@ -127,3 +193,18 @@ def decomposition(func):
     if name == "torchvision::_roi_align_backward":
         return roi_align_backward
     return None
+
+
+def _nms_handler(func, args, kwargs):
+    out = nms(*args, **kwargs)
+    if out is NotImplemented:
+        return fallback.run(func, args, kwargs)
+    return out
+
+
+def handler(func):
+    """The dispatch handler of a torchvision op whose result's shape is given
+    by its values (``nms``): run here, with no meta call (torchvision's meta
+    kernel refuses meta tensors) and no recording; ``None`` for other ops."""
+    name = getattr(getattr(func, "_schema", None), "name", None)
+    return _nms_handler if name == "torchvision::nms" else None

@@ -93,3 +93,66 @@ def test_other_uses_of_all_read_the_value(dev):
     assert branch == "not all"
     z = x.exp()
     assert bool((z > 0).all()) is True
+
+
+# --- torchvision's nms on the device -------------------------------------------------------------
+
+def _random_boxes(g, n, dtype=torch.float32):
+    xy = torch.rand(n, 2, generator=g, dtype=torch.float64) * 50
+    wh = torch.rand(n, 2, generator=g, dtype=torch.float64) * 20
+    return torch.cat([xy, xy + wh], 1).to(dtype)
+
+
+def test_nms_is_eagers_on_the_device(dev):
+    """``torchvision.ops.nms`` and ``batched_nms`` (Faster R-CNN's RPN) give
+    eager's kept indices, in eager's order, with no fallback (the kernel ran
+    on the host before: a counted fallback per image); tied scores keep
+    eager's stable order. A second set of as many boxes reuses the program
+    that finds which are kept: their count is read, not compiled in."""
+    torchvision = pytest.importorskip("torchvision")
+    g = torch.Generator().manual_seed(0)
+    lazycore.mark_step(wait=True)
+    metrics.reset()
+    for n, thr, ties, dtype in ((40, 0.5, False, torch.float32), (40, 0.3, True, torch.float32),
+                                (1, 0.5, False, torch.float32), (40, 0.7, False, torch.float64)):
+        b, s = _random_boxes(g, n, dtype), torch.rand(n, generator=g, dtype=torch.float64).to(dtype)
+        if ties:
+            s = (s * 4).round() / 4
+        want = torchvision.ops.nms(b, s, thr)
+        hits = metrics.counters().get("cache_hits", 0)
+        got = torchvision.ops.nms(b.to(dev) * 1.0, s.to(dev), thr)  # pending boxes, as the RPN's
+        if (n, dtype) == (40, torch.float32) and ties:
+            assert metrics.counters().get("cache_hits", 0) == hits + 1  # the first 40 boxes' program
+        assert torch.equal(got.cpu(), want), (n, thr, ties, dtype)
+    lvl = torch.randint(0, 3, (30,), generator=g)
+    b, s = _random_boxes(g, 30), torch.rand(30, generator=g)
+    want = torchvision.ops.batched_nms(b, s, lvl, 0.5)
+    assert torch.equal(torchvision.ops.batched_nms(b.to(dev), s.to(dev), lvl.to(dev), 0.5).cpu(), want)
+    assert torchvision.ops.nms(b.to(dev)[:0], s.to(dev)[:0], 0.5).shape == (0,)
+    assert metrics.counters().get("fallbacks", 0) == 0, metrics.fallbacks()
+
+
+def test_nms_bad_input_is_eagers_error(dev):
+    torchvision = pytest.importorskip("torchvision")
+    b, s = torch.rand(4, 4), torch.rand(4, dtype=torch.float64)
+    with pytest.raises(RuntimeError) as want:
+        torchvision.ops.nms(b, s, 0.5)
+    with pytest.raises(RuntimeError) as got:
+        torchvision.ops.nms(b.to(dev), s.to(dev), 0.5)
+    assert str(got.value) == str(want.value)
+
+
+def test_nonzero_of_a_uint8_mask_is_lowered(dev):
+    """torchvision's samplers call ``torch.where(mask)`` on uint8 masks
+    (``torch.where(torch.cat(sampled_pos_inds))``, 4 counted fallbacks a
+    Faster R-CNN step): the nonzero positions of ``mask != 0``, eager's, no
+    fallback; floats too (NaN is nonzero, -0.0 is not)."""
+    m = torch.tensor([0, 3, 0, 1, 255], dtype=torch.uint8)
+    f = torch.tensor([[0.0, float("nan")], [-0.0, 2.0]])
+    lazycore.mark_step(wait=True)
+    metrics.reset()
+    for x in (m, f):
+        lazy = x.to(dev) + torch.zeros((), dtype=x.dtype).to(dev)  # pending, as the samplers' masks
+        assert torch.equal(torch.where(lazy)[0].cpu(), torch.where(x)[0])
+        assert torch.equal(lazy.nonzero().cpu(), x.nonzero())
+    assert metrics.counters().get("fallbacks", 0) == 0, metrics.fallbacks()

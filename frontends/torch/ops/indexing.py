@@ -874,8 +874,12 @@ def _masked_select(func, args, kwargs):
 def _nonzero(func, args, kwargs):
     b = _bound(func, args, kwargs)
     x = b["self"]
-    if x.dtype is not torch.bool or x.dim() == 0:
-        return NotImplemented  # (other dtypes: their values would be compared on the host; 0-d: eager's rule)
+    if x.dim() == 0 or x.dtype.is_complex:
+        return NotImplemented  # (0-d: eager's rule; complex: the fallback compares them)
+    if x.dtype is not torch.bool:  # torchvision's samplers: torch.where of a uint8 mask
+        if type(x) is not Tensor:
+            return NotImplemented
+        x = x != 0
     cols = _columns(x, tuple(x.shape), x)
     if cols is None:
         return NotImplemented
