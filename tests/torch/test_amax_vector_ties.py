@@ -28,3 +28,21 @@ def test_amax_amin_of_four_vectors_and_more_are_eagers(dev):
     lc.mark_step()
     off = [c[:3] for c in cases if not torch.equal(torch.signbit(c[3]), torch.signbit(c[4].cpu()))]
     assert off == [], len(off)
+
+
+def test_half_max_min_under_one_vector_are_eagers(dev):
+    """``max()``/``min()`` of float16 and bfloat16 between one float vector and one of
+    their own (9-15 elements under AVX2, 17-31 under AVX512): eager's ``reduce_all``
+    for reduced floats combines the two float halves, then reduces the float vector."""
+    g = torch.Generator().manual_seed(1)
+    cases = []
+    for dtype in (torch.float16, torch.bfloat16):
+        for n in (5, 9, 11, 13, 15, 17, 23, 31):
+            for _ in range(2):
+                neg = torch.randint(0, 2, (n,), generator=g).bool()
+                x = torch.where(neg, torch.tensor(-0.0, dtype=dtype), torch.tensor(0.0, dtype=dtype))
+                for f in (torch.max, torch.min):
+                    cases.append((f.__name__, dtype, n, f(x), f(x.to(dev))))
+    lc.mark_step()
+    off = [c[:3] for c in cases if not torch.equal(torch.signbit(c[3]), torch.signbit(c[4].cpu()))]
+    assert off == [], len(off)

@@ -134,8 +134,28 @@ def _reduce_all_order(x, r, op, lanes):
     flat = reshape(x, (n,))
     direction = "GT" if op == "reduce_max" else "LT"
     fill = float("-inf") if op == "reduce_max" else float("inf")
-    if n < lanes:
+    half_float = x.dtype in ("f16", "bf16") and lanes // 2 < n < lanes
+    if half_float:
+        # a reduced float under one vector of its own but over one of float (functional_bfloat16.h
+        # reduce_all): the two float halves combined where both hold elements (vec_fun(lo, hi): the
+        # upper on a tie), then the float vector reduced as VecReduceAllSIMD<float> does (below)
+        f = lanes // 2
+        low = apply("slice", flat, start=[0], limit=[n - f], strides=[1])
+        high = apply("slice", flat, start=[f], limit=[n], strides=[1])
+        value = apply("select", apply("compare", low, high, direction=direction), low, high)
+        if n - f < f:
+            value = apply("concatenate", value, apply("slice", flat, start=[n - f], limit=[f], strides=[1]), dim=0)
+    if n < lanes and not half_float:
         value = _last_of_ties(flat, op, fill)
+    elif half_float:
+        half = lanes // 2
+        while half > 1:
+            half //= 2
+            window = dict(strides=[1])
+            lo = apply("slice", value, start=[0], limit=[half], **window)
+            hi = apply("slice", value, start=[half], limit=[2 * half], **window)
+            value = apply("select", apply("compare", lo, hi, direction=direction), lo, hi)
+        value = reshape(value, ())
     else:
         rows = -(-n // lanes)
         if rows * lanes != n:
