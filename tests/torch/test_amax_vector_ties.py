@@ -33,7 +33,8 @@ def test_amax_amin_of_four_vectors_and_more_are_eagers(dev):
 def test_half_max_min_under_one_vector_are_eagers(dev):
     """``max()``/``min()`` of float16 and bfloat16 between one float vector and one of
     their own (9-15 elements under AVX2, 17-31 under AVX512): eager's ``reduce_all``
-    for reduced floats combines the two float halves, then reduces the float vector."""
+    for reduced floats combines the two float halves, then reduces the float vector
+    (22 of these 64 cases had a sign off eager's before)."""
     g = torch.Generator().manual_seed(1)
     cases = []
     for dtype in (torch.float16, torch.bfloat16):

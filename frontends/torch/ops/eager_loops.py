@@ -22,6 +22,11 @@ loop (``std::max``/``std::min``) the first. TensorIterator
 shows where its vector loop stops), so it is the machine's own (AVX2,
 AVX512, or none). Operands that are not contiguous (TensorIterator would
 reorder the dims) are not modelled: the caller keeps its vector-loop rule.
+
+``amax``/``amin`` over contiguous trailing dims of four vectors or more
+(:func:`inner_reduction`: ``vectorized_inner_reduction``'s four accumulators,
+then lanes and tail with the scalar ``max``) are modelled too; reductions over
+leading or non-contiguous dims, and runs split among threads, are not.
 """
 
 from __future__ import annotations
