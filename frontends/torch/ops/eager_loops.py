@@ -109,7 +109,9 @@ def scalar_tail(out_shape, dtype: torch.dtype, operands, device):
     if run < 0:
         return None
     length, inner = _row(out_shape, strides)
-    vectorized = all(s == 1 for s in inner) or (sorted(inner) == [0, 1] and len(inner) == 2)
+    # (cpu_kernel_vec: every operand contiguous along the row, or one a broadcast scalar there)
+    vectorized = all(s == 1 for s in inner) or (
+        len(inner) >= 2 and list(inner).count(0) == 1 and all(s in (0, 1) for s in inner))
     if run == 0 or not vectorized:
         return True
     threads = torch.get_num_threads()

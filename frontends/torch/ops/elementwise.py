@@ -178,9 +178,9 @@ def _sign(ctx, x):
 # -0.0); eager's CPU kernels pick an operand instead, and keep NaN from either side.
 # maximum/minimum (and clamp's tensor bounds) run AVX's max/min, which give the second
 # operand on a tie; a row's last few elements, and rows of under 2 vectors, take a
-# scalar loop that gives the first: maximum/minimum pass where (eager_loops.scalar_tail),
-# clamp's tensor bounds take the vector loop's rule everywhere; relu and clamp's number
-# bounds keep x on a tie at every size (relu(-0.0) is -0.0).
+# scalar loop that gives the first: maximum/minimum and clamp's tensor bounds pass where
+# (eager_loops.scalar_tail); relu and clamp's number bounds keep x on a tie at every size
+# (relu(-0.0) is -0.0).
 
 
 def _tie_second(direction):
@@ -687,12 +687,17 @@ def _where(ctx, cond, a, b):
 @lowers(aten.clamp.default, aten.clamp.Tensor)
 def _clamp(ctx, x, min=None, max=None):
     (x,) = _args(ctx, x)
+    tail = False
+    if is_float(ctx.dtype) and not is_complex(ctx.dtype) and (is_handle(min) or is_handle(max)):
+        # tensor bounds: where eager's scalar loop runs (std::min(std::max(x, min), max)) x wins a tie
+        tensors = [ctx.margs[0]] + [m for b, m in zip((min, max), ctx.margs[1:3]) if is_handle(b)]
+        tail = eager_loops.scalar_tail(ctx.shape, ctx.out.dtype, tensors, ctx.device)
     for bound, pick in ((min, _larger), (max, _smaller)):
         if bound is None:
             continue
         b = operand(bound, ctx.dtype, ctx.shape, ctx.device)
         # a tensor bound wins a tie (eager's vector loop), a number bound leaves x (see _larger)
-        x = pick(x, b) if is_handle(bound) else pick(b, x)
+        x = pick(x, b, first_on_tie=tail) if is_handle(bound) else pick(b, x)
     return x
 
 
