@@ -142,6 +142,10 @@ def bench(args, kit):
         if not args.quick:  # beam search, 4 beams, asked for the default cache
             _prompt_rows(args, kit, model, size, n, reps, 1, dev, lazy_model_of, beams=BEAMS)
     ltorch.mark_step(wait=True)
+    if not args.quick:  # new processes (the first token, programs from disk): the full run only
+        import first_token
+
+        first_token.rows(kit, size, reps)
 
 
 def _prompt_rows(args, kit, model, size, n, reps, batch, dev, lazy_model_of, beams=1):

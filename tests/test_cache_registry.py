@@ -193,6 +193,8 @@ NOT_CACHES = {
                                                  "with the user's flag for its state_dict",
     "frontends/torch/generation.py:_DECODERS": "per model (weakly keyed): its decoding step's captured call, "
                                                "whose recordings are bounded by the capture's own memo",
+    "frontends/torch/prompt_step.py:_STEPS": "per model (weakly keyed): its prompt forward's captured call, "
+                                             "whose recordings are bounded by the capture's own memo",
     "frontends/torch/optim_replay.py:_REPLAYED": "per optimizer (weakly keyed): whether replay is worth trying; "
                                                  "its recordings are torch.capture_plans",
     # look-ups bounded by a fixed table, never stale

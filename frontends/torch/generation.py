@@ -113,6 +113,7 @@ from lazycore.trace import core
 
 from . import dtypes
 from .capture import Captured
+from . import prompt_step as _prompt_step
 from .ops.random import GENERATORS
 from .tensor import Tensor, from_host, lc_device, read, wrap
 
@@ -1728,6 +1729,7 @@ def _patch(module) -> None:
         original = getattr(cls, "__call__", None)
         if original is not None and not getattr(original, "__lazycore_generation__", False):
             cls.__call__ = wrap_call(original)
+    _prompt_step.patch(mixin)  # the prompt's forward, replayed per prompt shape
 
 
 class _Finder(importlib.abc.MetaPathFinder):

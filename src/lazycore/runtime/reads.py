@@ -162,12 +162,20 @@ def _read_on_host(t: LazyTensor) -> bool:
     there). Where the only inputs missing are small device data leaves
     (a program's results: a pooler's box levels, read once per level), their
     values are copied from the device and kept on them instead of a program
-    for ``t`` (:func:`_copied`). Returns whether ``t`` now holds its data."""
-    if not _apart(t):
+    for ``t`` (:func:`_copied`). Returns whether ``t`` now holds its data.
+
+    In a loop that pads to one ceiling (generate(), :func:`_apart`), only a
+    value the host copies alone give is answered so (transformers' ``(ids <
+    0).any()`` of the uploaded prompt, every call): no device read and no
+    program, where the read was a barrier with the call's setup work."""
+    if isinstance(t.device.pjrt, pjrt.MeshTarget):
         return False
+    apart = _apart(t)
     floats = _mid_step(t)
     got = hostreads.evaluate(t._value, floats=floats)
     if got is None:
+        if not apart:
+            return False
         plan = hostreads.inputs(t._value, {})
         if plan is None or plan[1] or not plan[0] or not _copied(t.device, plan[0]):
             return False
