@@ -25,7 +25,10 @@ reduction are asked of NumPy itself once per ufunc and dtype (a few calls on
 arrays of zeros, :data:`_PROBED`), so they are this machine's (AVX512, AVX2,
 or none). What is not modelled (operands that are not C-ordered contiguous,
 casts inside the loop, ``where=``, ``initial=``, reduced axes between kept ones)
-keeps the vector loop's rule.
+keeps what the lazy op gave before (IEEE's order for a reduction, the vector
+loop's rule for a binary op), and so do reductions of more than
+:data:`MODELLED` elements and ``fmax``/``fmin`` with a broadcast or scalar
+operand (their strided loops' tails differ again).
 """
 
 from __future__ import annotations
@@ -45,7 +48,11 @@ _PROBED = Memo("numpy.minmax_loops", 64)
 asked of NumPy once (:func:`_reduce_rule`, :func:`_tail_rule`); None where the
 probe showed no pattern modelled here."""
 
-_REDUCE = {"maximum": "reduce_max", "fmax": "reduce_max", "minimum": "reduce_min", "fmin": "reduce_min"}
+MODELLED = 1 << 16
+"""The most elements a reduction's tie is modelled for: the model is a second
+reduction beside the max (a key per element), 3.3-3.6x the time of a plain
+``np.max`` of 1M float32 elements (same process, load 13-15), so larger arrays
+keep IEEE's order."""
 
 
 def _probed(kind, name, dtype, probe):
@@ -141,30 +148,26 @@ def _const(value, dtype, device, shape):
     return composites.constant(value, dtype, device, shape)
 
 
-def _pick(x, dim, key, op):
-    """Along ``dim`` of ``x``: the element equal to ``x``'s ``op`` (``reduce_max`` or
-    ``reduce_min``) with the greatest ``key`` (an ``i64`` handle of ``x``'s shape)."""
+def _signbit(x):
+    width = {"f16": "i16", "f32": "i32", "f64": "i64"}[x.dtype]
+    bits = apply("bitcast_convert", x, dtype=width)
+    return apply("compare", bits, _const(0, width, x.device, tuple(x.shape)), direction="LT")
+
+
+def _last_zero(x, key):
+    """Over ``x`` ``(R, k)``: the greatest ``key`` of its zeros, times two, plus that
+    zero's sign bit (``-2**62`` for a row without a zero): one reduction beside the
+    max itself, no second pass over ``x``."""
     shape = tuple(x.shape)
-    kept = shape[:dim] + (1,) + shape[dim + 1:]
-    best = core.broadcast_to(apply("reshape", apply(op, x, dims=(dim,)), shape=kept), shape)
-    equal = apply("compare", x, best, direction="EQ")
-    low = _const(np.iinfo(np.int64).min, "i64", x.device, shape)
-    at = core.broadcast_to(apply("reshape", apply("reduce_max", apply("select", equal, key, low), dims=(dim,)),
-                                 shape=kept), shape)
-    fill = -math.inf if op == "reduce_max" else math.inf
-    only = apply("and", equal, apply("compare", key, at, direction="EQ"))
-    return apply(op, apply("select", only, x, _const(fill, x.dtype, x.device, shape)), dims=(dim,))
+    zero = apply("compare", x, _const(0, x.dtype, x.device, shape), direction="EQ")
+    tagged = apply("add", apply("mul", key, _const(2, "i64", x.device, shape)),
+                   apply("convert", _signbit(x), dtype="i64"))
+    low = _const(-(2 ** 62), "i64", x.device, shape)
+    return apply("reduce_max", apply("select", zero, tagged, low), dims=(len(shape) - 1,))
 
 
-def _order_key(shape, dim, device, last: bool):
-    pos = apply("iota", dim=dim, shape=tuple(shape), dtype="i64", device=device)
-    return pos if last else apply("neg", pos)
-
-
-def _fold(x, op, first_on_tie: bool):
-    """A sequential fold along ``x``'s last dim with ``r = OP(r, next)``."""
-    dim = len(x.shape) - 1
-    return _pick(x, dim, _order_key(x.shape, dim, x.device, last=not first_on_tie), op)
+def _iota(shape, dim, device):
+    return apply("iota", dim=dim, shape=tuple(shape), dtype="i64", device=device)
 
 
 def _slice(x, dim, lo, hi):
@@ -174,31 +177,39 @@ def _slice(x, dim, lo, hi):
     return apply("slice", x, start=start, limit=limit, strides=[1] * len(x.shape))
 
 
-def _reduce_run(rows, name, rule):
-    """``name.reduce`` over the last dim of ``rows`` ``(R, m)``, each row one call
-    of the reduce loop after its first element was copied to the result."""
-    op = _REDUCE[name]
+def _run_keys(rows, rule):
+    """The tagged key of the zero NumPy's reduce loop keeps in each row of ``rows``
+    ``(R, m)`` (its first element copied to the result, the rest in ``simd_reduce_c``):
+    the tail's last zero, else the zero of the first lane (in the horizontal
+    reduction's order) holding one, the later in it; the first element sits in
+    every lane before the rest. A float16 loop (no SIMD) keeps the first zero."""
     lanes, scalar_first, rank = rule
     r, m = rows.shape
-    if m == 1:
-        return apply("reshape", rows, shape=(r,))
+    dev = rows.device
     n = m - 1
     cut = (n // lanes) * lanes if lanes else 0
-    first = _slice(rows, 1, 0, 1)  # (R, 1)
     if cut == 0:
-        return _fold(rows, op, scalar_first)
-    if rank is None:
+        pos = _iota((r, m), 1, dev)
+        return _last_zero(rows, apply("neg", pos) if scalar_first else pos)
+    if rank is None or scalar_first:
         return None
+    big = m + 2
+    parts = []
+    first = _slice(rows, 1, 0, 1)
+    parts.append(_last_zero(first, _const(lanes * big, "i64", dev, (r, 1))))
     body = apply("reshape", _slice(rows, 1, 1, 1 + cut), shape=(r, cut // lanes, lanes))
-    acc = core.broadcast_to(apply("reshape", first, shape=(r, 1, 1)), (r, 1, lanes))
-    columns = apply("concatenate", acc, body, dim=1)  # (R, 1 + cut/lanes, lanes)
-    lane = _pick(columns, 1, _order_key(columns.shape, 1, rows.device, last=True), op)  # (R, lanes)
-    ranks = _const(np.array([-k for k in rank], np.int64), "i64", rows.device, ())
-    value = _pick(lane, 1, core.broadcast_to(ranks, (r, lanes)), op)  # (R,)
-    if cut == n:
-        return value
-    tail = apply("concatenate", apply("reshape", value, shape=(r, 1)), _slice(rows, 1, 1 + cut, m), dim=1)
-    return _fold(tail, op, scalar_first)
+    grid = (r, cut // lanes, lanes)
+    lane_key = core.broadcast_to(_const(np.array([(lanes - k) * big for k in rank], np.int64), "i64", dev, ()), grid)
+    key = apply("add", lane_key, apply("add", _iota(grid, 1, dev), _const(1, "i64", dev, grid)))
+    parts.append(_last_zero(apply("reshape", body, shape=(r, cut)), apply("reshape", key, shape=(r, cut))))
+    if cut < n:
+        tail = _slice(rows, 1, 1 + cut, m)
+        shape = (r, n - cut)
+        parts.append(_last_zero(tail, apply("add", _iota(shape, 1, dev), _const((lanes + 1) * big, "i64", dev, shape))))
+    out = parts[0]
+    for p_ in parts[1:]:
+        out = apply("maximum", out, p_)
+    return out
 
 
 def reduced(a, h, r, name: str, axes: tuple) -> object:
@@ -214,28 +225,31 @@ def reduced(a, h, r, name: str, axes: tuple) -> object:
     if rule is None:
         return r
     axes = tuple(sorted(axes))
-    op = _REDUCE[name]
     kept = tuple(n for i, n in enumerate(shape) if i not in axes)
     outer = math.prod(kept)
     size = math.prod(shape[d] for d in axes)
-    if size == 0 or outer == 0:
+    if size == 0 or outer == 0 or size * outer > MODELLED:
         return r
     if axes == tuple(range(rank - len(axes), rank)):
         # the reduced axes innermost: one run of the reduce loop per result
-        chosen = _reduce_run(apply("reshape", h, shape=(outer, size)), name, rule)
+        tagged = _run_keys(apply("reshape", h, shape=(outer, size)), rule)
     elif axes == tuple(range(len(axes))):
         # the kept axes innermost: out = OP(out, row), row after row: the binary loop,
         # whose vector body and scalar tail (SSE's max_ss) both keep the second, the later row
         # (float16's loop keeps the first)
         seq = apply("permute", apply("reshape", h, shape=(size, outer)), dims=(1, 0))
-        chosen = _fold(seq, op, rule[1])
+        pos = _iota((outer, size), 1, h.device)
+        tagged = _last_zero(seq, apply("neg", pos) if rule[1] else pos)
     else:
         return r
-    if chosen is None:
+    if tagged is None:
         return r
-    chosen = apply("reshape", chosen, shape=tuple(r.shape))
-    zero = apply("compare", r, _const(0, r.dtype, r.device, tuple(r.shape)), direction="EQ")
-    return apply("select", zero, chosen, r)
+    out = tuple(r.shape)
+    negative = apply("compare", apply("and", apply("reshape", tagged, shape=out), _const(1, "i64", r.device, out)),
+                     _const(1, "i64", r.device, out), direction="EQ")
+    zero = apply("compare", r, _const(0, r.dtype, r.device, out), direction="EQ")
+    signed = apply("select", negative, _const(-0.0, r.dtype, r.device, out), _const(0.0, r.dtype, r.device, out))
+    return apply("select", zero, signed, r)
 
 
 def binary_tail(name: str, dtype, inputs, shape, device):
