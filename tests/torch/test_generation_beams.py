@@ -124,7 +124,8 @@ def test_decoding_step_replays(clean_runtime):
 def test_beam_sampling_bounded(clean_runtime):
     # beam sampling (transformers' loop; the draws are the lazy device's
     # own generator's, not eager's) wrote the sampled token at the length
-    # baked in: a program per token. 24 tokens compile what 8 do.
+    # baked in until the scalar policy made it a parameter: cold calls
+    # compiled 10 programs for 12 tokens, 12 for 24; now 6 for either
     lazy = _gpt2().to(ltorch.device())
     ids, mask = _prompts((5, 8))
     dev = ltorch.device()
@@ -138,8 +139,8 @@ def test_beam_sampling_bounded(clean_runtime):
         return _programs() - before
 
     torch.manual_seed(0)
-    sample(8)
-    assert sample(24) <= 1  # (a length of the criteria's)
+    assert sample(24) <= 6
+    assert sample(24) == 0
 
 
 @full_only
