@@ -818,7 +818,8 @@ def hf_specs():
                  vocab_size=VOCAB, resid_pdrop=0.0, emb_pdrop=0.0), _causal),
         Spec("gpt-bigcode", "transformers",  # multi-query attention
              _hf("GPTBigCodeConfig", "GPTBigCodeForCausalLM", vocab_size=VOCAB, n_positions=64, n_embd=64, n_layer=2,
-                 n_head=4, multi_query=True, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0), _causal,
+                 n_head=4, multi_query=True, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0,
+                 eos_token_id=0), _causal,
              tied=(("lm_head.weight", "transformer.wte.weight"),)),
         Spec("starcoder2", "transformers",  # sliding window, biases
              _hf("Starcoder2Config", "Starcoder2ForCausalLM", vocab_size=VOCAB, max_position_embeddings=64, **_WIDTH,

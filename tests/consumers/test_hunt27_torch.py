@@ -121,6 +121,10 @@ _BOUNDS = {
     # sqrt(...)``, eager's read too) and the branch taken changes the step: compiles [5, 3, 0, 1]
     "timm_sgdp_cosine": dict(programs=5, late=1),
     "timm_adamp_tanh": dict(programs=5, late=1),
+    # Kron's preconditioner update probes with torch.randn on the parameters' device (the lazy
+    # generator's draws, not eager's) and reads on the host: by hand loss 4.6e-5 from eager, state
+    # 4.9e-4; float64 (eager's draws) 6.6e-4 from eager, 4.3e-4 from lazycore; compiles [5, 3, 0, 1]
+    "timm_kron_cosine": dict(loss=1e-4, state=2e-3, programs=5, late=1, referee=2.0),
 }
 
 _XFAIL = {
