@@ -10,9 +10,10 @@ NumPy for the reference, ``lazycore.numpy`` for the check).
 Same protocol as ``cases.py`` (its runner and comparison, one JSON line a case and dtype):
 ``python cases_hunt27_numpy.py NAME...``, ``--list`` for the names. Each line also has
 ``reads``: the lazy run's device-to-host copies (``transfers``, each announced by a
-``transfer`` event), ``implicit`` barriers (a value read where the user asked for none:
-``np.asarray``/``float``/``bool`` of a lazy value inside a library) and ``unannounced``
-(copies made by the PJRT layer without that event).
+``transfer`` event), ``implicit`` barriers (a pending value read where the user asked for
+none: ``np.asarray``/``float``/``bool`` of a lazy value inside a library), ``host_copies``
+(values read from the host copy an upload keeps: no device read, no event) and
+``unannounced`` (copies made by the PJRT layer without a ``transfer`` event).
 """
 
 from __future__ import annotations
@@ -907,12 +908,14 @@ def _lazy_only(fn, seen):
         if xp is numpy:
             return fn(xp, to, dtype)
         import lazycore
+        from lazycore.observe import metrics
 
         lazycore.mark_step(wait=True)
         for k in seen:
             seen[k] = 0
         r = fn(xp, to, dtype)
         seen["snapshot"] = {k: v for k, v in seen.items() if k != "snapshot"}
+        seen["snapshot"]["host_copies"] = metrics.counters().get("host_reads", 0)  # (since run_case's reset)
         return r
 
     return run
@@ -942,6 +945,7 @@ def main(argv):
             out = cases.run_case(name, dtype)
             snap = seen.get("snapshot", {})
             out["reads"] = {"transfers": snap.get("transfers", 0), "implicit": snap.get("implicit", 0),
+                            "host_copies": snap.get("host_copies", 0),
                             "unannounced": snap.get("raw", 0) - snap.get("transfers", 0)}
             print(json.dumps(out), flush=True)
 
