@@ -81,3 +81,28 @@ def test_fasterrcnn_no_further_from_float64_than_a_relu_kink_takes_it():
     wrong gradient's orders of magnitude."""
     d = ft.case_distances(CASES["fasterrcnn_mobilenet_v3_large_fpn"])
     _no_further_from_float64_than_eager(d, k=20.0)
+    _fasterrcnn_counts(d["counts"])
+
+
+def _fasterrcnn_counts(counts):
+    """Per lazy step ``(compiles, programs, fallbacks)``; measured by hand
+    (tests/zoo/float64_table.py's run_case, 2026-11-30, load 15-20):
+    [(17, 18, 8), (9, 16, 8), (8, 14, 8), (4, 13, 8)], the losses bit for bit
+    those before nms ran on the device.
+
+    Fallbacks: 8 a step, all ``randperm`` (the samplers draw from eager's
+    generator, ``_utils.py:55-56``, 2 images x 2 samplers); nms (2 a step) and
+    ``torch.where`` of uint8 masks (4) ran eager's kernels before.
+
+    Programs after the warm-up (13-14): each value torchvision reads cuts the
+    step: per image ``remove_small_boxes`` (``ops/boxes.py:151``), the score
+    threshold (``rpn.py:285``) and nms's kept count (``ops/boxes.py:54``); per
+    image the RPN matcher's ``set_low_quality_matches_`` (``_utils.py:408``);
+    the ROI sampler (``_utils.py:44``, one read apart), the pooler's levels
+    (``poolers.py:201``) and the step itself. Compiles after the warm-up (8
+    and 4 at steps 3-4): the programs whose shapes hold a kept count: image
+    0's post-nms gathers ride in image 1's first read, image 1's in the
+    matcher's, then the sampler, the pooler and the step (its forward and
+    backward through the box head: a compile of about 110 s at load 20)."""
+    assert [c[2] for c in counts] == [8] * len(counts), counts
+    assert max(c[1] for c in counts[WARMUP:]) <= 14, counts
