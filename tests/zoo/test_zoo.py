@@ -28,14 +28,7 @@ NAMES = [s.name for s in zoo_models.SPECS if ALL or s.ci]
 GENERATE_CI = ("gpt2", "t5")  # a decoder and an encoder-decoder
 GENERATE = [s.name for s in zoo_models.SPECS if s.generate and (ALL or s.name in GENERATE_CI)]
 
-KNOWN: dict = {
-    ("resnet18", "parameters"): (
-        "ill-conditioned at zoo size (eager float32 ends 5.7e-4 from float64 at conv1.weight; a ReLU near-tie in "
-        "step 3, 079d7c7) and batch norm's running statistics: eager's CPU kernel updates them in double "
-        "(Normalization.cpp's accscalar_t), lazycore in float32 (torch._decomp), 29 of 512 running_var elements "
-        "off in one call. Since lazy-keep-roundings is a default pass, layer4.1.bn1.running_var ends 1.14e-3 from "
-        "float64 (4.4e-4 without the pass; the loss 7.2e-5 from eager's, 8.5e-5 without)"),
-}
+KNOWN: dict = {}
 """(model, test) -> reason: the failures known today, strict xfails (fixing
 one fails its entry until it is removed)."""
 
