@@ -30,6 +30,7 @@ from . import dispatch, ops  # noqa: F401  (ops registers the lowerings)
 from . import distributed as _distributed  # noqa: F401  (torch.distributed's "lazy" backend)
 from . import hooks as _hooks
 from . import generation as _generation
+from . import prompt_step as _prompt_step
 from . import optim as _optim
 from . import optim_replay as _optim_replay
 from lazycore.runtime.closures import add_step_closure
@@ -63,7 +64,7 @@ __all__ = [
 _optim.install()
 _optim_replay.install()
 _hooks.install()  # torch._lazy, torch.lazy, torch.manual_seed, torch.autocast answer for lazycore
-_generation.install()  # transformers' generate(): the growing sequence in buckets
+_generation.install(also=(_prompt_step.patch,))  # transformers' generate(): the growing sequence in buckets, the prompt replayed
 
 
 def mark_step(wait: bool = False) -> None:

@@ -113,7 +113,6 @@ from lazycore.trace import core
 
 from . import dtypes
 from .capture import Captured
-from . import prompt_step as _prompt_step
 from .ops.random import GENERATORS
 from .tensor import Tensor, from_host, lc_device, read, wrap
 
@@ -1705,7 +1704,7 @@ def _patch_compiled_call() -> None:
         model.get_compiled_call = _wrap_compiled_call(original)
 
 
-def _patch(module) -> None:
+def _patch(module, also=()) -> None:
     mixin = getattr(module, "GenerationMixin", None)
     for name, wrap in (("prepare_inputs_for_generation", _wrap), ("generate", _wrap_generate),
                        ("_prepare_generated_length", _wrap_length), ("_prepare_static_cache", _wrap_static_cache),
@@ -1729,11 +1728,15 @@ def _patch(module) -> None:
         original = getattr(cls, "__call__", None)
         if original is not None and not getattr(original, "__lazycore_generation__", False):
             cls.__call__ = wrap_call(original)
-    _prompt_step.patch(mixin)  # the prompt's forward, replayed per prompt shape
+    for patch in also:  # (frontends/torch/prompt_step.py: the prompt's forward, replayed per prompt shape)
+        patch(mixin)
 
 
 class _Finder(importlib.abc.MetaPathFinder):
     """Patches ``transformers.generation.utils`` once it is imported."""
+
+    def __init__(self, also=()):
+        self.also = also
 
     def find_spec(self, name, path, target=None):
         if name != _TARGET:
@@ -1750,20 +1753,21 @@ class _Finder(importlib.abc.MetaPathFinder):
 
         def patched(module):
             exec_module(module)
-            _patch(module)
+            _patch(module, self.also)
 
         loader.exec_module = patched
         return spec
 
 
-def install() -> None:
-    """Wrap transformers' ``prepare_inputs_for_generation`` now or when it is imported."""
+def install(also=()) -> None:
+    """Wrap transformers' ``prepare_inputs_for_generation`` now or when it is imported;
+    ``also``: more patches of ``GenerationMixin``, each called with it."""
     global _installed
     if _installed:
         return
     _installed = True
     module = sys.modules.get(_TARGET)
     if module is not None:
-        _patch(module)
+        _patch(module, also)
     else:
-        sys.meta_path.insert(0, _Finder())
+        sys.meta_path.insert(0, _Finder(also))

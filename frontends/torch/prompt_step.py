@@ -59,6 +59,7 @@ import torch
 from lazycore.ir import events
 from lazycore.ir.config import settings
 
+from . import generation
 from .capture import Captured
 from .tensor import Tensor
 
@@ -97,8 +98,6 @@ class _PromptStep:
         """The prompt's inputs as ``prepare_inputs_for_generation`` makes them
         (positions, transformers' 4-D mask), then the model's call; the
         filled length ``length`` (0) grown to the prompt's length in place."""
-        from . import generation
-
         g = generation._GENERATING
         cache, g.length = g.cache, length
         kwargs = {**dict(zip(names, tensors)), cache_name: cache, **dict(static)}
@@ -174,8 +173,6 @@ def _patch_masks() -> None:
 def _prefill(model, input_ids, config, model_kwargs, first: bool):
     """The prompt's forward as ``_prefill`` makes it (the unchunked path),
     replayed or recorded; None (nothing done) where it is not taken."""
-    from . import generation
-
     g = generation._GENERATING
     if not (PROMPT_REPLAY and settings.generation_replay and g.depth and first) \
             or getattr(config, "prefill_chunk_size", None) is not None \
@@ -219,8 +216,6 @@ def _prefill(model, input_ids, config, model_kwargs, first: bool):
 
 
 def _call(step: _PromptStep, cache, args):
-    from . import generation
-
     g = generation._GENERATING
     g.cache = cache
     try:
@@ -234,8 +229,6 @@ def _confirm(step: _PromptStep, cache, layers, args) -> None:
     tensors and a fresh length, so that the recording of the call just made
     is confirmed (two traced calls agree) and the next call with this prompt
     shape replays it. Its results are dropped: no program computes them."""
-    from . import generation
-
     cache_name, names, tensors, _, stored, static = args
     scratch = tuple(torch.zeros_like(t) for t in stored)
     kept = [(layer.keys, layer.values) for layer in layers]
