@@ -1510,7 +1510,11 @@ class _DecodingStep:
         kind, holding = self._out
         return kind(**fields, **{name: cache for name in holding})
 
-    def _forward(self, cache_name, names, tensors, length, stored, static, prepare=False):
+    def _model_step(self, cache_name, names, tensors, length, static, prepare=True):
+        """The model's call on the step's inputs (``prepare``: through
+        :func:`_prepared`), the static cache's filled length ``length`` then
+        grown by one in place (the layers read copies of it: the new token's
+        place); ``(out, given, cache)``."""
         g = _GENERATING
         cache, g.length = g.cache, length
         try:
@@ -1519,7 +1523,11 @@ class _DecodingStep:
             out = model(**(_prepared(model, given, cache_name, length) if prepare else given))
         finally:
             g.length = None
-        length.add_(1)  # (the layers read copies of it)
+        length.add_(1)
+        return out, given, cache
+
+    def _forward(self, cache_name, names, tensors, length, stored, static, prepare=False):
+        out, _, cache = self._model_step(cache_name, names, tensors, length, static, prepare)
         # the cache goes back as the one given (a replay would give the recorded call's)
         holding = tuple(k for k, v in out.items() if v is cache)
         self._out = (type(out), holding)
@@ -1533,15 +1541,7 @@ class _DecodingStep:
         in finished rows, and the rows' flags updated in place) written into
         the ids ``tokens`` at its place (the filled length), and the next
         step's new ids and position ids."""
-        g = _GENERATING
-        cache, g.length = g.cache, length
-        try:
-            model = self._model()
-            given = {**dict(zip(names, tensors)), cache_name: cache, **dict(static)}
-            out = model(**_prepared(model, given, cache_name, length))
-        finally:
-            g.length = None
-        length.add_(1)  # (the layers read copies of it): the new token's place
+        out, given, _ = self._model_step(cache_name, names, tensors, length, static)
         logits = out.logits[:, -1].to(copy=True, dtype=torch.float32, device=tokens.device)
         new = torch.argmax(logits, dim=-1, keepdim=True)  # (a view of it would keep its base alive, unseen)
         if ending is not None:
@@ -1564,20 +1564,12 @@ class _DecodingStep:
         cache's keys and values reordered in place by the beams' index
         (``reorder_cache``'s ``index_select``), and the next step's ids and
         position ids."""
-        g = _GENERATING
-        cache, g.length = g.cache, length
-        try:
-            model = self._model()
-            given = {**dict(zip(names, tensors)), cache_name: cache, **dict(static)}
-            out = model(**_prepared(model, given, cache_name, length))
-        finally:
-            g.length = None
-        length.add_(1)  # (the layers read copies of it): the new token's place
+        out, given, _ = self._model_step(cache_name, names, tensors, length, static)
         spec, state = beams
         logits = out.logits[:, -1, :].to(copy=True, dtype=torch.float32, device=state[0].device)
         del out
         log_probs = torch.nn.functional.log_softmax(logits, dim=-1)
-        beam_idx, ids = _beam_update(model, state, log_probs, length, spec)
+        beam_idx, ids = _beam_update(self._model(), state, log_probs, length, spec)
         for t in stored:
             t.copy_(t.index_select(0, beam_idx.to(t.device)))
         nxt = {"input_ids": ids}
