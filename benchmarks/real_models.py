@@ -67,7 +67,11 @@ def torch_threads(args, kit, bench: str):
     (``--torch-threads``, default 1, as issue 40's figures): on 2 cores that
     other processes load, torch's two OpenMP threads wait on each other at
     every op, and a tiny GPT-2 step that takes 14-18 ms on one thread took
-    40-1,800 ms on two (load average 9). XLA's own threads are not torch's."""
+    40-1,800 ms on two (load average 9). XLA's own threads are not torch's.
+    On a quiet machine the default understates eager: at ``--size small`` two
+    threads made eager's GPT-2 small step 6.1 -> 2.0 s, ResNet-50 4.4 -> 1.3 s
+    (benchmarks/results_real_models_small*.json); issue 40's "the fastest of
+    eager and inductor" is the run with ``--torch-threads`` at the core count."""
     import torch
 
     n = getattr(args, "torch_threads", None) or 1
