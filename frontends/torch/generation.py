@@ -420,11 +420,16 @@ def _wrap_fast_all(fast_all):
     return wrapped
 
 
-def _patch_masks() -> None:
-    masks = sys.modules.get(_MASKS)
-    original = getattr(masks, "fast_all", None)
+def wrap_once(owner, name: str, wrap) -> None:
+    """``owner.name`` replaced by ``wrap(owner.name)`` unless it is absent or
+    one of these wrappers already (each says so: ``__lazycore_generation__``)."""
+    original = getattr(owner, name, None)
     if original is not None and not getattr(original, "__lazycore_generation__", False):
-        masks.fast_all = _wrap_fast_all(original)
+        setattr(owner, name, wrap(original))
+
+
+def _patch_masks() -> None:
+    wrap_once(sys.modules.get(_MASKS), "fast_all", _wrap_fast_all)
 
 
 def _static_for_default(model, inputs, kwargs) -> bool:
@@ -1690,10 +1695,7 @@ def _wrap_compiled_call(get_compiled_call):
 
 
 def _patch_compiled_call() -> None:
-    model = getattr(sys.modules.get(_MODELS), "PreTrainedModel", None)
-    original = getattr(model, "get_compiled_call", None)
-    if original is not None and not getattr(original, "__lazycore_generation__", False):
-        model.get_compiled_call = _wrap_compiled_call(original)
+    wrap_once(getattr(sys.modules.get(_MODELS), "PreTrainedModel", None), "get_compiled_call", _wrap_compiled_call)
 
 
 def _patch(module, also=()) -> None:
@@ -1703,23 +1705,17 @@ def _patch(module, also=()) -> None:
                        ("_update_model_kwargs_for_generation", _wrap_update_kwargs),
                        ("_valid_auto_compile_criteria", _wrap_auto_compile), ("_sample", _wrap_sample),
                        ("_get_top_k_continuations", _wrap_top_k), ("_beam_search", _wrap_beam_search)):
-        original = getattr(mixin, name, None)
-        if original is not None and not getattr(original, "__lazycore_generation__", False):
-            setattr(mixin, name, wrap(original))
+        wrap_once(mixin, name, wrap)
     static = getattr(sys.modules.get(_CACHES), "StaticLayer", None)
     for name, wrap_method in (("update", _wrap_static_update), ("get_seq_length", _wrap_seq_length),
                               ("reorder_cache", _wrap_static_reorder)):
-        original = getattr(static, name, None)
-        if original is not None and not getattr(original, "__lazycore_generation__", False):
-            setattr(static, name, wrap_method(original))
+        wrap_once(static, name, wrap_method)
     crit = sys.modules.get(_CRITERIA)
     check = getattr(module, "StopCheck", None)
     for cls, wrap_call in ((getattr(crit, "MaxLengthCriteria", None), _wrap_max_length),
                            (getattr(crit, "StoppingCriteriaList", None), _wrap_criteria_list),
                            (check, _wrap_stop_check)):
-        original = getattr(cls, "__call__", None)
-        if original is not None and not getattr(original, "__lazycore_generation__", False):
-            cls.__call__ = wrap_call(original)
+        wrap_once(cls, "__call__", wrap_call)
     for patch in also:  # (frontends/torch/prompt_step.py: the prompt's forward, replayed per prompt shape)
         patch(mixin)
 

@@ -164,10 +164,7 @@ def wrap_ignore_causal_mask(ignore):
 
 
 def _patch_masks() -> None:
-    masks = sys.modules.get(_MASKS)
-    original = getattr(masks, "_ignore_causal_mask_sdpa", None)
-    if original is not None and not getattr(original, "__lazycore_generation__", False):
-        masks._ignore_causal_mask_sdpa = wrap_ignore_causal_mask(original)
+    generation.wrap_once(sys.modules.get(_MASKS), "_ignore_causal_mask_sdpa", wrap_ignore_causal_mask)
 
 
 def _prefill(model, input_ids, config, model_kwargs, first: bool):
@@ -306,6 +303,4 @@ def _plan(input_ids, model_kwargs: dict, cache_name: str, cache):
 
 def patch(mixin) -> None:
     """Wrap ``GenerationMixin._prefill`` (called from the generation module's patch of transformers)."""
-    original = getattr(mixin, "_prefill", None)
-    if original is not None and not getattr(original, "__lazycore_generation__", False):
-        mixin._prefill = wrap_prefill(original)
+    generation.wrap_once(mixin, "_prefill", wrap_prefill)

@@ -170,11 +170,10 @@ def _read_on_host(t: LazyTensor) -> bool:
     program, where the read was a barrier with the call's setup work."""
     if isinstance(t.device.pjrt, pjrt.MeshTarget):
         return False
-    apart = _apart(t)
     floats = _mid_step(t)
     got = hostreads.evaluate(t._value, floats=floats)
     if got is None:
-        if not apart:
+        if not _apart(t):
             return False
         plan = hostreads.inputs(t._value, {})
         if plan is None or plan[1] or not plan[0] or not _copied(t.device, plan[0]):
