@@ -134,8 +134,7 @@ def _reduce_all_order(x, r, op, lanes):
     flat = reshape(x, (n,))
     direction = "GT" if op == "reduce_max" else "LT"
     fill = float("-inf") if op == "reduce_max" else float("inf")
-    half_float = x.dtype in ("f16", "bf16") and lanes // 2 < n < lanes
-    if half_float:
+    if x.dtype in ("f16", "bf16") and lanes // 2 < n < lanes:
         # a reduced float under one vector of its own but over one of float (functional_bfloat16.h
         # reduce_all): the two float halves combined where both hold elements (vec_fun(lo, hi): the
         # upper on a tie), then the float vector reduced as VecReduceAllSIMD<float> does (below)
@@ -145,17 +144,9 @@ def _reduce_all_order(x, r, op, lanes):
         value = apply("select", apply("compare", low, high, direction=direction), low, high)
         if n - f < f:
             value = apply("concatenate", value, apply("slice", flat, start=[n - f], limit=[f], strides=[1]), dim=0)
-    if n < lanes and not half_float:
+        value = _halved(value, f, direction)
+    elif n < lanes:
         value = _last_of_ties(flat, op, fill)
-    elif half_float:
-        half = lanes // 2
-        while half > 1:
-            half //= 2
-            window = dict(strides=[1])
-            lo = apply("slice", value, start=[0], limit=[half], **window)
-            hi = apply("slice", value, start=[half], limit=[2 * half], **window)
-            value = apply("select", apply("compare", lo, hi, direction=direction), lo, hi)
-        value = reshape(value, ())
     else:
         rows = -(-n // lanes)
         if rows * lanes != n:
@@ -164,16 +155,21 @@ def _reduce_all_order(x, r, op, lanes):
         value = _last_of_ties(apply("permute", grid, dims=(1, 0)), op, fill)  # (lanes,)
         if x.dtype != "f32":  # (VecReduceAllSIMD is float's: other lanes are combined one after another)
             value = _last_of_ties(value, op, fill)
-        half = lanes if x.dtype == "f32" else 1
-        while half > 1:
-            half //= 2
-            window = dict(strides=[1])
-            low = apply("slice", value, start=[0], limit=[half], **window)
-            high = apply("slice", value, start=[half], limit=[2 * half], **window)
-            value = apply("select", apply("compare", low, high, direction=direction), low, high)
-        value = reshape(value, ())
+        value = _halved(value, lanes if x.dtype == "f32" else 1, direction)
     value = reshape(value, tuple(r.shape))
     return apply("select", apply("compare", r, r, direction="NE"), r, value)  # (NaN stays)
+
+
+def _halved(value, half: int, direction: str):
+    """The first ``half`` lanes of ``value`` reduced to one as ``VecReduceAllSIMD``
+    shuffles them: lane ``i`` against ``i + half / 2``, the upper one on a tie,
+    until one is left; a 0-d result."""
+    while half > 1:
+        half //= 2
+        low = apply("slice", value, start=[0], limit=[half], strides=[1])
+        high = apply("slice", value, start=[half], limit=[2 * half], strides=[1])
+        value = apply("select", apply("compare", low, high, direction=direction), low, high)
+    return reshape(value, ())
 
 
 def _last_of_ties(x, op, fill):
