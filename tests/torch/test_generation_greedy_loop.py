@@ -16,12 +16,12 @@ import torch
 
 import lazycore
 import lazycore.torch as ltorch
-from lazycore.frontends.torch import generation, tensor as lazy_tensor
+from lazycore.frontends.torch import generation
 from lazycore.ir import events
 
 transformers = pytest.importorskip("transformers")
 
-from _generation_models import LENGTHS, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402
+from _generation_models import LENGTHS, Dispatches, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -37,27 +37,13 @@ def _generate(model, ids, mask, n, cache="static", **kw):
         return model.generate(ids, attention_mask=mask, max_new_tokens=n, do_sample=False, **kw)
 
 
-class _Ops:
-    """Counts the op calls that reach the lazy tensor's dispatch."""
-
-    def __init__(self, monkeypatch):
-        self.n = 0
-        run = lazy_tensor._dispatch
-
-        def counting(func, args, kwargs):
-            self.n += 1
-            return run(func, args, kwargs)
-
-        monkeypatch.setattr(lazy_tensor, "_dispatch", counting)
-
-
 @pytest.mark.parametrize("lengths", [(8,), LENGTHS], ids=["1-prompt", "8-prompts"])
 @pytest.mark.parametrize("cache", ["static", "dynamic"])
 def test_a_later_token_dispatches_no_op(clean_runtime, monkeypatch, lengths, cache):
     eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
     ids, mask = _prompts(lengths)
     dev = ltorch.device()
-    ops = _Ops(monkeypatch)
+    ops = Dispatches(monkeypatch)
     counts, barriers = {}, {}
     for n in (16, 8, 16):  # (the first call compiles and records)
         want = _generate(eager, ids, mask, n, cache)

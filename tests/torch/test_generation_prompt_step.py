@@ -19,13 +19,12 @@ import torch
 import lazycore
 import lazycore.torch as ltorch
 from lazycore.frontends.torch import prompt_step
-from lazycore.frontends.torch import tensor as lazy_tensor
 from lazycore.ir import events
 from lazycore.runtime import buckets
 
 transformers = pytest.importorskip("transformers")
 
-from _generation_models import LENGTHS, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402
+from _generation_models import LENGTHS, Dispatches, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402
 
 FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 full_only = pytest.mark.skipif(not FULL, reason="more generate() runs: LAZYCORE_TEST_FULL=1")
@@ -37,20 +36,6 @@ def _generate(model, ids, mask, n, cache="static"):
         kw["cache_implementation"] = "static"
     with torch.no_grad():
         return model.generate(ids, attention_mask=mask, **kw).cpu()
-
-
-class _Ops:
-    """Counts the op calls that reach the lazy tensor's dispatch."""
-
-    def __init__(self, monkeypatch):
-        self.n = 0
-        run = lazy_tensor._dispatch
-
-        def counting(func, args, kwargs):
-            self.n += 1
-            return run(func, args, kwargs)
-
-        monkeypatch.setattr(lazy_tensor, "_dispatch", counting)
 
 
 def test_uploaded_ids_read_in_a_padded_loop_without_a_program(clean_runtime):
@@ -125,7 +110,7 @@ def test_first_token_call_dispatches_few_ops(clean_runtime, monkeypatch):
     ids, mask = _prompts((8,))
     dev = ltorch.device()
     want = _generate(eager, ids, mask, 1, "dynamic")
-    ops = _Ops(monkeypatch)
+    ops = Dispatches(monkeypatch)
     counts = {}
     for replay in (False, True, True):
         monkeypatch.setattr(prompt_step, "PROMPT_REPLAY", replay)
