@@ -33,20 +33,3 @@ def prompts(lengths):
         ids[i, width - n:] = torch.randint(1, VOCAB, (n,), generator=g)
         mask[i, width - n:] = 1
     return ids, mask
-
-
-class Dispatches:
-    """Counts the op calls that reach the lazy tensor's dispatch (``n``) while
-    ``monkeypatch`` holds."""
-
-    def __init__(self, monkeypatch):
-        from lazycore.frontends.torch import tensor as lazy_tensor
-
-        self.n = 0
-        run = lazy_tensor._dispatch
-
-        def counting(func, args, kwargs):
-            self.n += 1
-            return run(func, args, kwargs)
-
-        monkeypatch.setattr(lazy_tensor, "_dispatch", counting)

@@ -21,7 +21,8 @@ from lazycore.ir import events
 
 transformers = pytest.importorskip("transformers")
 
-from _generation_models import LENGTHS, Dispatches, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402
+from _generation_models import LENGTHS, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402
+from _replay_counts import Dispatches  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -47,9 +48,9 @@ def test_a_later_token_dispatches_no_op(clean_runtime, monkeypatch, lengths, cac
     counts, barriers = {}, {}
     for n in (16, 8, 16):  # (the first call compiles and records)
         want = _generate(eager, ids, mask, n, cache)
-        before, graphs, steps = ops.n, len(events.EVENTS.graphs), generation.decoding_steps(lazy)
+        before, graphs, steps = ops.count, len(events.EVENTS.graphs), generation.decoding_steps(lazy)
         got = _generate(lazy, ids.to(dev), mask.to(dev), n, cache)
-        counts[n], barriers[n] = ops.n - before, len(events.EVENTS.graphs) - graphs
+        counts[n], barriers[n] = ops.count - before, len(events.EVENTS.graphs) - graphs
         assert torch.equal(got.cpu(), want)
     # the last call: every one of its 15 decoding steps replayed
     traces, replays = (b - a for a, b in zip(steps, generation.decoding_steps(lazy)))

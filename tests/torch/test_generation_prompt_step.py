@@ -24,7 +24,8 @@ from lazycore.runtime import buckets
 
 transformers = pytest.importorskip("transformers")
 
-from _generation_models import LENGTHS, Dispatches, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402
+from _generation_models import LENGTHS, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402
+from _replay_counts import Dispatches  # noqa: E402
 
 FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 full_only = pytest.mark.skipif(not FULL, reason="more generate() runs: LAZYCORE_TEST_FULL=1")
@@ -114,9 +115,9 @@ def test_first_token_call_dispatches_few_ops(clean_runtime, monkeypatch):
     counts = {}
     for replay in (False, True, True):
         monkeypatch.setattr(prompt_step, "PROMPT_REPLAY", replay)
-        before = ops.n
+        before = ops.count
         assert torch.equal(_generate(lazy, ids.to(dev), mask.to(dev), 1, "dynamic"), want)
-        counts[replay] = ops.n - before
+        counts[replay] = ops.count - before
     assert counts[True] * 4 < counts[False], counts
 
 
