@@ -1437,6 +1437,30 @@ def _same_call(early, input_ids, args, next_sequence_length, kwargs) -> bool:
             and all(kwargs[k] is v for k, v in kwargs0.items()))
 
 
+def split_keywords(kwargs: dict, cache_name: str, keep_none: bool = True):
+    """A captured step's model keywords, the cache's left out: ``(tensor
+    keywords, their tensors, other keywords and values)``, or None where one
+    is a CPU tensor or an unhashable value (traced op by op). A tensor that
+    is a view is copied (its key would hold its offset, which moves every
+    token). ``keep_none``: whether None values are keywords of the step."""
+    names, tensors, static = [], [], []
+    for name, value in kwargs.items():
+        if name == cache_name or (value is None and not keep_none):
+            continue
+        if isinstance(value, Tensor):
+            names.append(name)
+            tensors.append(value.clone() if value._steps else value)
+        elif isinstance(value, torch.Tensor):
+            return None
+        else:
+            try:
+                hash(value)
+            except TypeError:
+                return None
+            static.append((name, value))
+    return tuple(names), tuple(tensors), tuple(static)
+
+
 class _DecodingStep:
     """A model's decoding step with a static cache, replayed as a captured
     call (:class:`~lazycore.frontends.torch.capture.Captured`).
@@ -1592,23 +1616,8 @@ class _DecodingStep:
         ids = kwargs.get("input_ids")
         if layers is None or not isinstance(ids, Tensor) or ids.dim() != 2 or ids.shape[1] != 1:
             return None
-        names, tensors, static = [], [], []
-        for name, value in kwargs.items():
-            if name == cache_name:
-                continue
-            if isinstance(value, Tensor):
-                names.append(name)
-                # a view's key holds its offset, which moves every token: a copy's does not
-                tensors.append(value.clone() if value._steps else value)
-            elif isinstance(value, torch.Tensor):
-                return None
-            else:
-                try:
-                    hash(value)
-                except TypeError:
-                    return None
-                static.append((name, value))
-        return cache, cache_name, layers, tuple(names), tuple(tensors), tuple(static)
+        split = split_keywords(kwargs, cache_name)
+        return None if split is None else (cache, cache_name, layers) + split
 
 
 def _prepared(model, given: dict, cache_name: str, length) -> dict:

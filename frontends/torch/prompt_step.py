@@ -279,26 +279,10 @@ def _initialized(model, cache, layers, input_ids) -> bool:
 
 def _plan(input_ids, model_kwargs: dict, cache_name: str, cache):
     """``(tensor keywords, their tensors, other keywords and values)`` of the
-    prompt's ids and ``_prefill``'s model keywords, the cache left out; None
-    where one is a CPU tensor or an unhashable value (traced op by op)."""
-    names, tensors, static = ["input_ids"], [input_ids], []
-    for name, value in model_kwargs.items():
-        if name == cache_name or value is None:
-            continue
-        if isinstance(value, Tensor):
-            names.append(name)
-            tensors.append(value)
-        elif isinstance(value, torch.Tensor):
-            return None
-        else:
-            try:
-                hash(value)
-            except TypeError:
-                return None
-            static.append((name, value))
-    # a view's key holds its offset: a copy's does not
-    tensors = [t.clone() if t._steps else t for t in tensors]
-    return tuple(names), tuple(tensors), tuple(static)
+    prompt's ids and ``_prefill``'s model keywords, the cache and None values
+    left out; None where one is a CPU tensor or an unhashable value (traced
+    op by op)."""
+    return generation.split_keywords({"input_ids": input_ids, **model_kwargs}, cache_name, keep_none=False)
 
 
 def patch(mixin) -> None:
