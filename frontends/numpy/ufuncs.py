@@ -29,7 +29,7 @@ from lazycore.ir.memo import Memo
 from lazycore.trace import composites, core, recipes
 from lazycore.ir.config import settings
 
-from . import dtypes, fpe, minmax_loops
+from . import dtypes, fpe, minmax_loops, scipy_loops
 from .array import asarray, contiguous, from_host, laid_out, ndarray, new_array, value, wrap, write
 from .fallback import call_numpy
 from .scalars import as_scalar, scalar
@@ -527,19 +527,11 @@ LOOPS = {
 }
 
 
-def _log_expit(x):
-    """SciPy's ``log_expit`` as its xsf library writes it: ``x - log1p(exp(x))`` below 0,
-    else ``-log1p(exp(-x))`` (each branch without overflow; +inf gives -0.0, NaN stays)."""
-    below = apply("sub", x, apply("log1p", apply("exp", x)))
-    above = apply("neg", apply("log1p", apply("exp", apply("neg", x))))
-    return apply("select", apply("compare", x, const(0, x), direction="LT"), below, above)
-
-
-SCIPY_LOOPS = {"log_expit": _log_expit}
-"""SciPy's special-function ufuncs reach ``__array_ufunc__`` as NumPy's do: the ones that
-compose from the lowerings above as SciPy computes them, within NumPy's accuracy (xsf's
-formula, XLA's ``exp``/``log1p``). Others (``erfcinv``, ``ndtri_exp``, ``beta``: SciPy's
-own rational approximations) run SciPy, counted."""
+SCIPY_LOOPS = scipy_loops.LOOPS
+"""SciPy's special-function ufuncs reach ``__array_ufunc__`` as NumPy's do: the ones
+:mod:`.scipy_loops` computes as SciPy's xsf library does (its algorithms op for op, in
+SciPy's precision), for real operands. Others (``stdtr``, ``betainc``, ``erfcinv``, ...) and
+complex operands run SciPy, counted."""
 
 
 def _loop(uf, name: str):
@@ -640,7 +632,7 @@ def call(uf, inputs, out=None, dtype=None, where=True, casting="same_kind", orde
         return _store(arrays, out, casting, uf, plan.loop, where)
     loop = resolve(uf, tuple(describe(x) for x in inputs), signature, casting)
     in_dt, out_dt = loop[: uf.nin], loop[uf.nin:]
-    if name in _REAL_ONLY and any(dt.kind == "c" for dt in in_dt):
+    if (name in _REAL_ONLY or loop_fn is SCIPY_LOOPS.get(name)) and any(dt.kind == "c" for dt in in_dt):
         return numpy_itself()
     if loop_fn is _power and in_dt[1].kind == "i" and _negative_number(inputs[1]):
         raise ValueError(_NEGATIVE_POWER)
