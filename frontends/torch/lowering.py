@@ -123,12 +123,13 @@ def apply(op, *operands, **attrs):
 const = composites.constant
 
 
-def scalar(value, dtype: str, device, shape=()):
+def scalar(value, dtype: str, device, shape=(), fold: bool = True):
     """A Python number by the scalar policy: 0 and 1 baked, others a parameter
     (so a new learning rate is a new input, not a new program). An integer the
     type cannot hold raises eager's checked-conversion error (``clamp``,
     ``fill_``, ``alpha=``, an exponent); operands eager wraps are
-    :func:`wrapped` first."""
+    :func:`wrapped` first. ``fold=False``: a parameter whatever the value,
+    for a use where 0 and 1 enable no fold (``clamp``'s bounds)."""
     if dtype == "i1":
         value = bool(value)
     elif is_complex(dtype):
@@ -142,7 +143,7 @@ def scalar(value, dtype: str, device, shape=()):
         lo, hi = _range(dtype)
         if not lo <= value <= hi:
             raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dtype]} without overflow")
-    s = core.scalar(value, dtype, device=device)
+    s = core.scalar(value, dtype, device=device, fold=fold)
     return broadcast(s, shape) if tuple(shape) != () else s
 
 

@@ -111,12 +111,6 @@ _BOUNDS = {
     # the strong-Wolfe line search reads losses and directional derivatives (eager's reads: 33 then
     # 50 programs a step by hand); both float32 runs end ~2e-4 from float64 (below)
     "lbfgs_strong_wolfe": dict(loss=1e-4, state=1e-3, programs=60, referee=2.0),
-    # the minibatch start alternates 0, 1, 0: the learned scalar policy bakes 0 and 1 until the
-    # number has changed (compiles [1, 1, 1, 0] by hand)
-    "ppo_clipped_update": dict(late=1),
-    # ADOPT's clip (step - 1) ** 0.333 is 1.0 at its second step, then 1.26: baked, then a parameter
-    # (compiles [1, 1, 1, 0] by hand)
-    "timm_adopt_step": dict(late=1),
     # SGDP/AdamP read a cosine similarity per parameter on the host (``if cos.max() < delta /
     # sqrt(...)``, eager's read too) and the branch taken changes the step: compiles [5, 3, 0, 1]
     "timm_sgdp_cosine": dict(programs=5, late=1),

@@ -695,7 +695,11 @@ def _clamp(ctx, x, min=None, max=None):
     for bound, pick in ((min, _larger), (max, _smaller)):
         if bound is None:
             continue
-        b = operand(bound, ctx.dtype, ctx.shape, ctx.device)
+        # a number bound is a parameter even at 0 or 1, which fold nothing here: a clip that starts at
+        # 1.0 and grows (timm's ADOPT: (step - 1) ** 0.25) is one program, not one more at its second value
+        number = isinstance(bound, (bool, int, float, complex))
+        b = scalar(bound, ctx.dtype, ctx.device, ctx.shape, fold=False) if number else \
+            operand(bound, ctx.dtype, ctx.shape, ctx.device)
         # a tensor bound wins a tie (eager's vector loop), a number bound leaves x (see _larger)
         x = pick(x, b, first_on_tie=tail) if is_handle(bound) else pick(b, x)
     return x

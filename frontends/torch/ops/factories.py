@@ -11,6 +11,9 @@ from __future__ import annotations
 import torch
 
 from lazycore.dialect.types import is_float
+from lazycore.ir.context import TRACE
+from lazycore.ir.graph import Scalar
+from lazycore.trace import core
 
 from ..lowering import apply, broadcast, const, convert, is_handle, lowers, scalar
 from .nn import fused_multiply_add
@@ -32,17 +35,19 @@ def _empty(ctx, *args, **kwargs):
 @lowers(aten.arange.default, aten.arange.start, aten.arange.start_step)
 def _arange(ctx, *args, **kwargs):
     nums = [a for a in args if isinstance(a, (int, float))]
-    if len(nums) == 1:
-        start, end, step = 0, nums[0], 1
-    elif len(nums) == 2:
-        (start, end), step = nums, 1
-    else:
-        start, end, step = nums
     (n,) = ctx.shape
     wide = "f64" if ctx.dtype in ("f16", "bf16", "f32", "f64") else "i64"
     i = apply("iota", dim=0, shape=(n,), dtype=wide, device=ctx.device)
-    v = apply("add", apply("mul", i, const(step, wide, ctx.device, (n,))), const(start, wide, ctx.device, (n,)))
-    return convert(v, ctx.dtype)
+    if len(nums) == 1:
+        return convert(i, ctx.dtype)
+    # the numbers given by the scalar policy, baked until their place has seen two values: a constant
+    # arange keeps its static numbers, one whose start varies (PPO's minibatch start i % 2) is an input.
+    # A recording holding a baked number would replay it after the place has varied: not recorded then
+    given = (nums[0], nums[2] if len(nums) == 3 else 1)
+    start, step = (core.scalar(x, wide, ctx.device, until_varied=True) for x in given)
+    if type(start._value[0]) is not Scalar or type(step._value[0]) is not Scalar:
+        TRACE.taint()
+    return convert(apply("add", apply("mul", i, broadcast(step, (n,))), broadcast(start, (n,))), ctx.dtype)
 
 
 _FLOATS = ("f16", "bf16", "f32", "f64", "complex<f32>", "complex<f64>")

@@ -25,6 +25,13 @@ would cost a walk. A false promotion that remains only trades a fold for
 a parameter, once per place; the values stay exact. The line is found (a walk over the frames) only when a
 position sees another value than last time: a loop whose numbers repeat
 pays one lookup.
+A place less its position (dtype, preceding op, line) remembers the first
+value made there too: a *new* position whose line has made another value
+before is a parameter at once (:meth:`ScalarPolicy._line_varied`). The
+first step's log also holds what ran before the loop (the model's
+initialization, a rollout's forward pass), so a loop's steady positions are
+first met at its second step; PPO's minibatch start ``i % 2`` (0, then 1)
+would otherwise be baked there and promoted, with a compile, a step later.
 Integers that decide shapes (``expand(3, k)``) are attributes, never
 scalars, and stay baked.
 
@@ -115,8 +122,12 @@ class ScalarPolicy:
         place = at + (where,)
         seen = places.get(place, places)  # (the memo itself: nothing seen yet)
         if seen is places:
-            places.put(place, value)
-            bake = folds
+            if self._line_varied(value, at[1:] + (where,)):
+                places.put(place, _PROMOTED)
+                bake = False
+            else:
+                places.put(place, value)
+                bake = folds
         elif seen is _PROMOTED:
             bake = False
         elif seen == value or seen != seen:  # (NaN: never a constant anyway)
@@ -127,6 +138,34 @@ class ScalarPolicy:
             bake = False
         places.put(at, (value, where, bake))
         return bake
+
+    def _line_varied(self, value, line) -> bool:
+        """Whether the user's instruction ``line`` (with the scalar's dtype
+        and the op logged before it: a place less its step-log position) has
+        made another value than ``value`` before, at any position; asked
+        when a position is new. The first step's log also holds what was
+        made before the loop (the model's initialization, a rollout), so the
+        loop's steady positions are first met at its second step: a number
+        that took another value at that instruction in the first step (PPO's
+        minibatch start ``i % 2``) is a parameter at once there, instead of
+        baked once more and promoted, with a compile, a step later. A user's
+        frame must be known: ops recorded from library frames alone (the
+        backward pass) share no instruction."""
+        if line[-1] is None:
+            return False
+        key = ("line",) + line
+        places = self.places
+        first = places.get(key, places)
+        if first is places:
+            places.put(key, value)
+            return False
+        if first is _PROMOTED:
+            return True
+        if first == value or first != first:
+            return False
+        places[key] = _PROMOTED
+        events.emit("scalar_promoted", first, value, format_location(line[-1]))
+        return True
 
     def varies(self, kind, values: tuple, where=None) -> bool:
         """Whether the numbers ``values`` (a box's bounds) at the user's
