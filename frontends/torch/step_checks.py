@@ -85,7 +85,8 @@ _SITES = Memo("torch.step_check_sites", 1024)
 type's code, exception's code, the names it reads)``."""
 
 _IFS = Memo("torch.step_check_ifs", 256)
-"""File name -> its ``if`` statements by source span (None: no source)."""
+"""File name -> its ``if`` statements by source span (None: no source), for
+the ``if`` statements :func:`_if_at` cannot parse from their own lines."""
 
 
 def speculate(x):
@@ -160,8 +161,7 @@ def _site(code, offset: int):
     pos = next(itertools.islice(code.co_positions(), offset // 2, None), None)
     if pos is None or None in pos:
         return None
-    ifs = _ifs(code.co_filename)
-    node = ifs.get(tuple(pos)) if ifs else None
+    node = _if_at(code.co_filename, tuple(pos))
     if node is None or node.orelse or len(node.body) != 1:
         return None
     test, negated = node.test, False
@@ -197,6 +197,37 @@ def _is_test_call(node) -> bool:
         return True  # (its result is a 0-d bool where speculated: speculate() checks)
     name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
     return name in _TESTS
+
+
+def _if_at(filename: str, span: tuple):
+    """The ``if`` statement of ``filename`` whose source span (line, end line,
+    column, end column: the conditional jump's position) is ``span``, parsed
+    from its own lines; from the whole file's where they do not parse alone
+    (None: no such statement, no source). The bool() of a lazy tensor in
+    generate()'s ``if ... and (mask == 1).all():`` parsed all 3,900 lines of
+    transformers' generation/utils.py in every new process (0.1-0.3 s of its
+    first token) to find a statement whose body is no ``raise``."""
+    line, end, col, _ = span
+    lines = linecache.getlines(filename)
+    if not lines or not 0 < line <= end <= len(lines):
+        return None
+    head = lines[line - 1]
+    if len(head) - len(head.lstrip(" \t\f")) != col:
+        return None  # not a statement's span (an ``if`` begins its line): an operand of ``and``/``or``
+    wrapped = col > 0  # (an indented statement parses as the body of an ``if 1:``)
+    text = ("if 1:\n" if wrapped else "") + "".join(lines[line - 1:end])
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):  # (an ``elif``, a statement under a form feed)
+        tree = None
+    if tree is not None and len(tree.body) == 1 and (not wrapped or len(tree.body[0].body) == 1):
+        node = tree.body[0].body[0] if wrapped else tree.body[0]
+        ast.increment_lineno(node, line - 1 - wrapped)
+        if isinstance(node, ast.If) and (node.lineno, node.end_lineno, node.col_offset,
+                                         node.end_col_offset) == span:
+            return node
+    ifs = _ifs(filename)
+    return ifs.get(span) if ifs else None
 
 
 def _ifs(filename: str):
