@@ -335,9 +335,38 @@ def _digamma(x):
     return apply("select", apply("compare", x, _c(x, math.inf), direction="EQ"), x, out)
 
 
+@_elementwise
+@composites.rounded_once
+def _trigamma(x):
+    """Eager's ``trigamma`` (ATen/native/Math.h), in the operand's type: below
+    1/2 the reflection ``-pi^2 / sin(pi x)^2`` and ``x = 1 - x`` (the sign
+    flipped at the end), six steps ``+= 1 / x^2`` up the recurrence, then the
+    asymptotic series. (torch.distributions' Gamma, Beta, Dirichlet and
+    StudentT train through it: lgamma's second derivative.)"""
+    f32 = x.dtype == "f32"
+    one = torch.ones((), dtype=torch.float32 if f32 else torch.float64)  # the constants in the operand's type
+    pi2 = ((one * math.pi) * (one * math.pi)).item()
+    reflect = apply("compare", x, _c(x, 0.5), direction="LT")
+    s = apply("sin", apply("mul", _c(x, math.pi), x))
+    result = apply("select", reflect, apply("neg", apply("div", _c(x, pi2), apply("mul", s, s))), _c(x, 0))
+    x = apply("select", reflect, apply("sub", _c(x, 1), x), x)
+    for _ in range(6):
+        result = apply("add", result, apply("div", _c(x, 1), apply("mul", x, x)))
+        x = apply("add", x, _c(x, 1))
+    ixx = apply("div", _c(x, 1), apply("mul", x, x))
+    k6, k30, k42 = ((one / d).item() for d in (6, 30, 42))
+    series = apply("mul", ixx, apply("sub", _c(x, k6), apply("mul", ixx, apply("sub", _c(x, k30),
+                                                                                 apply("mul", ixx, _c(x, k42))))))
+    head = apply("add", _c(x, 1), apply("div", _c(x, 1), apply("mul", _c(x, 2), x)))
+    result = apply("add", result, apply("div", apply("add", head, series), x))
+    return apply("select", reflect, apply("neg", result), result)
+
+
 @lowers(aten.polygamma.default)
 def _polygamma(ctx, n, x):
-    return _digamma(ctx, x) if n == 0 else NotImplemented
+    if n == 0:
+        return _digamma(ctx, x)
+    return _trigamma(ctx, x) if n == 1 else NotImplemented  # n >= 2: eager's zeta series, left to it
 
 
 _ERFINV_NEAR = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
