@@ -155,16 +155,26 @@ def nms(dets, scores, iou_threshold):
     threshold) is over it. The overlaps of all pairs are one ``[N, N]``
     value; the visit is a loop of N steps carrying which boxes are still
     alive (one program, no shape of the answer in it); the kept indices are
-    ``order[alive]``, whose count is the one value read."""
+    ``order[alive]``, whose count is the one value read.
+
+    Where the number of boxes varies at the caller's line (Faster R-CNN's
+    boxes left per image: a padded count, ops/indexing.py's columns), the
+    pass runs over the boxes written into its bucket's size (:func:`_in_bucket`),
+    so every count of a bucket is one program: the rows past the count have
+    score ``-inf`` and come after every box in the stable order, and a later
+    box suppresses nothing, so the boxes' visit and what they keep are the
+    count's own; the rows past it are left out of the answer."""
     if not (dets.dtype in (torch.float32, torch.float64) and scores.dtype == dets.dtype and dets.dim() == 2
             and dets.shape[1] == 4 and scores.dim() == 1 and scores.shape[0] == dets.shape[0]
             and dets.shape[0] <= NMS_BOXES):
         return NotImplemented  # eager's checks and messages; many boxes: eager's kernel, O(N) memory
     import lazycore
 
-    n = dets.shape[0]
-    if n == 0:
+    count = dets.shape[0]
+    if count == 0:
         return torch.empty((0,), dtype=torch.int64, device=dets.device)
+    dets, scores = _in_bucket(dets, scores)
+    n = dets.shape[0]
     order = torch.sort(scores, stable=True, descending=True).indices
     x1, y1, x2, y2 = dets.unbind(1)
     areas = (x2 - x1) * (y2 - y1)
@@ -177,12 +187,37 @@ def nms(dets, scores, iou_threshold):
     at = torch.arange(n, device=dets.device)
     suppresses = over & (at[None, :] > at[:, None])  # [i, j]: kept box i suppresses later box j
 
-    def visit(i, alive):
-        row = suppresses.index_select(0, i.reshape(1))[0]
-        return alive & ~(row & alive.index_select(0, i.reshape(1)))
+    # the overlaps are carried, not closed over: a body's digest holds the values
+    # it closes over, so the loop is then the same whatever graph computed them
+    # (every count of a bucket one program)
+    def visit(i, carried):
+        alive, sup = carried
+        row = sup.index_select(0, i.reshape(1))[0]
+        return alive & ~(row & alive.index_select(0, i.reshape(1))), sup
 
-    alive = lazycore.fori_loop(0, n, visit, torch.ones(n, dtype=torch.bool, device=dets.device))
+    alive = lazycore.fori_loop(0, n, visit, (torch.ones(n, dtype=torch.bool, device=dets.device), suppresses))[0]
+    if n != count:
+        alive = alive & (order < count)  # (the rows past the count: not boxes)
     return order[alive]
+
+
+def _in_bucket(dets, scores):
+    """``dets`` and ``scores`` written into the first rows of their count's
+    bucket (zero boxes, ``-inf`` scores past it), once the count has varied
+    at the caller's line and the bucket is at most :data:`NMS_BOXES`; else
+    as they are. Written by ``index_put`` at ``arange(count)``: in a padded
+    graph the count is a symbol and these rows' program is every count's."""
+    from lazycore.runtime import buckets
+    from lazycore.trace.scalar_policy import POLICY
+
+    count = dets.shape[0]
+    size = buckets.bucket(count) if count >= 2 else None
+    if size is None or size == count or size > NMS_BOXES or not POLICY.varies(("nms", dets.dtype), (count,)):
+        return dets, scores
+    rows = (torch.arange(count, device=dets.device),)
+    dets = dets.new_zeros((size, 4)).index_put(rows, dets)
+    scores = scores.new_full((size,), float("-inf")).index_put(rows, scores)
+    return dets, scores
 
 
 def decomposition(func):
@@ -192,7 +227,7 @@ def decomposition(func):
         return roi_align
     if name == "torchvision::_roi_align_backward":
         return roi_align_backward
-    return None
+    return _DEFORM.get(name)
 
 
 def _nms_handler(func, args, kwargs):
@@ -208,3 +243,160 @@ def handler(func):
     kernel refuses meta tensors) and no recording; ``None`` for other ops."""
     name = getattr(getattr(func, "_schema", None), "name", None)
     return _nms_handler if name == "torchvision::nms" else None
+
+
+# --- deform_conv2d ------------------------------------------------------------------------------
+
+
+def _deform_ok(input, weight, offset, mask, bias, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, n_weight_grps,
+               n_offset_grps, use_mask) -> bool:
+    """The shapes eager's kernel accepts (its checks and messages otherwise), float32/float64, a batch."""
+    if not (input.dtype in (torch.float32, torch.float64) and all(
+            t.dtype == input.dtype for t in (weight, offset, mask, bias))):
+        return False
+    if input.dim() != 4 or offset.dim() != 4 or weight.dim() != 4 or (use_mask and mask.dim() != 4):
+        return False
+    b, cin, h, w = input.shape
+    cout, _, kh, kw = weight.shape
+    if min(kh, kw, stride_h, stride_w, dil_h, dil_w, n_weight_grps, n_offset_grps) <= 0 or min(pad_h, pad_w) < 0:
+        return False
+    oh = (h + 2 * pad_h - (dil_h * (kh - 1) + 1)) // stride_h + 1
+    ow = (w + 2 * pad_w - (dil_w * (kw - 1) + 1)) // stride_w + 1
+    return (b > 0 and oh > 0 and ow > 0 and weight.shape[1] * n_weight_grps == cin and cout % n_weight_grps == 0
+            and cin % n_offset_grps == 0 and tuple(offset.shape) == (b, n_offset_grps * 2 * kh * kw, oh, ow)
+            and bias.shape == (cout,)
+            and (not use_mask or tuple(mask.shape) == (b, n_offset_grps * kh * kw, oh, ow)))
+
+
+class _Deform:
+    """Where deform_conv2d samples and what it reads there, as eager's CPU
+    kernel (``csrc/ops/cpu/deform_conv2d_kernel.cpp``) computes it: a sample of
+    kernel tap ``(i, j)`` at output ``(oy, ox)`` is at ``y = (oy * stride -
+    pad + i * dilation) + offset_y`` (an integer, then the offset added in the
+    input's type), likewise ``x``. Values per ``[B, offset group, channel in
+    the group, tap, oh, ow]``."""
+
+    def __init__(self, input, offset, kh, kw, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups):
+        b, cin, h, w = input.shape
+        oh, ow = offset.shape[-2:]
+        dev, dtype = input.device, input.dtype
+        self.shape = (b, groups, cin // groups, kh * kw, oh, ow)
+        self.h, self.w = h, w
+        k = torch.arange(kh * kw, device=dev)
+        base_y = (torch.arange(oh, device=dev) * stride_h - pad_h)[None, :, None] + ((k // kw) * dil_h)[:, None, None]
+        base_x = (torch.arange(ow, device=dev) * stride_w - pad_w)[None, None, :] + ((k % kw) * dil_w)[:, None, None]
+        off = offset.reshape(b, groups, kh * kw, 2, oh, ow)
+        self.y = (base_y.to(dtype) + off[:, :, :, 0])[:, :, None]  # [B, G, 1, K, oh, ow]
+        self.x = (base_x.to(dtype) + off[:, :, :, 1])[:, :, None]
+        self.y_low, self.x_low = torch.floor(self.y), torch.floor(self.x)
+        flat = input.reshape(b, groups, cin // groups, h * w)
+        self.corner = {}
+        for dy in (0, 1):
+            for dx in (0, 1):
+                yy, xx = self.y_low + dy, self.x_low + dx
+                ok = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
+                idx = (yy.clamp(0, h - 1) * w + xx.clamp(0, w - 1)).to(torch.int64)
+                idx = idx.expand(self.shape).reshape(*self.shape[:3], -1)
+                v = torch.gather(flat, 3, idx).reshape(self.shape)
+                self.corner[dy, dx] = torch.where(ok, v, torch.zeros((), dtype=dtype, device=dev))
+
+    def bilinear(self):
+        """bilinear_interpolate: 0 outside ``(-1, size)``, else the four
+        corners' weighted sum in the kernel's order."""
+        y, x = self.y, self.x
+        lh, lw = y - self.y_low, x - self.x_low
+        hh, hw = 1 - lh, 1 - lw
+        c = self.corner
+        val = hh * hw * c[0, 0] + hh * lw * c[0, 1] + lh * hw * c[1, 0] + lh * lw * c[1, 1]
+        outside = (y <= -1) | (y >= self.h) | (x <= -1) | (x >= self.w)
+        return torch.where(outside, torch.zeros((), dtype=val.dtype, device=val.device), val)
+
+    def coordinate_weights(self):
+        """get_coordinate_weight in y and in x (no outer bound: a corner inside the map counts)."""
+        c = self.corner
+        dx, dy = self.x - self.x_low, self.y - self.y_low
+        wy = dx * (c[1, 1] - c[0, 1]) + (1 - dx) * (c[1, 0] - c[0, 0])
+        wx = dy * (c[1, 1] - c[1, 0]) + (1 - dy) * (c[0, 1] - c[0, 0])
+        return wy, wx
+
+
+def _deform_columns(sample, mask, use_mask, shape):
+    val = sample.bilinear()
+    if use_mask:
+        b, groups, _, taps, oh, ow = shape
+        val = mask.reshape(b, groups, 1, taps, oh, ow) * val
+    return val
+
+
+def deform_conv2d(input, weight, offset, mask, bias, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, n_weight_grps,
+                  n_offset_grps, use_mask):
+    """``torchvision::deform_conv2d``: the sampled columns (eager's im2col
+    values) times the weight per weight group, plus the bias."""
+    if not _deform_ok(input, weight, offset, mask, bias, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, n_weight_grps,
+                      n_offset_grps, use_mask):
+        return NotImplemented
+    b, cin = input.shape[:2]
+    cout, _, kh, kw = weight.shape
+    s = _Deform(input, offset, kh, kw, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, n_offset_grps)
+    oh, ow = s.shape[-2:]
+    cols = _deform_columns(s, mask, use_mask, s.shape).reshape(b, n_weight_grps, cin // n_weight_grps * kh * kw,
+                                                                  oh * ow)
+    w = weight.reshape(n_weight_grps, cout // n_weight_grps, -1)
+    out = torch.matmul(w, cols).reshape(b, cout, oh, ow)
+    return out + bias.reshape(1, cout, 1, 1)
+
+
+def deform_conv2d_backward(grad, input, weight, offset, mask, bias, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+                           n_weight_grps, n_offset_grps, use_mask):
+    """``torchvision::_deform_conv2d_backward``: the columns' gradient
+    (weight transposed times the output's), then eager's col2im (each sample
+    adds ``mask * (1 - |y - yp|) * (1 - |x - xp|) * column`` into the
+    in-bounds pixels within 1 of it), col2im_coord (offsets: mask times the
+    coordinate weight times the column, summed over the group's channels;
+    mask: the column times the bilinear value) and the weight's gradient
+    (the output's times the columns)."""
+    if not _deform_ok(input, weight, offset, mask, bias, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, n_weight_grps,
+                      n_offset_grps, use_mask) or grad.dtype != input.dtype:
+        return NotImplemented
+    b, cin, h, w = input.shape
+    cout, _, kh, kw = weight.shape
+    s = _Deform(input, offset, kh, kw, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, n_offset_grps)
+    shape = s.shape
+    oh, ow = shape[-2:]
+    taps = kh * kw
+    g = grad.reshape(b, n_weight_grps, cout // n_weight_grps, oh * ow)
+    wt = weight.reshape(n_weight_grps, cout // n_weight_grps, -1)
+    col_grad = torch.matmul(wt.transpose(1, 2), g).reshape(shape)
+    m = mask.reshape(b, n_offset_grps, 1, taps, oh, ow) if use_mask else None
+
+    wy, wx = s.coordinate_weights()
+    gy = (wy * col_grad if m is None else m * wy * col_grad).sum(2)
+    gx = (wx * col_grad if m is None else m * wx * col_grad).sum(2)
+    grad_offset = torch.stack([gy, gx], 3).reshape(offset.shape)
+    val = s.bilinear()
+    grad_mask = (col_grad * val).sum(2).reshape(mask.shape) if use_mask else torch.zeros_like(mask)
+
+    zero = torch.zeros((), dtype=input.dtype, device=input.device)
+    flat = torch.zeros((b * cin * h * w,), dtype=input.dtype, device=input.device)
+    bc = (torch.arange(b, device=input.device)[:, None] * cin
+          + torch.arange(cin, device=input.device)[None, :]).reshape(b, n_offset_grps, cin // n_offset_grps, 1, 1, 1)
+    for dy in (0, 1):
+        for dx in (0, 1):
+            yp, xp = s.y_low + dy, s.x_low + dx
+            ay, ax = (s.y - yp).abs(), (s.x - xp).abs()
+            ok = (yp >= 0) & (yp < h) & (xp >= 0) & (xp < w) & (ay < 1) & (ax < 1)
+            weight_ = (1 - ay) * (1 - ax)
+            term = weight_ * col_grad if m is None else m * weight_ * col_grad
+            idx = (bc * h + yp.clamp(0, h - 1).to(torch.int64)) * w + xp.clamp(0, w - 1).to(torch.int64)
+            flat = flat.index_put((idx.expand(shape).reshape(-1),), torch.where(ok, term, zero).reshape(-1),
+                                  accumulate=True)
+    grad_input = flat.reshape(b, cin, h, w)
+
+    cols = _deform_columns(s, mask, use_mask, shape).reshape(b, n_weight_grps, cin // n_weight_grps * taps, oh * ow)
+    grad_weight = torch.matmul(g, cols.transpose(2, 3)).sum(0).reshape(weight.shape)
+    grad_bias = torch.ones_like(bias) * grad.sum((0, 2, 3))
+    return grad_input, grad_weight, grad_offset, grad_mask, grad_bias
+
+
+_DEFORM = {"torchvision::deform_conv2d": deform_conv2d,
+           "torchvision::_deform_conv2d_backward": deform_conv2d_backward}

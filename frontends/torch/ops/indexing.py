@@ -53,6 +53,7 @@ from lazycore.ir.graph import Data
 from lazycore.ir.memo import Memo
 from lazycore.trace import core, scans
 
+from .. import counts
 from ..lowering import apply, broadcast, const, convert, lowers, operand, reshape, scalar
 from ..lowering import dim as wrap_dim
 from ..tensor import Tensor, lc_device, read, upload, wrap
@@ -783,8 +784,7 @@ def _mask_indices(mask, shape):
         values = core.to_numpy(h)
     values = _viewed(values.astype(bool, copy=False), h, layout)
     where = np.argwhere(np.broadcast_to(values, shape))
-    columns = [upload(torch.from_numpy(np.ascontiguousarray(where[:, d])), h.device, scalar=False)
-               for d in range(where.shape[1])]
+    columns = counts.columns(where, h.device, len(shape))  # (in a bucket once the count varies)
     _HOST_INDICES.put(key, (node, where, columns))
     return [core.LazyTensor(c.value, c.device) for c in columns]
 

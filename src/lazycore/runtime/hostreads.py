@@ -116,9 +116,10 @@ def _small(t) -> bool:
 
 
 def plain_leaf(node) -> bool:
-    """A device data leaf of one device, whole, not failed, not padded: its
-    buffer is the value (a read of it is a copy of the buffer)."""
-    return (type(node) is Data and node.row is None and node.valid is None and node.sharding is None
+    """A device data leaf of one device, whole, not failed, not marked: its
+    buffer is the value (a read of it is a copy of the buffer; a padded
+    result's is its padded value, which the slice over it cuts)."""
+    return (type(node) is Data and node.row is None and node.sharding is None
             and not node.dynamic and type(node.storage) is not Failure)
 
 
@@ -149,7 +150,7 @@ def inputs(value, bases: dict) -> tuple[list, list] | None:
             if kind is Scalar:
                 out = ((), ())
             elif kind is Data:
-                if node.host is not None and node.row is None and node.valid is None:
+                if node.host is not None and node.row is None:
                     out = ((), ())
                 elif plain_leaf(node) and node.owned and _small(node.types[0]):
                     out = ((node,), ())  # (not a buffer the user handed in or out: it may change under us)
@@ -195,7 +196,7 @@ class _Evaluation:
             raise _Refused
         kind = type(node)
         if kind is Data:
-            if node.host is None or node.row is not None or node.valid is not None:
+            if node.host is None or node.row is not None:  # (a padded result's: its padded value)
                 raise _Refused
             out = node.host
             if not self.floats and out.dtype.kind == "f":

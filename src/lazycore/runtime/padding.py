@@ -29,7 +29,9 @@ without widening it there). Lookups at padded indices (``gather``:
 an embedding of padded tokens) are kept; lookups into a padded dimension
 (a padding mask read at every key position) have their indices clamped to
 the valid size, as XLA clamps them to the unpadded one; updates at padded
-indices (``scatter``: its gradient) are masked with the mode's identity. An
+indices (``scatter``: its gradient, ``out[idx] = rows``) point past the
+operand, where XLA drops them, and a scatter into a padded dimension keeps
+it padded (valid indices stay below the valid size). An
 integer constant equal to a padded size, or its negation (an index's bounds
 check and wrap), becomes that size's parameter, and a value check's message
 leaves such sizes out (a failed check's message is read from the unpadded
@@ -63,8 +65,9 @@ import numpy as np
 
 from lazycore.dialect.folds import identity_value
 from lazycore.dialect.spec import OPS, spec_of
-from lazycore.dialect.types import ShapeError, TensorType
+from lazycore.dialect.types import ShapeError, TensorType, to_numpy_dtype
 from lazycore.ir.graph import Data, Node, Scalar, Value, make_node, map_operands, operand_values
+from lazycore.ir.regions import RegionNode
 from lazycore.ir.sourceloc import resolve
 
 _TYPE = attrgetter("type")
@@ -253,13 +256,18 @@ class Padded:
         if values is not node.operands:  # variadic groups: each in its place
             operands = list(map_operands(node.operands, self.moved))
         op = node.op
-        if not any(pads) and (op not in WIDENED or not self.fresh_dims(node.types[0].shape)):
+        if not any(pads) and (op not in WIDENED or not self.fresh_dims(node.types[0].shape)) \
+                and (op != "check" or _message(self, node) == node.attrs["message"]):
+            # (a check of unpadded values still leaves sizes out of its message: its rule)
             if same:
                 self.new[id(node)] = (node, [{} for _ in node.types])
                 return
             if op == "div":
                 operands = _mean_count(self, node, operands)
-            made = self.make(op, tuple(operands), node.attrs, node.loc)
+            if type(node) is RegionNode:  # a loop or branch over unpadded values: its bodies as they are
+                made = RegionNode(op, tuple(operands), node.bodies, node.types, node.loc)
+            else:
+                made = self.make(op, tuple(operands), node.attrs, node.loc)
             self.new[id(node)] = (made, [{} for _ in node.types])
             if op in ("reshape", "convert", "broadcast_in_dim") and id(operands[0][0]) in self.counts:
                 self.counts[id(made)] = self.counts[id(operands[0][0])]
@@ -490,8 +498,12 @@ def _check(state, node, operands, pads):
     symbol's (``index 40 is out of bounds for dimension 1 with size 33``)
     are left out of the program, so every size of the bucket has one: a
     failed check's message is read from the unpadded graph's check."""
-    message = _SIZE.sub(lambda m: "{size}" if int(m.group()) in state.symbols else m.group(), node.attrs["message"])
-    return {**node.attrs, "message": message}, operands, dict(pads[0])
+    return {**node.attrs, "message": _message(state, node)}, operands, dict(pads[0])
+
+
+def _message(state, node) -> str:
+    """A check's message with the sizes that are a symbol's left out."""
+    return _SIZE.sub(lambda m: "{size}" if int(m.group()) in state.symbols else m.group(), node.attrs["message"])
 
 
 _SIZE = re.compile(r"(?<![\w.{])\d+(?![\w.}])")
@@ -806,31 +818,67 @@ def _clamped_indices(state, indices: Value, a: dict, looked_up: dict) -> Value:
     return indices
 
 
-_SCATTER_FILL = {"add": "zero", "mul": "one", "max": "low", "min": "high"}
-
-
 def _scatter(state, node, operands, pads):
-    """Updates at padded positions (an embedding's gradient) combine the
-    mode's identity: they change nothing wherever their garbage index points."""
+    """Updates at padded index positions (an embedding's gradient; ``mask[idx]
+    = 1`` or ``out[idx] = rows`` with ``idx`` the indices of a padded count)
+    are dropped: their index vectors are moved to the operand's end, where
+    XLA's scatter skips an update whose window leaves the operand
+    (:func:`_dropped`), so neither their garbage indices nor their garbage
+    values change anything, in every mode (``replace`` too); the valid ones
+    write what the unpadded scatter writes. An operand padded along a
+    dimension the indices select in (a pooler's ``result[idx_in_level] =
+    ...``) stays padded there: a valid index is below the valid size (eager's
+    bounds check holds it there; a negative one wraps by the valid size), so
+    only the padding's garbage is past it. A padded window dimension, taken
+    whole by every update, is padded alike in the operand, the updates and
+    the result."""
     a = node.attrs
     po, pi, pu = pads
+    if a["index_vector_dim"] in pi or any(d in pi for d in a["scatter_indices_batching_dims"]) \
+            or any(d in po for d in a["input_batching_dims"]):
+        raise Refused(f"{_where(node)} scatters along a padded batching or index vector dimension")
+    source = node.operands[0][0].types[node.operands[0][1]].shape
+    updates = node.operands[2][0].types[node.operands[2][1]].shape
     window = a["update_window_dims"]
-    if po or a["mode"] not in _SCATTER_FILL or any(d in pu for d in window) or a["index_vector_dim"] in pi \
-            or any(d in pi for d in a["scatter_indices_batching_dims"]):
-        raise Refused(f"{_where(node)} scatters into, or with mode {a['mode']} along, a padded dimension")
+    windows = [d for d in range(len(source)) if d not in a["inserted_window_dims"] and d not in a["input_batching_dims"]]
+    for u, d in zip(window, windows):
+        if (po.get(d) or pu.get(u)) and (po.get(d) != pu.get(u) or updates[u] != source[d]
+                                         or d in a["scatter_dims_to_operand_dims"]):
+            raise Refused(f"{_where(node)} scatters part of a padded dimension")
     scattered = [d for d in range(operands[2].type.rank) if d not in window]
     batch = _index_batch(operands[1].type.rank, a["index_vector_dim"])
-    masked = {}
+    dropped = {}
     for u, i in zip(scattered, batch):
-        fu, fi = pu.get(u), pi.get(i)
-        if fu is not None and fi is not None and fu != fi:
+        if pu.get(u) != pi.get(i):  # (padded updates at unpadded indices, or the other way: sizes that differ)
             raise Refused(f"{_where(node)} pairs dimensions padded in different layouts")
-        if fu or fi:
-            masked[u] = fu or fi
-    updates = state.mask(operands[2], masked, _SCATTER_FILL[a["mode"]]) if masked else operands[2]
-    if masked and any(u not in pu for u in masked):
-        raise Refused(f"{_where(node)} scatters unpadded updates at padded indices")
-    return a, [operands[0], operands[1], updates], {}
+        if i in pi:
+            dropped[i] = pi[i]
+    indices = _dropped(state, node, operands[1], dropped, operands[0].type.shape) if dropped else operands[1]
+    return a, [operands[0], indices, operands[2]], dict(po)
+
+
+def _dropped(state, node, indices: Value, dims: dict[int, Factors], shape: tuple) -> Value:
+    """``indices`` with each index vector at a padded position of ``dims``
+    (index dimension -> factors) set to the operand's ``shape`` (at bucket
+    sizes) in every component: an update there starts at the operand's end,
+    outside it, and XLA's scatter skips it."""
+    a = node.attrs
+    t = indices.type
+    dtype = to_numpy_dtype(t.dtype)
+    ends = np.asarray([shape[d] for d in a["scatter_dims_to_operand_dims"]], np.int64)
+    if ends.max(initial=0) > np.iinfo(dtype).max:
+        raise Refused(f"{_where(node)} has indices too narrow to point past a padded operand")
+    vector = a["index_vector_dim"]
+    if vector < t.rank:  # component k of every index vector: the end of the operand dimension it indexes
+        end = state.value("constant", (), {"value": ends.astype(dtype)})
+        end = state.value("broadcast_in_dim", (end,), {"dims": (vector,), "shape": t.shape})
+    else:
+        end = state.splat(state.value("constant", (), {"value": np.asarray(ends[0], dtype)}), t.shape)
+    pred = None
+    for d, factors in sorted(dims.items()):
+        below = state.inside(t.shape, d, factors)
+        pred = below if pred is None else state.value("and", (pred, below), {})
+    return state.value("select", (pred, indices, end), {})
 
 
 def _convolution(state, node, operands, pads):

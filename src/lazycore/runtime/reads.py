@@ -401,9 +401,9 @@ def to_numpy(t: LazyTensor) -> np.ndarray:
 
     Raises :class:`~lazycore.ir.failure.BarrierError` when computing it failed."""
     leaf, region = _settled(t, cut=True)  # a padded result: its valid region is cut here
-    if leaf.host is not None and region is None:  # a small upload's copy: nothing read from the device
+    if leaf.host is not None:  # a small upload's copy: nothing read from the device
         events.bump("host_reads")
-        return np.array(leaf.host)
+        return np.array(leaf.host if region is None else region.host(leaf.host))  # (a padded one's: cut)
 
     def again():
         # the program still running failed: waiting settles its results in
