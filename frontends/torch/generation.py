@@ -95,6 +95,7 @@ eager's), its continuations written at the length as a parameter
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.abc
 import importlib.util
@@ -277,6 +278,13 @@ class _Generating(threading.local):
     in place (:func:`_prepare_deferred`); None when there is none."""
     greedy = False
     """:func:`_greedy_replayed` is making tokens."""
+    processors = None
+    """While :func:`_beams` runs: its logits processors (:data:`_SCORES_ONLY`,
+    keyed in its steps' spec), None for none."""
+    beams = False
+    """:func:`_beams` is asking for its decoding call (an encoder-decoder
+    model's is captured for beam search only: its greedy and sampled
+    decoding run transformers' ``_sample``)."""
     deferred = None
     """``(ids, padding mask)`` of the next decoding step's inputs when
     :func:`_prepare_deferred` made them: the step makes the rest in its call."""
@@ -428,8 +436,27 @@ def wrap_once(owner, name: str, wrap) -> None:
         setattr(owner, name, wrap(original))
 
 
+def _wrap_ignore_bidirectional(ignore):
+    @functools.wraps(ignore)
+    def wrapped(*args, **kwargs):
+        if _GENERATING.length is not None:
+            # in a captured decoding step (an encoder-decoder model's mask of
+            # its encoder's positions): no mask is skipped, as transformers
+            # answers under torch.compile (``is_tracing``). Its answer was
+            # ``padding_mask.all()``, a read, so a barrier in every step; the
+            # mask kept is all True where it would have been skipped, which
+            # masks nothing (eager's tokens)
+            return False
+        return ignore(*args, **kwargs)
+
+    wrapped.__lazycore_generation__ = True
+    return wrapped
+
+
 def _patch_masks() -> None:
-    wrap_once(sys.modules.get(_MASKS), "fast_all", _wrap_fast_all)
+    masks = sys.modules.get(_MASKS)
+    wrap_once(masks, "fast_all", _wrap_fast_all)
+    wrap_once(masks, "_ignore_bidirectional_mask_sdpa", _wrap_ignore_bidirectional)
 
 
 def _static_for_default(model, inputs, kwargs) -> bool:
@@ -475,23 +502,25 @@ def _static_for_default(model, inputs, kwargs) -> bool:
 
 
 def _greedy_fits(model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus,
-                 streamer, model_kwargs) -> bool:
+                 streamer, model_kwargs, beams=False) -> bool:
     """Whether ``_sample`` of ``model`` decodes by :func:`_greedy`: greedy,
     on a lazy device, a static cache a captured decoding step takes, nothing
     but max-length criteria and at most one end-token criterion (with a pad
     token, as ``_sample`` needs), no logits processors, streamer or extra
     outputs, and no model input but the ids, their mask and positions (what
-    :func:`_prepare_deferred` makes)."""
+    :func:`_prepare_deferred` makes). ``beams``: asked for :func:`_beams`,
+    which also takes sampling and encoder-decoder models (their encoder's
+    states and mask, the same every token)."""
     config = generation_config
     if not (settings.generation_replay and _GENERATING.depth and _GREEDY_LOOP) or synced_gpus \
             or streamer is not None or config is None:
         return False
-    if config.do_sample or config.return_dict_in_generate or getattr(config, "is_assistant", False) \
-            or getattr(config, "prefill_chunk_size", None) is not None \
-            or getattr(config, "disable_compile", False) or getattr(model.config, "is_encoder_decoder", False):
+    if (config.do_sample and not beams) or config.return_dict_in_generate or getattr(config, "is_assistant", False) \
+            or getattr(config, "prefill_chunk_size", None) is not None or getattr(config, "disable_compile", False) \
+            or (getattr(model.config, "is_encoder_decoder", False) and not beams):
         return False
     if not isinstance(input_ids, Tensor) or input_ids.dim() != 2 or logits_processor is None \
-            or len(logits_processor) or not stopping_criteria:
+            or (len(logits_processor) and not beams) or not stopping_criteria:
         return False
     length = getattr(sys.modules.get(_CRITERIA), "MaxLengthCriteria", None)
     end = getattr(sys.modules.get(_CRITERIA), "EosTokenCriteria", None)
@@ -505,7 +534,7 @@ def _greedy_fits(model, input_ids, logits_processor, stopping_criteria, generati
         return False
     if ends and getattr(model_kwargs.get(_cache_name(model_kwargs)), "_is_user_defined", False):
         return False  # (the tokens made past an end are in the cache: one the caller sees holds eager's alone)
-    if not _decodable(model, model_kwargs) or type(model).prepare_inputs_for_generation \
+    if not _decodable(model, model_kwargs, beams) or type(model).prepare_inputs_for_generation \
             is not getattr(sys.modules.get(_TARGET), "GenerationMixin", None).prepare_inputs_for_generation:
         return False  # (a model's own preparation may make other inputs)
     cache_name = _cache_name(model_kwargs)
@@ -708,6 +737,35 @@ def _at(t: Tensor, place: Tensor) -> Tensor:
     return torch.where(where, t, torch.zeros((), dtype=t.dtype, device=t.device)).sum(-1, dtype=t.dtype)
 
 
+def _continuations(log_probs: torch.Tensor, keep: int, sample: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``_get_top_k_continuations``' choice of ``keep`` continuations from
+    the beams' accumulated ``log_probs`` (one row per batch item): their
+    log-probabilities and indices, the best first; sampled without
+    replacement from their softmax where ``sample``."""
+    if not sample:
+        return torch.topk(log_probs, k=keep)
+    topk_indices = torch.multinomial(torch.nn.functional.softmax(log_probs, dim=-1), num_samples=keep)
+    topk_log_probs = torch.gather(input=log_probs, dim=1, index=topk_indices)
+    topk_log_probs, order = topk_log_probs.sort(dim=-1, descending=True)
+    return topk_log_probs, topk_indices.gather(dim=-1, index=order)
+
+
+@contextlib.contextmanager
+def _draws_kept_when(flag: Tensor):
+    """A block whose draws from the lazy device's generator leave its state
+    as it was where the 0-d bool ``flag`` (a device value) is set: beam
+    sampling's steps after transformers' loop would have stopped draw
+    nothing a later draw sees (the state a select on the flag)."""
+    generator = GENERATORS.of(lc_device(flag.device))
+    handle = generator.handle()
+    before = core.LazyTensor(handle._value, handle.device)
+    yield
+    handle = generator.state
+    if handle is not None:
+        kept = core.broadcast_to(read(flag), handle.shape)
+        handle.assign(core.apply("select", kept, before, core.LazyTensor(handle._value, handle.device)))
+
+
 def _wrap_top_k(top_k):
     @functools.wraps(top_k)
     def wrapped(self, *args, **kwargs):
@@ -721,14 +779,7 @@ def _wrap_top_k(top_k):
         # length into each token's graph (a program per token; beam
         # sampling's too, which drew its continuations the same way)
         log_probs, num_beams, cur_len = kwargs["accumulated_log_probs"], kwargs["num_beams"], kwargs["cur_len"]
-        if kwargs.get("do_sample"):
-            topk_indices = torch.multinomial(torch.nn.functional.softmax(log_probs, dim=-1),
-                                             num_samples=kwargs["beams_to_keep"])
-            topk_log_probs = torch.gather(input=log_probs, dim=1, index=topk_indices)
-            topk_log_probs, order = topk_log_probs.sort(dim=-1, descending=True)
-            topk_indices = topk_indices.gather(dim=-1, index=order)
-        else:
-            topk_log_probs, topk_indices = torch.topk(log_probs, k=kwargs["beams_to_keep"])
+        topk_log_probs, topk_indices = _continuations(log_probs, kwargs["beams_to_keep"], bool(kwargs.get("do_sample")))
         vocab_size = log_probs.shape[-1] // num_beams
         topk_current_beam_indices = topk_indices // vocab_size
         topk_running_beam_indices = self._gather_beams(kwargs["running_beam_indices"], topk_current_beam_indices)
@@ -753,12 +804,13 @@ traced op by op)."""
 def _beams_fit(model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus,
                model_kwargs) -> bool:
     """Whether ``_beam_search`` of ``model`` decodes by :func:`_beams`: beam
-    search (not sampling) with what :func:`_greedy_fits` asks of greedy
+    search or beam sampling with what :func:`_greedy_fits` asks of greedy
     decoding (a static cache a captured step takes, max-length criteria
-    and at most one end token, no logits processors or extra outputs), a
-    cache nobody else sees, and no model reordering its cache itself."""
+    and at most one end token, no extra outputs) but logits processors of
+    :data:`_SCORES_ONLY`, a cache nobody else sees, and no model reordering
+    its cache itself."""
     config = generation_config
-    if not _BEAM_LOOP or config is None or config.do_sample or getattr(config, "low_memory", False):
+    if not _BEAM_LOOP or config is None or getattr(config, "low_memory", False):
         return False
     beams, returned = config.num_beams, config.num_return_sequences or 1
     if not isinstance(beams, int) or beams < 2 or not isinstance(returned, int) or not 1 <= returned <= beams:
@@ -768,11 +820,40 @@ def _beams_fit(model, input_ids, logits_processor, stopping_criteria, generation
         return False  # (tokens are made past the stop: a cache the caller sees would hold them)
     if isinstance(input_ids, Tensor) and input_ids.dim() == 2 and input_ids.shape[0] % beams:
         return False
+    if logits_processor is not None and _processors_key(logits_processor) is None:
+        return False
     return _greedy_fits(model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus,
-                        None, model_kwargs)
+                        None, model_kwargs, beams=True)
 
 
-def _beams(model, input_ids, stopping_criteria, generation_config, model_kwargs):
+_SCORES_ONLY = ("TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper", "MinPLogitsWarper")
+"""The logits processors :func:`_beams` runs in its captured step: they read
+the scores alone (not the ids, whose length grows) and Python numbers of
+their own, which :func:`_processors_key` puts in the step's key (the
+warpers sampling adds: ``do_sample`` with the default ``top_k`` of 50 runs
+``TopKLogitsWarper``)."""
+
+
+def _processors_key(processors):
+    """The types and attributes of ``processors`` (a ``LogitsProcessorList``)
+    where each is one of transformers' :data:`_SCORES_ONLY`, with hashable
+    attributes; else None."""
+    module = sys.modules.get("transformers.generation.logits_process")
+    kinds = {getattr(module, name, None) for name in _SCORES_ONLY} - {None}
+    key = []
+    for p in processors:
+        if type(p) not in kinds:
+            return None
+        attrs = tuple(sorted(vars(p).items()))
+        try:
+            hash(attrs)
+        except TypeError:
+            return None
+        key.append((type(p).__name__, attrs))
+    return tuple(key)
+
+
+def _beams(model, input_ids, stopping_criteria, generation_config, model_kwargs, logits_processor=None):
     """``_beam_search`` for beam search that :func:`_beams_fit`: its tokens,
     the prompt's forward and the first token as transformers makes them
     (its bookkeeping by :func:`_beam_update`), then every later token one
@@ -788,7 +869,17 @@ def _beams(model, input_ids, stopping_criteria, generation_config, model_kwargs)
     nothing of the beams' state (each update a select on the flag); the
     flag is read every ``_STOP_EVERY`` tokens, and the host knows the stop
     at ``max_length``. The result is cut on the host as transformers cuts
-    it (the beams' generated length), eager's ids."""
+    it (the beams' generated length), eager's ids.
+
+    Beam sampling (``do_sample``) draws its continuations in the step from
+    the lazy device's generator, whose state the captured step reads and
+    updates as a live tensor (:mod:`lazycore.trace.capture`): the draws
+    transformers' loop makes on the lazy device, in the same order, and
+    none once the flag is set (the state kept as it was), so the generator
+    is left where that loop leaves it. An encoder-decoder model (T5, BART)
+    decodes the same way: its encoder's states and mask are arguments of
+    the step, the cross-attention cache the first token filled is read
+    and reordered as transformers reorders it."""
     g = _GENERATING
     config = generation_config
     dev = input_ids.device
@@ -818,11 +909,19 @@ def _beams(model, input_ids, stopping_criteria, generation_config, model_kwargs)
     table = [float((c + 1 - prompt) ** penalty) if c >= prompt else 1.0 for c in range(max_length)]
     state = _beam_state(model, input_ids, batch, num_beams, keep, max_length, fill, eos,
                         from_host(torch.tensor(table, dtype=torch.float32), dev))
-    spec = (batch, num_beams, keep, prompt, max_length, early, penalty)
-    model_forward = (model.get_compiled_call(config.compile_config)
-                     if model._valid_auto_compile_criteria(model_kwargs, config) else model.__call__)
+    # (the processors' numbers in the spec: a recording bakes them)
+    spec = (batch, num_beams, keep, prompt, max_length, early, penalty, bool(config.do_sample),
+            _processors_key(logits_processor or ()))
+    g.processors = logits_processor if logits_processor else None
+    g.beams = True  # (an encoder-decoder model's step is captured too)
+    try:
+        compiled = model._valid_auto_compile_criteria(model_kwargs, config)
+    finally:
+        g.beams = False
+    model_forward = model.get_compiled_call(config.compile_config) if compiled else model.__call__
     outputs = model._prefill(input_ids, config, model_kwargs, is_first_iteration=not config.is_assistant)
     cache_name = _cache_name(model_kwargs)
+    encoder_decoder = bool(getattr(model.config, "is_encoder_decoder", False))
     cur_len = prompt
     inputs = step = None
     try:
@@ -830,12 +929,13 @@ def _beams(model, input_ids, stopping_criteria, generation_config, model_kwargs)
             while True:
                 if outputs is not None:
                     model_kwargs = model._update_model_kwargs_for_generation(outputs, model_kwargs,
-                                                                             is_encoder_decoder=False)
+                                                                             is_encoder_decoder=encoder_decoder)
                     logits = outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32, device=dev)
                     del outputs
                     log_probs = torch.nn.functional.log_softmax(logits, dim=-1)
                     del logits
-                    beam_idx, _ = _beam_update(model, state, log_probs, _parameter(torch.tensor(cur_len), dev), spec)
+                    beam_idx, _ = _beam_update(model, state, log_probs, _parameter(torch.tensor(cur_len), dev), spec,
+                                               g.processors)
                     model_kwargs[cache_name].reorder_cache(beam_idx)
                     del beam_idx, log_probs
                 else:
@@ -870,6 +970,7 @@ def _beams(model, input_ids, stopping_criteria, generation_config, model_kwargs)
                 del model_inputs
     finally:
         g.greedy = False
+        g.processors = None
     del inputs
     core.mark_step(False)
     # transformers' cut of the best beams to the generated length, on the host
@@ -907,7 +1008,7 @@ def _beam_state(model, input_ids, batch, num_beams, keep, max_length, fill, eos,
             table, done)
 
 
-def _beam_update(model, state, log_probs, cur_len, spec):
+def _beam_update(model, state, log_probs, cur_len, spec, processors=None):
     """One token of transformers' beam search after the model (``_beam_search``'s
     steps b to g), on the beams' ``state`` (:func:`_beam_state`) in place,
     with the token's place ``cur_len`` a device value: transformers' own
@@ -915,17 +1016,24 @@ def _beam_update(model, state, log_probs, cur_len, spec):
     ``_get_running_beams_for_next_iteration``), its steps with the length
     as written there otherwise (the writes at the length selects, the
     length penalty looked up in the state's table). Where the stop flag is
-    set, nothing changes. Returns the cache's reorder index (the beams'
-    batch x beam index, flattened) and the next step's ids (the running
-    beams' new tokens, a column)."""
-    batch, num_beams, keep, prompt, max_length, early, penalty = spec
+    set, nothing changes. ``processors``: the logits processors
+    (:data:`_SCORES_ONLY`), on the log-probabilities first. Returns the
+    cache's reorder index (the beams' batch x beam index, flattened) and
+    the next step's ids (the running beams' new tokens, a column)."""
+    batch, num_beams, keep, prompt, max_length, early, penalty, sample, _ = spec
     (running, running_scores, running_indices, sequences, scores, indices, finished, unsatisfied, top, eos,
      table, done) = state
+    if processors is not None:  # (b. as transformers' loop calls them: they read no ids)
+        log_probs = processors(None, log_probs)
     log_probs = model._unflatten_beam_dim(log_probs, batch, num_beams)
     log_probs = log_probs + running_scores[:, :, None]
     log_probs = torch.reshape(log_probs, (batch, -1))
     # c. top-k continuations (_get_top_k_continuations)
-    topk_log_probs, topk_indices = torch.topk(log_probs, k=keep)
+    if sample:
+        with _draws_kept_when(done):
+            topk_log_probs, topk_indices = _continuations(log_probs, keep, True)
+    else:
+        topk_log_probs, topk_indices = _continuations(log_probs, keep, False)
     vocab_size = log_probs.shape[-1] // num_beams
     topk_current = topk_indices // vocab_size
     topk_running_indices = model._gather_beams(running_indices, topk_current)
@@ -986,7 +1094,7 @@ def _wrap_beam_search(beam_search):
                 synced_gpus=False, **model_kwargs):
         if _beams_fit(self, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus,
                       model_kwargs):
-            out = _beams(self, input_ids, stopping_criteria, generation_config, model_kwargs)
+            out = _beams(self, input_ids, stopping_criteria, generation_config, model_kwargs, logits_processor)
             if out is not None:
                 return out
         return beam_search(self, input_ids, logits_processor, stopping_criteria, generation_config,
@@ -1030,7 +1138,7 @@ def _wrap_generate(generate):
             _buckets.fix(before)
             if not g.depth:
                 g.zeros, g.mask, g.decoder = None, None, None
-                g.active = g.kwargs = g.early = g.criteria = g.fixed = g.deferred = g.stop = None
+                g.active = g.kwargs = g.early = g.criteria = g.fixed = g.deferred = g.stop = g.processors = None
 
     wrapped.__lazycore_generation__ = True
     return wrapped
@@ -1356,13 +1464,24 @@ def _prepare_deferred(input_ids, kwargs) -> bool:
     position, as transformers' ``torch.cat`` of ones does to the 2-D one
     (:func:`_wrap_update_kwargs` checks that it did), and calls
     ``prepare_inputs_for_generation`` inside, so the replay makes the 4-D
-    mask (:meth:`_DecodingStep._forward`)."""
+    mask (:meth:`_DecodingStep._forward`).
+
+    An encoder-decoder model's ``attention_mask`` is its encoder's, the
+    same every token, taken as it is, as are its encoder's states (the
+    first of ``encoder_outputs``, :func:`_encoder_states`); its decoder's
+    mask is made from the cache in the step (no ``decoder_attention_mask``)."""
     g = _GENERATING
     cache_name = _cache_name(kwargs)
-    layers = _static_layers(kwargs.get(cache_name))
+    cache = kwargs.get(cache_name)
+    layers = _static_layers(cache)
     if layers is None or not isinstance(input_ids, Tensor) or input_ids.dim() != 2:
         return False
-    mask = kwargs.get("attention_mask")
+    encoder = None
+    if getattr(cache, "cross_attention_cache", None) is not None:
+        encoder = _encoder_states(kwargs.get("encoder_outputs"))
+        if encoder is None:
+            return False
+    mask = kwargs.get("attention_mask") if encoder is None else None
     for name, value in kwargs.items():
         if name in ("attention_mask", cache_name) or name in _SLICED:
             if name == "attention_mask" and value is not None and (not isinstance(value, Tensor) or value.dim() != 2):
@@ -1380,6 +1499,8 @@ def _prepare_deferred(input_ids, kwargs) -> bool:
     inputs = {k: v for k, v in kwargs.items() if k not in _SLICED}
     for name, value in sliced.items():
         inputs[name] = _last_position(value)
+    if encoder is not None:
+        inputs["encoder_outputs"] = encoder  # (:func:`_prepared` hands the model its tuple form)
     if mask is not None:
         fixed = g.fixed
         if fixed is None or fixed[1] is not mask:
@@ -1389,6 +1510,17 @@ def _prepare_deferred(input_ids, kwargs) -> bool:
     g.deferred = (inputs["input_ids"], inputs.get("attention_mask"))
     g.early = (input_ids, (), 1, dict(kwargs), inputs)
     return True
+
+
+def _encoder_states(outputs):
+    """The encoder's states in an encoder-decoder model's ``encoder_outputs``
+    (its first entry, all a decoding step reads of it: the cross-attention
+    keys and values are in the cache), a lazy tensor; else None."""
+    try:
+        states = outputs[0]
+    except (TypeError, KeyError, IndexError):
+        return None
+    return states if isinstance(states, Tensor) and states.dim() == 3 else None
 
 
 def _last_position(t: Tensor) -> Tensor:
@@ -1417,18 +1549,39 @@ def _cache_name(kwargs) -> str:
 
 def _static_layers(cache):
     """The layers of ``cache`` when it is a static cache whose layers a
-    captured decoding step can take (:meth:`_DecodingStep._plan`), else None."""
-    layers = list(getattr(cache, "layers", None) or ())
-    if not layers:
+    captured decoding step can take (:meth:`_DecodingStep._plan`), else None;
+    for an encoder-decoder model's cache, its decoder's self-attention
+    layers where :func:`_cross_layers` takes its cross-attention ones."""
+    if _cross_layers(cache) is None:
         return None
-    for layer in layers:
-        if type(layer).__name__ != "StaticLayer" or not getattr(layer, "is_initialized", False) \
-                or not _static_layer_on_lazy(layer) or type(layer.values) is not Tensor \
-                or layer.keys._steps or layer.values._steps:
-            return None
+    layers = list(getattr(getattr(cache, "self_attention_cache", cache), "layers", None) or ())
+    if not layers or not all(_takes(layer) for layer in layers):
+        return None
     if len({int(layer.cumulative_length) for layer in layers}) != 1:
         return None
     return layers
+
+
+def _cross_layers(cache):
+    """An encoder-decoder ``cache``'s cross-attention layers where each is a
+    static layer the first token filled (``is_updated``: every later step
+    reads its keys and values as they are, and beam search reorders them),
+    ``()`` for a cache of a decoder alone, else None."""
+    cross = getattr(cache, "cross_attention_cache", None)
+    if cross is None:
+        return ()
+    layers = list(getattr(cross, "layers", None) or ())
+    updated = getattr(cache, "is_updated", None) or {}
+    if not layers or not all(updated.get(i) for i in range(len(layers))) or not all(_takes(l) for l in layers):
+        return None
+    return layers
+
+
+def _takes(layer) -> bool:
+    """Whether a captured decoding step can take cache ``layer``'s tensors as arguments."""
+    return (type(layer).__name__ == "StaticLayer" and getattr(layer, "is_initialized", False)
+            and _static_layer_on_lazy(layer) and type(layer.values) is Tensor
+            and not layer.keys._steps and not layer.values._steps)
 
 
 def _same_call(early, input_ids, args, next_sequence_length, kwargs) -> bool:
@@ -1504,7 +1657,8 @@ class _DecodingStep:
         if plan is None:
             if prepare:  # (traced per op, as those inputs would have been)
                 cache_name = _cache_name(kwargs)
-                length = int(kwargs[cache_name].layers[0].cumulative_length)
+                cache = kwargs[cache_name]
+                length = int(getattr(cache, "self_attention_cache", cache).layers[0].cumulative_length)
                 return model(**_prepared(model, kwargs, cache_name, length))
             return model(**kwargs)
         cache, cache_name, layers, names, tensors, static = plan
@@ -1514,7 +1668,8 @@ class _DecodingStep:
         held = getattr(layers[0], "_lazycore_length", None)
         length = held[0] if held is not None and held[1] == now else _parameter(layers[0].cumulative_length,
                                                                               tensors[0].device)
-        stored = tuple(t for layer in layers for t in (layer.keys, layer.values))
+        # (an encoder-decoder model's cross-attention keys and values too: read, and reordered by beam search)
+        stored = tuple(t for layer in (*layers, *_cross_layers(cache)) for t in (layer.keys, layer.values))
         # the inputs are made from the growing ids and mask, so the nodes that
         # make them differ at every token and no two traced calls agree: the
         # step reads device data. _prepare_early had them made by the last
@@ -1598,7 +1753,7 @@ class _DecodingStep:
         logits = out.logits[:, -1, :].to(copy=True, dtype=torch.float32, device=state[0].device)
         del out
         log_probs = torch.nn.functional.log_softmax(logits, dim=-1)
-        beam_idx, ids = _beam_update(self._model(), state, log_probs, length, spec)
+        beam_idx, ids = _beam_update(self._model(), state, log_probs, length, spec, _GENERATING.processors)
         for t in stored:
             t.copy_(t.index_select(0, beam_idx.to(t.device)))
         nxt = {"input_ids": ids}
@@ -1631,6 +1786,12 @@ def _prepared(model, given: dict, cache_name: str, length) -> dict:
     given = dict(given)
     ids = given.pop("input_ids")
     fixed = given.get("attention_mask")
+    if getattr(model.config, "is_encoder_decoder", False):
+        fixed = None  # (the encoder's mask, as it is)
+        if isinstance(given.get("encoder_outputs"), Tensor):
+            # the encoder's states as _prepare_deferred keeps them: the
+            # model's tuple form of its encoder's output (a step argument)
+            given["encoder_outputs"] = (given["encoder_outputs"],)
     if fixed is not None:
         positions = torch.arange(fixed.shape[-1], device=fixed.device)
         fixed.masked_fill_(positions == length, 1)
@@ -1659,19 +1820,28 @@ def decoding_steps(model) -> tuple[int, int]:
     return sum(c.traces for c in calls), sum(c.replays for c in calls)
 
 
-def _decodable(model, model_kwargs) -> bool:
+def _decodable(model, model_kwargs, encoder_decoder: bool = False) -> bool:
+    """Whether ``model``'s decoding steps with the cache in ``model_kwargs``
+    can be a :class:`_DecodingStep`: a static cache on a lazy device; for an
+    encoder-decoder model (``encoder_decoder``: asked by :func:`_beams`) an
+    ``EncoderDecoderCache`` of two static ones."""
     cache = model_kwargs.get("cache")
     if cache is None:
         cache = model_kwargs.get("past_key_values")
-    return (type(cache).__name__ == "StaticCache" and not getattr(model.config, "is_encoder_decoder", False)
-            and isinstance(next(model.parameters(), None), Tensor))
+    if getattr(model.config, "is_encoder_decoder", False):
+        if not encoder_decoder or type(cache).__name__ != "EncoderDecoderCache" \
+                or type(cache.cross_attention_cache).__name__ != "StaticCache":
+            return False
+        cache = cache.self_attention_cache
+    return type(cache).__name__ == "StaticCache" and isinstance(next(model.parameters(), None), Tensor)
 
 
 def _wrap_auto_compile(valid):
     @functools.wraps(valid)
     def wrapped(self, model_kwargs, generation_config):
         answer = valid(self, model_kwargs, generation_config)
-        if not answer and settings.generation_replay and _GENERATING.depth and _decodable(self, model_kwargs) \
+        if not answer and settings.generation_replay and _GENERATING.depth \
+                and _decodable(self, model_kwargs, _GENERATING.beams) \
                 and not getattr(generation_config, "disable_compile", False):  # (asked for the plain forward)
             # the decoding loop asks get_compiled_call for the step next (_wrap_compiled_call)
             step = _DECODERS.get(self)
