@@ -11,8 +11,9 @@ condition holds (``select``), which keeps every rounding of the scalar code.
 Precision as SciPy's: the functions xsf writes for ``double`` only (its ``float``
 overloads convert, call the double one and round once: ``erf``, ``ndtr``, ``gammaln``,
 ``entr``, ...) compute in f64 here too (:func:`_in_double`); the ones written once for
-any ``T`` (``expit``, ``logit``, ``log_expit``) compute in the loop's own type (float16 in
-float32, as NumPy's half loops). Integer inputs reach the ``d`` loop (NumPy's type
+any ``T`` (``expit``, ``log_expit``) compute in the loop's own type (float16 in float32, as
+NumPy's half loops), but for ``logit`` and ``xlogy``, whose float32 ``log`` XLA computes 1.1 ulp
+off (libm: 0.5): those in f64, rounded once. Integer inputs reach the ``d`` loop (NumPy's type
 resolution of SciPy's ufunc). Complex operands run SciPy itself (counted): these loops
 are the real ones.
 
@@ -97,15 +98,17 @@ def _p1evl(x, coef):
 
 
 def _log1p(x):
-    """``log1p``; in f64 below -1/4, ``log(u) - ((u - 1) - x) / u`` with ``u = 1 + x`` (the log of
-    ``u`` corrected by the rounding of ``1 + x``, which ``u - 1`` gives exactly there): XLA's own
-    f64 log1p is up to 128 ulps off on (-1, -0.3), within an ulp elsewhere."""
+    """``log1p``; in f64 on (-1, -1/4) and (1/4, 2), ``log(u) - ((u - 1) - x) / u`` with ``u = 1 + x``
+    (the log of ``u`` corrected by the rounding of ``1 + x``, which ``u - 1`` gives exactly there):
+    XLA's own f64 log1p is up to 128 ulps off on (-1, -0.3) and 2 on (0.3, 1), an ulp elsewhere."""
     plain = apply("log1p", x)
     if x.dtype != "f64":
         return plain
     u = _add(x, 1.0)
     corrected = _sub(apply("log", u), _div(_sub(_sub(u, 1.0), x), u))
-    return _sel(_and(_cmp(x, -0.25, "LT"), _cmp(x, -1.0, "GT")), corrected, plain)
+    below = _and(_cmp(x, -0.25, "LT"), _cmp(x, -1.0, "GT"))
+    above = _and(_cmp(x, 0.25, "GT"), _cmp(x, 2.0, "LT"))
+    return _sel(_or(below, above), corrected, plain)
 
 
 def _in_double(fn):
@@ -145,9 +148,11 @@ def expit(x):
     return _div(1.0, _add(apply("exp", apply("neg", x)), 1.0))
 
 
-@_templated
+@_in_double
 def logit(x):
-    """``log(x / (1 - x))`` outside [0.3, 0.65], else ``log1p(s) - log1p(-s)``, ``s = 2 (x - 1/2)``."""
+    """``log(x / (1 - x))`` outside [0.3, 0.65], else ``log1p(s) - log1p(-s)``, ``s = 2 (x - 1/2)``.
+    (xsf's template computes a float32 loop in float32; XLA's float32 log is 1.1 ulp off to libm's
+    0.5: here in f64, rounded once.)"""
     plain = apply("log", _div(x, _sub(_c(x, 1.0), x)))
     s = _mul(_sub(x, 0.5), 2.0)  # (2 * (x - 0.5): exact either way)
     near = _sub(_log1p(s), _log1p(apply("neg", s)))
@@ -562,10 +567,18 @@ _PSI_INTEGERS = _harmonic_minus_euler()
 
 
 def _psi_f64(x):
-    # x < 0: reflection, y = -pi / tan(pi r) with r x's fractional part, and x = 1 - x
+    # x < 0: reflection, y = -pi / tan(pi r) with r x's fractional part, and x = 1 - x. The tangent
+    # as sin/cos of pi t, t in [0, 1/4] (exact steps: r + 1, |.|, 1/2 - s): XLA's sin and cos over
+    # the whole period, or their quotient near pi/2, would be several ulps farther than libm's tan
     negative = _cmp(x, 0.0, "LT")
     r = _sub(x, composites.trunc(x))
-    y = _sel(negative, _div(-math.pi, composites.tan(_mul(r, math.pi))), _c(x, 0.0))
+    rr = _sel(_cmp(r, -0.5, "LT"), _add(r, 1.0), r)  # tan(pi r) = tan(pi rr), rr in [-1/2, 1/2)
+    s = apply("abs", rr)
+    folded = _cmp(s, 0.25, "GT")  # tan(pi s) = 1 / tan(pi (1/2 - s))
+    t = _mul(_sel(folded, _sub(_c(x, 0.5), s), s), math.pi)
+    tan_t = _div(apply("sin", t), apply("cos", t))
+    magnitude = _sel(folded, _mul(tan_t, math.pi), _div(math.pi, tan_t))  # pi / tan(pi s)
+    y = _sel(negative, _sel(_cmp(rr, 0.0, "LT"), magnitude, apply("neg", magnitude)), _c(x, 0.0))
     xr = _sel(negative, _sub(_c(x, 1.0), x), x)
     # positive integers up to 10: the harmonic numbers less Euler's constant
     whole = _and(_cmp(xr, 10.0, "LE"), _cmp(xr, apply("floor", xr), "EQ"))
