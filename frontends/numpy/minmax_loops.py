@@ -79,19 +79,50 @@ def _lanes(dtype) -> int | None:
 
 
 def _reduce_rule(uf, dtype):
-    """``(lanes, scalar_first, lane_rank)`` of ``uf.reduce`` (``maximum``/``minimum``):
-    the SIMD loop's lanes (0: a scalar loop only), whether the scalar loop keeps
-    its first operand on a tie, each lane's rank in the horizontal reduction."""
+    """``(lanes, tails, lane_rank)`` of ``uf.reduce`` (``maximum``/``minimum``/``fmax``/``fmin``):
+    the SIMD loop's lanes (0: a scalar loop only; ``tails`` then says whether it keeps
+    its first operand on a tie, everywhere); ``tails[t][p]``: whether the scalar tail of
+    ``t`` elements keeps the result so far on a tie at its element ``p`` (``fmax``'s
+    calls the C library's, whose rule the compiler's unrolling makes per position; the
+    SIMD max's, the later element everywhere); each lane's rank in the horizontal
+    reduction."""
     first = _first_wins(uf, dtype, _PROBE)
     if first.all():
         return 0, True, None  # (float16: a scalar loop that keeps the first)
-    if first.any():
-        return None
     lanes = _lanes(dtype)
     if not lanes:
-        return None if lanes is None else (0, False, None)
+        return None if lanes is None or first.any() else (0, False, None)
+    tails = _reduce_tails(uf, dtype, lanes)
     rank = _lane_rank(uf, dtype, lanes)
-    return None if rank is None else (lanes, False, rank)
+    return None if rank is None or tails is None else (lanes, tails, rank)
+
+
+def _loser(uf) -> float:
+    """A value that loses to a zero under ``uf``."""
+    return 1.0 if uf in (np.minimum, np.fmin) else -1.0
+
+
+def _reduce_tails(uf, dtype, lanes):
+    """``tails[t][p]`` of :func:`_reduce_rule`, asked of ``uf.reduce`` itself: a run of a
+    zero (the result so far), losers, and the other zero at tail position ``p``, with no
+    vector and with one vector before the tail, each zero either sign; None where the
+    four disagree."""
+    lose = _loser(uf)
+    out = []
+    for t in range(lanes):
+        row = []
+        for p in range(t):
+            kept = set()
+            for body in (0, lanes):
+                for first, other in ((-0.0, 0.0), (0.0, -0.0)):
+                    x = np.full(1 + body + t, lose, dtype)
+                    x[0], x[1 + body + p] = first, other
+                    kept.add(bool(np.signbit(uf.reduce(x))) == bool(np.signbit(first)))
+            if len(kept) != 1:
+                return None
+            row.append(kept.pop())
+        out.append(tuple(row))
+    return tuple(out)
 
 
 def _tail_rule(uf, dtype):
@@ -114,7 +145,7 @@ def _lane_rank(uf, dtype, lanes):
     (0: the lane a tie of all gives), found by elimination: a run of ``1 + lanes``
     elements puts element ``1 + j`` in lane ``j`` (the first is the initial value:
     here one that loses), the lanes still in play +0.0, one of them -0.0."""
-    big = 1.0 if uf is np.minimum else -1.0  # loses to a zero
+    big = _loser(uf)
     left, order = list(range(lanes)), []
     while left:
         winners = []
@@ -182,30 +213,34 @@ def _run_keys(rows, rule):
     ``(R, m)`` (its first element copied to the result, the rest in ``simd_reduce_c``):
     the tail's last zero, else the zero of the first lane (in the horizontal
     reduction's order) holding one, the later in it; the first element sits in
-    every lane before the rest. A float16 loop (no SIMD) keeps the first zero."""
-    lanes, scalar_first, rank = rule
+    every lane before the rest; the tail's zeros at positions that keep the result so
+    far (``fmax``'s C tail) count only as the first zero met when nothing before held
+    one. A float16 loop (no SIMD) keeps the first zero."""
+    lanes, tails, rank = rule
     r, m = rows.shape
     dev = rows.device
     n = m - 1
-    cut = (n // lanes) * lanes if lanes else 0
-    if cut == 0:
+    if not lanes:
         pos = _iota((r, m), 1, dev)
-        return _last_zero(rows, apply("neg", pos) if scalar_first else pos)
-    if rank is None or scalar_first:
-        return None
+        return _last_zero(rows, apply("neg", pos) if tails else pos)
+    cut = (n // lanes) * lanes
     big = m + 2
     parts = []
     first = _slice(rows, 1, 0, 1)
     parts.append(_last_zero(first, _const(lanes * big, "i64", dev, (r, 1))))
-    body = apply("reshape", _slice(rows, 1, 1, 1 + cut), shape=(r, cut // lanes, lanes))
-    grid = (r, cut // lanes, lanes)
-    lane_key = core.broadcast_to(_const(np.array([(lanes - k) * big for k in rank], np.int64), "i64", dev, ()), grid)
-    key = apply("add", lane_key, apply("add", _iota(grid, 1, dev), _const(1, "i64", dev, grid)))
-    parts.append(_last_zero(apply("reshape", body, shape=(r, cut)), apply("reshape", key, shape=(r, cut))))
+    if cut:
+        body = apply("reshape", _slice(rows, 1, 1, 1 + cut), shape=(r, cut // lanes, lanes))
+        grid = (r, cut // lanes, lanes)
+        lane_key = core.broadcast_to(_const(np.array([(lanes - k) * big for k in rank], np.int64), "i64", dev, ()),
+                                     grid)
+        key = apply("add", lane_key, apply("add", _iota(grid, 1, dev), _const(1, "i64", dev, grid)))
+        parts.append(_last_zero(apply("reshape", body, shape=(r, cut)), apply("reshape", key, shape=(r, cut))))
     if cut < n:
+        # later wins: above everything before; the result so far kept: below it, the earliest first
+        keys = [-(i + 1) if kept else (lanes + 1) * big + i for i, kept in enumerate(tails[n - cut])]
         tail = _slice(rows, 1, 1 + cut, m)
         shape = (r, n - cut)
-        parts.append(_last_zero(tail, apply("add", _iota(shape, 1, dev), _const((lanes + 1) * big, "i64", dev, shape))))
+        parts.append(_last_zero(tail, core.broadcast_to(_const(np.array(keys, np.int64), "i64", dev, ()), shape)))
     out = parts[0]
     for p_ in parts[1:]:
         out = apply("maximum", out, p_)
@@ -213,12 +248,13 @@ def _run_keys(rows, rule):
 
 
 def reduced(a, h, r, name: str, axes: tuple) -> object:
-    """``r``, the lazy ``name.reduce`` (``maximum``/``minimum``) of ``h`` (``a``'s
-    value) over ``axes``, with NumPy's zero where the reduced elements tie at
-    zero; ``r`` as it is where the layout is not modelled."""
+    """``r``, the lazy ``name.reduce`` (``maximum``/``minimum``, and ``fmax``/``fmin``:
+    ``np.nanmax``/``nanmin``, whose NaNs never win) of ``h`` (``a``'s value) over
+    ``axes``, with NumPy's zero where the reduced elements tie at zero; ``r`` as it
+    is where the layout is not modelled."""
     shape = tuple(a.shape)
     rank = len(shape)
-    if (name not in ("maximum", "minimum") or not axes or not rank or h.dtype not in ("f16", "f32", "f64")
+    if (name not in _REDUCED or not axes or not rank or h.dtype not in ("f16", "f32", "f64")
             or not _contiguous(a)):
         return r
     rule = _probed("reduce", name, a.dtype, _reduce_rule)
@@ -234,12 +270,22 @@ def reduced(a, h, r, name: str, axes: tuple) -> object:
         # the reduced axes innermost: one run of the reduce loop per result
         tagged = _run_keys(apply("reshape", h, shape=(outer, size)), rule)
     elif axes == tuple(range(len(axes))):
-        # the kept axes innermost: out = OP(out, row), row after row: the binary loop,
-        # whose vector body and scalar tail (SSE's max_ss) both keep the second, the later row
-        # (float16's loop keeps the first)
+        # the kept axes innermost: out = OP(out, row), row after row: the binary loop over
+        # the kept elements, whose vector body keeps the second, the later row, and whose
+        # scalar tail keeps what :func:`_tail_rule` says per column (SSE's max_ss: the
+        # second; fmax's C tail: the first in places; float16's loop: the first)
+        firsts = _columns_first(name, a.dtype, outer)
+        if firsts is None:
+            return r
         seq = apply("permute", apply("reshape", h, shape=(size, outer)), dims=(1, 0))
         pos = _iota((outer, size), 1, h.device)
-        tagged = _last_zero(seq, apply("neg", pos) if rule[1] else pos)
+        if firsts is True:
+            pos = apply("neg", pos)
+        elif firsts:
+            column = _iota((outer, size), 0, h.device)
+            first = _any_of(column, firsts, (outer, size), h.device)
+            pos = apply("select", first, apply("neg", pos), pos)
+        tagged = _last_zero(seq, pos)
     else:
         return r
     if tagged is None:
@@ -252,34 +298,179 @@ def reduced(a, h, r, name: str, axes: tuple) -> object:
     return apply("select", zero, signed, r)
 
 
+_REDUCED = ("maximum", "minimum", "fmax", "fmin")
+
+
+def _columns_first(name, dtype, n):
+    """Where NumPy's binary ``name`` loop over two contiguous runs of ``n`` elements
+    keeps its first operand on a tie: True (everywhere), a list of positions (in
+    the scalar tail), or None (not modelled)."""
+    rule = _probed("tail", name, dtype, _tail_rule)
+    if rule is None:
+        return None
+    lanes, first = rule
+    if lanes == 0:
+        if all(all(f) for f in first[1:]):
+            return True
+        return [] if not any(any(f) for f in first) else None
+    cut = (n // lanes) * lanes
+    return [cut + i for i, f in enumerate(first[n - cut]) if f]
+
+
+def _any_of(index, positions, shape, device):
+    """``index`` (an i64 handle of ``shape``) equal to any of ``positions`` (a few)."""
+    out = None
+    for p_ in positions:
+        hit = apply("compare", index, _const(p_, "i64", device, shape), direction="EQ")
+        out = hit if out is None else apply("or", out, hit)
+    return out
+
+
+def _strided_rule(uf, dtype, which):
+    """``first`` (as :func:`_tail_rule`'s) of ``uf``'s strided SIMD loop
+    (``simd_binary_``) over a contiguous operand and a broadcast one (operand
+    ``which``, stride 0: a scalar), whose scalar tail is compiled apart from the
+    contiguous loop's; asked of NumPy per tail length, its vector body checked to
+    keep the second operand; None where it does not, or no SIMD."""
+    dt = np.dtype(dtype)
+    lanes = _lanes(dt)
+    if not lanes:
+        return None
+
+    def wins(n):  # (-0.0 first, +0.0 second: a sign bit where the first won)
+        if which == 0:
+            return np.signbit(uf(dt.type(-0.0), np.zeros(n, dt)))
+        return np.signbit(uf(np.full(n, -0.0, dt), dt.type(0.0)))
+
+    first = tuple(tuple(bool(v) for v in wins(t)) for t in range(lanes))
+    for t in range(lanes, 2 * lanes):
+        got = tuple(bool(v) for v in wins(t))
+        if any(got[:lanes]) or got[lanes:] != first[t - lanes]:
+            return None
+    return first
+
+
+_BUFFER = 8192
+"""NumPy's ufunc buffer size (``np.getbufsize()``'s default): an iterated call's inner
+loop holds as many whole runs of the coalesced inner dims as fit in it."""
+
+
+def _one_rule(uf, dtype, kinds) -> bool:
+    """Whether ``uf`` of one element keeps its first operand on a tie, for operands of
+    ``kinds`` (each its number of dims, -1 for a Python number), -0.0 then +0.0."""
+    dt = np.dtype(dtype)
+    args = [float(v) if k < 0 else np.full((1,) * k, v, dt) for k, v in zip(kinds, (-0.0, 0.0))]
+    return bool(np.signbit(uf(*args)).all())
+
+
+def _operand_strides(x, shape, dtype):
+    """``x``'s element strides over the output ``shape`` (0 where it broadcasts), as
+    NumPy's loop sees them without a cast, or None where not modelled (another
+    dtype: a buffered cast; not C-contiguous; a host array)."""
+    rank = len(shape)
+    if isinstance(x, (bool, int, float)) or (isinstance(x, np.generic) and x.dtype == np.dtype(dtype)):
+        return (0,) * rank  # (a Python or NumPy scalar: a 0-d operand of the loop's dtype)
+    if not hasattr(x, "_estrides") or np.dtype(x.dtype) != np.dtype(dtype) or not _contiguous(x):
+        return None
+    xs = tuple(x.shape)
+    lead = rank - len(xs)
+    out, step = [0] * rank, 1
+    for d in reversed(range(rank)):
+        n = xs[d - lead] if d >= lead else 1
+        if n != 1:
+            out[d] = step
+        step *= n
+    return tuple(out)
+
+
+def _inner_run(shape, strides):
+    """(the elements of one call of the inner loop, each operand's stride along it):
+    NumPy's iterator coalesces the innermost dims while every operand's strides
+    continue each other (dims of one element dropped)."""
+    dims = [d for d in range(len(shape)) if shape[d] != 1]
+    if not dims:
+        return 1, [0] * len(strides)
+    last = dims[-1]
+    length, inner, below = shape[last], [s[last] for s in strides], last
+    for d in reversed(dims[:-1]):
+        if all(s[d] == s[below] * shape[below] for s in strides):
+            length *= shape[d]
+            below = d
+            continue
+        break
+    return length, inner
+
+
 def binary_tail(name: str, dtype, inputs, shape, device):
     """Where NumPy's binary ``name`` loop (``maximum``, ``minimum``, ``fmax``,
     ``fmin``) over ``inputs`` (the call's operands) gives its first operand on a
     tie: an ``i1`` handle of ``shape``, True (everywhere: float16's scalar loop),
     or None (nowhere, or not modelled: then the vector loop's rule, the second
     operand, holds). A tail that differs from the vector body (``fmax`` and
-    ``fmin``) is modelled for two lazy arrays of one shape, C-contiguous, of the
-    loop's dtype: NumPy runs one loop over all their elements (broadcast and
-    scalar operands take loops of their own)."""
+    ``fmin``) is modelled for two operands of the loop's dtype, each C-contiguous
+    (lazy arrays) or a scalar, broadcast to ``shape``. How NumPy 2.4 calls the loop
+    (measured: 92 of 92 broadcast shapes' tails by hand): once for all elements where
+    every operand is a scalar or of the output's shape, or where the coalesced inner
+    dims (the core) are all of them; else once per core where one core fills
+    :data:`_BUFFER` beyond half, each operand as it lies (the contiguous loop, or
+    the strided one for an operand broadcast along the core: :func:`_strided_rule`);
+    else the iterator buffers as many whole cores as fit in :data:`_BUFFER` and calls
+    the contiguous loop on each such chunk (the last one shorter)."""
     rule = _probed("tail", name, dtype, _tail_rule)
     if rule is None:
         return None
     lanes, first = rule
     if lanes == 0:
         return True if all(all(f) for f in first[1:]) else None
-    if not any(any(f) for f in first):
+    if len(inputs) != 2 or not shape:
         return None
-    if len(inputs) != 2 or not all(hasattr(x, "_estrides") for x in inputs):
-        return None
-    if not shape or any(tuple(x.shape) != tuple(shape) for x in inputs):
-        return None
-    if any(np.dtype(v.dtype) != np.dtype(dtype) or not _contiguous(v) for v in inputs):
+    shape = tuple(shape)
+    strides = [_operand_strides(x, shape, dtype) for x in inputs]
+    if any(s is None for s in strides):
         return None
     total = math.prod(shape)
-    cut = (total // lanes) * lanes
-    pattern = first[total - cut]
-    if not any(pattern):
+    core, inner = _inner_run(shape, strides)
+    trivial = all(tuple(getattr(x, "shape", ())) in ((), shape) for x in inputs)
+    if total == 1:
+        # one element: NumPy's loop choice turns on the operands' kinds (every stride is 0), asked as they are
+        kinds = tuple(-1 if not hasattr(x, "shape") else len(x.shape) for x in inputs)
+        return True if _probed("one%s" % (kinds,), name, dtype, lambda uf, dt: _one_rule(uf, dt, kinds)) else None
+    if trivial or core >= total or _BUFFER // core <= 1:
+        call = core
+        if inner == [1, 1]:
+            pattern = first
+        elif sorted(inner) == [0, 1]:
+            which = inner.index(0)
+            pattern = _probed("strided%d" % which, name, dtype, lambda uf, dt: _strided_rule(uf, dt, which))
+            if pattern is None:
+                return None
+        else:
+            return None
+    else:
+        call, pattern = (_BUFFER // core) * core, first
+    full, rest = divmod(total, call)
+    flat = _iota((total,), 0, device)
+    parts = []
+
+    def offsets(n):
+        cut = (n // lanes) * lanes
+        return [cut + i for i, f in enumerate(pattern[n - cut]) if f]
+
+    at = offsets(call)
+    if full and at:
+        if full == 1:
+            parts.append(_any_of(flat, at, (total,), device))
+        else:  # the same offsets in every full call
+            within = apply("rem", flat, _const(call, "i64", device, (total,)))
+            hit = _any_of(within, at, (total,), device)
+            if rest:
+                hit = apply("and", hit, apply("compare", flat, _const(full * call, "i64", device, (total,)),
+                                              direction="LT"))
+            parts.append(hit)
+    last = offsets(rest) if rest else []
+    if last:
+        parts.append(_any_of(flat, [full * call + o for o in last], (total,), device))
+    if not parts:
         return None
-    mask = np.zeros(total, bool)
-    mask[[cut + i for i, f in enumerate(pattern) if f]] = True
-    return apply("reshape", _const(mask, "i1", device, ()), shape=tuple(shape))
+    mask = parts[0] if len(parts) == 1 else apply("or", parts[0], parts[1])
+    return apply("reshape", mask, shape=shape)

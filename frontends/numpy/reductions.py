@@ -307,8 +307,8 @@ def _extremum(op, name, nan_ignoring=False):
         nan = _isnan(h) if is_float else None
         kept = _and(valid, apply("not", nan)) if nan_ignoring and is_float else valid
         r = _reduce(op, axes, _keep(h, kept, op))
-        if is_float and valid is None and not has_initial and not nan_ignoring:
-            # a tie of signed zeros: the zero NumPy's loop keeps, not IEEE's order
+        if is_float and valid is None and not has_initial:
+            # a tie of signed zeros: the zero NumPy's loop keeps, not IEEE's order (nanmax: fmax.reduce's)
             r = minmax_loops.reduced(a, h, r, name, axes)
         if is_float and axes and not nan_ignoring:
             # NaN wins over every number, as in NumPy
