@@ -18,17 +18,19 @@ instead, and which one depends on the loop that computed the position:
   tie), the lanes combined by ``npyv_reduce_max`` (a tree of shuffles and
   ``max``: which lane wins a tie is its own order), then the scalar loop over
   the tail; with the reduced axes outermost it is the binary loop, row after
-  row, ``out = maximum(out, row)``.
+  row, ``out = maximum(out, row)``. ``np.nanmax``/``nanmin`` are ``fmax.reduce``/
+  ``fmin.reduce``: the same loop, NaNs never winning, its tail the C library's;
+- a binary call with a scalar or broadcast operand: NumPy's iterator calls the
+  loop per run of coalesced dims, or on buffers of whole runs (:func:`binary_tail`).
 
-The lane width, the scalar loop's rule and the lane order of the horizontal
-reduction are asked of NumPy itself once per ufunc and dtype (a few calls on
-arrays of zeros, :data:`_PROBED`), so they are this machine's (AVX512, AVX2,
-or none). What is not modelled (operands that are not C-ordered contiguous,
-casts inside the loop, ``where=``, ``initial=``, reduced axes between kept ones)
-keeps what the lazy op gave before (IEEE's order for a reduction, the vector
-loop's rule for a binary op), and so do reductions of more than
-:data:`MODELLED` elements and ``fmax``/``fmin`` with a broadcast or scalar
-operand (their strided loops' tails differ again).
+The lane width, the scalar loops' rules (per tail length and position) and the
+lane order of the horizontal reduction are asked of NumPy itself once per ufunc
+and dtype (a few calls on arrays of zeros, :data:`_PROBED`), so they are this
+machine's (AVX512, AVX2, or none). What is not modelled (operands that are not
+C-ordered contiguous, casts inside the loop, ``where=``, ``initial=``, ``out=``,
+reduced axes between kept ones) keeps what the lazy op gave before (IEEE's order
+for a reduction, the vector loop's rule for a binary op), and so do reductions
+of more than :data:`MODELLED` elements.
 """
 
 from __future__ import annotations

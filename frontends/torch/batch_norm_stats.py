@@ -39,6 +39,7 @@ import torch
 
 from lazycore.trace import control
 
+from .ops.eager_loops import threads
 from .tensor import lc_device
 
 aten = torch.ops.aten
@@ -300,8 +301,8 @@ within an ulp of eager's, and closer to the exact sum)."""
 
 def _row_steps(m: int) -> int:
     """The steps of :func:`_row_sums`' loop over ``m`` rows."""
-    threads = max(1, min(torch.get_num_threads(), m))
-    return -(-(-(-m // threads)) // _UNROLL)
+    used = max(1, min(threads(m > 1), m))
+    return -(-(-(-m // used)) // _UNROLL)
 
 
 def _row_sums(rows, acc, squares=False):
@@ -312,10 +313,12 @@ def _row_sums(rows, acc, squares=False):
     min(threads, M)``): each chunk added row after row in ``rows``' type (one
     loop in the program, :data:`_UNROLL` rows a step; a chunk ends with zero
     rows where it is padded, which leave its sum as it is), the chunks' sums
-    then added in ``acc`` one after another."""
+    then added in ``acc`` one after another. The thread count is the one at this call
+    (:func:`~.ops.eager_loops.threads`: a batch norm traced before and after
+    ``torch.set_num_threads`` splits as eager does each time; a captured step keeps
+    it as a guard)."""
     m, c = rows.shape
-    threads = max(1, min(torch.get_num_threads(), m))
-    chunk = -(-m // threads)
+    chunk = -(-m // max(1, min(threads(m > 1), m)))
     used = -(-m // chunk)
     steps = -(-chunk // _UNROLL)
     pad = used * chunk - m

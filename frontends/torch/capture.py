@@ -397,8 +397,9 @@ def _a_tensor(obj) -> bool:
 
 
 def _global_state() -> tuple:
-    # (a step traced with the index checks holds them: settings.index_checks)
-    return (torch.is_grad_enabled(), torch.get_default_dtype(), settings.index_checks)
+    # (a step traced with the index checks holds them: settings.index_checks; eager's
+    # parallel loops split by the thread count, which some lowerings model: ops/eager_loops.threads)
+    return (torch.is_grad_enabled(), torch.get_default_dtype(), settings.index_checks, torch.get_num_threads())
 
 
 def _hyper(opt, groups=None) -> tuple:
@@ -581,7 +582,7 @@ class _Plan:
     def __init__(self, watch, made, known, before, modules, optims, state0, out, seen, schedulers, flat, groups):
         _capture.check(watch)  # a barrier or an upload first: the clearest reason
         if _global_state() != state0:
-            raise _capture.Refused("the step changed grad mode or the default dtype")
+            raise _capture.Refused("the step changed grad mode, the default dtype or the thread count")
         for m in modules.values():
             for p in m.parameters():
                 known.setdefault(id(p), p)
@@ -692,7 +693,7 @@ class _Plan:
         if changed is not None:
             return _guarded(changed)
         if _global_state() != self.state:
-            return _guarded("grad mode or the default dtype changed")
+            return _guarded("grad mode, the default dtype or the thread count changed")
         changed = self.structure.changed()
         if changed is not None:
             return _guarded(changed)

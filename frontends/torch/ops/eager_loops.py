@@ -20,8 +20,14 @@ loop (``std::max``/``std::min``) the first. TensorIterator
 
 ``run`` is asked of eager once per dtype (a ``maximum`` of -0.0 and +0.0
 shows where its vector loop stops), so it is the machine's own (AVX2,
-AVX512, or none). Operands that are not contiguous (TensorIterator would
-reorder the dims) are not modelled: the caller keeps its vector-loop rule.
+AVX512, or none). Operands that are not contiguous take TensorIterator's
+order (``reorder_dimensions``: the dims sorted by the operands' strides,
+innermost the fastest) before the rows are coalesced.
+
+Where the thread count decides the loops (``at::parallel_for``'s chunks),
+it is read through :func:`threads`, which keeps the lowering from being
+recorded for replay: a recipe's key does not hold the count, and after
+``torch.set_num_threads`` eager splits by the new one.
 
 ``amax``/``amin`` over contiguous trailing dims of four vectors or more
 (:func:`inner_reduction`: ``vectorized_inner_reduction``'s four accumulators,
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import torch
 
+from lazycore.ir.context import TRACE
 from lazycore.ir.memo import Memo
 
 from lazycore.trace import composites
@@ -62,44 +69,88 @@ def vector_run(dtype: torch.dtype) -> int:
     return run
 
 
+def threads(decides: bool = True) -> int:
+    """``torch.get_num_threads()``, which eager's ``at::parallel_for`` splits by. Where
+    it ``decides`` the lowering, the lowering is not recorded for replay
+    (``TRACE.taint``): a recipe is keyed by the call's types, not the thread count,
+    and a call after ``torch.set_num_threads`` must split as eager then does."""
+    if decides:
+        TRACE.taint()
+    return torch.get_num_threads()
+
+
 def _strides(t, out_shape):
-    """``t``'s element strides over ``out_shape`` (0 where it broadcasts), or None
-    when it is not a contiguous tensor (or a number: broadcast everywhere)."""
+    """``t``'s element strides over ``out_shape`` as TensorIterator takes them (0
+    where it broadcasts; a number: 0 everywhere)."""
     rank = len(out_shape)
     if not isinstance(t, torch.Tensor):
         return (0,) * rank
-    if not t.is_contiguous():
-        return None
     shape, stride = tuple(t.shape), tuple(t.stride())
     lead = rank - len(shape)
-    return tuple(0 if d < lead or shape[d - lead] == 1 else stride[d - lead] for d in range(rank))
+    return tuple(0 if d < lead or (shape[d - lead] == 1 and out_shape[d] != 1) else stride[d - lead]
+                 for d in range(rank))
 
 
-def _row(out_shape, strides):
-    """(length of the coalesced innermost run, each operand's stride along it)."""
-    size, inner = 1, None
-    for d in reversed(range(len(out_shape))):
+def _order(out_shape, strides):
+    """TensorIterator's ``reorder_dimensions`` for a new output: the dims, innermost
+    first, by an insertion sort on the inputs' strides (a broadcast one undecided, an
+    equal stride the smaller dim first)."""
+    rank = len(out_shape)
+    perm = list(range(rank - 1, -1, -1))
+
+    def should_swap(d0, d1):
+        for s in strides:
+            s0, s1 = s[d0], s[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return -1 if s0 < s1 else 1
+            if out_shape[d0] > out_shape[d1]:
+                return 1
+        return 0
+
+    for i in range(1, rank):
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            c = should_swap(perm[dim0], perm[dim1])
+            if c > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif c < 0:
+                break
+    return perm
+
+
+def _row(out_shape, strides, perm):
+    """(length of the coalesced innermost run, each operand's stride along it), the dims
+    taken in ``perm``'s order (TensorIterator's ``coalesce_dimensions``: a dim of one
+    element joins, else the strides must continue each other, the output's too, which
+    is dense in that order)."""
+    dense, step = {}, 1
+    for d in perm:
+        dense[d] = step
+        step *= out_shape[d]
+    table = [dense] + [dict(enumerate(s)) for s in strides]
+    size, inner, prev = out_shape[perm[0]], [s[perm[0]] for s in strides], perm[0]
+    for d in perm[1:]:
         n = out_shape[d]
-        st = [s[d] for s in strides]
-        if inner is None or size == 1:
-            size, inner = size * n, (st if n != 1 or inner is None else inner)
+        if size == 1:
+            size, inner, prev = n, [s[d] for s in strides], d
             continue
         if n == 1:
             continue
-        if all(i * size == s for i, s in zip(inner, st)):
+        if all(size * t[prev] == t[d] for t in table):
             size *= n
             continue
         break
-    return size, inner or [0] * len(strides)
+    return size, inner
 
 
 def scalar_tail(out_shape, dtype: torch.dtype, operands, device):
     """Where eager's binary loop over ``operands`` (meta tensors or numbers) runs
     its scalar code: True (everywhere), False (nowhere), an ``i1`` handle of
-    ``out_shape``, or None when not modelled (not contiguous, probe unclear)."""
+    ``out_shape``, or None when not modelled (probe unclear)."""
     strides = [_strides(t, out_shape) for t in operands]
-    if any(s is None for s in strides):
-        return None
     numel = 1
     for n in out_shape:
         numel *= n
@@ -108,16 +159,17 @@ def scalar_tail(out_shape, dtype: torch.dtype, operands, device):
     run = vector_run(dtype)
     if run < 0:
         return None
-    length, inner = _row(out_shape, strides)
+    perm = _order(out_shape, strides)
+    length, inner = _row(out_shape, strides, perm)
     # (cpu_kernel_vec: every operand contiguous along the row, or one a broadcast scalar there)
     vectorized = all(s == 1 for s in inner) or (
         len(inner) >= 2 and list(inner).count(0) == 1 and all(s in (0, 1) for s in inner))
     if run == 0 or not vectorized:
         return True
-    threads = torch.get_num_threads()
+    count = threads(numel >= _GRAIN)
     splits = []
-    if numel >= _GRAIN and threads > 1:
-        parts = min(threads, -(-numel // _GRAIN))
+    if numel >= _GRAIN and count > 1:
+        parts = min(count, -(-numel // _GRAIN))
         chunk = -(-numel // parts)
         splits = [b for b in range(chunk, numel, chunk) if b % length]
     cut = (length // run) * run
@@ -144,11 +196,29 @@ def scalar_tail(out_shape, dtype: torch.dtype, operands, device):
                     tail = apply("and", apply("compare", flat, _full(start, grid, device), direction="GE"),
                                  apply("compare", flat, _full(hi, grid, device), direction="LT"))
                     mask = apply("or", mask, tail)
-    return reshape(mask, tuple(out_shape))
+    # the grid is the iteration's order (outermost first); the output's dims from it
+    walk = perm[::-1]
+    mask = reshape(mask, tuple(out_shape[d] for d in walk))
+    if walk != sorted(walk):
+        mask = apply("permute", mask, dims=tuple(walk.index(d) for d in range(len(out_shape))))
+    return mask
 
 
 def _full(value, shape, device):
     return composites.constant(value, "i64", device, shape)
+
+
+def _lanes(dtype: torch.dtype) -> int | None:
+    """The lanes of one of eager's vectors of ``dtype`` (None: no vector loop)."""
+    run = vector_run(dtype)
+    return None if run < 2 or run % 2 else run // 2
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
 def inner_reduction(x, r, ds, op, dtype: torch.dtype):
@@ -161,40 +231,127 @@ def inner_reduction(x, r, ds, op, dtype: torch.dtype):
     ``l`` of accumulator ``j``; ``vec::maximum`` keeps the later of equal values), the
     four combined as ``max(max(a0, a1), max(a2, a3))`` (the later again), the lanes
     one after another with the scalar ``max`` (the first), then ``basic_loop`` over the
-    rest (the result so far first). One chunk of ``parallel_reduce`` only."""
-    run = vector_run(dtype)
-    if run < 2 or run % 2:
+    rest (the result so far first). With more than one thread and ``GRAIN_SIZE``
+    elements or more, ``parallel_reduce`` gives each thread whole results (the same
+    runs) or, for one result, a chunk of the run each (``two_pass_reduction``: chunks
+    of ``at::parallel_for``, each reduced as a run of its own, then the chunks' results
+    one after another with the scalar ``max``: the first of equal ones)."""
+    lanes = _lanes(dtype)
+    if lanes is None:
         return None
-    lanes = run // 2
-    block = 4 * lanes
     rank = len(x.shape)
-    rows = 1
-    for n_ in x.shape[:rank - len(ds)]:
-        rows *= n_
-    n = 1
-    for n_ in x.shape[rank - len(ds):]:
-        n *= n_
-    count = n // block
-    if count == 0 or (rows * n >= _GRAIN and torch.get_num_threads() > 1):
+    rows = _numel(x.shape[:rank - len(ds)])
+    n = _numel(x.shape[rank - len(ds):])
+    if n // (4 * lanes) == 0:
         return None
     flat = reshape(x, (rows, n))
+    count = threads(rows == 1 and n >= _GRAIN)
+    if rows == 1 and n >= _GRAIN and count > 1:
+        parts = min(count, -(-n // _GRAIN))
+        chunk = -(-n // parts)
+        values = [_run_value(_cut(flat, lo, min(n, lo + chunk)), op, lanes) for lo in range(0, n, chunk)]
+        seq = apply("concatenate", *[reshape(v, (1, 1)) for v in values], dim=1)
+        first = apply("neg", apply("iota", dim=1, shape=(1, len(values)), dtype="i64", device=x.device))
+        value = _pick(seq, first, op)
+    else:
+        value = _run_value(flat, op, lanes)
+    value = reshape(value, tuple(r.shape))
+    return apply("select", apply("compare", r, r, direction="NE"), r, value)  # (NaN stays)
+
+
+def _run_value(flat, op, lanes):
+    """Per row of ``flat`` ``(rows, n)``, the element ``vectorized_inner_reduction`` keeps
+    (see :func:`inner_reduction`; ``n`` at least four vectors)."""
+    rows, n = flat.shape
+    block = 4 * lanes
+    count = n // block
     body_len = count * block
     body = reshape(_cut(flat, 0, body_len), (rows, count * block))
     grid = (rows, count, 4, lanes)
-    i = apply("iota", dim=1, shape=grid, dtype="i64", device=x.device)
-    j = apply("iota", dim=2, shape=grid, dtype="i64", device=x.device)
-    lane = apply("iota", dim=3, shape=grid, dtype="i64", device=x.device)
+    i = apply("iota", dim=1, shape=grid, dtype="i64", device=flat.device)
+    j = apply("iota", dim=2, shape=grid, dtype="i64", device=flat.device)
+    lane = apply("iota", dim=3, shape=grid, dtype="i64", device=flat.device)
     # the first lane holding the maximum, in it the last accumulator, in that the last vector
-    key = apply("add", apply("mul", lane, _full(-4 * count, grid, x.device)),
-                apply("add", apply("mul", j, _full(count, grid, x.device)), i))
+    key = apply("add", apply("mul", lane, _full(-4 * count, grid, flat.device)),
+                apply("add", apply("mul", j, _full(count, grid, flat.device)), i))
     value = _pick(reshape(body, (rows, count * block)), reshape(key, (rows, count * block)), op)  # (rows,)
     if body_len < n:
         seq = apply("concatenate", reshape(value, (rows, 1)), _cut(flat, body_len, n), dim=1)
         width = n - body_len + 1
-        first = apply("neg", apply("iota", dim=1, shape=(rows, width), dtype="i64", device=x.device))
+        first = apply("neg", apply("iota", dim=1, shape=(rows, width), dtype="i64", device=flat.device))
         value = _pick(seq, first, op)
-    value = reshape(value, tuple(r.shape))
+    return value
+
+
+_ROUND_BYTES = 128
+"""``parallel_dim_reduction`` rounds a thread's columns to this many bytes of them."""
+
+
+def outer_reduction(x, r, ds, op, dtype: torch.dtype, itemsize: int):
+    """``r`` (``amax``/``amin`` of contiguous ``x`` over its leading dims ``ds``) as the
+    element eager keeps of equal ones, or None where not modelled. TensorIterator
+    puts the reduced dims innermost (one run of ``R`` rows, ``C`` kept columns), and
+    ``binary_kernel_reduce_vec`` takes ``vectorized_outer_reduction``: blocks of four
+    vectors of columns with ``reduction128`` (each column's accumulator the first row,
+    then ``vec::maximum`` with each later row: the last of equal values), the columns
+    left after the blocks with ``basic_loop`` (the scalar ``max``, the result so far
+    first: the first of equal values). With more than one thread and ``GRAIN_SIZE``
+    elements or more, ``parallel_dim_reduction`` gives each thread a range of columns
+    (``at::parallel_for``'s chunks, rounded to 128 bytes of columns), whose blocks
+    start at its first column."""
+    lanes = _lanes(dtype)
+    if lanes is None:
+        return None
+    rows = _numel(x.shape[:len(ds)])
+    cols = _numel(x.shape[len(ds):])
+    if cols < 2 or rows < 2:
+        return None
+    block = 4 * lanes
+    count = threads(rows * cols >= _GRAIN)
+    ranges = [(0, cols)]
+    if rows * cols >= _GRAIN and count > 1:
+        parts = min(count, cols)
+        chunk = -(-cols // parts)
+        multiple = max(1, _ROUND_BYTES // itemsize)
+        ranges = []
+        for lo in range(0, cols, chunk):
+            hi = min(cols, lo + chunk)
+            lo -= lo % multiple
+            if hi != cols:
+                hi -= hi % multiple
+            if lo < hi:
+                ranges.append((lo, hi))
+    last = [c for lo, hi in ranges for c in range(lo, lo + ((hi - lo) // block) * block)]
+    flat = reshape(x, (rows, cols))
+    seq = apply("permute", flat, dims=(1, 0))  # (cols, rows)
+    grid = (cols, rows)
+    row = apply("iota", dim=1, shape=grid, dtype="i64", device=x.device)
+    if len(last) == cols:
+        key = row
+    elif not last:
+        key = apply("neg", row)
+    else:
+        column = apply("iota", dim=0, shape=grid, dtype="i64", device=x.device)
+        edges = _spans(last)
+        later = None
+        for lo, hi in edges:
+            inside = apply("and", apply("compare", column, _full(lo, grid, x.device), direction="GE"),
+                           apply("compare", column, _full(hi, grid, x.device), direction="LT"))
+            later = inside if later is None else apply("or", later, inside)
+        key = apply("select", later, row, apply("neg", row))
+    value = reshape(_pick(seq, key, op), tuple(r.shape))
     return apply("select", apply("compare", r, r, direction="NE"), r, value)  # (NaN stays)
+
+
+def _spans(cols):
+    """Sorted column numbers as ``[lo, hi)`` runs."""
+    out = []
+    for c in cols:
+        if out and out[-1][1] == c:
+            out[-1][1] = c + 1
+        else:
+            out.append([c, c + 1])
+    return [tuple(p) for p in out]
 
 
 def _cut(flat, lo, hi):

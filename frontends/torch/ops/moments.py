@@ -55,25 +55,27 @@ WIDE_PLATFORMS = frozenset({"cpu", "gpu"})
 
 
 def accumulator(dtype: str, platform: str) -> str:
-    """The element type ``torch.var_mean`` sums a real ``dtype`` row in (batch norm's
-    statistics come through it).
+    """The element type ``torch.var_mean`` sums a real ``dtype`` row in; batch norm's
+    backward sums in it too (conv.py), and so do the decomposition's statistics where
+    ``batch_norm_stats`` does not take eager's CPU kernel (other platforms, inputs neither
+    contiguous nor channels-last).
 
     Float16 and bfloat16 rows in float64 (float32 on a platform without it), rounded once
     into ``dtype``: eager's Welford runs in double, and their own type's sums were 0.4 off
     a bfloat16 variance. Float32 rows on the CPU in float64 too, as eager's CPU kernels sum
-    them (Welford's and batch norm's ``acc_type<float, false>``, a double), so each result
-    is eager's to the bit but where the double sums round to either side of a float32 tie,
-    and a row of 3e38s is eager's (0, 3e38). That also makes the statistics one rounding
-    of a nearly exact sum, whatever order XLA sums in: the same bits whether the program
-    runs N, C, H, W or channels-last (``lazy-channels-last``), where float32 sums moved
-    whole channels by an ulp between the two layouts, and batch norm over 4 images
-    turned that into 4.3e-4 between the two trainings of tests/zoo's resnet18 (2.0e-6
-    with these sums). How near eager's float32 training a ResNet's stays is chance at
-    that scale either way: a ReLU input at -6e-7 in eager float32 is +4e-7 in float64
-    at the zoo resnet18's third step, and from there eager float32 ends 5.7e-4 from
-    eager float64 and 6.4e-4 from its own channels-last run; the lazy training ends
-    5.7e-4 from eager's with float32 sums, 6.2e-4 with these (benchmark 15's runs moved
-    as much when float64 sums were tried before).
+    them (Welford's ``acc_type<float, false>``, a double), so each result is eager's to the
+    bit but where the double sums round to either side of a float32 tie, and a row of
+    3e38s is eager's (0, 3e38). That also makes the statistics one rounding of a nearly
+    exact sum, whatever order XLA sums in: the same bits whether the program runs N, C,
+    H, W or channels-last (``lazy-channels-last``), where float32 sums moved whole
+    channels by an ulp between the two layouts.
+    (Training-mode batch norm on the CPU no longer comes here: ``batch_norm_stats``
+    follows eager's kernel, its sums in the input's memory order. With it tests/zoo's
+    resnet18 ends, after 4 steps, 6.2e-4 from eager float32 and 4.4e-4 from float64
+    training, where eager float32 itself ends 5.7e-4 from float64; it was 1.1e-3 from
+    float64 through these sums. How near eager a ResNet's training stays is chance at
+    that scale: a ReLU input at -6e-7 in eager float32 is +4e-7 in float64 at its third
+    step.)
     Float32 rows elsewhere (eager CUDA sums them in float32) and any other type sum in
     their own type."""
     if dtype in ("f16", "bf16"):

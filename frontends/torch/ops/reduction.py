@@ -109,6 +109,9 @@ def _amax(ctx, x, dim=(), keepdim=False):
     elif ctx.func_name in ("amax", "amin") and is_float(x.dtype) and _inner_reduction(ctx, x, ds):
         # four vectors or more: the one eager's vectorized inner reduction keeps
         r = eager_loops.inner_reduction(x, r, ds, op, ctx.margs[0].dtype) or r
+    elif ctx.func_name in ("amax", "amin") and is_float(x.dtype) and _outer_reduction(ctx, x, ds):
+        # over the leading dims: the one eager's vectorized outer reduction (or its scalar loop) keeps
+        r = eager_loops.outer_reduction(x, r, ds, op, ctx.margs[0].dtype, ctx.margs[0].element_size()) or r
     elif (ctx.func in (aten.max.default, aten.min.default) and is_float(x.dtype) and x.shape != ()
           and _all_in_one_chunk(ctx, x)):
         r = _reduce_all_order(x, r, op, eager_loops.vector_run(ctx.margs[0].dtype) // 2)
@@ -119,7 +122,7 @@ def _all_in_one_chunk(ctx, x) -> bool:
     """``max()``/``min()`` of every element, which eager's ``reduce_all_impl_vec`` runs in
     one ``vec::reduce_all`` (one chunk of ``parallel_reduce``) over contiguous memory."""
     n = _numel(x.shape)
-    return (ctx.margs[0].is_contiguous() and 0 < n and (n < 32768 or torch.get_num_threads() == 1)
+    return (ctx.margs[0].is_contiguous() and 0 < n and (n < 32768 or eager_loops.threads() == 1)
             and eager_loops.vector_run(ctx.margs[0].dtype) >= 2)
 
 
@@ -200,6 +203,12 @@ def _inner_reduction(ctx, x, ds) -> bool:
     """Eager's ``amax``/``amin`` of contiguous ``x`` over its trailing dims ``ds``."""
     rank = len(x.shape)
     return bool(ds) and sorted(ds) == list(range(rank - len(ds), rank)) and ctx.margs[0].is_contiguous()
+
+
+def _outer_reduction(ctx, x, ds) -> bool:
+    """Eager's ``amax``/``amin`` of contiguous ``x`` over its leading dims ``ds`` (some kept)."""
+    return (bool(ds) and sorted(ds) == list(range(len(ds))) and len(ds) < len(x.shape)
+            and ctx.margs[0].is_contiguous())
 
 
 def _first_of_ties(x, r, ds, op, shape):
