@@ -29,10 +29,13 @@ it is read through :func:`threads`, which keeps the lowering from being
 recorded for replay: a recipe's key does not hold the count, and after
 ``torch.set_num_threads`` eager splits by the new one.
 
-``amax``/``amin`` over contiguous trailing dims of four vectors or more
-(:func:`inner_reduction`: ``vectorized_inner_reduction``'s four accumulators,
-then lanes and tail with the scalar ``max``) are modelled too; reductions over
-leading or non-contiguous dims, and runs split among threads, are not.
+``amax``/``amin`` of a contiguous input are modelled too: over trailing dims of
+four vectors or more (:func:`inner_reduction`: ``vectorized_inner_reduction``'s
+four accumulators, then lanes and tail with the scalar ``max``; one result's run
+split among threads by ``two_pass_reduction``), and over leading dims
+(:func:`outer_reduction`: ``vectorized_outer_reduction``'s column blocks, the
+threads' column ranges). Reductions over non-contiguous inputs or over dims
+between kept ones, and the output's layout for ``out=``, are not.
 """
 
 from __future__ import annotations
