@@ -34,6 +34,16 @@ value read (the result's shape is its values', as in eager). It is not a
 decomposition through ``torch._decomp``'s path: torchvision's meta kernel
 refuses meta tensors for a data-dependent shape, so dispatch takes it from
 :func:`handler`.
+
+``torchvision::deform_conv2d`` and its backward (DCNv1, and DCNv2 with a
+mask) ran eager's kernel too: two counted fallbacks a training step. They
+are decompositions now (:func:`deform_conv2d`, :func:`deform_conv2d_backward`)
+with the arithmetic of ``csrc/ops/cpu/deform_conv2d_kernel.cpp``: the
+sampled columns (bilinear reads, 0 outside ``(-1, size)``) times the weight
+per group; col2im's scatter-add into the pixels within 1 of each sample and
+col2im_coord's offset and mask gradients. The sums run in XLA's order, not
+the kernel's (within float rounding of eager). Other types, an empty batch
+and shapes eager refuses run eager's kernel (its errors).
 """
 
 from __future__ import annotations
@@ -289,16 +299,15 @@ class _Deform:
         self.y = (base_y.to(dtype) + off[:, :, :, 0])[:, :, None]  # [B, G, 1, K, oh, ow]
         self.x = (base_x.to(dtype) + off[:, :, :, 1])[:, :, None]
         self.y_low, self.x_low = torch.floor(self.y), torch.floor(self.x)
-        flat = input.reshape(b, groups, cin // groups, h * w)
-        self.corner = {}
-        for dy in (0, 1):
-            for dx in (0, 1):
-                yy, xx = self.y_low + dy, self.x_low + dx
-                ok = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
-                idx = (yy.clamp(0, h - 1) * w + xx.clamp(0, w - 1)).to(torch.int64)
-                idx = idx.expand(self.shape).reshape(*self.shape[:3], -1)
-                v = torch.gather(flat, 3, idx).reshape(self.shape)
-                self.corner[dy, dx] = torch.where(ok, v, torch.zeros((), dtype=dtype, device=dev))
+        # the four corners (low/high y, low/high x), read by one gather; 0 off the map
+        yy = torch.stack([self.y_low, self.y_low, self.y_low + 1, self.y_low + 1])
+        xx = torch.stack([self.x_low, self.x_low + 1, self.x_low, self.x_low + 1])
+        ok = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
+        idx = (yy.clamp(0, h - 1) * w + xx.clamp(0, w - 1)).to(torch.int64).expand((4,) + self.shape)
+        flat = input.reshape(1, b, groups, cin // groups, h * w).expand(4, -1, -1, -1, -1)
+        v = torch.gather(flat, 4, idx.reshape(*idx.shape[:4], -1)).reshape(idx.shape)
+        v = torch.where(ok, v, torch.zeros((), dtype=dtype, device=dev))
+        self.corner = {(0, 0): v[0], (0, 1): v[1], (1, 0): v[2], (1, 1): v[3]}
 
     def bilinear(self):
         """bilinear_interpolate: 0 outside ``(-1, size)``, else the four
@@ -376,20 +385,20 @@ def deform_conv2d_backward(grad, input, weight, offset, mask, bias, stride_h, st
     val = s.bilinear()
     grad_mask = (col_grad * val).sum(2).reshape(mask.shape) if use_mask else torch.zeros_like(mask)
 
+    # col2im: each sample's column into the (up to four) pixels within 1 of it, one scatter-add
     zero = torch.zeros((), dtype=input.dtype, device=input.device)
-    flat = torch.zeros((b * cin * h * w,), dtype=input.dtype, device=input.device)
     bc = (torch.arange(b, device=input.device)[:, None] * cin
           + torch.arange(cin, device=input.device)[None, :]).reshape(b, n_offset_grps, cin // n_offset_grps, 1, 1, 1)
-    for dy in (0, 1):
-        for dx in (0, 1):
-            yp, xp = s.y_low + dy, s.x_low + dx
-            ay, ax = (s.y - yp).abs(), (s.x - xp).abs()
-            ok = (yp >= 0) & (yp < h) & (xp >= 0) & (xp < w) & (ay < 1) & (ax < 1)
-            weight_ = (1 - ay) * (1 - ax)
-            term = weight_ * col_grad if m is None else m * weight_ * col_grad
-            idx = (bc * h + yp.clamp(0, h - 1).to(torch.int64)) * w + xp.clamp(0, w - 1).to(torch.int64)
-            flat = flat.index_put((idx.expand(shape).reshape(-1),), torch.where(ok, term, zero).reshape(-1),
-                                  accumulate=True)
+    yp = torch.stack([s.y_low, s.y_low, s.y_low + 1, s.y_low + 1])
+    xp = torch.stack([s.x_low, s.x_low + 1, s.x_low, s.x_low + 1])
+    ay, ax = (s.y - yp).abs(), (s.x - xp).abs()
+    ok = (yp >= 0) & (yp < h) & (xp >= 0) & (xp < w) & (ay < 1) & (ax < 1)
+    weight_ = (1 - ay) * (1 - ax)
+    term = weight_ * col_grad if m is None else m * weight_ * col_grad
+    idx = (bc * h + yp.clamp(0, h - 1).to(torch.int64)) * w + xp.clamp(0, w - 1).to(torch.int64)
+    flat = torch.zeros((b * cin * h * w,), dtype=input.dtype, device=input.device)
+    flat = flat.index_put((idx.expand((4,) + shape).reshape(-1),), torch.where(ok, term, zero).reshape(-1),
+                          accumulate=True)
     grad_input = flat.reshape(b, cin, h, w)
 
     cols = _deform_columns(s, mask, use_mask, shape).reshape(b, n_weight_grps, cin // n_weight_grps * taps, oh * ow)
