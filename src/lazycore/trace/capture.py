@@ -507,12 +507,17 @@ class Recording:
             else:
                 targets.append(target())  # a dead handle needs no update
         values = self._called(env) if self.call is not None else self.fragment.replay((), env)
+        pairs = [(h, v) for h, v in zip(targets, values) if h is not None]  # (a dead handle needs no update)
         heard = TRACE.updates  # (the automatic step barrier hears in-place updates)
-        for h, v in zip(targets, values):
-            if h is not None:
-                if heard is not None:
+        if heard is not None:
+            cutter = TRACE.cutter
+            if cutter is not None and heard == cutter.updated:  # all at once: one point of the step
+                cutter.updated_many([h for h, _ in pairs], [v for _, v in pairs])
+            else:
+                for h, v in pairs:
                     heard(h, v)
-                h._value = v
+        for h, v in pairs:
+            h._value = v
         return values[len(targets):]
 
 
