@@ -156,7 +156,7 @@ PROGRAMS = {
     "take_columns": (lambda x, m: m.take(x, [0, 2], axis=1).sum(axis=0), True),
     "cumsum": (lambda x, m: m.cumsum(x, axis=0), False),
     "flip": (lambda x, m: x[::-1].sum(axis=0), False),
-    "concatenate_along_it": (lambda x, m: m.concatenate([x, x * 2], axis=0).sum(axis=0), False),
+    "concatenate_along_it": (lambda x, m: m.concatenate([x, x * 2], axis=0).sum(axis=0), True),  # (each at the valid sizes before it)
 }
 
 

@@ -197,3 +197,27 @@ def test_nms_of_a_varying_count_runs_in_its_bucket(dev, device_values):
         compiles.append(_count("compiles") - before)
         assert torch.equal(got, want), (n, got, want)
     assert compiles[2:] == [0, 0, 0], compiles
+
+
+def _joined_and_split(a, b):
+    joined = torch.cat([a, b]) * 2  # (a detection step's per-image boxes joined)
+    first, second = joined.split([a.shape[0], b.shape[0]])  # (box_coder.encode's split)
+    return joined.mean(0), first.amax(0), second.sum(0), torch.cat([second, first]).sum(0)
+
+
+def test_values_of_two_padded_counts_joined_and_split_again(dev, device_values):
+    """``torch.cat`` of two padded counts (9 and 5 rows, 10 and 6, 11 and 7:
+    the buckets of 16 and 8), split back into them, joined the other way:
+    eager's values, one program for the three pairs (each compiled before)."""
+    compiles = []
+    for n1, n2 in ((9, 5), (10, 6), (11, 7)):
+        g = torch.Generator().manual_seed(n1)
+        a, b = torch.randn(n1, 3, generator=g), torch.randn(n2, 3, generator=g)
+        want = _joined_and_split(a, b)
+        before = _count("compiles")
+        got = _joined_and_split(_marked(a, dev), _marked(b, dev))
+        ltorch.mark_step()
+        for x, y in zip(got, want):
+            torch.testing.assert_close(x.cpu(), y, rtol=1e-6, atol=1e-6)
+        compiles.append(_count("compiles") - before)
+    assert compiles[1:] == [0, 0], compiles

@@ -614,6 +614,9 @@ def _dot(state, node, operands, pads):
 def _slice(state, node, operands, pads):
     a = node.attrs
     source = node.operands[0][0].types[node.operands[0][1]].shape
+    parts = _parts(state, a, pads[0], source, operands[0].type.shape)
+    if parts:
+        return _slice_parts(state, node, operands, pads, parts)
     tails = [d for d, f in pads[0].items() if _tail(a, d, f, source)]
     if tails:
         return _slice_tail(state, node, operands, pads, tails)
@@ -669,11 +672,101 @@ def _slice_tail(state, node, operands, pads, tails):
     return {"sizes": tuple(sizes)}, [x, tuple(starts)], out, "dynamic_slice"
 
 
+def _parts(state, a, pads: dict, source: tuple, shape: tuple) -> dict[int, tuple[int, int]]:
+    """The padded dimensions of which the slice takes a symbol's part
+    starting at 0 or at another symbol's size (``targets.split(counts)`` of
+    values joined per image, :func:`_joined`): dim -> (start, size)."""
+    out = {}
+    for d, f in pads.items():
+        s, n = a["start"][d], a["limit"][d] - a["start"][d]
+        if (len(f) != 1 or f[0][1] is None or a["strides"][d] != 1 or n == source[d] or n < 2
+                or n not in state.symbols or (s and s not in state.symbols)):
+            continue
+        if state.symbols[n] + (state.symbols[s] if s else 0) <= shape[d]:  # (it never leaves the value)
+            out[d] = (s, n)
+    return out
+
+
+def _slice_parts(state, node, operands, pads, parts):
+    """A symbol's part of padded dimensions (:func:`_parts`): a
+    ``dynamic_slice`` at the start's valid size (0), as wide as the part's
+    bucket; the part is that symbol's, padded. The other dimensions are
+    sliced as they are first; other padded ones must be taken whole."""
+    a = node.attrs
+    x = operands[0]
+    source = node.operands[0][0].types[node.operands[0][1]].shape
+    start, limit = list(a["start"]), list(a["limit"])
+    for d, f in pads[0].items():
+        if d in parts:
+            start[d], limit[d] = 0, x.type.shape[d]
+        elif a["start"][d] != 0 or a["strides"][d] != 1 or a["limit"][d] != source[d]:
+            raise Refused(f"{_where(node)} takes part of a padded dimension")
+        else:
+            limit[d] = state.size(f)
+    if tuple(start) != (0,) * len(start) or tuple(limit) != x.type.shape or set(a["strides"]) != {1}:
+        x = state.value("slice", (x,), {"start": tuple(start), "limit": tuple(limit), "strides": a["strides"]})
+    starts, sizes = [], list(x.type.shape)
+    for d in range(x.type.rank):
+        if d in parts:
+            s, n = parts[d]
+            starts.append(Value(state.valid[s], 0) if s else state.index_scalar(0))
+            sizes[d] = state.symbols[n]
+        else:
+            starts.append(state.index_scalar(0))
+    out = {d: f for d, f in pads[0].items() if d not in parts}
+    out.update({d: ((n, n),) for d, (_, n) in parts.items()})
+    return {"sizes": tuple(sizes)}, [x, tuple(starts)], out, "dynamic_slice"
+
+
 def _concatenate(state, node, operands, pads):
     d = node.attrs["dim"]
     if not any(d in p for p in pads):
         return node.attrs, operands, _union(node, pads)
+    if any(d in p for p in pads[1:]):
+        return _joined(state, node, operands, pads)
     return _append(state, node, operands, pads)
+
+
+def _joined(state, node, operands, pads):
+    """Values joined along a dimension padded in more than the first of them
+    (a detection model's per-image boxes, ``torch.cat(proposals)``): each is
+    written at the sum of the valid sizes before it (``dynamic_update_slice``
+    into zeros as wide as all of them at bucket sizes: a write never leaves
+    it, so never moves), so the valid positions come first, in order, and
+    each one's padding lands past them or under the next one's values. The
+    result's valid size is a symbol of its own, padded to that width."""
+    d = node.attrs["dim"]
+    others = [{j: f for j, f in p.items() if j != d} for p in pads]
+    if any(o != others[0] for o in others[1:]):
+        raise Refused(f"{_where(node)} joins values padded in different layouts")
+    sources = [o[0].types[o[1]].shape[d] for o in operand_values(node)]
+    offsets, width, at = [], 0, None
+    for o, p, n in zip(operands, pads, sources):
+        f = p.get(d)
+        if f is not None and (len(f) != 1 or f[0][1] is None):
+            raise Refused(f"{_where(node)} joins along a dimension padded as several factors")
+        offsets.append(at if at is not None else state.index_scalar(0))
+        valid = state.index_scalar(n) if f is None else Value(state.valid[f[0][1]], 0)
+        at = valid if at is None else state.value("add", (at, valid), {})
+        width += o.type.shape[d]
+    total = node.types[0].shape[d]
+    if state.symbols.setdefault(total, width) != width:
+        raise Refused(f"{_where(node)} joins into a size another dimension pads otherwise")
+    if total not in state.valid:
+        state.valid[total] = Scalar(np.asarray(total, np.int32), "i32")
+        state.derived.add(total)
+    shape = list(operands[0].type.shape)
+    shape[d] = width
+    dtype = operands[0].type.dtype
+    x = state.splat(state.value("constant", (), {"value": fill_value("zero", dtype)}), tuple(shape))
+    rank = len(shape)
+    for k, (o, start) in enumerate(zip(operands, offsets)):
+        starts = tuple(start if j == d else state.index_scalar(0) for j in range(rank))
+        if k == len(operands) - 1:
+            out = dict(others[0])
+            out[d] = ((total, total),)
+            return {}, [x, o, starts], out, "dynamic_update_slice"
+        x = state.value("dynamic_update_slice", (x, o, starts), {})
 
 
 def _append(state, node, operands, pads):
