@@ -301,7 +301,7 @@ within an ulp of eager's, and closer to the exact sum)."""
 
 def _row_steps(m: int) -> int:
     """The steps of :func:`_row_sums`' loop over ``m`` rows."""
-    used = max(1, min(threads(m > 1), m))
+    used = max(1, min(threads(), m))
     return -(-(-(-m // used)) // _UNROLL)
 
 
@@ -314,11 +314,10 @@ def _row_sums(rows, acc, squares=False):
     loop in the program, :data:`_UNROLL` rows a step; a chunk ends with zero
     rows where it is padded, which leave its sum as it is), the chunks' sums
     then added in ``acc`` one after another. The thread count is the one at this call
-    (:func:`~.ops.eager_loops.threads`: a batch norm traced before and after
-    ``torch.set_num_threads`` splits as eager does each time; a captured step keeps
-    it as a guard)."""
+    (:func:`~.ops.eager_loops.threads`: recordings of it are dropped when
+    ``torch.set_num_threads`` changes it; a captured step keeps it as a guard)."""
     m, c = rows.shape
-    chunk = -(-m // max(1, min(threads(m > 1), m)))
+    chunk = -(-m // max(1, min(threads(), m)))
     used = -(-m // chunk)
     steps = -(-chunk // _UNROLL)
     pad = used * chunk - m

@@ -17,8 +17,10 @@ Each case counts elements whose sign differs from eager's (all values are zeros 
 either sign, or below them). Before (HEAD's lowerings in the same process): 3,294 of
 16,212 binary elements, 774 of 2,412 leading-dim results and 114 of 401 thread-split
 results (under 1 and 2 threads alike) were off; the recorded ``maximum`` replayed after
-``set_num_threads``: 8 elements off in 2 of 5 calls; the captured batch norm: 4 of 10
-calls off (2,385-2,809 elements each)."""
+``set_num_threads``: 8 elements off in 2 of 5 calls (so too with only the watch of
+``torch.set_num_threads`` taken away); the captured batch norm: 4 of 10 calls off
+(2,385-2,809 elements each; so too with only the thread count taken out of capture's
+guard)."""
 
 import pytest
 import torch

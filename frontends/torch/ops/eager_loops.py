@@ -24,10 +24,12 @@ AVX512, or none). Operands that are not contiguous take TensorIterator's
 order (``reorder_dimensions``: the dims sorted by the operands' strides,
 innermost the fastest) before the rows are coalesced.
 
-Where the thread count decides the loops (``at::parallel_for``'s chunks),
-it is read through :func:`threads`, which keeps the lowering from being
-recorded for replay: a recipe's key does not hold the count, and after
-``torch.set_num_threads`` eager splits by the new one.
+Where the thread count decides the loops (``at::parallel_for``'s chunks), it
+is read through :func:`threads` when the lowering runs. A recorded lowering's
+key does not hold the count, so ``torch.set_num_threads`` is watched
+(:func:`_watch_thread_count`): a change drops the recorded lowerings, as a
+change of the lowering registry does, and the next calls lower again with the
+new count; a captured step holds the count among its guards.
 
 ``amax``/``amin`` of a contiguous input are modelled too: over trailing dims of
 four vectors or more (:func:`inner_reduction`: ``vectorized_inner_reduction``'s
@@ -42,11 +44,11 @@ from __future__ import annotations
 
 import torch
 
-from lazycore.ir.context import TRACE
 from lazycore.ir.memo import Memo
 
 from lazycore.trace import composites
 
+from .. import lowering
 from ..lowering import apply, broadcast, const, reshape
 
 _GRAIN = 32768  # at::internal::GRAIN_SIZE
@@ -72,14 +74,34 @@ def vector_run(dtype: torch.dtype) -> int:
     return run
 
 
-def threads(decides: bool = True) -> int:
-    """``torch.get_num_threads()``, which eager's ``at::parallel_for`` splits by. Where
-    it ``decides`` the lowering, the lowering is not recorded for replay
-    (``TRACE.taint``): a recipe is keyed by the call's types, not the thread count,
-    and a call after ``torch.set_num_threads`` must split as eager then does."""
-    if decides:
-        TRACE.taint()
+def threads() -> int:
+    """``torch.get_num_threads()``, which eager's ``at::parallel_for`` splits by (the
+    lowerings that read it are dropped when it changes: :func:`_watch_thread_count`)."""
     return torch.get_num_threads()
+
+
+def _watch_thread_count() -> None:
+    """Wrap ``torch.set_num_threads`` so that a change of the count drops the recorded
+    lowerings and handler choices (the registry's change listeners, ``op`` None: the
+    dispatcher's ``forget``): a recording keyed by the call's types alone would replay
+    the old split. Once per process; a count set to what it was changes nothing."""
+    original = torch.set_num_threads
+    if getattr(original, "__wrapped__", None) is not None and getattr(original, "_lazycore", False):
+        return
+
+    def set_num_threads(n):
+        before = torch.get_num_threads()
+        original(n)
+        if torch.get_num_threads() != before:
+            lowering._changed(None)
+
+    set_num_threads.__wrapped__ = original
+    set_num_threads.__doc__ = original.__doc__
+    set_num_threads._lazycore = True
+    torch.set_num_threads = set_num_threads
+
+
+_watch_thread_count()
 
 
 def _strides(t, out_shape):
@@ -169,7 +191,7 @@ def scalar_tail(out_shape, dtype: torch.dtype, operands, device):
         len(inner) >= 2 and list(inner).count(0) == 1 and all(s in (0, 1) for s in inner))
     if run == 0 or not vectorized:
         return True
-    count = threads(numel >= _GRAIN)
+    count = threads()
     splits = []
     if numel >= _GRAIN and count > 1:
         parts = min(count, -(-numel // _GRAIN))
@@ -248,7 +270,7 @@ def inner_reduction(x, r, ds, op, dtype: torch.dtype):
     if n // (4 * lanes) == 0:
         return None
     flat = reshape(x, (rows, n))
-    count = threads(rows == 1 and n >= _GRAIN)
+    count = threads()
     if rows == 1 and n >= _GRAIN and count > 1:
         parts = min(count, -(-n // _GRAIN))
         chunk = -(-n // parts)
@@ -310,7 +332,7 @@ def outer_reduction(x, r, ds, op, dtype: torch.dtype, itemsize: int):
     if cols < 2 or rows < 2:
         return None
     block = 4 * lanes
-    count = threads(rows * cols >= _GRAIN)
+    count = threads()
     ranges = [(0, cols)]
     if rows * cols >= _GRAIN and count > 1:
         parts = min(count, cols)
