@@ -1,6 +1,7 @@
 """What a traced step's forward and backward cost beyond any ``__torch_dispatch__`` tracer's floor (issue 40 (b)).
 
-    python benchmarks/dispatch_floor.py [--model gpt2|bert|llama|t5] [--steps 15]
+    python benchmarks/dispatch_floor.py [--model gpt2|bert|llama|mistral|t5] [--steps 15] [--by-op N]
+    python benchmarks/dispatch_floor.py --ops [--steps 5]
 
 On benchmark 14's tiny transformers (``model_zoo.tiny_transformers``), the
 CPU time (this thread's, so figures mean something on a loaded machine) of
@@ -19,6 +20,14 @@ Then the whole traced step's parts, on this thread: the step's Python (the
 optimizer's and clipping's captured replays included) and the barrier's host
 work (``mark_step(wait=True)``: encoding the step, recalling its plan,
 launching; the program runs on XLA's threads, so its waiting is not CPU).
+
+``--by-op N``: the N op overloads whose calls cost the most over canned's
+(each top-level dispatch timed on this thread, lazy and canned alternated).
+``--ops``: single ops in a loop (``add``, ``mm``, ``mm`` of a transposed
+view, ``view``, ``t``, ``x * 0.5``, ``linear``), each against canned: a
+tight loop keeps caches warm, so a model's op costs more than its row here.
+Wall-clock timers mislead on a loaded machine (the step's wall time was 3x
+its CPU time at load 13): every figure here is this thread's CPU time.
 """
 
 from __future__ import annotations
@@ -49,7 +58,11 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="gpt2", choices=["gpt2", "bert", "llama", "mistral", "t5"])
     p.add_argument("--steps", type=int, default=15)
+    p.add_argument("--by-op", type=int, default=0, metavar="N")
+    p.add_argument("--ops", action="store_true")
     args = p.parse_args(argv)
+    if args.ops:
+        return _ops(args.steps)
 
     import torch
 
@@ -86,7 +99,10 @@ def main(argv=None) -> int:
     tape, taken, mode = collections.defaultdict(list), collections.Counter(), ["trace"]
     run = dispatch.run
 
-    def handler(func, fargs, fkwargs):
+    by_op, depth = {"trace": collections.Counter(), "canned": collections.Counter()}, [0]
+    calls = collections.Counter()
+
+    def handle(func, fargs, fkwargs):
         if mode[0] == "record":
             r = run(func, fargs, fkwargs)
             tape[func].append(r)
@@ -98,6 +114,20 @@ def main(argv=None) -> int:
                 return _fresh(made[taken[func] - 1], lazy_tensor)
         return run(func, fargs, fkwargs)
 
+    def timed(func, fargs, fkwargs):  # (--by-op) each top-level call's CPU time, by op
+        if depth[0] or mode[0] not in by_op:
+            return handle(func, fargs, fkwargs)
+        depth[0] += 1
+        t = time.thread_time_ns()
+        try:
+            return handle(func, fargs, fkwargs)
+        finally:
+            by_op[mode[0]][func] += time.thread_time_ns() - t
+            calls[mode[0], func] += 1
+            depth[0] -= 1
+
+    handler = timed if args.by_op else handle
+
     dev = ltorch.device()
     model = copy.deepcopy(proto).to(dev)
     batch = {k: v.to(dev) for k, v in host[0].items()}
@@ -108,6 +138,8 @@ def main(argv=None) -> int:
             forward_backward(model, batch, wait)
         mode[0] = "record"
         forward_backward(model, batch, wait)
+        for counts in (*by_op.values(), calls):  # (--by-op) the timed passes only
+            counts.clear()
         lazy_t, canned_t = [], []
         for i in range(2 * args.steps):  # alternated, so a drifting machine slows both alike
             mode[0] = "canned" if i % 2 else "trace"
@@ -140,6 +172,65 @@ def main(argv=None) -> int:
     print(f"  forward + backward   eager {e:6.2f}   lazy {lz:6.2f} ({lz / e:.2f}x)   canned {cn:6.2f} ({cn / e:.2f}x): "
           f"{ops} ops, lazycore's own tracing {lz - cn:.2f} ms ({(lz - cn) * 1e3 / max(ops, 1):.1f} us an op)")
     print(f"  traced step          step's Python {median(step_t):6.2f}   barrier's host work {median(barrier_t):6.2f}")
+    if args.by_op:
+        own = {f: (t - by_op["canned"][f]) / 1e3 / args.steps for f, t in by_op["trace"].items()}
+        print(f"  the {args.by_op} ops costing most over canned (us a pass; us a call; calls a pass):")
+        for f in sorted(own, key=own.get, reverse=True)[:args.by_op]:
+            n = calls["trace", f] / args.steps
+            print(f"    {own[f]:8.1f} {own[f] / n:7.1f} {n:6.0f}  {f}")
+    return 0
+
+
+def _ops(rounds: int) -> int:
+    """``--ops``: us a call of single ops on lazy tensors, and canned's (see the module docs)."""
+    import torch
+
+    import lazycore
+    import lazycore.torch as ltorch
+    from lazycore.frontends.torch import dispatch
+    from lazycore.frontends.torch import tensor as lazy_tensor
+
+    lazycore.config.configure(cache_dir="off")
+    torch.set_num_threads(1)
+    dev = ltorch.device()
+    x, w = torch.randn(128, 64).to(dev), torch.randn(64, 64).to(dev)
+    wt = w.t()
+    ops = {"add": lambda: x + x, "mm": lambda: torch.mm(x, w), "mm of w.t()": lambda: torch.mm(x, wt),
+           "view": lambda: x.view(8192), "t": lambda: w.t(), "x * 0.5": lambda: x * 0.5,
+           "linear": lambda: torch.nn.functional.linear(x, w)}
+    run, canned = dispatch.run, {}
+
+    def handler(func, fargs, fkwargs):
+        r = canned.get(func)
+        if r is None:
+            r = canned[func] = run(func, fargs, fkwargs)
+        return _fresh(r, lazy_tensor)
+
+    def per_call(f, n=1000):
+        for _ in range(20):
+            f()
+        ltorch.mark_step()
+        t = time.thread_time()
+        for _ in range(n):
+            f()
+        spent = time.thread_time() - t
+        ltorch.mark_step()
+        return spent / n * 1e6
+
+    got = {k: ([], []) for k in ops}
+    for _ in range(rounds):  # alternated
+        for k, f in ops.items():
+            got[k][0].append(per_call(f))
+            canned.clear()
+            lazy_tensor.route_ops(handler)
+            try:
+                got[k][1].append(per_call(f))
+            finally:
+                lazy_tensor.route_ops(run)
+    print(f"us a call, this thread's CPU, medians of {rounds}; load average {os.getloadavg()[0]:.1f}")
+    for k, (lazy, floor) in got.items():
+        lz, fl = statistics.median(lazy), statistics.median(floor)
+        print(f"  {k:12s} lazy {lz:6.2f}   canned {fl:6.2f}   lazycore's own {lz - fl:6.2f}")
     return 0
 
 
