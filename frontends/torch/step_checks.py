@@ -84,11 +84,6 @@ _SITES = Memo("torch.step_check_sites", 1024)
 """``(code, offset)`` of a ``bool()`` -> None (read it) or ``(answer, exception
 type's code, exception's code, the names it reads)``."""
 
-_IFS = Memo("torch.step_check_ifs", 256)
-"""File name -> its ``if`` statements by source span (None: no source), for
-the ``if`` statements :func:`_if_at` cannot parse from their own lines."""
-
-
 def speculate(x):
     """The speculated truth of ``x`` (a lazy tensor ``bool()`` is asked of),
     with its step check recorded; None where the rule above does not hold."""
@@ -200,13 +195,12 @@ def _is_test_call(node) -> bool:
 
 
 def _if_at(filename: str, span: tuple):
-    """The ``if`` statement of ``filename`` whose source span (line, end line,
-    column, end column: the conditional jump's position) is ``span``, parsed
-    from its own lines; from the whole file's where they do not parse alone
-    (None: no such statement, no source). The bool() of a lazy tensor in
-    generate()'s ``if ... and (mask == 1).all():`` parsed all 3,900 lines of
-    transformers' generation/utils.py in every new process (0.1-0.3 s of its
-    first token) to find a statement whose body is no ``raise``."""
+    """The ``if`` (or ``elif``) statement of ``filename`` whose source span
+    (line, end line, column, end column: the conditional jump's position) is
+    ``span``, parsed from its own lines (None: no such statement, no source).
+    The bool() of a lazy tensor in generate()'s ``if ... and (mask == 1).all():``
+    parsed all 4,500 lines of transformers' generation/utils.py in every new
+    process (0.1-0.3 s of its first token) to find no ``if`` there."""
     line, end, col, _ = span
     lines = linecache.getlines(filename)
     if not lines or not 0 < line <= end <= len(lines):
@@ -214,31 +208,17 @@ def _if_at(filename: str, span: tuple):
     head = lines[line - 1]
     if len(head) - len(head.lstrip(" \t\f")) != col:
         return None  # not a statement's span (an ``if`` begins its line): an operand of ``and``/``or``
+    text = lines[line - 1:end]
+    if head[col:col + 4] == "elif" and not (head[col + 4:col + 5].isalnum() or head[col + 4:col + 5] == "_"):
+        text[0] = head[:col] + "if  " + head[col + 4:]  # (an ``elif`` parses as an ``if`` of the same columns)
     wrapped = col > 0  # (an indented statement parses as the body of an ``if 1:``)
-    text = ("if 1:\n" if wrapped else "") + "".join(lines[line - 1:end])
     try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):  # (an ``elif``, a statement under a form feed)
-        tree = None
-    if tree is not None and len(tree.body) == 1 and (not wrapped or len(tree.body[0].body) == 1):
-        node = tree.body[0].body[0] if wrapped else tree.body[0]
-        ast.increment_lineno(node, line - 1 - wrapped)
-        if isinstance(node, ast.If) and (node.lineno, node.end_lineno, node.col_offset,
-                                         node.end_col_offset) == span:
-            return node
-    ifs = _ifs(filename)
-    return ifs.get(span) if ifs else None
-
-
-def _ifs(filename: str):
-    found = _IFS.get(filename)
-    if found is None and filename not in _IFS:
-        lines = linecache.getlines(filename)
-        try:
-            tree = ast.parse("".join(lines)) if lines else None
-        except SyntaxError:
-            tree = None
-        found = None if tree is None else {
-            (n.lineno, n.end_lineno, n.col_offset, n.end_col_offset): n for n in ast.walk(tree) if isinstance(n, ast.If)}
-        _IFS.put(filename, found)
-    return found
+        tree = ast.parse(("if 1:\n" if wrapped else "") + "".join(text))
+    except (SyntaxError, ValueError):  # (a span that begins its line but no statement: a wrapped condition)
+        return None
+    block = tree.body[0].body if wrapped else tree.body
+    if len(tree.body) != 1 or len(block) != 1 or not isinstance(block[0], ast.If):
+        return None
+    node = block[0]
+    ast.increment_lineno(node, line - 1 - wrapped)
+    return node if (node.lineno, node.end_lineno, node.col_offset, node.end_col_offset) == span else None

@@ -17,7 +17,6 @@ import pytest
 import torch
 
 import lazycore
-from lazycore.frontends.torch import step_checks
 from lazycore.observe import metrics
 
 FILLER = "".join(f"def filler_{i}(x):\n    return x + {i}\n\n\n" for i in range(1500))
@@ -72,13 +71,12 @@ def parsed(monkeypatch):
 
 
 def test_an_if_without_raise_parses_its_own_lines(dev, module, parsed):
-    # before: the file's 6,000 lines were parsed (and kept in step_checks._IFS)
+    # before: the file's 6,000 lines were parsed
     x, y = torch.ones(3).to(dev), torch.tensor([1, 1, 2]).to(dev)
     lazycore.mark_step(wait=True)
     assert module.pick(x * 2, y + 0) == module.pick(torch.ones(3), torch.tensor([1, 1, 2])) == 2
     assert module.pick(x * 2, y * 0 + 1) == 1
     assert parsed and max(parsed) <= 6
-    assert module.__file__ not in step_checks._IFS
 
 
 def test_a_check_in_a_method_is_speculated_from_its_own_lines(dev, module, parsed):
@@ -91,12 +89,11 @@ def test_a_check_in_a_method_is_speculated_from_its_own_lines(dev, module, parse
         lazycore.mark_step()
     assert module.Checker().validate(torch.tensor([1.0, 2.0]).to(dev) + 1).tolist() == [4.0, 6.0]
     assert parsed and max(parsed) <= 4
-    assert module.__file__ not in step_checks._IFS
     del out
 
 
-def test_an_elif_check_still_found_in_the_whole_file(dev, module):
-    # an ``elif`` does not parse alone: the file's parse finds it, as before
+def test_an_elif_check_is_speculated_from_its_own_lines(dev, module, parsed):
+    # an ``elif`` does not parse alone: it parses as an ``if`` of the same columns
     v = torch.tensor([1.0, -1.0]).to(dev)
     lazycore.mark_step(wait=True)
     before = metrics.counters()["executions"]
@@ -104,4 +101,4 @@ def test_an_elif_check_still_found_in_the_whole_file(dev, module):
     assert metrics.counters()["executions"] == before
     with pytest.raises(ValueError, match=r"v must be positive \(elif\)"):
         lazycore.mark_step()
-    assert module.__file__ in step_checks._IFS
+    assert parsed and max(parsed) <= 4
