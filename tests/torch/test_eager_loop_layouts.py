@@ -58,6 +58,8 @@ LAYOUTS = {
     "strided columns": ((30, 42), (30, 21), lambda a, b: (a[:, ::2], b)),
     "transposed with a row": ((21, 37), (21,), lambda a, b: (a.t(), b)),
     "transposed with a column": ((21, 37), (37, 1), lambda a, b: (a.t(), b)),
+    "0-d": ((), (), lambda a, b: (a, b)),
+    "0-d with a transposed one": ((), (21, 37), lambda a, b: (a, b.t())),
 }
 
 

@@ -151,6 +151,8 @@ def _row(out_shape, strides, perm):
     taken in ``perm``'s order (TensorIterator's ``coalesce_dimensions``: a dim of one
     element joins, else the strides must continue each other, the output's too, which
     is dense in that order)."""
+    if not perm:
+        return 1, [0] * len(strides)  # (a 0-d result: one element)
     dense, step = {}, 1
     for d in perm:
         dense[d] = step
