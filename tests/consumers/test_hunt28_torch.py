@@ -168,7 +168,9 @@ _BOUNDS = {
     # float32 then rounds on any other device (v2/functional/_geometry.py resize_image's
     # _do_native_uint8_resize_on_cpu), as on CUDA: 1 level off in ~17% of pixels (by hand)
     "v2_random_resized_crop_u8": (1.0, 0),
-    "v2_train_pipeline_u8": (1.0, 0),  # its RandomResizedCrop's level, through Normalize (/0.225)
+    # its RandomResizedCrop's level, then TrivialAugmentWide's posterize can put it in the next bucket of
+    # 8 levels: 8 / 255 / 0.225 after Normalize (0.14 by hand)
+    "v2_train_pipeline_u8": (0.15, 0),
     # the perspective grid (a 3-term bmm) rounds apart by an ulp; uint8 rounds a few pixels a level apart
     "v2_random_perspective_u8": (1.0, 0),
     # torchvision's CPU kernels with no lazy form (each op and its backward: 2 counted fallbacks)
@@ -189,14 +191,30 @@ def test_case_as_eager(name):
 # --- transformers models (LAZYCORE_TEST_FULL=1) -----------------------------------------------------
 
 
+# Noise-driven parameters (test_hunt26_torch's _NOISE): SigLIP's key-projection biases add a per-query
+# constant to every score (softmax is shift invariant: gradient 0 in exact arithmetic), so AdamW moves
+# them lr-sized steps in the sign of eager's or lazycore's rounding noise (by hand: 2.0e-4 from eager,
+# losses within 1.7e-7)
+_NOISE = {"siglip": (r".*self_attn\.k_proj\.bias", 4e-3)}
+
+
 @full_only
 @pytest.mark.parametrize("name", ["modernbert", "qwen3", "gemma3", "olmoe", "hubert", "wavlm", "siglip", "rwkv",
                                   "mamba2"])
 def test_transformers_model_trains_as_eager(name):
     pytest.importorskip("transformers")
+    import re
+
     import zoo_harness
 
     spec = {s.name: s for s in cases.hf_specs()}[name]
     r = zoo_harness.train(spec)
+    if name in _NOISE:
+        pattern, bound = _NOISE[name]
+        for key in [k for k in r.lazy_state if re.fullmatch(pattern, k)]:
+            assert (r.lazy_state[key] - r.eager_state[key]).abs().max() < bound, key
+            r.lazy_state.pop(key)
+            r.eager_state.pop(key)
+        r.param_diff, r.param_worst = zoo_harness._state_diff(r.lazy_state, r.eager_state)
     r.check_as_eager()
     assert all(lazy and eager for lazy, eager in r.tied.values()), r.tied
