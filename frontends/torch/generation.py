@@ -79,18 +79,23 @@ them as ``_sample`` does, the flags are read every ``_STOP_EVERY`` tokens
 where ``_sample`` stops are cut on the host. In ``_sample`` itself a stop
 check of max-length criteria alone is answered on the host (:func:`_wrap_stop_check`).
 
-Beam search (``num_beams`` > 1, not sampling) with the same criteria and no
-logits processor (:func:`_beams_fit`) decodes in :func:`_beams`: the prompt
-and the first token as transformers' ``_beam_search`` makes them, then every
-later token one replay of :attr:`_DecodingStep.beams` (the model's step,
-transformers' beam bookkeeping with the token's place a device value, the
-cache reordered in place). transformers read whether beam search had
-stopped every token (a barrier with a wait); here it is a device flag that
-freezes the beams' state once set, read every ``_STOP_EVERY`` tokens where
-an end token can set it before ``max_length``. Beam sampling stays in
-transformers' loop (its draws, from the lazy device's generator, are not
-eager's), its continuations written at the length as a parameter
-(:func:`_wrap_top_k`).
+Beam search and beam sampling (``num_beams`` > 1) with the same criteria
+and no logits processor but sampling's score-only warpers (:func:`_beams_fit`,
+:data:`_SCORES_ONLY`) decode in :func:`_beams`: the prompt and the first
+token as transformers' ``_beam_search`` makes them, then every later token
+one replay of :attr:`_DecodingStep.beams` (the model's step, transformers'
+beam bookkeeping with the token's place a device value, the cache reordered
+in place). transformers read whether beam search had stopped every token (a
+barrier with a wait); here it is a device flag that freezes the beams' state
+once set, read every ``_STOP_EVERY`` tokens where an end token can set it
+before ``max_length``. Beam sampling's draws are made in the step from the
+lazy device's generator (its state a live input the capture reads and
+updates): the draws transformers' loop makes on the lazy device (not
+eager's: the lazy stream is its own). Encoder-decoder models (T5, BART)
+decode the same way, the encoder's states and mask step arguments and the
+cross-attention cache read as the first token filled it. Beam search that
+does not fit stays in transformers' loop, its continuations written at the
+length as a parameter (:func:`_wrap_top_k`).
 """
 
 from __future__ import annotations
