@@ -7,7 +7,7 @@ compiler's unrolling makes per position (frontends/numpy/minmax_loops.py asks Nu
 for it once per dtype). The lazy ``nanmax`` took IEEE's order. A binary ``fmax`` with
 a scalar operand runs NumPy's strided loop (another tail), one with a broadcast
 operand one loop call per row (a tail per row); the lazy ``fmax`` modelled neither.
-Before: 50 of 96 reduction cases and 12 of 72 binary cases here had a sign off NumPy's."""
+Before: 34 of 60 reduction cases and 12 of 72 binary cases here had a sign off NumPy's."""
 
 import numpy as np
 
@@ -15,8 +15,7 @@ import lazycore
 import lazycore.numpy as lnp
 
 DTYPES = (np.float16, np.float32, np.float64)
-SHAPES = [((3,), None), ((7,), None), ((20,), None), ((37,), None), ((300,), None), ((4, 21), -1),
-          ((6, 19), 0), ((2, 3, 9), (1, 2))]
+SHAPES = [((3,), None), ((20,), None), ((37,), None), ((4, 21), -1), ((6, 19), 0)]
 BINARY = [((5,), ()), ((21,), ()), ((40,), ()), ((3, 21), (21,)), ((4, 20), (4, 1)), ((3, 1), (1, 19))]
 
 

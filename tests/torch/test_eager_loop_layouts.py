@@ -14,13 +14,15 @@ frontends/torch/ops/eager_loops.py models them. Three gaps were left:
   captured step, after ``torch.set_num_threads`` kept the old split.
 
 Each case counts elements whose sign differs from eager's (all values are zeros of
-either sign, or below them). Before (HEAD's lowerings in the same process): 3,294 of
-16,212 binary elements, 774 of 2,412 leading-dim results and 114 of 401 thread-split
-results (under 1 and 2 threads alike) were off; the recorded ``maximum`` replayed after
+either sign, or below them). Before (6d1df9a's lowerings in the same process; float32 and
+float64): 3,308 of 19,324 binary elements, 774 of 2,412 leading-dim results and 114 of
+401 thread-split results (under 1 and 2 threads alike) were off; the recorded ``maximum`` replayed after
 ``set_num_threads``: 8 elements off in 2 of 5 calls (so too with only the watch of
 ``torch.set_num_threads`` taken away); the captured batch norm: 4 of 10 calls off
 (2,385-2,809 elements each; so too with only the thread count taken out of capture's
 guard)."""
+
+import os
 
 import pytest
 import torch
@@ -28,6 +30,10 @@ import torch.nn.functional as F
 
 import lazycore
 import lazycore.torch as ltorch
+
+FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
+DTYPES = [torch.float32, torch.float64] if FULL else [torch.float32]
+"""CI runs float32 and two threads (each a program of its own); ``LAZYCORE_TEST_FULL=1`` all."""
 
 
 def _zeros(g, shape, dtype=torch.float32, low=0.0):
@@ -63,17 +69,16 @@ LAYOUTS = {
 }
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_maximum_minimum_of_non_contiguous_operands_are_eagers(dev, dtype):
     g = torch.Generator().manual_seed(0)
-    off = {}
+    pairs = {}
     for name, (sa, sb, view) in LAYOUTS.items():
         a, b = _zeros(g, sa, dtype), _zeros(g, sb, dtype)
         for f in (torch.maximum, torch.minimum):
-            want = f(*view(a, b))
-            got = f(*view(a.to(dev), b.to(dev)))
-            lazycore.mark_step()
-            off[(name, f.__name__)] = _off(got, want)
+            pairs[(name, f.__name__)] = (f(*view(a.to(dev), b.to(dev))), f(*view(a, b)))
+    lazycore.mark_step()
+    off = {k: _off(got, want) for k, (got, want) in pairs.items()}
     assert off == {k: 0 for k in off}
 
 
@@ -81,21 +86,21 @@ LEADING = [((6, 70), (0,)), ((9, 33), (0,)), ((5, 3, 40), (0,)), ((4, 3, 50), (0
            ((3, 200), (0,))]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_amax_amin_over_leading_dims_are_eagers(dev, dtype):
     g = torch.Generator().manual_seed(1)
-    off = {}
+    pairs = {}
     for shape, dims in LEADING:
         x = _zeros(g, shape, dtype, low=-2.0)
         for f in (torch.amax, torch.amin):
             y = x if f is torch.amax else -x
-            got = f(y.to(dev), dim=dims)
-            lazycore.mark_step()
-            off[(shape, dims, f.__name__)] = _off(got, f(y, dim=dims))
+            pairs[(shape, dims, f.__name__)] = (f(y.to(dev), dim=dims), f(y, dim=dims))
+    lazycore.mark_step()
+    off = {k: _off(got, want) for k, (got, want) in pairs.items()}
     assert off == {k: 0 for k in off}
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2] if FULL else [2])
 def test_amax_split_among_threads_is_eagers(dev, threads):
     """One result of 40,000 elements (``two_pass_reduction``: two chunks), 200 columns
     of 200 rows (``parallel_dim_reduction``: columns 0-95 and 96-199) and 200 rows of
