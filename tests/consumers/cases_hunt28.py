@@ -548,6 +548,7 @@ def compare(name):
     ltorch.mark_step(wait=True)
     metrics.reset()
     got = fn(ltorch.device())
+    ltorch.mark_step()  # the case's step, then its reads
     got = {k: v.detach().cpu() for k, v in got.items()}
     ltorch.mark_step(wait=True)
     c = metrics.counters()
