@@ -33,7 +33,7 @@ def _compiles():
 
 
 def _run(step, device, steps):
-    """``step(i, state)`` for each ``i`` with a barrier after it; the compiles per step."""
+    """``step(i)`` for each ``i`` with a barrier after it on the lazy device; the compiles per step."""
     import lazycore.torch as ltorch
 
     counts = []
