@@ -9,6 +9,7 @@ A tiny GPT-2's prompt program divided by 64 ten times (its layer norms'
 means): 858 StableHLO ops, 479 without the exact forms, every bit the same.
 """
 
+import math
 import os
 import sys
 
@@ -112,3 +113,24 @@ def test_a_mean_over_a_power_of_two():
     assert "tensor<8xf32>) -> tensor<8xf64>" in text and "stablehlo.and" in text
     bits_equal(kept[0].cpu().numpy(), x32.cpu()[:, :3].mean(-1).numpy())
     bits_equal(kept[1].cpu().numpy(), x64.cpu()[:, :3].mean(-1).numpy())
+
+
+def test_float64_quotients_of_the_largest_values():
+    # a float64 divide by a tensor keeps its remainder's correction; its
+    # halves' products overflowed for the largest dividends: max / 2**900 was -inf
+    dev = lt.device()
+    g = torch.Generator().manual_seed(3)
+    largest = torch.tensor([torch.finfo(torch.float64).max], dtype=torch.float64)
+    big = torch.cat([largest, 2.0**1020 * (1 + torch.rand(255, generator=g, dtype=torch.float64))])
+    x = torch.cat([big, -big, torch.tensor([2.0**1001 * 1.37, 1e300, 3.0], dtype=torch.float64)])
+    for d in (2.0**900, 2.0**-20, 3.0, 0.7, -1e-3):
+        divisor = torch.tensor(d, dtype=torch.float64)
+        got, want = (x.to(dev) / divisor.to(dev)).cpu(), x / divisor
+        if math.log2(abs(d)).is_integer():
+            bits_equal(got.numpy(), want.numpy())
+        else:  # above 2**1020 the quotient is XLA's a * (1/b): within an ulp
+            finite = torch.isfinite(want)
+            assert torch.equal(got[~finite], want[~finite])
+            ulps = (got[finite].view(torch.int64) - want[finite].view(torch.int64)).abs()
+            assert int(ulps.max()) <= 1 and torch.equal(got[finite][x[finite].abs() < 2.0**1020],
+                                                        want[finite][x[finite].abs() < 2.0**1020])

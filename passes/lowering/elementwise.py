@@ -337,10 +337,12 @@ _WIDENED = ("f16", "bf16", "f32")
 # multiply-add. 0 of 7M quotients off eager's (divisors 3, 7.1, 1/3, -1e-3,
 # 1e-280, 1e280, 0.7; XLA's own: up to a third). Where a halving could
 # overflow or a remainder underflow (|b| or |q| outside [2**-900, 2**995],
-# |a| below 2**-900), and at zeros, infinities and NaN, the quotient stays
-# XLA's.
+# |a| outside [2**-900, 2**1020]: the halves' products of a quotient of the
+# largest values overflowed, max / 2**900 was -inf), and at zeros, infinities
+# and NaN, the quotient stays XLA's.
 _SPLIT = float(2**27 + 1)
 _SAFE = (2.0**-900, 2.0**995)
+_SAFE_A = (2.0**-900, 2.0**1020)
 
 
 def _halves(x):
@@ -365,7 +367,7 @@ def _corrected_quotient(a, b):
         e = hlo.binary("add", e, hlo.binary("multiply", u, v))
     remainder = hlo.binary("subtract", hlo.binary("subtract", a, p), e)
     corrected = hlo.binary("add", q, hlo.binary("multiply", remainder, r))
-    safe = hlo.binary("and", hlo.binary("and", _within(a, _SAFE[0], math.inf), _within(b, *_SAFE)), _within(q, *_SAFE))
+    safe = hlo.binary("and", hlo.binary("and", _within(a, *_SAFE_A), _within(b, *_SAFE)), _within(q, *_SAFE))
     return hlo.select(safe, corrected, q)
 
 
