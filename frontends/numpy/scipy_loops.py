@@ -98,16 +98,9 @@ def _p1evl(x, coef):
 
 
 def log1p(x):
-    """``log1p``; in f64 on (-1, -1/4), ``log(u) - ((u - 1) - x) / u`` with ``u = 1 + x`` (the log of
-    ``u`` corrected by the rounding of ``1 + x``, which ``u - 1`` gives exactly there): XLA's own
-    f64 log1p is up to 128 ulps off on (-1/2, -0.3), within 2 elsewhere (the corrected form is
-    no better above 0: 4 ulps on (1/4, 0.3), XLA's log near 1)."""
-    plain = apply("log1p", x)
-    if x.dtype != "f64":
-        return plain
-    u = _add(x, 1.0)
-    corrected = _sub(apply("log", u), _div(_sub(_sub(u, 1.0), x), u))
-    return _sel(_and(_cmp(x, -0.25, "LT"), _cmp(x, -1.0, "GT")), corrected, plain)
+    """``log1p``: the op (its float64 lowering corrects XLA's near -1, passes/lowering/elementwise.py
+    ``_log1p_f64``)."""
+    return apply("log1p", x)
 
 
 def _in_double(fn):
