@@ -9,14 +9,17 @@ frontends/torch/ops/eager_loops.py models them. Three gaps were left:
 - ``amax``/``amin`` over leading dims (``vectorized_outer_reduction``: blocks of four
   vectors of columns keep the later row, the columns after them the first) and over
   one run split among threads (``two_pass_reduction``), or columns split among threads
-  (``parallel_dim_reduction``, rounded to 128 bytes); the lazy op took IEEE's order;
+  (``parallel_dim_reduction``, rounded to 128 bytes), and ``max()``/``min()`` of more
+  than ``GRAIN_SIZE`` elements with more than one thread (``at::parallel_reduce``); the
+  lazy op took IEEE's order;
 - the thread count was read when a lowering was recorded: a recipe replayed, or a
   captured step, after ``torch.set_num_threads`` kept the old split.
 
 Each case counts elements whose sign differs from eager's (all values are zeros of
 either sign, or below them). Before (6d1df9a's lowerings in the same process; float32 and
 float64): 3,308 of 19,324 binary elements, 774 of 2,412 leading-dim results and 114 of
-401 thread-split results (under 1 and 2 threads alike) were off; the recorded ``maximum`` replayed after
+401 thread-split results (under 1 and 2 threads alike) and 5 of 12 three-thread
+``max()``/``min()``/``amax`` results were off; the recorded ``maximum`` replayed after
 ``set_num_threads``: 8 elements off in 2 of 5 calls (so too with only the watch of
 ``torch.set_num_threads`` taken away); the captured batch norm: 4 of 10 calls off
 (2,385-2,809 elements each; so too with only the thread count taken out of capture's
@@ -114,6 +117,27 @@ def test_amax_split_among_threads_is_eagers(dev, threads):
             got = torch.amax(x.to(dev), dim=dims)
             lazycore.mark_step()
             off[(shape, dims)] = _off(got, torch.amax(x, dim=dims))
+        assert off == {k: 0 for k in off}
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_max_of_every_element_split_among_threads_is_eagers(dev):
+    """``max()``/``min()`` (``at::parallel_reduce`` of ``vec::reduce_all``: each thread's
+    chunk reduced, then the chunks' results from the first) and ``amax`` of one run
+    (``two_pass_reduction``) with three threads: three chunks."""
+    g = torch.Generator().manual_seed(5)
+    before = _threads(3)
+    try:
+        pairs = {}
+        for seed in range(4):
+            x = _zeros(g, (70001,), low=-1.0)
+            lx = x.to(dev)
+            pairs[("max", seed)] = (lx.max(), x.max())
+            pairs[("min", seed)] = ((-lx).min(), (-x).min())
+            pairs[("amax", seed)] = (torch.amax(lx, dim=0), torch.amax(x, dim=0))
+        lazycore.mark_step()
+        off = {k: _off(got, want) for k, (got, want) in pairs.items()}
         assert off == {k: 0 for k in off}
     finally:
         torch.set_num_threads(before)

@@ -277,7 +277,9 @@ def inner_reduction(x, r, ds, op, dtype: torch.dtype):
         parts = min(count, -(-n // _GRAIN))
         chunk = -(-n // parts)
         values = [_run_value(_cut(flat, lo, min(n, lo + chunk)), op, lanes) for lo in range(0, n, chunk)]
-        seq = apply("concatenate", *[reshape(v, (1, 1)) for v in values], dim=1)
+        seq = reshape(values[0], (1, 1))
+        for v in values[1:]:  # (concatenate takes two operands)
+            seq = apply("concatenate", seq, reshape(v, (1, 1)), dim=1)
         first = apply("neg", apply("iota", dim=1, shape=(1, len(values)), dtype="i64", device=x.device))
         value = _pick(seq, first, op)
     else:

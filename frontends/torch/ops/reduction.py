@@ -113,17 +113,42 @@ def _amax(ctx, x, dim=(), keepdim=False):
         # over the leading dims: the one eager's vectorized outer reduction (or its scalar loop) keeps
         r = eager_loops.outer_reduction(x, r, ds, op, ctx.margs[0].dtype, ctx.margs[0].element_size()) or r
     elif (ctx.func in (aten.max.default, aten.min.default) and is_float(x.dtype) and x.shape != ()
-          and _all_in_one_chunk(ctx, x)):
-        r = _reduce_all_order(x, r, op, eager_loops.vector_run(ctx.margs[0].dtype) // 2)
+          and _all_reduced(ctx, x)):
+        lanes = eager_loops.vector_run(ctx.margs[0].dtype) // 2
+        chunks = _reduce_all_chunks(_numel(x.shape))
+        if len(chunks) == 1:
+            r = _reduce_all_order(x, r, op, lanes)
+        else:
+            # each thread's chunk in one vec::reduce_all, then the chunks' results one after
+            # another with the scalar max from the identity (the first of equal ones)
+            flat = reshape(x, (_numel(x.shape),))
+            values = []
+            for lo, hi in chunks:
+                part = apply("slice", flat, start=[lo], limit=[hi], strides=[1])
+                values.append(reshape(_reduce_all_order(part, apply(op, part, dims=(0,)), op, lanes), (1,)))
+            seq = values[0]
+            for v in values[1:]:  # (concatenate takes two operands)
+                seq = apply("concatenate", seq, v, dim=0)
+            r = reshape(_first_of_ties(seq, apply(op, seq, dims=(0,)), (0,), op, ()), tuple(r.shape))
     return r
 
 
-def _all_in_one_chunk(ctx, x) -> bool:
-    """``max()``/``min()`` of every element, which eager's ``reduce_all_impl_vec`` runs in
-    one ``vec::reduce_all`` (one chunk of ``parallel_reduce``) over contiguous memory."""
-    n = _numel(x.shape)
-    return (ctx.margs[0].is_contiguous() and 0 < n and (n < 32768 or eager_loops.threads() == 1)
+def _all_reduced(ctx, x) -> bool:
+    """``max()``/``min()`` of every element of contiguous ``x``, which eager's
+    ``reduce_all_impl_vec`` runs as ``at::parallel_reduce`` of ``vec::reduce_all``."""
+    return (ctx.margs[0].is_contiguous() and 0 < _numel(x.shape)
             and eager_loops.vector_run(ctx.margs[0].dtype) >= 2)
+
+
+def _reduce_all_chunks(n: int) -> list:
+    """``at::parallel_reduce``'s chunks of ``n`` elements (GRAIN_SIZE 32768): one up to
+    it or with one thread, else OpenMP's ``invoke_parallel`` split."""
+    count = eager_loops.threads()
+    if n <= 32768 or count == 1:
+        return [(0, n)]
+    parts = min(count, -(-n // 32768))
+    chunk = -(-n // parts)
+    return [(lo, min(n, lo + chunk)) for lo in range(0, n, chunk)]
 
 
 def _reduce_all_order(x, r, op, lanes):
