@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
-import os
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
@@ -678,35 +677,13 @@ class Executable:
         return [to_host(o) for o in outs]
 
 
-CPU_OPTIONS = {
-    "xla_cpu_experimental_ynn_fusion_type": ",".join(
-        "LIBRARY_FUSION_TYPE_" + kind for kind in ("DOT", "INDIVIDUAL_DOT", "REDUCE")
-    ),
-}
-"""XLA options every CPU program compiles with, each unless ``XLA_FLAGS`` names it
-(the user's choice stands). YNNPACK fusions for matmuls and reductions, but
-not ``INDIVIDUAL_CONVOLUTION``: XLA then runs convolutions with Eigen, whose
-3x3 weight gradients are 4-5x faster than YNNPACK's on this CPU (batch 8,
-56x56x64: 58 against 12-15 ms; torch's oneDNN 7) and whose forward and input
-gradients are as fast or faster; ResNet-50's training step program 3.0 to
-2.3 s (docs/guides/torch.md, "Convolutions on XLA's CPU backend")."""
-
-
-def _cpu_overrides() -> list[tuple[str, str]]:
-    flags = os.environ.get("XLA_FLAGS", "")
-    return [(name, value) for name, value in CPU_OPTIONS.items() if name not in flags]
-
-
 def _compile_options(device) -> xc.CompileOptions:
     if isinstance(device, MeshTarget):
-        options = device.compile_options()
-    else:
-        options = xc.CompileOptions()
-        # Without an explicit assignment XLA places the one replica on device 0 of
-        # the client, and execution refuses buffers living on any other device.
-        options.executable_build_options.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]]))
-    if device.platform == "cpu":
-        options.env_option_overrides = _cpu_overrides()
+        return device.compile_options()
+    options = xc.CompileOptions()
+    # Without an explicit assignment XLA places the one replica on device 0 of
+    # the client, and execution refuses buffers living on any other device.
+    options.executable_build_options.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]]))
     return options
 
 
