@@ -57,14 +57,7 @@ def rows(kit, size: str, reps: int) -> None:
                 note=describe(rs))
         if key == "disk" and any(r["compiles"] for r in rs):
             kit.FAILURES.append(f"{B}: a process with its programs on disk compiled")
-    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
-        kit.NOTES.append(f"{B}: {BYTECODE}")
     kit.set_ratios(B)
-
-
-BYTECODE = ("PYTHONDONTWRITEBYTECODE is set: each new process compiles lazycore's modules from source "
-            "(in a cold first call, the compiler's: 37 modules, 0.19 s at load 13), where an installed package has "
-            "its bytecode; torchax's and torch's come from site-packages' bytecode")
 
 
 def measure(size: str, reps: int, tempfile=None) -> dict:
@@ -189,8 +182,6 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     sys.path.insert(0, str(HERE))
     runs = measure(a.size, a.reps)
-    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
-        print(BYTECODE)
     want = runs["eager"][0]["tokens"]
     for key, rs in runs.items():
         if rs:
