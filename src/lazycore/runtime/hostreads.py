@@ -606,6 +606,11 @@ def _dynamic_slice(node, t, args):
     return x[tuple(slice(b, b + k) for b, k in zip(begin, sizes))]
 
 
+def move(node, host: np.ndarray) -> np.ndarray:
+    """``node`` (a reshape, permute, slice or reverse) applied to its operand's host value."""
+    return _EVAL[node.op](node, node.types[0], [host])
+
+
 _EVAL = {
     "constant": _constant,
     "iota": _iota,

@@ -395,11 +395,47 @@ def _settled(t: LazyTensor, cut: bool = False) -> tuple[Data, object]:
     return leaf, None
 
 
+_MOVES = frozenset(("reshape", "permute", "slice", "reverse"))
+"""Ops that only move a value's elements: the bits of their operand, rearranged."""
+
+
+def _moved(t: LazyTensor) -> np.ndarray | None:
+    """``t``'s value when it only moves the elements of one device data leaf
+    (:data:`_MOVES`): the leaf's copy, moved by NumPy, with no program; None
+    otherwise. A gradient is often such a value after a barrier (linear's
+    weight gradient, the transpose of the product that made it), and every
+    read of it (logging it, copying it to the host) was a program of its own."""
+    node, chain = t._value.node, []
+    while type(node) is not Data:
+        if node.op not in _MOVES or len(node.operands) != 1:
+            return None
+        chain.append(node)
+        node = node.operands[0].node
+    if not chain or not hostreads.plain_leaf(node) or isinstance(t.device.pjrt, pjrt.MeshTarget):
+        return None
+    TRACE.taint()  # a lowering that observes values cannot be replayed
+    events.bump("host_reads")  # (a captured step that reads one is not replayed)
+    running = t.device.running
+    if running is not None and running.flags:
+        t.device.wait()  # its value checks may fail the leaf's value (lazycore.runtime.checks)
+    if type(node.buffer) is Failure:
+        raise node.buffer.error()
+    host = node.host if node.host is not None else _host_copy(node)
+    for n in reversed(chain):
+        host = hostreads.move(n, host)
+    events.emit("read_on_host", t.type, len(chain))
+    return np.array(host)
+
+
 @_locked
 def to_numpy(t: LazyTensor) -> np.ndarray:
     """The value on the host: an implicit barrier for ``t``'s device.
 
     Raises :class:`~lazycore.ir.failure.BarrierError` when computing it failed."""
+    if t.pending:
+        moved = _moved(t)
+        if moved is not None:
+            return moved
     leaf, region = _settled(t, cut=True)  # a padded result: its valid region is cut here
     if leaf.host is not None:  # a small upload's copy: nothing read from the device
         events.bump("host_reads")
