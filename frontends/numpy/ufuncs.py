@@ -207,11 +207,11 @@ def _power(a, b):
 
 def _log1p(a):
     """NumPy's complex log1p at infinities and NaN is C99's clog's, +inf + NaN j
-    (torch's, and so the shared lowering's, is NaN + NaN j). A real one is
-    :func:`.scipy_loops.log1p` (XLA's f64 log1p is up to 128 ulps off on (-1, -0.3))."""
-    if not is_complex(a.dtype):
-        return scipy_loops.log1p(a)
+    (torch's, and so the shared lowering's, is NaN + NaN j). A real one is the op
+    (its float64 lowering corrects XLA's log1p near -1: passes/lowering/elementwise.py ``_log1p_f64``)."""
     r = apply("log1p", a)
+    if not is_complex(a.dtype):
+        return r
     x, y = apply("real", a), apply("imag", a)
     lanes = apply("or", apply("and", composites.isinf(x), composites.isnan(y)),
                   apply("and", composites.isnan(x), composites.isinf(y)))
