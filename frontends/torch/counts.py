@@ -43,3 +43,9 @@ def columns(where: np.ndarray, device, rank: int) -> list:
         handle = upload(torch.from_numpy(buckets.pad_host(column, 0)), device, scalar=False)
         out.append(core.LazyTensor(buckets.cut(handle.value.node, (n,), 0), handle.device))
     return out
+
+
+def padded(node) -> bool:
+    """Whether ``node`` is a padded result's valid region (a mask computed in
+    a padded program: its values are read cut from the padded result)."""
+    return buckets.padded_leaf(node) is not None

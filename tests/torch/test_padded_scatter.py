@@ -221,3 +221,13 @@ def test_values_of_two_padded_counts_joined_and_split_again(dev, device_values):
             torch.testing.assert_close(x.cpu(), y, rtol=1e-6, atol=1e-6)
         compiles.append(_count("compiles") - before)
     assert compiles[1:] == [0, 0], compiles
+
+
+def test_a_mask_computed_in_a_padded_program_gives_its_indices_without_a_fallback(dev, device_values, no_fallback):
+    """A sampler's ``torch.where(matched >= 1)`` where ``matched`` came out
+    of a padded program (its handle a valid region): the mask's values are
+    read cut, and its indices lowered, as for any mask (eager's kernel ran)."""
+    x = _marked(torch.arange(11), dev)
+    mask = x % 3 == 0
+    ltorch.mark_step()
+    assert torch.equal(torch.where(mask)[0].cpu(), torch.arange(0, 11, 3))

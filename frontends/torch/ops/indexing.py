@@ -746,7 +746,10 @@ def _host_mask(mask):
     h = read(mask)
     values = core.to_numpy(h) if h.pending else None  # (a failed computation raises, as the fallback's read)
     node = h.value.node
-    if type(node) is not Data or type(node.storage) is Failure:
+    if type(node) is not Data:
+        if not counts.padded(node):  # (a padded result's valid region: its values were read, cut from it)
+            return None
+    elif type(node.storage) is Failure:
         return None
     return values, (node, h, None)
 
