@@ -400,18 +400,23 @@ _MOVES = frozenset(("reshape", "permute", "slice", "reverse"))
 
 
 def _moved(t: LazyTensor) -> np.ndarray | None:
-    """``t``'s value when it only moves the elements of one device data leaf
-    (:data:`_MOVES`): the leaf's copy, moved by NumPy, with no program; None
-    otherwise. A gradient is often such a value after a barrier (linear's
-    weight gradient, the transpose of the product that made it), and every
-    read of it (logging it, copying it to the host) was a program of its own."""
+    """``t``'s value when it only moves the elements of one program result
+    (:data:`_MOVES` over a device data leaf with no host copy): the leaf's
+    copy, moved by NumPy, with no program; None otherwise. A gradient is
+    often such a value after a barrier (linear's weight gradient, the
+    transpose of the product that made it), and every read of it (logging
+    it, copying it to the host) was a program of its own. A view of an
+    upload keeps :func:`_read_on_host`'s rules (with nothing else pending,
+    a float one is the device's program: the IR a user inspects)."""
     node, chain = t._value.node, []
     while type(node) is not Data:
         if node.op not in _MOVES or len(node.operands) != 1:
             return None
         chain.append(node)
         node = node.operands[0].node
-    if not chain or not hostreads.plain_leaf(node) or isinstance(t.device.pjrt, pjrt.MeshTarget):
+    if not chain or node.host is not None or not hostreads.plain_leaf(node):
+        return None
+    if isinstance(t.device.pjrt, pjrt.MeshTarget):
         return None
     TRACE.taint()  # a lowering that observes values cannot be replayed
     events.bump("host_reads")  # (a captured step that reads one is not replayed)
@@ -420,7 +425,7 @@ def _moved(t: LazyTensor) -> np.ndarray | None:
         t.device.wait()  # its value checks may fail the leaf's value (lazycore.runtime.checks)
     if type(node.buffer) is Failure:
         raise node.buffer.error()
-    host = node.host if node.host is not None else _host_copy(node)
+    host = _host_copy(node)
     for n in reversed(chain):
         host = hostreads.move(n, host)
     events.emit("read_on_host", t.type, len(chain))
