@@ -34,7 +34,8 @@ _U64 = 0xFFFFFFFFFFFFFFFF
 
 class Generator:
     """One device's random stream: its seed and the lazy ``ui64[2]`` state
-    value (None until the first draw after seeding: seeding costs no upload)."""
+    value (None until the first draw: seeding before it costs no upload; a
+    seed after draws gives the same state object the seed's words)."""
 
     __slots__ = ("device", "seed", "state")
 
@@ -48,7 +49,10 @@ class Generator:
 
     def reseed(self, seed: int) -> None:
         self.seed = seed & _U64
-        self.state = None
+        if self.state is not None:
+            # the state stays one object, given the seed's words: a captured step reads it
+            # as an input, and a new object would make the step record again at every seed
+            self.state.assign(core.from_numpy(np.array([self.seed, _GOLDEN], dtype=np.uint64), self.device))
 
     def handle(self):
         """The state value, uploaded from the seed on the first draw."""
