@@ -126,6 +126,10 @@ _BINARY_ROWS = {
     "and": ("integral", True, np.bitwise_and),
     "or": ("integral", True, np.bitwise_or),
     "xor": ("integral", True, np.bitwise_xor),
+    # a shift by a negative amount or by the width or more: 0 left, the sign's bits right (arithmetic for
+    # a signed type, logical for an unsigned one), as torch's and NumPy's shifts (and StableHLO's) give
+    "shift_left": ("int", False, np.left_shift),
+    "shift_right": ("int", False, np.right_shift),
 }
 BINARY = {name: (klass, commutative) for name, (klass, commutative, _) in _BINARY_ROWS.items()}
 """Binary op name -> (the element-type class it accepts, whether it is commutative)."""

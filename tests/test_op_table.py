@@ -32,6 +32,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Callable
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -263,6 +265,17 @@ def _int_pow_negative(rng, dtype):
 def _exact_trunc_div(a, b):
     """Integer division toward zero over the whole range (a - fmod(a, b) is a multiple of b)."""
     return (a - np.fmod(a, b)) // b
+
+
+def _shift(ref, rng, lhs):
+    """Any values shifted by counts in [-2, bits + 2] (a negative count as its
+    unsigned wrap): 0 left and the sign's fill right outside [0, bits), as
+    NumPy's (and torch's) shifts give them."""
+    bits = 8 * np_dtype(lhs).itemsize
+    a = full_range(rng, SHAPE, lhs)
+    counts = rng.integers(-2, bits + 3, SHAPE)
+    b = counts.astype(np.int64).astype(np_dtype(lhs)) if is_int(lhs) else counts
+    return [Case([a, b], want=later(ref, a, b))]
 
 
 def binary_sample(name, klass):
@@ -963,6 +976,8 @@ SAMPLES: dict[str, Sample] = {
     **{n: binary_sample(n, ORDERED) for n in ("maximum", "minimum")},
     "atan2": binary_sample("atan2", FLOAT),
     **{n: binary_sample(n, INTEGRAL) for n in ("and", "or", "xor")},
+    **{n: Sample({"lhs": INT}, partial(_shift, ref)) for n, ref in (("shift_left", np.left_shift),
+                                                                    ("shift_right", np.right_shift))},
     "compare": Sample({"lhs": ANY}, _compare),
     "select": Sample({"on_true": ANY, "pred": ("i1",)}, _select),
     "fma": Sample({"lhs": FLOAT}, _fma),

@@ -408,6 +408,8 @@ REFERENCES = {
     "and": (np.bitwise_and, "real"),
     "or": (np.bitwise_or, "real"),
     "xor": (np.bitwise_xor, "real"),
+    "shift_left": (np.left_shift, "shift"),
+    "shift_right": (np.right_shift, "shift"),
 }
 
 
@@ -453,6 +455,9 @@ DOMAINS = {
     "above -1": lambda rng, dtype, i: _values(rng, dtype, -0.9, 5, imag=(-0.5, 0.5)),
     "halves": lambda rng, dtype, i: _halves(rng, dtype),
     "divisor": lambda rng, dtype, i: DOMAINS["real"](rng, dtype, i) if i == 0 else _divisor(rng, dtype),
+    # counts from below 0 to past the type's width (0 left, the sign's fill right outside it)
+    "shift": lambda rng, dtype, i: _values(rng, dtype, -50, 50) if i == 0 else
+    rng.integers(-2, 8 * to_numpy_dtype(dtype).itemsize + 3, SHAPE).astype(to_numpy_dtype(dtype)),
     # no negative integer exponents (integer x ** -n is 0 unless x is 1 or -1; NumPy raises)
     "power": lambda rng, dtype, i: (_values(rng, dtype, 0.1, 4, imag=(-1, 1)) if i == 0 else
                                     _values(rng, dtype, -2, 2, imag=(-1, 1))) if is_float(dtype) or is_complex(dtype)

@@ -39,6 +39,7 @@ ONE_TO_ONE = {
     "and": "and",
     "or": "or",
     "xor": "xor",
+    "shift_left": "shift_left",
     "select": "select",
     "bitcast_convert": "bitcast_convert",
     "real": "real",
@@ -510,6 +511,13 @@ def _fma(op, rewriter):
     lhs, rhs, addend = (hlo.convert(v, "f32") if dtype not in ("f32", "f64") else v for v in op.operands)
     product = hlo.op("multiply", [lhs, rhs], lhs.type, **{FUSED: ir.BoolAttr.get(True)}).result
     return hlo.convert(hlo.binary("add", product, addend), dtype)
+
+
+@lowering("shift_right")
+def _shift_right(op, rewriter):
+    # arithmetic for a signed type, logical for an unsigned one (C's >> on the type: torch's and NumPy's)
+    logical = is_unsigned(hlo.type_of(op.operands[0]).dtype)
+    return hlo.binary("shift_right_logical" if logical else "shift_right_arithmetic", *op.operands)
 
 
 lowering("div")(partial(_division, "divide"))

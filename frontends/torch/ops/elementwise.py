@@ -678,6 +678,15 @@ def _bitwise(ctx, a, b):
     return apply(_BITWISE[ctx.func_name], a, b)
 
 
+@lowers(aten.bitwise_left_shift.Tensor, aten.bitwise_left_shift.Tensor_Scalar, aten.bitwise_left_shift.Scalar_Tensor,
+        aten.__lshift__.Tensor, aten.__lshift__.Scalar, aten.bitwise_right_shift.Tensor,
+        aten.bitwise_right_shift.Tensor_Scalar, aten.bitwise_right_shift.Scalar_Tensor,
+        aten.__rshift__.Tensor, aten.__rshift__.Scalar)
+def _shift(ctx, a, b):
+    left = "left" in ctx.func_name or "lshift" in ctx.func_name
+    return apply("shift_left" if left else "shift_right", *_operands(ctx, a, b))
+
+
 @lowers(aten.logical_and.default, aten.logical_or.default, aten.logical_xor.default)
 def _logical(ctx, a, b):
     a = broadcast(convert(a, "i1"), ctx.shape)

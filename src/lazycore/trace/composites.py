@@ -312,50 +312,6 @@ def floor_divide(a, b):
 
 
 
-# --- bit shifts ---------------------------------------------------------------------------
-# The dialect has no shift op: a shift is a product or a floor quotient by 2**y.
-# Counts outside [0, bits) give what NumPy's loops give (C leaves them undefined;
-# NumPy checks): 0 for <<, the sign's fill (0 or -1) for >>.
-
-
-def _bits(x) -> int:
-    return 8 * to_numpy_dtype(x.dtype).itemsize
-
-
-def _count_outside(y, limit: int):
-    above = apply("compare", y, full_like(y, limit), direction="GE")
-    if np.issubdtype(to_numpy_dtype(y.dtype), np.unsignedinteger):
-        return above
-    return apply("or", above, _below(y, 0))
-
-
-def _power_of_two(y, outside):
-    """2**y of ``y``'s type where the count is inside, 2**0 elsewhere (wrapping at
-    ``bits - 1`` for signed types, which a product by it still shifts right)."""
-    safe = apply("select", outside, full_like(y, 0), y)
-    return apply("pow", full_like(y, 2), safe)
-
-
-def left_shift(x, y):
-    """``x << y`` of integers (NumPy's ``left_shift``, torch's ``bitwise_left_shift``)."""
-    outside = _count_outside(y, _bits(x))
-    shifted = apply("mul", x, _power_of_two(y, outside))
-    return apply("select", outside, full_like(x, 0), shifted)
-
-
-def right_shift(x, y):
-    """``x >> y`` of integers: arithmetic for signed types (a floor quotient), logical
-    for unsigned ones."""
-    if np.issubdtype(to_numpy_dtype(x.dtype), np.unsignedinteger):
-        outside = _count_outside(y, _bits(x))
-        shifted = apply("div", x, _power_of_two(y, outside))
-        return apply("select", outside, full_like(x, 0), shifted)
-    # 2**(bits - 1) does not fit a signed type: that count joins the fill case
-    outside = _count_outside(y, _bits(x) - 1)
-    shifted = floor_divide(x, _power_of_two(y, outside))
-    fill = apply("select", _below(x, 0), full_like(x, -1), full_like(x, 0))
-    return apply("select", outside, fill, shifted)
-
 # --- NaN-aware selection -----------------------------------------------------------------
 
 
