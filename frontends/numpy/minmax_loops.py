@@ -431,6 +431,8 @@ def binary_tail(name: str, dtype, inputs, shape, device):
     if any(s is None for s in strides):
         return None
     total = math.prod(shape)
+    if total == 0:  # no element, no tie
+        return None
     core, inner = _inner_run(shape, strides)
     trivial = all(tuple(getattr(x, "shape", ())) in ((), shape) for x in inputs)
     if total == 1:
