@@ -26,7 +26,9 @@ def test_a_shape_deciding_integer_stays_baked(dev):
     lc.mark_step(wait=True)
     c0 = metrics.counters()["compiles"]
     for k in range(1, 5):
-        np.testing.assert_array_equal(x.expand(3, k).cpu().numpy(), torch.arange(3.0).reshape(3, 1).expand(3, k))
+        # (times 2: a view of a program's result alone is read without a program, runtime/reads.py _moved)
+        np.testing.assert_array_equal((x.expand(3, k) * 2).cpu().numpy(),
+                                      torch.arange(3.0).reshape(3, 1).expand(3, k) * 2)
     assert metrics.counters()["compiles"] - c0 == 4  # one program per shape
 
 

@@ -414,7 +414,10 @@ def _moved(t: LazyTensor) -> np.ndarray | None:
             return None
         chain.append(node)
         node = node.operands[0].node
-    if not chain or node.host is not None or not hostreads.plain_leaf(node):
+    # (a row of a rolled loop's stack too: its buffer is sliced out once, lazycore.runtime.stacks)
+    if not chain or node.host is not None or node.sharding is not None or node.dynamic or node.valid is not None:
+        return None
+    if type(node.storage) is Failure:
         return None
     if isinstance(t.device.pjrt, pjrt.MeshTarget):
         return None
