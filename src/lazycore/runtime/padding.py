@@ -506,7 +506,9 @@ def _message(state, node) -> str:
     return _SIZE.sub(lambda m: "{size}" if int(m.group()) in state.symbols else m.group(), node.attrs["message"])
 
 
-_SIZE = re.compile(r"(?<![\w.{])\d+(?![\w.}])")
+_SIZE = re.compile(r"(?<![\w.{])(?<!dimension )\d+(?![\w.}])")
+"""A number in a check's message that may be a size (a dimension's index is none: torch's
+``... for dimension 2 with size 7`` keeps its 2 whatever sizes are symbols)."""
 
 
 def _broadcast(state, node, operands, pads):
