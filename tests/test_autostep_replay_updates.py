@@ -10,6 +10,8 @@ from lazycore.ir.context import TRACE
 from lazycore.runtime import autostep
 from lazycore.trace import capture
 
+pytestmark = pytest.mark.usefixtures("fresh_cutter")  # (what learning reads, from no earlier test's updates)
+
 K = 6
 
 
