@@ -667,24 +667,20 @@ def _max_min(ctx, a, b):
 
 
 _BITWISE = {"bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor",
-            "__and__": "and", "__or__": "or", "__xor__": "xor"}
+            "__and__": "and", "__or__": "or", "__xor__": "xor",
+            "bitwise_left_shift": "shift_left", "__lshift__": "shift_left",
+            "bitwise_right_shift": "shift_right", "__rshift__": "shift_right"}
 
 
 @lowers(aten.bitwise_and.Tensor, aten.bitwise_and.Scalar, aten.bitwise_or.Tensor, aten.bitwise_or.Scalar,
         aten.bitwise_xor.Tensor, aten.bitwise_xor.Scalar, aten.__and__.Tensor, aten.__or__.Tensor,
-        aten.__xor__.Tensor)
+        aten.__xor__.Tensor, aten.bitwise_left_shift.Tensor, aten.bitwise_left_shift.Tensor_Scalar,
+        aten.bitwise_left_shift.Scalar_Tensor, aten.__lshift__.Tensor, aten.__lshift__.Scalar,
+        aten.bitwise_right_shift.Tensor, aten.bitwise_right_shift.Tensor_Scalar,
+        aten.bitwise_right_shift.Scalar_Tensor, aten.__rshift__.Tensor, aten.__rshift__.Scalar)
 def _bitwise(ctx, a, b):
     a, b = _operands(ctx, a, b)
     return apply(_BITWISE[ctx.func_name], a, b)
-
-
-@lowers(aten.bitwise_left_shift.Tensor, aten.bitwise_left_shift.Tensor_Scalar, aten.bitwise_left_shift.Scalar_Tensor,
-        aten.__lshift__.Tensor, aten.__lshift__.Scalar, aten.bitwise_right_shift.Tensor,
-        aten.bitwise_right_shift.Tensor_Scalar, aten.bitwise_right_shift.Scalar_Tensor,
-        aten.__rshift__.Tensor, aten.__rshift__.Scalar)
-def _shift(ctx, a, b):
-    left = "left" in ctx.func_name or "lshift" in ctx.func_name
-    return apply("shift_left" if left else "shift_right", *_operands(ctx, a, b))
 
 
 @lowers(aten.logical_and.default, aten.logical_or.default, aten.logical_xor.default)
