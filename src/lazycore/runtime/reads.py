@@ -224,9 +224,7 @@ def _copied(device, leaves: list) -> bool:
     host and keep them there (``Data.host``), so that reads of exact
     functions of them are computed on the host; False where one failed (its
     read raises, as before)."""
-    running = device.running
-    if running is not None and running.flags:
-        device.wait()  # its value checks may fail these values (lazycore.runtime.checks)
+    _await_checks(device)
     for leaf in leaves:
         if leaf.host is not None:
             continue
@@ -363,6 +361,13 @@ def _materialize(t: LazyTensor) -> Data:
     return _settled(t)[0]
 
 
+def _await_checks(device) -> None:
+    """Wait for the running program when it checks values: its checks may fail the value read."""
+    running = device.running
+    if running is not None and running.flags:
+        device.wait()  # (lazycore.runtime.checks)
+
+
 def _settled(t: LazyTensor, cut: bool = False) -> tuple[Data, object]:
     """The device data behind ``t`` after a barrier, and None; ``cut``: for
     a padded result's valid region (:func:`lazycore.runtime.buckets.padded_leaf`)
@@ -376,9 +381,7 @@ def _settled(t: LazyTensor, cut: bool = False) -> tuple[Data, object]:
             return t._value.node, None
         events.emit("implicit_barrier", t.type)
         barrier.sync(t.device)
-    running = t.device.running
-    if running is not None and running.flags:
-        t.device.wait()  # its value checks may fail this value (lazycore.runtime.checks)
+    _await_checks(t.device)
     leaf = t._value.node
     padded = None if type(leaf) is Data else buckets.padded_leaf(leaf)
     if padded is not None:
@@ -423,9 +426,7 @@ def _moved(t: LazyTensor) -> np.ndarray | None:
         return None
     TRACE.taint()  # a lowering that observes values cannot be replayed
     events.bump("host_reads")  # (a captured step that reads one is not replayed)
-    running = t.device.running
-    if running is not None and running.flags:
-        t.device.wait()  # its value checks may fail the leaf's value (lazycore.runtime.checks)
+    _await_checks(t.device)
     if type(node.buffer) is Failure:
         raise node.buffer.error()
     host = _host_copy(node)
