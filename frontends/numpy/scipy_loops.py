@@ -302,11 +302,24 @@ def ndtr(a):
 _ISPI = 0.56418958354775628694807945156  # 1 / sqrt(pi)
 
 
+# erfcx's Taylor coefficients at 3/4, highest power first (mpmath, 50 digits: a0 = exp(9/16) erfc(3/4),
+# a1 = 3/2 a0 - 2/sqrt(pi), a(n+1) = (3/2 a(n) + 2 a(n-1)) / (n+1), from erfcx' = 2x erfcx - 2/sqrt(pi))
+_ERFCX_AT_3_4 = (
+    -1.0639550902512525e-08, 3.750604434348139e-08, -1.2920526683148003e-07, 4.3445834921494253e-07,
+    -1.424088529978787e-06, 4.543733191203631e-06, -1.4088463868243626e-05, 4.237248023960813e-05,
+    -0.00012335437532328967, 0.0003467506629301161, -0.0009385120614756802, 0.0024376373607573405,
+    -0.006051532297208567, 0.014289198665935787, -0.03189726203968182, 0.06679054252756873,
+    -0.1298360619948811, 0.2309581315512983, -0.3679726916557954, 0.5069376502931449,
+)
+
+
 def _erfcx_beyond(y):
-    """``exp(y^2) erfc(y)`` for ``y > 1/sqrt 2``: ``exp(y^2)(1 - erf y)`` below 1 (no cancellation
-    there: erfc > 0.15), Cephes' erfc ratios without their ``exp(-y^2)`` up to 50, and
-    Faddeeva's continued fraction (SciPy's erfcx) beyond 50, its first term beyond 5e7."""
+    """``exp(y^2) erfc(y)`` for ``y >= 0``: ``exp(y^2)(1 - erf y)`` below 1/2, its Taylor polynomial
+    at 3/4 on [1/2, 1) (``1 - erf y`` loses up to 7 ulps there; Faddeeva's erfcx, SciPy's, has its own
+    polynomial fits), Cephes' erfc ratios without their ``exp(-y^2)`` up to 50, and Faddeeva's
+    continued fraction beyond 50, its first term beyond 5e7."""
     near = _mul(apply("exp", _mul(y, y)), _sub(_c(y, 1.0), _erf_f64(y)))
+    near = _sel(_cmp(y, 0.5, "LT"), near, _polevl(_sub(y, 0.75), _ERFCX_AT_3_4))
     p, q = _erfc_terms(y)
     mid = _div(p, q)
     y2 = _mul(y, y)
@@ -351,6 +364,17 @@ _EXP_M2 = 0.13533528323661269189  # exp(-2)
 _SQRT2PI = 2.506628274631000502415765284811045253007
 
 
+def _ndtri_tail(x):
+    """Cephes ndtri's tail in ``x = sqrt(-2 log y)``: ``x - log(x)/x - z P(z)/Q(z)`` with ``z = 1/x``
+    (one P/Q below 8, another from 8): minus the quantile of ``y``."""
+    x0 = _sub(x, _div(apply("log", x), x))
+    z = _div(1.0, x)
+    below8 = _cmp(x, 8.0, "LT")
+    x1 = _sel(below8, _div(_mul(z, _polevl(z, _NDTRI_P1)), _p1evl(z, _NDTRI_Q1)),
+              _div(_mul(z, _polevl(z, _NDTRI_P2)), _p1evl(z, _NDTRI_Q2)))
+    return _sub(x0, x1)
+
+
 def _ndtri_f64(y0):
     """Cephes' ndtri: a rational function of ``y - 1/2`` for ``y`` in (exp(-2), 1 - exp(-2)),
     else of ``1/x`` with ``x = sqrt(-2 log y)`` (``y`` folded below 1/2); -inf at 0, inf at 1,
@@ -362,13 +386,7 @@ def _ndtri_f64(y0):
     central = _mul(_add(w, _mul(w, _div(_mul(w2, _polevl(w2, _NDTRI_P0)), _p1evl(w2, _NDTRI_Q0)))), _SQRT2PI)
     # the tail on y clamped into (0, exp(-2)]: lanes the central branch takes stay finite
     yt = _sel(_cmp(y, _EXP_M2, "GT"), _c(y, _EXP_M2), y)
-    x = apply("sqrt", _mul(apply("log", yt), -2.0))
-    x0 = _sub(x, _div(apply("log", x), x))
-    z = _div(1.0, x)
-    below8 = _cmp(x, 8.0, "LT")
-    x1 = _sel(below8, _div(_mul(z, _polevl(z, _NDTRI_P1)), _p1evl(z, _NDTRI_Q1)),
-              _div(_mul(z, _polevl(z, _NDTRI_P2)), _p1evl(z, _NDTRI_Q2)))
-    tail = _sub(x0, x1)
+    tail = _ndtri_tail(apply("sqrt", _mul(apply("log", yt), -2.0)))
     tail = _sel(flip, tail, apply("neg", tail))
     r = _sel(_cmp(y, _EXP_M2, "GT"), central, tail)
     r = _sel(_or(_cmp(y0, 0.0, "LT"), _cmp(y0, 1.0, "GT")), _c(y0, math.nan), r)
@@ -380,6 +398,48 @@ def _ndtri_f64(y0):
 def ndtri(y):
     """The standard normal quantile (Cephes' ndtri)."""
     return _ndtri_f64(y)
+
+
+_DBL_MAX = float(np.finfo(np.float64).max)
+_NDTRI_EXP_UPPER = math.log1p(-math.exp(-2.0))  # log(1 - exp(-2)), as SciPy's C computes it
+_SQRT2 = 1.41421356237309504880  # M_SQRT2
+
+
+@_in_double
+def ndtri_exp(y):
+    """The inverse of log_ndtr (SciPy's _ndtri_exp): below -2 Cephes ndtri's tail in
+    ``x = sqrt(-2 y)`` (``sqrt 2 sqrt(-y)`` below -DBL_MAX/2, where ``-2 y`` overflows), above
+    ``log(1 - exp(-2))`` ``-ndtri(-expm1(y))``, between ``ndtri(exp(y))``; -inf at -inf,
+    inf at 0, NaN above 0."""
+    ys = _sel(_cmp(y, -2.0, "LT"), y, _c(y, -2.0))  # (the other branches' lanes stay finite)
+    x = _sel(_cmp(ys, -_DBL_MAX * 0.5, "GE"), apply("sqrt", _mul(ys, -2.0)),
+             _mul(apply("sqrt", apply("neg", ys)), _SQRT2))
+    small = apply("neg", _ndtri_tail(x))  # x1 - x0
+    upper = apply("neg", _ndtri_f64(apply("neg", apply("expm1", y))))
+    r = _sel(_cmp(y, _NDTRI_EXP_UPPER, "GT"), upper, _ndtri_f64(apply("exp", y)))
+    r = _sel(_cmp(y, -2.0, "LT"), small, r)
+    return _sel(_cmp(y, -_DBL_MAX, "LT"), _c(y, -math.inf), r)
+
+
+@_in_double
+def erfcinv(y):
+    """The inverse of erfc (xsf's cephes::erfcinv): ``-ndtri(y/2) / sqrt 2`` on (0, 2); inf at 0,
+    -inf at 2, NaN outside."""
+    r = _mul(apply("neg", _ndtri_f64(_mul(y, 0.5))), _SQRT1_2)
+    r = _sel(_cmp(y, 0.0, "EQ"), _c(y, math.inf), r)
+    r = _sel(_cmp(y, 2.0, "EQ"), _c(y, -math.inf), r)
+    return _sel(_or(_cmp(y, 0.0, "LT"), _cmp(y, 2.0, "GT")), _c(y, math.nan), r)
+
+
+@_in_double
+def erfcx(x):
+    """``exp(x^2) erfc(x)`` (SciPy's Faddeeva erfcx for real x): from 0 :func:`_erfcx_beyond`;
+    below 0 ``2 exp(x^2) - erfcx(-x)``, its second term dropped below -6.1, inf below -26.7."""
+    positive = _erfcx_beyond(apply("abs", x))
+    twice = _mul(apply("exp", _mul(x, x)), 2.0)
+    r = _sel(_cmp(x, -6.1, "LT"), twice, _sub(twice, positive))
+    r = _sel(_cmp(x, -26.7, "LT"), _c(x, math.inf), r)
+    return _sel(_cmp(x, 0.0, "GE"), positive, r)
 
 
 # Boost's erf_inv (SciPy's erfinv ufunc: boost::math::erf_inv), its 64-bit rational approximations:
@@ -525,6 +585,12 @@ def _lgam_f64(x):
 def gammaln(x):
     """log|Gamma(x)| (Cephes' lgam)."""
     return _lgam_f64(x)
+
+
+@_in_double
+def loggamma(x):
+    """xsf's real loggamma: Cephes' lgam from 0 (-0 included), NaN below."""
+    return _sel(_cmp(x, 0.0, "LT"), _c(x, math.nan), _lgam_f64(x))
 
 
 # --- cephes/psi.h and digamma.h ----------------------------------------------------------------------------
@@ -707,33 +773,26 @@ def _bessel_i(x, below8, beyond8, odd, scaled):
     return _sel(_cmp(x, 0.0, "LT"), apply("neg", r), r) if odd else r
 
 
-@_in_double
-def i0(x):
-    """I0 (Cephes)."""
-    return _bessel_i(x, _I0_A, _I0_B, odd=False, scaled=False)
+def _bessel_loop(name, doc, below8, beyond8, odd, scaled):
+    """The loop of one of Cephes' four modified Bessel functions (:func:`_bessel_i`), in f64."""
+
+    def fn(x):
+        return _bessel_i(x, below8, beyond8, odd=odd, scaled=scaled)
+
+    fn.__name__, fn.__doc__ = name, doc
+    return _in_double(fn)
 
 
-@_in_double
-def i0e(x):
-    """exp(-|x|) I0(x) (Cephes)."""
-    return _bessel_i(x, _I0_A, _I0_B, odd=False, scaled=True)
-
-
-@_in_double
-def i1(x):
-    """I1 (Cephes)."""
-    return _bessel_i(x, _I1_A, _I1_B, odd=True, scaled=False)
-
-
-@_in_double
-def i1e(x):
-    """exp(-|x|) I1(x) (Cephes)."""
-    return _bessel_i(x, _I1_A, _I1_B, odd=True, scaled=True)
+i0 = _bessel_loop("i0", "I0 (Cephes).", _I0_A, _I0_B, odd=False, scaled=False)
+i0e = _bessel_loop("i0e", "exp(-|x|) I0(x) (Cephes).", _I0_A, _I0_B, odd=False, scaled=True)
+i1 = _bessel_loop("i1", "I1 (Cephes).", _I1_A, _I1_B, odd=True, scaled=False)
+i1e = _bessel_loop("i1e", "exp(-|x|) I1(x) (Cephes).", _I1_A, _I1_B, odd=True, scaled=True)
 
 
 LOOPS = {
     "expit": expit, "logit": logit, "log_expit": log_expit, "xlogy": xlogy, "xlog1py": xlog1py,
     "entr": entr, "rel_entr": rel_entr, "kl_div": kl_div,
-    "erf": erf, "erfc": erfc, "ndtr": ndtr, "log_ndtr": log_ndtr, "ndtri": ndtri, "erfinv": erfinv,
-    "gammaln": gammaln, "psi": psi, "i0": i0, "i0e": i0e, "i1": i1, "i1e": i1e,
+    "erf": erf, "erfc": erfc, "erfcx": erfcx, "ndtr": ndtr, "log_ndtr": log_ndtr, "ndtri": ndtri,
+    "ndtri_exp": ndtri_exp, "erfinv": erfinv, "erfcinv": erfcinv, "gammaln": gammaln, "loggamma": loggamma,
+    "psi": psi, "i0": i0, "i0e": i0e, "i1": i1, "i1e": i1e,
 }

@@ -531,7 +531,7 @@ LOOPS = {
 SCIPY_LOOPS = scipy_loops.LOOPS
 """SciPy's special-function ufuncs reach ``__array_ufunc__`` as NumPy's do: the ones
 :mod:`.scipy_loops` computes as SciPy's xsf library does (its algorithms op for op, in
-SciPy's precision), for real operands. Others (``stdtr``, ``betainc``, ``erfcinv``, ...) and
+SciPy's precision), for real operands. Others (``stdtr``, ``betainc``, ``dawsn``, ...) and
 complex operands run SciPy, counted."""
 
 

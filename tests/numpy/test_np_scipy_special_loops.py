@@ -1,7 +1,7 @@
 """SciPy's special functions on lazycore.numpy arrays, computed on the device as SciPy's xsf
 library computes them (frontends/numpy/scipy_loops.py): expit, logit, xlogy, xlog1py, entr,
-rel_entr, kl_div, erf, erfc, ndtr, log_ndtr, ndtri, erfinv, gammaln, digamma, i0, i0e, i1 and i1e
-(before: each a counted fallback, SciPy on a host copy).
+rel_entr, kl_div, erf, erfc, erfcx, ndtr, log_ndtr, ndtri, ndtri_exp, erfinv, erfcinv, gammaln, loggamma,
+digamma, i0, i0e, i1 and i1e (before: each a counted fallback, SciPy on a host copy).
 
 Answers: against mpmath (40 digits) on grids that hold each function's branch points, tails
 and special values, in float64 and float32: a float32 result is at most an ulp farther from
@@ -74,6 +74,18 @@ GRIDS = {
     "digamma": (_grid(SPECIAL + [-10.3, -3, -1, -0.81, -0.8, -0.7, -0.504, -0.5, -0.3, -0.2, -1e-10, 1e-300, 1e-10,
                                  0.5, 1, 1.46163, 2, 2.5, 9.5, 10, 10.5, 1e5, 1e17, 1e20],
                       numpy.concatenate([rng.uniform(-10, 20, size=N), rng.uniform(-0.81, -0.2, size=N)])),),
+    "erfcx": (_grid(SPECIAL + [-1e300, -27, -26.7, -26.6, -10, -6.2, -6.1, -6, -3, -1, -0.7, -1e-10, 1e-300, 1e-10,
+                               0.3, 0.5, 0.7, 0.71, 0.9, 0.999, 1, 1.001, 2, 7.9, 8, 8.1, 20, 49.9, 50, 50.1, 1e3,
+                               4e7, 5e7, 6e7, 1e10, 1e300],
+                     numpy.concatenate([rng.normal(scale=3, size=N), rng.uniform(0, 1.2, size=N),
+                                        rng.uniform(-6.1, 0, size=N)])),),
+    "erfcinv": (_grid(SPECIAL + [-1, 1e-300, 1e-20, 1e-5, 0.05, 0.27, 0.28, 0.5, 1, 1.5, 1.72, 1.73, 1.9,
+                                 2 - 1e-10, 2, 2.5], rng.uniform(0, 2, size=N)),),
+    "ndtri_exp": (_grid(SPECIAL + [-1e300, -1e200, -1e10, -1e4, -700, -20, -2.0000001, -2, -1.9999999, -1,
+                                   -0.1455, -0.14541345786885906, -0.1454, -1e-10, -1e-300, 1e-300, 1],
+                        numpy.concatenate([-rng.exponential(scale=3, size=N), rng.uniform(-2.5, 0, size=N)])),),
+    "loggamma": (_grid(SPECIAL + [-1e10, -3, -1, -0.5, -1e-300, 1e-300, 1e-10, 0.5, 1, 1.5, 2, 2.5, 3, 12.9, 13,
+                                  13.1, 100, 999.9, 1000, 1e5, 1e8, 1e9, 1e300], rng.uniform(-5, 40, size=N)),),
     **{name: (_grid(SPECIAL + [-800, -713, -711, -709, -30, -8.0001, -8, -7.9999, -1, -1e-10, 1e-300, 0.5, 3, 8, 8.0001,
                           20, 700, 709, 709.8, 711, 713, 800, 1e300], rng.normal(scale=30, size=N)),)
        for name in ("i0", "i0e", "i1", "i1e")},
@@ -102,6 +114,30 @@ def _xlog(x, y, log):
     return x * log(y)
 
 
+def _erfcx_ref(x):
+    if x > 1e6:  # (mpmath's erfc fails far out: the asymptotic series)
+        return (1 - 1 / (2 * x**2) + 3 / (4 * x**4) - 15 / (8 * x**6)) / (x * mpmath.sqrt(mpmath.pi))
+    return mpmath.exp(x * x) * mpmath.erfc(x)
+
+
+_NDTRI_EXP_UPPER = numpy.log1p(-numpy.exp(-2.0))
+
+
+def _erfcinv_ref(y):
+    if not 0 < y < 2:
+        return None
+    return -_ndtri_ref(y / 2) / mpmath.sqrt(2)
+
+
+def _ndtri_exp_ref(y):
+    if not y < 0:
+        return None
+    guess = float(sp.ndtri_exp(float(y)))
+    if y < -1e4:  # (mpmath's ncdf underflows there: the tail's asymptotic series)
+        return mpmath.findroot(lambda t: _log_ndtr_tail(t) - y, guess)
+    return mpmath.findroot(lambda t: mpmath.log(mpmath.ncdf(t)) - y, guess)
+
+
 REFERENCES = {  # the true values (None: not a finite real number; SciPy's answer decides there)
     "expit": lambda x: 1 / (1 + mpmath.exp(-x)),
     "logit": lambda x: mpmath.log(x / (1 - x)) if 0 < x < 1 else None,
@@ -118,6 +154,10 @@ REFERENCES = {  # the true values (None: not a finite real number; SciPy's answe
     "ndtri": _ndtri_ref,
     "erfinv": lambda y: mpmath.erfinv(y) if -1 < y < 1 else None,
     "gammaln": lambda x: mpmath.re(mpmath.loggamma(x)) if not (x <= 0 and x == int(x)) else None,
+    "loggamma": lambda x: mpmath.loggamma(x) if x > 0 else None,
+    "erfcx": _erfcx_ref,
+    "erfcinv": _erfcinv_ref,
+    "ndtri_exp": _ndtri_exp_ref,
     "digamma": lambda x: mpmath.digamma(x) if not (x <= 0 and x == int(x)) else None,
     "i0": lambda x: mpmath.besseli(0, x),
     "i0e": lambda x: mpmath.exp(-abs(x)) * mpmath.besseli(0, x),
@@ -180,7 +220,9 @@ def _check(name, args, got, dtype):
     # XLA's log, exp, sin and cos are within an ulp where glibc's are within half of one, a few
     # of them per formula (4 ulps), and where SciPy's own error is large (an ill-conditioned
     # cancellation) twice SciPy's. digamma below -0.8 is psi(1 - x) - pi cot(pi x): 2 ulps of the
-    # cotangent (sin/cos where SciPy calls tan) are 2 |pi cot(pi x)| / |psi(x)| ulps of the result
+    # cotangent (sin/cos where SciPy calls tan) are 2 |pi cot(pi x)| / |psi(x)| ulps of the result.
+    # ndtri_exp from -2 is ndtri(p), p = exp(y) (-ndtri(-expm1(y)) above log(1 - exp(-2))): an ulp
+    # of XLA's exp is ulp(p) / npdf(x) in x (up to 7 ulps of x near y = -0.5)
     truth = _truth(name, args)
     worse = []
     for i, (g, w) in enumerate(zip(_ulps(got, truth, want.dtype), _ulps(want, truth, want.dtype))):
@@ -191,6 +233,12 @@ def _check(name, args, got, dtype):
             with mpmath.workdps(40):
                 x = _mp(args[0][i])
                 bound += float(2 * abs(mpmath.pi * mpmath.cot(mpmath.pi * x)) / abs(truth[i]))
+        if name == "ndtri_exp" and dtype == numpy.float64 and -2 <= args[0][i] < 0:
+            with mpmath.workdps(40):
+                y, x = _mp(args[0][i]), truth[i]
+                p = -mpmath.expm1(y) if y > _NDTRI_EXP_UPPER else mpmath.exp(y)
+                ulp_p = float(numpy.spacing(float(p)))
+                bound += float(ulp_p / (mpmath.npdf(x) * float(numpy.spacing(abs(float(x))))))
         if g > bound:
             worse.append((name, *(a[i] for a in args), float(got[i]), float(want[i]), g, w))
     assert not worse, worse[:8]
@@ -203,10 +251,8 @@ CASES = [(dtype, name) for dtype in (numpy.float64, numpy.float32) for name in G
          if FULL or (dtype == numpy.float64 and name in CI_NAMES)]
 
 
-@pytest.mark.parametrize("dtype", sorted({d for d, _ in CASES}, key=str))
-def test_special_functions_are_lazy_and_as_accurate_as_scipy(dtype):
+def _lazy_and_accurate(names, dtype):
     metrics.reset()
-    names = [name for d, name in CASES if d == dtype]
     inputs = {name: tuple(a.astype(dtype) for a in GRIDS[name]) for name in names}
     with numpy.errstate(all="ignore"):
         lazy = {name: _lazy(name, args) for name, args in inputs.items()}
@@ -215,6 +261,18 @@ def test_special_functions_are_lazy_and_as_accurate_as_scipy(dtype):
         assert metrics.fallbacks() == {}
         for name, args in inputs.items():
             _check(name, args, got[name], numpy.dtype(dtype))
+
+
+@pytest.mark.parametrize("dtype", sorted({d for d, _ in CASES}, key=str))
+def test_special_functions_are_lazy_and_as_accurate_as_scipy(dtype):
+    _lazy_and_accurate([name for d, name in CASES if d == dtype], dtype)
+
+
+def test_erfcx_erfcinv_ndtri_exp_loggamma_are_lazy_and_as_accurate_as_scipy():
+    """Four more of scipy.stats' specials (each a counted fallback before): erfcx (Faddeeva's,
+    log_ndtr's tail), erfcinv and ndtri_exp (Cephes' ndtri), loggamma (Cephes' lgam from 0).
+    CI: float64 (one small program); float32 with the others by hand."""
+    _lazy_and_accurate(["erfcx", "erfcinv", "ndtri_exp", "loggamma"], numpy.float64)
 
 
 def test_dtypes_broadcasting_out_and_scalars_follow_scipy():
