@@ -33,6 +33,7 @@ from . import generation as _generation
 from . import prompt_step as _prompt_step
 from . import optim as _optim
 from . import optim_replay as _optim_replay
+from . import backward_replay as _backward_replay
 from lazycore.runtime.closures import add_step_closure
 from .capture import Captured, capture
 from .loader import DeviceLoader
@@ -63,6 +64,7 @@ __all__ = [
 
 _optim.install()
 _optim_replay.install()
+_backward_replay.install()
 _hooks.install()  # torch._lazy, torch.lazy, torch.manual_seed, torch.autocast answer for lazycore
 _generation.install(also=(_prompt_step.patch,))  # transformers' generate(): the growing sequence in buckets, the prompt replayed
 
@@ -142,3 +144,7 @@ _FALLBACK_LIB.fallback(_lazy_key_fallback, dispatch_key="Lazy")
 from . import eager as _eager  # noqa: E402,F401  (LAZYCORE_EAGER: each aten op runs at once)
 
 _heap.freeze_imports()  # last: what the imports made is kept for the process
+
+from lazycore.runtime import programs as _programs  # noqa: E402
+
+_programs.load_compiler_ahead()  # the compiler's imports, on a thread, where the first program must be compiled

@@ -1,0 +1,438 @@
+"""``loss.backward()`` on the lazy device: recorded twice, then replayed.
+
+Traced per op, a training step's backward pass is autograd's engine calling
+every derivative formula through the lazy tensor's dispatch: about half of a
+tiny transformers step's ops, each paying the dispatch's Python. What it
+makes depends only on the autograd graph (its nodes' kinds and edges), the
+values the forward saved, the Python numbers the formulas read and the
+leaves' gradients, so once two backward passes over forwards of one
+structure made the same nodes, later ones make those nodes again from the
+current forward's values (:meth:`lazycore.trace.fragment.Fragment.replay`,
+the recording of :class:`lazycore.trace.capture.Recording`) without running
+the engine: the nodes, hence the programs, are the per-op trace's.
+
+When: ``Tensor.backward`` of a lazy 0-d tensor with no ``gradient``,
+``retain_graph``, ``create_graph`` or ``inputs``, outside a captured step and
+``torch.compile``. The key, computed at every call: the autograd graph (each
+node's kind, its edges, the leaves in the order met, their gradients' layouts
+or None), the lazy graph made since the barrier (each node's digest, its
+operands by position, the Python numbers it holds), grad mode, the default
+dtype, the thread count. A recording's inputs are found in the current step
+by position: a value the forward made by its place in the step log, an older
+one (a parameter's data) by the place of its first use, a gradient being
+accumulated by its leaf. Traced per op (the engine runs) instead: a graph
+with a node other than a generated derivative or AccumulateGrad (a Python
+``autograd.Function``: checkpoint, module backward hooks; CopySlices), a
+leaf with tensor or post-accumulate hooks, a non-leaf lazy tensor given a hook
+or ``retain_grad()`` (:func:`install` marks its node), saved-tensor hooks
+pushed since the last backward or active now, a step log that is off, a
+recording that reads a value it cannot place, and a graph freed already (the
+engine raises eager's error).
+
+After a replay the graph is freed as the engine frees it: every saved tensor
+of its nodes is released (``SavedTensor.register_hooks`` with a pack hook
+that keeps nothing), so the forward's values are not a barrier's outputs,
+and a second ``backward()`` raises eager's RuntimeError. Gradients are set
+as AccumulateGrad sets them: a leaf without one gets a new tensor (the
+recorded layout), one with a gradient has it updated in place.
+
+Not seen from Python, hence not guarded: hooks registered directly on a graph
+node (``grad_fn.register_hook``/``register_prehook``, an AccumulateGrad
+node's hooks, the deprecated ``Module.register_backward_hook``). Code that
+uses them should set ``LAZYCORE_REPLAY_BACKWARD=0``.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+
+import torch
+import torch.autograd.graph as _graph
+
+from lazycore.ir.context import LOCK, TRACE
+from lazycore.ir.graph import LOG, Scalar, Value
+from lazycore.ir.memo import Memo
+from lazycore.ir.tensor import LazyTensor
+from lazycore.trace import capture as _capture
+from lazycore.trace import views as _views
+from lazycore.trace.replayer import GUARDED, Replayer
+from lazycore.trace.views import Storage
+
+from . import tensor as _tensor
+from .capture import _global_state
+from .tensor import MADE, Tensor, _new
+
+
+class _Switch:
+    """``LAZYCORE_REPLAY_BACKWARD`` (default off: see docs/guides/torch.md)."""
+
+    __slots__ = ("on",)
+
+    def __init__(self):
+        self.on = os.environ.get("LAZYCORE_REPLAY_BACKWARD", "0") not in ("0", "", "false", "False")
+
+
+SWITCH = _Switch()
+
+ERR_TWICE = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
+             "have already been freed). Saved intermediate values of the graph are freed when you call .backward() "
+             "or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time "
+             "or if you need to access saved tensors after calling backward.")
+"""Eager's message (torch/csrc/autograd/saved_variable.cpp) for a saved tensor freed already."""
+
+_HOOKED = "lazycore.hooked"
+"""The metadata entry :func:`install` puts on a node whose output tensor got a hook or ``retain_grad``."""
+_FREED = "lazycore.freed"
+"""The metadata entry on a replayed graph's root."""
+
+_PLANS = Replayer("torch.backward_plans", 64, 1)
+"""Key (:func:`_key`) -> a confirmed :class:`_Plan`."""
+_LAST = Memo("torch.backward_last", 64)
+"""Key -> the last recorded backward with that key (what the next one is compared with)."""
+_SAVED = Memo("torch.backward_saved_names", 4096)
+"""Node class -> its ``_raw_saved_*`` attribute names (a class's are fixed)."""
+
+
+class _State:
+    __slots__ = ("marks", "pushes", "pushes_seen", "backoff")
+
+    def __init__(self):
+        self.marks = 0  # hooks / retain_grad on non-leaf lazy tensors, ever (0: no node carries a mark)
+        self.pushes = 0  # saved-tensor hooks pushed, ever
+        self.pushes_seen = 0  # ... as of the last backward
+        self.backoff = _capture.Backoff()  # recordings that found no agreeing one, in a row
+
+
+STATE = _State()
+
+
+class Stats:
+    """Counts, for tests and benchmarks: backward calls replayed, recorded (the engine ran), passed on."""
+
+    replays = 0
+    recordings = 0
+    engine = 0
+    why: str | None = None
+
+
+def _pack(_):
+    return None
+
+
+def _unpack(_):
+    raise RuntimeError(ERR_TWICE)
+
+
+def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> bool:
+    """Do ``t.backward()``'s work by replay or by a recorded engine run; False:
+    not taken (the caller runs the engine plainly)."""
+    if (not SWITCH.on or gradient is not None or retain_graph or create_graph or inputs is not None
+            or MADE.refs is not None or torch.compiler.is_compiling() or t._key[0] != ()):
+        return False
+    root = t.grad_fn
+    if root is None or not LOG.on:
+        return False
+    pushes, STATE.pushes_seen = STATE.pushes_seen, STATE.pushes
+    if pushes != STATE.pushes or torch._C._autograd._top_saved_tensors_default_hooks(False) is not None:
+        return _plain("saved-tensor hooks were pushed since the last backward")
+    if root.metadata.get(_FREED):
+        return False  # the engine raises eager's error
+    with LOCK:
+        found = _autograd_graph(root)
+        if type(found) is str:
+            return _plain(found)
+        shape, leaves, saved = found
+        grads = []
+        for p in leaves:
+            g = p.grad
+            if g is None:
+                grads.append(None)
+            elif type(g) is Tensor and g._storage is not None:
+                grads.append((g._key, _views.steps_key(g._steps) if g._steps else None))
+            else:
+                return _plain("a leaf's gradient is not a lazy tensor")
+        window, olds = _window()
+        key = (shape, tuple(map(id, leaves)), tuple([p._key for p in leaves]), tuple(grads), window,
+               _global_state())
+        out = _PLANS.replay(key, leaves, olds)
+        if out is not GUARDED:
+            _free(root, saved)
+            Stats.replays += 1
+            return True
+        if not STATE.backoff.records():
+            return _plain("no two recordings agreed lately")
+        previous = _LAST.get(key)
+        plan = _Plan.record(t, leaves, olds)
+        Stats.recordings += 1
+        if type(plan) is str:
+            Stats.why = plan
+            _LAST.pop(key, None)
+            STATE.backoff.refused(plan)
+            return True
+        if previous is not None and previous.key == plan.key:
+            _PLANS.add(key, plan)
+            _LAST.pop(key, None)
+            STATE.backoff = _capture.Backoff()
+        else:
+            _LAST.put(key, plan)
+            if previous is not None:
+                STATE.backoff.refused("two recordings of one key differed")
+        return True
+
+
+def _plain(why: str) -> bool:
+    Stats.engine += 1
+    Stats.why = why
+    return False
+
+
+def _autograd_graph(root):
+    """``(shape, leaves, saved)`` of the graph under ``root``: its nodes' kinds
+    and edges in breadth-first order, the AccumulateGrad leaves in the order
+    met, and the saved tensors to free; or why it cannot be replayed."""
+    index = {root: 0}
+    order = [root]
+    kinds, edges, leaves, saved = [], [], [], []
+    marks = STATE.marks
+    function_base = torch._C._FunctionBase
+    i = 0
+    while i < len(order):
+        node = order[i]
+        i += 1
+        cls = type(node)
+        names = _SAVED.get(cls)
+        if names is None:
+            if issubclass(cls, function_base):
+                return f"a Python autograd.Function ({cls.__name__}) is in the graph"
+            name = cls.__name__
+            if name != "AccumulateGrad" and not (name[-1:].isdigit() and "Backward" in name):
+                return f"an autograd node of kind {name} is in the graph"
+            names = _SAVED.put(cls, tuple(a for a in dir(cls) if a.startswith("_raw_saved_")))
+        if marks and node.metadata.get(_HOOKED):
+            return "a hook or retain_grad() on a tensor of the graph"
+        kinds.append(cls)
+        if names:
+            for a in names:
+                s = getattr(node, a)
+                if s is not None:
+                    saved.append(s)
+        elif cls.__name__ == "AccumulateGrad":
+            p = node.variable
+            if type(p) is not Tensor:
+                return "a leaf is not a lazy tensor"
+            if p._backward_hooks or getattr(p, "_post_accumulate_grad_hooks", None):
+                return "a leaf has a hook"
+            edges.append(-3 - len(leaves))
+            leaves.append(p)
+        for nxt, nr in node.next_functions:
+            if nxt is None:
+                edges.append(-1)
+                continue
+            k = index.get(nxt)
+            if k is None:
+                k = index[nxt] = len(order)
+                order.append(nxt)
+            edges.append(k)
+            edges.append(nr)
+        edges.append(-2)
+    return (tuple(kinds), tuple(edges)), leaves, saved
+
+
+def _window() -> tuple[tuple, list]:
+    """The lazy graph made since the barrier, as plain data (each node's
+    digest, its operands by log position or, for older values, by the order
+    their nodes were first used, and a Python number's value), and the older
+    nodes in that order."""
+    start = LOG.start
+    old: dict = {}
+    olds: list = []
+    parts = []
+    put = parts.append
+    for n in LOG.nodes:
+        put(n.digest)
+        if type(n) is Scalar:
+            put(n.value.tobytes())
+        for o in n.operands:
+            group = (o,) if type(o) is Value else o
+            if type(o) is not Value:
+                put(-2 - len(o))
+            for v in group:
+                m = v[0]
+                s = m.seq
+                if s < start:
+                    k = old.get(id(m))
+                    if k is None:
+                        k = old[id(m)] = len(olds)
+                        olds.append(m)
+                    put(-1_000_000_000 - k)
+                else:
+                    put(s - start)
+                put(v[1])
+    return tuple(parts), olds
+
+
+def _free(root, saved) -> None:
+    """Free the graph's saved tensors as the engine does after a backward without ``retain_graph``."""
+    for s in saved:
+        for x in (s if type(s) is list else (s,)):
+            try:
+                x.register_hooks(_pack, _unpack)
+            except RuntimeError:  # an undefined one ("a saved tensor with value None"): nothing to free
+                pass
+    root.metadata[_FREED] = True
+
+
+class _Plan:
+    """A recorded backward: the nodes it made (a :class:`~lazycore.trace.capture.Recording`),
+    where each input is found in a later step, and how the gradients are set."""
+
+    __slots__ = ("rec", "locs", "types", "leaves", "updates", "kept", "key")
+
+    @classmethod
+    def record(cls, t, leaves, olds):
+        """Run the engine on ``t`` while :mod:`lazycore.trace.capture` watches;
+        the plan, or why it cannot be replayed (the engine ran either way)."""
+        before = [p.grad for p in leaves]
+        watch = _capture.begin([], calls=False)
+        holding = TRACE.cutter.holding() if TRACE.cutter is not None else None
+        if holding is not None:
+            with holding:
+                torch.Tensor.backward(t)
+        else:
+            torch.Tensor.backward(t)
+        try:
+            return cls(watch, leaves, olds, before)
+        except _capture.Refused as e:
+            return str(e)
+
+    def __init__(self, watch, leaves, olds, before):
+        start = LOG.start
+        grad_at = {}  # id(handle of a gradient before) -> leaf index
+        kept, kept_handles = [], []
+        for li, (p, g0) in enumerate(zip(leaves, before)):
+            g = p.grad
+            if g0 is not None:
+                if g is not g0:
+                    raise _capture.Refused("a gradient was replaced, not accumulated in place")
+                grad_at[id(g0._storage.handle)] = li
+            elif g is not None:
+                if type(g) is not Tensor:
+                    raise _capture.Refused("a gradient is not a lazy tensor")
+                kept.append((li, g._steps, g._key, g._storage.strides))
+                kept_handles.append(g._storage.handle)
+        if len({id(h) for h in kept_handles}) != len(kept_handles):
+            raise _capture.Refused("two gradients share a storage")
+        # made in the order the engine made them: a barrier's outputs are the live handles in
+        # the order made, and another order would be another program
+        made = {id(h): k for k, h in enumerate(_capture._fresh(watch))}
+        order = sorted(range(len(kept)), key=lambda k: made.get(id(kept_handles[k]), -1))
+        kept = [kept[k] for k in order]
+        kept_handles = [kept_handles[k] for k in order]
+        rec = _capture.finish(watch, kept_handles)
+        updates = []
+        for u in rec.updates:
+            h = u() if type(u) is not int else None
+            li = grad_at.get(id(h)) if h is not None else None
+            if li is None:
+                raise _capture.Refused("the backward updated a tensor other than a gradient")
+            updates.append(li)
+        old_at = {id(n): k for k, n in enumerate(olds)}
+        locs = []
+        for kind, where in rec.slots:
+            if kind != "live":
+                raise _capture.Refused("an argument slot")
+            h = where[0]()
+            v = watch.before[id(h)][1]
+            li = next((grad_at[id(r())] for r in where if r() is not None and id(r()) in grad_at), None)
+            node = v[0]
+            if li is not None:
+                locs.append((2, li, 0))
+            elif node.seq >= start and node.seq - start < len(LOG.nodes) and LOG.nodes[node.seq - start] is node:
+                locs.append((0, node.seq - start, v[1]))
+            elif id(node) in old_at:
+                locs.append((1, old_at[id(node)], v[1]))
+            else:
+                raise _capture.Refused("the backward reads a value the forward did not use")
+        self.rec = rec
+        self.locs = tuple(locs)
+        self.types = tuple(rec.slot_types)
+        self.leaves = [weakref.ref(p) for p in leaves]
+        self.updates = tuple(updates)
+        self.kept = [(li, steps, key, strides, h.device) for (li, steps, key, strides), h in zip(kept, kept_handles)]
+        k = rec.key
+        self.key = (self.locs, k[2], k[3], k[4], k[5], self.updates,
+                    tuple((li, _views.steps_key(steps) if steps else None, key, strides)
+                          for li, steps, key, strides, _ in self.kept))
+
+    def attempt(self, leaves, olds):
+        """Make the recorded nodes on this step's values and set the gradients;
+        ``GUARDED`` (nothing changed) when a guard fails."""
+        for r, p in zip(self.leaves, leaves):
+            if r() is not p:
+                return GUARDED
+        nodes = LOG.nodes
+        env = []
+        for (kind, a, b), typ in zip(self.locs, self.types):
+            if kind == 0:
+                if a >= len(nodes):
+                    return GUARDED
+                v = Value(nodes[a], b)
+            elif kind == 1:
+                if a >= len(olds):
+                    return GUARDED
+                v = Value(olds[a], b)
+            else:
+                v = leaves[a].grad._storage.handle._value
+            if v[0].types[v[1]] != typ:
+                return GUARDED
+            env.append(v)
+        values = self.rec.fragment.replay((), env)
+        n = len(self.updates)
+        targets = [leaves[li].grad._storage.handle for li in self.updates]
+        heard = TRACE.updates  # (the automatic step barrier hears in-place updates)
+        if heard is not None and targets:
+            cutter = TRACE.cutter
+            if cutter is not None and heard == cutter.updated:
+                cutter.updated_many(targets, values[:n])
+            else:
+                for h, v in zip(targets, values[:n]):
+                    heard(h, v)
+        for h, v in zip(targets, values[:n]):
+            h._value = v
+        for (li, steps, key, strides, dev), v in zip(self.kept, values[n:]):
+            leaves[li].grad = _new(Storage(LazyTensor(v, dev), strides), steps, *key)
+        return True
+
+
+def _marking(method):
+    def marked(self, *args, **kwargs):
+        if type(self) is Tensor and self.grad_fn is not None:
+            self.grad_fn.metadata[_HOOKED] = True
+            STATE.marks += 1
+        return method(self, *args, **kwargs)
+
+    marked.lazycore_wraps = method
+    return marked
+
+
+def _counting(enter):
+    def counted(self):
+        STATE.pushes += 1
+        return enter(self)
+
+    counted.lazycore_wraps = enter
+    return counted
+
+
+def install() -> None:
+    """The lazy tensor's ``backward`` tries a replay; its hooks and
+    ``retain_grad`` mark their node; saved-tensor hooks are counted (idempotent)."""
+    if _tensor.BACKWARD is not None:
+        return
+    _tensor.BACKWARD = backward
+    for name in ("register_hook", "retain_grad"):
+        setattr(Tensor, name, _marking(getattr(torch.Tensor, name)))
+    hooks = _graph.saved_tensors_hooks
+    if not hasattr(hooks.__enter__, "lazycore_wraps"):
+        hooks.__enter__ = _counting(hooks.__enter__)

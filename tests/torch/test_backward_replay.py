@@ -1,0 +1,224 @@
+"""``loss.backward()`` on the lazy device replays a recording of itself once two
+backward passes over forwards of one structure made the same nodes: the same
+nodes, so the same programs and bitwise the gradients of the engine's run; the
+engine runs instead for every graph a replay cannot see into (hooks, Python
+autograd Functions, retain_grad, create_graph, another set of leaves), and a
+replayed graph is freed as the engine frees it."""
+
+import os
+
+import pytest
+import torch
+
+import lazycore
+import lazycore.torch as ltorch
+from lazycore.frontends.torch import backward_replay as br
+from lazycore.observe import metrics
+
+FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
+
+
+@pytest.fixture
+def switch(monkeypatch):
+    def set_on(on: bool):
+        monkeypatch.setattr(br.SWITCH, "on", on)
+        for name in ("replays", "recordings", "engine"):
+            setattr(br.Stats, name, 0)
+        br.Stats.why = None
+
+    return set_on
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2))
+
+
+def _loss(model, x, i):
+    return model(x).pow(2).mean()
+
+
+def _run(dev, switch, on, steps=6, loss=_loss, set_to_none=True, accumulate=1, before=None, clear=True):
+    """(each step's gradients, compiles, (replays, recordings, engine runs))."""
+    switch(on)
+    if clear:
+        lazycore.cache.clear()
+    metrics.reset()
+    model = _mlp().to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(1)
+    grads = []
+    for i in range(steps):
+        if before is not None:
+            before(i, model)
+        opt.zero_grad(set_to_none=set_to_none)
+        for _ in range(accumulate):
+            x = torch.randn(4, 8, generator=g).to(dev)
+            loss(model, x, i).backward()
+        opt.step()
+        ltorch.mark_step()
+        grads.append([None if p.grad is None else p.grad.cpu() for p in model.parameters()])
+    return grads, metrics.counters()["compiles"], (br.Stats.replays, br.Stats.recordings, br.Stats.engine)
+
+
+def _same(a, b):
+    assert len(a) == len(b)
+    for step_a, step_b in zip(a, b):
+        for x, y in zip(step_a, step_b):
+            assert (x is None) == (y is None)
+            if x is not None:
+                assert torch.equal(x, y)
+
+
+@pytest.mark.parametrize("set_to_none,accumulate", [(True, 1), (False, 1), (True, 2)],
+                         ids=["new_grads", "zero_grad_in_place", "accumulated"])
+def test_mlp_gradients_bitwise_the_engines_with_its_programs(dev, switch, set_to_none, accumulate):
+    off, compiles, _ = _run(dev, switch, False, set_to_none=set_to_none, accumulate=accumulate)
+    on, again, (replays, recordings, engine) = _run(dev, switch, True, set_to_none=set_to_none,
+                                                    accumulate=accumulate, clear=False)
+    _same(off, on)
+    assert compiles > 0 and again == 0  # the replays' programs are the traced steps'
+    assert recordings <= 3 * accumulate and replays == 6 * accumulate - recordings and engine == 0
+
+
+@pytest.mark.skipif(not FULL, reason="a transformers model's compiles (~15 s): LAZYCORE_TEST_FULL=1")
+def test_tiny_transformers_model(dev, switch):
+    transformers = pytest.importorskip("transformers")
+
+    def run(on):
+        switch(on)
+        torch.manual_seed(0)
+        cfg = transformers.GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=32, n_positions=16, resid_pdrop=0.0,
+                                      embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
+        model = transformers.GPT2LMHeadModel(cfg).to(dev)
+        g = torch.Generator().manual_seed(1)
+        out = []
+        for _ in range(5):
+            ids = torch.randint(0, 32, (2, 8), generator=g).to(dev)
+            model.zero_grad()
+            model(ids, labels=ids).loss.backward()
+            ltorch.mark_step()
+            out.append([p.grad.cpu() for p in model.parameters()])
+        return out, br.Stats.replays
+
+    off, _ = run(False)
+    on, replays = run(True)
+    _same(off, on)
+    assert replays >= 2
+
+
+def _hooked(model, x, i):
+    h = model[0](x)
+    h.register_hook(lambda g: g * 2)
+    return model[2](torch.tanh(h)).pow(2).mean()
+
+
+def _retained(model, x, i):
+    h = model[0](x)
+    h.retain_grad()
+    _retained.seen.append(h)
+    return model[2](torch.tanh(h)).pow(2).mean()
+
+
+class _Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+def _function(model, x, i):
+    return model[2](torch.tanh(_Twice.apply(model[0](x)))).pow(2).mean()
+
+
+def _leaf_hook(i, model):
+    if i == 0:
+        model[2].bias.register_hook(lambda g: g * 3)
+
+
+@pytest.mark.parametrize("loss,before,why", [
+    (_hooked, None, "hook or retain_grad"),
+    (_retained, None, "hook or retain_grad"),
+    (_function, None, "Python autograd.Function"),
+    (_loss, _leaf_hook, "a leaf has a hook"),
+], ids=["tensor_hook", "retain_grad", "custom_function", "leaf_hook"])
+def test_what_a_replay_cannot_see_runs_the_engine(dev, switch, loss, before, why):
+    _retained.seen = []
+    off, _, _ = _run(dev, switch, False, loss=loss, before=before)
+    seen_off = [h.grad.cpu() for h in _retained.seen]
+    _retained.seen = []
+    on, _, (replays, recordings, engine) = _run(dev, switch, True, loss=loss, before=before, clear=False)
+    _same(off, on)
+    assert replays == 0 and recordings == 0 and engine == 6 and why in br.Stats.why
+    for a, b in zip(seen_off, [h.grad.cpu() for h in _retained.seen]):
+        assert torch.equal(a, b)
+
+
+def test_create_graph_runs_the_engine(dev, switch):
+    def loss(model, x, i):
+        out = model(x).pow(2).mean()
+        if i >= 3:  # (after replays began)
+            out.backward(create_graph=True)
+            return model[0].weight.grad.pow(2).sum()
+        return out
+
+    off, _, _ = _run(dev, switch, False, loss=loss, set_to_none=False)
+    on, _, (replays, _, _) = _run(dev, switch, True, loss=loss, set_to_none=False, clear=False)
+    _same(off, on)
+    assert replays == 0  # the step after create_graph's is another structure each time
+
+
+def test_a_leaf_that_stops_requiring_grad_is_another_key(dev, switch):
+    def freeze(i, model):
+        if i == 4:
+            model[0].weight.requires_grad_(False)
+            model[0].weight.grad = None
+
+    off, _, _ = _run(dev, switch, False, before=freeze, steps=7)
+    on, _, (replays, recordings, _) = _run(dev, switch, True, before=freeze, steps=7, clear=False)
+    _same(off, on)
+    assert on[-1][0] is None and replays >= 1 and recordings >= 4
+
+
+def test_second_backward_raises_eagers_error(dev, switch):
+    switch(True)
+    model = _mlp().to(dev)
+    x = torch.randn(4, 8).to(dev)
+    for i in range(4):
+        model.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        ltorch.mark_step()
+    assert br.Stats.replays >= 1
+    with pytest.raises(RuntimeError) as lazy:
+        loss.backward()
+    cpu = _mlp()
+    eager = cpu(x.cpu()).pow(2).mean()
+    eager.backward()
+    with pytest.raises(RuntimeError) as want:
+        eager.backward()
+    assert str(lazy.value) == str(want.value)
+
+
+def test_replayed_graph_holds_no_forward_values(dev, switch):
+    """A replayed graph is freed as the engine frees it: a loss kept alive keeps
+    none of the forward's values, so the barriers' programs are the engine's."""
+    def outputs(on):
+        switch(on)
+        metrics.reset()
+        model = _mlp().to(dev)
+        kept = []
+        for i in range(5):
+            model.zero_grad()
+            loss = model(torch.randn(4, 8).to(dev)).pow(2).mean()
+            loss.backward()
+            kept.append(loss)  # (its graph lives on with it)
+            ltorch.mark_step()
+        return [s[1] for s in metrics.graph_sizes()], br.Stats.replays
+
+    off, _ = outputs(False)
+    on, replays = outputs(True)
+    assert replays >= 2 and on[1:] == off[1:]  # (a process's first step may upload a constant)
