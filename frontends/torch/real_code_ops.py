@@ -31,6 +31,24 @@ eager's CPU kernel on materialized inputs (a counted fallback, a barrier):
   ``where`` (no read), and the squarings of the scaled degree-18 polynomial
   (as many as ``ceil(log2(norm / theta18))``, per matrix) are one
   ``lazycore.while_loop``.
+- ``_trilinear`` (``nn.Bilinear``, ``F.bilinear``, forward and backward: its
+  gradients are ``_trilinear`` calls too): eager's two contractions, the
+  first two operands over the summed dimensions the third lacks, then that
+  with the third over the rest (``sumproduct_pair``, a matrix product each,
+  here an ``einsum`` of two operands), without eager's loop over
+  ``unroll_dim``'s slices (each slice's product is the same numbers).
+- ``multi_margin_loss`` is ``torch._decomp``'s, whose result for a 0-d
+  target with ``reduction="none"`` has shape ``(1,)`` where eager's kernel
+  returns a 0-d tensor (so do PyTorch's meta kernels); it is reshaped to
+  eager's. ``multi_margin_loss_backward`` (its gradient): eager's kernel's formula, ``h = g`` for
+  ``p = 1`` or ``2 * g * z`` for ``p = 2`` where ``z = margin - x[y] + x[d] > 0``
+  (``g = 1 / (n * dim)`` for the mean, else ``1 / dim``), times the target's
+  weight, the target's own entry minus the others' sum, times the output's
+  gradient.
+- ``adaptive_max_pool2d_backward`` / ``adaptive_max_pool3d_backward``
+  (``nn.AdaptiveMaxPool1d/2d/3d``'s gradient; the forwards are
+  ``torch._decomp``'s): each output's gradient added at its maximum's index
+  within its plane, as eager's kernel does.
 """
 
 from __future__ import annotations
@@ -295,7 +313,77 @@ def _linalg_matrix_exp(a):
     return out.reshape(a.shape)
 
 
+# --- _trilinear ----------------------------------------------------------------------------------
+
+
+def _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
+    total = i1.dim() + len(expand1)
+    e1, e2, e3, summed = ({d % total for d in ds} for ds in (expand1, expand2, expand3, sumdim))
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[:total]
+
+    def sub(expanded):
+        return "".join(c for i, c in enumerate(letters) if i not in expanded)
+
+    sizes = [next((t.shape[len([j for j in range(i) if j not in e])]
+                   for t, e in ((i3, e3), (i2, e2), (i1, e1)) if i not in e), 0) for i in range(total)]
+    out_shape = [n for i, n in enumerate(sizes) if i not in summed]
+    if any(i not in summed and i in e1 and i in e2 and i in e3 for i in range(total)):
+        return i1.new_zeros(out_shape)  # eager's output size for a dimension none of them has: 0
+    # eager's sum_dims_12: summed dimensions the third operand lacks, contracted with the first pair
+    first = "".join(c for i, c in enumerate(letters)
+                    if (i not in e1 or i not in e2) and not (i in summed and i in e3))
+    buf = torch.einsum(f"{sub(e1)},{sub(e2)}->{first}", i1, i2)
+    out = "".join(c for i, c in enumerate(letters) if i not in summed and (c in first or i not in e3))
+    return torch.einsum(f"{first},{sub(e3)}->{out}", buf, i3)
+
+
+# --- multi_margin_loss_backward ------------------------------------------------------------------
+
+
+def _multi_margin_loss(x, target, p=1, margin=1, weight=None, reduction=1):
+    from torch._decomp import decomposition_table
+
+    out = decomposition_table[aten.multi_margin_loss.default](x, target, p, margin, weight, reduction)
+    return out.reshape(()) if reduction == 0 and target.dim() == 0 else out
+
+
+def _multi_margin_loss_backward(grad_output, x, target, p, margin, weight=None, reduction=1):
+    dim = x.shape[-1] if x.dim() else 1
+    x2 = x.reshape(-1, dim)
+    nframe = x2.shape[0]
+    t = target.reshape(-1, 1)
+    g = 1.0 / (nframe * dim) if reduction == 1 else 1.0 / dim  # Reduction::Mean
+    z = (margin - x2.gather(1, t)) + x2
+    h = torch.full_like(x2, g) if p == 1 else (2 * g) * z
+    if weight is not None:
+        h = h * weight[t]
+    is_target = torch.arange(dim, device=x.device)[None, :] == t
+    h = torch.where((z > 0) & ~is_target, h, torch.zeros_like(h))
+    grad = torch.where(is_target, -h.sum(1, keepdim=True), h)
+    if reduction != 0 or grad_output.dim() == 0:
+        grad = grad * grad_output
+    else:
+        grad = grad * grad_output.reshape(-1, 1)
+    return grad.reshape(x.shape)
+
+
+# --- adaptive max pooling's backward ---------------------------------------------------------------
+
+
+def _adaptive_max_pool_backward(n):
+    def backward(grad_output, x, indices):
+        flat = torch.zeros_like(x, memory_format=torch.contiguous_format).flatten(-n)
+        return flat.scatter_add(-1, indices.flatten(-n), grad_output.flatten(-n)).reshape(x.shape)
+
+    return backward
+
+
 _DECOMPOSITIONS = {
+    aten._trilinear.default: _trilinear,
+    aten.multi_margin_loss.default: _multi_margin_loss,
+    aten.multi_margin_loss_backward.default: _multi_margin_loss_backward,
+    aten.adaptive_max_pool2d_backward.default: _adaptive_max_pool_backward(2),
+    aten.adaptive_max_pool3d_backward.default: _adaptive_max_pool_backward(3),
     aten.linalg_matrix_exp.default: _linalg_matrix_exp,
     aten._pdist_forward.default: _pdist_forward,
     aten._pdist_backward.default: _pdist_backward,
