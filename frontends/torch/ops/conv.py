@@ -432,6 +432,43 @@ def _adaptive_avg_pool_backward(ctx, gy, x):
 
 # --- batch statistics ----------------------------------------------------------------------------
 
+ONCE = True
+"""Whether batch norm's per-channel values go through :func:`per_channel_once`
+(a switch for same-process comparisons; the results are the same bits)."""
+
+
+def per_channel_once(values):
+    """``values`` (1-d, one length and element type) unchanged, each computed
+    once per channel before a full-size loop reads it.
+
+    XLA's CPU fusion copies a chain of cheap ops (multiplies, adds, the
+    keep-roundings fences, an exact division's remainder correction) on a
+    per-channel value into every loop that reads the value through a
+    broadcast, so each element of ``(N, C, H, W)`` recomputes its channel's
+    chain; only an expensive producer (a divide, a reduce) stays apart, and
+    ``optimization_barrier`` is gone before fusion. So each value goes through
+    a reduce that changes no bit: the values stacked as rows ``(k, C, 1)``,
+    padded with ``-inf`` to ``(k, C, 2)`` and reduced by ``maximum``
+    (``max(v, -inf)`` is ``v`` for every ``v``: -0.0, infinities and NaN
+    included), then sliced back. BatchNorm2d forward and backward at
+    ResNet-50's (8, 256, 56, 56): the full-size kernels' chains of 40-100
+    per-channel ops per element go. On the CPU only (the platform whose
+    roundings these chains are)."""
+    if not ONCE or not values or values[0].device.platform != "cpu":
+        return list(values)
+    (c,), dtype = values[0].shape, values[0].dtype
+    rows = [reshape(v, (1, c, 1)) for v in values]
+    stacked = rows[0]
+    for r in rows[1:]:
+        stacked = apply("concatenate", stacked, r, dim=0)
+    k = len(values)
+    padded = apply("pad", stacked, const(float("-inf"), dtype, stacked.device), low=(0, 0, 0), high=(0, 0, 1),
+                   interior=(0, 0, 0))
+    once = apply("reduce_max", padded, dims=(2,))
+    if k == 1:
+        return [reshape(once, (c,))]
+    return [reshape(apply("slice", once, start=[i, 0], limit=[i + 1, c], strides=[1, 1]), (c,)) for i in range(k)]
+
 
 @lowers(aten.var_mean.correction)
 def _var_mean(ctx, x, dim=None, *, correction=None, keepdim=False):
@@ -497,6 +534,7 @@ def _native_batch_norm_backward(ctx, gy, x, weight, running_mean, running_var, s
         var = convert(running_var, acc)
         root = apply("sqrt", apply("add", var, scalar(eps, acc, dev, (c,))))
         invstd = convert(apply("div", const(1, acc, dev, (c,)), root), comp)
+    mean, invstd = per_channel_once([mean, invstd])
     centered = apply("sub", h, per_channel(mean))
     total = apply("reduce_sum", convert(g, acc), dims=axes)
     dotp = apply("reduce_sum", convert(apply("mul", centered, g), acc), dims=axes)
@@ -506,6 +544,7 @@ def _native_batch_norm_backward(ctx, gy, x, weight, running_mean, running_var, s
             k = apply("mul", apply("mul", convert(dotp, comp), invstd), invstd)
             k = apply("div", k, const(count, comp, dev, (c,)))
             grad_mean = convert(apply("div", total, const(count, acc, dev, (c,))), comp)
+            grad_mean, k = per_channel_once([grad_mean, k])
             gi = apply("sub", apply("sub", g, per_channel(grad_mean)), apply("mul", centered, per_channel(k)))
             gi = apply("mul", gi, per_channel(invstd))
         else:
