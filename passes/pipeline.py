@@ -239,7 +239,8 @@ _loaded = False
 def _ensure_passes_loaded() -> None:
     global _loaded
     if not _loaded:
-        _loaded = True
-        # importing a pass module registers its passes (and canonicalize's, updates')
+        # importing a pass module registers its passes (and canonicalize's, updates');
+        # set after: a thread that finds it set finds them all registered
         from . import aliasing, canonicalize, conv_layout, pdl, roll_loops, to_stablehlo  # noqa: F401
         from . import keep_roundings  # noqa: F401
+        _loaded = True

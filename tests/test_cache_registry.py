@@ -169,6 +169,7 @@ NOT_CACHES = {
     # work in flight, emptied by whoever takes it
     "src/lazycore/runtime/closures.py:PENDING": "step closures waiting for their step",
     "src/lazycore/runtime/closures.py:ERRORS": "step closures' errors waiting to be raised",
+    "src/lazycore/runtime/programs.py:_AHEAD": "the one thread importing the compiler ahead, to join",
     "src/lazycore/runtime/checks.py:STEP_CHECKS": "step checks waiting for their device's barrier",
     "src/lazycore/runtime/checks.py:RUNNING": "the step-checked step whose barrier runs now (one entry)",
     "src/lazycore/observe/debug.py:_READ": "what the next barrier line reports (one entry)",

@@ -18,7 +18,8 @@ def _run(code: str) -> str:
 
 def test_importing_and_tracing_load_no_mlir_the_first_barrier_does():
     out = _run("""
-        import sys
+        import os, sys
+        os.environ["LAZYCORE_COMPILER_AHEAD"] = "0"  # (a frontend's import would load it on a thread: test_compiler_ahead)
         import numpy as np
         import torch
         import lazycore

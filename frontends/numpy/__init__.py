@@ -95,3 +95,7 @@ def __getattr__(name):
 from . import eager as _eager  # noqa: E402,F401  (LAZYCORE_EAGER: each call runs at once)
 
 _heap.freeze_imports()  # last: what the imports made is kept for the process
+
+from lazycore.runtime import programs as _programs  # noqa: E402
+
+_programs.load_compiler_ahead()  # the compiler's imports, on a thread, where the first program must be compiled

@@ -178,6 +178,11 @@ class Settings:
     """``LAZYCORE_CACHE_DIR``: the persistent compile cache's folder (default
     ``$XDG_CACHE_HOME/lazycore`` or ``~/.cache/lazycore``); None (``off``): no
     persistent cache. ``configure(cache_dir="off")`` works too."""
+    compiler_ahead: bool = _env_flag("LAZYCORE_COMPILER_AHEAD", True)
+    """``LAZYCORE_COMPILER_AHEAD``: importing a frontend starts the compiler's
+    imports (MLIR, passes, lowerings) on a background thread where the first
+    program will be compiled (no persistent cache, or one holding no program):
+    ``lazycore.runtime.programs.load_compiler_ahead``. False: the first compile imports it."""
     cache_max_bytes: int = _env_int("LAZYCORE_CACHE_MAX_BYTES", 1 << 30)
     """``LAZYCORE_CACHE_MAX_BYTES``: the persistent cache's size bound; after a write
     the least recently used entries go until the folder is within it."""

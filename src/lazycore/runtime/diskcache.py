@@ -498,6 +498,18 @@ class DiskCache:
         entries = self._scan(folder)
         return sum(path.endswith(SUFFIX) for _, _, path in entries), sum(size for _, size, _ in entries)
 
+    def holds_programs(self) -> bool:
+        """Whether the folder holds a program entry (of any key); False when
+        off or the folder does not exist. A scan that stops at the first entry."""
+        folder = settings.cache_dir
+        if folder is None:
+            return False
+        try:
+            with os.scandir(folder) as it:
+                return any(e.name.endswith(SUFFIX) and not e.name.startswith(TEMP_PREFIX) for e in it)
+        except OSError:
+            return False
+
     def clear(self) -> int:
         """Remove every entry (and any temporary file of a dead writer); returns how many entries went."""
         folder = settings.cache_dir

@@ -11,10 +11,13 @@ first step), which lowers and compiles the rest.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import importlib.util
+import os
 import sys
+import threading
 from pathlib import Path
 
 import lazycore
@@ -30,9 +33,43 @@ _ENVIRONMENTS = Memo("runtime.environments", 64)
 
 def _compiler():
     """The compiler, loaded by the first program not found on disk (it loads MLIR)."""
+    if _AHEAD:
+        _AHEAD[0].join()  # (no two threads in the compiler's imports at once)
     from lazycore.runtime import compiler
 
     return compiler
+
+
+_AHEAD: list = []
+"""The thread :func:`load_compiler_ahead` started (at most one per process)."""
+
+
+def load_compiler_ahead() -> None:
+    """Import the compiler (the MLIR bindings, the passes and lowerings) on a
+    background thread where the process's first program will be compiled
+    whatever it is: no persistent cache, or one that holds no program. A
+    frontend calls this at its import; the first compile joins the thread
+    (:func:`_compiler`), and so do a fork and the process's exit. Otherwise the
+    ~80-150 ms import is paid inside the first call that compiles (a cold
+    first token); with programs on disk it may never be needed, so it stays
+    lazy. ``LAZYCORE_COMPILER_AHEAD=0`` (``settings.compiler_ahead``): never."""
+    if not settings.compiler_ahead or _AHEAD or "lazycore.runtime.compiler" in sys.modules or DISK.holds_programs():
+        return
+    thread = threading.Thread(target=_load_compiler, name="lazycore-compiler-import", daemon=True)
+    _AHEAD.append(thread)
+    os.register_at_fork(before=thread.join)  # (a child must not inherit a half-held import lock)
+    atexit.register(thread.join)
+    thread.start()
+
+
+def _load_compiler() -> None:
+    try:
+        from lazycore.passes.pipeline import _ensure_passes_loaded
+        from lazycore.runtime import compiler  # noqa: F401
+
+        _ensure_passes_loaded()
+    except Exception:  # noqa: BLE001  (the first compile imports it again, and raises there)
+        pass
 
 
 def _extensions() -> tuple[tuple, tuple]:
