@@ -45,6 +45,16 @@ eager's CPU kernel on materialized inputs (a counted fallback, a barrier):
   (``g = 1 / (n * dim)`` for the mean, else ``1 / dim``), times the target's
   weight, the target's own entry minus the others' sum, times the output's
   gradient.
+- ``adaptive_max_pool2d`` / ``adaptive_max_pool3d`` whose windows do not
+  tile the input (``torch._decomp`` takes global and evenly divided ones, as
+  ``max_pool*_with_indices``, and left these to eager's kernel): eager's
+  windows (``floor(o * L / O)`` to ``ceil((o + 1) * L / O)``) one dimension at a
+  time from the last, each window's elements gathered and scanned in order
+  as eager's loop does (a later element wins if greater, or if it is NaN;
+  from -inf, so a window of -inf keeps its first index): row-major order's
+  first maximum (or last NaN) is the last dimension's within the earlier
+  ones'. A global one (output size 1) is ``amax`` and the first ``argmax``,
+  or the last NaN's index (``torch._decomp``'s took the first NaN's).
 - ``adaptive_max_pool2d_backward`` / ``adaptive_max_pool3d_backward``
   (``nn.AdaptiveMaxPool1d/2d/3d``'s gradient; the forwards are
   ``torch._decomp``'s): each output's gradient added at its maximum's index
@@ -370,6 +380,66 @@ def _multi_margin_loss_backward(grad_output, x, target, p, margin, weight=None, 
 # --- adaptive max pooling's backward ---------------------------------------------------------------
 
 
+def _adaptive_windows(size, out):
+    starts = [(o * size) // out for o in range(out)]
+    ends = [-(-((o + 1) * size) // out) for o in range(out)]
+    return starts, ends
+
+
+def _adaptive_max_pool(n):
+    def forward(x, output_size):
+        from torch._decomp import decomposition_table
+
+        sizes, outs = x.shape[-n:], list(output_size)
+        if all(o == 1 for o in outs):
+            # global: torch._decomp's argmax takes the first NaN where eager's loop ends on the last
+            flat = x.flatten(-n)
+            nan = torch.isnan(flat)
+            last_nan = flat.shape[-1] - 1 - nan.flip(-1).to(torch.int32).argmax(-1)
+            index = torch.where(nan.any(-1), last_nan, flat.argmax(-1))
+            return flat.amax(-1).reshape(x.shape[:-n] + (1,) * n), index.reshape(x.shape[:-n] + (1,) * n)
+        if (all(o > 0 for o in outs) and all(s % o == 0 for s, o in zip(sizes, outs))) or not all(
+                o > 0 for o in outs):
+            if n == 2:
+                return decomposition_table[aten.adaptive_max_pool2d.default](x, output_size)
+            if all(o > 0 for o in outs):
+                return aten.max_pool3d_with_indices.default(x, [s // o for s, o in zip(sizes, outs)])
+            return NotImplemented
+        values, index = x, None
+        stride = 1
+        for d in range(x.dim() - 1, x.dim() - n - 1, -1):
+            size, out = x.shape[d], outs[d - x.dim()]
+            starts, ends = _adaptive_windows(size, out)
+            k_max = max(e - b for b, e in zip(starts, ends))
+            pos = torch.tensor([[min(b + k, size - 1) for k in range(k_max)] for b in starts], device=x.device)
+            valid = [[b + k < e for b, e in zip(starts, ends)] for k in range(k_max)]
+            shape = list(values.shape)
+            shape[d:d + 1] = [out, k_max]
+
+            def gather(t):
+                return t.index_select(d, pos.reshape(-1)).reshape(shape)
+
+            got = gather(values)
+            at = pos * stride
+            at = at.reshape([1] * d + [out, k_max] + [1] * (values.dim() - d - 1))
+            if index is not None:
+                at = at + gather(index)
+            best = torch.full_like(got.select(d + 1, 0), float("-inf"))
+            best_at = (at.select(d + 1, 0) + torch.zeros_like(best, dtype=torch.int64))
+            for k in range(k_max):
+                v = got.select(d + 1, k)
+                take = (v > best) | torch.isnan(v)
+                if not all(valid[k]):
+                    take = take & torch.tensor(valid[k], device=x.device).reshape([out] + [1] * (v.dim() - d - 1))
+                best = torch.where(take, v, best)
+                best_at = torch.where(take, at.select(d + 1, k), best_at)
+            values, index = best, best_at
+            stride *= size
+        return values, index
+
+    return forward
+
+
 def _adaptive_max_pool_backward(n):
     def backward(grad_output, x, indices):
         flat = torch.zeros_like(x, memory_format=torch.contiguous_format).flatten(-n)
@@ -382,6 +452,8 @@ _DECOMPOSITIONS = {
     aten._trilinear.default: _trilinear,
     aten.multi_margin_loss.default: _multi_margin_loss,
     aten.multi_margin_loss_backward.default: _multi_margin_loss_backward,
+    aten.adaptive_max_pool2d.default: _adaptive_max_pool(2),
+    aten.adaptive_max_pool3d.default: _adaptive_max_pool(3),
     aten.adaptive_max_pool2d_backward.default: _adaptive_max_pool_backward(2),
     aten.adaptive_max_pool3d_backward.default: _adaptive_max_pool_backward(3),
     aten.linalg_matrix_exp.default: _linalg_matrix_exp,

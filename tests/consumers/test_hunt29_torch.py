@@ -13,9 +13,12 @@ prints the table.
 
 What the hunt fixed (frontends/torch/real_code_ops.py): ``nn.Bilinear``
 (``aten._trilinear``, forward and backward), ``nn.MultiMarginLoss``'s
-gradient and ``nn.AdaptiveMaxPool1d/2d/3d``'s gradient ran eager's kernels:
-counted fallbacks, each a barrier (the hunt's layer loop: 16 fallbacks and 4
-programs a step). They are decompositions now.
+gradient, ``nn.AdaptiveMaxPool1d/2d/3d``'s gradient and their forward where
+the windows do not tile the input ran eager's kernels: counted fallbacks,
+each a barrier (the hunt's layer loop: 16 fallbacks and 4 programs a step).
+They are decompositions now. Two answers were not eager's: a 0-d target's
+``multi_margin_loss(reduction="none")`` had shape ``(1,)`` and global
+adaptive max pooling gave the first NaN's index, not the last.
 
 CI runs those ops against eager; the loops run with ``LAZYCORE_TEST_FULL=1``.
 """
@@ -30,7 +33,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(__file__))
 
 import cases_hunt29 as cases  # noqa: E402
-from test_hunt26_torch import dev, full_only  # noqa: E402, F401 (the shared harness; dev is a fixture)
+from test_hunt26_torch import FULL, dev, full_only  # noqa: E402, F401 (the shared harness; dev is a fixture)
 
 
 def _grads(device, fn, *xs):
@@ -60,7 +63,7 @@ def _as_eager(dev, fn, *xs, tol=None):
 # --- CI: the ops the hunt found running eager's kernels --------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dtype", [torch.float32, pytest.param(torch.float64, marks=full_only)])
 def test_bilinear_trains_without_fallback(dev, dtype):
     """``F.bilinear`` (``aten._trilinear``) with and without a bias, on 2-d and
     3-d inputs, and its gradients (``_trilinear`` again, other expansions and
@@ -69,7 +72,8 @@ def test_bilinear_trains_without_fallback(dev, dtype):
     w, b = torch.randn(5, 4, 3, generator=g, dtype=dtype), torch.randn(5, generator=g, dtype=dtype)
     x1, x2 = torch.randn(6, 4, generator=g, dtype=dtype), torch.randn(6, 3, generator=g, dtype=dtype)
     _as_eager(dev, F.bilinear, x1, x2, w, b)
-    _as_eager(dev, F.bilinear, x1.reshape(2, 3, 4), x2.reshape(2, 3, 3), w)
+    if FULL:  # a 3-d batch too
+        _as_eager(dev, F.bilinear, x1.reshape(2, 3, 4), x2.reshape(2, 3, 3), w)
 
 
 def test_trilinear_expansions_as_eager(dev):
@@ -83,8 +87,8 @@ def test_trilinear_expansions_as_eager(dev):
     _as_eager(dev, lambda x, y, z: t(x, y, z, [0], [0], [0], [0, 1], 1), c, c * 2, c + 1)
 
 
-@pytest.mark.parametrize("p", [1, 2])
-@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("p,reduction", [(1, "none"), (2, "mean")] + [
+    pytest.param(p, r, marks=full_only) for p, r in ((2, "none"), (1, "mean"), (1, "sum"), (2, "sum"))])
 def test_multi_margin_loss_gradient_without_fallback(dev, p, reduction):
     """``nn.MultiMarginLoss``'s gradient (``aten.multi_margin_loss_backward``:
     a fallback a step before) with class weights, and on a single vector."""
@@ -95,8 +99,8 @@ def test_multi_margin_loss_gradient_without_fallback(dev, p, reduction):
     _as_eager(dev, lambda x: F.multi_margin_loss(x, t[0].to(x.device), p=p, reduction=reduction), x[0])
 
 
-@pytest.mark.parametrize("shape,out", [((2, 3, 12), 4), ((2, 3, 8, 9), (4, 3)), ((3, 8, 6), (2, 3)),
-                                       ((1, 2, 4, 6, 4), (2, 3, 2))])
+@pytest.mark.parametrize("shape,out", [((2, 3, 8, 9), (4, 3))] + [
+    pytest.param(s, o, marks=full_only) for s, o in (((2, 3, 12), 4), ((3, 8, 6), (2, 3)), ((1, 2, 4, 6, 4), (2, 3, 2)))])
 def test_adaptive_max_pool_gradient_without_fallback(dev, shape, out):
     """``nn.AdaptiveMaxPool1d/2d/3d``'s gradient (``adaptive_max_pool{2,3}d_backward``:
     a fallback a step before), batched and not, with tied maxima (rounded
@@ -106,6 +110,33 @@ def test_adaptive_max_pool_gradient_without_fallback(dev, shape, out):
         f = F.adaptive_max_pool2d
     x = torch.round(torch.randn(*shape, generator=torch.Generator().manual_seed(0)) * 2)
     _as_eager(dev, lambda x: f(x, out), x)
+
+
+@pytest.mark.parametrize("shape,out", [((2, 3, 7, 9), (3, 4)), ((2, 2, 4, 4), 1)] + [
+    pytest.param(s, o, marks=full_only) for s, o in (((3, 5, 5), (6, 7)), ((2, 3, 10), 4), ((1, 2, 5, 6, 7), (2, 3, 4)),
+                                                     ((2, 4, 4, 4), 1))])
+def test_adaptive_max_pool_of_any_size_as_eager(dev, shape, out):
+    """``nn.AdaptiveMaxPool1d/2d/3d`` whose windows do not tile the input (they
+    overlap or differ in size) ran eager's kernel (``torch._decomp`` returns
+    NotImplemented: a fallback a call); global pooling took the first NaN's
+    index where eager's takes the last. Values and indices bit for bit (NaN,
+    -inf and tied windows), float32 and bfloat16, and the gradient."""
+    from lazycore.observe import metrics
+
+    f = {3: F.adaptive_max_pool1d, 4: F.adaptive_max_pool2d, 5: F.adaptive_max_pool3d}[len(shape)]
+    if len(shape) == 3 and isinstance(out, tuple):
+        f = F.adaptive_max_pool2d
+    x = torch.round(torch.randn(*shape, generator=torch.Generator().manual_seed(0)) * 2)
+    flat = x.view(-1)
+    flat[3], flat[5], flat[7], flat[flat.numel() - 2] = float("nan"), float("nan"), float("-inf"), float("nan")
+    metrics.reset()
+    for dtype in (torch.float32, torch.bfloat16):
+        want, want_at = f(x.to(dtype), out, return_indices=True)
+        got, got_at = f(x.to(dtype).to(dev), out, return_indices=True)
+        assert torch.equal(got_at.cpu(), want_at)
+        assert torch.equal(got.cpu().nan_to_num(), want.nan_to_num())
+    assert metrics.counters().get("fallbacks", 0) == 0, metrics.fallbacks()
+    _as_eager(dev, lambda x: f(x, out), x.nan_to_num(0.0))
 
 
 # --- the loops (LAZYCORE_TEST_FULL=1) ---------------------------------------------------------------
