@@ -95,9 +95,10 @@ _SAVED = Memo("torch.backward_saved_names", 4096)
 
 
 class _State:
-    __slots__ = ("marks", "pushes", "pushes_seen", "backoff")
+    __slots__ = ("marks", "pushes", "pushes_seen", "backoff", "blind")
 
     def __init__(self):
+        self.blind = False  # a module backward hook of the old kind was registered: its hooks sit on nodes
         self.marks = 0  # hooks / retain_grad on non-leaf lazy tensors, ever (0: no node carries a mark)
         self.pushes = 0  # saved-tensor hooks pushed, ever
         self.pushes_seen = 0  # ... as of the last backward
@@ -133,6 +134,8 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
     root = t.grad_fn
     if root is None or not LOG.on:
         return False
+    if STATE.blind or torch.is_anomaly_enabled():
+        return _plain("anomaly mode" if not STATE.blind else "Module.register_backward_hook was called")
     pushes, STATE.pushes_seen = STATE.pushes_seen, STATE.pushes
     if pushes != STATE.pushes or torch._C._autograd._top_saved_tensors_default_hooks(False) is not None:
         return _plain("saved-tensor hooks were pushed since the last backward")
@@ -144,17 +147,19 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
             return _plain(found)
         shape, leaves, saved = found
         grads = []
-        for p in leaves:
+        shared = {}  # id(storage) -> the first leaf whose gradient it holds
+        for li, p in enumerate(leaves):
             g = p.grad
             if g is None:
                 grads.append(None)
             elif type(g) is Tensor and g._storage is not None:
-                grads.append((g._key, _views.steps_key(g._steps) if g._steps else None))
+                grads.append((g._key, _views.steps_key(g._steps) if g._steps else None,
+                              shared.setdefault(id(g._storage), li)))
             else:
                 return _plain("a leaf's gradient is not a lazy tensor")
         window, olds = _window()
         key = (shape, tuple(map(id, leaves)), tuple([p._key for p in leaves]), tuple(grads), window,
-               _global_state())
+               _global_state(), torch.is_autocast_enabled("cpu"))
         out = _PLANS.replay(key, leaves, olds)
         if out is not GUARDED:
             _free(root, saved)
@@ -176,8 +181,10 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
             STATE.backoff = _capture.Backoff()
         else:
             _LAST.put(key, plan)
-            if previous is not None:
-                STATE.backoff.refused("two recordings of one key differed")
+            # (a loop whose leaves are new tensors each step, an input given requires_grad, never
+            # meets its key again: it records a few times, then once in 1, 2, 4, ... 64 calls)
+            STATE.backoff.refused("two recordings of one key differed" if previous is not None
+                                  else "no earlier backward had this structure")
         return True
 
 
@@ -208,16 +215,28 @@ def _autograd_graph(root):
             name = cls.__name__
             if name != "AccumulateGrad" and not (name[-1:].isdigit() and "Backward" in name):
                 return f"an autograd node of kind {name} is in the graph"
-            names = _SAVED.put(cls, tuple(a for a in dir(cls) if a.startswith("_raw_saved_")))
+            every = dir(cls)
+            names = _SAVED.put(cls, (tuple(a for a in every if a.startswith("_raw_saved_")),
+                                     tuple(a for a in every if a.startswith("_saved_") and "_raw" + a not in every)))
         if marks and node.metadata.get(_HOOKED):
             return "a hook or retain_grad() on a tensor of the graph"
         kinds.append(cls)
-        if names:
-            for a in names:
+        tensors, numbers = names
+        if tensors:
+            for a in tensors:
                 s = getattr(node, a)
                 if s is not None:
                     saved.append(s)
-        elif cls.__name__ == "AccumulateGrad":
+        if numbers:  # what the formula reads besides tensors (a scalar, a size, padding_idx) is the key's
+            for a in numbers:
+                v = getattr(node, a)
+                t = type(v)
+                if t is list:
+                    v = tuple(v)
+                elif isinstance(v, torch.Tensor):  # (a Python number saved as a wrapped CPU tensor)
+                    v = (v.dtype, v.tolist())
+                kinds.append(v)
+        if not tensors and cls.__name__ == "AccumulateGrad":
             p = node.variable
             if type(p) is not Tensor:
                 return "a leaf is not a lazy tensor"
@@ -265,6 +284,8 @@ def _window() -> tuple[tuple, list]:
                     if k is None:
                         k = old[id(m)] = len(olds)
                         olds.append(m)
+                        if type(m) is Scalar:
+                            put(m.value.tobytes())
                     put(-1_000_000_000 - k)
                 else:
                     put(s - start)
@@ -425,6 +446,15 @@ def _counting(enter):
     return counted
 
 
+def _blinding(register):
+    def blinded(*args, **kwargs):
+        STATE.blind = True
+        return register(*args, **kwargs)
+
+    blinded.lazycore_wraps = register
+    return blinded
+
+
 def install() -> None:
     """The lazy tensor's ``backward`` tries a replay; its hooks and
     ``retain_grad`` mark their node; saved-tensor hooks are counted (idempotent)."""
@@ -433,6 +463,13 @@ def install() -> None:
     _tensor.BACKWARD = backward
     for name in ("register_hook", "retain_grad"):
         setattr(Tensor, name, _marking(getattr(torch.Tensor, name)))
+    # Module.register_backward_hook (deprecated) puts its hooks on the output's node, where
+    # no walk sees them: once one is registered, every backward runs the engine
+    for owner, name in ((torch.nn.Module, "register_backward_hook"),
+                        (torch.nn.modules.module, "register_module_backward_hook")):
+        method = getattr(owner, name)
+        if not hasattr(method, "lazycore_wraps"):
+            setattr(owner, name, _blinding(method))
     hooks = _graph.saved_tensors_hooks
     if not hasattr(hooks.__enter__, "lazycore_wraps"):
         hooks.__enter__ = _counting(hooks.__enter__)

@@ -22,6 +22,7 @@ FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 def switch(monkeypatch):
     def set_on(on: bool):
         monkeypatch.setattr(br.SWITCH, "on", on)
+        monkeypatch.setattr(br.STATE, "backoff", br._capture.Backoff())
         for name in ("replays", "recordings", "engine"):
             setattr(br.Stats, name, 0)
         br.Stats.why = None
@@ -222,3 +223,49 @@ def test_replayed_graph_holds_no_forward_values(dev, switch):
     off, _ = outputs(False)
     on, replays = outputs(True)
     assert replays >= 2 and on[1:] == off[1:]  # (a process's first step may upload a constant)
+
+
+def test_new_leaves_every_step_stop_recording(dev, switch):
+    """An input given requires_grad each step is a new leaf: no key repeats, and
+    after a few recordings the engine runs without one (the recording's cost)."""
+    switch(True)
+    model = _mlp().to(dev)
+    for i in range(12):
+        x = torch.randn(4, 8).to(dev).requires_grad_()
+        model(x).pow(2).mean().backward()
+        ltorch.mark_step()
+        assert x.grad is not None
+    assert br.Stats.replays == 0 and br.Stats.recordings <= 6 and br.Stats.engine >= 6, br.Stats.why
+
+
+def test_old_module_backward_hooks_and_anomaly_mode_run_the_engine(dev, switch, monkeypatch):
+    monkeypatch.setattr(br.STATE, "blind", False)
+    calls = []
+
+    def before(i, model):
+        if i == 0:
+            br.STATE.blind = False  # (the run before registered one)
+        if i == 4:  # after replays began
+            model[2].register_backward_hook(lambda m, gi, go: calls.append(i))
+
+    off, _, _ = _run(dev, switch, False, before=before, steps=7)
+    on, _, (replays, _, engine) = _run(dev, switch, True, before=before, steps=7, clear=False)
+    _same(off, on)
+    assert len(calls) == 6 and replays >= 1 and engine == 3
+
+    def anomaly(model, x, i):
+        return model(x).pow(2).mean()
+
+    br.STATE.blind = False
+    switch(True)
+    model = _mlp().to(dev)
+    for i in range(6):
+        model.zero_grad()
+        loss = model(torch.randn(4, 8).to(dev)).pow(2).mean()
+        if i < 4:
+            loss.backward()
+        else:
+            with torch.autograd.detect_anomaly():
+                loss.backward()
+        ltorch.mark_step()
+    assert br.Stats.replays == 1 and br.Stats.recordings == 3
