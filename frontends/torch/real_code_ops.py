@@ -15,6 +15,14 @@ eager's CPU kernel on materialized inputs (a counted fallback, a barrier):
   values are a gather at those positions, the inverse a cumulative sum of the
   mask, the counts the gaps between the positions. Eager's outputs, also
   those it returns empty when not asked.
+- ``_unique2`` (``torch.unique`` without ``dim``, and so array-api-compat's
+  ``unique_values``/``unique_counts``/``unique_inverse`` that scikit-learn's
+  label handling calls on torch arrays: 5-16 fallbacks a metric): as eager's
+  CPU kernel, always sorted (a stable sort, NaN last), each NaN its own value
+  with a count of 1, ``-0.0`` and ``0.0`` one value (the first in sorted
+  order); the group starts are a mask's nonzero positions (one read, as
+  ``unique_consecutive``'s), the inverse the starts' running count sent back
+  through the sort's permutation; empty inverse and counts where not asked.
 - ``rrelu_with_noise`` (``nn.RReLU``, ``F.rrelu``): in eval mode
   ``leaky_relu`` with slope ``(lower + upper) / 2`` (eager's kernel calls
   exactly that); in training mode ``noise`` gets a uniform draw in
@@ -192,6 +200,25 @@ def _unique_consecutive(x, return_inverse=False, return_counts=False, dim=None):
     values = x.index_select(d, starts)
     inverse = torch.cumsum(change, 0) - 1
     counts = torch.diff(starts, append=torch.full((1,), n, **long))
+    return values, inverse, counts
+
+
+def _unique2(x, sorted=True, return_inverse=False, return_counts=False):
+    long = dict(dtype=torch.int64, device=x.device)
+    flat = x.reshape(-1)
+    n = flat.shape[0]
+    empty = torch.zeros((0,), **long)
+    if n == 0:
+        return flat.clone(), (torch.zeros(x.shape, **long) if return_inverse else empty), empty
+    keys = flat.to(torch.uint8) if x.dtype == torch.bool else flat
+    ordered, perm = torch.sort(keys, stable=True)
+    change = torch.cat([torch.ones((1,), dtype=torch.bool, device=x.device), ordered[1:] != ordered[:-1]])
+    starts = torch.nonzero(change).reshape(-1)
+    values = flat.index_select(0, perm.index_select(0, starts))
+    inverse = empty
+    if return_inverse:
+        inverse = torch.zeros((n,), **long).scatter(0, perm, torch.cumsum(change, 0) - 1).reshape(x.shape)
+    counts = torch.diff(starts, append=torch.full((1,), n, **long)) if return_counts else empty
     return values, inverse, counts
 
 
@@ -460,6 +487,7 @@ _DECOMPOSITIONS = {
     aten._pdist_forward.default: _pdist_forward,
     aten._pdist_backward.default: _pdist_backward,
     aten.unique_consecutive.default: _unique_consecutive,
+    aten._unique2.default: _unique2,
     aten.rrelu_with_noise.default: _rrelu_with_noise,
 }
 

@@ -18,7 +18,8 @@ dev = ltorch.device()
 x = torch.tensor([3.0, -1.0, 2.0], device=dev)
 
 
-# torch.unique's result size depends on the values, so it has no lowering:
+# torch.unique along a dimension (sorted unique rows; plain torch.unique is
+# lazy but for its length) has its result size depend on the values, so it has no lowering:
 # graph 0 computes x * 2 for it, graph 1 adds 1 to the unique values, which
 # arrive as %arg0. (The inverse indices are device data already: reading
 # them compiles nothing.)
@@ -33,7 +34,7 @@ x = torch.tensor([3.0, -1.0, 2.0], device=dev)
 # CHECK-NOT:  ----- graph 2
 @print_ir
 def torch_unique():
-    values, inverse = torch.unique(x * 2, return_inverse=True)
+    values, inverse = torch.unique(x * 2, dim=0, return_inverse=True)
     print((values + 1).cpu(), inverse.cpu())
 
 
@@ -56,7 +57,7 @@ def numpy_unique():
     print(np.unique(a + 1, axis=0) * 10)
 
 
-# CHECK:      aten._unique2.default {{.*}}fallback.py:36': 1}
-# CHECK-NEXT: numpy.unique {{.*}}fallback.py:56': 1}
+# CHECK:      aten.unique_dim.default {{.*}}fallback.py:37': 1}
+# CHECK-NEXT: numpy.unique {{.*}}fallback.py:57': 1}
 for op, sites in lazycore.metrics.fallbacks().items():
     print(op, sites)
