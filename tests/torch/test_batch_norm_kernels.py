@@ -72,16 +72,12 @@ def _step(dev, fmt):
 
 
 @pytest.mark.parametrize("fmt", [torch.contiguous_format, torch.channels_last], ids=["planes", "rows"])
-def test_per_channel_chains_are_not_copied_into_full_size_loops(dev, fmt):
+def test_per_channel_work_is_not_copied_into_full_size_loops(dev, fmt):
     text = _step(dev, fmt)
     full = _full_size_kernels(text)
     assert full, _entry(text)
     for name, ops in full.items():
         assert "abs" not in ops, (name, ops)
         assert len([o for o in ops if o not in ("parameter", "constant", "broadcast", "bitcast")]) <= 12, (name, ops)
-
-
-def test_no_float64_copy_of_the_input(dev):
-    text = _step(dev, torch.contiguous_format)
     wide = [line.strip()[:120] for line in _entry(text) if re.search(rf"=\s*f64\[{_DIMS}\]", line)]
     assert wide == []
