@@ -20,7 +20,10 @@ N, H, W, C, decided per program:
 
 1. every convolution becomes the canonical one (input ``[b, 0, 1, f]``,
    kernel ``[0, 1, i, o]``, output ``[b, 0, 1, f]``), a transpose of its
-   operand folded into its dimension numbers rather than added to;
+   operand folded into its dimension numbers rather than added to; a 1x1
+   one (one feature group) becomes a matrix product over the channels in
+   that layout instead (``_Block._pointwise``: XLA runs it with its matrix
+   kernels, not a convolution library);
 2. a value is carried as ``(physical value, permutation)``: the program's
    value is ``transpose(physical, permutation)``. Walking each block in
    order, an op whose operands are carried that way is rebuilt on the
@@ -36,7 +39,9 @@ and iotas are rebuilt in any layout at no cost), so no rewrite adds
 transposes. Programs without a convolution are left as they are.
 
 The convolutions give the same bits as with XLA's own transposes (their
-library sees the same operands). The ops between them need not: XLA sums a
+library sees the same operands; a 1x1 convolution's product gave YNNPACK's
+convolution's bits on this CPU, tests/zoo's resnet18 trained to the same
+losses and state). The ops between them need not: XLA sums a
 reduction in another order over N, H, W, C than over N, C, H, W, and its CPU
 backend contracts a multiply and an add into one fused multiply-add where
 its generated loop allows. With float32 sums a batch norm's statistics moved
@@ -407,10 +412,17 @@ class _Block:
         x_in = self._transpose(xph, [xp[dn.input_batch_dimension]] + sp + [xp[dn.input_feature_dimension]], op)
         w_in = self._transpose(wph, [wp[d] for d in dn.kernel_spatial_dimensions]
                                + [wp[dn.kernel_input_feature_dimension], wp[dn.kernel_output_feature_dimension]], op)
-        x_in = self._unfolded_pad(op, x_in, w_in)
         out = _shape(op.results[0])
         ob, of, osp = dn.output_batch_dimension, dn.output_feature_dimension, list(dn.output_spatial_dimensions)
         canonical = [out[ob]] + [out[d] for d in osp] + [out[of]]
+        r = [0] * (n + 2)
+        r[ob], r[of] = 0, n + 1
+        for k, d in enumerate(osp):
+            r[d] = k + 1
+        product = self._pointwise(op, x_in, w_in, canonical)
+        if product is not None:
+            return self._lay(op, [product], [tuple(r)])
+        x_in = self._unfolded_pad(op, x_in, w_in)
         numbers = stablehlo.ConvDimensionNumbers.get(
             input_batch_dimension=0, input_feature_dimension=n + 1, input_spatial_dimensions=list(range(1, n + 1)),
             kernel_output_feature_dimension=n + 1, kernel_input_feature_dimension=n,
@@ -418,11 +430,78 @@ class _Block:
             output_batch_dimension=0, output_feature_dimension=n + 1, output_spatial_dimensions=list(range(1, n + 1)),
         )
         new = self._rebuilt(op, [x_in, w_in], [canonical], {"dimension_numbers": numbers})
-        r = [0] * (n + 2)
-        r[ob], r[of] = 0, n + 1
-        for k, d in enumerate(osp):
-            r[d] = k + 1
         return self._lay(op, new.results, [tuple(r)])
+
+    def _window(self, op, n: int):
+        """``op``'s window as (padding pairs, strides, lhs dilation), defaults filled in."""
+        window = ir.DenseIntElementsAttr(op.attributes["padding"]) if "padding" in op.attributes else None
+        own = [[0, 0]] * n if window is None else [[int(window[2 * k]), int(window[2 * k + 1])] for k in range(n)]
+        ones = [1] * n
+        strides = _i64_array(op, "window_strides") if "window_strides" in op.attributes else ones
+        lhs_dil = _i64_array(op, "lhs_dilation") if "lhs_dilation" in op.attributes else ones
+        return own, strides, lhs_dil
+
+    def _pointwise(self, op, x: ir.Value, w: ir.Value, canonical: Sequence[int]) -> ir.Value | None:
+        """The canonical convolution of ``x`` (N, spatial, C) by a 1x1 kernel ``w``
+        (1..., I, O) as a matrix product over channels, or None for any other
+        convolution.
+
+        XLA's CPU backend runs a product with YNNPACK's matrix kernels (with
+        ``LIBRARY_FUSION_TYPE_DOT``) and a convolution with its convolution
+        library, YNNPACK's or Eigen's (``pjrt.CPU_OPTIONS``): ResNet's
+        bottleneck and downsample convolutions are 1x1, and Eigen's 1x1
+        stride-2 forward is less accurate than a product. A window stride
+        becomes a strided slice of the input first; base dilation and edge
+        padding (an input gradient of a strided 1x1 convolution) a zero pad
+        of the product, whose padded positions are zeros as eager's are."""
+        n = len(canonical) - 2
+        if ir.IntegerAttr(op.attributes["feature_group_count"]).value != 1 or any(k != 1 for k in _shape(w)[:n]):
+            return None
+        element = ir.RankedTensorType(op.results[0].type).element_type
+        if not isinstance(element, ir.FloatType) or 0 in canonical or 0 in _shape(x):
+            return None
+        own, strides, lhs_dil = self._window(op, n)
+        if any(v < 0 for pair in own for v in pair):
+            return None
+        ip, loc = self._before(op)
+        with ip, loc:
+            xs = _shape(x)
+            if all(d == 1 for d in lhs_dil) and not any(v for pair in own for v in pair) and any(s != 1 for s in strides):
+                # only every s-th position is read: slice them out before the product
+                limit = [xs[0]] + [(o - 1) * s + 1 for o, s in zip(canonical[1:-1], strides)] + [xs[-1]]
+                xs = [xs[0]] + list(canonical[1:-1]) + [xs[-1]]
+                x = ir.Operation.create("stablehlo.slice", results=[_with_shape(x.type, xs)], operands=[x], attributes={
+                    "start_indices": _i64s([0] * (n + 2)), "limit_indices": _i64s(limit),
+                    "strides": _i64s([1] + list(strides) + [1])}).result
+                strides = [1] * n
+            ws = _shape(w)[n:]
+            kernel = ir.Operation.create("stablehlo.reshape", results=[_with_shape(w.type, ws)], operands=[w]).result
+            shape = xs[:-1] + [ws[1]]
+            attributes = {"dot_dimension_numbers": stablehlo.DotDimensionNumbers.get(
+                lhs_batching_dimensions=[], rhs_batching_dimensions=[],
+                lhs_contracting_dimensions=[n + 1], rhs_contracting_dimensions=[0])}
+            if "precision_config" in op.attributes:
+                attributes["precision_config"] = op.attributes["precision_config"]
+            y = ir.Operation.create("stablehlo.dot_general", results=[_with_shape(op.results[0].type, shape)],
+                                    operands=[x, kernel], attributes=attributes).result
+            if any(v for pair in own for v in pair) or any(d != 1 for d in lhs_dil):
+                low, high = [0] + [p[0] for p in own] + [0], [0] + [p[1] for p in own] + [0]
+                interior = [0] + [d - 1 for d in lhs_dil] + [0]
+                shape = [s + lo + hi + max(s - 1, 0) * it for s, lo, hi, it in zip(shape, low, high, interior)]
+                scalar = ir.RankedTensorType.get([], element)
+                zero = ir.Operation.create("stablehlo.constant", results=[scalar], attributes={
+                    "value": ir.DenseElementsAttr.get_splat(scalar, ir.FloatAttr.get(element, 0.0))}).result
+                y = ir.Operation.create("stablehlo.pad", results=[_with_shape(y.type, shape)], operands=[y, zero],
+                                        attributes={"edge_padding_low": _i64s(low), "edge_padding_high": _i64s(high),
+                                                    "interior_padding": _i64s(interior)}).result
+            if any(s != 1 for s in strides):
+                limit = [shape[0]] + [(o - 1) * s + 1 for o, s in zip(canonical[1:-1], strides)] + [shape[-1]]
+                y = ir.Operation.create("stablehlo.slice", results=[_with_shape(y.type, canonical)], operands=[y],
+                                        attributes={"start_indices": _i64s([0] * (n + 2)),
+                                                    "limit_indices": _i64s(limit),
+                                                    "strides": _i64s([1] + list(strides) + [1])}).result
+        assert _shape(y) == list(canonical), (_shape(y), canonical)
+        return y
 
     def _unfolded_pad(self, op, x: ir.Value, w: ir.Value) -> ir.Value:
         """``x``, kept from being folded into the canonical convolution ``op`` will be when
@@ -439,12 +518,8 @@ class _Block:
         sp = range(1, n + 1)
         low, high = _i64_array(pad, "edge_padding_low"), _i64_array(pad, "edge_padding_high")
         interior = _i64_array(pad, "interior_padding")
-        window = ir.DenseIntElementsAttr(op.attributes["padding"]) if "padding" in op.attributes else None
-        own = [[0, 0]] * n if window is None else [[int(window[2 * k]), int(window[2 * k + 1])] for k in range(n)]
-        ones = [1] * n
-        strides = _i64_array(op, "window_strides") if "window_strides" in op.attributes else ones
-        lhs_dil = _i64_array(op, "lhs_dilation") if "lhs_dilation" in op.attributes else ones
-        rhs_dil = _i64_array(op, "rhs_dilation") if "rhs_dilation" in op.attributes else ones
+        own, strides, lhs_dil = self._window(op, n)
+        rhs_dil = _i64_array(op, "rhs_dilation") if "rhs_dilation" in op.attributes else [1] * n
         source = _shape(pad.operands[0])
         folded = [[low[d] + own[k][0], high[d] + own[k][1]] for k, d in enumerate(sp)]
         dilation = [(interior[d] + 1) * lhs_dil[k] for k, d in enumerate(sp)]
