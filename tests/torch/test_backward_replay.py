@@ -253,9 +253,6 @@ def test_old_module_backward_hooks_and_anomaly_mode_run_the_engine(dev, switch, 
     _same(off, on)
     assert len(calls) == 6 and replays >= 1 and engine == 3
 
-    def anomaly(model, x, i):
-        return model(x).pow(2).mean()
-
     br.STATE.blind = False
     switch(True)
     model = _mlp().to(dev)
