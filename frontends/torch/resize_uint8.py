@@ -28,7 +28,7 @@ import torch
 from torch._decomp import decomposition_table
 from torch._prims_common import suggest_memory_format
 
-from .ops.upsample import _area_scale, _guard, _source_index
+from .ops.upsample import _area_scale, _fixed_point, _guard, _source_index
 
 aten = torch.ops.aten
 
@@ -71,13 +71,8 @@ def _taps(in_size: int, out_size: int, align_corners: bool, scale, interp: int, 
         weights[rows, at] += filt(float(j + 1 - support) - lam)
         wt_max = max(wt_max, float(weights[rows, at].max(initial=0.0)))
         at = at + 1
-    precision = 0
-    while precision < 22 and int(0.5 + wt_max * (1 << (precision + 1))) < (1 << 15):
-        precision += 1
-    scaled = weights * (1 << precision)
-    fixed = np.where(scaled < 0, np.trunc(scaled - 0.5), np.trunc(scaled + 0.5)).astype(np.int64)
     j = np.arange(interp)[None, :]
-    return np.minimum(first[:, None] + j, in_size - 1), np.where(j < size[:, None], fixed, 0), precision
+    return _fixed_point(np.minimum(first[:, None] + j, in_size - 1), weights, j < size[:, None], wt_max)
 
 
 def _pass(x, dim: int, taps, weights, precision: int):

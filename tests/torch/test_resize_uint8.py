@@ -1,6 +1,8 @@
 """uint8 ``F.interpolate`` (bilinear, bicubic) as eager's fixed-point kernel
 (frontends/torch/resize_uint8.py): before, torch._decomp's float interpolation, one
-level off eager in a quarter of the values (bilinear: 358 of 1,536 in the hunt's image)."""
+level off eager in a quarter of the values (bilinear: 358 of 1,536 in the hunt's image).
+With ``antialias=True`` (frontends/torch/ops/upsample.py ``_fixed_point_axis``): before,
+eager's kernel on a host copy, a counted fallback per call."""
 
 import pytest
 import torch
@@ -51,3 +53,19 @@ def test_float_resampling_keeps_its_decomposition(mode):
     want = F.interpolate(x, size=(13, 5), mode=mode)
     got = F.interpolate(x.to(DEV), size=(13, 5), mode=mode)
     torch.testing.assert_close(got.cpu(), want)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_uint8_antialiased_resampling_is_eagers_and_lazy(mode):
+    metrics.reset()
+    g = torch.Generator().manual_seed(1)
+    pending = []
+    for c, (h, w), size in [(3, (37, 53), (17, 24)), (5, (16, 12), (8, 30)), (1, (9, 9), (9, 4))]:
+        x = torch.randint(0, 256, (2, c, h, w), dtype=torch.uint8, generator=g)
+        pending.append((F.interpolate(x.to(DEV), size=size, mode=mode, antialias=True),
+                        F.interpolate(x, size=size, mode=mode, antialias=True)))
+    lazycore.mark_step()
+    assert metrics.fallbacks() == {}
+    off = [(i, int((got.cpu() != want).sum())) for i, (got, want) in enumerate(pending)
+           if not torch.equal(got.cpu(), want)]
+    assert off == [], off

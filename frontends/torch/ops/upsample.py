@@ -264,12 +264,53 @@ def _aa_axis(x, axis: int, taps, weights, used):
 
 
 _AA_TYPES = {"f32": np.float32, "f64": np.float64}
-"""What eager's CPU kernel takes besides uint8 (its own fixed-point kernel, left to it): the half types raise there."""
+"""The float types eager's CPU kernel takes (uint8 is :func:`_fixed_point_axis`'s): the half types raise there."""
+
+
+def _fixed_point(taps, weights, used, wt_max=None):
+    """Eager's uint8 form of a pass's weights (``_compute_index_ranges_int16_weights``): scaled
+    by 2**precision, the largest precision below 22 whose largest weight (``wt_max``: the
+    largest of the used ones unless given), doubled, stays under 2**15, rounded half away
+    from zero; 0 where a tap is not used."""
+    if wt_max is None:
+        wt_max = float(np.max(np.where(used, weights, 0.0), initial=0.0))
+    precision = 0
+    while precision < 22 and int(0.5 + wt_max * (1 << (precision + 1))) < (1 << 15):
+        precision += 1
+    scaled = weights.astype(np.float64) * (1 << precision)
+    fixed = np.where(scaled < 0, np.trunc(scaled - 0.5), np.trunc(scaled + 0.5)).astype(np.int64)
+    return taps, np.where(used, fixed, 0), precision
+
+
+def _fixed_point_axis(x, axis: int, taps, weights, precision: int):
+    """One pass of eager's uint8 kernel along ``axis``: ``2**(precision - 1) + sum(w * x)`` in
+    integers (exact in any order), shifted right by the precision, clamped to [0, 255]."""
+    out, k = taps.shape
+    shape = x.shape
+    rank = len(shape)
+    picked = apply(
+        "gather", convert(x, "i32"), const(taps.reshape(-1, 1), "i64", x.device),
+        offset_dims=tuple(d for d in range(rank) if d != axis), collapsed_slice_dims=(axis,),
+        operand_batching_dims=(), start_indices_batching_dims=(), start_index_map=(axis,), index_vector_dim=1,
+        slice_sizes=tuple(1 if d == axis else n for d, n in enumerate(shape)), indices_are_sorted=False,
+    )
+    wide = shape[:axis] + (out, k) + shape[axis + 1:]
+    terms = apply("mul", reshape(picked, wide),
+                  apply("broadcast_in_dim", const(weights, "i32", x.device), dims=(axis, axis + 1), shape=wide))
+    total = apply("reduce_sum", terms, dims=(axis + 1,))
+    total = apply("add", total, const(1 << (precision - 1), "i32", x.device, total.shape))
+    total = apply("shift_right", total, const(precision, "i32", x.device, total.shape))
+    total = apply("maximum", total, const(0, "i32", x.device, total.shape))
+    return convert(apply("minimum", total, const(255, "i32", x.device, total.shape)), "ui8")
 
 
 @lowers(aten._upsample_bilinear2d_aa.default, aten._upsample_bicubic2d_aa.default)
 def _upsample_aa(ctx, x, output_size, align_corners, scales_h=None, scales_w=None):
-    t = _AA_TYPES.get(ctx.dtype)
+    """Antialiased resampling; uint8 as eager's fixed-point kernel (the AVX2
+    ``upsample_avx_bilinear_bicubic_uint8``, the separable generic kernel beyond 4
+    channels: one arithmetic), its weights computed in double, each pass back to uint8."""
+    fixed = ctx.dtype == "ui8"
+    t = np.float64 if fixed else _AA_TYPES.get(ctx.dtype)
     if t is None or len(x.shape) != 4:
         return NotImplemented
     interp_size, filt = _aa_filter(ctx.func)
@@ -279,7 +320,8 @@ def _upsample_aa(ctx, x, output_size, align_corners, scales_h=None, scales_w=Non
         axis = 2 + i
         n_in, n_out = x.shape[axis], output_size[i]
         if n_in != n_out:
-            h = _aa_axis(h, axis, *_aa_taps(n_in, n_out, align_corners, scales[i], interp_size, filt, t))
+            taps = _aa_taps(n_in, n_out, align_corners, scales[i], interp_size, filt, t)
+            h = _fixed_point_axis(h, axis, *_fixed_point(*taps)) if fixed else _aa_axis(h, axis, *taps)
     return h
 
 
