@@ -134,11 +134,13 @@ def roi_align_backward(grad, rois, spatial_scale, pooled_height, pooled_width, b
     c = torch.arange(channels, device=grad.device)[None, :, None, None, None, None]
     g = grad[:, :, :, :, None, None]
     count = max(sampling_ratio * sampling_ratio, 1)
-    shape = (rois.shape[0], channels, pooled_height, pooled_width, sampling_ratio, sampling_ratio)
     out = torch.zeros((batch_size, channels, height, width), dtype=grad.dtype, device=grad.device)
     for y, x, w in corners:
-        idx = tuple(t.expand(shape) for t in (batch, c, y, x))
-        out = out.index_put(idx, ((g * w) / count).expand(shape), accumulate=True)
+        # the indices broadcast together ([K, C, PH, PW, IY, IX], as the values):
+        # not expanded first, so each index's bounds check reads the index
+        # itself, and none slices a row out of the boxes' dimension (a padded
+        # count of boxes: such a slice refused the padding, issue 39)
+        out = out.index_put((batch, c, y, x), (g * w) / count, accumulate=True)
     return out
 
 
