@@ -21,7 +21,19 @@ counted fallbacks a metric). They are decompositions now. Two answers were not e
 ``multi_margin_loss(reduction="none")`` had shape ``(1,)`` and global
 adaptive max pooling gave the first NaN's index, not the last.
 
-CI runs those ops against eager; the loops run with ``LAZYCORE_TEST_FULL=1``.
+CI runs those ops against eager (one case each); the loops and the other
+cases run with ``LAZYCORE_TEST_FULL=1``.
+
+Found and left: torchvision's RAFT trains with ``aten.grid_sampler_2d_backward``
+as eager's kernel (12 counted fallbacks and 4 programs a step at 3 flow
+updates); scikit-learn's ``LinearDiscriminantAnalysis`` on lazy torch arrays
+gives ``scalings_`` and ``transform`` with other signs than eager's (the
+second SVD is of a wide matrix, and jaxlib's LAPACK ``gesdd`` picks other
+singular-vector signs for wide matrices than torch's MKL; predictions and
+``coef_`` agree); ``f1_score``'s ``bincount`` (3 fallbacks). torchvision's
+R(2+1)D and ShuffleNetV2 at tiny inputs part from eager within 3 steps, but
+lazycore's first-step gradients are the nearer to float64 (R(2+1)D: eager
+3.7e-2 from float64 at ``layer1.0.conv2.0.0.weight``, lazycore 8.3e-5).
 """
 
 import os
@@ -88,8 +100,8 @@ def test_trilinear_expansions_as_eager(dev):
     _as_eager(dev, lambda x, y, z: t(x, y, z, [0], [0], [0], [0, 1], 1), c, c * 2, c + 1)
 
 
-@pytest.mark.parametrize("p,reduction", [(1, "none"), (2, "mean")] + [
-    pytest.param(p, r, marks=full_only) for p, r in ((2, "none"), (1, "mean"), (1, "sum"), (2, "sum"))])
+@pytest.mark.parametrize("p,reduction", [(1, "none")] + [
+    pytest.param(p, r, marks=full_only) for p, r in ((2, "mean"), (2, "none"), (1, "mean"), (1, "sum"), (2, "sum"))])
 def test_multi_margin_loss_gradient_without_fallback(dev, p, reduction):
     """``nn.MultiMarginLoss``'s gradient (``aten.multi_margin_loss_backward``:
     a fallback a step before) with class weights, and on a single vector."""
@@ -100,8 +112,9 @@ def test_multi_margin_loss_gradient_without_fallback(dev, p, reduction):
     _as_eager(dev, lambda x: F.multi_margin_loss(x, t[0].to(x.device), p=p, reduction=reduction), x[0])
 
 
-@pytest.mark.parametrize("shape,out", [((2, 3, 8, 9), (4, 3))] + [
-    pytest.param(s, o, marks=full_only) for s, o in (((2, 3, 12), 4), ((3, 8, 6), (2, 3)), ((1, 2, 4, 6, 4), (2, 3, 2)))])
+@full_only  # (CI: test_adaptive_max_pool_of_any_size_as_eager's gradient)
+@pytest.mark.parametrize("shape,out", [((2, 3, 8, 9), (4, 3)), ((2, 3, 12), 4), ((3, 8, 6), (2, 3)),
+                                       ((1, 2, 4, 6, 4), (2, 3, 2))])
 def test_adaptive_max_pool_gradient_without_fallback(dev, shape, out):
     """``nn.AdaptiveMaxPool1d/2d/3d``'s gradient (``adaptive_max_pool{2,3}d_backward``:
     a fallback a step before), batched and not, with tied maxima (rounded
@@ -155,8 +168,8 @@ def test_unique_without_fallback(dev):
               torch.tensor([[True, False], [True, True]]), torch.zeros(0, 3, dtype=torch.int64),
               torch.tensor([7]), torch.randint(0, 3, (10,), generator=g).to(torch.uint8)]
     every = ((True, True, True), (True, False, False), (False, True, False), (True, False, True))
-    if not FULL:  # CI: three inputs, two of the four result sets
-        inputs, every = inputs[:3], every[:2]
+    if not FULL:  # CI: two inputs, two of the four result sets
+        inputs, every = inputs[:2], every[:2]
     metrics.reset()
     for x in inputs:
         for flags in every:
