@@ -15,6 +15,13 @@ eager's CPU kernel on materialized inputs (a counted fallback, a barrier):
   values are a gather at those positions, the inverse a cumulative sum of the
   mask, the counts the gaps between the positions. Eager's outputs, also
   those it returns empty when not asked.
+- ``grid_sampler_2d_backward`` (``F.grid_sample``'s gradient: RAFT's
+  correlation lookups and flow warping, spatial transformers) for bilinear
+  sampling with zero or border padding: eager's kernel's formulas (the four
+  corners' weights, out-of-range corners adding nothing, the grid's
+  gradient from the corner values' differences times the unnormalization's
+  factor, 0 where border padding clipped the coordinate); other modes stay
+  eager's kernel.
 - ``_unique2`` (``torch.unique`` without ``dim``, and so array-api-compat's
   ``unique_values``/``unique_counts``/``unique_inverse`` that scikit-learn's
   label handling calls on torch arrays: 5-16 fallbacks a metric): as eager's
@@ -220,6 +227,57 @@ def _unique2(x, sorted=True, return_inverse=False, return_counts=False):
         inverse = torch.zeros((n,), **long).scatter(0, perm, torch.cumsum(change, 0) - 1).reshape(x.shape)
     counts = torch.diff(starts, append=torch.full((1,), n, **long)) if return_counts else empty
     return values, inverse, counts
+
+
+# --- grid_sampler_2d_backward --------------------------------------------------------------------
+
+
+def _grid_sampler_2d_backward(grad_output, x, grid, interpolation_mode, padding_mode, align_corners,
+                              output_mask):
+    if interpolation_mode != 0 or padding_mode not in (0, 1):
+        return NotImplemented
+    n, c, h, w = x.shape
+    oh, ow = grid.shape[1:3]
+
+    def source(coord, size):
+        # eager's grid_sampler_compute_source_index_set_grad (no reflection here)
+        mult = (size - 1) / 2 if align_corners else size / 2
+        at = ((coord + 1) / 2) * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
+        if padding_mode == 1:  # border: clip_coordinates_set_grad
+            low, high = at <= 0, at >= size - 1
+            return torch.where(low, 0.0, torch.where(high, float(size - 1), at)).to(at.dtype), \
+                torch.where(low | high, 0.0, mult).to(at.dtype)
+        return at, torch.full_like(at, mult)
+
+    ix, gx_mult = source(grid[..., 0], w)
+    iy, gy_mult = source(grid[..., 1], h)
+    x0, y0 = ix.floor(), iy.floor()
+    x1, y1 = x0 + 1, y0 + 1
+    corners = ((x0, y0, (x1 - ix) * (y1 - iy)), (x1, y0, (ix - x0) * (y1 - iy)),
+               (x0, y1, (x1 - ix) * (iy - y0)), (x1, y1, (ix - x0) * (iy - y0)))
+    flat = x.reshape(n, c, h * w)
+    go = grad_output.reshape(n, c, oh * ow)
+    grad_input = torch.zeros_like(flat) if output_mask[0] else None
+    vals = []
+    for cx, cy, weight in corners:
+        inside = (cx >= 0) & (cx < w) & (cy >= 0) & (cy < h)
+        at = torch.where(inside, cy * w + cx, torch.zeros_like(cx)).to(torch.int64).reshape(n, 1, oh * ow)
+        at = at.expand(n, c, oh * ow)
+        keep = inside.reshape(n, 1, oh * ow)
+        vals.append(torch.where(keep, flat.gather(2, at), torch.zeros_like(go)))
+        if grad_input is not None:
+            add = torch.where(keep, weight.reshape(n, 1, oh * ow) * go, torch.zeros_like(go))
+            grad_input = grad_input.scatter_add(2, at, add)
+    nw, ne, sw, se = vals
+    dx, dy = (t.reshape(n, 1, oh * ow) for t in (ix, iy))
+    ex0, ey0, ex1, ey1 = (t.reshape(n, 1, oh * ow) for t in (x0, y0, x1, y1))
+    gix = (-nw * (ey1 - dy) + ne * (ey1 - dy) - sw * (dy - ey0) + se * (dy - ey0)) * go
+    giy = (-nw * (ex1 - dx) - ne * (dx - ex0) + sw * (ex1 - dx) + se * (dx - ex0)) * go
+    grad_grid = None
+    if output_mask[1]:
+        grad_grid = torch.stack([gix.sum(1).reshape(n, oh, ow) * gx_mult, giy.sum(1).reshape(n, oh, ow) * gy_mult],
+                                -1)
+    return (grad_input.reshape(x.shape) if grad_input is not None else None), grad_grid
 
 
 # --- rrelu_with_noise ----------------------------------------------------------------------------
@@ -488,6 +546,7 @@ _DECOMPOSITIONS = {
     aten._pdist_backward.default: _pdist_backward,
     aten.unique_consecutive.default: _unique_consecutive,
     aten._unique2.default: _unique2,
+    aten.grid_sampler_2d_backward.default: _grid_sampler_2d_backward,
     aten.rrelu_with_noise.default: _rrelu_with_noise,
 }
 

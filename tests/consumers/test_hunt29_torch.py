@@ -17,16 +17,16 @@ gradient, ``nn.AdaptiveMaxPool1d/2d/3d``'s gradient and their forward where
 the windows do not tile the input ran eager's kernels: counted fallbacks,
 each a barrier (the hunt's layer loop: 16 fallbacks and 4 programs a step).
 So did ``torch.unique`` (scikit-learn's label handling on torch arrays: 5-16
-counted fallbacks a metric). They are decompositions now. Two answers were not eager's: a 0-d target's
+counted fallbacks a metric) and ``F.grid_sample``'s gradient (RAFT: 12 a
+step). They are decompositions now. Two answers were not eager's: a 0-d target's
 ``multi_margin_loss(reduction="none")`` had shape ``(1,)`` and global
 adaptive max pooling gave the first NaN's index, not the last.
 
 CI runs those ops against eager (one case each); the loops and the other
 cases run with ``LAZYCORE_TEST_FULL=1``.
 
-Found and left: torchvision's RAFT trains with ``aten.grid_sampler_2d_backward``
-as eager's kernel (12 counted fallbacks and 4 programs a step at 3 flow
-updates); scikit-learn's ``LinearDiscriminantAnalysis`` on lazy torch arrays
+Found and left: ``grid_sampler_2d_backward``'s nearest and bicubic modes and
+reflection padding (eager's kernel, counted); scikit-learn's ``LinearDiscriminantAnalysis`` on lazy torch arrays
 gives ``scalings_`` and ``transform`` with other signs than eager's (the
 second SVD is of a wide matrix, and jaxlib's LAPACK ``gesdd`` picks other
 singular-vector signs for wide matrices than torch's MKL; predictions and
@@ -151,6 +151,24 @@ def test_adaptive_max_pool_of_any_size_as_eager(dev, shape, out):
         assert torch.equal(got.cpu().nan_to_num(), want.nan_to_num())
     assert metrics.counters().get("fallbacks", 0) == 0, metrics.fallbacks()
     _as_eager(dev, lambda x: f(x, out), x.nan_to_num(0.0))
+
+
+@pytest.mark.parametrize("padding,align,dtype", [("zeros", False, torch.float32)] + [
+    pytest.param(p, a, d, marks=full_only) for p, a, d in (("zeros", True, torch.float32),
+                                                           ("border", False, torch.float32),
+                                                           ("border", True, torch.float64))])
+def test_grid_sample_gradient_without_fallback(dev, padding, align, dtype):
+    """``F.grid_sample``'s gradient (``aten.grid_sampler_2d_backward``) ran eager's
+    kernel: torchvision's RAFT took 12 counted fallbacks and 4 programs a
+    training step (3 flow updates). Bilinear with zero or border padding:
+    the input's and the grid's gradients as eager's (grid points outside the
+    image, on its corners and centre), no fallback."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 5, 7, generator=g, dtype=dtype)
+    grid = torch.rand(2, 4, 6, 2, generator=g, dtype=dtype) * 2.6 - 1.3
+    grid[0, 0, :2] = torch.tensor([[1.0, -1.0], [0.0, 0.0]], dtype=dtype)
+    _as_eager(dev, lambda x, grid: F.grid_sample(x, grid, padding_mode=padding, align_corners=align), x, grid,
+              tol=dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else None)
 
 
 def test_unique_without_fallback(dev):
