@@ -791,20 +791,16 @@ def _append(state, node, operands, pads):
     total = n + m
     if state.bucket_of is None:
         raise Refused(f"{_where(node)} joins along a padded dimension")
-    x = operands[0]
-    have = x.type.shape[d]
     if total not in state.symbols:
         b = state.bucket_of(total)
         if b is None:
             raise Refused(f"{_where(node)} grows a padded dimension past the largest bucket")
-        # the first operand padded wider than the result's bucket (a count
-        # padded to the widest bucket its device needed, frontends/torch/counts.py:
-        # Faster R-CNN's proposals with the ground-truth boxes appended) holds
-        # the result as it is
-        state.symbols[total] = max(b, have)
+        state.symbols[total] = b
         state.valid[total] = Scalar(np.asarray(total, np.int32), "i32")
         state.derived.add(total)
+    x = operands[0]
     width = state.symbols[total]
+    have = x.type.shape[d]
     if width < have:
         raise Refused(f"{_where(node)} joins into a smaller bucket")
     if width > have:  # widened to the result's bucket with zeros
