@@ -869,14 +869,16 @@ def _cpu_state(state):
     return {k: (v.detach().cpu() if torch.is_tensor(v) else torch.tensor(v)) for k, v in state.items()}
 
 
-def compare(name, referee=False):
-    """Run loop ``name`` on eager CPU and on the lazy device: an :class:`Outcome`."""
+def compare(name, referee=False, cases=None):
+    """Run loop ``name`` of ``cases`` (this file's by default) on eager CPU and
+    on the lazy device: an :class:`Outcome`, with the two runs' final states
+    (CPU tensors) as ``lazy_state`` and ``eager_state``."""
     import lazycore.torch as ltorch
     from lazycore.observe import metrics
     from test_hunt26_torch import _counts
     from zoo_harness import _rel, _state_diff
 
-    loop = CASES[name]
+    loop = (CASES if cases is None else cases)[name]
     cpu = torch.device("cpu")
     eager_losses, eager_state = loop(cpu, lambda: None)
     eager_losses, eager_state = [float(v) for v in eager_losses], _cpu_state(eager_state)
@@ -896,6 +898,7 @@ def compare(name, referee=False):
     out = Outcome(name, eager_losses, lazy_losses, max(_rel(a, b) for a, b in zip(lazy_losses, eager_losses)),
                   diff, worst, c.get("fallbacks", 0), metrics.fallbacks(),
                   [b[0] - a[0] for a, b in zip(marks, marks[1:])], [b[1] - a[1] for a, b in zip(marks, marks[1:])])
+    out.lazy_state, out.eager_state = lazy_state, eager_state
     if referee:
         _, ref = loop(cpu, lambda: None, dtype=torch.float64)
         ref = {k: v.to(eager_state[k].dtype) if v.is_floating_point() else v for k, v in _cpu_state(ref).items()}

@@ -710,39 +710,9 @@ def compare(name, referee=False):
     """Run loop ``name`` on eager CPU and on the lazy device as hunt 27's
     ``compare`` does: a cases_hunt27.Outcome, with the two runs' final states
     (CPU tensors) as ``lazy_state`` and ``eager_state``."""
-    import lazycore.torch as ltorch
-    from cases_hunt27 import Outcome, _cpu_state
-    from lazycore.observe import metrics
-    from test_hunt26_torch import _counts
-    from zoo_harness import _rel, _state_diff
+    import cases_hunt27
 
-    loop = CASES[name]
-    cpu = torch.device("cpu")
-    eager_losses, eager_state = loop(cpu, lambda: None)
-    eager_losses, eager_state = [float(v) for v in eager_losses], _cpu_state(eager_state)
-    ltorch.mark_step(wait=True)
-    metrics.reset()
-    marks = [_counts()]
-
-    def each():
-        ltorch.mark_step()
-        marks.append(_counts())
-
-    lazy_losses, lazy_state = loop(ltorch.device(), each)
-    lazy_losses, lazy_state = [float(v.cpu()) for v in lazy_losses], _cpu_state(lazy_state)
-    ltorch.mark_step(wait=True)
-    c = metrics.counters()
-    diff, worst = _state_diff(lazy_state, eager_state)
-    out = Outcome(name, eager_losses, lazy_losses, max(_rel(a, b) for a, b in zip(lazy_losses, eager_losses)),
-                  diff, worst, c.get("fallbacks", 0), metrics.fallbacks(),
-                  [b[0] - a[0] for a, b in zip(marks, marks[1:])], [b[1] - a[1] for a, b in zip(marks, marks[1:])])
-    out.lazy_state, out.eager_state = lazy_state, eager_state
-    if referee:
-        _, ref = loop(cpu, lambda: None, dtype=torch.float64)
-        ref = {k: v.to(eager_state[k].dtype) if v.is_floating_point() else v for k, v in _cpu_state(ref).items()}
-        out.eager_f64 = _state_diff(eager_state, ref)[0]
-        out.lazy_f64 = _state_diff(lazy_state, ref)[0]
-    return out
+    return cases_hunt27.compare(name, referee, cases=CASES)
 
 
 if __name__ == "__main__":  # python tests/consumers/cases_hunt29.py [names...]: a table
