@@ -4,7 +4,7 @@ XLA's ``xla_cpu_experimental_ynn_fusion_type``).
 
 One lazy training step of torchvision's ResNet-50 (SGD momentum, 224x224,
 batch 8 by default) is recorded; its step program is lowered twice (1x1
-convolutions as matrix products, the default, and as convolutions) and each
+convolutions as matrix products (the opt-in ``products=true``) and as convolutions) and each
 is compiled twice (YNNPACK's convolutions, XLA's default; Eigen's, with
 ``EIGEN``, XLA's option per compile). The four programs then run in turn on
 the same random inputs, ``--rounds`` times, and the medians and ratios are printed
@@ -79,16 +79,12 @@ def args_note(recorded) -> str:
     return f"{len(recorded)} programs lowered, the largest {max(r[0] for r in recorded)} characters"
 
 
-def lowered_without_products(before: str, pipeline: str, aliasing: dict) -> str:
-    from lazycore.passes import conv_layout
+def lowered_with_products(before: str, pipeline: str, aliasing: dict) -> str:
+    from lazycore.passes.pipeline import with_option
     from lazycore.runtime import compiler
 
-    keep = conv_layout._Block._pointwise
-    conv_layout._Block._pointwise = lambda self, *a: None
-    try:
-        return compiler.lower(before, pipeline, **aliasing).operation.get_asm()
-    finally:
-        conv_layout._Block._pointwise = keep
+    products = with_option(pipeline, "lazy-channels-last", "products", "true")
+    return compiler.lower(before, products, **aliasing).operation.get_asm()
 
 
 EIGEN = ("xla_cpu_experimental_ynn_fusion_type",
@@ -154,8 +150,8 @@ def main(argv=None) -> None:
 
     from lazycore.runtime import pjrt
 
-    before, pipeline, aliasing, with_products = record_step(args.model, args.batch, args.image)
-    without = lowered_without_products(before, pipeline, aliasing)
+    before, pipeline, aliasing, without = record_step(args.model, args.batch, args.image)
+    with_products = lowered_with_products(before, pipeline, aliasing)
     texts = {"products": with_products, "convolutions": without}
     for name, text in texts.items():
         convs = sum(1 for line in text.splitlines() if "stablehlo.convolution" in line and "=" in line)

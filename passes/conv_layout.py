@@ -20,10 +20,11 @@ N, H, W, C, decided per program:
 
 1. every convolution becomes the canonical one (input ``[b, 0, 1, f]``,
    kernel ``[0, 1, i, o]``, output ``[b, 0, 1, f]``), a transpose of its
-   operand folded into its dimension numbers rather than added to; a 1x1
-   one (one feature group) becomes a matrix product over the channels in
-   that layout instead (``_Block._pointwise``: XLA runs it with its matrix
-   kernels, not a convolution library);
+   operand folded into its dimension numbers rather than added to; with
+   the option ``products=true`` a 1x1 one (one feature group) becomes a
+   matrix product over the channels in that layout instead
+   (``_Block._pointwise``: XLA runs it with its matrix kernels, not a
+   convolution library; off by default, docs/guides/torch.md says why);
 2. a value is carried as ``(physical value, permutation)``: the program's
    value is ``transpose(physical, permutation)``. Walking each block in
    order, an op whose operands are carried that way is rebuilt on the
@@ -195,8 +196,9 @@ class _Block:
     """One block's rewrite: ``laid`` maps a value of the program to
     ``(physical, permutation)``, the value being ``transpose(physical, permutation)``."""
 
-    def __init__(self, block: ir.Block):
+    def __init__(self, block: ir.Block, products: bool = False):
         self.block = block
+        self.products = products  # 1x1 convolutions as matrix products (:meth:`_pointwise`)
         self.laid: dict = {}
         self.rewritten: list = []  # original ops replaced by rebuilt ones, in order
         self.changed = False
@@ -419,7 +421,7 @@ class _Block:
         r[ob], r[of] = 0, n + 1
         for k, d in enumerate(osp):
             r[d] = k + 1
-        product = self._pointwise(op, x_in, w_in, canonical)
+        product = self._pointwise(op, x_in, w_in, canonical) if self.products else None
         if product is not None:
             return self._lay(op, [product], [tuple(r)])
         x_in = self._unfolded_pad(op, x_in, w_in)
@@ -677,20 +679,27 @@ def _has_convolution(module_op: ir.Operation) -> bool:
     return bool(found)
 
 
-def run(module_op: ir.Operation) -> None:
+def run(module_op: ir.Operation, products: bool = False) -> None:
     if not _has_convolution(module_op):
         return
     for op in module_op.regions[0].blocks[0].operations:
         op = op.operation
         for region in op.regions:
             for block in region.blocks:
-                _Block(block).run()
+                _Block(block, products).run()
 
 
 @register_pass(
     "lazy-channels-last",
     "StableHLO convolutions in XLA's CPU layout (N, spatial, C; kernel spatial, I, O), "
     "the layout carried through the ops between them so that only the program's edges transpose",
+    options={"products": "true: 1x1 convolutions with one feature group become matrix products "
+                         "(dot_general over channels; default false, see docs/guides/torch.md)"},
 )
-def _factory():
-    return run
+def _factory(products="false"):
+    on = products if isinstance(products, bool) else products.strip().lower() in ("true", "1", "on")
+
+    def run_pass(module_op):
+        run(module_op, on)
+
+    return run_pass

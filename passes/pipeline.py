@@ -29,6 +29,10 @@ the two)."""
 CHANNELS_LAST_PIPELINE = DEFAULT_PIPELINE.replace("lazy-to-stablehlo,", "lazy-to-stablehlo,lazy-channels-last,")
 """:data:`DEFAULT_PIPELINE` with convolutions kept channels-last (:mod:`lazycore.passes.conv_layout`):
 what a CPU device's barriers compile with unless a pipeline is configured (:func:`default_for`)."""
+CHANNELS_LAST_PRODUCTS_PIPELINE = CHANNELS_LAST_PIPELINE.replace("lazy-channels-last,",
+                                                                 "lazy-channels-last{products=true},")
+""":data:`CHANNELS_LAST_PIPELINE` with 1x1 convolutions as matrix products (opt-in:
+``lazycore.config.configure(pipeline=CHANNELS_LAST_PRODUCTS_PIPELINE)``; docs/guides/torch.md)."""
 
 
 def default_for(platform: str | None) -> str:

@@ -94,10 +94,9 @@ func.func @explicit_pad(%x: tensor<4x8x2x2xf32>, %w: tensor<8x8x1x1xf32>, %w3: t
 // Global average pooling's reshapes and the flatten before the classifier:
 // a reshape that splits or merges dimensions in the physical order, or only
 // moves dimensions of size 1, carries the layout; the pooled (2, 4) value
-// needs no transpose at all. (The 1x1 convolution is a product over
-// channels, channels-last as a convolution would be.)
+// needs no transpose at all.
 // CHECK-LABEL: func.func @pool_flatten
-// CHECK: %[[C:.*]] = stablehlo.dot_general {{.*}} -> tensor<2x2x2x4xf32>
+// CHECK: %[[C:.*]] = stablehlo.convolution({{.*}} -> tensor<2x2x2x4xf32>
 // CHECK-NOT: stablehlo.transpose %[[C]]
 // CHECK: stablehlo.reduce
 // CHECK-NOT: stablehlo.transpose

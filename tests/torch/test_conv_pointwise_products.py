@@ -1,5 +1,5 @@
-"""1x1 convolutions as matrix products on the CPU (``lazy-channels-last``,
-passes/conv_layout.py ``_pointwise``).
+"""1x1 convolutions as matrix products on the CPU (``lazy-channels-last{products=true}``,
+passes/conv_layout.py ``_pointwise``; opt-in: ``CHANNELS_LAST_PRODUCTS_PIPELINE``).
 
 XLA's CPU backend runs a ``dot_general`` with YNNPACK's matrix kernels and a
 convolution with a convolution library (YNNPACK's or Eigen's); ResNet's
@@ -19,6 +19,15 @@ import lazycore
 from lazycore.observe import metrics, testing
 
 TOL = dict(rtol=1e-4, atol=1e-5)
+
+
+@pytest.fixture(autouse=True)
+def products_pipeline():
+    from lazycore.ir import config
+    from lazycore.passes.pipeline import CHANNELS_LAST_PRODUCTS_PIPELINE
+
+    with config.override(pipeline=CHANNELS_LAST_PRODUCTS_PIPELINE):
+        yield
 
 CASES = [
     ("1x1", lambda x, w: F.conv2d(x, w), (2, 6, 7, 7), (5, 6, 1, 1)),
