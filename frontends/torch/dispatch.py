@@ -805,14 +805,12 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False, wrapped=False, draws=F
 _VIEWS = "views"
 
 
-def _with_views(recipe, memo, tensors, storages, start, kind=_VIEWS):
+def _with_views(recipe, memo, tensors, storages, start):
     """The handles ``recipe`` (the op's recording, over the views' values)
     makes for ``tensors``, some of them views, replayed together with the
     views' reads from ``storages`` (their storages' handles); None where no
-    such recording serves the call (the caller reads the views then).
-    ``kind``: the key part that tells ``recipe`` apart in ``memo`` (a
-    decomposition's recording, per its floats' values)."""
-    key = [kind]
+    such recording serves the call (the caller reads the views then)."""
+    key = [_VIEWS]
     for x in tensors:
         steps = x._steps
         key.append((steps, storage_key(x._storage)) if steps else None)
@@ -1091,13 +1089,6 @@ def _recorded_decomposition(decomp, func, args, kwargs):
     key = ("decomposed", _float_keys(floats, named) if floats else ())
     found = memo.get(key)
     start = ENTRY.frame
-    if found is not None and found is not _NOT_RECORDED and found.aliased is None:
-        for x in tensors:
-            if x._steps:  # a view among the arguments: its read and the recording replayed as one
-                res = _with_views(found, memo, tensors, [x._storage.handle for x in tensors], start, key)
-                if res is not None:
-                    return wrap_results(out, res, owned=True)
-                break
     inputs = [read_view(x._storage, x._steps, start) if x._steps else x._storage.handle for x in tensors]
     if found is not None and found is not _NOT_RECORDED and found.fits(inputs):
         return wrap_results(out, found.replay(inputs, (), start), owned=True)

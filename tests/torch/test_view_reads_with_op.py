@@ -45,9 +45,8 @@ def test_an_op_on_views_is_one_replay(dev, replays):
         got.append(replays(lambda: torch.mm(x, w.t())))
         got.append(replays(lambda: torch.mm(w.t().t(), x.t())))  # two views, two steps in one
         got.append(replays(lambda: torch.add(x.view(24), x.t().t().reshape(24))))  # one storage twice
-        got.append(replays(lambda: torch.nn.functional.gelu(x.t())))  # a recorded decomposition
         ltorch.mark_step()
-    assert got[-4:] == [1, 1, 1, 1], got  # [2, 3, 3, 2] before: a replay per view read, then the op's
+    assert got[-3:] == [1, 1, 1], got  # [2, 3, 3] before: a replay per view read, then the op's
 
 
 CASES = [
@@ -57,7 +56,6 @@ CASES = [
     ("expand", lambda a: a[0][:, :1].expand(6, 4) + a[0]),
     ("select", lambda a: a[0][2] * a[1][1]),
     ("slices of one storage", lambda a: a[0][1:5:2] - a[0][::3]),
-    ("a decomposition of a view", lambda a: torch.nn.functional.gelu(a[0].t()[1:3]) + a[1][:2, :2].sum()),
     ("transpose of a slice, in place", lambda a: a[0].clone()[1:4].t().add_(a[1][:4, :3])),
 ]
 
