@@ -38,13 +38,6 @@ split among threads by ``two_pass_reduction``), and over leading dims
 (:func:`outer_reduction`: ``vectorized_outer_reduction``'s column blocks, the
 threads' column ranges). Reductions over non-contiguous inputs or over dims
 between kept ones, and the output's layout for ``out=``, are not.
-
-Small-K matrix products (:func:`gemm_chain`): eager's CPU GEMM (MKL) computes each
-output of a float32/float64 ``mm``/``addmm`` with M and N of 16 or more as one
-sequential fused multiply-add over k in order from +0, whatever the operands'
-layouts (an ``addmm``'s bias added after, rounded once more). XLA's float64 dot
-gives the same bits there (every probed shape); its float32 dot sums otherwise
-(219-286 of 512 outputs of a 16 x 6 by 6 x 32 product), so float32's is the chain.
 """
 
 from __future__ import annotations
@@ -407,52 +400,3 @@ def _pick(x, key, op):
     only = apply("and", equal, apply("compare", key, at, direction="EQ"))
     fill = float("-inf") if op == "reduce_max" else float("inf")
     return apply(op, apply("select", only, x, const(fill, x.dtype, x.device, shape)), dims=(last,))
-
-
-GEMM_CHAIN_K = (2, 16)
-"""The K (inner sizes) :func:`gemm_chain` takes: eager's K = 1 product is another
-path (an ``addmm``'s bias inside the one fused multiply-add, the product's -0
-kept), and beyond 16 the chain's K elementwise steps cost more than a dot."""
-
-GEMM_CHAIN_MIN = 16
-"""The least M and N (rows, columns of the result) where eager's GEMM was probed
-to be the k-order chain, bitwise, for every layout (row-major or transposed
-operands), 1, 2, 4 and 8 threads and K up to 32 (float32 and float64, 2,592 products
-each). Smaller M or N take other kernels (gemv, MKL's small-matrix paths) that
-sum in other orders, per shape."""
-
-
-GEMM_CHAIN_WORK = 1 << 16
-"""The most M * N * K :func:`gemm_chain` takes: its K steps are one XLA loop fusion that
-runs 1.5-3x the dot's time at 2**16 and more (256 x 256 x 16: 2.1 ms against 0.7, float32,
-same process, load 11), the dot there."""
-
-
-def fused(x, y, z):
-    """``x * y + z`` rounded once: the dialect's ``fma`` (a product XLA's backends contract
-    into the sum: for float32 as exact as :func:`.nn.fused_multiply_add`'s float64 form,
-    and a fifth of its time in a GEMM's chain)."""
-    return apply("fma", x, y, z)
-
-
-def gemm_chain(a, b, fma):
-    """``a @ b`` (M x K and K x N, float32) as eager's CPU GEMM sums it:
-    ``acc = fma(a[:, k], b[k, :], acc)`` for k in order from +0 (``fma``: the
-    frontend's once-rounded ``x * y + z``), or None where eager's order was not
-    established (:data:`GEMM_CHAIN_K`, :data:`GEMM_CHAIN_MIN`) or costs more than
-    :data:`GEMM_CHAIN_WORK`: the dot there."""
-    (m, k), n = a.shape, b.shape[1]
-    lo, hi = GEMM_CHAIN_K
-    if a.dtype != "f32" or not lo <= k <= hi or min(m, n) < GEMM_CHAIN_MIN or m * n * k > GEMM_CHAIN_WORK:
-        return None
-    acc = None
-    for i in range(k):
-        col = broadcast(apply("slice", a, start=(0, i), limit=(m, i + 1), strides=(1, 1)), (m, n))
-        row = broadcast(apply("slice", b, start=(i, 0), limit=(i + 1, n), strides=(1, 1)), (m, n))
-        if acc is None:  # fma(a0, b0, +0): the product, a -0 made +0 (XLA folds a sum with a zero away)
-            acc = apply("mul", col, row)
-            acc = apply("select", apply("compare", acc, const(0.0, a.dtype, a.device, (m, n)), direction="EQ"),
-                        const(0.0, a.dtype, a.device, (m, n)), acc)
-        else:
-            acc = fma(col, row, acc)
-    return acc

@@ -10,7 +10,6 @@ from lazycore.dialect.types import is_complex
 from lazycore.trace import composites
 
 from ..lowering import apply, broadcast, const, convert, lowers, reshape, scalar
-from . import eager_loops
 
 aten = torch.ops.aten
 
@@ -21,9 +20,7 @@ def _dot(lhs, rhs, lb, rb, lc, rc):
 
 @lowers(aten.mm.default)
 def _mm(ctx, a, b):
-    a, b = convert(a, ctx.dtype), convert(b, ctx.dtype)
-    chain = eager_loops.gemm_chain(a, b, eager_loops.fused)  # (eager's order)
-    return _dot(a, b, (), (), (1,), (0,)) if chain is None else chain
+    return _dot(convert(a, ctx.dtype), convert(b, ctx.dtype), (), (), (1,), (0,))
 
 
 @lowers(aten.bmm.default)
