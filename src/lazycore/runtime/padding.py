@@ -623,11 +623,17 @@ def _slice(state, node, operands, pads):
     if tails:
         return _slice_tail(state, node, operands, pads, tails)
     limit = list(a["limit"])
+    out = dict(pads[0])
     for d, f in pads[0].items():
+        if a["limit"][d] < source[d] and len(f) == 1 and f[0][1] is not None:
+            # inside the valid part (a split's first part, ``x[:k]``): the
+            # padded value holds the unpadded one's positions there, so the
+            # slice reads the same values; its result is unpadded
+            del out[d]
+            continue
         if a["start"][d] != 0 or a["strides"][d] != 1 or a["limit"][d] != source[d]:
             raise Refused(f"{_where(node)} takes part of a padded dimension")
         limit[d] = state.size(f)
-    out = dict(pads[0])
     for d, f in state.fresh_dims(node.types[0].shape).items():
         b = state.size(f)
         if d not in out and a["start"][d] == 0 and a["strides"][d] == 1 and source[d] >= b:
@@ -676,15 +682,16 @@ def _slice_tail(state, node, operands, pads, tails):
 
 def _parts(state, a, pads: dict, source: tuple, shape: tuple) -> dict[int, tuple[int, int]]:
     """The padded dimensions of which the slice takes a symbol's part
-    starting at 0 or at another symbol's size (``targets.split(counts)`` of
-    values joined per image, :func:`_joined`): dim -> (start, size)."""
+    starting at 0, at another symbol's size (``targets.split(counts)`` of
+    values joined per image, :func:`_joined`), or at a plain size (the part
+    after an unpadded image's rows): dim -> (start, size)."""
     out = {}
     for d, f in pads.items():
         s, n = a["start"][d], a["limit"][d] - a["start"][d]
         if (len(f) != 1 or f[0][1] is None or a["strides"][d] != 1 or n == source[d] or n < 2
-                or n not in state.symbols or (s and s not in state.symbols)):
+                or n not in state.symbols):
             continue
-        if state.symbols[n] + (state.symbols[s] if s else 0) <= shape[d]:  # (it never leaves the value)
+        if state.symbols[n] + state.symbols.get(s, s) <= shape[d]:  # (it never leaves the value)
             out[d] = (s, n)
     return out
 
@@ -711,7 +718,7 @@ def _slice_parts(state, node, operands, pads, parts):
     for d in range(x.type.rank):
         if d in parts:
             s, n = parts[d]
-            starts.append(Value(state.valid[s], 0) if s else state.index_scalar(0))
+            starts.append(Value(state.valid[s], 0) if s in state.valid else state.index_scalar(s))
             sizes[d] = state.symbols[n]
         else:
             starts.append(state.index_scalar(0))

@@ -1,0 +1,73 @@
+"""Slices inside a padded count's valid part (issue 39, Faster R-CNN).
+
+torchvision's detection heads join per-image values whose counts differ
+(``torch.cat(labels)``, the proposals of two images) and split them again
+(``box_coder.encode``'s split, ``torch.cat``'s gradient): where one image's
+count varies (padded to its bucket, frontends/torch/counts.py) and the
+other's does not, the split takes ``[0:k]`` and ``[k:n]`` of the padded
+joined value with ``k`` a plain size. Padding refused both slices ("takes
+part of a padded dimension"), so the whole training step compiled at its own
+sizes for every count. A slice whose bounds lie inside the valid part
+reads the same positions of the padded value as of the unpadded one
+(runtime/padding.py ``_slice``): ``[0:k]`` is that slice, unpadded, and
+``[k:n]`` a symbol's part at the static offset ``k``.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import lazycore.torch as ltorch
+from lazycore.observe import metrics
+
+pytestmark = pytest.mark.usefixtures("clean_runtime")
+
+
+@pytest.fixture
+def device_values(monkeypatch):
+    """No upload keeps a host copy: values are the device's, as a model's are."""
+    from lazycore.runtime import hostreads
+
+    monkeypatch.setattr(hostreads, "KEPT_BYTES", 0)
+
+
+def _compiles() -> int:
+    return metrics.counters().get("compiles", 0)
+
+
+def _split_loss(a, b, w):
+    """Two images' rows joined (``a`` a fixed count, ``b`` a varying one), scaled,
+    split back (the first at a plain size), a loss of both parts."""
+    joined = torch.cat([a, b]) * w
+    first, second = joined.split([a.shape[0], b.shape[0]])
+    return first.pow(2).sum() + second.sum() * 3 + first[:2].sum()
+
+
+@pytest.mark.parametrize("backward", [False, True], ids=["forward", "backward"])
+def test_split_of_a_fixed_and_a_padded_count_runs_one_program(dev, device_values, backward):
+    """``[0:5]`` and ``[5:5+n]`` of 5 fixed rows joined with ``n`` = 9, 10,
+    11, 12 marked rows (the bucket of 16): eager's values and gradients, one
+    program for every ``n`` (each compiled its own before: the slices were
+    refused)."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(5, 3, generator=g)
+    w0 = torch.randn(3, generator=g)
+    compiles = []
+    for n in (9, 10, 11, 12):
+        b = torch.randn(n, 3, generator=torch.Generator().manual_seed(n))
+        w = w0.clone().requires_grad_(backward)
+        want = _split_loss(a, b, w)
+        if backward:
+            want.backward()
+        lw = w0.to(dev).requires_grad_(backward)
+        before = _compiles()
+        got = _split_loss(a.to(dev), ltorch.dynamic(b.to(dev), 0), lw)
+        if backward:
+            got.backward()
+        ltorch.mark_step()
+        torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-5, atol=1e-5)
+        if backward:
+            torch.testing.assert_close(lw.grad.cpu(), w.grad, rtol=1e-5, atol=1e-5)
+        compiles.append(_compiles() - before)
+    assert compiles[1:] == [0, 0, 0], compiles
