@@ -30,6 +30,19 @@ eager's CPU kernel on materialized inputs (a counted fallback, a barrier):
   order); the group starts are a mask's nonzero positions (one read, as
   ``unique_consecutive``'s), the inverse the starts' running count sent back
   through the sort's permutation; empty inverse and counts where not asked.
+- ``bincount`` (``torch.bincount``: scikit-learn's ``f1_score``,
+  ``confusion_matrix`` and class weights on torch arrays): the length,
+  ``max(x) + 1`` or ``minlength``, is the one number-dependent part, read at
+  the call with the smallest value (one read, as ``nonzero``'s count; a
+  negative one raises eager's ``RuntimeError``); the counts (or the weights'
+  sums) are a lazy ``index_add`` in the input's order, as eager's loop adds
+  them. Eager's dtypes: ``int64`` counts, ``float32`` sums of ``float32``
+  weights, ``float64`` sums of any other weights, and ``int64`` zeros of
+  ``minlength`` for an empty input, weights or not; its errors in its order
+  (an input not integral: ``NotImplementedError``; ``minlength < 0``, a
+  non-1-D input, weights of another length: ``RuntimeError``). Complex
+  weights (eager drops their imaginary parts with a warning) stay eager's
+  kernel.
 - ``rrelu_with_noise`` (``nn.RReLU``, ``F.rrelu``): in eval mode
   ``leaky_relu`` with slope ``(lower + upper) / 2`` (eager's kernel calls
   exactly that); in training mode ``noise`` gets a uniform draw in
@@ -227,6 +240,44 @@ def _unique2(x, sorted=True, return_inverse=False, return_counts=False):
         inverse = torch.zeros((n,), **long).scatter(0, perm, torch.cumsum(change, 0) - 1).reshape(x.shape)
     counts = torch.diff(starts, append=torch.full((1,), n, **long)) if return_counts else empty
     return values, inverse, counts
+
+
+# --- bincount ------------------------------------------------------------------------------------
+
+_BINCOUNT_INTS = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+_NOT_BINCOUNTABLE = "bincount only supports 1-d non-negative integral inputs."
+
+
+def _bincount(x, weights=None, minlength=0):
+    if x.dtype not in _BINCOUNT_INTS:  # (eager's AT_DISPATCH_INTEGRAL_TYPES, before its checks)
+        raise NotImplementedError(f'"bincount_cpu" not implemented for \'{_dtype_name(x.dtype)}\'')
+    if weights is not None and weights.is_complex():
+        return NotImplemented
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if x.dim() == 1 and x.shape[0] == 0:
+        return torch.zeros((minlength,), dtype=torch.int64, device=x.device)
+    if x.dim() != 1:
+        raise RuntimeError(_NOT_BINCOUNTABLE)
+    low, high = torch.stack([x.min(), x.max()]).to(torch.int64).tolist()  # the one read
+    if low < 0:
+        raise RuntimeError(_NOT_BINCOUNTABLE)
+    if weights is not None and (weights.dim() != 1 or weights.shape[0] != x.shape[0]):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    bins = max(high + 1, minlength)
+    x = x if x.dtype in (torch.int32, torch.int64) else x.to(torch.int64)  # (index_add's index types)
+    if weights is None:
+        ones = torch.ones(x.shape, dtype=torch.int64, device=x.device)
+        return torch.zeros((bins,), dtype=torch.int64, device=x.device).index_add(0, x, ones)
+    dtype = torch.float32 if weights.dtype == torch.float32 else torch.float64
+    return torch.zeros((bins,), dtype=dtype, device=x.device).index_add(0, x, weights.to(dtype))
+
+
+def _dtype_name(dtype) -> str:
+    """The name eager's dispatch macros give ``dtype`` in their errors (``Float``, ``Bool``, ``ComplexFloat``)."""
+    return {torch.bool: "Bool", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.float32: "Float",
+            torch.float64: "Double", torch.complex64: "ComplexFloat", torch.complex128: "ComplexDouble"}.get(
+        dtype, str(dtype).removeprefix("torch."))
 
 
 # --- grid_sampler_2d_backward --------------------------------------------------------------------
@@ -546,6 +597,7 @@ _DECOMPOSITIONS = {
     aten._pdist_backward.default: _pdist_backward,
     aten.unique_consecutive.default: _unique_consecutive,
     aten._unique2.default: _unique2,
+    aten.bincount.default: _bincount,
     aten.grid_sampler_2d_backward.default: _grid_sampler_2d_backward,
     aten.rrelu_with_noise.default: _rrelu_with_noise,
 }
