@@ -99,6 +99,12 @@ def _topk_dim(sample):
 # Any index of an equal value is eager's answer too; the values must match as they are.
 TIED_INDICES = {"topk": _topk_dim}
 
+# Results whose eigenvectors' signs (phases) LAPACK leaves to the implementation: eager's
+# MKL and jaxlib's LAPACK pick differently for most matrices of 3 <= n <= 25
+# (frontends/torch/ops/decompositions.py, _eigh): OpInfo name -> the vectors' output index.
+# The eigenvalues must match as they are, and each vector eager's times one sign (phase).
+PHASED_VECTORS = {"linalg.eigh": 1}
+
 # Tensor arguments eager requires on the CPU whatever the input's device: only the input moves.
 HOST_ARGS = frozenset({"tensor_split"})
 
@@ -225,6 +231,8 @@ def _compare(name, sample, actual, expected):
     except AssertionError as e:
         if name in TIED_INDICES and _same_up_to_ties(sample, TIED_INDICES[name](sample), actual, expected):
             return None
+        if name in PHASED_VECTORS and _same_up_to_phases(PHASED_VECTORS[name], actual, expected):
+            return None
         return _short(str(e))
     return None
 
@@ -239,6 +247,24 @@ def _same_up_to_ties(sample, dim, actual, expected) -> bool:
         return False
     ordered = indices.sort(dim=dim).values
     return bool((ordered.diff(dim=dim) != 0).all())
+
+
+def _same_up_to_phases(index, actual, expected) -> bool:
+    """Eager's other outputs, and each of its vectors (columns of output ``index``) times one
+    sign (phase), as eager's within the sweep's tolerance."""
+    actual, expected = list(actual), list(expected)
+    got, want = actual[index], expected[index]
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return False
+    inner = (got.conj() * want).sum(-2, keepdim=True)
+    phase = torch.where(inner.abs() > 0, inner / inner.abs(), torch.ones_like(inner))
+    actual[index] = got * phase
+    try:
+        torch.testing.assert_close(actual, expected, rtol=RTOL, atol=ATOL, equal_nan=True,
+                                   check_device=False, check_layout=False)
+    except AssertionError:
+        return False
+    return True
 
 
 def _short(text, n=300):

@@ -30,7 +30,8 @@ reflection padding (eager's kernel, counted); scikit-learn's ``LinearDiscriminan
 gives ``scalings_`` and ``transform`` with other signs than eager's (the
 second SVD is of a wide matrix, and jaxlib's LAPACK ``gesdd`` picks other
 singular-vector signs for wide matrices than torch's MKL; predictions and
-``coef_`` agree); ``f1_score``'s ``bincount`` (3 fallbacks). torchvision's
+``coef_`` agree; no rule reproduces MKL's signs: tests/consumers/test_sklearn_torch_linalg.py).
+``f1_score``'s ``bincount`` is lazy now (tests/torch/test_bincount_lazy.py). torchvision's
 R(2+1)D and ShuffleNetV2 at tiny inputs part from eager within 3 steps, but
 lazycore's first-step gradients are the nearer to float64 (R(2+1)D: eager
 3.7e-2 from float64 at ``layer1.0.conv2.0.0.weight``, lazycore 8.3e-5).

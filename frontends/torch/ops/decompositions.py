@@ -18,8 +18,9 @@ was at the call.
 
 Other element types, platforms without the op, and the arguments not
 covered here (``pivot=False``, ``left=False`` solves, ``driver=`` choices
-other than the default) go to eager's kernel (counted fallbacks), and so
-do eigenvectors (``_eigh`` says why).
+other than the default) go to eager's kernel (counted fallbacks). Eigenvectors and singular vectors
+are LAPACK's, whose signs are left to the implementation (``_eigh`` says how
+they compare with eager's).
 """
 
 from __future__ import annotations
@@ -242,20 +243,61 @@ def _householder_product(ctx, a, taus):
 
 @lowers(aten._linalg_eigh.default)
 def _eigh(ctx, a, UPLO="L", compute_v=True):
-    # Eigenvectors are eager's kernel's: LAPACK leaves each one's sign (phase)
-    # to the implementation, and eager's (MKL) and XLA's handlers (SciPy's
-    # OpenBLAS) pick differently for some matrices (torch's OpInfo samples
-    # among them). torch asks a tensor subclass for eigenvectors even in
-    # eigvalsh (_may_require_fw_or_bw_grad), so this lowers only a direct
-    # compute_v=False call.
-    if compute_v or not _ok("eigh", ctx, a):
+    # Eigenvectors are LAPACK's syevd/heevd's as jaxlib's handler computes
+    # them (SciPy's OpenBLAS, as NumPy's eigh): the same vectors as eager's
+    # MKL up to each one's sign (phase), which LAPACK leaves to the
+    # implementation. MKL's signs are the reference's where both divide and
+    # conquer, n >= 26 (random symmetric matrices, 20 a size: float64 20 of
+    # 20 at n = 26, 40; float32 20 and 16), and differ for most matrices of
+    # 3 <= n <= 25 (n = 4: 5-7 of 20 differ, 8 to 25: 18-20), where the
+    # reference's QL/QR iteration (and syev, syevr, syevx) is not MKL's; as
+    # the singular vectors of _svd differ for some shapes. Sign-free uses
+    # (eigvalsh and its gradient, scikit-learn's PCA after svd_flip, RidgeCV's
+    # Q diag Q^T) give eager's answers.
+    if fz.lowered("eigh", ctx.device, a.dtype) and 0 in a.shape:  # (nothing to factor: eager's empty results)
+        return _empty(ctx, 0), _empty(ctx, 1)
+    if not _ok("eigh", ctx, a):
         return NotImplemented
-    vectors, values, _ = apply("eigh", a, lower=UPLO == "L")
+    vectors, values, info = apply("eigh", a, lower=UPLO == "L")
+    _eigh_converged(info, len(a.shape) == 2)
     return values, (vectors if compute_v else _empty(ctx, 1))
+
+
+def _eigh_converged(info, is_matrix: bool):
+    """Eager's check of ``_linalg_eigh``'s info, as a step check: where LAPACK
+    did not converge (a NaN input), the barrier raises eager's
+    ``torch.linalg.LinAlgError`` naming the batch element and LAPACK's code."""
+    from lazycore.ir.sourceloc import caller
+    from lazycore.trace.stepchecks import step_check
+
+    from ..tensor import ENTRY
+
+    def raiser():
+        try:
+            aten._linalg_check_errors(torch.from_numpy(info.numpy()), "linalg.eigh", is_matrix=is_matrix)
+        except RuntimeError as e:
+            return e
+        return RuntimeError("linalg.eigh: LAPACK's info was not 0 on the device")
+
+    step_check(fz.failed(info), raiser, caller(start=ENTRY.frame))
 
 
 @lowers(aten._linalg_svd.default)
 def _svd(ctx, a, full_matrices=False, compute_uv=True, driver=None):
+    # Singular vectors are jaxlib's LAPACK gesdd's. Eager's MKL gesdd gives
+    # the same signs for some shapes and not others, by no rule the available
+    # handlers reproduce (20 random m x n matrices a shape, float32 and
+    # float64 alike; every singular vector's sign against eager's): the
+    # reference gesdd agrees for tall m >= 11n/6 (LAPACK's QR-first path:
+    # 5x3, 7x2, 12x6, 50x5, 200x30), square (4, 8, 40) and wide n < 11m/6
+    # (6x10, 6x9, 20x30, 60x100); for tall m < 11n/6 (10x6, 9x6, 30x20) it
+    # is the reference gesvd that agrees at 10x6 and 9x6, neither at 30x20,
+    # gesdd in part at 100x60 (12 of 20 float64, 5 float32); for wide
+    # n >= 11m/6 (LQ-first: 3x5, 2x7, 6x12, 5x50: scikit-learn LDA's
+    # scalings) neither gesdd nor gesvd, of the matrix or of its transpose
+    # (0-7 of 20; MKL flips mostly the first vector, not always), and gesdd
+    # in part at 30x200 (12 and 17 of 20). The values and sign-free uses are
+    # eager's.
     if driver not in (None, "gesdd") or not _ok("svd", ctx, a):
         return NotImplemented
     s, u, vt, _ = apply("svd", a, full_matrices=bool(full_matrices and compute_uv))
