@@ -14,6 +14,12 @@ and handed out as its valid region (:func:`lazycore.runtime.buckets.cut`, as
 that count (:mod:`lazycore.runtime.padding`) and every count of a bucket runs
 one program. The values are the same either way; a graph the padding rules
 refuse compiles at its own sizes.
+
+A ``randperm`` of such a count (the sampler's draws, torchvision
+``_utils.py``: ``torch.randperm(positive.numel())``) runs eager's kernel on
+eager's generator (a counted fallback: its values must be eager's) and is
+uploaded the same way (:func:`permutation`), so ``positive[perm]`` pairs two
+values padded alike instead of one padded and one at the count's own size.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from lazycore.runtime import buckets
 from lazycore.trace import core
 from lazycore.trace.scalar_policy import POLICY
 
-from .tensor import upload
+from .tensor import from_host, lc_device, upload, wrap
 
 
 def columns(where: np.ndarray, device, rank: int) -> list:
@@ -43,6 +49,19 @@ def columns(where: np.ndarray, device, rank: int) -> list:
         handle = upload(torch.from_numpy(buckets.pad_host(column, 0)), device, scalar=False)
         out.append(core.LazyTensor(buckets.cut(handle.value.node, (n,), 0), handle.device))
     return out
+
+
+def permutation(host: torch.Tensor, tdev):
+    """A fallback's 1-d result ``host`` (``randperm(n)``'s draws) as a tensor
+    on the lazy device ``tdev``: uploaded padded to ``n``'s bucket, handed out
+    as its valid region, once ``n`` has varied at the user's line; else as
+    it is (:func:`columns`' policy)."""
+    n = host.shape[0]
+    if n < 2 or not POLICY.varies(("randperm", host.dtype), (n,)):
+        return from_host(host, tdev)
+    dev = lc_device(tdev)
+    handle = upload(torch.from_numpy(buckets.pad_host(host.numpy(), 0)), dev, scalar=False)
+    return wrap(core.LazyTensor(buckets.cut(handle.value.node, (n,), 0), handle.device))
 
 
 def padded(node) -> bool:

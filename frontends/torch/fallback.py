@@ -67,6 +67,33 @@ class _Bridge(fallback.Bridge):
 _BRIDGE = _Bridge()
 
 
+class _Permutations(_Bridge):
+    """``randperm``'s draws, uploaded padded once their count varies (counts.py)."""
+
+    def to_host(self, x, call):
+        # randperm's only tensor argument is its out= tensor, which it only
+        # writes: not read (a lazy empty of the count's size read alone was
+        # a program per count)
+        return torch.empty(x.shape, dtype=x.dtype)
+
+    def write(self, lazy, host, call):  # (randperm.generator_out: torch.randperm's own path)
+        if host.dim() != 1:
+            return super().write(lazy, host, call)
+        from .counts import permutation
+
+        write(lazy, read(permutation(host, lazy.device)))
+
+    def from_host(self, host, call):
+        if call.device is None or host.dim() != 1:
+            return super().from_host(host, call)
+        from .counts import permutation
+
+        return permutation(host, call.device)
+
+
+_PERMUTATIONS = _Permutations()
+
+
 # Below __torch_dispatch__ torch excludes the Conjugate and Negative keys, so a
 # CPU kernel run from here would read a conj view (pinv's mH, ...) as plain
 # numbers: complex results came back wrong. The host call gets them back.
@@ -81,7 +108,8 @@ def run(func, args, kwargs):
     for k in _VIEW_KEYS:
         torch._C._dispatch_tls_set_dispatch_key_excluded(k, False)
     try:
-        return fallback.run(str(func), func, args, kwargs, _BRIDGE)
+        bridge = _PERMUTATIONS if func.overloadpacket is torch.ops.aten.randperm else _BRIDGE
+        return fallback.run(str(func), func, args, kwargs, bridge)
     finally:
         for k, was in zip(_VIEW_KEYS, saved):
             torch._C._dispatch_tls_set_dispatch_key_excluded(k, was)

@@ -71,3 +71,34 @@ def test_split_of_a_fixed_and_a_padded_count_runs_one_program(dev, device_values
             torch.testing.assert_close(lw.grad.cpu(), w.grad, rtol=1e-5, atol=1e-5)
         compiles.append(_compiles() - before)
     assert compiles[1:] == [0, 0, 0], compiles
+
+
+def _sampled(labels, x):
+    """A detection sampler's draw: the positives' indices (a count), a
+    ``randperm`` of that count (eager's generator), the drawn rows' loss."""
+    positive = torch.where(labels >= 1)[0]
+    perm = torch.randperm(positive.numel(), device=positive.device)
+    return x[positive[perm]].pow(2).sum(0)
+
+
+def test_randperm_of_a_padded_count_is_uploaded_padded(dev, device_values):
+    """``randperm(positive.numel())`` of a count that varies (9 to 12
+    positives of 32 labels): eager's draws (the same seeded generator), one
+    program for the counts after the first padded one (the draws were
+    uploaded at the count's own size, so ``positive[perm]`` compiled per
+    count)."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(32, 3, generator=g)
+    compiles = []
+    for k, n in enumerate((9, 10, 11, 12, 10)):
+        labels = torch.zeros(32, dtype=torch.int64)
+        labels[torch.randperm(32, generator=torch.Generator().manual_seed(k))[:n]] = 1
+        torch.manual_seed(k)
+        want = _sampled(labels, x)
+        torch.manual_seed(k)
+        before = _compiles()
+        got = _sampled(labels.to(dev), x.to(dev))
+        ltorch.mark_step()
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+        compiles.append(_compiles() - before)
+    assert compiles[2:] == [0, 0, 0], compiles
