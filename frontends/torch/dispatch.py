@@ -316,8 +316,8 @@ def _signature(func, args, kwargs):
     tensors there are (none in a list, no host tensor)."""
     # the op by id (see _HANDLERS; an entry keeps its op alive);
     # int tensor * float follows the default dtype; a recorded lowering holds
-    # index checks or not (settings.index_checks)
-    acc = [id(func), _default_dtype(), settings.index_checks]
+    # index checks or not (settings.index_checks), and the forms a symbolic export takes (TRACE.symbolic)
+    acc = [id(func), _default_dtype(), settings.index_checks, TRACE.symbolic]
     tensors, floats, named = [], [], None
     plain = True
     for x in args:
@@ -681,15 +681,15 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False, wrapped=False, draws=F
         # _signature's key made inline, without its call and lists (~0.15 us)
         n = len(args)
         if n == 1:
-            sig = (id(func), _default_dtype(), settings.index_checks, args[0]._key)
+            sig = (id(func), _default_dtype(), settings.index_checks, TRACE.symbolic, args[0]._key)
             tensors, floats = args, ()
         elif n == 2:
             y = args[1]
             if type(y) is Tensor:
-                sig = (id(func), _default_dtype(), settings.index_checks, args[0]._key, y._key)
+                sig = (id(func), _default_dtype(), settings.index_checks, TRACE.symbolic, args[0]._key, y._key)
                 tensors, floats = args, ()
             elif type(y) is float:
-                sig = (id(func), _default_dtype(), settings.index_checks, args[0]._key, float)
+                sig = (id(func), _default_dtype(), settings.index_checks, TRACE.symbolic, args[0]._key, float)
                 tensors, floats = args[:1], args[1:]
         named, plain = None, True
     if sig is None:

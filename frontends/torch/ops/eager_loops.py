@@ -38,12 +38,22 @@ split among threads by ``two_pass_reduction``), and over leading dims
 (:func:`outer_reduction`: ``vectorized_outer_reduction``'s column blocks, the
 threads' column ranges). Reductions over non-contiguous inputs or over dims
 between kept ones, and the output's layout for ``out=``, are not.
+
+Small-K matrix products (:func:`gemm_chain`): eager's CPU GEMM (MKL) computes each
+output of a float32/float64 ``mm``/``addmm`` of a small K with M or N of 16 or more
+as one sequential fused multiply-add over k in order from +0 (:data:`GEMM_CHAIN_MIN`
+says where exactly; an ``addmm``'s bias added after, rounded once more). XLA's
+float64 dot gives the same bits there (every probed shape); its float32 dot sums
+otherwise (219-286 of 512 outputs of a 16 x 6 by 6 x 32 product), so float32's is
+the chain, chosen by M's and N's buckets (padded steps share a program) and never
+for ``lazycore.export``'s symbolic sizes (:func:`takes_chain`).
 """
 
 from __future__ import annotations
 
 import torch
 
+from lazycore.ir.context import TRACE
 from lazycore.ir.memo import Memo
 
 from lazycore.trace import composites
@@ -400,3 +410,79 @@ def _pick(x, key, op):
     only = apply("and", equal, apply("compare", key, at, direction="EQ"))
     fill = float("-inf") if op == "reduce_max" else float("inf")
     return apply(op, apply("select", only, x, const(fill, x.dtype, x.device, shape)), dims=(last,))
+
+
+GEMM_CHAIN_K = (2, 16)
+"""The K (inner sizes) :func:`gemm_chain` takes: eager's K = 1 product is another
+path (an ``addmm``'s bias inside the one fused multiply-add, the product's -0
+kept), and beyond 16 the chain's K elementwise steps cost more than a dot."""
+
+GEMM_CHAIN_MIN = 16
+"""The least of M's and N's buckets (:func:`_bucket`) where :func:`gemm_chain`
+takes the product. Eager's GEMM was probed (float32, 1, 2, 4 and 8 threads,
+K 2 to 16, row-major and transposed operands in the four combinations,
+~24,000 products) to be the k-order chain, bitwise, wherever M is 16 or more
+and N 2 or more, and wherever N is 16 or more and M 2 or more, but for a
+column-major left operand (a weight gradient's ``grad.t()``) with M below 8;
+an M or N of 1 (a matrix-vector product) and both below 16 take other
+kernels, other orders. The chain is taken for a whole bucket (M 9 to 16 with
+N below 16 too, where neither it nor the dot is eager's order), so a
+dimension padded to its bucket (:mod:`lazycore.runtime.buckets`) never makes
+a step's product a chain and another step's of the same bucket a dot."""
+
+GEMM_CHAIN_WORK = 1 << 16
+"""The most multiply-adds (M's and N's buckets times K) :func:`gemm_chain` takes:
+its K steps are one XLA loop fusion that runs 1.5-3x the dot's time at 2**16 and
+more (256 x 256 x 16: 2.1 ms against 0.7, float32, same process, load 11), the dot
+there. By the buckets, not the sizes, for the reason :data:`GEMM_CHAIN_MIN` gives."""
+
+
+def _bucket(n: int) -> int:
+    """The power of two a dimension of ``n`` is padded to by default
+    (``lazycore.runtime.buckets.bucket`` without ``LAZYCORE_BUCKETS``)."""
+    return 1 << (n - 1).bit_length()
+
+
+def takes_chain(m: int, n: int, k: int, rhs) -> bool:
+    """Whether an ``m x k`` by ``k x n`` float32 product is :func:`gemm_chain`'s:
+    not while ``lazycore.export`` traces for symbolic sizes (``TRACE.symbolic``:
+    a chain of K steps at one batch size and a dot at another are no one
+    program); only where K is the right operand's contiguous dimension
+    (``rhs``: that operand as eager lays it out, a meta tensor; a linear
+    layer's ``weight.t()``, a sample's features). A contraction over the right operand's rows is over samples (a
+    weight gradient ``x.t() @ grad``, ``X.t() @ X``): the dimension a batch mark
+    pads, and a chain's K steps are a graph per K, which no bucket shares. Then
+    by :data:`GEMM_CHAIN_K`, :data:`GEMM_CHAIN_MIN` and :data:`GEMM_CHAIN_WORK`."""
+    lo, hi = GEMM_CHAIN_K
+    if TRACE.symbolic or not lo <= k <= hi or min(m, n) < 2 or rhs.layout != torch.strided or rhs.stride(0) != 1:
+        return False
+    bm, bn = _bucket(m), _bucket(n)
+    return max(bm, bn) >= GEMM_CHAIN_MIN and bm * bn * k <= GEMM_CHAIN_WORK
+
+
+def fused(x, y, z):
+    """``x * y + z`` rounded once: the dialect's ``fma`` (a product XLA's backends contract
+    into the sum: for float32 as exact as :func:`.nn.fused_multiply_add`'s float64 form,
+    and a fifth of its time in a GEMM's chain)."""
+    return apply("fma", x, y, z)
+
+
+def gemm_chain(a, b, fma, rhs):
+    """``a @ b`` (M x K and K x N, float32; ``rhs``: ``b`` as eager lays it
+    out, a meta tensor) as eager's CPU GEMM sums it: ``acc = fma(a[:, k], b[k, :], acc)``
+    for k in order from +0 (``fma``: the frontend's once-rounded ``x * y + z``),
+    or None where :func:`takes_chain` says the dot."""
+    (m, k), n = a.shape, b.shape[1]
+    if a.dtype != "f32" or not takes_chain(m, n, k, rhs):
+        return None
+    acc = None
+    for i in range(k):
+        col = broadcast(apply("slice", a, start=(0, i), limit=(m, i + 1), strides=(1, 1)), (m, n))
+        row = broadcast(apply("slice", b, start=(i, 0), limit=(i + 1, n), strides=(1, 1)), (m, n))
+        if acc is None:  # fma(a0, b0, +0): the product, a -0 made +0 (XLA folds a sum with a zero away)
+            acc = apply("mul", col, row)
+            acc = apply("select", apply("compare", acc, const(0.0, a.dtype, a.device, (m, n)), direction="EQ"),
+                        const(0.0, a.dtype, a.device, (m, n)), acc)
+        else:
+            acc = fma(col, row, acc)
+    return acc

@@ -10,6 +10,7 @@ from lazycore.dialect.types import is_complex
 from lazycore.trace import composites
 
 from ..lowering import apply, broadcast, const, convert, lowers, reshape, scalar
+from . import eager_loops
 
 aten = torch.ops.aten
 
@@ -20,7 +21,9 @@ def _dot(lhs, rhs, lb, rb, lc, rc):
 
 @lowers(aten.mm.default)
 def _mm(ctx, a, b):
-    return _dot(convert(a, ctx.dtype), convert(b, ctx.dtype), (), (), (1,), (0,))
+    a, b = convert(a, ctx.dtype), convert(b, ctx.dtype)
+    chain = eager_loops.gemm_chain(a, b, eager_loops.fused, ctx.margs[1])  # (eager's order)
+    return _dot(a, b, (), (), (1,), (0,)) if chain is None else chain
 
 
 @lowers(aten.bmm.default)

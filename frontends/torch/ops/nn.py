@@ -14,6 +14,7 @@ from lazycore.trace import core
 
 from ..dtypes import chalf_rounded, check_chalf, lazy_dtype
 from ..lowering import apply, broadcast, const, convert, lowers, operand, reshape, scalar
+from . import eager_loops
 from .indexing import _wrap, checked
 from .moments import WIDE_PLATFORMS, row_moments
 
@@ -43,8 +44,12 @@ def _addmm(ctx, bias, m1, m2, beta=1, alpha=1):
     accumulator (a linear layer under autocast; the product rounded before
     the bias differed from eager in a third of the outputs)."""
     dt = "f32" if ctx.dtype in ("f16", "bf16") else ctx.dtype
-    prod = apply("dot_general", convert(m1, dt), convert(m2, dt), lhs_batch=(), rhs_batch=(),
-                 lhs_contract=(1,), rhs_contract=(0,))
+    m1, m2 = convert(m1, dt), convert(m2, dt)
+    prod = None  # eager's own order where it is known (alpha 1: its GEMM scales inside otherwise)
+    if dt == ctx.dtype and alpha == 1 and beta in (0, 1):
+        prod = eager_loops.gemm_chain(m1, m2, eager_loops.fused, ctx.margs[2])
+    if prod is None:
+        prod = apply("dot_general", m1, m2, lhs_batch=(), rhs_batch=(), lhs_contract=(1,), rhs_contract=(0,))
     if alpha != 1:
         prod = apply("mul", prod, scalar(alpha, dt, ctx.device, ctx.shape))
     if beta == 0:

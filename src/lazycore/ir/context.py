@@ -36,7 +36,7 @@ def locked(fn):
 
 
 class TraceContext:
-    __slots__ = ("recorder", "updates", "cutter")
+    __slots__ = ("recorder", "updates", "cutter", "symbolic")
 
     def __init__(self):
         self.recorder = None
@@ -50,6 +50,12 @@ class TraceContext:
         a cut runs a barrier). Every recorded op reads ``cutter.due`` first;
         frontends tell it where their steps begin and end, and hold it off
         while they trace a step of their own."""
+        self.symbolic = False
+        """True while ``lazycore.export`` traces a function for one program at every
+        size of some dimensions (:meth:`symbolic_sizes`): a lowering whose graph's
+        structure would change with a size takes the form that does not (torch's
+        small-K products keep the dot). Lowerings are recorded per call signature,
+        so a frontend's signature holds it (one attribute read per op)."""
 
     @contextlib.contextmanager
     def recording(self, recorder):
@@ -62,6 +68,17 @@ class TraceContext:
                 yield recorder
             finally:
                 self.recorder = outer
+
+    @contextlib.contextmanager
+    def symbolic_sizes(self):
+        """:attr:`symbolic` inside (process-wide: another thread's ops traced
+        meanwhile take the export's forms too: the same values in another
+        rounding order at worst, recorded apart from their usual ones)."""
+        before, self.symbolic = self.symbolic, True
+        try:
+            yield
+        finally:
+            self.symbolic = before
 
     def assigning(self, handle) -> None:
         """``handle`` is about to be updated in place: a side effect, unless

@@ -53,6 +53,7 @@ import numpy as np
 
 from lazycore.dialect.types import TensorType, to_numpy_dtype
 from lazycore.ir import events, sourceloc
+from lazycore.ir.context import TRACE
 from lazycore.ir.sourceloc import format_location
 from lazycore.ir.failure import BarrierError, Failure
 from lazycore.ir.graph import Data, Scalar, Value
@@ -236,7 +237,8 @@ def _export_symbolic(fn, example_args, types, device, donated, symbols, name: st
     traces = []
     for point, point_types in zip(points, at):
         try:
-            traces.append(trace(fn, example_args, point_types, device, donated, name))
+            with TRACE.symbolic_sizes():  # (lowerings take forms whose structure no size changes)
+                traces.append(trace(fn, example_args, point_types, device, donated, name))
         except ExportError:
             raise
         except Exception as e:
