@@ -36,15 +36,29 @@ and a second ``backward()`` raises eager's RuntimeError. Gradients are set
 as AccumulateGrad sets them: a leaf without one gets a new tensor (the
 recorded layout), one with a gradient has it updated in place.
 
-Not seen from Python, hence not guarded: hooks registered directly on a graph
-node (``grad_fn.register_hook``/``register_prehook``, an AccumulateGrad
-node's hooks, the deprecated ``Module.register_backward_hook``). Code that
-uses them should set ``LAZYCORE_REPLAY_BACKWARD=0``.
+Hooks put on graph nodes (``grad_fn.register_hook``/``register_prehook``, an
+AccumulateGrad node's, ``Module.register_backward_hook``'s) are not seen by a
+walk; every one registered from Python passes ``Function._register_hook``,
+which :func:`install` wraps to keep a weak reference to the node's hook dict:
+while one lives with a hook in it, the engine runs. C++ hooks are not seen at
+all: DDP's reducer puts them on the leaves' AccumulateGrad nodes, so while
+``torch.distributed`` is initialized the engine runs. ``torch.autograd.backward``
+and ``torch.autograd.grad`` (the functions) are not intercepted: they run the
+engine, which raises eager's error on a graph a replay freed.
+
+Which is faster depends on the graph: a replay saves the dispatch of every
+derivative op but walks the autograd graph, encodes the step log and frees the
+saved tensors (ResNet-18: slower than the engine). On each graph (keyed
+cheaply by the root's kind and the number of nodes since the barrier) the
+first :data:`SAMPLES` replays after the first are timed against as many
+engine runs (thread time, alternated); when the engine was faster, that graph's backward runs the
+engine without walking it. ``LAZYCORE_REPLAY_BACKWARD=1`` turns replay on.
 """
 
 from __future__ import annotations
 
 import os
+import time
 import weakref
 
 import torch
@@ -61,16 +75,20 @@ from lazycore.trace.views import Storage
 
 from . import tensor as _tensor
 from .capture import _global_state
+
+_DIST = torch.distributed if torch.distributed.is_available() else None
 from .tensor import MADE, Tensor, _new
 
 
 class _Switch:
-    """``LAZYCORE_REPLAY_BACKWARD`` (default off: see docs/guides/torch.md)."""
+    """``LAZYCORE_REPLAY_BACKWARD`` (default off: see docs/guides/torch.md).
+    ``choose``: time the engine against the replay on each graph and keep the faster."""
 
-    __slots__ = ("on",)
+    __slots__ = ("on", "choose")
 
     def __init__(self):
         self.on = os.environ.get("LAZYCORE_REPLAY_BACKWARD", "0") not in ("0", "", "false", "False")
+        self.choose = True
 
 
 SWITCH = _Switch()
@@ -92,13 +110,21 @@ _LAST = Memo("torch.backward_last", 64)
 """Key -> the last recorded backward with that key (what the next one is compared with)."""
 _SAVED = Memo("torch.backward_saved_names", 4096)
 """Node class -> its ``_raw_saved_*`` attribute names (a class's are fixed)."""
+_CHOICES = Memo("torch.backward_choices", 64)
+"""(root node's kind, nodes since the barrier) -> a :class:`_Choice` between the engine and the replay."""
+
+SAMPLES = 2
+"""Timed runs of each (engine, replay) before a graph's :class:`_Choice` is made."""
+_CLOCK = time.thread_time_ns  # (this thread's CPU: the engine runs a lazy graph on the calling thread)
 
 
 class _State:
-    __slots__ = ("marks", "pushes", "pushes_seen", "backoff", "blind")
+    __slots__ = ("marks", "pushes", "pushes_seen", "backoff", "node_hooks")
 
     def __init__(self):
-        self.blind = False  # a module backward hook of the old kind was registered: its hooks sit on nodes
+        # the hook dicts of nodes given a hook from Python (grad_fn.register_hook/register_prehook,
+        # an AccumulateGrad node's, Module.register_backward_hook's): weak, a dict dies with its node
+        self.node_hooks: list = []
         self.marks = 0  # hooks / retain_grad on non-leaf lazy tensors, ever (0: no node carries a mark)
         self.pushes = 0  # saved-tensor hooks pushed, ever
         self.pushes_seen = 0  # ... as of the last backward
@@ -115,6 +141,23 @@ class Stats:
     recordings = 0
     engine = 0
     why: str | None = None
+
+
+class _Choice:
+    """The engine's and the replay's thread time on one graph, until :data:`SAMPLES` of each
+    are in; then ``engine``: True when the engine was faster (its backward runs the engine)."""
+
+    __slots__ = ("times", "engine")
+
+    def __init__(self):
+        self.times = ([], [])  # (engine, replay) nanoseconds
+        self.engine = None
+
+    def add(self, which: int, ns: int) -> None:
+        self.times[which].append(ns)
+        e, r = self.times
+        if len(e) >= SAMPLES and len(r) >= SAMPLES:
+            self.engine = min(e) < min(r)
 
 
 def _pack(_):
@@ -134,13 +177,26 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
     root = t.grad_fn
     if root is None or not LOG.on:
         return False
-    if STATE.blind or torch.is_anomaly_enabled():
-        return _plain("anomaly mode" if not STATE.blind else "Module.register_backward_hook was called")
+    began = _CLOCK()
+    if torch.is_anomaly_enabled():
+        return _plain("anomaly mode")
     pushes, STATE.pushes_seen = STATE.pushes_seen, STATE.pushes
     if pushes != STATE.pushes or torch._C._autograd._top_saved_tensors_default_hooks(False) is not None:
         return _plain("saved-tensor hooks were pushed since the last backward")
+    if STATE.node_hooks and _node_hooked():
+        return _plain("a hook on an autograd node (grad_fn.register_hook/register_prehook, "
+                      "an AccumulateGrad node's, Module.register_backward_hook)")
+    if _DIST is not None and _DIST.is_initialized():  # (DDP's reducer: C++ hooks on AccumulateGrad nodes)
+        return _plain("torch.distributed is initialized")
     if root.metadata.get(_FREED):
         return False  # the engine raises eager's error
+    choice = proxy = None
+    if SWITCH.choose:
+        # (a cheap key: a graph the engine runs faster is not walked; two graphs sharing it share a choice)
+        proxy = (type(root), len(LOG.nodes))
+        choice = _CHOICES.get(proxy)
+        if choice is not None and choice.engine:
+            return _plain("the engine was faster than a replay on this graph")
     with LOCK:
         found = _autograd_graph(root)
         if type(found) is str:
@@ -160,10 +216,23 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
         window, olds = _window()
         key = (shape, tuple(map(id, leaves)), tuple([p._key for p in leaves]), tuple(grads), window,
                _global_state(), torch.is_autocast_enabled("cpu"))
+        timing = choice is not None and choice.engine is None
+        if timing and len(choice.times[0]) < len(choice.times[1]) and _PLANS.find(key) is not None:
+            t0 = _CLOCK()
+            torch.Tensor.backward(t)  # (a confirmed plan's nodes are the engine's: same programs)
+            choice.add(0, _CLOCK() - t0)
+            Stats.engine += 1
+            Stats.why = "timing the engine against the replay"
+            return True
         out = _PLANS.replay(key, leaves, olds)
         if out is not GUARDED:
             _free(root, saved)
             Stats.replays += 1
+            if SWITCH.choose:
+                if choice is None:  # (a plan's first replay is not timed: it builds the fragment's code)
+                    _CHOICES.put(proxy, _Choice())
+                elif choice.engine is None:
+                    choice.add(1, _CLOCK() - began)
             return True
         if not STATE.backoff.records():
             return _plain("no two recordings agreed lately")
@@ -186,6 +255,12 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
             STATE.backoff.refused("two recordings of one key differed" if previous is not None
                                   else "no earlier backward had this structure")
         return True
+
+
+def _node_hooked() -> bool:
+    """Whether a node of a live autograd graph holds a hook registered from Python."""
+    live = STATE.node_hooks = [r for r in STATE.node_hooks if r() is not None]
+    return any(r() for r in live)
 
 
 def _plain(why: str) -> bool:
@@ -446,13 +521,18 @@ def _counting(enter):
     return counted
 
 
-def _blinding(register):
-    def blinded(*args, **kwargs):
-        STATE.blind = True
-        return register(*args, **kwargs)
+def _watching(register):
+    # every hook Python puts on an autograd node (torch/csrc/autograd/python_hook.cpp's
+    # registerFunctionHook/registerFunctionPreHook) goes through Function._register_hook; a
+    # node's first hook of a kind (pre, post) makes the dict the node then keeps
+    def registered(backward_hooks, hook):
+        out = register(backward_hooks, hook)
+        if backward_hooks is None:
+            STATE.node_hooks.append(weakref.ref(out[0]))
+        return out
 
-    blinded.lazycore_wraps = register
-    return blinded
+    registered.lazycore_wraps = register
+    return staticmethod(registered)
 
 
 def install() -> None:
@@ -463,13 +543,11 @@ def install() -> None:
     _tensor.BACKWARD = backward
     for name in ("register_hook", "retain_grad"):
         setattr(Tensor, name, _marking(getattr(torch.Tensor, name)))
-    # Module.register_backward_hook (deprecated) puts its hooks on the output's node, where
-    # no walk sees them: once one is registered, every backward runs the engine
-    for owner, name in ((torch.nn.Module, "register_backward_hook"),
-                        (torch.nn.modules.module, "register_module_backward_hook")):
-        method = getattr(owner, name)
-        if not hasattr(method, "lazycore_wraps"):
-            setattr(owner, name, _blinding(method))
+    # hooks on nodes (Module.register_backward_hook's too) are not seen by a walk: while a
+    # node holding one lives, every backward runs the engine
+    register = torch.autograd.Function._register_hook
+    if not hasattr(register, "lazycore_wraps"):
+        torch.autograd.Function._register_hook = _watching(register)
     hooks = _graph.saved_tensors_hooks
     if not hasattr(hooks.__enter__, "lazycore_wraps"):
         hooks.__enter__ = _counting(hooks.__enter__)

@@ -26,7 +26,9 @@ def switch(monkeypatch):
         # saved-tensor hooks an earlier test pushed (checkpoint's) are not this test's: each
         # test starts as if its first backward came right after the last one
         monkeypatch.setattr(br.STATE, "pushes_seen", br.STATE.pushes)
-        monkeypatch.setattr(br.STATE, "blind", False)
+        monkeypatch.setattr(br.STATE, "node_hooks", [])
+        # (the engine's timed runs are test_the_faster_of_engine_and_replay_is_kept's)
+        monkeypatch.setattr(br.SWITCH, "choose", False)
         for name in ("replays", "recordings", "engine"):
             setattr(br.Stats, name, 0)
         br.Stats.why = None
@@ -242,13 +244,10 @@ def test_new_leaves_every_step_stop_recording(dev, switch):
     assert br.Stats.replays == 0 and br.Stats.recordings <= 6 and br.Stats.engine >= 6, br.Stats.why
 
 
-def test_old_module_backward_hooks_and_anomaly_mode_run_the_engine(dev, switch, monkeypatch):
-    monkeypatch.setattr(br.STATE, "blind", False)
+def test_old_module_backward_hooks_and_anomaly_mode_run_the_engine(dev, switch):
     calls = []
 
     def before(i, model):
-        if i == 0:
-            br.STATE.blind = False  # (the run before registered one)
         if i == 4:  # after replays began
             model[2].register_backward_hook(lambda m, gi, go: calls.append(i))
 
@@ -257,7 +256,6 @@ def test_old_module_backward_hooks_and_anomaly_mode_run_the_engine(dev, switch, 
     _same(off, on)
     assert len(calls) == 6 and replays >= 1 and engine == 3
 
-    br.STATE.blind = False
     switch(True)
     model = _mlp().to(dev)
     for i in range(6):
@@ -270,3 +268,134 @@ def test_old_module_backward_hooks_and_anomaly_mode_run_the_engine(dev, switch, 
                 loss.backward()
         ltorch.mark_step()
     assert br.Stats.replays == 1 and br.Stats.recordings == 3
+
+
+def _node_hook(kind):
+    """A loss whose graph gets a hook on a node from step 3 on (after replays began)."""
+    calls = []
+
+    def loss(model, x, i):
+        out = model(x).pow(2).mean()
+        if i >= 3:
+            if kind == "grad_fn":
+                out.grad_fn.register_hook(lambda gi, go: calls.append(i))
+            elif kind == "prehook":
+                out.grad_fn.register_prehook(lambda go: calls.append(i))
+            else:  # the first layer's weight's AccumulateGrad node (as FSDP and DDP hook it)
+                acc = model[0].weight.view_as(model[0].weight).grad_fn.next_functions[0][0]
+                acc.register_hook(lambda gi, go: calls.append(i))
+        return out
+
+    return loss, calls
+
+
+@pytest.mark.parametrize("kind", ["grad_fn", "prehook", "accumulate_grad"])
+def test_hooks_on_graph_nodes_run_the_engine(dev, switch, kind):
+    loss, calls = _node_hook(kind)
+    off, _, _ = _run(dev, switch, False, loss=loss)
+    seen_off, calls[:] = list(calls), []
+    on, _, (replays, _, engine) = _run(dev, switch, True, loss=loss, clear=False)
+    _same(off, on)
+    assert calls == seen_off == [3, 4, 5] and replays >= 1 and engine == 3, br.Stats.why
+    assert "autograd node" in br.Stats.why
+
+
+def test_a_node_hook_removed_or_dead_lets_replay_resume(dev, switch):
+    handles = []
+
+    def loss(model, x, i):
+        out = model(x).pow(2).mean()
+        if i == 3:
+            handles.append(out.grad_fn.register_hook(lambda gi, go: None))
+        if i == 4:
+            handles.pop().remove()
+        return out
+
+    off, _, _ = _run(dev, switch, False, loss=loss, steps=7)
+    on, _, (replays, _, engine) = _run(dev, switch, True, loss=loss, steps=7, clear=False)
+    _same(off, on)
+    assert engine == 1 and replays >= 3  # step 3 only: the hook removed at 4, step 3's graph dead after
+
+
+def test_torch_autograd_functions_run_the_engine(dev, switch):
+    """``torch.autograd.backward``/``grad`` are not replayed: the engine runs them, as
+    eager's, and on a graph a replay freed it raises eager's error."""
+    def loss(model, x, i):
+        out = model(x).pow(2).mean()
+        if i >= 4:  # after replays began
+            torch.autograd.backward([out], [torch.ones((), device=out.device)])
+            return model(x).sum() * 0  # (a second backward, replayed or not, adds zeros)
+        return out
+
+    off, _, _ = _run(dev, switch, False, loss=loss)
+    on, _, (replays, _, engine) = _run(dev, switch, True, loss=loss, clear=False)
+    _same(off, on)
+    assert replays >= 1 and engine == 0
+
+    switch(True)
+    model = _mlp().to(dev)
+    x = torch.randn(4, 8).to(dev)
+    for i in range(4):
+        model.zero_grad()
+        out = model(x).pow(2).mean()
+        out.backward()
+        ltorch.mark_step()
+    assert br.Stats.replays >= 1
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        torch.autograd.grad(out, [model[0].weight])
+
+
+def test_distributed_runs_the_engine(dev, switch):
+    """DDP's reducer hooks the leaves' AccumulateGrad nodes in C++, where nothing is
+    seen: while torch.distributed is initialized, the engine runs."""
+    dist = pytest.importorskip("torch.distributed")
+    dist.init_process_group("lazy", rank=0, world_size=1, store=dist.HashStore())
+    try:
+        off, _, _ = _run(dev, switch, False)
+        on, _, (replays, recordings, engine) = _run(dev, switch, True, clear=False)
+    finally:
+        dist.destroy_process_group()
+    _same(off, on)
+    assert replays == recordings == 0 and engine == 6 and br.Stats.why == "torch.distributed is initialized"
+
+
+def test_the_faster_of_engine_and_replay_is_kept(dev, switch, monkeypatch):
+    """Per graph, SAMPLES replays (after the first) are timed against as many engine
+    runs (alternated); the faster is kept. The same nodes either way: gradients bitwise, no compile more."""
+    real_backward, real_free = torch.Tensor.backward, br._free
+    for engine_faster in (True, False):
+        now = [0]
+        engine_ns, replay_ns = (10**5, 10**6) if engine_faster else (10**6, 10**5)
+
+        def clock():
+            now[0] += 1000
+            return now[0]
+
+        def engine(*a, **k):
+            now[0] += engine_ns
+            return real_backward(*a, **k)
+
+        def free(*a):
+            now[0] += replay_ns
+            return real_free(*a)
+
+        off, _, _ = _run(dev, switch, False, steps=10)
+        switch(True)
+        monkeypatch.setattr(br.SWITCH, "choose", True)
+        br._CHOICES.clear()
+        monkeypatch.setattr(br, "_CLOCK", clock)
+        monkeypatch.setattr(br, "_free", free)
+        monkeypatch.setattr(torch.Tensor, "backward", engine)
+        try:
+            on, again, (replays, recordings, engines) = _run(dev, lambda on: None, True, steps=10, clear=False)
+        finally:
+            monkeypatch.setattr(torch.Tensor, "backward", real_backward)
+        _same(off, on)
+        assert again == 0
+        (choice,) = br._CHOICES.values()
+        assert choice.engine is engine_faster and len(choice.times[1]) == br.SAMPLES
+        if engine_faster:  # 2 recordings, a replay (not timed), then replay, engine, replay, engine; then engine
+            assert (recordings, replays, engines) == (2, 3, 5), br.Stats.why
+            assert br.Stats.why == "the engine was faster than a replay on this graph"
+        else:
+            assert (recordings, replays, engines) == (2, 6, 2), br.Stats.why
