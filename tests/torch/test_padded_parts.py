@@ -102,3 +102,30 @@ def test_randperm_of_a_padded_count_is_uploaded_padded(dev, device_values):
         torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
         compiles.append(_compiles() - before)
     assert compiles[2:] == [0, 0, 0], compiles
+
+
+def _with_made(x):
+    """A marked count's rows summed, beside a value made without inputs whose
+    first dimension is 12 (anchors from ``arange``), split by a reshape."""
+    grid = torch.arange(12, device=x.device, dtype=x.dtype)[:, None] * torch.ones(4, device=x.device, dtype=x.dtype)
+    # (and one made at the count's size, which must be widened with it)
+    weights = torch.arange(x.shape[0], device=x.device, dtype=x.dtype).mul(0.1).exp()[:, None]
+    return (x * weights).sum(0) + grid.reshape(2, 6, 4).sum((0, 1))
+
+
+def test_a_made_value_at_a_counts_size_by_chance_is_not_refused(dev, device_values):
+    """A count of 12 (11, 13, 12, 14: the bucket of 16) beside a value made
+    at size 12 without any input: at the count of 12 that value was widened
+    as the count's, its reshape into (2, 6, 4) split the padded dimension and
+    was refused, and the step compiled at its own sizes; the reshape now
+    takes the value as made (nothing marked reaches it): one program."""
+    compiles = []
+    for n in (11, 13, 12, 14):
+        x = torch.randn(n, 4, generator=torch.Generator().manual_seed(n))
+        want = _with_made(x)
+        before = _compiles()
+        got = _with_made(ltorch.dynamic(x.to(dev), 0))
+        ltorch.mark_step()
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+        compiles.append(_compiles() - before)
+    assert compiles[1:] == [0, 0, 0], compiles

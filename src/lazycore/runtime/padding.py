@@ -129,6 +129,12 @@ class Padded:
         and the value is taken unwidened (:func:`_unwidened`)."""
         self.again: dict[tuple, Value] = {}
         """(id(fresh node), its dims kept) -> the node made again (:func:`_made_again`)."""
+        self.marked: set[int] = set()
+        """id(original node) of the nodes that a marked input or region reaches:
+        any other node's own value holds nothing padded, so where padding
+        refuses it (a reshape that splits a value widened along a size that
+        was a symbol's by chance: Faster R-CNN's 270 anchors at 270 sampled
+        boxes), the node as it is is exact."""
         self.counts: dict[int, tuple[int, tuple[int, ...]]] = {}
         """id(padded node) -> how many elements the masked sum it holds added
         (a number and the symbols whose valid sizes multiply it)."""
@@ -218,6 +224,8 @@ class Padded:
     # --- the walk ------------------------------------------------------------------
 
     def node(self, node: Node, marks: dict[int, Factors] | None) -> None:
+        if marks or (not node.is_leaf and any(id(v[0]) in self.marked for v in operand_values(node))):
+            self.marked.add(id(node))
         if marks and not node.is_leaf:  # a padded result's valid region: that result, padded
             leaf = node
             while not leaf.is_leaf:  # the region's slice and reshapes, down to the result
@@ -279,6 +287,9 @@ class Padded:
             attrs, ruled, padded, *replaced = rule(self, node, operands, pads)
             made = self.make(replaced[0] if replaced else op, tuple(ruled), attrs, node.loc)
         except Refused:
+            if id(node) not in self.marked:  # nothing marked reaches it: the node as it is
+                self.new[id(node)] = (node, [{} for _ in node.types])
+                return
             # a value widened as made without a padded input, where the size
             # was another dimension's (the first 64 of GPT-2's fused q, k, v
             # at sequence length 64, split into heads): this op as it is
