@@ -82,6 +82,8 @@ def describe(rs: list) -> str:
     phases = ", ".join(f"{p} {_med(rs, p) * 1e3:,.0f}" for p in PHASES)
     return (f"warm call {_med(rs, 'warm') * 1e3:.1f} ms; {sum(r['compiles'] for r in rs)} compile(s), "
             f"{sum(r['disk_cache_hits'] for r in rs)} load(s) over {len(rs)} process(es); "
+            f"lowerings recorded {sum(r.get('recordings', 0) for r in rs)}, "
+            f"loaded {sum(r.get('recordings_loaded', 0) for r in rs)}; "
             f"first call's phases (ms): {phases}; its CPU (ms): {_med(rs, 'cpu') * 1e3:,.0f} "
             f"(this thread {_med(rs, 'main_cpu') * 1e3:,.0f})")
 
@@ -90,9 +92,12 @@ def _med(rs: list, key: str) -> float:
     return statistics.median(r[key] for r in rs)
 
 
-def _child(size: str, system: str, cache_dir):
-    """A new process running :func:`child`; its JSON (None: torchax is not installed)."""
-    code = f"import sys; sys.path.insert(0, {str(HERE)!r}); import first_token; first_token.child({size!r}, {system!r})"
+def _child(size: str, system: str, cache_dir, work: str = "token", recordings: bool = True):
+    """A new process running :func:`child`; its JSON (None: torchax is not installed).
+    ``recordings``: False turns the lowering recordings' disk store off in it
+    (``frontends/torch/recipe_store.py``), for an A/B of what it saves."""
+    code = (f"import sys; sys.path.insert(0, {str(HERE)!r}); import first_token; "
+            f"first_token.child({size!r}, {system!r}, {work!r}, {recordings!r})")
     env = {**os.environ, "LAZYCORE_CACHE_DIR": cache_dir or "off"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
     if out.returncode == 3:
@@ -102,11 +107,13 @@ def _child(size: str, system: str, cache_dir):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def child(size: str, system: str) -> None:
+def child(size: str, system: str, work: str = "token", recordings: bool = True) -> None:
     """In a new process: ``generate(max_new_tokens=1)`` of one prompt on
     ``system`` (eager, lazy or torchax), timed as the process's first call
     and again (warm), with lazycore's phases of the first call; JSON on
-    stdout. Exits 3 where torchax is not installed."""
+    stdout. Exits 3 where torchax is not installed. ``work="step"``: a
+    training step (the prompt as labels, AdamW, ``mark_step``) in place of
+    the token, its loss for the tokens."""
     import importlib.util
 
     import torch
@@ -116,6 +123,12 @@ def child(size: str, system: str) -> None:
     torch.set_num_threads(1)
     model = generation._model(size)
     ids, mask = generation._prompts(model.config.vocab_size, 1)
+    if not recordings and system == "lazy":
+        from lazycore.frontends.torch import recipe_store
+
+        recipe_store.STORE.off = True
+    if work == "step" and system == "torchax":
+        raise SystemExit(3)
     if system == "torchax":
         if importlib.util.find_spec("torchax") is None:
             raise SystemExit(3)
@@ -134,17 +147,33 @@ def child(size: str, system: str) -> None:
         ltorch.mark_step(wait=True)
         lazycore.metrics.reset()
     times = []
+    if work == "step":
+        model.train()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     for _ in range(2):
         cpu, main = time.process_time(), time.thread_time()
-        out, t = generation._generate(model, ids, mask, 1, "dynamic", False)
+        if work == "step":
+            t = time.perf_counter()
+            loss = model(ids, attention_mask=mask, labels=ids).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            if system == "lazy":
+                ltorch.mark_step(wait=True)
+            out = [[round(float(loss), 4)]]
+            t = time.perf_counter() - t
+        else:
+            out, t = generation._generate(model, ids, mask, 1, "dynamic", False)
         times.append(t)
         if system == "lazy" and not report:
             # CPU time (all threads: XLA compiles on its own; this thread) says less about the load than wall time
             report = {p: events.EVENTS.totals[p][1] for p in PHASES}
             report.update(cpu=time.process_time() - cpu, main_cpu=time.thread_time() - main)
             c = lazycore.metrics.counters()
-            report.update(compiles=c["compiles"], disk_cache_hits=c["disk_cache_hits"])
-    print(json.dumps({"first": times[0], "warm": times[1], "tokens": out[0].tolist(), **report}))
+            report.update(compiles=c["compiles"], disk_cache_hits=c["disk_cache_hits"],
+                          recordings=c["recordings"], recordings_loaded=c["recordings_loaded"])
+    print(json.dumps({"first": times[0], "warm": times[1], "tokens": list(out[0]) if work == "step" else out[0].tolist(),
+                      **report}))
 
 
 def _torchax_first_token(model, ids, mask):

@@ -39,6 +39,7 @@ from .dtypes import TO_TORCH
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
 from .meta_store import MISS, STORE
+from .recipe_store import STORE as RECORDINGS, StoredMemo
 from .tensor import (ENTRY, LayoutKey, Tensor, _new, layout_key, lc_device, meta_layout, meta_twin, read,
                      refresh_key, route_ops, torch_device, upload, view_of, wrap, wrap_layout, write)
 
@@ -391,7 +392,8 @@ def _meta_entry(acc, func, args, kwargs):
                 STORE.add(stored, func, out, margs)
         if out is not None and func in batch_norm_stats.TRAINING:  # (a stored result may predate the change)
             out = batch_norm_stats.as_eager(func, margs, mkwargs, out)
-        hit = (out, margs, mkwargs, a.device, {}, func)
+        # (the recordings another process made for this signature: recipe_store)
+        hit = (out, margs, mkwargs, a.device, RECORDINGS.memo(stored, a.device) if out is not None else {}, func)
         if key is not None:
             _META.put(key, hit)
     return hit
@@ -769,7 +771,10 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False, wrapped=False, draws=F
     layout = _layout(out, res)
     if recipe is not None and len(memo) < _RECIPE_LIMIT:
         # stored once the results passed the checks
-        memo[vclass if recipe.parametric and vclass is not None else fl] = (recipe, layout)
+        mkey = vclass if recipe.parametric and vclass is not None else fl
+        memo[mkey] = (recipe, layout)
+        if type(memo) is StoredMemo:
+            RECORDINGS.add(memo, mkey, recipe, layout, dev)
     return out, res, layout, False
 
 

@@ -60,7 +60,10 @@ def run(cache_dir, code=PROGRAM):
 
 
 def stores(folder) -> list[str]:
-    return [p for p in os.listdir(folder) if p.endswith(DATA_SUFFIX)] if os.path.isdir(folder) else []
+    """The meta store's entries (the folder's other data entries: the recordings, recipe_store)."""
+    from lazycore.frontends.torch.meta_store import _ENTRY
+
+    return [p for p in os.listdir(folder) if p == _ENTRY.hex() + DATA_SUFFIX] if os.path.isdir(folder) else []
 
 
 def test_a_second_process_runs_no_meta_kernel_the_first_stored_and_gets_eagers_answers(tmp_path):

@@ -78,6 +78,10 @@ COUNTERS = (
     # reads answered from a small upload's host copy, without a program or a
     # device read (lazycore.runtime.hostreads)
     "host_reads",
+    # lowerings recorded (lazycore.trace.recipes.record_call), and recordings
+    # another process made, loaded from the persistent cache instead
+    "recordings",
+    "recordings_loaded",
 )
 PHASES = ("trace", "lowering", "compile", "execute")
 # disk_load: reading a program from the persistent cache (instead of lowering and compiling)

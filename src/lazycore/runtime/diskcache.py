@@ -30,8 +30,9 @@ Someone who can write to the folder but not read the secret cannot make an
 entry this user's processes load.
 
 Other data a process can reuse, not programs (a frontend's meta results,
-``lazycore.frontends.torch.meta_store``), is kept the same way under its own
-key by :meth:`DiskCache.load_data` and :meth:`DiskCache.store_data`: the
+``lazycore.frontends.torch.meta_store``; its lowering recordings,
+``lazycore.frontends.torch.recipe_store``), is kept the same way under its own
+key and kind (:data:`DATA_KINDS`) by :meth:`DiskCache.load_data` and :meth:`DiskCache.store_data`: the
 same digest, atomic writes and size bound, files ending in
 :data:`DATA_SUFFIX`; they do not count as programs in the counters.
 
@@ -252,16 +253,25 @@ def _unframed(blob: bytes, key: bytes, what: str, secret_key: bytes | None) -> t
     return header, zlib.decompress(body[_LENGTH_SIZE + n:])
 
 
-def pack_data(key: bytes, payload: bytes, secret_key: bytes | None = None) -> bytes:
+DATA_KINDS = ("data", "recordings")
+"""What a data entry's header may say it holds: a frontend's meta results
+(``data``), its lowering recordings (``recordings``,
+``lazycore.frontends.torch.recipe_store``). An entry is loaded only as the
+kind it was written as."""
+
+
+def pack_data(key: bytes, payload: bytes, secret_key: bytes | None = None, kind: str = "data") -> bytes:
     """A data entry's bytes (:meth:`DiskCache.store_data`)."""
-    return _framed(json.dumps({"key": key.hex(), "kind": "data", "compression": "zlib"}).encode(), payload,
+    if kind not in DATA_KINDS:
+        raise ValueError(f"unknown data kind {kind!r}")
+    return _framed(json.dumps({"key": key.hex(), "kind": kind, "compression": "zlib"}).encode(), payload,
                    secret_key)
 
 
-def unpack_data(blob: bytes, key: bytes, secret_key: bytes | None = None) -> bytes:
+def unpack_data(blob: bytes, key: bytes, secret_key: bytes | None = None, kind: str = "data") -> bytes:
     header, payload = _unframed(blob, key, "data key", secret_key)
-    if header.get("kind") != "data":
-        raise ValueError("it is not a data entry")
+    if header.get("kind") != kind:
+        raise ValueError(f"it is not a data entry of kind {kind!r}")
     return payload
 
 
@@ -335,9 +345,10 @@ class DiskCache:
         events.bump("disk_cache_hits")
         return exe
 
-    def load_data(self, key: bytes) -> bytes | None:
-        """The payload stored under ``key`` by :meth:`store_data`; None when
-        there is none or it cannot be read (a warning says so)."""
+    def load_data(self, key: bytes, kind: str = "data") -> bytes | None:
+        """The payload stored under ``key`` by :meth:`store_data` (as ``kind``,
+        :data:`DATA_KINDS`); None when there is none or it cannot be read (a
+        warning says so)."""
         folder = settings.cache_dir
         if folder is None:
             return None
@@ -351,7 +362,7 @@ class DiskCache:
             signer = self._secret(folder, "making it again")
             if signer is None:
                 return None
-            payload = unpack_data(blob, key, signer)
+            payload = unpack_data(blob, key, signer, kind)
         except OutdatedEntry:
             return None
         except Exception as e:
@@ -408,10 +419,11 @@ class DiskCache:
         if self._write(lambda signer: pack(key, exe, signer), key, SUFFIX):
             events.bump("disk_cache_writes")
 
-    def store_data(self, key: bytes, payload: bytes) -> None:
-        """Write ``payload`` under ``key`` (replacing what was there), then
-        evict down to the size bound; a failure is reported as :meth:`store`'s."""
-        self._write(lambda signer: pack_data(key, payload, signer), key, DATA_SUFFIX)
+    def store_data(self, key: bytes, payload: bytes, kind: str = "data") -> None:
+        """Write ``payload`` under ``key`` as ``kind`` (:data:`DATA_KINDS`;
+        replacing what was there), then evict down to the size bound; a
+        failure is reported as :meth:`store`'s."""
+        self._write(lambda signer: pack_data(key, payload, signer, kind), key, DATA_SUFFIX)
 
     def _write(self, blob, key: bytes, suffix: str) -> bool:
         """Write the entry ``blob(secret)`` makes, atomically, and evict;

@@ -51,6 +51,7 @@ import math
 
 import numpy as np
 
+from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.memo import Memo
@@ -646,6 +647,20 @@ def value_class(floats) -> tuple | None:
     return (_ANY_VALUE, tuple([f > 0 for f in floats]), order)
 
 
+def value_class_parts(key) -> tuple | None:
+    """The parts of a :func:`value_class` key as plain data (another
+    process's :func:`value_class_of` makes the key again); None for a key
+    that is no value class."""
+    if type(key) is tuple and len(key) == 3 and key[0] is _ANY_VALUE:
+        return key[1:]
+    return None
+
+
+def value_class_of(parts: tuple) -> tuple:
+    """The :func:`value_class` key of :func:`value_class_parts`' ``parts``."""
+    return (_ANY_VALUE, *parts)
+
+
 def alias_pattern(inputs) -> tuple:
     """For each input, the position of its first occurrence: ``(0, 1)`` for two
     handles, ``(0, 0)`` for one handle twice (a recording's inputs pattern)."""
@@ -705,6 +720,7 @@ def record_call(fn, inputs, args, kwargs, floats: bool = True):
     parametric = floats and not rec.specific and not _baked(rec)
     fragment, prefs = _fragment(rec, len(inputs), out)
     recipe = Recipe(fragment, aliased, tuple(rec.psteps), prefs, parametric)
+    events.bump("recordings")
     if rec.psteps:
         recipe.remember(tuple([float_key(_PLAIN(p)) for p in rec.params]), rec.pnodes)
     recorded = [h._value for h in inputs] + [Value(rec.pnodes[k], i) for k, i in prefs]
@@ -840,6 +856,130 @@ def _imag(self) -> float:
 
 _Param.real = property(_noticing("conjugate"))
 _Param.imag = property(_imag)
+
+
+STORED_FORMAT = 1
+"""The layout of :func:`dump`'s data (a store keys its entries by it)."""
+
+
+def dump(recipe: Recipe, device) -> tuple:
+    """``recipe`` as plain data (tuples, numbers, strings, bytes, NumPy
+    arrays, types, attributes) that :func:`load` makes into the same
+    recording in another process: a frontend keeps recordings on disk this
+    way (``lazycore.frontends.torch.recipe_store``), so a new process replays
+    its first step instead of recording it. ``device``: the device of the
+    call's results. Raises ValueError for a recording that cannot be kept: one
+    holding a loop or a branch (their bodies are graphs of their own), a node
+    other than a constant, a scalar or one made of them among its constants
+    (an upload), or a result on another device.
+
+    Kept: the entries with their digest prefixes, the constants as the
+    nodes they are made of (with their digests; scalars by value, shared
+    again when loaded as :func:`shared` shares them), the outputs, the float
+    parameters' nodes. Not kept: the digests remembered per kind of inputs
+    (hashed again at the first replay)."""
+    nodes: list = []
+    number: dict[int, int] = {}
+
+    def node_number(node) -> int:
+        k = number.get(id(node))
+        if k is not None:
+            return k
+        t = type(node)
+        if t is Scalar:
+            item = ("s", node.value, node.types[0].dtype)
+        elif t is Node:
+            ops = tuple(value(o) if type(o) is Value else tuple(value(v) for v in o) for o in node.operands)
+            item = ("n", node.op, ops, node.attrs, node.types, node.digest)
+        else:
+            raise ValueError(f"a constant made of a {t.__name__} node")
+        number[id(node)] = len(nodes)
+        nodes.append(item)
+        return number[id(node)]
+
+    def value(v) -> tuple:
+        return (node_number(v[0]), v[1])
+
+    def pref(ref) -> tuple:
+        kind, a, b = ref
+        if kind == _FROZEN:
+            return (kind, value(a), b)
+        if kind == _GROUP:
+            return (kind, tuple(pref(r) for r in a), b)
+        return ref
+
+    def result(spec):
+        if spec is None:
+            return None
+        first, second = spec
+        if type(first) is int:
+            if second is not device:
+                raise ValueError("a result on another device than the call's")
+            return (first, None)
+        if first is not tuple and first is not list:
+            raise ValueError(f"a result of type {first.__name__}")
+        return ("l" if first is list else "t", tuple(result(o) for o in second))
+
+    f = recipe.fragment
+    for entry in f.entries:
+        if type(entry[2]) is not dict:
+            raise ValueError("a loop or branch")
+    psteps = []
+    for name, refs, attrs, types, d in recipe.psteps:
+        if name is not None:
+            if type(attrs) is not dict:
+                raise ValueError("a loop or branch made of float parameters")
+            refs = tuple(pref(r) for r in refs)
+        psteps.append((name, refs, attrs, types, d))
+    consts = tuple(value(v) for v in f.consts)
+    return (STORED_FORMAT, tuple(nodes), consts, f.entries, f.n_inputs, f.outputs, f.n_handles, result(f.result),
+            recipe.aliased, tuple(psteps), recipe.prefs, recipe.parametric)
+
+
+def load(data: tuple, device) -> Recipe:
+    """The recording :func:`dump` made ``data`` of, its results on
+    ``device``; its constants are made now (in the step log, as a recording
+    makes them). Raises ValueError (or what malformed data makes the
+    constructors raise) for data that is not such a recording."""
+    (fmt, nodes, consts, entries, n_inputs, outputs, n_handles, spec, aliased, psteps, prefs,
+     parametric) = data
+    if fmt != STORED_FORMAT:
+        raise ValueError(f"a recording of format {fmt}")
+    made: list = []
+
+    def value(v) -> Value:
+        return Value(made[v[0]], v[1])
+
+    for item in nodes:
+        if item[0] == "s":
+            made.append(shared(Scalar(item[1], item[2])))
+        else:
+            _, op, ops, attrs, types, d = item
+            made.append(Node(op, tuple(value(o) if o and type(o[0]) is int else tuple(value(v) for v in o)
+                                       for o in ops), attrs, types, d))
+
+    def pref(ref) -> tuple:
+        kind, a, b = ref
+        if kind == _FROZEN:
+            return (kind, value(a), b)
+        if kind == _GROUP:
+            return (kind, tuple(pref(r) for r in a), b)
+        return ref
+
+    def result(spec):
+        if spec is None:
+            return None
+        first, second = spec
+        if type(first) is int:
+            return (first, device)
+        return (list if first == "l" else tuple, tuple(result(o) for o in second))
+
+    steps = tuple((name, refs if name is None else tuple(pref(r) for r in refs), attrs, types, d)
+                  for name, refs, attrs, types, d in psteps)
+    fragment = Fragment(entries, n_inputs, [value(v) for v in consts], outputs, label="a lowering",
+                        n_handles=n_handles, result=result(spec))
+    events.bump("recordings_loaded")
+    return Recipe(fragment, aliased, steps, tuple(prefs), parametric)
 
 
 def recording() -> bool:
