@@ -44,10 +44,15 @@ of several factors, whose masks take each padded factor's index out of the
 flat one, and a later reshape may split the factors again. Values whose
 padded dimensions disagree on their factors never meet in one op.
 
-Any other op on a padded value (a slice that is not the whole dimension, a
+A slice that ends before a padded dimension's valid size (``x[:k]``, a
+split's first part) reads the same positions of the padded value and is
+unpadded; a symbol's part may start at 0, at a symbol's size or at a plain
+size. Any other op on a padded value (another slice of part of the dimension, a
 reshape that splits a padded factor, a gather of windows along it, a cumulative op,
 ``reverse``, random bits) raises :class:`Refused`, and the barrier compiles
-the graph as it is: never a wrong value.
+the graph as it is: never a wrong value. Where the refused op is one that no
+marked input reaches (a value made without inputs at a size that was a
+symbol's by chance), that op alone is kept as it is (:attr:`Padded.marked`).
 
 Which rule an op gets is its row's ``padding`` trait in the op table
 (:data:`lazycore.dialect.spec.PADDING_KINDS`): the elementwise rule, the
