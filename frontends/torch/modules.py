@@ -97,7 +97,37 @@ def _retie(slots) -> None:
             m._parameters[k] = kept
 
 
+_DATA = torch._C.TensorBase.data
+
+
+def _set_data(self, value):
+    """``t.data = value`` between the lazy device and another one, as torch
+    does between CPU and CUDA: ``t`` keeps its identity (a Parameter stays
+    one, with its ``requires_grad``) and takes ``value``'s data. timm's
+    ``reparameterize_model`` sets a new CPU ``nn.Conv2d``'s ``weight.data``
+    to the folded lazy kernel. torch refuses a wrapper subclass there, so the
+    two C++ objects are swapped (``torch.utils.swap_tensors``) where they can
+    be; elsewhere torch's error stands. (A lazy tensor's own ``data`` setter,
+    tensor.py, still refuses a CPU value.)"""
+    try:
+        return _DATA.__set__(self, value)
+    except RuntimeError:
+        if not (isinstance(self, Tensor) or isinstance(value, Tensor)) or not _swappable(self):
+            raise
+    new = value.detach()
+    if isinstance(self, torch.nn.Parameter):
+        new = torch.nn.Parameter(new, requires_grad=self.requires_grad)
+    else:
+        new.requires_grad_(self.requires_grad)
+    grad = self.grad
+    torch.utils.swap_tensors(self, new)
+    if grad is not None and grad.device == self.device:  # (torch keeps one on the old device too,
+        self.grad = grad  # and the next backward into it fails: dropped here)
+
+
 def install() -> None:
     if torch.nn.Module._apply is not _apply:
         torch.nn.Module._apply = _apply
+    if "data" not in torch.Tensor.__dict__:  # the getter stays torch's own (no Python frame)
+        torch.Tensor.data = property(_DATA.__get__, _set_data, None, _DATA.__doc__)
     encoder_padding.install()  # (a module's forward on the lazy device as eager's CPU runs it)
