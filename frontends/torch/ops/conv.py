@@ -110,18 +110,33 @@ def _pointwise_weight_grad(x, gy, stride, groups):
     """A 1x1 kernel's weight gradient as one matrix product over batch and
     positions: XLA's CPU backend runs it as a convolution whose window is the
     whole map, at about half a matrix product's speed (ResNet-50's 256 -> 64
-    channels at 56x56, batch 8: 60 ms against 33)."""
+    channels at 56x56, batch 8: 60 ms against 33).
+
+    The product contracts both operands' leading (batch, position) dims, and
+    XLA's CPU dot takes its left operand with the contracted dims last, so the
+    kernel producing the left operand writes it transposed (a store per
+    element across rows). The smaller of ``x`` and ``gy`` is that operand and
+    the small (channels x channels) product is transposed after: a widening
+    convolution (ResNet-50's 64 -> 256 at 56x56) otherwise transposes ``gy``,
+    4x ``x``'s elements, inside batch norm backward's full-size loop
+    (docs/dev/cpu_program_gap.md: that chain's program 0.41x the CPU time,
+    the same bits)."""
     n = len(stride)
     batch, c = x.shape[:2]
     o = gy.shape[1]
     if any(s != 1 for s in stride):
         limit = (batch, c) + tuple((g - 1) * s + 1 for g, s in zip(gy.shape[2:], stride))
         x = apply("slice", x, start=(0,) * (2 + n), limit=limit, strides=(1, 1) + tuple(stride))
-    lhs = reshape(gy, (batch, groups, o // groups) + gy.shape[2:])
-    rhs = reshape(x, (batch, groups, c // groups) + x.shape[2:])
+    dy = reshape(gy, (batch, groups, o // groups) + gy.shape[2:])
+    xs = reshape(x, (batch, groups, c // groups) + x.shape[2:])
     positions = (0,) + tuple(range(3, 3 + n))
-    g = apply("dot_general", lhs, rhs, lhs_batch=(1,), rhs_batch=(1,), lhs_contract=positions,
-              rhs_contract=positions)  # (groups, o / groups, c / groups)
+    if c < o:  # (groups, c / groups, o / groups), then transposed
+        g = apply("dot_general", xs, dy, lhs_batch=(1,), rhs_batch=(1,), lhs_contract=positions,
+                  rhs_contract=positions)
+        g = _permute(g, (0, 2, 1))
+    else:  # (groups, o / groups, c / groups)
+        g = apply("dot_general", dy, xs, lhs_batch=(1,), rhs_batch=(1,), lhs_contract=positions,
+                  rhs_contract=positions)
     return reshape(g, (o, c // groups) + (1,) * n)
 
 
