@@ -62,17 +62,18 @@ def rows(kit, size: str, reps: int) -> None:
     kit.set_ratios(B)
 
 
-def measure(size: str, reps: int, tempfile=None) -> dict:
-    """``{"eager", "cold", "disk", "torchax": [child JSON, ...]}`` over ``reps`` rounds."""
+def measure(size: str, reps: int, tempfile=None, work: str = "token") -> dict:
+    """``{"eager", "cold", "disk", "torchax": [child JSON, ...]}`` over ``reps`` rounds
+    (``work``: :func:`child`'s)."""
     if tempfile is None:
         import tempfile
     runs: dict[str, list] = {"eager": [], "cold": [], "disk": [], "torchax": []}
     for _ in range(reps):
-        runs["eager"].append(_child(size, "eager", None))
+        runs["eager"].append(_child(size, "eager", None, work))
         with tempfile.TemporaryDirectory(prefix="lazycore-bench-cache-") as folder:
-            runs["cold"].append(_child(size, "lazy", folder))
-            runs["disk"].append(_child(size, "lazy", folder))
-        got = _child(size, "torchax", None)
+            runs["cold"].append(_child(size, "lazy", folder, work))
+            runs["disk"].append(_child(size, "lazy", folder, work))
+        got = _child(size, "torchax", None, work)
         if got is not None:
             runs["torchax"].append(got)
     return runs
@@ -92,10 +93,10 @@ def _med(rs: list, key: str) -> float:
     return statistics.median(r[key] for r in rs)
 
 
-def _child(size: str, system: str, cache_dir, work: str = "token", recordings: bool = True):
+def _child(size: str, system: str, cache_dir, work: str = "token", recordings: bool = False):
     """A new process running :func:`child`; its JSON (None: torchax is not installed).
-    ``recordings``: False turns the lowering recordings' disk store off in it
-    (``frontends/torch/recipe_store.py``), for an A/B of what it saves."""
+    ``recordings``: True turns the lowering recordings' disk store on in it
+    (``LAZYCORE_RECORDINGS_ON_DISK``, ``frontends/torch/recipe_store.py``), for an A/B of what it saves."""
     code = (f"import sys; sys.path.insert(0, {str(HERE)!r}); import first_token; "
             f"first_token.child({size!r}, {system!r}, {work!r}, {recordings!r})")
     env = {**os.environ, "LAZYCORE_CACHE_DIR": cache_dir or "off"}
@@ -107,7 +108,7 @@ def _child(size: str, system: str, cache_dir, work: str = "token", recordings: b
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def child(size: str, system: str, work: str = "token", recordings: bool = True) -> None:
+def child(size: str, system: str, work: str = "token", recordings: bool = False) -> None:
     """In a new process: ``generate(max_new_tokens=1)`` of one prompt on
     ``system`` (eager, lazy or torchax), timed as the process's first call
     and again (warm), with lazycore's phases of the first call; JSON on
@@ -123,10 +124,10 @@ def child(size: str, system: str, work: str = "token", recordings: bool = True) 
     torch.set_num_threads(1)
     model = generation._model(size)
     ids, mask = generation._prompts(model.config.vocab_size, 1)
-    if not recordings and system == "lazy":
-        from lazycore.frontends.torch import recipe_store
+    if system == "lazy":
+        from lazycore.ir.config import configure
 
-        recipe_store.STORE.off = True
+        configure(recordings_on_disk=recordings)
     if work == "step" and system == "torchax":
         raise SystemExit(3)
     if system == "torchax":
@@ -214,9 +215,11 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", default="tiny", choices=("tiny", "small"))
     p.add_argument("--reps", type=int, default=1)
+    p.add_argument("--work", default="token", choices=("token", "step"),
+                   help="the first generated token, or the first training step (no torchax row)")
     a = p.parse_args(argv)
     sys.path.insert(0, str(HERE))
-    runs = measure(a.size, a.reps)
+    runs = measure(a.size, a.reps, work=a.work)
     want = runs["eager"][0]["tokens"]
     for key, rs in runs.items():
         if rs:

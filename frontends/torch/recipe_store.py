@@ -1,5 +1,12 @@
 """Lowering recordings kept on disk, so a new process's first step replays instead of recording.
 
+Off unless ``LAZYCORE_RECORDINGS_ON_DISK=1`` (``settings.recordings_on_disk``):
+a tiny GPT-2 training step replayed from loaded recordings built a graph
+with one constant broadcast shared by two calls where the recording process
+made one per call (its recordings served the calls in another order), so the
+program's key differed and the second process compiled instead of loading
+(its values were the same); the first generated token's graph was the same.
+
 The dispatcher records an op's lowering once per call signature
 (:func:`lazycore.trace.recipes.record_call`) and replays the recording after
 that. In a new process every signature is new: a tiny GPT-2's first token
@@ -139,7 +146,7 @@ class RecipeStore:
         """A new signature's memo: its recordings from the folder in it (made
         now), a :class:`StoredMemo` for a signature the store keeps; a plain
         dict when it keeps none (no text: the meta store does not key it)."""
-        if text is None or settings.cache_dir is None or self.off or tdev is None:
+        if text is None or settings.cache_dir is None or self.off or tdev is None or not settings.recordings_on_disk:
             return {}
         device = lc_device(tdev)
         entry = self._entry(device)
@@ -163,7 +170,7 @@ class RecipeStore:
 
     def add(self, memo: StoredMemo, key, recipe, layout, device) -> None:
         """Keep ``recipe`` (stored in ``memo`` under ``key``); made into data at the next write."""
-        if not self.off:
+        if not self.off and settings.recordings_on_disk:
             self._pending.append((self._entry(device), memo.disk, _stable(key), recipe,
                                   None if layout is None else layout[:4], device))
 

@@ -46,6 +46,7 @@ PROGRAM = """
 def run(cache_dir):
     env = {k: v for k, v in os.environ.items() if k != "LAZYCORE_CACHE_DIR"}
     env["LAZYCORE_CACHE_DIR"] = str(cache_dir)
+    env["LAZYCORE_RECORDINGS_ON_DISK"] = "1"
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(PROGRAM)], capture_output=True, text=True,
                          timeout=TIMEOUT, env=env)
     assert out.returncode == 0, out.stderr[-4000:]
@@ -70,7 +71,7 @@ def test_a_second_process_records_no_lowering_it_loaded_and_compiles_nothing(tmp
 def folder(tmp_path):
     from lazycore import config
 
-    with config.override(cache_dir=str(tmp_path)):
+    with config.override(cache_dir=str(tmp_path), recordings_on_disk=True):
         yield tmp_path
 
 

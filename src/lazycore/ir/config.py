@@ -247,6 +247,12 @@ class Settings:
     verify_each: bool = _env_flag("LAZYCORE_VERIFY_EACH", False)
     """``LAZYCORE_VERIFY_EACH``: a barrier's compile verifies the module after every
     pass (as ``lazy-opt`` always does) rather than once, after the last one."""
+    recordings_on_disk: bool = _env_flag("LAZYCORE_RECORDINGS_ON_DISK", False)
+    """``LAZYCORE_RECORDINGS_ON_DISK``: the torch frontend keeps its lowerings'
+    recordings in the persistent cache and a new process replays them
+    (``lazycore.frontends.torch.recipe_store``). Off by default: a tiny GPT-2
+    training step replayed from loaded recordings shares one constant node
+    where the recording process had two, so its program differs and compiles."""
     keep_host_memory: bool = _env_flag("LAZYCORE_KEEP_HOST_MEMORY", True)
     """``LAZYCORE_KEEP_HOST_MEMORY``: when lazycore first uses its devices, glibc's
     ``malloc`` is set to keep the memory it frees, so CPU programs reuse their
