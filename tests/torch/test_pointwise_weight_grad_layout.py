@@ -79,7 +79,7 @@ def test_widening_pointwise_weight_grad_transposes_x_not_gy(dev):
     _as_near_as_eager(got[0], want, exact)
 
 
-@pytest.mark.parametrize("cin, cout, stride, groups", [(8, 32, 2, 1), (8, 32, 1, 2), (32, 8, 1, 1)])
+@pytest.mark.parametrize("cin, cout, stride, groups", [(8, 32, 2, 1), (8, 32, 1, 2)])
 def test_pointwise_weight_grad_is_eager(dev, cin, cout, stride, groups):
     x = torch.randn(N, cin, HW, HW)
     want = _grads(_chain(cin, cout, stride, groups), x)
