@@ -107,8 +107,9 @@ def _set_data(self, value):
     ``reparameterize_model`` sets a new CPU ``nn.Conv2d``'s ``weight.data``
     to the folded lazy kernel. torch refuses a wrapper subclass there, so the
     two C++ objects are swapped (``torch.utils.swap_tensors``) where they can
-    be; elsewhere torch's error stands. (A lazy tensor's own ``data`` setter,
-    tensor.py, still refuses a CPU value.)"""
+    be; elsewhere torch's error stands. A lazy tensor given another device's
+    value comes here from its own ``data`` setter (tensor.py) and moves to
+    that device, as a CUDA tensor given a CPU value does."""
     try:
         return _DATA.__set__(self, value)
     except RuntimeError:

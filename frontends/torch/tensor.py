@@ -89,6 +89,10 @@ class Tensor(torch.Tensor):
 
     @data.setter
     def data(self, new):
+        if not isinstance(new, Tensor):  # another device's value: as torch from CUDA to CPU (modules.py)
+            from .modules import _set_data
+
+            return _set_data(self, new)
         # torch swaps the metadata; the value behind it is ours to swap
         torch._C.TensorBase.data.__set__(self, new)
         self._storage = new._storage

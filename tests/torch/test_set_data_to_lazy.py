@@ -31,3 +31,13 @@ def test_cpu_to_cpu_data_is_torch_own():
     t = torch.zeros(2, requires_grad=True)
     t.data = torch.ones(2, dtype=torch.float64)  # torch's rule unchanged (a dtype change is allowed)
     assert t.dtype == torch.float64 and t.requires_grad
+
+
+def test_lazy_parameter_takes_cpu_data():
+    """The other way, as torch from CUDA to CPU: the lazy Parameter keeps its
+    identity and becomes a CPU one holding the value (RuntimeError before)."""
+    lin = torch.nn.Linear(3, 2).to(ltorch.device())
+    w = lin.weight
+    lin.weight.data = torch.ones(2, 3)
+    assert lin.weight is w and isinstance(w, torch.nn.Parameter) and w.requires_grad
+    assert w.device == torch.device("cpu") and w.tolist() == [[1.0] * 3] * 2
