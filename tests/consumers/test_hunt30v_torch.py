@@ -21,10 +21,10 @@ eager's values, and timm's optimizers with its scheduler on a small model.
 Fixed: timm's ``reparameterize_model`` (RepVGG) sets a new CPU ``nn.Conv2d``'s
 ``weight.data`` to the folded lazy kernel, which torch refused for a wrapper
 subclass (RuntimeError); frontends/torch/modules.py swaps the tensors as
-torch moves data from CPU to CUDA (tests/torch/test_set_data_to_lazy.py).
+torch moves data from CPU to CUDA, and a lazy tensor given a CPU value moves
+to the CPU as a CUDA one does (tests/torch/test_set_data_to_lazy.py).
 
-Found and left: a lazy tensor's own ``data`` setter (frontends/torch/tensor.py)
-still refuses a CPU value. RepVGG-A0 at 2x3x64x64 parts from eager within 4
+Found and left: RepVGG-A0 at 2x3x64x64 parts from eager within 4
 steps (state 2.9e-2) with lazycore the nearer to float64 (first step's
 gradients 5.3e-4 against eager's 3.0e-3): held to a float64 referee. Transforms v2 on lazy images compile a program per step where
 a crop's corner or size varies (``RandomCrop``'s corner is a slice attribute:
