@@ -189,10 +189,8 @@ def main(argv=None) -> int:
 
 def _view_reads(one_pass) -> int:
     """How many view reads ``one_pass`` replays as recordings of their own
-    (:func:`lazycore.trace.views.read` with steps), apart from the op reading
-    them (a view read recorded with its op was tried and reverted: a read
-    inside a recording made other nodes than one outside it, which recompiled
-    a scanned stack's update; see the twenty-ninth session's note)."""
+    (:func:`lazycore.trace.views.read` with steps), not with the op reading
+    them (dispatch's ``_with_views``; views picked by a number are read apart)."""
     from lazycore.frontends.torch import dispatch
     from lazycore.trace import views
 

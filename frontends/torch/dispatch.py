@@ -28,10 +28,12 @@ from torch._decomp import decomposition_table
 
 from lazycore.ir.config import settings
 from lazycore.ir.context import TRACE
+from lazycore.ir.graph import LOG
 from lazycore.ir.memo import Memo
 from lazycore.ir.sourceloc import release as release_frame
 from lazycore.trace.recipes import float_key, record, record_call, value_class
 from lazycore.trace.views import read as read_view
+from lazycore.trace.views import Slice, storage_key
 
 from . import (batch_norm_stats, chalf_kernels, fallback, foreach, lowering, multilabel_margin, real_code_ops,
                resize_uint8, special, views, vision_ops)
@@ -730,10 +732,28 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False, wrapped=False, draws=F
                     memo[fl] = found  # the same recording, found at once for a value that repeats
         if found is not None and plain:  # the replay needs the handles only
             start = ENTRY.frame
-            inputs = []  # (a loop: a comprehension is a function call of its own)
-            for x in tensors:
-                inputs.append(read_view(x._storage, x._steps, start) if x._steps else x._storage.handle)
             recipe = found[0]
+            inputs = []  # (a loop: a comprehension is a function call of its own)
+            viewed = False
+            for x in tensors:
+                if x._steps:
+                    viewed = True
+                inputs.append(x._storage.handle)
+            if viewed:
+                if not floats and recipe.aliased is None and TRACE.recorder is None:
+                    res = _with_views(recipe, memo, tensors, inputs, start)
+                else:
+                    res = None
+                if res is None:
+                    for i, x in enumerate(tensors):
+                        if x._steps:
+                            inputs[i] = read_view(x._storage, x._steps, start)
+                else:
+                    layout = found[1]
+                    if wrapped and layout is not None:
+                        shape, strides, dtype, tdev, key = layout
+                        return wrap_layout(res, shape, strides, dtype, tdev, key)
+                    return out, res, layout, True
             if recipe.aliased is None or recipe.fits(inputs):
                 # (fl is the recipe's key of the floats' values when none is a keyword)
                 res = recipe.replay(inputs, floats, start, fl if named is None else None)
@@ -776,6 +796,69 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False, wrapped=False, draws=F
         if type(memo) is StoredMemo:
             RECORDINGS.add(memo, mkey, recipe, layout, dev)
     return out, res, layout, False
+
+
+# An op whose argument is a view (a linear layer's ``w.t()``, attention's
+# heads reshaped) reads the view's value from its storage first: a recorded
+# read of its own, replayed at every call (~2 us, as much as the op's own
+# replay). Such a call replays one recording instead, of the reads and the
+# op together, over the storages' handles, per the op's signature and each
+# view's steps and storage (the steps are the objects the view's signature
+# made once, so a loop's views are the same objects every step). It is
+# recorded at the signature's second call with these views, from the reads
+# and the op's own replay (so it makes the nodes the two replays make),
+# but never for a view picked by a number (``grads[i]``, a ``select``): its
+# read asks the scalar policy whether the number is baked or a parameter
+# (views.Slice.picked), which answers by what the place has seen so far, so a
+# read recorded later inside this recording could make other nodes (a
+# dynamic_slice of a parameter) than the separate read recorded earlier (a
+# static slice): a scanned stack's update compiled again at its second step.
+_VIEWS = "views"
+
+
+def _policy_read(tensors) -> bool:
+    """Whether a view among ``tensors`` has a step whose nodes depend on more
+    than its fields (a :class:`Slice` picked by a number)."""
+    for x in tensors:
+        for step in x._steps:
+            if type(step) is Slice and step.picked:
+                return True
+    return False
+
+
+def _with_views(recipe, memo, tensors, storages, start, kind=_VIEWS):
+    """The handles ``recipe`` (the op's recording, over the views' values)
+    makes for ``tensors``, some of them views, replayed together with the
+    views' reads from ``storages`` (their storages' handles); None where no
+    such recording serves the call (the caller reads the views then).
+    ``kind``: the key part that tells ``recipe`` apart in ``memo`` (a
+    decomposition's recording, per its floats' values)."""
+    key = [kind]
+    for x in tensors:
+        steps = x._steps
+        key.append((steps, storage_key(x._storage)) if steps else None)
+    key = tuple(key)
+    got = memo.get(key)
+    if got is not None:
+        if got is _NOT_RECORDED or not got.fits(storages):
+            return None
+        return got.replay(storages, (), start, ())
+    if len(memo) >= _RECIPE_LIMIT:
+        return None
+    if _policy_read(tensors):
+        memo[key] = _NOT_RECORDED
+        return None
+    cutter = TRACE.cutter  # (the reads' own check, which a recording skips: a step ended before they read)
+    if cutter.due or len(LOG.nodes) >= settings.auto_barrier_nodes:
+        cutter.cut(storages)
+
+    def reads_and_op():
+        views = [read_view(x._storage, x._steps, start) if x._steps else h for x, h in zip(tensors, storages)]
+        return recipe.replay(views, (), start, ())
+
+    res, combined = record(reads_and_op, storages)
+    memo[key] = _NOT_RECORDED if combined is None else combined
+    return res
 
 
 def factory(func, args, kwargs, frame):
@@ -1032,6 +1115,13 @@ def _recorded_decomposition(decomp, func, args, kwargs):
     key = ("decomposed", _float_keys(floats, named) if floats else ())
     found = memo.get(key)
     start = ENTRY.frame
+    if found is not None and found is not _NOT_RECORDED and found.aliased is None:
+        for x in tensors:
+            if x._steps:  # a view among the arguments: its read and the recording replayed as one
+                res = _with_views(found, memo, tensors, [x._storage.handle for x in tensors], start, key)
+                if res is not None:
+                    return wrap_results(out, res, owned=True)
+                break
     inputs = [read_view(x._storage, x._steps, start) if x._steps else x._storage.handle for x in tensors]
     if found is not None and found is not _NOT_RECORDED and found.fits(inputs):
         return wrap_results(out, found.replay(inputs, (), start), owned=True)

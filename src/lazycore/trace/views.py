@@ -30,11 +30,43 @@ from lazycore.ir.config import settings as _settings
 class Storage:
     """One lazycore handle and its physical layout (the strides of the base, in elements)."""
 
-    __slots__ = ("handle", "strides", "__weakref__")
+    __slots__ = ("handle", "strides", "key", "__weakref__")
 
     def __init__(self, handle, strides: tuple[int, ...]):
         self.handle = handle
         self.strides = strides
+        self.key = None
+        """:func:`storage_key`'s answer, made at its first call (the handle's
+        type and device and the strides never change: an assignment keeps
+        the type)."""
+
+
+class _Key(tuple):
+    """A value hashed by identity (one object per value, :func:`storage_key`),
+    compared as a tuple: a key made again after its table was emptied hashes
+    apart and misses, never answers wrongly."""
+
+    __slots__ = ()
+    __hash__ = object.__hash__
+
+
+_STORAGE_KEYS = Memo("trace.storage_keys", 4096)
+"""(handle type, device, strides) -> its one :class:`_Key`."""
+
+
+def storage_key(storage: Storage) -> _Key:
+    """What a view read depends on of ``storage`` besides the steps: its
+    handle's type and device and its strides, as one object per value
+    (hashed at no cost: a frontend's per-op key of a view read holds it)."""
+    k = storage.key
+    if k is None:
+        h = storage.handle
+        plain = (h.type, h.device, storage.strides)
+        k = _STORAGE_KEYS.get(plain)
+        if k is None:
+            k = _STORAGE_KEYS.put(plain, _Key(plain))
+        storage.key = k
+    return k
 
 
 def contiguous_strides(shape) -> tuple[int, ...]:
