@@ -150,7 +150,8 @@ def specs():
                  drop_path_rate=0.0), _images),
         Spec("bit", "transformers",  # weight-standardized convolutions, group norm
              _hf("BitConfig", "BitForImageClassification", num_labels=CLASSES, embedding_size=32,
-                 hidden_sizes=[32, 64], depths=[1, 1], num_groups=8, layer_type="preactivation", global_padding="SAME"), _images),
+                 hidden_sizes=[32, 64], depths=[1, 1], num_groups=8, layer_type="preactivation",
+                 global_padding="SAME"), _images),
         Spec("focalnet", "transformers",  # focal modulation: depthwise convolutions and gates
              _hf("FocalNetConfig", "FocalNetForImageClassification", image_size=IMAGE, patch_size=4, embed_dim=16,
                  depths=[1, 1], focal_levels=[2, 2], focal_windows=[3, 3], num_labels=CLASSES, drop_path_rate=0.0,
