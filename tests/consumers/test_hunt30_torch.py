@@ -32,8 +32,8 @@ of a sliding-window model (Mistral, GPT-OSS) compiles per phase of
 transformers' ``StaticSlidingWindowLayer.update`` (cache_utils.py:568-616,
 Python branches on ``cumulative_length_int``: filling, becoming full,
 rolling) and of the mask's ``kv_offset`` (masking_utils.py:531, a Python
-int 0, then 1, then more): 12 new tokens compile 9 programs on the first
-call (Llama: 2), none on the second.
+int 0, then 1, then more): 12 or 28 new tokens compile 9 programs on the
+first call (a bounded count, not one a token; Llama: 2), none on the second.
 """
 
 import os
