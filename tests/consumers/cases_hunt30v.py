@@ -184,7 +184,7 @@ def _fold_repvgg(model, device, dtype, g):
 
 def timm_repvgg_reparam(device, each, dtype=torch.float32):
     """RepVGG trained a few steps, then folded for inference (RepVGG's point)."""
-    return _classify(_timm("repvgg_a0"), device, each, dtype, size=32, finish=_fold_repvgg)
+    return _classify(_timm("repvgg_a0"), device, each, dtype, n=4, finish=_fold_repvgg)
 
 
 CASES["timm_repvgg_reparam"] = timm_repvgg_reparam
