@@ -22,8 +22,10 @@ from lazycore.observe.testing import capture
 from lazycore.trace import core
 
 # Blocks of different widths: no two are alike, so no run of layers is rolled
-# into a loop and every op appears in the StableHLO once per use.
-WIDTHS = (16, 24, 8)
+# into a loop and every op appears in the StableHLO once per use. Every
+# product contracts over more than 16 features, so each is a dot_general (a
+# float32 product over 16 or fewer is eager's FMA chain: eager_loops.gemm_chain).
+WIDTHS = (32, 24, 8)
 
 
 class Block(torch.nn.Module):
