@@ -24,12 +24,11 @@ one. Conversions that do not touch the lazy device are torch's, unchanged.
 from __future__ import annotations
 
 import threading
-import weakref
 
 import torch
 
 from . import encoder_padding
-from .tensor import Tensor
+from .tensor import _DATA, Tensor, _set_data, _swappable
 
 _ORIGINAL = torch.nn.Module._apply
 
@@ -78,14 +77,6 @@ def _involves_lazy(modules, slots, fn) -> bool:
         return False
 
 
-def _swappable(t) -> bool:
-    """``torch.utils.swap_tensors`` would take ``t`` (and its gradient)."""
-    if weakref.getweakrefs(t) or t._use_count() > 2:
-        return False
-    g = t.grad
-    return g is None or not (weakref.getweakrefs(g) or g._use_count() > 2)
-
-
 def _retie(slots) -> None:
     """After torch's default rule: every module slot that held one Parameter
     holds the first converted copy of it."""
@@ -95,35 +86,6 @@ def _retie(slots) -> None:
         kept = first.setdefault(id(old), new)
         if kept is not new:
             m._parameters[k] = kept
-
-
-_DATA = torch._C.TensorBase.data
-
-
-def _set_data(self, value):
-    """``t.data = value`` between the lazy device and another one, as torch
-    does between CPU and CUDA: ``t`` keeps its identity (a Parameter stays
-    one, with its ``requires_grad``) and takes ``value``'s data. timm's
-    ``reparameterize_model`` sets a new CPU ``nn.Conv2d``'s ``weight.data``
-    to the folded lazy kernel. torch refuses a wrapper subclass there, so the
-    two C++ objects are swapped (``torch.utils.swap_tensors``) where they can
-    be; elsewhere torch's error stands. A lazy tensor given another device's
-    value comes here from its own ``data`` setter (tensor.py) and moves to
-    that device, as a CUDA tensor given a CPU value does."""
-    try:
-        return _DATA.__set__(self, value)
-    except RuntimeError:
-        if not (isinstance(self, Tensor) or isinstance(value, Tensor)) or not _swappable(self):
-            raise
-    new = value.detach()
-    if isinstance(self, torch.nn.Parameter):
-        new = torch.nn.Parameter(new, requires_grad=self.requires_grad)
-    else:
-        new.requires_grad_(self.requires_grad)
-    grad = self.grad
-    torch.utils.swap_tensors(self, new)
-    if grad is not None and grad.device == self.device:  # (torch keeps one on the old device too,
-        self.grad = grad  # and the next backward into it fails: dropped here)
 
 
 def install() -> None:

@@ -17,6 +17,7 @@ import copy
 import sys
 import threading
 
+from weakref import getweakrefs as _weakrefs
 from weakref import ref as _weakref
 
 import torch
@@ -89,9 +90,7 @@ class Tensor(torch.Tensor):
 
     @data.setter
     def data(self, new):
-        if not isinstance(new, Tensor):  # another device's value: as torch from CUDA to CPU (modules.py)
-            from .modules import _set_data
-
+        if not isinstance(new, Tensor):  # another device's value: as torch from CUDA to CPU
             return _set_data(self, new)
         # torch swaps the metadata; the value behind it is ours to swap
         torch._C.TensorBase.data.__set__(self, new)
@@ -536,3 +535,40 @@ def upload(host: torch.Tensor, lc_dev, scalar: bool = True):
     if scalar and host.dim() == 0:
         return core.scalar(host.item(), dtypes.lazy_dtype(host.dtype), device=lc_dev)
     return core.from_numpy(dtypes.to_numpy(host), lc_dev)
+
+
+def _swappable(t) -> bool:
+    """``torch.utils.swap_tensors`` would take ``t`` (and its gradient)."""
+    if _weakrefs(t) or t._use_count() > 2:
+        return False
+    g = t.grad
+    return g is None or not (_weakrefs(g) or g._use_count() > 2)
+
+
+_DATA = torch._C.TensorBase.data
+
+
+def _set_data(self, value):
+    """``t.data = value`` between the lazy device and another one, as torch
+    does between CPU and CUDA: ``t`` keeps its identity (a Parameter stays
+    one, with its ``requires_grad``) and takes ``value``'s data. timm's
+    ``reparameterize_model`` sets a new CPU ``nn.Conv2d``'s ``weight.data``
+    to the folded lazy kernel. torch refuses a wrapper subclass there, so the
+    two C++ objects are swapped (``torch.utils.swap_tensors``) where they can
+    be; elsewhere torch's error stands. A lazy tensor given another device's
+    value comes here from its own ``data`` setter and moves to
+    that device, as a CUDA tensor given a CPU value does."""
+    try:
+        return _DATA.__set__(self, value)
+    except RuntimeError:
+        if not (isinstance(self, Tensor) or isinstance(value, Tensor)) or not _swappable(self):
+            raise
+    new = value.detach()
+    if isinstance(self, torch.nn.Parameter):
+        new = torch.nn.Parameter(new, requires_grad=self.requires_grad)
+    else:
+        new.requires_grad_(self.requires_grad)
+    grad = self.grad
+    torch.utils.swap_tensors(self, new)
+    if grad is not None and grad.device == self.device:  # (torch keeps one on the old device too,
+        self.grad = grad  # and the next backward into it fails: dropped here)
