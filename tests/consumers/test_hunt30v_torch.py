@@ -142,8 +142,21 @@ _BOUNDS = {
 _REFEREE = {"timm_repvgg_a0", "timm_repvgg_reparam", "timm_cspresnet50", "timm_deit_tiny_distilled"}
 
 
+# Found by hunt 30v and left open (issue 39), each failing in full mode as committed; strict, so a fix
+# shows: DLA34 (SGD, 4 steps) ends further from float64 than eager does (state 5.5e-1 against 4.3e-1);
+# LeViT-128s (LARS: state 1.5e-4) and timm's EfficientNet-B0 (LAMB: loss 2.4e-5, state 1.1e-5) part
+# from eager above the 1e-5 bounds with no float64 referee run yet.
+_KNOWN = {
+    "timm_dla34": "lazycore ends further from float64 than eager (state 5.5e-1 against 4.3e-1)",
+    "timm_levit_128s": "state 1.5e-4 from eager's; no float64 referee run yet",
+    "timm_efficientnet_b0": "loss 2.4e-5 and state 1.1e-5 from eager's; no float64 referee run yet",
+}
+
+
 @full_only
-@pytest.mark.parametrize("name", list(cases.CASES))
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(reason=_KNOWN[n], strict=True)) if n in _KNOWN else n
+    for n in cases.CASES])
 def test_loop_trains_as_eager(name):
     out = cases.compare(name, referee=name in _REFEREE)
     b = _BOUNDS.get(name, {})
