@@ -25,6 +25,8 @@ import argparse
 import statistics
 import time
 
+from xla_cpu_options import _inputs, compiled  # (this folder: each benchmark runs as a script)
+
 
 def record_step(model_name: str, batch: int, image: int):
     """The lazy module (text, before the pipeline), pipeline and aliasing of the
@@ -93,42 +95,6 @@ EIGEN = ("xla_cpu_experimental_ynn_fusion_type",
 convolutions with Eigen (docs/guides/torch.md, "Eigen's convolutions instead of YNNPACK's")."""
 
 
-def compiled(text: str, eigen: bool):
-    from lazycore.runtime import compiler, pjrt
-
-    keep = pjrt._compile_options
-
-    def options(device):
-        o = keep(device)
-        if eigen:
-            o.env_option_overrides = [EIGEN]
-        return o
-
-    pjrt._compile_options = options
-    try:
-        t0 = time.perf_counter()
-        exe = compiler.compile_stablehlo(compiler.parse(text))
-        return exe, time.perf_counter() - t0
-    finally:
-        pjrt._compile_options = keep
-
-
-def _inputs(exe, seed: int):
-    import numpy as np
-
-    from lazycore.dialect.types import to_numpy_dtype
-
-    rng = np.random.default_rng(seed)
-    out = []
-    for t in exe.input_types:
-        dtype = to_numpy_dtype(t.dtype)
-        if np.issubdtype(dtype, np.floating):
-            out.append((np.abs(rng.standard_normal(t.shape)) * 0.05 + 1e-3).astype(dtype))
-        else:
-            out.append(np.zeros(t.shape, dtype))
-    return out
-
-
 def _hlo_counts(exe) -> str:
     text = exe.hlo_text()
     conv = sum(1 for line in text.splitlines() if " convolution(" in line)
@@ -160,7 +126,7 @@ def main(argv=None) -> None:
     variants = {}
     for conv_lib in ("ynnpack", "eigen"):
         for name, text in texts.items():
-            exe, secs = compiled(text, conv_lib == "eigen")
+            exe, secs = compiled(text, [EIGEN] if conv_lib == "eigen" else [])
             key = f"{conv_lib} convolutions, 1x1 as {name}"
             variants[key] = exe
             print(f"{key}: compiled in {secs:.1f} s; {_hlo_counts(exe)}", flush=True)
