@@ -231,6 +231,10 @@ def test_dump_numbering_continues_and_no_dump_when_off(tmp_path, clean_runtime):
 # --- ir_text and to_dot of pending tensors ------------------------------------------
 
 
+def _not_recordings(counters: dict) -> dict:
+    return {k: v for k, v in counters.items() if k not in ("recordings", "recordings_loaded")}
+
+
 def test_ir_text_and_to_dot_of_pending_torch_tensors(clean_runtime):
     dev = ltorch.device()
     x = torch.randn(2, 3).to(dev)
@@ -244,7 +248,9 @@ def test_ir_text_and_to_dot_of_pending_torch_tensors(clean_runtime):
     nodes, edges = check_dot(inspect_graph.to_dot([y, z]))
     outs = [a["label"] for a in nodes.values() if a["label"].startswith("output")]
     assert outs == ["output 0", "output 1"]
-    assert metrics.counters() == before  # nothing compiled, ran or moved
+    # nothing compiled, ran or moved; the view's read is recorded for replay
+    # (trace/views.py, a trace-time memo the recordings counters count since 6cd3e07)
+    assert _not_recordings(metrics.counters()) == _not_recordings(before)
     assert read(y).pending
     torch.testing.assert_close(z.cpu(), (torch.tanh(x.cpu()) + x.cpu().sum(0)).t())
 
