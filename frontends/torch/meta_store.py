@@ -31,13 +31,12 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import pickle
 
 import torch
 
 from lazycore.ir import events
 from lazycore.ir.config import settings
-from lazycore.runtime.diskcache import DISK, warn
+from lazycore.runtime.diskcache import DISK
 
 _FORMAT = 3
 """The layout of a stored entry, and what a hit stands for; part of the key
@@ -122,16 +121,7 @@ class MetaStore:
 
     def _load(self) -> dict:
         """The folder's table (empty when there is none or it is unreadable)."""
-        try:
-            payload = DISK.load_data(_ENTRY)
-            found = pickle.loads(payload) if payload is not None else {}
-            if type(found) is not dict:
-                raise ValueError("not a table of meta results")
-        except Exception as e:  # an entry whose digest passed but whose contents do not load
-            events.bump("disk_cache_errors")
-            warn(f"lazycore: ignoring the stored meta results: {e}")
-            found = {}
-        return found
+        return DISK.load_table(_ENTRY, "meta results")
 
     def get(self, func, acc: list, margs):
         """``(key, result)``: the stored result of ``func`` for signature
@@ -166,9 +156,7 @@ class MetaStore:
         self._writes += 1
         table = self._load()
         table.update(self._new)
-        if len(table) > LIMIT:  # this process's last, then the others' most recent
-            table = dict(list(table.items())[len(table) - LIMIT:])
-        DISK.store_data(_ENTRY, pickle.dumps(table, protocol=5))
+        DISK.store_table(_ENTRY, table, LIMIT)
         if self._read is not None:
             self._read.update(self._new)
         self._new = {}

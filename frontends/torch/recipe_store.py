@@ -131,16 +131,7 @@ class RecipeStore:
 
     def _load(self, entry: bytes) -> dict:
         """The folder's table (empty when there is none or it is unreadable)."""
-        try:
-            payload = DISK.load_data(entry, "recordings")
-            found = pickle.loads(payload) if payload is not None else {}
-            if type(found) is not dict:
-                raise ValueError("not a table of recordings")
-        except Exception as e:  # an entry whose digest passed but whose contents do not load
-            events.bump("disk_cache_errors")
-            warn(f"lazycore: ignoring the stored lowering recordings: {e}")
-            found = {}
-        return found
+        return DISK.load_table(entry, "lowering recordings", "recordings")
 
     def memo(self, text: str | None, tdev) -> dict:
         """A new signature's memo: its recordings from the folder in it (made
@@ -198,9 +189,7 @@ class RecipeStore:
             table = self._load(entry)
             for text, kept in found.items():
                 table[text] = {**table.get(text, {}), **kept}
-            if len(table) > LIMIT:  # this process's last, then the others' most recent
-                table = dict(list(table.items())[len(table) - LIMIT:])
-            DISK.store_data(entry, pickle.dumps(table, protocol=5), "recordings")
+            table = DISK.store_table(entry, table, LIMIT, "recordings")
             if self._read is not None and self._where == (settings.cache_dir, entry):
                 self._read = table
 

@@ -49,6 +49,7 @@ import hashlib
 import hmac
 import json
 import os
+import pickle
 import tempfile
 import time
 import warnings
@@ -424,6 +425,29 @@ class DiskCache:
         replacing what was there), then evict down to the size bound; a
         failure is reported as :meth:`store`'s."""
         self._write(lambda signer: pack_data(key, payload, signer, kind), key, DATA_SUFFIX)
+
+    def load_table(self, key: bytes, what: str, kind: str = "data") -> dict:
+        """The table :meth:`store_table` wrote under ``key``: empty when there
+        is none, or when an entry whose digest passed does not hold a table
+        (counted, and a warning names ``what``)."""
+        try:
+            payload = self.load_data(key, kind)
+            found = pickle.loads(payload) if payload is not None else {}
+            if type(found) is not dict:
+                raise ValueError(f"not a table of {what}")
+        except Exception as e:
+            events.bump("disk_cache_errors")
+            warn(f"lazycore: ignoring the stored {what}: {e}")
+            found = {}
+        return found
+
+    def store_table(self, key: bytes, table: dict, limit: int, kind: str = "data") -> dict:
+        """Write ``table`` under ``key`` as ``kind``, its last ``limit`` items
+        (a process's own after the others' most recent); those items."""
+        if len(table) > limit:
+            table = dict(list(table.items())[len(table) - limit:])
+        self.store_data(key, pickle.dumps(table, protocol=5), kind)
+        return table
 
     def _write(self, blob, key: bytes, suffix: str) -> bool:
         """Write the entry ``blob(secret)`` makes, atomically, and evict;
