@@ -137,13 +137,20 @@ def linalg_check_errors(func, args, kwargs):
     info = args[0]
     if type(info) is not Tensor or info.dtype is not torch.int32:
         return func(*[to_host(a) if type(a) is Tensor else a for a in args], **kwargs)
-    h = read(info)
+    info_check(read(info), args[1], **kwargs)
 
-    def raiser():  # eager's own check of the values (its message names the minor or the element)
-        func(to_host(info), *args[1:], **kwargs)
-        return RuntimeError(f"{args[1]}: LAPACK's info was not 0 on the device")
 
-    step_check(fz.failed(h), raiser, caller(start=ENTRY.frame))
+def info_check(info, api_name: str, is_matrix: bool) -> None:
+    """LAPACK's ``info`` (an int32 lazy value) checked at the barrier: where it
+    is not 0 there, the error eager's ``aten._linalg_check_errors`` raises for
+    it (``torch.linalg.LinAlgError``, its message naming the minor, the
+    diagonal element or the batch element)."""
+
+    def raiser():  # eager's own check of the values
+        torch.ops.aten._linalg_check_errors(torch.from_numpy(info.numpy()), api_name, is_matrix=is_matrix)
+        return RuntimeError(f"{api_name}: LAPACK's info was not 0 on the device")
+
+    step_check(fz.failed(info), raiser, caller(start=ENTRY.frame))
 
 
 def _site(code, offset: int):

@@ -32,6 +32,7 @@ from lazycore.trace import core
 from lazycore.trace import factorizations as fz
 
 from ..lowering import apply, const, convert, lowers
+from ..step_checks import info_check
 
 aten = torch.ops.aten
 
@@ -259,27 +260,8 @@ def _eigh(ctx, a, UPLO="L", compute_v=True):
     if not _ok("eigh", ctx, a):
         return NotImplemented
     vectors, values, info = apply("eigh", a, lower=UPLO == "L")
-    _eigh_converged(info, len(a.shape) == 2)
+    info_check(info, "linalg.eigh", len(a.shape) == 2)  # (a NaN input: LAPACK did not converge)
     return values, (vectors if compute_v else _empty(ctx, 1))
-
-
-def _eigh_converged(info, is_matrix: bool):
-    """Eager's check of ``_linalg_eigh``'s info, as a step check: where LAPACK
-    did not converge (a NaN input), the barrier raises eager's
-    ``torch.linalg.LinAlgError`` naming the batch element and LAPACK's code."""
-    from lazycore.ir.sourceloc import caller
-    from lazycore.trace.stepchecks import step_check
-
-    from ..tensor import ENTRY
-
-    def raiser():
-        try:
-            aten._linalg_check_errors(torch.from_numpy(info.numpy()), "linalg.eigh", is_matrix=is_matrix)
-        except RuntimeError as e:
-            return e
-        return RuntimeError("linalg.eigh: LAPACK's info was not 0 on the device")
-
-    step_check(fz.failed(info), raiser, caller(start=ENTRY.frame))
 
 
 @lowers(aten._linalg_svd.default)
