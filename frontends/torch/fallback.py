@@ -19,6 +19,7 @@ import torch
 from lazycore.ir import sourceloc
 from lazycore.trace import fallback
 
+from .counts import permutation
 from .ops.indexing import host_masked
 from .tensor import Tensor, from_host, read, to_host, write
 
@@ -79,15 +80,11 @@ class _Permutations(_Bridge):
     def write(self, lazy, host, call):  # (randperm.generator_out: torch.randperm's own path)
         if host.dim() != 1:
             return super().write(lazy, host, call)
-        from .counts import permutation
-
         write(lazy, read(permutation(host, lazy.device)))
 
     def from_host(self, host, call):
         if call.device is None or host.dim() != 1:
             return super().from_host(host, call)
-        from .counts import permutation
-
         return permutation(host, call.device)
 
 
