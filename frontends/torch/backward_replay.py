@@ -75,9 +75,9 @@ from lazycore.trace.views import Storage
 
 from . import tensor as _tensor
 from .capture import _global_state
+from .tensor import MADE, Tensor, _new
 
 _DIST = torch.distributed if torch.distributed.is_available() else None
-from .tensor import MADE, Tensor, _new
 
 
 class _Switch:
