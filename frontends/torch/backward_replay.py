@@ -237,6 +237,8 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
         if not STATE.backoff.records():
             return _plain("no two recordings agreed lately")
         previous = _LAST.get(key)
+        if previous is not None and not previous.holds(leaves):
+            previous = None  # (its leaves died and a new one took an id: no earlier backward of these)
         plan = _Plan.record(t, leaves, olds)
         Stats.recordings += 1
         if type(plan) is str:
@@ -461,12 +463,19 @@ class _Plan:
                     tuple((li, _views.steps_key(steps) if steps else None, key, strides)
                           for li, steps, key, strides, _ in self.kept))
 
+    def holds(self, leaves) -> bool:
+        """Whether ``leaves`` are the objects this plan was recorded with (a
+        key's ids may be a dead leaf's, reused by a new tensor)."""
+        for r, p in zip(self.leaves, leaves):
+            if r() is not p:
+                return False
+        return True
+
     def attempt(self, leaves, olds):
         """Make the recorded nodes on this step's values and set the gradients;
         ``GUARDED`` (nothing changed) when a guard fails."""
-        for r, p in zip(self.leaves, leaves):
-            if r() is not p:
-                return GUARDED
+        if not self.holds(leaves):
+            return GUARDED
         nodes = LOG.nodes
         env = []
         for (kind, a, b), typ in zip(self.locs, self.types):
