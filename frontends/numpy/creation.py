@@ -155,8 +155,11 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     div = (num - 1) if endpoint else num
-    step = (stop - start) / div if div > 0 else float("nan")
-    dt = np.dtype(dtype) if dtype is not None else np.result_type(start, stop, float(num))
+    wide = np.result_type(start, stop, float(num))
+    # NumPy's step is a scalar of the computation type (np.float64 for Python numbers), but
+    # Python's nan where there is no step (num <= 1 with the endpoint)
+    step = wide.type((stop - start) / div) if div > 0 else float("nan")
+    dt = np.dtype(dtype) if dtype is not None else wide
     i = core.apply("iota", dim=0, shape=(num,), dtype="f64", device=_device())
     v = apply("add", apply("mul", i, _const(step if div > 0 else 0.0, "f64", num)), _const(start, "f64", num))
     if endpoint and num > 1:
