@@ -1127,3 +1127,40 @@ def copyto(dst, src, casting="same_kind", where=True):
 
 
 __all__ += ["copyto"]
+
+
+__all__ += ["shares_memory", "may_share_memory"]
+
+
+def _byte_standins(a: ndarray, b: ndarray):
+    """``a`` and ``b`` (views of one storage) as int8 arrays over one buffer, each element
+    its ``itemsize`` bytes: NumPy's overlap questions answered on their layouts (a part
+    view of a complex array has its own element size)."""
+    def layout(x):
+        it = x.itemsize
+        shape, strides = x._shape + (it,), tuple(s * it for s in x._estrides) + (1,)
+        hi = x._offset * it + builtins.sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+        return shape, strides, x._offset * it, hi
+
+    la, lb = layout(a), layout(b)
+    buf = np.empty(builtins.max(la[3], lb[3]) + 1, np.int8)
+    return tuple(np.ndarray(shape, np.int8, buf, off, strides) for shape, strides, off, _ in (la, lb))
+
+
+def _overlap(question, a, b, max_work):
+    # Views share a storage object; a copy, an upload or a lazy scalar (NumPy's scalar is
+    # a copy) has its own. The fallback compared two fresh host copies: never shared.
+    if type(a) is not ndarray or type(b) is not ndarray or a._storage is not b._storage or not a.size or not b.size:
+        return False
+    sa, sb = _byte_standins(a, b)
+    return question(sa, sb) if max_work is None else question(sa, sb, max_work=max_work)
+
+
+@implements(np.shares_memory)
+def shares_memory(a, b, max_work=None) -> bool:
+    return _overlap(np.shares_memory, a, b, max_work)
+
+
+@implements(np.may_share_memory)
+def may_share_memory(a, b, max_work=None) -> bool:
+    return _overlap(np.may_share_memory, a, b, max_work)

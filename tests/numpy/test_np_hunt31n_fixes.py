@@ -23,3 +23,32 @@ def test_linspace_step_is_numpys_scalar(args, kw, clean_runtime):
     assert got.dtype == want_v.dtype and got.shape == want_v.shape
     numpy.testing.assert_array_equal(got, want_v)
     assert metrics.fallbacks() == {}
+
+
+_VIEWS = {
+    "row": lambda m, a: (a, a[1]),
+    "disjoint halves": lambda m, a: (a[:2], a[2:]),
+    "interleaved columns": lambda m, a: (a[:, ::2], a[:, 1::2]),
+    "copy": lambda m, a: (a, a.copy()),
+    "transpose, reversed column": lambda m, a: (a.T, a[::-1, 3]),
+    "reversed steps apart": lambda m, a: (a[::-1, ::-2], a[0, :1]),
+    "scalar (a copy)": lambda m, a: (a, a[1, 1]),
+    "0-d view": lambda m, a: (a, a[1, 1, ...]),
+    "empty": lambda m, a: (a[:0], a),
+    "reshaped view": lambda m, a: (a.reshape(6, 4)[5], a[3:, 4:]),
+    "broadcast": lambda m, a: (m.broadcast_to(a[0], (3, 6)), a[0, 5:]),
+    "complex parts": lambda m, a: (lambda c: (c.real, c.imag))(a + 1j),
+    "complex part and element": lambda m, a: (lambda c: (c.real, c[1:2]))(a + 1j),
+}
+
+
+@pytest.mark.parametrize("question", ["shares_memory", "may_share_memory"])
+@pytest.mark.parametrize("name", list(_VIEWS))
+def test_memory_overlap_of_views_is_numpys(name, question, clean_runtime):
+    """``np.shares_memory(a, a[1])`` was False: the fallback asked NumPy about two fresh
+    host copies. Views of one storage are now answered on their layouts, without a read."""
+    host = numpy.arange(24.0).reshape(4, 6)
+    want = getattr(numpy, question)(*_VIEWS[name](numpy, host))
+    got = getattr(lnp, question)(*_VIEWS[name](lnp, lnp.asarray(host.copy())))
+    assert type(got) is type(want) and got == want
+    assert metrics.fallbacks() == {}
