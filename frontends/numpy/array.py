@@ -16,6 +16,7 @@ replayed (:func:`lazycore.views.read` and :func:`~lazycore.views.write`).
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -52,6 +53,21 @@ class ndarray:
     @property
     def shape(self) -> tuple[int, ...]:
         return self._shape
+
+    @shape.setter
+    def shape(self, shape) -> None:
+        """NumPy's ``a.shape = ...``: this array becomes a view of the new shape over the
+        same memory, or AttributeError where that needs a copy (a size that does not fit
+        is reshape's ValueError)."""
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        reshape_target(self.size, tuple(operator.index(s) for s in shape))  # NumPy's ValueError first
+        try:
+            new = self.reshape(shape, copy=False)
+        except ValueError:
+            raise AttributeError("Incompatible shape for in-place modification. Use `.reshape()` to make a "
+                                 "copy with the desired shape.") from None
+        for slot in ("_storage", "_steps", "_shape", "_estrides", "_offset", "_cache"):
+            setattr(self, slot, getattr(new, slot))
 
     @property
     def dtype(self) -> np.dtype:

@@ -404,6 +404,31 @@ def _copysign(a, b):
     return apply("select", _signbit(b), apply("neg", magnitude), magnitude)
 
 
+def _heaviside(x, h0):
+    """NumPy's ``npy_heaviside``: 0 below zero, ``h0`` at either zero, 1 above, NaN kept."""
+    zero = const(0, x)
+    r = apply("select", apply("compare", x, zero, direction="LT"), zero, const(1, x))
+    r = apply("select", apply("compare", x, zero, direction="EQ"), h0, r)
+    return apply("select", composites.isnan(x), x, r)
+
+
+def _times(f64: float, f32: float):
+    """NumPy's ``npy_deg2rad``/``npy_rad2deg``: ``x`` times the constant of the loop's type
+    (``NPY_PIf / 180.0f`` is its own float32 rounding, not float32(pi / 180)); halves in
+    float32, rounded once."""
+
+    @composites.rounded_once
+    def loop(x):
+        return apply("mul", x, const(f64 if x.dtype == "f64" else f32, x))
+
+    return loop
+
+
+_PI32, _180_32 = np.float32(math.pi), np.float32(180.0)
+_DEG2RAD = _times(math.pi / 180.0, float(_PI32 / _180_32))
+_RAD2DEG = _times(180.0 / math.pi, float(_180_32 / _PI32))
+
+
 def _log_add(exp_fn, log_of_two, log1p_scale):
     """NumPy's ``npy_logaddexp``/``npy_logaddexp2``: equal operands (infinities of one sign
     too) give ``a`` plus the log of 2; else the larger plus ``log1p(exp(-|a - b|))`` (in base
@@ -523,6 +548,11 @@ LOOPS = {
     "signbit": _signbit,
     "copysign": _copysign,
     "nextafter": _nextafter,
+    "heaviside": _heaviside,
+    "deg2rad": _DEG2RAD,
+    "radians": _DEG2RAD,
+    "rad2deg": _RAD2DEG,
+    "degrees": _RAD2DEG,
     "logaddexp": _log_add(lambda x: apply("exp", x), math.log(2), 1),
     "logaddexp2": _log_add(composites.exp2, 1.0, 1 / math.log(2)),
 }

@@ -52,3 +52,75 @@ def test_memory_overlap_of_views_is_numpys(name, question, clean_runtime):
     got = getattr(lnp, question)(*_VIEWS[name](lnp, lnp.asarray(host.copy())))
     assert type(got) is type(want) and got == want
     assert metrics.fallbacks() == {}
+
+
+_SHAPES = {
+    "base 2-d": (lambda a: a, (6, 4)),
+    "base -1": (lambda a: a, -1),
+    "row view": (lambda a: a[0, :4], (2, 2)),
+    "strided column": (lambda a: a[:, 2], (1, 4, 1)),
+    "strided block": (lambda a: a[1:4:2, ::2], (3, 2)),
+    "transposed: a copy": (lambda a: a.T, (24,)),
+    "size does not fit": (lambda a: a, (5, 5)),
+}
+
+
+@pytest.mark.parametrize("name", list(_SHAPES))
+def test_setting_shape_is_numpys_in_place_reshape(name, clean_runtime):
+    """``a.shape = (6, 4)`` (old NumPy scripts) raised AttributeError: the property had no
+    setter. Now the array becomes a view of the new shape over its memory (later writes
+    reach its base), NumPy's AttributeError where that needs a copy, ValueError where the
+    size does not fit."""
+    pick, shape = _SHAPES[name]
+
+    def run(np, base):
+        v = pick(base)
+        try:
+            v.shape = shape
+        except (AttributeError, ValueError) as e:
+            return type(e)
+        v[(0,) * v.ndim] = -1.0
+        return v.shape, numpy.array(v), numpy.array(base)
+
+    want = run(numpy, numpy.arange(24.0).reshape(4, 6))
+    got = run(lnp, lnp.asarray(numpy.arange(24.0).reshape(4, 6)))
+    if isinstance(want, type):
+        assert got is want
+        return
+    assert got[0] == want[0]
+    numpy.testing.assert_array_equal(got[1], want[1])
+    numpy.testing.assert_array_equal(got[2], want[2])
+    assert metrics.fallbacks() == {}
+
+
+_EDGES = numpy.array([-numpy.inf, -1e308, -400.0, -2.5, -0.0, 0.0, 1e-300, 0.75, 3.0, 180.0, 1e308, numpy.inf, numpy.nan])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "int64", "uint8", "bool"])
+@pytest.mark.parametrize("name", ["heaviside", "deg2rad", "radians", "rad2deg", "degrees"])
+def test_heaviside_and_angle_conversions_are_lazy_and_numpys_bit_for_bit(name, dtype, clean_runtime):
+    """``np.heaviside`` (a step function in users' scripts), ``np.radians``/``np.degrees`` and
+    their other names ran NumPy (counted fallbacks); lazy now, NumPy's bits (float32's
+    constant is ``NPY_PIf / 180.0f``, halves compute in float32; subnormal results aside:
+    XLA's CPU flushes them, docs/status.md)."""
+    rng = numpy.random.default_rng(3)
+    with numpy.errstate(all="ignore"):
+        x = numpy.concatenate([_EDGES, rng.normal(scale=300, size=400)])
+        x = (x > 0) if dtype == "bool" else x.astype(dtype)
+        args = (x, numpy.array(0.5, x.dtype if x.dtype.kind == "f" else "float64")) if name == "heaviside" else (x,)
+        want = getattr(numpy, name)(*args)
+    got = numpy.asarray(getattr(lnp, name)(*(lnp.asarray(a) for a in args)))
+    assert got.dtype == want.dtype
+    numpy.testing.assert_array_equal(got, want)
+    numpy.testing.assert_array_equal(numpy.signbit(got), numpy.signbit(want))
+    assert metrics.fallbacks() == {}
+
+
+def test_heaviside_takes_numpys_h0_forms(clean_runtime):
+    x = numpy.array([-1.0, 0.0, -0.0, 2.0, numpy.nan])
+    for h0 in (numpy.nan, numpy.array([1.0, 2.0, 3.0, 4.0, 5.0]), 1, numpy.float32(0.25)):
+        want = numpy.heaviside(x, h0)
+        got = numpy.asarray(lnp.heaviside(lnp.asarray(x), lnp.asarray(h0) if isinstance(h0, numpy.ndarray) else h0))
+        assert got.dtype == want.dtype
+        numpy.testing.assert_array_equal(got, want)
+    assert metrics.fallbacks() == {}
