@@ -8,6 +8,9 @@ eager's CPU kernel on materialized inputs (a counted fallback, a barrier):
   p-norm eager's kernel takes for ``p`` (0: the count of differing
   coordinates, 1, 2, inf, else ``sum(|d|^p)^(1/p)``); ``_pdist_backward`` (its
   training step) with eager's per-pair gradient formulas.
+- ``_cdist_backward`` (``torch.cdist``'s gradient: Chamfer losses, prototypical
+  networks, an RBF kernel's lengthscale): the same per-pair formulas, summed over
+  the second operand's rows in eager's order.
 - ``unique_consecutive``: where each element (or slice along ``dim``) differs
   from the one before it is a lazy mask; its nonzero positions are the one
   number-dependent part, read as a boolean mask's are (the frontend's
@@ -90,6 +93,8 @@ eager's CPU kernel on materialized inputs (a counted fallback, a barrier):
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -188,6 +193,44 @@ def _pdist_backward(grad, x, p, pdist):
         r = torch.where(dist == 0, zero, diff * diff.abs().pow(p - 2) * g / dist.pow(p - 1))
     off_diagonal = ~torch.eye(n, dtype=torch.bool, device=x.device).unsqueeze(-1)
     return torch.where(off_diagonal, r, zero).sum(1)
+
+
+def _cdist_backward(grad, x1, x2, p, cdist):
+    """``torch.cdist``'s gradient for ``x1`` (autograd asks again with the operands swapped for
+    ``x2``): eager's per-pair formulas (``DistanceOpsKernel.cpp``'s ``backward`` of each norm, as
+    :func:`_pdist_backward`) summed over ``x2``'s rows; the shape is ``x1``'s with the batch dims
+    broadcast (``_cdist_backward``: autograd reduces the broadcast)."""
+    *batch, r1, r2 = grad.shape
+    m = x1.shape[-1]
+    shape = (*batch, r1, m)
+    if r1 == 0 or r2 == 0 or m == 0 or p == 0 or math.prod(batch) == 0:
+        return torch.zeros(shape, dtype=x1.dtype, device=x1.device)
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    g, dist = grad.unsqueeze(-1), cdist.unsqueeze(-1)
+    sign = torch.sign(diff)
+    zero = torch.zeros((), dtype=diff.dtype, device=diff.device)
+    if p == 1:
+        r = g * sign
+    elif p < 2:
+        r = torch.where(dist == 0, zero, sign * diff.abs().pow(p - 1) * g / dist.pow(p - 1))
+        if p < 1:
+            r = torch.where(diff == 0, zero, r)
+    elif p == 2:
+        r = torch.where(dist == 0, zero, g * diff / dist)
+    elif p == float("inf"):
+        r = g * sign * (1 - torch.clamp((diff.abs() - dist).abs().ceil(), max=1))
+    else:
+        r = torch.where(dist == 0, zero, diff * diff.abs().pow(p - 2) * g / dist.pow(p - 1))
+    if r2 > _CDIST_SEQUENTIAL_ROWS:
+        return r.sum(-2).expand(shape)
+    # eager adds x2's rows one after another into a zeroed result (backward_down_column_cdist)
+    acc = torch.zeros((), dtype=r.dtype, device=r.device) + r.select(-2, 0)
+    for j in range(1, r2):
+        acc = acc + r.select(-2, j)
+    return acc.expand(shape)
+
+
+_CDIST_SEQUENTIAL_ROWS = 64  # x2's rows added in eager's order up to here (a node each), XLA's sum beyond
 
 
 # --- unique_consecutive ----------------------------------------------------------------------
@@ -595,6 +638,7 @@ _DECOMPOSITIONS = {
     aten.linalg_matrix_exp.default: _linalg_matrix_exp,
     aten._pdist_forward.default: _pdist_forward,
     aten._pdist_backward.default: _pdist_backward,
+    aten._cdist_backward.default: _cdist_backward,
     aten.unique_consecutive.default: _unique_consecutive,
     aten._unique2.default: _unique2,
     aten.bincount.default: _bincount,

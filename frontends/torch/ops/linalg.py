@@ -105,15 +105,42 @@ def _cdist(ctx, x1, x2, p, compute_mode=None):
     d = apply("abs", apply("sub", a, b))
     last = (len(full) - 1,)
     if p == 0:
-        return apply("reduce_sum", convert(apply("compare", d, _zero(d), direction="NE"), ctx.dtype), dims=last)
+        return _agg(convert(apply("compare", d, _zero(d), direction="NE"), ctx.dtype))
     if p == 1:
-        return apply("reduce_sum", d, dims=last)
+        return _agg(d)
     if p == 2:
-        return apply("sqrt", apply("reduce_sum", apply("mul", d, d), dims=last))
+        return apply("sqrt", _agg(d, square=True))
     if p == math.inf:
         return apply("reduce_max", d, dims=last)
-    s = apply("reduce_sum", apply("pow", d, scalar(p, ctx.dtype, ctx.device, full)), dims=last)
-    return apply("pow", s, scalar(1.0 / p, ctx.dtype, ctx.device, ctx.shape))
+    s = _agg(apply("pow", d, scalar(p, ctx.dtype, ctx.device, full)))
+    # std::pow(agg, 1.0 / p): the float sum to a double power, rounded back
+    return convert(apply("pow", convert(s, "f64"), scalar(1.0 / p, "f64", ctx.device, ctx.shape)), ctx.dtype)
+
+
+_SEQUENTIAL_AGG = 64  # coordinates summed as eager's loop up to here (a node each), XLA's reduction beyond
+
+
+def _agg(t, square=False):
+    """``t`` (squared, asked) summed over its last dim as eager's ``run_parallel_cdist`` does:
+    ``agg = 0``, then each coordinate in order, ``agg + diff * diff`` one fused multiply-add
+    where eager's kernel is built for AVX2/AVX512 (the compiler contracts it). XLA's reduction
+    of a row sums in another order: the distances, and the gradients through them, were an
+    ulp off eager's."""
+    *lead, m = t.shape
+    fma = square and torch.backends.cpu.get_cpu_capability().startswith("AVX")
+    if m > _SEQUENTIAL_AGG:
+        return apply("reduce_sum", apply("mul", t, t) if square else t, dims=(len(lead),))
+    n = len(t.shape)
+
+    def col(k):
+        h = apply("slice", t, start=(0,) * (n - 1) + (k,), limit=tuple(lead) + (k + 1,), strides=(1,) * n)
+        return reshape(h, tuple(lead))
+
+    acc = const(0, t.dtype, t.device, tuple(lead))
+    for k in range(m):
+        c = col(k)
+        acc = eager_loops.fused(c, c, acc) if fma else apply("add", acc, apply("mul", c, c) if square else c)
+    return acc
 
 
 def _zero(h):
