@@ -47,18 +47,21 @@ and ``torch.autograd.grad`` (the functions) are not intercepted: they run the
 engine, which raises eager's error on a graph a replay freed.
 
 Which is faster depends on the graph: a replay saves the dispatch of every
-derivative op but walks the autograd graph, encodes the step log and frees the
-saved tensors (ResNet-18: slower than the engine). On each graph (keyed
-cheaply by the root's kind and the number of nodes since the barrier) the
-first :data:`SAMPLES` replays after the first are timed against as many
-engine runs (thread time, alternated); when the engine was faster, that graph's backward runs the
-engine without walking it. ``LAZYCORE_REPLAY_BACKWARD=1`` turns replay on.
+derivative op but encodes the step log (the key's pass over the nodes made
+since the barrier) and makes the recording's nodes; the engine pays a
+dispatch for each op of each autograd node. When a graph's plan is confirmed
+the two are weighed by counts, not clocks (:func:`_engine_is_cheaper`): a
+choice by thread time made the programs a loaded machine compiled depend on
+the load wherever the engine and a replay do not make one graph alike, and a
+count gives the same choice in every run. The choice is kept per graph,
+keyed cheaply by the root's kind and the number of nodes since the barrier
+(ResNet-18: the engine, whose backward then runs without a walk; tiny
+transformers: replay). ``LAZYCORE_REPLAY_BACKWARD=1`` turns replay on.
 """
 
 from __future__ import annotations
 
 import os
-import time
 import weakref
 
 import torch
@@ -81,8 +84,9 @@ _DIST = torch.distributed if torch.distributed.is_available() else None
 
 
 class _Switch:
-    """``LAZYCORE_REPLAY_BACKWARD`` (default off: see docs/guides/torch.md).
-    ``choose``: time the engine against the replay on each graph and keep the faster."""
+    """``LAZYCORE_REPLAY_BACKWARD`` (default off; ``1`` turns it on: see docs/guides/torch.md).
+    ``choose``: weigh the engine against the replay on each graph (:func:`_engine_is_cheaper`)
+    and keep the cheaper; off, every confirmed plan replays."""
 
     __slots__ = ("on", "choose")
 
@@ -111,11 +115,17 @@ _LAST = Memo("torch.backward_last", 64)
 _SAVED = Memo("torch.backward_saved_names", 4096)
 """Node class -> its ``_raw_saved_*`` attribute names (a class's are fixed)."""
 _CHOICES = Memo("torch.backward_choices", 64)
-"""(root node's kind, nodes since the barrier) -> a :class:`_Choice` between the engine and the replay."""
+"""(root node's kind, nodes since the barrier) -> True: the engine runs that graph's backward (no walk)."""
 
-SAMPLES = 2
-"""Timed runs of each (engine, replay) before a graph's :class:`_Choice` is made."""
-_CLOCK = time.thread_time_ns  # (this thread's CPU: the engine runs a lazy graph on the calling thread)
+NODES_PER_AUTOGRAD_NODE = 12
+"""A confirmed plan replays while the nodes since the barrier plus the nodes it
+makes are fewer than this many per autograd node the engine would run. Thread
+time, same process, load 14-18: a replay costs about 2-3 us per such node (the
+key's pass over the step log, making the recording's nodes), the engine 30-45 us
+per autograd node (its formulas' dispatches). ResNet-18 at 2x3x32x32: 2,592 + 1,218
+nodes for 134 autograd nodes (28 a node), engine 6.1 ms, replay 7.6 ms; tiny
+GPT-2, BERT, Llama (benchmark 14's): 782, 943, 827 nodes for 151, 177, 228
+(5.2, 5.3, 3.6 a node), engine 5.1, 6.3, 8.4 ms, replay 2.4, 2.8, 4.3 ms."""
 
 
 class _State:
@@ -143,21 +153,10 @@ class Stats:
     why: str | None = None
 
 
-class _Choice:
-    """The engine's and the replay's thread time on one graph, until :data:`SAMPLES` of each
-    are in; then ``engine``: True when the engine was faster (its backward runs the engine)."""
-
-    __slots__ = ("times", "engine")
-
-    def __init__(self):
-        self.times = ([], [])  # (engine, replay) nanoseconds
-        self.engine = None
-
-    def add(self, which: int, ns: int) -> None:
-        self.times[which].append(ns)
-        e, r = self.times
-        if len(e) >= SAMPLES and len(r) >= SAMPLES:
-            self.engine = min(e) < min(r)
+def _engine_is_cheaper(window: int, made: int, autograd_nodes: int) -> bool:
+    """Whether the engine is expected to run a backward faster than a replay that
+    encodes ``window`` step-log nodes and makes ``made`` (:data:`NODES_PER_AUTOGRAD_NODE`)."""
+    return window + made >= NODES_PER_AUTOGRAD_NODE * autograd_nodes
 
 
 def _pack(_):
@@ -177,7 +176,6 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
     root = t.grad_fn
     if root is None or not LOG.on:
         return False
-    began = _CLOCK()
     if torch.is_anomaly_enabled():
         return _plain("anomaly mode")
     pushes, STATE.pushes_seen = STATE.pushes_seen, STATE.pushes
@@ -190,18 +188,15 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
         return _plain("torch.distributed is initialized")
     if root.metadata.get(_FREED):
         return False  # the engine raises eager's error
-    choice = proxy = None
-    if SWITCH.choose:
-        # (a cheap key: a graph the engine runs faster is not walked; two graphs sharing it share a choice)
-        proxy = (type(root), len(LOG.nodes))
-        choice = _CHOICES.get(proxy)
-        if choice is not None and choice.engine:
-            return _plain("the engine was faster than a replay on this graph")
+    # (a cheap key: a graph the engine runs faster is not walked; two graphs sharing it share a choice)
+    proxy = (type(root), len(LOG.nodes))
+    if SWITCH.choose and _CHOICES.get(proxy):
+        return _plain("the engine is cheaper than a replay on this graph")
     with LOCK:
         found = _autograd_graph(root)
         if type(found) is str:
             return _plain(found)
-        shape, leaves, saved = found
+        shape, leaves, saved, autograd_nodes = found
         grads = []
         shared = {}  # id(storage) -> the first leaf whose gradient it holds
         for li, p in enumerate(leaves):
@@ -216,23 +211,10 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
         window, olds = _window()
         key = (shape, tuple(map(id, leaves)), tuple([p._key for p in leaves]), tuple(grads), window,
                _global_state(), torch.is_autocast_enabled("cpu"))
-        timing = choice is not None and choice.engine is None
-        if timing and len(choice.times[0]) < len(choice.times[1]) and _PLANS.find(key) is not None:
-            t0 = _CLOCK()
-            torch.Tensor.backward(t)  # (a confirmed plan's nodes are the engine's: same programs)
-            choice.add(0, _CLOCK() - t0)
-            Stats.engine += 1
-            Stats.why = "timing the engine against the replay"
-            return True
         out = _PLANS.replay(key, leaves, olds)
         if out is not GUARDED:
             _free(root, saved)
             Stats.replays += 1
-            if SWITCH.choose:
-                if choice is None:  # (a plan's first replay is not timed: it builds the fragment's code)
-                    _CHOICES.put(proxy, _Choice())
-                elif choice.engine is None:
-                    choice.add(1, _CLOCK() - began)
             return True
         if not STATE.backoff.records():
             return _plain("no two recordings agreed lately")
@@ -247,9 +229,12 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
             STATE.backoff.refused(plan)
             return True
         if previous is not None and previous.key == plan.key:
-            _PLANS.add(key, plan)
             _LAST.pop(key, None)
             STATE.backoff = _capture.Backoff()
+            engine = SWITCH.choose and _engine_is_cheaper(proxy[1], len(plan.rec.fragment.entries), autograd_nodes)
+            _CHOICES.put(proxy, engine)
+            if not engine:
+                _PLANS.add(key, plan)
         else:
             _LAST.put(key, plan)
             # (a loop whose leaves are new tensors each step, an input given requires_grad, never
@@ -272,9 +257,9 @@ def _plain(why: str) -> bool:
 
 
 def _autograd_graph(root):
-    """``(shape, leaves, saved)`` of the graph under ``root``: its nodes' kinds
+    """``(shape, leaves, saved, nodes)`` of the graph under ``root``: its nodes' kinds
     and edges in breadth-first order, the AccumulateGrad leaves in the order
-    met, and the saved tensors to free; or why it cannot be replayed."""
+    met, the saved tensors to free and the number of nodes; or why it cannot be replayed."""
     index = {root: 0}
     order = [root]
     kinds, edges, leaves, saved = [], [], [], []
@@ -332,7 +317,7 @@ def _autograd_graph(root):
             edges.append(k)
             edges.append(nr)
         edges.append(-2)
-    return (tuple(kinds), tuple(edges)), leaves, saved
+    return (tuple(kinds), tuple(edges)), leaves, saved, len(order)
 
 
 def _window() -> tuple[tuple, list]:

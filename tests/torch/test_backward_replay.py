@@ -359,43 +359,51 @@ def test_distributed_runs_the_engine(dev, switch):
     assert replays == recordings == 0 and engine == 6 and br.Stats.why == "torch.distributed is initialized"
 
 
-def test_the_faster_of_engine_and_replay_is_kept(dev, switch, monkeypatch):
-    """Per graph, SAMPLES replays (after the first) are timed against as many engine
-    runs (alternated); the faster is kept. The same nodes either way: gradients bitwise, no compile more."""
-    real_backward, real_free = torch.Tensor.backward, br._free
-    for engine_faster in (True, False):
-        now = [0]
-        engine_ns, replay_ns = (10**5, 10**6) if engine_faster else (10**6, 10**5)
-
-        def clock():
-            now[0] += 1000
-            return now[0]
-
-        def engine(*a, **k):
-            now[0] += engine_ns
-            return real_backward(*a, **k)
-
-        def free(*a):
-            now[0] += replay_ns
-            return real_free(*a)
-
-        off, _, _ = _run(dev, switch, False, steps=10)
+def test_the_cheaper_of_engine_and_replay_is_kept_by_counts(dev, switch, monkeypatch):
+    """When a graph's plan is confirmed, the engine and the replay are weighed by
+    counts (nodes since the barrier and nodes the replay makes, against autograd
+    nodes): the engine from then on, without a walk, or replays. The same nodes
+    either way: gradients bitwise, no compile more."""
+    off, _, _ = _run(dev, switch, False, steps=8)
+    for ratio, engine in ((1, True), (10**6, False)):
         switch(True)
         monkeypatch.setattr(br.SWITCH, "choose", True)
-        br._CHOICES.clear()
-        monkeypatch.setattr(br, "_CLOCK", clock)
-        monkeypatch.setattr(br, "_free", free)
-        monkeypatch.setattr(torch.Tensor, "backward", engine)
-        try:
-            on, again, (replays, recordings, engines) = _run(dev, lambda on: None, True, steps=10, clear=False)
-        finally:
-            monkeypatch.setattr(torch.Tensor, "backward", real_backward)
+        monkeypatch.setattr(br, "NODES_PER_AUTOGRAD_NODE", ratio)
+        on, again, (replays, recordings, engines) = _run(dev, lambda on: None, True, steps=8, clear=False)
         _same(off, on)
         assert again == 0
-        (choice,) = br._CHOICES.values()
-        assert choice.engine is engine_faster and len(choice.times[1]) == br.SAMPLES
-        if engine_faster:  # 2 recordings, a replay (not timed), then replay, engine, replay, engine; then engine
-            assert (recordings, replays, engines) == (2, 3, 5), br.Stats.why
-            assert br.Stats.why == "the engine was faster than a replay on this graph"
+        assert list(br._CHOICES.values()) == [engine]
+        if engine:  # 2 recordings, then the engine without a walk
+            assert (recordings, replays, engines) == (2, 0, 6), br.Stats.why
+            assert br.Stats.why == "the engine is cheaper than a replay on this graph"
         else:
-            assert (recordings, replays, engines) == (2, 6, 2), br.Stats.why
+            assert (recordings, replays, engines) == (2, 6, 0), br.Stats.why
+        br._CHOICES.clear()
+
+
+def test_the_choice_does_not_depend_on_time(dev, switch, monkeypatch):
+    """A replay made slow (a busy loop burning thread time where it frees the
+    graph) still replays: the choice is by counts, so the steps a loaded machine
+    replays, hence its programs and compiles, are an unloaded one's (a choice by
+    thread time kept the engine here)."""
+    import time
+
+    real_free = br._free
+
+    def slow_free(*a):
+        end = time.thread_time() + 0.02
+        while time.thread_time() < end:
+            pass
+        return real_free(*a)
+
+    off, _, _ = _run(dev, switch, False, steps=8)
+    switch(True)
+    monkeypatch.setattr(br.SWITCH, "choose", True)
+    monkeypatch.setattr(br, "_free", slow_free)
+    br._CHOICES.clear()
+    on, again, (replays, recordings, engines) = _run(dev, lambda on: None, True, steps=8, clear=False)
+    _same(off, on)
+    assert again == 0
+    assert (recordings, replays, engines) == (2, 6, 0), br.Stats.why
+    br._CHOICES.clear()
+
