@@ -96,6 +96,7 @@ from lazycore.trace.replayer import GUARDED, Replayer
 from lazycore.trace.views import Storage
 
 from . import optim as _optim
+from .ops.random import GENERATORS
 from . import tensor as _tensor
 from .tensor import Tensor, _new
 
@@ -168,8 +169,12 @@ class Captured:
                 self.traces += 1
                 # the next recording starts afresh: it is compared with the call after it, not an old one
                 self._last.pop(key, None)
-                return self.fn(*args, **kwargs)
-        return self._trace(args, kwargs, flat, key)
+                with GENERATORS.device_draws():
+                    return self.fn(*args, **kwargs)
+        # multinomial draws from the device's stream in a captured step, traced or replayed:
+        # eager's stream is drawn on the host, an upload no replay makes again
+        with GENERATORS.device_draws():
+            return self._trace(args, kwargs, flat, key)
 
     def _trace(self, args, kwargs, flat, key):
         self.traces += 1

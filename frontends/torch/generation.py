@@ -1097,13 +1097,17 @@ def _wrap_beam_search(beam_search):
     @functools.wraps(beam_search)
     def wrapped(self, input_ids, logits_processor=None, stopping_criteria=None, generation_config=None,
                 synced_gpus=False, **model_kwargs):
-        if _beams_fit(self, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus,
-                      model_kwargs):
-            out = _beams(self, input_ids, stopping_criteria, generation_config, model_kwargs, logits_processor)
-            if out is not None:
-                return out
-        return beam_search(self, input_ids, logits_processor, stopping_criteria, generation_config,
-                           synced_gpus=synced_gpus, **model_kwargs)
+        # beam sampling's draws: the device's stream, which the captured step replays (eager's,
+        # drawn on the host, would be an upload no replay makes again); in transformers' loop
+        # too, so both ways draw the same tokens
+        with GENERATORS.device_draws():
+            if _beams_fit(self, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus,
+                          model_kwargs):
+                out = _beams(self, input_ids, stopping_criteria, generation_config, model_kwargs, logits_processor)
+                if out is not None:
+                    return out
+            return beam_search(self, input_ids, logits_processor, stopping_criteria, generation_config,
+                               synced_gpus=synced_gpus, **model_kwargs)
 
     wrapped.__lazycore_generation__ = True
     return wrapped

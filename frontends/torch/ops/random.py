@@ -7,7 +7,9 @@ generators, every lazy generator is (re)seeded by ``torch.manual_seed`` and
 ``torch.seed`` (:mod:`..hooks` hears them) and starts from
 ``torch.initial_seed()`` otherwise; ``torch.lazy`` (:mod:`..device_module`)
 reads and sets one generator's state. Eager and lazy draw different numbers
-from the same seed; both have the documented distributions. A call with an
+from the same seed; both have the documented distributions. ``multinomial``
+is the exception: it draws eager's numbers from eager's CPU generator on the
+host (see its section). A call with an
 explicit ``generator=`` never reaches these lowerings: dispatch runs it
 eagerly on the CPU with that generator (a counted fallback). A generator made
 for the lazy device (``torch.Generator(device="lazy")``,
@@ -17,12 +19,14 @@ draws eager's numbers for its seed there too.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 
 import numpy as np
 import torch
 
-from lazycore.trace import core
+from lazycore.trace import core, scans
 
 from ..lowering import apply, const, convert, lowers, scalar
 
@@ -83,13 +87,32 @@ class Generator:
         self.state = core.from_numpy(np.array([w0, w1], dtype=np.uint64), self.device)
 
 
+class _OnDevice(threading.local):
+    """How many :meth:`Generators.device_draws` blocks this thread is in."""
+
+    depth = 0
+
+
 class Generators:
     """The generator of each lazycore device, made on first use."""
 
-    __slots__ = ("by_device",)
+    __slots__ = ("by_device", "on_device")
 
     def __init__(self):
         self.by_device: dict = {}
+        self.on_device = _OnDevice()
+
+    @contextlib.contextmanager
+    def device_draws(self):
+        """Ops that draw eager's numbers from a CPU generator on the host
+        (``multinomial``) draw from the device's generator inside: a step
+        recorded for replay (a host draw is an upload, which no replay makes
+        again, so the recording would be refused)."""
+        self.on_device.depth += 1
+        try:
+            yield
+        finally:
+            self.on_device.depth -= 1
 
     def of(self, dev) -> Generator:
         g = self.by_device.get(dev)
@@ -240,29 +263,90 @@ def _randint_like(ctx, x, *bounds, **kwargs):
 
 # --- multinomial ----------------------------------------------------------------------------
 # transformers' sampling (do_sample=True) draws each token with torch.multinomial: on
-# eager's kernel that was a fallback, and a barrier, per generated token. Here an
-# exponential race: category i's key is E_i / p_i (E_i ~ Exp(1)), the smallest key
-# wins with probability p_i / sum(p); the k smallest of one draw are k draws without
-# replacement (successive draws renormalized; eager's CPU kernel runs the same race), and
-# with replacement each draw has keys of its own. A category of probability 0 is drawn
-# only when draws without replacement outnumber the others, as in eager.
+# eager's kernel that was a fallback, and a barrier, per generated token. It draws
+# eager's numbers (issue 39): its random part is a function of the CPU generator's
+# state and the shape only, so that part is drawn on the host from the generator
+# eager would use, advancing it as eager does (a later CPU draw matches too), and
+# uploaded; the rest is lazy, with no barrier. Eager CPU (Distributions.cpp,
+# multinomial_out), one sample or none put back: ``q = empty_like(p).exponential_()``
+# (``-log1p(-u)``, u the generator's doubles, rounded to p's type), ``p / q`` in p's
+# type, its argmax (the first of ties), or its topk (the k largest, ties the lower
+# index first). Put back, more than one (cpu/MultinomialKernel.cpp): per row the
+# running sum of p, one element after another (float carried for float and the half
+# types, double for double), divided by the total, the last set to 1; then per
+# sample u, a double of the generator (row by row, sample by sample), and the first
+# place whose sum is >= u. That needs eager's in-order scan (scans.in_order: the
+# CPU platform); elsewhere, and in a step being recorded for replay (a host draw is
+# an upload no replay makes again; Generators.on_device), the draws come from the
+# device's generator: an exponential race (category i's key E_i / p_i, the smallest
+# wins with probability p_i / sum(p); the k smallest of one draw are k draws
+# without replacement), the documented distribution, not eager's numbers.
+# Validity checks are step checks: eager checks before it draws, here the host draw
+# is made first (an invalid p still advances the CPU generator).
+
+_TORCH = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def _checked(probs, dev):
+    p = probs if len(probs.shape) == 2 else apply("reshape", probs, shape=(1, probs.shape[0]))
+    rows, n = p.shape
+    w = _wide(probs.dtype)
+    pw = convert(p, w)
+    zero = const(0, w, dev, (rows, n))
+    bad = apply("or", apply("not", apply("is_finite", pw)), apply("compare", pw, zero, direction="LT"))
+    p = core.check(p, bad, "probability tensor contains either `inf`, `nan` or element < 0")
+    positive = apply("compare", convert(p, w), zero, direction="GT")
+    count = apply("reduce_sum", convert(positive, "i64"), dims=(1,))
+    p = core.check(p, apply("compare", count, const(0, "i64", dev, (rows,)), direction="EQ"),
+                   "invalid multinomial distribution (sum of probabilities <= 0)")
+    return p, positive
+
+
+def _host_upload(t: torch.Tensor, dtype: str, dev):
+    """A CPU draw as a lazy value of ``dtype`` (half types travel as float32, exactly)."""
+    wide = torch.float64 if t.dtype == torch.float64 else torch.float32
+    return convert(core.from_numpy(t.to(wide).numpy(), dev), dtype)
 
 
 @lowers(aten.multinomial.default)
 def _multinomial(ctx, probs, num_samples, replacement=False, generator=None):
     dev = ctx.device
-    w = _wide(probs.dtype)
-    p = convert(probs, w)
-    if len(p.shape) == 1:
-        p = apply("reshape", p, shape=(1, p.shape[0]))
+    p, positive = _checked(probs, dev)
     rows, n = p.shape
-    zero = const(0, w, dev, (rows, n))
-    bad = apply("or", apply("not", apply("is_finite", p)), apply("compare", p, zero, direction="LT"))
-    p = core.check(p, bad, "probability tensor contains either `inf`, `nan` or element < 0")
-    positive = apply("compare", p, zero, direction="GT")
-    count = apply("reduce_sum", convert(positive, "i64"), dims=(1,))
-    p = core.check(p, apply("compare", count, const(0, "i64", dev, (rows,)), direction="EQ"),
-                   "invalid multinomial distribution (sum of probabilities <= 0)")
+    dtype = probs.dtype
+    if rows == 0 or dtype not in _TORCH or GENERATORS.on_device.depth:
+        return _multinomial_on_device(ctx, p, positive, num_samples, replacement)
+    if not replacement or num_samples == 1:
+        q = torch.empty((rows, n), dtype=_TORCH[dtype]).exponential_(generator=generator)
+        r = apply("div", p, _host_upload(q, dtype, dev))
+        if num_samples == 1:
+            picked = apply("argmax", r, dim=1, dtype="i64")
+        else:
+            _, order = apply("sort", r, dim=1, descending=True, dtype="i64")
+            picked = apply("slice", order, start=[0, 0], limit=[rows, num_samples], strides=[1, 1])
+        return apply("reshape", picked, shape=ctx.shape)
+    if not scans.in_order(dev):
+        return _multinomial_on_device(ctx, p, positive, num_samples, replacement)
+    carry = "f64" if dtype == "f64" else "f32"
+    cum = scans.one_by_one(convert(p, carry), 1, lambda a, b: apply("add", a, b), 0.0)
+    total = apply("slice", cum, start=[0, n - 1], limit=[rows, n], strides=[1, 1])
+    cum = apply("div", cum, apply("broadcast_in_dim", total, shape=(rows, n), dims=(0, 1)))
+    last = apply("compare", apply("iota", dim=1, shape=(rows, n), dtype="i64", device=dev), const(n - 1, "i64", dev, (rows, n)),
+                 direction="EQ")
+    cum = convert(apply("select", last, const(1, carry, dev, (rows, n)), cum), "f64")
+    u = torch.rand((rows, num_samples), dtype=torch.float64, generator=generator)
+    shape = (rows, num_samples, n)
+    below = apply("compare", apply("broadcast_in_dim", cum, shape=shape, dims=(0, 2)),
+                  apply("broadcast_in_dim", _host_upload(u, "f64", dev), shape=shape, dims=(0, 1)), direction="LT")
+    picked = apply("reduce_sum", convert(below, "i64"), dims=(2,))
+    return apply("reshape", picked, shape=ctx.shape)
+
+
+def _multinomial_on_device(ctx, p, positive, num_samples, replacement):
+    dev = ctx.device
+    rows, n = p.shape
+    w = _wide(p.dtype)
+    p = convert(p, w)
     draws = 1 if not replacement else num_samples
     shape = (rows, draws, n)
     e = apply("neg", apply("log1p", apply("neg", uniform01(dev, shape, w))))  # Exp(1): -log(1 - u), u in [0, 1)
