@@ -20,8 +20,8 @@ how many identical layers a run is rolled) is part of the compile key. Nothing h
 from __future__ import annotations
 
 from lazycore.ir.config import settings
-from lazycore.ir.graph import LOG, Node, Scalar, Value, map_operands
-from lazycore.ir.regions import Body, RegionNode
+from lazycore.ir.graph import LOG, Node, Scalar, Value
+from lazycore.ir.regions import RegionNode
 from lazycore.ir import remake
 from lazycore.ir.walk import Walk
 from lazycore.passes.rolled_chains import MIN_COPIES, Chain, Stacks, find_chains as _find_chains  # noqa: F401
@@ -124,46 +124,12 @@ def inlined(walk):
         def get(v):
             return new.get((id(v[0]), v[1]), v)
 
-        for node in walk.order:
-            if node.is_leaf:
-                continue
-            operands = map_operands(node.operands, get)
-            if type(node) is RegionNode and node.op == "call":
-                values = _made_again(node.bodies[0], operands[0])
-            elif operands != node.operands:
-                again = remake.again(node, operands)
-                values = [Value(again, i) for i in range(len(node.types))]
-            else:
-                continue
-            for i, v in enumerate(values):
-                new[(id(node), i)] = v
+        remake.onto(walk.order, get, new)
         whole = Walk([get(v) for v in walk.outputs])
     finally:
         LOG.on = on
     whole.data, whole.packs, whole.params = walk.data, walk.packs, walk.params
     return whole
-
-
-def _made_again(body: Body, operands: tuple) -> list[Value]:
-    """What ``body`` yields, its nodes made again on ``operands`` (a call
-    node's inside it too)."""
-    at = body.boundary
-    env: dict[tuple, Value] = {}
-
-    def get(v):
-        p = at.get((id(v[0]), v[1]))
-        return operands[p] if p is not None else env.get((id(v[0]), v[1]), v)
-
-    for node in body.order:
-        given = map_operands(node.operands, get)
-        if type(node) is RegionNode and node.op == "call":
-            values = _made_again(node.bodies[0], given[0])
-        else:
-            again = remake.again(node, given)
-            values = [Value(again, i) for i in range(len(node.types))]
-        for i, v in enumerate(values):
-            env[(id(node), i)] = v
-    return [get(v) for v in body.results]
 
 
 def groups(walk, chains) -> list[tuple]:

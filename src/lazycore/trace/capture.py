@@ -52,12 +52,12 @@ import weakref
 from collections import Counter
 
 from lazycore.ir import events
-from lazycore.dialect.spec import spec_of
 from lazycore.ir.config import settings
 from lazycore.ir.context import LOCK, TRACE
-from lazycore.ir.graph import (LOG, Data, Node, Scalar, Value, constant_only, digest, node_prefix, operand_bytes,
+from lazycore.ir.graph import (LOG, Data, Node, Scalar, Value, constant_only, digest, operand_bytes,
                                operand_values)
-from lazycore.ir.regions import Arg, Body, RegionNode, region_prefix
+from lazycore.ir.regions import Arg, Body, region_prefix
+from lazycore.ir import remake
 from lazycore.ir.remake import node_again
 from lazycore.ir.sourceloc import caller as caller_location
 from lazycore.ir.sourceloc import forget as forget_frame
@@ -268,7 +268,7 @@ def contents(watch: Watch, skip=()) -> Counter | None:
         operands = node.operands
         if not operands or any(a <= node.seq < b for a, b in skip):
             continue
-        here = (node.op, node.loc, _prefix(node))
+        here = (node.op, node.loc, remake.prefix(node))
         out[here] += 1
         # each number by its slot: a slot that read made state in the first call reads data later
         for i, o in enumerate(operands):
@@ -375,9 +375,7 @@ class Recording:
         def at(v):
             return env[(id(v[0]), v[1])]
 
-        entries = [(node.op, tuple(at(o) if type(o) is Value else tuple(at(x) for x in o) for o in node.operands),
-                    node.bodies if type(node) is RegionNode else node.attrs, node.types, _prefix(node))
-                   for node in made]
+        entries = remake.entries(made, at)
         # the fragment's outputs: the updated handles' new values, then the kept handles'
         self.updates = []  # per updated handle: its argument index, or a weakref of the live handle
         for h, _ in changed:
@@ -627,11 +625,3 @@ class _Call:
         self.leaves = leaves
         """The parameter leaves the body reads besides the inputs: operands after them."""
         self.prefix = region_prefix("call", (body,), types)
-
-
-def _prefix(node: Node) -> bytes:
-    """The node's digest input before its operands: its op, attributes and
-    result types, and a loop's or branch's bodies."""
-    if type(node) is RegionNode:
-        return region_prefix(node.op, node.bodies, node.types)
-    return node_prefix(spec_of(node.op), node.attrs, node.types)[1]

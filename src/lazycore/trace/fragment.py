@@ -19,7 +19,9 @@ interpreting the entries at every call cost more than the nodes it made
 frontend 5.9 against 4.0). Fragments of one shape share their compiled code,
 so generating costs a first replay little more than interpreting it did. A
 fragment made once and never replayed (a captured step's call body) is made
-by the loop that hashes new kinds of inputs (:meth:`Fragment.made_once`):
+by interpreting its entries (:func:`lazycore.ir.remake.made`,
+:meth:`Fragment.made_once`), which also hashes a large fragment's entries on
+inputs of a new kind:
 each form is the slower one where the other is used (docs/dev/replay.md
 measures both: interpreting every replay made traced steps 13-37% slower in
 Python; generating a 132-node call body cost ~20 times walking it).
@@ -31,8 +33,8 @@ replayed step hashes exactly as a traced one and compiles nothing new. Source lo
 
 from __future__ import annotations
 
-from lazycore.ir.graph import Value, digest, index_bytes, operand_bytes
-from lazycore.ir.remake import Source, node_again
+from lazycore.ir.graph import digest, index_bytes
+from lazycore.ir.remake import Source, made
 from lazycore.ir.tensor import LazyTensor
 
 _DIGESTS_KEPT = 64
@@ -43,7 +45,8 @@ _HASHED_IN_LINES = 64
 """Entries up to which a fragment's generated replay hashes inputs of a new
 kind in lines of its own (:meth:`Fragment._hashing`); a larger fragment's (a
 captured step's: a GPT step's 2,300 nodes, its inputs of one kind at every
-call) calls :func:`_walk`, as the lines would double its compile."""
+call) calls :func:`lazycore.ir.remake.made` (hashing only), as the lines
+would double its compile."""
 
 
 class Fragment:
@@ -100,13 +103,13 @@ class Fragment:
         placeholders): generating code for one use cost a GPT step's
         recording ~0.4 s of compiling for 2,300 nodes."""
         inputs = list(values)
-        digests, env = _walk(self.entries, self.consts, inputs, node_again, self.locs, loc)
-        self.remember(inputs, digests)
+        env = inputs + list(self.consts)
+        self.remember(inputs, made(self.entries, env, None, self.locs, loc))
         return [env[p] for p in self.outputs]
 
     def _generate(self):
         code = Source("def fast(handles, values, loc):", DIGESTS=self._digests, LT=LazyTensor, DIGEST=digest,
-                      IB=index_bytes, HASH=_walk)
+                      IB=index_bytes, HASH=made)
         names = [f"v{i}" for i in range(self.n_inputs)] + [code.const(c) for c in self.consts]
         for i in range(self.n_inputs):
             code.line(f"v{i} = handles[{i}]._value" if i < self.n_handles else f"v{i} = values[{i - self.n_handles}]")
@@ -117,8 +120,8 @@ class Fragment:
         if len(self.entries) <= _HASHED_IN_LINES:
             self._hashing(code)
         else:
-            code.line(f"    ds = HASH({code.const(self.entries)}, {code.const(self.consts)}, ["
-                      + "".join(f"v{i}, " for i in range(self.n_inputs)) + "])[0]")
+            code.line(f"    ds = HASH({code.const(self.entries)}, ["
+                      + "".join(f"v{i}, " for i in range(self.n_inputs)) + f"*{code.const(self.consts)}], make=False)")
         code.line(f"    if len(DIGESTS) >= {_DIGESTS_KEPT}:")
         code.line("        DIGESTS.clear()")
         code.line("    DIGESTS[key] = ds")
@@ -167,36 +170,6 @@ class Fragment:
         code.line("    ds = (" + "".join(f"d{k}, " for k in range(len(self.entries))) + ")")
 
 
-def _walk(entries, consts, inputs, make=None, locs=None, loc=None) -> tuple[tuple, list]:
-    """``(digests, values)``: the digests of ``entries`` on input values
-    ``inputs`` (then ``consts``), as ``make_node`` gives them, and every
-    value; with ``make`` (:func:`~lazycore.ir.remake.node_again`) the nodes
-    are made too (:meth:`Fragment.made_once`), else only hashed (a large
-    fragment's replay on inputs of a new kind, :data:`_HASHED_IN_LINES`)."""
-    env = list(inputs) + list(consts)
-    digests = []
-    for k, (op, operands, attrs, types, prefix) in enumerate(entries):
-        ops = _operands(env, operands)
-        d = digest(prefix + operand_bytes(ops))
-        digests.append(d)
-        node = _Hashed(d) if make is None else make(op, ops, attrs, types, d, loc if locs is None else locs[k])
-        env.extend(Value(node, r) for r in range(len(types)))
-    return tuple(digests), env
-
-
-def _operands(env: list, operands: tuple) -> tuple:
-    """An entry's operands: value numbers read in ``env``, a variadic group as a tuple."""
-    return tuple(env[i] if type(i) is int else tuple(env[j] for j in i) for i in operands)
-
-
 def _key(inputs) -> tuple:
     return tuple([part for v in inputs for part in (v[0].digest, v[1])])
 
-
-class _Hashed:
-    """A node of a replay as far as hashing its users needs it: its digest."""
-
-    __slots__ = ("digest",)
-
-    def __init__(self, d: bytes):
-        self.digest = d

@@ -55,7 +55,7 @@ from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.memo import Memo
-from lazycore.ir.remake import maker
+from lazycore.ir.remake import maker, node_again
 from lazycore.trace.fragment import Fragment
 from lazycore.trace.replayer import GUARDED, Replayer
 from lazycore.dialect.types import to_numpy_dtype
@@ -955,8 +955,8 @@ def load(data: tuple, device) -> Recipe:
             made.append(shared(Scalar(item[1], item[2])))
         else:
             _, op, ops, attrs, types, d = item
-            made.append(Node(op, tuple(value(o) if o and type(o[0]) is int else tuple(value(v) for v in o)
-                                       for o in ops), attrs, types, d))
+            made.append(node_again(op, tuple(value(o) if o and type(o[0]) is int else tuple(value(v) for v in o)
+                                             for o in ops), attrs, types, d))
 
     def pref(ref) -> tuple:
         kind, a, b = ref
