@@ -13,6 +13,7 @@ rolls and repeats are copies built from slices, ``concatenate``, ``pad``,
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 import warnings
 
@@ -1164,3 +1165,28 @@ def shares_memory(a, b, max_work=None) -> bool:
 @implements(np.may_share_memory)
 def may_share_memory(a, b, max_work=None) -> bool:
     return _overlap(np.may_share_memory, a, b, max_work)
+
+
+__all__ += ["fill_diagonal"]
+
+
+@implements(np.fill_diagonal)
+def fill_diagonal(a, val, wrap=False):
+    """NumPy's own steps (a strided write through ``a.flat``) on the lazy array: the
+    fallback read the array and wrote it back, a barrier in every step of a loop (an
+    n-body's self-distances). An array of values (NumPy repeats it along the diagonal)
+    runs NumPy, counted."""
+    if not isinstance(a, ndarray) or np.ndim(val) != 0:
+        return call_numpy(np.fill_diagonal, (a, val), dict(wrap=wrap))
+    if a.ndim < 2:
+        raise ValueError("array must be at least 2-d")
+    end = None
+    if a.ndim == 2:
+        step = a.shape[1] + 1
+        if not wrap:
+            end = a.shape[1] * a.shape[1]
+    else:
+        if builtins.any(s != a.shape[0] for s in a.shape):
+            raise ValueError("All dimensions of input must be of equal length")
+        step = 1 + builtins.sum(math.prod(a.shape[:k]) for k in range(1, a.ndim))
+    a.flat[:end:step] = val

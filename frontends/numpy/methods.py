@@ -7,6 +7,7 @@ import types
 
 import numpy as np
 
+from . import creation as _creation
 from . import dtypes, indexing, layouts, reductions, scalars
 from .array import (_new, contiguous, fits_order, from_host, host_laid_out, laid_out, layout_of, ndarray,
                     reshape_target, to_host, value, wrap)
@@ -71,7 +72,20 @@ def _bind_binary(dunder: str, name: str):
 
 def _bind_compare(dunder: str, name: str):
     np_uf = UFUNCS[name]._uf
-    setattr(ndarray, f"__{dunder}__", lambda self, other: quick(np_uf, (self, other)))
+    if dunder not in ("eq", "ne"):
+        setattr(ndarray, f"__{dunder}__", lambda self, other: quick(np_uf, (self, other)))
+        return
+    unequal = dunder == "ne"
+
+    def op(self, other):
+        # NumPy's ``a == None`` compares in its object loop and ``a == "abc"`` finds no loop;
+        # either way ``==``/``!=`` give every element unequal (``np.equal`` itself raises on
+        # the string): a ``x != None`` filter is all True, not a TypeError
+        if other is None or isinstance(other, (str, bytes)):
+            return _creation.full(self.shape, unequal, dtype=bool)
+        return quick(np_uf, (self, other))
+
+    setattr(ndarray, f"__{dunder}__", op)
 
 
 def _bind_unary(dunder: str, name: str):

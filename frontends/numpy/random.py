@@ -105,6 +105,11 @@ class Generator:
     """NumPy's ``Generator`` API over a lazy Threefry state (see the module doc)."""
 
     def __init__(self, words):
+        if isinstance(words, np.random.BitGenerator):
+            # NumPy's public constructor, ``Generator(PCG64(seed))``: the lazy stream is
+            # seeded from the bit generator's next two words (it draws its own stream, as
+            # default_rng's does, from a seed the bit generator determines)
+            words = words.random_raw(2)
         words = np.asarray(words, dtype=np.uint64).reshape(2)
         self._state = core.from_numpy(words, device())
 

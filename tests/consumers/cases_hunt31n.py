@@ -484,6 +484,54 @@ def scripts():
         return out
 
 
+    # a returns analysis as finance tutorials write it: log returns, rolling windows by
+    # cumsum and by sliding_window_view, drawdown by maximum.accumulate, VaR by percentile
+    @case("script.returns,drawdown,rolling,VaR")
+    def _(np, to, dtype):
+        from numpy.lib.stride_tricks import sliding_window_view
+
+        rng = numpy.random.default_rng(17)
+        prices = to((100 * numpy.exp(numpy.cumsum(rng.normal(0, 0.01, (250, 3)), axis=0))).astype(dtype))
+        r = np.log(prices[1:] / prices[:-1])
+        c = np.cumsum(np.insert(r[:, 0], 0, 0.0)) if np is numpy else np.cumsum(np.concatenate([np.zeros(1, dtype), r[:, 0]]))
+        roll = (c[20:] - c[:-20]) / 20
+        win = sliding_window_view(r, 20, axis=0).std(axis=-1)
+        peak = np.maximum.accumulate(prices, axis=0)
+        dd = (prices - peak) / peak
+        var = -np.percentile(r, 5, axis=0)
+        cov = np.cov(r, rowvar=False)
+        corr = np.corrcoef(r.T)
+        w = np.linalg.solve(cov, np.ones(3, dtype=dtype))
+        w /= w.sum()
+        return r, roll, win, dd.min(axis=0), np.argmin(dd, axis=0), var, cov, corr, w, (r @ w).mean() * 252
+
+    # an n-body step loop: pairwise differences by broadcasting, softened inverse cube,
+    # np.fill_diagonal on the lazy distances, leapfrog updates in place
+    @case("script.nbody leapfrog", slack=10)
+    def _(np, to, dtype):
+        rng = numpy.random.default_rng(18)
+        pos = to(rng.normal(size=(16, 3)).astype(dtype))
+        vel = to(np.zeros((16, 3), dtype=dtype) if np is numpy else numpy.zeros((16, 3), dtype=dtype))
+        m = to(rng.uniform(0.5, 1.5, 16).astype(dtype))
+        dt_ = 0.01
+
+        def acc(p):
+            d = p[None, :, :] - p[:, None, :]
+            r2 = (d ** 2).sum(-1) + 0.01
+            np.fill_diagonal(r2, np.inf)
+            inv = r2 ** -1.5
+            return (d * (inv * m[None, :])[:, :, None]).sum(1)
+
+        a = acc(pos)
+        for _ in range(6):
+            vel += 0.5 * dt_ * a
+            pos += dt_ * vel
+            a = acc(pos)
+            vel += 0.5 * dt_ * a
+        ke = 0.5 * (m * (vel ** 2).sum(1)).sum()
+        com = (m[:, None] * pos).sum(0) / m.sum()
+        return pos, vel, ke, com, np.linalg.norm(pos - com, axis=1, keepdims=True)
+
     # the Array API 2024.12 functions library code calls through ``x.__array_namespace__()``
     # (NumPy 2 is the reference namespace)
     @case("xp.array API 2024.12 functions")

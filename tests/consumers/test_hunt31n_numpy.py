@@ -54,11 +54,11 @@ ALLOWED = {
                                                "numpy.random.Generator.permutation"},
     "script.nan statistics,percentile,quantile methods": {"numpy.nanargmin"},
     "script.gradient,trapezoid,meshgrid,mgrid": {"numpy.gradient", "numpy.trapezoid"},
-    "script.fill_diagonal,diag_indices,triu_indices,tril": {"numpy.fill_diagonal", "numpy.triu_indices",
+    "script.fill_diagonal,diag_indices,triu_indices,tril": {"numpy.triu_indices",
                                                              "numpy.diag_indices", "numpy.tril_indices_from"},
     "script.pad modes,tile,repeat,roll,rot90,flip": {"numpy.pad"},
     "script.split,stack,block,concatenate,moveaxis": {"numpy.block"},
-    "script.where,select,piecewise,clip,isin": {"numpy.piecewise", "numpy.isin", "numpy.extract", "numpy.heaviside"},
+    "script.where,select,piecewise,clip,isin": {"numpy.piecewise", "numpy.isin", "numpy.extract"},
     "script.sort,argsort stable ties,partition values": {"numpy.partition", "numpy.unique"},
     "script.linspace,logspace,geomspace,arange": {"numpy.linspace", "numpy.logspace", "numpy.geomspace"},
     "script.cross,kron,outer,inner,tensordot,vdot,multi_dot": {"numpy.cross", "numpy.kron"},
@@ -144,3 +144,13 @@ def test_string_arrays_are_numpys():
 def test_view_as_another_type_of_the_same_size():
     host = numpy.arange(4.0)
     numpy.testing.assert_array_equal(numpy.asarray(lnp.asarray(host).view(numpy.int64)), host.view(numpy.int64))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "frontends/numpy/reductions.py average: weights summing to zero give NaN where NumPy raises "
+    "ZeroDivisionError (its docstring says so); a deferred value check (core.check, as linalg's "
+    "'Singular matrix') needs ZeroDivisionError among ir/failure.py EAGER_ERRORS and the dialect's "
+    "check errors, outside the NumPy frontend"))
+def test_average_of_zero_weights_raises_numpys_error(clean_runtime):
+    with pytest.raises(ZeroDivisionError):
+        numpy.asarray(lnp.average(lnp.asarray(numpy.arange(3.0)), weights=lnp.asarray(numpy.zeros(3))))

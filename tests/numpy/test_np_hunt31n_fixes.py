@@ -124,3 +124,79 @@ def test_heaviside_takes_numpys_h0_forms(clean_runtime):
         assert got.dtype == want.dtype
         numpy.testing.assert_array_equal(got, want)
     assert metrics.fallbacks() == {}
+
+
+@pytest.mark.parametrize("other", [None, "abc", b"x"], ids=["None", "str", "bytes"])
+@pytest.mark.parametrize("op", ["__eq__", "__ne__"])
+@pytest.mark.parametrize("shape", [(4, 6), (), (0, 3)])
+def test_equality_with_none_or_a_string_is_numpys_elementwise_answer(op, other, shape, clean_runtime):
+    """``a != None`` raised TypeError and ``a == "abc"`` NumPy's no-loop error: NumPy's
+    operators answer every element unequal, in the array's shape."""
+    host = numpy.arange(float(numpy.prod(shape))).reshape(shape)
+    want = getattr(host, op)(other)
+    got = getattr(lnp.asarray(host), op)(other)
+    got = numpy.asarray(got)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    numpy.testing.assert_array_equal(got, want)
+    assert metrics.fallbacks() == {}
+
+
+@pytest.mark.parametrize("convert", [float, int, complex])
+@pytest.mark.parametrize("shape", [(1,), (1, 1), (2,), ()])
+def test_python_scalar_conversion_takes_only_what_numpy_takes(convert, shape, clean_runtime):
+    """``float(a[:1])`` gave a number where NumPy 2.4 raises TypeError ("only 0-dimensional
+    arrays can be converted to Python scalars"): the check was older NumPy's length-1 rule."""
+    host = numpy.full(shape, 2.5)
+
+    def run(a):
+        try:
+            return convert(a)
+        except TypeError as e:
+            return TypeError, str(e)
+
+    want = run(host)
+    got = run(lnp.asarray(host))
+    assert got == want and type(got) is type(want)
+
+
+@pytest.mark.parametrize("shape,wrap,val", [
+    ((4, 4), False, -1), ((7, 3), True, 2.5), ((7, 3), False, 0), ((3, 7), False, numpy.inf),
+    ((3, 3, 3), False, -1), ((2, 2, 2, 2), False, numpy.float32(7)),
+])
+@pytest.mark.parametrize("through", ["lnp", "numpy"])
+def test_fill_diagonal_is_a_lazy_write(shape, wrap, val, through, clean_runtime):
+    """``np.fill_diagonal`` ran NumPy (counted): a read and a write back, a barrier in each
+    step of a loop. It is NumPy's strided ``flat`` write on the lazy array."""
+    host = numpy.arange(float(numpy.prod(shape))).reshape(shape)
+    lazy = lnp.asarray(host.copy())
+    numpy.fill_diagonal(host, val, wrap=wrap)
+    (lnp if through == "lnp" else numpy).fill_diagonal(lazy, val, wrap=wrap)
+    numpy.testing.assert_array_equal(numpy.asarray(lazy), host)
+    assert metrics.fallbacks() == {}
+
+
+def test_fill_diagonal_keeps_numpys_errors():
+    for shape in ((4,), (2, 3, 3)):
+        with pytest.raises(ValueError):
+            numpy.fill_diagonal(numpy.zeros(shape), 1)
+        with pytest.raises(ValueError):
+            lnp.fill_diagonal(lnp.zeros(shape), 1)
+
+
+@pytest.mark.parametrize("bits", ["PCG64", "Philox", "MT19937", "SFC64"])
+def test_generator_takes_a_bit_generator_as_numpys_does(bits, clean_runtime):
+    """``np.random.Generator(np.random.PCG64(seed))`` raised TypeError (the constructor took
+    only the lazy state's words). The lazy stream is seeded by the bit generator: the same
+    seed draws the same numbers, of NumPy's dtypes and shapes (lazycore's own stream,
+    docs/status.md)."""
+    draws = []
+    for _ in range(2):
+        g = lnp.random.Generator(getattr(numpy.random, bits)(7))
+        draws.append((numpy.asarray(g.random((2, 3))), numpy.asarray(g.integers(0, 5, size=4, dtype=numpy.int32))))
+    want = numpy.random.Generator(getattr(numpy.random, bits)(7))
+    for got, ref in zip(draws[0], (want.random((2, 3)), want.integers(0, 5, size=4, dtype=numpy.int32))):
+        assert got.dtype == ref.dtype and got.shape == ref.shape
+    for a, b in zip(*draws):
+        numpy.testing.assert_array_equal(a, b)
+    assert 0 <= draws[0][0].min() and draws[0][0].max() < 1
+    assert metrics.fallbacks() == {}
