@@ -17,8 +17,9 @@ a RealNVP flow with an invertible 1x1 map (``linalg.slogdet``) under a
 whose decoder uses ``F.interpolate``'s bilinear/bicubic/nearest-exact modes, a
 bidirectional ``nn.RNN`` with gradient accumulation and ``clip_grad_norm_``,
 a spectral-norm regularizer (``linalg.matrix_norm(ord=2)``, ``svdvals``), a
-patch denoiser through ``F.unfold``/``F.fold`` and ordinal regression on
-``torch.bucketize``'d targets.
+patch denoiser through ``F.unfold``/``F.fold``, ordinal regression on
+``torch.bucketize``'d targets, a ridge-regression head through ``linalg.solve``
+(MetaOptNet) and a clip model with trilinear and area resampling.
 ``python tests/consumers/cases_hunt31t.py [names]`` prints the table.
 """
 
@@ -665,6 +666,53 @@ def bucketize_ordinal_regression(device, each, dtype=torch.float32):
         losses.append(loss.detach())
         each()
     return losses, _state(model, bias=bias.detach())
+
+
+@case
+def ridge_head_linalg_solve(device, each, dtype=torch.float32):
+    """MetaOptNet/R2-D2's differentiable ridge-regression head: per episode the
+    head's weights are ``linalg.solve(X^T X + lam I, X^T Y)`` of the support
+    embeddings, the query logits ``Xq W``; the embedding learns through the solve."""
+    torch.manual_seed(0)
+    emb = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 8)).to(dtype).to(device)
+    log_lam = nn.Parameter(torch.tensor(0.0, dtype=dtype, device=device))
+    opt = torch.optim.Adam([*emb.parameters(), log_lam], lr=3e-3)
+    g = torch.Generator().manual_seed(1)
+    losses = []
+    for _ in range(STEPS):
+        xs, xq = torch.randn(9, 6, generator=g).to(dtype).to(device), torch.randn(6, 6, generator=g).to(dtype).to(device)
+        ys, yq = torch.arange(3).repeat(3).to(device), torch.arange(3).repeat(2).to(device)
+        s, q = emb(xs), emb(xq)
+        a = s.T @ s + log_lam.exp() * torch.eye(8, dtype=dtype, device=device)
+        w = torch.linalg.solve(a, s.T @ F.one_hot(ys, 3).to(dtype))
+        loss = F.cross_entropy(q @ w * 5, yq)
+        _step(opt, loss)
+        losses.append(loss.detach())
+        each()
+    return losses, _state(emb, lam=log_lam.detach())
+
+
+@case
+def video_trilinear_area_sgd(device, each, dtype=torch.float32):
+    """A 3-d convolution clip model: ``F.interpolate`` trilinear up the time axis
+    and ``mode="area"`` down in space, ``Conv3d``, global pooling, SGD."""
+    torch.manual_seed(0)
+    conv = nn.Sequential(nn.Conv3d(2, 6, 3, padding=1), nn.ReLU(), nn.Conv3d(6, 6, 3, stride=2, padding=1))
+    conv = conv.to(dtype).to(device)
+    head = nn.Linear(6, 3).to(dtype).to(device)
+    opt = torch.optim.SGD([*conv.parameters(), *head.parameters()], lr=0.05, momentum=0.9)
+    g = torch.Generator().manual_seed(1)
+    losses = []
+    for _ in range(STEPS):
+        clip = torch.randn(2, 2, 3, 10, 10, generator=g).to(dtype).to(device)
+        y = torch.randint(0, 3, (2,), generator=g).to(device)
+        x = F.interpolate(clip, size=(6, 10, 10), mode="trilinear", align_corners=False)
+        x = F.interpolate(x, size=(6, 5, 5), mode="area")
+        loss = F.cross_entropy(head(conv(x).mean((2, 3, 4))), y)
+        _step(opt, loss)
+        losses.append(loss.detach())
+        each()
+    return losses, _state(conv, head)
 
 
 def compare(name, referee=False):
