@@ -675,6 +675,22 @@ def skl():
         to(X[:, :2]), to(X[:, 2:]), alpha=0.1, multioutput="raw_values"))
     fn("mean_pinball_loss(raw,sw)", lambda xp, to, dt, rng, X, y: M.mean_pinball_loss(
         to(X[:, :2]), to(X[:, 2:]), alpha=0.3, multioutput="raw_values", sample_weight=to(numpy.abs(X[:, 0]))))
+    # copy=False: scikit-learn writes into the caller's array; the input afterwards is
+    # part of the answer
+    def inplace(make, fit_y=False):
+        def f(xp, to, dt, rng, X, y):
+            Xl = to(X.copy())
+            est = make()
+            out = est.fit_transform(Xl, to(y)) if fit_y else est.fit_transform(Xl)
+            return out, Xl
+        return f
+
+    from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, Normalizer, normalize
+    fn("StandardScaler(copy=False) in place", inplace(lambda: StandardScaler(copy=False)))
+    fn("MinMaxScaler(copy=False) in place", inplace(lambda: MinMaxScaler(copy=False)))
+    fn("MaxAbsScaler(copy=False) in place", inplace(lambda: MaxAbsScaler(copy=False)))
+    fn("Normalizer(copy=False) in place", inplace(lambda: Normalizer(copy=False)))
+    fn("normalize(return_norm,axis0)", lambda xp, to, dt, rng, X, y: normalize(to(X), axis=0, return_norm=True))
     fn("median_absolute_error(sw,raw)", lambda xp, to, dt, rng, X, y: M.median_absolute_error(
         to(X[:, :2]), to(X[:, 2:]), multioutput="raw_values", sample_weight=to(numpy.abs(X[:, 0]))))
 
@@ -753,6 +769,20 @@ def scipy_cases():
         T.gmean(to(rng.uniform(1, 3, size=(4, 30)).astype(dt)), axis=1)), slack=100)
     sp("stats.skew(nan_policy propagate)", lambda xp, to, dt, rng: T.skew(
         to(numpy.where(numpy.arange(20) == 3, numpy.nan, rng.normal(size=20)).astype(dt))))
+    sp("stats.false_discovery_control(bh,by)", lambda xp, to, dt, rng: (
+        T.false_discovery_control(to(rng.uniform(size=20).astype(dt))),
+        T.false_discovery_control(to(rng.uniform(size=(3, 8)).astype(dt)), axis=1, method="by")), slack=100)
+    sp("stats.expectile", lambda xp, to, dt, rng: T.expectile(to(rng.normal(size=30).astype(dt)), alpha=0.3), slack=1000)
+    sp("stats.mode(axis0)", lambda xp, to, dt, rng: tuple(T.mode(to(rng.integers(0, 4, (6, 5)).astype(dt)), axis=0)),
+       exact=True)
+    sp("stats.ttest_1samp(popmean array,axis1)", lambda xp, to, dt, rng: tuple(T.ttest_1samp(
+        to(rng.normal(size=(3, 12)).astype(dt)), to(numpy.array([[0.0], [0.5], [-0.2]], dt)), axis=1)), slack=100)
+    sp("stats.zscore(axis1,ddof1)", lambda xp, to, dt, rng: T.zscore(to(rng.normal(size=(3, 12)).astype(dt)),
+                                                                    axis=1, ddof=1))
+    sp("special.logsumexp(all -inf,b zero)", lambda xp, to, dt, rng: (
+        S.logsumexp(to(numpy.array([[-numpy.inf, -numpy.inf], [0.0, 1.0]], dt)), axis=1),
+        S.logsumexp(to(numpy.array([1.0, 2.0], dt)), b=to(numpy.array([0.0, 0.0], dt))),
+        S.logsumexp(to(numpy.array([numpy.inf, 1.0], dt))), S.logsumexp(to(numpy.array([numpy.nan, 1.0], dt)))))
     sp("cluster.vq.kmeans2(points)", lambda xp, to, dt, rng: _kmeans2(xp, to, dt))
     sp("ndimage.prewitt,gaussian_gradient_magnitude", lambda xp, to, dt, rng: _nd(
         lambda nd: (nd.prewitt(to(rng.normal(size=(8, 9)).astype(dt))),

@@ -73,6 +73,7 @@ ALLOWED = {
     "special.kl_div,huber(edges)": {"numpy.huber"},
     "stats.ttest_ind(equal_var False,axis1)": {"numpy.stdtr"},
     "stats.pearsonr(2d axis1)": {"numpy.betaincc"},
+    "stats.ttest_1samp(popmean array,axis1)": {"numpy.stdtr"},
 }
 
 CI = ["script.take_along_axis,put_along_axis", "script.searchsorted,cumsum inverse-cdf sampling",
