@@ -60,10 +60,11 @@ from lazycore.trace.fragment import Fragment
 from lazycore.trace.replayer import GUARDED, Replayer
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.dialect.spec import spec_of
-from lazycore.ir.graph import LOG, Node, Scalar, Value, constant_only, node_prefix, operand_values
+from lazycore.ir.graph import LOG, Node, Scalar, Value, constant_only, map_operands, node_prefix, operand_values
 from lazycore.ir.regions import Arg, RegionNode, region_prefix
 from lazycore.ir.sourceloc import caller, known_library
 from lazycore.ir.tensor import LazyTensor
+from lazycore.ir.walk import encode
 from lazycore.runtime import autostep  # noqa: F401  (gives TRACE its cutter, read per replay)
 
 _INPUT, _STEP, _FROZEN, _GROUP, _PARAM = 0, 1, 2, 3, 4
@@ -878,27 +879,10 @@ def dump(recipe: Recipe, device) -> tuple:
     again when loaded as :func:`shared` shares them), the outputs, the float
     parameters' nodes. Not kept: the digests remembered per kind of inputs
     (hashed again at the first replay)."""
-    nodes: list = []
     number: dict[int, int] = {}
 
-    def node_number(node) -> int:
-        k = number.get(id(node))
-        if k is not None:
-            return k
-        t = type(node)
-        if t is Scalar:
-            item = ("s", node.value, node.types[0].dtype)
-        elif t is Node:
-            ops = tuple(value(o) if type(o) is Value else tuple(value(v) for v in o) for o in node.operands)
-            item = ("n", node.op, ops, node.attrs, node.types, node.digest)
-        else:
-            raise ValueError(f"a constant made of a {t.__name__} node")
-        number[id(node)] = len(nodes)
-        nodes.append(item)
-        return number[id(node)]
-
     def value(v) -> tuple:
-        return (node_number(v[0]), v[1])
+        return (number[id(v[0])], v[1])
 
     def pref(ref) -> tuple:
         kind, a, b = ref
@@ -907,6 +891,14 @@ def dump(recipe: Recipe, device) -> tuple:
         if kind == _GROUP:
             return (kind, tuple(pref(r) for r in a), b)
         return ref
+
+    def frozen(ref, put) -> None:
+        kind, a, _ = ref
+        if kind == _FROZEN:
+            put(a)
+        elif kind == _GROUP:
+            for r in a:
+                frozen(r, put)
 
     def result(spec):
         if spec is None:
@@ -924,13 +916,29 @@ def dump(recipe: Recipe, device) -> tuple:
     for entry in f.entries:
         if type(entry[2]) is not dict:
             raise ValueError("a loop or branch")
-    psteps = []
-    for name, refs, attrs, types, d in recipe.psteps:
+    values: list = []  # the constants' values, as the items below number them
+    for name, refs, attrs, _, _ in recipe.psteps:
         if name is not None:
             if type(attrs) is not dict:
                 raise ValueError("a loop or branch made of float parameters")
-            refs = tuple(pref(r) for r in refs)
-        psteps.append((name, refs, attrs, types, d))
+            for r in refs:
+                frozen(r, values.append)
+    values += f.consts
+    # the graph behind them in the walk's post-order (operands first, a
+    # shared node once): each node's operands are numbered before it
+    nodes: list = []
+    for node in encode(values)[0]:
+        t = type(node)
+        if t is Scalar:
+            item = ("s", node.value, node.types[0].dtype)
+        elif t is Node:
+            item = ("n", node.op, map_operands(node.operands, value), node.attrs, node.types, node.digest)
+        else:
+            raise ValueError(f"a constant made of a {t.__name__} node")
+        number[id(node)] = len(nodes)
+        nodes.append(item)
+    psteps = [(name, refs if name is None else tuple(pref(r) for r in refs), attrs, types, d)
+              for name, refs, attrs, types, d in recipe.psteps]
     consts = tuple(value(v) for v in f.consts)
     return (STORED_FORMAT, tuple(nodes), consts, f.entries, f.n_inputs, f.outputs, f.n_handles, result(f.result),
             recipe.aliased, tuple(psteps), recipe.prefs, recipe.parametric)
