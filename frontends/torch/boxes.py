@@ -39,7 +39,7 @@ def copy_box(dst, src) -> bool:
         return False
     bounds, dims = [], set()
     for a, b in zip(steps, src._steps):
-        if type(a) is not _Slice or type(b) is not _Slice or a.step != 1 or b.step != 1 or a.picked or b.picked:
+        if type(a) is not _Slice or type(b) is not _Slice or a.step != 1 or b.step != 1:
             return False
         if a.dim != b.dim or a.start != b.start or a.count != b.count or a.dim in dims:
             return False  # (two slices of one dimension: the second counts from the first's start)

@@ -56,13 +56,24 @@ def _norm_start(start, size):
     return min(max(start, 0), size)
 
 
+def picked_start(start, step, size):
+    """``(picked, start)``: whether a slice's ``start`` is a number of the
+    scalar policy (:attr:`Slice.picked <lazycore.trace.views.Slice.picked>`),
+    and the start clamped as eager clamps it. A start the user gave (a
+    crop's corner, a window's ``x[:, i:i + k]``) is one, a program parameter
+    once it has varied; 0 too (``x[:, :k]`` cannot be told from a crop at the
+    corner 0, which would be one program more per place). One counted from
+    the end follows the size, as a padded length does."""
+    return start is not None and start >= 0 and step == 1, _norm_start(start, size)
+
+
 def _slice(t, out, dim=0, start=None, end=None, step=1):
     dim = _dim(dim, t.dim())
-    start = _norm_start(start, t.shape[dim])
+    picked, start = picked_start(start, step, t.shape[dim])
     count = out.shape[dim]
     if start == 0 and count == t.shape[dim] and step == 1:
         return ()
-    return (Slice(dim, start, count, step),)
+    return (Slice(dim, start, count, step, picked and count < t.shape[dim]),)
 
 
 def _select(t, out, dim, index):

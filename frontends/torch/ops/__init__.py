@@ -1,6 +1,6 @@
 """ATen lowerings, one module per op family; importing registers them."""
 
 from . import (conv, ctc, elementwise, embedding_bag, factories, fft, grouped_mm, histogram, indexing,  # noqa: F401
-               linalg, nn, random, reduction, scaled_mm, search, shape, upsample)
+               linalg, nn, random, reduction, scaled_mm, search, shape, slices, upsample)
 from . import max_pool1d  # noqa: F401,E402 - eager CPU's kernel choice
 from . import float8  # noqa: F401,E402 - last: it wraps lowerings of the modules above

@@ -35,6 +35,20 @@ would otherwise be baked there and promoted, with a compile, a step later.
 Integers that decide shapes (``expand(3, k)``) are attributes, never
 scalars, and stay baked.
 
+A place's key must not move when an earlier place is promoted: the promoted
+form makes other nodes before it (a parameter where a constant was, a
+dynamic slice where a static one was), and a moved place was new, baked its
+number once more and was promoted a step later, with a compile. The op
+before a place is read as the one a promotion replaced (:data:`_SAME`), and
+a place promoted promotes its line, so the place at a moved position is a
+parameter at once.
+
+A slice's start (``x[:, i:i + k]``, ``alphas[t]``, a random crop's corner)
+has a place of its own (:meth:`ScalarPolicy.start_varies`): the how-manieth
+start of the step and the user's line, not a step-log position, which a
+promoted start moves (its dynamic slice takes more nodes than a static one)
+and a first step's log (what ran before the loop) shifts.
+
 Integers that decide no shape but where a write lands have a place of their
 own (:meth:`ScalarPolicy.varies`): the bounds of a box copied between two
 arrays of one shape (CutMix's ``x[:, :, y0:y1, x0:x1] = x.flip(0)[:, :, y0:y1,
@@ -67,6 +81,13 @@ PLACES_KEPT = 4096
 
 _PROMOTED = object()
 
+_SAME = {"scalar": "constant", "dynamic_slice": "slice"}
+"""A preceding op as a place reads it: the op a promotion makes there (a
+parameter for a constant, a dynamic slice for a static one) is read as the
+one it replaces, so a place's key does not change when an earlier place is
+promoted (else the later place was new, baked its number again and was
+promoted a step later: a compile more per place after every promotion)."""
+
 
 class ScalarPolicy:
     """Per place (position, dtype, preceding op, line): the first value seen,
@@ -74,10 +95,19 @@ class ScalarPolicy:
     preceding op, the last value seen there, its line and the answer, so a
     repeated number needs no walk for its line."""
 
-    __slots__ = ("places",)
+    __slots__ = ("places", "_step", "_starts")
 
     def __init__(self):
         self.places = Memo("trace.scalar_places", PLACES_KEPT)
+        self._step = -1
+        """The step (:attr:`LOG.start <lazycore.ir.graph.StepLog.start>`)
+        :attr:`_starts` counts in."""
+        self._starts = 0
+        """How many slice starts this step has asked about (:meth:`start_varies`)."""
+
+    def _promote(self, key, seen, value, where) -> None:
+        self.places[key] = _PROMOTED
+        events.emit("scalar_promoted", seen, value, format_location(where))
 
     def bake(self, value, dtype: str, arg=None, folds=None) -> bool:
         """Whether ``value`` becomes a ``lazy.constant`` (else a program parameter).
@@ -101,8 +131,7 @@ class ScalarPolicy:
         elif seen is _PROMOTED:
             return False
         elif not (seen == value or seen != seen):
-            places[place] = _PROMOTED
-            events.emit("scalar_promoted", seen, value, format_location(caller()))
+            self._promote(place, seen, value, caller())
             return False
         return value == 0 or value == 1
 
@@ -113,7 +142,7 @@ class ScalarPolicy:
             return folds
         nodes = LOG.nodes
         n = len(nodes)
-        at = (n, dtype, nodes[-1].op if n else None)
+        at = (n, dtype, _SAME.get(nodes[-1].op, nodes[-1].op) if n else None)
         places = self.places
         last = places.get(at)
         if last is not None and last[0] == value:
@@ -133,8 +162,9 @@ class ScalarPolicy:
         elif seen == value or seen != seen:  # (NaN: never a constant anyway)
             bake = folds
         else:
-            places[place] = _PROMOTED
-            events.emit("scalar_promoted", seen, value, format_location(where))
+            self._promote(place, seen, value, where)
+            if where is not None:  # (its line too: see _line_varied)
+                places[("line",) + at[1:] + (where,)] = _PROMOTED
             bake = False
         places.put(at, (value, where, bake))
         return bake
@@ -163,9 +193,45 @@ class ScalarPolicy:
             return True
         if first == value or first != first:
             return False
-        places[key] = _PROMOTED
-        events.emit("scalar_promoted", first, value, format_location(line[-1]))
+        self._promote(key, first, value, line[-1])
         return True
+
+    def start_varies(self, value: int) -> bool:
+        """Whether a slice's start (a view's: ``x[:, i:i + k]``, ``alphas[t]``,
+        a random crop's corner) is a program parameter (True) or baked,
+        by its place: the how-manieth start of the step it is (every read of
+        such a view asks, before any replay of the read) and the user's
+        instruction that read it. Baked, whatever the value, until the place has seen two.
+        Not a step-log position: an earlier start promoted makes other nodes
+        (a dynamic slice of a parameter for a static slice), and a first step
+        also logs what ran before the loop, so a position would move and a
+        varying start be baked again at its new one, with a compile; the
+        count of starts moves with neither."""
+        step = LOG.start
+        if self._step != step:
+            self._step, self._starts = step, 0
+        k = self._starts
+        self._starts = k + 1
+        at = ("start", k)
+        places = self.places
+        last = places.get(at)
+        if last is not None and last[0] == value:  # (a repeated start: no walk for its line)
+            return last[1]
+        where = caller()
+        place = ("start", k, where)
+        seen = places.get(place, places)
+        if seen is places:
+            places.put(place, value)
+            param = False
+        elif seen is _PROMOTED:
+            param = True
+        elif seen == value:
+            param = False
+        else:
+            self._promote(place, seen, value, where)
+            param = True
+        places.put(at, (value, param))
+        return param
 
     def varies(self, kind, values: tuple, where=None) -> bool:
         """Whether the numbers ``values`` (a box's bounds) at the user's
@@ -187,8 +253,7 @@ class ScalarPolicy:
             return True
         if seen == values:
             return False
-        places[place] = _PROMOTED
-        events.emit("scalar_promoted", seen, values, format_location(where))
+        self._promote(place, seen, values, where)
         return True
 
 

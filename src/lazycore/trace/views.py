@@ -21,9 +21,11 @@ import numpy as np
 
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir.context import TRACE
-from lazycore.ir.graph import Scalar
+from lazycore.ir.graph import Scalar, Value
 from lazycore.ir.memo import Memo
+from lazycore.ir.tensor import LazyTensor
 from lazycore.trace import composites, core, recipes
+from lazycore.trace.scalar_policy import POLICY
 from lazycore.ir.config import settings as _settings
 
 
@@ -87,6 +89,8 @@ def read(storage: Storage, steps: tuple, start=None):
     h = storage.handle
     if not steps:
         return h
+    if TRACE.recorder is None:
+        steps = _answered(steps)
     key = _replay_key(storage, steps)
     if key is None:
         return _read(storage, steps)
@@ -116,6 +120,26 @@ def write(storage: Storage, steps: tuple, new) -> None:
                 new, recipe = recipes.record(_written, inputs, storage, steps, new)
                 _remember(_WRITES, key, recipe)
     storage.handle.assign(new)
+
+
+def _answered(steps):
+    """``steps`` with each :attr:`Slice.picked` one as the scalar policy
+    answers for it here: a static slice while its start is baked (a plain
+    step, whose read is recorded and replayed as any), else one whose start
+    is a parameter (read as it is, never recorded: its parameter is its
+    own, :meth:`Slice._varying_start`). The policy is asked at every read
+    (a place is the how-manieth start of the step)."""
+    for i, step in enumerate(steps):
+        if type(step) is Slice and step.picked is True:
+            break
+    else:
+        return steps
+    out = list(steps[:i])
+    for step in steps[i:]:
+        if type(step) is Slice and step.picked is True:
+            step = step.answered(POLICY.start_varies(step.start))
+        out.append(step)
+    return tuple(out)
 
 
 def _read(storage, steps):
@@ -171,6 +195,11 @@ def _replay_key(storage, steps):
     key = steps_key(steps)
     if key is None:
         return None
+    for step in steps:
+        if type(step) is Slice and step.picked:
+            # its nodes are the policy's answer for its start where it is read
+            # (a static slice, then a parameter's), which a replay would not ask
+            return None
     h = storage.handle
     return (h.type, h.device, storage.strides, key)
 
@@ -257,32 +286,64 @@ class Expand:
         raise RuntimeError(OVERLAP_MESSAGE)
 
 
+PARAM = "param"
+""":attr:`Slice.picked` of a slice whose start the policy has answered is a parameter."""
+
+
 class Slice:
-    __slots__ = ("dim", "start", "count", "step", "picked")
+    __slots__ = ("dim", "start", "count", "step", "picked", "answers")
 
     def __init__(self, dim, start, count, step, picked=False):
         self.dim, self.start, self.count, self.step = dim, start, count, step
+        self.answers = None
+        """(static, parameter): this slice answered (:meth:`answered`), made once."""
         self.picked = picked
-        """One element picked by a number the program chose (``alphas[t]`` in a
-        sampling loop over ``t``): its start is a number of the scalar
-        policy, baked until its place has seen two values, then a program
-        parameter, so a loop over it compiles a bounded number of programs."""
+        """The start is a number the program chose (``alphas[t]`` in a
+        sampling loop over ``t``, a random crop's corner ``x[..., top:top +
+        h]``, a window ``x[:, i:i + k]`` in a loop over ``i``): a number of
+        the scalar policy, baked until its place has seen two values, then
+        a program parameter (a ``dynamic_slice``), so a loop over it
+        compiles a bounded number of programs. The sizes stay static: the
+        frontend has clamped start and stop as eager does, so the start is
+        in range and the dynamic slice's own clamp never moves it."""
+
+    def answered(self, param: bool) -> "Slice":
+        """This slice with the policy's answer for its start: static, or a
+        parameter (:data:`PARAM`) without asking again."""
+        got = self.answers
+        if got is None:
+            got = self.answers = (Slice(self.dim, self.start, self.count, self.step),
+                                  Slice(self.dim, self.start, self.count, self.step, PARAM))
+        return got[param]
 
     def _varying_start(self, dev):
-        """The start as a program parameter, or None where the policy bakes it."""
+        """The start as a program parameter, or None where the policy bakes
+        it (then no node is made: a baked start is the slice's attribute).
+        Each read makes a parameter of its own, never one shared with
+        another read of the same number (as a recording's scalars are,
+        :func:`lazycore.trace.recipes.shared`): a crop's top and left corners
+        that happen to be equal would otherwise be one parameter, another
+        program. No recording holds either answer: a view's read asks before
+        (:func:`_answered`), a write or a lowering here (their recordings
+        not kept)."""
         if not self.picked:
             return None
-        start = core.scalar(self.start, "i64", dev, until_varied=True)
-        return start if type(start._value[0]) is Scalar else None
+        TRACE.taint()  # (a recording of a baked start would replay it after the place has varied)
+        if self.picked is not PARAM and not POLICY.start_varies(self.start):
+            return None
+        return LazyTensor(Value(Scalar(np.asarray(self.start, np.int64), "i64"), 0), dev)
+
+    def _starts(self, start, dev, rank):
+        zero = const(0, "i64", dev) if rank > 1 else None  # (one node for every other dim)
+        return [start if d == self.dim else zero for d in range(rank)]
 
     def forward(self, h, storage):
         rank = len(h.shape)
-        start = self._varying_start(h.device)
+        start = self._varying_start(h.device) if self.step == 1 else None
         if start is not None:
             sizes = list(h.shape)
-            sizes[self.dim] = 1
-            starts = [start if d == self.dim else const(0, "i64", h.device) for d in range(rank)]
-            return core.apply("dynamic_slice", h, starts, sizes=tuple(sizes))
+            sizes[self.dim] = self.count
+            return core.apply("dynamic_slice", h, self._starts(start, h.device, rank), sizes=tuple(sizes))
         start = [0] * rank
         limit = list(h.shape)
         strides = [1] * rank
@@ -292,13 +353,17 @@ class Slice:
         return core.apply("slice", h, start=start, limit=limit, strides=strides)
 
     def inverse(self, old, new, storage):
+        return self.update(old, new, self._varying_start(old.device) if self.step == 1 else None)
+
+    def update(self, old, new, start=None):
+        """``old`` with ``new`` written where this slice reads; ``start``: its
+        start as a handle (a program parameter), or None: the static one."""
         dev = old.device
         rank = len(old.shape)
         if self.step == 1:
-            start = self._varying_start(dev)
-            starts = [(start if start is not None else const(self.start, "i64", dev)) if d == self.dim
-                      else const(0, "i64", dev) for d in range(rank)]
-            return core.apply("dynamic_update_slice", old, new, starts)
+            if start is None:
+                start = const(self.start, "i64", dev)
+            return core.apply("dynamic_update_slice", old, new, self._starts(start, dev, rank))
         # Strided slice: spread the update with interior padding and pick it
         # where a mask (padded the same way) says the update lands.
         low = [0] * rank
@@ -474,8 +539,9 @@ def _from_memory(flat, shape, storage):
     return h
 
 
-for _cls in (Permute, Reshape, Reverse, Expand, Slice, Bitcast, Convert, Strided):
+for _cls in (Permute, Reshape, Reverse, Expand, Bitcast, Convert, Strided):
     _FIELDS[_cls] = attrgetter(*_cls.__slots__)
+_FIELDS[Slice] = attrgetter("dim", "start", "count", "step", "picked")
 for _cls in (AsReal, AsComplex, Conj):  # no fields: the class is the whole key
     _FIELDS[_cls] = lambda step: ()
 
