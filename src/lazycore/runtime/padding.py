@@ -53,6 +53,13 @@ reshape that splits a padded factor, a gather of windows along it, a cumulative 
 the graph as it is: never a wrong value. Where the refused op is one that no
 marked input reaches (a value made without inputs at a size that was a
 symbol's by chance), that op alone is kept as it is (:attr:`Padded.marked`).
+A symbol is a marked dimension's count, not a number: where a refused op's
+padding comes from values made without inputs that were widened only for
+having a symbol's size (Faster R-CNN's 270 anchors where 270 boxes were
+sampled; its 8 x 8 feature maps where 8 boxes were positive), the graph is
+walked again with those dimensions of those values made as they are
+(:func:`_by_chance`), and a rule that refuses an operand widened along two
+dimensions is tried with one of them made again unwidened (:func:`_refit`).
 
 Which rule an op gets is its row's ``padding`` trait in the op table
 (:data:`lazycore.dialect.spec.PADDING_KINDS`): the elementwise rule, the
@@ -119,6 +126,12 @@ class Padded:
         """Whether values made without inputs are widened along a symbol's
         size (off for the retry after a size that is also another
         dimension's, a head dimension of 16 at sequence length 16, refused)."""
+        self.as_made: dict[int, frozenset[int]] = {}
+        """id(original node) -> the dimensions of that value made without
+        inputs that are not widened: their size was a symbol's by chance, as
+        a refused op showed (:func:`pad_graph`, :func:`_by_chance`)."""
+        self.at: Node | None = None
+        """The original node the walk is at."""
         self.valid: dict[int, Scalar] = {n: Scalar(np.asarray(n, np.int32), "i32") for n in symbols}
         """Symbol -> the scalar parameter holding it (the valid size)."""
         self.new: dict[int, tuple[Node, list[dict[int, Factors]]]] = {}
@@ -224,11 +237,13 @@ class Padded:
         size of a bucket makes one graph)."""
         if not self.widen:
             return {}
-        return {j: ((s, s),) for j, s in enumerate(shape) if s in self.symbols}
+        kept = self.as_made.get(id(self.at), ()) if self.at is not None else ()
+        return {j: ((s, s),) for j, s in enumerate(shape) if s in self.symbols and j not in kept}
 
     # --- the walk ------------------------------------------------------------------
 
     def node(self, node: Node, marks: dict[int, Factors] | None) -> None:
+        self.at = node
         if marks or (not node.is_leaf and any(id(v[0]) in self.marked for v in operand_values(node))):
             self.marked.add(id(node))
         if marks and not node.is_leaf:  # a padded result's valid region: that result, padded
@@ -294,6 +309,13 @@ class Padded:
         except Refused:
             if id(node) not in self.marked:  # nothing marked reaches it: the node as it is
                 self.new[id(node)] = (node, [{} for _ in node.types])
+                return
+            refit = _refit(self, node, rule, operands, pads)
+            if refit is not None:
+                made, padded, ruled = refit
+                self.new[id(node)] = (made, [padded])
+                if op in ("reshape", "convert", "broadcast_in_dim") and id(ruled[0][0]) in self.counts:
+                    self.counts[id(made)] = self.counts[id(ruled[0][0])]
                 return
             # a value widened as made without a padded input, where the size
             # was another dimension's (the first 64 of GPT-2's fused q, k, v
@@ -364,16 +386,107 @@ def pad_graph(walk, marks: dict[int, dict[int, Factors]], symbols: dict[int, int
     to ``symbols``' buckets: the :class:`Padded` state, the new output values,
     and per output its padded dims. Raises :class:`Refused`. ``symbols`` gains
     the symbols appends make (``bucket_of`` gives their buckets)."""
-    state = Padded(symbols, bucket_of)
-    state.widen = widen
-    for node in walk.order:
-        state.node(node, marks.get(id(node)))
+    as_made: dict[int, frozenset[int]] = {}
+    for _ in range(_ROUNDS):
+        state = Padded(dict(symbols), bucket_of)
+        state.widen, state.as_made = widen, dict(as_made)
+        more: dict[int, frozenset[int]] = {}
+        for node in walk.order:
+            try:
+                state.node(node, marks.get(id(node)))
+            except Refused:
+                found = {k: dims for k, dims in _by_chance(state, node).items()
+                         if not dims <= as_made.get(k, frozenset())}
+                if not found and not more:
+                    raise
+                # walked on with the node as it is, to find every such value in
+                # one walk (this walk's graph is not the one kept; a refusal
+                # after the first found may be of that node's making, and the
+                # next walk tells)
+                for k, dims in found.items():
+                    more[k] = more.get(k, frozenset()) | dims
+                state.new[id(node)] = (node, [{} for _ in node.types])
+        if not more:
+            break
+        for k, dims in more.items():
+            as_made[k] = as_made.get(k, frozenset()) | dims
+    else:
+        raise Refused(f"values made at a symbol's size by chance still refused after {_ROUNDS} walks")
+    symbols.update(state.symbols)
     outputs, out_pads = [], []
     for v in walk.outputs:
         new, padded = state.new[id(v[0])]
         outputs.append(Value(new, v[1]))
         out_pads.append(padded[v[1]])
     return state, outputs, out_pads
+
+
+def _refit(state, node, rule, operands, pads):
+    """``node``'s rule where it refused, with one operand made without inputs
+    (:attr:`Padded.fresh`) made again without one of its widened dimensions
+    (Faster R-CNN's zeros of 102 boxes' 3 classes' 4 coordinates, widened
+    along the 102 boxes and along the 4 coordinates where 4 positives were
+    a symbol, scattered at the positives: the 4 is the coordinates', the
+    102 the boxes'): (the node made, its result's pads, its operands);
+    None where no such change fits."""
+    if len(node.types) != 1 or any(type(o) is not Value for o in operands) or len(operands) != len(node.operands):
+        return None
+    for i, (o, p) in enumerate(zip(operands, pads)):
+        if id(o[0]) not in state.fresh or len(p) < 2:
+            continue
+        shape = node.operands[i][0].types[node.operands[i][1]].shape
+        for d in p:
+            keep = {k: f for k, f in p.items() if k != d}
+            tried = list(operands)
+            tried[i] = _made_again(state, o[0], shape, keep)
+            tried_pads = list(pads)
+            tried_pads[i] = keep
+            try:
+                attrs, ruled, padded, *replaced = rule(state, node, tried, tried_pads)
+                made = state.make(replaced[0] if replaced else node.op, tuple(ruled), attrs, node.loc)
+            except Refused:
+                continue
+            return made, padded, ruled
+    return None
+
+
+_ROUNDS = 4
+"""How many times :func:`pad_graph` walks the graph, each with more values kept as made."""
+
+
+def _by_chance(state: Padded, refused: Node) -> dict[int, frozenset[int]]:
+    """The values made without inputs that were widened along a symbol the
+    refused node's padded operands hold, and reach it through padded values:
+    id(original node) -> those dimensions. A symbol is a marked dimension's count, not a
+    number: a value made at that size without anything marked reaching it
+    (Faster R-CNN's gradient of 270 anchors' deltas where 270 boxes were
+    sampled; roi_align's channel index beside 103 boxes of one level where
+    the images' 103 proposals are a symbol) was widened by its size alone,
+    and where that refuses an op, it is made at its own size instead."""
+    if refused.is_leaf:
+        return {}
+    values = operand_values(refused)
+    held = [(v[0].types[v[1]].shape, state.new[id(v[0])][1][v[1]]) for v in values if id(v[0]) in state.new]
+    syms = {sym for _, p in held for f in p.values() for _, sym in f if sym is not None}
+    # where operands of one rank disagree along a dimension (one padded, one
+    # not, at one size), the symbols there are the suspects; else all of them
+    split = {sym for shape, p in held for d, f in p.items() for _, sym in f if sym is not None
+             and any(len(other) == len(shape) and q.get(d) != f and other[d] == shape[d] for other, q in held)}
+    syms = split or syms
+    found, stack, seen = {}, [v[0] for v in values], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or id(node) not in state.new:
+            continue
+        seen.add(id(node))
+        along = {d for p in state.new[id(node)][1] for d, f in p.items() if any(sym in syms for _, sym in f)}
+        if not along:
+            continue
+        if id(node) not in state.marked or node.op in WIDENED:  # (a broadcast of a marked value widens too)
+            found[id(node)] = frozenset(along)  # (only those: a legitimately widened dimension stays)
+        if not node.is_leaf:
+            stack.extend(v[0] for v in operand_values(node))
+    return found
 
 
 # --- the rules: (state, node, new operands, operand pads) -> (attrs, operands, result pads) ---
