@@ -31,7 +31,7 @@ from lazycore.ir.context import TRACE
 from lazycore.ir.graph import LOG
 from lazycore.ir.memo import Memo
 from lazycore.ir.sourceloc import release as release_frame
-from lazycore.trace.recipes import float_key, record, record_call, value_class
+from lazycore.trace.recipes import alias_pattern, float_key, record, record_call, value_class
 from lazycore.trace.views import read as read_view
 from lazycore.trace.views import Slice, storage_key
 
@@ -41,7 +41,7 @@ from .dtypes import TO_TORCH
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
 from .meta_store import MISS, STORE
-from .recipe_store import STORE as RECORDINGS, StoredMemo
+from .recipe_store import ALIASED, STORE as RECORDINGS, StoredMemo
 from .tensor import (ENTRY, LayoutKey, Tensor, _new, layout_key, lc_device, meta_layout, meta_twin, read,
                      refresh_key, route_ops, torch_device, upload, view_of, wrap, wrap_layout, write)
 
@@ -769,16 +769,26 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False, wrapped=False, draws=F
     lkwargs = {k: _lazy(v, dev, inputs) for k, v in kwargs.items()} if kwargs else kwargs
     if found is not None and found[0].fits(inputs):
         return out, found[0].replay(inputs, floats), found[1], True
-    if found is not None and floats:
+    alias = None
+    if found is not None:
         # the recording for these values is for another aliasing of the inputs (one
-        # handle twice): the one for their value class may fit. Recording again would
-        # store the new recording where the other call finds it next step, so which
-        # recording (with its own nodes of the float parameters) serves a call would
-        # change after warm-up: a recompile (issue 39)
-        if vclass is None:
-            vclass = value_class(floats)
-        other = memo.get(vclass) if vclass is not None else None
-        if other is not None and other[0].fits(inputs):
+        # handle twice): the one for their value class may fit, else the one made for
+        # this aliasing, kept beside the other (under ALIASED). Recording again in the
+        # other's place would change which recording (with its own nodes of the float
+        # parameters) serves a call after warm-up: a recompile (issue 39); and another
+        # process, loading the key's last recording alone (recipe_store), served both
+        # calls with it: another graph than the recording process's
+        if floats:
+            if vclass is None:
+                vclass = value_class(floats)
+            other = memo.get(vclass) if vclass is not None else None
+            if other is not None and other[0].fits(inputs):
+                return out, other[0].replay(inputs, floats), other[1], True
+        alias = alias_pattern(inputs)
+        other = memo.get((ALIASED, fl, alias))
+        if other is None and vclass is not None:
+            other = memo.get((ALIASED, vclass, alias))
+        if other is not None:  # (made for this aliasing: it fits)
             return out, other[0].replay(inputs, floats), other[1], True
     ctx = lowering.Ctx(func, out, margs, mkwargs, dev)
     if settings.replay and not draws:
@@ -792,6 +802,8 @@ def _lower(fn, func, args, kwargs, sized_by_floats=False, wrapped=False, draws=F
     if recipe is not None and len(memo) < _RECIPE_LIMIT:
         # stored once the results passed the checks
         mkey = vclass if recipe.parametric and vclass is not None else fl
+        if alias is not None:
+            mkey = (ALIASED, mkey, alias)
         memo[mkey] = (recipe, layout)
         if type(memo) is StoredMemo:
             RECORDINGS.add(memo, mkey, recipe, layout, dev)

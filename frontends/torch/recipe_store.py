@@ -1,11 +1,15 @@
 """Lowering recordings kept on disk, so a new process's first step replays instead of recording.
 
-Off unless ``LAZYCORE_RECORDINGS_ON_DISK=1`` (``settings.recordings_on_disk``):
-a tiny GPT-2 training step replayed from loaded recordings built a graph
-with one constant broadcast shared by two calls where the recording process
-made one per call (its recordings served the calls in another order), so the
-program's key differed and the second process compiled instead of loading
-(its values were the same); the first generated token's graph was the same.
+Off unless ``LAZYCORE_RECORDINGS_ON_DISK=1`` (``settings.recordings_on_disk``).
+A tiny GPT-2 AdamW step replayed from loaded recordings built a graph with
+one broadcast of a float parameter fewer (319 against 320), so the program's
+key differed and the second process compiled: AdamW's ``addcmul_(g, g,
+value=1 - beta2)`` is one signature for one handle twice and for a view
+read twice (two handles); the dispatcher recorded each aliasing, but stored
+the second in the first's place, so the store kept the second alone, which
+fits any aliasing and served every call (one shared broadcast, where the
+recording process had one per recording). The dispatcher now keeps a
+recording for another aliasing beside the first (:data:`ALIASED`).
 
 The dispatcher records an op's lowering once per call signature
 (:func:`lazycore.trace.recipes.record_call`) and replays the recording after
@@ -86,13 +90,25 @@ class StoredMemo(dict):
     __slots__ = ("disk",)
 
 
+ALIASED = object()
+"""First part of the memo key ``(ALIASED, key, pattern)`` of a recording the
+dispatcher made for inputs aliased as ``pattern`` (:func:`lazycore.trace.recipes.alias_pattern`)
+where the one under ``key`` is for another aliasing: kept beside it, not in
+its place (dispatch._lower), so another process's memo holds both."""
+
+
 def _stable(key) -> tuple:
-    """A memo key (the floats' values, or their value class) as data another process reads alike."""
+    """A memo key (the floats' values, or their value class, either for an
+    aliasing of the inputs) as data another process reads alike."""
+    if type(key) is tuple and len(key) == 3 and key[0] is ALIASED:
+        return ("a", _stable(key[1]), key[2])
     vclass = recipes.value_class_parts(key)
     return ("c", vclass) if vclass is not None else ("v", key)
 
 
 def _memo_key(stable):
+    if stable[0] == "a":
+        return (ALIASED, _memo_key(stable[1]), stable[2])
     return recipes.value_class_of(stable[1]) if stable[0] == "c" else stable[1]
 
 

@@ -43,11 +43,42 @@ PROGRAM = """
 """
 
 
-def run(cache_dir):
+# One signature, one float value, two aliasings of the inputs: AdamW's
+# ``exp_avg_sq.addcmul_(grad, grad, value=1 - beta2)`` is called on one handle
+# twice, and on a bias's gradient that is a view (read twice: two handles).
+# Each aliasing gets its own recording, with its own broadcast of the float;
+# the second was stored in the first's place, so another process loaded only
+# it and served every call with it: one broadcast fewer, another program key
+# (a tiny GPT-2's AdamW step: 319 broadcasts against 320), a compile.
+ALIASED_PROGRAM = """
+    import json, torch, lazycore, lazycore.torch as ltorch
+
+    def step(m, g, gv):
+        m.addcmul_(g, g, value=0.001)
+        m.addcmul_(gv, gv, value=0.001)
+        m.addcmul_(g, g, value=0.001)
+        return m
+
+    gen = torch.Generator().manual_seed(0)
+    args = [torch.randn(32, generator=gen), torch.randn(32, generator=gen), torch.randn(1, 32, generator=gen)]
+    dev = ltorch.device()
+    m, g, g2 = [a.to(dev) for a in args]
+    ltorch.mark_step(wait=True)
+    lazycore.metrics.reset()
+    got = step(m, g, g2.reshape(32)).cpu()
+    c = lazycore.metrics.counters()
+    counts = {k: c[k] for k in ("recordings", "recordings_loaded", "compiles", "disk_cache_hits")}
+    want = step(args[0].clone(), args[1], args[2].reshape(32))
+    close = torch.allclose(got, want, rtol=1e-5, atol=1e-6)
+    print(json.dumps({**counts, "bits": [got.numpy().tobytes().hex()], "close": close}))
+"""
+
+
+def run(cache_dir, program=PROGRAM):
     env = {k: v for k, v in os.environ.items() if k != "LAZYCORE_CACHE_DIR"}
     env["LAZYCORE_CACHE_DIR"] = str(cache_dir)
     env["LAZYCORE_RECORDINGS_ON_DISK"] = "1"
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(PROGRAM)], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(program)], capture_output=True, text=True,
                          timeout=TIMEOUT, env=env)
     assert out.returncode == 0, out.stderr[-4000:]
     ans = json.loads(out.stdout.strip().splitlines()[-1])
@@ -65,6 +96,15 @@ def test_a_second_process_records_no_lowering_it_loaded_and_compiles_nothing(tmp
     assert two["recordings"] + two["recordings_loaded"] == one["recordings"]
     assert two["compiles"] == 0 and two["disk_cache_hits"] >= 1  # the loaded recordings made the first's graph
     assert "Warning" not in two["stderr"]
+
+
+def test_recordings_of_two_aliasings_of_one_key_are_both_loaded(tmp_path):
+    one = run(tmp_path, ALIASED_PROGRAM)
+    assert one["close"] and one["recordings_loaded"] == 0 and one["compiles"] == 1
+    two = run(tmp_path, ALIASED_PROGRAM)
+    assert two["close"] and two["bits"] == one["bits"]
+    assert two["recordings_loaded"] == 2  # both addcmul_ recordings (the view's read is not kept)
+    assert two["compiles"] == 0 and two["disk_cache_hits"] == 1  # the first's graph, node for node
 
 
 @pytest.fixture
