@@ -7,6 +7,8 @@ barrier there ran the step's graph so far as one program and the rest as
 another, and a captured step that read one never replayed. Such a value is
 computed by a small program of its own, and kept: a read of the same
 constants (same graph, same Python numbers) runs no program after the first.
+An integer or boolean one (transformers' fast_all) is computed on the host
+instead, with no program at all (lazycore.runtime.reads._read_on_host).
 A read with nothing else pending is a barrier, as any read.
 """
 
@@ -61,10 +63,10 @@ def test_the_read_does_not_run_the_pending_work(clean_runtime):
     w = torch.randn(4, 4).to(dev)
     ltorch.mark_step(wait=True)
     y = (w @ w).sum()  # pending work of the step
-    m = torch.ones(2, 6, device=dev).bool()
+    m = torch.ones(2, 6, device=dev)
     runs = lambda: lazycore.metrics.counters()["executions"]  # noqa: E731
     before = runs()
-    assert bool(m.sum() == m.numel())
+    assert float(m.sum()) == m.numel()  # (a float value: an integer or boolean one is computed on the host)
     assert runs() == before + 1  # the read's own program (its first read since the caches were emptied)
     ltorch.mark_step(wait=True)
     assert runs() == before + 2  # y was still pending: the step's program computed it
@@ -182,11 +184,11 @@ def test_a_kept_value_handed_out_as_a_buffer_is_no_longer_shared(clean_runtime):
     w = torch.randn(3).to(dev)
     ltorch.mark_step(wait=True)
     y = w * 2
-    m = read(torch.arange(6, device=dev) + torch.arange(6, device=dev))
+    m = read(torch.arange(6.0, device=dev) + torch.arange(6.0, device=dev))  # (float: kept on the device)
     first = lazycore.to_buffer(m)
     y = y + 1
     before = _runs()
-    n = torch.arange(6, device=dev) + torch.arange(6, device=dev)
+    n = torch.arange(6.0, device=dev) + torch.arange(6.0, device=dev)
     assert n.tolist() == [0, 2, 4, 6, 8, 10]
     assert _runs() == before + 1 and lazycore.to_buffer(read(n)) is not first
     ltorch.mark_step(wait=True)
@@ -223,3 +225,22 @@ def test_transformers_without_the_cache_trains_one_program_a_step(clean_runtime)
         if i:  # (the first step also runs the check's own program, kept since)
             assert _runs() - before == 1
         torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_an_integer_or_boolean_read_of_constants_runs_no_program(clean_runtime):
+    # transformers' fast_all of a torch.ones mask in the middle of a training
+    # step (BioGPT, RoFormer, M2M100, SEW: two programs in their first step,
+    # this read's and the step's) is computed on the host: exact (integer and
+    # boolean ops), no program, the step left whole; a captured step that
+    # reads it still replays (no upload, no host read announced)
+    dev = ltorch.device()
+    w = torch.randn(4, 4).to(dev)
+    ltorch.mark_step(wait=True)
+    y = (w @ w).sum()
+    m = torch.ones(2, 6, dtype=torch.long, device=dev)
+    before = _runs()
+    assert bool(m.bool().all()) and int((m * 3).sum()) == 36
+    assert _runs() == before  # (before: the read's own program)
+    ltorch.mark_step(wait=True)
+    assert _runs() == before + 1
+    torch.testing.assert_close(y.cpu(), (w.cpu() @ w.cpu()).sum())

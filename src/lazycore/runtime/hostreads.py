@@ -76,7 +76,8 @@ def keep(host: np.ndarray) -> np.ndarray | None:
     return copy
 
 
-def evaluate(value, known: dict | None = None, floats: bool = True) -> tuple[np.ndarray, int] | None:
+def evaluate(value, known: dict | None = None, floats: bool = True,
+             alone: bool = False) -> tuple[np.ndarray, int] | None:
     """The value of ``value`` (a graph :class:`~lazycore.ir.graph.Value`)
     computed on the host from host copies and constants, with the bits the
     device would compute, and the number of nodes computed; None where that
@@ -85,7 +86,8 @@ def evaluate(value, known: dict | None = None, floats: bool = True) -> tuple[np.
     (:func:`inputs`' ``compute``). ``floats``: False refuses float host
     copies (a float upload's value is then the device's to compute) and
     takes float sums and products of whole numbers only (as before float
-    uploads kept copies)."""
+    uploads kept copies). ``alone``: an integer or boolean value of
+    constants alone is computed too (see :func:`lazycore.runtime.reads._read_on_host`)."""
     t = value[0].types[value[1]]
     if t.size * to_numpy_dtype(t.dtype).itemsize > KEPT_BYTES:
         return None
@@ -100,8 +102,9 @@ def evaluate(value, known: dict | None = None, floats: bool = True) -> tuple[np.
         return None
     except Exception:  # noqa: BLE001  (a case the rules here do not take: the device's read answers it)
         return None
-    if not run.copies or out.shape != t.shape or out.dtype != to_numpy_dtype(t.dtype):
-        return None  # (a value of constants alone: lazycore.runtime.reads keeps its device answer)
+    if not (run.copies or (alone and (is_int(t.dtype) or is_bool(t.dtype)))) \
+            or out.shape != t.shape or out.dtype != to_numpy_dtype(t.dtype):
+        return None  # (a value of constants alone, unless ``alone``: lazycore.runtime.reads computes it on the device)
     return out, run.count
 
 

@@ -172,6 +172,16 @@ def _read_on_host(t: LazyTensor) -> bool:
         return False
     floats = _mid_step(t)
     got = hostreads.evaluate(t._value, floats=floats)
+    if got is None and floats and (is_int(t.type.dtype) or is_bool(t.type.dtype)) and _apart(t):
+        # an integer or boolean value of constants alone read mid-step (transformers'
+        # fast_all of a torch.ones mask, BioGPT's first training step): computed here,
+        # where _read_alone ran a program of its own for it. As that program's result,
+        # it is the runtime's own device value: no upload announced, no host copy kept
+        # (a captured step that reads it still replays: the value is its recording's constant)
+        got = hostreads.evaluate(t._value, floats=floats, alone=True)
+        if got is not None:
+            _answer(t, got, constant=True)
+            return True
     if got is None:
         if not _apart(t):
             return False
@@ -195,20 +205,23 @@ def _mid_step(t: LazyTensor) -> bool:
     return behind is not None and _cuts(t, behind)
 
 
-def _answer(t: LazyTensor, got: tuple) -> None:
+def _answer(t: LazyTensor, got: tuple, constant: bool = False) -> None:
     """``t`` becomes device data uploaded from its value computed on the host
-    (:func:`lazycore.runtime.hostreads.evaluate`'s answer), which keeps it."""
+    (:func:`lazycore.runtime.hostreads.evaluate`'s answer), which keeps it;
+    ``constant``: a value of constants alone, kept on the device only."""
     host, nodes = got
     events.emit("read_on_host", t.type, nodes)
     kept = np.array(host, copy=True, order="C")  # (at most hostreads.KEPT_BYTES)
     kept.flags.writeable = False
-    events.emit("transfer", "host-to-device", t.type, kept.nbytes)
+    if not constant:
+        events.emit("transfer", "host-to-device", t.type, kept.nbytes)
     with events.timed("transfer"):
         buffer = pjrt.to_device(kept, t.device.pjrt)
     events.bump("transfers_to_device")
     events.bump("bytes_to_device", kept.nbytes)
     leaf = Data(buffer, t.type, owned=True)
-    leaf.host = kept
+    if not constant:
+        leaf.host = kept
     t._value = Value(leaf, 0)
 
 
