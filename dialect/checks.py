@@ -18,7 +18,8 @@ from .spec import op
 from .types import ShapeError, TensorType
 
 
-ERRORS = ("RuntimeError", "ValueError", "IndexError", "FloatingPointError", "LinAlgError", "RuntimeWarning")
+ERRORS = ("RuntimeError", "ValueError", "IndexError", "FloatingPointError", "LinAlgError", "ZeroDivisionError",
+          "RuntimeWarning")
 """What a failed check raises as well as lazycore.BarrierError: eager's type.
 ``RuntimeWarning`` (NumPy's floating-point warnings) fails nothing: the
 warning is emitted with the check's message and line, and the values stand."""

@@ -36,6 +36,7 @@ from numpy import (  # noqa: F401
     integer, floating, nan, newaxis, number, pi, uint8, uint16, uint32, uint64, generic, result_type,
     complex64, complex128, complexfloating, inexact,
     promote_types, can_cast, broadcast_shapes,
+    ndindex,  # (tuples of a shape's indices, no arrays: not a fallback)
     # NumPy's state, not its arrays: errstate (which the lazy ufuncs honour), print options
     errstate, seterr, geterr, seterrcall, geterrcall, printoptions, set_printoptions, get_printoptions,
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import functools
 import operator
 
 import numpy as np
@@ -10,12 +11,14 @@ import numpy as np
 from lazycore.trace import core
 
 from . import dtypes, layouts
-from .array import asarray, device, laid_out, ndarray, wrap
+from .array import asarray, device, from_host, laid_out, ndarray, wrap
 from .fallback import call_numpy, implements
 from .ufuncs import apply, broadcast_to_shape, cast
 
 __all__ = ["array", "asarray", "copy", "ascontiguousarray", "asfortranarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
-           "empty_like", "arange", "linspace", "eye", "identity"]
+           "empty_like", "arange", "linspace", "eye", "identity", "triu_indices", "tril_indices", "diag_indices",
+           "mask_indices", "indices", "tri", "hamming", "hanning", "bartlett", "blackman", "kaiser",
+           "diag_indices_from", "triu_indices_from", "tril_indices_from", "fromfunction"]
 
 
 def array(obj, dtype=None, *, copy=True, order="K", subok=True, ndmin=0, like=None, **kwargs) -> ndarray:
@@ -184,3 +187,58 @@ def eye(N, M=None, k=0, dtype=float, order="C", *, device=None, like=None) -> nd
 
 def identity(n, dtype=float, *, like=None) -> ndarray:
     return eye(n, dtype=dtype)
+
+
+# --- constants of shapes and integers ---------------------------------------------------------------
+# Functions whose arguments are shapes and integers (a triangle's or diagonal's index
+# tuples, a grid of indices, a triangle of ones, NumPy's windows) make constants of the
+# call's numbers: NumPy computes them on the host and they are uploaded, as ``fftfreq``'s
+# are, not a counted fallback (nothing lazy is read). The ``*_from`` forms read only their
+# array's shape. A lazy number where NumPy wants one (``kaiser``'s beta) is read by the
+# counted fallback, as any other function's.
+
+
+def _uploaded(r):
+    if isinstance(r, np.ndarray):
+        return from_host(r)
+    if isinstance(r, tuple):
+        return tuple(_uploaded(x) for x in r)
+    return r  # (mask_indices of a lazy mask_func: what NumPy made of its lazy result)
+
+
+def _shape_of(a):
+    """A host stand-in with ``a``'s shape and dtype and no data (broadcast: no memory)."""
+    return np.broadcast_to(np.empty((), a.dtype), a.shape) if isinstance(a, ndarray) else a
+
+
+def _host_constant(fn, shaped=False):
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if isinstance(kwargs.get("like"), ndarray):  # (the result is this namespace's anyway)
+            del kwargs["like"]
+        if shaped:  # ``arr``, the first argument
+            if args:
+                args = (_shape_of(args[0]), *args[1:])
+            elif "arr" in kwargs:
+                kwargs["arr"] = _shape_of(kwargs["arr"])
+        if builtins.any(isinstance(x, ndarray) for x in (*args, *kwargs.values())):
+            return call_numpy(fn, args, kwargs)
+        return _uploaded(fn(*args, **kwargs))
+
+    return implements(fn)(call)
+
+
+triu_indices, tril_indices, diag_indices, mask_indices, indices, tri = (
+    _host_constant(f) for f in (np.triu_indices, np.tril_indices, np.diag_indices, np.mask_indices, np.indices,
+                                np.tri))
+hamming, hanning, bartlett, blackman, kaiser = (
+    _host_constant(f) for f in (np.hamming, np.hanning, np.bartlett, np.blackman, np.kaiser))
+diag_indices_from, triu_indices_from, tril_indices_from = (
+    _host_constant(f, shaped=True) for f in (np.diag_indices_from, np.triu_indices_from, np.tril_indices_from))
+
+
+@implements(np.fromfunction)
+def fromfunction(function, shape, *, dtype=float, like=None, **kwargs):
+    """NumPy's: ``function`` of the index grids, here lazy ones (NumPy's own would give
+    the function host arrays, and run what it does on them in NumPy)."""
+    return function(*indices(shape, dtype=dtype), **kwargs)

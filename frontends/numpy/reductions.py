@@ -509,10 +509,13 @@ def ptp(a, axis=None, out=None, keepdims=False):
     return UFUNCS["subtract"](hi, lo) if out is None else UFUNCS["subtract"](hi, lo, out=out)
 
 
+_ZERO_WEIGHTS = "Weights sum to zero, can't be normalized"
+
+
 @implements(np.average)
 def average(a, axis=None, weights=None, returned=False, *, keepdims=_NoValue):
-    """NumPy's ``average``; weights summing to zero give inf/NaN instead of
-    NumPy's ZeroDivisionError, which would need the values on the host."""
+    """NumPy's ``average``. Weights summing to zero are NumPy's ZeroDivisionError,
+    which only the values tell: a check, raised where the result is read."""
     a = asarray_like(a)
     if axis is not None:
         axis = normalize_axis_tuple(axis, a.ndim, argname="axis")
@@ -535,6 +538,9 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=_NoValue):
             rdt = np.result_type(a.dtype, w.dtype)
         scl = sum(w, axis=axis, dtype=rdt, **kw)
         avg = UFUNCS["true_divide"](sum(UFUNCS["multiply"](a, w, dtype=rdt), axis, **kw), scl)
+        zero = value(UFUNCS["equal"](scl, 0))
+        avg, scl = (result(wrap(core.check(value(x), zero, _ZERO_WEIGHTS, "ZeroDivisionError"), x.dtype))
+                    for x in (avg, scl))
     if returned:
         if scl.shape != avg.shape:  # NumPy scalars have a shape too
             scl = wrap(broadcast_to_shape(to_handle(scl, scl.dtype), avg.shape), scl.dtype)

@@ -18,6 +18,9 @@ GaussianNB, GaussianMixture scores, a pipeline, RidgeCV's cv results, label tool
 What the hunt found wrong, now fixed (tests/numpy/test_np_hunt31n_fixes.py, failing before):
 ``linspace(retstep=True)``'s step was a Python float (NumPy: ``np.float64``/``np.float32``);
 ``np.shares_memory``/``np.may_share_memory`` of two views of one lazy array were False.
+``triu_indices``, ``diag_indices``, ``tril_indices_from`` and the other functions of shapes and
+integers were counted fallbacks (now host constants, tests/numpy/test_host_constants.py);
+``average`` with weights summing to zero gave NaN (now NumPy's ZeroDivisionError at the read).
 
 CI runs :data:`CI` in this process (float64); ``LAZYCORE_TEST_FULL=1`` runs every case in
 both dtypes, the SciPy and scikit-learn ones in one child process (SciPy reads
@@ -54,8 +57,6 @@ ALLOWED = {
                                                "numpy.random.Generator.permutation"},
     "script.nan statistics,percentile,quantile methods": {"numpy.nanargmin"},
     "script.gradient,trapezoid,meshgrid,mgrid": {"numpy.gradient", "numpy.trapezoid"},
-    "script.fill_diagonal,diag_indices,triu_indices,tril": {"numpy.triu_indices",
-                                                             "numpy.diag_indices", "numpy.tril_indices_from"},
     "script.pad modes,tile,repeat,roll,rot90,flip": {"numpy.pad"},
     "script.split,stack,block,concatenate,moveaxis": {"numpy.block"},
     "script.where,select,piecewise,clip,isin": {"numpy.piecewise", "numpy.isin", "numpy.extract"},
@@ -147,11 +148,15 @@ def test_view_as_another_type_of_the_same_size():
     numpy.testing.assert_array_equal(numpy.asarray(lnp.asarray(host).view(numpy.int64)), host.view(numpy.int64))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "frontends/numpy/reductions.py average: weights summing to zero give NaN where NumPy raises "
-    "ZeroDivisionError (its docstring says so); a deferred value check (core.check, as linalg's "
-    "'Singular matrix') needs ZeroDivisionError among ir/failure.py EAGER_ERRORS and the dialect's "
-    "check errors, outside the NumPy frontend"))
 def test_average_of_zero_weights_raises_numpys_error(clean_runtime):
-    with pytest.raises(ZeroDivisionError):
+    # a check read at the barrier (only the values tell), NumPy's type and message
+    with pytest.raises(ZeroDivisionError, match="Weights sum to zero, can't be normalized"):
         numpy.asarray(lnp.average(lnp.asarray(numpy.arange(3.0)), weights=lnp.asarray(numpy.zeros(3))))
+    x = numpy.arange(6.0).reshape(2, 3)
+    with pytest.raises(ZeroDivisionError):  # one row's weights of two
+        numpy.asarray(lnp.average(lnp.asarray(x), axis=1, weights=lnp.asarray([[1.0, 2.0, 3.0], [1.0, -1.0, 0.0]])))
+    avg, scl = lnp.average(lnp.asarray(x), axis=1, weights=lnp.asarray([[1.0, 2.0, 3.0], [1.0, -1.0, 1.0]]),
+                           returned=True)
+    want = numpy.average(x, axis=1, weights=[[1.0, 2.0, 3.0], [1.0, -1.0, 1.0]], returned=True)
+    numpy.testing.assert_array_equal(numpy.asarray(avg), want[0])
+    numpy.testing.assert_array_equal(numpy.asarray(scl), want[1])

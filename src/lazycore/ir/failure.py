@@ -28,11 +28,11 @@ class BarrierError(RuntimeError):
 
 
 EAGER_ERRORS = {e.__name__: e for e in (RuntimeError, ValueError, IndexError, FloatingPointError,
-                                         np.linalg.LinAlgError)}
+                                         np.linalg.LinAlgError, ZeroDivisionError)}
 """The exception types a value check may raise as well, by name: eager's for
 the error it stands for (torch's integer division by zero is a RuntimeError,
 NumPy's negative integer power a ValueError, a singular matrix NumPy's
-LinAlgError)."""
+LinAlgError, ``np.average``'s weights summing to zero a ZeroDivisionError)."""
 
 _AS: dict[str, type] = {"RuntimeError": BarrierError}
 
