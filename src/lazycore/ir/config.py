@@ -250,9 +250,9 @@ class Settings:
     recordings_on_disk: bool = _env_flag("LAZYCORE_RECORDINGS_ON_DISK", False)
     """``LAZYCORE_RECORDINGS_ON_DISK``: the torch frontend keeps its lowerings'
     recordings in the persistent cache and a new process replays them
-    (``lazycore.frontends.torch.recipe_store``). Off by default: a tiny GPT-2
-    training step replayed from loaded recordings shares one constant node
-    where the recording process had two, so its program differs and compiles."""
+    (``lazycore.frontends.torch.recipe_store``). Off by default: the gain
+    measured is small (a tiny GPT-2 step's second process: ~10% of its first
+    step's main-thread CPU, its wall time no better)."""
     keep_host_memory: bool = _env_flag("LAZYCORE_KEEP_HOST_MEMORY", True)
     """``LAZYCORE_KEEP_HOST_MEMORY``: when lazycore first uses its devices, glibc's
     ``malloc`` is set to keep the memory it frees, so CPU programs reuse their
