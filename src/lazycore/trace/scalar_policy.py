@@ -215,8 +215,11 @@ class ScalarPolicy:
         at = ("start", k)
         places = self.places
         last = places.get(at)
-        if last is not None and last[0] == value:  # (a repeated start: no walk for its line)
-            return last[1]
+        if last is not None and last[0] == value and not last[1]:
+            # (a repeated baked start: no walk for its line. A parameter is
+            # answered by its own place: the same count in another loop, a
+            # test after this one, is another line, whose start is baked)
+            return False
         where = caller()
         place = ("start", k, where)
         seen = places.get(place, places)
