@@ -34,8 +34,9 @@ sizes (eager float32 itself ends 0.43, 3.3, 1.5 from float64), DLA34's first ste
 float64 instead; VGG11-BN's 1.6e-5 from float64 (eager 7.2e-6) is XLA
 CPU's convolution summing with ~2x eager's error, located one step in, layer
 by layer. Transforms v2 on lazy images compile a program per step where
-a crop's corner or size varies (``RandomCrop``'s corner is a slice attribute:
-[1, 2, 3, 4] compiles in 4 steps; ``RandomResizedCrop``'s size is a shape).
+a crop's size varies (``RandomResizedCrop``'s size is a shape); a varying
+corner (``RandomCrop``) is a program parameter once it has varied (2 compiles
+in 6 steps: tests/torch/test_varying_slice_starts.py).
 torchvision's references apply them on the host in the DataLoader, where
 they cost nothing to compile.
 """
@@ -173,7 +174,7 @@ def test_first_step_as_near_float64_as_eager(dev, name):
 
 # name -> bounds other than (loss rtol 1e-5, state 1e-5, no compile after 2 steps, 1 program a step)
 _BOUNDS = {
-    # RandomResizedCrop's crop sizes are shapes and RandomCrop-like corners slice attributes: a program a step
+    # RandomResizedCrop's crop sizes are shapes: a program a step
     "transforms_v2_mixup": dict(late=2),
 }
 
