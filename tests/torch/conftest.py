@@ -17,3 +17,11 @@ def no_fallback():
     yield
     after = metrics.fallbacks()
     assert sum(sum(v.values()) for v in after.values()) == before, after
+
+
+@pytest.fixture
+def device_values(monkeypatch):
+    """No upload keeps a host copy: values are the device's, as a model's are."""
+    from lazycore.runtime import hostreads
+
+    monkeypatch.setattr(hostreads, "KEPT_BYTES", 0)

@@ -27,14 +27,6 @@ from lazycore.observe import metrics
 pytestmark = pytest.mark.usefixtures("clean_runtime")
 
 
-@pytest.fixture
-def device_values(monkeypatch):
-    """No upload keeps a host copy: values are the device's, as a model's are."""
-    from lazycore.runtime import hostreads
-
-    monkeypatch.setattr(hostreads, "KEPT_BYTES", 0)
-
-
 def _compiles() -> int:
     return metrics.counters().get("compiles", 0)
 
