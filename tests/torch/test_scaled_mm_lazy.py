@@ -68,7 +68,14 @@ def test_scaled_mm_matches_eager_without_a_fallback(dev, scales, out_dtype):
     a, b = _operands()
     sa, sb = SCALES[scales](16, 8)
     kwargs = {} if out_dtype is None else {"out_dtype": out_dtype}
-    want = torch._scaled_mm(a, b, sa, sb, **kwargs)
+    try:
+        want = torch._scaled_mm(a, b, sa, sb, **kwargs)
+    except (ValueError, RuntimeError) as e:
+        # which scales eager's CPU kernel takes depends on the CPU: with AMX one scale per
+        # operand goes to oneDNN, which takes float64 scales; the emulated kernel refuses them
+        with pytest.raises(type(e), match="Invalid scaling configuration"):
+            _lazy(torch._scaled_mm, a, b, sa, sb, **kwargs)
+        return
     _close(_lazy(torch._scaled_mm, a, b, sa, sb, **kwargs), want)
 
 
