@@ -194,7 +194,10 @@ _BOUNDS = {
 # loss 4.5e-2, state 3.4e-1) 4.7e-1 / 3.5e-1.
 _REFEREE = {"timm_repvgg_a0", "timm_repvgg_reparam", "timm_cspresnet50", "timm_deit_tiny_distilled",
             "timm_levit_128s", "timm_efficientnet_b0", "tv_efficientnet_b0", "timm_mixnet_s", "timm_mobilevit_xxs",
-            "timm_coatnet_nano", "timm_selecsls42b", "timm_hrnet_w18_small"}
+            "timm_coatnet_nano", "timm_selecsls42b", "timm_hrnet_w18_small",
+            # session 31, after the helpers (REFEREE=1 table, quiet): densenet121 (SGD; lazy from eager loss
+            # 8.2e-3, state 4.1e-2) 5.5e-2 / 4.7e-2, deeplabv3_mobilenet (state 2.1e-4) 8.3e-4 / 8.2e-4
+            "tv_densenet121", "seg_deeplabv3_mobilenet"}
 
 
 # Left open (issue 39), each failing in full mode as committed; strict, so a change shows. DLA34 (SGD,
@@ -222,6 +225,14 @@ _KNOWN = {
                          "nearer float64 than eager's (test_first_step_as_near_float64_as_eager)",
     "tv_vgg11_bn": "XLA CPU's convolution sums with ~2x eager's error: state 1.6e-5 from float64 against "
                    "eager's 7.2e-6 (1.7e-5 from eager)",
+    "timm_efficientformer_l1": "eager cannot referee it: torch 2.13.0's CPU batch norm backward (training, batch "
+                               "1) gives wrong weight and bias gradients when the gradient arrives with transposed "
+                               "strides (the Meta4D block before Flat's flatten(2).transpose(1, 2)), float64 too; "
+                               "lazycore's are the true ones (tests/torch/test_batch_norm_transposed_gradient.py)",
+    "tv_convnext_tiny": "state 2.1e-4 from eager; float64 eager 6.6e-4 / lazycore 7.2e-4; not located",
+    "tv_swin_t": "state 6.4e-4 from eager; float64 eager 3.5e-4 / lazycore 6.7e-4; not located",
+    "tv_efficientnet_v2_s": "AdamW, loss 3.5e-2 / state 3.3e-2 from eager; float64 eager 3.1e-2 / lazycore 3.9e-2; "
+                            "not located",
     "timm_dla34": "chaotic loop: eager float32 ends 0.43 from float64 (0.46 on one thread), lazycore 0.55; "
                   "its first step is as near float64 as eager's (test_first_step_as_near_float64_as_eager)",
 }
