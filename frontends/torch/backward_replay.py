@@ -56,7 +56,7 @@ the load wherever the engine and a replay do not make one graph alike, and a
 count gives the same choice in every run. The choice is kept per graph,
 keyed cheaply by the root's kind and the number of nodes since the barrier
 (ResNet-18: the engine, whose backward then runs without a walk; tiny
-transformers: replay). On by default; ``LAZYCORE_REPLAY_BACKWARD=0`` turns replay off.
+transformers: replay). ``LAZYCORE_REPLAY_BACKWARD=1`` turns replay on.
 """
 
 from __future__ import annotations
@@ -84,14 +84,14 @@ _DIST = torch.distributed if torch.distributed.is_available() else None
 
 
 class _Switch:
-    """``LAZYCORE_REPLAY_BACKWARD`` (default on; ``0`` turns it off: see docs/guides/torch.md).
+    """``LAZYCORE_REPLAY_BACKWARD`` (default off; ``1`` turns it on: see docs/guides/torch.md).
     ``choose``: weigh the engine against the replay on each graph (:func:`_engine_is_cheaper`)
     and keep the cheaper; off, every confirmed plan replays."""
 
     __slots__ = ("on", "choose")
 
     def __init__(self):
-        self.on = os.environ.get("LAZYCORE_REPLAY_BACKWARD", "1") not in ("0", "", "false", "False")
+        self.on = os.environ.get("LAZYCORE_REPLAY_BACKWARD", "0") not in ("0", "", "false", "False")
         self.choose = True
 
 

@@ -407,33 +407,3 @@ def test_the_choice_does_not_depend_on_time(dev, switch, monkeypatch):
     assert (recordings, replays, engines) == (2, 6, 0), br.Stats.why
     br._CHOICES.clear()
 
-
-
-def _replays_by_default():
-    """A fresh process with no setting: a plain training loop's backward replays."""
-    import lazycore.torch as lt
-    from lazycore.frontends.torch import backward_replay as b
-
-    assert b.SWITCH.on
-    dev = lt.device()
-    model = _mlp().to(dev)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for _ in range(6):
-        opt.zero_grad()
-        model(torch.ones(4, 8).to(dev)).pow(2).mean().backward()
-        opt.step()
-        lt.mark_step()
-    assert b.Stats.replays >= 3, (b.Stats.replays, b.Stats.recordings, b.Stats.engine, b.Stats.why)
-
-
-def test_backward_replay_is_on_by_default():
-    """``LAZYCORE_REPLAY_BACKWARD`` unset means on (0 turns it off)."""
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k != "LAZYCORE_REPLAY_BACKWARD"}
-    env["LAZYCORE_CACHE_DIR"] = "off"
-    code = ("import sys; sys.path[:0] = [%r]; import test_backward_replay as m; m._replays_by_default(); print('ok')"
-            % os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
-    assert out.returncode == 0 and out.stdout.rstrip().endswith("ok"), out.stderr[-3000:]
