@@ -80,6 +80,7 @@ from . import tensor as _tensor
 from .capture import _global_state
 from .tensor import MADE, Tensor, _new
 
+_SAVED_TENSOR = torch._C._autograd.SavedTensor
 _DIST = torch.distributed if torch.distributed.is_available() else None
 
 
@@ -115,7 +116,9 @@ _LAST = Memo("torch.backward_last", 64)
 _SAVED = Memo("torch.backward_saved_names", 4096)
 """Node class -> its ``_raw_saved_*`` attribute names (a class's are fixed)."""
 _CHOICES = Memo("torch.backward_choices", 64)
-"""(root node's kind, nodes since the barrier) -> True: the engine runs that graph's backward (no walk)."""
+"""(root node's kind, nodes since the barrier) -> why the engine runs that graph's backward with
+no walk (:data:`CHEAPER`, or how its replay failed), or "": it replays."""
+CHEAPER = "the engine is cheaper than a replay on this graph"
 
 NODES_PER_AUTOGRAD_NODE = 12
 """A confirmed plan replays while the nodes since the barrier plus the nodes it
@@ -142,6 +145,10 @@ class _State:
 
 
 STATE = _State()
+
+
+class _Failed(Exception):
+    """A replay that raised before it set a gradient (the engine runs instead)."""
 
 
 class Stats:
@@ -190,8 +197,9 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
         return False  # the engine raises eager's error
     # (a cheap key: a graph the engine runs faster is not walked; two graphs sharing it share a choice)
     proxy = (type(root), len(LOG.nodes))
-    if SWITCH.choose and _CHOICES.get(proxy):
-        return _plain("the engine is cheaper than a replay on this graph")
+    engine = _CHOICES.get(proxy)
+    if engine and (SWITCH.choose or engine is not CHEAPER):
+        return _plain(engine)
     with LOCK:
         found = _autograd_graph(root)
         if type(found) is str:
@@ -211,7 +219,12 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
         window, olds = _window()
         key = (shape, tuple(map(id, leaves)), tuple([p._key for p in leaves]), tuple(grads), window,
                _global_state(), torch.is_autocast_enabled("cpu"))
-        out = _PLANS.replay(key, leaves, olds)
+        try:
+            out = _PLANS.replay(key, leaves, olds)
+        except _Failed as e:  # nothing changed: the engine runs this graph from now on, without a walk
+            _PLANS.pop(key, None)
+            _CHOICES.put(proxy, str(e))
+            return _plain(str(e))
         if out is not GUARDED:
             _free(root, saved)
             Stats.replays += 1
@@ -232,7 +245,7 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
             _LAST.pop(key, None)
             STATE.backoff = _capture.Backoff()
             engine = SWITCH.choose and _engine_is_cheaper(proxy[1], len(plan.rec.fragment.entries), autograd_nodes)
-            _CHOICES.put(proxy, engine)
+            _CHOICES.put(proxy, CHEAPER if engine else "")
             if not engine:
                 _PLANS.add(key, plan)
         else:
@@ -285,10 +298,22 @@ def _autograd_graph(root):
         kinds.append(cls)
         tensors, numbers = names
         if tensors:
+            # a _raw_saved_ getter (torch's tools/autograd/gen_autograd_functions.py) gives a
+            # SavedTensor (a tensor, an optional one: undefined, a Scalar output) or a tuple of them
+            # (a tensor list, index's List<optional<Tensor>>: IndexBackward0 and IndexPutBackward0
+            # save their indices so, MaxViT's relative position bias); a tuple's getter raises once
+            # the engine freed it
             for a in tensors:
-                s = getattr(node, a)
-                if s is not None:
+                try:
+                    s = getattr(node, a)
+                except RuntimeError:
+                    return "a saved tensor list was freed already (the engine raises eager's error)"
+                if type(s) is _SAVED_TENSOR:
                     saved.append(s)
+                elif type(s) is tuple and all(type(x) is _SAVED_TENSOR for x in s):
+                    saved.extend(s)
+                else:
+                    return f"{cls.__name__}.{a} is a {type(s).__name__}, not a saved tensor or a tuple of them"
         if numbers:  # what the formula reads besides tensors (a scalar, a size, padding_idx) is the key's
             for a in numbers:
                 v = getattr(node, a)
@@ -356,14 +381,14 @@ def _window() -> tuple[tuple, list]:
 
 
 def _free(root, saved) -> None:
-    """Free the graph's saved tensors as the engine does after a backward without ``retain_graph``."""
-    for s in saved:
-        for x in (s if type(s) is list else (s,)):
-            try:
-                x.register_hooks(_pack, _unpack)
-            except RuntimeError:  # an undefined one ("a saved tensor with value None"): nothing to free
-                pass
-    root.metadata[_FREED] = True
+    """Free the graph's saved tensors (``SavedTensor`` objects, :func:`_autograd_graph`
+    flattened the tuples) as the engine does after a backward without ``retain_graph``."""
+    root.metadata[_FREED] = True  # (first: the graph is spent whatever happens below)
+    for x in saved:
+        try:
+            x.register_hooks(_pack, _unpack)
+        except RuntimeError:  # an undefined one ("a saved tensor with value None": an optional
+            pass  # tensor, index's None) or one freed already: nothing to free
 
 
 class _Plan:
@@ -388,6 +413,8 @@ class _Plan:
             return cls(watch, leaves, olds, before)
         except _capture.Refused as e:
             return str(e)
+        except Exception as e:  # noqa: BLE001 (the engine did the backward's work: only its recording is lost)
+            return f"the recording raised {type(e).__name__}: {e}"
 
     def __init__(self, watch, leaves, olds, before):
         start = LOG.start
@@ -477,7 +504,10 @@ class _Plan:
             if v[0].types[v[1]] != typ:
                 return GUARDED
             env.append(v)
-        values = self.rec.fragment.replay((), env)
+        try:
+            values = self.rec.fragment.replay((), env)
+        except Exception as e:  # (no gradient set yet: the engine can run instead)
+            raise _Failed(f"a replay raised {type(e).__name__}: {e}") from e
         n = len(self.updates)
         targets = [leaves[li].grad._storage.handle for li in self.updates]
         heard = TRACE.updates  # (the automatic step barrier hears in-place updates)

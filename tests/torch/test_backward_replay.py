@@ -372,7 +372,7 @@ def test_the_cheaper_of_engine_and_replay_is_kept_by_counts(dev, switch, monkeyp
         on, again, (replays, recordings, engines) = _run(dev, lambda on: None, True, steps=8, clear=False)
         _same(off, on)
         assert again == 0
-        assert list(br._CHOICES.values()) == [engine]
+        assert list(br._CHOICES.values()) == [br.CHEAPER if engine else ""]
         if engine:  # 2 recordings, then the engine without a walk
             assert (recordings, replays, engines) == (2, 0, 6), br.Stats.why
             assert br.Stats.why == "the engine is cheaper than a replay on this graph"
@@ -407,3 +407,97 @@ def test_the_choice_does_not_depend_on_time(dev, switch, monkeypatch):
     assert (recordings, replays, engines) == (2, 6, 0), br.Stats.why
     br._CHOICES.clear()
 
+
+
+class _RelativeBias(torch.nn.Module):
+    """MaxViT's attention bias (torchvision's RelativePositionalMultiHeadAttention.
+    get_relative_positional_bias): a table indexed by a buffer of positions. Its
+    IndexBackward0 saves the indices as a tuple of saved tensors, ``(index,)``;
+    ``table.t()[:, index[0]]`` saves ``(None, index)``, an undefined one first."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.proj = torch.nn.Linear(8, 3)
+        self.table = torch.nn.Parameter(torch.randn(9, 2))
+        self.register_buffer("index", torch.tensor([[0, 4, 8], [1, 2, 3], [5, 6, 7]]))
+
+    def forward(self, x):
+        bias = self.table[self.index.view(-1)].view(3, 3, 2).sum(-1)
+        cols = self.table.t()[:, self.index[0]]
+        return (self.proj(x) @ bias).pow(2).mean() + cols.pow(2).mean()
+
+
+def test_saved_tensor_tuples_are_freed(dev, switch):
+    """A node that saves a tensor list (index's indices: a tuple from its
+    ``_raw_saved_indices``, MaxViT-T's relative position bias) replays and is
+    freed; a replay raised AttributeError in _free before (a tuple has no
+    register_hooks)."""
+    def run(on):
+        switch(on)
+        model = _RelativeBias().to(dev)
+        g = torch.Generator().manual_seed(1)
+        grads = []
+        for _ in range(5):
+            model.zero_grad()
+            loss = model(torch.randn(4, 8, generator=g).to(dev))
+            loss.backward()
+            ltorch.mark_step()
+            grads.append([p.grad.cpu() for p in model.parameters()])
+        return grads, loss
+
+    off, _ = run(False)
+    on, loss = run(True)
+    _same(off, on)
+    assert br.Stats.replays >= 2, br.Stats.why
+    assert loss.grad_fn.metadata.get(br._FREED)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()
+    # every saved tensor of the graph, the tuples' too, was released
+    index_nodes, seen, todo = [], set(), [loss.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if type(node).__name__ == "IndexBackward0":
+            index_nodes.append(node)
+        todo.extend(n for n, _ in node.next_functions)
+    assert len(index_nodes) == 2
+    for node in index_nodes:
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            node._saved_indices
+
+
+def test_a_graph_the_engine_freed_raises_eagers_error(dev, switch):
+    """A second backward() of a graph the engine ran (a recording) meets a tensor
+    list's getter raising: the engine runs and raises eager's error."""
+    switch(True)
+    model = _RelativeBias().to(dev)
+    loss = model(torch.randn(4, 8).to(dev))
+    loss.backward()  # (the first: recorded, the engine ran)
+    assert br.Stats.recordings == 1
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()
+    assert "freed already" in br.Stats.why
+
+
+def test_a_replay_that_raises_runs_the_engine(dev, switch):
+    """A replay that raises before it sets a gradient changed nothing the user
+    sees: the engine runs that backward, and that graph's from then on."""
+    class Broken:
+        def replay(self, *args):
+            raise ValueError("broken")
+
+    def before(i, model):
+        if i == 4:  # (after replays began)
+            for plans in br._PLANS.values():
+                for plan in plans:
+                    plan.rec.fragment = Broken()
+
+    off, _, _ = _run(dev, switch, False, steps=8)
+    on, _, (replays, recordings, engine) = _run(dev, switch, True, steps=8, before=before, clear=False)
+    _same(off, on)
+    assert replays >= 1 and replays + recordings == 4 and engine == 4
+    assert br.Stats.why == "a replay raised ValueError: broken"
+    br._CHOICES.clear()
