@@ -26,7 +26,11 @@ to the CPU as a CUDA one does (tests/torch/test_set_data_to_lazy.py).
 
 Found and left: RepVGG-A0 at 2x3x64x64 parts from eager within 4
 steps (state 2.9e-2) with lazycore the nearer to float64 (first step's
-gradients 5.3e-4 against eager's 3.0e-3): held to a float64 referee.
+gradients 5.3e-4 against eager's 3.0e-3); session 32 found the loop chaotic
+(a float64 run whose weights move by 1e-7 ends 4.8e-2 away), so its first
+step is held to float64 and the loop is a strict xfail. GoogLeNet likewise
+(1.1e-1), its first step parting from float64 at one ReLU input that float32
+rounds across zero.
 Session 31 compared the loops hunt 30v left uncompared (figures at _REFEREE
 and _KNOWN): LeViT-128s, MixNet-S, MobileViT-XXS, timm's EfficientNet-B0 and
 torchvision's are nearer float64 than eager (referee); DLA34, MNASNet-0.5 and RegNet-X-400MF are chaotic at these
@@ -138,7 +142,10 @@ def test_timm_optimizers_with_schedule_as_eager(dev, opt):
 # distance of a parameter's gradient from float64's, eager / lazycore (by hand, per module, load 16):
 # DLA34 7.9e-5 / 7.2e-5; RegNet-X-400MF 3.0e-1 / 9.4e-4 (eager's block4-9 lands on the other side of a
 # boundary; its loss 1.9e-5 from float64's, lazycore's 1.0e-6).
-_FIRST_STEP = {"timm_dla34": (cases._timm("dla34"), 64), "tv_regnet_x_400mf": (cases._tv("regnet_x_400mf"), 64)}
+# RepVGG-A0 (session 32, load 8-12): 3.0e-3 / 5.3e-4 (forward, per module, 1.7e-4 / 3.1e-5; loss 6.6e-7 /
+# 5.4e-8 from float64's).
+_FIRST_STEP = {"timm_dla34": (cases._timm("dla34"), 64), "tv_regnet_x_400mf": (cases._tv("regnet_x_400mf"), 64),
+               "timm_repvgg_a0": (cases._timm("repvgg_a0"), 64)}
 
 
 @full_only
@@ -179,9 +186,8 @@ _BOUNDS = {
 }
 
 # Loops where eager float32 itself ends far from the float64 answer (deep stacks of batch norms over a
-# few numbers at tiny inputs): lazycore is held to that answer, no further from it than eager. RepVGG-A0,
-# one step at 2x3x64x64 by hand: gradients' largest relative distance from float64's eager 3.0e-3,
-# lazycore 5.3e-4 (lazy against eager 2.5e-3); after 4 steps losses 5.7e-3 and state 2.9e-2 apart.
+# few numbers at tiny inputs): lazycore is held to that answer, no further from it than eager. (RepVGG-A0
+# was here until session 32: chaotic, see _KNOWN.)
 # By hand at load 3-4 (state from float64, eager / lazycore): repvgg_reparam 3.9e-1 / 3.8e-1, cspresnet50
 # 9.8e-2 / 6.0e-5, deit_tiny_distilled (NAdamW's first steps on near-zero gradients) 2.0e-4 / 1.8e-4.
 # Session 31 (cases_hunt30v.py's table with REFEREE=1, load 10-18): levit_128s (LARS; lazy from eager
@@ -192,7 +198,7 @@ _BOUNDS = {
 # norm's bias) 2.8e-3 / 2.0e-3, coatnet_nano (AdamW; state 4.2e-3) 2.5e-3 / 2.2e-3, selecsls42b (SGD,
 # chaotic: loss 1.7e-1, state 3.5e2 at the head's running_var) 1.8e3 / 3.5e2, hrnet_w18_small (SGD, chaotic:
 # loss 4.5e-2, state 3.4e-1) 4.7e-1 / 3.5e-1.
-_REFEREE = {"timm_repvgg_a0", "timm_repvgg_reparam", "timm_cspresnet50", "timm_deit_tiny_distilled",
+_REFEREE = {"timm_repvgg_reparam", "timm_cspresnet50", "timm_deit_tiny_distilled",
             "timm_levit_128s", "timm_efficientnet_b0", "tv_efficientnet_b0", "timm_mixnet_s", "timm_mobilevit_xxs",
             "timm_coatnet_nano", "timm_selecsls42b", "timm_hrnet_w18_small",
             # session 31, after the helpers (REFEREE=1 table, quiet): densenet121 (SGD; lazy from eager loss
@@ -233,6 +239,14 @@ _KNOWN = {
     "tv_swin_t": "state 6.4e-4 from eager; float64 eager 3.5e-4 / lazycore 6.7e-4; not located",
     "tv_efficientnet_v2_s": "AdamW, loss 3.5e-2 / state 3.3e-2 from eager; float64 eager 3.1e-2 / lazycore 3.9e-2; "
                             "not located",
+    "timm_repvgg_a0": "chaotic loop: float64 itself, its initial weights moved by 1e-7 (relative), ends 4.8e-2 "
+                      "from the unmoved run (eager float32 5.2e-2 on one thread); lazycore 6.9e-2, eager 5.3e-2; "
+                      "its first step is nearer float64 than eager's (test_first_step_as_near_float64_as_eager)",
+    "tv_googlenet": "chaotic loop: float64 itself, its initial weights moved by 1e-7 (relative), ends 1.1e-1 from "
+                    "the unmoved run (eager float32 1.3e-1 on one thread); lazycore 6.6e-1, eager 9.3e-2. Its first "
+                    "step parts at one ReLU input: inception5b.branch3.1's batch norm output at (0, 119, 0, 1) is "
+                    "-5.7e-5 in float64, -1.7e-5 in eager float32, +2.3e-5 in lazycore (that layer's forward 8.9e-5 "
+                    "from float64, eager's 8.8e-5), so its gradient 1.0e-3 passes there in lazycore alone",
     "timm_dla34": "chaotic loop: eager float32 ends 0.43 from float64 (0.46 on one thread), lazycore 0.55; "
                   "its first step is as near float64 as eager's (test_first_step_as_near_float64_as_eager)",
 }
