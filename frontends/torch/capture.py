@@ -56,7 +56,9 @@ scheduler's copy of it) is read from the oldest; a replay refuses when they
 no longer agree.
 
 Refused (traced at every call, the reason in :attr:`Captured.why`): a step
-that looks at a value (``.item()``, ``print``, a fallback op, ``mark_step``),
+that looks at a value (``.item()``, ``print``, a fallback op, ``mark_step``;
+``ReduceLROnPlateau.step(loss)``, which reads the loss as eager does: stepped
+after the captured step with the loss it returns, its rate is an input),
 uploads host data, or keeps a tensor it made anywhere but in its result and
 the gradients (a list outside, a ``self.`` attribute). A training step
 replays from its third call. Recording a call costs several traced calls:
@@ -292,8 +294,38 @@ def _differed(previous: "_Plan", plan: "_Plan") -> str:
     if once:
         return (f"the step read {once[0]} in only one of its last two traced calls (its code took another "
                 f"path): what decides the path changed between calls")
-    return ("the last two traced calls differed (the step reads a Python number that changes every call, or its "
-            "ops depend on one)")
+    return "the last two traced calls differed" + _part_differed(previous, plan)
+
+
+_RECORDING_PARTS = ("the way its arguments alias (one tensor passed twice in one call, not in the other)",
+                    "the live tensors it read (a gradient or an optimizer's state replaced, not updated in place)",
+                    "the types of the values it read", None, None, None,
+                    "the tensors it updated in place", "the devices of the values it kept")
+"""What each part of a :meth:`~lazycore.trace.capture.Recording._key` says, where it differs
+(None: its constants or its nodes, which a Python number the step reads changes)."""
+_PLAN_PARTS = (None, "grad mode, the default dtype or the thread count", "the modules it ran or their training flags",
+               "its optimizers' hyperparameters or state", "the gradients it left (None, the same tensor, or a "
+               "new one of another layout or view)", "the structure of its result", "its results' layouts or views",
+               "the strides of the tensors it made", "the schedulers it stepped or their arguments",
+               "the Python state it read")
+"""What each part of :meth:`_Plan._key` (then the Python reads) says, where it differs."""
+
+
+def _part_differed(previous: "_Plan", plan: "_Plan") -> str:
+    """Where two complete plans' keys first differ, in words: a graph whose
+    nodes or constants differ is the catch-all (a Python number the step
+    reads, or one its ops depend on); the rest name what changed."""
+    number = " (the step reads a Python number that changes every call, or its ops depend on one)"
+    for k, (a, b) in enumerate(zip(previous.key, plan.key)):
+        if a == b:
+            continue
+        if k == 0:
+            for part, x, y in zip(_RECORDING_PARTS, a, b):
+                if x != y:
+                    return f" in {part}" if part is not None else number
+            return number
+        return f" in {_PLAN_PARTS[k]}" if k < len(_PLAN_PARTS) else number
+    return number
 
 
 def _arg_key(flat, spec):
@@ -318,6 +350,21 @@ def _arg_key(flat, spec):
     except TypeError:
         return None
     return key
+
+
+def _metric_hint(steps) -> str:
+    """Where the step gave a scheduler a tensor (ReduceLROnPlateau's and
+    transformers' GreedyLR's ``step(loss)``), what to do instead: the scheduler
+    reads it as a Python number (``float(metrics)``), as eager does, a barrier
+    inside the step that no replay could redo; stepped after the captured step
+    with the loss it returns, the read is outside and the rate it sets is an
+    input of the next replay."""
+    for ref, args, kwargs, _ in steps.calls:
+        if any(isinstance(a, torch.Tensor) for a in chain(args, kwargs.values())):
+            return (f"; {type(ref()).__name__}.step was given a tensor, which it reads as a Python number (as eager "
+                    f"does): step it after the captured step with the loss it returns (loss = step(batch); "
+                    f"scheduler.step(loss)), and the rate it sets is an input of the replay")
+    return ""
 
 
 def _scheduler_calls(steps) -> list:
@@ -585,7 +632,10 @@ class _Plan:
             raise _capture.Refused(str(e), out, contents) from None
 
     def __init__(self, watch, made, known, before, modules, optims, state0, out, seen, schedulers, flat, groups):
-        _capture.check(watch)  # a barrier or an upload first: the clearest reason
+        try:
+            _capture.check(watch)  # a barrier or an upload first: the clearest reason
+        except _capture.Refused as e:
+            raise _capture.Refused(e.args[0] + _metric_hint(schedulers)) from None
         if _global_state() != state0:
             raise _capture.Refused("the step changed grad mode, the default dtype or the thread count")
         for m in modules.values():

@@ -2,6 +2,8 @@
 traced step computes, compiles nothing more, and traces again whenever what it
 guards changes or the step does something a replay could not redo."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -10,6 +12,7 @@ import torch.nn.functional as F
 import lazycore
 import lazycore.torch as ltorch
 from lazycore.observe import metrics
+from lazycore.trace.capture import CaptureWarning
 
 
 def _model(dropout=0.0):
@@ -506,6 +509,63 @@ def test_a_scheduler_stepped_inside_the_step_is_stepped_again_by_each_replay(dev
     eager = _adamw_train(torch.device("cpu"), False, schedule=schedule, inside=True, steps=10)
     got = _adamw_train(dev, True, schedule=schedule, inside=True, steps=10)
     assert (got[2].traces, got[2].replays) == (2, 8), got[2].why
+    _close_to_eager(got, eager)
+
+
+def test_two_traced_calls_that_differ_otherwise_than_by_a_number_say_where(dev):
+    """Two traced calls that made different recordings name the part that
+    differed: arguments aliased in one call and not in the other are no
+    Python number changing (the catch-all reason, left for a graph whose
+    nodes or constants differ)."""
+    @ltorch.capture
+    def step(a, b):
+        return a * 2 + b
+
+    x, y = torch.ones(3).to(dev), torch.full((3,), 3.0).to(dev)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CaptureWarning)  # (three refusals in a row: said once)
+        for i in range(4):
+            out = step(x, x if i % 2 else y)
+            np.testing.assert_allclose(out.cpu().numpy(), np.full(3, 3.0 if i % 2 else 5.0))
+    assert step.replays == 0
+    assert "alias" in step.why and "Python number" not in step.why, step.why
+
+
+def test_a_scheduler_given_the_loss_inside_the_step_says_to_step_it_outside(dev):
+    """ReduceLROnPlateau.step(loss) reads the loss as a Python number, as eager
+    does: inside a captured step that is a barrier, so every call is traced,
+    with eager's values, and the reason says how to make it replay (stepped
+    after the step with the loss it returns, the rate it sets is an input:
+    tests/torch/test_optim_schedulers_replay.py)."""
+    def train(dev, captured):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4)).to(dev)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=0, threshold=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            sched.step(loss)
+            return loss.detach()
+
+        fn = ltorch.capture(step) if captured else step
+        losses, rates = [], []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CaptureWarning)  # (three refusals in a row: said once)
+            for x, y in _batches(6):
+                losses.append(float(fn(x.to(dev), y.to(dev)).cpu()))
+                rates.append(opt.param_groups[0]["lr"])
+        return losses, [p.detach().cpu().numpy() for p in model.parameters()], fn, rates
+
+    eager = train(torch.device("cpu"), False)
+    got = train(dev, True)
+    assert got[2].replays == 0
+    assert "barrier" in got[2].why and "ReduceLROnPlateau.step was given a tensor" in got[2].why, got[2].why
+    assert "scheduler.step(loss)" in got[2].why
+    assert got[3] == eager[3] and len(set(eager[3])) > 1  # (the rate halves within the run, as eager's)
     _close_to_eager(got, eager)
 
 
