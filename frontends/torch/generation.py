@@ -618,8 +618,13 @@ def _greedy(model, input_ids, stopping_criteria, generation_config, model_kwargs
                 # (a read of the ids alone was a program of its own)
                 core.mark_step(False)
                 return input_ids
-            if model_forward is not step:
-                core.mark_step(False)  # a token's work, as _sample's stop check ran it (a captured step runs it itself)
+            if model_forward is not step or _static_layers(model_kwargs.get(_cache_name(model_kwargs))) is None:
+                # a token's work, as _sample's stop check ran it (a captured
+                # step runs it itself). A step that cannot be captured (a
+                # sliding-window layer: Mistral's every layer) runs the model
+                # op by op: unmarked, a whole call's tokens were one program
+                # (12 tokens of a tiny Mistral: 4,894 nodes)
+                core.mark_step(False)
             inputs = model.prepare_inputs_for_generation(input_ids, next_sequence_length=1, **model_kwargs)
             outputs = model_forward(**inputs, return_dict=True)
 

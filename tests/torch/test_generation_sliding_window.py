@@ -1,0 +1,87 @@
+"""Greedy generate() of models with sliding-window attention layers on the
+lazy device (issue 40 item 3): eager's tokens, one program run per token,
+and a number of compiled programs that does not grow with the tokens.
+
+A sliding-window layer (transformers' ``StaticSlidingWindowLayer``: every
+layer of Mistral, every other one of GPT-OSS) is no layer a captured
+decoding step takes, so the tokens are traced op by op. The greedy driver
+(frontends/torch/generation.py ``_greedy``) skipped its per-token barrier
+whenever the decoding call was the captured step's object, captured or not:
+a whole call's tokens ran as one program (12 tokens of the tiny Mistral:
+~5,000 nodes, 16 s to compile at load 15), and a call of another length was
+another such program.
+
+The prompt (3 positions) is shorter than the window (4), so the tokens go
+through the cache's three phases: filling (an ``index_copy_`` at the filled
+length), full (a roll), and the mask's ``kv_offset`` (a Python int) moving
+from 0 to 1, 2, ...: the prompt, the filling token and two or three graphs
+of the full cache compile (recorded lowerings share one scalar parameter
+node per value, lazycore.trace.recipes.shared, so a token whose offset
+equals another number of its step, the window 4, makes a graph with one
+parameter fewer); every later token and a second call compile nothing.
+"""
+
+import pytest
+import torch
+
+import lazycore
+import lazycore.torch as ltorch
+
+transformers = pytest.importorskip("transformers")
+
+from _generation_models import VOCAB, programs as _programs, prompts as _prompts  # noqa: E402
+
+_TOKENS = dict(bos_token_id=0, eos_token_id=None, pad_token_id=0)
+
+
+def _ready(model):
+    model = model.eval()
+    model.generation_config.eos_token_id = None  # random weights: an end token would cut calls short
+    model.generation_config.pad_token_id = 0
+    return model
+
+
+def _mistral():
+    torch.manual_seed(0)
+    cfg = transformers.MistralConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                                     sliding_window=4, **_TOKENS)
+    return _ready(transformers.MistralForCausalLM(cfg))
+
+
+def _gpt_oss():
+    torch.manual_seed(0)
+    cfg = transformers.GptOssConfig(vocab_size=VOCAB, max_position_embeddings=128, hidden_size=64,
+                                    intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                    num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
+                                    sliding_window=4, layer_types=["sliding_attention", "full_attention"], **_TOKENS)
+    return _ready(transformers.GptOssForCausalLM(cfg))
+
+
+_N = 12
+
+
+@pytest.mark.parametrize("cache", ["default", "static"])
+@pytest.mark.parametrize("make", [_mistral, _gpt_oss], ids=["mistral", "gpt-oss"])
+def test_sliding_window_tokens_one_program_each(clean_runtime, make, cache):
+    eager, lazy = make(), make().to(ltorch.device())
+    ids, mask = _prompts((3,))
+    dev = ltorch.device()
+    kw = dict(max_new_tokens=_N, do_sample=False)
+    if cache == "static":
+        kw["cache_implementation"] = "static"
+    with torch.no_grad():
+        want = eager.generate(ids, attention_mask=mask, **kw)
+        calls = []
+        for _ in range(2):
+            before, runs = _programs(), lazycore.metrics.counters()["executions"]
+            got = lazy.generate(ids.to(dev), attention_mask=mask.to(dev), **kw).cpu()
+            calls.append((_programs() - before, lazycore.metrics.counters()["executions"] - runs))
+            assert torch.equal(got, want), (got, want)
+    (first, runs), (second, _) = calls
+    # the prompt and every later token a program run of its own (the last
+    # token's argmax runs with the ids' read): before, 1 for the whole call
+    assert runs >= _N, calls
+    # the prompt, the filling token, the full cache's graphs (3 at most,
+    # whatever the number of tokens); a second call compiles nothing
+    assert first <= 5 and second == 0, calls
