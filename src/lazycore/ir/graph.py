@@ -34,89 +34,142 @@ def digest(data: bytes) -> bytes:
 
 
 class StepLog:
-    """Every node made since the last barrier, numbered in order.
+    """Every node made since the last barrier, numbered in order, and the
+    step's key, written as the nodes are made.
 
     The barrier's walk is the same for every step of a training loop, yet
     cost about as much as the rest of the barrier. This log lets a barrier
-    recall it instead (:mod:`lazycore.stepplans`): making a node only numbers
-    it and appends it here, and the barrier encodes the log (each node's
-    digest and its operands as log positions) in one flat pass, so two steps
-    with equal encodings made isomorphic graphs. Logging stops for a step
-    that makes more than :data:`STEP_LOG_LIMIT` nodes (its barrier walks).
-    The walk's encoding (:func:`lazycore.ir.walk.encode`) is not used here:
-    a post-order needs a visited test per operand, ~1.5x this flat pass's
-    time on a GPT-2 step, which would be added to every recalled barrier
-    (docs/dev/replay.md).
+    recall it instead (:mod:`lazycore.stepplans`): making a node numbers it,
+    appends it here and writes its operands, as log positions, to
+    :attr:`edges`. Two steps with equal keys (:meth:`encode`: the outputs as
+    log positions, every node's digest, the edges) made isomorphic graphs,
+    and the barrier makes no pass over the step's nodes to know it
+    (docs/dev/replay.md). A node made before this step that a logged node
+    uses (a parameter; a leaf is logged when used, not when made) is logged
+    *old*: numbered ``start - 1 - k``, the ``k``-th found (referred to as
+    ``-1 - k``), and moved after the step's own nodes by :meth:`encode`.
+    Logging stops for a step that makes more than :data:`STEP_LOG_LIMIT`
+    nodes (its barrier walks).
     """
 
-    __slots__ = ("start", "nodes", "on")
+    __slots__ = ("start", "nodes", "on", "edges", "put", "olds", "moves")
 
     def __init__(self):
-        self.start = 0
-        """The number the first node of this step gets; older nodes have lower ones."""
+        self.start = _GAP
+        """The number the first node of this step gets; older nodes have lower
+        ones, this step's old nodes the :data:`_GAP` numbers just below it."""
         self.nodes: list[Node] = []
         self.on = True
+        self.edges: list[int] = []
+        """Each logged node's operands, then :data:`END`: an operand as a
+        reference (its node's log position, or ``-1 - k`` for the ``k``-th
+        old node) and its result index; a variadic group as ``GROUP - size``
+        and its members."""
+        self.put = self.edges.append  # (bound once: a node made binds none)
+        self.olds: list[Node] = []
+        """The old nodes found since :meth:`encode` last moved them, in order."""
+        self.moves: list[tuple[int, int]] = []
+        """``(step nodes, edges)`` when :meth:`encode` moved old nodes into
+        the log (part of the key: it says which position a ``-1 - k`` written
+        before it is)."""
 
     def reset(self) -> None:
-        """Start a new step (after a barrier): everything made so far is old."""
-        self.start += len(self.nodes) + 1
+        """Start a new step (after a barrier): everything made so far is old.
+        The gap leaves the numbers below the new start to its old nodes."""
+        self.start += len(self.nodes) + _GAP
         self.nodes = []
+        self.edges = []
+        self.put = self.edges.append
+        self.olds = []
+        self.moves = []
         self.on = True
 
     def stop(self) -> None:
         self.reset()
         self.on = False
 
-    def _old(self, node: "Node") -> int:
-        """Log a node made before this step; its number."""
-        s = node.seq = self.start + len(self.nodes)
-        self.nodes.append(node)
-        return s
+    def old(self, node: "Node") -> int:
+        """Log ``node``, made before this step (or unlogged), as old; its
+        reference. (Its number below :attr:`start` tells it is old, as any
+        older number does, and that it is logged.)"""
+        olds = self.olds
+        k = len(olds)
+        if k >= _GAP - 1:  # out of numbers: the step has no key and walks
+            self.stop()
+            return 0
+        olds.append(node)
+        node.seq = self.start - 1 - k
+        return -1 - k
 
-    def encode(self, outputs) -> tuple:
-        """The step's graph as plain data: for ``outputs`` (values) their log
-        positions, then every node's digest and operand positions. A node made
-        before this step that a logged node (or an output) uses is logged
-        here, numbered after the step's own nodes in the order found."""
-        start = self.start
+    def put_instead(self, node: "Node", other: "Node") -> None:
+        """``other``, of equal digest, takes the place of ``node``, just made
+        and logged and used by nothing yet (:func:`lazycore.trace.recipes.shared`),
+        as if made there; where ``other`` already has a number in this step
+        it keeps it, the number the references written so far hold."""
+        i = node.seq - self.start
         nodes = self.nodes
-        outs = []
+        if 0 <= i < len(nodes) and nodes[i] is node:
+            nodes[i] = other
+            if other.seq < self.start - len(self.olds):
+                other.seq = node.seq
+
+    def encode(self, outputs) -> tuple | None:
+        """The step's key, with ``outputs`` (values) as its outputs:
+        ``(moves and the outputs' log positions, digests in log order,
+        edges)``; None when the log stopped. The old nodes found so far join
+        the log, after the step's own nodes: those an output is, and those
+        an old node uses (an old node with operands was made while logging
+        was off), whose operands are written as a made node's are."""
+        start = self.start
         for v in outputs:
-            n = v[0]
-            s = n.seq
-            if s < start:
-                s = self._old(n)
-            outs.append(s - start)
+            if v[0].seq < start - len(self.olds):
+                self.old(v[0])
+        olds = self.olds
+        if olds:
+            put = self.put
+            i = 0
+            while i < len(olds):  # grows while old nodes are found
+                for o in olds[i].operands:
+                    if type(o) is Value:
+                        s = o[0].seq - start
+                        if s < 0 and -s > len(olds):
+                            s = self.old(o[0])
+                        put(s)
+                        put(o[1])
+                    else:
+                        put(GROUP - len(o))
+                        for v in o:
+                            s = v[0].seq - start
+                            if s < 0 and -s > len(olds):
+                                s = self.old(v[0])
+                            put(s)
+                            put(v[1])
+                put(END)
+                i += 1
+            if not self.on:
+                return None
+            nodes = self.nodes
+            base = start + len(nodes)
+            for k, n in enumerate(olds):
+                n.seq = base + k
+            self.moves.append((len(nodes), len(self.edges)))
+            nodes.extend(olds)
+            self.olds = []
+        outs = [tuple(self.moves)]
+        for v in outputs:
+            outs.append(v[0].seq - start)
             outs.append(v[1])
-        edges = []
-        put = edges.append
-        i = 0
-        while i < len(nodes):  # grows while old nodes are found
-            for o in nodes[i].operands:
-                if type(o) is Value:
-                    n = o[0]
-                    s = n.seq
-                    if s < start:
-                        s = self._old(n)
-                    put(s - start)
-                    put(o[1])
-                else:  # a variadic group: its size, then its pairs (the
-                    # common single operand stays inline: a shared inner loop
-                    # made the whole pass 20% slower)
-                    put(-2 - len(o))
-                    for v in o:
-                        n = v[0]
-                        s = n.seq
-                        if s < start:
-                            s = self._old(n)
-                        put(s - start)
-                        put(v[1])
-            put(-1)
-            i += 1
-        return tuple(outs), tuple(map(_DIGEST, nodes)), tuple(edges)
+        return tuple(outs), tuple(map(_DIGEST, self.nodes)), tuple(self.edges)
 
 
 STEP_LOG_LIMIT = 100_000
+_GAP = 1 << 17
+"""Numbers left below a step's start for its old nodes (more than
+:data:`STEP_LOG_LIMIT`, which a test may lower)."""
+END = -_GAP - 1
+"""In :attr:`StepLog.edges`: a node's operands end (below any reference)."""
+GROUP = -_GAP - 2
+"""In :attr:`StepLog.edges`: ``GROUP - size`` begins a variadic group."""
 _DIGEST = attrgetter("digest")
 LOG = StepLog()
 
@@ -146,12 +199,37 @@ class Node:
         which keeps its position in :attr:`at`."""
         log = LOG
         if log.on and self.log_when_made:
+            # numbered, logged, and its operands written as the step's key
+            # (StepLog.edges) while they are at hand: no pass at the barrier
             nodes = log.nodes
             n = len(nodes)
-            self.seq = log.start + n
+            start = log.start
+            self.seq = start + n
             nodes.append(self)
+            put = log.put
             if n >= STEP_LOG_LIMIT:
                 log.stop()
+            elif operands:
+                for o in operands:
+                    if type(o) is Value:
+                        s = o[0].seq - start
+                        if s < 0 and -s > len(log.olds):  # made before this step: logged old
+                            s = log.old(o[0])
+                        put(s)
+                        put(o[1])
+                    else:  # a variadic group: its size, then its members
+                        # (the common single operand stays inline: a shared
+                        # inner loop made the log's pass 20% slower)
+                        put(GROUP - len(o))
+                        for v in o:
+                            s = v[0].seq - start
+                            if s < 0 and -s > len(log.olds):
+                                s = log.old(v[0])
+                            put(s)
+                            put(v[1])
+                put(END)
+            else:
+                put(END)
         else:
             self.seq = -1  # in no step's log (logged when a logged node uses it)
 

@@ -487,13 +487,9 @@ def shared(node):
     if got is None:
         _SHARED.put(key, node)
         return node
-    log = LOG
-    i = node.seq - log.start
-    if 0 <= i < len(log.nodes) and log.nodes[i] is node:
-        # the shared node takes the new one's place in the step log, as if
-        # made here: an outer recording catching up finds it there
-        log.nodes[i] = got
-        got.seq = node.seq
+    # the shared node takes the new one's place in the step log, as if made
+    # here: an outer recording catching up finds it there
+    LOG.put_instead(node, got)
     return got
 
 
