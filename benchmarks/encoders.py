@@ -2,7 +2,10 @@
 
     python benchmarks/encoders.py [--steps 15] [--rounds 7]
 
-docs/dev/replay.md ("Why the step log keeps its own pass") quotes it. At
+docs/dev/replay.md ("The step log's key", session 31's figures) quotes it.
+Since session 32 the log's key is written as nodes are made, so its "log"
+row is what is left of it at the barrier (benchmarks/step_log_key.py
+compares the two forms). At
 each recalled barrier of model_zoo.py's tiny GPT-2 step (transformers,
 random init), on the same pending values, alternated in one process
 (``thread_time``, medians): the step log's encoding
