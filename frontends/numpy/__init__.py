@@ -19,7 +19,7 @@ from . import creation, fallback, methods, reductions, ufuncs  # noqa: F401  (me
 from . import indexing, linalg, random  # noqa: F401  (np.linalg, np.random)
 from . import complexes, fft  # noqa: F401  (.real/.imag, np.angle; np.fft)
 from . import special  # noqa: F401  (xp.special: SciPy's special functions, lazy or counted)
-from . import gufuncs
+from . import gufuncs, pycode
 from .sorting import argsort, digitize, lexsort, searchsorted, sort  # noqa: F401  (also ndarray.sort/.argsort)
 from .statistics import *  # noqa: F401,F403  (median, percentile, quantile and the nan variants)
 from .indexing import *  # noqa: F401,F403  (take, take_along_axis, put_along_axis)
@@ -79,11 +79,16 @@ def dynamic(a, axis: int):
 
 
 def __getattr__(name):
-    """Any other NumPy function: NumPy itself on materialized inputs (a counted fallback)."""
+    """Any other NumPy function: its own Python code run lazily where it is Python
+    (:mod:`.pycode`), else NumPy itself on materialized inputs (a counted fallback)."""
     target = getattr(_np, name, None)
     if callable(target):
-        def call(*args, **kwargs):
-            return fallback.call_numpy(target, args, kwargs, name=f"numpy.{name}")
+        if pycode.covered(target):  # NumPy's own Python code, run lazily where it can be
+            def call(*args, **kwargs):
+                return pycode.run_numpy_code(target, args, kwargs, name=f"numpy.{name}")
+        else:
+            def call(*args, **kwargs):
+                return fallback.call_numpy(target, args, kwargs, name=f"numpy.{name}")
 
         call.__name__ = name
         call.__doc__ = target.__doc__

@@ -28,6 +28,7 @@ from lazycore.trace import views
 from lazycore.trace.views import Permute, Reshape, Storage
 
 from . import dtypes, layouts
+from .hostguard import refuse_read, refuse_write
 
 _DEVICE = None
 
@@ -61,6 +62,7 @@ class ndarray:
         is reshape's ValueError)."""
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
         reshape_target(self.size, tuple(operator.index(s) for s in shape))  # NumPy's ValueError first
+        refuse_write(self._storage)  # (the array itself changes)
         try:
             new = self.reshape(shape, copy=False)
         except ValueError:
@@ -397,11 +399,13 @@ def write(a: ndarray, new) -> None:
     """Make ``new`` the value of ``a`` in place (through views into the base)."""
     if not a._writeable:
         raise ValueError("assignment destination is read-only")
+    refuse_write(a._storage)
     views.write(a._storage, a._steps, new)
 
 
 def to_host(a: ndarray) -> np.ndarray:
     """The value as a row-major NumPy array (an implicit barrier)."""
+    refuse_read()
     return core.to_numpy(value(a))
 
 

@@ -8,6 +8,9 @@ array results are uploaded, and ``numpy.<name>`` is recorded with the user's
 line in ``lazycore.metrics.fallbacks()``. This bridge says what is NumPy's:
 an argument NumPy changed in place (``out=``, ``np.copyto``, ``a[mask] = v``)
 is found by comparing it with a copy taken before, and written back.
+(``__array_function__`` first runs a NumPy function written in Python over
+other NumPy functions as NumPy's own code on the lazy arrays, :mod:`.pycode`,
+and comes here only where that code needs a value.)
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from lazycore.trace import fallback
 
 from . import dtypes
 from .array import from_host, host_laid_out, ndarray, value, write
+from .hostguard import RUN, NeedsHost
 from .scalars import as_scalar
 
 sourceloc.skip(np)
@@ -83,5 +87,18 @@ class _Bridge(fallback.Bridge):
 _BRIDGE = _Bridge()
 
 
+def uploaded(out):
+    """A result NumPy's code gave as the fallback gives it: NumPy arrays and scalars
+    uploaded (as lazy arrays and lazy scalars), lazy ones as they are."""
+    if isinstance(out, (np.ndarray, np.generic)):
+        return _BRIDGE.from_host(out, None)
+    if isinstance(out, (list, tuple)):
+        items = [uploaded(o) for o in out]
+        return type(out)(*items) if hasattr(out, "_fields") else type(out)(items)  # (a named tuple)
+    return out
+
+
 def call_numpy(func, args, kwargs, name=None):
+    if RUN.depth:  # inside a lazy run of NumPy's code: it stops, the outermost call falls back
+        raise NeedsHost(name or getattr(func, "__name__", "a host function"))
     return fallback.run(name or f"numpy.{getattr(func, '__name__', func)}", func, args, kwargs, _BRIDGE)

@@ -56,6 +56,7 @@ from lazycore.trace.views import Reshape, Reverse, Slice
 
 from .array import device, from_host, ndarray, to_host, value, wrap, write
 from .fallback import call_numpy, implements
+from .hostguard import refuse_read
 from .scalars import as_scalar, result as numpy_result
 from .ufuncs import apply, asarray_like, broadcast_to_shape, cast, const, device_of, shape_of, to_handle
 
@@ -381,6 +382,7 @@ def _masks_as_indices(a: ndarray, entries: tuple):
 def _read_mask(a: ndarray) -> np.ndarray:
     """Which elements of lazy ``a`` are nonzero, computed on the device and read as a
     NumPy boolean array (a value read: its count is a data-dependent shape)."""
+    refuse_read("a data-dependent shape")
     h = value(a)
     return core.to_numpy(h if h.dtype == "i1" else cast(h, np.bool_))
 

@@ -26,6 +26,7 @@ from lazycore.trace.views import Expand, Permute, Reshape, Reverse, Slice, Strid
 from . import dtypes
 from .array import _new, from_host, ndarray, to_host, value, wrap, write
 from .fallback import call_numpy, implements
+from .pycode import run_numpy_code
 from .indexing import nonzero
 from .reductions import scan
 from .ufuncs import UFUNCS, apply, asarray_like, broadcast_to_shape, cast, device_of, shape_of, to_handle
@@ -682,11 +683,14 @@ _PAD_KWARGS = {
 
 @implements(np.pad)
 def pad(array, pad_width, mode="constant", **kwargs):
-    """Constant, edge, reflect, symmetric and wrap padding lazily; other modes run NumPy (counted)."""
+    """Constant, edge, reflect, symmetric and wrap padding lazily; the statistics and ramp modes
+    are NumPy's own code run lazily (:mod:`.pycode`); a lazy width or a callable mode run NumPy
+    (counted)."""
     a = asarray_like(array)
-    if isinstance(pad_width, ndarray) or callable(mode) or mode in ("linear_ramp", "maximum", "mean", "median",
-                                                                      "minimum"):
+    if isinstance(pad_width, ndarray) or callable(mode):
         return call_numpy(np.pad, (a, pad_width, mode), kwargs)
+    if mode in ("linear_ramp", "maximum", "mean", "median", "minimum"):
+        return run_numpy_code(np.pad, (a, pad_width, mode), kwargs)
     if isinstance(pad_width, dict):
         seq = [(0, 0)] * a.ndim
         for ax, width in pad_width.items():

@@ -8,7 +8,7 @@ import types
 import numpy as np
 
 from . import creation as _creation
-from . import dtypes, indexing, layouts, reductions, scalars
+from . import dtypes, indexing, layouts, pycode, reductions, scalars
 from .array import (_new, contiguous, fits_order, from_host, host_laid_out, laid_out, layout_of, ndarray,
                     reshape_target, to_host, value, wrap)
 from .fallback import array_function, call_numpy
@@ -20,7 +20,7 @@ from .ufuncs import UFUNCS, cast, quick
 
 
 def _reshape_method(self, *shape, order="C", copy=None):
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, np.ndarray)):  # (kron: a NumPy array of sizes)
         shape = shape[0]
     shape = reshape_target(self.size, tuple(int(s) for s in shape))
     if order != "C":
@@ -33,7 +33,7 @@ def _array_ufunc_method(self, ufunc, method, *inputs, **kwargs):
 
 
 def _array_function_method(self, func, types, args, kwargs):
-    return array_function(func, args, kwargs)
+    return pycode.array_function(func, args, kwargs)
 
 
 ndarray.reshape = _reshape_method

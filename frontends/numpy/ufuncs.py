@@ -613,7 +613,10 @@ def _fixed(uf, dtype, signature):
     if dtype is not None:
         if signature is not None:
             raise TypeError("cannot specify both 'signature' and 'dtype'")
-        return (None,) * uf.nin + (np.dtype(dtype),) * uf.nout
+        # a DType class (np.linspace's ``dtype=type(dt)``) is one as NumPy takes it: np.dtype()
+        # of it would be object
+        fixed = dtype if isinstance(dtype, type) and issubclass(dtype, np.dtype) else np.dtype(dtype)
+        return (None,) * uf.nin + (fixed,) * uf.nout
     if isinstance(signature, list):
         return tuple(signature)
     return signature
