@@ -11,7 +11,9 @@ from each device's generator, so no two devices agree on them.
 
 :func:`compare` is hunt 27's comparison (losses, state, fallbacks, compiles
 and programs a step, a float64 referee on request) over this module's loops.
-``python tests/consumers/cases_hunt30v.py [names]`` prints the table.
+``python tests/consumers/cases_hunt30v.py [names]`` prints the table;
+``SPREAD=1`` prints :func:`float64_spread` of each instead, ``STRIDES=1``
+:func:`float64_strides`.
 """
 
 from __future__ import annotations
@@ -48,6 +50,22 @@ def _no_dropout(model):
     return model
 
 
+class _Nudge:
+    """A relative nudge :func:`_classify` gives each initial weight (0: none):
+    :func:`float64_spread` sets it for one run."""
+
+    rel = 0.0
+
+
+def _nudged(model):
+    if _Nudge.rel:
+        g = torch.Generator().manual_seed(7)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.mul_(1 + _Nudge.rel * torch.randn(p.shape, generator=g, dtype=torch.float64).to(p.dtype))
+    return model
+
+
 def _optimizer(kind, model):
     params = model.parameters()
     if kind == "sgd":
@@ -71,7 +89,7 @@ def _classify(build, device, each, dtype, opt="sgd", size=64, n=2, classes=10, f
     (a tuple or torchvision's namedtuples) each add a loss. ``finish(model,
     device, dtype, generator) -> (model, extra state)`` after the last step."""
     torch.manual_seed(0)
-    model = _no_dropout(build()).to(dtype).to(device)
+    model = _nudged(_no_dropout(build()).to(dtype)).to(device)
     model.train()
     optim, sched = _optimizer(opt, model)
     g = torch.Generator().manual_seed(1)
@@ -293,6 +311,67 @@ def first_step_grads(build, device, dtype=torch.float32, size=64, n=2, classes=1
     return float(loss.detach().cpu()), {k: v.cpu().double() for k, v in grads.items()}
 
 
+def float64_spread(name, rel=1e-7):
+    """Whether classification loop ``name`` is chaotic: the state distance
+    (zoo_harness._state_diff) between its float64 eager run and one whose
+    initial weights are each moved by ``rel`` (relative, float32's rounding
+    size), with the moved run's losses. Where that is as large as eager
+    float32's own distance from float64, four steps amplify any rounding (the
+    ReLUs and batch norms of a tiny batch land on other sides) and no float32
+    run, eager's or lazycore's, can be held to float64 over the loop."""
+    from cases_hunt27 import _cpu_state
+    from zoo_harness import _state_diff
+
+    cpu = torch.device("cpu")
+    _, ref = CASES[name](cpu, lambda: None, dtype=torch.float64)
+    _Nudge.rel = rel
+    try:
+        losses, moved = CASES[name](cpu, lambda: None, dtype=torch.float64)
+    finally:
+        _Nudge.rel = 0.0
+    return _state_diff(_cpu_state(moved), _cpu_state(ref)), [float(v) for v in losses]
+
+
+def contiguous_backward():
+    """A dispatch mode giving every aten ``*backward*`` kernel contiguous
+    tensors (it is active in the autograd engine's CPU thread too), counting
+    the calls that had a strided one in ``.strided``: eager's answer where no
+    kernel depends on its gradient's strides. It finds the batch norm case of
+    tests/torch/test_batch_norm_transposed_gradient.py (its float64 bias
+    gradient's first channel -0.198 plain, -0.785 under the mode: the one a
+    ``.contiguous()`` hook gives)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_map
+
+    class ContiguousBackward(TorchDispatchMode):
+        strided: dict = {}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if "backward" in func.__name__:
+                if any(torch.is_tensor(a) and not a.is_contiguous() for a in args):
+                    self.strided[func.__name__] = self.strided.get(func.__name__, 0) + 1
+                args = tree_map(lambda a: a.contiguous() if torch.is_tensor(a) else a, args)
+            return func(*args, **(kwargs or {}))
+
+    return ContiguousBackward()
+
+
+def float64_strides(name):
+    """Whether eager's float64 referee of loop ``name`` depends on its
+    gradients' strides: the state distance between its plain float64 run and
+    one under :func:`contiguous_backward`, and the kernels that had strided
+    inputs (name -> calls)."""
+    from cases_hunt27 import _cpu_state
+    from zoo_harness import _state_diff
+
+    cpu = torch.device("cpu")
+    _, plain = CASES[name](cpu, lambda: None, dtype=torch.float64)
+    mode = contiguous_backward()
+    with mode:
+        _, contiguous = CASES[name](cpu, lambda: None, dtype=torch.float64)
+    return _state_diff(_cpu_state(contiguous), _cpu_state(plain)), dict(mode.strided)
+
+
 # --- the driver -------------------------------------------------------------------------------
 
 
@@ -315,6 +394,16 @@ if __name__ == "__main__":  # python tests/consumers/cases_hunt30v.py [names...]
     for n in sys.argv[1:] or list(CASES):
         for m in ([n] if n in CASES else [k for k in CASES if n in k]):
             t = time.time()
+            if os.environ.get("SPREAD") == "1":
+                (d, worst), losses = float64_spread(m)
+                print(f"{m:40s} float64 moved by 1e-7 ends {d:.1e} away ({worst}) losses {losses} "
+                      f"{time.time() - t:.0f}s", flush=True)
+                continue
+            if os.environ.get("STRIDES") == "1":
+                (d, worst), strided = float64_strides(m)
+                print(f"{m:40s} float64 with contiguous backward inputs {d:.1e} from plain ({worst}); strided "
+                      f"{strided} {time.time() - t:.0f}s", flush=True)
+                continue
             try:
                 print(compare(m, referee=referee).line(), f"{time.time() - t:.0f}s", flush=True)
             except Exception as e:  # noqa: BLE001 (a table row)
