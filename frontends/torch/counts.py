@@ -27,6 +27,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from lazycore.ir.memo import Memo
+from lazycore.ir.sourceloc import caller
 from lazycore.runtime import buckets
 from lazycore.trace import core
 from lazycore.trace.scalar_policy import POLICY
@@ -34,19 +36,50 @@ from lazycore.trace.scalar_policy import POLICY
 from .tensor import from_host, lc_device, upload, wrap
 
 
-def columns(where: np.ndarray, device, rank: int) -> list:
-    """The columns of ``where`` (a mask's ``(n, rank)`` nonzero indices) as
-    handles on ``device``: padded to ``n``'s bucket along their one dimension
-    once ``n`` has varied at the user's line (see the module)."""
+_SEEN = Memo("torch.count_buckets", 256)
+"""A varying count's line (kind and user's instruction) -> the buckets its counts have taken."""
+
+_WIDTHS = Memo("torch.count_widths", 64)
+"""A bucket -> the wider one its varying counts are padded to (:func:`width`)."""
+
+
+def width(n: int, kind=None) -> int:
+    """The size a varying count ``n`` is padded to: the widest bucket that
+    any line whose counts have taken ``n``'s bucket has needed (see the
+    module); ``n``'s bucket where none has been wider, ``n`` where no bucket
+    holds it. ``kind`` (what the count counts, with its bound: one line
+    counts the positives of 135 anchors and of 51 proposals, whose buckets
+    must stay apart) records ``n`` at the user's line; None only asks."""
+    b = buckets.bucket(n)
+    if b is None:
+        return n
+    if kind is not None:
+        place = (kind, caller())
+        seen = _SEEN.get(place, frozenset())
+        if b not in seen:
+            seen = _SEEN.put(place, seen | {b})
+            top = max(seen)
+            for s in seen:  # (every bucket the line has taken pads to its widest)
+                if _WIDTHS.get(s, s) < top:
+                    _WIDTHS.put(s, top)
+    return max(b, _WIDTHS.get(b, b))
+
+
+def columns(where: np.ndarray, device, rank: int, size: int) -> list:
+    """The columns of ``where`` (the ``(n, rank)`` nonzero indices of a mask
+    of ``size`` elements) as handles on ``device``: padded to :func:`width`
+    along their one dimension once ``n`` has varied at the user's line (see
+    the module)."""
     n = where.shape[0]
-    padded = n >= 2 and POLICY.varies(("nonzero", rank), (n,))
+    varies = n >= 2 and POLICY.varies(("nonzero", rank), (n,))
+    b = width(n, ("nonzero", rank, buckets.bucket(size))) if varies else None
     out = []
     for d in range(where.shape[1]):
         column = np.ascontiguousarray(where[:, d])
-        if not padded:
+        if b is None:
             out.append(upload(torch.from_numpy(column), device, scalar=False))
             continue
-        handle = upload(torch.from_numpy(buckets.pad_host(column, 0)), device, scalar=False)
+        handle = upload(torch.from_numpy(np.pad(column, (0, b - n))), device, scalar=False)
         out.append(core.LazyTensor(buckets.cut(handle.value.node, (n,), 0), handle.device))
     return out
 
@@ -55,12 +88,14 @@ def permutation(host: torch.Tensor, tdev):
     """A fallback's 1-d result ``host`` (``randperm(n)``'s draws) as a tensor
     on the lazy device ``tdev``: uploaded padded to ``n``'s bucket, handed out
     as its valid region, once ``n`` has varied at the user's line; else as
-    it is (:func:`columns`' policy)."""
+    it is (:func:`columns`' policy). Its width is the count's (it draws
+    from a count :func:`columns` gave: it records nothing of its own)."""
     n = host.shape[0]
-    if n < 2 or not POLICY.varies(("randperm", host.dtype), (n,)):
+    b = width(n) if n >= 2 and POLICY.varies(("randperm", host.dtype), (n,)) else None
+    if b is None:
         return from_host(host, tdev)
     dev = lc_device(tdev)
-    handle = upload(torch.from_numpy(buckets.pad_host(host.numpy(), 0)), dev, scalar=False)
+    handle = upload(torch.from_numpy(np.pad(host.numpy(), (0, b - n))), dev, scalar=False)
     return wrap(core.LazyTensor(buckets.cut(handle.value.node, (n,), 0), handle.device))
 
 

@@ -787,7 +787,7 @@ def _mask_indices(mask, shape):
         values = core.to_numpy(h)
     values = _viewed(values.astype(bool, copy=False), h, layout)
     where = np.argwhere(np.broadcast_to(values, shape))
-    columns = counts.columns(where, h.device, len(shape))  # (in a bucket once the count varies)
+    columns = counts.columns(where, h.device, len(shape), math.prod(shape))  # (in a bucket once the count varies)
     _HOST_INDICES.put(key, (node, where, columns))
     return [core.LazyTensor(c.value, c.device) for c in columns]
 

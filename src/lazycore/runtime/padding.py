@@ -927,16 +927,18 @@ def _append(state, node, operands, pads):
     total = n + m
     if state.bucket_of is None:
         raise Refused(f"{_where(node)} joins along a padded dimension")
+    x = operands[0]
+    have = x.type.shape[d]
     if total not in state.symbols:
         b = state.bucket_of(total)
         if b is None:
             raise Refused(f"{_where(node)} grows a padded dimension past the largest bucket")
-        state.symbols[total] = b
+        # (a count padded wider than its bucket, frontends/torch/counts.py's
+        # width: Faster R-CNN's proposals, then its gt boxes appended, stay that wide)
+        state.symbols[total] = max(b, have)
         state.valid[total] = Scalar(np.asarray(total, np.int32), "i32")
         state.derived.add(total)
-    x = operands[0]
     width = state.symbols[total]
-    have = x.type.shape[d]
     if width < have:
         raise Refused(f"{_where(node)} joins into a smaller bucket")
     if width > have:  # widened to the result's bucket with zeros
