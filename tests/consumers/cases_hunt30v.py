@@ -405,7 +405,10 @@ if __name__ == "__main__":  # python tests/consumers/cases_hunt30v.py [names...]
                       f"{strided} {time.time() - t:.0f}s", flush=True)
                 continue
             try:
-                print(compare(m, referee=referee).line(), f"{time.time() - t:.0f}s", flush=True)
+                out = compare(m, referee=referee)
+                # the referee's two distances in full: the table's two digits can tie
+                f64 = f" ({out.eager_f64!r} / {out.lazy_f64!r})" if referee else ""
+                print(out.line(), f"{time.time() - t:.0f}s{f64}", flush=True)
             except Exception as e:  # noqa: BLE001 (a table row)
                 print(Outcome(m, [], [], 0, 0, "", 0, {}, [], [], error=f"{type(e).__name__}: {e}"[:300]).line(),
                       flush=True)
