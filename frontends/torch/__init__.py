@@ -35,6 +35,7 @@ from . import optim as _optim
 from . import optim_replay as _optim_replay
 from . import backward_replay as _backward_replay
 from lazycore.runtime.closures import add_step_closure
+from . import capture as _capture
 from .capture import Captured, capture
 from .loader import DeviceLoader
 from .lowering import register as register_lowering
@@ -63,6 +64,7 @@ __all__ = [
 ]
 
 _optim.install()
+_capture.install()  # (after optim's: its step hooks run first)
 _optim_replay.install()
 _backward_replay.install()
 _hooks.install()  # torch._lazy, torch.lazy, torch.manual_seed, torch.autocast answer for lazycore

@@ -543,6 +543,52 @@ class _Modules:
         return None
 
 
+class _StepWatchers(threading.local):
+    """The optimizer step hooks of the recordings running in this thread.
+
+    torch iterates its process-wide optimizer hook dicts while it calls each
+    hook, so a hook added or removed while another thread steps an optimizer
+    raises "OrderedDict mutated during iteration" in that thread: the two
+    hooks are registered once, and each thread's recordings are found here."""
+
+    def __init__(self):
+        self.active: list = []  # [(pre, post)], innermost last
+
+    def add(self, pre, post):
+        entry = (pre, post)
+        self.active.append(entry)
+        return entry
+
+    def remove(self, entry):
+        self.active.remove(entry)
+
+
+_STEPS = _StepWatchers()
+
+
+def _step_pre(o, a, k):
+    for pre, _ in tuple(_STEPS.active):
+        pre(o, a, k)
+
+
+def _step_post(o, a, k):
+    for _, post in tuple(_STEPS.active):
+        post(o, a, k)
+
+
+def install() -> None:
+    """Register the two step hooks, once: at import, before a user's threads step
+    optimizers (registering is itself a mutation), and after :func:`.optim.install`'s,
+    so a recording's step begins after the learning rate is swapped in and ends after
+    the step barrier is marked, as when it registered them itself."""
+    if not _STEP_HOOKS:
+        _STEP_HOOKS.append(_optimizer.register_optimizer_step_pre_hook(_step_pre))
+        _STEP_HOOKS.append(_optimizer.register_optimizer_step_post_hook(_step_post))
+
+
+_STEP_HOOKS: list = []
+
+
 def _watch(x, went):
     try:
         return weakref.ref(x, went)
@@ -568,7 +614,7 @@ class _Plan:
         before = {i: p.grad for i, p in known.items()}
         modules, optims = {}, {}
         groups = {}  # id(optimizer) -> its hyperparameters when its first step began: those the step used
-        # (the hooks are process-wide: another thread's modules and optimizers are not the step's)
+        # (the module hook is process-wide: another thread's modules are not the step's)
         me = threading.get_ident()
 
         def called(m, a):
@@ -579,8 +625,6 @@ class _Plan:
         stepping = []  # the step-log numbers each optimizer step made nodes between
 
         def pre(o, a, k):
-            if threading.get_ident() != me:
-                return
             if id(o) not in optims:
                 groups[id(o)] = _groups(o)  # (a scheduler the step steps after it changes them)
             optims.setdefault(id(o), o)
@@ -588,11 +632,10 @@ class _Plan:
             stepping.append([_capture.LOG.start + len(_capture.LOG.nodes), None])
 
         def post(o, a, k):
-            if threading.get_ident() == me and stepping and stepping[-1][1] is None:
+            if stepping and stepping[-1][1] is None:
                 stepping[-1][1] = _capture.LOG.start + len(_capture.LOG.nodes)
 
-        h2 = _optimizer.register_optimizer_step_pre_hook(pre)
-        h3 = _optimizer.register_optimizer_step_post_hook(post)
+        steps = _STEPS.add(pre, post)
         state0 = _global_state()
         for opt in list(optimizers):
             _optim.refresh(opt)  # a new learning rate: an input of the step, not a value it made
@@ -610,8 +653,7 @@ class _Plan:
                     post(inside, (), {})
             finally:
                 h1.remove()
-                h2.remove()
-                h3.remove()
+                _STEPS.remove(steps)
         # an optimizer's numbers are its hyperparameters, which the plan guards
         contents = _capture.contents(watch, [r for r in stepping if r[1] is not None]) if compare else None
         modules = _survivors(modules, reads.selves)

@@ -122,10 +122,18 @@ def _mlp():
 # --- CI: two cheap user loops ----------------------------------------------------------------
 
 
-def test_two_threads_train_their_own_models(dev):
+@pytest.mark.parametrize("replay", [False, True], ids=["engine", "replay"])
+def test_two_threads_train_their_own_models(dev, replay, monkeypatch):
     """Two threads, each training its own model on the lazy device and cutting
-    its own steps, never crash and each ends at its eager copy's weights."""
+    its own steps, never crash and each ends at its eager copy's weights. With
+    backward replay on, a thread records its optimizer's step while the other
+    steps its own: the step hooks a recording needs are registered once (torch
+    iterates its process-wide hook dict while calling the hooks; a hook added
+    then raised "OrderedDict mutated during iteration" in the other thread)."""
     import lazycore.torch as ltorch
+    from lazycore.frontends.torch import backward_replay
+
+    monkeypatch.setattr(backward_replay.SWITCH, "on", replay)
 
     errors, diffs = [], {}
 
@@ -152,6 +160,41 @@ def test_two_threads_train_their_own_models(dev):
         t.join()
     assert not errors
     assert sorted(diffs) == [1, 2] and max(diffs.values()) < 1e-6, diffs
+
+
+def test_recording_steps_leaves_process_wide_hooks_alone(dev, monkeypatch):
+    """What the two-thread test needs, made deterministic: recording an optimizer's
+    step (the optimizer replay's first calls) neither adds nor removes a process-wide
+    optimizer step hook: torch calls each while iterating their dict, so a change
+    while another thread steps raises there. (The module forward pre-hook a
+    recording adds is safe: ``Module._call_impl`` copies that dict before calling.)"""
+    import collections
+
+    import torch.optim.optimizer as optimizer_mod
+
+    import lazycore.torch as ltorch
+
+    changes = []
+
+    class Watched(collections.OrderedDict):
+        def __setitem__(self, k, v):
+            changes.append(("add", k))
+            super().__setitem__(k, v)
+
+        def __delitem__(self, k):
+            changes.append(("remove", k))
+            super().__delitem__(k)
+
+    for mod, name in ((optimizer_mod, "_global_optimizer_pre_hooks"), (optimizer_mod, "_global_optimizer_post_hooks")):
+        monkeypatch.setattr(mod, name, Watched(getattr(mod, name)))
+    changes.clear()  # (the copies' own)
+    torch.manual_seed(0)
+    lazy = _mlp().to(dev)
+    opt = torch.optim.Adam(lazy.parameters(), lr=1e-2)
+    for x, y in _cls_batches(4):
+        _xent_step(lazy, opt, (x.to(dev), y.to(dev)))
+        ltorch.mark_step()
+    assert changes == []
 
 
 def test_per_sample_grads_with_functional_call_vmap_grad(dev):
