@@ -294,3 +294,84 @@ def mem_get_info(device=None) -> tuple[int, int]:
     its allocator's limit and what is left of it (GPUs, TPUs), or on the CPU
     the host's available and total RAM."""
     return pjrt.memory_info(_lc(device).pjrt)
+
+
+def empty_cache() -> None:
+    """Nothing to release: lazycore keeps no caching allocator of its own (a
+    buffer no live value holds is freed when dropped), and PJRT's allocator
+    (GPUs, TPUs) offers no call to shrink its pool. Here so device-agnostic
+    code (``torch.get_device_module(dev).empty_cache()``) runs unchanged."""
+
+
+def memory_stats_as_nested_dict(device=None) -> dict:
+    """:func:`memory_stats` nested at its dots (``torch.cuda``'s form)."""
+    nested: dict = {}
+    for key, value in memory_stats(device).items():
+        *path, leaf = key.split(".")
+        node = nested
+        for part in path:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return nested
+
+
+def reset_accumulated_memory_stats(device=None) -> None:
+    """Nothing to reset: lazycore counts no allocations or frees over time
+    (``torch.cuda``'s ``.allocated`` and ``.freed`` figures), only what is held
+    now and the peak, which :func:`reset_peak_memory_stats` resets. The device
+    index is still checked, as ``torch.cuda`` does."""
+    _lc(device)
+
+
+def memory_cached(device=None) -> int:
+    """``torch.cuda``'s deprecated name of :func:`memory_reserved`."""
+    return memory_reserved(device)
+
+
+def max_memory_cached(device=None) -> int:
+    """``torch.cuda``'s deprecated name of :func:`max_memory_reserved`."""
+    return max_memory_reserved(device)
+
+
+def reset_max_memory_cached(device=None) -> None:
+    """``torch.cuda``'s deprecated name: resets the peaks (:func:`reset_peak_memory_stats`)."""
+    reset_peak_memory_stats(device)
+
+
+def _size(n: int) -> str:
+    for unit in ("B  ", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:7.0f} {unit}" if unit == "B  " else f"{n:7.2f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def memory_summary(device=None, abbreviated: bool = False) -> str:
+    """A printable table of :func:`memory_stats` (``torch.cuda.memory_summary``'s
+    use: print it when memory runs short): bytes and buffers live lazy values
+    hold, now and at the peak, then the device allocator's own figures where
+    it keeps them. ``abbreviated`` is accepted for ``torch.cuda``'s signature;
+    the table is short either way."""
+    index = _index(device)
+    stats = memory_stats(index)
+    free, total = mem_get_info(index)
+    rows = [
+        ("Allocated memory", _size(stats["allocated_bytes.all.current"]), _size(stats["allocated_bytes.all.peak"])),
+        ("Buffers", f"{stats['allocation.all.current']:11d}", f"{stats['allocation.all.peak']:11d}"),
+        ("Reserved memory", _size(memory_reserved(index)), _size(max_memory_reserved(index))),
+    ]
+    rows += [(f"device.{k[len('device.'):]}", f"{v:11d}" if not k.endswith("bytes") else _size(v), "")
+             for k, v in stats.items() if k.startswith("device.")]
+    rule = "|" + "=" * 62 + "|"
+    lines = [rule, f"| {'lazycore memory summary, device lazy:' + str(index) + ' (' + _lc(index).name + ')':<60} |",
+             f"| {'free ' + _size(free).strip() + ' of ' + _size(total).strip():<60} |", rule,
+             f"| {'Metric':<32}| {'Cur Usage':>12} | {'Peak Usage':>12} |", "|" + "-" * 62 + "|"]
+    lines += [f"| {name:<32}| {cur:>12} | {peak:>12} |" for name, cur, peak in rows]
+    lines.append(rule)
+    return "\n".join(lines) + "\n"
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Every lazy device computes in bfloat16 (XLA lowers it on every platform),
+    so code that picks bfloat16 only where ``is_bf16_supported()`` says so takes it."""
+    return True
