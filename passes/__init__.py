@@ -13,6 +13,7 @@ compiler.
 """
 
 import importlib
+import importlib.util
 
 _WHERE = {
     "DEFAULT_PIPELINE": "pipeline", "PASSES": "catalog", "IRPrinting": "pipeline", "PassError": "catalog",
@@ -29,6 +30,10 @@ __all__ = sorted(_WHERE)
 def __getattr__(name: str):
     where = _WHERE.get(name)
     if where is None:
+        # a module of this package (`lazycore.passes.pipeline.default_for`, as the guides write it) resolves
+        # whether or not something imported it before
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+            return importlib.import_module(f".{name}", __name__)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from .pipeline import _ensure_passes_loaded
 

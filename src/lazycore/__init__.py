@@ -72,6 +72,9 @@ PUBLIC_MODULES = {
     "testing": "lazycore.observe.testing",
 }
 
+# the packages and modules under their own names (``lazycore.numpy`` as ``jax.numpy``), loaded on first use
+SUBPACKAGES = ("dialect", "passes", "frontends", "numpy", "torch")
+
 
 def _load(target: str):
     module = importlib.import_module(target)
@@ -88,6 +91,10 @@ def __getattr__(name):
         value = getattr(_load(_NAMED[name]), name)
     elif name in PUBLIC_MODULES:
         value = _load(PUBLIC_MODULES[name])
+    elif name in SUBPACKAGES:
+        # without this, whether `lazycore.passes` resolves after `import lazycore.torch` depended on
+        # whether the background compiler import (runtime.compiler_ahead) had got to it yet
+        value = importlib.import_module(f"lazycore.{name}")
     else:
         raise AttributeError(f"module 'lazycore' has no attribute '{name}'")
     globals()[name] = value  # later lookups skip this function
