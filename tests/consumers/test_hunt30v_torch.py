@@ -246,10 +246,16 @@ _KNOWN = {
                         "strides: its float64 run with every backward kernel's inputs made contiguous "
                         "(cases.float64_strides; 88 convolution_backward and 16 native_layer_norm_backward calls had "
                         "strided ones) ends where the plain one does (0.0 at float32 precision)",
-    "tv_swin_t": "state 6.4e-4 from eager; float64 eager 3.5e-4 / lazycore 6.7e-4; not located. Not eager's strides: "
-                 "float64 with contiguous backward inputs (layer norm, select, slice, convolution backward had "
-                 "strided ones) ends 5.3e-14 from the plain run. Nor chaos alone: float64 with its weights moved by "
-                 "1e-7 ends 1.5e-4 away (cases.float64_spread), below both float32 runs' distances",
+    "tv_swin_t": "AdamW's first update amplifies float32's rounding at gradients near zero (located, session 33): "
+                 "one step, lazycore is as near float64 as eager (largest distance per module forward 1.8e-6 / "
+                 "eager 1.2e-6, parameter gradients 1.7e-6 / 1.3e-6, each relative to its tensor's largest value; "
+                 "no module apart by a factor over 2), but lr * g / (|g| + eps) makes features.6.reduction.weight's "
+                 "gradient -2.9e-9 in float64 (3e-8 of that tensor's largest, 8.9e-2), -2.4e-9 in eager and "
+                 "+1.0e-8 in lazycore, so its first updates -2.2e-4, -1.9e-4 and +5.1e-4: the first update alone "
+                 "is 3.4e-4 (eager, elsewhere) / 7.4e-4 (lazycore) from float64's, the loop's end distances "
+                 "(3.5e-4 / 6.7e-4; state 6.4e-4 from eager). "
+                 "Not eager's strides (float64 with contiguous backward inputs ends 5.3e-14 from the plain run); "
+                 "float64 with its weights moved by 1e-7 ends 1.5e-4 away (cases.float64_spread)",
     "tv_efficientnet_v2_s": "AdamW, loss 3.5e-2 / state 3.3e-2 from eager; float64 eager 3.1e-2 / lazycore 3.9e-2; "
                             "not located. Not eager's strides: no backward kernel gets a strided input. Amplified: "
                             "float64 with its weights moved by 1e-7 ends 1.2e-2 away (cases.float64_spread; last "
