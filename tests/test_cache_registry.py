@@ -163,6 +163,7 @@ NOT_CACHES = {
     "src/lazycore/observe/inspect_graph.py:OBSERVERS": "listeners of graphs",
     "frontends/torch/lowering.py:_LISTENERS": "listeners of lowerings",
     "frontends/torch/optim.py:_HOOK": "the optimizer hook handles, installed once",
+    "frontends/torch/capture.py:_STEP_HOOKS": "the two optimizer step hook handles, installed once",
     "frontends/torch/optim.py:_SCHEDULING": "the LR schedulers stepping now (a stack)",
     "src/lazycore/runtime/peers.py:_WATCH": "the one watch of a multi-process run's peers",
     "src/lazycore/runtime/peers.py:_KEEP": "the exit handler of a multi-process run, kept alive",
