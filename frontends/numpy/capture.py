@@ -49,13 +49,14 @@ calling line) and traces its calls plainly, recording one again after 1, 2,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import weakref
 
 import numpy as np
 
 from lazycore.ir.config import settings
-from lazycore.ir.context import LOCK
+from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.memo import Family, Memo
 from lazycore.ir.tensor import LazyTensor
 from lazycore.trace import capture as _capture
@@ -264,7 +265,10 @@ class _Plan:
     def trace(cls, fn, args, kwargs, flat, compare=False):
         arrays = [x for x in flat if isinstance(x, ndarray)]
         state0 = _global_state()
-        with _pyreads.Reads(fn) as reads:
+        # no automatic step cut and no eager-mode run inside a traced call, as torch's capture
+        # (runtime/eager.py: a recording keeps its program; a run would refuse it as a barrier)
+        holding = TRACE.cutter.holding() if TRACE.cutter is not None else contextlib.nullcontext()
+        with _pyreads.Reads(fn) as reads, holding:
             watch = _capture.begin([x._storage.handle for x in arrays])
             out = fn(*args, **kwargs)
         contents = _capture.contents(watch) if compare else None

@@ -46,6 +46,7 @@ value computed from one, raises :class:`~lazycore.BarrierError`.
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 from dataclasses import dataclass, field
 
@@ -280,7 +281,10 @@ def trace(fn, example_args, types, device, donated, name: str) -> Traced:
     leaves = [_argument_leaf(t, i, name) for i, t in enumerate(types)]
     inputs = [wrap_like(x, LazyTensor(Value(leaf, 0), device)) for x, leaf in zip(example_args, leaves)]
     try:
-        with _no_reads(name):
+        # no automatic step cut and no eager-mode run of each op inside: the trace is one program
+        # (under lazycore.config.eager() every op ran its results: "ran a barrier")
+        holding = TRACE.cutter.holding() if TRACE.cutter is not None else contextlib.nullcontext()
+        with _no_reads(name), holding:
             try:
                 out = fn(*inputs)
             except BarrierError as e:
