@@ -62,6 +62,12 @@ def add_step_closure(fn, args=(), run_async: bool = False) -> None:
         PENDING.append((fn, args, loc, bool(run_async)))
 
 
+def queued() -> int:
+    """How many closures wait for the next ``mark_step`` (a captured step's
+    recording refuses a call that added one: :func:`lazycore.trace.capture.check`)."""
+    return len(PENDING)
+
+
 def take():
     """The closures of the step a barrier just ran (under ``LOCK``), and the
     programs they wait for: ``(closures, launches)``."""

@@ -64,6 +64,7 @@ from lazycore.ir.sourceloc import forget as forget_frame
 from lazycore.ir.sourceloc import format_location
 from lazycore.ir.sourceloc import resolve as resolve_location
 from lazycore.ir.tensor import LazyTensor
+from lazycore.runtime import closures as _closures
 from lazycore.runtime import device as _device
 from lazycore.trace.fragment import Fragment
 
@@ -198,7 +199,7 @@ events.listen("transfer", UPLOADS.heard)
 class Watch:
     """The state of the world when a traced call began (see :func:`begin`)."""
 
-    __slots__ = ("seq", "log_start", "before", "held", "counters", "args", "calls")
+    __slots__ = ("seq", "log_start", "before", "held", "counters", "args", "calls", "closures")
 
     def __init__(self, args, calls=True):
         self.args = list(args)
@@ -213,6 +214,7 @@ class Watch:
                 self.before[id(h)] = (h, v)
                 self.held.setdefault((id(v[0]), v[1]), []).append(h)
         self.counters = (UPLOADS.count, events.EVENTS.counters["fallbacks"], events.EVENTS.counters["host_reads"])
+        self.closures = _closures.queued()
 
 
 def begin(args, calls=True) -> Watch:
@@ -244,6 +246,10 @@ def check(watch: Watch) -> None:
         raise Refused("the step made more nodes than the step log keeps")
     if events.EVENTS.counters["fallbacks"] != watch.counters[1]:
         raise Refused("the step ran an op without a lowering (a counted fallback)")
+    if _closures.queued() != watch.closures:
+        # a replay runs no Python: the closure would be lost from the second replay on
+        raise Refused("the step adds a step closure (add_step_closure), which a replay would not add: add it "
+                      "after the step's call, with the values the step returns")
     if UPLOADS.count != watch.counters[0]:
         raise Refused("the step copied host data to the device (a tensor made from Python data or a CPU tensor)")
 
