@@ -295,17 +295,20 @@ CASES["transforms_v2_mixup"] = transforms_v2_mixup
 
 
 def first_step_grads(build, device, dtype=torch.float32, size=64, n=2, classes=10):
-    """The first step of :func:`_classify` up to the gradients: the loss and
-    each parameter's gradient (float64 CPU tensors). Where a loop's rounding
-    is amplified over its steps (DLA34: eager float32 itself ends 0.46 from
-    float64), the first step's gradients are what can be held to float64."""
+    """The first step of :func:`_classify` up to the gradients: the loss
+    (auxiliary heads' included, as there) and each parameter's gradient
+    (float64 CPU tensors). Where a loop's rounding is amplified over its steps
+    (DLA34: eager float32 itself ends 0.46 from float64), the first step's
+    gradients are what can be held to float64."""
     torch.manual_seed(0)
     model = _no_dropout(build()).to(dtype).to(device)
     model.train()
     g = torch.Generator().manual_seed(1)
     x = torch.randn(n, 3, size, size, generator=g).to(dtype).to(device)
     y = torch.randint(0, classes, (n,), generator=g).to(device)
-    loss = F.cross_entropy(model(x), y)
+    out = model(x)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    loss = sum(F.cross_entropy(o, y) * (1.0 if i == 0 else 0.3) for i, o in enumerate(outs) if o is not None)
     loss.backward()
     grads = {k: p.grad.detach() for k, p in model.named_parameters() if p.grad is not None}
     return float(loss.detach().cpu()), {k: v.cpu().double() for k, v in grads.items()}

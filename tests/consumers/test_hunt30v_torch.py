@@ -208,7 +208,12 @@ _REFEREE = {"timm_repvgg_reparam", "timm_cspresnet50", "timm_deit_tiny_distilled
             # lazy from eager loss 2.6e-3, state 2.0e-3 at an attention's qkv weight) 2.0e-3 / 1.9e-3, maxvit_t
             # (AdamW, 1x3x224x224; loss 6.8e-6, state 3.1e-3 at an MBConv pre-norm bias) 1.9e-3 / 1.7e-3, s3d
             # (SGD, 1x3x16x224x224; loss 1.6e-2, state 1.9e-1 at the stem's weight) 2.43e-1 / 2.00e-1
-            "tv_swin_v2_t", "tv_maxvit_t", "tv_s3d"}
+            "tv_swin_v2_t", "tv_maxvit_t", "tv_s3d",
+            # session 33 (REFEREE=1 table, load 9-15): swin3d_t (AdamW, 1x3x4x64x64; lazy from eager loss 2.1e-6,
+            # state 3.9e-4 at an MLP weight, 0 fallbacks, compiles [1,1,0,0]) 4.94e-4 / 4.75e-4. As Swin-T's
+            # (_KNOWN), an AdamW loop's distance is set by its first update at gradients near zero: a margin of
+            # rounding, which a change of summation order can move either way
+            "tv_swin3d_t"}
 
 
 # Left open (issue 39), each failing in full mode as committed; strict, so a change shows. DLA34 (SGD,
