@@ -69,13 +69,17 @@ def test_a_constant_read_as_a_size_is_walked_when_the_size_moves(walks):
     # the second step (lengths 4 and 5, walked) holds an integer constant
     # 5, which its program takes as the length 5's parameter; the next
     # steps hold the same 5, not their length: walked, and their value
-    # adds 5, not the length
+    # adds 5, not the length. (From the second step on: a walk that met the
+    # 5 while no length was 5 would hold it as a number from then on,
+    # runtime/padding.py's LITERALS)
     def extra(x, k):
+        if k == 0:
+            return []
         three = lc.scalar(3, dtype="i32", fold=False)
         return [lc.apply("add", lc.apply("constant", value=np.asarray(5, np.int32)), three)]
 
     got, late = grow(6, extra, walks)
-    assert [int(m[0]) for _, _, m in got] == [8] * 6
+    assert [int(m[0]) for _, _, m in got[1:]] == [8] * 5
     for (x, sums, _), (wx, wsums) in zip(got, expected(6)):
         np.testing.assert_array_equal(x, wx)
         np.testing.assert_allclose(sums, wsums, rtol=1e-6)

@@ -79,6 +79,7 @@ from lazycore.dialect.folds import identity_value
 from lazycore.dialect.spec import OPS, spec_of
 from lazycore.dialect.types import ShapeError, TensorType, to_numpy_dtype
 from lazycore.ir.graph import Data, Node, Scalar, Value, make_node, map_operands, operand_values
+from lazycore.ir.memo import Memo
 from lazycore.ir.regions import RegionNode
 from lazycore.ir.sourceloc import resolve
 
@@ -86,6 +87,13 @@ _TYPE = attrgetter("type")
 
 WIDENED = frozenset({"broadcast_in_dim", "iota", "constant", "slice"})
 """Ops that make values of their own whose dimensions of a symbol's size are widened."""
+
+
+LITERALS = Memo("runtime.size_literals", 1024)
+"""``(user's instruction, n)`` -> True: a padded walk met the integer ``n``
+(a constant, or a number in a check's message) recorded at that instruction
+while ``n`` was no symbol's size, so ``n`` is a number there, not a count's
+size (:meth:`Padded.size_constant`)."""
 
 
 class Refused(Exception):
@@ -156,6 +164,10 @@ class Padded:
         self.counts: dict[int, tuple[int, tuple[int, ...]]] = {}
         """id(padded node) -> how many elements the masked sum it holds added
         (a number and the symbols whose valid sizes multiply it)."""
+        self.numbers: set[tuple] = set()
+        """``(instruction, n)`` of the integers met that may be sizes
+        (constants, check messages' numbers): those no symbol's size by the
+        end of the walk are numbers at their instruction (:data:`LITERALS`)."""
         self.dependent: dict[int, tuple[int, ...]] = {}
         """id(original node) -> the symbols whose values it was read as,
         besides its padded dimensions: an integer constant equal to a size
@@ -347,8 +359,10 @@ class Padded:
         if value.dtype.kind not in "iu" or value.size == 0:
             return None
         v = int(value.flat[0])
-        sym = v if v in self.symbols else -v if -v in self.symbols else None
-        if sym is None or not (value == v).all():
+        if not (value == v).all():
+            return None
+        sym = abs(v)
+        if not self.sized(node.loc, sym):
             return None
         self.dependent[id(node)] = (sym,)
         n = self.value("convert", (Value(self.valid[sym], 0),), {"dtype": node.types[0].dtype})
@@ -358,6 +372,27 @@ class Padded:
             return n[0], [{}]
         out = self.fresh_dims(value.shape)
         return self.splat(n, self.widened(value.shape, out))[0], [out]
+
+    def sized(self, loc, n: int) -> bool:
+        """Whether the integer ``n`` met at instruction ``loc`` is read as
+        the symbol ``n``'s size: ``n`` is a symbol's, and no padded walk has
+        met ``n`` there while it was no symbol's. A symbol is a number, so a
+        fixed size equal to a count by chance (Faster R-CNN's bound of its
+        270 anchors where 270 were sampled, of its 2 boxes where 2 were
+        positive) would make the steps of that coincidence a program of
+        their own, and of each combination of such coincidences another;
+        as a number it is the other steps' program. Exact either way: the
+        number is the step's."""
+        if n < 2 or loc is None:
+            return n in self.symbols
+        self.numbers.add((loc, n))
+        return n in self.symbols and (loc, n) not in LITERALS
+
+    def learned(self) -> None:
+        """Record the numbers met that were no symbol's size (:meth:`sized`)."""
+        for key in self.numbers:
+            if key[1] not in self.symbols and key not in LITERALS:
+                LITERALS.put(key, True)
 
     def count_of(self, node: Node, pads: dict) -> tuple[int, tuple[int, ...]]:
         source = node.operands[0][0].types[node.operands[0][1]].shape
@@ -413,6 +448,7 @@ def pad_graph(walk, marks: dict[int, dict[int, Factors]], symbols: dict[int, int
     else:
         raise Refused(f"values made at a symbol's size by chance still refused after {_ROUNDS} walks")
     symbols.update(state.symbols)
+    state.learned()
     outputs, out_pads = [], []
     for v in walk.outputs:
         new, padded = state.new[id(v[0])]
@@ -632,7 +668,8 @@ def _check(state, node, operands, pads):
 
 def _message(state, node) -> str:
     """A check's message with the sizes that are a symbol's left out."""
-    return _SIZE.sub(lambda m: "{size}" if int(m.group()) in state.symbols else m.group(), node.attrs["message"])
+    return _SIZE.sub(lambda m: "{size}" if state.sized(node.loc, int(m.group())) else m.group(),
+                     node.attrs["message"])
 
 
 _SIZE = re.compile(r"(?<![\w.{])(?<!dimension )\d+(?![\w.}])")
