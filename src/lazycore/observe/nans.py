@@ -155,7 +155,10 @@ def _source(device, bad: list):
     for n in sources:  # an op that made one from finite operands first
         if not n.is_leaf:
             what = "a NaN" if nonfinite[id(n)] == "NaN" else "an infinity"
-            inner = _inside(device, n) if type(n) is RegionNode else None
+            try:
+                inner = _inside(device, n) if type(n) is RegionNode else None
+            except Exception:  # noqa: BLE001 (looking inside is a refinement: the region itself is still named)
+                inner = None
             if inner is not None:
                 return inner
             return n, what, None, ""
