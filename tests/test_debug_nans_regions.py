@@ -93,3 +93,19 @@ def test_a_captured_steps_op_is_named():
     assert torch.isnan(out.cpu()).all()
     assert f"lazy.log (recorded at {at('the captured step' + chr(39) + 's log')})" in msg, msg
     assert "inside the captured step lazy.call at" in msg, msg
+
+
+def test_a_failure_looking_inside_still_names_the_region(monkeypatch):
+    from lazycore.observe import nans
+
+    def broken(device, region):
+        raise RuntimeError("looking inside failed")
+
+    monkeypatch.setattr(nans, "_inside", broken)
+    start = lnp.asarray(np.array([2.0, 5.0], np.float32))
+    with lazycore.config.debug_nans():
+        out = lazycore.fori_loop(0, 5, _body, start)  # the loop, named when looking inside fails
+        with pytest.raises(FloatingPointError) as info:
+            lazycore.mark_step()
+    assert f"lazy.while (recorded at {at('the loop, named when looking inside fails')})" in str(info.value)
+    del out
