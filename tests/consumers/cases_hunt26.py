@@ -357,11 +357,16 @@ def sci():
             "integrate.nsum",
         )
     if hasattr(ig, "cubature"):
+        # a tolerance the dtype resolves: float32's 1e-8 default is below its epsilon
+        # (1.2e-7), so whether it converges hangs on the last bit of two float32 sums
+        # (NumPy's round alike, err 0; lazycore's differ by 1.4e-7 and it subdivided to
+        # max_subdivisions, 10000, with 80,000 live arrays, for longer than the child's hour)
         two(
             lambda x, y: ig.cubature(
                 lambda t: _ns(t).sum(t * t, axis=-1),
                 _ns(x).asarray([0.0, 0.0], dtype=x.dtype),
                 _ns(x).asarray([1.0, 2.0], dtype=x.dtype),
+                rtol=1e-8 if x.dtype == numpy.float64 else 1e-6,
             ).estimate,
             "integrate.cubature",
         )
