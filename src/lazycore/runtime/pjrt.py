@@ -7,9 +7,12 @@ jaxlib carries its own private MLIR build.
 
 from __future__ import annotations
 
+import atexit
+import collections
 import functools
 import hashlib
 import itertools
+import os
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
@@ -163,15 +166,50 @@ class Launches:
     a program run outside a barrier keeps them until the device's next
     barrier begins);
     and, while a kernel profile records (:class:`KernelSession`), every launch
-    in order, to tell whose kernels the profiler saw. One dict store per
-    launch."""
+    in order, to tell whose kernels the profiler saw; and the completion
+    tokens of each device's latest :data:`RUNNING_KEPT` launches, which the
+    process waits for at exit (:func:`wait_at_exit`). Two dict look-ups and a
+    bounded append per launch."""
 
     def __init__(self):
         self.last: dict = {}
         self.log: list | None = None
+        self.running: dict = {}
+        """Per device, a deque of its latest launches' ``done`` tokens (bounded:
+        a program older than that many launches on its device is finished in
+        every loop lazycore runs, whose steps read the previous step's results)."""
 
 
 LAUNCHES = Launches()
+
+RUNNING_KEPT = 8
+
+
+def wait_at_exit() -> None:
+    """Wait for every program still running on XLA's CPU threads before the
+    interpreter and the native libraries are torn down (jax waits for its own
+    runtime tokens at exit the same way; it knows nothing of lazycore's
+    launches). A loop that ends without reading its last step (a training loop
+    ended by an exception after ``mark_step()``) leaves that step's program
+    running, and the process's teardown then runs beside it: two replay-on
+    MaxViT-T runs ended so died at exit with an XLA worker thread jumping into
+    unmapped code (``tf_XLAEigen ... segfault at X ip X error 14``, issue 40;
+    not reproduced on demand). Registered at
+    import, after jax's exit handlers, so it runs before them. Programs over
+    several processes are not recorded (a collective waiting for a dead
+    process would never end; :mod:`lazycore.runtime.peers` ends those)."""
+    running, LAUNCHES.running = LAUNCHES.running, {}
+    for tokens in running.values():
+        for done in tokens:
+            try:
+                done.block_until_ready()
+            except Exception:  # noqa: BLE001 - a failed run is over too; its reader was told
+                pass
+
+
+atexit.register(wait_at_exit)
+# a forked child has none of its parent's XLA threads: waiting for their tokens would never end
+os.register_at_fork(after_in_child=lambda: LAUNCHES.running.clear())
 
 _numbers = itertools.count(1)
 
@@ -601,6 +639,7 @@ class Executable:
         # its first run may connect gloo's communicators between processes, which print a line
         # to stdout (lazycore.runtime.nativeout)
         self._connects = isinstance(self.device, MeshTarget) and self.device.spans_processes
+        self._waited_at_exit = not self._connects
 
     def value_count(self, outputs: int) -> int:
         """How many results hold the values of a graph's ``outputs``
@@ -633,6 +672,11 @@ class Executable:
         if LAUNCHES.log is not None:
             LAUNCHES.log.append((self, self.device))
         done = res.consume_token()
+        if self._waited_at_exit:
+            tokens = LAUNCHES.running.get(self.device)
+            if tokens is None:
+                tokens = LAUNCHES.running[self.device] = collections.deque(maxlen=RUNNING_KEPT)
+            tokens.append(done)
         return res.consume_with_handlers(self._handlers), done
 
     def memory(self) -> dict[str, int]:
