@@ -197,3 +197,44 @@ def test_a_mesh_programs_kernels_on_every_device():
     from isolated import FOUR_DEVICES, run_isolated
 
     run_isolated(__file__, "_mesh_kernels", env=FOUR_DEVICES)
+
+
+_SCRIPT = """\
+import json, numpy as np, lazycore, lazycore.numpy as lnp
+a = lnp.asarray(np.linspace(0, 1, 64 * 64, dtype=np.float32).reshape(64, 64))
+def step(a):
+{pad}    return float((lnp.tanh(a) @ a).sum())
+step(a)
+with lazycore.profile.kernels() as prof:
+    step(a)
+print(json.dumps({{"lines": sorted({{w for r in prof.rows for w in r.lines}}), "table": prof.table(),
+                  "hits": lazycore.metrics.counters()["disk_cache_hits"]}}))
+"""
+
+
+def _profile_in_a_process(path, cache_dir):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("LAZYCORE_CACHE_DIR", "XLA_FLAGS")}
+    env["LAZYCORE_CACHE_DIR"] = str(cache_dir)
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_program_loaded_from_the_disk_cache_does_not_name_the_compiling_scripts_lines(tmp_path):
+    """The lines in a program's HLO are those of the process that compiled it:
+    a second script that loads it from the disk cache must not show the first
+    script's file and line as its own."""
+    first, second = tmp_path / "first_script.py", tmp_path / "second_script.py"
+    first.write_text(_SCRIPT.format(pad=""))
+    second.write_text(_SCRIPT.format(pad="    pass\n" * 3))
+    a = _profile_in_a_process(first, tmp_path / "cache")
+    assert a["hits"] == 0 and "first_script.py:4" in a["lines"], a
+    b = _profile_in_a_process(second, tmp_path / "cache")
+    assert b["hits"] >= 1, b  # the step's program came from the first process
+    assert not any(w.startswith("first_script.py") for w in b["lines"]), b["table"]
+    assert set(b["lines"]) <= {"second_script.py:7"}, b["table"]
+    assert "loaded from the disk cache" in b["table"], b["table"]

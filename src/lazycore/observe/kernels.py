@@ -160,6 +160,9 @@ class KernelProfile:
     ``time.perf_counter()`` seconds, oldest first (what a Perfetto trace shows)."""
     executions: dict[str, int] = field(default_factory=dict)
     """Program -> how many times it ran in the profile."""
+    from_disk: list[str] = field(default_factory=list)
+    """Programs loaded from the disk cache: the lines in their HLO are those of the process that
+    compiled them (another script, or this one as it was then), so their rows name none."""
 
     @property
     def total(self) -> float:
@@ -184,6 +187,9 @@ class KernelProfile:
         runs = ", ".join(f"{p} x{n}" for p, n in self.executions.items())
         lines.append(f"{sum(not r.container for r in self.rows)} kernels, {self.total * 1e3:.3f} ms of device time; "
                      f"executions: {runs or 'none'}")
+        if self.from_disk:
+            lines.append(f"{', '.join(self.from_disk)}: loaded from the disk cache, compiled by another process "
+                         "(the lines it was recorded at are not known here)")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -202,7 +208,10 @@ def build(kernel_events, launches) -> KernelProfile:
     def described(exe):
         d = known.get(id(exe))
         if d is None:
-            d = known[id(exe)] = (f"program {exe.number}", kernels_of(exe.hlo_text()), exe.module_name())
+            label, kernels = f"program {exe.number}", kernels_of(exe.hlo_text())
+            if getattr(exe, "from_disk", False):  # set by the disk cache's load
+                kernels = {n: Kernel(k.name, k.opcode, k.ops) for n, k in kernels.items()}
+            d = known[id(exe)] = (label, kernels, exe.module_name())
         return d
 
     prof = KernelProfile()
@@ -216,6 +225,8 @@ def build(kernel_events, launches) -> KernelProfile:
             lab, ks, mod = described(launches[j][0])
             if mod == module and names <= ks.keys():
                 label, kernels, at = lab, ks, j + 1
+                if getattr(launches[j][0], "from_disk", False) and label not in prof.from_disk:
+                    prof.from_disk.append(label)
                 break
         prof.executions[label] = prof.executions.get(label, 0) + 1
         for e in evs:

@@ -176,7 +176,7 @@ def _finish_kernels(session, prof: _kernels.KernelProfile) -> _kernels.KernelPro
         d.wait()
     found, launches = session.stop()
     built = _kernels.build(found, launches)
-    prof.rows, prof.events, prof.executions = built.rows, built.events, built.executions
+    prof.__dict__.update(built.__dict__)  # the object the block yielded gets every field
     _kernels.LAST.profile = prof
     return prof
 
