@@ -238,3 +238,23 @@ def test_a_program_loaded_from_the_disk_cache_does_not_name_the_compiling_script
     assert not any(w.startswith("first_script.py") for w in b["lines"]), b["table"]
     assert set(b["lines"]) <= {"second_script.py:7"}, b["table"]
     assert "loaded from the disk cache" in b["table"], b["table"]
+
+
+def test_the_first_run_of_a_program_made_inside_the_profile_is_kept_apart():
+    """XLA's CPU backend compiles a program's kernels as they first run: that
+    run is reported on its own, not summed into the rows and the total."""
+    a = lnp.asarray(np.linspace(0, 1, 48 * 48, dtype=np.float32).reshape(48, 48))
+    old = lnp.asarray(np.ones((40, 40), np.float32))
+    _step(old)  # made before the profile: all its runs are rows
+    with lazycore.profile.kernels() as prof:
+        _step(old)
+        for _ in range(3):
+            _step(a)  # compiled here
+    (new,) = [p for p in prof.executions if p in prof.first_runs]
+    assert prof.executions[new] == 3 and len(prof.executions) == 2, prof.table()
+    assert prof.first_runs[new] > 0, prof.first_runs
+    assert all(r.count == 2 for r in prof.rows if r.program == new), prof.table()
+    assert all(r.count == 1 for r in prof.rows if r.program != new), prof.table()
+    assert f"first runs kept apart (XLA compiles a program's kernels as they first run): {new}" in prof.table()
+    # the Perfetto events keep every run
+    assert sum(1 for e in prof.events if e[0] == new) == 3 * sum(1 for r in prof.rows if r.program == new)

@@ -160,6 +160,10 @@ class KernelProfile:
     ``time.perf_counter()`` seconds, oldest first (what a Perfetto trace shows)."""
     executions: dict[str, int] = field(default_factory=dict)
     """Program -> how many times it ran in the profile."""
+    first_runs: dict[str, float] = field(default_factory=dict)
+    """Program -> device seconds of its first run, for programs compiled or loaded inside the
+    profile: kept out of the rows and totals, since XLA's CPU backend compiles a program's
+    kernels as they first run (a first small matmul: hundreds of ms, the whole table)."""
     from_disk: list[str] = field(default_factory=list)
     """Programs loaded from the disk cache: the lines in their HLO are those of the process that
     compiled them (another script, or this one as it was then), so their rows name none."""
@@ -187,6 +191,9 @@ class KernelProfile:
         runs = ", ".join(f"{p} x{n}" for p, n in self.executions.items())
         lines.append(f"{sum(not r.container for r in self.rows)} kernels, {self.total * 1e3:.3f} ms of device time; "
                      f"executions: {runs or 'none'}")
+        if self.first_runs:
+            firsts = ", ".join(f"{p} {t * 1e3:.3f} ms" for p, t in self.first_runs.items())
+            lines.append(f"first runs kept apart (XLA compiles a program's kernels as they first run): {firsts}")
         if self.from_disk:
             lines.append(f"{', '.join(self.from_disk)}: loaded from the disk cache, compiled by another process "
                          "(the lines it was recorded at are not known here)")
@@ -196,9 +203,11 @@ class KernelProfile:
         return self.table()
 
 
-def build(kernel_events, launches) -> KernelProfile:
+def build(kernel_events, launches, new_after: int | None = None) -> KernelProfile:
     """A :class:`KernelProfile` from a :class:`~lazycore.runtime.pjrt.KernelSession`'s
-    kernels and launches (each ``(executable, device)``)."""
+    kernels and launches (each ``(executable, device)``). ``new_after``: the number of
+    the newest program made before the profile began (None: none is new); the first run of a
+    later one is kept apart (:attr:`KernelProfile.first_runs`)."""
     runs: dict[int, list] = {}
     for e in kernel_events:
         runs.setdefault(e.run, []).append(e)
@@ -220,15 +229,21 @@ def build(kernel_events, launches) -> KernelProfile:
     for evs in ordered:
         module = evs[0].module
         names = {e.name for e in evs}
-        label, kernels = module or "?", {}
+        label, kernels, first = module or "?", {}, False
         for j in range(at, len(launches)):
             lab, ks, mod = described(launches[j][0])
             if mod == module and names <= ks.keys():
                 label, kernels, at = lab, ks, j + 1
                 if getattr(launches[j][0], "from_disk", False) and label not in prof.from_disk:
                     prof.from_disk.append(label)
+                first = new_after is not None and launches[j][0].number > new_after and label not in prof.executions
                 break
         prof.executions[label] = prof.executions.get(label, 0) + 1
+        for e in evs:
+            prof.events.append((label, e.name, e.start, e.duration, e.device))
+        if first:
+            prof.first_runs[label] = sum(e.duration for e in evs)
+            continue
         for e in evs:
             k = kernels.get(e.name)
             s = sums.get((label, e.name))
@@ -237,7 +252,6 @@ def build(kernel_events, launches) -> KernelProfile:
                                              k is not None and k.opcode in CONTAINERS]
             s[0] += e.duration
             s[1] += 1
-            prof.events.append((label, e.name, e.start, e.duration, e.device))
     prof.rows = sorted((Row(p, k, t, n, what, lines, c) for (p, k), (t, n, what, lines, c) in sums.items()),
                        key=lambda r: -r.time)
     prof.events.sort(key=lambda e: e[2])

@@ -43,6 +43,7 @@ import threading
 import time
 
 from lazycore.observe import kernels as _kernels
+from lazycore.observe import memory as _memory
 from lazycore.observe import metrics
 from lazycore.runtime import pjrt
 from lazycore.runtime.device import known_devices
@@ -167,15 +168,18 @@ def _start_kernels():
     # a program launched before the block would show kernels no launch in it explains
     for d in known_devices():
         d.wait()
-    return pjrt.KernelSession()
+    made = _memory.programs()
+    # a program made after the newest one now first runs inside the profile: kernels.build keeps that run apart
+    return pjrt.KernelSession(), (made[-1].number if made else 0)
 
 
-def _finish_kernels(session, prof: _kernels.KernelProfile) -> _kernels.KernelProfile:
+def _finish_kernels(started, prof: _kernels.KernelProfile) -> _kernels.KernelProfile:
     # the last program may still be running: its kernels end before the profile does
     for d in known_devices():
         d.wait()
+    session, new_after = started
     found, launches = session.stop()
-    built = _kernels.build(found, launches)
+    built = _kernels.build(found, launches, new_after)
     prof.__dict__.update(built.__dict__)  # the object the block yielded gets every field
     _kernels.LAST.profile = prof
     return prof
