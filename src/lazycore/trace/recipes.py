@@ -49,9 +49,9 @@ one parameter fewer, compiled once more).
 
 Int arguments: a top-level int that reaches ``core.scalar`` has a scalar
 policy place by its argument (:meth:`Recorder.int_place`), and where it
-becomes a parameter, the recording's replays at each user's instruction make
-their own (:attr:`Recipe.fresh`), instead of one node for every call of
-that signature in the step.
+becomes a parameter, each replay of the recording makes its own
+(:attr:`Recipe.fresh`), as tracing the call would, instead of one node for
+every call of that signature in the step.
 """
 
 from __future__ import annotations
@@ -79,7 +79,6 @@ from lazycore.runtime import autostep  # noqa: F401  (gives TRACE its cutter, re
 
 _INPUT, _STEP, _FROZEN, _GROUP, _PARAM = 0, 1, 2, 3, 4
 _VALUES_KEPT = 64
-_PLACES_KEPT = 1024  # (per fresh recipe: the instructions it serves; emptied, a program's parameters change)
 
 
 class _Unreplayable(Exception):
@@ -103,7 +102,7 @@ class Recorder:
     nothing more for being watchable."""
 
     __slots__ = ("inputs", "handles", "steps", "made", "kept", "frozen", "ok", "params", "pmade", "psteps", "pnodes",
-                 "specific", "consts", "start", "seen", "making", "place", "marks", "fn", "ints", "where")
+                 "specific", "consts", "start", "seen", "making", "place", "marks", "fn", "ints")
 
     def __init__(self, inputs):
         self.inputs = {}
@@ -129,7 +128,6 @@ class Recorder:
         """The lowering and the kind of call recorded (:func:`_call_place`): with
         a float argument's index, the scalar policy's place for that argument."""
         self.fn = None  # the lowering recorded
-        self.where = None  # the user's instruction of an int argument's place (int_place)
         self.ints: dict = {}
         """A top-level int argument's value -> its position among the call's
         arguments (-1: two arguments hold that value), for :meth:`int_place`."""
@@ -176,7 +174,7 @@ class Recorder:
         k = self.ints.get(value)
         if k is None or k < 0:
             return None
-        where = self.where = caller()
+        where = caller()
         if where is None:  # (no user's instruction: no place narrower than the lowering's)
             return None
         return ("int", self.fn, k, where)
@@ -415,16 +413,13 @@ class Recipe:
         self._plan = None  # psteps as entries (:class:`_ParamPlan`), at the first new value
         self.fresh = any(name is None and type(refs) is tuple for name, refs, _, _, _ in psteps) and bool(prefs)
         """It holds an int argument's parameter (:meth:`Recorder.int_place`):
-        the replays at each user's instruction make their own (kept in
-        :attr:`_values` under ``("at", location, floats)``). Shared by all
+        each replay makes its own, as tracing the call would. Shared by the
         replays, as a constant is, the parameter of one int argument was the
         parameter of every call of the signature in the step: transformers'
         sliding-window mask ``arange(4) + kv_offset`` at ``kv_offset = 1``
         and the cache's ``roll(-1)`` (its ``arange(4) + 1``) held one node, a
         program with one parameter fewer than the next token's, compiled
-        once more. One per replay instead (as tracing makes them) made a
-        chain ``y = y + 5`` of 200 calls a program of 200 parameters, and
-        each replay ~2x slower."""
+        once more."""
 
     def fits(self, inputs) -> bool:
         return self.aliased is None or alias_pattern(inputs) == self.aliased
@@ -463,9 +458,7 @@ class Recipe:
             else:
                 loc = caller(start=start)
             if self.fresh:
-                values = self._values.get(("at", loc, *[float_key(f) for f in floats]) if floats else ("at", loc))
-                if values is None:
-                    values = self._fresh_values(floats, loc)
+                values = self._fresh_values(floats, loc)
             elif self.prefs:
                 if key is not None:
                     values = self._values.get(key)
@@ -497,20 +490,19 @@ class Recipe:
         return self.remember(tuple([float_key(f) for f in floats]), nodes)
 
     def _fresh_values(self, floats, loc) -> list:
-        """The fragment's parameter values for a new user's instruction ``loc``
-        (see :attr:`fresh`), made and remembered."""
+        """The fragment's parameter values made anew (see :attr:`fresh`)."""
         plan = self._plan
         if plan is None:
             plan = self._plan = _ParamPlan(self.psteps)
         nodes = plan.make(floats, loc)
-        return self.remember(("at", loc, *[float_key(f) for f in floats]), nodes)
+        return [_value(nodes[k], i) for k, i in self.prefs]
 
     def remember(self, key: tuple, nodes: list) -> list:
         """Keeps the values of ``nodes`` (``psteps``' nodes for the float
         argument values of ``key``, :func:`float_key` each) that the fragment
         reads, as its replays for those values take them: built once per
         value, not per replay (~1 us of a ``x * 0.9``). Returns them."""
-        if len(self._values) >= (_PLACES_KEPT if self.fresh else _VALUES_KEPT):
+        if len(self._values) >= _VALUES_KEPT:
             self._values.clear()
         values = self._values[key] = [_value(nodes[k], i) for k, i in self.prefs]
         return values
@@ -791,8 +783,7 @@ def record_call(fn, inputs, args, kwargs, floats: bool = True):
     recipe = Recipe(fragment, aliased, tuple(rec.psteps), prefs, parametric)
     events.bump("recordings")
     if rec.psteps:
-        fl = [float_key(_PLAIN(p)) for p in rec.params]
-        recipe.remember(("at", rec.where, *fl) if recipe.fresh else tuple(fl), rec.pnodes)
+        recipe.remember(tuple([float_key(_PLAIN(p)) for p in rec.params]), rec.pnodes)
     recorded = [h._value for h in inputs] + [Value(rec.pnodes[k], i) for k, i in prefs]
     fragment.remember(recorded, [node.digest for node in rec.kept])
     return result, recipe
