@@ -42,16 +42,6 @@ the same node, so two recordings of one lowering do not each bring their own
 parameter of one value (issue 39). The nodes made of them are still one set
 per recording, so a frontend keeps serving a call from the same recording
 once warm (the torch frontend's lookup for another aliasing of the inputs).
-Int parameters are not shared: an int is part of its call's key, so its
-recording alone serves it, and sharing only merged distinct arguments that
-were equal by chance (a moving offset and a window's size: a program with
-one parameter fewer, compiled once more).
-
-Int arguments: a top-level int that reaches ``core.scalar`` has a scalar
-policy place by its argument (:meth:`Recorder.int_place`), and where it
-becomes a parameter, each replay of the recording makes its own
-(:attr:`Recipe.fresh`), as tracing the call would, instead of one node for
-every call of that signature in the step.
 """
 
 from __future__ import annotations
@@ -102,7 +92,7 @@ class Recorder:
     nothing more for being watchable."""
 
     __slots__ = ("inputs", "handles", "steps", "made", "kept", "frozen", "ok", "params", "pmade", "psteps", "pnodes",
-                 "specific", "consts", "start", "seen", "making", "place", "marks", "fn", "ints")
+                 "specific", "consts", "start", "seen", "making", "place", "marks")
 
     def __init__(self, inputs):
         self.inputs = {}
@@ -127,10 +117,6 @@ class Recorder:
         self.place = None
         """The lowering and the kind of call recorded (:func:`_call_place`): with
         a float argument's index, the scalar policy's place for that argument."""
-        self.fn = None  # the lowering recorded
-        self.ints: dict = {}
-        """A top-level int argument's value -> its position among the call's
-        arguments (-1: two arguments hold that value), for :meth:`int_place`."""
         self.marks = {}
         """id(device) -> the newest handle's key in the device's arena when the
         recording began (None: there was none), per device of the inputs:
@@ -155,29 +141,6 @@ class Recorder:
         if type(value) is _Param and value.recorder is self:
             return _PLAIN(value), value.index
         return value, None
-
-    def int_place(self, value: int):
-        """The scalar policy's place of an int argument of the recorded call
-        reaching ``core.scalar`` (the lowering, the argument's position and
-        the user's instruction), or None for another int (or one two
-        arguments hold). An int is part of its recording's key, so a new
-        value records again and asks the policy at a new step-log position
-        (another graph puts it after another op): by position alone a moving
-        offset (transformers' sliding-window mask ``arange(n) + kv_offset``)
-        was baked at the first value of each graph and promoted, with a
-        compile, a token later; at this place the value it had in an earlier
-        graph promotes it at once. The position tells the call's ints apart
-        (``arange(start, end, step)``'s stay baked while each repeats). An
-        int the lowering computed that equals an argument by chance takes
-        that argument's place: a false promotion trades a fold for a
-        parameter, the values stay exact."""
-        k = self.ints.get(value)
-        if k is None or k < 0:
-            return None
-        where = caller()
-        if where is None:  # (no user's instruction: no place narrower than the lowering's)
-            return None
-        return ("int", self.fn, k, where)
 
     # hooks called by lazycore.core / lazycore.tensor
     def on_node(self, spec, handles, node, kwargs):
@@ -293,9 +256,8 @@ class Recorder:
             return (_FROZEN, v, None)
         raise _Unreplayable
 
-    def on_leaf(self, node, source: int | tuple | None = None):
-        """A leaf ``core.scalar`` made; ``source``: the float argument it holds
-        (its index), or ``(value,)`` for an int argument's parameter.
+    def on_leaf(self, node, source: int | None = None):
+        """A leaf ``core.scalar`` made; ``source``: the float argument it holds.
         Returns the node the scalar is to be: the shared one of its value
         (:func:`shared`)."""
         node = shared(node)
@@ -390,7 +352,7 @@ class Recipe:
     call's inputs (then the float arguments' values it uses), and where the
     results come from."""
 
-    __slots__ = ("fragment", "aliased", "psteps", "prefs", "parametric", "fresh", "_values", "_plan")
+    __slots__ = ("fragment", "aliased", "psteps", "prefs", "parametric", "_values", "_plan")
 
     def __init__(self, fragment, aliased, psteps=(), prefs=(), parametric=False):
         self.fragment = fragment
@@ -411,15 +373,6 @@ class Recipe:
         one value's scalar and broadcasts are shared by every replay, as a
         constant's are."""
         self._plan = None  # psteps as entries (:class:`_ParamPlan`), at the first new value
-        self.fresh = any(name is None and type(refs) is tuple for name, refs, _, _, _ in psteps) and bool(prefs)
-        """It holds an int argument's parameter (:meth:`Recorder.int_place`):
-        each replay makes its own, as tracing the call would. Shared by the
-        replays, as a constant is, the parameter of one int argument was the
-        parameter of every call of the signature in the step: transformers'
-        sliding-window mask ``arange(4) + kv_offset`` at ``kv_offset = 1``
-        and the cache's ``roll(-1)`` (its ``arange(4) + 1``) held one node, a
-        program with one parameter fewer than the next token's, compiled
-        once more."""
 
     def fits(self, inputs) -> bool:
         return self.aliased is None or alias_pattern(inputs) == self.aliased
@@ -457,9 +410,7 @@ class Recipe:
                 loc = (start.f_code, start.f_lasti)  # (caller's answer for a user's frame, without the call)
             else:
                 loc = caller(start=start)
-            if self.fresh:
-                values = self._fresh_values(floats, loc)
-            elif self.prefs:
+            if self.prefs:
                 if key is not None:
                     values = self._values.get(key)
                 elif len(floats) == 1:  # (x * 0.9: float_key, inline)
@@ -488,14 +439,6 @@ class Recipe:
             plan = self._plan = _ParamPlan(self.psteps)
         nodes = plan.make(floats, loc)
         return self.remember(tuple([float_key(f) for f in floats]), nodes)
-
-    def _fresh_values(self, floats, loc) -> list:
-        """The fragment's parameter values made anew (see :attr:`fresh`)."""
-        plan = self._plan
-        if plan is None:
-            plan = self._plan = _ParamPlan(self.psteps)
-        nodes = plan.make(floats, loc)
-        return [_value(nodes[k], i) for k, i in self.prefs]
 
     def remember(self, key: tuple, nodes: list) -> list:
         """Keeps the values of ``nodes`` (``psteps``' nodes for the float
@@ -539,8 +482,6 @@ def shared(node):
     if type(node) is not Scalar:
         return node
     v = node.value
-    if v.dtype.kind in "biu":  # (an int's recording serves its value alone: see the module's notes)
-        return node
     key = (node.types[0].dtype, v.dtype.str, v.tobytes())
     got = _SHARED.get(key)
     if got is None:
@@ -598,9 +539,8 @@ class _ParamPlan:
     def make(self, floats, loc) -> list[Node]:
         """Each of ``psteps``' nodes for these float argument values."""
         env = list(self.consts)
-        for i, dtype in self.leaves:  # as core.scalar makes it (an int argument's: its value, fresh)
-            x = i[0] if type(i) is tuple else floats[i]
-            env.append(_value(shared(Scalar(np.asarray(x, dtype=to_numpy_dtype(dtype)), dtype)), 0))
+        for i, dtype in self.leaves:  # as core.scalar makes it
+            env.append(_value(shared(Scalar(np.asarray(floats[i], dtype=to_numpy_dtype(dtype)), dtype)), 0))
         self.make_nodes(env, self.digests, loc)
         return [env[p][0] for p in self.at]
 
@@ -752,10 +692,6 @@ def record_call(fn, inputs, args, kwargs, floats: bool = True):
     if outer is not None and type(outer) is not Recorder:  # a loop body being traced: its own watch
         return fn(*args, **kwargs), None
     rec = Recorder(inputs)
-    rec.fn = fn
-    for k, a in enumerate((*args, *kwargs.values()) if kwargs else args):
-        if type(a) is int:
-            rec.ints[a] = k if rec.ints.setdefault(a, k) == k else -1
     if floats:
         rec.place = _call_place(fn, args, kwargs)
         args = tuple(rec.param(x) if type(x) is float else x for x in args)
