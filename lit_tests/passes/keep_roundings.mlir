@@ -100,3 +100,29 @@ func.func @uniform(%a: tensor<f32>, %b: tensor<f32>) -> tensor<8xf32> {
   %6 = stablehlo.add %4, %5 : tensor<8xf32>
   return %6 : tensor<8xf32>
 }
+
+// -----
+
+// A product a summing reduce takes is fenced: XLA unrolls a short reduction
+// (rows of 2) into an add and would contract the product into it. A reduce
+// that takes the maximum is no sum: its product is left.
+// CHECK-LABEL: func.func @short_sum
+// CHECK: %[[M:.*]] = stablehlo.multiply %arg0, %arg0 : tensor<4x2xf32>
+// CHECK: stablehlo.xor
+// CHECK: %[[F:.*]] = stablehlo.bitcast_convert %{{.*}} : (tensor<4x2xi32>) -> tensor<4x2xf32>
+// CHECK: stablehlo.reduce(%[[F]] init: %{{.*}}) applies stablehlo.add
+// CHECK-LABEL: func.func @max_reduce
+// CHECK-NOT: stablehlo.xor
+// CHECK: return
+func.func @short_sum(%x: tensor<4x2xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.multiply %x, %x : tensor<4x2xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %1 = stablehlo.reduce(%0 init: %z) applies stablehlo.add across dimensions = [1] : (tensor<4x2xf32>, tensor<f32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+func.func @max_reduce(%x: tensor<4x2xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.multiply %x, %x : tensor<4x2xf32>
+  %z = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %1 = stablehlo.reduce(%0 init: %z) applies stablehlo.maximum across dimensions = [1] : (tensor<4x2xf32>, tensor<f32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}

@@ -35,3 +35,15 @@ def test_without_the_pass_xla_contracts():
     with config.override(pipeline=CHANNELS_LAST_PIPELINE.replace(",lazy-keep-roundings", "")):
         got = numpy.asarray(np.asarray(x) * numpy.float32(0.3) + np.asarray(y))
     assert not numpy.array_equal(got, x * numpy.float32(0.3) + y)
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+def test_a_product_a_short_sum_takes_is_numpys_bits(dtype):
+    """``sum(x * x, -1)`` over rows of 2 (a point's squared norm: SciPy's
+    ``integrate.cubature`` rules): XLA unrolls the two-element reduction into
+    an add and contracted the product into it (float32: 16% of 2,000 rows an
+    ulp off NumPy's before the pass fenced products that a reduce sums)."""
+    x = numpy.random.default_rng(0).standard_normal((2000, 2)).astype(dtype)
+    got = numpy.asarray(np.sum(np.asarray(x) * np.asarray(x), -1))
+    want = numpy.sum(x * x, -1)
+    assert numpy.array_equal(got, want), int((got != want).sum())

@@ -178,3 +178,12 @@ def test_without_the_pass_xla_contracts():
     with config.override(pipeline=CHANNELS_LAST_PIPELINE.replace(",lazy-keep-roundings", "")):
         got = (x.to(dev) * 0.3 + y.to(dev)).cpu()
     assert not torch.equal(got, x * 0.3 + y)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_a_product_a_short_sum_takes_is_eagers_bits(dtype):
+    """``(x * x).sum(-1)`` over rows of 2, NumPy's failing case
+    (tests/numpy/test_numpy_keep_roundings.py) through torch: a guard, it
+    was eager's bits before products that a reduce sums were fenced too."""
+    got, want = _run(lambda x, y, z: (x[:-1].reshape(-1, 2) * x[:-1].reshape(-1, 2)).sum(-1), dtype)
+    assert torch.equal(got, want), int((got != want).sum())
