@@ -7,7 +7,6 @@ device's arena now indexes (:meth:`lazycore.ir.tensor.Arena.pending`); the
 barrier itself still walks the live arrays once (the leaves they hold are not
 donated)."""
 
-import copy
 import gc
 import sys
 
@@ -66,11 +65,3 @@ def test_a_read_among_many_settled_arrays_walks_them_once(monkeypatch):
     # one walk a read (the barrier's held leaves), not three ([407] * 9 before)
     assert len(visited) == 3, visited
     assert len(kept) == 400
-
-
-def test_a_copied_handle_is_in_no_arena_as_before():
-    # copy.copy makes a handle without __init__: it was registered nowhere, and
-    # still is (its pending value is not indexed; no AttributeError)
-    a = np.asarray(numpy.arange(3.0)) + 1
-    c = copy.copy(a._storage.handle)
-    assert c.pending and c not in _arena(a).pending()

@@ -116,10 +116,7 @@ class LazyTensor:
         # restored value, a read's own answer
         _set(self, name, value)
         if name == "_value" and not isinstance(value[0], Data):
-            try:
-                self._arena._pending[self._key] = None
-            except AttributeError:  # (copy.copy's handle, made without __init__: in no arena, as before)
-                pass
+            self._arena._pending[self._key] = None
 
     @property
     def value(self) -> Value:
