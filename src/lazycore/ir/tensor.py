@@ -14,7 +14,6 @@ LazyTensor paper's DeviceContextArena).
 
 from __future__ import annotations
 
-import itertools
 import weakref
 
 from lazycore.dialect.types import ShapeError
@@ -23,31 +22,21 @@ from lazycore.ir.failure import Failure
 from lazycore.ir.graph import Data, Value
 
 _ref = weakref.ref
-_set = object.__setattr__
 
 
 class Arena:
-    """Live handles of one device, oldest first, and an index of those whose
-    value may be pending work (:meth:`pending`)."""
+    """Live handles of one device, oldest first."""
 
-    __slots__ = ("_live", "_drop", "_pending", "_made")
+    __slots__ = ("_live", "_drop")
 
     def __init__(self):
         # Keys are weak references; insertion order is creation order, so the
         # outputs of a barrier (and thus its cache key) are deterministic.
-        # The value is the handle's place in that order (:meth:`pending` sorts by it).
-        self._live: dict[weakref.ref, int] = {}
-        # handles given pending work (made, or assigned a computation) and not
-        # yet seen settled by :meth:`pending`: every pending handle is among
-        # them, so a read or barrier asks these, not every live handle (scipy's
-        # cubature holds thousands of settled regions and reads one at a time)
-        self._pending: dict[weakref.ref, None] = {}
-        self._made = itertools.count()
-        live, pending = self._live, self._pending
+        self._live: dict[weakref.ref, None] = {}
+        live = self._live
 
-        def drop(ref, live=live, pending=pending):
+        def drop(ref, live=live):
             live.pop(ref, None)
-            pending.pop(ref, None)
 
         self._drop = drop
 
@@ -59,64 +48,23 @@ class Arena:
                 out.append(t)
         return out
 
-    def pending(self) -> list["LazyTensor"]:
-        """The live handles whose value is pending work (not device data), oldest
-        first: the same handles, in the same order, as those of :meth:`live`
-        that are pending. Costs the handles given pending work since the last
-        call, not every live one; the settled ones it meets leave the index."""
-        live, index = self._live, self._pending
-        found = []
-        for ref in list(index):
-            t = ref()
-            if t is None:
-                continue
-            if isinstance(t._value[0], Data):
-                index.pop(ref, None)
-                if isinstance(t._value[0], Data):
-                    continue
-                index[ref] = None  # (given pending work meanwhile: it stays)
-            at = live.get(ref)
-            if at is not None:
-                found.append((at, t))
-        found.sort(key=_first)
-        return [t for _, t in found]
-
     def __len__(self) -> int:
         return len(self._live)
-
-
-def _first(pair):
-    return pair[0]
 
 
 class LazyTensor:
     """A handle on a lazy value. Build them with :mod:`lazycore.core`."""
 
-    __slots__ = ("_value", "device", "_held", "_key", "_arena", "__weakref__")
+    __slots__ = ("_value", "device", "_held", "__weakref__")
     # ``_held`` (set by the runtime, unset until then): id() of the device data
     # a barrier or an upload last gave this handle, so the next barrier can
-    # donate that buffer to the handle's own new value (see barrier.plan_donation).
-    # ``_key``, ``_arena``: its registration in the arena it was made in (a traced
-    # body's handles are in an arena of their own, lazycore.trace.control)
+    # donate that buffer to the handle's own new value (see barrier.plan_donation)
 
     def __init__(self, value: Value, device):
-        _set(self, "_value", value)
-        _set(self, "device", device)
+        self._value = value
+        self.device = device
         arena = device.arena
-        key = _ref(self, arena._drop)
-        _set(self, "_key", key)
-        _set(self, "_arena", arena)
-        arena._live[key] = next(arena._made)  # registered until collected
-        if not isinstance(value[0], Data):
-            arena._pending[key] = None
-
-    def __setattr__(self, name, value):
-        # every write of a pending value enters the arena's index of pending
-        # handles (Arena.pending): assign, a barrier's containment, a check's
-        # restored value, a read's own answer
-        _set(self, name, value)
-        if name == "_value" and not isinstance(value[0], Data):
-            self._arena._pending[self._key] = None
+        arena._live[_ref(self, arena._drop)] = None  # registered until collected
 
     @property
     def value(self) -> Value:
