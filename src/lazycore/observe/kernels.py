@@ -218,7 +218,7 @@ def build(kernel_events, launches, new_after: int | None = None) -> KernelProfil
         d = known.get(id(exe))
         if d is None:
             label, kernels = f"program {exe.number}", kernels_of(exe.hlo_text())
-            if getattr(exe, "from_disk", False):  # set by the disk cache's load
+            if exe.from_disk:
                 kernels = {n: Kernel(k.name, k.opcode, k.ops) for n, k in kernels.items()}
             d = known[id(exe)] = (label, kernels, exe.module_name())
         return d
@@ -234,7 +234,7 @@ def build(kernel_events, launches, new_after: int | None = None) -> KernelProfil
             lab, ks, mod = described(launches[j][0])
             if mod == module and names <= ks.keys():
                 label, kernels, at = lab, ks, j + 1
-                if getattr(launches[j][0], "from_disk", False) and label not in prof.from_disk:
+                if launches[j][0].from_disk and label not in prof.from_disk:
                     prof.from_disk.append(label)
                 first = new_after is not None and launches[j][0].number > new_after and label not in prof.executions
                 break

@@ -337,8 +337,7 @@ class DiskCache:
                     return None
                 serialized, inputs, outputs, plan = unpack_entry(blob, key, signer)
                 exe = pjrt.deserialize(serialized, inputs, outputs, device, plan)
-                # the source lines in its HLO are the compiling process's (a kernel profile must not show them)
-                exe.from_disk = True
+                exe.from_disk = True  # (a kernel profile must not show the compiling process's lines)
             except OutdatedEntry:
                 return None
             except Exception as e:  # whatever the bytes make jaxlib or the decoders raise

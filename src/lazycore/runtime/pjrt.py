@@ -621,6 +621,9 @@ class Executable:
     that are rows of a returned stack (row >= 0); None: result k is output k."""
     keeps: bool = False
     """It leaves the stacks it takes alone (donates none of them)."""
+    from_disk: bool = False
+    """Loaded from the disk cache (:mod:`lazycore.runtime.diskcache`): the source
+    lines in its HLO are those of the process that compiled it."""
 
     def __post_init__(self):
         self.number = next(_numbers)
