@@ -49,7 +49,6 @@ calling line) and traces its calls plainly, recording one again after 1, 2,
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import weakref
 
@@ -267,8 +266,7 @@ class _Plan:
         state0 = _global_state()
         # no automatic step cut and no eager-mode run inside a traced call, as torch's capture
         # (runtime/eager.py: a recording keeps its program; a run would refuse it as a barrier)
-        holding = TRACE.cutter.holding() if TRACE.cutter is not None else contextlib.nullcontext()
-        with _pyreads.Reads(fn) as reads, holding:
+        with _pyreads.Reads(fn) as reads, TRACE.cuts_held():
             watch = _capture.begin([x._storage.handle for x in arrays])
             out = fn(*args, **kwargs)
         contents = _capture.contents(watch) if compare else None

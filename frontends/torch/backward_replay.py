@@ -403,11 +403,7 @@ class _Plan:
         the plan, or why it cannot be replayed (the engine ran either way)."""
         before = [p.grad for p in leaves]
         watch = _capture.begin([], calls=False)
-        holding = TRACE.cutter.holding() if TRACE.cutter is not None else None
-        if holding is not None:
-            with holding:
-                torch.Tensor.backward(t)
-        else:
+        with TRACE.cuts_held():
             torch.Tensor.backward(t)
         try:
             return cls(watch, leaves, olds, before)

@@ -69,6 +69,13 @@ class TraceContext:
             finally:
                 self.recorder = outer
 
+    def cuts_held(self):
+        """A context inside which no automatic step cut (nor an eager-mode run
+        of each op) happens: the :attr:`cutter`'s ``holding()``, or nothing
+        where none is given. For a frontend tracing a step of its own (a
+        capture's recording, an export's trace, a backward pass recorded)."""
+        return self.cutter.holding() if self.cutter is not None else contextlib.nullcontext()
+
     @contextlib.contextmanager
     def symbolic_sizes(self):
         """:attr:`symbolic` inside (process-wide: another thread's ops traced

@@ -46,7 +46,6 @@ value computed from one, raises :class:`~lazycore.BarrierError`.
 
 from __future__ import annotations
 
-import contextlib
 import traceback
 from dataclasses import dataclass, field
 
@@ -283,8 +282,7 @@ def trace(fn, example_args, types, device, donated, name: str) -> Traced:
     try:
         # no automatic step cut and no eager-mode run of each op inside: the trace is one program
         # (under lazycore.config.eager() every op ran its results: "ran a barrier")
-        holding = TRACE.cutter.holding() if TRACE.cutter is not None else contextlib.nullcontext()
-        with _no_reads(name), holding:
+        with _no_reads(name), TRACE.cuts_held():
             try:
                 out = fn(*inputs)
             except BarrierError as e:
