@@ -869,18 +869,29 @@ def _cpu_state(state):
     return {k: (v.detach().cpu() if torch.is_tensor(v) else torch.tensor(v)) for k, v in state.items()}
 
 
-def compare(name, referee=False, cases=None):
+def compare(name, referee=False, cases=None, elements=False):
     """Run loop ``name`` of ``cases`` (this file's by default) on eager CPU and
     on the lazy device: an :class:`Outcome`, with the two runs' final states
-    (CPU tensors) as ``lazy_state`` and ``eager_state``."""
+    (CPU tensors) as ``lazy_state`` and ``eager_state``. ``elements``: also
+    the float64 run (``referee``), each run's first-step gradients, and
+    zoo_harness.referee's element-by-element findings as ``refereed``."""
+    import contextlib
+
     import lazycore.torch as ltorch
     from lazycore.observe import metrics
     from test_hunt26_torch import _counts
-    from zoo_harness import _rel, _state_diff
+    from zoo_harness import FirstStepGrads, _rel, _state_diff
+    from zoo_harness import referee as element_referee
 
+    referee = referee or elements
     loop = (CASES if cases is None else cases)[name]
     cpu = torch.device("cpu")
-    eager_losses, eager_state = loop(cpu, lambda: None)
+
+    def capture(**kw):
+        return FirstStepGrads(**kw) if elements else contextlib.nullcontext()
+
+    with capture() as eager_cap:
+        eager_losses, eager_state = loop(cpu, lambda: None)
     eager_losses, eager_state = [float(v) for v in eager_losses], _cpu_state(eager_state)
     ltorch.mark_step(wait=True)
     metrics.reset()
@@ -890,9 +901,10 @@ def compare(name, referee=False, cases=None):
         ltorch.mark_step()
         marks.append(_counts())
 
-    lazy_losses, lazy_state = loop(ltorch.device(), each)
-    lazy_losses, lazy_state = [float(v.cpu()) for v in lazy_losses], _cpu_state(lazy_state)
-    ltorch.mark_step(wait=True)
+    with capture() as lazy_cap:
+        lazy_losses, lazy_state = loop(ltorch.device(), each)
+        lazy_losses, lazy_state = [float(v.cpu()) for v in lazy_losses], _cpu_state(lazy_state)
+        ltorch.mark_step(wait=True)
     c = metrics.counters()
     diff, worst = _state_diff(lazy_state, eager_state)
     out = Outcome(name, eager_losses, lazy_losses, max(_rel(a, b) for a, b in zip(lazy_losses, eager_losses)),
@@ -900,10 +912,15 @@ def compare(name, referee=False, cases=None):
                   [b[0] - a[0] for a, b in zip(marks, marks[1:])], [b[1] - a[1] for a, b in zip(marks, marks[1:])])
     out.lazy_state, out.eager_state = lazy_state, eager_state
     if referee:
-        _, ref = loop(cpu, lambda: None, dtype=torch.float64)
-        ref = {k: v.to(eager_state[k].dtype) if v.is_floating_point() else v for k, v in _cpu_state(ref).items()}
+        with capture(initial=True) as f64_cap:
+            _, ref64 = loop(cpu, lambda: None, dtype=torch.float64)
+        ref = {k: v.to(eager_state[k].dtype) if v.is_floating_point() else v for k, v in _cpu_state(ref64).items()}
         out.eager_f64 = _state_diff(eager_state, ref)[0]
         out.lazy_f64 = _state_diff(lazy_state, ref)[0]
+    if elements:
+        out.refereed = element_referee(dict(state=lazy_state, grads=lazy_cap.grads),
+                                       dict(state=eager_state, grads=eager_cap.grads),
+                                       dict(state=_cpu_state(ref64), grads=f64_cap.grads, before=f64_cap.before))
     return out
 
 

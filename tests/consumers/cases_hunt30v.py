@@ -13,7 +13,7 @@ from each device's generator, so no two devices agree on them.
 and programs a step, a float64 referee on request) over this module's loops.
 ``python tests/consumers/cases_hunt30v.py [names]`` prints the table;
 ``SPREAD=1`` prints :func:`float64_spread` of each instead, ``STRIDES=1``
-:func:`float64_strides`.
+:func:`float64_strides`; ``ELEMENTS=1`` adds zoo_harness.referee's findings.
 """
 
 from __future__ import annotations
@@ -378,13 +378,14 @@ def float64_strides(name):
 # --- the driver -------------------------------------------------------------------------------
 
 
-def compare(name, referee=False):
+def compare(name, referee=False, elements=False):
     """Run loop ``name`` on eager CPU and on the lazy device as hunt 27's
     ``compare`` does: a cases_hunt27.Outcome, with the two runs' final states
-    (CPU tensors) as ``lazy_state`` and ``eager_state``."""
+    (CPU tensors) as ``lazy_state`` and ``eager_state``; ``elements``: with
+    zoo_harness.referee's findings as ``refereed``."""
     import cases_hunt27
 
-    return cases_hunt27.compare(name, referee, cases=CASES)
+    return cases_hunt27.compare(name, referee, cases=CASES, elements=elements)
 
 
 if __name__ == "__main__":  # python tests/consumers/cases_hunt30v.py [names...]: a table
@@ -408,9 +409,13 @@ if __name__ == "__main__":  # python tests/consumers/cases_hunt30v.py [names...]
                       f"{strided} {time.time() - t:.0f}s", flush=True)
                 continue
             try:
-                out = compare(m, referee=referee)
+                elements = os.environ.get("ELEMENTS") == "1"
+                out = compare(m, referee=referee, elements=elements)
                 # the referee's two distances in full: the table's two digits can tie
                 f64 = f" ({out.eager_f64!r} / {out.lazy_f64!r})" if referee else ""
+                if elements:
+                    f64 += f"; elements: {out.refereed.moved()}; rest from eager {out.refereed.state_diff:.1e} " \
+                           f"({out.refereed.state_worst}); gradients off {out.refereed.grad_bad}"
                 print(out.line(), f"{time.time() - t:.0f}s{f64}", flush=True)
             except Exception as e:  # noqa: BLE001 (a table row)
                 print(Outcome(m, [], [], 0, 0, "", 0, {}, [], [], error=f"{type(e).__name__}: {e}"[:300]).line(),

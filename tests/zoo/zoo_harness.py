@@ -248,3 +248,169 @@ def generate(spec, new_tokens: int = 4):
         want = eager.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **kw)
         got = lazy.generate(input_ids=ids.to(dev), attention_mask=torch.ones_like(ids).to(dev), **kw)
     return got.cpu(), want
+
+
+# --- the float64 referee, element by element (issue 39) -------------------------------------------
+
+
+class FirstStepGrads:
+    """``with FirstStepGrads() as cap: <a training loop>``: ``cap.grads``, each
+    parameter's gradient (by its name in the model, a float64 CPU tensor) as
+    the loop's first ``optimizer.step()`` finds it. The loop is run unchanged:
+    torch's global optimizer pre-step hook takes the gradients, and the model
+    is the module called during the first step (its forward pre-hook) that
+    holds the most of the optimizer's parameters. A lazy run's gradients
+    stay lazy (a clone, not a read) until the loop is over, so the loop's
+    programs are the ones it runs without the capture."""
+
+    def __init__(self, initial=False):
+        self.initial = initial  # also take the parameters' values before that step, as ``cap.before``
+
+    def __enter__(self):
+        from torch.nn.modules.module import register_module_forward_pre_hook
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+        self.grads, self.before, self._modules = None, None, {}
+        self._forward = register_module_forward_pre_hook(self._seen)
+        self._step = register_optimizer_step_pre_hook(self._take)
+        return self
+
+    def _seen(self, module, args):
+        self._modules.setdefault(id(module), module)
+
+    def _take(self, optimizer, args, kwargs):
+        if self.grads is not None:
+            return
+        params = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        root = max(self._modules.values(), key=lambda m: sum(id(p) in params for p in m.parameters()))
+        self.grads = {n: p.grad.detach().clone() for n, p in root.named_parameters() if p.grad is not None}
+        if self.initial:
+            self.before = {n: p.detach().clone() for n, p in root.named_parameters()}
+        self._forward.remove()
+        self._modules = {}
+
+    def __exit__(self, *exc):
+        self._forward.remove()
+        self._step.remove()
+        self._modules = {}
+        if self.grads is not None:
+            self.grads = {n: g.cpu().double() for n, g in self.grads.items()}
+        if self.before is not None:
+            self.before = {n: v.cpu().double() for n, v in self.before.items()}
+        return False
+
+
+EPS32 = torch.finfo(torch.float32).eps
+
+NOISE_FACTOR = 4.0
+"""How much larger than eager's a lazy run's first-step gradient error may be,
+per parameter tensor, both measured from the float64 run's gradient: XLA sums
+in another order, an error of the same kind and size as eager's (Swin-T: at
+most 2.0x, at a norm weight's 3e-9), and a real lowering error is no
+ulp-sized thing (a gradient scaled by 1 + 1e-3 is 8000 ulps of the tensor's
+largest value off). The same factor sets which elements are noise: those
+whose float64 gradient is no larger than the error this check admits."""
+
+GRAD_ULPS = 16
+"""The least error admitted as eager's, in ulps of the tensor's largest
+float64 gradient: where eager's sum happens to be exact to an ulp or two,
+another order of the same sum is not (eager channels-last: a batch norm
+bias's gradient, 576 terms, 11 ulps where eager's contiguous run is 1; Swin-T
+lazy at most 14, eager 11)."""
+
+
+@dataclasses.dataclass
+class Refereed:
+    """:func:`referee`'s findings; :meth:`check` asserts them."""
+
+    grad_errors: dict  # parameter -> (lazy's, eager's) first-step gradient error from float64's (absolute)
+    grad_bad: dict  # the parameters whose lazy error is over NOISE_FACTOR x max(eager's, GRAD_ULPS ulps of the largest)
+    noise: dict  # parameter -> (elements held to float64, elements)
+    state_diff: float  # the largest _max_diff from eager over everything not held to float64
+    state_worst: str | None
+    noise_mean: tuple  # (lazy's, eager's) mean distance from float64 over all noise elements
+    noise_max: tuple  # (lazy's largest distance from float64 at a noise element, where, the bound: 2 x reach)
+    buffers: dict  # buffer -> (lazy's, eager's) distance from float64, for those eager is no reference for
+    bound: float
+
+    def check(self):
+        assert not self.grad_bad, ("first-step gradients off float64", self.grad_bad)
+        assert self.state_diff < self.bound, ("from eager", self.state_worst, self.state_diff)
+        if self.noise:
+            lazy, eager = self.noise_mean
+            assert lazy <= 2 * eager, ("noise elements' mean distance from float64", lazy, eager)
+            assert self.noise_max[0] <= self.noise_max[2], ("a noise element past the optimizer's reach",
+                                                            self.noise_max)
+        far = {k: v for k, v in self.buffers.items() if v[0] > 2 * v[1]}
+        assert not far, ("buffers further from float64 than 2x eager's", far)
+
+    def moved(self) -> str:
+        """The elements held to float64 instead of eager, for a test's message or a report."""
+        n = sum(v[0] for v in self.noise.values())
+        top = sorted(self.noise.items(), key=lambda kv: -kv[1][0])[:4]
+        return (f"{n} elements in {len(self.noise)} tensors held to float64 ({', '.join(f'{k} {a}/{b}' for k, (a, b) in top)}"
+                f"{', ...' if len(self.noise) > 4 else ''}); buffers {sorted(self.buffers)}; "
+                f"noise mean lazy {self.noise_mean[0]:.2e} / eager {self.noise_mean[1]:.2e}, "
+                f"max {self.noise_max[0]:.1e} at {self.noise_max[1]} (bound {self.noise_max[2]:.1e})")
+
+
+def referee(lazy: dict, eager: dict, f64: dict, bound: float = 1e-4, factor: float = NOISE_FACTOR) -> Refereed:
+    """Hold a lazy run to its eager copy where float32 decides, and to the
+    float64 run where rounding noise does. Each of ``lazy``, ``eager`` and
+    ``f64`` is ``dict(state=final state dict, grads=FirstStepGrads.grads)``,
+    ``f64`` also ``before=`` (``FirstStepGrads(initial=True).before``): one
+    model, init, data and optimizer run three times (float64 on eager CPU).
+
+    Per parameter tensor, eager's first-step gradient error from float64's is
+    float32's resolution there (at least GRAD_ULPS ulps of the tensor's largest):
+    lazycore's may be up to ``factor`` times it. An element whose float64
+    gradient is within that admitted error is noise-determined: its sign is
+    rounding's (a bias before a batch norm or under a softmax has gradient 0),
+    and AdamW's first update ``lr * g / (|g| + eps)`` makes either sign a full
+    ``lr`` step, so eager is no reference for it. Those elements are held to
+    float64: each no further than twice the float64 run's largest movement
+    (two runs stepping opposite ways every step) and, together, no further on
+    average than twice eager's mean. Every other parameter element keeps the
+    eager ``bound``. A buffer (no gradient to classify its elements) keeps it
+    too, unless eager itself is further than ``bound`` from float64 there (a
+    batch norm's running mean downstream of noise-moved biases): then lazy's
+    distance from float64 is at most twice eager's."""
+    grads = f64["grads"]
+    reach = max((f64["state"][n].double() - v).abs().max().item() for n, v in f64["before"].items())
+    grad_errors, grad_bad, noise, buffers = {}, {}, {}, {}
+    state_diff, state_worst = 0.0, None
+    noise_lazy, noise_eager, noise_max = [], [], (0.0, None, 2 * reach)
+    for name, want in eager["state"].items():
+        got, ref = lazy["state"][name], f64["state"][name]
+        if not want.is_floating_point():
+            d = 0.0 if torch.equal(got, want.to(got.dtype)) else math.inf
+            mask = None
+        elif name in grads:
+            g64 = grads[name]
+            e_lazy = (lazy["grads"][name] - g64).abs().max().item()
+            e_eager = (eager["grads"][name] - g64).abs().max().item()
+            tol = max(e_eager, GRAD_ULPS * EPS32 * g64.abs().max().item())
+            grad_errors[name] = (e_lazy, e_eager)
+            if e_lazy > factor * tol:
+                grad_bad[name] = (e_lazy, e_eager, g64.abs().max().item())
+            mask = g64.abs() <= factor * tol
+            if mask.any():
+                noise[name] = (int(mask.sum()), mask.numel())
+                dl = (got.double() - ref.double())[mask].abs()
+                noise_lazy.append(dl)
+                noise_eager.append((want.double() - ref.double())[mask].abs())
+                if dl.max().item() > noise_max[0]:
+                    noise_max = (dl.max().item(), name, 2 * reach)
+            d = _max_diff(got[~mask], want[~mask])
+        else:
+            mask = None
+            d = _max_diff(got, want)
+            eager_f64 = _max_diff(want, ref.to(want.dtype))
+            if eager_f64 > bound:
+                buffers[name] = (_max_diff(got, ref.to(got.dtype)), eager_f64)
+                d = 0.0
+        if d > state_diff or state_worst is None:
+            state_diff, state_worst = max(d, state_diff), name
+    mean = ((torch.cat(noise_lazy).mean().item(), torch.cat(noise_eager).mean().item()) if noise_lazy
+            else (0.0, 0.0))
+    return Refereed(grad_errors, grad_bad, noise, state_diff, state_worst, mean, noise_max, buffers, bound)
