@@ -190,6 +190,9 @@ class _BodyRecorder:
     def plain(self, value):
         return value, None
 
+    def int_place(self, value) -> None:
+        return None  # (a body's numbers: the step-log places alone)
+
     def on_node(self, spec, handles, node, kwargs) -> None:
         self.made[id(node)] = node
 

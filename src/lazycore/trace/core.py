@@ -101,17 +101,22 @@ def scalar(value, dtype: str | None = None, device=None, fold: bool = True, unti
         cutter = TRACE.cutter
         if cutter.due or len(_LOG.nodes) >= _settings.auto_barrier_nodes:
             cutter.cut()  # a step ended (lazycore.runtime.autostep)
-        source = None
+        source = arg = None
         rec = TRACE.recorder
         if rec is not None:  # lazycore.recipes: a float argument of the recorded call?
             value, source = rec.plain(value)
+            if source is not None:
+                arg = (rec.place, source)
+            elif type(value) is int and fold:  # or an int argument (its value in the recording's key)
+                arg = rec.int_place(value)
         dtype = dtype or _scalar_dtype(value)
         host = np.asarray(value, dtype=to_numpy_dtype(dtype))  # out-of-range values fail here
         dev = _device.get(device)
-        node = (constant(host) if fold and _POLICY.bake(value, dtype, None if source is None else (rec.place, source),
-                                                        True if until_varied else None)
+        node = (constant(host) if fold and _POLICY.bake(value, dtype, arg, True if until_varied else None)
                 else Scalar(host, dtype))
         if rec is not None:  # a constant of the recording, or that argument's parameter
+            if arg is not None and source is None and type(node) is Scalar:
+                source = (value,)  # an int argument's parameter: one per replay (lazycore.trace.recipes)
             node = rec.on_leaf(node, source) or node  # (a recipe's: the shared node of this value)
         return LazyTensor(Value(node, 0), dev)
 

@@ -42,12 +42,23 @@ the same node, so two recordings of one lowering do not each bring their own
 parameter of one value (issue 39). The nodes made of them are still one set
 per recording, so a frontend keeps serving a call from the same recording
 once warm (the torch frontend's lookup for another aliasing of the inputs).
+Int parameters are not shared: an int is part of its call's key, so its
+recording alone serves it, and sharing only merged distinct arguments that
+were equal by chance (a moving offset and a window's size: a program with
+one parameter fewer, compiled once more).
+
+Int arguments: a top-level int that reaches ``core.scalar`` has a scalar
+policy place by its argument (:meth:`Recorder.int_place`), and where it
+becomes a parameter, the recording's replays at each user's instruction make
+their own (:attr:`Recipe.fresh`), instead of one node for every call of
+that signature in the step.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import sys
 
 import numpy as np
 
@@ -62,13 +73,14 @@ from lazycore.dialect.types import to_numpy_dtype
 from lazycore.dialect.spec import spec_of
 from lazycore.ir.graph import LOG, Node, Scalar, Value, constant_only, map_operands, node_prefix, operand_values
 from lazycore.ir.regions import Arg, RegionNode, region_prefix
-from lazycore.ir.sourceloc import caller, known_library
+from lazycore.ir.sourceloc import caller, is_library, known_library
 from lazycore.ir.tensor import LazyTensor
 from lazycore.ir.walk import encode
 from lazycore.runtime import autostep  # noqa: F401  (gives TRACE its cutter, read per replay)
 
 _INPUT, _STEP, _FROZEN, _GROUP, _PARAM = 0, 1, 2, 3, 4
 _VALUES_KEPT = 64
+_PLACES_KEPT = 1024  # (per fresh recipe: the instructions it serves; emptied, a program's parameters change)
 
 
 class _Unreplayable(Exception):
@@ -92,7 +104,7 @@ class Recorder:
     nothing more for being watchable."""
 
     __slots__ = ("inputs", "handles", "steps", "made", "kept", "frozen", "ok", "params", "pmade", "psteps", "pnodes",
-                 "specific", "consts", "start", "seen", "making", "place", "marks")
+                 "specific", "consts", "start", "seen", "making", "place", "marks", "fn", "ints", "where")
 
     def __init__(self, inputs):
         self.inputs = {}
@@ -117,6 +129,11 @@ class Recorder:
         self.place = None
         """The lowering and the kind of call recorded (:func:`_call_place`): with
         a float argument's index, the scalar policy's place for that argument."""
+        self.fn = None  # the lowering recorded and the op it lowers (int_place)
+        self.where = None  # the user's instruction of an int argument's place (int_place)
+        self.ints: dict = {}
+        """A top-level int argument's value -> its position among the call's
+        arguments (-1: two arguments hold that value), for :meth:`int_place`."""
         self.marks = {}
         """id(device) -> the newest handle's key in the device's arena when the
         recording began (None: there was none), per device of the inputs:
@@ -141,6 +158,35 @@ class Recorder:
         if type(value) is _Param and value.recorder is self:
             return _PLAIN(value), value.index
         return value, None
+
+    def int_place(self, value: int):
+        """The scalar policy's place of an int argument of the recorded call
+        reaching ``core.scalar``: the lowering, the op it lowers (a frontend's
+        call context: ``ctx.func``), the argument's position and the user's
+        instruction; None for another int (or one two arguments hold), and
+        for a call the user's code did not make itself (:func:`_user_call`).
+        An int is part of its recording's key, so a new value records again
+        and asks the policy at a new step-log position (another graph puts
+        it after other ops): by position alone a moving offset
+        (transformers' sliding-window mask ``arange(n) + kv_offset``) was
+        baked at the first value of each graph and promoted, with a compile,
+        a token later; at this place the value it had in an earlier graph
+        promotes it at once. The position tells the call's ints apart
+        (``arange(start, end, step)``'s stay baked while each repeats), the
+        op one lowering's ops (``_compare`` serves ``x >= 1`` and ``x < 4``,
+        which one instruction makes in a loop over conditions: two ints of
+        one step at one place, the first baked in the first step and a
+        parameter in the next recording's, a compile). An int the
+        lowering computed that equals an argument by chance takes that
+        argument's place: a false promotion trades a fold for a parameter,
+        the values stay exact."""
+        k = self.ints.get(value)
+        if k is None or k < 0:
+            return None
+        where = self.where = _user_call()
+        if where is None:
+            return None
+        return ("int", self.fn, k, where)
 
     # hooks called by lazycore.core / lazycore.tensor
     def on_node(self, spec, handles, node, kwargs):
@@ -256,8 +302,9 @@ class Recorder:
             return (_FROZEN, v, None)
         raise _Unreplayable
 
-    def on_leaf(self, node, source: int | None = None):
-        """A leaf ``core.scalar`` made; ``source``: the float argument it holds.
+    def on_leaf(self, node, source: int | tuple | None = None):
+        """A leaf ``core.scalar`` made; ``source``: the float argument it holds
+        (its index), or ``(value,)`` for an int argument's parameter.
         Returns the node the scalar is to be: the shared one of its value
         (:func:`shared`)."""
         node = shared(node)
@@ -347,12 +394,33 @@ class Recorder:
         raise _Unreplayable
 
 
+def _user_call(_getframe=sys._getframe):
+    """The user's instruction that made the op being recorded, where the user's
+    own code called it (every frame between is lazycore's), else None: an op
+    a library made (the autograd engine's backward pass under the user's
+    ``backward()``, ``torch.nn.functional``'s or a decomposition's body) shares
+    that instruction with every other op of the library call, whose ints would
+    promote each other at one place (embedding's backward compares its indices
+    with 0, -1 and the table's size: the 0 baked in the first step was a
+    parameter in the next, a compile); those keep their step-log places alone.
+    Asked while recording only (a frame walk with a dict lookup each)."""
+    f = _getframe(1)
+    while f is not None and f.f_globals.get("__name__", "").startswith(_OWN):
+        f = f.f_back
+    if f is None or is_library(f.f_code.co_filename):
+        return None
+    return (f.f_code, f.f_lasti)
+
+
+_OWN = "lazycore."  # (lazycore's modules, its frontends' too: lazycore.frontends.*)
+
+
 class Recipe:
     """A recorded lowering: a :class:`~lazycore.trace.fragment.Fragment` over the
     call's inputs (then the float arguments' values it uses), and where the
     results come from."""
 
-    __slots__ = ("fragment", "aliased", "psteps", "prefs", "parametric", "_values", "_plan")
+    __slots__ = ("fragment", "aliased", "psteps", "prefs", "parametric", "fresh", "_values", "_plan")
 
     def __init__(self, fragment, aliased, psteps=(), prefs=(), parametric=False):
         self.fragment = fragment
@@ -373,6 +441,18 @@ class Recipe:
         one value's scalar and broadcasts are shared by every replay, as a
         constant's are."""
         self._plan = None  # psteps as entries (:class:`_ParamPlan`), at the first new value
+        self.fresh = any(name is None and type(refs) is tuple for name, refs, _, _, _ in psteps) and bool(prefs)
+        """It holds an int argument's parameter (:meth:`Recorder.int_place`):
+        the replays at each user's instruction make their own (kept in
+        :attr:`_values` under :func:`_at`'s key). Shared by all
+        replays, as a constant is, the parameter of one int argument was the
+        parameter of every call of the signature in the step: transformers'
+        sliding-window mask ``arange(4) + kv_offset`` at ``kv_offset = 1``
+        and the cache's ``roll(-1)`` (its ``arange(4) + 1``) held one node, a
+        program with one parameter fewer than the next token's, compiled
+        once more. One per replay instead (as tracing makes them) made a
+        chain ``y = y + 5`` of 200 calls a program of 200 parameters, and
+        each replay ~2x slower."""
 
     def fits(self, inputs) -> bool:
         return self.aliased is None or alias_pattern(inputs) == self.aliased
@@ -410,7 +490,12 @@ class Recipe:
                 loc = (start.f_code, start.f_lasti)  # (caller's answer for a user's frame, without the call)
             else:
                 loc = caller(start=start)
-            if self.prefs:
+            if self.fresh:
+                # (_at, inline for a call without floats)
+                values = self._values.get((id(loc[0]), loc[1]) if not floats and loc is not None else _at(loc, floats))
+                if values is None:
+                    values = self._fresh_values(floats, loc)
+            elif self.prefs:
                 if key is not None:
                     values = self._values.get(key)
                 elif len(floats) == 1:  # (x * 0.9: float_key, inline)
@@ -440,15 +525,35 @@ class Recipe:
         nodes = plan.make(floats, loc)
         return self.remember(tuple([float_key(f) for f in floats]), nodes)
 
+    def _fresh_values(self, floats, loc) -> list:
+        """The fragment's parameter values for a new user's instruction ``loc``
+        (see :attr:`fresh`), made and remembered."""
+        plan = self._plan
+        if plan is None:
+            plan = self._plan = _ParamPlan(self.psteps)
+        nodes = plan.make(floats, loc)
+        return self.remember(_at(loc, floats), nodes)
+
     def remember(self, key: tuple, nodes: list) -> list:
         """Keeps the values of ``nodes`` (``psteps``' nodes for the float
         argument values of ``key``, :func:`float_key` each) that the fragment
         reads, as its replays for those values take them: built once per
         value, not per replay (~1 us of a ``x * 0.9``). Returns them."""
-        if len(self._values) >= _VALUES_KEPT:
+        if len(self._values) >= (_PLACES_KEPT if self.fresh else _VALUES_KEPT):
             self._values.clear()
         values = self._values[key] = [_value(nodes[k], i) for k, i in self.prefs]
         return values
+
+
+def _at(loc, floats):
+    """A fresh recipe's key of its values (:attr:`Recipe.fresh`) for the user's
+    instruction ``loc`` and the float arguments: the code object by its id
+    (hashing one walks its bytecode and constants, ~0.3-1 us a replay). An
+    id taken again by another code object after the first was freed only
+    shares the nodes of two instructions, whose int is the recipe's one
+    value: the answers stay exact."""
+    k = None if loc is None else (id(loc[0]), loc[1])
+    return (k, *[float_key(f) for f in floats]) if floats else k
 
 
 def _value(node, index: int, _new=tuple.__new__) -> Value:
@@ -482,6 +587,8 @@ def shared(node):
     if type(node) is not Scalar:
         return node
     v = node.value
+    if v.dtype.kind in "biu":  # (an int's recording serves its value alone: see the module's notes)
+        return node
     key = (node.types[0].dtype, v.dtype.str, v.tobytes())
     got = _SHARED.get(key)
     if got is None:
@@ -539,8 +646,9 @@ class _ParamPlan:
     def make(self, floats, loc) -> list[Node]:
         """Each of ``psteps``' nodes for these float argument values."""
         env = list(self.consts)
-        for i, dtype in self.leaves:  # as core.scalar makes it
-            env.append(_value(shared(Scalar(np.asarray(floats[i], dtype=to_numpy_dtype(dtype)), dtype)), 0))
+        for i, dtype in self.leaves:  # as core.scalar makes it (an int argument's: its value, fresh)
+            x = i[0] if type(i) is tuple else floats[i]
+            env.append(_value(shared(Scalar(np.asarray(x, dtype=to_numpy_dtype(dtype)), dtype)), 0))
         self.make_nodes(env, self.digests, loc)
         return [env[p][0] for p in self.at]
 
@@ -692,6 +800,15 @@ def record_call(fn, inputs, args, kwargs, floats: bool = True):
     if outer is not None and type(outer) is not Recorder:  # a loop body being traced: its own watch
         return fn(*args, **kwargs), None
     rec = Recorder(inputs)
+    op = getattr(args[0], "func", None) if args else None  # (a frontend's call context: the op lowered)
+    try:
+        hash(op)
+    except TypeError:
+        op = None
+    rec.fn = (fn, op)
+    for k, a in enumerate((*args, *kwargs.values()) if kwargs else args):
+        if type(a) is int:
+            rec.ints[a] = k if rec.ints.setdefault(a, k) == k else -1
     if floats:
         rec.place = _call_place(fn, args, kwargs)
         args = tuple(rec.param(x) if type(x) is float else x for x in args)
@@ -719,7 +836,8 @@ def record_call(fn, inputs, args, kwargs, floats: bool = True):
     recipe = Recipe(fragment, aliased, tuple(rec.psteps), prefs, parametric)
     events.bump("recordings")
     if rec.psteps:
-        recipe.remember(tuple([float_key(_PLAIN(p)) for p in rec.params]), rec.pnodes)
+        fl = [_PLAIN(p) for p in rec.params]
+        recipe.remember(_at(rec.where, fl) if recipe.fresh else tuple([float_key(f) for f in fl]), rec.pnodes)
     recorded = [h._value for h in inputs] + [Value(rec.pnodes[k], i) for k, i in prefs]
     fragment.remember(recorded, [node.digest for node in rec.kept])
     return result, recipe

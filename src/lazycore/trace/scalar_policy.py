@@ -67,6 +67,21 @@ model's initialization too); at the argument's place it meets the value
 recorded before and is a parameter, as the replays' values are. -0.0 and 0.0
 are one value to both places (neither promotes the other), and each keeps
 its sign in the constant or parameter it becomes.
+
+An int argument of a recorded lowering (``arange(n) + offset``) has a second
+place too, by the lowering, the op it lowers, the argument's position and the
+user's instruction (:meth:`lazycore.trace.recipes.Recorder.int_place`), where
+the user's own code made the call (not the backward pass under a
+``backward()``, nor a library function's body: their many ops at one
+instruction would promote each other's ints, a constant of the first step
+then a parameter of the next, a compile): an int is
+part of its recording's key, so the policy hears of it only when a value
+records, at a step-log position that another graph (generation's filling
+token, then its full-cache tokens) puts after other ops. At its position
+alone a moving offset was baked at its first value in each graph and
+promoted a step later, with a compile; at its argument's place the value of
+an earlier graph promotes it at once. The place answers by ``folds`` as the
+position does (arange's step, baked until varied).
 """
 
 from __future__ import annotations
@@ -113,16 +128,19 @@ class ScalarPolicy:
         """Whether ``value`` becomes a ``lazy.constant`` (else a program parameter).
         ``arg``: for a float argument of a recorded lowering, its place
         there (:func:`lazycore.trace.recipes._call_place` and the argument's
-        index), a place of its own beside the step-log one: a number
-        promoted at either is a parameter. ``folds``: whether the value is
+        index), or an int argument's
+        (:meth:`~lazycore.trace.recipes.Recorder.int_place`), a place of
+        its own beside the step-log one: a number promoted at either is a
+        parameter. ``folds``: whether the value is
         baked until its place promotes it (default: 0 and 1 are)."""
         if arg is not None:
-            at_arg = self._arg(value, dtype, arg)
+            # (an int's place answers by ``folds`` too: arange's step, baked until varied)
+            at_arg = self._arg(value, dtype, arg, folds if type(value) is int else None)
             return self._bake(value, dtype, folds) and at_arg
         return self._bake(value, dtype, folds)
 
-    def _arg(self, value, dtype: str, arg) -> bool:
-        """The policy at a float argument's place (see :meth:`bake`)."""
+    def _arg(self, value, dtype: str, arg, folds=None) -> bool:
+        """The policy at a recorded call's argument's place (see :meth:`bake`)."""
         place = ("argument", dtype, arg)
         places = self.places
         seen = places.get(place, places)
@@ -133,7 +151,7 @@ class ScalarPolicy:
         elif not (seen == value or seen != seen):
             self._promote(place, seen, value, caller())
             return False
-        return value == 0 or value == 1
+        return (value == 0 or value == 1) if folds is None else folds
 
     def _bake(self, value, dtype: str, folds=None) -> bool:
         if folds is None:
