@@ -42,6 +42,10 @@ _SEEN = Memo("torch.count_buckets", 256)
 _WIDTHS = Memo("torch.count_widths", 64)
 """A bucket -> the wider one its varying counts are padded to (:func:`width`)."""
 
+_GIVEN = Memo("torch.count_given_widths", 256)
+"""A varying count -> the width its last indices were padded to (:func:`columns`),
+which a ``randperm`` of that count takes (:func:`permutation`)."""
+
 
 def width(n: int, kind=None) -> int:
     """The size a varying count ``n`` is padded to: the widest bucket that
@@ -65,6 +69,22 @@ def width(n: int, kind=None) -> int:
     return max(b, _WIDTHS.get(b, b))
 
 
+def _bounded(n: int, size: int, rank: int) -> int:
+    """:func:`width` of a count ``n`` of a mask of ``size`` elements, never
+    wider than ``size``'s bucket: the count never exceeds ``size``, so a
+    width another line needed beyond it (Faster R-CNN's 265 sampled
+    negatives of 270 anchors widening bucket 256 to 512) serves none of
+    this mask's counts, and would only make a program of the step it first
+    reached them (the sampler's 129 negatives of 135 anchors, padded to 256,
+    then 512). Recorded per ``n`` for the :func:`permutation` of this count."""
+    cap = buckets.bucket(size)
+    w = width(n, ("nonzero", rank, cap))
+    if cap is not None and cap < w:
+        w = cap
+    _GIVEN.put(n, w)
+    return w
+
+
 def columns(where: np.ndarray, device, rank: int, size: int) -> list:
     """The columns of ``where`` (the ``(n, rank)`` nonzero indices of a mask
     of ``size`` elements) as handles on ``device``: padded to :func:`width`
@@ -72,7 +92,7 @@ def columns(where: np.ndarray, device, rank: int, size: int) -> list:
     the module)."""
     n = where.shape[0]
     varies = n >= 2 and POLICY.varies(("nonzero", rank), (n,))
-    b = width(n, ("nonzero", rank, buckets.bucket(size))) if varies else None
+    b = _bounded(n, size, rank) if varies else None
     out = []
     for d in range(where.shape[1]):
         column = np.ascontiguousarray(where[:, d])
@@ -89,9 +109,10 @@ def permutation(host: torch.Tensor, tdev):
     on the lazy device ``tdev``: uploaded padded to ``n``'s bucket, handed out
     as its valid region, once ``n`` has varied at the user's line; else as
     it is (:func:`columns`' policy). Its width is the count's (it draws
-    from a count :func:`columns` gave: it records nothing of its own)."""
+    from a count :func:`columns` gave, whose width it reads back: it
+    records nothing of its own)."""
     n = host.shape[0]
-    b = width(n) if n >= 2 and POLICY.varies(("randperm", host.dtype), (n,)) else None
+    b = (_GIVEN.get(n) or width(n)) if n >= 2 and POLICY.varies(("randperm", host.dtype), (n,)) else None
     if b is None:
         return from_host(host, tdev)
     dev = lc_device(tdev)
