@@ -515,7 +515,7 @@ class _Plan:
                 for h, v in zip(targets, values[:n]):
                     heard(h, v)
         for h, v in zip(targets, values[:n]):
-            h._value = v
+            h.take(v)  # (Arena.pending)
         for (li, steps, key, strides, dev), v in zip(self.kept, values[n:]):
             leaves[li].grad = _new(Storage(LazyTensor(v, dev), strides), steps, *key)
         return True

@@ -9,7 +9,10 @@ Every handle registers, in creation order, with its device's :class:`Arena`
 through a weak reference that removes itself when the handle is collected.
 A barrier takes all live handles with pending values on a device as the
 outputs of one program, which is what makes buffer donation safe (the
-LazyTensor paper's DeviceContextArena).
+LazyTensor paper's DeviceContextArena). The arena also answers which live
+handles hold pending work without a walk of them all (:meth:`Arena.pending`):
+a read among thousands of settled arrays (scipy's ``integrate.cubature``)
+asks it several times.
 """
 
 from __future__ import annotations
@@ -22,22 +25,34 @@ from lazycore.ir.failure import Failure
 from lazycore.ir.graph import Data, Value
 
 _ref = weakref.ref
+_refs_of = weakref.getweakrefs
 
 
 class Arena:
-    """Live handles of one device, oldest first."""
+    """Live handles of one device, oldest first, and which of them may hold
+    pending work (:meth:`pending`)."""
 
-    __slots__ = ("_live", "_drop")
+    __slots__ = ("_live", "_drop", "_index", "_placed")
 
     def __init__(self):
         # Keys are weak references; insertion order is creation order, so the
         # outputs of a barrier (and thus its cache key) are deterministic.
-        self._live: dict[weakref.ref, None] = {}
+        # A key's value is its handle's place in that order, written by
+        # pending() (None until then: making a handle, every op's, writes
+        # nothing more than its key)
+        self._live: dict[weakref.ref, int | None] = {}
+        # the placed handles that may hold pending work: those placed pending
+        # and those a writer gave pending work since (LazyTensor.take, assign),
+        # each under a weak reference to it (its key here, or another: equal
+        # while it lives); pending() drops the settled and the collected
+        self._index: dict[weakref.ref, None] = {}
+        self._placed = 0
         live = self._live
 
         def drop(ref, live=live):
             live.pop(ref, None)
 
+        drop.arena_index = self._index  # (a writer finds a handle's arena from its key's callback: _given)
         self._drop = drop
 
     def live(self) -> list["LazyTensor"]:
@@ -48,8 +63,75 @@ class Arena:
                 out.append(t)
         return out
 
+    def pending(self) -> list["LazyTensor"]:
+        """The live handles whose value is not device data (pending work, or a
+        padded result's region), oldest first: those of :meth:`live`, in its
+        order, that are pending. Costs the handles made or given pending work
+        since the last call and the pending ones, not every live one."""
+        live, index = self._live, self._index
+        while True:  # the handles made since the last call: the registry's unplaced tail
+            made = []
+            try:
+                for ref, at in reversed(live.items()):
+                    if at is not None:
+                        break
+                    made.append(ref)
+            except RuntimeError:  # (a handle collected, or made by another thread, meanwhile)
+                continue
+            break
+        n = self._placed
+        for ref in reversed(made):
+            live[ref] = n
+            n += 1
+            t = ref()
+            if t is None:
+                live.pop(ref, None)  # (collected meanwhile: its drop may have run before the place was written)
+            elif type(t._value[0]) is not Data:
+                index[ref] = None
+        self._placed = n
+        found = []
+        for ref in list(index):
+            t = ref()
+            if t is None:
+                index.pop(ref, None)
+                continue
+            if type(t._value[0]) is Data:
+                index.pop(ref, None)
+                if type(t._value[0]) is Data:
+                    continue
+                index[ref] = None  # (given pending work meanwhile: it stays)
+            at = live.get(ref)
+            if at is not None:  # (None: made by another thread after the placing; placed next time)
+                found.append((at, t))
+        found.sort(key=_first)
+        return [t for _, t in found]
+
     def __len__(self) -> int:
         return len(self._live)
+
+
+def _first(pair):
+    return pair[0]
+
+
+def _given(t: "LazyTensor") -> None:
+    """``t`` was given pending work: it enters the index of the arena that
+    registered it (:meth:`Arena.pending`). A handle of no arena (one
+    ``copy.copy`` made, without ``__init__``) stays in none."""
+    ref = t.__weakref__  # (the first weak reference to t: equal to its arena's key while t lives)
+    if ref is None:
+        return
+    arena = t.device.arena
+    if ref in arena._live:
+        arena._index[ref] = None
+        return
+    # registered in another arena than its device's now: an outer handle updated
+    # while a loop's body is traced in an arena of its own (lazycore.trace.control)
+    for ref in _refs_of(t):
+        index = getattr(ref.__callback__, "arena_index", None)
+        if index is not None:
+            index[ref] = None
+            return
 
 
 class LazyTensor:
@@ -64,7 +146,17 @@ class LazyTensor:
         self._value = value
         self.device = device
         arena = device.arena
-        arena._live[_ref(self, arena._drop)] = None  # registered until collected
+        arena._live[_ref(self, arena._drop)] = None  # registered until collected (placed by Arena.pending)
+
+    def take(self, value: Value) -> None:
+        """This handle now holds ``value``: the runtime's and the tracers' own
+        write of a handle's value (no checks, no in-place hooks: :meth:`assign`
+        is the user's). The one way a value that is not device data is
+        written into a made handle, so that :meth:`Arena.pending` knows it;
+        device data may be written directly (``t._value = ...``)."""
+        self._value = value
+        if type(value[0]) is not Data:
+            _given(self)
 
     @property
     def value(self) -> Value:
@@ -105,7 +197,13 @@ class LazyTensor:
             watch = TRACE.updates
             if watch is not None:
                 watch(self, new._value)
-            self._value = new._value
+            value = self._value = new._value
+            if type(value[0]) is not Data:  # into its arena's index (Arena.pending): _given, inlined
+                ref, arena = self.__weakref__, self.device.arena
+                if ref is not None and ref in arena._live:
+                    arena._index[ref] = None
+                else:
+                    _given(self)
         return self
 
     def numpy(self):

@@ -377,7 +377,7 @@ def gate_step(device) -> Gated | None:
                 flag = ors[key] = ops.any_of([mine[k].flag for k in ks])
             v = ops.select(flag, then, v, shaped)
         if v is not now:
-            t._value = v
+            t.take(v)  # (a select: pending work, Arena.pending)
     gated = Gated(mine, ops.stack([c.flag for c in mine]), after)
     for c in mine:
         c.flag = None  # (in the stack: not an output of its own)

@@ -135,7 +135,7 @@ def launch(step, transforms) -> None:
         values = [None] * len(leaves)
         for t, k in zip(step.pending, step.slots):
             values[k] = t._value
-            t._value = value(k, leaves[k])
+            t.take(value(k, leaves[k]))  # (a padded result's region is no device data: Arena.pending)
             t._held = id(leaves[k])
         # At most one program runs while Python traces the next step: the
         # one before this must be done before the barrier returns (so a loop

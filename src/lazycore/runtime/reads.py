@@ -79,9 +79,9 @@ def _constants_behind(value: Value, data: list | None = None) -> set[int] | None
 def _cuts(t: LazyTensor, behind: set[int]) -> bool:
     """Whether a barrier for ``t`` would run other pending work too: a live
     handle whose value is a computation outside ``behind`` (``t``'s graph)."""
-    for h in reversed(t.device.arena.live()):  # the newest first: a step's pending work is recent
+    for h in reversed(t.device.arena.pending()):  # the newest first: a step's pending work is recent
         node = h._value[0]
-        if type(node) is not Data and id(node) not in behind and buckets.padded_leaf(node) is None:
+        if id(node) not in behind and buckets.padded_leaf(node) is None:
             return True
     return False
 
@@ -124,7 +124,7 @@ def _shares(t: LazyTensor, behind: set[int]) -> bool:
     if not mine:
         return False
     seen: set[int] = set()
-    todo = [h._value[0] for h in t.device.arena.live() if h is not t]
+    todo = [h._value[0] for h in t.device.arena.pending() if h is not t]
     while todo:
         node = todo.pop()
         if id(node) in seen or type(node) is Data or type(node) is Scalar:
@@ -265,7 +265,7 @@ def _read_bases(t: LazyTensor, behind: set[int]) -> bool:
     device = t.device
     handles: dict[int, list] = {}
     bases: dict[int, Node] = {}
-    for h in device.arena.live():
+    for h in device.arena.pending():
         node = h._value[0]
         if h is not t and type(node) is Node and h._value[1] == 0 and id(node) in behind:
             handles.setdefault(id(node), []).append(h)

@@ -80,16 +80,16 @@ def collect(device, wait: bool, walker, runner) -> Step:
     """The step of ``device``: its pending handles, and the leaves live handles hold."""
     step = Step(device, wait, walker, runner)
     pending, held = step.pending, step.held
-    for t in device.arena.live():
+    for t in device.arena.pending():
+        padded = buckets.padded_leaf(t._value.node)
+        if padded is None:
+            pending.append(t)
+        else:  # a padded result's valid region: no work (lazycore.runtime.buckets)
+            held.add(id(padded))
+            stacks.held_stack(padded, held)
+    for t in device.arena.live():  # (every live handle: the leaves they hold are not donated)
         node = t._value.node
         if type(node) is Data:
             held.add(id(node))
             stacks.held_stack(node, held)
-        else:
-            padded = buckets.padded_leaf(node)
-            if padded is None:
-                pending.append(t)
-            else:  # a padded result's valid region: no work (lazycore.runtime.buckets)
-                held.add(id(padded))
-                stacks.held_stack(padded, held)
     return step

@@ -414,7 +414,7 @@ class Recording:
             # program for the traced call and its replays
             values = self._called(recorded_inputs)
             for h, v in zip([h for h, _ in changed] + list(kept), values):
-                h._value = v
+                h.take(v)
 
     def _call_body(self, order: list[int]) -> _Call:
         """The fragment made once on placeholders, as a body; the inputs are
@@ -521,7 +521,7 @@ class Recording:
                 for h, v in pairs:
                     heard(h, v)
         for h, v in pairs:
-            h._value = v
+            h.take(v)  # (Arena.pending)
         return values[len(targets):]
 
 
