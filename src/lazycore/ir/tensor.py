@@ -44,7 +44,9 @@ class Arena:
         # the placed handles that may hold pending work: those placed pending
         # and those a writer gave pending work since (LazyTensor.take, assign),
         # each under a weak reference to it (its key here, or another: equal
-        # while it lives); pending() drops the settled and the collected
+        # while it lives); pending() drops the settled and the collected. So
+        # every placed handle with pending work is here, and a writer that
+        # replaces pending work (an in-place op's second update) enters nothing
         self._index: dict[weakref.ref, None] = {}
         self._placed = 0
         live = self._live
@@ -154,8 +156,9 @@ class LazyTensor:
         is the user's). The one way a value that is not device data is
         written into a made handle, so that :meth:`Arena.pending` knows it;
         device data may be written directly (``t._value = ...``)."""
+        settled = type(self._value[0]) is Data
         self._value = value
-        if type(value[0]) is not Data:
+        if settled and type(value[0]) is not Data:
             _given(self)
 
     @property
@@ -197,8 +200,9 @@ class LazyTensor:
             watch = TRACE.updates
             if watch is not None:
                 watch(self, new._value)
+            settled = type(self._value[0]) is Data
             value = self._value = new._value
-            if type(value[0]) is not Data:  # into its arena's index (Arena.pending): _given, inlined
+            if settled and type(value[0]) is not Data:  # into its arena's index (Arena.pending): _given, inlined
                 ref, arena = self.__weakref__, self.device.arena
                 if ref is not None and ref in arena._live:
                     arena._index[ref] = None
