@@ -36,6 +36,9 @@ one step, lazycore is about as near float64 as eager, module by module,
 and AdamW's first update ``lr * g / (|g| + eps)`` turns float32's rounding
 at gradients near zero (0 in float64 at 31 of EfficientNet's batch norm
 biases) into updates up to ``2 lr`` apart: the loops' end distances.
+Session 34 holds Swin-T to zoo_harness.referee (_ELEMENTS): those elements
+against the float64 run, every other one against eager at 1e-4, the first
+step's gradients per parameter; EfficientNet-V2-S's loop amplifies past it.
 Session 31 compared the loops hunt 30v left uncompared (figures at _REFEREE
 and _KNOWN): LeViT-128s, MixNet-S, MobileViT-XXS, timm's EfficientNet-B0 and
 torchvision's are nearer float64 than eager (referee); DLA34, MNASNet-0.5 and RegNet-X-400MF are chaotic at these
@@ -258,16 +261,6 @@ _KNOWN = {
                         "strides: its float64 run with every backward kernel's inputs made contiguous "
                         "(cases.float64_strides; 88 convolution_backward and 16 native_layer_norm_backward calls had "
                         "strided ones) ends where the plain one does (0.0 at float32 precision)",
-    "tv_swin_t": "AdamW's first update amplifies float32's rounding at gradients near zero (located, session 33): "
-                 "one step, lazycore is about as near float64 as eager (largest distance per module forward "
-                 "1.8e-6 / eager 1.2e-6, parameter gradients 1.7e-6 / 1.3e-6, each relative to its tensor's largest "
-                 "value; none over 2.5x eager's: head.bias's 1.8e-7 / 7.1e-8), but lr * g / (|g| + eps) makes "
-                 "features.6.reduction.weight's gradient -2.9e-9 in float64 (3e-8 of that tensor's largest, "
-                 "8.9e-2), -2.4e-9 in eager and +1.0e-8 in lazycore, so its first updates -2.2e-4, -1.9e-4 and "
-                 "+5.1e-4: the first update alone is 3.4e-4 (eager, elsewhere) / 7.4e-4 (lazycore) from float64's, "
-                 "the loop's end distances (3.5e-4 / 6.7e-4; state 6.4e-4 from eager). Not eager's strides (float64 "
-                 "with contiguous backward inputs ends 5.3e-14 from the plain run); float64 with its weights moved "
-                 "by 1e-7 ends 1.5e-4 away (cases.float64_spread)",
     "tv_efficientnet_v2_s": "AdamW's first update amplifies float32's rounding (located, session 33): one step, "
                             "per module, lazycore is about as near float64 as eager (forward 3.4e-5 / eager 3.6e-5, "
                             "output gradients 4.9e-5 / 5.3e-5, parameter gradients 6.1e-5 / 4.7e-5, each relative "
@@ -277,7 +270,14 @@ _KNOWN = {
                             "the first update 2.0e-3 (two steps of lr 1e-3) from float64's in both runs. Loop: loss "
                             "3.5e-2 / state 3.3e-2 from eager; float64 eager 3.1e-2 / lazycore 3.9e-2. Not eager's "
                             "strides: no backward kernel gets a strided input. float64 with its weights moved by 1e-7 "
-                            "ends 1.2e-2 away (cases.float64_spread; last loss 3.767 against 3.826)",
+                            "ends 1.2e-2 away (cases.float64_spread; last loss 3.767 against 3.826). Session 34, "
+                            "zoo_harness.referee (ELEMENTS=1, load 12): no parameter's first-step gradient over 2.1x "
+                            "eager's error (the lowering holds; 49001 elements in 269 tensors noise-determined, "
+                            "lazycore's mean distance from float64 there 2.1e-4 / eager's 2.0e-4), but the rest of "
+                            "the state ends 3.0e-3 from eager (features.6.6.block.0.0.weight), 145 running "
+                            "statistics over 1e-4 from it: the loop amplifies its first update's noise "
+                            "past what a rule at the first step can referee (losses 3.6700 eager, 3.7984 lazycore, "
+                            "3.8262 float64 at step 4)",
     "timm_repvgg_a0": "chaotic loop: float64 itself, its initial weights moved by 1e-7 (relative), ends 4.9e-2 "
                       "from the unmoved run (cases.float64_spread; eager float32 5.2e-2 on one thread); lazycore "
                       "6.9e-2, eager 5.3e-2; "
@@ -301,14 +301,34 @@ _KNOWN = {
 }
 
 
+# Held to zoo_harness.referee, the float64 referee element by element: an element whose float64 first-step
+# gradient is within the error admitted of lazycore's (4x eager's) is noise-determined under AdamW (its
+# first update lr * g / (|g| + eps) takes rounding's sign) and held to float64; every other element keeps
+# eager's 1e-4, and lazycore's first-step gradients are checked per parameter. name -> what it moved (by
+# hand, session 34, load 10-15).
+_ELEMENTS = {
+    # was a strict xfail (session 33 located it): features.6.reduction.weight's gradient -2.9e-9 in float64
+    # (3e-8 of its tensor's largest) puts lazycore 6.4e-4 from eager there; the rest of the state is 3.1e-5
+    # from eager, and no parameter's first-step gradient over 2.3x eager's error (head.bias 6.3e-8 / 2.8e-8)
+    "tv_swin_t": "20556 of 27.5M elements in 73 tensors: 10055 with float64 gradient exactly 0 (10008 of them "
+                 "relative position bias entries no 64x64 window uses), 10501 weights' near-zero gradients; "
+                 "lazycore's mean distance from float64 there 1.28e-6 / eager's 1.24e-6, largest 6.7e-4 "
+                 "(features.6.reduction.weight; bound 8.4e-3)",
+}
+
+
 @full_only
 @pytest.mark.parametrize("name", [
     pytest.param(n, marks=pytest.mark.xfail(reason=_KNOWN[n], strict=True)) if n in _KNOWN else n
     for n in cases.CASES])
 def test_loop_trains_as_eager(name):
-    out = cases.compare(name, referee=name in _REFEREE)
+    out = cases.compare(name, referee=name in _REFEREE, elements=name in _ELEMENTS)
     b = _BOUNDS.get(name, {})
-    if name in _REFEREE:
+    if name in _ELEMENTS:
+        print(name, out.refereed.moved())  # pytest -s
+        assert out.loss_rel < b.get("loss", 1e-5), (out.eager_losses, out.lazy_losses)
+        out.refereed.check()
+    elif name in _REFEREE:
         assert out.lazy_f64 <= max(out.eager_f64, 1e-5), (out.lazy_f64, out.eager_f64)
     else:
         assert out.loss_rel < b.get("loss", 1e-5), (out.eager_losses, out.lazy_losses)
