@@ -72,7 +72,7 @@ def checked_sync(device, wait: bool = True) -> int:
     """:func:`lazycore.runtime.barrier.sync` that raises ``FloatingPointError``
     when the program's floating results hold a NaN or an infinity."""
     with LOCK:
-        pending = [t for t in device.arena.live() if t.pending]
+        pending = device.arena.pending()
         values = [t._value for t in pending]
         donation, settings.donation = settings.donation, False  # the check's run needs the inputs
         try:
