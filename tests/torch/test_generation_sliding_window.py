@@ -22,6 +22,13 @@ recording's key, was baked at 1 and promoted a token later, and its
 parameter was one node with another int of equal value (the cache's
 ``roll(-1)`` at offset 1, the window's 4 at offset 4), a program with one
 parameter fewer.
+
+A window of 8 and a prompt of 6 compiled one program more (4): the cache's
+``index_copy_`` bound (transformers' cache_utils.py:607) holds the window's
+8, met by the filling token's padded walk while the ids were 7 long, before
+the token's ``cat`` made them 8; the next token (8 long from the start) read
+it as the ids' size parameter. Padding now learns such a number where it
+meets it (tests/torch/test_size_literal_before_append.py has it in small).
 """
 
 import os
@@ -46,20 +53,21 @@ def _ready(model):
     return model
 
 
-def _mistral():
+def _mistral(window):
     torch.manual_seed(0)
     cfg = transformers.MistralConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-                                     sliding_window=4, **_TOKENS)
+                                     sliding_window=window, **_TOKENS)
     return _ready(transformers.MistralForCausalLM(cfg))
 
 
-def _gpt_oss():
+def _gpt_oss(window):
     torch.manual_seed(0)
     cfg = transformers.GptOssConfig(vocab_size=VOCAB, max_position_embeddings=128, hidden_size=64,
                                     intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                                     num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
-                                    sliding_window=4, layer_types=["sliding_attention", "full_attention"], **_TOKENS)
+                                    sliding_window=window, layer_types=["sliding_attention", "full_attention"],
+                                    **_TOKENS)
     return _ready(transformers.GptOssForCausalLM(cfg))
 
 
@@ -70,11 +78,12 @@ _FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 _LONG = pytest.mark.skipif(not _FULL, reason="~1 min a case: LAZYCORE_TEST_FULL=1 (CI runs mistral-static)")
 
 
+@pytest.mark.parametrize("window, prompt", [(4, 3), pytest.param(8, 6, marks=_LONG)], ids=["w4p3", "w8p6"])
 @pytest.mark.parametrize("cache", [pytest.param("default", marks=_LONG), "static"])
 @pytest.mark.parametrize("make", [_mistral, pytest.param(_gpt_oss, marks=_LONG)], ids=["mistral", "gpt-oss"])
-def test_sliding_window_tokens_one_program_each(clean_runtime, make, cache):
-    eager, lazy = make(), make().to(ltorch.device())
-    ids, mask = _prompts((3,))
+def test_sliding_window_tokens_one_program_each(clean_runtime, make, cache, window, prompt):
+    eager, lazy = make(window), make(window).to(ltorch.device())
+    ids, mask = _prompts((prompt,))
     dev = ltorch.device()
     kw = dict(max_new_tokens=_N, do_sample=False)
     if cache == "static":
@@ -92,5 +101,6 @@ def test_sliding_window_tokens_one_program_each(clean_runtime, make, cache):
     # token's argmax runs with the ids' read): before, 1 for the whole call
     assert runs >= _N, calls
     # the prompt, the filling token, the full cache's graph (before: 5,
-    # whatever the number of tokens); a second call compiles nothing
+    # whatever the number of tokens; 4 at window 8, prompt 6); a second
+    # call compiles nothing
     assert first <= 3 and second == 0, calls

@@ -165,9 +165,11 @@ class Padded:
         """id(padded node) -> how many elements the masked sum it holds added
         (a number and the symbols whose valid sizes multiply it)."""
         self.numbers: set[tuple] = set()
-        """``(instruction, n)`` of the integers met that may be sizes
-        (constants, check messages' numbers): those no symbol's size by the
-        end of the walk are numbers at their instruction (:data:`LITERALS`)."""
+        """``(instruction, n)`` of the integers met while ``n`` was no
+        symbol's size (constants, check messages' numbers): numbers at their
+        instruction (:data:`LITERALS`) once the walk is kept, also where an
+        append later in the walk makes ``n`` a symbol's (the walk took it as
+        a number all the same)."""
         self.dependent: dict[int, tuple[int, ...]] = {}
         """id(original node) -> the symbols whose values it was read as,
         besides its padded dimensions: an integer constant equal to a size
@@ -382,16 +384,22 @@ class Padded:
         positive) would make the steps of that coincidence a program of
         their own, and of each combination of such coincidences another;
         as a number it is the other steps' program. Exact either way: the
-        number is the step's."""
+        number is the step's. Learned as met, not by the symbols at the
+        walk's end: an append after it may make ``n`` a symbol's (Mistral's
+        window of 8 at its cache's ``index_copy_`` bound, met while the ids
+        were 7 long, before the token's ``cat`` made them 8), and the next
+        step, ``n`` long from the start, would read it as the size."""
         if n < 2 or loc is None:
             return n in self.symbols
-        self.numbers.add((loc, n))
-        return n in self.symbols and (loc, n) not in LITERALS
+        if n not in self.symbols:
+            self.numbers.add((loc, n))
+            return False
+        return (loc, n) not in LITERALS
 
     def learned(self) -> None:
-        """Record the numbers met that were no symbol's size (:meth:`sized`)."""
+        """Record the numbers met while no symbol's size (:meth:`sized`)."""
         for key in self.numbers:
-            if key[1] not in self.symbols and key not in LITERALS:
+            if key not in LITERALS:
                 LITERALS.put(key, True)
 
     def count_of(self, node: Node, pads: dict) -> tuple[int, tuple[int, ...]]:
