@@ -854,12 +854,15 @@ class Outcome:
     programs: list
     eager_f64: float | None = None  # eager's / lazycore's state distance from the float64 run
     lazy_f64: float | None = None
+    eager_loss_f64: float | None = None  # eager's / lazycore's losses' largest relative distance from float64's
+    lazy_loss_f64: float | None = None
     error: str | None = None
 
     def line(self):
         if self.error:
             return f"{self.name:40s} ERROR {self.error}"
-        f64 = "" if self.eager_f64 is None else f" f64 eager {self.eager_f64:.1e} lazy {self.lazy_f64:.1e}"
+        f64 = "" if self.eager_f64 is None else (f" f64 eager {self.eager_f64:.1e} lazy {self.lazy_f64:.1e}"
+                                                 f" (losses {self.eager_loss_f64:.1e} / {self.lazy_loss_f64:.1e})")
         return (f"{self.name:40s} loss {self.loss_rel:.1e} state {self.state_diff:.1e} ({self.worst}) "
                 f"fallbacks {self.fallbacks} {dict(self.fallback_ops) if self.fallbacks else ''} "
                 f"compiles {self.compiles} programs {self.programs}{f64}")
@@ -913,7 +916,10 @@ def compare(name, referee=False, cases=None, elements=False):
     out.lazy_state, out.eager_state = lazy_state, eager_state
     if referee:
         with capture(initial=True) as f64_cap:
-            _, ref64 = loop(cpu, lambda: None, dtype=torch.float64)
+            losses64, ref64 = loop(cpu, lambda: None, dtype=torch.float64)
+        losses64 = [float(v) for v in losses64]
+        out.eager_loss_f64 = max(_rel(a, b) for a, b in zip(eager_losses, losses64))
+        out.lazy_loss_f64 = max(_rel(a, b) for a, b in zip(lazy_losses, losses64))
         ref = {k: v.to(eager_state[k].dtype) if v.is_floating_point() else v for k, v in _cpu_state(ref64).items()}
         out.eager_f64 = _state_diff(eager_state, ref)[0]
         out.lazy_f64 = _state_diff(lazy_state, ref)[0]

@@ -110,8 +110,13 @@ _BOUNDS = {
     "autocast_bf16_grad_scaler_rmsprop": dict(programs=2),
     # the strong-Wolfe line search reads losses and directional derivatives (27 then 26 programs a
     # step by hand; 33 then 50 before the recursion's alpha= reads stayed on the device, optim.py
-    # _lbfgs_step); both float32 runs end ~2e-4 from float64 (below)
-    "lbfgs_strong_wolfe": dict(loss=1e-4, state=1e-3, programs=30, referee=2.0),
+    # _lbfgs_step); both float32 runs end ~2e-4 from float64 (below). The losses are judged by the
+    # float64 run too: the line search's cubic interpolation cancels (d2^2 = 0.6112 - 0.6083), so a
+    # loss's last bit moves its step by 3e-4 relative, and eager's own loss moves up to 1.3e-4 when
+    # the batch's rows are permuted (11 of 20 permutations past 1e-4; eager and lazycore take the same
+    # branches and evaluations, and their interpolation gives the same step on the same inputs).
+    # Measured: eager 5.8e-5, lazycore 8.1e-5 from float64's losses
+    "lbfgs_strong_wolfe": dict(loss=1e-3, loss_referee=2.0, state=1e-3, programs=30, referee=2.0),
     # SGDP/AdamP read a cosine similarity per parameter on the host (``if cos.max() < delta /
     # sqrt(...)``, eager's read too) and the branch taken changes the step: compiles [5, 3, 0, 1]
     "timm_sgdp_cosine": dict(programs=5, late=1),
@@ -135,6 +140,8 @@ def _check(out):
     assert out.state_diff < b.get("state", 1e-5), (out.worst, out.state_diff)
     if "referee" in b:
         assert out.lazy_f64 <= b["referee"] * out.eager_f64, (out.lazy_f64, out.eager_f64)
+    if "loss_referee" in b:
+        assert out.lazy_loss_f64 <= b["loss_referee"] * out.eager_loss_f64, (out.lazy_loss_f64, out.eager_loss_f64)
     assert out.fallbacks == 0, out.fallback_ops
     assert sum(out.compiles[cases.WARMUP:]) <= b.get("late", 0), out.compiles
     assert max(out.programs[cases.WARMUP:]) <= b.get("programs", 1), out.programs
@@ -150,7 +157,8 @@ def _loop_params():
 
 @pytest.mark.parametrize("name", list(_loop_params()))
 def test_users_loop_trains_as_eager(name):
-    _check(cases.compare(name, referee="referee" in _BOUNDS.get(name, {})))
+    b = _BOUNDS.get(name, {})
+    _check(cases.compare(name, referee="referee" in b or "loss_referee" in b))
 
 
 @full_only
