@@ -27,7 +27,9 @@ position sees another value than last time: a loop whose numbers repeat
 pays one lookup.
 A place less its position (dtype, preceding op, line) remembers the first
 value made there too: a *new* position whose line has made another value
-before is a parameter at once (:meth:`ScalarPolicy._line_varied`). The
+before is a parameter at once (:meth:`ScalarPolicy._line_varied`), and one
+of that first value stays baked where the line's other numbers came in the
+same step (a backward pass's numbers under one ``backward()``). The
 first step's log also holds what ran before the loop (the model's
 initialization, a rollout's forward pass), so a loop's steady positions are
 first met at its second step; PPO's minibatch start ``i % 2`` (0, then 1)
@@ -197,21 +199,38 @@ class ScalarPolicy:
         that took another value at that instruction in the first step (PPO's
         minibatch start ``i % 2``) is a parameter at once there, instead of
         baked once more and promoted, with a compile, a step later. A user's
-        frame must be known: ops recorded from library frames alone (the
-        backward pass) share no instruction."""
+        frame must be known: ops recorded from library frames alone share
+        no instruction.
+
+        An instruction can make several numbers in one step (the backward
+        pass under the user's ``backward()``, a library call's body): the
+        first value it made is baked where met (nothing had varied yet), and
+        one made after it in that step promotes the line for the others. The
+        first value stays baked at a new position of a later step, as it
+        was in the first: else two embeddings comparing their indices with
+        their padding indices 0, then 5, under one ``backward()`` baked the
+        0 in the first step and made it a parameter at its moved position
+        in the second, a compile."""
         if line[-1] is None:
             return False
         key = ("line",) + line
         places = self.places
         first = places.get(key, places)
         if first is places:
-            places.put(key, value)
+            places.put(key, (LOG.start, value, False))
             return False
         if first is _PROMOTED:
             return True
-        if first == value or first != first:
+        step, seen, within = first
+        if seen == value or seen != seen:
             return False
-        self._promote(key, first, value, line[-1])
+        if within:
+            return True
+        if step == LOG.start:  # another number of this step: the others promoted, the first kept
+            places.put(key, (step, seen, True))
+            events.emit("scalar_promoted", seen, value, format_location(line[-1]))
+            return True
+        self._promote(key, seen, value, line[-1])
         return True
 
     def start_varies(self, value: int) -> bool:
