@@ -494,7 +494,7 @@ class Recipe:
                 # (_at, inline for a call without floats)
                 values = self._values.get((id(loc[0]), loc[1]) if not floats and loc is not None else _at(loc, floats))
                 if values is None:
-                    values = self._fresh_values(floats, loc)
+                    values = self._new_values(_at(loc, floats), floats, loc)
             elif self.prefs:
                 if key is not None:
                     values = self._values.get(key)
@@ -504,7 +504,7 @@ class Recipe:
                 else:
                     values = self._values.get(tuple([float_key(f) for f in floats]))
                 if values is None:
-                    values = self._new_values(floats, loc)
+                    values = self._new_values(tuple([float_key(f) for f in floats]), floats, loc)
             else:
                 values = ()
             fast = self.fragment.fast
@@ -515,24 +515,17 @@ class Recipe:
             if not held:
                 LOCK.release()
 
-    def _new_values(self, floats, loc) -> list:
-        """The fragment's float parameter values for float arguments ``floats``
-        met for the first time: their nodes made (:class:`_ParamPlan`) and
-        remembered."""
+    def _new_values(self, key, floats, loc) -> list:
+        """The fragment's parameter values for float arguments ``floats`` met
+        for the first time (a fresh recipe's: at a new user's instruction
+        ``loc``, :attr:`fresh`): their nodes made (:class:`_ParamPlan`) and
+        remembered under ``key`` (the floats' :func:`float_key`, or
+        :func:`_at`'s)."""
         plan = self._plan
         if plan is None:
             plan = self._plan = _ParamPlan(self.psteps)
         nodes = plan.make(floats, loc)
-        return self.remember(tuple([float_key(f) for f in floats]), nodes)
-
-    def _fresh_values(self, floats, loc) -> list:
-        """The fragment's parameter values for a new user's instruction ``loc``
-        (see :attr:`fresh`), made and remembered."""
-        plan = self._plan
-        if plan is None:
-            plan = self._plan = _ParamPlan(self.psteps)
-        nodes = plan.make(floats, loc)
-        return self.remember(_at(loc, floats), nodes)
+        return self.remember(key, nodes)
 
     def remember(self, key: tuple, nodes: list) -> list:
         """Keeps the values of ``nodes`` (``psteps``' nodes for the float
