@@ -270,7 +270,7 @@ def test_torch_a_replayed_backward_writes_its_gradients(checked, monkeypatch):
 
     monkeypatch.setattr(br.SWITCH, "on", True)
     monkeypatch.setattr(br.SWITCH, "choose", False)
-    monkeypatch.setattr(br.STATE, "backoff", br._capture.Backoff())
+    br._BACKOFF.clear()
     monkeypatch.setattr(br.STATE, "pushes_seen", br.STATE.pushes)
     monkeypatch.setattr(br.STATE, "node_hooks", [])
     monkeypatch.setattr(br.Stats, "replays", 0)

@@ -119,6 +119,10 @@ _CHOICES = Memo("torch.backward_choices", 64)
 """(root node's kind, nodes since the barrier) -> why the engine runs that graph's backward with
 no walk (:data:`CHEAPER`, or how its replay failed), or "": it replays."""
 CHEAPER = "the engine is cheaper than a replay on this graph"
+_BACKOFF = Memo("torch.backward_backoff", 64)
+"""An autograd graph's shape (:func:`_autograd_graph`) -> its recordings that found no agreeing
+one, in a row (a :class:`~lazycore.trace.capture.Backoff`): per graph, so a loop's refusals
+(new leaves every step) do not keep another loop, met later, from recording."""
 
 NODES_PER_AUTOGRAD_NODE = 12
 """A confirmed plan replays while the nodes since the barrier plus the nodes it
@@ -132,7 +136,7 @@ GPT-2, BERT, Llama (benchmark 14's): 782, 943, 827 nodes for 151, 177, 228
 
 
 class _State:
-    __slots__ = ("marks", "pushes", "pushes_seen", "backoff", "node_hooks")
+    __slots__ = ("marks", "pushes", "pushes_seen", "node_hooks")
 
     def __init__(self):
         # the hook dicts of nodes given a hook from Python (grad_fn.register_hook/register_prehook,
@@ -141,7 +145,6 @@ class _State:
         self.marks = 0  # hooks / retain_grad on non-leaf lazy tensors, ever (0: no node carries a mark)
         self.pushes = 0  # saved-tensor hooks pushed, ever
         self.pushes_seen = 0  # ... as of the last backward
-        self.backoff = _capture.Backoff()  # recordings that found no agreeing one, in a row
 
 
 STATE = _State()
@@ -229,8 +232,11 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
             _free(root, saved)
             Stats.replays += 1
             return True
-        if not STATE.backoff.records():
-            return _plain("no two recordings agreed lately")
+        backoff = _BACKOFF.get(shape)
+        if backoff is None:
+            backoff = _BACKOFF.put(shape, _capture.Backoff())
+        if not backoff.records():
+            return _plain("no two recordings of this graph agreed lately")
         previous = _LAST.get(key)
         if previous is not None and not previous.holds(leaves):
             previous = None  # (its leaves died and a new one took an id: no earlier backward of these)
@@ -239,11 +245,11 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
         if type(plan) is str:
             Stats.why = plan
             _LAST.pop(key, None)
-            STATE.backoff.refused(plan)
+            backoff.refused(plan)
             return True
         if previous is not None and previous.key == plan.key:
             _LAST.pop(key, None)
-            STATE.backoff = _capture.Backoff()
+            _BACKOFF.pop(shape, None)
             engine = SWITCH.choose and _engine_is_cheaper(proxy[1], len(plan.rec.fragment.entries), autograd_nodes)
             _CHOICES.put(proxy, CHEAPER if engine else "")
             if not engine:
@@ -252,7 +258,7 @@ def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=Non
             _LAST.put(key, plan)
             # (a loop whose leaves are new tensors each step, an input given requires_grad, never
             # meets its key again: it records a few times, then once in 1, 2, 4, ... 64 calls)
-            STATE.backoff.refused("two recordings of one key differed" if previous is not None
+            backoff.refused("two recordings of one key differed" if previous is not None
                                   else "no earlier backward had this structure")
         return True
 

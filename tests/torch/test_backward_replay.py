@@ -22,7 +22,7 @@ FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 def switch(monkeypatch):
     def set_on(on: bool):
         monkeypatch.setattr(br.SWITCH, "on", on)
-        monkeypatch.setattr(br.STATE, "backoff", br._capture.Backoff())
+        br._BACKOFF.clear()
         # saved-tensor hooks an earlier test pushed (checkpoint's) are not this test's: each
         # test starts as if its first backward came right after the last one
         monkeypatch.setattr(br.STATE, "pushes_seen", br.STATE.pushes)
@@ -242,6 +242,24 @@ def test_new_leaves_every_step_stop_recording(dev, switch):
         ltorch.mark_step()
         assert x.grad is not None
     assert br.Stats.replays == 0 and br.Stats.recordings <= 6 and br.Stats.engine >= 6, br.Stats.why
+
+
+def test_a_new_loop_records_after_another_stopped_recording(dev, switch):
+    """The backoff is the graph's: a loop that stopped recording (new leaves every
+    step, 14 steps: the next recording 7 calls away) does not delay another loop's."""
+    switch(True)
+    model = _mlp().to(dev)
+    for i in range(14):
+        x = torch.randn(4, 8).to(dev).requires_grad_()
+        model(x).pow(2).mean().backward()
+        ltorch.mark_step()
+    assert br.Stats.replays == 0 and br.Stats.engine >= 6, br.Stats.why
+    other = torch.nn.Linear(8, 3).to(dev)
+    for i in range(6):
+        other.zero_grad()
+        other(torch.randn(4, 8).to(dev)).pow(2).mean().backward()
+        ltorch.mark_step()
+    assert br.Stats.replays >= 2, br.Stats.why  # (recorded two or three times, then replayed)
 
 
 def test_old_module_backward_hooks_and_anomaly_mode_run_the_engine(dev, switch):
