@@ -126,3 +126,29 @@ func.func @max_reduce(%x: tensor<4x2xf32>) -> tensor<4xf32> {
   %1 = stablehlo.reduce(%0 init: %z) applies stablehlo.maximum across dimensions = [1] : (tensor<4x2xf32>, tensor<f32>) -> tensor<4xf32>
   return %1 : tensor<4xf32>
 }
+
+// -----
+
+// A sum over dimensions of 8 or more elements each is XLA's loop, which
+// contracts nothing (fenced or not, the same bits): its product is left. A
+// reduce over a long and a short dimension keeps the fence.
+// CHECK-LABEL: func.func @long_sum
+// CHECK-NOT: stablehlo.xor
+// CHECK: return
+// CHECK-LABEL: func.func @long_and_short_sum
+// CHECK: stablehlo.xor
+// CHECK: return
+func.func @long_sum(%x: tensor<4x8xf32>, %y: tensor<8x4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = stablehlo.multiply %x, %x : tensor<4x8xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %1 = stablehlo.reduce(%0 init: %z) applies stablehlo.add across dimensions = [1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>
+  %2 = stablehlo.multiply %y, %y : tensor<8x4xf32>
+  %3 = stablehlo.reduce(%2 init: %z) applies stablehlo.add across dimensions = [0] : (tensor<8x4xf32>, tensor<f32>) -> tensor<4xf32>
+  return %1, %3 : tensor<4xf32>, tensor<4xf32>
+}
+func.func @long_and_short_sum(%x: tensor<16x3x4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.multiply %x, %x : tensor<16x3x4xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %1 = stablehlo.reduce(%0 init: %z) applies stablehlo.add across dimensions = [0, 1] : (tensor<16x3x4xf32>, tensor<f32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
