@@ -103,3 +103,35 @@ def test_old_nodes_are_logged_once(log):
     outs, digests, edges = key
     assert len(digests) == 3
     assert outs[0] == ((2, len(edges)),)  # two nodes of its own, then the old ones moved in
+
+
+def test_a_made_node_writes_its_operands_then_end(log):
+    """The numbers each made node writes, by the one- and two-operand nodes'
+    unrolled path and by the general loop alike: per operand its log position
+    (``-1 - k`` for the ``k``-th old node) and result index, a variadic group
+    as ``GROUP - size`` and its members, then ``END``."""
+    from lazycore.ir.graph import END, GROUP, Node
+
+    def node(name, operands, n_results=1):
+        return Node(name, operands, {}, (F32,) * n_results, name.encode())
+
+    a = outside(1.0)
+    x = Value(node("neg", (a,)), 0)  # 0
+    y = add(x, a)  # 1
+    s = node("split", (y,), 2)  # 2, two results
+    z = Value(node("select", (x, Value(s, 1), Value(s, 0))), 0)  # 3
+    node("concatenate", ((x, z, x),))  # 4
+    node("iota", ())  # 5
+    add(Value(s, 1), outside(2.0))  # 6
+    add(a, a)  # 7
+    assert log.edges == [
+        -1, 0, END,
+        0, 0, -1, 0, END,
+        1, 0, END,
+        0, 0, 2, 1, 2, 0, END,
+        GROUP - 3, 0, 0, 3, 0, 0, 0, END,
+        END,
+        2, 1, -2, 0, END,
+        -1, 0, -1, 0, END,
+    ]
+    assert [n.seq - log.start for n in log.nodes] == list(range(8))
