@@ -639,7 +639,9 @@ class _Plan:
         state0 = _global_state()
         for opt in list(optimizers):
             _optim.refresh(opt)  # a new learning rate: an input of the step, not a value it made
-        _optim.refresh_unfilled()  # (the rates of an optimizer this step may meet first)
+        # (the rates of an optimizer this step may meet first: a captured optimizer step
+        # meets its own only, and another call's fills of optimizers it did not step are undone)
+        filled = _optim.refresh_unfilled(None if inside is None else (inside,))
         with _tensor.MADE.collecting() as made, _optim.SchedulerSteps() as schedulers, \
                 _attrreads.AttrReads(_a_tensor, profiled=True) as attrs, \
                 _pyreads.Reads(fn, (torch.nn.Module,), also=attrs) as reads, \
@@ -672,6 +674,8 @@ class _Plan:
             return plan, out
         except _capture.Refused as e:
             raise _capture.Refused(str(e), out, contents) from None
+        finally:  # (once the plan has seen what live tensors hold at the end: the fill, not a value the step made)
+            _optim.unfill(filled, optims)
 
     def __init__(self, watch, made, known, before, modules, optims, state0, out, seen, schedulers, flat, groups):
         try:

@@ -565,13 +565,41 @@ def refresh(opt) -> None:
             rate.fresh = True
 
 
-def refresh_unfilled() -> None:
-    """Fill every device rate no step has filled yet (made as device data
-    with its optimizer): a captured call that meets its optimizer for the
-    first time then reads the rate as an input, not as a value it made."""
-    for opt in {*_RATES.keys(), *_CYCLED.keys()}:
-        if any(r.node is None for t in (_RATES, _CYCLED) for r in t.get(opt, {}).values()):
+def refresh_unfilled(opts=None) -> list:
+    """Fill the device rates no step has filled yet (made as device data
+    with their optimizer) of ``opts`` (default: every optimizer's): a
+    captured call that meets its optimizer for the first time then reads the
+    rate as an input, not as a value it made. Returns what :func:`unfill`
+    needs to take back the fills of the optimizers the call did not step.
+
+    A filled rate is pending work, an output of the next barrier's program
+    while its optimizer lives; an optimizer of an earlier loop that never
+    stepped lives on in a reference cycle until the garbage collector runs,
+    so filling it for a later loop's captured step made that step's program
+    two outputs wider than the next one's, and compiled once more, or not,
+    by when the collector ran."""
+    filled = []
+    for opt in {*_RATES.keys(), *_CYCLED.keys()} if opts is None else opts:
+        rates = [r for t in (_RATES, _CYCLED) for r in t.get(opt, {}).values()]
+        if any(r.node is None for r in rates):
+            filled.append((weakref.ref(opt), [(r, r.tensor._storage.handle._value) for r in rates if r.node is None]))
             refresh(opt)  # (at its groups' current values: a warm-up may have set them since)
+    return filled
+
+
+def unfill(filled: list, stepped) -> None:
+    """Take back :func:`refresh_unfilled`'s fills of the optimizers not in
+    ``stepped`` (ids of those the captured call stepped): their rates are
+    device data again, no output of the next barrier's program, and unfilled."""
+    for ref, rates in filled:
+        opt = ref()
+        if opt is None or id(opt) in stepped:
+            continue
+        for rate, data in rates:
+            handle = rate.tensor._storage.handle
+            if handle._value[0] is rate.node:  # (nothing wrote it since the fill)
+                handle._value = data  # (device data: written directly, LazyTensor.take)
+                rate.node, rate.fresh = None, False
 
 
 def _rates() -> dict:
