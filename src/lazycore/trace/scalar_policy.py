@@ -47,9 +47,16 @@ parameter at once.
 
 A slice's start (``x[:, i:i + k]``, ``alphas[t]``, a random crop's corner)
 has a place of its own (:meth:`ScalarPolicy.start_varies`): the how-manieth
-start of the step and the user's line, not a step-log position, which a
-promoted start moves (its dynamic slice takes more nodes than a static one)
-and a first step's log (what ran before the loop) shifts.
+start of the step, what it slices (the storage and the sizes of the view
+steps before it, :func:`lazycore.trace.views._sliced`, or the value's type)
+and the user's line, not a step-log position, which a promoted start moves
+(its dynamic slice takes more nodes than a static one) and a first step's
+log (what ran before the loop) shifts. What it slices: a start that follows
+a growing length (the n-gram processor's ``input_ids[:, cur_len - 1:]``)
+meets a new shape, a new program whatever the start, at every step;
+promoting it there won nothing and made the first length's start a
+parameter in a second ``generate()``, whose first step missed the program
+compiled with it baked.
 
 Integers that decide no shape but where a write lands have a place of their
 own (:meth:`ScalarPolicy.varies`): the bounds of a box copied between two
@@ -233,23 +240,29 @@ class ScalarPolicy:
         self._promote(key, seen, value, line[-1])
         return True
 
-    def start_varies(self, value: int) -> bool:
+    def start_varies(self, value: int, of) -> bool:
         """Whether a slice's start (a view's: ``x[:, i:i + k]``, ``alphas[t]``,
         a random crop's corner) is a program parameter (True) or baked,
         by its place: the how-manieth start of the step it is (every read of
-        such a view asks, before any replay of the read) and the user's
+        such a view asks, before any replay of the read), ``of`` (what it
+        slices: the value's type, or its view's storage and the sizes of the
+        steps before it) and the user's
         instruction that read it. Baked, whatever the value, until the place has seen two.
         Not a step-log position: an earlier start promoted makes other nodes
         (a dynamic slice of a parameter for a static slice), and a first step
         also logs what ran before the loop, so a position would move and a
         varying start be baked again at its new one, with a compile; the
-        count of starts moves with neither."""
+        count of starts moves with neither. The shape sliced is part of
+        every program that slices it, so a start varying with it (a growing
+        sequence's last token counted from the front) stays baked at each:
+        its programs are as many either way, and a later loop over the same
+        shapes finds each one."""
         step = LOG.start
         if self._step != step:
             self._step, self._starts = step, 0
         k = self._starts
         self._starts = k + 1
-        at = ("start", k)
+        at = ("start", k, of)
         places = self.places
         last = places.get(at)
         if last is not None and last[0] == value and not last[1]:
@@ -258,7 +271,7 @@ class ScalarPolicy:
             # test after this one, is another line, whose start is baked)
             return False
         where = caller()
-        place = ("start", k, where)
+        place = ("start", k, of, where)
         seen = places.get(place, places)
         if seen is places:
             places.put(place, value)

@@ -90,7 +90,7 @@ def read(storage: Storage, steps: tuple, start=None):
     if not steps:
         return h
     if TRACE.recorder is None:
-        steps = _answered(steps)
+        steps = _answered(storage, steps)
     key = _replay_key(storage, steps)
     if key is None:
         return _read(storage, steps)
@@ -122,13 +122,14 @@ def write(storage: Storage, steps: tuple, new) -> None:
     storage.handle.assign(new)
 
 
-def _answered(steps):
+def _answered(storage, steps):
     """``steps`` with each :attr:`Slice.picked` one as the scalar policy
     answers for it here: a static slice while its start is baked (a plain
     step, whose read is recorded and replayed as any), else one whose start
     is a parameter (read as it is, never recorded: its parameter is its
     own, :meth:`Slice._varying_start`). The policy is asked at every read
-    (a place is the how-manieth start of the step)."""
+    (a place is the how-manieth start of the step and what it slices,
+    :func:`_sliced`)."""
     for i, step in enumerate(steps):
         if type(step) is Slice and step.picked is True:
             break
@@ -137,9 +138,33 @@ def _answered(steps):
     out = list(steps[:i])
     for step in steps[i:]:
         if type(step) is Slice and step.picked is True:
-            step = step.answered(POLICY.start_varies(step.start))
+            step = step.answered(POLICY.start_varies(step.start, _sliced(storage, out)))
         out.append(step)
     return tuple(out)
+
+
+def _sliced(storage, before):
+    """What a picked slice after the steps ``before`` slices, as its start's
+    policy place holds it: the storage (:func:`storage_key`: its handle's
+    type, device and layout, one object hashed at no cost) and the sizes
+    those steps make (their slices' counts, not their starts: the policy's
+    own numbers), so the key changes where the value sliced does (a
+    growing sequence read through a fixed buffer,
+    ``buf[:, :n].reshape(...)[:, n - 1:]``): a program of its own either
+    way. (A step's other fields are its line's, as the place's line is.)"""
+    t = storage_key(storage)
+    if not before:
+        return t
+    key = [t]
+    for step in before:
+        c = type(step)
+        if c is Slice:
+            key.append(step.count)
+        elif c is Reshape or c is Expand:
+            key.append(step.shape)
+        elif c is Strided:
+            key.append(step.size)
+    return tuple(key)
 
 
 def _read(storage, steps):
@@ -316,7 +341,7 @@ class Slice:
                                   Slice(self.dim, self.start, self.count, self.step, PARAM))
         return got[param]
 
-    def _varying_start(self, dev):
+    def _varying_start(self, h):
         """The start as a program parameter, or None where the policy bakes
         it (then no node is made: a baked start is the slice's attribute).
         Each read makes a parameter of its own, never one shared with
@@ -329,9 +354,9 @@ class Slice:
         if not self.picked:
             return None
         TRACE.taint()  # (a recording of a baked start would replay it after the place has varied)
-        if self.picked is not PARAM and not POLICY.start_varies(self.start):
+        if self.picked is not PARAM and not POLICY.start_varies(self.start, h.type):
             return None
-        return LazyTensor(Value(Scalar(np.asarray(self.start, np.int64), "i64"), 0), dev)
+        return LazyTensor(Value(Scalar(np.asarray(self.start, np.int64), "i64"), 0), h.device)
 
     def _starts(self, start, dev, rank):
         zero = const(0, "i64", dev) if rank > 1 else None  # (one node for every other dim)
@@ -339,7 +364,7 @@ class Slice:
 
     def forward(self, h, storage):
         rank = len(h.shape)
-        start = self._varying_start(h.device) if self.step == 1 else None
+        start = self._varying_start(h) if self.step == 1 else None
         if start is not None:
             sizes = list(h.shape)
             sizes[self.dim] = self.count
@@ -353,7 +378,7 @@ class Slice:
         return core.apply("slice", h, start=start, limit=limit, strides=strides)
 
     def inverse(self, old, new, storage):
-        return self.update(old, new, self._varying_start(old.device) if self.step == 1 else None)
+        return self.update(old, new, self._varying_start(old) if self.step == 1 else None)
 
     def update(self, old, new, start=None):
         """``old`` with ``new`` written where this slice reads; ``start``: its
