@@ -21,6 +21,19 @@ def _compiles():
     return metrics.counters().get("compiles", 0)
 
 
+def _twice(run, want) -> list:
+    """``run()`` twice on the lazy device, each result eager's ``want``; the
+    programs each run compiled."""
+    counts = []
+    for _ in range(2):
+        c0 = _compiles()
+        got = run()
+        counts.append(_compiles() - c0)
+        for g, w in zip(got, want, strict=True):
+            assert torch.equal(g, w)
+    return counts
+
+
 def _grow(x, steps):
     """A token loop: each step reads the last token through a start counted
     from the front, as the n-gram processor does, and appends one token."""
@@ -39,13 +52,7 @@ def test_a_second_loop_over_the_same_lengths_compiles_nothing(dev):
     want = _grow(x, 4)
     xl = (x.to(dev) + 0)  # (a value of the device: no host copy answers the reads)
     ltorch.mark_step()
-    counts = []
-    for _ in range(2):
-        c0 = _compiles()
-        got = _grow(xl, 4)
-        counts.append(_compiles() - c0)
-        for g, w in zip(got, want):
-            assert torch.equal(g, w)
+    counts = _twice(lambda: _grow(xl, 4), want)
     # before: [4, 1] (the start at length 2 baked in the first loop, a parameter in the second)
     assert counts[1] == 0, counts
 
@@ -64,13 +71,7 @@ def test_no_repeat_ngram_over_two_runs_compiles_nothing_new(dev):
         return out
 
     want = run("cpu")
-    counts = []
-    for _ in range(2):
-        c0 = _compiles()
-        got = run(dev)
-        counts.append(_compiles() - c0)
-        for g, w in zip(got, want):
-            assert torch.equal(g, w)
+    counts = _twice(lambda: run(dev), want)
     assert counts[1] == 0, counts
 
 
@@ -92,12 +93,6 @@ def test_a_second_loop_over_a_buffers_growing_view_compiles_nothing(dev):
     want = _views(buf, 5)
     bl = buf.to(dev) + 0
     ltorch.mark_step()
-    counts = []
-    for _ in range(2):
-        c0 = _compiles()
-        got = _views(bl, 5)
-        counts.append(_compiles() - c0)
-        for g, w in zip(got, want):
-            assert torch.equal(g, w)
+    counts = _twice(lambda: _views(bl, 5), want)
     # before: [5, 1] (keyed by the buffer's type alone, the second start promoted the first loop's place)
     assert counts[1] == 0, counts
