@@ -60,3 +60,17 @@ def rolling_on():
 
     with override(roll_loops=True):
         yield
+
+
+def pytest_collection_modifyitems(config, items):
+    """In CI's xdist workers (``--dist loadfile --no-loadscope-reorder``, scripts/dev): the files
+    tests/ci_durations.json lists run first, longest first, then the rest as collected. xdist's
+    own order (most tests first) started the 200 s benchmark smoke test (one test) last: one
+    worker ran it alone for two minutes after the other had finished."""
+    if not hasattr(config, "workerinput"):
+        return  # one process (a helper's few files, LAZYCORE_TEST_WORKERS=0): collection order
+    import json
+    import pathlib
+
+    seconds = json.loads((pathlib.Path(__file__).parent / "ci_durations.json").read_text())
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], 0))  # stable: files stay whole
