@@ -187,3 +187,23 @@ def test_a_product_a_short_sum_takes_is_eagers_bits(dtype):
     was eager's bits before products that a reduce sums were fenced too."""
     got, want = _run(lambda x, y, z: (x[:-1].reshape(-1, 2) * x[:-1].reshape(-1, 2)).sum(-1), dtype)
     assert torch.equal(got, want), int((got != want).sum())
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_lerp_by_a_tensor_weight_is_one_fused_multiply_add(dtype):
+    """Eager's lerp picks its side (weight < 0.5 or not) before one ``fmadd``;
+    so does the lowering, instead of both sides' fused multiply-adds and a
+    select of them (AdamW's ``exp_avg.lerp_(grad, 1 - beta1)`` with a device
+    rate: two emulated float64 fmas an element for one). The bits of both
+    sides, with weights below, at and above one half."""
+    from lazycore.observe.testing import capture
+
+    dev = ltorch.device()
+    x, y = _randn(N, dtype, 0), _randn(N, dtype, 1) * 3
+    w = torch.linspace(-0.25, 1.25, N, dtype=dtype)
+    with capture() as cap:
+        got = torch.lerp(x.to(dev), y.to(dev), w.to(dev)).cpu()
+    assert torch.equal(got, torch.lerp(x, y, w)), int((got != torch.lerp(x, y, w)).sum())
+    text = cap.text("stablehlo")
+    products = text.count("stablehlo.multiply") + text.count("lazy.fma")
+    assert products == 1, text

@@ -366,16 +366,20 @@ def _lerp(ctx, x, end, weight):
     # and float64 each side is one fused multiply-add, eager's vectorized
     # fmadd(weight < 0.5 ? weight : weight - 1, end - x, weight < 0.5 ? x : end)
     one = const(1, dt, ctx.device, ctx.shape)
-    if dt in ("f32", "f64"):
-        low = fused_multiply_add(w, diff, x, ctx.device)
-        high = fused_multiply_add(apply("sub", w, one), diff, end, ctx.device)
-    else:
-        low = apply("add", x, apply("mul", w, diff))
-        high = apply("sub", end, apply("mul", diff, apply("sub", one, w)))
-    if number:
-        return low if abs(weight) < 0.5 else high
+    if number:  # (float16/bfloat16 weights are parameters above, so only other types reach here)
+        if abs(weight) < 0.5:
+            return apply("add", x, apply("mul", w, diff))
+        return apply("sub", end, apply("mul", diff, apply("sub", one, w)))
     size = apply("abs", w)  # real for a complex weight
     small = apply("compare", size, const(0.5, size.dtype, ctx.device, ctx.shape), direction="LT")
+    if dt in ("f32", "f64"):
+        # the side is chosen before the one fused multiply-add, as eager's
+        # kernel does: AdamW's exp_avg.lerp_ then costs one emulated fma an
+        # element, not two and a select
+        coef = apply("select", small, w, apply("sub", w, one))
+        return convert(fused_multiply_add(coef, diff, apply("select", small, x, end), ctx.device), ctx.dtype)
+    low = apply("add", x, apply("mul", w, diff))
+    high = apply("sub", end, apply("mul", diff, apply("sub", one, w)))
     return convert(apply("select", small, low, high), ctx.dtype)
 
 
