@@ -3,10 +3,13 @@
 // (the quotient in float64, where XLA cannot turn it back into its rsqrt
 // approximation); the functions of float16/bfloat16/float32 in float64 and
 // rounded to float32 (then to the half type, as eager computes those in
-// float32). Float64 and complex operands keep XLA's forms, and so do log,
-// log1p and erf (their float64 forms cost too much).
+// float32), float32 tanh as expm1(2|x|) / (expm1(2|x|) + 2) from a float64
+// polynomial instead of XLA's float64 tanh (no fence in it after
+// lazy-keep-roundings). Float64 and complex operands keep XLA's forms, and so
+// do log, log1p and erf (their float64 forms cost too much).
 // RUN: lazy-opt --split-input-file --lazy-to-stablehlo=division=exact %s | filecheck %s --check-prefix=EXACT
 // RUN: lazy-opt --split-input-file --lazy-to-stablehlo %s | filecheck %s --check-prefix=XLA
+// RUN: lazy-opt --split-input-file --lazy-to-stablehlo=division=exact --lazy-keep-roundings %s | filecheck %s --check-prefix=FENCE
 
 // EXACT-LABEL: func.func @rsqrt
 // EXACT: %[[S:.*]] = stablehlo.sqrt %arg0 : tensor<4xf32>
@@ -37,9 +40,8 @@ func.func @rsqrt(%a: tensor<4xf32>, %h: tensor<4xbf16>, %d: tensor<4xf64>) -> (t
 // -----
 
 // EXACT-LABEL: func.func @functions
-// EXACT: %[[T64:.*]] = stablehlo.convert %arg0 : (tensor<4xf32>) -> tensor<4xf64>
-// EXACT: %[[T:.*]] = stablehlo.tanh %[[T64]] : tensor<4xf64>
-// EXACT: %[[TR:.*]] = stablehlo.convert %[[T]] : (tensor<4xf64>) -> tensor<4xf32>
+// EXACT-NOT: stablehlo.tanh %{{.*}} : tensor<4xf32>
+// EXACT: %[[TR:.*]] = stablehlo.select %{{.*}}, %arg0, %{{.*}} : tensor<4xi1>, tensor<4xf32>
 // EXACT: %[[H64:.*]] = stablehlo.convert %arg1 : (tensor<4xf16>) -> tensor<4xf64>
 // EXACT: %[[H:.*]] = stablehlo.tanh %[[H64]] : tensor<4xf64>
 // EXACT: %[[H32:.*]] = stablehlo.convert %[[H]] : (tensor<4xf64>) -> tensor<4xf32>
@@ -65,6 +67,46 @@ func.func @functions(%a: tensor<4xf32>, %h: tensor<4xf16>, %b: tensor<4xbf16>, %
   %4 = "lazy.log"(%a) : (tensor<4xf32>) -> tensor<4xf32>
   %5 = "lazy.log1p"(%b) : (tensor<4xbf16>) -> tensor<4xbf16>
   return %0, %1, %2, %3, %4, %5 : tensor<4xf32>, tensor<4xf16>, tensor<4xbf16>, tensor<4xf64>, tensor<4xf32>, tensor<4xbf16>
+}
+
+// -----
+
+// Float32 tanh: |x| (at most 9.5) in float64, 2|x| = k ln2 + r, expm1(r) from a
+// polynomial of multiply-adds left to XLA's contraction, u = 2**k expm1(r) +
+// (2**k - 1), u / (u + 2) rounded to float32 and signed as x; x itself below
+// 2**-12 (and for NaN).
+// EXACT-LABEL: func.func @tanh_float32
+// EXACT-NOT: stablehlo.tanh
+// EXACT: %[[A:.*]] = stablehlo.abs %arg0 : tensor<4xf32>
+// EXACT: %[[M:.*]] = stablehlo.minimum %[[A]], %{{.*}} : tensor<4xf32>
+// EXACT: %[[W:.*]] = stablehlo.convert %[[M]] : (tensor<4xf32>) -> tensor<4xf64>
+// EXACT: %[[Y:.*]] = stablehlo.add %[[W]], %[[W]] : tensor<4xf64>
+// EXACT: %[[K:.*]] = stablehlo.round_nearest_even %{{.*}} : tensor<4xf64>
+// EXACT-COUNT-13: stablehlo.multiply %{{.*}}, %{{.*}} {lazy.fused = true} : tensor<4xf64>
+// EXACT: %[[KB:.*]] = stablehlo.add %[[K]], %{{.*}} : tensor<4xf64>
+// EXACT: %[[I:.*]] = stablehlo.bitcast_convert %[[KB]] : (tensor<4xf64>) -> tensor<4xi64>
+// EXACT: stablehlo.shift_left
+// EXACT: %[[S:.*]] = stablehlo.bitcast_convert %{{.*}} : (tensor<4xi64>) -> tensor<4xf64>
+// EXACT: stablehlo.multiply %[[S]], %{{.*}} {lazy.fused = true} : tensor<4xf64>
+// EXACT: %[[U:.*]] = stablehlo.add
+// EXACT: %[[D:.*]] = stablehlo.add %[[U]], %{{.*}} : tensor<4xf64>
+// EXACT: %[[Q:.*]] = stablehlo.divide %[[U]], %[[D]] : tensor<4xf64>
+// EXACT: %[[T:.*]] = stablehlo.convert %[[Q]] : (tensor<4xf64>) -> tensor<4xf32>
+// EXACT: %[[N:.*]] = stablehlo.negate %[[T]] : tensor<4xf32>
+// EXACT: %[[SIGNED:.*]] = stablehlo.select %{{.*}}, %[[N]], %[[T]] : tensor<4xi1>, tensor<4xf32>
+// EXACT: %[[TINY:.*]] = stablehlo.not %{{.*}} : tensor<4xi1>
+// EXACT: %[[R:.*]] = stablehlo.select %[[TINY]], %arg0, %[[SIGNED]] : tensor<4xi1>, tensor<4xf32>
+// EXACT-NOT: stablehlo.tanh
+// EXACT: return %[[R]]
+// FENCE-LABEL: func.func @tanh_float32
+// FENCE-NOT: stablehlo.xor
+// FENCE-NOT: lazy.fused
+// FENCE: return
+// XLA-LABEL: func.func @tanh_float32
+// XLA: stablehlo.tanh %arg0 : tensor<4xf32>
+func.func @tanh_float32(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "lazy.tanh"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
 }
 
 // -----

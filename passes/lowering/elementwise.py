@@ -321,7 +321,8 @@ def _division(hlo_name, op, rewriter):
 # rounding midpoint (none of the 800k inputs per function measured,
 # docs/status.md): never further from the true value than eager, and eager's
 # bits wherever eager rounds correctly itself. On 1M float32 elements on two
-# cores that costs tanh 0.37 -> 0.95 ms and expm1 1.0 -> 2.2 ms, and saves
+# cores that costs tanh 0.37 -> 0.95 ms (float32 tanh has its own float64
+# form now, _tanh_float32) and expm1 1.0 -> 2.2 ms, and saves
 # atan2 82 -> 56 ms (XLA's float32 atan2 is the slower). log (1.14 ulp), log1p
 # (2.4) and erf (5.5, the Eigen form below; every GELU runs it) stay float32:
 # their float64 forms cost 4x, 10x and 45x there. exp (0.98 ulp), sin and cos
@@ -443,9 +444,86 @@ def _rsqrt_as_eager(x):
     return out if dtype == "f32" else hlo.convert(out, dtype)
 
 
+# Float32 tanh, correctly rounded, without XLA's float64 tanh: in a fused
+# loop with float32 work (benchmark 3) LLVM vectorizes that tanh (a call of
+# 18 multiply-adds and a divide) over 4 lanes, and the program cost 2.2x its
+# float32 form (17.4 vs 7.8 ms CPU on 4M elements, same process, alternated,
+# load 12-14); this form's plain ops go over 8: 11.9 ms. Alone, 4M tanh cost
+# the same as XLA's float64 form (5.8 vs 5.9 ms; XLA's float32 form 4.0).
+# For |x| >= 2**-12 it is t = u / (u + 2), u = expm1(2a), a = min(|x|, 9.5),
+# in float64, with u = 2**k expm1(r) + (2**k - 1), 2a = k ln2 + r, |r| <= ln2/2,
+# 0 <= k <= 27. Relative errors:
+# - 2a is exact; k L1 is exact (L1: ln2 with its low 20 significand bits
+#   clear) and so is 2a - k L1 (Sterbenz at k >= 1; r = 2a at k = 0), so r is
+#   within 2**-53 |r| + 2**-80 of 2a - k ln2: at most 1.18 * 2**-53 in u.
+# - expm1(r) = r + r**2 (1/2 + r q(r)), q the degree-9 polynomial through
+#   (expm1(r) - r - r**2/2) / r**3 at 10 Chebyshev nodes of 1.0001 [-ln2/2,
+#   ln2/2] (mpmath, 200 bits): within 2**-58.5 of expm1; evaluated in float64
+#   (contracted into multiply-adds or not), p is within 1.75 * 2**-53 of it.
+# - 2**k p and 2**k - 1 are exact, their sum rounds once; |2**k p| <= 1.42 u
+#   (k = 1, r = -ln2/2), so u is within (1.42 * 1.75 + 1.18 + 1) * 2**-53.
+# - u / (u + 2) has condition 2 / (u + 2) <= 1 in u; with the sum's and the
+#   quotient's roundings t is within 6.7 * 2**-53 = 2**-50.2 of tanh(a).
+# So t rounds to float32 as tanh(x) does but where tanh(x) is within 2**-50.2
+# (relative: 2**-26 ulp) of a rounding midpoint, the bound XLA's float64 tanh
+# had. Checked: all of the 151M float32 in [2**-13, 9.6] round as the true
+# value (mpmath where NumPy's float64 tanh is within 2**-45 of a midpoint: 100),
+# as XLA's float64 tanh does; tests/test_tanh_float32_sweep.py sweeps [-10, 10].
+# Below 2**-12, tanh(x) = x - x**3/3 rounds to x (x**3/3 is under half an ulp
+# of x), returned as is: subnormals (which XLA's CPU loops flush to zero in
+# arithmetic), -0.0 and NaN keep their bits, as eager's. Every a >= 9.0109
+# rounds to 1 (1 - 2e**-2a is above 1 - 2**-25), so 9.5 stands for all of them,
+# infinities too. The sign goes on after rounding (round to nearest is
+# symmetric). The products are marked lazy.fused: the bounds hold contracted
+# or not, and lazy-keep-roundings' fences would be integer work per step.
+_TANH_LN2 = (0.6931471804855391, 7.440617110012397e-11)  # L1 (low 20 bits zero), ln2 - L1
+_TANH_Q = (0.16666666666666669, 0.041666666666666664, 0.008333333333330062, 0.0013888888888886552,
+           0.00019841269863053618, 2.4801587317144498e-05, 2.7557268459997064e-06, 2.755728296954995e-07,
+           2.510038549551032e-08, 2.0911236630261545e-09)
+"""Coefficients of ``q`` (``expm1(r) = r + r**2 (1/2 + r q(r))``), lowest first."""
+
+
+def _fused_multiply(a, b):
+    return hlo.op("multiply", [a, b], a.type, **{FUSED: ir.BoolAttr.get(True)}).result
+
+
+def _fused_multiply_add(a, b, c):
+    return hlo.binary("add", _fused_multiply(a, b), c)
+
+
+def _tanh_float32(x):
+    size = hlo.unary("abs", x)
+    a = hlo.convert(hlo.binary("minimum", size, hlo.splat_like(9.5, size)), "f64")
+    y = hlo.binary("add", a, a)
+    k = hlo.unary("round_nearest_even", hlo.binary("multiply", y, hlo.splat_like(1 / math.log(2), y)))
+    l1, l2 = (hlo.splat_like(v, k) for v in _TANH_LN2)
+    r = hlo.binary("subtract", hlo.binary("subtract", y, _fused_multiply(k, l1)), _fused_multiply(k, l2))
+    q = hlo.splat_like(_TANH_Q[-1], r)
+    for c in reversed(_TANH_Q[:-1]):
+        q = _fused_multiply_add(q, r, hlo.splat_like(c, r))
+    half = _fused_multiply_add(r, q, hlo.splat_like(0.5, r))
+    p = _fused_multiply_add(hlo.binary("multiply", r, r), half, r)  # expm1(r)
+    # 2**k: k's bits are the low bits of 2**52 + k (exact); the shift drops 2**52's exponent
+    bits = hlo.value("bitcast_convert", [hlo.binary("add", k, hlo.splat_like(2.0**52, k))], hlo.type_of(k)._replace(dtype="i64"))
+    bits = hlo.binary("shift_left", hlo.binary("add", bits, hlo.splat_like(1023, bits)), hlo.splat_like(52, bits))
+    scale = hlo.value("bitcast_convert", [bits], hlo.type_of(k))
+    u = _fused_multiply_add(scale, p, hlo.binary("subtract", scale, hlo.splat_like(1.0, scale)))
+    t = hlo.convert(hlo.binary("divide", u, hlo.binary("add", u, hlo.splat_like(2.0, u))), "f32")
+    signed = hlo.select(hlo.compare(x, hlo.splat_like(0.0, x), "LT"), hlo.unary("negate", t), t)
+    tiny = hlo.unary("not", hlo.compare(size, hlo.splat_like(2.0**-12, size), "GE"))  # NaN too
+    return hlo.select(tiny, x, signed)
+
+
+def _tanh_exact(x):
+    if hlo.type_of(x).dtype == "f32":
+        return _tanh_float32(x)
+    return _in_float64(partial(hlo.unary, "tanh"), x)
+
+
 EXACT_FORMS = {
     "rsqrt": _rsqrt_as_eager,
-    **{name: partial(_in_float64, partial(hlo.unary, ONE_TO_ONE[name])) for name in ("tanh", "expm1")},
+    "tanh": _tanh_exact,
+    "expm1": partial(_in_float64, partial(hlo.unary, "exponential_minus_one")),
     "atan2": partial(_in_float64, partial(hlo.binary, "atan2")),
 }
 """Per op, its form under ``division=exact`` for float16/bfloat16/float32 operands."""
