@@ -495,6 +495,7 @@ def _tanh_float32(x):
     size = hlo.unary("abs", x)
     a = hlo.convert(hlo.binary("minimum", size, hlo.splat_like(9.5, size)), "f64")
     y = hlo.binary("add", a, a)
+    # round_nearest_even, not the 1.5 * 2**52 trick: XLA folds (y/ln2 + c) - c back to y/ln2 (r was 0)
     k = hlo.unary("round_nearest_even", hlo.binary("multiply", y, hlo.splat_like(1 / math.log(2), y)))
     l1, l2 = (hlo.splat_like(v, k) for v in _TANH_LN2)
     r = hlo.binary("subtract", hlo.binary("subtract", y, _fused_multiply(k, l1)), _fused_multiply(k, l2))
