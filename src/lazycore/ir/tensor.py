@@ -12,7 +12,9 @@ outputs of one program, which is what makes buffer donation safe (the
 LazyTensor paper's DeviceContextArena). The arena also answers which live
 handles hold pending work without a walk of them all (:meth:`Arena.pending`):
 a read among thousands of settled arrays (scipy's ``integrate.cubature``)
-asks it several times.
+asks it several times. And it answers whether a live handle holds a given
+leaf (or a row of a given stack) without that walk either
+(:meth:`Arena.holds`): a barrier never donates such a buffer.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ class Arena:
     """Live handles of one device, oldest first, and which of them may hold
     pending work (:meth:`pending`)."""
 
-    __slots__ = ("_live", "_drop", "_index", "_placed")
+    __slots__ = ("_live", "_drop", "_index", "_placed", "_holders")
 
     def __init__(self):
         # Keys are weak references; insertion order is creation order, so the
@@ -49,12 +51,20 @@ class Arena:
         # replaces pending work (an in-place op's second update) enters nothing
         self._index: dict[weakref.ref, None] = {}
         self._placed = 0
+        # id() of device data (or of a stack, leaf.row's) -> weak references
+        # to the placed handles that held it when last seen, a superset of
+        # the placed live handles that hold it now: pending() enters a handle
+        # placed settled, and one that settled since (it leaves the index);
+        # a writer that swaps one device data for another enters it too
+        # (take, assign, _held_anew). holds() checks each entry's handle.
+        self._holders = _Holders()
         live = self._live
 
         def drop(ref, live=live):
             live.pop(ref, None)
 
         drop.arena_index = self._index  # (a writer finds a handle's arena from its key's callback: _given)
+        drop.arena_holders = self._holders
         self._drop = drop
 
     def live(self) -> list["LazyTensor"]:
@@ -82,6 +92,7 @@ class Arena:
                 continue
             break
         n = self._placed
+        holders = self._holders
         for ref in reversed(made):
             live[ref] = n
             n += 1
@@ -90,6 +101,8 @@ class Arena:
                 live.pop(ref, None)  # (collected meanwhile: its drop may have run before the place was written)
             elif type(t._value[0]) is not Data:
                 index[ref] = None
+            else:
+                holders.enter(ref, t._value[0])
         self._placed = n
         found = []
         for ref in list(index):
@@ -99,7 +112,9 @@ class Arena:
                 continue
             if type(t._value[0]) is Data:
                 index.pop(ref, None)
-                if type(t._value[0]) is Data:
+                leaf = t._value[0]
+                if type(leaf) is Data:  # settled since: it holds its leaf
+                    self._holders.enter(ref, leaf)
                     continue
                 index[ref] = None  # (given pending work meanwhile: it stays)
             at = live.get(ref)
@@ -108,8 +123,118 @@ class Arena:
         found.sort(key=_first)
         return [t for _, t in found]
 
+    def holds(self, i: int) -> bool:
+        """Whether a live handle of this arena holds the device data whose
+        id() is ``i``, or a row of the stack whose id() is ``i``: what a walk
+        of :meth:`live` tells (the barrier's ``held``, never donated). Exact
+        after a :meth:`pending` call, for an object that is alive; costs the
+        handles that held it, not every live one."""
+        return self._holders.holds(i)
+
+    def restacked(self, leaf: Data) -> None:
+        """``leaf`` was made a row of a stack (``leaf.row`` set): the handles
+        holding it hold that stack's row (:func:`lazycore.runtime.stacks.arguments`)."""
+        self._holders.restacked(leaf)
+
     def __len__(self) -> int:
         return len(self._live)
+
+
+class _Holders:
+    """Who may hold each device data (and stack) an arena's handles held:
+    :meth:`Arena.holds` without a walk of every live handle. Bounded: a
+    sweep drops the handles that moved on once the entries made since the
+    last one outnumber those it kept."""
+
+    __slots__ = ("_of", "_made", "_bound")
+
+    def __init__(self):
+        self._of: dict[int, list] = {}
+        self._made = 0
+        self._bound = 1024
+
+    def enter(self, ref, leaf: Data) -> None:
+        """The handle of ``ref`` holds ``leaf`` now."""
+        of = self._of
+        refs = of.get(id(leaf))
+        if refs is None:
+            of[id(leaf)] = [ref]
+        else:
+            refs.append(ref)
+        row = leaf.row
+        if row is not None:
+            refs = of.get(id(row[0]))
+            if refs is None:
+                of[id(row[0])] = [ref]
+            else:
+                refs.append(ref)
+        self._made += 1
+        if self._made > self._bound:
+            self._sweep()
+
+    def restacked(self, leaf: Data) -> None:
+        refs = self._of.get(id(leaf))
+        if refs:
+            self._of.setdefault(id(leaf.row[0]), []).extend(refs)
+
+    def holds(self, i: int) -> bool:
+        refs = self._of.get(i)
+        if not refs:
+            return False
+        kept = [ref for ref in refs if _holding(ref, i)]
+        if len(kept) < len(refs):
+            if kept:
+                self._of[i] = kept
+            else:
+                del self._of[i]
+        return bool(kept)
+
+    def _sweep(self) -> None:
+        of = self._of
+        kept = 0
+        for i, refs in list(of.items()):
+            held = [ref for ref in refs if _holding(ref, i)]
+            if held:
+                of[i] = held
+                kept += len(held)
+            else:
+                del of[i]
+        self._made = 0
+        self._bound = max(1024, kept)
+
+
+def _holding(ref, i: int) -> bool:
+    """Whether the handle of ``ref`` lives and holds the object whose id() is
+    ``i`` (its device data, or the stack its data is a row of). Both are
+    alive then, so an id() names one object: a leaf dead since its entry was
+    made, its id() taken by another, is answered for that other."""
+    t = ref()
+    if t is None:
+        return False
+    leaf = t._value[0]
+    if type(leaf) is not Data:
+        return False  # (given pending work since: it re-enters when it settles)
+    if id(leaf) == i:
+        return True
+    row = leaf.row
+    return row is not None and id(row[0]) == i
+
+
+def _held_anew(t: "LazyTensor") -> None:
+    """``t``, which held device data, holds other device data now: it enters
+    the holders of the arena that registered it (:meth:`Arena.holds`)."""
+    ref = t.__weakref__
+    if ref is None:
+        return  # (a handle of no arena: copy.copy's)
+    arena = t.device.arena
+    if ref in arena._live:
+        arena._holders.enter(ref, t._value[0])
+        return
+    for ref in _refs_of(t):  # (registered in another arena: see _given)
+        holders = getattr(ref.__callback__, "arena_holders", None)
+        if holders is not None:
+            holders.enter(ref, t._value[0])
+            return
 
 
 def _first(pair):
@@ -154,12 +279,17 @@ class LazyTensor:
         """This handle now holds ``value``: the runtime's and the tracers' own
         write of a handle's value (no checks, no in-place hooks: :meth:`assign`
         is the user's). The one way a value that is not device data is
-        written into a made handle, so that :meth:`Arena.pending` knows it;
-        device data may be written directly (``t._value = ...``)."""
+        written into a made handle, so that :meth:`Arena.pending` knows it,
+        and the one way device data replaces device data, so that
+        :meth:`Arena.holds` knows it; device data may be written directly
+        (``t._value = ...``) into a handle with pending work."""
         settled = type(self._value[0]) is Data
         self._value = value
-        if settled and type(value[0]) is not Data:
-            _given(self)
+        if settled:
+            if type(value[0]) is not Data:
+                _given(self)
+            else:
+                _held_anew(self)
 
     @property
     def value(self) -> Value:
@@ -202,12 +332,15 @@ class LazyTensor:
                 watch(self, new._value)
             settled = type(self._value[0]) is Data
             value = self._value = new._value
-            if settled and type(value[0]) is not Data:  # into its arena's index (Arena.pending): _given, inlined
-                ref, arena = self.__weakref__, self.device.arena
-                if ref is not None and ref in arena._live:
-                    arena._index[ref] = None
-                else:
-                    _given(self)
+            if settled:
+                if type(value[0]) is not Data:  # into its arena's index (Arena.pending): _given, inlined
+                    ref, arena = self.__weakref__, self.device.arena
+                    if ref is not None and ref in arena._live:
+                        arena._index[ref] = None
+                    else:
+                        _given(self)
+                else:  # other device data: its holders (Arena.holds)
+                    _held_anew(self)
         return self
 
     def numpy(self):

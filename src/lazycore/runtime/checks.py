@@ -409,7 +409,7 @@ def settle_step(gated: Gated) -> None:
         if t is not None and type(t._value[0]) is Data and type(t._value[0].buffer) is not Failure:
             leaf = Data(None, t.type, owned=False)
             failures.mark(leaf, failure)
-            t._value = Value(leaf, 0)
+            t.take(Value(leaf, 0))  # (device data for device data: Arena.holds)
     error = _error_type(type(exc))(message, None, location, "check")
     error.add_note(f"lazycore: the step check recorded at {location or 'an unknown line'} failed; the step's "
                    f"handles hold the values they had there, those made after it fail")

@@ -107,6 +107,7 @@ def arguments(plan: tuple, data: list[Data], held: set[int], device, may_keep: b
                                                  group[0].types[0].dtype), device)
                 for r, leaf in enumerate(group):
                     leaf.row = (stack, r)  # its own buffer, if it has one, stays
+                    device.arena.restacked(leaf)  # (its holders hold the stack: the next barrier keeps it)
     return args, keep
 
 

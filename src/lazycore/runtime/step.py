@@ -34,8 +34,9 @@ class Step:
         as the barrier names it): a failure's retries."""
         self.pending: list = []
         """The live handles whose values are computations, in registry order."""
-        self.held: set[int] = set()
-        """ids of the device data (and stacks) live handles hold: never donated."""
+        self.held: Held | set[int] = set()
+        """ids of the device data (and stacks) live handles hold: never donated
+        (``id(x) in held``; a :class:`Held` once collected)."""
         self.slots: list[int] = []
         """For each pending handle, its output index."""
         self.walk = None
@@ -76,20 +77,41 @@ class Step:
         return values
 
 
+class Held:
+    """The ids of the device data (and stacks) live handles hold, asked one
+    at a time (``id(x) in held``): the arena answers for settled handles
+    (:meth:`lazycore.ir.tensor.Arena.holds`), without a walk of every live
+    one (2,000 live arrays: most of a small step's barrier); the padded
+    results' regions pending handles hold are added by :func:`collect`.
+    Asked for the step's parameters and their stacks, during its barrier."""
+
+    __slots__ = ("ids", "arena")
+
+    def __init__(self, arena):
+        self.ids: set[int] = set()
+        self.arena = arena
+
+    def add(self, i: int) -> None:
+        self.ids.add(i)
+
+    def __contains__(self, i: int) -> bool:
+        return i in self.ids or self.arena.holds(i)
+
+    def __bool__(self) -> bool:
+        return True  # (may hold some: only a shortcut's question, stacks.keeps)
+
+
 def collect(device, wait: bool, walker, runner) -> Step:
     """The step of ``device``: its pending handles, and the leaves live handles hold."""
     step = Step(device, wait, walker, runner)
-    pending, held = step.pending, step.held
-    for t in device.arena.pending():
+    arena = device.arena
+    pending, held = step.pending, Held(arena)
+    step.held = held
+    for t in arena.pending():  # (first: the arena's holders are exact after it)
         padded = buckets.padded_leaf(t._value.node)
         if padded is None:
             pending.append(t)
         else:  # a padded result's valid region: no work (lazycore.runtime.buckets)
             held.add(id(padded))
             stacks.held_stack(padded, held)
-    for t in device.arena.live():  # (every live handle: the leaves they hold are not donated)
-        node = t._value.node
-        if type(node) is Data:
-            held.add(id(node))
-            stacks.held_stack(node, held)
     return step
