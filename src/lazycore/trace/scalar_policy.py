@@ -46,10 +46,12 @@ a place promoted promotes its line, so the place at a moved position is a
 parameter at once.
 
 A slice's start (``x[:, i:i + k]``, ``alphas[t]``, a random crop's corner)
-has a place of its own (:meth:`ScalarPolicy.start_varies`): the how-manieth
-start of the step, what it slices (the storage and the sizes of the view
-steps before it, :func:`lazycore.trace.views._sliced`, or the value's type)
-and the user's line, not a step-log position, which a promoted start moves
+has a place of its own (:meth:`ScalarPolicy.start_varies`): what it slices
+(the storage and the sizes of the view steps before it,
+:func:`lazycore.trace.views._sliced`, or the value's type), the user's line
+and the how-manieth start of that line over that value in the step (not of
+all the step's starts: a call that ends without a barrier left another
+number of them to the next), not a step-log position, which a promoted start moves
 (its dynamic slice takes more nodes than a static one) and a first step's
 log (what ran before the loop) shifts. What it slices: a start that follows
 a growing length (the n-gram processor's ``input_ids[:, cur_len - 1:]``)
@@ -98,7 +100,7 @@ from __future__ import annotations
 from lazycore.ir import events
 from lazycore.ir.graph import LOG
 from lazycore.ir.memo import Memo
-from lazycore.ir.sourceloc import caller, format_location
+from lazycore.ir.sourceloc import caller, format_location, known_library
 
 PLACES_KEPT = 4096
 """Places the policy remembers (emptied whole when full, as every memo)."""
@@ -117,17 +119,14 @@ class ScalarPolicy:
     """Per place (position, dtype, preceding op, line): the first value seen,
     or promoted (a parameter from then on); per position, dtype and
     preceding op, the last value seen there, its line and the answer, so a
-    repeated number needs no walk for its line."""
+    repeated number needs no walk for its line; per slice start's line
+    (:meth:`start_varies`), the step it last counted in, its count there and
+    the value (or promoted) per count."""
 
-    __slots__ = ("places", "_step", "_starts")
+    __slots__ = ("places",)
 
     def __init__(self):
         self.places = Memo("trace.scalar_places", PLACES_KEPT)
-        self._step = -1
-        """The step (:attr:`LOG.start <lazycore.ir.graph.StepLog.start>`)
-        :attr:`_starts` counts in."""
-        self._starts = 0
-        """How many slice starts this step has asked about (:meth:`start_varies`)."""
 
     def _promote(self, key, seen, value, where) -> None:
         self.places[key] = _PROMOTED
@@ -240,51 +239,68 @@ class ScalarPolicy:
         self._promote(key, seen, value, line[-1])
         return True
 
-    def start_varies(self, value: int, of) -> bool:
+    def start_varies(self, value: int, of, start=None) -> bool:
         """Whether a slice's start (a view's: ``x[:, i:i + k]``, ``alphas[t]``,
         a random crop's corner) is a program parameter (True) or baked,
-        by its place: the how-manieth start of the step it is (every read of
-        such a view asks, before any replay of the read), ``of`` (what it
-        slices: the value's type, or its view's storage and the sizes of the
-        steps before it) and the user's
-        instruction that read it. Baked, whatever the value, until the place has seen two.
+        by its place: ``of`` (what it slices: the value's type, or its
+        view's storage and the sizes of the steps before it), the user's
+        instruction that read it and how many starts of that instruction
+        over that value the step has asked about before (every read of such
+        a view asks, before any replay of the read: a row loop
+        ``x[i:i + 1]`` within one step has a place per row). Baked,
+        whatever the value, until the place has seen two.
         Not a step-log position: an earlier start promoted makes other nodes
-        (a dynamic slice of a parameter for a static slice), and a first step
+        (a dynamic slice of a parameter for a static one), and a first step
         also logs what ran before the loop, so a position would move and a
-        varying start be baked again at its new one, with a compile; the
-        count of starts moves with neither. The shape sliced is part of
-        every program that slices it, so a start varying with it (a growing
-        sequence's last token counted from the front) stays baked at each:
-        its programs are as many either way, and a later loop over the same
-        shapes finds each one."""
-        step = LOG.start
-        if self._step != step:
-            self._step, self._starts = step, 0
-        k = self._starts
-        self._starts = k + 1
-        at = ("start", k, of)
-        places = self.places
-        last = places.get(at)
-        if last is not None and last[0] == value and not last[1]:
-            # (a repeated baked start: no walk for its line. A parameter is
-            # answered by its own place: the same count in another loop, a
-            # test after this one, is another line, whose start is baked)
-            return False
-        where = caller()
-        place = ("start", k, of, where)
-        seen = places.get(place, places)
-        if seen is places:
-            places.put(place, value)
-            param = False
-        elif seen is _PROMOTED:
-            param = True
-        elif seen == value:
-            param = False
+        varying start be baked again at its new one, with a compile. Nor a
+        count of all the step's starts: a step is what ran since the last
+        barrier, and a call that ends in reads of computed values (generate()
+        copying its tokens to the host) runs none, so its last starts were
+        counted into the next call's and the next call's starts took places
+        by how many the one before had made: whisper's batch rows
+        ``input_features[i:i + 1]`` after a beam search met the places of a
+        sampling call's rows one off, 1 where 0 had been, a parameter and a
+        compile (issue 40: hunt 30 whisper-sample [2, 1]). Counted per line
+        and value, a start's place holds only starts of its own instruction.
+        The shape sliced is part of every program that slices it, so a start
+        varying with it (a growing sequence's last token counted from the
+        front) stays baked at each: its programs are as many either way,
+        and a later loop over the same shapes finds each one. ``start``: the
+        frame that called into the frontend, where the search for the line
+        starts (a user's frame is the line itself: no walk, as a replay's
+        location, :meth:`lazycore.trace.recipes.Recipe.replay`)."""
+        if start is not None and known_library(start.f_code.co_filename) is False:
+            code = start.f_code
+            line = ("start", of, id(code), start.f_lasti)
         else:
-            self._promote(place, seen, value, where)
-            param = True
-        places.put(at, (value, param))
-        return param
+            where = caller(start=start)
+            code = None if where is None else where[0]
+            line = ("start", of, id(code), -1 if where is None else where[1])
+        # (the code object's id, not the object: hashing a code object hashes
+        # its bytecode and constants, microseconds a read; the line's entry
+        # holds its code, so the id names no other code while the entry lives)
+        places = self.places
+        got = places.get(line)
+        if got is None:  # [code, step, starts asked this step, value (or promoted) per count]
+            places.put(line, [code, LOG.start, 1, [value]])
+            return False
+        if got[1] != LOG.start:
+            got[1], got[2] = LOG.start, 0
+        k = got[2]
+        got[2] = k + 1
+        seen = got[3]
+        if k >= len(seen):
+            if k < PLACES_KEPT:  # (beyond: baked, as a place forgotten)
+                seen.append(value)
+            return False
+        was = seen[k]
+        if was is _PROMOTED:
+            return True
+        if was == value:
+            return False
+        seen[k] = _PROMOTED
+        events.emit("scalar_promoted", was, value, format_location((code, line[3]) if code is not None else None))
+        return True
 
     def varies(self, kind, values: tuple, where=None) -> bool:
         """Whether the numbers ``values`` (a box's bounds) at the user's

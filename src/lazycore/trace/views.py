@@ -90,7 +90,7 @@ def read(storage: Storage, steps: tuple, start=None):
     if not steps:
         return h
     if TRACE.recorder is None:
-        steps = _answered(storage, steps)
+        steps = _answered(storage, steps, start)
     key = _replay_key(storage, steps)
     if key is None:
         return _read(storage, steps)
@@ -122,7 +122,7 @@ def write(storage: Storage, steps: tuple, new) -> None:
     storage.handle.assign(new)
 
 
-def _answered(storage, steps):
+def _answered(storage, steps, start=None):
     """``steps`` with each :attr:`Slice.picked` one as the scalar policy
     answers for it here: a static slice while its start is baked (a plain
     step, whose read is recorded and replayed as any), else one whose start
@@ -138,7 +138,7 @@ def _answered(storage, steps):
     out = list(steps[:i])
     for step in steps[i:]:
         if type(step) is Slice and step.picked is True:
-            step = step.answered(POLICY.start_varies(step.start, _sliced(storage, out)))
+            step = step.answered(POLICY.start_varies(step.start, _sliced(storage, out), start))
         out.append(step)
     return tuple(out)
 
