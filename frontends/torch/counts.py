@@ -85,14 +85,33 @@ def _bounded(n: int, size: int, rank: int) -> int:
     return w
 
 
+def _empty(size: int, rank: int) -> int | None:
+    """The width of a count of 0 of a mask of ``size`` elements where the
+    user's line has padded its counts before (a Faster R-CNN pooler level
+    that no box falls in this step): its counts' width, so the step runs
+    their program with a valid size of 0 instead of a program of its own
+    at size 0. None (as it is) where the line has padded none. Records
+    nothing: 0 is no bucket's, and widens none."""
+    cap = buckets.bucket(size)
+    seen = _SEEN.get((("nonzero", rank, cap), caller()))
+    if not seen:
+        return None
+    top = max(seen)
+    w = max(top, _WIDTHS.get(top, top))
+    return w if cap is None or w <= cap else cap
+
+
 def columns(where: np.ndarray, device, rank: int, size: int) -> list:
     """The columns of ``where`` (the ``(n, rank)`` nonzero indices of a mask
     of ``size`` elements) as handles on ``device``: padded to :func:`width`
     along their one dimension once ``n`` has varied at the user's line (see
     the module)."""
     n = where.shape[0]
-    varies = n >= 2 and POLICY.varies(("nonzero", rank), (n,))
-    b = _bounded(n, size, rank) if varies else None
+    if n == 0:
+        b = _empty(size, rank)
+    else:
+        varies = n >= 2 and POLICY.varies(("nonzero", rank), (n,))
+        b = _bounded(n, size, rank) if varies else None
     out = []
     for d in range(where.shape[1]):
         column = np.ascontiguousarray(where[:, d])

@@ -82,7 +82,7 @@ def checked(index, high: int, message: str, error: str, low: int = 0, ignore: in
     ``layout``: the index tensor's meta twin (the lowering's ``ctx.margs``
     entry), whose strides tell the dims it repeats (:func:`_repeated`).
     With ``settings.index_checks`` off, ``index`` itself."""
-    if not settings.index_checks or _numel(index.shape) == 0:
+    if not settings.index_checks or (_numel(index.shape) == 0 and not _padded_count(index.value.node)):
         return index
     repeated = _repeated(index.shape, layout)
     if repeated:
@@ -437,6 +437,26 @@ def _take(ctx, x, index):
 # --- advanced indexing: x[i0, :, i2] and x[i0, :, i2] = v ------------------------------------------
 
 
+def _padded_none(indices) -> bool:
+    """Whether an index is a count of none handed out padded (a pooler level
+    no box falls in, :func:`lazycore.frontends.torch.counts.columns`): its
+    gather or scatter is recorded all the same, so the step is the program
+    of the line's other counts at a valid size of 0."""
+    return any(t is not None and _padded_count(t.value.node) for t in indices)
+
+
+def _padded_count(node) -> bool:
+    """Whether ``node`` is a padded count's column (:func:`counts.padded`),
+    or a view of one (``where(m)[0]``'s reshapes and slices)."""
+    for _ in range(6):
+        if counts.padded(node):
+            return True
+        if node.is_leaf or node.op not in ("reshape", "slice"):
+            return False
+        node = node.operands[0][0]
+    return False
+
+
 def _is_mask(t) -> bool:
     return t is not None and t.dtype in ("i1", "ui8")
 
@@ -489,7 +509,7 @@ def _index(ctx, x, indices):
         return NotImplemented  # the result's size depends on the mask's values
     if all(t is None for t in indices):
         return reshape(x, ctx.shape)
-    if _numel(ctx.shape) == 0:
+    if _numel(ctx.shape) == 0 and not _padded_none(indices):
         return _zeros(ctx)
     plan = _Plan(x.shape, indices, ctx)
     plan.check_nonempty(x.shape)
@@ -513,7 +533,7 @@ def _index_put(ctx, x, indices, values, accumulate=False):
     if all(t is None for t in indices):
         return NotImplemented
     plan = _Plan(x.shape, indices, ctx)
-    if _numel(plan.shape) == 0:
+    if _numel(plan.shape) == 0 and not _padded_none(indices):
         return x
     plan.check_nonempty(x.shape)
     out = apply(

@@ -389,6 +389,8 @@ class Padded:
         window of 8 at its cache's ``index_copy_`` bound, met while the ids
         were 7 long, before the token's ``cat`` made them 8), and the next
         step, ``n`` long from the start, would read it as the size."""
+        if n == 0:
+            return False  # (every start and index is 0: a count of none has no constant of its own)
         if n < 2 or loc is None:
             return n in self.symbols
         if n not in self.symbols:
@@ -717,6 +719,9 @@ def _reshape(state, node, operands, pads):
     out = {}
     for j, r in enumerate(shape):
         group, size = [], 1
+        if r == 0 and factors and factors[-1][0] == 0:  # (a count of none: its factor is the dimension)
+            group.append(factors.pop())
+            size = r
         while size < r:
             if not factors:
                 raise Refused(f"{_where(node)}: reshape {source} -> {shape} does not split evenly")
