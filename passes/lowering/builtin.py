@@ -21,9 +21,10 @@ def load_builtin_lowerings() -> None:
     _loaded = True
     from . import barrier, checks, collectives, elementwise, fft, indexing, linalg, random, reduction, shape  # noqa: F401
     from . import lapack  # noqa: F401
-    from . import float8
+    from . import complex_exact, float8
 
     float8.install()  # wraps built-in lowerings of the modules above
+    complex_exact.install()  # complex mul, div, abs, exp from their parts (elementwise's lowerings for the rest)
 
 
 def builtin_lowering(name: str) -> LoweringFn:
