@@ -52,7 +52,7 @@ def xla_kind(opcode: str, ops) -> str:
 
 
 def fenced(ops) -> bool:
-    """Holds lazy-keep-roundings' fence (bitcast(bitcast<int>(m) xor (m != m)))."""
+    """Holds lazy-keep-roundings' fence (bitcast(bitcast<int>(m) xor replica-id))."""
     return "xor" in ops and "bitcast-convert" in ops
 
 

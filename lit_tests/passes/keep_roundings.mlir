@@ -1,18 +1,19 @@
 // lazy-keep-roundings: a float product that a sum takes is fenced, so that
 // XLA's CPU backend cannot contract the two into one fused multiply-add and
 // the product keeps its own rounding, as eager's two kernels round it. The
-// fence is an integer xor with "is NaN" (0 unless the product is NaN), which
-// neither XLA nor LLVM can prove to be zero.
+// fence is an integer xor with the replica id (0: lazycore compiles one
+// replica), which neither XLA nor LLVM can prove to be zero.
 // RUN: lazy-opt --split-input-file --lazy-keep-roundings %s | filecheck %s
 // The final canonicalize of the pipelines does not fold the fence away.
 // RUN: lazy-opt --split-input-file --lazy-keep-roundings --canonicalize %s | filecheck %s
 
 // x * 0.3 + y: the add takes the fenced product.
 // CHECK-LABEL: func.func @axpy
+// CHECK: %[[R:.*]] = stablehlo.replica_id : tensor<ui32>
+// CHECK: %[[Z:.*]] = stablehlo.convert %[[R]] : (tensor<ui32>) -> tensor<i32>
+// CHECK: %[[I:.*]] = stablehlo.broadcast_in_dim %[[Z]], dims = [] : (tensor<i32>) -> tensor<8xi32>
 // CHECK: %[[M:.*]] = stablehlo.multiply %arg0, %{{.*}} : tensor<8xf32>
 // CHECK: %[[B:.*]] = stablehlo.bitcast_convert %[[M]] : (tensor<8xf32>) -> tensor<8xi32>
-// CHECK: %[[N:.*]] = stablehlo.compare NE, %[[M]], %[[M]] : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xi1>
-// CHECK: %[[I:.*]] = stablehlo.convert %[[N]] : (tensor<8xi1>) -> tensor<8xi32>
 // CHECK: %[[X:.*]] = stablehlo.xor %[[B]], %[[I]] : tensor<8xi32>
 // CHECK: %[[F:.*]] = stablehlo.bitcast_convert %[[X]] : (tensor<8xi32>) -> tensor<8xf32>
 // CHECK: %[[S:.*]] = stablehlo.add %[[F]], %arg1 : tensor<8xf32>
