@@ -132,18 +132,15 @@ def _float_spaced(ctx, start, end):
     # n - 1 a program input of the type (the lowering divides by a broadcast exactly, not by a convert
     # of one): XLA turns a division by a constant into a multiplication by its reciprocal
     step = apply("div", apply("sub", end, start), scalar(n - 1, dt, ctx.device, (n,)))
-    i, back = to(count), to(apply("sub", const(n - 1, "f64", ctx.device, (n,)), count))
-    if dt in ("f16", "bf16"):
-        up = apply("add", start, apply("mul", step, i))
-        down = apply("sub", end, apply("mul", step, back))
-    elif dt == "f32":
-        up = fused_multiply_add(i, step, start, ctx.device)
-        down = fused_multiply_add(apply("neg", back), step, end, ctx.device)
-    else:
-        up = _float64_fma(i, step, start, ctx.device)
-        down = _float64_fma(apply("neg", back), step, end, ctx.device)
     first = apply("compare", count, const(n // 2, "f64", ctx.device, (n,)), direction="LT")
-    return apply("select", first, up, down)
+    if dt in ("f16", "bf16"):
+        i, back = to(count), to(apply("sub", const(n - 1, "f64", ctx.device, (n,)), count))
+        up = apply("add", start, apply("mul", step, i))
+        return apply("select", first, up, apply("sub", end, apply("mul", step, back)))
+    # one multiply-add of each index's side: i from start, or -(n - 1 - i) from end
+    k = to(apply("select", first, count, apply("sub", count, const(n - 1, "f64", ctx.device, (n,)))))
+    side = apply("select", first, start, end)
+    return (fused_multiply_add if dt == "f32" else _float64_fma)(k, step, side, ctx.device)
 
 
 def _float64_fma(a, b, c, device):
@@ -155,8 +152,8 @@ def _float64_fma(a, b, c, device):
     split), Knuth's two-sum, and Boldo and Melquiond's rounding to odd of the
     low parts before the one rounding to nearest (correct without overflow or
     underflow; a product that overflows is the plain one, as in a fused one).
-    The split keeps 26 significant bits and leaves up to 27, so the product is
-    exact where ``a`` has at most 26 (an index below 2**26, as linspace's)."""
+    ``a`` is an integer below 2**26 (linspace's index; 26 significant bits), so
+    with ``b`` split into 26 and up to 27 bits both partial products are exact."""
     n = a.shape
 
     def k(v):
@@ -179,9 +176,8 @@ def _float64_fma(a, b, c, device):
         return s, apply("add", apply("sub", x, apply("sub", s, yy)), apply("sub", y, yy))
 
     p = apply("mul", a, b)
-    (ah, al), (bh, bl) = split(a), split(b)
-    err = apply("add", apply("add", apply("add", apply("sub", apply("mul", ah, bh), p), apply("mul", ah, bl)),
-                             apply("mul", al, bh)), apply("mul", al, bl))
+    bh, bl = split(b)  # a needs none: its own high part, its rest 0
+    err = apply("add", apply("sub", apply("mul", a, bh), p), apply("mul", a, bl))
     th, tl = two_sum(c, p)
     v, rest = two_sum(tl, err)
     bits = apply("bitcast_convert", v, dtype="i64")
