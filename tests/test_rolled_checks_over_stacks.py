@@ -33,7 +33,8 @@ LAYERS, ROWS, WIDTH, N = 4, 5, 8, 3
 
 
 def _loop_bodies(text: str) -> list[str]:
-    """The text of each ``stablehlo.while``'s body (``do { ... }``)."""
+    """The text of each ``stablehlo.while``'s body (``do { ... }``), in StableHLO
+    or in the lazy module the lowering took (whose loops are ``stablehlo.while`` already)."""
     bodies = []
     for m in re.finditer(r"\} do \{\n", text):
         depth, at = 1, m.end()
@@ -119,7 +120,7 @@ def test_each_copys_own_index_is_checked_before_the_loop_in_one_reduction(clean_
     torch.testing.assert_close(got, _own(x, Ws, table, _idx()))
     text = cap.text("stablehlo", graph=0)
     bodies = _loop_bodies(text)
-    assert len(bodies) == 1 and "stablehlo.tanh" in bodies[0]
+    assert len(bodies) == 1 and "lazy.tanh" in _loop_bodies(cap.text("lowered", graph=0))[0]
     assert _check_reductions(bodies[0]) == []  # no check in the body
     assert _check_reductions(text) == [("1", f"{LAYERS}x{N}")]  # one, per copy over the stack
     returned = [line for line in text.splitlines() if "return" in line and "stablehlo.return" not in line]
@@ -213,7 +214,9 @@ def test_indices_read_backwards_from_another_loops_stack_are_checked_in_copy_ord
             assert "test_rolled_checks_over_stacks.py" in str(info.value)
     text = cap.text("stablehlo", graph=0)
     assert "stablehlo.reverse" in text  # (the rows, in the reading chain's copy order)
-    reading = [b for b in _loop_bodies(text) if "stablehlo.tanh" in b]
+    bodies, lowered = _loop_bodies(text), _loop_bodies(cap.text("lowered", graph=0))
+    assert len(bodies) == len(lowered)  # the same loops, in the same order
+    reading = [b for b, lb in zip(bodies, lowered) if "lazy.tanh" in lb]
     assert len(reading) == 1 and _check_reductions(reading[0]) == []
 
 

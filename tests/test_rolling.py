@@ -71,13 +71,14 @@ def test_a_stack_of_layers_becomes_one_loop_with_the_same_results(clean_runtime,
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     text = cap.text("stablehlo")
     assert text.count("stablehlo.while") == 1
-    assert text.count("stablehlo.tanh") == 1  # the layer once, not once per layer
+    # the layer once, not once per layer (counted as lazy ops: float32 tanh's exact lowering is many)
+    assert cap.text("lowered").count("lazy.tanh") == 1
     assert compiles() == 1
     # the same graph unrolled is another program
     with override(roll_loops=False), capture(fresh_cache=False) as cap:
         unrolled = np.asarray(_forward(np, *args))
     np.testing.assert_allclose(unrolled, got, rtol=1e-6, atol=1e-6)
-    assert cap.text("stablehlo").count("stablehlo.tanh") == layers
+    assert cap.text("lowered").count("lazy.tanh") == layers
     assert compiles() == 2
 
 
@@ -101,7 +102,7 @@ def test_activations_read_elsewhere_leave_the_loop_stacked(clean_runtime, rng):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
     text = cap.text("stablehlo")
     assert text.count("stablehlo.while") == 1
-    assert text.count("stablehlo.tanh") == 1
+    assert cap.text("lowered").count("lazy.tanh") == 1
     assert "stablehlo.dynamic_update_slice" in text
     assert compiles() == 1
 
@@ -188,7 +189,7 @@ def test_layers_with_their_own_scalars_roll_and_read_their_own(clean_runtime, rn
         got = np.asarray(forward(np, lnp.asarray(x), [lnp.asarray(w) for w in Ws]))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     text = cap.text("stablehlo")
-    assert text.count("stablehlo.while") == 1 and text.count("stablehlo.tanh") == 1
+    assert text.count("stablehlo.while") == 1 and cap.text("lowered").count("lazy.tanh") == 1
 
 
 def test_the_pass_keeps_values_a_region_reads(rng):

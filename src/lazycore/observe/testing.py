@@ -15,8 +15,11 @@ FileCheck directives against them::
 A failing check raises :class:`AssertionError` with FileCheck's message and
 the checked text. Stages: ``"lazy"`` (before the pipeline), ``"stablehlo"``
 (after it), ``"both"`` (each graph's lazy module followed by its StableHLO,
-one input, so ordered directives can span both), or the name of a pipeline
-pass (``"lazy-canonicalize"``: the module right after that pass).
+one input, so ordered directives can span both), ``"lowered"`` (the lazy
+module ``lazy-to-stablehlo`` took, after every lazy-level pass: count ops
+there, where one ``lazy.tanh`` is one op, not the dozens of StableHLO ops an
+exact lowering may build it from), or the name of a pipeline pass
+(``"lazy-canonicalize"``: the module right after that pass).
 
 A graph compiled before the block is a cache hit inside it and compiles
 nothing, so by default the block starts with an empty view of the compile
@@ -74,11 +77,16 @@ class CapturedGraph:
             return self.stablehlo
         if stage == "both":
             return f"{self.lazy}\n// ----- stablehlo -----\n{self.stablehlo}"
+        if stage == "lowered":
+            names = [n for n, _ in self.stages]
+            if "lazy-to-stablehlo" not in names:
+                raise KeyError("no stage 'lowered': this pipeline has no lazy-to-stablehlo")
+            return self.stages[names.index("lazy-to-stablehlo") - 1][1]
         # The last stage of that name: a pass listed twice reads as its final run.
         for name, text in reversed(self.stages[1:-1] if self.complete else self.stages[1:]):
             if name == stage:
                 return text
-        known = ["lazy", "stablehlo", "both"] + [n for n, _ in self.stages[1:-1]]
+        known = ["lazy", "stablehlo", "both", "lowered"] + [n for n, _ in self.stages[1:-1]]
         raise KeyError(f"no stage '{stage}' (known: {', '.join(dict.fromkeys(known))})")
 
 
