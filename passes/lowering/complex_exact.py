@@ -45,7 +45,7 @@ from lazycore.dialect.mlir import ir
 from lazycore.dialect.types import is_complex, is_float, real_dtype
 
 from . import hlo
-from .elementwise import FUSED
+from .elementwise import fused_multiply_add
 from .registry import BUILTIN, Lowering
 
 _INF = float("inf")
@@ -59,16 +59,6 @@ def _parts(z):
 
 def _complex(re, im, result_type):
     return hlo.value("complex", [re, im], result_type)
-
-
-def _fused_product(x, y):
-    """``x * y`` that the backend contracts into the sum taking it (one
-    rounding, eager's fmadd): ``lazy-keep-roundings`` leaves it unfenced."""
-    return hlo.op("multiply", [x, y], x.type, **{FUSED: ir.BoolAttr.get(True)}).result
-
-
-def _fma(x, y, z):
-    return hlo.binary("add", _fused_product(x, y), z)
 
 
 def _mul(a, b, result_type):
@@ -89,13 +79,13 @@ def _div(a, b, result_type):
     wide = hlo.compare(abs_c, abs_d, "GE")
     # both of Smith's branches, each x * rat + y one fused multiply-add, picked per lane
     rat_c = hlo.binary("divide", d, c)
-    scl_c = hlo.binary("divide", one, _fma(d, rat_c, c))
-    re_c = hlo.binary("multiply", _fma(y, rat_c, x), scl_c)
-    im_c = hlo.binary("multiply", _fma(hlo.unary("negate", x), rat_c, y), scl_c)
+    scl_c = hlo.binary("divide", one, fused_multiply_add(d, rat_c, c))
+    re_c = hlo.binary("multiply", fused_multiply_add(y, rat_c, x), scl_c)
+    im_c = hlo.binary("multiply", fused_multiply_add(hlo.unary("negate", x), rat_c, y), scl_c)
     rat_d = hlo.binary("divide", c, d)
-    scl_d = hlo.binary("divide", one, _fma(c, rat_d, d))
-    re_d = hlo.binary("multiply", _fma(x, rat_d, y), scl_d)
-    im_d = hlo.binary("multiply", _fma(y, rat_d, hlo.unary("negate", x)), scl_d)
+    scl_d = hlo.binary("divide", one, fused_multiply_add(c, rat_d, d))
+    re_d = hlo.binary("multiply", fused_multiply_add(x, rat_d, y), scl_d)
+    im_d = hlo.binary("multiply", fused_multiply_add(y, rat_d, hlo.unary("negate", x)), scl_d)
     re_, im_ = hlo.select(wide, re_c, re_d), hlo.select(wide, im_c, im_d)
     # by a zero: a / |c| and b / |d| (an infinity or NaN per part)
     zero = hlo.binary("and", hlo.compare(abs_c, hlo.splat_like(0.0, c), "EQ"),

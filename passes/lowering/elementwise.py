@@ -483,14 +483,6 @@ _TANH_Q = (0.16666666666666669, 0.041666666666666664, 0.008333333333330062, 0.00
 """Coefficients of ``q`` (``expm1(r) = r + r**2 (1/2 + r q(r))``), lowest first."""
 
 
-def _fused_multiply(a, b):
-    return hlo.op("multiply", [a, b], a.type, **{FUSED: ir.BoolAttr.get(True)}).result
-
-
-def _fused_multiply_add(a, b, c):
-    return hlo.binary("add", _fused_multiply(a, b), c)
-
-
 def _tanh_float32(x):
     size = hlo.unary("abs", x)
     a = hlo.convert(hlo.binary("minimum", size, hlo.splat_like(9.5, size)), "f64")
@@ -498,17 +490,17 @@ def _tanh_float32(x):
     # round_nearest_even, not the 1.5 * 2**52 trick: XLA folds (y/ln2 + c) - c back to y/ln2 (r was 0)
     k = hlo.unary("round_nearest_even", hlo.binary("multiply", y, hlo.splat_like(1 / math.log(2), y)))
     l1, l2 = (hlo.splat_like(v, k) for v in _TANH_LN2)
-    r = hlo.binary("subtract", hlo.binary("subtract", y, _fused_multiply(k, l1)), _fused_multiply(k, l2))
+    r = hlo.binary("subtract", hlo.binary("subtract", y, fused_multiply(k, l1)), fused_multiply(k, l2))
     q = hlo.splat_like(_TANH_Q[-1], r)
     for c in reversed(_TANH_Q[:-1]):
-        q = _fused_multiply_add(q, r, hlo.splat_like(c, r))
-    half = _fused_multiply_add(r, q, hlo.splat_like(0.5, r))
-    p = _fused_multiply_add(hlo.binary("multiply", r, r), half, r)  # expm1(r)
+        q = fused_multiply_add(q, r, hlo.splat_like(c, r))
+    half = fused_multiply_add(r, q, hlo.splat_like(0.5, r))
+    p = fused_multiply_add(hlo.binary("multiply", r, r), half, r)  # expm1(r)
     # 2**k: k's bits are the low bits of 2**52 + k (exact); the shift drops 2**52's exponent
     bits = hlo.value("bitcast_convert", [hlo.binary("add", k, hlo.splat_like(2.0**52, k))], hlo.type_of(k)._replace(dtype="i64"))
     bits = hlo.binary("shift_left", hlo.binary("add", bits, hlo.splat_like(1023, bits)), hlo.splat_like(52, bits))
     scale = hlo.value("bitcast_convert", [bits], hlo.type_of(k))
-    u = _fused_multiply_add(scale, p, hlo.binary("subtract", scale, hlo.splat_like(1.0, scale)))
+    u = fused_multiply_add(scale, p, hlo.binary("subtract", scale, hlo.splat_like(1.0, scale)))
     t = hlo.convert(hlo.binary("divide", u, hlo.binary("add", u, hlo.splat_like(2.0, u))), "f32")
     signed = hlo.select(hlo.compare(x, hlo.splat_like(0.0, x), "LT"), hlo.unary("negate", t), t)
     tiny = hlo.unary("not", hlo.compare(size, hlo.splat_like(2.0**-12, size), "GE"))  # NaN too
@@ -580,6 +572,17 @@ FUSED = "lazy.fused"
 sum, and takes the attribute off."""
 
 
+def fused_multiply(a, b):
+    """``a * b`` marked :data:`FUSED`: the backend contracts it into the sum
+    that takes it (one rounding, eager's ``fmadd``), unfenced."""
+    return hlo.op("multiply", [a, b], a.type, **{FUSED: ir.BoolAttr.get(True)}).result
+
+
+def fused_multiply_add(a, b, c):
+    """``a * b + c`` rounded once on the backend (:func:`fused_multiply`)."""
+    return hlo.binary("add", fused_multiply(a, b), c)
+
+
 @lowering("fma")
 def _fma(op, rewriter):
     # lhs * rhs + addend: XLA's CPU backend contracts the two into one fused
@@ -588,8 +591,7 @@ def _fma(op, rewriter):
     # products are exact there)
     dtype = hlo.type_of(op.operands[0]).dtype
     lhs, rhs, addend = (hlo.convert(v, "f32") if dtype not in ("f32", "f64") else v for v in op.operands)
-    product = hlo.op("multiply", [lhs, rhs], lhs.type, **{FUSED: ir.BoolAttr.get(True)}).result
-    return hlo.convert(hlo.binary("add", product, addend), dtype)
+    return hlo.convert(fused_multiply_add(lhs, rhs, addend), dtype)
 
 
 @lowering("shift_right")
