@@ -131,6 +131,16 @@ def every_norm():
     return results
 
 
+def _same_over_dims(every_norm, key, fn, x, dims, norm, dev, **size):
+    """``fn`` over each of ``dims`` on the lazy device (every norm in one
+    program, :func:`every_norm`) is eager's, for ``norm``."""
+    gots = every_norm(key, lambda nm: [fn(x.to(dev), dim=dim, norm=nm, **size) for dim in dims])[norm]
+    wants = [fn(x, dim=dim, norm=norm, **size) for dim in dims]
+    assert len(gots) == len(wants)
+    for got, want in zip(gots, wants):
+        same(got, want)
+
+
 @pytest.mark.parametrize("dtype", CDTYPES)
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("n", [None, 3, 4, 7, 10])
@@ -139,13 +149,7 @@ def test_fft_1d(name, n, norm, dtype, dev, no_fallback, every_norm):
     x = cx((4, 6, 5), dtype)
     if name in ("rfft", "ihfft"):
         x = x.real.contiguous()
-    dims = (-1, 0, 1)
-    gots = every_norm(("1d", name, n, dtype), lambda nm: [getattr(F, name)(x.to(dev), n=n, dim=dim, norm=nm)
-                                                          for dim in dims])[norm]
-    wants = [getattr(F, name)(x, n=n, dim=dim, norm=norm) for dim in dims]
-    assert len(gots) == len(wants)
-    for got, want in zip(gots, wants):
-        same(got, want)
+    _same_over_dims(every_norm, ("1d", name, n, dtype), getattr(F, name), x, (-1, 0, 1), norm, dev, n=n)
 
 
 def test_fft_of_real_input_gives_full_spectrum(dev, no_fallback):
@@ -162,13 +166,8 @@ def test_fft_2d(name, s, norm, dtype, dev, no_fallback, every_norm):
     x = cx((4, 6, 5), dtype)
     if name in ("rfft2", "ihfft2"):
         x = x.real.contiguous()
-    dims = ((-2, -1), (2, 0), (0, 1))
-    gots = every_norm(("2d", name, s, dtype), lambda nm: [getattr(F, name)(x.to(dev), s=s, dim=dim, norm=nm)
-                                                          for dim in dims])[norm]
-    wants = [getattr(F, name)(x, s=s, dim=dim, norm=norm) for dim in dims]
-    assert len(gots) == len(wants)
-    for got, want in zip(gots, wants):
-        same(got, want)
+    _same_over_dims(every_norm, ("2d", name, s, dtype), getattr(F, name), x, ((-2, -1), (2, 0), (0, 1)), norm, dev,
+                    s=s)
 
 
 @pytest.mark.parametrize("dtype", CDTYPES)
@@ -180,9 +179,7 @@ def test_fft_nd(name, dim, s, norm, dtype, dev, no_fallback, every_norm):
     x = cx((2, 3, 2, 4, 3), dtype)
     if name in ("rfftn", "ihfftn"):
         x = x.real.contiguous()
-    (got,) = every_norm(("nd", name, dim, s, dtype),
-                        lambda nm: [getattr(F, name)(x.to(dev), s=s, dim=dim, norm=nm)])[norm]
-    same(got, getattr(F, name)(x, s=s, dim=dim, norm=norm))
+    _same_over_dims(every_norm, ("nd", name, dim, s, dtype), getattr(F, name), x, (dim,), norm, dev, s=s)
 
 
 def test_fft_errors_are_eagers(dev):
