@@ -165,7 +165,7 @@ def _float64_fma(a, b, c, device):
         return hi, apply("sub", x, hi)
 
     # XLA simplifies (x + y) - x to y in floats too: the sum is made opaque first, its bits xor'ed
-    # with an iota's NaN-ness (never; XLA does not fold it, as in the lowering's exact division)
+    # with an iota's NaN-ness (never; XLA does not fold it)
     count = apply("iota", dim=0, shape=n, dtype="f64", device=device)
     never = convert(apply("compare", count, count, direction="NE"), "i64")
 
