@@ -29,7 +29,7 @@ from lazycore.ir.memo import Memo
 from lazycore.trace import composites, core, recipes
 from lazycore.ir.config import settings
 
-from . import dtypes, fpe, minmax_loops, scipy_loops
+from . import complex_loops, dtypes, fpe, minmax_loops, scipy_loops
 from .array import asarray, contiguous, from_host, laid_out, ndarray, new_array, value, wrap, write
 from .fallback import call_numpy
 from .scalars import as_scalar, scalar
@@ -124,7 +124,16 @@ def _add(a, b):
 
 
 def _multiply(a, b):
-    return apply("and" if _is_bool(a) else "mul", a, b)
+    dtype = a.dtype
+    if dtype in complex_loops.DTYPES:  # NumPy's roundings, not lazy.mul's (eager torch's)
+        return complex_loops.multiply(a, b)
+    return apply("and" if dtype == "i1" else "mul", a, b)
+
+
+def _divide(a, b):
+    if a.dtype in complex_loops.DTYPES:
+        return complex_loops.divide(a, b)
+    return apply("div", a, b)
 
 
 _NEGATIVE_POWER = "Integers to negative integer powers are not allowed."
@@ -386,6 +395,11 @@ def _abs(a):
     return composites.complex_abs(a) if a.dtype.startswith("complex") else apply("abs", a)
 
 
+def _absolute(a):
+    """The ``absolute`` loop: a complex64 or complex128 one is NumPy's SIMD loop's, not ``hypot``."""
+    return complex_loops.absolute(a) if a.dtype in complex_loops.DTYPES else _abs(a)
+
+
 def _logical(name):
     return lambda a, b: apply(name, cast(a, bool), cast(b, bool))
 
@@ -480,8 +494,8 @@ LOOPS = {
     "add": _add,
     "subtract": lambda a, b: apply("sub", a, b),
     "multiply": _multiply,
-    "divide": lambda a, b: apply("div", a, b),
-    "true_divide": lambda a, b: apply("div", a, b),
+    "divide": _divide,
+    "true_divide": _divide,
     "floor_divide": composites.floor_divide,
     "remainder": lambda a, b: composites.remainder(a, b, zero_sign="divisor"),
     "fmod": lambda a, b: apply("rem", a, b),
@@ -489,12 +503,12 @@ LOOPS = {
     "float_power": _power,
     "negative": _unary("neg"),
     "positive": lambda a: a,
-    "absolute": lambda a: a if _is_bool(a) or a.dtype.startswith("ui") else _abs(a),  # abs: signed types
+    "absolute": lambda a: a if _is_bool(a) or a.dtype.startswith("ui") else _absolute(a),  # abs: signed types
     "fabs": _unary("abs"),
     "sign": _sign,
     "conjugate": composites.conj,
     "sqrt": _unary("sqrt"),
-    "square": lambda a: apply("mul", a, a),
+    "square": lambda a: _multiply(a, a),
     "reciprocal": composites.reciprocal,
     "exp": _unary("exp"),
     "exp2": composites.exp2,

@@ -30,9 +30,13 @@ roundings of eager torch's vectorized AVX512 kernels
 
 Values at infinities, NaN and zeros are those of the same kernels (the
 ``exp`` special lanes stay the built-in lowering's, C99's Annex G).
-The NumPy frontend shares these lowerings, and NumPy's own loops round
-differently (``mul`` as ``fma(a, c, -b*d) + fma(a, d, b*c) i``; ``abs`` and
-``a * a`` as XLA's own expansion does): lazy NumPy gets torch's bits here.
+These are eager torch's roundings: NumPy's own loops round otherwise
+(``mul`` as ``fma(a, c, -b*d) + fma(a, d, b*c) i``, Smith's division without
+fused multiply-adds, ``abs`` as ``big * sqrt(fma(r, r, 1))``), so the NumPy
+frontend's ``multiply``, ``square``, ``divide`` and ``absolute`` loops build
+them from the parts (``frontends/numpy/complex_loops.py``) and record no
+complex ``lazy.mul``, ``lazy.div`` or ``lazy.abs``; ``exp`` is glibc's ``cexp``
+for both.
 
 Installed over the built-in lowerings (:func:`install`, from
 :func:`~.builtin.load_builtin_lowerings`): a real op goes to the built-in one.
