@@ -1,5 +1,5 @@
-"""``lazy-keep-roundings``: a float product that a sum takes keeps its own
-rounding, as eager's separate kernels round it.
+"""``lazy-keep-roundings``: a float product that a sum takes, and a quotient
+that a divide takes, keep their own rounding, as eager's separate kernels round them.
 
 XLA's CPU backend lets LLVM contract a floating multiply whose result an add
 or subtract takes into one fused multiply-add (it sets LLVM's
@@ -55,6 +55,13 @@ computes such a chain once as a scalar and broadcasts it, and its algebraic
 simplifier cycled on the fences there ("likely stuck in a circular
 simplification loop" on stderr for ``x = x * 0.999 + 0.01`` a hundred times
 from ``ones``), as jax.jit's own lowering of the fenced chain does.
+
+A divide XLA's algebraic simplifier would rewrite around an operand
+(:data:`_REWRITTEN_DIVISOR`: ``(a / b) / c`` to ``a / (b * c)``, ``a / sqrt(b)``
+to ``a * rsqrt(b)``, ...) gets that operand fenced the same way, for that
+divide only: eager divides what it is given, each quotient correctly
+rounded. The backward of ``x / y`` is ``-g * ((x / y) / y)``: unfenced, 368
+of 1,024 float32 gradients of a 64 x 16 ``y`` were off eager's.
 
 The pass is in every default pipeline, after the final ``canonicalize``
 (which does not fold ``replica_id``): :data:`~.pipeline.DEFAULT_PIPELINE`.
@@ -186,7 +193,9 @@ def _uniform(v: ir.Value, memo: dict, depth: int = 64) -> bool:
     return result
 
 
-def _fence(op: ir.Operation, dtype: str) -> None:
+def _fence(op: ir.Operation, dtype: str, takes=None) -> None:
+    """Fence ``op``'s result for the uses ``takes`` picks (default: the sums)."""
+    takes = takes or _contracting
     m = op.results[0]
     shaped = ir.RankedTensorType(m.type)
     with ir.InsertionPoint(op), op.location:
@@ -205,15 +214,51 @@ def _fence(op: ir.Operation, dtype: str) -> None:
         fenced = ir.Operation.create("stablehlo.bitcast_convert", results=[m.type], operands=[kept.result])
     op.move_before(bits)
     # (only the sums take the fenced value: what else reads the product reads its own bits)
-    for use in [u for u in m.uses if _contracting(u)]:
+    for use in [u for u in m.uses if takes(u)]:
         _op(use.owner).operands[use.operand_number] = fenced.result
 
 
+_REWRITTEN_DIVISOR = frozenset("stablehlo." + n for n in "divide exponential sqrt rsqrt power".split())
+"""A divide's divisor made by these XLA's algebraic simplifier rewrites the
+divide around (``HandleDivide``): ``A / (B / C)`` to ``(A * C) / B``,
+``A / exp(B)`` to ``A * exp(-B)``, ``A / sqrt(B)`` to ``A * rsqrt(B)``,
+``A / rsqrt(B)`` to ``A * sqrt(B)``, ``A / pow(B, C)`` to ``A * pow(B, -C)``;
+and a dividend that is a divide, ``(A / B) / C`` to ``A / (B * C)``."""
+
+
+def _rewritten_quotients(divide: ir.Operation) -> list:
+    """``(producer, operand_number)`` of ``divide``'s operands XLA would rewrite it around."""
+    out = []
+    for i, names in ((0, ("stablehlo.divide",)), (1, _REWRITTEN_DIVISOR)):
+        owner = divide.operands[i].owner
+        if isinstance(owner, (ir.Operation, ir.OpView)) and _op(owner).name in names:
+            out.append((_op(owner), i))
+    return out
+
+
+def _divided(use) -> bool:
+    """The user of ``use`` is a divide XLA would rewrite around this operand."""
+    user = _op(use.owner)
+    if user.name != "stablehlo.divide":
+        return False
+    return use.operand_number == 1 or _op(user.operands[0].owner).name == "stablehlo.divide"
+
+
 def run(module_op: ir.Operation) -> None:
-    found, fused, uniform = [], [], {}
+    found, fused, uniform, quotients = [], [], {}, {}
 
     def look(o):
         o = o.operation
+        if o.name == "stablehlo.divide" and len(o.results) == 1:
+            # eager divides what it is given, each result correctly rounded: the
+            # operands XLA would rewrite the divide around are fenced, as products are
+            # (the backward of x / y, -g * ((x / y) / y): XLA's x / (y * y) rounded
+            # 368 of 1,024 float32 gradients otherwise)
+            for producer, _ in _rewritten_quotients(o):
+                dtype = _float_name(producer.results[0].type)
+                if (dtype is not None and len(producer.results) == 1 and _ranked(producer.results[0].type)
+                        and not _uniform(producer.results[0], uniform)):
+                    quotients.setdefault(producer, dtype)
         if o.name == "stablehlo.multiply" and len(o.results) == 1:
             dtype = _float_name(o.results[0].type)
             if FUSED in o.attributes:
@@ -226,6 +271,8 @@ def run(module_op: ir.Operation) -> None:
     module_op.walk(look)
     for o, dtype in found:
         _fence(o, dtype)
+    for o, dtype in quotients.items():
+        _fence(o, dtype, _divided)
     for o in fused:
         del o.attributes[FUSED]
 
@@ -235,7 +282,8 @@ def run(module_op: ir.Operation) -> None:
     "StableHLO float products that a sum takes are fenced (an integer xor with the replica id, 0, "
     "that XLA and LLVM cannot fold), "
     "so that XLA's CPU backend does not contract them into fused multiply-adds eager does not compute "
-    "(a lazy.fma's product, marked lazy.fused, is left to it)",
+    "(a lazy.fma's product, marked lazy.fused, is left to it); likewise a divide's operands XLA's "
+    "algebraic simplifier would rewrite it around ((a / b) / c to a / (b * c), a / sqrt(b) to a * rsqrt(b))",
 )
 def _factory():
     return run

@@ -392,13 +392,12 @@ def test_rolled_layers_keep_nonfinite_values(clean_runtime):
     assert_same_bits(got, want)
 
 
-# --- XLA's own algebraic simplifier (algsimp): rewrites we do not control ------------------
+# --- XLA's own algebraic simplifier (algsimp): rewrites the pipeline fences -----------------
 
-XLA_DIVIDE = ("XLA's algebraic simplifier (AlgebraicSimplifierVisitor::HandleDivide) rewrites A / (B / C) to "
-              "(A * C) / B, (A / B) / C to A / (B * C), exp(A) / exp(B) to exp(A - B), A / sqrt(B) to "
-              "A * rsqrt(B) and A / Broadcast(B) to A * Broadcast(1 / B): products that overflow, and "
-              "quotients rounded twice. Passes with XLA_FLAGS=--xla_disable_hlo_passes=algsimp")
-
+# XLA's algebraic simplifier (AlgebraicSimplifierVisitor::HandleDivide) rewrites A / (B / C) to
+# (A * C) / B, (A / B) / C to A / (B * C), exp(A) / exp(B) to exp(A - B) and A / sqrt(B) to
+# A * rsqrt(B): products that overflow, and quotients rounded twice. lazy-keep-roundings fences
+# such operands (passes/keep_roundings.py), so the divide is eager's.
 _DIVISIONS = {
     "a/(b/c) overflow": lambda a, b, c: a / (b / c),  # eager 3e38, XLA (a * c) / b = inf
     "(a/b)/(c/b)": lambda a, b, c: (a / b) / (c / b),  # eager 1.0, XLA NaN
@@ -408,7 +407,6 @@ _DIVISIONS = {
 # path undoes: lazy-to-stablehlo{division=exact}, tests/test_exact_division.py.
 
 
-@pytest.mark.xfail(reason=XLA_DIVIDE, strict=True)
 @pytest.mark.parametrize("name", sorted(_DIVISIONS))
 def test_division_as_eager_computes_it(dev, name):
     a = torch.tensor([3e38, 1e10, 2.0])  # no subnormal on the way (XLA's CPU backend flushes them)

@@ -153,3 +153,42 @@ func.func @long_and_short_sum(%x: tensor<16x3x4xf32>) -> tensor<4xf32> {
   %1 = stablehlo.reduce(%0 init: %z) applies stablehlo.add across dimensions = [0, 1] : (tensor<16x3x4xf32>, tensor<f32>) -> tensor<4xf32>
   return %1 : tensor<4xf32>
 }
+
+// -----
+
+// A divide's dividend that is a divide, and a divisor that is a divide or a
+// sqrt, are fenced for that divide only: XLA's algebraic simplifier would
+// rewrite (a / b) / b to a / (b * b) (the backward of a / b) and a / sqrt(b) to
+// a * rsqrt(b), rounded otherwise than eager's divides. The quotient returned
+// as it is keeps its unfenced value.
+// CHECK-LABEL: func.func @divide_of_divide
+// CHECK: %[[Q:.*]] = stablehlo.divide %arg0, %arg1 : tensor<8xf32>
+// CHECK: stablehlo.bitcast_convert %[[Q]] : (tensor<8xf32>) -> tensor<8xi32>
+// CHECK: %[[F:.*]] = stablehlo.bitcast_convert %{{.*}} : (tensor<8xi32>) -> tensor<8xf32>
+// CHECK: %[[D:.*]] = stablehlo.divide %[[F]], %arg1 : tensor<8xf32>
+// CHECK: %[[S:.*]] = stablehlo.sqrt %arg1 : tensor<8xf32>
+// CHECK: stablehlo.bitcast_convert %[[S]] : (tensor<8xf32>) -> tensor<8xi32>
+// CHECK: %[[G:.*]] = stablehlo.bitcast_convert %{{.*}} : (tensor<8xi32>) -> tensor<8xf32>
+// CHECK: %[[R:.*]] = stablehlo.divide %arg0, %[[G]] : tensor<8xf32>
+// CHECK: return %[[D]], %[[R]], %[[Q]]
+func.func @divide_of_divide(%a: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %0 = stablehlo.divide %a, %b : tensor<8xf32>
+  %1 = stablehlo.divide %0, %b : tensor<8xf32>
+  %2 = stablehlo.sqrt %b : tensor<8xf32>
+  %3 = stablehlo.divide %a, %2 : tensor<8xf32>
+  return %1, %3, %0 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Divides XLA does not rewrite around (a divisor that is an add, a quotient
+// a multiply takes) are not fenced.
+// CHECK-LABEL: func.func @plain_divides
+// CHECK-NOT: stablehlo.xor
+// CHECK: return
+func.func @plain_divides(%a: tensor<8xf64>, %b: tensor<8xf64>) -> tensor<8xf64> {
+  %0 = stablehlo.add %a, %b : tensor<8xf64>
+  %1 = stablehlo.divide %a, %0 : tensor<8xf64>
+  %2 = stablehlo.multiply %1, %b : tensor<8xf64>
+  return %2 : tensor<8xf64>
+}
