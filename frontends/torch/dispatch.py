@@ -36,7 +36,7 @@ from lazycore.trace.views import read as read_view
 from lazycore.trace.views import Slice, storage_key
 
 from . import (batch_norm_stats, chalf_kernels, fallback, foreach, lowering, multilabel_margin, real_code_ops,
-               resize_uint8, special, views, vision_ops)
+               resize_uint8, special, upsample_linear, views, vision_ops)
 from .dtypes import TO_TORCH
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
@@ -120,7 +120,8 @@ def resolve(func):
     if own is not None:  # (an op whose result's shape is its values': no meta call, no recording)
         return own
     decomp = (multilabel_margin.decomposition(func) or real_code_ops.decomposition(func)
-              or resize_uint8.decomposition(func) or decomposition_table.get(func) or vision_ops.decomposition(func))
+              or upsample_linear.decomposition(func) or resize_uint8.decomposition(func) or decomposition_table.get(func)
+              or vision_ops.decomposition(func))
     if decomp is not None:
         if func in batch_norm_stats.TRAINING:
             decomp = batch_norm_stats.decomposition(func, decomp)
