@@ -384,6 +384,81 @@ def run_op(op, dev, samples: int = SAMPLES_PER_OP, batch: bool = False, dtype: t
     return Result(name, status, "", compared, fell_back, time.perf_counter() - start)
 
 
+def _fallback_calls() -> dict[str, int]:
+    return {op: sum(sites.values()) for op, sites in metrics.fallbacks().items()}
+
+
+def _fell_back_since(before: dict[str, int]) -> list[str]:
+    return sorted(op for op, n in _fallback_calls().items() if n > before.get(op, 0))
+
+
+def run_group(ops, dev, samples: int = SAMPLES_PER_OP, dtype: torch.dtype = torch.float32) -> dict[str, Result]:
+    """:func:`run_op` (``batch=True``) for several OpInfos at once: every OpInfo's samples
+    traced, then one barrier for all of them, so one program (one XLA compile, one
+    lowering) serves the group instead of one per OpInfo.
+
+    Each OpInfo's fallbacks are those counted while its own samples were traced and
+    compared. Only a clean pass is taken from the group: an OpInfo whose tracing or
+    comparison failed runs again alone (:func:`run_op`), and the result is that run's, as
+    without grouping; a barrier that fails or counts a fallback of its own runs the
+    whole group again one OpInfo at a time.
+    """
+    start = time.perf_counter()
+    _drain()
+    metrics.reset()
+    results, pending, alone = {}, [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for op in ops:
+            before = _fallback_calls()
+            try:
+                picked = samples_of(op, samples, dtype)
+            except Exception:
+                alone.append(op)  # run_op gives the skip, with its reason
+                continue
+            skips, traced, failed = [], [], False
+            for sample in picked:
+                r = trace_sample(op, sample, dev)
+                if r[0] == "skip":
+                    skips.append(r[1])
+                elif r[0] == "error":
+                    failed = True
+                    break
+                else:
+                    traced.append((sample, r[1], r[2]))
+            if failed:
+                alone.append(op)
+                continue
+            pending.append((op, traced, skips, _fell_back_since(before)))
+        before = _fallback_calls()
+        if _barrier() is not None or _fell_back_since(before):
+            alone = list(ops)
+            pending = []
+        for op, traced, skips, fell_back in pending:
+            before = _fallback_calls()
+            outcome = next((o for o in (check_sample(op, *t) for t in traced) if o is not None), None)
+            if outcome is not None:
+                alone.append(op)
+                continue
+            fell_back = sorted(set(fell_back) | set(_fell_back_since(before)))
+            name = op_name(op)
+            if not traced:
+                results[name] = Result(name, "skipped", "; ".join(sorted(set(skips))) or "no samples", 0, fell_back)
+            else:
+                status = "pass_with_fallback" if fell_back else "pass_no_fallback"
+                results[name] = Result(name, status, "", len(traced), fell_back)
+    del pending
+    if alone:
+        gc.collect()  # a failed trace can leave pending handles in reference cycles
+        _drain()
+    share = (time.perf_counter() - start) / max(len(results), 1)
+    for r in results.values():
+        r.seconds = share
+    for op in alone:
+        results[op_name(op)] = run_op(op, dev, samples, True, dtype)
+    return {op_name(op): results[op_name(op)] for op in ops}
+
+
 def _barrier():
     try:
         lazycore.mark_step()
@@ -415,8 +490,9 @@ def _ltc_mark_step():
 
 
 def sweep(names=None, limit=None, samples: int = SAMPLES_PER_OP, progress=None,
-          batch: bool = False, dtype: torch.dtype = torch.float32) -> dict[str, Result]:
-    """Run the sweep over every CPU OpInfo of ``dtype`` (or those in ``names``); see :func:`run_op`."""
+          batch: bool = False, dtype: torch.dtype = torch.float32, group: int = 1) -> dict[str, Result]:
+    """Run the sweep over every CPU OpInfo of ``dtype`` (or those in ``names``); see :func:`run_op`.
+    ``group`` > 1 (with ``batch``): that many OpInfos per program (:func:`run_group`)."""
     import lazycore.torch as ltorch
 
     dev = ltorch.device()
@@ -428,6 +504,13 @@ def sweep(names=None, limit=None, samples: int = SAMPLES_PER_OP, progress=None,
         ops = ops[:limit]
     results = {}
     with _ltc_mark_step():
+        if batch and group > 1:
+            for i in range(0, len(ops), group):
+                for r in run_group(ops[i:i + group], dev, samples, dtype).values():
+                    results[r.name] = r
+                    if progress:
+                        progress(r)
+            return results
         for op in ops:
             results[op_name(op)] = r = run_op(op, dev, samples, batch, dtype)
             if progress:
@@ -445,11 +528,12 @@ def counts(results) -> dict[str, int]:
 # --- reporting ----------------------------------------------------------------------------
 
 
-def summary(results, samples: int = SAMPLES_PER_OP, batch: bool = False) -> str:
+def summary(results, samples: int = SAMPLES_PER_OP, batch: bool = False, group: int = 1) -> str:
     """The README text: the counts with and without fallback, and what fails."""
     c = counts(results)
     compared = len(results) - c["skipped"]
-    barrier = "one program per OpInfo" if batch else "a barrier after every sample"
+    barrier = ("a barrier after every sample" if not batch else "one program per OpInfo" if group <= 1
+               else f"{group} OpInfos per program (one failing in its group runs again alone)")
     lines = [
         f"OpInfos run: {len(results)}: every OpInfo supporting float32 on the CPU, its first {samples} "
         f"samples, {barrier} (torch {torch.__version__.split('+')[0]}).",
@@ -499,6 +583,7 @@ def main(argv=None) -> int:
     p.add_argument("--limit", type=int, help="only the first N OpInfos")
     p.add_argument("--samples", type=int, default=SAMPLES_PER_OP, help="samples per OpInfo")
     p.add_argument("--batch", action="store_true", help="one barrier per OpInfo, not per sample (faster)")
+    p.add_argument("--group", type=int, default=1, help="with --batch: OpInfos per program (default 1)")
     p.add_argument("--dtype", default="float32", help="the samples' element type (torch's name: complex64, int64 ...)")
     p.add_argument("--write-readme", action="store_true", help="record the counts in docs/guides/torch.md")
     p.add_argument("--readme", default=README, help=f"the README to write (default: {README})")
@@ -516,7 +601,7 @@ def main(argv=None) -> int:
             print(f"{r.status:20s} {r.seconds:6.2f}s {r.name} {r.detail}", flush=True)
 
     start = time.perf_counter()
-    results = sweep(names, a.limit, a.samples, progress, a.batch, dtype)
+    results = sweep(names, a.limit, a.samples, progress, a.batch, dtype, a.group)
     took = time.perf_counter() - start
     for status in ("mismatch", "error"):
         bad = [r for r in results.values() if r.status == status]
@@ -535,7 +620,7 @@ def main(argv=None) -> int:
         print(f"{k:20s} {v}")
     print(f"({len(results)} OpInfos in {took:.0f} s)")
     if a.write_readme:
-        write_readme(summary(results, a.samples, a.batch), a.readme)
+        write_readme(summary(results, a.samples, a.batch, a.group), a.readme)
         print(f"wrote {a.readme}")
     return 1 if c["mismatch"] else 0
 

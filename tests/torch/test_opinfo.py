@@ -1,7 +1,8 @@
 """PyTorch's OpInfo database on the lazy device against eager CPU.
 
-The sweep (:mod:`lazycore.frontends.torch.opinfo`) runs once per module, one
-program per OpInfo, for the OpInfos selected; each test reads its OpInfo's
+The sweep (:mod:`lazycore.frontends.torch.opinfo`) runs once per module, GROUP
+OpInfos per program (an OpInfo that fails in its group runs again alone, and
+that run is its result), for the OpInfos selected; each test reads its OpInfo's
 result. A wrong value is never acceptable; an error is acceptable only for
 the known limitations listed in KNOWN_ERRORS, each with its reason.
 """
@@ -15,6 +16,7 @@ import torch  # noqa: E402
 from lazycore.frontends.torch import opinfo  # noqa: E402
 
 MIN_PASS_NO_FALLBACK = 150
+GROUP = 6  # OpInfos per program: fewer lowerings, MLIR contexts and XLA compiles than one each
 
 # OpInfo name -> why the lazy run raises. Only errors are excused here, never wrong values.
 KNOWN_ERRORS = {}
@@ -48,7 +50,7 @@ def _sweep(request, test_name, dtype):
         names = {i.callspec.params["name"] for i in items if hasattr(i, "callspec") and i.originalname == test_name}
     gc.collect()
     lazycore.mark_step()
-    return opinfo.sweep(names, batch=True, dtype=dtype) if names is None or names else {}
+    return opinfo.sweep(names, batch=True, dtype=dtype, group=GROUP) if names is None or names else {}
 
 
 @pytest.fixture(scope="module")
@@ -133,3 +135,33 @@ def test_sparse_and_batch_norm_samples_are_compared():
         assert r.status in ("pass_no_fallback", "pass_with_fallback") and r.samples > 0, (name, r)
     for name in ("to_sparse", "sparse.mm.reduce", "sparse.sampled_addmm"):
         assert got[name].status == "pass_with_fallback", got[name]
+
+
+def test_a_grouped_sweep_judges_each_opinfo_alone(restore_lowerings):
+    """Several OpInfos in one program (``group``): a wrong lowering (``neg`` to its operand) or a
+    raising one (``sign``) fails that OpInfo only, with the status a sweep of it alone gives;
+    fallbacks count for the OpInfo that made them; a group of passing OpInfos is one program."""
+    import lazycore
+    from lazycore.passes import register_lowering
+
+    lazycore.mark_step()
+    got = opinfo.sweep({"exp", "mul", "sin"}, batch=True, group=3)
+    c = lazycore.metrics.counters()
+    assert c["compiles"] + c["cache_hits"] == 1, c
+    assert {n: r.status for n, r in got.items()} == dict.fromkeys(("exp", "mul", "sin"), "pass_no_fallback")
+
+    register_lowering("neg", lambda op, rewriter: op.operands[0])
+    names = ("exp", "neg", "to_sparse", "mul")
+    got = opinfo.sweep(set(names), batch=True, group=len(names))
+    assert set(got) == set(names)
+    assert got["neg"].status == "mismatch", got["neg"]
+    assert got["to_sparse"].status == "pass_with_fallback" and got["to_sparse"].fallbacks, got["to_sparse"]
+    assert got["exp"].status == got["mul"].status == "pass_no_fallback", got
+
+    def raising(op, rewriter):
+        raise ValueError("this lowering is broken on purpose")
+
+    register_lowering("sign", raising)
+    got = opinfo.sweep({"exp", "sign", "neg"}, batch=True, group=3)
+    assert got["sign"].status == "error" and "broken on purpose" in got["sign"].detail, got["sign"]
+    assert got["neg"].status == "mismatch" and got["exp"].status == "pass_no_fallback", got
