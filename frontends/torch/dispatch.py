@@ -120,8 +120,8 @@ def resolve(func):
     if own is not None:  # (an op whose result's shape is its values': no meta call, no recording)
         return own
     decomp = (multilabel_margin.decomposition(func) or real_code_ops.decomposition(func)
-              or upsample_linear.decomposition(func) or resize_uint8.decomposition(func) or decomposition_table.get(func)
-              or vision_ops.decomposition(func))
+              or upsample_linear.decomposition(func) or resize_uint8.decomposition(func)
+              or decomposition_table.get(func) or vision_ops.decomposition(func))
     if decomp is not None:
         if func in batch_norm_stats.TRAINING:
             decomp = batch_norm_stats.decomposition(func, decomp)

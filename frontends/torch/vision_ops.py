@@ -73,14 +73,15 @@ def _axis(start, bin_size, pooled: int, grid: int, size: int):
     high = torch.where(last, size - 1, low + 1)
     v = torch.where(last, low.to(dtype), v)
     lw = v - low.to(dtype)
-    hw = 1.0 - lw
+    hw = (1.0 - lw.to(torch.float64)).to(dtype)  # eager: T hy = 1. - ly, a double difference
     zero = torch.zeros((), dtype=dtype, device=start.device)
     return low, high, torch.where(inside, hw, zero), torch.where(inside, lw, zero), inside
 
 
 def _samples(rois, dtype, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned, height, width):
     """The corners each sample reads and their weights, shaped to broadcast as
-    [K, C, PH, PW, IY, IX]: ``(batch index, [(y, x, weight)] * 4)``."""
+    [K, C, PH, PW, IY, IX]: ``(batch index, [(y, x, weight)] * 4, inside)``, inside:
+    which samples are within ``[-1, size]`` both ways."""
     offset = 0.5 if aligned else 0.0
     corners = (rois[:, 1:].to(torch.float64) * spatial_scale - offset).to(dtype)  # eager: double, then T
     start_w, start_h, end_w, end_h = corners.unbind(1)
@@ -104,7 +105,7 @@ def _samples(rois, dtype, spatial_scale, pooled_height, pooled_width, sampling_r
 
     batch = rois[:, 0].to(torch.int64)[:, None, None, None, None, None]
     return batch, [(ys(yl), xs(xl), w(wyl, wxl)), (ys(yl), xs(xh), w(wyl, wxh)),
-                   (ys(yh), xs(xl), w(wyh, wxl)), (ys(yh), xs(xh), w(wyh, wxh))]
+                   (ys(yh), xs(xl), w(wyh, wxl)), (ys(yh), xs(xh), w(wyh, wxh))], both
 
 
 def roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned):
@@ -113,14 +114,19 @@ def roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_
     _, channels, height, width = input.shape
     if not rois.shape[0]:  # a level of MultiScaleRoIAlign no box chose
         return input.new_zeros((0, channels, pooled_height, pooled_width))
-    batch, corners = _samples(rois, input.dtype, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned,
+    batch, corners, _ = _samples(rois, input.dtype, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned,
                               height, width)
     c = torch.arange(channels, device=input.device)[None, :, None, None, None, None]
     val = None
     for y, x, w in corners:
         term = w * input[batch, c, y, x]
         val = term if val is None else val + term
-    return val.sum((-2, -1)) / max(sampling_ratio * sampling_ratio, 1)
+    # eager's loop: output_val = 0, each sample added in turn (iy, then ix), then / count
+    out = torch.zeros(val.shape[:-2], dtype=val.dtype, device=val.device)
+    for iy in range(sampling_ratio):
+        for ix in range(sampling_ratio):
+            out = out + val[..., iy, ix]
+    return out / max(sampling_ratio * sampling_ratio, 1)
 
 
 def roi_align_backward(grad, rois, spatial_scale, pooled_height, pooled_width, batch_size, channels, height, width,
@@ -129,19 +135,24 @@ def roi_align_backward(grad, rois, spatial_scale, pooled_height, pooled_width, b
         return grad.new_zeros((batch_size, channels, height, width))
     if not _ok(grad, rois, sampling_ratio):
         return NotImplemented
-    batch, corners = _samples(rois, grad.dtype, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned,
-                              height, width)
-    c = torch.arange(channels, device=grad.device)[None, :, None, None, None, None]
-    g = grad[:, :, :, :, None, None]
+    batch, corners, inside = _samples(rois, grad.dtype, spatial_scale, pooled_height, pooled_width, sampling_ratio,
+                                      aligned, height, width)
+    c = torch.arange(channels, device=grad.device)[None, :, None, None, None, None, None]
+    g = grad[:, :, :, :, None, None, None]
     count = max(sampling_ratio * sampling_ratio, 1)
     out = torch.zeros((batch_size, channels, height, width), dtype=grad.dtype, device=grad.device)
-    for y, x, w in corners:
-        # the indices broadcast together ([K, C, PH, PW, IY, IX], as the values):
-        # not expanded first, so each index's bounds check reads the index
-        # itself, and none slices a row out of the boxes' dimension (a padded
-        # count of boxes: such a slice refused the padding, issue 39)
-        out = out.index_put((batch, c, y, x), (g * w) / count, accumulate=True)
-    return out
+    # one scatter-add whose terms come in eager's order (box, channel, bin, sample, the four
+    # corners): the additions into a pixel are eager's, in its order; a sample outside the
+    # map adds nothing (eager skips it: not a zero weight times an infinite gradient).
+    # The indices broadcast together ([K, C, PH, PW, IY, IX, 4], as the values): not
+    # expanded first, so each index's bounds check reads the index itself, and none
+    # slices a row out of the boxes' dimension (a padded count of boxes: such a slice
+    # refused the padding, issue 39)
+    y = torch.stack([y for y, _, _ in corners], -1)
+    x = torch.stack([x for _, x, _ in corners], -1)
+    w = torch.stack([w for _, _, w in corners], -1)
+    terms = torch.where(inside[..., None], (g * w) / count, torch.zeros((), dtype=grad.dtype, device=grad.device))
+    return out.index_put((batch[..., None], c, y, x), terms, accumulate=True)
 
 
 def _max(a, b):  # std::max(a, b): (a < b) ? b : a
