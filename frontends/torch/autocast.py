@@ -37,6 +37,7 @@ import threading
 import types as _types
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.overrides import TorchFunctionMode, redispatch_function
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_unflatten
@@ -141,6 +142,25 @@ class _Recording(TorchDispatchMode):
         return sig
 
 
+def _own_saved_tensors():
+    """The fake runs are lazycore's, not the user's: what autograd saves in
+    them must not reach the user's ``saved_tensors_hooks``. Non-reentrant
+    ``torch.utils.checkpoint`` counts the tensors its hooks pack in the forward
+    and again in the recomputation, where the plan is known and nothing is
+    recorded: the fake runs' packs made the counts differ (a CheckpointError
+    in the backward). Identity hooks on top take them (none where hooks are
+    disabled: pushing one raises there)."""
+    import contextlib
+
+    if not torch._C._autograd._saved_tensors_hooks_is_enabled():
+        return contextlib.nullcontext()
+    return torch.autograd.graph.saved_tensors_hooks(_same, _same)
+
+
+def _same(t):
+    return t
+
+
 def _record(func, leaves, spec, policy: str, dtype, autocast_on: bool):
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -159,7 +179,12 @@ def _record(func, leaves, spec, policy: str, dtype, autocast_on: bool):
     inputs = [mirrors[id(t)] for t in tensors]
     fargs, fkwargs = tree_unflatten([mirrors.get(id(x), x) if isinstance(x, torch.Tensor) else x for x in leaves], spec)
     rec = _Recording(inputs)
-    with fake_mode, rec, torch.autocast(policy, dtype=dtype, enabled=autocast_on, cache_enabled=False):
+    # scaled_dot_product_attention picks its kernel by device: on the CPU mirrors the
+    # flash kernel, whose backward has no lowering (eager's kernel, a fallback that
+    # failed on autocast's mixed float types); on the lazy device the math ops, as
+    # the torch.compile backend (dynamo.py) traces it
+    with _own_saved_tensors(), sdpa_kernel(SDPBackend.MATH), fake_mode, rec, \
+            torch.autocast(policy, dtype=dtype, enabled=autocast_on, cache_enabled=False):
         out = func(*fargs, **fkwargs)
     outs, out_spec = tree_flatten(out)
     result = []
