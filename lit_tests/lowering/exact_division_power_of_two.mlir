@@ -11,7 +11,7 @@
 // CHECK: stablehlo.divide %arg1, %{{.*}} : tensor<8xf64>
 // CHECK: stablehlo.divide %arg2, %{{.*}} : tensor<8xbf16>
 // CHECK-NOT: f64>) -> tensor<8xf32>
-// CHECK-NOT: stablehlo.and
+// CHECK-NOT: stablehlo.xor
 // CHECK: return
 func.func @by_count(%a: tensor<8xf32>, %b: tensor<8xf64>, %c: tensor<8xbf16>) -> (tensor<8xf32>, tensor<8xf64>, tensor<8xbf16>) {
   %0 = "lazy.constant"() {value = dense<6.400000e+01> : tensor<f32>} : () -> tensor<f32>
@@ -29,10 +29,11 @@ func.func @by_count(%a: tensor<8xf32>, %b: tensor<8xf64>, %c: tensor<8xbf16>) ->
 // 3 is no power of two; float16's 2**15 is, but its reciprocal is no
 // normal float16 (their smallest is 2**-14): both keep the exact form.
 // CHECK-LABEL: func.func @not_by_count
-// CHECK: stablehlo.convert %arg0 : (tensor<8xf32>) -> tensor<8xf64>
-// CHECK: stablehlo.divide %{{.*}}, %{{.*}} : tensor<8xf64>
-// CHECK: stablehlo.convert %arg1 : (tensor<8xf16>) -> tensor<8xf64>
-// CHECK: stablehlo.divide %{{.*}}, %{{.*}} : tensor<8xf64>
+// CHECK: stablehlo.xor
+// CHECK: stablehlo.divide %arg0, %{{.*}} : tensor<8xf32>
+// CHECK: stablehlo.convert %arg1 : (tensor<8xf16>) -> tensor<8xf32>
+// CHECK: stablehlo.xor
+// CHECK: stablehlo.divide %{{.*}}, %{{.*}} : tensor<8xf32>
 // CHECK: return
 func.func @not_by_count(%a: tensor<8xf32>, %h: tensor<8xf16>) -> (tensor<8xf32>, tensor<8xf16>) {
   %0 = "lazy.constant"() {value = dense<3.000000e+00> : tensor<8xf32>} : () -> tensor<8xf32>

@@ -1,24 +1,21 @@
 // A float64 divide by a broadcast under lazy-to-stablehlo{division=exact} (what
-// the runtime compiles for CPU): XLA's quotient (a times the reciprocal) is
-// corrected by its remainder, computed exactly from 26-bit halves of the
-// quotient and the divisor; outside the range where the halves and the
-// remainder are exact the quotient stays XLA's. Without the option, and for
+// the runtime compiles for CPU): the divisor's bits are xor'ed with whether an
+// iota over the shape is NaN (never), so that XLA divides (correctly rounded) instead of
+// multiplying by the reciprocal (up to an ulp off). Without the option, and for
 // elementwise divisors, the divide is left as it is.
 // RUN: lazy-opt --split-input-file --lazy-to-stablehlo=division=exact %s | filecheck %s --check-prefix=EXACT
 // RUN: lazy-opt --split-input-file --lazy-to-stablehlo %s | filecheck %s --check-prefix=XLA
 
 // EXACT-LABEL: func.func @by_scalar
 // EXACT: %[[B:.*]] = stablehlo.broadcast_in_dim %arg1
-// EXACT: %[[R:.*]] = stablehlo.divide %{{.*}}, %[[B]] : tensor<4xf64>
-// EXACT: %[[Q:.*]] = stablehlo.divide %arg0, %[[B]] : tensor<4xf64>
-// EXACT: %[[P:.*]] = stablehlo.multiply %[[Q]], %[[B]] : tensor<4xf64>
-// EXACT: stablehlo.constant dense<0x41A0000002000000> : tensor<4xf64>
-// EXACT: %[[AP:.*]] = stablehlo.subtract %arg0, %[[P]] : tensor<4xf64>
-// EXACT: %[[REM:.*]] = stablehlo.subtract %[[AP]], %{{.*}} : tensor<4xf64>
-// EXACT: %[[FIX:.*]] = stablehlo.multiply %[[REM]], %[[R]] : tensor<4xf64>
-// EXACT: %[[C:.*]] = stablehlo.add %[[Q]], %[[FIX]] : tensor<4xf64>
-// EXACT: %[[OUT:.*]] = stablehlo.select %{{.*}}, %[[C]], %[[Q]] : tensor<4xi1>, tensor<4xf64>
-// EXACT: return %[[OUT]]
+// EXACT: %[[I:.*]] = stablehlo.iota dim = 0 : tensor<4xf64>
+// EXACT: %[[NAN:.*]] = stablehlo.compare NE, %[[I]], %[[I]]
+// EXACT: %[[BITS:.*]] = stablehlo.bitcast_convert %[[B]] : (tensor<4xf64>) -> tensor<4xi64>
+// EXACT: %[[FLIP:.*]] = stablehlo.convert %[[NAN]] : (tensor<4xi1>) -> tensor<4xi64>
+// EXACT: %[[X:.*]] = stablehlo.xor %[[BITS]], %[[FLIP]] : tensor<4xi64>
+// EXACT: %[[D:.*]] = stablehlo.bitcast_convert %[[X]] : (tensor<4xi64>) -> tensor<4xf64>
+// EXACT: %[[Q:.*]] = stablehlo.divide %arg0, %[[D]] : tensor<4xf64>
+// EXACT-NEXT: return %[[Q]]
 // XLA-LABEL: func.func @by_scalar
 // XLA: %[[Q:.*]] = stablehlo.divide %arg0, %{{.*}} : tensor<4xf64>
 // XLA-NEXT: return %[[Q]]
