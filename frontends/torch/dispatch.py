@@ -99,11 +99,17 @@ def _looked_up(op) -> bool:
 lowering.when_changed(forget)  # a lowering registered or removed: choices and recordings made without it go
 
 
+# Composite ops that eager's CPU computes with its own kernel (not the composite's
+# pieces): their lowerings are that kernel's roundings (nn.py's silu_backward).
+_KERNEL_LOWERED = frozenset({torch.ops.aten.silu_backward.default})
+
+
 def resolve(func):
     if func in special.SPECIAL:
         return special.SPECIAL[func]
     schema = func._schema
-    if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
+    if (torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd")
+            and func not in _KERNEL_LOWERED):
         return _composite  # reached below autograd (inside a decomposition): its own pieces come here
     if _is_view(schema):
         return _identity_view if func in _IDENTITY_VIEWS else _view
