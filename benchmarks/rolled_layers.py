@@ -197,9 +197,14 @@ def bench(args, kit) -> None:
     steps = 5 if args.quick else max(args.steps, 10)
     # each compiled alone, then stepped in alternating blocks (run.py's
     # in_blocks): the machine's drift hits both alike
+    # --quick: the compile cache cleared once for the three, not before each:
+    # their programs differ (rolling's least copies are part of the compile
+    # key, the floor has one block), so each first call still compiles all
+    # its own; a clear before each cost in_blocks' first steps a recompile of
+    # both 4-block steady programs (2 of the smoke run's 9 GPT compiles)
     unrolled = training_run(False, cfg)
-    rolled = training_run(True, cfg)
-    one = training_run(False, dict(cfg, blocks=1))
+    rolled = training_run(True, cfg, clear=not args.quick)
+    one = training_run(False, dict(cfg, blocks=1), clear=not args.quick)
     times, _ = kit.in_blocks({"unrolled": unrolled["one"], "rolled": rolled["one"]}, 0, steps)
     for r, name in ((unrolled, "unrolled"), (rolled, "rolled")):
         r.update(times=times[name], step_s=statistics.median(times[name]), out=r["final"]())

@@ -93,6 +93,7 @@ def _one_size(n, args, kit):
     host = gpt.jax_params(gpt.make_model(cfg))
     names = list(host)  # torch's order (device_put gives the dict back with sorted keys)
     fresh = lambda: jax.device_put(jax.tree_util.tree_map(numpy.zeros_like, host), rep)  # noqa: E731
+    jsteps = {}  # one jitted step per loss form: the floor row runs the baseline's program, compiled once
 
     def jax_variant(name, counted_mean=False, floor=False):
         """A jax.jit row: its own state from the same start, its collectives
@@ -101,7 +102,9 @@ def _one_size(n, args, kit):
         could take beside it)."""
         st = {"p": jax.device_put(jax.tree_util.tree_map(numpy.array, host), rep), "m": fresh(), "v": fresh(),
               "c": jax.device_put(jnp.zeros((), jnp.float32), rep), "i": 0, "loss": None}
-        jstep = gpt.jax_step_fn(cfg, counted_mean=counted_mean)
+        if counted_mean not in jsteps:
+            jsteps[counted_mean] = gpt.jax_step_fn(cfg, counted_mean=counted_mean)
+        jstep = jsteps[counted_mean]
         collectives[name] = placement.collectives(
             jstep.lower(st["p"], st["m"], st["v"], st["c"], *jdata[0]).compile().as_text())
 
@@ -180,13 +183,15 @@ def _one_size(n, args, kit):
     kit.row(B, "lazycore.torch.capture on the mesh", times["lazycap"], diff=check("lazycap"), tol=gpt.TOL,
             target="<= 1.1x jax.jit", note=f"{captured.replays} replays, {captured.traces} traces")
     kit.set_ratios(B)
-    kit.own_core_rows(f"8d data-parallel GPT step, {n} device{'s' * (n > 1)}, programs on a core of their own (ms)",
-                      {k: variants[k] for k in ("jax", "jaxfloor", "lazy", "lazycap")},
-                      [("jax", "jax.jit (same layouts, state donated)", None),
-                       ("jaxfloor", "jax.jit + the do-nothing subclass's step (pipelined per-op floor)", None),
-                       ("lazy", "lazycore.torch on the mesh, mark_step()", "<= 1.1x jax.jit"),
-                       ("lazycap", "lazycore.torch.capture on the mesh", "<= 1.1x jax.jit")],
-                      settle, args.warmup, args.steps)
+    # --quick: pinned for the largest mesh only (these rows time steps whose values were checked above)
+    if not args.quick or n == SIZES[-1]:
+        kit.own_core_rows(f"8d data-parallel GPT step, {n} device{'s' * (n > 1)}, programs on a core of their own "
+                          "(ms)", {k: variants[k] for k in ("jax", "jaxfloor", "lazy", "lazycap")},
+                          [("jax", "jax.jit (same layouts, state donated)", None),
+                           ("jaxfloor", "jax.jit + the do-nothing subclass's step (pipelined per-op floor)", None),
+                           ("lazy", "lazycore.torch on the mesh, mark_step()", "<= 1.1x jax.jit"),
+                           ("lazycap", "lazycore.torch.capture on the mesh", "<= 1.1x jax.jit")],
+                          settle, args.warmup, args.steps)
     if not same:
         kit.NOTES.append(f"8 ({n} devices): lazycore's collectives {show(collectives['lazy'])} vs jax's "
                          f"{show(collectives['jax'])}")
