@@ -101,7 +101,7 @@ lowering.when_changed(forget)  # a lowering registered or removed: choices and r
 
 # Composite ops that eager's CPU computes with its own kernel (not the composite's
 # pieces): their lowerings are that kernel's roundings (nn.py's silu_backward).
-_KERNEL_LOWERED = frozenset({torch.ops.aten.silu_backward.default})
+_KERNEL_LOWERED = frozenset({torch.ops.aten.silu_backward.default, torch.ops.aten.mish_backward.default})
 
 
 def resolve(func):

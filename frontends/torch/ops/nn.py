@@ -197,6 +197,29 @@ def _silu_backward(ctx, grad, x):
     return convert(apply("mul", apply("mul", grad, s), rest), ctx.dtype)
 
 
+@lowers(aten.mish_backward.default)
+def _mish_backward(ctx, grad, x):
+    """Eager's kernel's order: ``s = 1 / (1 + exp(-x))``, ``t =
+    tanh(log1p(exp(x)))``, ``grad * (t + (x * s) * (1 - t * t))`` with the
+    two multiply-adds fused (probed: of 4,096 float32 gradients 1,473 off
+    unfused, 288 fused), float16/bfloat16 in float32 rounded once. ``s`` takes
+    SLEEF's exp; ``t``'s exp, tanh and log1p are XLA's (eager's SLEEF tanh
+    and log1p are not reproduced, so SLEEF's exp there buys 9 of 4,096 for
+    112 more nodes): float32 stays off in 297 of 4,096, bfloat16 0 (2,311 as
+    the composite's pieces), float16 1. F.mish forward + backward records 138
+    nodes at any size (18 before)."""
+    if ctx.dtype not in ("f32", "f64", "f16", "bf16"):
+        return NotImplemented
+    dt = "f64" if ctx.dtype == "f64" else "f32"
+    grad, x = (convert(operand(v, ctx.dtype, ctx.shape, ctx.device), dt) for v in (grad, x))
+    one = const(1, dt, ctx.device, ctx.shape)
+    s = apply("div", one, apply("add", one, _exp_as_eager(apply("neg", x), ctx.device)))
+    t = apply("tanh", apply("log1p", apply("exp", x)))
+    rest = fused_multiply_add(apply("neg", t), t, one, ctx.device)
+    inner = fused_multiply_add(apply("mul", x, s), rest, t, ctx.device)
+    return convert(apply("mul", grad, inner), ctx.dtype)
+
+
 @lowers(aten._weight_norm_interface_backward.default)
 def _weight_norm_backward(ctx, grad_w, v, g, norms, dim):
     """``weight_norm``'s backward (``w = g * v / ||v||``, the norm over every
@@ -513,6 +536,7 @@ def _native_layer_norm(ctx, x, normalized_shape, weight, bias, eps):
 # it. Lazy tensors take eager's CPU path instead: below autograd the op itself
 # reaches the dispatcher (dispatch._KERNEL_LOWERED). With a gradient to record
 # (double backward) the composite runs as before, its pieces differentiable.
+# mish_backward likewise.
 _AUTOGRAD_LIB = torch.library.Library("aten", "IMPL")
 
 
@@ -527,3 +551,4 @@ def _below_autograd(op):
 
 
 _AUTOGRAD_LIB.impl("silu_backward", _below_autograd(aten.silu_backward.default), "AutogradLazy")
+_AUTOGRAD_LIB.impl("mish_backward", _below_autograd(aten.mish_backward.default), "AutogradLazy")
