@@ -177,6 +177,21 @@ def _exp_as_eager(x, device):
     return _sleef_expf(x, device) if x.dtype == "f32" else apply("exp", x)
 
 
+def _sigmoid_as_eager(x, one, device):
+    """``1 / (1 + exp(-x))`` with eager's vectorized exp (the sigmoid inside silu's and mish's kernels)."""
+    return apply("div", one, apply("add", one, _exp_as_eager(apply("neg", x), device)))
+
+
+def _in_kernel_type(ctx, *values):
+    """``(type, values)``: the activation kernels' computing type (float64's own,
+    float32 for float32/float16/bfloat16, rounded to the result's type once at
+    the end) and ``values`` in it; None for other types (the composite runs)."""
+    if ctx.dtype not in ("f32", "f64", "f16", "bf16"):
+        return None
+    dt = "f64" if ctx.dtype == "f64" else "f32"
+    return dt, [convert(operand(v, ctx.dtype, ctx.shape, ctx.device), dt) for v in values]
+
+
 @lowers(aten.silu_backward.default)
 def _silu_backward(ctx, grad, x):
     """Eager's kernel: ``s = 1 / (1 + exp(-x))``, ``(grad * s) * (1 + x * (1 -
@@ -187,12 +202,12 @@ def _silu_backward(ctx, grad, x):
     XLA's CPU backend flushes it. Cost: F.silu forward + backward records
     129 nodes at any size (12 as the composite's pieces), per-call tracing
     time unchanged (replayed recording)."""
-    if ctx.dtype not in ("f32", "f64", "f16", "bf16"):
+    found = _in_kernel_type(ctx, grad, x)
+    if found is None:
         return NotImplemented
-    dt = "f64" if ctx.dtype == "f64" else "f32"
-    grad, x = (convert(operand(v, ctx.dtype, ctx.shape, ctx.device), dt) for v in (grad, x))
+    dt, (grad, x) = found
     one = const(1, dt, ctx.device, ctx.shape)
-    s = apply("div", one, apply("add", one, _exp_as_eager(apply("neg", x), ctx.device)))
+    s = _sigmoid_as_eager(x, one, ctx.device)
     rest = fused_multiply_add(x, apply("sub", one, s), one, ctx.device)
     return convert(apply("mul", apply("mul", grad, s), rest), ctx.dtype)
 
@@ -208,12 +223,12 @@ def _mish_backward(ctx, grad, x):
     112 more nodes): float32 stays off in 297 of 4,096, bfloat16 0 (2,311 as
     the composite's pieces), float16 1. F.mish forward + backward records 138
     nodes at any size (18 before)."""
-    if ctx.dtype not in ("f32", "f64", "f16", "bf16"):
+    found = _in_kernel_type(ctx, grad, x)
+    if found is None:
         return NotImplemented
-    dt = "f64" if ctx.dtype == "f64" else "f32"
-    grad, x = (convert(operand(v, ctx.dtype, ctx.shape, ctx.device), dt) for v in (grad, x))
+    dt, (grad, x) = found
     one = const(1, dt, ctx.device, ctx.shape)
-    s = apply("div", one, apply("add", one, _exp_as_eager(apply("neg", x), ctx.device)))
+    s = _sigmoid_as_eager(x, one, ctx.device)
     t = apply("tanh", apply("log1p", apply("exp", x)))
     rest = fused_multiply_add(apply("neg", t), t, one, ctx.device)
     inner = fused_multiply_add(apply("mul", x, s), rest, t, ctx.device)
@@ -233,11 +248,11 @@ def _gelu_backward(ctx, grad, x, approximate="none"):
     exp would buy nothing for 112 nodes): float32 2,933 -> 2,968, float64
     805 -> 541, bfloat16 215 either way. F.gelu forward + backward records
     50 nodes for 'tanh' (32 before), 27 for 'none' (23)."""
-    if ctx.dtype not in ("f32", "f64", "f16", "bf16"):
+    found = _in_kernel_type(ctx, grad, x)
+    if found is None:
         return NotImplemented
-    dt = "f64" if ctx.dtype == "f64" else "f32"
+    dt, (grad, x) = found
     dev = ctx.device
-    grad, x = (convert(operand(v, ctx.dtype, ctx.shape, dev), dt) for v in (grad, x))
 
     def k(v):
         return const(v, dt, dev, ctx.shape)
