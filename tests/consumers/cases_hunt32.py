@@ -36,6 +36,8 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "zoo"))
 
+from cases_hunt31t import _state, _step  # noqa: E402  (a loop's state and one optimizer step, as hunt 31t's)
+
 STEPS = 4
 WARMUP = 2
 CASES: dict = {}
@@ -44,20 +46,6 @@ CASES: dict = {}
 def case(fn):
     CASES[fn.__name__] = fn
     return fn
-
-
-def _state(*modules, **extra):
-    out = {}
-    for i, m in enumerate(modules):
-        out.update({f"{i}.{k}": v for k, v in m.state_dict().items()})
-    out.update(extra)
-    return out
-
-
-def _step(opt, loss):
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
 
 
 # --- attention: grouped key/value heads, MultiheadAttention's rarer options -----------------------
