@@ -45,9 +45,22 @@ Where eager itself computes a fused multiply-add (``fmadd`` in torch's
 ``addcmul``, ``add``/``sub`` with ``alpha``, ``lerp``, torch.optim's
 ``param.add_(grad, alpha=-lr)``), the frontends build ``lazy.fma``, whose
 lowering marks its product with ``lazy.fused``: that product is left to XLA
-to contract into its sum, and the pass takes the mark off. (The float32
-lowerings that emulate eager's fused kernels as a float64 sum of an exact
-product keep eager's bits with or without the fence.)
+to contract into its sum, and the pass takes the mark off. LLVM contracts a
+multiply into an add only where the product has that one use in the same
+block, so the pass ties the product to its own sum (:func:`_tie`): ``a * b +
+c`` multiplies ``a xor (c and 0)``, the zero the replica id again. Untied,
+a fused product was left unfused where LLVM shared it with an equal product
+(NumPy's ``x * conj(x)``: ``x * -y`` merged into ``-(x * y)`` of the plain
+``y * x``, all 4,096 imaginary parts off) or where XLA computed it apart
+from the sum (a product of row values hoisted before their broadcast:
+float64 ``addcmul`` of 64 x 1 factors onto 64 x 33, 529 of 2,112 off;
+``embedding_renorm`` float64 rows of 5-7, 28-38 of 600 rows); tied, 0. Two
+integer ops an element, which a 1M-element fma program does not show (float32
+and float64 alike, in the noise). (The float32 lowerings that emulate eager's
+fused kernels as a float64 sum of an exact product keep eager's bits with or
+without the fence.) A product a lowering marks ``lazy.either`` (float32
+tanh's float64 polynomial, whose bounds hold rounded or fused) is neither
+fenced nor tied, and loses the mark.
 
 A product of values that are each one number broadcast (made from broadcast
 scalars or splat constants by elementwise ops alone) is not fenced: XLA
@@ -72,7 +85,7 @@ from __future__ import annotations
 from lazycore.dialect.mlir import ir
 
 from .catalog import register_pass
-from .lowering.elementwise import FUSED
+from .lowering.elementwise import EITHER, FUSED
 
 _WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
 _SIGNIFICAND = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}
@@ -193,29 +206,63 @@ def _uniform(v: ir.Value, memo: dict, depth: int = 64) -> bool:
     return result
 
 
+def _zero_bits(like: ir.Value, width: ir.Type) -> ir.Value:
+    """Integers of ``like``'s shape that are 0 (the replica id) where no compiler can prove it."""
+    shaped = ir.RankedTensorType(like.type)
+    replica = ir.Operation.create(
+        "stablehlo.replica_id", results=[ir.RankedTensorType.get([], ir.IntegerType.get_unsigned(32))])
+    zero = ir.Operation.create("stablehlo.convert", results=[ir.RankedTensorType.get([], width)],
+                               operands=[replica.result])
+    return ir.Operation.create(
+        "stablehlo.broadcast_in_dim", results=[ir.RankedTensorType.get(shaped.shape, width, shaped.encoding)],
+        operands=[zero.result], attributes={"broadcast_dimensions": ir.DenseI64ArrayAttr.get([])},
+    ).result
+
+
 def _fence(op: ir.Operation, dtype: str, takes=None) -> None:
     """Fence ``op``'s result for the uses ``takes`` picks (default: the sums)."""
     takes = takes or _contracting
     m = op.results[0]
-    shaped = ir.RankedTensorType(m.type)
     with ir.InsertionPoint(op), op.location:
         width = ir.IntegerType.get_signless(_WIDTH[dtype])
-        ints = ir.RankedTensorType.get(shaped.shape, width, shaped.encoding)
-        replica = ir.Operation.create(
-            "stablehlo.replica_id", results=[ir.RankedTensorType.get([], ir.IntegerType.get_unsigned(32))])
-        zero = ir.Operation.create("stablehlo.convert", results=[ir.RankedTensorType.get([], width)],
-                                   operands=[replica.result])
-        zeros = ir.Operation.create(
-            "stablehlo.broadcast_in_dim", results=[ints], operands=[zero.result],
-            attributes={"broadcast_dimensions": ir.DenseI64ArrayAttr.get([])},
-        )
-        bits = ir.Operation.create("stablehlo.bitcast_convert", results=[ints], operands=[m])
-        kept = ir.Operation.create("stablehlo.xor", results=[ints], operands=[bits.result, zeros.result])
+        zeros = _zero_bits(m, width)
+        bits = ir.Operation.create("stablehlo.bitcast_convert", results=[zeros.type], operands=[m])
+        kept = ir.Operation.create("stablehlo.xor", results=[zeros.type], operands=[bits.result, zeros])
         fenced = ir.Operation.create("stablehlo.bitcast_convert", results=[m.type], operands=[kept.result])
     op.move_before(bits)
     # (only the sums take the fenced value: what else reads the product reads its own bits)
     for use in [u for u in m.uses if takes(u)]:
         _op(use.owner).operands[use.operand_number] = fenced.result
+
+
+def _tie(op: ir.Operation, uniform: dict) -> None:
+    """Make a fused product ``op`` (``a * b``, which one add or subtract takes with
+    an addend ``c``) multiply ``a xor (c and 0)``: no other product has that operand,
+    so LLVM cannot share it (nor merge ``a * -b`` into ``-(a * b)`` of another
+    product), and XLA cannot compute it apart from its sum (a product of
+    broadcasts hoisted before the broadcast), so LLVM contracts it."""
+    m = op.results[0]
+    dtype = _float_name(m.type)
+    users = list(m.uses)
+    if dtype is None or not _ranked(m.type) or len(users) != 1:
+        return
+    user = _op(users[0].owner)
+    if user.name not in ("stablehlo.add", "stablehlo.subtract"):
+        return
+    addend = user.operands[1 - users[0].operand_number]
+    a = op.operands[0]
+    if _uniform(addend, uniform) and all(_uniform(v, uniform) for v in op.operands):
+        return  # (XLA computes it once as a scalar; its simplifier cycles on fences there)
+    op.move_before(user)  # (after the addend, which may come later)
+    with ir.InsertionPoint(op), op.location:
+        zeros = _zero_bits(m, ir.IntegerType.get_signless(_WIDTH[dtype]))
+        ints = zeros.type
+        c_bits = ir.Operation.create("stablehlo.bitcast_convert", results=[ints], operands=[addend])
+        zero = ir.Operation.create("stablehlo.and", results=[ints], operands=[c_bits.result, zeros])
+        a_bits = ir.Operation.create("stablehlo.bitcast_convert", results=[ints], operands=[a])
+        kept = ir.Operation.create("stablehlo.xor", results=[ints], operands=[a_bits.result, zero.result])
+        tied = ir.Operation.create("stablehlo.bitcast_convert", results=[a.type], operands=[kept.result])
+    op.operands[0] = tied.result
 
 
 _REWRITTEN_DIVISOR = frozenset("stablehlo." + n for n in "divide exponential sqrt rsqrt power".split())
@@ -245,7 +292,7 @@ def _divided(use) -> bool:
 
 
 def run(module_op: ir.Operation) -> None:
-    found, fused, uniform, quotients = [], [], {}, {}
+    found, fused, either, uniform, quotients = [], [], [], {}, {}
 
     def look(o):
         o = o.operation
@@ -263,6 +310,8 @@ def run(module_op: ir.Operation) -> None:
             dtype = _float_name(o.results[0].type)
             if FUSED in o.attributes:
                 fused.append(o)  # a lazy.fma's product: eager fuses it too
+            elif EITHER in o.attributes:
+                either.append(o)  # rounded or not, alike
             elif (dtype is not None and _ranked(o.results[0].type) and not _exact(o, dtype)
                   and _contracted(o.results[0]) and not _uniform(o.results[0], uniform)):
                 found.append((o, dtype))
@@ -275,6 +324,9 @@ def run(module_op: ir.Operation) -> None:
         _fence(o, dtype, _divided)
     for o in fused:
         del o.attributes[FUSED]
+        _tie(o, uniform)
+    for o in either:
+        del o.attributes[EITHER]
 
 
 @register_pass(
@@ -282,7 +334,8 @@ def run(module_op: ir.Operation) -> None:
     "StableHLO float products that a sum takes are fenced (an integer xor with the replica id, 0, "
     "that XLA and LLVM cannot fold), "
     "so that XLA's CPU backend does not contract them into fused multiply-adds eager does not compute "
-    "(a lazy.fma's product, marked lazy.fused, is left to it); likewise a divide's operands XLA's "
+    "(a lazy.fma's product, marked lazy.fused, is left to it, its first operand tied to its addend so that "
+    "LLVM neither shares it nor sees it apart from its sum); likewise a divide's operands XLA's "
     "algebraic simplifier would rewrite it around ((a / b) / c to a / (b * c), a / sqrt(b) to a * rsqrt(b))",
 )
 def _factory():

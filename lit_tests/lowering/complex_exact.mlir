@@ -1,7 +1,8 @@
 // Complex mul and div lower on real and imaginary parts (complex_exact.py),
 // so lazy-keep-roundings sees their products: mul's four are fenced (each
-// rounds, as eager's kernel: no fused multiply-add), div's x + y * rat are
-// left to the backend to fuse (eager's kernel is GCC's fused Smith division).
+// rounds, as eager's kernel: no fused multiply-add), div's six x + y * rat are
+// left to the backend to fuse (eager's kernel is GCC's fused Smith division),
+// each product's first operand tied to its addend (an and, then a xor).
 // RUN: lazy-opt --split-input-file --lazy-to-stablehlo --lazy-keep-roundings %s | filecheck %s
 
 // CHECK-LABEL: func.func @mul
@@ -28,6 +29,8 @@ func.func @mul(%a: tensor<4xcomplex<f32>>, %b: tensor<4xcomplex<f32>>) -> tensor
 // -----
 
 // CHECK-LABEL: func.func @div
+// CHECK-NOT: lazy.fused
+// CHECK-COUNT-6: stablehlo.xor %{{.*}} : tensor<4xi64>
 // CHECK-NOT: stablehlo.xor
 // CHECK-NOT: lazy.fused
 // CHECK: stablehlo.complex

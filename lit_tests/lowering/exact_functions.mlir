@@ -82,12 +82,12 @@ func.func @functions(%a: tensor<4xf32>, %h: tensor<4xf16>, %b: tensor<4xbf16>, %
 // EXACT: %[[W:.*]] = stablehlo.convert %[[M]] : (tensor<4xf32>) -> tensor<4xf64>
 // EXACT: %[[Y:.*]] = stablehlo.add %[[W]], %[[W]] : tensor<4xf64>
 // EXACT: %[[K:.*]] = stablehlo.round_nearest_even %{{.*}} : tensor<4xf64>
-// EXACT-COUNT-13: stablehlo.multiply %{{.*}}, %{{.*}} {lazy.fused = true} : tensor<4xf64>
+// EXACT-COUNT-13: stablehlo.multiply %{{.*}}, %{{.*}} {lazy.either = true} : tensor<4xf64>
 // EXACT: %[[KB:.*]] = stablehlo.add %[[K]], %{{.*}} : tensor<4xf64>
 // EXACT: %[[I:.*]] = stablehlo.bitcast_convert %[[KB]] : (tensor<4xf64>) -> tensor<4xi64>
 // EXACT: stablehlo.shift_left
 // EXACT: %[[S:.*]] = stablehlo.bitcast_convert %{{.*}} : (tensor<4xi64>) -> tensor<4xf64>
-// EXACT: stablehlo.multiply %[[S]], %{{.*}} {lazy.fused = true} : tensor<4xf64>
+// EXACT: stablehlo.multiply %[[S]], %{{.*}} {lazy.either = true} : tensor<4xf64>
 // EXACT: %[[U:.*]] = stablehlo.add
 // EXACT: %[[D:.*]] = stablehlo.add %[[U]], %{{.*}} : tensor<4xf64>
 // EXACT: %[[Q:.*]] = stablehlo.divide %[[U]], %[[D]] : tensor<4xf64>
@@ -101,6 +101,7 @@ func.func @functions(%a: tensor<4xf32>, %h: tensor<4xf16>, %b: tensor<4xbf16>, %
 // FENCE-LABEL: func.func @tanh_float32
 // FENCE-NOT: stablehlo.xor
 // FENCE-NOT: lazy.fused
+// FENCE-NOT: lazy.either
 // FENCE: return
 // XLA-LABEL: func.func @tanh_float32
 // XLA: stablehlo.tanh %arg0 : tensor<4xf32>

@@ -2,7 +2,9 @@
 // add with alpha, lerp): a product marked lazy.fused and a sum. The default
 // pipeline's lazy-keep-roundings fences every other product a sum takes and
 // leaves this one to XLA's CPU backend, which contracts the two into one
-// fused multiply-add; it takes the mark off.
+// fused multiply-add; it takes the mark off and ties the product's first
+// operand to the addend (a xor (c and 0)), so that LLVM neither shares the
+// product nor computes it apart from its sum.
 // RUN: lazy-opt --split-input-file --lazy-to-stablehlo %s | filecheck %s
 // RUN: lazy-opt --split-input-file --lazy-default-pipeline %s | filecheck %s --check-prefix=DEFAULT
 
@@ -11,9 +13,13 @@
 // CHECK: %[[S:.*]] = stablehlo.add %[[M]], %arg2 : tensor<8xf32>
 // CHECK: return %[[S]]
 // DEFAULT-LABEL: func.func @fma
-// DEFAULT-NOT: xor
 // DEFAULT-NOT: lazy.fused
-// DEFAULT: %[[M:.*]] = stablehlo.multiply %arg0, %arg1 : tensor<8xf32>
+// DEFAULT: %[[C:.*]] = stablehlo.bitcast_convert %arg2 : (tensor<8xf32>) -> tensor<8xi32>
+// DEFAULT: %[[N:.*]] = stablehlo.and %[[C]], %{{.*}} : tensor<8xi32>
+// DEFAULT: %[[A:.*]] = stablehlo.bitcast_convert %arg0 : (tensor<8xf32>) -> tensor<8xi32>
+// DEFAULT: %[[X:.*]] = stablehlo.xor %[[A]], %[[N]] : tensor<8xi32>
+// DEFAULT: %[[T:.*]] = stablehlo.bitcast_convert %[[X]] : (tensor<8xi32>) -> tensor<8xf32>
+// DEFAULT: %[[M:.*]] = stablehlo.multiply %[[T]], %arg1 : tensor<8xf32>
 // DEFAULT: %[[S:.*]] = stablehlo.add %[[M]], %arg2 : tensor<8xf32>
 // DEFAULT: return %[[S]]
 func.func @fma(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<8xf32>) -> tensor<8xf32> {

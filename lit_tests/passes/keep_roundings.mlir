@@ -67,20 +67,63 @@ func.func @left(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4xf64>, %i: ten
 // -----
 
 // A lazy.fma's product (marked lazy.fused by its lowering) is left for XLA to
-// fuse into its sum, as eager's fmadd computes it; the mark is taken off.
-// Another product beside it is fenced as before.
+// fuse into its sum, as eager's fmadd computes it; the mark is taken off. Its
+// first operand is tied to its addend, a xor (c and 0), so that LLVM cannot
+// share the product with another a * b nor compute it apart from its sum,
+// which would leave it unfused. Another product beside it is fenced as before.
 // CHECK-LABEL: func.func @fused
-// CHECK: %[[M:.*]] = stablehlo.multiply %arg0, %arg1 : tensor<4xf64>
+// CHECK: %[[Z:.*]] = stablehlo.broadcast_in_dim %{{.*}}, dims = [] : (tensor<i64>) -> tensor<4xi64>
+// CHECK: %[[C:.*]] = stablehlo.bitcast_convert %arg2 : (tensor<4xf64>) -> tensor<4xi64>
+// CHECK: %[[N:.*]] = stablehlo.and %[[C]], %[[Z]] : tensor<4xi64>
+// CHECK: %[[A:.*]] = stablehlo.bitcast_convert %arg0 : (tensor<4xf64>) -> tensor<4xi64>
+// CHECK: %[[X:.*]] = stablehlo.xor %[[A]], %[[N]] : tensor<4xi64>
+// CHECK: %[[T:.*]] = stablehlo.bitcast_convert %[[X]] : (tensor<4xi64>) -> tensor<4xf64>
+// CHECK: %[[M:.*]] = stablehlo.multiply %[[T]], %arg1 : tensor<4xf64>
 // CHECK-NEXT: %[[S:.*]] = stablehlo.add %[[M]], %arg2 : tensor<4xf64>
 // CHECK: stablehlo.xor
 // CHECK-NOT: lazy.fused
-// CHECK: return
+// CHECK: return %[[S]]
 func.func @fused(%a: tensor<4xf64>, %b: tensor<4xf64>, %c: tensor<4xf64>) -> (tensor<4xf64>, tensor<4xf64>) {
   %0 = stablehlo.multiply %a, %b {lazy.fused = true} : tensor<4xf64>
   %1 = stablehlo.add %0, %c : tensor<4xf64>
   %2 = stablehlo.multiply %a, %c : tensor<4xf64>
   %3 = stablehlo.add %2, %b : tensor<4xf64>
   return %1, %3 : tensor<4xf64>, tensor<4xf64>
+}
+
+// -----
+
+// A fused product a subtract takes, whose addend is computed after it: the
+// product moves to its sum, after the addend it is tied to.
+// CHECK-LABEL: func.func @fused_subtract
+// CHECK: %[[D:.*]] = stablehlo.exponential %arg2 : tensor<4xf32>
+// CHECK: %[[C:.*]] = stablehlo.bitcast_convert %[[D]] : (tensor<4xf32>) -> tensor<4xi32>
+// CHECK: stablehlo.and %[[C]]
+// CHECK: %[[T:.*]] = stablehlo.bitcast_convert %{{.*}} : (tensor<4xi32>) -> tensor<4xf32>
+// CHECK: %[[M:.*]] = stablehlo.multiply %[[T]], %arg1 : tensor<4xf32>
+// CHECK-NEXT: %[[S:.*]] = stablehlo.subtract %[[D]], %[[M]] : tensor<4xf32>
+// CHECK: return %[[S]]
+func.func @fused_subtract(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.multiply %a, %b {lazy.fused = true} : tensor<4xf32>
+  %1 = stablehlo.exponential %c : tensor<4xf32>
+  %2 = stablehlo.subtract %1, %0 : tensor<4xf32>
+  return %2 : tensor<4xf32>
+}
+
+// -----
+
+// A fused product of broadcast numbers onto a broadcast number is not tied:
+// XLA computes it once as a scalar (see @uniform).
+// CHECK-LABEL: func.func @fused_uniform
+// CHECK-NOT: stablehlo.xor
+// CHECK-NOT: lazy.fused
+// CHECK: return
+func.func @fused_uniform(%a: tensor<f32>, %b: tensor<f32>) -> tensor<8xf32> {
+  %0 = stablehlo.broadcast_in_dim %a, dims = [] : (tensor<f32>) -> tensor<8xf32>
+  %1 = stablehlo.broadcast_in_dim %b, dims = [] : (tensor<f32>) -> tensor<8xf32>
+  %2 = stablehlo.multiply %0, %1 {lazy.fused = true} : tensor<8xf32>
+  %3 = stablehlo.add %2, %1 : tensor<8xf32>
+  return %3 : tensor<8xf32>
 }
 
 // -----

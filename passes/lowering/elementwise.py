@@ -464,7 +464,7 @@ def _rsqrt_as_eager(x):
 # arithmetic), -0.0 and NaN keep their bits, as eager's. Every a >= 9.0109
 # rounds to 1 (1 - 2e**-2a is above 1 - 2**-25), so 9.5 stands for all of them,
 # infinities too. The sign goes on after rounding (round to nearest is
-# symmetric). The products are marked lazy.fused: the bounds hold contracted
+# symmetric). The products are marked lazy.either: the bounds hold contracted
 # or not, and lazy-keep-roundings' fences would be integer work per step.
 _TANH_LN2 = (0.6931471804855391, 7.440617110012397e-11)  # L1 (low 20 bits zero), ln2 - L1
 _TANH_Q = (0.16666666666666669, 0.041666666666666664, 0.008333333333330062, 0.0013888888888886552,
@@ -480,17 +480,17 @@ def _tanh_float32(x):
     # round_nearest_even, not the 1.5 * 2**52 trick: XLA folds (y/ln2 + c) - c back to y/ln2 (r was 0)
     k = hlo.unary("round_nearest_even", hlo.binary("multiply", y, hlo.splat_like(1 / math.log(2), y)))
     l1, l2 = (hlo.splat_like(v, k) for v in _TANH_LN2)
-    r = hlo.binary("subtract", hlo.binary("subtract", y, fused_multiply(k, l1)), fused_multiply(k, l2))
+    r = hlo.binary("subtract", hlo.binary("subtract", y, either_multiply(k, l1)), either_multiply(k, l2))
     q = hlo.splat_like(_TANH_Q[-1], r)
     for c in reversed(_TANH_Q[:-1]):
-        q = fused_multiply_add(q, r, hlo.splat_like(c, r))
-    half = fused_multiply_add(r, q, hlo.splat_like(0.5, r))
-    p = fused_multiply_add(hlo.binary("multiply", r, r), half, r)  # expm1(r)
+        q = _either_multiply_add(q, r, hlo.splat_like(c, r))
+    half = _either_multiply_add(r, q, hlo.splat_like(0.5, r))
+    p = _either_multiply_add(hlo.binary("multiply", r, r), half, r)  # expm1(r)
     # 2**k: k's bits are the low bits of 2**52 + k (exact); the shift drops 2**52's exponent
     bits = hlo.value("bitcast_convert", [hlo.binary("add", k, hlo.splat_like(2.0**52, k))], hlo.type_of(k)._replace(dtype="i64"))
     bits = hlo.binary("shift_left", hlo.binary("add", bits, hlo.splat_like(1023, bits)), hlo.splat_like(52, bits))
     scale = hlo.value("bitcast_convert", [bits], hlo.type_of(k))
-    u = fused_multiply_add(scale, p, hlo.binary("subtract", scale, hlo.splat_like(1.0, scale)))
+    u = _either_multiply_add(scale, p, hlo.binary("subtract", scale, hlo.splat_like(1.0, scale)))
     t = hlo.convert(hlo.binary("divide", u, hlo.binary("add", u, hlo.splat_like(2.0, u))), "f32")
     signed = hlo.select(hlo.compare(x, hlo.splat_like(0.0, x), "LT"), hlo.unary("negate", t), t)
     tiny = hlo.unary("not", hlo.compare(size, hlo.splat_like(2.0**-12, size), "GE"))  # NaN too
@@ -571,6 +571,22 @@ def fused_multiply(a, b):
 def fused_multiply_add(a, b, c):
     """``a * b + c`` rounded once on the backend (:func:`fused_multiply`)."""
     return hlo.binary("add", fused_multiply(a, b), c)
+
+
+EITHER = "lazy.either"
+"""The attribute (true) on a ``stablehlo.multiply`` whose sum may take it
+rounded or not (float32 tanh's float64 polynomial: its error bounds hold
+either way): ``lazy-keep-roundings`` neither fences it (as other products)
+nor ties it to its sum (as :data:`FUSED` ones), and takes the attribute off."""
+
+
+def either_multiply(a, b):
+    """``a * b`` marked :data:`EITHER`."""
+    return hlo.op("multiply", [a, b], a.type, **{EITHER: ir.BoolAttr.get(True)}).result
+
+
+def _either_multiply_add(a, b, c):
+    return hlo.binary("add", either_multiply(a, b), c)
 
 
 @lowering("fma")

@@ -19,8 +19,6 @@ WIDTHS = [3, 5, 8, 13, 16, 50, 100] if os.environ.get("LAZYCORE_TEST_FULL") == "
 @pytest.mark.parametrize("p", [1.0, 2.0, math.inf])
 @pytest.mark.parametrize("width", WIDTHS)
 def test_embedding_renorm_is_eagers_bits(dev, no_fallback, dtype, p, width):
-    if dtype == torch.float64 and p == 2.0 and width in (3, 5):
-        pytest.skip("eager's kernel: test_embedding_renorm_float64_short_rows_keep_eagers_kernel")
     g = torch.Generator().manual_seed(width)
     w = torch.randn(300, width, generator=g, dtype=dtype)
     idx = torch.randint(0, 300, (2, 150), generator=g)
@@ -31,18 +29,6 @@ def test_embedding_renorm_is_eagers_bits(dev, no_fallback, dtype, p, width):
         got = w.to(dev)
         torch.embedding_renorm_(got, idx.to(dev), limit, p)
         assert int((got.cpu() != want).sum()) == 0
-
-
-def test_embedding_renorm_float64_short_rows_keep_eagers_kernel(dev):
-    """float64 norm 2 rows of 2-7 that are not one vector: lazy.fma is left unfused
-    there (eager's kernel, still eager's bits)."""
-    w = torch.randn(20, 5, dtype=torch.float64)
-    idx = torch.arange(20)
-    want = w.clone()
-    torch.embedding_renorm_(want, idx, 1.0, 2.0)
-    got = w.to(dev)
-    torch.embedding_renorm_(got, idx.to(dev), 1.0, 2.0)
-    assert torch.equal(got.cpu(), want)
 
 
 def test_embedding_renorm_bad_index_is_eagers_error(dev):

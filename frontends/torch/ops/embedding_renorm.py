@@ -25,8 +25,7 @@ The norms are eager's ``norm_stub`` loops for a 1-d contiguous row
   is far below ``GRAIN_SIZE``, so one thread);
 - ``inf``: the largest ``|x|`` (order does not matter).
 
-Other norm types and dtypes keep eager's kernel (a counted fallback), as do
-float64 ``norm_type`` 2 rows of 2, 3, 5, 6 or 7 (see :func:`_embedding_renorm`). A row
+Other norm types and dtypes keep eager's kernel (a counted fallback). A row
 index outside ``-rows..rows-1`` fails at the barrier with eager's
 ``IndexError``; a negative index names the row from the end, as eager's
 ``self[i]`` does (eager would scale a row named both ways twice; here once).
@@ -111,10 +110,6 @@ def _embedding_renorm(ctx, weight, indices, max_norm, norm_type):
     if weight.dtype not in _ITEMSIZE or norm_type not in (1.0, 2.0, math.inf) or len(weight.shape) != 2:
         return NotImplemented
     rows, width = weight.shape
-    if norm_type == 2.0 and weight.dtype == "f64" and 1 < width < 8 and width % 4:
-        # its tail's lazy.fma is left unfused by XLA/LLVM in rows under two vectors
-        # (19-29 of 600 rows off at widths 2, 3, 5, 6, 7): eager's kernel
-        return NotImplemented
     n = 1
     for s in indices.shape:
         n *= s

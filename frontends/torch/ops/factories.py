@@ -137,59 +137,12 @@ def _float_spaced(ctx, start, end):
         i, back = to(count), to(apply("sub", const(n - 1, "f64", ctx.device, (n,)), count))
         up = apply("add", start, apply("mul", step, i))
         return apply("select", first, up, apply("sub", end, apply("mul", step, back)))
-    # one multiply-add of each index's side: i from start, or -(n - 1 - i) from end
+    # one multiply-add of each index's side: i from start, or -(n - 1 - i) from end (float64's a
+    # lazy.fma, which lazy-keep-roundings ties to its sum: 18 nodes, where a Dekker product and a
+    # sum rounded to odd took 82 while XLA left short arrays' products unfused)
     k = to(apply("select", first, count, apply("sub", count, const(n - 1, "f64", ctx.device, (n,)))))
     side = apply("select", first, start, end)
-    return (fused_multiply_add if dt == "f32" else _float64_fma)(k, step, side, ctx.device)
-
-
-def _float64_fma(a, b, c, device):
-    """float64 ``a * b + c`` rounded once, from float64 ops that each round
-    exactly or are exact: ``lazy.fma`` leaves the fusing to LLVM, which XLA's
-    CPU backend does not do for arrays of up to about 32 elements (probed:
-    linspace(0.1, 0.7, n) unfused for n = 9..24, fused from 33). Dekker's exact
-    product (operands split by their bits, so no product is contracted into a
-    split), Knuth's two-sum, and Boldo and Melquiond's rounding to odd of the
-    low parts before the one rounding to nearest (correct without overflow or
-    underflow; a product that overflows is the plain one, as in a fused one).
-    ``a`` is an integer below 2**26 (linspace's index; 26 significant bits), so
-    with ``b`` split into 26 and up to 27 bits both partial products are exact."""
-    n = a.shape
-
-    def k(v):
-        return const(v, "f64", device, n)
-
-    def split(x):  # the high 26 significant bits and the exact rest
-        bits = apply("bitcast_convert", x, dtype="i64")
-        hi = apply("bitcast_convert", apply("and", bits, const(-(1 << 27), "i64", device, n)), dtype="f64")
-        return hi, apply("sub", x, hi)
-
-    # XLA simplifies (x + y) - x to y in floats too: the sum is made opaque first, its bits xor'ed
-    # with an iota's NaN-ness (never; XLA does not fold it)
-    count = apply("iota", dim=0, shape=n, dtype="f64", device=device)
-    never = convert(apply("compare", count, count, direction="NE"), "i64")
-
-    def two_sum(x, y):
-        s = apply("bitcast_convert", apply("xor", apply("bitcast_convert", apply("add", x, y), dtype="i64"), never),
-                  dtype="f64")
-        yy = apply("sub", s, x)
-        return s, apply("add", apply("sub", x, apply("sub", s, yy)), apply("sub", y, yy))
-
-    p = apply("mul", a, b)
-    bh, bl = split(b)  # a needs none: its own high part, its rest 0
-    err = apply("add", apply("sub", apply("mul", a, bh), p), apply("mul", a, bl))
-    th, tl = two_sum(c, p)
-    v, rest = two_sum(tl, err)
-    bits = apply("bitcast_convert", v, dtype="i64")
-    even = apply("compare", apply("and", bits, const(1, "i64", device, n)), const(0, "i64", device, n),
-                 direction="EQ")
-    inexact = apply("compare", rest, k(0), direction="NE")
-    outward = apply("compare", apply("compare", rest, k(0), direction="GT"),
-                    apply("compare", v, k(0), direction="GT"), direction="EQ")
-    nudged = apply("add", bits, apply("select", outward, const(1, "i64", device, n), const(-1, "i64", device, n)))
-    odd = apply("bitcast_convert", apply("select", apply("and", inexact, even), nudged, bits), dtype="f64")
-    finite = apply("compare", apply("abs", p), k(float("inf")), direction="LT")
-    return apply("select", finite, apply("add", th, odd), apply("add", p, c))
+    return fused_multiply_add(k, step, side, ctx.device)
 
 
 @lowers(aten.eye.default, aten.eye.m)
