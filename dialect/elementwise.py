@@ -70,6 +70,14 @@ for _name, (_klass, _fold) in _UNARY_ROWS.items():
     define(OpSpec(_name, ("operand",), _unary_rule(_klass, _name == "is_finite"), summary=f"elementwise {_name}",
                   elementwise=True, dtypes=_klass, fold=_fold))
 
+# exp with eager torch's vectorized float32 roundings (SLEEF's, folds.exp_sleef):
+# one node where the torch frontend models an eager kernel's exp, instead of
+# the ~40 nodes of SLEEF's steps (float32 logistic's CPU lowering takes them too).
+define(OpSpec("exp_sleef", ("operand",), _unary_rule("float", False),
+              summary="elementwise exp as eager torch's vectorized float32 exp rounds it (SLEEF's expf_u10); "
+                      "float16/bfloat16/float8 in float32, float64 as lazy.exp",
+              elementwise=True, dtypes="float", fold=folds.exp_sleef))
+
 # --- complex parts ---------------------------------------------------------
 
 

@@ -134,52 +134,17 @@ def _tanh_backward(ctx, grad, y):
     return apply("mul", grad, apply("sub", one, apply("mul", y, y)))
 
 
-# Eager's float32 vectorized kernels take exp from SLEEF (``Sleef_expf16_u10``
-# on AVX512, the same algorithm on AVX2): a round-to-nearest ``q = rint(d /
-# ln2)``, a two-part Cody-Waite reduction, a degree-5 polynomial in fused
-# multiply-adds, and ``2**q`` applied in two halves. XLA's float32 exp and the
-# correctly rounded one each differ from it by an ulp in ~4% of values, which
-# moves silu's gradient (157 of 4,096 off with a correctly rounded exp);
-# computing SLEEF's steps gives its bits (65,536 sigmoids of N(0, 36): 0 off).
-_SLEEF_EXPF = (0.000198527617612853646278381, 0.00139304355252534151077271, 0.00833336077630519866943359,
-               0.0416664853692054748535156, 0.166666671633720397949219, 0.5)
+def _exp_as_eager(x):
+    """exp as eager's vectorized kernels compute it: float32's is SLEEF's
+    (``lazy.exp_sleef``: one node, whose lowering builds SLEEF's steps)."""
+    return apply("exp_sleef" if x.dtype == "f32" else "exp", x)
 
 
-def _sleef_expf(d, device):
-    """float32 ``exp(d)`` with SLEEF's ``expf_u10`` roundings (see above)."""
-    n = d.shape
-
-    def k(v):
-        return const(v, "f32", device, n)
-
-    q = apply("round", apply("mul", d, k(1.442695040888963407359924681001892137426645954152985934135449406931)))
-    s = fused_multiply_add(q, k(-0.693145751953125), d, device)
-    s = fused_multiply_add(q, k(-1.428606765330187045e-06), s, device)
-    u = k(_SLEEF_EXPF[0])
-    for c in _SLEEF_EXPF[1:]:
-        u = fused_multiply_add(u, s, k(c), device)
-    u = apply("add", k(1), fused_multiply_add(apply("mul", s, s), u, s, device))
-    # 2**q as two normal powers of two, 2**(q // 2) * 2**(q - q // 2) (q is within [-151, 128] where kept)
-    q = apply("minimum", apply("maximum", q, k(-151)), k(128))
-    half = apply("floor", apply("mul", q, k(0.5)))
-
-    def power(m):
-        bits = apply("mul", apply("add", convert(m, "i32"), const(127, "i32", device, n)),
-                     const(1 << 23, "i32", device, n))
-        return apply("bitcast_convert", bits, dtype="f32")
-
-    u = apply("mul", apply("mul", u, power(half)), power(apply("sub", q, half)))
-    u = apply("select", apply("compare", d, k(-104), direction="LT"), k(0), u)
-    return apply("select", apply("compare", d, k(88.72283935546875), direction="GT"), k(float("inf")), u)
-
-
-def _exp_as_eager(x, device):
-    return _sleef_expf(x, device) if x.dtype == "f32" else apply("exp", x)
-
-
-def _sigmoid_as_eager(x, one, device):
-    """``1 / (1 + exp(-x))`` with eager's vectorized exp (the sigmoid inside silu's and mish's kernels)."""
-    return apply("div", one, apply("add", one, _exp_as_eager(apply("neg", x), device)))
+def _sigmoid_as_eager(x):
+    """``1 / (1 + exp(-x))`` with eager's vectorized exp (the sigmoid inside
+    silu's and mish's kernels): ``lazy.logistic``, whose CPU lowering takes
+    float32's exp from SLEEF (float64's is XLA's, as before)."""
+    return apply("logistic", x)
 
 
 def _in_kernel_type(ctx, *values):
@@ -199,15 +164,14 @@ def _silu_backward(ctx, grad, x):
     contracts it), float16/bfloat16 in float32 rounded once. Probed: the
     unfused form was 823 of 4,096 float32 gradients off, the fused one 157
     (all from exp), SLEEF's exp 0. Where ``s`` is subnormal (x < -87.34)
-    XLA's CPU backend flushes it. Cost: F.silu forward + backward records
-    129 nodes at any size (12 as the composite's pieces), per-call tracing
-    time unchanged (replayed recording)."""
+    XLA's CPU backend flushes it. F.silu forward + backward records 14 nodes
+    (11 replayed; 129 and 76 with SLEEF's steps as frontend nodes)."""
     found = _in_kernel_type(ctx, grad, x)
     if found is None:
         return NotImplemented
     dt, (grad, x) = found
     one = const(1, dt, ctx.device, ctx.shape)
-    s = _sigmoid_as_eager(x, one, ctx.device)
+    s = _sigmoid_as_eager(x)
     rest = fused_multiply_add(x, apply("sub", one, s), one, ctx.device)
     return convert(apply("mul", apply("mul", grad, s), rest), ctx.dtype)
 
@@ -217,19 +181,19 @@ def _mish_backward(ctx, grad, x):
     """Eager's kernel's order: ``s = 1 / (1 + exp(-x))``, ``t =
     tanh(log1p(exp(x)))``, ``grad * (t + (x * s) * (1 - t * t))`` with the
     two multiply-adds fused (probed: of 4,096 float32 gradients 1,473 off
-    unfused, 288 fused), float16/bfloat16 in float32 rounded once. ``s`` takes
-    SLEEF's exp; ``t``'s exp, tanh and log1p are XLA's (eager's SLEEF tanh
-    and log1p are not reproduced, so SLEEF's exp there buys 9 of 4,096 for
-    112 more nodes): float32 stays off in 297 of 4,096, bfloat16 0 (2,311 as
-    the composite's pieces), float16 1. F.mish forward + backward records 138
-    nodes at any size (18 before)."""
+    unfused, 288 fused), float16/bfloat16 in float32 rounded once. ``s`` and
+    ``t`` take SLEEF's exp (one node each); ``t``'s tanh and log1p are XLA's
+    (eager's SLEEF tanh and log1p are not reproduced): float32 stays off in
+    174 of 4,096 of N(0, 36) (182 with XLA's exp in ``t``), bfloat16 0,
+    float16 1. F.mish forward + backward records 29 nodes (24 replayed; 144
+    and 89 with SLEEF's steps as frontend nodes)."""
     found = _in_kernel_type(ctx, grad, x)
     if found is None:
         return NotImplemented
     dt, (grad, x) = found
     one = const(1, dt, ctx.device, ctx.shape)
-    s = _sigmoid_as_eager(x, one, ctx.device)
-    t = apply("tanh", apply("log1p", apply("exp", x)))
+    s = _sigmoid_as_eager(x)
+    t = apply("tanh", apply("log1p", _exp_as_eager(x)))
     rest = fused_multiply_add(apply("neg", t), t, one, ctx.device)
     inner = fused_multiply_add(apply("mul", x, s), rest, t, ctx.device)
     return convert(apply("mul", grad, inner), ctx.dtype)
