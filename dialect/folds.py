@@ -75,11 +75,28 @@ SLEEF_EXPF_RANGE = (-104.0, 88.72283935546875)
 """Below the first, 0; above the second, infinity."""
 
 
+def _fma_f32(a, b, c):
+    """float32 ``a * b + c`` rounded once, as a fused multiply-add: the product
+    is exact in float64 and the sum's float64 rounding error (TwoSum) is exact;
+    only where the float64 sum is a midpoint between two float32s would a
+    second rounding go wrong, and there it is moved a float64 ulp toward the
+    error first (float32 subnormal results aside)."""
+    p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
+    c = np.asarray(c, np.float64)
+    s = p + c
+    t = s - p
+    err = (p - (s - t)) + (c - t)
+    low = s.view(np.uint64) & np.uint64((1 << 29) - 1)
+    tie = (low == np.uint64(1 << 28)) & (err != 0) & np.isfinite(err)
+    s = np.where(tie, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+    return s.astype(np.float32)
+
+
 def exp_sleef(x):
     """``lazy.exp_sleef``: float32 (and the narrower floats, in float32, rounded
-    once more) with SLEEF's ``expf_u10`` steps, each product-sum one rounding
-    (float64 sum of an exact product, the CPU lowering's form); float64 as
-    ``exp``. Subnormal results are kept (eager's; XLA's CPU loops flush them)."""
+    once more) with SLEEF's ``expf_u10`` steps, each multiply-add rounded once
+    (:func:`_fma_f32`); float64 as ``exp``. Subnormal results are kept
+    (eager's; XLA's CPU loops flush them)."""
     if x.dtype == np.float64:
         return np.exp(x)
     f32 = np.float32
@@ -88,17 +105,14 @@ def exp_sleef(x):
     def k(v):
         return f32(v)
 
-    def fma(a, b, c):
-        return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + np.asarray(c, np.float64)).astype(f32)
-
     with np.errstate(all="ignore"):
         q = np.rint(d * k(SLEEF_EXPF_LOG2E))
-        s = fma(q, k(SLEEF_EXPF_LN2[0]), d)
-        s = fma(q, k(SLEEF_EXPF_LN2[1]), s)
+        s = _fma_f32(q, k(SLEEF_EXPF_LN2[0]), d)
+        s = _fma_f32(q, k(SLEEF_EXPF_LN2[1]), s)
         u = np.full_like(d, k(SLEEF_EXPF_POLY[0]))
         for c in SLEEF_EXPF_POLY[1:]:
-            u = fma(u, s, k(c))
-        u = k(1) + fma(s * s, u, s)
+            u = _fma_f32(u, s, k(c))
+        u = k(1) + _fma_f32(s * s, u, s)
         q = np.nan_to_num(np.clip(q, -151, 128))  # (NaN: u is NaN already)
         half = np.floor(q * k(0.5))
 

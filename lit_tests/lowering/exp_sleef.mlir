@@ -1,20 +1,19 @@
 // lazy.exp_sleef (eager torch's vectorized float32 exp, SLEEF's expf_u10) is
 // one op whose lowering builds SLEEF's steps: q = rint(x / ln2), a two-part
 // Cody-Waite reduction and a degree-5 polynomial, each multiply-add one
-// rounding (under division=exact, the CPU's: a float64 sum of the exact
-// product; else a product marked for the backend to contract), then 2**q in
-// two halves. Half types compute in float32; float64 is stablehlo.exponential.
-// Float32 logistic under division=exact takes this exp (eager's sigmoid).
+// rounding as SLEEF's are (a lazy.fused product, which lazy-keep-roundings
+// ties to its sum), then 2**q in two halves. Half types compute in float32;
+// float64 is stablehlo.exponential. Float32 logistic under division=exact
+// (the CPU's) takes this exp, eager's sigmoid; XLA's exp otherwise.
 // RUN: lazy-opt --split-input-file --lazy-to-stablehlo=division=exact %s | filecheck %s --check-prefix=EXACT
 // RUN: lazy-opt --split-input-file --lazy-to-stablehlo %s | filecheck %s --check-prefix=XLA
+// RUN: lazy-opt --split-input-file --lazy-to-stablehlo=division=exact --lazy-keep-roundings %s | filecheck %s --check-prefix=TIED
 
 // EXACT-LABEL: func.func @exp_sleef
 // EXACT: %[[L:.*]] = stablehlo.multiply %arg0, %{{.*}} : tensor<4xf32>
 // EXACT: %[[Q:.*]] = stablehlo.round_nearest_even %[[L]] : tensor<4xf32>
-// EXACT: %[[Q64:.*]] = stablehlo.convert %[[Q]] : (tensor<4xf32>) -> tensor<4xf64>
-// EXACT: %[[P:.*]] = stablehlo.multiply %[[Q64]], %{{.*}} : tensor<4xf64>
-// EXACT: %[[X64:.*]] = stablehlo.convert %arg0 : (tensor<4xf32>) -> tensor<4xf64>
-// EXACT: stablehlo.add %[[P]], %[[X64]] : tensor<4xf64>
+// EXACT: %[[P:.*]] = stablehlo.multiply %[[Q]], %{{.*}} {lazy.fused = true} : tensor<4xf32>
+// EXACT: stablehlo.add %[[P]], %arg0 : tensor<4xf32>
 // EXACT: stablehlo.bitcast_convert %{{.*}} : (tensor<4xi32>) -> tensor<4xf32>
 // EXACT: stablehlo.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<4xi1>, tensor<4xf32>
 // EXACT: %[[R:.*]] = stablehlo.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<4xi1>, tensor<4xf32>
@@ -26,8 +25,11 @@
 // XLA-LABEL: func.func @exp_sleef
 // XLA: stablehlo.round_nearest_even
 // XLA: stablehlo.multiply %{{.*}}, %{{.*}} {lazy.fused = true} : tensor<4xf32>
-// XLA-NOT: tensor<4xf64>
+// XLA-NOT: stablehlo.exponential %{{.*}} : tensor<4xf32>
 // XLA: stablehlo.bitcast_convert
+// TIED-LABEL: func.func @exp_sleef
+// TIED: stablehlo.xor
+// TIED-NOT: lazy.fused
 func.func @exp_sleef(%x: tensor<4xf32>, %h: tensor<4xbf16>, %d: tensor<4xf64>) -> (tensor<4xf32>, tensor<4xbf16>, tensor<4xf64>) {
   %a = "lazy.exp_sleef"(%x) : (tensor<4xf32>) -> tensor<4xf32>
   %b = "lazy.exp_sleef"(%h) : (tensor<4xbf16>) -> tensor<4xbf16>
@@ -49,6 +51,7 @@ func.func @exp_sleef(%x: tensor<4xf32>, %h: tensor<4xbf16>, %d: tensor<4xf64>) -
 // XLA-LABEL: func.func @logistic
 // XLA: %[[N:.*]] = stablehlo.negate %arg0 : tensor<4xf32>
 // XLA: stablehlo.exponential %[[N]] : tensor<4xf32>
+// TIED-LABEL: func.func @logistic
 func.func @logistic(%x: tensor<4xf32>, %d: tensor<4xf64>) -> (tensor<4xf32>, tensor<4xf64>) {
   %a = "lazy.logistic"(%x) : (tensor<4xf32>) -> tensor<4xf32>
   %c = "lazy.logistic"(%d) : (tensor<4xf64>) -> tensor<4xf64>

@@ -685,7 +685,7 @@ def _logistic(op, rewriter):
     # (float8 too: exp(-x) overflows E4M3FN, which has no infinity, to NaN)
     wide = hlo.convert(x, "f32") if dtype in ("f16", "bf16") or is_float8(dtype) else x
     if dtype in _WIDENED and exact(op):
-        e = _exp_sleef_float32(hlo.unary("negate", wide), True)
+        e = _exp_sleef_float32(hlo.unary("negate", wide))
     else:
         e = hlo.unary("exponential", hlo.unary("negate", wide))
     one = hlo.splat_like(1.0, wide)
@@ -693,19 +693,11 @@ def _logistic(op, rewriter):
     return hlo.convert(out, dtype) if wide is not x else out
 
 
-def _sleef_fma(a, b, c, wide: bool):
-    """float32 ``a * b + c`` rounded once: where the program has float64 (the
-    CPU's division=exact modules), a float64 sum of the exact product, the
-    torch frontend's form (nn.fused_multiply_add); else a product the backend
-    contracts (:func:`fused_multiply_add`)."""
-    if not wide:
-        return fused_multiply_add(a, b, c)
-    product = hlo.binary("multiply", hlo.convert(a, "f64"), hlo.convert(b, "f64"))
-    return hlo.convert(hlo.binary("add", product, hlo.convert(c, "f64")), "f32")
-
-
-def _exp_sleef_float32(d, wide: bool):
-    """SLEEF's ``expf_u10`` steps (dialect.folds.exp_sleef, which says why)."""
+def _exp_sleef_float32(d):
+    """SLEEF's ``expf_u10`` steps (dialect.folds.exp_sleef, which says why),
+    its multiply-adds fused as SLEEF's are (:func:`fused_multiply_add`: a
+    float64 sum of the exact product, the torch frontend's form before, cost
+    a 1M-element sigmoid 4.4 ms of CPU for this form's 2.6, XLA's exp 2.0)."""
     shape = hlo.type_of(d).shape
 
     def k(v):
@@ -717,12 +709,12 @@ def _exp_sleef_float32(d, wide: bool):
         return hlo.value("bitcast_convert", [bits], TensorType(shape, "f32"))
 
     q = hlo.unary("round_nearest_even", hlo.binary("multiply", d, k(SLEEF_EXPF_LOG2E)))
-    s = _sleef_fma(q, k(SLEEF_EXPF_LN2[0]), d, wide)
-    s = _sleef_fma(q, k(SLEEF_EXPF_LN2[1]), s, wide)
+    s = fused_multiply_add(q, k(SLEEF_EXPF_LN2[0]), d)
+    s = fused_multiply_add(q, k(SLEEF_EXPF_LN2[1]), s)
     u = k(SLEEF_EXPF_POLY[0])
     for c in SLEEF_EXPF_POLY[1:]:
-        u = _sleef_fma(u, s, k(c), wide)
-    u = hlo.binary("add", k(1.0), _sleef_fma(hlo.binary("multiply", s, s), u, s, wide))
+        u = fused_multiply_add(u, s, k(c))
+    u = hlo.binary("add", k(1.0), fused_multiply_add(hlo.binary("multiply", s, s), u, s))
     # 2**q as two normal powers of two, 2**(q // 2) * 2**(q - q // 2) (q is within [-151, 128] where kept)
     q = hlo.binary("minimum", hlo.binary("maximum", q, k(-151.0)), k(128.0))
     half = hlo.unary("floor", hlo.binary("multiply", q, k(0.5)))
@@ -738,7 +730,7 @@ def _exp_sleef(op, rewriter):
     dtype = hlo.type_of(x).dtype
     if dtype == "f64":
         return hlo.unary("exponential", x)
-    out = _exp_sleef_float32(hlo.convert(x, "f32"), exact(op))
+    out = _exp_sleef_float32(hlo.convert(x, "f32"))
     return hlo.convert(out, dtype)
 
 
