@@ -8,6 +8,8 @@ runtime's shape inference can never disagree.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -84,6 +86,7 @@ def attr_to_mlir(kind: str, value: Any) -> ir.Attribute:
         return ir.StringAttr.get(str(value))
     if kind == "dense":
         array = np.asarray(value)
+        CONTEXTS.charge(array.nbytes)
         t = tensor_type(TensorType(tuple(array.shape), from_numpy_dtype(array.dtype)))
         if array.dtype == to_numpy_dtype("bf16"):
             # The buffer protocol does not know bf16: hand over the raw bits.
@@ -286,6 +289,114 @@ def new_context() -> ir.Context:
         with ctx, ir.Location.unknown():
             load(ctx)
     return ctx
+
+
+class _Entry:
+    __slots__ = ("ctx", "ops", "epoch", "programs", "constant_bytes")
+
+    def __init__(self, ctx: ir.Context, ops: int, epoch: int):
+        self.ctx, self.ops, self.epoch = ctx, ops, epoch
+        self.programs = self.constant_bytes = 0
+
+
+class ContextPool:
+    """Ready contexts (:func:`new_context`) for the compiler's builds, lent to
+    one user at a time and taken back.
+
+    Making a context costs ~17-22 ms of CPU (loading ``lazy`` emits and
+    canonicalizes its IRDL module), as much as lowering a small program, and
+    every barrier's program used to make one. An MLIR context interns every
+    attribute and type it sees for its whole life, dense constants included,
+    so a context is dropped, not lent again, once it has served ``programs``
+    builds or interned ``constant_bytes`` of dense constants (both counted by
+    whoever holds it: :meth:`lend`, :func:`attr_to_mlir`). It is dropped too
+    when the user's build failed (a half-built module, and whatever a user
+    lowering did to the context, stay out of the next build), when ops were
+    defined since it loaded ``lazy`` (:func:`~lazycore.dialect.spec.define`:
+    its IRDL module would lack them), and by :meth:`clear`. A dropped context
+    lives on while modules made in it do (they hold it). The bindings make
+    contexts without MLIR's own locking, so a lent context and the modules
+    made in it are used only under :data:`lazycore.ir.context.LOCK`, for the
+    one compile it is lent to (:mod:`lazycore.runtime.compiler`); modules
+    handed to a caller get a context of their own. The pool's lists are
+    guarded by :data:`_CONTEXT_LOCK` (a nested compile is lent a second
+    context)."""
+
+    def __init__(self, size: int = 2, programs: int = 200, constant_bytes: int = 64 << 20):
+        self.size, self.programs, self.constant_bytes = size, programs, constant_bytes
+        self._free: list[_Entry] = []
+        self._lent: list[_Entry] = []
+        self._epoch = 0
+        self.made = 0  # contexts made for lending, for tests and the memo report
+
+    def __len__(self) -> int:
+        return len(self._free)
+
+    def clear(self) -> None:
+        """Drop the ready contexts; those lent now are dropped when given back."""
+        with _CONTEXT_LOCK:
+            self._free.clear()
+            self._epoch += 1
+
+    def release_at_exit(self) -> None:
+        """:meth:`clear` at interpreter exit (atexit), unless a thread holds
+        the pool's lock then (waiting for it could hang the exit). Destroying
+        contexts takes a while; left to module teardown, it runs after Python
+        started finalizing, a window in which a daemon thread coming back from
+        native code (a collective left to the process's end,
+        :mod:`lazycore.runtime.peers`) is ended by ``pthread_exit`` inside
+        C++ frames: "FATAL: exception not rethrown", SIGABRT."""
+        if _CONTEXT_LOCK.acquire(blocking=False):
+            try:
+                self._free.clear()
+                self._epoch += 1
+            finally:
+                _CONTEXT_LOCK.release()
+
+    def charge(self, nbytes: int) -> None:
+        """Count ``nbytes`` of dense constants against the contexts lent now."""
+        for e in self._lent:
+            e.constant_bytes += nbytes
+
+    def _take(self) -> _Entry:
+        with _CONTEXT_LOCK:
+            generate_op_classes()
+            ops = len(OP_CLASSES)
+            while self._free:
+                e = self._free.pop()
+                if e.ops == ops and e.epoch == self._epoch:
+                    break
+            else:
+                e = _Entry(new_context(), ops, self._epoch)
+                self.made += 1
+            self._lent.append(e)
+            return e
+
+    def _give_back(self, e: _Entry, ok: bool) -> None:
+        with _CONTEXT_LOCK:
+            self._lent.remove(e)
+            e.programs += 1
+            if (ok and e.epoch == self._epoch and e.ops == len(OP_CLASSES) and len(self._free) < self.size
+                    and e.programs < self.programs and e.constant_bytes < self.constant_bytes):
+                self._free.append(e)
+
+    @contextlib.contextmanager
+    def lend(self):
+        """A ready context for one build; given back at the end, dropped if
+        the block raised."""
+        e = self._take()
+        ok = False
+        try:
+            yield e.ctx
+            ok = True
+        finally:
+            self._give_back(e, ok)
+
+
+CONTEXTS = ContextPool()
+"""The compiler's contexts (:mod:`lazycore.runtime.compiler`, which registers
+it with the caches: ``mlir.contexts``); ``lazy-opt`` and the tools make their own."""
+atexit.register(CONTEXTS.release_at_exit)
 
 
 # --- building ops ----------------------------------------------------------------

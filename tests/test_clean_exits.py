@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -22,16 +24,24 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 60
 
 BODY = r"""
-import os, signal, sys
+import os, signal, sys, time
 import numpy as np
 import lazycore as lc
 
 lc.distributed.initialize(timeout_s=30, heartbeat_timeout_s=int(os.environ["HEARTBEAT"]))
 rank = lc.distributed.process_index()
+SYNC = os.environ["SYNC"]  # step i read by process r: the file r.i
 mesh = lc.Mesh((lc.distributed.device_count(),), ("data",))
 
 def step(i):
     if os.environ["DIE"] == str(rank) and i == 3:
+        # die only once every other process has read step 2 and gone on to step 3's read: killed
+        # the moment its own step 2 ended, a survivor still finishing step 2 (under load) lost it
+        others = [r for r in range(int(os.environ["WORLD_SIZE"])) if r != rank]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not all(os.path.exists(os.path.join(SYNC, f"{r}.2")) for r in others):
+            time.sleep(0.01)
+        time.sleep(1.0)  # for them to enter the read (a few ms of work)
         print(f"process {rank} is killed", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     whole = lc.shard(np.full((2, 2), float(rank + i), np.float32), mesh, ("data", None), local=True)
@@ -40,6 +50,7 @@ def step(i):
     else:  # a program whose all-reduce waits for the dead process's part
         lc.to_numpy(lc.apply("reduce_sum", whole, dims=(0, 1)))
     print(f"process {rank} step {i}", flush=True)
+    open(os.path.join(SYNC, f"{rank}.{i}"), "w").close()
 
 for i in range(int(os.environ["STEPS"])):
     if os.environ["CATCH"] == "1":
@@ -65,6 +76,7 @@ def _group(n: int, die: int, read: str = "gather", catch=(), heartbeat: int = 20
     """Run BODY as ``n`` processes (those in ``catch`` catch PeerLost and exit 0);
     (exit status, stdout, stderr) of each."""
     port = _free_port()
+    sync = tempfile.mkdtemp(prefix="clean_exits_")
     procs = []
     for rank in range(n):
         env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
@@ -72,7 +84,7 @@ def _group(n: int, die: int, read: str = "gather", catch=(), heartbeat: int = 20
                    PYTHONPATH=os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")])),
                    LAZYCORE_COORDINATOR=f"127.0.0.1:{port}", WORLD_SIZE=str(n), RANK=str(rank),
                    DIE=str(die), READ=read, HEARTBEAT=str(heartbeat), STEPS=str(steps),
-                   CATCH="1" if rank in catch else "0")
+                   CATCH="1" if rank in catch else "0", SYNC=sync)
         procs.append(subprocess.Popen([sys.executable, "-c", BODY], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     out = []
@@ -88,6 +100,7 @@ def _group(n: int, die: int, read: str = "gather", catch=(), heartbeat: int = 20
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        shutil.rmtree(sync, ignore_errors=True)
     assert _service_gone(port), "the coordination service's process outlived its group"
     return out
 
@@ -142,7 +155,7 @@ def test_a_survivor_that_catches_peerlost_exits_with_status_0():
 
 
 def test_three_processes_one_killed_both_survivors_exit_cleanly():
-    (code0, _, err0), dead, (code2, out2, err2) = _group(3, die=1, catch=(2,), heartbeat=10)
+    (code0, _, err0), dead, (code2, out2, err2) = _group(3, die=1, catch=(2,))
     _killed(dead, 1)
     _clean(code2, err2, 0)
     assert "process 2 caught: lazycore: process 1 of 3 died" in out2, out2[-2000:]
@@ -164,7 +177,7 @@ def test_a_survivor_stuck_in_a_collective_exits_with_the_message_and_status_1():
 
 def test_when_process_0_is_killed_the_coordination_service_stays_and_the_others_exit_cleanly():
     # jax runs the service inside process 0; lazycore runs it in a process of its own (runtime/coordinator.py)
-    dead, (code1, _, err1), (code2, out2, err2) = _group(3, die=0, catch=(2,), heartbeat=10)
+    dead, (code1, _, err1), (code2, out2, err2) = _group(3, die=0, catch=(2,))
     _killed(dead, 0)
     _clean(code1, err1, 1)
     assert "PeerLost: lazycore: process 0 of 3 died" in err1, err1[-3000:]

@@ -15,13 +15,13 @@ import numpy as np
 
 from lazycore.dialect import create, from_mlir_type, tensor_type
 from lazycore.dialect.types import TensorType
-from lazycore.ir import events, heap
+from lazycore.ir import events, heap, memo
 from lazycore.ir.config import settings
 from lazycore.ir.graph import Value, map_operands
 from lazycore.ir.regions import RegionNode
 from lazycore.ir.sourceloc import resolve
 from lazycore.dialect.mlir import func, ir, serialize_stablehlo
-from lazycore.dialect.build import new_context
+from lazycore.dialect.build import CONTEXTS, new_context
 from lazycore.passes import rolled_emit
 from lazycore.passes.lowering import shardy
 from lazycore.passes.pipeline import DEFAULT_PIPELINE, default_for, run_pipeline, with_option
@@ -34,12 +34,14 @@ from lazycore.ir.context import locked
 # verifiers and folds are process-wide state of the bindings (docs/threads.md)
 _locked = locked
 
+# (a context lent is a few MB at most: what its bound lets it intern)
+memo.register("mlir.contexts", CONTEXTS, CONTEXTS.size)
+
 
 @_locked
 def parse(text: str, context: ir.Context | None = None) -> ir.Module:
     """Parse MLIR text in a lazycore context (``lazy`` and StableHLO loaded)."""
-    ctx = context or new_context()
-    with ctx:
+    with context or new_context():
         return ir.Module.parse(text)
 
 
@@ -138,6 +140,9 @@ def compile_module(
 ) -> pjrt.Executable:
     """Lazy-dialect module (or its text) -> executable on ``device`` (CPU default)."""
     pipeline = for_platform(pipeline, getattr(device, "platform", None))
+    if isinstance(module, str):  # parsed, lowered and compiled here: a lent context (CONTEXTS)
+        with CONTEXTS.lend() as ctx:
+            return compile_module(parse(module, ctx), pipeline, donate=donate, device=device, after_each=after_each)
     return compile_stablehlo(lower(module, pipeline, donate=donate, after_each=after_each), device)
 
 
@@ -187,14 +192,16 @@ class Returned:
 
 @_locked
 def build_program(walk, device=None, constants: dict | None = None, stacked: bool = False,
-                  donate: dict[int, int] | None = None, flag_vector: bool = False):
+                  donate: dict[int, int] | None = None, flag_vector: bool = False,
+                  context: ir.Context | None = None):
     """:func:`build_module`'s module and its :class:`Returned`. ``stacked``:
     the device-data parameters a rolled loop reads as a stack come in
     stacked, one argument per stack, and outputs are returned as rows of
     stacks (:func:`_returned`; ``donate``: the barrier's donation plan, whose
     pairs are each parameter's successor). ``flag_vector``: the value checks'
-    flags are one vector result, not a scalar result each (:func:`_flag_results`)."""
-    ctx = new_context()
+    flags are one vector result, not a scalar result each (:func:`_flag_results`).
+    ``context``: the one to build in, else a new one (the module is the caller's)."""
+    ctx = context or new_context()
     unknown = ir.Location.unknown(ctx)
     locs: dict = {}  # raw location -> ir.Location: the user's file:line per op
     info = Returned()
@@ -492,7 +499,7 @@ def _sdy_sharding(target, sharding, rank: int) -> str:
 
 @_locked
 def lower_walk(walk, device, donate: dict[int, int], pipeline: str | None,
-               stacked: bool | str = False) -> tuple[ir.Module, tuple]:
+               stacked: bool | str = False, context: ir.Context | None = None) -> tuple[ir.Module, tuple]:
     """The walk as a StableHLO module through ``pipeline`` (None: the
     platform's default, :func:`~lazycore.passes.pipeline.default_for`), and
     its plan: :attr:`Returned.arguments`, :attr:`Returned.rows` and whether
@@ -500,12 +507,14 @@ def lower_walk(walk, device, donate: dict[int, int], pipeline: str | None,
     :class:`~lazycore.runtime.failures.ProgramError`. ``donate``:
     device-data parameter -> output of the walk; ``stacked``:
     :func:`build_program`'s, its stack arguments donated unless it is
-    ``"keep"`` (values that live handles hold are passed as they are)."""
+    ``"keep"`` (values that live handles hold are passed as they are);
+    ``context``: :func:`build_program`'s."""
     # (the device is in the program's key, so the option it sets and its default pipeline are too)
     passes = for_platform(pipeline or default_for(device.platform), device.platform)
     with events.timed("lowering"), heap.collector_paused():
         try:
-            module, info = build_program(walk, device, stacked=stacked, donate=donate, flag_vector=True)
+            module, info = build_program(walk, device, stacked=stacked, donate=donate, flag_vector=True,
+                                         context=context)
             if device.platform != "cpu":  # the factorizations' lowerings read it (passes/lowering/lapack.py)
                 module.operation.attributes["lazy.platform"] = ir.StringAttr.get(device.platform)
             # observers of every stage (IR dumps, lazycore.testing captures)
@@ -565,8 +574,11 @@ def compile_walk(walk, device, donate: dict[int, int], pipeline: str | None, sta
                  counter: str = "compiles"):
     """The walk's program; raises :class:`~lazycore.runtime.failures.ProgramError`.
     ``counter``: the one it counts in (:data:`lazycore.ir.events.COUNTERS`)."""
-    module, plan = lower_walk(walk, device, donate, pipeline, stacked)
-    exe = _compile(compile_stablehlo, module, device.pjrt, counter=counter)
+    # a barrier's module lives in this call only (or in its error): a lent context
+    # (CONTEXTS), given up if lowering or compiling raised
+    with CONTEXTS.lend() as ctx:
+        module, plan = lower_walk(walk, device, donate, pipeline, stacked, ctx)
+        exe = _compile(compile_stablehlo, module, device.pjrt, counter=counter)
     exe.arguments, exe.rows, exe.keeps = plan
     return exe
 
@@ -577,11 +589,12 @@ def walk_artifact(walk, device, donate: dict[int, int], pipeline: str | None,
     """The walk lowered to a portable StableHLO artifact, with its input and
     output types and :func:`lower_walk`'s plan; raises
     :class:`~lazycore.runtime.failures.ProgramError`."""
-    module, plan = lower_walk(walk, device, donate, pipeline, stacked)
-    try:  # as compile_walk does it, in its compile stage
-        return stablehlo_artifact(module) + (plan,)
-    except Exception as e:
-        raise ProgramError("compile", e) from e
+    with CONTEXTS.lend() as ctx:  # as compile_walk's
+        module, plan = lower_walk(walk, device, donate, pipeline, stacked, ctx)
+        try:  # as compile_walk does it, in its compile stage
+            return stablehlo_artifact(module) + (plan,)
+        except Exception as e:
+            raise ProgramError("compile", e) from e
 
 
 @_locked
