@@ -125,6 +125,17 @@ class Tensor(torch.Tensor):
             extra += ", requires_grad=True"
         return text[:-1] + extra + ")"
 
+    def __format__(self, format_spec):
+        # Eager formats a 0-d tensor as its Python number (f"{loss:.4f}" in a
+        # user's log line, Switch Transformers' f"expert_{idx[0]}" module
+        # names); torch's rule asks ``type(self) is Tensor``, which this
+        # subclass fails, so without this the text would be the repr and any
+        # format spec a TypeError. A parameter keeps object's format, as
+        # eager's ``Parameter`` (a lazy one is this class marked ``_is_param``).
+        if self.dim() == 0 and not self.__dict__.get("_is_param", False):
+            return self.detach().item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
     # A deep copy is a clone, as torch's rule for device tensors without a host
     # storage (``lazy`` and ``xla`` in torch/_tensor.py). A pickle
     # (``torch.save``) is a CPU tensor's, as PyTorch/XLA's ``xm.save`` writes:
