@@ -13,6 +13,7 @@ from .spec import OPS, OpSpec, define, infer, op, spec_of  # noqa: F401
 # Op families: each module adds its rows to the table.
 from . import elementwise, shape, reduction, linalg, indexing, random, checks, collectives, fft, barrier  # noqa: F401,E402
 from . import factorizations  # noqa: F401,E402
+from . import lanes  # noqa: F401,E402
 
 # The MLIR half (generated op classes, builders) loads on first use: the shape
 # rules above serve the per-op path, which never touches MLIR.

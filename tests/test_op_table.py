@@ -559,6 +559,38 @@ def _sort(rng, operand, indices):
             for d in (0, 1) for descending in (False, True)]
 
 
+def _lane_rows(rng, dtype):
+    return small(rng, (3, 21), dtype, -2, 2)  # two vectors of 8 lanes and a tail of 5
+
+
+def _lane_sum_reference(a, b):
+    """Eager's map2_reduce_all of 8 lanes: whole vectors' rounded products lane-wise,
+    the tail's fused into the first lanes (exact products in float64: float32 only),
+    float32's lanes halved."""
+    p = a * b
+    acc = p[:, :8] + p[:, 8:16]
+    acc[:, :5] = (a[:, 16:].astype(F64) * b[:, 16:] + acc[:, :5]).astype(a.dtype)
+    while acc.shape[1] > 1:
+        half = acc.shape[1] // 2
+        acc = acc[:, :half] + acc[:, half:]
+    return (acc[:, 0],)
+
+
+def _lane_sum(rng, lhs):
+    a, b = _lane_rows(rng, lhs), _lane_rows(rng, lhs)
+    if lhs not in ("f32", "f64"):
+        return [Case([a, b], dict(lanes=8, halving=True, fused=False))]
+    return [Case([a, b], dict(lanes=8, halving=True, fused=False), want=lambda: _lane_sum_reference(a, b),
+                 exact=lhs == "f32"),
+            Case([a, b.astype(np.float32 if lhs == "f64" else F64)], dict(lanes=8, halving=True, fused=False),
+                 refused=True)]
+
+
+def _lane_moments(rng, operand):
+    x = _lane_rows(rng, operand)
+    return [Case([x], dict(lanes=8), want=lambda: (x.mean(1), x.var(1)), exact=False)]
+
+
 # --- linalg ------------------------------------------------------------------------------
 
 
@@ -998,6 +1030,8 @@ SAMPLES: dict[str, Sample] = {
     **{n: reduce_sample(n, ORDERED) for n in ("reduce_max", "reduce_min")},
     **{n: arg_sample(n) for n in ("argmax", "argmin")},
     "sort": Sample({"operand": ORDERED, "indices": INT}, _sort),
+    "lane_sum": Sample({"lhs": ("f32", "f64")}, _lane_sum),
+    "lane_moments": Sample({"operand": ("f32", "f64")}, _lane_moments),
     "dot_general": Sample({"lhs": ARITH}, _dot_general),
     "convolution": Sample({"input": NUMERIC}, _convolution),
     "gather": Sample({"operand": ANY, "start_indices": INT}, _gather),

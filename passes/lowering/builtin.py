@@ -21,6 +21,7 @@ def load_builtin_lowerings() -> None:
     _loaded = True
     from . import barrier, checks, collectives, elementwise, fft, indexing, linalg, random, reduction, shape  # noqa: F401
     from . import lapack  # noqa: F401
+    from . import lanes  # noqa: F401
     from . import complex_exact, float8
 
     float8.install()  # wraps built-in lowerings of the modules above

@@ -1,9 +1,9 @@
-"""Layer norm's lowering on the CPU (issue 40): a float32 row's mean is its
-float64 sum over N rounded once, in 23 nodes a call where the mean about the
-row's first element, with its scaled-down retry for rows whose steps
-overflow, made 38 (a transformers step has one or two a block, each recorded
-and replayed per call). Eager's own mean is Welford's in float32, which this
-matches no worse than before: its overflow cases are
+"""Layer norm's lowering on the CPU (issues 39, 40): a float32 row's mean and
+variance are eager's ``RowwiseMoments`` (Welford in its vector lanes: one
+``lazy.lane_moments`` node, frontends/torch/ops/norm_backward.py), in few
+nodes a call (a transformers step has one or two a block, each recorded and
+replayed per call). Before, the mean was the float64 sum over N rounded once
+(23 nodes), not eager's bits; its overflow cases are
 tests/torch/test_layer_norm_overflow.py's."""
 
 import pytest
@@ -21,17 +21,13 @@ def _nodes(f):
 
 
 @pytest.mark.parametrize("shape,nd", [((4, 32, 64), 1), ((3, 5, 7), 2), ((6, 17), 1)])
-def test_the_mean_is_the_float64_mean_rounded_once(dev, shape, nd):
+def test_the_statistics_and_output_are_eagers(dev, shape, nd):
     torch.manual_seed(0)
     x = torch.randn(shape) * 3 + 1
     ns = shape[-nd:]
-    out, mean, rstd = (t.cpu() for t in torch.native_layer_norm(x.to(dev), ns, None, None, 1e-5))
-    dims = tuple(range(len(shape) - nd, len(shape)))
-    exact = x.double().mean(dims, keepdim=True).float()
-    assert torch.equal(mean, exact)
-    want = torch.native_layer_norm(x, ns, None, None, 1e-5)
-    torch.testing.assert_close(out, want[0], rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(rstd, want[2], rtol=1e-5, atol=1e-5)
+    got = [t.cpu() for t in torch.native_layer_norm(x.to(dev), ns, None, None, 1e-5)]
+    for g, want in zip(got, torch.native_layer_norm(x, ns, None, None, 1e-5)):
+        assert torch.equal(g, want), int((g != want).sum())
 
 
 def test_a_layer_norm_call_makes_few_nodes(dev):

@@ -341,7 +341,7 @@ class Padded:
                 raise
             self.new[id(node)] = (self.make(op, tuple(narrowed), node.attrs, node.loc), [{} for _ in node.types])
             return
-        self.new[id(node)] = (made, [padded])
+        self.new[id(node)] = (made, padded if type(padded) is list else [padded])  # (a list: one a result)
         if padded and not any(pads) and op in WIDENED:
             self.fresh[id(made)] = node
         if op == "reduce_sum":
@@ -1188,6 +1188,21 @@ def _convolution(state, node, operands, pads):
     return a, [inp, kernel], out
 
 
+def _lanes(state, node, operands, pads):
+    """``lane_sum``/``lane_moments`` reduce each row's last dimension in eager's
+    vector lanes, whose order a padded row would move (refused); a padded
+    leading dimension stays padded in every result, rows being independent."""
+    last = len(node.types[0].shape)
+    out: dict = {}
+    for p in pads:
+        if last in p:
+            raise Refused(f"{_where(node)} sums a padded row in eager's vector lanes")
+        for d, f in p.items():
+            if out.setdefault(d, f) != f:
+                raise Refused(f"{_where(node)} takes operands padded in different layouts")
+    return node.attrs, operands, [dict(out) for _ in node.types]
+
+
 # The rules of ops whose row says padding="own", by name; elementwise ops
 # and reductions share one rule each, chosen by their row.
 OWN_RULES = {
@@ -1205,6 +1220,8 @@ OWN_RULES = {
     "gather": _gather,
     "scatter": _scatter,
     "convolution": _convolution,
+    "lane_sum": _lanes,
+    "lane_moments": _lanes,
 }
 _KIND_RULES = {"elementwise": _elementwise, "reduction": _reduce}
 

@@ -1,0 +1,62 @@
+"""Row reductions in eager's CPU vector-lane order: sums and Welford moments.
+
+Each reduces the last dimension lane by lane across its vectors (``at::vec``),
+as eager's CPU kernels add, one node whatever the row's length. XLA's ``reduce`` adds in an order of its own (a tree, not a sequence), so a float
+row sum or a row's moments differ from eager's in the last bits; lowered as a
+frontend's slices and adds, eager's order cost a node pair per vector (a 256x768
+layer norm forward and backward: 510 nodes instead of 63). Each op here is one
+node; its lowering (``passes/lowering/lanes.py``) expands to the sequence.
+
+- ``lane_sum(lhs, rhs)``: per row, ``vec::map2_reduce_all``'s sum of ``lhs * rhs``
+  with ``lanes`` lanes: a row under ``lanes`` elements summed in order; else the
+  whole vectors' rounded products added lane-wise from the first vector, the
+  last partial vector's products fused into the first lanes, and the lanes
+  combined by halving (``halving``: float32's ``vec_reduce_all``) or in order;
+  ``fused``: each vector's products contracted into the running sum (a chain of
+  fused multiply-adds, as eager's ``map3`` accumulations into a buffer), so
+  ``lanes=1`` with ``fused`` is an in-order ``fma`` chain along the row.
+- ``lane_moments(operand)``: per row, ``RowwiseMoments``' mean and biased
+  variance: Welford over chunks of 16 vectors, the chunks' moments merged in a
+  cascade, the scalar tail's Welford, then the lanes merged into it in order.
+"""
+
+from __future__ import annotations
+
+from .spec import op
+from .types import ShapeError, TensorType
+
+
+def _row(x: TensorType, what: str) -> tuple[int, ...]:
+    if x.dtype not in ("f32", "f64"):  # (eager's half types accumulate in float32: their frontends convert)
+        raise ShapeError(f"{what} must have element type f32 or f64, got {x.dtype}")
+    if x.rank == 0:
+        raise ShapeError(f"{what} needs rank 1 or more (rows along the last dimension), got {x}")
+    return x.shape[:-1]
+
+
+def _lanes(lanes: int):
+    if lanes < 1:
+        raise ShapeError(f"lanes must be positive, got {lanes}")
+
+
+@op("lane_sum", ("lhs", "rhs"), attrs={"lanes": "i64", "halving": "bool", "fused": "bool"}, padding="own",
+    summary="per row of the last dimension, the sum of lhs * rhs in eager's vector-lane order")
+def _lane_sum(lhs: TensorType, rhs: TensorType, *, lanes, halving, fused):
+    """Both operands have one type, f32 or f64, and one shape of rank 1 or more;
+    ``lanes`` is positive. The result is the operands' shape without its last
+    dimension, of their type."""
+    kept = _row(lhs, "lhs")
+    if rhs != lhs:
+        raise ShapeError(f"lhs and rhs must have one type, got {lhs} and {rhs}")
+    _lanes(lanes)
+    return TensorType(kept, lhs.dtype)
+
+
+@op("lane_moments", ("operand",), attrs={"lanes": "i64"}, results=("mean", "variance"), padding="own",
+    summary="per row of the last dimension, eager's Welford mean and biased variance (RowwiseMoments)")
+def _lane_moments(x: TensorType, *, lanes):
+    """The operand has type f32 or f64 and rank 1 or more; ``lanes`` is positive.
+    Both results are the operand's shape without its last dimension, of its type."""
+    kept = _row(x, "operand")
+    _lanes(lanes)
+    return TensorType(kept, x.dtype), TensorType(kept, x.dtype)

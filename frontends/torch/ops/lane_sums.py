@@ -1,0 +1,49 @@
+"""Row sums and row moments in eager's CPU vector-lane order, one node each
+(``lazy.lane_sum``, ``lazy.lane_moments``: :mod:`lazycore.dialect.lanes`).
+
+Eager's CPU kernels reduce a row in their ``at::vec`` lanes (8 float32s, 4
+float64s here: :func:`.eager_loops._lanes`, probed), which XLA's ``reduce``
+does not reproduce; these helpers give the lowerings eager's sums without a
+node per vector. Rows of more than :data:`MAX_VECTORS` vectors are left to the
+caller's XLA reduction: the lowering unrolls a row's vectors into its program.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..lowering import apply
+from . import eager_loops
+
+MAX_VECTORS = 1024
+"""The most whole vectors a row may have (8,192 float32s): the lowering writes
+a slice and an add (a Welford step: six ops) per vector into the program."""
+
+
+def lanes(dtype: torch.dtype, n: int) -> int | None:
+    """The lanes of eager's vectors of ``dtype`` for rows of ``n`` elements, or
+    None where these helpers do not apply (no vector loop, a half type, which
+    eager accumulates in float32, or too long a row)."""
+    if dtype not in (torch.float32, torch.float64) or n == 0:
+        return None
+    count = eager_loops._lanes(dtype)
+    if count is None or n // count > MAX_VECTORS:
+        return None
+    return count
+
+
+def row_sum(p, q, count: int):
+    """``vec::map2_reduce_all``'s sum of ``p * q`` over the last dimension of each
+    row (float32's lanes combined by halving, float64's in order)."""
+    return apply("lane_sum", p, q, lanes=count, halving=p.dtype == "f32", fused=False)
+
+
+def fma_chain(p, q):
+    """``fma(p[..., n-1], q[..., n-1], ... fma(p[..., 1], q[..., 1], p[..., 0] * q[..., 0]))``:
+    a buffer from zero taking each product fused, in order along the last dimension."""
+    return apply("lane_sum", p, q, lanes=1, halving=False, fused=True)
+
+
+def row_moments(x, count: int):
+    """``RowwiseMoments``' (mean, biased variance) over the last dimension of each row."""
+    return apply("lane_moments", x, lanes=count)

@@ -1,0 +1,231 @@
+"""Lowerings of ``lazy.lane_sum`` and ``lazy.lane_moments`` (see
+:mod:`lazycore.dialect.lanes`): eager's CPU vector loops unrolled into
+StableHLO over ``(..., lanes)`` slices of the rows.
+
+XLA keeps the order of elementwise float ops (it reassociates only its own
+``reduce``), so the adds below run in the sequence written; a product whose
+rounding eager keeps is fenced by ``lazy-keep-roundings``, and where eager's
+kernel contracts a product into its sum (probed against its bits, float32
+rows of 5 to 4,096) the sum is one fused multiply-add: float32's as a
+float64 sum of the exact product, rounded once. The sequence is static (the
+row length is in the type), so XLA fuses it into one loop over the rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lazycore.dialect import TensorType, attr
+from lazycore.dialect.mlir import ir
+
+from . import hlo
+from .elementwise import _unseen_divisor, fused_multiply_add
+from .registry import lowering
+
+CHUNK = 16
+"""Vectors per Welford chunk (``kChunkSize`` of eager's ``moments_utils.h``)."""
+
+
+def _cut(x, lo: int, hi: int):
+    """``x[..., lo:hi]``."""
+    t = hlo.type_of(x)
+    start = [0] * t.rank
+    limit = list(t.shape)
+    start[-1], limit[-1] = lo, hi
+    shape = t.shape[:-1] + (hi - lo,)
+    return hlo.value("slice", [x], TensorType(shape, t.dtype), start_indices=hlo.i64s(start),
+                     limit_indices=hlo.i64s(limit), strides=hlo.i64s([1] * t.rank))
+
+
+def _reshape(x, shape):
+    return hlo.value("reshape", [x], TensorType(tuple(shape), hlo.type_of(x).dtype))
+
+
+def _widened(v):
+    """float32 ``v`` as float64. Where ``v`` is itself a float64 value rounded to
+    float32 (the last step's result), XLA would drop the pair of converts (its
+    excess precision) and carry the unrounded value on, also through the slices
+    and reshapes between; its bits xor a zero no compiler can prove (the replica
+    id) keep the rounding. (Constants have none to lose.)"""
+    owner = v.owner
+    if not (isinstance(owner, ir.OpView) and owner.operation.name == "stablehlo.constant"):
+        t = hlo.type_of(v)
+        ints = TensorType(t.shape, "i32")
+        zero = hlo.value("convert", [hlo.value("replica_id", [], TensorType((), "ui32"))], TensorType((), "i32"))
+        zeros = hlo.value("broadcast_in_dim", [zero], ints, broadcast_dimensions=hlo.i64s([]))
+        bits = hlo.binary("xor", hlo.value("bitcast_convert", [v], ints), zeros)
+        v = hlo.value("bitcast_convert", [bits], t)
+    return hlo.convert(v, "f64")
+
+
+def _fma(a, b, c):
+    """``a * b + c`` rounded once."""
+    dtype = hlo.type_of(a).dtype
+    if dtype == "f32":  # exact product in float64, one rounding of the sum (and a rare double one)
+        wide = hlo.binary("multiply", _widened(a), _widened(b))
+        return hlo.convert(hlo.binary("add", wide, _widened(c)), "f32")
+    return fused_multiply_add(a, b, c)
+
+
+def _add(a, b):
+    return hlo.binary("add", a, b)
+
+
+def _sub(a, b):
+    return hlo.binary("subtract", a, b)
+
+
+def _mul(a, b):
+    return hlo.binary("multiply", a, b)
+
+
+def _splat(value, like):
+    t = hlo.type_of(like)
+    return hlo.constant(np.asarray(value, dtype=_numpy(t.dtype)), TensorType(t.shape, t.dtype))
+
+
+def _numpy(dtype: str):
+    return {"f32": np.float32, "f64": np.float64, "f16": np.float16}[dtype] if dtype != "bf16" else np.float32
+
+
+@lowering("lane_sum")
+def _lane_sum(op, rewriter):
+    """``vec::map2_reduce_all(x * y, +)`` per row (``aten/src/ATen/cpu/vec/functional_base.h``)."""
+    lhs, rhs = op.operands
+    lanes, halving, fused = int(attr(op, "lanes")), bool(attr(op, "halving")), bool(attr(op, "fused"))
+    n = hlo.type_of(lhs).shape[-1]
+    kept = hlo.type_of(op.results[0]).shape
+    if n == 0:
+        return hlo.constant(0, hlo.type_of(op.results[0]))
+    products = _mul(lhs, rhs)
+    if n < lanes:  # one partial vector: its lanes in order
+        acc = _cut(products, 0, 1)
+        for j in range(1, n):
+            acc = _add(acc, _cut(products, j, j + 1))
+        return _reshape(acc, kept)
+    k = n // lanes
+    acc = _cut(products, 0, lanes)
+    for i in range(1, k):
+        lo, hi = i * lanes, (i + 1) * lanes
+        acc = _fma(_cut(lhs, lo, hi), _cut(rhs, lo, hi), acc) if fused else _add(acc, _cut(products, lo, hi))
+    r = n - k * lanes
+    if r:  # the partial vector's products contracted into the first lanes
+        head = _fma(_cut(lhs, k * lanes, n), _cut(rhs, k * lanes, n), _cut(acc, 0, r))
+        t = hlo.type_of(acc)
+        acc = hlo.value("concatenate", [head, _cut(acc, r, lanes)], t, dimension=hlo.i64(t.rank - 1))
+    if halving:  # float32's vec_reduce_all: lane i with lane i + width, halving the width
+        width = lanes
+        while width > 1:
+            width //= 2
+            acc = _add(_cut(acc, 0, width), _cut(acc, width, 2 * width))
+        return _reshape(acc, kept)
+    total = _cut(acc, 0, 1)
+    for j in range(1, lanes):
+        total = _add(total, _cut(acc, j, j + 1))
+    return _reshape(total, kept)
+
+
+def _merge(dtype, into, add, vector: bool):
+    """``AddMoments``/``AddMomentsVec``: ``add``'s moments ``(count, m1, m2)`` merged
+    into ``into``'s. The counts are static, so the weight is a constant."""
+    m0, m1, m2 = into
+    m0_add, m1_add, m2_add = add
+    count = m0 + m0_add
+    t = _numpy(dtype)
+    c_value = t(0) if count == 0 else t(m0_add) / t(count)
+    c = _splat(c_value, m1)
+    delta = _sub(m1_add, m1)
+    if vector:
+        # probed (float32 rows of 136 to 4,096: every mean and rstd eager's): the
+        # weighted delta rounded apart, and the squares' term delta * (delta * (c *
+        # m0)), the scalar factor first (so an empty accumulator's m0 = 0 keeps an
+        # overflowing delta finite), fused into m2 + m2_add
+        scaled = _mul(delta, _splat(t(c_value * t(m0)), m1))
+        return count, _add(m1, _mul(c, delta)), _fma(delta, scaled, _add(m2, m2_add))
+    square = _mul(_mul(delta, delta), c)  # left to right: a lane's overflow squares to inf, NaN at m0 = 0
+    return count, _fma(c, delta, m1), _add(m2, _fma(square, _splat(t(m0), m1), m2_add))
+
+
+def _ceil_log2(x: int) -> int:
+    return 1 if x <= 2 else (x - 1).bit_length()  # at::native::utils::CeilLog2
+
+
+def _divide(a, b):
+    """``a / b`` (``b`` a constant) correctly rounded: XLA would multiply by ``1 / b``."""
+    t = hlo.type_of(b)
+    if t.dtype in ("f32", "f64"):
+        b = _unseen_divisor(b, a)
+    return hlo.binary("divide", a, b)
+
+
+def _at(x, i: int, dim: int):
+    """``x`` at index ``i`` of ``dim``, that dimension dropped."""
+    t = hlo.type_of(x)
+    start, limit = [0] * t.rank, list(t.shape)
+    start[dim], limit[dim] = i, i + 1
+    shape = t.shape[:dim] + (1,) + t.shape[dim + 1:]
+    cut = hlo.value("slice", [x], TensorType(shape, t.dtype), start_indices=hlo.i64s(start),
+                    limit_indices=hlo.i64s(limit), strides=hlo.i64s([1] * t.rank))
+    return _reshape(cut, t.shape[:dim] + t.shape[dim + 1:])
+
+
+@lowering("lane_moments")
+def _lane_moments(op, rewriter):
+    """``RowwiseMoments`` per row (``aten/src/ATen/native/cpu/moments_utils.h``)."""
+    x = op.operands[0]
+    lanes = int(attr(op, "lanes"))
+    xt = hlo.type_of(x)
+    dtype, n_total = xt.dtype, xt.shape[-1]
+    batch = xt.shape[:-1]
+    t = _numpy(dtype)
+    n = n_total // lanes
+    m = -(-n // CHUNK)
+    whole = n // CHUNK
+    depth = _ceil_log2(m)
+    weights = [t(1) / t(j + 1) for j in range(CHUNK)]
+
+    def welford(vectors, count):
+        """One chunk's Welford over ``count`` vectors (``vectors(j)``), from zero."""
+        m1 = m2 = hlo.constant(0, hlo.type_of(vectors(0)))
+        for j in range(count):
+            v = vectors(j)
+            d = _sub(v, m1)
+            m1 = _fma(d, _splat(weights[j], v), m1)
+            m2 = _fma(d, _sub(v, m1), m2)
+        return m1, m2
+
+    chunks = []
+    if whole:  # the whole chunks side by side: (..., chunk, lanes) per step
+        body = _reshape(_cut(x, 0, whole * CHUNK * lanes), batch + (whole, CHUNK, lanes))
+        m1, m2 = welford(lambda j: _at(body, j, len(batch) + 1), CHUNK)
+        chunks += [(CHUNK, _at(m1, i, len(batch)), _at(m2, i, len(batch))) for i in range(whole)]
+    if n > whole * CHUNK:
+        base = whole * CHUNK * lanes
+        m1, m2 = welford(lambda j: _cut(x, base + j * lanes, base + (j + 1) * lanes), n - whole * CHUNK)
+        chunks.append((n - whole * CHUNK, m1, m2))
+    vt = TensorType(batch + (lanes,), dtype)
+    empty = lambda: (0, hlo.constant(0, vt), hlo.constant(0, vt))  # noqa: E731
+    stack = [empty() for _ in range(depth)]
+    for i, moments in enumerate(chunks):
+        stack[0] = _merge(dtype, stack[0], moments, True)
+        mask, j = i + 1, 1
+        while j < depth and (mask & 1) == 0:
+            stack[j] = _merge(dtype, stack[j], stack[j - 1], True)
+            stack[j - 1] = empty()
+            mask >>= 1
+            j += 1
+    for i in range(1, depth):
+        stack[0] = _merge(dtype, stack[0], stack[i], True)
+    st = TensorType(batch, dtype)
+    count, m1, m2 = 0, hlo.constant(0, st), hlo.constant(0, st)
+    for i in range(n * lanes, n_total):  # the scalar tail's Welford
+        v = _reshape(_cut(x, i, i + 1), batch)
+        d = _sub(v, m1)
+        count += 1
+        m1 = _add(m1, _divide(d, _splat(t(count), v)))
+        m2 = _add(m2, _mul(d, _sub(v, m1)))
+    _, lane_m1, lane_m2 = stack[0]
+    for lane in range(lanes):
+        count, m1, m2 = _merge(dtype, (count, m1, m2), (n, _at(lane_m1, lane, len(batch)), _at(lane_m2, lane, len(batch))),
+                               False)
+    return m1, _divide(m2, _splat(t(n_total), m2))
