@@ -27,7 +27,6 @@ import torch
 from lazycore.ir.memo import Memo
 
 from ..lowering import apply, const, convert, lowers, reshape
-from . import lane_sums
 from .nn import _REDUCTIONS, _dim, _keep, _nll_parts, _reduce_keep, fused_multiply_add
 
 aten = torch.ops.aten
@@ -65,18 +64,12 @@ def lane_sum(x, d: int, lanes: int):
     vector order with ``lanes`` lanes (``vec::reduce_all``): lane ``i`` adds
     elements ``i, i + L, ..`` in turn, a short tail goes into the first
     lanes, then the lanes are added in halves; a row shorter than a vector
-    is summed in order. One ``lazy.lane_sum`` node (:mod:`.lane_sums`); rows
-    of more than :data:`.lane_sums.MAX_VECTORS` vectors take XLA's reduce,
-    eager's bits only where the order cannot matter (``nll_loss``'s gradient:
-    one nonzero a row)."""
-    shape = x.shape
-    n = shape[d]
-    if n // lanes > lane_sums.MAX_VECTORS:
-        return apply("reduce_sum", x, dims=(d,))
-    rows = reshape(x, (_count(shape[:d]), n))
-    ones = const(1.0, x.dtype, x.device, rows.shape)
-    total = apply("lane_sum", rows, ones, lanes=lanes, halving=True, fused=False)
-    return reshape(total, shape[:d] + shape[d + 1:])
+    is summed in order. One call, for the eager-order sum primitive (helper
+    sums' ``lazy.lane_sum``, not yet in) to take over; until then XLA's
+    reduce, eager's bits only where the order cannot matter (``nll_loss``'s
+    gradient: one nonzero a row)."""
+    del lanes  # the order above is the eager-order sum primitive's (helper sums: lazy.lane_sum) to keep
+    return apply("reduce_sum", x, dims=(d,))
 
 
 def _count(shape) -> int:
@@ -200,11 +193,11 @@ _CASCADE_LEVELS = 8
 
 
 def _chains(x, lo: int, count: int, width: int):
-    """The in-order sums (from 0) of ``count`` runs of ``width`` elements of the
-    vector ``x`` from ``lo``: one ``lazy.lane_sum`` of one lane."""
+    """The sums of ``count`` runs of ``width`` elements of the vector ``x`` from
+    ``lo``, eager's in order from 0 (``lazy.lane_sum`` of one lane once it is
+    in; XLA's reduce until then)."""
     run = apply("slice", x, start=(lo,), limit=(lo + count * width,), strides=(1,))
-    run = reshape(run, (count, width))
-    return apply("lane_sum", run, const(1.0, x.dtype, x.device, run.shape), lanes=1, halving=False, fused=False)
+    return apply("reduce_sum", reshape(run, (count, width)), dims=(1,))
 
 
 def cascade_sum(x):
