@@ -380,7 +380,8 @@ CASES["wav2vec2_conformer_rel_pos_ctc"] = _hf_loop(  # conformer blocks with rel
                            conv_kernel=(10, 4), num_conv_pos_embeddings=8, num_conv_pos_embedding_groups=2,
                            conv_depthwise_kernel_size=3, position_embeddings_type="relative", hidden_dropout=0.0,
                            activation_dropout=0.0, attention_dropout=0.0, feat_proj_dropout=0.0, final_dropout=0.0,
-                           layerdrop=0.0, apply_spec_augment=False, ctc_loss_reduction="mean", pad_token_id=0)),
+                           layerdrop=0.0, conformer_conv_dropout=0.0, apply_spec_augment=False,
+                           ctc_loss_reduction="mean", pad_token_id=0)),
     _ctc_audio)
 
 CASES["led_sliding_global_seq2seq"] = _hf_loop(  # Longformer's sliding-window encoder with a global token

@@ -73,10 +73,11 @@ _XFAIL = {
         "fallback, but 10-15 programs a step and a compile per new count (measured compiles [11, 5, 3, 10], "
         "programs [11, 10, 10, 15]; docs/status.md, boolean-mask indexing)",
     "wav2vec2_conformer_rel_pos_ctc":
-        "not eager's: losses 1.7e-3 and state 9.8e-2 (conv_module.batch_norm.running_var) from eager, where eager "
-        "float32 ends 1.2e-4 (state) and 2.3e-7 (losses) from float64; the first step's loss is eager's "
-        "(16.497242 / 16.497234), the parting comes in later steps through the conformer's convolution module "
-        "(pointwise conv, GLU, depthwise conv, BatchNorm1d, SiLU). Cause not found (hunt 33)",
+        "losses eager's (1.2e-7 from float64 both), state 6.2e-5 from eager at "
+        "layers.1.conv_module.depthwise_conv.weight: lazycore ends 5.0e-5 from the float64 run, eager 1.2e-5, so "
+        "lazycore's float32 sums in the depthwise Conv1d/BatchNorm1d backward round further from the true value "
+        "than eager's (AdamW amplifies it); not yet found which (hunt 33; its first version left "
+        "conformer_conv_dropout at 0.1, whose draws are lazycore's generator's by design)",
 }
 
 
