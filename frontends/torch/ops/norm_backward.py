@@ -144,5 +144,5 @@ def _native_layer_norm_backward(ctx, grad, x, normalized_shape, mean, rstd, weig
         outs[1] = apply("reduce_sum", apply("mul", DY, h), dims=dims)
     if output_mask[2] and ctx.out[2] is not None:
         outs[2] = apply("reduce_sum", DY, dims=dims)
-    return tuple(None if o is None or h is None else convert(reshape(h, tuple(o.shape)), lazy_dtype(o.dtype))
-                 for o, h in zip(ctx.out, outs))
+    return tuple(None if o is None or g is None else convert(reshape(g, tuple(o.shape)), lazy_dtype(o.dtype))
+                 for o, g in zip(ctx.out, outs))
