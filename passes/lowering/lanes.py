@@ -6,9 +6,12 @@ XLA keeps the order of elementwise float ops (it reassociates only its own
 ``reduce``), so the adds below run in the sequence written; a product whose
 rounding eager keeps is fenced by ``lazy-keep-roundings``, and where eager's
 kernel contracts a product into its sum (probed against its bits, float32
-rows of 5 to 4,096) the sum is one fused multiply-add: float32's as a
-float64 sum of the exact product, rounded once. The sequence is static (the
-row length is in the type), so XLA fuses it into one loop over the rows.
+rows of 5 to 4,096) the sum is one fused multiply-add: a product marked
+``lazy.fused``, which that pass ties to its sum so that XLA's CPU backend
+contracts the two. (float32's was a float64 sum of the exact product behind
+a replica-id fence, 5 ops where this is 1 and the tie's 2, and rounded twice
+within 2**-29 of a float32 midpoint.) The sequence is static (the row length
+is in the type), so XLA fuses it into one loop over the rows.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from lazycore.dialect import TensorType, attr
-from lazycore.dialect.mlir import ir
 
 from . import hlo
-from .elementwise import _unseen_divisor, fused_multiply_add
+from .elementwise import _unseen_divisor
+from .elementwise import fused_multiply_add as _fma
 from .registry import lowering
 
 CHUNK = 16
@@ -39,32 +42,6 @@ def _cut(x, lo: int, hi: int):
 
 def _reshape(x, shape):
     return hlo.value("reshape", [x], TensorType(tuple(shape), hlo.type_of(x).dtype))
-
-
-def _widened(v):
-    """float32 ``v`` as float64. Where ``v`` is itself a float64 value rounded to
-    float32 (the last step's result), XLA would drop the pair of converts (its
-    excess precision) and carry the unrounded value on, also through the slices
-    and reshapes between; its bits xor a zero no compiler can prove (the replica
-    id) keep the rounding. (Constants have none to lose.)"""
-    owner = v.owner
-    if not (isinstance(owner, ir.OpView) and owner.operation.name == "stablehlo.constant"):
-        t = hlo.type_of(v)
-        ints = TensorType(t.shape, "i32")
-        zero = hlo.value("convert", [hlo.value("replica_id", [], TensorType((), "ui32"))], TensorType((), "i32"))
-        zeros = hlo.value("broadcast_in_dim", [zero], ints, broadcast_dimensions=hlo.i64s([]))
-        bits = hlo.binary("xor", hlo.value("bitcast_convert", [v], ints), zeros)
-        v = hlo.value("bitcast_convert", [bits], t)
-    return hlo.convert(v, "f64")
-
-
-def _fma(a, b, c):
-    """``a * b + c`` rounded once."""
-    dtype = hlo.type_of(a).dtype
-    if dtype == "f32":  # exact product in float64, one rounding of the sum (and a rare double one)
-        wide = hlo.binary("multiply", _widened(a), _widened(b))
-        return hlo.convert(hlo.binary("add", wide, _widened(c)), "f32")
-    return fused_multiply_add(a, b, c)
 
 
 def _add(a, b):

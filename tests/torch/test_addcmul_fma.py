@@ -1,9 +1,11 @@
 """addcmul and addcdiv rounded as eager's CPU kernels round them
 (frontends/torch/ops/nn.py ``_addc``): addcmul is one fused multiply-add of
-``value * t1`` and ``t2`` onto ``x`` (float32's, emulated in float64 where
-the platform has it), addcdiv ``x + (value * t1) / t2`` rounded per step, halves
-in float32. Adam's second moment (``exp_avg_sq.mul_(beta2).addcmul_(grad,
-grad, value=1 - beta2)``) is then eager's bit for bit at every step."""
+``value * t1`` and ``t2`` onto ``x`` (one ``lazy.fma``, on every platform),
+addcdiv ``x + (value * t1) / t2`` rounded per step, halves in float32.
+Adam's second moment (``exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 -
+beta2)``) is then eager's bit for bit at every step."""
+
+import collections
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ import torch
 import lazycore
 import lazycore.frontends.torch.ops.nn as lazy_nn
 import lazycore.torch as ltorch
+from lazycore.ir import graph
 
 N = 100_003  # (an odd length: eager's vectorized loop and its scalar tail both run)
 VALUES = [1.0, 0.3, 1 - 0.999, -2.5]
@@ -78,34 +81,40 @@ def test_fused_multiply_add_at_the_float32_edges(dev):
     assert torch.equal(got.signbit(), want.signbit())
 
 
-def test_without_float64_the_plain_multiply_add(dev, monkeypatch):
-    """On a platform without float64 (XLA on TPUs), addcmul is ``(value * t1) * t2 + x``
-    in float32: each element that sum rounded per step or fused (XLA's CPU programs
-    contract some multiply-adds), never ``x + value * (t1 * t2)``'s other order."""
-    widened = []
-    real = lazy_nn._fused_multiply_add
-    monkeypatch.setattr(lazy_nn, "_fused_multiply_add", lambda *args: widened.append(1) or real(*args))
+@pytest.mark.parametrize("wide", [True, False], ids=["with float64", "without float64"])
+def test_one_fused_multiply_add_on_every_platform(dev, monkeypatch, wide):
+    """addcmul is one ``lazy.fma`` whether the platform has float64 (the CPU) or not
+    (XLA on TPUs), and XLA's CPU programs compute it as eager does, each element
+    ``fma(value * t1, t2, x)``: never ``(value * t1) * t2 + x`` rounded twice, nor
+    ``x + value * (t1 * t2)``. (float32's was a float64 sum of the exact product
+    where the platform has float64: 4 converts, a multiply and an add.)"""
+    if not wide:
+        monkeypatch.setattr(lazy_nn, "WIDE_PLATFORMS", frozenset())
     x, a, b = _data(torch.float32, seed=2)
+    on_dev = [t.to(dev) for t in (x, a, b)]
+    recorded = collections.Counter()
+    made = graph.Node.__init__
 
-    def lazy_addcmul():
-        lazycore.cache.clear()  # (lowered again)
-        try:
-            return torch.addcmul(x.to(dev), a.to(dev), b.to(dev), value=0.3).cpu().numpy()
-        finally:
-            lazycore.cache.clear()
+    def spy(self, op, *args, **kwargs):
+        recorded[op] += 1
+        made(self, op, *args, **kwargs)
 
-    lazy_addcmul()
-    assert widened  # (the spy sees the lowering run)
-    widened.clear()
-    monkeypatch.setattr(lazy_nn, "WIDE_PLATFORMS", frozenset())
-    got = lazy_addcmul()
-    assert not widened
+    lazycore.cache.clear()  # (lowered again)
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(graph.Node, "__init__", spy)
+            out = torch.addcmul(*on_dev, value=0.3)
+        got = out.cpu().numpy()
+    finally:
+        lazycore.cache.clear()
+    # (value * t1, then the fma; the spy sees the lowering run)
+    assert recorded["fma"] == 1 and not recorded["convert"], dict(recorded)
     xs, as_, bs = (t.numpy() for t in (x, a, b))
     va = np.float32(0.3) * as_
     plain, fused = va * bs + xs, _fma_f32(va, bs, xs)
-    assert ((got == plain) | (got == fused)).all()
-    other = xs + np.float32(0.3) * (as_ * bs)
-    assert ((got != other) & (plain != other) & (fused != other)).sum() > 0
+    np.testing.assert_array_equal(got, torch.addcmul(x, a, b, value=0.3).numpy())
+    np.testing.assert_array_equal(got, fused)
+    assert (got != plain).sum() > 0 and (got != xs + np.float32(0.3) * (as_ * bs)).sum() > 0
 
 
 def test_adams_second_moment_is_eager_bit_for_bit_every_step(dev):

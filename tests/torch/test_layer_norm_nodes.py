@@ -35,7 +35,7 @@ def test_a_layer_norm_call_makes_few_nodes(dev):
     x, w, b = torch.randn(4, 32, 64).to(dev), torch.randn(64).to(dev), torch.randn(64).to(dev)
     _nodes(lambda: torch.native_layer_norm(x, (64,), w, b, 1e-5))  # recorded
     again, _ = _nodes(lambda: torch.native_layer_norm(x, (64,), w, b, 1e-5))  # replayed, as in every step
-    assert again <= 24, again
+    assert again <= 17, again  # (22 while float32's fused multiply-adds were float64 sums)
 
 
 def test_a_constant_row_normalises_to_zero_and_the_bias(dev):

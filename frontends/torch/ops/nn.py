@@ -444,24 +444,14 @@ and the type those compute in."""
 
 
 def fused_multiply_add(a, b, c, device):
-    """``a * b + c`` rounded once, as eager's ``fmadd``, of float32 or float64
-    operands: float32's as a float64 sum of an exact product where the device
-    has float64 (:func:`_fused_multiply_add`), else ``lazy.fma`` (a product
-    ``lazy-keep-roundings`` leaves for XLA to fuse into the sum)."""
-    if a.dtype == "f32" and device.platform in WIDE_PLATFORMS:
-        return _fused_multiply_add(a, b, c)
+    """``a * b + c`` rounded once, as eager's ``fmadd``: one ``lazy.fma``, whose
+    product ``lazy-keep-roundings`` ties to its own sum so that XLA's CPU
+    backend contracts the two (f40e38d). float32's was a float64 sum of the
+    exact product (6 nodes, not 1), which rounded twice where the exact sum
+    lay within 2**-29 of a float32 midpoint: half of such addcmuls were off
+    eager's, the fused ones none (tests/torch/test_fma_nodes.py). (``device``:
+    every platform's is this one node now.)"""
     return apply("fma", a, b, c)
-
-
-def _fused_multiply_add(a, b, c):
-    """float32 ``a * b + c`` rounded once: the product of two float32s is exact
-    in float64 (48 significant bits, exponents in range), so only the sum
-    rounds before the float32 result, and the two roundings differ from one
-    only where the exact sum lies within 2**-29 of the midpoint between two
-    float32s; a product float32 would overflow or flush stays exact, as in a
-    fused multiply-add."""
-    wide = apply("mul", convert(a, "f64"), convert(b, "f64"))
-    return convert(apply("add", wide, convert(c, "f64")), "f32")
 
 
 def fma(ctx, a, b, c):

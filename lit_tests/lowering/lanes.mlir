@@ -1,0 +1,35 @@
+// lazy.lane_sum and lazy.lane_moments: eager's fused multiply-adds in its
+// vector loops are products marked lazy.fused and their sums, in float32 as
+// in float64 (lazy-keep-roundings ties each to its sum, so that XLA's CPU
+// backend contracts the two). float32's were a float64 sum of the exact
+// product behind a replica-id fence (5 ops each), which rounded twice within
+// 2**-29 of a float32 midpoint.
+// RUN: lazy-opt --split-input-file --lazy-to-stablehlo %s | filecheck %s
+
+// A fused lane_sum of rows of 3 in one lane: the first product, then two fused multiply-adds.
+// CHECK-LABEL: func.func @lane_sum_fused
+// CHECK-NOT: f64
+// CHECK: stablehlo.multiply %arg0, %arg1 : tensor<4x3xf32>
+// CHECK: %[[M1:.*]] = stablehlo.multiply %{{.*}}, %{{.*}} {lazy.fused = true} : tensor<4x1xf32>
+// CHECK: %[[S1:.*]] = stablehlo.add %[[M1]], %{{.*}} : tensor<4x1xf32>
+// CHECK: %[[M2:.*]] = stablehlo.multiply %{{.*}}, %{{.*}} {lazy.fused = true} : tensor<4x1xf32>
+// CHECK: stablehlo.add %[[M2]], %[[S1]] : tensor<4x1xf32>
+// CHECK-NOT: f64
+// CHECK: return
+func.func @lane_sum_fused(%a: tensor<4x3xf32>, %b: tensor<4x3xf32>) -> tensor<4xf32> {
+  %0 = "lazy.lane_sum"(%a, %b) {fused = true, halving = false, lanes = 1 : i64} : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Welford's steps in two lanes of rows of 4: m1 = fma(d, 1 / count, m1), m2 = fma(d, x - m1, m2).
+// CHECK-LABEL: func.func @lane_moments
+// CHECK-NOT: f64
+// CHECK: stablehlo.multiply %{{.*}}, %{{.*}} {lazy.fused = true} : tensor<3x2xf32>
+// CHECK-NOT: f64
+// CHECK: return
+func.func @lane_moments(%x: tensor<3x4xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
+  %0:2 = "lazy.lane_moments"(%x) {lanes = 2 : i64} : (tensor<3x4xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  return %0#0, %0#1 : tensor<3xf32>, tensor<3xf32>
+}
