@@ -18,6 +18,12 @@ node; its lowering (``passes/lowering/lanes.py``) expands to the sequence.
 - ``lane_moments(operand)``: per row, ``RowwiseMoments``' mean and biased
   variance: Welford over chunks of 16 vectors, the chunks' moments merged in a
   cascade, the scalar tail's Welford, then the lanes merged into it in order.
+- ``cascade_sum(operand)``: per row, ``nll_loss``'s cascade of ``levels``
+  partial sums from zero: element ``b`` is added to level 0, then each level
+  ``j`` with ``b`` divisible by ``step**(j + 1)`` is added into level ``j + 1``
+  and cleared; the levels are added in order from zero. The flushes depend on
+  an element's index, never on the row's length, so zeros appended to a row
+  leave its sum as it is (shape-bucket padding masks a padded row with zeros).
 """
 
 from __future__ import annotations
@@ -60,3 +66,15 @@ def _lane_moments(x: TensorType, *, lanes):
     kept = _row(x, "operand")
     _lanes(lanes)
     return TensorType(kept, x.dtype), TensorType(kept, x.dtype)
+
+
+@op("cascade_sum", ("operand",), attrs={"step": "i64", "levels": "i64"}, padding="own",
+    summary="per row of the last dimension, eager's cascade of partial sums flushed every step**j elements")
+def _cascade_sum(x: TensorType, *, step, levels):
+    """The operand has type f32 or f64 and rank 1 or more; ``step`` is 2 or
+    more and ``levels`` positive. The result is the operand's shape without
+    its last dimension, of its type."""
+    kept = _row(x, "operand")
+    if step < 2 or levels < 1:
+        raise ShapeError(f"step must be 2 or more and levels positive, got step {step}, levels {levels}")
+    return TensorType(kept, x.dtype)

@@ -591,6 +591,33 @@ def _lane_moments(rng, operand):
     return [Case([x], dict(lanes=8), want=lambda: (x.mean(1), x.var(1)), exact=False)]
 
 
+def _cascade_reference(x, step=16, levels=8):
+    """Eager's ``nll_loss`` cascade (LossNLL.cpp) per row, element by element."""
+    out = np.zeros(x.shape[:-1], x.dtype)
+    for row in np.ndindex(*x.shape[:-1]):
+        acc = [x.dtype.type(0)] * levels
+        for b, v in enumerate(x[row]):
+            acc[0] = acc[0] + v
+            for j in range(levels - 1):
+                if b % step ** (j + 1):
+                    break
+                acc[j + 1], acc[j] = acc[j + 1] + acc[j], x.dtype.type(0)
+        total = x.dtype.type(0)
+        for a in acc:
+            total = total + a
+        out[row] = total
+    return out
+
+
+def _cascade_sum(rng, operand):
+    # 300 elements: runs of 16 flushed into level 1, level 1 flushed at 256 into level 2;
+    # 3 levels, so a level receiving one value passes it up whole
+    cases = [Case([x], dict(step=16, levels=levels), want=lambda x=x, s=16, k=levels: (_cascade_reference(x, s, k),))
+             for x in (small(rng, (2, 300), operand, -2, 2), small(rng, (17,), operand))
+             for levels in (8, 3)]
+    return cases + [Case([small(rng, (5,), operand)], dict(step=1, levels=8), refused=True)]
+
+
 # --- linalg ------------------------------------------------------------------------------
 
 
@@ -1032,6 +1059,7 @@ SAMPLES: dict[str, Sample] = {
     "sort": Sample({"operand": ORDERED, "indices": INT}, _sort),
     "lane_sum": Sample({"lhs": ("f32", "f64")}, _lane_sum),
     "lane_moments": Sample({"operand": ("f32", "f64")}, _lane_moments),
+    "cascade_sum": Sample({"operand": ("f32", "f64")}, _cascade_sum),
     "dot_general": Sample({"lhs": ARITH}, _dot_general),
     "convolution": Sample({"input": NUMERIC}, _convolution),
     "gather": Sample({"operand": ANY, "start_indices": INT}, _gather),

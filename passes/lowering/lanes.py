@@ -1,6 +1,6 @@
-"""Lowerings of ``lazy.lane_sum`` and ``lazy.lane_moments`` (see
-:mod:`lazycore.dialect.lanes`): eager's CPU vector loops unrolled into
-StableHLO over ``(..., lanes)`` slices of the rows.
+"""Lowerings of ``lazy.lane_sum``, ``lazy.lane_moments`` and
+``lazy.cascade_sum`` (see :mod:`lazycore.dialect.lanes`): eager's CPU loops
+unrolled into StableHLO over ``(..., lanes)`` slices of the rows.
 
 XLA keeps the order of elementwise float ops (it reassociates only its own
 ``reduce``), so the adds below run in the sequence written; a product whose
@@ -206,3 +206,49 @@ def _lane_moments(op, rewriter):
         count, m1, m2 = _merge(dtype, (count, m1, m2), (n, _at(lane_m1, lane, len(batch)), _at(lane_m2, lane, len(batch))),
                                False)
     return m1, _divide(m2, _splat(t(n_total), m2))
+
+
+def _chain(x):
+    """The in-order sum from zero along ``x``'s last dimension, which is dropped."""
+    t = hlo.type_of(x)
+    acc = hlo.constant(0, TensorType(t.shape[:-1], t.dtype))
+    for i in range(t.shape[-1]):
+        acc = _add(acc, _at(x, i, t.rank - 1))
+    return acc
+
+
+@lowering("cascade_sum")
+def _cascade_sum(op, rewriter):
+    """``nll_loss``'s cascade per row (``aten/src/ATen/native/LossNLL.cpp``,
+    ``nll_loss_out_frame``). Level ``j`` receives a sequence of values; it is
+    flushed after its first one and after each ``step`` more, so its flushed
+    sums are the first value and the in-order sums of the runs of ``step``
+    after it, which make level ``j + 1``'s sequence, and what follows the
+    last full run is level ``j``'s remainder. The remainders are added from
+    zero, level 0 first; a level receiving one value passes it up whole."""
+    x = op.operands[0]
+    step, levels = int(attr(op, "step")), int(attr(op, "levels"))
+    t = hlo.type_of(x)
+    kept, last = t.shape[:-1], t.rank - 1
+    total = hlo.constant(0, TensorType(kept, t.dtype))
+    level = x
+    for j in range(levels):
+        m = hlo.type_of(level).shape[-1]
+        if m == 0:
+            break
+        if j == levels - 1:
+            return _add(total, _chain(level))
+        if m == 1:  # flushed up through every level unchanged (from zero each time)
+            return _add(total, _chain(level))
+        runs = (m - 1) // step
+        tail = 1 + runs * step
+        if tail < m:
+            total = _add(total, _chain(_cut(level, tail, m)))
+        first = _cut(level, 0, 1)
+        up = _reshape(_chain(first), kept + (1,))
+        if runs:
+            sums = _chain(_reshape(_cut(level, 1, tail), kept + (runs, step)))
+            vt = TensorType(kept + (1 + runs,), t.dtype)
+            up = hlo.value("concatenate", [up, sums], vt, dimension=hlo.i64(last))
+        level = up
+    return total

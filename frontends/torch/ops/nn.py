@@ -60,28 +60,12 @@ def _addmm(ctx, bias, m1, m2, beta=1, alpha=1):
     return convert(apply("add", b, prod), ctx.dtype)
 
 
-@lowers(aten._log_softmax.default)
-def _log_softmax(ctx, x, dim, half_to_float=False):
-    x = convert(x, ctx.dtype)
-    d = _dim(dim, len(x.shape))
-    shifted = apply("sub", x, _reduce_keep("reduce_max", x, d))
-    total = _reduce_keep("reduce_sum", apply("exp", shifted), d)
-    return apply("sub", shifted, apply("log", total))
-
-
 @lowers(aten._softmax.default)
 def _softmax(ctx, x, dim, half_to_float=False):
     x = convert(x, ctx.dtype)
     d = _dim(dim, len(x.shape))
     e = apply("exp", apply("sub", x, _reduce_keep("reduce_max", x, d)))
     return apply("div", e, _reduce_keep("reduce_sum", e, d))
-
-
-@lowers(aten._log_softmax_backward_data.default)
-def _log_softmax_backward(ctx, grad, output, dim, input_dtype):
-    grad, output = convert(grad, ctx.dtype), convert(output, ctx.dtype)
-    d = _dim(dim, len(grad.shape))
-    return apply("sub", grad, apply("mul", apply("exp", output), _reduce_keep("reduce_sum", grad, d)))
 
 
 @lowers(aten._softmax_backward_data.default)
@@ -301,25 +285,6 @@ def _nll_parts(ctx, x, target, weight, ignore_index):
         wb = broadcast(reshape(convert(weight, dt), (1, c)), (n, c))
         w = apply("reduce_sum", apply("select", hit, wb, const(0, dt, ctx.device, (n, c))), dims=(1,))
     return rows, hit, w
-
-
-@lowers(aten.nll_loss_forward.default, aten.nll_loss2d_forward.default)
-def _nll_loss_forward(ctx, x, target, weight, reduction, ignore_index):
-    rows, hit, w = _nll_parts(ctx, x, target, weight, ignore_index)
-    n, c = rows.shape
-    dt = rows.dtype
-    picked = apply("reduce_sum", apply("select", hit, rows, const(0, dt, ctx.device, (n, c))), dims=(1,))
-    losses = apply("neg", apply("mul", picked, w))
-    total_weight = apply("reduce_sum", w, dims=(0,))
-    kind = _REDUCTIONS[reduction]
-    out_shape = tuple(ctx.out[0].shape)
-    if kind == "none":
-        out = reshape(losses, out_shape)
-    else:
-        out = apply("reduce_sum", losses, dims=(0,))
-        if kind == "mean":
-            out = apply("div", out, total_weight)
-    return out, reshape(total_weight, tuple(ctx.out[1].shape))
 
 
 @lowers(aten.nll_loss_backward.default, aten.nll_loss2d_backward.default)

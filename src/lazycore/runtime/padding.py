@@ -153,6 +153,9 @@ class Padded:
         a value meets one unpadded along that dimension, the size was
         another dimension's (a head dimension of 16 at sequence length 16)
         and the value is taken unwidened (:func:`_unwidened`)."""
+        self.stretched: dict[tuple, Value] = {}
+        """(id(node), its wanted padded dims) -> the unpadded value made again
+        widened (:func:`_stretched_through`)."""
         self.again: dict[tuple, Value] = {}
         """(id(fresh node), its dims kept) -> the node made again (:func:`_made_again`)."""
         self.marked: set[int] = set()
@@ -643,6 +646,8 @@ def _stretched(state, v: Value, have: dict, want: dict) -> Value:
     t = v.type
     op = node.op
     operands = node.operands
+    if not have and op not in ("broadcast_in_dim", "iota", "constant"):
+        return _stretched_through(state, v, want)
     if op == "broadcast_in_dim":
         source = node.operands[0][0].types[node.operands[0][1]].shape
         stretched = {d: i for i, d in enumerate(node.attrs["dims"])}
@@ -666,6 +671,33 @@ def _stretched(state, v: Value, have: dict, want: dict) -> Value:
         value = node.attrs["value"]
         return state.value("constant", (), {"value": np.full(widened, value.flat[0], value.dtype)})
     return state.value(op, operands, {**node.attrs, "shape": widened})
+
+
+def _stretched_through(state, v: Value, want: dict) -> Value:
+    """An unpadded value computed elementwise from values that
+    :func:`_stretched` widens (``log_softmax``'s SLEEF log: its constants
+    converted to float64 and multiplied before they meet the padded sums),
+    made again from the widened ones: constant along the dimensions it
+    lacks, as they are. ``v`` itself where any operand does not widen."""
+    node = v[0]
+    spec = None if node.is_leaf else OPS.get(f"lazy.{node.op}")
+    if spec is None or spec.padding != "elementwise" or not spec.pure or len(node.types) != 1:
+        return v
+    key = (id(node), tuple(sorted(want.items())))
+    if key in state.stretched:
+        return state.stretched[key]
+    state.stretched[key] = v  # (until made: a value reached twice is widened once)
+    rank = v.type.rank
+    operands = []
+    for o in node.operands:
+        if type(o) is not Value or o.type.rank != rank:
+            return v
+        wide = _stretched(state, o, {}, want)
+        if wide is o:
+            return v
+        operands.append(wide)
+    state.stretched[key] = state.value(node.op, tuple(operands), node.attrs)
+    return state.stretched[key]
 
 
 def _check(state, node, operands, pads):
@@ -1196,7 +1228,56 @@ def _lanes(state, node, operands, pads):
     if any(last in p for p in pads):
         raise Refused(f"{_where(node)} sums a padded row in eager's vector lanes")
     out = _union(node, pads)
+    # (a multiplier of ones made at the rows' unpadded size: constant along them)
+    operands = [v if p == out else _stretched(state, v, p, out) for v, p in zip(operands, pads)]
     return node.attrs, operands, [dict(out) for _ in node.types]
+
+
+def _cascade(state, node, operands, pads):
+    """``cascade_sum`` flushes its levels at element indices, never at the
+    row's length, so a row padded at its end sums as the unpadded one once
+    its padding is zeros (``x + 0`` is ``x``). A row padded inside (a
+    flattened ``(batch, seq)`` with ``seq`` padded) has its valid elements
+    moved to the front first (:func:`_packed`). Leading dimensions stay
+    padded, rows being independent."""
+    last = len(node.types[0].shape)
+    row = pads[0].get(last)
+    x = operands[0]
+    if row is not None:
+        if any(sym is not None for _, sym in row[1:]):
+            x = _packed(state, node, x, row)
+        else:
+            x = state.mask(x, {last: row}, "zero")
+    return node.attrs, [x], {d: f for d, f in pads[0].items() if d != last}
+
+
+def _packed(state, node, x: Value, row: Factors) -> Value:
+    """The vector ``x``, padded as ``row``'s factors, with its valid elements
+    in their order at the front and zeros after: position ``k`` reads the
+    element whose index in the valid layout (the factors at their valid
+    sizes) is ``k``."""
+    t = x.type
+    if t.rank != 1:
+        raise Refused(f"{_where(node)} sums rows padded inside, not at their end")
+    shape = t.shape
+    k = state.value("iota", (), {"dim": 0, "shape": shape, "dtype": "i32"})
+    rest, source, stride, count = k, None, 1, None
+    for n, sym in reversed(row):
+        size = state.splat(state.index_scalar(n) if sym is None else Value(state.valid[sym], 0), shape)
+        digit = state.value("rem", (rest, size), {})
+        rest = state.value("div", (rest, size), {})
+        term = digit if stride == 1 else state.value("mul", (digit, state.splat(state.index_scalar(stride), shape)), {})
+        source = term if source is None else state.value("add", (source, term), {})
+        stride *= n if sym is None else state.symbols[sym]
+        count = size if count is None else state.value("mul", (count, size), {})
+    indices = state.value("reshape", (source,), {"shape": shape + (1,)})
+    picked = state.value("gather", (x, indices), {
+        "offset_dims": (), "collapsed_slice_dims": (0,), "operand_batching_dims": (),
+        "start_indices_batching_dims": (), "start_index_map": (0,), "index_vector_dim": 1,
+        "slice_sizes": (1,), "indices_are_sorted": False})
+    inside = state.value("compare", (k, count), {"direction": "LT"})
+    zero = state.splat(state.value("constant", (), {"value": fill_value("zero", t.dtype)}), shape)
+    return state.value("select", (inside, picked, zero), {})
 
 
 # The rules of ops whose row says padding="own", by name; elementwise ops
@@ -1218,6 +1299,7 @@ OWN_RULES = {
     "convolution": _convolution,
     "lane_sum": _lanes,
     "lane_moments": _lanes,
+    "cascade_sum": _cascade,
 }
 _KIND_RULES = {"elementwise": _elementwise, "reduction": _reduce}
 
