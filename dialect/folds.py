@@ -95,10 +95,13 @@ def _fma_f32(a, b, c):
 def exp_sleef(x):
     """``lazy.exp_sleef``: float32 (and the narrower floats, in float32, rounded
     once more) with SLEEF's ``expf_u10`` steps, each multiply-add rounded once
-    (:func:`_fma_f32`); float64 as ``exp``. Subnormal results are kept
-    (eager's; XLA's CPU loops flush them)."""
+    (:func:`_fma_f32`); float64 with MKL VML's ``vdExp`` steps, eager's float64
+    exp (:mod:`.exp_f64`). Subnormal results are kept (eager's; XLA's CPU
+    loops flush them)."""
     if x.dtype == np.float64:
-        return np.exp(x)
+        from . import exp_f64
+
+        return exp_f64.exp(x)
     f32 = np.float32
     d = x.astype(f32)
 

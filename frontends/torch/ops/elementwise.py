@@ -7,10 +7,13 @@ with Python scalars included) and broadcast to the result shape, then one
 
 from __future__ import annotations
 
+import functools
 import math
 
+import numpy as np
 import torch
 
+from lazycore.dialect import exp_f64
 from lazycore.dialect.rules import DTYPE_CLASSES
 from lazycore.dialect.spec import spec_of
 from lazycore.dialect.types import is_complex, is_float
@@ -85,10 +88,33 @@ def _op(name):
     return fn
 
 
+_EXP_F64_PROBE = (-745.0, -720.5, -707.71, -1.0, 0.0, 2.0**-40, 0.5, 1.0, 3.25, 40.0, 707.71, 709.5, math.inf)
+
+
+@functools.cache
+def _eager_exp_f64_is_vml() -> bool:
+    """Whether eager's float64 exp gives exp_f64's steps' bits here (MKL VML on
+    AVX-512; probed once: another build or CPU may run other code)."""
+    x = torch.linspace(-30, 30, 251, dtype=torch.float64)
+    x = torch.cat([x * math.pi / 3, torch.tensor(_EXP_F64_PROBE, dtype=torch.float64)])
+    return bool(np.array_equal(torch.exp(x).numpy(), exp_f64.exp(x.numpy())))
+
+
+def _exp(x):
+    """exp; float64's as eager's CPU kernel rounds it (``lazy.exp_sleef``, whose
+    float64 lowering builds MKL VML's steps) where eager runs those."""
+    if x.dtype == "f64" and _eager_exp_f64_is_vml():
+        return apply("exp_sleef", x)
+    return _exp_op(x)
+
+
+_exp_op = _op("exp")
+_exp.lazy_op = _exp_op.lazy_op  # (complex operands: the exp row's)
+
 # one lazy op, or a composite of the core (shared with lazycore.numpy)
 ELEMENTWISE = {
     aten.neg: _op("neg"),
-    aten.exp: _op("exp"),
+    aten.exp: _exp,
     aten.log: _op("log"),
     aten.log1p: _op("log1p"),
     aten.expm1: _op("expm1"),
