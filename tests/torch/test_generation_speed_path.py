@@ -24,6 +24,21 @@ transformers = pytest.importorskip("transformers")
 from _generation_models import LENGTHS, VOCAB, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402,F401
 
 
+@pytest.fixture
+def clean_runtime():
+    """conftest's, but the compile cache kept from test to test: every test
+    here generates with the same tiny GPT-2 and prompts, and a cleared cache
+    compiled the same prompt and decoding programs again in each. The tests
+    count programs within a call, never from a cold cache
+    (tests/torch/test_generation_programs.py counts a cold call's)."""
+    import gc
+
+    gc.collect()
+    lazycore.mark_step(wait=True)
+    lazycore.metrics.reset()
+    yield
+
+
 def _generate(model, ids, mask, n, cache):
     kw = dict(max_new_tokens=n, do_sample=False)
     if cache == "static":
