@@ -4,9 +4,10 @@
 // rounding as SLEEF's are (a lazy.fused product, which lazy-keep-roundings
 // ties to its sum), then 2**q in two halves. Half types compute in float32;
 // float64 builds eager's float64 exp, MKL VML's vdExp (dialect/exp_f64.py):
-// 2**(j/64) from a 64-entry table (gathers), the scalar routine's index from
-// the low 32 bits of an integer, no stablehlo.exponential. Float32 logistic under division=exact
-// (the CPU's) takes this exp, eager's sigmoid; XLA's exp otherwise.
+// 2**(j/64) from a 64-entry table (two gathers, for both of its paths), the
+// scalar routine's index from the low 32 bits of an integer, no
+// stablehlo.exponential. Float32 logistic under division=exact (the CPU's)
+// takes this exp, eager's sigmoid; XLA's exp otherwise.
 // RUN: lazy-opt --split-input-file --lazy-to-stablehlo=division=exact %s | filecheck %s --check-prefix=EXACT
 // RUN: lazy-opt --split-input-file --lazy-to-stablehlo %s | filecheck %s --check-prefix=XLA
 // RUN: lazy-opt --split-input-file --lazy-to-stablehlo=division=exact --lazy-keep-roundings %s | filecheck %s --check-prefix=TIED
@@ -23,8 +24,10 @@
 // EXACT: stablehlo.round_nearest_even
 // EXACT: %[[H:.*]] = stablehlo.convert %{{.*}} : (tensor<4xf32>) -> tensor<4xbf16>
 // EXACT-NOT: stablehlo.exponential
-// EXACT: "stablehlo.gather"(%{{.*}}, %{{.*}}) {{.*}} : (tensor<64xf64>, tensor<4x1xi64>) -> tensor<4xf64>
 // EXACT: stablehlo.round_nearest_even %{{.*}} : tensor<4xf64>
+// EXACT: "stablehlo.gather"(%{{.*}}, %{{.*}}) {{.*}} : (tensor<64xf64>, tensor<4x1xi64>) -> tensor<4xf64>
+// EXACT: "stablehlo.gather"(%{{.*}}, %{{.*}}) {{.*}} : (tensor<64xf64>, tensor<4x1xi64>) -> tensor<4xf64>
+// EXACT-NOT: stablehlo.gather
 // EXACT: stablehlo.shift_right_logical %{{.*}}, %{{.*}} : tensor<4xi64>
 // EXACT-NOT: stablehlo.exponential
 // EXACT: return %[[R]], %[[H]], %{{.*}} : tensor<4xf32>, tensor<4xbf16>, tensor<4xf64>

@@ -727,12 +727,11 @@ def _exp_sleef_float32(d):
     return hlo.select(hlo.compare(d, k(high), "GT"), k(math.inf), u)
 
 
-def _exp_table(index, low: bool):
-    """``exp_f64.TABLE``'s ``2**(j/64)`` (``low``: its relative low part) at each
-    ``index`` (i64, j in 0..63): one gather from a 64-entry constant."""
-    shape = hlo.type_of(index).shape
-    table = hlo.constant(np.array(exp_f64.TABLE[int(low)::2], np.float64))
-    starts = hlo.value("reshape", [index], TensorType((*shape, 1), "i64"))
+def _exp_table(starts, half: int):
+    """``exp_f64.TABLE``'s ``2**(j/64)`` (``half`` 1: its relative low part) at
+    each of ``starts`` (i64 j in 0..63, a trailing dim of 1): one gather."""
+    shape = hlo.type_of(starts).shape[:-1]
+    table = hlo.constant(np.array(exp_f64.TABLE[half::2], np.float64))
     dims = stablehlo.GatherDimensionNumbers.get([], [0], [], [], [0], len(shape))
     return hlo.value("gather", [table, starts], TensorType(shape, "f64"), dimension_numbers=dims,
                      slice_sizes=hlo.i64s([1]), indices_are_sorted=hlo.boolean(False))
@@ -740,7 +739,8 @@ def _exp_table(index, low: bool):
 
 def _exp_float64(x):
     """Eager's float64 exp, MKL VML's steps (dialect.exp_f64, which says why):
-    the vector path where ``|x| <`` RARE, the scalar routine beyond."""
+    the vector path where ``|x| <`` RARE, the scalar routine beyond; both take
+    their ``2**(j/64)`` from the same two gathers (each index where its path is kept)."""
     shape = hlo.type_of(x).shape
 
     def k(v):
@@ -749,22 +749,35 @@ def _exp_float64(x):
     def ints(v):
         return hlo.constant(v, TensorType(shape, "i64"))
 
-    def power(e):  # the double with exponent field e (i64 in 1..2046)
+    def integer(v):  # (a float holding an integer; 0 for NaN and the far values no path keeps)
+        return hlo.convert(hlo.select(hlo.compare(hlo.unary("abs", v), k(2.0**40), "LT"), v, k(0.0)), "i64")
+
+    def power(e):  # the double with exponent field e (i64 in 0..2047)
         bits = hlo.binary("shift_left", e, ints(52))
         return hlo.value("bitcast_convert", [bits], TensorType(shape, "f64"))
 
     mul, add, sub = (partial(hlo.binary, n) for n in ("multiply", "add", "subtract"))
-    # n16 = floor(16 x log2(e)) of the exact product: the rounded product's floor,
-    # one less where the product rounded up onto a sixteenth
+    bit_and = partial(hlo.binary, "and")
+    far = hlo.compare(hlo.unary("abs", x), k(exp_f64.RARE), "GE")  # (false for NaN: the vector path's NaN)
+
+    # the vector path's n16 = floor(16 x log2(e)) of the exact product: the rounded
+    # product's floor, one less where the product rounded up onto a sixteenth
     prod = mul(x, k(exp_f64.LOG2E))
     err = fused_multiply_add(x, k(exp_f64.LOG2E), hlo.unary("negate", prod))
     p16 = mul(prod, k(16.0))
     n16 = hlo.unary("floor", p16)
     onto = hlo.binary("and", hlo.compare(p16, n16, "EQ"), hlo.compare(err, k(0.0), "LT"))
     n16 = hlo.select(onto, sub(n16, k(1.0)), n16)
-    j16 = sub(n16, mul(hlo.unary("floor", mul(n16, k(1 / 16))), k(16.0)))
-    j16 = hlo.select(hlo.compare(j16, k(0.0), "GE"), j16, k(0.0))  # (NaN: any entry, the result is NaN)
-    j = mul(hlo.convert(hlo.binary("minimum", j16, k(15.0)), "i64"), ints(4))
+    vector_n = integer(n16)
+    # the scalar routine's x / (ln2/64) + 1.5 * 2**52 rounds the quotient to an
+    # integer whose low 32 bits it reads: the integer's own (a backend that
+    # reassociates would cancel the shifter)
+    rare_n = hlo.unary("round_nearest_even", mul(x, k(exp_f64.RARE_INV_LN2_64)))
+    index = bit_and(integer(rare_n), ints(0xFFFFFFFF))
+    j = hlo.select(far, bit_and(index, ints(63)), hlo.binary("shift_left", bit_and(vector_n, ints(15)), ints(2)))
+    starts = hlo.value("reshape", [j], TensorType((*shape, 1), "i64"))
+    hi, lo = (_exp_table(starts, half) for half in (0, 1))
+
     n = mul(n16, k(1 / 16))
     r = fused_multiply_add(hlo.unary("negate", n), k(exp_f64.LN2[0]), x)
     r = fused_multiply_add(hlo.unary("negate", n), k(exp_f64.LN2[1]), r)
@@ -772,38 +785,26 @@ def _exp_float64(x):
     c6, c5, c4, c3, c2, c1 = (k(c) for c in exp_f64.POLY)
     p = fused_multiply_add(fused_multiply_add(c6, r, c5), r2, fused_multiply_add(c4, r, c3))
     p = fused_multiply_add(p, r2, fused_multiply_add(c2, r, c1))
-    p = fused_multiply_add(p, r, _exp_table(j, True))
-    hi = _exp_table(j, False)
-    # (clamped: the scalar routine's values replace those past RARE)
-    m = hlo.value("clamp", [ints(-1022), hlo.convert(hlo.unary("floor", n), "i64"), ints(1023)],
-                  TensorType(shape, "i64"))
-    vector = mul(fused_multiply_add(hi, p, hi), power(add(m, ints(1023))))
+    p = fused_multiply_add(p, r, lo)
+    m = hlo.binary("shift_right_arithmetic", vector_n, ints(4))  # floor(n)
+    vector = mul(fused_multiply_add(hi, p, hi), power(bit_and(add(m, ints(1023)), ints(2047))))
 
-    # the scalar routine (plain products and sums, each rounded)
-    # (its x / (ln2/64) + 1.5 * 2**52 rounds the quotient to an integer n, whose
-    # low 32 bits it reads: n's own, as a backend that reassociates keeps them)
-    n = hlo.unary("round_nearest_even", mul(x, k(exp_f64.RARE_INV_LN2_64)))
-    finite = hlo.compare(hlo.unary("abs", n), k(2.0**40), "LT")
-    index = hlo.convert(hlo.select(finite, n, k(0.0)), "i64")
-    index = hlo.binary("and", index, ints(0xFFFFFFFF))
-    j = hlo.binary("and", index, ints(63))
+    # the scalar routine: plain products and sums, each rounded
     m = hlo.binary("shift_right_logical", index, ints(6))
-    r = sub(sub(x, mul(n, k(exp_f64.RARE_LN2_64[0]))), mul(n, k(exp_f64.RARE_LN2_64[1])))
+    r = sub(sub(x, mul(rare_n, k(exp_f64.RARE_LN2_64[0]))), mul(rare_n, k(exp_f64.RARE_LN2_64[1])))
     p = k(exp_f64.RARE_POLY[0])
     for c in exp_f64.RARE_POLY[1:]:
         p = add(mul(p, r), k(c))
     p = add(mul(mul(p, r), r), r)
-    hi = _exp_table(j, False)
-    p = mul(add(p, _exp_table(j, True)), hi)
+    p = mul(add(p, lo), hi)
     # normal results: 2**m, past the top as 2**(m - 1) * 2
-    e = hlo.binary("and", add(m, ints(1023)), ints(2047))
+    e = bit_and(add(m, ints(1023)), ints(2047))
     whole = add(p, hi)
     top = hlo.compare(e, ints(2046), "GT")
-    e_top = hlo.select(top, hlo.binary("and", sub(e, ints(1)), ints(2047)), e)
-    normal = mul(whole, power(e_top))
+    normal = mul(whole, power(hlo.select(top, bit_and(sub(e, ints(1)), ints(2047)), e)))
     normal = hlo.select(top, mul(normal, k(2.0)), normal)
     # subnormal results: scaled by 2**60, split so that the last scaling rounds once
-    e = hlo.binary("and", add(m, ints(1083)), ints(2047))
+    e = bit_and(add(m, ints(1083)), ints(2047))
     scale = power(e)
     p, top = mul(p, scale), mul(scale, hi)
     s = add(top, p)
@@ -812,11 +813,10 @@ def _exp_float64(x):
     head = sub(add(s, t), t)
     tiny = k(2.0**-60)
     split = add(mul(head, tiny), mul(add(sub(s, head), low), tiny))
-    sub_ = hlo.select(hlo.compare(e, ints(50), "LE"), mul(s, tiny), split)
-    rare = hlo.select(hlo.compare(x, k(exp_f64.RARE_SUBNORMAL), "LT"), sub_, normal)
+    small = hlo.select(hlo.compare(e, ints(50), "LE"), mul(s, tiny), split)
+    rare = hlo.select(hlo.compare(x, k(exp_f64.RARE_SUBNORMAL), "LT"), small, normal)
     rare = hlo.select(hlo.compare(x, k(exp_f64.RARE_UNDERFLOW), "LT"), k(0.0), rare)
     rare = hlo.select(hlo.compare(x, k(exp_f64.RARE_OVERFLOW), "GT"), k(math.inf), rare)
-    far = hlo.compare(hlo.unary("abs", x), k(exp_f64.RARE), "GE")  # (false for NaN: the vector path's NaN)
     return hlo.select(far, rare, vector)
 
 
