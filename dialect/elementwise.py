@@ -73,11 +73,10 @@ for _name, (_klass, _fold) in _UNARY_ROWS.items():
 # exp with eager torch's vectorized float32 roundings (SLEEF's, folds.exp_sleef):
 # one node where the torch frontend models an eager kernel's exp, instead of
 # the ~40 nodes of SLEEF's steps (float32 logistic's CPU lowering takes them too).
-# float64: eager's torch.exp, MKL VML's vdExp (dialect.exp_f64; the summary's
-# "float64 as lazy.exp" waits on docs/dialect.md's regeneration).
 define(OpSpec("exp_sleef", ("operand",), _unary_rule("float", False),
               summary="elementwise exp as eager torch's vectorized float32 exp rounds it (SLEEF's expf_u10); "
-                      "float16/bfloat16/float8 in float32, float64 as lazy.exp",
+                      "float16/bfloat16/float8 in float32, float64 as eager's torch.exp (MKL VML's vdExp, "
+                      "dialect/exp_f64.py)",
               elementwise=True, dtypes="float", fold=folds.exp_sleef))
 
 # --- complex parts ---------------------------------------------------------
