@@ -281,10 +281,10 @@ def _plane_stats(x, n, param, opmath):
 def _wide_sum(x, dims):
     """Per channel the float64 sum of ``x``, taken as ``0 - sum(-x)`` (the same
     bits: negation is exact and rounding symmetric; ``0 -`` gives an all-zero
-    channel ``+0`` as the plain sum does). The output's fused multiply-add
-    widens ``x`` to float64 too (:func:`~.ops.nn.fused_multiply_add`); were
-    the sum's widening that same value, XLA would keep one float64 copy of
-    the whole input in memory for both (ResNet-50's (8, 256, 56, 56): 51 MB
+    channel ``+0`` as the plain sum does). Were the sum's widening a value
+    another float64 use of ``x`` shares (the output's fused multiply-add took
+    one before it was a single ``lazy.fma``), XLA would keep one float64 copy
+    of the whole input in memory for both (ResNet-50's (8, 256, 56, 56): 51 MB
     written and read back each step) instead of widening inside the
     reduction's own kernel."""
     return torch.zeros((), dtype=torch.float64, device=x.device) - (-x).to(torch.float64).sum(dims)

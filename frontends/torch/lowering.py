@@ -194,6 +194,14 @@ def is_handle(x) -> bool:
 broadcast = core.broadcast_to
 
 
+def fused_multiply_add(a, b, c):
+    """``a * b + c`` rounded once, as eager's ``fmadd``: one ``lazy.fma``, whose
+    product ``lazy-keep-roundings`` ties to its own sum so that XLA's backends
+    contract the two (f40e38d; for float32 eager's bits where a float64 sum of
+    the exact product rounded twice near midpoints: tests/torch/test_fma_nodes.py)."""
+    return apply("fma", a, b, c)
+
+
 def convert(x, dtype: str):
     """``x`` as ``dtype``, as eager's CPU cast: float64 -> uint8 goes through
     int64 there (NumPy's, and torch's other narrow targets, through int32:

@@ -1,7 +1,7 @@
 """Eager's float32 fused multiply-adds (``fmadd`` in addcmul, add/sub with
 alpha, lerp, the optimizers' updates) are one ``lazy.fma`` node, whose product
 lazy-keep-roundings ties to its own sum so that XLA's CPU backend contracts
-the two (frontends/torch/ops/nn.py ``fused_multiply_add``).
+the two (frontends/torch/lowering.py ``fused_multiply_add``).
 
 Before, float32's was a float64 sum of the exact product: 6 nodes where this
 is 1 (an Adam step of a 2-layer MLP recorded 173 nodes, 133 now), and it

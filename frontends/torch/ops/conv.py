@@ -25,8 +25,8 @@ from lazycore.dialect.spec import spec_of
 from lazycore.dialect.types import is_float
 
 from ..dtypes import lazy_dtype
-from ..lowering import apply, broadcast, const, convert, dims, lowers, reshape, scalar
-from . import eager_loops, moments
+from ..lowering import apply, broadcast, const, convert, dims, fused_multiply_add, lowers, reshape, scalar
+from . import moments
 
 aten = torch.ops.aten
 
@@ -177,7 +177,7 @@ def _tap_chain(src, w, start, first, step):
         hi = tuple(lo[i] + step[i] * (out[2 + i] - 1) + 1 for i in range(len(kernel)))
         window = apply("slice", src, start=(0, 0) + lo, limit=tuple(out[:2]) + hi, strides=(1, 1) + tuple(step))
         weight = reshape(apply("slice", taps, start=(0, t), limit=(c, t + 1), strides=(1, 1)), (c,))
-        acc = eager_loops.fused(window, apply("broadcast_in_dim", weight, dims=(1,), shape=out), acc)
+        acc = fused_multiply_add(window, apply("broadcast_in_dim", weight, dims=(1,), shape=out), acc)
     return acc
 
 

@@ -26,9 +26,9 @@ import torch
 
 from lazycore.ir.memo import Memo
 
-from ..lowering import apply, const, convert, lowers, reshape
+from ..lowering import apply, const, convert, fused_multiply_add, lowers, reshape
 from . import lane_sums
-from .nn import _REDUCTIONS, _dim, _keep, _nll_parts, _reduce_keep, fused_multiply_add
+from .nn import _REDUCTIONS, _dim, _keep, _nll_parts, _reduce_keep
 
 aten = torch.ops.aten
 
@@ -114,7 +114,7 @@ def sleef_logf(d, device):
         return apply("mul", a, b)
 
     def fma(a, b, c):
-        return fused_multiply_add(a, b, c, device)
+        return fused_multiply_add(a, b, c)
 
     def two_sum(a, b):  # dfadd2_vf2_vf_vf: s = a + b rounded, and its exact error
         # The error as a float64 sum, not TwoSum's float32 steps: XLA reassociates a sum
@@ -182,7 +182,7 @@ def _log_softmax_backward(ctx, grad, output, dim, input_dtype):
     d = _dim(dim, len(grad.shape))
     if _eager_kernel(grad, d):
         total = _keep(lane_sum(grad, d, kernel_lanes(torch.float32)), d, grad.shape)
-        return fused_multiply_add(apply("neg", apply("exp_sleef", output)), total, grad, ctx.device)
+        return fused_multiply_add(apply("neg", apply("exp_sleef", output)), total, grad)
     return apply("sub", grad, apply("mul", apply("exp", output), _reduce_keep("reduce_sum", grad, d)))
 
 

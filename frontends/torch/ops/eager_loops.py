@@ -460,13 +460,6 @@ def takes_chain(m: int, n: int, k: int, rhs) -> bool:
     return max(bm, bn) >= GEMM_CHAIN_MIN and bm * bn * k <= GEMM_CHAIN_WORK
 
 
-def fused(x, y, z):
-    """``x * y + z`` rounded once: the dialect's ``fma`` (a product XLA's backends contract
-    into the sum: for float32 as exact as :func:`.nn.fused_multiply_add`'s float64 form,
-    and a fifth of its time in a GEMM's chain)."""
-    return apply("fma", x, y, z)
-
-
 def gemm_chain(a, b, fma, rhs):
     """``a @ b`` (M x K and K x N, float32; ``rhs``: ``b`` as eager lays it
     out, a meta tensor) as eager's CPU GEMM sums it: ``acc = fma(a[:, k], b[k, :], acc)``

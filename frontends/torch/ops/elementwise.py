@@ -19,9 +19,8 @@ from lazycore.dialect.spec import spec_of
 from lazycore.dialect.types import is_complex, is_float
 from lazycore.trace import composites, core
 
-from ..lowering import apply, broadcast, const, convert, is_handle, lowers, operand, scalar, wrapped
+from ..lowering import apply, broadcast, const, convert, fused_multiply_add, is_handle, lowers, operand, scalar, wrapped
 from ..dtypes import chalf_rounded, check_chalf, lazy_dtype
-from .nn import fused_multiply_add
 from . import eager_loops
 
 aten = torch.ops.aten
@@ -518,7 +517,7 @@ def _multiply_added(ctx, op, a, b, alpha):
     a, b = _operands(ctx, a, b)
     if ctx.dtype in ("f32", "f64"):
         term = scalar(-alpha if op == "sub" else alpha, ctx.dtype, ctx.device, ctx.shape)
-        return fused_multiply_add(b, term, a, ctx.device)
+        return fused_multiply_add(b, term, a)
     rounded = convert(scalar(alpha, ctx.dtype, ctx.device, ctx.shape), "f32")
     return convert(apply(op, convert(a, "f32"), apply("mul", convert(b, "f32"), rounded)), ctx.dtype)
 

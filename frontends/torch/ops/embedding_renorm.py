@@ -39,9 +39,8 @@ import math
 
 import torch
 
-from ..lowering import apply, broadcast, const, convert, lowers, reshape, scalar
+from ..lowering import apply, broadcast, const, convert, fused_multiply_add, lowers, reshape, scalar
 from .indexing import checked
-from .nn import fused_multiply_add
 
 aten = torch.ops.aten
 
@@ -82,7 +81,7 @@ def _norm_two(w):
         elif k - body < plain:
             total = apply("add", total, apply("mul", x, x))
         else:
-            total = fused_multiply_add(x, x, total, w.device)
+            total = fused_multiply_add(x, x, total)
     return apply("sqrt", total)
 
 

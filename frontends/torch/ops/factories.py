@@ -15,10 +15,9 @@ from lazycore.ir.context import TRACE
 from lazycore.ir.graph import Scalar
 from lazycore.trace import core
 
-from ..lowering import apply, broadcast, const, convert, is_handle, lowers, scalar
+from ..lowering import apply, broadcast, const, convert, fused_multiply_add, is_handle, lowers, scalar
 from . import eager_loops
 from ..dtypes import TO_TORCH
-from .nn import fused_multiply_add
 
 aten = torch.ops.aten
 
@@ -82,10 +81,10 @@ def _vector_arange(ctx, start, step, n: int, lanes: int):
     lane = apply("select", apply("compare", offset, vectors, direction="LT"),
                  apply("rem", offset, const(lanes, "i64", ctx.device, wide)), zero)
     step = broadcast(convert(step, acc), wide)
-    base = eager_loops.fused(step, convert(apply("sub", j, lane), acc), broadcast(convert(start, acc), wide))
+    base = fused_multiply_add(step, convert(apply("sub", j, lane), acc), broadcast(convert(start, acc), wide))
     if ctx.dtype != acc:
         base = convert(convert(base, ctx.dtype), acc)
-    return convert(eager_loops.fused(convert(lane, acc), step, base), ctx.dtype)
+    return convert(fused_multiply_add(convert(lane, acc), step, base), ctx.dtype)
 
 
 _FLOATS = ("f16", "bf16", "f32", "f64", "complex<f32>", "complex<f64>")
@@ -139,8 +138,8 @@ def _spaced(ctx, start, end, wide: str):
         up = apply("add", start, apply("mul", i, step))
         down = apply("sub", end, apply("mul", back, step))
     else:  # eager's integer kernel spaces in double, each value one fused multiply-add
-        up = fused_multiply_add(i, step, start, ctx.device)
-        down = fused_multiply_add(apply("neg", back), step, end, ctx.device)
+        up = fused_multiply_add(i, step, start)
+        down = fused_multiply_add(apply("neg", back), step, end)
     first = apply("compare", count, const(n // 2, "f64", ctx.device, (n,)), direction="LT")
     v = apply("select", first, up, down)
     if ctx.dtype not in _FLOATS:
@@ -180,7 +179,7 @@ def _float_spaced(ctx, start, end):
     # sum rounded to odd took 82 while XLA left short arrays' products unfused)
     k = to(apply("select", first, count, apply("sub", count, const(n - 1, "f64", ctx.device, (n,)))))
     side = apply("select", first, start, end)
-    return fused_multiply_add(k, step, side, ctx.device)
+    return fused_multiply_add(k, step, side)
 
 
 @lowers(aten.eye.default, aten.eye.m)

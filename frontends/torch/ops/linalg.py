@@ -9,7 +9,7 @@ import torch
 from lazycore.dialect.types import is_complex
 from lazycore.trace import composites
 
-from ..lowering import apply, broadcast, const, convert, lowers, reshape, scalar
+from ..lowering import apply, broadcast, const, convert, fused_multiply_add, lowers, reshape, scalar
 from . import eager_loops
 
 aten = torch.ops.aten
@@ -22,7 +22,7 @@ def _dot(lhs, rhs, lb, rb, lc, rc):
 @lowers(aten.mm.default)
 def _mm(ctx, a, b):
     a, b = convert(a, ctx.dtype), convert(b, ctx.dtype)
-    chain = eager_loops.gemm_chain(a, b, eager_loops.fused, ctx.margs[1])  # (eager's order)
+    chain = eager_loops.gemm_chain(a, b, fused_multiply_add, ctx.margs[1])  # (eager's order)
     return _dot(a, b, (), (), (1,), (0,)) if chain is None else chain
 
 
@@ -139,7 +139,7 @@ def _agg(t, square=False):
     acc = const(0, t.dtype, t.device, tuple(lead))
     for k in range(m):
         c = col(k)
-        acc = eager_loops.fused(c, c, acc) if fma else apply("add", acc, apply("mul", c, c) if square else c)
+        acc = fused_multiply_add(c, c, acc) if fma else apply("add", acc, apply("mul", c, c) if square else c)
     return acc
 
 

@@ -13,7 +13,7 @@ import torch
 from lazycore.trace import core
 
 from ..dtypes import chalf_rounded, check_chalf, lazy_dtype
-from ..lowering import apply, broadcast, const, convert, is_handle, lowers, operand, reshape, scalar
+from ..lowering import apply, broadcast, const, convert, fused_multiply_add, lowers, operand, reshape, scalar
 from . import eager_loops
 from .indexing import _wrap, checked
 from .moments import WIDE_PLATFORMS, row_moments
@@ -47,7 +47,7 @@ def _addmm(ctx, bias, m1, m2, beta=1, alpha=1):
     m1, m2 = convert(m1, dt), convert(m2, dt)
     prod = None  # eager's own order where it is known (alpha 1: its GEMM scales inside otherwise)
     if dt == ctx.dtype and alpha == 1 and beta in (0, 1):
-        prod = eager_loops.gemm_chain(m1, m2, eager_loops.fused, ctx.margs[2])
+        prod = eager_loops.gemm_chain(m1, m2, fused_multiply_add, ctx.margs[2])
     if prod is None:
         prod = apply("dot_general", m1, m2, lhs_batch=(), rhs_batch=(), lhs_contract=(1,), rhs_contract=(0,))
     if alpha != 1:
@@ -112,7 +112,7 @@ def _tanh_backward(ctx, grad, y):
     if ctx.dtype in ("f32", "f64", "f16", "bf16"):
         dt = "f64" if ctx.dtype == "f64" else "f32"
         grad, y = convert(grad, dt), convert(y, dt)
-        rest = fused_multiply_add(apply("neg", y), y, const(1, dt, ctx.device, ctx.shape), ctx.device)
+        rest = fused_multiply_add(apply("neg", y), y, const(1, dt, ctx.device, ctx.shape))
         return convert(apply("mul", grad, rest), ctx.dtype)
     one = const(1, ctx.dtype, ctx.device, ctx.shape)
     return apply("mul", grad, apply("sub", one, apply("mul", y, y)))
@@ -156,7 +156,7 @@ def _silu_backward(ctx, grad, x):
     dt, (grad, x) = found
     one = const(1, dt, ctx.device, ctx.shape)
     s = _sigmoid_as_eager(x)
-    rest = fused_multiply_add(x, apply("sub", one, s), one, ctx.device)
+    rest = fused_multiply_add(x, apply("sub", one, s), one)
     return convert(apply("mul", apply("mul", grad, s), rest), ctx.dtype)
 
 
@@ -178,8 +178,8 @@ def _mish_backward(ctx, grad, x):
     one = const(1, dt, ctx.device, ctx.shape)
     s = _sigmoid_as_eager(x)
     t = apply("tanh", apply("log1p", _exp_as_eager(x)))
-    rest = fused_multiply_add(apply("neg", t), t, one, ctx.device)
-    inner = fused_multiply_add(apply("mul", x, s), rest, t, ctx.device)
+    rest = fused_multiply_add(apply("neg", t), t, one)
+    inner = fused_multiply_add(apply("mul", x, s), rest, t)
     return convert(apply("mul", grad, inner), ctx.dtype)
 
 
@@ -210,17 +210,17 @@ def _gelu_backward(ctx, grad, x, approximate="none"):
         kappa = k(0.044715)
         x_sq = apply("mul", x, x)
         x_cube = apply("mul", x_sq, x)
-        t = apply("tanh", apply("mul", beta, fused_multiply_add(kappa, x_cube, x, dev)))
+        t = apply("tanh", apply("mul", beta, fused_multiply_add(kappa, x_cube, x)))
         left = apply("mul", k(0.5), x)
         left_derivative = apply("mul", k(0.5), apply("add", k(1), t))
-        tanh_derivative = fused_multiply_add(apply("neg", t), t, k(1), dev)
-        inner_derivative = apply("mul", beta, fused_multiply_add(apply("mul", k(3), kappa), x_sq, k(1), dev))
+        tanh_derivative = fused_multiply_add(apply("neg", t), t, k(1))
+        inner_derivative = apply("mul", beta, fused_multiply_add(apply("mul", k(3), kappa), x_sq, k(1)))
         inner = apply("add", apply("mul", apply("mul", left, tanh_derivative), inner_derivative), left_derivative)
         return convert(apply("mul", grad, inner), ctx.dtype)
     cdf = apply("mul", k(0.5), apply("add", k(1), apply("erf", apply("mul", x, k(0.70710678118654752440)))))
     pdf = apply("mul", k(1.12837916709551257390 * 0.70710678118654752440 * 0.5),
                 apply("exp", apply("mul", apply("mul", x, x), k(-0.5))))
-    inner = fused_multiply_add(x, pdf, cdf, dev)
+    inner = fused_multiply_add(x, pdf, cdf)
     return convert(apply("mul", grad, inner), ctx.dtype)
 
 
@@ -386,20 +386,13 @@ def _addc(ctx, x, t1, t2, value=1):
             term = apply("mul", term, scalar(value, dt, ctx.device, ctx.shape))
         return apply("add", x, term)
     acc = _OPMATH[dt]
-    # float32 t1 times one number plus an x no product made (torch.optim's add_(grad, alpha=lr)
-    # with a device rate, as addcmul_(grad, lr)): one lazy.fma node, its product tied to its
-    # sum by lazy-keep-roundings (the float64 form is 6 nodes a parameter; XLA's time the same)
-    by_number = (acc == "f32" and ctx.func_name == "addcmul" and value == 1 and getattr(t2, "shape", None) == ()
-                 and not (is_handle(x) and x.value.node.op == "mul"))
     x, t1, t2 = (operand(v, acc, ctx.shape, ctx.device) for v in (x, t1, t2))
     if value != 1:
         t1 = apply("mul", t1, scalar(value, acc, ctx.device, ctx.shape))
     if ctx.func_name == "addcdiv":
         out = apply("add", x, apply("div", t1, t2))
-    elif by_number:
-        out = apply("fma", t1, t2, x)
     else:
-        out = fused_multiply_add(t1, t2, x, ctx.device)
+        out = fused_multiply_add(t1, t2, x)
     return convert(out, dt)
 
 
@@ -408,24 +401,13 @@ _OPMATH = {"f16": "f32", "bf16": "f32", "f32": "f32", "f64": "f64"}
 and the type those compute in."""
 
 
-def fused_multiply_add(a, b, c, device):
-    """``a * b + c`` rounded once, as eager's ``fmadd``: one ``lazy.fma``, whose
-    product ``lazy-keep-roundings`` ties to its own sum so that XLA's CPU
-    backend contracts the two (f40e38d). float32's was a float64 sum of the
-    exact product (6 nodes, not 1), which rounded twice where the exact sum
-    lay within 2**-29 of a float32 midpoint: half of such addcmuls were off
-    eager's, the fused ones none (tests/torch/test_fma_nodes.py). (``device``:
-    every platform's is this one node now.)"""
-    return apply("fma", a, b, c)
-
-
 def fma(ctx, a, b, c):
     """``prims.fma``: a * b + c. Dynamo writes ``addcmul_`` with a value so;
     the op exists once torch._inductor is loaded, and the torch.compile
     backend (:mod:`..dynamo`) registers this lowering for it then."""
     a, b, c = (operand(v, ctx.dtype, ctx.shape, ctx.device) for v in (a, b, c))
     if ctx.dtype in ("f32", "f64"):  # (inductor's prims.fma: "without rounding after the multiplication")
-        return fused_multiply_add(a, b, c, ctx.device)
+        return fused_multiply_add(a, b, c)
     return apply("add", apply("mul", a, b), c)
 
 
@@ -457,10 +439,10 @@ def _lerp(ctx, x, end, weight):
     small = apply("compare", size, const(0.5, size.dtype, ctx.device, ctx.shape), direction="LT")
     if dt in ("f32", "f64"):
         # the side is chosen before the one fused multiply-add, as eager's
-        # kernel does: AdamW's exp_avg.lerp_ then costs one emulated fma an
+        # kernel does: AdamW's exp_avg.lerp_ then costs one fma an
         # element, not two and a select
         coef = apply("select", small, w, apply("sub", w, one))
-        return convert(fused_multiply_add(coef, diff, apply("select", small, x, end), ctx.device), ctx.dtype)
+        return convert(fused_multiply_add(coef, diff, apply("select", small, x, end)), ctx.dtype)
     low = apply("add", x, apply("mul", w, diff))
     high = apply("sub", end, apply("mul", diff, apply("sub", one, w)))
     return convert(apply("select", small, low, high), ctx.dtype)

@@ -35,9 +35,8 @@ import torch
 
 from ..dtypes import lazy_dtype
 from .. import lowering
-from ..lowering import apply, broadcast, const, convert, lowers, reshape, scalar
+from ..lowering import apply, broadcast, const, convert, fused_multiply_add, lowers, reshape, scalar
 from . import lane_sums
-from .nn import fused_multiply_add
 
 aten = torch.ops.aten
 
@@ -71,11 +70,11 @@ def forward(ctx, x, normalized_shape, weight, bias, eps):
     w = None if weight is None else broadcast(reshape(convert(weight, dt), shape[axis:]), shape)
     b = None if bias is None else broadcast(reshape(convert(bias, dt), shape[axis:]), shape)
     if w is None and b is not None:  # (the scalar loop's ((x - mean) * rstd) * 1 + bias: one fused multiply-add)
-        out = fused_multiply_add(centered, wide(rstd), b, device)
+        out = fused_multiply_add(centered, wide(rstd), b)
     else:
         out = apply("mul", centered, wide(rstd))
         if w is not None:
-            out = apply("mul", out, w) if b is None else fused_multiply_add(out, w, b, device)
+            out = apply("mul", out, w) if b is None else fused_multiply_add(out, w, b)
     out_t, mean_t, rstd_t = ctx.out
     return tuple(convert(reshape(v, tuple(t.shape)), lazy_dtype(t.dtype))
                  for v, t in ((out, out_t), (mean, mean_t), (rstd, rstd_t)))
@@ -126,21 +125,21 @@ def _native_layer_norm_backward(ctx, grad, x, normalized_shape, mean, rstd, weig
             ds = lane_sums.row_sum(apply("mul", DY, X), w, count)
             db = lane_sums.row_sum(DY, w, count)
         scale = const(float(_NUMPY[dt](1) / _NUMPY[dt](n)), dt, device, lead)
-        b = fused_multiply_add(db, mu, apply("neg", ds), device)
+        b = fused_multiply_add(db, mu, apply("neg", ds))
         for factor in (a, a, a, scale):
             b = apply("mul", b, factor)
-        c = fused_multiply_add(apply("neg", b), mu, apply("neg", apply("mul", apply("mul", db, a), scale)), device)
+        c = fused_multiply_add(apply("neg", b), mu, apply("neg", apply("mul", apply("mul", db, a), scale)))
         t = apply("mul", wide(a), DY)
         if w is not None:
             t = apply("mul", t, w)
-        outs[0] = apply("add", fused_multiply_add(wide(b), X, t, device), wide(c))
+        outs[0] = apply("add", fused_multiply_add(wide(b), X, t), wide(c))
     # The weight's and bias's gradients sum over the rows, which shape-bucket
     # padding pads: XLA's reduce (its padding rule masks the padded rows), not
     # eager's per-thread buffers (_column_sums: their chunks move with the row count)
     dims = tuple(range(len(lead)))
     if output_mask[1] and ctx.out[1] is not None:
         shift = apply("mul", apply("neg", a), mu)  # the kernel's b = -a * mean
-        h = fused_multiply_add(wide(a), X, wide(shift), device)
+        h = fused_multiply_add(wide(a), X, wide(shift))
         outs[1] = apply("reduce_sum", apply("mul", DY, h), dims=dims)
     if output_mask[2] and ctx.out[2] is not None:
         outs[2] = apply("reduce_sum", DY, dims=dims)
