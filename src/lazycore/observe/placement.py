@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from lazycore.ir import events, sourceloc
 from lazycore.runtime import pjrt
 from lazycore.runtime.device import known_devices
-from lazycore.runtime.transfer import live_bytes_per_device
+from lazycore.observe.memory import per_device
 
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
 
@@ -113,7 +113,7 @@ def memory() -> dict[str, dict[str, int]]:
     its block on each device), and what the device's allocator reports
     (GPUs and TPUs: bytes in use, peak, limit; nothing on the CPU)."""
     out: dict[str, dict[str, int]] = {}
-    for d, (buffers, nbytes) in live_bytes_per_device(known_devices()).items():
+    for d, (buffers, nbytes) in per_device(known_devices()).items():
         out[str(d)] = {"buffers": buffers, "bytes": nbytes, **pjrt.memory_stats(d)}
     return out
 
