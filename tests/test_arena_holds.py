@@ -106,7 +106,7 @@ def test_collect_no_longer_walks_every_live_handle(monkeypatch, ledger):
     a barrier). Nothing else on the barrier path does either, until a memory
     question is asked in the process: from then on the memory ledger sums what
     every live handle holds at each barrier (``observe.memory._on_barrier_start``:
-    its own walk, ``transfer.live_bytes_per_device``'s on a mesh), which the
+    its own walk, ``observe.memory.per_device``'s on a mesh), which the
     holders cannot answer. CI runs files in one process, so the ledger is set
     here both ways instead of left as earlier files left it."""
     from lazycore.ir.tensor import Arena

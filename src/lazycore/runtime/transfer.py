@@ -221,25 +221,3 @@ def host_copies(device=None) -> tuple[int, int]:
             seen.add(id(node))
             total += node.host.nbytes
     return len(seen), total
-
-
-def live_bytes_per_device(devices) -> dict:
-    """PJRT device -> ``(buffers, bytes)`` of the device data the live handles
-    of ``devices`` (lazycore devices or meshes) hold there: a buffer split
-    over a mesh counts its block on each device, a replicated one its whole
-    size on each. A walk over the registries, for memory queries only."""
-    out: dict = {}
-    seen: set[int] = set()
-    for dev in devices:
-        for handle in dev.arena.live():
-            node = handle._value.node
-            if type(node) is not Data or id(node) in seen:
-                continue
-            seen.add(id(node))
-            shards = getattr(node.buffer, "addressable_shards", None)
-            if shards is None:  # a failed value's leaf: it holds no memory
-                continue
-            for shard in shards:
-                n, b = out.get(shard.device, (0, 0))
-                out[shard.device] = (n + 1, b + shard.data.nbytes)
-    return out
