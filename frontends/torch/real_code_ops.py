@@ -90,6 +90,12 @@ eager's CPU kernel on materialized inputs (a counted fallback, a barrier):
   (``nn.AdaptiveMaxPool1d/2d/3d``'s gradient; the forwards are
   ``torch._decomp``'s): each output's gradient added at its maximum's index
   within its plane, as eager's kernel does.
+- ``logspace`` in float64 (``torch._decomp``'s is ``base ** linspace``, and
+  eager's linspace kernel fuses its multiply-adds: a third of the values one
+  ulp off): eager's logspace loop, ``pow(base, start + step * i)`` below
+  ``steps // 2`` and ``pow(base, end - step * (steps - 1 - i))`` from there,
+  each exponent a double product and sum rounded apart. Other types keep
+  ``torch._decomp``'s (eager's float32 formula is not known here).
 """
 
 from __future__ import annotations
@@ -627,7 +633,23 @@ def _adaptive_max_pool_backward(n):
     return backward
 
 
+# --- logspace -------------------------------------------------------------------------------------
+
+
+def _logspace_out(start, end, steps, base=10.0, *, out):
+    """``torch.logspace`` (its factory writes an empty tensor of ``steps`` through this)."""
+    if out.dtype is not torch.float64 or steps < 2 or not all(isinstance(v, (int, float)) for v in (start, end, base)):
+        return torch._decomp.decomposition_table[aten.logspace.out](start, end, steps, base, out=out)
+    start, end = float(start), float(end)
+    step = (end - start) / (steps - 1)
+    i = torch.arange(steps, dtype=torch.float64, device=out.device)
+    up = start + step * i
+    down = end - step * (steps - 1 - i)
+    return out.copy_(torch.pow(float(base), torch.where(i < steps // 2, up, down)))
+
+
 _DECOMPOSITIONS = {
+    aten.logspace.out: _logspace_out,
     aten._trilinear.default: _trilinear,
     aten.multi_margin_loss.default: _multi_margin_loss,
     aten.multi_margin_loss_backward.default: _multi_margin_loss_backward,
