@@ -101,8 +101,8 @@ def _eager_exp_f64_is_vml() -> bool:
 
 def _exp(x):
     """exp; float64's as eager's CPU kernel rounds it (``lazy.exp_sleef``, whose
-    float64 lowering builds MKL VML's steps) where eager runs those."""
-    if x.dtype == "f64" and _eager_exp_f64_is_vml():
+    float64 lowering builds MKL VML's steps) where eager's CPU kernel runs those."""
+    if x.dtype == "f64" and x.device.platform == "cpu" and _eager_exp_f64_is_vml():
         return apply("exp_sleef", x)
     return _exp_op(x)
 
