@@ -28,6 +28,7 @@ from lazycore.ir.memo import Memo
 
 from ..lowering import apply, const, convert, fused_multiply_add, lowers, reshape
 from . import lane_sums
+from .conv import per_channel_once
 from .nn import _REDUCTIONS, _dim, _keep, _nll_parts, _reduce_keep
 
 aten = torch.ops.aten
@@ -77,6 +78,15 @@ def lane_sum(x, d: int, lanes: int):
     ones = const(1.0, x.dtype, x.device, rows.shape)
     total = apply("lane_sum", rows, ones, lanes=lanes, halving=True, fused=False)
     return reshape(total, shape[:d] + shape[d + 1:])
+
+
+def _row_once(v):
+    """``v`` (one value per row) computed once per row before the row's loop
+    reads it: XLA's CPU fusion copies the cheap ops of a lane sum and of
+    :func:`sleef_logf` into each element's loop (10 exps, a sum and a log per
+    element of a 128x10 batch); :func:`.conv.per_channel_once` keeps them apart."""
+    flat = per_channel_once([reshape(v, (_count(v.shape),))])[0]
+    return reshape(flat, v.shape)
 
 
 def _count(shape) -> int:
@@ -171,7 +181,7 @@ def _log_softmax(ctx, x, dim, half_to_float=False):
     shifted = apply("sub", x, _reduce_keep("reduce_max", x, d))
     if _eager_kernel(shifted, d):
         total = lane_sum(apply("exp_sleef", shifted), d, kernel_lanes(torch.float32))
-        return apply("sub", shifted, _keep(sleef_logf(total, ctx.device), d, x.shape))
+        return apply("sub", shifted, _keep(_row_once(sleef_logf(total, ctx.device)), d, x.shape))
     total = _reduce_keep("reduce_sum", apply("exp", shifted), d)
     return apply("sub", shifted, apply("log", total))
 
@@ -181,7 +191,7 @@ def _log_softmax_backward(ctx, grad, output, dim, input_dtype):
     grad, output = convert(grad, ctx.dtype), convert(output, ctx.dtype)
     d = _dim(dim, len(grad.shape))
     if _eager_kernel(grad, d):
-        total = _keep(lane_sum(grad, d, kernel_lanes(torch.float32)), d, grad.shape)
+        total = _keep(_row_once(lane_sum(grad, d, kernel_lanes(torch.float32))), d, grad.shape)
         return fused_multiply_add(apply("neg", apply("exp_sleef", output)), total, grad)
     return apply("sub", grad, apply("mul", apply("exp", output), _reduce_keep("reduce_sum", grad, d)))
 
