@@ -79,6 +79,12 @@ define(OpSpec("exp_sleef", ("operand",), _unary_rule("float", False),
                       "dialect/exp_f64.py)",
               elementwise=True, dtypes="float", fold=folds.exp_sleef))
 
+# exp as eager torch's torch.exp computes it on the CPU (MKL VML's vsExp / vdExp steps)
+define(OpSpec("exp_vml", ("operand",), _unary_rule("float", False),
+              summary="elementwise exp as eager torch's float32 torch.exp (MKL VML's vsExp, dialect/exp_f32.py) "
+                      "and float64 one (vdExp, as lazy.exp_sleef's float64) compute it; narrower floats in float32",
+              elementwise=True, dtypes="float", fold=folds.exp_vml))
+
 # --- complex parts ---------------------------------------------------------
 
 

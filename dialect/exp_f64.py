@@ -105,7 +105,8 @@ def _vector(x: float) -> float:
     return math.ldexp(_fma(hi, p, hi), math.floor(n))
 
 
-def _scalar(x: float) -> float:
+def _scalar(x: float, subnormal: float = RARE_SUBNORMAL) -> float:
+    """VML's scalar routine (float32's too, :mod:`.exp_f32`, with its subnormal limit)."""
     if math.isinf(x):
         return 0.0 if x < 0 else x
     if x > RARE_OVERFLOW:
@@ -123,7 +124,7 @@ def _scalar(x: float) -> float:
     p = p * r * r + r
     hi = TABLE[2 * j]
     p = (p + TABLE[2 * j + 1]) * hi
-    if x < RARE_SUBNORMAL:
+    if x < subnormal:
         e = (m + 1083) & 2047
         scale = _power(e)
         p, top = p * scale, scale * hi

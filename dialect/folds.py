@@ -231,3 +231,13 @@ def identity_value(kind: str, dtype: str) -> np.ndarray:
         return np.asarray(-np.inf if kind == "low" else np.inf).astype(dt)
     info = np.iinfo(dt)
     return np.asarray(info.min if kind == "low" else info.max, dtype=dt)
+
+
+def exp_vml(x):
+    """``lazy.exp_vml``: MKL VML's exp steps, float32's (:mod:`.exp_f32`) or float64's
+    (:mod:`.exp_f64`). Subnormal results are kept (eager's; XLA's CPU loops flush them)."""
+    from . import exp_f32, exp_f64
+
+    if x.dtype == np.float64:
+        return exp_f64.exp(x)
+    return exp_f32.exp(x.astype(np.float32)).astype(x.dtype)

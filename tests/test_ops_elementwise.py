@@ -380,6 +380,7 @@ REFERENCES = {
     "sign": (np.sign, "real"),
     "exp": (np.exp, "real"),
     "exp_sleef": (np.exp, "real"),  # within an ulp (its bits: tests/torch/test_exp_sleef.py)
+    "exp_vml": (np.exp, "real"),  # within an ulp (its bits: tests/torch/test_exp_vml32.py)
     "log": (np.log, "positive"),
     "log1p": (np.log1p, "above -1"),
     "expm1": (np.expm1, "real"),

@@ -66,3 +66,28 @@ func.func @logistic(%x: tensor<4xf32>, %d: tensor<4xf64>) -> (tensor<4xf32>, ten
   %c = "lazy.logistic"(%d) : (tensor<4xf64>) -> tensor<4xf64>
   return %a, %c : tensor<4xf32>, tensor<4xf64>
 }
+
+// -----
+
+// lazy.exp_vml is eager's float32 torch.exp, MKL VML's vsExp (dialect/exp_f32.py):
+// 2**(j/32) and its low part from two 32-entry float32 gathers, every multiply-add
+// one rounding; only the scalar routine's side (|x| >= 87.34) takes XLA's float64
+// exp, rounded once (no float32 stablehlo.exponential). Float64 is lazy.exp_sleef's.
+// EXACT-LABEL: func.func @exp_vml
+// EXACT-NOT: stablehlo.exponential %{{.*}} : tensor<4xf32>
+// EXACT: "stablehlo.gather"(%{{.*}}, %{{.*}}) {{.*}} : (tensor<32xf32>, tensor<4x1xi32>) -> tensor<4xf32>
+// EXACT: "stablehlo.gather"(%{{.*}}, %{{.*}}) {{.*}} : (tensor<32xf32>, tensor<4x1xi32>) -> tensor<4xf32>
+// EXACT: stablehlo.multiply %{{.*}}, %{{.*}} {lazy.fused = true} : tensor<4xf32>
+// EXACT: stablehlo.exponential %{{.*}} : tensor<4xf64>
+// EXACT-NOT: stablehlo.exponential %{{.*}} : tensor<4xf32>
+// EXACT: "stablehlo.gather"(%{{.*}}, %{{.*}}) {{.*}} : (tensor<64xf64>, tensor<4x1xi64>) -> tensor<4xf64>
+// XLA-LABEL: func.func @exp_vml
+// XLA-NOT: stablehlo.exponential %{{.*}} : tensor<4xf32>
+// XLA: stablehlo.exponential %{{.*}} : tensor<4xf64>
+// TIED-LABEL: func.func @exp_vml
+// TIED-NOT: lazy.fused
+func.func @exp_vml(%x: tensor<4xf32>, %d: tensor<4xf64>) -> (tensor<4xf32>, tensor<4xf64>) {
+  %a = "lazy.exp_vml"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %c = "lazy.exp_vml"(%d) : (tensor<4xf64>) -> tensor<4xf64>
+  return %a, %c : tensor<4xf32>, tensor<4xf64>
+}

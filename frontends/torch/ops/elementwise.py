@@ -13,7 +13,7 @@ import math
 import numpy as np
 import torch
 
-from lazycore.dialect import exp_f64
+from lazycore.dialect import exp_f32, exp_f64
 from lazycore.dialect.rules import DTYPE_CLASSES
 from lazycore.dialect.spec import spec_of
 from lazycore.dialect.types import is_complex, is_float
@@ -99,11 +99,23 @@ def _eager_exp_f64_is_vml() -> bool:
     return bool(np.array_equal(torch.exp(x).numpy(), exp_f64.exp(x.numpy())))
 
 
+@functools.cache
+def _eager_exp_f32_is_vml() -> bool:
+    """Whether eager's float32 exp gives exp_f32's steps' bits here (MKL VML's
+    vsExp; a build without MKL has other steps): asked once, of values over the
+    vector path and the scalar routine's limits."""
+    x = torch.linspace(-110.0, 95.0, 259, dtype=torch.float32)
+    x = torch.cat([x, torch.tensor([0.0, 1e-3, -1e-3, 87.3366, -87.3366, 88.7228, 88.7229, float("inf"), float("-inf")])])
+    return bool(np.array_equal(torch.exp(x).numpy().view(np.int32), exp_f32.exp(x.numpy()).view(np.int32)))
+
+
 def _exp(x):
-    """exp; float64's as eager's CPU kernel rounds it (``lazy.exp_sleef``, whose
-    float64 lowering builds MKL VML's steps) where eager's CPU kernel runs those."""
+    """exp; float32's and float64's as eager's CPU kernel rounds them (MKL VML's
+    steps: ``lazy.exp_vml``, ``lazy.exp_sleef``'s float64) where eager's CPU kernel runs those."""
     if x.dtype == "f64" and x.device.platform == "cpu" and _eager_exp_f64_is_vml():
         return apply("exp_sleef", x)
+    if x.dtype == "f32" and x.device.platform == "cpu" and _eager_exp_f32_is_vml():
+        return apply("exp_vml", x)
     return _exp_op(x)
 
 
