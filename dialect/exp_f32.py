@@ -25,7 +25,7 @@ from fractions import Fraction
 import numpy as np
 
 from . import exp_f64
-from .folds import _fma_f32
+from .fused_f32 import fma_f32
 
 _F32 = np.float32
 
@@ -81,11 +81,11 @@ def exp(x: np.ndarray) -> np.ndarray:
     k = np.floor(xs.astype(np.float64) * np.float64(LOG2E) * 32)  # (exact product)
     n = (k / 32).astype(_F32)
     j = np.mod(k, 32).astype(np.int64)
-    r = _fma_f32(-LN2[0], n, xs)
-    r = _fma_f32(-LN2[1], n, r)
-    lo = _fma_f32(_fma_f32(r, POLY[0], POLY[1]), (r * r).astype(_F32), (TABLE_LO[j] + r).astype(_F32))
+    r = fma_f32(-LN2[0], n, xs)
+    r = fma_f32(-LN2[1], n, r)
+    lo = fma_f32(fma_f32(r, POLY[0], POLY[1]), (r * r).astype(_F32), (TABLE_LO[j] + r).astype(_F32))
     t = np.ldexp(TABLE_HI[j], np.floor(n).astype(np.int64)).astype(_F32)
-    out = _fma_f32(t, lo, t)
+    out = fma_f32(t, lo, t)
     for i in np.flatnonzero(far):
         out.flat[i] = x.flat[i] if np.isnan(x.flat[i]) else _scalar(float(x.flat[i]))
     return out.reshape(x.shape)

@@ -23,6 +23,7 @@ import math
 import ml_dtypes
 import numpy as np
 
+from .fused_f32 import fma_f32
 from .types import FLOAT_DTYPES, is_complex, is_float, to_numpy_dtype
 
 # Without infinities (float8 E4M3FN and the FNUZ types) -inf would become NaN,
@@ -75,27 +76,10 @@ SLEEF_EXPF_RANGE = (-104.0, 88.72283935546875)
 """Below the first, 0; above the second, infinity."""
 
 
-def _fma_f32(a, b, c):
-    """float32 ``a * b + c`` rounded once, as a fused multiply-add: the product
-    is exact in float64 and the sum's float64 rounding error (TwoSum) is exact;
-    only where the float64 sum is a midpoint between two float32s would a
-    second rounding go wrong, and there it is moved a float64 ulp toward the
-    error first (float32 subnormal results aside)."""
-    p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
-    c = np.asarray(c, np.float64)
-    s = p + c
-    t = s - p
-    err = (p - (s - t)) + (c - t)
-    low = s.view(np.uint64) & np.uint64((1 << 29) - 1)
-    tie = (low == np.uint64(1 << 28)) & (err != 0) & np.isfinite(err)
-    s = np.where(tie, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
-    return s.astype(np.float32)
-
-
 def exp_sleef(x):
     """``lazy.exp_sleef``: float32 (and the narrower floats, in float32, rounded
     once more) with SLEEF's ``expf_u10`` steps, each multiply-add rounded once
-    (:func:`_fma_f32`); float64 with MKL VML's ``vdExp`` steps, eager's float64
+    (:func:`.fused_f32.fma_f32`); float64 with MKL VML's ``vdExp`` steps, eager's float64
     exp (:mod:`.exp_f64`). Subnormal results are kept (eager's; XLA's CPU
     loops flush them)."""
     if x.dtype == np.float64:
@@ -110,12 +94,12 @@ def exp_sleef(x):
 
     with np.errstate(all="ignore"):
         q = np.rint(d * k(SLEEF_EXPF_LOG2E))
-        s = _fma_f32(q, k(SLEEF_EXPF_LN2[0]), d)
-        s = _fma_f32(q, k(SLEEF_EXPF_LN2[1]), s)
+        s = fma_f32(q, k(SLEEF_EXPF_LN2[0]), d)
+        s = fma_f32(q, k(SLEEF_EXPF_LN2[1]), s)
         u = np.full_like(d, k(SLEEF_EXPF_POLY[0]))
         for c in SLEEF_EXPF_POLY[1:]:
-            u = _fma_f32(u, s, k(c))
-        u = k(1) + _fma_f32(s * s, u, s)
+            u = fma_f32(u, s, k(c))
+        u = k(1) + fma_f32(s * s, u, s)
         q = np.nan_to_num(np.clip(q, -151, 128))  # (NaN: u is NaN already)
         half = np.floor(q * k(0.5))
 

@@ -15,10 +15,13 @@ from lazycore.passes import Decline, register_lowering
 from lazycore.passes.lowering import hlo
 
 
-def producer(value, name):
-    """The op named ``name`` that computes ``value``, or None (another op, a block argument)."""
+def producer(value, *names):
+    """The op, one of ``names``, that computes ``value``, or None (another op, a block argument)."""
     owner = value.owner
-    return owner if getattr(owner, "name", None) == name else None
+    return owner if getattr(owner, "name", None) in names else None
+
+
+EXPS = ("lazy.exp", "lazy.exp_vml", "lazy.exp_sleef")  # (torch's CPU exps: eager's roundings of exp)
 
 
 @register_lowering("log")
@@ -27,7 +30,7 @@ def stable_softplus(op, rewriter):
     if add is None:
         return None  # declined: the next lowering of lazy.log (here the built-in one) lowers it
     for e, c in (add.operands, reversed(add.operands)):
-        exp, one = producer(e, "lazy.exp"), producer(c, "lazy.constant")
+        exp, one = producer(e, *EXPS), producer(c, "lazy.constant")
         if exp is not None and one is not None and np.all(attr(one, "value") == 1):
             break
     else:
