@@ -133,7 +133,7 @@ def _padded_step(dev, x, target, weight):
 
 
 @pytest.mark.parametrize("weighted", [False, True], ids=["plain", "weighted"])
-def test_cross_entropy_over_a_padded_batch_is_eagers_bits(dev, no_fallback, clean_runtime, weighted):
+def test_cross_entropy_over_a_padded_batch_is_eagers_bits(dev, clean_runtime, no_fallback, weighted):
     """A batch padded to its bucket keeps eager's cascade (``lazy.cascade_sum``
     flushes at row indices; the padded rows add zeros): 33 and 47 rows share 64's
     program, whose padded rows cross the flush at 48, 250 and 290 share 300's,
@@ -152,7 +152,7 @@ def test_cross_entropy_over_a_padded_batch_is_eagers_bits(dev, no_fallback, clea
     assert compiled == 2
 
 
-def test_cross_entropy_over_padded_sequences_is_eagers_bits(dev, no_fallback, clean_runtime):
+def test_cross_entropy_over_padded_sequences_is_eagers_bits(dev, clean_runtime, no_fallback):
     """``(batch, seq, classes)`` logits flattened to rows with the sequence padded:
     the valid rows are apart in the padded rows (each sequence's padding after
     it), so the cascade's operand is packed first; one program for 40..47."""
