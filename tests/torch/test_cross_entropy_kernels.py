@@ -20,19 +20,14 @@ import torch
 import torch.nn.functional as F
 
 import lazycore
-from lazycore.runtime import pjrt
+from test_pointwise_weight_grad_layout import _launched as _launches
 
 
 def _launched(step) -> str:
     """The optimized HLO of the one program ``step`` runs (the launch log a kernel profile keeps)."""
-    assert pjrt.LAUNCHES.log is None
-    pjrt.LAUNCHES.log = log = []
-    try:
-        step()
-    finally:
-        pjrt.LAUNCHES.log = None
-    assert len(log) == 1, log
-    return log[0][0].hlo_text()
+    texts = _launches(step)
+    assert len(texts) == 1, texts
+    return texts[0]
 
 
 def _slices(text: str) -> dict[str, int]:
