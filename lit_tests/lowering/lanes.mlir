@@ -33,3 +33,29 @@ func.func @lane_moments(%x: tensor<3x4xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
   %0:2 = "lazy.lane_moments"(%x) {lanes = 2 : i64} : (tensor<3x4xf32>) -> (tensor<3xf32>, tensor<3xf32>)
   return %0#0, %0#1 : tensor<3xf32>, tensor<3xf32>
 }
+
+// -----
+
+// A lane_sum of rows of 257 vectors of 16 lanes and a tail of 5 (past UNROLL_VECTORS, 256): vector 0,
+// then a loop of 4 iterations adding 64 vectors each in order, read from the products at element
+// 16 + 1024 * i, the tail's products fused into the first 5 lanes, then the lanes halved.
+// CHECK-LABEL: func.func @lane_sum_loop
+// CHECK: stablehlo.while
+// CHECK: cond {
+// CHECK: stablehlo.constant dense<4> : tensor<i32>
+// CHECK: } do {
+// CHECK: stablehlo.constant dense<1024> : tensor<i32>
+// CHECK: stablehlo.dynamic_slice %{{.*}}, sizes = [2, 1024]
+// CHECK-COUNT-64: stablehlo.add %{{.*}} : tensor<2x16xf32>
+// CHECK-NOT: stablehlo.add %{{.*}} : tensor<2x16xf32>
+// CHECK: stablehlo.return
+// CHECK: }
+// CHECK: stablehlo.multiply %{{.*}}, %{{.*}} {lazy.fused = true} : tensor<2x5xf32>
+// CHECK: stablehlo.concatenate
+// CHECK: stablehlo.add %{{.*}} : tensor<2x8xf32>
+// CHECK: stablehlo.add %{{.*}} : tensor<2x1xf32>
+// CHECK: return
+func.func @lane_sum_loop(%a: tensor<2x4117xf32>, %b: tensor<2x4117xf32>) -> tensor<2xf32> {
+  %0 = "lazy.lane_sum"(%a, %b) {fused = false, halving = true, lanes = 16 : i64} : (tensor<2x4117xf32>, tensor<2x4117xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}

@@ -11,14 +11,21 @@ rows of 5 to 4,096) the sum is one fused multiply-add: a product marked
 contracts the two. (float32's was a float64 sum of the exact product behind
 a replica-id fence, 5 ops where this is 1 and the tie's 2, and rounded twice
 within 2**-29 of a float32 midpoint.) The sequence is static (the row length
-is in the type), so XLA fuses it into one loop over the rows.
+is in the type), so XLA fuses it into one loop over the rows. A ``lane_sum``
+row of more than :data:`UNROLL_VECTORS` vectors adds its vectors in a
+``stablehlo.while`` over blocks of :data:`BLOCK` (GPT-2's 50,257 classes are
+3,141 vectors), the same adds in the same order: a ``reduce`` over the
+vectors' axis would not keep it (XLA's CPU reduce of a 512 x 3,141 x 16 array
+over its middle axis, a YNNPACK fusion, gave 7,960 of 8,192 lane sums off the
+sequential ones).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from lazycore.dialect import TensorType, attr
+from lazycore.dialect import TensorType, attr, tensor_type
+from lazycore.dialect.mlir import ir
 
 from . import hlo
 from .elementwise import _unseen_divisor
@@ -65,26 +72,101 @@ def _numpy(dtype: str):
     return {"f32": np.float32, "f64": np.float64, "f16": np.float16}[dtype] if dtype != "bf16" else np.float32
 
 
+UNROLL_VECTORS = 256
+"""Rows of up to this many whole vectors are summed as a static sequence of
+slices and adds; longer ones by a ``stablehlo.while`` over blocks of
+:data:`BLOCK` vectors (the program's size and XLA's compile time grow with
+the unrolled sequence; the loop's cost is per iteration)."""
+
+BLOCK = 64
+"""Vectors added in sequence per iteration of the loop form."""
+
+
+def _whole_vectors(lhs, rhs, lanes: int, k: int, fused: bool):
+    """The lane-wise sums of the first ``k`` whole vectors: vector 0, then each
+    next one added (``fused``: its products contracted into the sum) in order."""
+
+    def step(acc, lo, hi, src_lhs, src_rhs, src_products):
+        if fused:
+            return _fma(_cut(src_lhs, lo, hi), _cut(src_rhs, lo, hi), acc)
+        if src_products is None:  # (a product of slices: no full product array read outside the loop)
+            return _add(acc, _mul(_cut(src_lhs, lo, hi), _cut(src_rhs, lo, hi)))
+        return _add(acc, _cut(src_products, lo, hi))
+
+    if k <= UNROLL_VECTORS:
+        products = _mul(lhs, rhs)
+        acc = _cut(products, 0, lanes)
+        for i in range(1, k):
+            acc = step(acc, i * lanes, (i + 1) * lanes, lhs, rhs, products)
+        return acc
+    acc = _mul(_cut(lhs, 0, lanes), _cut(rhs, 0, lanes))
+    blocks = (k - 1) // BLOCK
+    acc = _loop(acc, [lhs, rhs] if fused else [_mul(lhs, rhs)], lanes, blocks,
+                lambda acc, block: _block(acc, block, lanes, step, fused))
+    for i in range(1 + blocks * BLOCK, k):
+        acc = step(acc, i * lanes, (i + 1) * lanes, lhs, rhs, None)
+    return acc
+
+
+def _block(acc, block, lanes, step, fused):
+    """``acc`` with the :data:`BLOCK` vectors of ``block`` (``[lhs, rhs]`` or
+    ``[products]`` slices of ``BLOCK * lanes`` elements) added in order."""
+    for b in range(BLOCK):
+        lo, hi = b * lanes, (b + 1) * lanes
+        acc = step(acc, lo, hi, *((*block, None) if fused else (None, None, block[0])))
+    return acc
+
+
+def _loop(acc, sources, lanes: int, blocks: int, body):
+    """``acc`` after ``blocks`` iterations of ``body(acc, block)``, iteration
+    ``j``'s ``block`` the ``sources``' elements ``[(1 + j * BLOCK) * lanes,
+    (1 + (j + 1) * BLOCK) * lanes)`` along the last dimension (a
+    ``stablehlo.while``: the adds stay in their order, unlike a ``reduce``)."""
+    at = hlo.type_of(acc)
+    st = hlo.type_of(sources[0])
+    scalar = TensorType((), "i32")
+    carried = [scalar, at] + [st] * len(sources)
+    start = [hlo.constant(np.array(0, np.int32)), acc] + list(sources)
+    loop = ir.Operation.create("stablehlo.while", results=[tensor_type(c) for c in carried], operands=start,
+                               regions=2)
+    cond = loop.regions[0].blocks.append(*[tensor_type(c) for c in carried])
+    with ir.InsertionPoint(cond):
+        more = hlo.compare(cond.arguments[0], hlo.constant(np.array(blocks, np.int32)), "LT")
+        ir.Operation.create("stablehlo.return", operands=[more])
+    region = loop.regions[1].blocks.append(*[tensor_type(c) for c in carried])
+    with ir.InsertionPoint(region):
+        j, acc_in, *srcs = region.arguments
+        offset = hlo.binary("add", hlo.binary("multiply", j, hlo.constant(np.array(BLOCK * lanes, np.int32))),
+                            hlo.constant(np.array(lanes, np.int32)))
+        zero = hlo.constant(np.array(0, np.int32))
+        piece = TensorType(st.shape[:-1] + (BLOCK * lanes,), st.dtype)
+        block = [hlo.value("dynamic_slice", [v] + [zero] * (st.rank - 1) + [offset], piece,
+                           slice_sizes=hlo.i64s(piece.shape)) for v in srcs]
+        out = body(acc_in, block)
+        ir.Operation.create("stablehlo.return",
+                            operands=[hlo.binary("add", j, hlo.constant(np.array(1, np.int32))), out, *srcs])
+    return loop.results[1]
+
+
 @lowering("lane_sum")
 def _lane_sum(op, rewriter):
-    """``vec::map2_reduce_all(x * y, +)`` per row (``aten/src/ATen/cpu/vec/functional_base.h``)."""
+    """``vec::map2_reduce_all(x * y, +)`` per row (``aten/src/ATen/cpu/vec/functional_base.h``).
+    Rows of more than :data:`UNROLL_VECTORS` vectors add theirs in a loop
+    (:func:`_loop`), in the same order."""
     lhs, rhs = op.operands
     lanes, halving, fused = int(attr(op, "lanes")), bool(attr(op, "halving")), bool(attr(op, "fused"))
     n = hlo.type_of(lhs).shape[-1]
     kept = hlo.type_of(op.results[0]).shape
     if n == 0:
         return hlo.constant(0, hlo.type_of(op.results[0]))
-    products = _mul(lhs, rhs)
     if n < lanes:  # one partial vector: its lanes in order
+        products = _mul(lhs, rhs)
         acc = _cut(products, 0, 1)
         for j in range(1, n):
             acc = _add(acc, _cut(products, j, j + 1))
         return _reshape(acc, kept)
     k = n // lanes
-    acc = _cut(products, 0, lanes)
-    for i in range(1, k):
-        lo, hi = i * lanes, (i + 1) * lanes
-        acc = _fma(_cut(lhs, lo, hi), _cut(rhs, lo, hi), acc) if fused else _add(acc, _cut(products, lo, hi))
+    acc = _whole_vectors(lhs, rhs, lanes, k, fused)
     r = n - k * lanes
     if r:  # the partial vector's products contracted into the first lanes
         head = _fma(_cut(lhs, k * lanes, n), _cut(rhs, k * lanes, n), _cut(acc, 0, r))

@@ -4,8 +4,10 @@
 Eager's CPU kernels reduce a row in their ``at::vec`` lanes (8 float32s, 4
 float64s here: :func:`.eager_loops._lanes`, probed), which XLA's ``reduce``
 does not reproduce; these helpers give the lowerings eager's sums without a
-node per vector. Rows of more than :data:`MAX_VECTORS` vectors are left to the
-caller's XLA reduction: the lowering unrolls a row's vectors into its program.
+node per vector. ``lazy.lane_sum`` takes rows of up to :data:`MAX_VECTORS`
+vectors (its lowering adds a long row's vectors in a loop, in eager's order);
+``lazy.lane_moments`` unrolls a Welford step per vector into the program, so
+:func:`lanes` (layer norm's rows) stops at :data:`MAX_MOMENT_VECTORS`.
 """
 
 from __future__ import annotations
@@ -15,9 +17,16 @@ import torch
 from ..lowering import apply
 from . import eager_loops
 
-MAX_VECTORS = 1024
-"""The most whole vectors a row may have (8,192 float32s): the lowering writes
-a slice and an add (a Welford step: six ops) per vector into the program."""
+MAX_VECTORS = 2**31 // 64
+"""The most whole vectors a row of ``lazy.lane_sum`` may have: past 256 its
+lowering adds them in a ``stablehlo.while`` (blocks of 64 vectors), so the
+program does not grow with the row; the bound only keeps the loop's int32
+element offsets in range (2**31 elements at 64 lanes)."""
+
+MAX_MOMENT_VECTORS = 1024
+"""The most whole vectors a row may have in :func:`lanes` (8,192 float32s):
+``lazy.lane_moments``' lowering writes a Welford step (six ops) per vector
+into the program."""
 
 
 def lanes(dtype: torch.dtype, n: int) -> int | None:
@@ -27,7 +36,7 @@ def lanes(dtype: torch.dtype, n: int) -> int | None:
     if dtype not in (torch.float32, torch.float64) or n == 0:
         return None
     count = eager_loops._lanes(dtype)
-    if count is None or n // count > MAX_VECTORS:
+    if count is None or n // count > MAX_MOMENT_VECTORS:
         return None
     return count
 
