@@ -12,7 +12,14 @@ import pytest
 import torch
 
 from lazycore.dialect import exp_f64, folds
+from lazycore.frontends.torch.ops.elementwise import _eager_exp_f64_is_vml
 from lazycore.runtime import compiler
+
+# eager's exp is MKL VML's code for the CPU it runs on: exp_f64 models the AVX-512 path (Intel); on
+# another (an AMD EPYC here, 2026-12-02: 141-213 of ~2,300 values off) the probe says so and
+# torch.exp records XLA's exp, so the claims that eager gives these bits do not hold there
+EAGER_IS_THE_MODEL = pytest.mark.skipif(not _eager_exp_f64_is_vml(), reason="eager's exp on this CPU is not the "
+                                        "MKL VML code exp_f64 models (the routing probe says so)")
 
 _TINY = 2.2250738585072014e-308
 
@@ -40,6 +47,7 @@ _SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 5e-324, -5e-324, 1e-300, 2
             -708.0, 708.0, 708.5, 709.0, 709.5]
 
 
+@EAGER_IS_THE_MODEL
 def test_the_steps_are_eagers_bits():
     """exp_f64's steps give eager's bits, subnormal results included."""
     x = torch.cat([_values(2048, 0), torch.tensor(_SPECIAL, dtype=torch.float64),
@@ -63,10 +71,11 @@ def test_subnormal_results_are_flushed_not_wrong():
     text = (f'func.func @main(%a: {t}) -> {t} {{\n  %r = "lazy.exp_sleef"(%a) : ({t}) -> {t}\n'
             f"  return %r : {t}\n}}")
     (got,) = compiler.run_module(text, [x.numpy()])
-    want = torch.exp(x).numpy()
+    want = exp_f64.exp(x.numpy())  # the model, subnormals kept (eager's bits where EAGER_IS_THE_MODEL)
     assert np.all((got == want) | ((got == 0) & (np.abs(want) < _TINY)))
 
 
+@EAGER_IS_THE_MODEL
 @pytest.mark.parametrize("n", [1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1023, 4099])
 def test_torch_exp_is_eagers_bits(dev, no_fallback, n):
     """Every size (VML's loop has no scalar tail: it ends on a masked vector)."""
@@ -74,6 +83,7 @@ def test_torch_exp_is_eagers_bits(dev, no_fallback, n):
     assert _off(torch.exp(x.to(dev)).cpu().numpy(), torch.exp(x).numpy()) == 0
 
 
+@EAGER_IS_THE_MODEL
 def test_torch_exp_specials_and_strides(dev, no_fallback):
     x = torch.tensor(_SPECIAL, dtype=torch.float64)
     assert _off(torch.exp(x.to(dev)).cpu().numpy(), torch.exp(x).numpy()) == 0
@@ -82,6 +92,7 @@ def test_torch_exp_specials_and_strides(dev, no_fallback):
     assert _off(got.numpy(), torch.exp(m.t()[::2]).numpy()) == 0
 
 
+@EAGER_IS_THE_MODEL
 def test_two_threads(dev, no_fallback):
     x = _values(40000, 6)
     before = torch.get_num_threads()

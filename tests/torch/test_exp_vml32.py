@@ -12,7 +12,14 @@ import pytest
 import torch
 
 from lazycore.dialect import exp_f32, folds
+from lazycore.frontends.torch.ops.elementwise import _eager_exp_f32_is_vml
 from lazycore.runtime import compiler
+
+# eager's exp is MKL VML's code for the CPU it runs on: exp_f32 models the AVX-512 path (Intel); on
+# another (an AMD EPYC here, 2026-12-02: 141-213 of ~2,300 values off) the probe says so and
+# torch.exp records XLA's exp, so the claims that eager gives these bits do not hold there
+EAGER_IS_THE_MODEL = pytest.mark.skipif(not _eager_exp_f32_is_vml(), reason="eager's exp on this CPU is not the "
+                                        "MKL VML code exp_f32 models (the routing probe says so)")
 
 _TINY = 1.1754943508222875e-38
 
@@ -38,6 +45,7 @@ _SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1e-45, -1e-45, 1e-40, 2.0*
             math.nextafter(float(exp_f32.RARE), 0), 87.0, -87.0, 50.5, -50.5]
 
 
+@EAGER_IS_THE_MODEL
 def test_the_steps_are_eagers_bits():
     """exp_f32's steps give eager's bits, subnormal results included."""
     x = torch.cat([_values(4096, 0), torch.tensor(_SPECIAL),
@@ -61,11 +69,12 @@ def test_lowering_is_the_fold_bitwise():
 def test_subnormal_results_are_flushed_not_wrong():
     """XLA's CPU loops flush subnormal results to zero: the only difference there."""
     x = torch.rand(512, generator=torch.Generator().manual_seed(3)) * 18 - 105
-    want = torch.exp(x).numpy()
+    want = exp_f32.exp(x.numpy())  # the model, subnormals kept (eager's bits where EAGER_IS_THE_MODEL)
     got = _run(x.numpy())
     assert np.all((got == want) | ((got == 0) & (np.abs(want) < _TINY)))
 
 
+@EAGER_IS_THE_MODEL
 @pytest.mark.parametrize("n", [1, 3, 15, 16, 17, 31, 32, 33, 100, 1023, 4099])
 def test_torch_exp_is_eagers_bits(dev, no_fallback, n):
     """Every size (VML's loop has no scalar tail: it ends on a masked vector)."""
@@ -73,6 +82,7 @@ def test_torch_exp_is_eagers_bits(dev, no_fallback, n):
     assert _off(torch.exp(x.to(dev)).cpu().numpy(), torch.exp(x).numpy()) == 0
 
 
+@EAGER_IS_THE_MODEL
 def test_torch_exp_specials_and_strides(dev, no_fallback):
     x = torch.tensor(_SPECIAL)
     assert _off(torch.exp(x.to(dev)).cpu().numpy(), torch.exp(x).numpy()) == 0
@@ -81,6 +91,7 @@ def test_torch_exp_specials_and_strides(dev, no_fallback):
     assert _off(got.numpy(), torch.exp(m.t()[::2]).numpy()) == 0
 
 
+@EAGER_IS_THE_MODEL
 def test_two_threads(dev, no_fallback):
     x = _values(40000, 6)
     before = torch.get_num_threads()
