@@ -154,6 +154,8 @@ NOT_CACHES = {
     "passes/tools/plugins.py:_imported": "plugin modules imported once each",
     "frontends/numpy/fallback.py:HANDLED": "NumPy functions the frontend implements, registered at import",
     "frontends/torch/dispatch.py:_HANDLERS": "aten op -> handler, registered at import",
+    "frontends/torch/tensor.py:_KEYS": "interning: one LayoutKey object per layout, whose identity live tensors "
+             "and dispatch's signatures share (bounded by _KEYS_BOUND)",
     "frontends/torch/dispatch.py:_OPS": "the aten ops of _HANDLERS, kept alive so their ids stay theirs",
     "frontends/torch/dispatch.py:_INDEX_PROBED": "a fixed set of aten op names, filled at import",
     "frontends/torch/lowering.py:LOWERINGS": "aten op -> lowering, registered at import",

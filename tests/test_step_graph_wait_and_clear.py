@@ -5,13 +5,14 @@ Benchmark 7's pipelined row (``mark_step()``) compiled two programs more than
 its waited row (``mark_step(wait=True)``), graphs one node apart. Waiting is
 not why (the first two tests): the benchmark's cold start calls
 ``lazycore.cache.clear()`` after the waited row's model is on the device and
-before its first step. The clear empties ``torch.layout_keys``, so that
-model's parameters keep layout keys made before it while every later tensor
-of the same layout gets a new key (hashed by identity): dispatch's caches see
-two signatures for one layout, record AdamW's lowerings twice, and each
-recording keeps its own constant 1.0 (``1 - lr * wd``, ``lerp``'s ``1 - w``):
-one node more, a program of its own, for that model's whole life (the third
-test).
+before its first step. The clear emptied the torch frontend's layout keys,
+so that model's parameters kept layout keys made before it while every later
+tensor of the same layout got a new key (hashed by identity): dispatch's
+caches saw two signatures for one layout, recorded AdamW's lowerings twice,
+and each recording kept its own constant 1.0 (``1 - lr * wd``, ``lerp``'s
+``1 - w``): one node more, a program of its own, for that model's whole life
+(the third test). The keys are an interning table now, which a clear leaves
+(frontends/torch/tensor.py ``_KEYS``).
 """
 
 from __future__ import annotations
@@ -76,10 +77,6 @@ def test_a_pipelined_model_finds_the_waited_models_programs(clean_runtime):
     assert _compiles(lambda: (pipelined(False), pipelined(False), pipelined(False))) == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "frontends/torch/tensor.py: lazycore.cache.clear() empties torch.layout_keys, so a live tensor's "
-    "layout key (made before the clear) and a new tensor's key of the same layout hash apart; dispatch "
-    "records AdamW's lowerings once per key, each with its own constant 1.0: one node more, 2 compiles"))
 def test_a_clear_between_a_models_upload_and_its_first_step_changes_no_program(clean_runtime):
     dev = ltorch.device()
     x, y = _data(dev)

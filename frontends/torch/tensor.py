@@ -23,7 +23,6 @@ from weakref import ref as _weakref
 import torch
 
 from lazycore.ir.context import LOCK as _LOCK
-from lazycore.ir.memo import Memo
 from lazycore.trace import core
 from lazycore.runtime import device as _lc_device
 from lazycore.trace import views
@@ -422,15 +421,23 @@ class LayoutKey(tuple):
     layout (:func:`layout_key`), hashed by identity: dispatch's signature of a
     call holds its tensors' keys, and hashing their shapes, dtypes and devices
     at every op cost ~0.15 us a tensor. Equality is a tuple's: two keys of one
-    layout made apart (the table emptied between them) compare equal and
-    hash apart, so a cache keyed by them misses, never answers wrongly."""
+    layout made apart (the table emptied between them, at its bound) compare
+    equal and hash apart, so a cache keyed by them misses, never answers
+    wrongly."""
 
     __slots__ = ()
     __hash__ = object.__hash__
 
 
-_KEYS = Memo("torch.layout_keys", 100_000)
-"""Layout (a plain tuple) -> its :class:`LayoutKey`."""
+_KEYS: dict = {}
+"""Layout (a plain tuple) -> its :class:`LayoutKey`: an interning table, not a
+cache, so ``lazycore.cache.clear()`` leaves it. Emptied, a key made for a
+layout that live tensors hold would hash apart from theirs, and dispatch would
+record each op twice, making the step's graph another program for the life of
+those tensors (a clear between a model's upload and its first step cost a
+compile a step: tests/test_step_graph_wait_and_clear.py). Emptied whole at
+:data:`_KEYS_BOUND` entries, as a memo is (a long run's layouts drift)."""
+_KEYS_BOUND = 100_000
 _key_of = _KEYS.get
 
 
@@ -443,7 +450,9 @@ def layout_key(shape, strides, offset, dtype, tdev) -> LayoutKey:
     except TypeError:
         return plain
     if key is None:
-        key = _KEYS.put(plain, LayoutKey(plain))
+        if len(_KEYS) >= _KEYS_BOUND:
+            _KEYS.clear()
+        key = _KEYS[plain] = LayoutKey(plain)
     return key
 
 
