@@ -23,8 +23,10 @@ channel-group splits), ConvFormer (MetaFormer with separable convolutions and
 StarReLU), MambaOut (gated CNN blocks: a depthwise 7x7 on a channel split),
 Sequencer2D (bidirectional LSTMs along rows and columns), ViT with relative
 position MLP biases (timm's ``vit_relpos``), torchvision's MobileNetV2 in
-train mode (inverted residuals, ReLU6, batch norm) and torchvision's
-``VisionTransformer`` (its class token, its encoder's learned positions).
+train mode (inverted residuals, ReLU6, batch norm), torchvision's
+``VisionTransformer`` (its class token, its encoder's learned positions) and
+torchvision's FCOS detector on a tiny backbone (focal, GIoU and centerness
+losses).
 ``python tests/consumers/cases_hunt34.py [names]`` prints the table.
 """
 
@@ -157,6 +159,56 @@ _add("timm_vit_relpos_mlp", _timm("vit_relpos_small_patch16_224", img_size=32, p
 _add("tv_mobilenet_v2_train", _tv("mobilenet_v2", width_mult=0.25), opt="sgd")
 _add("tv_vit_tiny", _tv_vit(), opt="adamw", smoothing=0.11)
 _add("tv_vit_one_layer_16px", _tv_vit(layers=1, width=16, size=16), size=16, opt="adamw", smoothing=0.11)  # CI's
+
+
+
+
+def _fcos():
+    """torchvision's FCOS (its GroupNorm heads cut to one conv block each) on
+    a two-convolution backbone: one feature level, 16-pixel anchors."""
+    import torch.nn as nn
+    from torchvision.models.detection import FCOS
+    from torchvision.models.detection.anchor_utils import AnchorGenerator
+
+    backbone = nn.Sequential(nn.Conv2d(3, 8, 3, stride=4, padding=1), nn.ReLU(),
+                             nn.Conv2d(8, 32, 3, stride=2, padding=1), nn.ReLU())
+    backbone.out_channels = 32
+    model = FCOS(backbone, num_classes=3, min_size=64, max_size=64,
+                 anchor_generator=AnchorGenerator(sizes=((16,),), aspect_ratios=((1.0,),)),
+                 image_mean=[0.5] * 3, image_std=[0.25] * 3)
+    for head in (model.head.classification_head, model.head.regression_head):
+        head.conv = nn.Sequential(*list(head.conv)[:3])
+    return model
+
+
+def tv_fcos_focal_giou(device, each, dtype=torch.float32):
+    """FCOS trained as torchvision's detection references do (SGD, momentum,
+    weight decay; the model's own loss dict summed): center sampling, the
+    sigmoid focal loss, the generalized IoU loss of the foreground boxes and
+    the centerness loss, two boxes an image."""
+    torch.manual_seed(0)
+    model = _fcos().to(dtype).to(device)
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    g = torch.Generator().manual_seed(1)
+    losses = []
+    for _ in range(STEPS):
+        images = [torch.rand(3, 64, 64, generator=g).to(dtype).to(device) for _ in range(2)]
+        targets = []
+        for _ in range(2):
+            xy, wh = torch.rand(2, 2, generator=g) * 32, torch.rand(2, 2, generator=g) * 24 + 8
+            targets.append({"boxes": torch.cat([xy, xy + wh], 1).to(dtype).to(device),
+                            "labels": torch.randint(1, 3, (2,), generator=g).to(device)})
+        loss = sum(model(images, targets).values())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+        each()
+    return losses, dict(model.state_dict())
+
+
+CASES["tv_fcos_focal_giou"] = tv_fcos_focal_giou
 
 
 def compare(name, referee=False, elements=False):
