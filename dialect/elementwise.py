@@ -79,6 +79,14 @@ define(OpSpec("exp_sleef", ("operand",), _unary_rule("float", False),
                       "dialect/exp_f64.py)",
               elementwise=True, dtypes="float", fold=folds.exp_sleef))
 
+# log with SLEEF's float32 roundings (logf_u10, dialect/log_f32.py): one node where
+# the torch frontend models eager's log_softmax kernel, instead of ~109 nodes of its steps
+define(OpSpec("log_sleef", ("operand",), _unary_rule("float", False),
+              summary="elementwise log as eager torch's vectorized float32 kernels round it (SLEEF's logf_u10, "
+                      "dialect/log_f32.py; not torch.log, which is MKL VML's vsLn); float16/bfloat16/float8 "
+                      "in float32, float64 as lazy.log",
+              elementwise=True, dtypes="float", fold=folds.log_sleef))
+
 # exp as eager torch's torch.exp computes it on the CPU (MKL VML's vsExp / vdExp steps)
 define(OpSpec("exp_vml", ("operand",), _unary_rule("float", False),
               summary="elementwise exp as eager torch's float32 torch.exp (MKL VML's vsExp, dialect/exp_f32.py) "

@@ -112,6 +112,20 @@ def exp_sleef(x):
     return np.asarray(u, f32).astype(x.dtype)
 
 
+def log_sleef(x):
+    """``lazy.log_sleef``: float32 (and the narrower floats, in float32, rounded
+    once more) with SLEEF's ``logf_u10`` steps (:mod:`.log_f32`), the log of
+    eager torch's vectorized float32 kernels (``log_softmax``); float64 as
+    NumPy's log (its lowering takes XLA's: eager's float64 kernels, SLEEF's
+    ``logd_u10`` and VML's ``vdLn``, are not modelled)."""
+    if x.dtype == np.float64:
+        with np.errstate(all="ignore"):
+            return np.log(x)
+    from . import log_f32
+
+    return log_f32.log(x.astype(np.float32)).astype(x.dtype)
+
+
 def rsqrt(x):
     """Eager's CPU rsqrt, ``1 / sqrt(x)`` with each step rounded (float16,
     bfloat16 and float8 in float32, rounded once more at the end), which the

@@ -382,6 +382,7 @@ REFERENCES = {
     "exp_sleef": (np.exp, "real"),  # within an ulp (its bits: tests/torch/test_exp_sleef.py)
     "exp_vml": (np.exp, "real"),  # within an ulp (its bits: tests/torch/test_exp_vml32.py)
     "log": (np.log, "positive"),
+    "log_sleef": (np.log, "positive"),  # within an ulp (its bits: tests/torch/test_log_sleef.py)
     "log1p": (np.log1p, "above -1"),
     "expm1": (np.expm1, "real"),
     "tanh": (np.tanh, "real"),

@@ -8,7 +8,7 @@ from functools import partial
 import numpy as np
 
 from lazycore.dialect import attr
-from lazycore.dialect import exp_f32, exp_f64
+from lazycore.dialect import exp_f32, exp_f64, log_f32
 from lazycore.dialect.folds import SLEEF_EXPF_LN2, SLEEF_EXPF_LOG2E, SLEEF_EXPF_POLY, SLEEF_EXPF_RANGE
 from lazycore.dialect.mlir import ir, stablehlo
 from lazycore.dialect import TensorType
@@ -880,6 +880,98 @@ def _exp_sleef(op, rewriter):
         return _exp_float64(x)
     out = _exp_sleef_float32(hlo.convert(x, "f32"))
     return hlo.convert(out, dtype)
+
+
+def _log_sleef_float32(d):
+    """SLEEF's ``logf_u10`` steps (dialect/log_f32.py, which says why), its
+    multiply-adds fused as SLEEF's are (:func:`fused_multiply_add`), its plain
+    products and sums rounded apart (``lazy-keep-roundings`` fences them).
+    The exponent, the mantissa and the fixups are read from the bits: XLA's
+    CPU loops treat a subnormal operand as zero, so a positive subnormal ``d``
+    takes the steps on ``d * 2**149`` (its mantissa field as an integer)."""
+    shape = hlo.type_of(d).shape
+
+    def k(v):
+        return hlo.splat_like(v, d)
+
+    def ints(v):
+        return hlo.constant(v, TensorType(shape, "i32"))
+
+    def i32(v):
+        return hlo.value("bitcast_convert", [v], TensorType(shape, "i32"))
+
+    def f32(v):
+        return hlo.value("bitcast_convert", [v], TensorType(shape, "f32"))
+
+    def add(a, b):
+        return hlo.binary("add", a, b)
+
+    def sub(a, b):
+        return hlo.binary("subtract", a, b)
+
+    def mul(a, b):
+        return hlo.binary("multiply", a, b)
+
+    def neg(a):
+        return hlo.unary("negate", a)
+
+    def exponent_field(bits):
+        return hlo.binary("and", hlo.binary("shift_right_logical", bits, ints(23)), ints(0xFF))
+
+    def two_sum(a, b):  # dfadd2_vf2_vf_vf: a + b rounded and its exact error, the error in float64
+        # (XLA reassociates float32 TwoSum's steps with a constant: m - ((1 + m) - 1) gave 0)
+        s = add(a, b)
+        wide = sub(add(hlo.convert(a, "f64"), hlo.convert(b, "f64")), hlo.convert(s, "f64"))
+        return s, hlo.convert(wide, "f32")
+
+    bits = i32(d)
+    magnitude = hlo.binary("and", bits, ints(0x7FFFFFFF))
+    tiny = hlo.binary("and", hlo.compare(bits, ints(0), "GT"), hlo.compare(bits, ints(1 << 23), "LT"))
+    ds = hlo.select(tiny, hlo.convert(bits, "f32"), d)  # a subnormal's mantissa field: d * 2**149 exactly
+    ds_bits = i32(ds)
+    # e = getexp(ds * (1/0.75)) (the rounded product), m = ds * 2**-e exactly, in [0.75, 1.5)
+    e_field = exponent_field(i32(mul(ds, k(log_f32.INV_075))))
+    m_field = add(sub(exponent_field(ds_bits), e_field), ints(127))
+    m = f32(hlo.binary("or", hlo.binary("and", ds_bits, ints(0x7FFFFF)),
+                       hlo.binary("shift_left", m_field, ints(23))))
+    e = hlo.convert(sub(sub(e_field, ints(127)), hlo.select(tiny, ints(149), ints(0))), "f32")
+    num, den = two_sum(k(-1.0), m), two_sum(k(1.0), m)
+    # x = num / den (dfdiv_vf2_vf2_vf2)
+    t = hlo.binary("divide", k(1.0), den[0])
+    xh = mul(num[0], t)
+    u = fused_multiply_add(t, num[0], neg(xh))
+    v = fused_multiply_add(neg(den[1]), t, fused_multiply_add(neg(den[0]), t, k(1.0)))
+    xl = fused_multiply_add(xh, v, fused_multiply_add(num[1], t, u))
+    x2 = mul(xh, xh)
+    c0, c1, c2 = (k(c) for c in log_f32.POLY)
+    poly = fused_multiply_add(fused_multiply_add(c0, x2, c1), x2, c2)
+    # s = ln2 * e (dfmul_vf2_vf2_vf), then + 2x (dfadd_vf2_vf2_vf2), then + x**3 t (dfadd_vf2_vf2_vf)
+    ln2_hi, ln2_lo = (k(c) for c in log_f32.LN2)
+    sh = mul(ln2_hi, e)
+    sl = fused_multiply_add(ln2_lo, e, fused_multiply_add(ln2_hi, e, neg(sh)))
+    yh, yl = mul(xh, k(2.0)), mul(xl, k(2.0))
+    s2 = add(sh, yh)
+    s2l = add(add(add(sub(sh, s2), yh), sl), yl)
+    w = mul(mul(x2, xh), poly)
+    s3 = add(s2, w)
+    r = add(s3, add(add(sub(s2, s3), w), s2l))
+    # SLEEF's fixups, from the bits: +inf -> inf, +-0 -> -inf, negative or NaN -> NaN
+    r = hlo.select(hlo.compare(bits, ints(0x7F800000), "EQ"), k(math.inf), r)
+    r = hlo.select(hlo.compare(magnitude, ints(0), "EQ"), k(-math.inf), r)
+    negative = hlo.binary("and", hlo.compare(bits, ints(0), "LT"), hlo.compare(magnitude, ints(0), "NE"))
+    bad = hlo.binary("or", negative, hlo.compare(magnitude, ints(0x7F800000), "GT"))
+    return hlo.select(bad, k(math.nan), r)
+
+
+@lowering("log_sleef")
+def _log_sleef(op, rewriter):
+    # float32 (narrower floats in float32, rounded once more) as SLEEF's logf_u10;
+    # float64 as XLA's log (the fold: NumPy's; no kernel of eager's is modelled for it)
+    x = op.operands[0]
+    dtype = hlo.type_of(x).dtype
+    if dtype == "f64":
+        return hlo.unary("log", x)
+    return hlo.convert(_log_sleef_float32(hlo.convert(x, "f32")), dtype)
 
 
 @lowering("constant")

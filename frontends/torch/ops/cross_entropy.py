@@ -7,7 +7,7 @@ whenever the dims after ``dim`` are all 1) run on ``Vectorized<float>``:
 
 - forward: ``m = max(x)``, ``s = sum(exp(x - m))`` (``vec::map_reduce_all``),
   ``out = (x - m) - log(s)``; exp is SLEEF's ``expf_u10`` (``lazy.exp_sleef``),
-  log SLEEF's ``logf_u10`` (:func:`sleef_logf`; XLA's log is an ulp off in ~2%
+  log SLEEF's ``logf_u10`` (``lazy.log_sleef``; XLA's log is an ulp off in ~2%
   of sums, the correctly rounded one in fewer, each moving a whole row);
 - backward: ``g - exp(out) * sum(g)``, the product-difference one fused
   multiply-add (the compiler contracts it): with every sum exact (integer
@@ -83,7 +83,7 @@ def lane_sum(x, d: int, lanes: int):
 def _row_once(v):
     """``v`` (one value per row) computed once per row before the row's loop
     reads it: XLA's CPU fusion copies the cheap ops of a lane sum and of
-    :func:`sleef_logf` into each element's loop (10 exps, a sum and a log per
+    ``lazy.log_sleef``'s steps into each element's loop (10 exps, a sum and a log per
     element of a 128x10 batch); :func:`.conv.per_channel_once` keeps them apart."""
     flat = per_channel_once([reshape(v, (_count(v.shape),))])[0]
     return reshape(flat, v.shape)
@@ -94,77 +94,6 @@ def _count(shape) -> int:
     for s in shape:
         n *= s
     return n
-
-
-# SLEEF's ``logf_u10`` (``xlogf_u1``): ``d = m * 2**e`` with ``m`` in [0.75,
-# 1.5), ``x = (m - 1) / (m + 1)`` as a double-float quotient, then ``e * ln2 +
-# 2x + x**3 * t(x**2)`` in double-float sums. The ``df*`` helpers below are
-# SLEEF's with fused multiply-adds (its FMA builds); every step was checked
-# against eager's log on row sums 2..3000 and on C = 2..50257 rows: 0 off.
-_LN2 = (0.69314718246459960938, -1.904654323148236017e-09)
-_LOG_POLY = (0.3027294874, 0.3996108174, 0.6666694880)
-
-
-def sleef_logf(d, device):
-    """float32 ``log(d)`` with SLEEF's ``logf_u10`` roundings, for normal or
-    infinite ``d`` (a softmax's sum of exps: from 1 to its length); NaN, 0 and
-    negatives as SLEEF gives them."""
-    n = d.shape
-
-    def k(v, dt="f32"):
-        return const(v, dt, device, n)
-
-    def add(a, b):
-        return apply("add", a, b)
-
-    def sub(a, b):
-        return apply("sub", a, b)
-
-    def mul(a, b):
-        return apply("mul", a, b)
-
-    def fma(a, b, c):
-        return fused_multiply_add(a, b, c)
-
-    def two_sum(a, b):  # dfadd2_vf2_vf_vf: s = a + b rounded, and its exact error
-        # The error as a float64 sum, not TwoSum's float32 steps: XLA reassociates a sum
-        # with a constant (``m - ((1 + m) - 1)`` gave 0), which float64 survives, each
-        # ordering of these operands (near 1) being exact in it.
-        s = add(a, b)
-        wide = apply("sub", apply("add", convert(a, "f64"), convert(b, "f64")), convert(s, "f64"))
-        return s, convert(wide, "f32")
-
-    def power(e):  # 2**e for an integral float32 e in the normal range
-        bits = mul(add(convert(e, "i32"), k(127, "i32")), k(1 << 23, "i32"))
-        return apply("bitcast_convert", bits, dtype="f32")
-
-    # e = floor(log2(d / 0.75)) (getexp of the rounded product), m = d * 2**-e exactly
-    p = apply("bitcast_convert", mul(d, k(1.0 / 0.75)), dtype="i32")
-    e = convert(sub(apply("div", p, k(1 << 23, "i32")), k(127, "i32")), "f32")
-    m = mul(d, power(apply("neg", e)))
-    num, den = two_sum(k(-1.0), m), two_sum(k(1.0), m)
-    # x = num / den, dfdiv_vf2_vf2_vf2
-    t = apply("div", k(1.0), den[0])
-    xh = mul(num[0], t)
-    u = fma(t, num[0], apply("neg", xh))
-    v = fma(apply("neg", den[1]), t, fma(apply("neg", den[0]), t, k(1.0)))
-    xl = fma(xh, v, fma(num[1], t, u))
-    x2 = mul(xh, xh)
-    poly = fma(fma(k(_LOG_POLY[0]), x2, k(_LOG_POLY[1])), x2, k(_LOG_POLY[2]))
-    # s = ln2 * e (dfmul_vf2_vf2_vf), then + 2x (dfadd_vf2_vf2_vf2), then + x**3 t (dfadd_vf2_vf2_vf)
-    sh = mul(k(_LN2[0]), e)
-    sl = fma(k(_LN2[1]), e, fma(k(_LN2[0]), e, apply("neg", sh)))
-    yh, yl = mul(xh, k(2.0)), mul(xl, k(2.0))
-    s2 = add(sh, yh)
-    s2l = add(add(add(sub(sh, s2), yh), sl), yl)
-    w = mul(mul(x2, xh), poly)
-    s3 = add(s2, w)
-    r = add(s3, add(add(sub(s2, s3), w), s2l))
-    # SLEEF's fixups: +inf -> inf, 0 -> -inf, negative or NaN -> NaN
-    r = apply("select", apply("compare", d, k(float("inf")), direction="EQ"), k(float("inf")), r)
-    r = apply("select", apply("compare", d, k(0.0), direction="EQ"), k(float("-inf")), r)
-    bad = apply("or", apply("compare", d, k(0.0), direction="LT"), apply("compare", d, d, direction="NE"))
-    return apply("select", bad, k(float("nan")), r)
 
 
 def _eager_kernel(x, d) -> bool:
@@ -181,7 +110,7 @@ def _log_softmax(ctx, x, dim, half_to_float=False):
     shifted = apply("sub", x, _reduce_keep("reduce_max", x, d))
     if _eager_kernel(shifted, d):
         total = lane_sum(apply("exp_sleef", shifted), d, kernel_lanes(torch.float32))
-        return apply("sub", shifted, _keep(_row_once(sleef_logf(total, ctx.device)), d, x.shape))
+        return apply("sub", shifted, _keep(_row_once(apply("log_sleef", total)), d, x.shape))
     total = _reduce_keep("reduce_sum", apply("exp", shifted), d)
     return apply("sub", shifted, apply("log", total))
 
