@@ -726,26 +726,11 @@ class Executable:
 
 def _compile_options(device) -> xc.CompileOptions:
     if isinstance(device, MeshTarget):
-        return _cpu_vectors(device.compile_options(), device.platform)
+        return device.compile_options()
     options = xc.CompileOptions()
     # Without an explicit assignment XLA places the one replica on device 0 of
     # the client, and execution refuses buffers living on any other device.
     options.executable_build_options.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]]))
-    return _cpu_vectors(options, device.platform)
-
-
-_VECTOR_WIDTH = "xla_cpu_prefer_vector_width"
-
-
-def _cpu_vectors(options: xc.CompileOptions, platform: str) -> xc.CompileOptions:
-    """CPU programs prefer 512-bit vectors where the CPU has them (XLA's default
-    is 256): the elementwise loops of eager's exact roundings (SLEEF's and
-    MKL's exps, tanh's float64 form, the rounding fences) run 1.2-1.5x faster
-    (benchmark 3's program 15.9 -> 13.1 ms, a GPT step 61 -> 57 ms, one core),
-    with every output's bits the same (docs/dev/cpu_program_gap.md). A width
-    the user gives in ``XLA_FLAGS`` wins; a CPU without AVX-512 ignores it."""
-    if platform == "cpu" and _VECTOR_WIDTH not in os.environ.get("XLA_FLAGS", ""):
-        options.env_option_overrides = [(_VECTOR_WIDTH, "512")]
     return options
 
 
