@@ -5,11 +5,19 @@ batch's product is eager's (the products are XLA's dots, eager's are its BLAS's:
 equal on most small shapes on this CPU; a case whose products differ is not a
 test of the order and is counted apart). One program per dtype holds every case."""
 
+import os
+import sys
+
 import numpy as np
 import pytest
 import torch
 
 import lazycore as lc
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _bits import intel_kernels  # noqa: E402
+
+INTEL_KERNELS = intel_kernels(pytest)
 
 SHAPES = {  # (batches, rows, inner, columns)
     torch.float32: [(3, 5, 7, 2), (10, 3, 4, 5), (5, 64, 64, 64), (70, 3, 4, 5), (4, 6, 5, 3)],
@@ -18,6 +26,7 @@ SHAPES = {  # (batches, rows, inner, columns)
 SCALES = [(1, 1), (0, 1)]  # (beta, alpha): other scales eager's GEMM applies inside its kernel
 
 
+@INTEL_KERNELS
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_addbmm_sums_its_batches_in_eager_order(dev, dtype):
     g = torch.Generator().manual_seed(0)

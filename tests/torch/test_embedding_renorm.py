@@ -4,11 +4,17 @@ kernel (a host round trip). The limit is put at a row's own norm and at the
 median, so rows on both sides and at the edge of ``norm > max_norm`` decide
 as eager's, and indices repeat (a row named twice is scaled once)."""
 
+import sys
 import math
 import os
 
 import pytest
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _bits import intel_kernels  # noqa: E402
+
+INTEL_KERNELS = intel_kernels(pytest)
 
 # widths under one vector, one vector and a tail of 4 or more, several vectors and a short tail;
 # the whole sweep (the tail rules of float32 and float64 at each size) with LAZYCORE_TEST_FULL=1
@@ -78,6 +84,7 @@ def test_embedding_max_norm_sgd_loop_is_eagers_bits(dev, no_fallback):
     assert compiles[-1] == compiles[0], compiles
 
 
+@INTEL_KERNELS
 def test_embedding_max_norm_with_linear_loop(dev, no_fallback):
     """With a Linear after it the table is still eager's bits; the Linear's
     output and weights are within a few ulps (its 6 x 64 by 64 x 3 product

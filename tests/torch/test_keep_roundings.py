@@ -12,6 +12,9 @@ Without the pass: ``x * 0.3 + y`` differed from eager in 18% of float32 values,
 without ``lazy.fma``: float64 ``addcmul`` and ``add(alpha=)`` and ``lerp`` in
 a quarter of their values."""
 
+import os
+import sys
+
 import numpy
 import pytest
 import torch
@@ -20,6 +23,11 @@ import lazycore
 import lazycore.torch as ltorch
 from lazycore.ir import config
 from lazycore.passes.pipeline import CHANNELS_LAST_PIPELINE, DEFAULT_PIPELINE, default_for
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _bits import intel_kernels  # noqa: E402
+
+INTEL_KERNELS = intel_kernels(pytest)
 
 N = 4099  # a tail after every vector width's chunks
 FLOATS = [torch.float32, torch.float64]
@@ -134,6 +142,7 @@ def _warmup(opt):
     return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: (s + 1) / 3 if s < 2 else 0.7 ** s)
 
 
+@INTEL_KERNELS
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("name,scheduled", [(n, False) for n in OPTIMIZERS] + [("sgd momentum", True)])
 def test_optimizer_steps_on_a_mlp_are_eagers_bits(name, scheduled, dtype):

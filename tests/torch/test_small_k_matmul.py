@@ -9,6 +9,9 @@ Where K is 2 to 16 and the right operand's contiguous dimension (a linear layer'
 in float64 (where XLA's dot gives eager's bits) and in a symbolic export, the dot.
 """
 
+import os
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -17,6 +20,11 @@ import torch.nn.functional as F
 import lazycore
 import lazycore.torch as ltorch
 from lazycore.observe import metrics, testing
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _bits import intel_kernels  # noqa: E402
+
+INTEL_KERNELS = intel_kernels(pytest)
 
 DEV = "lazy"
 
@@ -37,6 +45,7 @@ def _stablehlo(fn):
     return got, cap.text(stage="stablehlo")
 
 
+@INTEL_KERNELS
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_small_k_products_are_eagers_bit_for_bit(dtype):
     metrics.reset()
@@ -61,6 +70,7 @@ def test_small_k_products_are_eagers_bit_for_bit(dtype):
     assert metrics.fallbacks() == {}
 
 
+@INTEL_KERNELS
 def test_a_zero_sum_is_plus_zero_as_eagers():
     # -0.0 * 0.0 = -0.0, but eager's chain starts from +0: every product -0 gives +0
     for dtype in (torch.float64, torch.float32):
@@ -102,6 +112,7 @@ def test_a_contraction_over_the_right_operands_rows_is_a_dot():
     torch.testing.assert_close(got.cpu(), grad.t() @ x)
 
 
+@INTEL_KERNELS
 def test_a_padded_batch_shares_one_program_per_bucket():
     """A batch marked dynamic (padded to its bucket, 16 here): linear layers of K 6 forward
     (chains over the batch's bucket, not its size) and backward (the weight gradient a dot

@@ -16,6 +16,7 @@ library); ``LAZYCORE_TEST_FULL=1`` (the suite's by-hand flag) runs every model, 
 differential fuzzer's large budget runs by hand)."""
 
 import os
+import sys
 
 import pytest
 import torch
@@ -31,6 +32,15 @@ GENERATE = [s.name for s in zoo_models.SPECS if s.generate and (ALL or s.name in
 KNOWN: dict = {}
 """(model, test) -> reason: the failures known today, strict xfails (fixing
 one fails its entry until it is removed)."""
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _bits import cpu_vendor  # noqa: E402
+
+if cpu_vendor() == "AuthenticAMD":
+    KNOWN[("resnet18", "parameters")] = (
+        "on an AMD EPYC (2026-12-02) lazycore's ResNet-18 ends 4.4e-4 from the float64 run at conv1.weight after "
+        "training while eager ends 2.1e-6 from it (an Intel CPU: within 1e-4 of eager); the same at d435edb, so "
+        "not a change of that day; cause not found (XLA's CPU convolution on this CPU is the first suspect)")
 
 _RESULTS: dict = {}
 
