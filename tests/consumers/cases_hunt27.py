@@ -868,6 +868,36 @@ class Outcome:
                 f"compiles {self.compiles} programs {self.programs}{f64}")
 
 
+def check_outcome(out: Outcome, bounds: dict, warmup: int) -> None:
+    """The hunts' bounds on one loop (tests/consumers/test_hunt3*_torch.py): losses and
+    state within ``bounds``' ``loss`` / ``state`` (default 1e-5), no fallback, at most
+    ``late`` compiles (0) and ``programs`` programs a step (1) after ``warmup`` steps."""
+    assert out.loss_rel < bounds.get("loss", 1e-5), (out.eager_losses, out.lazy_losses)
+    assert out.state_diff < bounds.get("state", 1e-5), (out.worst, out.state_diff)
+    assert out.fallbacks == 0, out.fallback_ops
+    assert sum(out.compiles[warmup:]) <= bounds.get("late", 0), out.compiles
+    assert max(out.programs[warmup:]) <= bounds.get("programs", 1), out.programs
+
+
+def print_table(compare_one, cases, names) -> None:
+    """A hunt's table by hand (``python tests/consumers/cases_huntNN.py [names...]``):
+    a line per loop of ``cases`` whose name holds one of ``names`` (all without),
+    ``compare_one(name, referee=...)`` each (REFEREE=1 adds the float64 run)."""
+    import time
+    import traceback
+
+    for n in names or list(cases):
+        for m in ([n] if n in cases else [k for k in cases if n in k]):
+            t0 = time.time()
+            try:
+                print(compare_one(m, referee=os.environ.get("REFEREE") == "1").line(), f"{time.time() - t0:.0f}s",
+                      flush=True)
+            except Exception as e:  # noqa: BLE001 (a table row)
+                print(Outcome(m, [], [], 0, 0, "", 0, {}, [], [], error=f"{type(e).__name__}: {e}"[:300]).line(),
+                      flush=True)
+                traceback.print_exc(limit=-3)
+
+
 def _cpu_state(state):
     return {k: (v.detach().cpu() if torch.is_tensor(v) else torch.tensor(v)) for k, v in state.items()}
 

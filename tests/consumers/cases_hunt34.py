@@ -220,18 +220,6 @@ def compare(name, referee=False, elements=False):
 
 
 if __name__ == "__main__":  # python tests/consumers/cases_hunt34.py [names...]: a table
-    import time
-    import traceback
+    from cases_hunt27 import print_table
 
-    from cases_hunt27 import Outcome
-
-    for n in sys.argv[1:] or list(CASES):
-        for m in ([n] if n in CASES else [k for k in CASES if n in k]):
-            t0 = time.time()
-            try:
-                print(compare(m, referee=os.environ.get("REFEREE") == "1").line(), f"{time.time() - t0:.0f}s",
-                      flush=True)
-            except Exception as e:  # noqa: BLE001 (a table row)
-                print(Outcome(m, [], [], 0, 0, "", 0, {}, [], [], error=f"{type(e).__name__}: {e}"[:300]).line(),
-                      flush=True)
-                traceback.print_exc(limit=-3)
+    print_table(compare, CASES, sys.argv[1:])

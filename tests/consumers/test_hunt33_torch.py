@@ -38,6 +38,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 import cases_hunt33 as cases  # noqa: E402
+from cases_hunt27 import check_outcome  # noqa: E402
 from test_hunt26_torch import full_only  # noqa: E402 (the shared harness)
 
 _CI = ("patchtst_forecast_std_scaler",)
@@ -82,13 +83,7 @@ _XFAIL = {
 
 
 def _check(name):
-    out = cases.compare(name)
-    b = _BOUNDS.get(name, {})
-    assert out.loss_rel < b.get("loss", 1e-5), (out.eager_losses, out.lazy_losses)
-    assert out.state_diff < b.get("state", 1e-5), (out.worst, out.state_diff)
-    assert out.fallbacks == 0, out.fallback_ops
-    assert sum(out.compiles[cases.WARMUP:]) <= b.get("late", 0), out.compiles
-    assert max(out.programs[cases.WARMUP:]) <= b.get("programs", 1), out.programs
+    check_outcome(cases.compare(name), _BOUNDS.get(name, {}), cases.WARMUP)
 
 
 @pytest.mark.parametrize("name", _CI)

@@ -34,6 +34,7 @@ pytest.importorskip("timm")
 pytest.importorskip("torchvision")
 
 import cases_hunt34 as cases  # noqa: E402
+from cases_hunt27 import check_outcome  # noqa: E402
 from test_hunt26_torch import full_only  # noqa: E402 (the shared harness)
 
 _CI = ("tv_vit_one_layer_16px",)  # 2 compiles of ~1,900 nodes: 82 s at load 8.6 on the 2 cores, 24-30 s XLA each
@@ -66,13 +67,7 @@ _XFAIL: dict = {
 
 
 def _check(name):
-    out = cases.compare(name)
-    b = _BOUNDS.get(name, {})
-    assert out.loss_rel < b.get("loss", 1e-5), (out.eager_losses, out.lazy_losses)
-    assert out.state_diff < b.get("state", 1e-5), (out.worst, out.state_diff)
-    assert out.fallbacks == 0, out.fallback_ops
-    assert sum(out.compiles[cases.WARMUP:]) <= b.get("late", 0), out.compiles
-    assert max(out.programs[cases.WARMUP:]) <= b.get("programs", 1), out.programs
+    check_outcome(cases.compare(name), _BOUNDS.get(name, {}), cases.WARMUP)
 
 
 @pytest.mark.parametrize("name", _CI)
