@@ -1,7 +1,9 @@
 """Helpers shared by tests: bit-for-bit comparison of float arrays (the exactness tests), index checks found in StableHLO text."""
 
 import re
+
 import numpy
+import pytest
 
 
 def bits_equal(got, want):
@@ -51,12 +53,13 @@ def cpu_vendor() -> str:
     return found.group(1) if found else ""
 
 
-def intel_kernels(pytest):
-    """A marker for tests that claim eager's bits where lazycore copies the
-    summation order of MKL's Intel code (its small-K GEMM chains, addbmm's batch
-    order, the optimizers' products through them): MKL picks its code by CPU
-    vendor, and on an AMD EPYC (2026-12-02) eager's products sum in other orders,
-    so those claims are made, and checked, on Intel CPUs."""
-    return pytest.mark.skipif(cpu_vendor() != "GenuineIntel",
-                              reason=f"eager's MKL runs other code on this CPU ({cpu_vendor() or 'unknown'}): "
-                                     "the summation orders lazycore copies are MKL's Intel ones")
+_VENDOR = cpu_vendor()
+
+INTEL_KERNELS = pytest.mark.skipif(_VENDOR != "GenuineIntel",
+                                   reason=f"eager's MKL runs other code on this CPU ({_VENDOR or 'unknown'}): "
+                                          "the summation orders lazycore copies are MKL's Intel ones")
+"""The marker of tests that claim eager's bits where lazycore copies the summation
+order of MKL's Intel code (its small-K GEMM chains, addbmm's batch order, the
+optimizers' products through them): MKL picks its code by CPU vendor, and on an
+AMD EPYC (2026-12-02) eager's products sum in other orders, so those claims are
+made, and checked, on Intel CPUs."""

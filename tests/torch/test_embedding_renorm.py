@@ -4,17 +4,15 @@ kernel (a host round trip). The limit is put at a row's own norm and at the
 median, so rows on both sides and at the edge of ``norm > max_norm`` decide
 as eager's, and indices repeat (a row named twice is scaled once)."""
 
-import sys
 import math
 import os
+import sys
 
 import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _bits import intel_kernels  # noqa: E402
-
-INTEL_KERNELS = intel_kernels(pytest)
+from _bits import INTEL_KERNELS  # noqa: E402
 
 # widths under one vector, one vector and a tail of 4 or more, several vectors and a short tail;
 # the whole sweep (the tail rules of float32 and float64 at each size) with LAZYCORE_TEST_FULL=1

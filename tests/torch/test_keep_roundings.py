@@ -25,9 +25,7 @@ from lazycore.ir import config
 from lazycore.passes.pipeline import CHANNELS_LAST_PIPELINE, DEFAULT_PIPELINE, default_for
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _bits import intel_kernels  # noqa: E402
-
-INTEL_KERNELS = intel_kernels(pytest)
+from _bits import INTEL_KERNELS  # noqa: E402
 
 N = 4099  # a tail after every vector width's chunks
 FLOATS = [torch.float32, torch.float64]

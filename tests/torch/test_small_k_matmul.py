@@ -22,9 +22,7 @@ import lazycore.torch as ltorch
 from lazycore.observe import metrics, testing
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _bits import intel_kernels  # noqa: E402
-
-INTEL_KERNELS = intel_kernels(pytest)
+from _bits import INTEL_KERNELS  # noqa: E402
 
 DEV = "lazy"
 
