@@ -100,6 +100,11 @@ class TorchaxVariant:
                  if id(p) in group_of}
         with env:
             model.to("jax")
+            if hasattr(model, "tie_weights"):
+                # .to("jax") makes a new parameter per attribute, untying GPT-2's lm_head from its
+                # embedding (each would train on its own part of the gradient); transformers' Trainer
+                # ties them again after moving a model, as a torchax user must
+                model.tie_weights()
         jm = interop.JittableModule(model)
         self.jm, self.env = jm, env
         params = interop.jax_view(dict(jm.params))
