@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from lazycore.dialect import create
-from lazycore.dialect.build import attr_to_mlir, from_mlir_type, tensor_type
+from lazycore.dialect.build import from_mlir_type, splat_to_mlir, tensor_type
 from lazycore.dialect.types import TensorType, is_bool, is_complex, is_float, real_dtype, to_numpy_dtype
 from lazycore.dialect.mlir import ir
 
@@ -94,8 +94,7 @@ def splat_constant(scalar, t: TensorType) -> ir.Value:
         z = complex(scalar)
         parts = [splat_constant(p, TensorType(t.shape, real_dtype(t.dtype))) for p in (z.real, z.imag)]
         return create("complex", *parts).result
-    one = ir.DenseElementsAttr(attr_to_mlir("dense", np.asarray(scalar, dtype=to_numpy_dtype(t.dtype))))
-    value = ir.DenseElementsAttr.get_splat(tensor_type(t), one.get_splat_value())
+    value = splat_to_mlir(scalar, t)
     return ir.Operation.create("lazy.constant", results=[tensor_type(t)], attributes={"value": value}).result
 
 

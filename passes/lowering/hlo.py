@@ -63,18 +63,23 @@ def constant_attr(array) -> ir.Attribute:
 
 def constant(array, t: TensorType | None = None) -> ir.Value:
     """A ``stablehlo.constant``; a scalar with ``t`` is splat to type ``t``."""
-    if t is not None:
-        array = np.full(t.shape, array, dtype=to_numpy_dtype(t.dtype))
-    array = np.asarray(array)
-    if array.dtype.kind == "c":  # no complex attribute ever (see lazycore.dialect.build.create)
-        re, im = constant(np.array(array.real, order="C")), constant(np.array(array.imag, order="C"))
-        return value("complex", [re, im], type_of(re)._replace(dtype=f"complex<{type_of(re).dtype}>"))
-    from lazycore.dialect.build import attr_to_mlir
+    from lazycore.dialect.build import attr_to_mlir, splat_to_mlir
 
-    attr = attr_to_mlir("dense", array)
-    return ir.Operation.create(
-        "stablehlo.constant", results=[attr.type], attributes={"value": attr}
-    ).result
+    if t is not None and t.dtype.startswith("complex"):
+        z = np.asarray(array, dtype=to_numpy_dtype(t.dtype))
+        part = t._replace(dtype=t.dtype[len("complex<"):-1])
+        return value("complex", [constant(z.real, part), constant(z.imag, part)], t)
+    if t is not None and np.ndim(array) == 0:
+        attr = splat_to_mlir(array, t)
+    else:
+        if t is not None:  # (values broadcast to t's shape)
+            array = np.full(t.shape, array, dtype=to_numpy_dtype(t.dtype))
+        array = np.asarray(array)
+        if array.dtype.kind == "c":  # no complex attribute ever (see lazycore.dialect.build.create)
+            re, im = constant(np.array(array.real, order="C")), constant(np.array(array.imag, order="C"))
+            return value("complex", [re, im], type_of(re)._replace(dtype=f"complex<{type_of(re).dtype}>"))
+        attr = attr_to_mlir("dense", array)
+    return ir.Operation.create("stablehlo.constant", results=[attr.type], attributes={"value": attr}).result
 
 
 def splat_like(scalar, v: ir.Value) -> ir.Value:
