@@ -51,13 +51,13 @@ def test_serializes_at_the_consumer_version(monkeypatch):
     from lazycore.runtime import pjrt
 
     seen = []
-    real = mlir.serialize_stablehlo
+    real = mlir.serialize_stablehlo_module
 
-    def spy(text, version):
+    def spy(module, version):
         seen.append(version)
-        return real(text, version)
+        return real(module, version)
 
-    monkeypatch.setattr(compiler, "serialize_stablehlo", spy)
+    monkeypatch.setattr(compiler, "serialize_stablehlo_module", spy)
     compiler.compile_module(PROGRAM)
     assert seen == [pjrt.consumer_stablehlo_version()]
 

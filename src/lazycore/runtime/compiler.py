@@ -2,7 +2,7 @@
 
 ``compile_module`` is the meeting point of the compiler half and the runtime
 half: lazy module in, executable out. The hand-off to jaxlib is one call,
-:func:`lazycore.dialect.mlir.serialize_stablehlo`, at the version jaxlib reports.
+:func:`lazycore.dialect.mlir.serialize_stablehlo_module`, at the version jaxlib reports.
 A barrier's new program comes from :func:`lazycore.runtime.programs.program`:
 loaded from the persistent compile cache, or lowered and compiled here.
 """
@@ -20,7 +20,7 @@ from lazycore.ir.config import settings
 from lazycore.ir.graph import Value, map_operands
 from lazycore.ir.regions import RegionNode
 from lazycore.ir.sourceloc import resolve
-from lazycore.dialect.mlir import func, ir, serialize_stablehlo
+from lazycore.dialect.mlir import func, ir, serialize_stablehlo_module
 from lazycore.dialect.build import CONTEXTS, new_context
 from lazycore.passes import rolled_emit
 from lazycore.passes.lowering import shardy
@@ -83,11 +83,16 @@ def lower(
 def stablehlo_artifact(module: ir.Module) -> tuple[bytes, tuple, tuple]:
     """A StableHLO module as jaxlib reads it, with its entry's parameter and result types."""
     inputs, outputs = entry_types(module)
-    op = module.operation.clone()  # the module itself stays as the pipeline left it (dumps, captures)
-    _scalar_broadcasts_per_use(op)
+    # a copy: the module itself stays as the pipeline left it (dumps, captures)
+    copy = ir.Module.create(loc=module.operation.location)
+    attributes = module.operation.attributes
+    for name in attributes:  # (a mesh's partition counts)
+        copy.operation.attributes[name] = attributes[name]
+    for op in module.body.operations:
+        op.operation.clone(ip=ir.InsertionPoint(copy.body))
+    _scalar_broadcasts_per_use(copy.operation)
     # with locations: XLA's op metadata and errors then name the user's lines
-    text = op.get_asm(enable_debug_info=True)
-    return serialize_stablehlo(text, pjrt.consumer_stablehlo_version()), inputs, outputs
+    return serialize_stablehlo_module(copy, pjrt.consumer_stablehlo_version()), inputs, outputs
 
 
 def _scalar_broadcasts_per_use(op) -> None:
