@@ -21,6 +21,7 @@ from lazycore.trace import fallback
 
 from .counts import permutation
 from .ops.indexing import host_masked
+from .special import resize_
 from .tensor import Tensor, from_host, read, to_host, write
 
 sourceloc.skip(torch)
@@ -59,6 +60,8 @@ class _Bridge(fallback.Bridge):
                         yield item, host
 
     def write(self, lazy, host, call):
+        if host.shape != lazy.shape:  # the kernel resized it, as eager's resize their outputs
+            resize_(None, (lazy, tuple(host.shape)), {})
         write(lazy, read(from_host(host, lazy.device)))
 
     def from_host(self, host, call):
@@ -91,6 +94,32 @@ class _Permutations(_Bridge):
 _PERMUTATIONS = _Permutations()
 
 
+class _Writes(_Bridge):
+    """An op that writes some of its arguments: their host copies get storage of
+    their own, which the op may resize (the fused fake-quant observer's per-channel
+    min/max buffers start empty; a copy on a NumPy array's memory cannot grow)."""
+
+    def __init__(self, written):
+        self.written = written
+
+    def to_host(self, x, call):
+        host = to_host(x)
+        return host.clone(memory_format=torch.preserve_format) if id(x) in self.written else host
+
+
+def _written(func, args, kwargs):
+    """The ids of the lazy tensors ``func``'s schema writes among ``args``/``kwargs``."""
+    out = set()
+    for i, arg in enumerate(func._schema.arguments):
+        if arg.alias_info is None or not arg.alias_info.is_write:
+            continue
+        x = args[i] if i < len(args) and not arg.kwarg_only else kwargs.get(arg.name)
+        for item in (x if isinstance(x, (list, tuple)) else (x,)):
+            if isinstance(item, Tensor):
+                out.add(id(item))
+    return out
+
+
 # Below __torch_dispatch__ torch excludes the Conjugate and Negative keys, so a
 # CPU kernel run from here would read a conj view (pinv's mH, ...) as plain
 # numbers: complex results came back wrong. The host call gets them back.
@@ -105,7 +134,11 @@ def run(func, args, kwargs):
     for k in _VIEW_KEYS:
         torch._C._dispatch_tls_set_dispatch_key_excluded(k, False)
     try:
-        bridge = _PERMUTATIONS if func.overloadpacket is torch.ops.aten.randperm else _BRIDGE
+        if func.overloadpacket is torch.ops.aten.randperm:
+            bridge = _PERMUTATIONS
+        else:
+            written = _written(func, args, kwargs)
+            bridge = _Writes(written) if written else _BRIDGE
         return fallback.run(str(func), func, args, kwargs, bridge)
     finally:
         for k, was in zip(_VIEW_KEYS, saved):
