@@ -18,7 +18,8 @@ physics-informed network whose residual is ``torch.func``'s ``hessian`` and
 ``einops.layers.torch`` ``Rearrange``/``Reduce``/``EinMix`` layers), and a
 ``GradScaler`` loop with gradient accumulation that meets an overflowing
 micro-batch (the step skipped, the scale backed off) with ``unscale_`` and
-``clip_grad_norm_``.
+``clip_grad_norm_``. :func:`threads` runs two loops in threads at once; :func:`adam_beside_dual_level`
+steps Adam while another thread holds a forward-mode AD level.
 ``python tests/consumers/cases_hunt35.py [names]`` prints the table.
 """
 
@@ -334,6 +335,84 @@ def grad_scaler_overflow_accumulate_clip(device, each, dtype=torch.float32):
         each()
     return losses, _state(model, scale=torch.tensor(scaler.get_scale()), step=torch.tensor(
         float(opt.state[next(model.parameters())]["step"])))
+
+
+THREADED = ("autograd_functional_hutchinson_trace_adam", "autocast_bf16_grad_scaler_rmsprop")
+"""The loops :func:`threads` runs at once: this module's hvp loop and hunt 27's autocast/GradScaler loop.
+(This module's PINN beside them failed now and then: see :func:`adam_beside_dual_level`.)"""
+
+
+def threads(names=THREADED):
+    """The loops ``names`` (this module's or hunt 27's), each in a thread of its own on the lazy device at the same time (torch.func's transform stack and
+    autocast's state are per thread; the pending graph and ``mark_step`` are the device's),
+    against each run alone on eager CPU: name -> (largest relative loss difference, state
+    difference, where), and the errors the threads raised."""
+    import threading
+    import traceback
+
+    import cases_hunt27
+    import lazycore.torch as ltorch
+    from zoo_harness import _rel, _state_diff
+
+    loops = {k: CASES[k] if k in CASES else cases_hunt27.CASES[k] for k in names}
+    eager = {k: f(torch.device("cpu"), lambda: None) for k, f in loops.items()}
+    lazy, errors = {}, []
+
+    def work(k):
+        try:
+            losses, state = loops[k](ltorch.device(), ltorch.mark_step)
+            lazy[k] = [float(v.cpu()) for v in losses], cases_hunt27._cpu_state(state)
+        except Exception:  # noqa: BLE001 (reported with its thread)
+            errors.append((k, traceback.format_exc()))
+
+    running = [threading.Thread(target=work, args=(k,)) for k in loops]
+    for t in running:
+        t.start()
+    for t in running:
+        t.join()
+    out = {}
+    for k, (losses, state) in lazy.items():
+        eager_losses, eager_state = eager[k]
+        out[k] = (max(_rel(a, float(b)) for a, b in zip(losses, eager_losses)),
+                  *_state_diff(state, cases_hunt27._cpu_state(eager_state)))
+    return out, errors
+
+
+def adam_beside_dual_level(device):
+    """Two Adam steps of a linear layer on ``device`` while another thread is inside
+    ``torch.autograd.forward_ad.dual_level()`` (as torch.func's ``jacfwd``/``jvp`` are): the
+    last weight, or the error the steps raised. The dual level is the process's
+    (``forward_ad._current_level``), not the thread's."""
+    import threading
+
+    import torch.autograd.forward_ad as fwAD
+
+    import lazycore.torch as ltorch
+
+    inside, done = threading.Event(), threading.Event()
+
+    def hold():
+        with fwAD.dual_level():
+            inside.set()
+            done.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    inside.wait()
+    try:
+        torch.manual_seed(0)
+        model = nn.Linear(4, 2).to(device)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        for _ in range(2):
+            model(torch.ones(3, 4).to(device)).sum().backward()
+            opt.step()
+            opt.zero_grad()
+            if device.type != "cpu":
+                ltorch.mark_step()
+        return model.weight.detach().cpu()
+    finally:
+        done.set()
+        holder.join()
 
 
 def compare(name, referee=False, elements=False):
