@@ -413,9 +413,24 @@ def _meta_entry(acc, func, args, kwargs):
 
 def _run_meta(func, margs, mkwargs):
     try:
+        if func is aten.lerp_.Tensor:
+            return _lerp_in_place(margs, mkwargs)
         return func(*margs, **mkwargs)
     except NotImplementedError:
         return None
+
+
+def _lerp_in_place(margs, mkwargs):
+    """torch's meta ``lerp_`` (torch/_meta_registrations.py) builds the weight's
+    ``repr``, which reads the process-wide forward-AD level: while any thread is
+    in ``jacfwd``/``jvp``, that fails below autograd with an internal assert, and
+    Adam's ``exp_avg.lerp_(grad, weight)`` with it. The out-of-place meta kernel
+    checks the same operands; an in-place result keeps ``self``'s shape."""
+    out = aten.lerp.Tensor(*margs, **mkwargs)
+    if out.shape != margs[0].shape:
+        raise RuntimeError(f"output with shape {list(margs[0].shape)} doesn't match the broadcast shape "
+                           f"{list(out.shape)}")
+    return margs[0]
 
 
 # Which dtypes an op takes is eager's kernels' to say, and meta kernels do not

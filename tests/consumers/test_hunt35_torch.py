@@ -89,14 +89,8 @@ def test_two_loops_in_threads_train_as_eager():
         assert loss < 1e-5 and state < 1e-5, (name, loss, state, where)
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
-    "torch's meta for aten.lerp_.Tensor (torch/_meta_registrations.py:9123, _register_inplace_meta calls the "
-    "aten.lerp overload packet, whose overload matching formats the arguments with Tensor.__repr__) reaches "
-    "torch._tensor_str's forward_ad.unpack_dual, which reads the process-wide dual level: while any thread is "
-    "inside jacfwd/jvp, _fw_primal below autograd (lazycore's meta run, frontends/torch/dispatch.py:416 "
-    "_run_meta) raises 'InferenceMode::is_enabled() && self.is_inference() INTERNAL ASSERT FAILED'. Plain torch: "
-    "aten.lerp_.Tensor on meta tensors under a dual level raises the same. Eager CPU's Adam steps pass. Found with "
-    "the PINN loop in one thread and the hvp loop's Adam (optim_foreach.adam's exp_avg.lerp_) in another"))
+# (was a strict xfail: torch's meta lerp_ formats its weight, which reads the process-wide dual level and
+# failed below autograd; dispatch._lerp_in_place, tests/torch/test_lerp_under_forward_ad.py)
 def test_adam_beside_a_forward_ad_level_in_another_thread():
     import torch
 
