@@ -21,7 +21,7 @@ from lazycore.trace import fallback
 
 from .counts import permutation
 from .ops.indexing import host_masked
-from .special import resize_
+from .storage_resize import resize_
 from .tensor import Tensor, from_host, read, to_host, write
 
 sourceloc.skip(torch)
