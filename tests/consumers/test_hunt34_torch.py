@@ -46,6 +46,10 @@ _BOUNDS: dict = {
     # in exact arithmetic and AdamW moves it by lr-sized steps in the sign of each run's rounding. Eager
     # float32 itself ends 2.4e-5 from the float64 run there (3.8e-6 everywhere else); lazycore 2.8e-5 from eager
     "timm_xcit_cross_covariance": dict(state=5e-5),
+    # the same for nn.MultiheadAttention's key bias (the middle third of in_proj_bias): eager float32's key
+    # bias is only rounding (|k bias| <= 1.7e-5 after 4 steps, 1.7e-5 from the float64 run; lazycore 5.1e-6
+    # from it, 1.2e-5 from eager); its query and value thirds agree with eager's to 1.3e-9
+    "tv_vit_one_layer_16px": dict(state=5e-5),
 }
 
 # name -> why the loop is a strict xfail (the fix shows as an XPASS)
