@@ -41,6 +41,7 @@ from .dtypes import TO_TORCH
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
 from .meta_store import MISS, STORE
+from .ops import factories
 from .recipe_store import ALIASED, STORE as RECORDINGS, StoredMemo
 from .tensor import (ENTRY, LayoutKey, Tensor, _new, layout_key, lc_device, meta_layout, meta_twin, read,
                      refresh_key, route_ops, torch_device, upload, view_of, wrap, wrap_layout, write)
@@ -415,6 +416,8 @@ def _run_meta(func, margs, mkwargs):
     try:
         if func is aten.lerp_.Tensor:
             return _lerp_in_place(margs, mkwargs)
+        if func is aten.arange.start_step:
+            return factories.arange_meta(margs, mkwargs)
         return func(*margs, **mkwargs)
     except NotImplementedError:
         return None

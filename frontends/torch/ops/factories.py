@@ -8,6 +8,8 @@ by an in-place fill, which dispatches to the lazy tensor.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from lazycore.dialect.types import is_float
@@ -53,6 +55,26 @@ def _arange(ctx, *args, **kwargs):
             return _vector_arange(ctx, start, step, n, lanes)
     i = apply("iota", dim=0, shape=(n,), dtype=wide, device=ctx.device)
     return convert(apply("add", apply("mul", i, broadcast(step, (n,))), broadcast(start, (n,))), ctx.dtype)
+
+
+def arange_meta(margs, mkwargs):
+    """``aten.arange.start_step``'s meta result. An integer type other than
+    int64 with a fractional step: eager's CPU kernel sizes the result by the
+    ceiling of the quotient in double and steps by the step converted to the
+    type, 0 where it is under 1 in magnitude, so every element is ``start``
+    (``arange(0, 5, 0.5, dtype=torch.int32)``: ten zeros); torch's meta
+    (``torch._refs.arange``, through ``prims.iota``) refuses that zero step."""
+    start, end = margs[:2]
+    step = margs[2] if len(margs) > 2 else mkwargs.get("step", 1)
+    dtype = mkwargs.get("dtype")
+    if (dtype is None or dtype is torch.int64 or dtype is torch.bool or dtype.is_floating_point
+            or dtype.is_complex or not any(type(x) is float for x in (start, end, step)) or int(step) != 0):
+        return aten.arange.start_step(*margs, **mkwargs)
+    if not math.isfinite(step) or step == 0:
+        return aten.arange.start_step(*margs, **mkwargs)  # (eager's errors)
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    return torch.empty(math.ceil((end - start) / step), dtype=dtype, device="meta")
 
 
 def _vector_arange(ctx, start, step, n: int, lanes: int):
