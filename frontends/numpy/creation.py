@@ -139,10 +139,37 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, like=None) -
         raise ZeroDivisionError("division by zero")
     n = builtins.max(0, int(np.ceil((stop - start) / step)))
     dt = np.dtype(dtype) if dtype is not None else np.result_type(start, stop, step)
+    if dt.kind in "iuf":
+        return _filled_range(start, step, n, dt)
     wide = "f64" if dt.kind == "f" else "i64"
     i = core.apply("iota", dim=0, shape=(n,), dtype=wide, device=_device())
     v = apply("add", apply("mul", i, _const(step, wide, n)), _const(start, wide, n))
     return wrap(cast(v, dt), dt)
+
+
+def _filled_range(start, step, n: int, dt: np.dtype) -> ndarray:
+    """NumPy's ``arange`` of a real type: its first two elements are ``start``
+    and ``start + step`` (Python numbers) stored into the type (a fractional
+    step of an integer type truncated there: ``arange(-3, 3, 0.013, int32)``
+    counts by 1), and the dtype's fill loop makes the rest as
+    ``first + i * (second - first)`` in the type itself (float32 arithmetic
+    for float32, wrapping integers)."""
+    head = np.zeros(2, dt)
+    for k in range(builtins.min(n, 2)):
+        head[k] = start + k * step  # (NumPy's own conversions and errors)
+    # the loop's type: float16's fill works in float32
+    work = np.dtype(np.float32) if dt == np.float16 else dt if dt.kind == "f" else np.dtype(np.int64)
+    first = head[:1].astype(work)
+    # (an integer type's difference wraps in the type, as the fill loop's ``delta -= start``)
+    delta = (head[1:].astype(work) - first)[0] if dt.kind == "f" else (head[1:] - head[:1]).astype(work)[0]
+    lt, wide = dtypes.lazy_dtype(dt), dtypes.lazy_dtype(work)
+    i = core.apply("iota", dim=0, shape=(n,), dtype="i64", device=_device())
+    v = apply("add", apply("mul", cast(i, work) if dt.kind == "f" else i, _const(delta, wide, n)),
+              _const(first[0], wide, n))
+    v = cast(v, dt)
+    for k in (0, 1):  # stored as given, not made by the loop
+        v = apply("select", apply("compare", i, _const(k, "i64", n), direction="EQ"), _const(head[k], lt, n), v)
+    return wrap(v, dt)
 
 
 def _const(value, lt, n):
