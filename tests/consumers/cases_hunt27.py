@@ -30,12 +30,19 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "zoo"))
 
 STEPS = 4
 WARMUP = 2
-CASES: dict = {}
+def registry():
+    """A hunt's loops by name and the decorator that registers a loop under
+    its function's name (every hunt's ``CASES, case = registry()``)."""
+    cases: dict = {}
+
+    def case(fn):
+        cases[fn.__name__] = fn
+        return fn
+
+    return cases, case
 
 
-def case(fn):
-    CASES[fn.__name__] = fn
-    return fn
+CASES, case = registry()
 
 
 def _data(g, dtype, *shapes_and_kinds):

@@ -36,16 +36,13 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "zoo"))
 
+from cases_hunt27 import registry  # noqa: E402 (after the path)
+
 from cases_hunt31t import _state, _step  # noqa: E402  (a loop's state and one optimizer step, as hunt 31t's)
 
 STEPS = 4
 WARMUP = 2
-CASES: dict = {}
-
-
-def case(fn):
-    CASES[fn.__name__] = fn
-    return fn
+CASES, case = registry()
 
 
 # --- attention: grouped key/value heads, MultiheadAttention's rarer options -----------------------

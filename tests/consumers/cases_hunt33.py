@@ -42,16 +42,13 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "zoo"))
 
+from cases_hunt27 import registry  # noqa: E402 (after the path)
+
 from cases_hunt31t import _state  # noqa: E402  (a loop's state, as hunt 31t's)
 
 STEPS = 4
 WARMUP = 2
-CASES: dict = {}
-
-
-def case(fn):
-    CASES[fn.__name__] = fn
-    return fn
+CASES, case = registry()
 
 
 def _hf_loop(build, batches, *, lr=2e-3, loss_of=lambda out: out.loss):

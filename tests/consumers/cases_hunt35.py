@@ -35,22 +35,11 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "zoo"))
 
+from cases_hunt27 import _state, registry  # noqa: E402 (after the path)
+
 STEPS = 4
 WARMUP = 2
-CASES: dict = {}
-
-
-def case(fn):
-    CASES[fn.__name__] = fn
-    return fn
-
-
-def _state(*modules, **extra):
-    out = {}
-    for i, m in enumerate(modules):
-        out.update({f"{i}.{k}": v for k, v in m.state_dict().items()})
-    out.update(extra)
-    return out
+CASES, case = registry()
 
 
 def _to(device, *xs):
