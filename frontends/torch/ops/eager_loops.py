@@ -183,17 +183,20 @@ def _row(out_shape, strides, perm):
     return size, inner
 
 
-def scalar_tail(out_shape, dtype: torch.dtype, operands, device):
+def scalar_tail(out_shape, dtype: torch.dtype, operands, device, run: int | None = None):
     """Where eager's binary loop over ``operands`` (meta tensors or numbers) runs
     its scalar code: True (everywhere), False (nowhere), an ``i1`` handle of
-    ``out_shape``, or None when not modelled (probe unclear)."""
+    ``out_shape``, or None when not modelled (probe unclear). ``run``: the
+    elements of the kernel's vector step where it is not the binary loops'
+    (a kernel built for AVX512 too: ``ALSO_REGISTER_AVX512_DISPATCH``)."""
     strides = [_strides(t, out_shape) for t in operands]
     numel = 1
     for n in out_shape:
         numel *= n
     if numel == 0:
         return False
-    run = vector_run(dtype)
+    if run is None:
+        run = vector_run(dtype)
     if run < 0:
         return None
     perm = _order(out_shape, strides)
