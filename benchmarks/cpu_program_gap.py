@@ -13,6 +13,14 @@ and eager ops are printed too.
 
     LAZYCORE_CACHE_DIR=off .venv/bin/python benchmarks/cpu_program_gap.py --model vit [--steps 2]
 
+Matrix products: lazycore lowers a 1x1 convolution's weight gradient as a
+dot over batch and positions (frontends/torch/ops/conv.py
+``_pointwise_weight_grad``), which eager times inside
+``aten::convolution_backward``; on ResNet-50 36 of the program's 38 dots are
+those (the classifier's two are the rest), so the ``convolution + matrix
+product`` row is the one to set beside eager's. The top matrix-product
+kernels print their dot's shapes (from the step program's optimized HLO).
+
 Kernel times are XLA's per-kernel device times; XLA's CPU runtime may run
 independent kernels at once, so their sum can exceed the program's wall time
 (printed beside it). Eager's column is each op's self CPU time on the calling
@@ -54,6 +62,34 @@ def xla_kind(opcode: str, ops) -> str:
 def fenced(ops) -> bool:
     """Holds lazy-keep-roundings' fence (bitcast(bitcast<int>(m) xor replica-id))."""
     return "xor" in ops and "bitcast-convert" in ops
+
+
+def dot_shapes(text: str) -> dict[str, str]:
+    """Kernel name -> its dot's ``result = dot(lhs, rhs), contracting dims`` of
+    one optimized HLO module: a fusion's from the computation it calls."""
+    import re
+
+    bodies, current, calls, shape = {}, None, {}, {}
+    for line in text.splitlines():
+        head = re.match(r"%?([\w.\-]+) \(", line)
+        if head:
+            current, shape = head.group(1), {}
+            continue
+        if line.startswith("}"):
+            current = None
+            continue
+        value = re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = ([a-z]+\d*\[[\d,]*\])", line)
+        if value:
+            shape[value.group(1)] = value.group(2)
+        if " dot(" in line and current is not None and value:
+            args = re.search(r" dot\(([^)]*)\)", line).group(1)
+            operands = [shape.get(a.strip().lstrip("%"), a.strip()) for a in args.split(",")]
+            dims = ", ".join(re.findall(r"(?:lhs|rhs)_contracting_dims=\{[\d,]*\}", line))
+            bodies.setdefault(current, f"{value.group(2)} = dot({', '.join(operands)}) {dims}")
+        fused = re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = .*\bcalls=%?([\w.\-]+)", line)
+        if fused:
+            calls[fused.group(1)] = fused.group(2)
+    return {k: bodies[c] for k, c in calls.items() if c in bodies}
 
 
 def eager_kind(name: str) -> str:
@@ -221,6 +257,9 @@ def main(argv=None) -> None:
         e, x = e_kind.get(k, 0.0), x_kind.get(k, 0.0)
         print(f"{k:<18} {e * 1e3:>9.1f} {x * 1e3:>9.1f} {100 * x / xt:>8.1f}% {x_count.get(k, 0):>11} "
               f"{x_transposed.get(k, 0.0) * 1e3:>19.1f} {x_fenced.get(k, 0.0) * 1e3:>9.1f}")
+    both = ("convolution", "matrix product")
+    print(f"{'conv + matrix prod':<18} {sum(e_kind.get(k, 0.0) for k in both) * 1e3:>9.1f} "
+          f"{sum(x_kind.get(k, 0.0) for k in both) * 1e3:>9.1f}")
     print(f"{'all':<18} {sum(e_kind.values()) * 1e3:>9.1f} {sum(x_kind.values()) * 1e3:>9.1f}")
     print(f"\ntop {args.top} eager ops (self CPU ms a step, calls):")
     for name, t in sorted(e_per.items(), key=lambda kv: -kv[1])[:args.top]:
@@ -232,6 +271,7 @@ def main(argv=None) -> None:
             json.dump([{"program": r.program, "kernel": r.kernel, "ms": r.time / args.steps * 1e3,
                         "count": r.count // args.steps, "opcode": full(r)[0], "ops": list(full(r)[1])}
                        for r in prof.rows if not r.container], f)
+    dots = dot_shapes(max(HLO, key=len)) if HLO else {}
     for kind in KINDS:
         rows = [r for r in prof.rows if not r.container and xla_kind(*full(r)) == kind]
         if not rows:
@@ -239,7 +279,7 @@ def main(argv=None) -> None:
         print(f"\ntop {args.top} XLA {kind} kernels of {len(rows)} (ms a step, runs a step):")
         for r in rows[:args.top]:
             print(f"  {r.time / args.steps * 1e3:8.1f}  {r.count // args.steps:5d}  {r.program} {r.kernel}  "
-                  f"{r.what[:120]}")
+                  f"{r.what[:120]}" + (f"  [{dots[r.kernel]}]" if kind == "matrix product" and r.kernel in dots else ""))
     if args.hlo:  # the optimized HLO of the programs profiled, to read a kernel's shapes
         with open(args.hlo, "w") as f:
             f.write("\n\n".join(HLO))
