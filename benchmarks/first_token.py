@@ -183,9 +183,10 @@ def _torchax_first_token(model, ids, mask):
     ``generate(max_new_tokens=1)`` makes it; then a warm call."""
     import jax
     import torch
-    import torchax
+    from torchax_step import environment
 
-    env = torchax.default_env()
+    env = environment()  # (torchax 0.0.13 imports on torch 2.13 only through it)
+    import torchax
     with env:
         model.to("jax")
         weights = dict(model.state_dict())

@@ -58,9 +58,11 @@ def _lenient_overloads():
 
 
 def environment():
-    """torchax's default environment (imported with :func:`_lenient_overloads`)."""
+    """torchax's default environment (torchax and its ``interop`` imported
+    with :func:`_lenient_overloads`: an import outside it fails on torch 2.13)."""
     with _lenient_overloads():
         import torchax
+        import torchax.interop  # noqa: F401 (imported here, where it can be)
 
         return torchax.default_env()
 
