@@ -183,12 +183,13 @@ def _row(out_shape, strides, perm):
     return size, inner
 
 
-def scalar_tail(out_shape, dtype: torch.dtype, operands, device, run: int | None = None):
+def scalar_tail(out_shape, dtype: torch.dtype, operands, device, run: int | None = None, grain: int = _GRAIN):
     """Where eager's binary loop over ``operands`` (meta tensors or numbers) runs
     its scalar code: True (everywhere), False (nowhere), an ``i1`` handle of
     ``out_shape``, or None when not modelled (probe unclear). ``run``: the
     elements of the kernel's vector step where it is not the binary loops'
-    (a kernel built for AVX512 too: ``ALSO_REGISTER_AVX512_DISPATCH``)."""
+    (a kernel built for AVX512 too: ``ALSO_REGISTER_AVX512_DISPATCH``); ``grain``
+    the kernel's ``at::parallel_for`` grain where it passes its own."""
     strides = [_strides(t, out_shape) for t in operands]
     numel = 1
     for n in out_shape:
@@ -208,8 +209,8 @@ def scalar_tail(out_shape, dtype: torch.dtype, operands, device, run: int | None
         return True
     count = threads()
     splits = []
-    if numel >= _GRAIN and count > 1:
-        parts = min(count, -(-numel // _GRAIN))
+    if numel >= grain and count > 1:
+        parts = min(count, -(-numel // grain))
         chunk = -(-numel // parts)
         splits = [b for b in range(chunk, numel, chunk) if b % length]
     cut = (length // run) * run
