@@ -62,24 +62,9 @@ def _addmm(ctx, bias, m1, m2, beta=1, alpha=1):
 
 @lowers(aten._softmax.default)
 def _softmax(ctx, x, dim, half_to_float=False):
-    """Float32 over the last dim (every dim after ``dim`` of size 1) as eager's
-    CPU kernel (``SoftMaxKernel.cpp``, ``_vec_softmax_lastdim``): ``m = max(x)``,
-    ``e = exp(x - m)`` with SLEEF's exp (the row's tail too: ``vec::map`` loads
-    it as a short vector), ``s`` eager's 16-lane vector sum of ``e``
-    (:func:`.cross_entropy.lane_sum`), then ``e * (1 / s)``. Before: XLA's exp
-    and ``e / s``, 25,949 of 49,152 float32 of 2 * N(0, 1) in rows of 768 off.
-    Other types and dims keep that form."""
-    from .cross_entropy import _eager_kernel, _row_once, kernel_lanes, lane_sum  # (it imports this module)
-
     x = convert(x, ctx.dtype)
     d = _dim(dim, len(x.shape))
-    shifted = apply("sub", x, _reduce_keep("reduce_max", x, d))
-    if _eager_kernel(shifted, d):
-        e = apply("exp_sleef", shifted)
-        total = lane_sum(e, d, kernel_lanes(torch.float32))
-        inverse = apply("div", const(1, "f32", ctx.device, total.shape), total)
-        return apply("mul", e, _keep(_row_once(inverse), d, x.shape))
-    e = apply("exp", shifted)
+    e = apply("exp", apply("sub", x, _reduce_keep("reduce_max", x, d)))
     return apply("div", e, _reduce_keep("reduce_sum", e, d))
 
 
