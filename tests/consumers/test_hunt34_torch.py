@@ -48,7 +48,7 @@ _BOUNDS: dict = {
     "timm_xcit_cross_covariance": dict(state=5e-5),
     # the same for nn.MultiheadAttention's key bias (the middle third of in_proj_bias): eager float32's key
     # bias is only rounding (|k bias| <= 1.7e-5 after 4 steps, 1.7e-5 from the float64 run; lazycore 5.1e-6
-    # from it, 1.2e-5 from eager); its query and value thirds agree with eager's to 1.3e-9
+    # from it, 1.2e-5 from eager); everything else is held to 1e-5 apart (_key_bias_apart)
     "tv_vit_one_layer_16px": dict(state=5e-5),
 }
 
@@ -70,8 +70,26 @@ _XFAIL: dict = {
 }
 
 
+def _key_bias_apart(out):
+    """tv_vit_one_layer_16px: every state tensor within 1e-5 of eager's but the
+    key third of each attention's in_proj_bias (its query and value thirds: 1.3e-9)."""
+    from zoo_harness import _max_diff
+
+    for name, got in out.lazy_state.items():
+        want = out.eager_state[name]
+        if name.endswith("in_proj_bias"):
+            third = got.shape[-1] // 3
+            for part in (slice(0, third), slice(2 * third, None)):
+                assert _max_diff(got[part], want[part]) < 1e-5, name
+        elif got.is_floating_point():
+            assert _max_diff(got, want) < 1e-5, name
+
+
 def _check(name):
-    check_outcome(cases.compare(name), _BOUNDS.get(name, {}), cases.WARMUP)
+    out = cases.compare(name)
+    check_outcome(out, _BOUNDS.get(name, {}), cases.WARMUP)
+    if name == "tv_vit_one_layer_16px":
+        _key_bias_apart(out)
 
 
 @pytest.mark.parametrize("name", _CI)
