@@ -24,42 +24,13 @@ from __future__ import annotations
 
 import torch
 
-from lazycore.ir.memo import Memo
-
 from ..lowering import apply, const, convert, fused_multiply_add, lowers, reshape
 from . import lane_sums
+from .lane_sums import kernel_lanes
 from .conv import per_channel_once
 from .nn import _REDUCTIONS, _dim, _keep, _nll_parts, _reduce_keep
 
 aten = torch.ops.aten
-
-_LANES = Memo("torch.softmax_kernel_lanes", 8)
-"""dtype -> lanes of eager's softmax kernels' vectors (asked of eager once)."""
-
-
-def kernel_lanes(dtype: torch.dtype) -> int:
-    """The lanes of a ``Vectorized`` vector in eager's softmax kernels, which
-    the AVX512 build dispatches to its AVX512 code (16 float32 lanes), unlike
-    the binary loops (8: :func:`.eager_loops.vector_run`). Asked of eager: with
-    ``L`` lanes, a row of ``2L`` gradients ``2**25, .., 1 (at L/2), .., -2**25
-    (at L)`` sums to 1 (lane 0 cancels, lane L/2 keeps the 1); with fewer lanes
-    the 1 is absorbed into lane 0 before it cancels, and ``log_softmax``'s
-    backward at a zero output gives ``-sum``."""
-    lanes = _LANES.get(dtype)
-    if lanes is None:
-        lanes = 1
-        for n in (16, 8, 4, 2):
-            big = 2.0**54 if dtype == torch.float64 else 2.0**25
-            g = torch.zeros(1, 2 * n, dtype=dtype)
-            g[0, 0], g[0, n // 2], g[0, n] = big, 1.0, -big
-            out = torch.full((1, 2 * n), float("-inf"), dtype=dtype)
-            out[0, -1] = 0.0
-            if float(aten._log_softmax_backward_data(g, out, 1, dtype)[0, -1]) == -1.0:
-                lanes = n
-                break
-        _LANES.put(dtype, lanes)
-    return lanes
-
 
 def lane_sum(x, d: int, lanes: int):
     """``x``'s sums over dim ``d`` (the dims after it of size 1) in eager's

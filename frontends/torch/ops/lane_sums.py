@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import torch
 
+from lazycore.ir.memo import Memo
+
 from ..lowering import apply
 from . import eager_loops
 
@@ -56,3 +58,31 @@ def fma_chain(p, q):
 def row_moments(x, count: int):
     """``RowwiseMoments``' (mean, biased variance) over the last dimension of each row."""
     return apply("lane_moments", x, lanes=count)
+
+
+_LANES = Memo("torch.softmax_kernel_lanes", 8)
+"""dtype -> lanes of eager's softmax kernels' vectors (asked of eager once)."""
+
+
+def kernel_lanes(dtype: torch.dtype) -> int:
+    """The lanes of a ``Vectorized`` vector in eager's softmax kernels, which
+    the AVX512 build dispatches to its AVX512 code (16 float32 lanes), unlike
+    the binary loops (8: :func:`.eager_loops.vector_run`). Asked of eager: with
+    ``L`` lanes, a row of ``2L`` gradients ``2**25, .., 1 (at L/2), .., -2**25
+    (at L)`` sums to 1 (lane 0 cancels, lane L/2 keeps the 1); with fewer lanes
+    the 1 is absorbed into lane 0 before it cancels, and ``log_softmax``'s
+    backward at a zero output gives ``-sum``."""
+    lanes = _LANES.get(dtype)
+    if lanes is None:
+        lanes = 1
+        for n in (16, 8, 4, 2):
+            big = 2.0**54 if dtype == torch.float64 else 2.0**25
+            g = torch.zeros(1, 2 * n, dtype=dtype)
+            g[0, 0], g[0, n // 2], g[0, n] = big, 1.0, -big
+            out = torch.full((1, 2 * n), float("-inf"), dtype=dtype)
+            out[0, -1] = 0.0
+            if float(torch.ops.aten._log_softmax_backward_data(g, out, 1, dtype)[0, -1]) == -1.0:
+                lanes = n
+                break
+        _LANES.put(dtype, lanes)
+    return lanes

@@ -16,6 +16,7 @@ from ..dtypes import chalf_rounded, check_chalf, lazy_dtype
 from ..lowering import apply, broadcast, const, convert, fused_multiply_add, lowers, operand, reshape, scalar
 from . import eager_loops
 from .indexing import _wrap, checked
+from .lane_sums import kernel_lanes
 from .moments import WIDE_PLATFORMS, row_moments
 
 aten = torch.ops.aten
@@ -155,10 +156,8 @@ def _vector_or_tail(ctx, vector, tail, grain=None):
     in its scalar tail (:func:`.eager_loops.scalar_tail`), each built only where
     needed; None when not modelled. The activation kernels are built for AVX512 too (``ALSO_REGISTER_AVX512_DISPATCH``,
     unlike the binary loops): their step is two of the softmax kernels' vectors
-    (:func:`.cross_entropy.kernel_lanes`: 16 float32 lanes on AVX512, so 32
+    (:func:`.lane_sums.kernel_lanes`: 16 float32 lanes on AVX512, so 32
     elements; a row of 17 runs all in the scalar tail)."""
-    from .cross_entropy import kernel_lanes  # (cross_entropy imports this module)
-
     run = 2 * kernel_lanes(torch.float32) * 4 // ctx.margs[0].element_size()
     where = eager_loops.scalar_tail(ctx.shape, ctx.out.dtype, ctx.margs[:1], ctx.device, run=run,
                                     **({} if grain is None else {"grain": grain}))
