@@ -1,5 +1,6 @@
-"""``log_softmax`` and its backward as eager's CPU kernels compute them: the two
-halves of every ``F.cross_entropy`` (issue 39).
+"""``softmax``, ``log_softmax`` and its backward as eager's CPU kernels compute
+them: ``log_softmax`` and its backward are the two halves of every
+``F.cross_entropy`` (issue 39).
 
 Eager's float32 last-dim kernels (``aten/src/ATen/native/cpu/SoftMaxKernel.cpp``,
 ``_vec_log_softmax_lastdim`` and ``_vec_host_softmax_backward_lastdim``, taken
@@ -72,6 +73,27 @@ def _eager_kernel(x, d) -> bool:
     of size 1); other types and dims keep the plain form."""
     return (x.dtype == "f32" and len(x.shape) > 0 and _count(x.shape) > 0
             and all(s == 1 for s in x.shape[d + 1:]))
+
+
+@lowers(aten._softmax.default)
+def _softmax(ctx, x, dim, half_to_float=False):
+    """Float32 over the last dim (every dim after ``dim`` of size 1) as eager's
+    CPU kernel (``SoftMaxKernel.cpp``, ``_vec_softmax_lastdim``): ``m = max(x)``,
+    ``e = exp(x - m)`` with SLEEF's exp (the row's tail too: ``vec::map`` loads
+    it as a short vector), ``s`` eager's 16-lane vector sum of ``e``
+    (:func:`lane_sum`), then ``e * (1 / s)``. Before: XLA's exp
+    and ``e / s``, 25,949 of 49,152 float32 of 2 * N(0, 1) in rows of 768 off.
+    Other types and dims keep that form."""
+    x = convert(x, ctx.dtype)
+    d = _dim(dim, len(x.shape))
+    shifted = apply("sub", x, _reduce_keep("reduce_max", x, d))
+    if _eager_kernel(shifted, d):
+        e = apply("exp_sleef", shifted)
+        total = lane_sum(e, d, kernel_lanes(torch.float32))
+        inverse = apply("div", const(1, "f32", ctx.device, total.shape), total)
+        return apply("mul", e, _keep(_row_once(inverse), d, x.shape))
+    e = apply("exp", shifted)
+    return apply("div", e, _reduce_keep("reduce_sum", e, d))
 
 
 @lowers(aten._log_softmax.default)

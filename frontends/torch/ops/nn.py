@@ -61,14 +61,6 @@ def _addmm(ctx, bias, m1, m2, beta=1, alpha=1):
     return convert(apply("add", b, prod), ctx.dtype)
 
 
-@lowers(aten._softmax.default)
-def _softmax(ctx, x, dim, half_to_float=False):
-    x = convert(x, ctx.dtype)
-    d = _dim(dim, len(x.shape))
-    e = apply("exp", apply("sub", x, _reduce_keep("reduce_max", x, d)))
-    return apply("div", e, _reduce_keep("reduce_sum", e, d))
-
-
 @lowers(aten._softmax_backward_data.default)
 def _softmax_backward(ctx, grad, output, dim, input_dtype):
     grad, output = convert(grad, ctx.dtype), convert(output, ctx.dtype)

@@ -1222,15 +1222,77 @@ def _convolution(state, node, operands, pads):
 
 def _lanes(state, node, operands, pads):
     """``lane_sum``/``lane_moments`` reduce each row's last dimension in eager's
-    vector lanes, whose order a padded row would move (refused); a padded
-    leading dimension stays padded in every result, rows being independent."""
+    vector lanes; a padded leading dimension stays padded in every result,
+    rows being independent. A ``lane_sum`` row padded at its end
+    (:func:`_lane_sum_row`) keeps eager's sum; ``lane_moments``' Welford
+    weights depend on the row's length (refused)."""
     last = len(node.types[0].shape)
-    if any(last in p for p in pads):
-        raise Refused(f"{_where(node)} sums a padded row in eager's vector lanes")
+    row = next((p[last] for p in pads if last in p), None)
+    if row is not None and node.op != "lane_sum":
+        raise Refused(f"{_where(node)} takes moments of a padded row in eager's vector lanes")
     out = _union(node, pads)
     # (a multiplier of ones made at the rows' unpadded size: constant along them)
     operands = [v if p == out else _stretched(state, v, p, out) for v, p in zip(operands, pads)]
-    return node.attrs, operands, [dict(out) for _ in node.types]
+    kept = {d: f for d, f in out.items() if d != last}
+    if row is None:
+        return node.attrs, operands, [dict(kept) for _ in node.types]
+    return _lane_sum_row(state, node, operands, out, row, kept)
+
+
+def _lane_sum_row(state, node, operands, out, row: Factors, kept):
+    """A ``lane_sum`` row of valid length ``n`` padded at its end to ``N``:
+    the padding's products made ``-0.0`` (``lhs`` masked with ``-0.0``,
+    ``rhs`` with one), which every add leaves as it was (``-0.0`` is the
+    exact additive identity, signed zeros included). Summed at ``N``, the
+    whole vectors below ``n`` and the lanes' combination are eager's; the
+    valid tail (``n % lanes`` elements) lands in a vector that is whole at
+    ``N``, added as a rounded product where eager fuses it into the sum, so
+    without ``fused`` that needs exact products (``rhs`` all ones, a softmax's
+    or cross-entropy's sum). A row under one vector (``n < lanes <= N``),
+    which eager adds in order, is the in-order sum of the first ``lanes``
+    products, chosen per bucket size by a select; an empty row is ``+0``."""
+    a = node.attrs
+    lanes, last = a["lanes"], len(node.types[0].shape)
+    if any(sym is not None for _, sym in row[1:]):
+        raise Refused(f"{_where(node)} sums rows padded inside, not at their end")
+    if lanes > 1 and not a["fused"] and not _all_ones(node.operands[1]):
+        raise Refused(f"{_where(node)} sums a padded row's products in eager's vector lanes")
+    lhs, rhs = operands
+    t = lhs.type
+    pred = state.inside(t.shape, last, row)
+    negative_zero = state.splat(state.value("constant", (), {"value": np.asarray(-0.0, to_numpy_dtype(t.dtype))}),
+                                t.shape)
+    lhs = state.value("select", (pred, lhs, negative_zero), {})
+    rhs = state.mask(rhs, {last: row}, "one")
+    total = state.value("lane_sum", (lhs, rhs), a)
+    shape = total.type.shape
+    (_, sym), rest = row[0], int(np.prod([n for n, _ in row[1:]], dtype=np.int64))
+    valid = Value(state.valid[sym], 0)
+    if rest > 1:
+        valid = state.value("mul", (valid, state.index_scalar(rest)), {})
+    if t.shape[last] >= lanes > 1:  # a valid row under one vector: eager adds it in order
+        start, limit = [0] * t.rank, list(t.shape)
+        limit[last] = lanes
+        head = [state.value("slice", (v,), {"start": tuple(start), "limit": tuple(limit), "strides": (1,) * t.rank})
+                for v in (lhs, rhs)]
+        in_order = state.value("lane_sum", tuple(head), {"lanes": 1, "halving": False, "fused": False})
+        short = state.value("compare", (valid, state.index_scalar(lanes)), {"direction": "LT"})
+        total = state.value("select", (state.splat(short, shape), in_order, total), {})
+    empty = state.value("compare", (valid, state.index_scalar(0)), {"direction": "EQ"})
+    zero = state.splat(state.value("constant", (), {"value": fill_value("zero", t.dtype)}), shape)
+    return {}, [state.splat(empty, shape), zero, total], kept, "select"
+
+
+def _all_ones(v: Value) -> bool:
+    """Whether the original value ``v`` is ones everywhere: a constant of ones,
+    broadcast or reshaped."""
+    node = v[0]
+    while node.op in ("broadcast_in_dim", "reshape", "convert"):
+        node = node.operands[0][0]
+    if node.op != "constant":
+        return False
+    value = node.attrs["value"]
+    return bool(value.size) and bool((value == 1).all())
 
 
 def _cascade(state, node, operands, pads):
