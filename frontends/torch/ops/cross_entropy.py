@@ -96,6 +96,26 @@ def _softmax(ctx, x, dim, half_to_float=False):
     return apply("div", e, _reduce_keep("reduce_sum", e, d))
 
 
+@lowers(aten._softmax_backward_data.default)
+def _softmax_backward(ctx, grad, output, dim, input_dtype):
+    """``output * (grad - s)``; float32 over the last dim, ``s`` is eager's
+    ``vec::map2_reduce_all`` of ``grad * output`` in the softmax kernels'
+    lanes (``_vec_host_softmax_backward_lastdim``): every product rounded
+    (none fused into the sum, the short tail's neither: probed, 8-76 of 75
+    off at rows of 19..31 with the tail fused as layer norm's kernel does),
+    the lanes added by halving."""
+    grad, output = convert(grad, ctx.dtype), convert(output, ctx.dtype)
+    d = _dim(dim, len(grad.shape))
+    if _eager_kernel(grad, d) and len(grad.shape) - 1 == d:
+        shape = grad.shape
+        rows = (_count(shape[:d]), shape[d])
+        total = lane_sum(reshape(apply("mul", grad, output), rows), 1, kernel_lanes(torch.float32))
+        inner = _keep(_row_once(reshape(total, shape[:d])), d, shape)
+    else:
+        inner = _reduce_keep("reduce_sum", apply("mul", grad, output), d)
+    return apply("mul", output, apply("sub", grad, inner))
+
+
 @lowers(aten._log_softmax.default)
 def _log_softmax(ctx, x, dim, half_to_float=False):
     x = convert(x, ctx.dtype)

@@ -61,14 +61,6 @@ def _addmm(ctx, bias, m1, m2, beta=1, alpha=1):
     return convert(apply("add", b, prod), ctx.dtype)
 
 
-@lowers(aten._softmax_backward_data.default)
-def _softmax_backward(ctx, grad, output, dim, input_dtype):
-    grad, output = convert(grad, ctx.dtype), convert(output, ctx.dtype)
-    d = _dim(dim, len(grad.shape))
-    inner = _reduce_keep("reduce_sum", apply("mul", grad, output), d)
-    return apply("mul", output, apply("sub", grad, inner))
-
-
 @lowers(aten.threshold_backward.default)
 def _threshold_backward(ctx, grad, x, threshold):
     grad = convert(grad, ctx.dtype)
