@@ -162,6 +162,26 @@ def test_unmarked_labels_beside_marked_inputs_are_padded_too(dev):
     assert compiled == 1
 
 
+def test_an_unmarked_input_of_the_marked_inputs_shape_is_padded_as_it(dev):
+    """A weight of the batch's shape (3, 5, n), not marked, beside a batch
+    marked along its last dimension: at n = 3 and n = 5 another of its
+    dimensions has the length too, and only the marked input's dimension is
+    padded (before: those lengths were refused and compiled apart)."""
+    g = torch.Generator().manual_seed(4)
+    before = metrics.counters()["compiles"]
+    with override(buckets="16"):
+        for n in range(2, 8):
+            x = torch.randn(3, 5, n, generator=g)
+            w = torch.randn(3, 5, n, generator=g)
+            grads = []
+            for lazy in (False, True):
+                v = (ltorch.dynamic(x.to(dev), 2) if lazy else x.clone()).requires_grad_()
+                (torch.softmax(v, dim=-1) * (w.to(dev) if lazy else w)).sum().backward()
+                grads.append(v.grad.cpu())
+            torch.testing.assert_close(grads[1], grads[0], rtol=0, atol=0)
+    assert metrics.counters()["compiles"] - before == 1
+
+
 def test_value_checks_do_not_see_the_padding(dev):
     """Integer division checks its divisor for zeros: the padded positions (zeros) are masked out of that test."""
     for n in (5, 6):

@@ -598,11 +598,16 @@ def recalled(plan: _Plan, params: list, device, keyed, held=frozenset()) -> Buck
 
 
 def _sized_like(walk, marks: dict, symbols: dict[int, int]) -> dict[int, dict]:
-    """Marks for the unmarked inputs' dimensions that have a symbol's size."""
+    """Marks for the unmarked inputs' dimensions that have a symbol's size;
+    an input of a marked input's shape takes that input's marks (a weight
+    of the batch's shape, ``(3, 5, 3)`` beside a batch marked along its last
+    dimension at length 3: not its first)."""
+    like = {leaf.types[0].shape: marks[id(leaf)] for leaf in walk.data if id(leaf) in marks}
     more = {}
     for leaf in walk.data:
         if id(leaf) not in marks and leaf.sharding is None and type(leaf.storage) is not Failure:
-            dims = {d: ((n, n),) for d, n in enumerate(leaf.types[0].shape) if n in symbols}
+            shape = leaf.types[0].shape
+            dims = like.get(shape) or {d: ((n, n),) for d, n in enumerate(shape) if n in symbols}
             if dims:
                 more[id(leaf)] = dims
     return more
