@@ -23,10 +23,13 @@ float64 products are not reliably fused on the CPU (``lazy.fma``)."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
+from lazycore.ir.memo import Memo
+
 from ..lowering import apply, const, convert, fused_multiply_add, lowers, reshape
-from . import lane_sums
+from . import eager_loops, lane_sums
 from .lane_sums import kernel_lanes
 from .conv import per_channel_once
 from .nn import _REDUCTIONS, _dim, _keep, _nll_parts, _reduce_keep
@@ -92,8 +95,76 @@ def _softmax(ctx, x, dim, half_to_float=False):
         total = lane_sum(e, d, kernel_lanes(torch.float32))
         inverse = apply("div", const(1, "f32", ctx.device, total.shape), total)
         return apply("mul", e, _keep(_row_once(inverse), d, x.shape))
+    inner = _count(x.shape[d + 1:])
+    if x.dtype == "f32" and inner > 1 and _count(x.shape) <= _MAX_COLUMNS_MODELLED * x.shape[d]:
+        return _softmax_columns(ctx, shifted, d, inner)
     e = apply("exp", shifted)
     return apply("div", e, _reduce_keep("reduce_sum", e, d))
+
+
+_MAX_COLUMNS_MODELLED = 2**20
+"""The most ``(outer, inner)`` columns whose scalar-tail positions
+:func:`_column_tails` works out (a Python walk of a vector step each)."""
+
+_TAILS = Memo("torch.softmax_column_tails", 64)
+"""(outer, dim, inner, threads) -> :func:`_column_tails`' answer."""
+
+
+def _softmax_columns(ctx, shifted, d: int, inner: int):
+    """Softmax over a dim with elements after it, float32, as eager's
+    ``_vec_softmax``: 16 columns (along the inner elements) at a time, each
+    column's ``e = exp(x - max)`` (SLEEF's; glibc's ``expf`` where the kernel
+    runs its scalar code: :func:`_column_tails`), summed in order along
+    ``d`` from zero, then ``e / sum`` correctly rounded."""
+    shape = shifted.shape
+    outer, n = _count(shape[:d]), shape[d]
+    cube = reshape(shifted, (outer, n, inner))
+    tails = _column_tails(outer, n, inner, kernel_lanes(torch.float32), eager_loops.threads())
+    if not tails.any():
+        e = apply("exp_sleef", cube)
+    else:
+        exact = convert(apply("exp", convert(cube, "f64")), "f32")
+        if tails.all():
+            e = exact
+        else:
+            where = apply("broadcast_in_dim", const(tails.reshape(outer, 1, inner), "i1", ctx.device),
+                          dims=(0, 1, 2), shape=(outer, n, inner))
+            e = apply("select", where, exact, apply("exp_sleef", cube))
+    columns = reshape(apply("permute", e, dims=(0, 2, 1)), (outer * inner, n))
+    total = apply("lane_sum", columns, const(1.0, "f32", ctx.device, columns.shape), lanes=1, halving=False,
+                  fused=False)
+    total = apply("broadcast_in_dim", reshape(total, (outer, 1, inner)), dims=(0, 1, 2), shape=(outer, n, inner))
+    return reshape(apply("div", e, total), shape)
+
+
+def _column_tails(outer: int, n: int, inner: int, lanes: int, threads: int) -> np.ndarray:
+    """``(outer * inner,)`` bools: the columns ``_vec_softmax`` computes in its
+    scalar code. ``at::parallel_for`` splits the columns by a grain of
+    ``32768 / n`` among the threads; a thread's columns run ``lanes`` at a time
+    while the vector stays inside its row of ``inner`` and its chunk, else the
+    rest of the row (or of the chunk) in scalar code."""
+    key = (outer, n, inner, threads)
+    known = _TAILS.get(key)
+    if known is not None:
+        return known
+    total = outer * inner
+    grain = max(32768 // n, 1)
+    chunk = total
+    if total >= grain and threads > 1:
+        chunk = -(-total // min(threads, -(-total // grain)))
+    tails = np.zeros(total, bool)
+    for begin in range(0, total, chunk):
+        end, idx = min(begin + chunk, total), begin
+        while idx < end:
+            at = idx % inner
+            if at + lanes <= inner and idx + lanes <= end:
+                idx += lanes
+                continue
+            step = end - idx if idx + lanes > end else inner - at
+            tails[idx:idx + step] = True
+            idx += step
+    _TAILS.put(key, tails)
+    return tails
 
 
 @lowers(aten._softmax_backward_data.default)
