@@ -195,8 +195,42 @@ def _log_softmax(ctx, x, dim, half_to_float=False):
     if _eager_kernel(shifted, d):
         total = lane_sum(apply("exp_sleef", shifted), d, kernel_lanes(torch.float32))
         return apply("sub", shifted, _keep(_row_once(apply("log_sleef", total)), d, x.shape))
+    inner = _count(x.shape[d + 1:])
+    if x.dtype == "f32" and inner > 1 and _count(x.shape) > 0:
+        return _log_softmax_columns(ctx, shifted, d, inner)
     total = _reduce_keep("reduce_sum", apply("exp", shifted), d)
     return apply("sub", shifted, apply("log", total))
+
+
+def _log_softmax_columns(ctx, shifted, d: int, inner: int):
+    """log_softmax over a dim with elements after it, float32, as eager's
+    ``_vec_logsoftmax``: per column (an inner element) ``s`` the in-order sum
+    of ``exp(x - max)`` from zero, SLEEF's exp in whole vectors of columns and
+    glibc's ``expf`` (float64's exp rounded) in the last ``inner % 16``
+    columns (the kernel's chunks of columns are multiples of 16, so only a
+    row's last chunk has a scalar tail), then ``(x - max) - log(s)`` with
+    SLEEF's log (``vec::map`` loads the tail as a short vector)."""
+    shape = shifted.shape
+    outer, n = _count(shape[:d]), shape[d]
+    cube = reshape(shifted, (outer, n, inner))
+    lanes = kernel_lanes(torch.float32)
+    cut = inner - inner % lanes
+    if cut == inner:
+        e = apply("exp_sleef", cube)
+    else:
+        exact = convert(apply("exp", convert(cube, "f64")), "f32")
+        if cut == 0:
+            e = exact
+        else:
+            tails = const(np.arange(inner) >= cut, "i1", ctx.device)
+            where = apply("broadcast_in_dim", tails, dims=(2,), shape=(outer, n, inner))
+            e = apply("select", where, exact, apply("exp_sleef", cube))
+    columns = reshape(apply("permute", e, dims=(0, 2, 1)), (outer * inner, n))
+    total = apply("lane_sum", columns, const(1.0, "f32", ctx.device, columns.shape), lanes=1, halving=False,
+                  fused=False)
+    log = apply("broadcast_in_dim", reshape(apply("log_sleef", total), (outer, 1, inner)), dims=(0, 1, 2),
+                shape=(outer, n, inner))
+    return reshape(apply("sub", cube, log), shape)
 
 
 @lowers(aten._log_softmax_backward_data.default)
