@@ -162,3 +162,34 @@ def test_log_softmax_over_a_dim_with_elements_after_it_is_eagers_bits(dev, no_fa
     want = F.log_softmax(x, dim=dim)
     got = F.log_softmax(x.to(dev), dim=dim).cpu()
     assert _off(got, want) == 0
+
+
+@pytest.mark.parametrize("shape, dim", [((4, 10, 5), 1), ((2, 3, 40), 1), ((64, 12, 33), 1), ((512, 64), 0),
+                                        ((2, 300, 200), 1), ((6, 16, 256), 0)])
+def test_log_softmax_backward_over_a_dim_with_elements_after_it_is_eagers_bits(dev, no_fallback, shape, dim):
+    """``_vec_log_softmax_backward``: per column the in-order sum ``s`` of the
+    gradient, then ``g - exp(out) * s`` fused (before: 1,581 of 32,768 off at
+    512x64 over dim 0, 6,805 of 120,000 at 2x300x200 over dim 1)."""
+    g = torch.Generator().manual_seed(sum(shape))
+    y = F.log_softmax(torch.randn(shape, generator=g) * 4, dim=dim)
+    gy = torch.randn(shape, generator=g)
+    want = torch.ops.aten._log_softmax_backward_data(gy, y, dim, torch.float32)
+    got = torch.ops.aten._log_softmax_backward_data(gy.to(dev), y.to(dev), dim, torch.float32).cpu()
+    assert _off(got, want) == 0
+
+
+@pytest.mark.parametrize("shape", [(4, 10, 7), (8, 5, 33), (2, 21, 8, 8)])
+def test_cross_entropy_with_the_class_dim_not_last_is_eagers_bits(dev, no_fallback, shape):
+    """Token classification's and segmentation's ``F.cross_entropy`` of
+    ``(N, C, ...)`` logits: loss and input gradient are eager's bits."""
+    g = torch.Generator().manual_seed(sum(shape))
+    x = torch.randn(shape, generator=g) * 2
+    y = torch.randint(0, shape[1], (shape[0],) + shape[2:], generator=g)
+    res = []
+    for d in ("cpu", dev):
+        v = x.clone().to(d).requires_grad_()
+        loss = F.cross_entropy(v, y.to(d))
+        loss.backward()
+        res.append((loss.detach().cpu(), v.grad.cpu()))
+    assert _off(res[1][0], res[0][0]) == 0
+    assert _off(res[1][1], res[0][1]) == 0

@@ -213,18 +213,7 @@ def _log_softmax_columns(ctx, shifted, d: int, inner: int):
     shape = shifted.shape
     outer, n = _count(shape[:d]), shape[d]
     cube = reshape(shifted, (outer, n, inner))
-    lanes = kernel_lanes(torch.float32)
-    cut = inner - inner % lanes
-    if cut == inner:
-        e = apply("exp_sleef", cube)
-    else:
-        exact = convert(apply("exp", convert(cube, "f64")), "f32")
-        if cut == 0:
-            e = exact
-        else:
-            tails = const(np.arange(inner) >= cut, "i1", ctx.device)
-            where = apply("broadcast_in_dim", tails, dims=(2,), shape=(outer, n, inner))
-            e = apply("select", where, exact, apply("exp_sleef", cube))
+    e = _column_exp(ctx, cube, inner)
     columns = reshape(apply("permute", e, dims=(0, 2, 1)), (outer * inner, n))
     total = apply("lane_sum", columns, const(1.0, "f32", ctx.device, columns.shape), lanes=1, halving=False,
                   fused=False)
@@ -240,7 +229,42 @@ def _log_softmax_backward(ctx, grad, output, dim, input_dtype):
     if _eager_kernel(grad, d):
         total = _keep(_row_once(lane_sum(grad, d, kernel_lanes(torch.float32))), d, grad.shape)
         return fused_multiply_add(apply("neg", apply("exp_sleef", output)), total, grad)
+    inner = _count(grad.shape[d + 1:])
+    if grad.dtype == "f32" and inner > 1 and _count(grad.shape) > 0:
+        return _log_softmax_backward_columns(ctx, grad, output, d, inner)
     return apply("sub", grad, apply("mul", apply("exp", output), _reduce_keep("reduce_sum", grad, d)))
+
+
+def _log_softmax_backward_columns(ctx, grad, output, d: int, inner: int):
+    """``_vec_log_softmax_backward``: per column the in-order sum ``s`` of
+    ``grad`` from zero, then ``grad - exp(output) * s`` as one fused
+    multiply-add, SLEEF's exp in whole vectors of columns, glibc's in a
+    row's last ``inner % 16`` (:func:`_log_softmax_columns`' split)."""
+    shape = grad.shape
+    outer, n = _count(shape[:d]), shape[d]
+    g, out = reshape(grad, (outer, n, inner)), reshape(output, (outer, n, inner))
+    columns = reshape(apply("permute", g, dims=(0, 2, 1)), (outer * inner, n))
+    total = apply("lane_sum", columns, const(1.0, "f32", ctx.device, columns.shape), lanes=1, halving=False,
+                  fused=False)
+    total = apply("broadcast_in_dim", reshape(total, (outer, 1, inner)), dims=(0, 1, 2), shape=(outer, n, inner))
+    e = _column_exp(ctx, out, inner)
+    return reshape(fused_multiply_add(apply("neg", e), total, g), shape)
+
+
+def _column_exp(ctx, cube, inner: int):
+    """``exp`` of ``(outer, n, inner)`` as the column kernels compute it: SLEEF's
+    in whole vectors of columns, float64's rounded (glibc's ``expf``) in a
+    row's last ``inner % 16`` columns."""
+    outer, n, _ = cube.shape
+    cut = inner - inner % kernel_lanes(torch.float32)
+    if cut == inner:
+        return apply("exp_sleef", cube)
+    exact = convert(apply("exp", convert(cube, "f64")), "f32")
+    if cut == 0:
+        return exact
+    tails = const(np.arange(inner) >= cut, "i1", ctx.device)
+    where = apply("broadcast_in_dim", tails, dims=(2,), shape=(outer, n, inner))
+    return apply("select", where, exact, apply("exp_sleef", cube))
 
 
 # --- nll_loss's reduction ------------------------------------------------------------------
