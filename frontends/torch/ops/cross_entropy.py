@@ -174,7 +174,9 @@ def _softmax_backward(ctx, grad, output, dim, input_dtype):
     lanes (``_vec_host_softmax_backward_lastdim``): every product rounded
     (none fused into the sum, the short tail's neither: probed, 8-76 of 75
     off at rows of 19..31 with the tail fused as layer norm's kernel does),
-    the lanes added by halving."""
+    the lanes added by halving. Over a dim with elements after it
+    (``_vec_softmax_backward``), each column's products are fused into its
+    in-order sum from zero."""
     grad, output = convert(grad, ctx.dtype), convert(output, ctx.dtype)
     d = _dim(dim, len(grad.shape))
     if _eager_kernel(grad, d) and len(grad.shape) - 1 == d:
@@ -182,6 +184,16 @@ def _softmax_backward(ctx, grad, output, dim, input_dtype):
         rows = (_count(shape[:d]), shape[d])
         total = lane_sum(reshape(apply("mul", grad, output), rows), 1, kernel_lanes(torch.float32))
         inner = _keep(_row_once(reshape(total, shape[:d])), d, shape)
+    elif grad.dtype == "f32" and _count(grad.shape[d + 1:]) > 1 and _count(grad.shape) > 0:
+        shape, columns = grad.shape, _count(grad.shape[d + 1:])
+        outer, n = _count(shape[:d]), shape[d]
+        # (_vec_softmax_backward: each column's products fused into its sum, in order from zero)
+        g, y = (reshape(apply("permute", reshape(v, (outer, n, columns)), dims=(0, 2, 1)), (outer * columns, n))
+                for v in (grad, output))
+        total = apply("lane_sum", g, y, lanes=1, halving=False, fused=True)
+        total = apply("broadcast_in_dim", reshape(total, (outer, 1, columns)), dims=(0, 1, 2),
+                      shape=(outer, n, columns))
+        inner = reshape(total, shape)
     else:
         inner = _reduce_keep("reduce_sum", apply("mul", grad, output), d)
     return apply("mul", output, apply("sub", grad, inner))
