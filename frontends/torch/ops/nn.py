@@ -14,7 +14,7 @@ from lazycore.trace import core
 
 from ..dtypes import chalf_rounded, check_chalf, lazy_dtype
 from ..lowering import apply, broadcast, const, convert, fused_multiply_add, lowers, operand, reshape, scalar
-from . import eager_loops
+from . import eager_loops, gelu_onednn
 from .indexing import _wrap, checked
 from .lane_sums import kernel_lanes
 from .moments import WIDE_PLATFORMS, row_moments
@@ -210,7 +210,8 @@ def _gelu(ctx, x, approximate="none"):
     16,384 elements) places the threads' tails. Before: torch._decomp's form
     with XLA's erf, 22,686 of 49,152 float32 of 2 * N(0, 1) off ATen's kernel.
     Where eager runs oneDNN instead (:func:`_gelu_by_onednn`: contiguous float32,
-    the usual case), and for 'tanh' and float64, the decomposition's form stays."""
+    the usual case), oneDNN's minimax form (:mod:`.gelu_onednn`); for 'tanh'
+    and float64 the decomposition's form stays."""
     x = operand(x, ctx.dtype, ctx.shape, ctx.device)
     if ctx.dtype not in ("f32", "f16", "bf16", "f64"):
         return NotImplemented
@@ -220,7 +221,9 @@ def _gelu(ctx, x, approximate="none"):
     def k(v):
         return const(v, dt, ctx.device, ctx.shape)
 
-    if approximate == "tanh" or dt == "f64" or _gelu_by_onednn(ctx):
+    if approximate == "none" and dt == "f32" and _gelu_by_onednn(ctx):
+        return convert(gelu_onednn.gelu_erf(wide), ctx.dtype)
+    if approximate == "tanh" or dt == "f64":
         return convert(_gelu_composite(wide, approximate, k), ctx.dtype)
     half = apply("mul", wide, k(0.5))
     scaled = apply("mul", wide, k(0.70710678118654752440))
@@ -241,12 +244,11 @@ def _gelu(ctx, x, approximate="none"):
 def _gelu_by_onednn(ctx) -> bool:
     """Eager's ``gelu`` 'none' of a contiguous float32/bfloat16/float16 tensor
     of 2 or more elements runs oneDNN's eltwise ``gelu_erf`` (``Activation.cpp``,
-    ``use_mkldnn``; float16 and bfloat16 on a CPU that has them, as this Xeon),
-    not ATen's kernel: oneDNN's erf is not modelled (33,764 of 49,152 of 2 *
-    N(0, 1) differ between the two), so there the decomposition's form stays
-    (22,686 off oneDNN, float16 1,449, bfloat16 913). Not read: the
-    ``torch.backends.mkldnn`` switch (with it off eager runs ATen's kernel for
-    those too; a recorded lowering would not see it change)."""
+    ``use_mkldnn``; float16 and bfloat16 on a CPU that has them, as this Xeon,
+    in float32 rounded once), not ATen's kernel (33,764 of 49,152 of 2 * N(0,
+    1) differ between the two). Not read: the ``torch.backends.mkldnn`` switch
+    (with it off eager runs ATen's kernel for those too; a recorded lowering
+    would not see it change)."""
     x = ctx.margs[0]
     return x.is_contiguous() and x.numel() > 1
 
