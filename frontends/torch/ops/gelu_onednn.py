@@ -16,6 +16,9 @@ first step).
 from __future__ import annotations
 
 import numpy as np
+import torch
+
+from lazycore.ir.memo import Memo
 
 from ..lowering import apply, const, fused_multiply_add, reshape
 
@@ -70,6 +73,41 @@ COEFFICIENTS = np.array([
     ),
 ], np.uint32).view(np.float32)
 """``[degree, polynomial]``: oneDNN's ``gelu_erf_minimax_pol`` table (25 polynomials)."""
+
+
+_ASKED = Memo("torch.gelu_onednn_minimax", 1)
+"""True -> whether eager's contiguous float32 gelu is this form (asked once)."""
+
+
+def in_eager() -> bool:
+    """Whether eager's contiguous float32 ``F.gelu`` here is this form: oneDNN
+    takes it on ``avx512_core`` only (an AVX2 CPU runs its Abramowitz-Stegun
+    form with oneDNN's exp, not modelled). Asked of eager on 2,049 values
+    across every polynomial, against the form in NumPy."""
+    known = _ASKED.get(True)
+    if known is None:
+        x = np.concatenate([np.linspace(-6, 6, 1025, dtype=np.float32),
+                            np.float32(2) ** np.linspace(-40, 3, 1024, dtype=np.float32)])
+        want = torch.nn.functional.gelu(torch.from_numpy(x)).numpy()
+        known = bool((want.view(np.int32) == _in_numpy(x).view(np.int32)).all())
+        _ASKED.put(True, known)
+    return known
+
+
+def _in_numpy(x: np.ndarray) -> np.ndarray:
+    """The form in NumPy (a fused multiply-add as float64's product and sum
+    rounded: exact for these coefficients' products, the sum rounded twice
+    only at a float64 tie, which the probe's values do not meet)."""
+    bits = x.view(np.int32)
+    positive = (bits & 0x7fffffff).view(np.float32)
+    index = ((positive.view(np.int32).astype(np.int64) + IDX_BIAS).astype(np.int32)) >> 21
+    index = np.minimum(np.maximum(index, 1), 24)
+    index = np.where(np.uint32(RBOUND).view(np.float32) < positive, 23, index)
+    pol = COEFFICIENTS[5][index]
+    for degree in range(4, -1, -1):
+        pol = (pol.astype(np.float64) * positive + COEFFICIENTS[degree][index]).astype(np.float32)
+    erf = (pol.view(np.int32) ^ (bits & np.int32(-0x80000000))).view(np.float32)
+    return ((x * (erf + np.float32(1))) * np.float32(0.5)).astype(np.float32)
 
 
 def gelu_erf(x):

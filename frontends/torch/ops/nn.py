@@ -221,9 +221,10 @@ def _gelu(ctx, x, approximate="none"):
     def k(v):
         return const(v, dt, ctx.device, ctx.shape)
 
-    if approximate == "none" and dt == "f32" and _gelu_by_onednn(ctx):
+    by_onednn = _gelu_by_onednn(ctx)
+    if approximate == "none" and dt == "f32" and by_onednn and gelu_onednn.in_eager():
         return convert(gelu_onednn.gelu_erf(wide), ctx.dtype)
-    if approximate == "tanh" or dt == "f64":
+    if approximate == "tanh" or dt == "f64" or by_onednn:
         return convert(_gelu_composite(wide, approximate, k), ctx.dtype)
     half = apply("mul", wide, k(0.5))
     scaled = apply("mul", wide, k(0.70710678118654752440))
