@@ -135,15 +135,16 @@ def _tail_exp(x):
     return convert(apply("exp", convert(x, "f64")), "f32")
 
 
-def _vector_or_tail(ctx, vector, tail, grain=None):
+def _vector_or_tail(ctx, vector, tail, grain=None, operands=1):
     """``vector()`` where eager's elementwise loop runs its vector code, ``tail()``
     in its scalar tail (:func:`.eager_loops.scalar_tail`), each built only where
     needed; None when not modelled. The activation kernels are built for AVX512 too (``ALSO_REGISTER_AVX512_DISPATCH``,
     unlike the binary loops): their step is two of the softmax kernels' vectors
     (:func:`.lane_sums.kernel_lanes`: 16 float32 lanes on AVX512, so 32
-    elements; a row of 17 runs all in the scalar tail)."""
+    elements; a row of 17 runs all in the scalar tail). ``operands``: how many
+    of the op's first arguments the loop reads (their strides decide it)."""
     run = 2 * kernel_lanes(torch.float32) * 4 // ctx.margs[0].element_size()
-    where = eager_loops.scalar_tail(ctx.shape, ctx.out.dtype, ctx.margs[:1], ctx.device, run=run,
+    where = eager_loops.scalar_tail(ctx.shape, ctx.out.dtype, ctx.margs[:operands], ctx.device, run=run,
                                     **({} if grain is None else {"grain": grain}))
     if where is None:
         return None
@@ -228,18 +229,24 @@ def _gelu(ctx, x, approximate="none"):
         return convert(_gelu_composite(wide, approximate, k), ctx.dtype)
     half = apply("mul", wide, k(0.5))
     scaled = apply("mul", wide, k(0.70710678118654752440))
-    numel = 1
-    for n in ctx.shape:
-        numel *= n
-    grain = None
-    if numel > _GELU_MIN_ELEMENTS_FOR_MULTI_THREADING:
-        grain = max(numel // eager_loops.threads(), 1)
+    grain = _gelu_grain(ctx)
     out = _vector_or_tail(ctx, lambda: apply("mul", half, apply("add", k(1), _erf_vector(scaled))),
                           lambda: apply("mul", half, apply("add", k(1), convert(
                               apply("erf", convert(scaled, "f64")), "f32"))), grain=grain)
     if out is None:
         return convert(_gelu_composite(wide, approximate, k), ctx.dtype)
     return convert(out, ctx.dtype)
+
+
+def _gelu_grain(ctx):
+    """The gelu kernels' own ``at::parallel_for`` grain: ``numel / threads``
+    above 16,384 elements (None: the loops' default)."""
+    numel = 1
+    for n in ctx.shape:
+        numel *= n
+    if numel > _GELU_MIN_ELEMENTS_FOR_MULTI_THREADING:
+        return max(numel // eager_loops.threads(), 1)
+    return None
 
 
 def _gelu_by_onednn(ctx) -> bool:
@@ -314,10 +321,13 @@ def _gelu_backward(ctx, grad, x, approximate="none"):
     fma(-t, t, 1)) * (beta * fma(3 * kappa, x**2, 1)) + 0.5 * (1 + t))``,
     the last sum unfused (probed over the 16 fused/unfused choices): float32
     1,461 -> 27 of 4,096 off (eager's SLEEF tanh left), float16 29 -> 15,
-    float64 2,509 -> 1,842. 'none': ``grad * fma(x, pdf, cdf)`` with XLA's
-    exp and erf (erf 5.5 ulp; eager's SLEEF erf is not reproduced, so SLEEF's
-    exp would buy nothing for 112 nodes): float32 2,933 -> 2,968, float64
-    805 -> 541, bfloat16 215 either way. F.gelu forward + backward records
+    float64 2,509 -> 1,842. 'none': ``grad * fma(x, pdf, cdf)``; where eager
+    runs ATen's kernel (a strided ``x``; a contiguous one goes to oneDNN's
+    backward, not modelled) float32/bfloat16/float16 take its vector loop's
+    ``Vectorized<float>::erf`` (:func:`_erf_vector`) and SLEEF's exp, the
+    scalar tail float64's erf and exp rounded: 32,391 of 49,152 float32 off ->
+    0 at 64x768 views (tails: glibc's erff/expf, an ulp off in a few);
+    elsewhere XLA's exp and erf (float64 805 -> 541 by the fused form). F.gelu forward + backward records
     50 nodes for 'tanh' (32 before), 27 for 'none' (23)."""
     found = _in_kernel_type(ctx, grad, x)
     if found is None:
@@ -340,10 +350,20 @@ def _gelu_backward(ctx, grad, x, approximate="none"):
         inner_derivative = apply("mul", beta, fused_multiply_add(apply("mul", k(3), kappa), x_sq, k(1)))
         inner = apply("add", apply("mul", apply("mul", left, tanh_derivative), inner_derivative), left_derivative)
         return convert(apply("mul", grad, inner), ctx.dtype)
-    cdf = apply("mul", k(0.5), apply("add", k(1), apply("erf", apply("mul", x, k(0.70710678118654752440)))))
-    pdf = apply("mul", k(1.12837916709551257390 * 0.70710678118654752440 * 0.5),
-                apply("exp", apply("mul", apply("mul", x, x), k(-0.5))))
-    inner = fused_multiply_add(x, pdf, cdf)
+    def inner_of(erf, exp):
+        cdf = apply("mul", k(0.5), apply("add", k(1), erf(apply("mul", x, k(0.70710678118654752440)))))
+        pdf = apply("mul", k(1.12837916709551257390 * 0.70710678118654752440 * 0.5),
+                    exp(apply("mul", apply("mul", x, x), k(-0.5))))
+        return fused_multiply_add(x, pdf, cdf)
+
+    inner = None
+    x_meta = ctx.margs[1]
+    if dt == "f32" and not (x_meta.is_contiguous() and x_meta.numel() > 1):  # (else oneDNN's gelu_erf backward)
+        inner = _vector_or_tail(ctx, lambda: inner_of(_erf_vector, lambda v: apply("exp_sleef", v)),
+                                lambda: inner_of(lambda v: convert(apply("erf", convert(v, "f64")), "f32"), _tail_exp),
+                                grain=_gelu_grain(ctx), operands=2)
+    if inner is None:
+        inner = inner_of(lambda v: apply("erf", v), lambda v: apply("exp", v))
     return convert(apply("mul", grad, inner), ctx.dtype)
 
 
