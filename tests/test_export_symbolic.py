@@ -294,3 +294,27 @@ def test_jax_alone_refines_and_runs_the_artifact_at_several_sizes(dev, tmp_path)
         # lazycore's own client, refining with the StableHLO passes of its bindings, agrees
         for g, mine in zip(got, exported.call(x.numpy(), mask.numpy())):
             np.testing.assert_allclose(mine, g, rtol=1e-6, atol=1e-6)
+
+
+def test_kernels_modelled_per_length_take_a_size_free_form_under_a_symbol(dev):
+    """Lowerings that follow eager's vector lanes, scalar tails or column chunks
+    (softmax and log_softmax over the last dim and over a dim with elements
+    after it, layer norm, cross-entropy, gelu, maximum's ties) build a graph
+    per length; under a symbolic dim they take the form one program holds."""
+    torch.manual_seed(2)
+
+    def kernels(x, y):
+        s = x.shape[1]
+        return (x.softmax(-1), x.softmax(1), x.log_softmax(-1), x.log_softmax(1),
+                torch.nn.functional.layer_norm(x, (s, 24)),
+                torch.nn.functional.cross_entropy(x, torch.zeros(x.shape[0], 24, dtype=torch.long, device=x.device)),
+                torch.nn.functional.gelu(x), torch.maximum(x, y))
+
+    ex = [torch.randn(2, 40, 24).to(dev) for _ in range(2)]
+    exported = lazycore.export(kernels, *ex, dynamic={0: {1: "s"}, 1: {1: "s"}})
+    for s in (3, 17, 40, 100):
+        x, y = torch.randn(2, s, 24), torch.randn(2, s, 24)
+        want = kernels(x, y)
+        got = exported.call(x.numpy(), y.numpy())
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from lazycore.ir.context import TRACE
 from lazycore.ir.memo import Memo
 
 from ..lowering import apply, const, convert, fused_multiply_add, lowers, reshape
@@ -71,11 +72,17 @@ def _count(shape) -> int:
     return n
 
 
+def _modelled(x) -> bool:
+    """Eager's float32 kernels are modelled for ``x``: not while
+    ``lazycore.export`` traces one program for every size (``TRACE.symbolic``):
+    their lanes, tails and column chunks change the graph with a dim's length."""
+    return x.dtype == "f32" and not TRACE.symbolic and _count(x.shape) > 0
+
+
 def _eager_kernel(x, d) -> bool:
     """Eager's float32 last-dim kernel computes this call (every dim after ``d``
     of size 1); other types and dims keep the plain form."""
-    return (x.dtype == "f32" and len(x.shape) > 0 and _count(x.shape) > 0
-            and all(s == 1 for s in x.shape[d + 1:]))
+    return _modelled(x) and len(x.shape) > 0 and all(s == 1 for s in x.shape[d + 1:])
 
 
 @lowers(aten._softmax.default)
@@ -96,7 +103,7 @@ def _softmax(ctx, x, dim, half_to_float=False):
         inverse = apply("div", const(1, "f32", ctx.device, total.shape), total)
         return apply("mul", e, _keep(_row_once(inverse), d, x.shape))
     inner = _count(x.shape[d + 1:])
-    if x.dtype == "f32" and inner > 1 and _count(x.shape) <= _MAX_COLUMNS_MODELLED * x.shape[d]:
+    if _modelled(x) and inner > 1 and _count(x.shape) <= _MAX_COLUMNS_MODELLED * x.shape[d]:
         return _softmax_columns(ctx, shifted, d, inner)
     e = apply("exp", shifted)
     return apply("div", e, _reduce_keep("reduce_sum", e, d))
@@ -184,7 +191,7 @@ def _softmax_backward(ctx, grad, output, dim, input_dtype):
         rows = (_count(shape[:d]), shape[d])
         total = lane_sum(reshape(apply("mul", grad, output), rows), 1, kernel_lanes(torch.float32))
         inner = _keep(_row_once(reshape(total, shape[:d])), d, shape)
-    elif grad.dtype == "f32" and _count(grad.shape[d + 1:]) > 1 and _count(grad.shape) > 0:
+    elif _modelled(grad) and _count(grad.shape[d + 1:]) > 1:
         shape, columns = grad.shape, _count(grad.shape[d + 1:])
         outer, n = _count(shape[:d]), shape[d]
         # (_vec_softmax_backward: each column's products fused into its sum, in order from zero)
@@ -208,7 +215,7 @@ def _log_softmax(ctx, x, dim, half_to_float=False):
         total = lane_sum(apply("exp_sleef", shifted), d, kernel_lanes(torch.float32))
         return apply("sub", shifted, _keep(_row_once(apply("log_sleef", total)), d, x.shape))
     inner = _count(x.shape[d + 1:])
-    if x.dtype == "f32" and inner > 1 and _count(x.shape) > 0:
+    if _modelled(x) and inner > 1:
         return _log_softmax_columns(ctx, shifted, d, inner)
     total = _reduce_keep("reduce_sum", apply("exp", shifted), d)
     return apply("sub", shifted, apply("log", total))
@@ -242,7 +249,7 @@ def _log_softmax_backward(ctx, grad, output, dim, input_dtype):
         total = _keep(_row_once(lane_sum(grad, d, kernel_lanes(torch.float32))), d, grad.shape)
         return fused_multiply_add(apply("neg", apply("exp_sleef", output)), total, grad)
     inner = _count(grad.shape[d + 1:])
-    if grad.dtype == "f32" and inner > 1 and _count(grad.shape) > 0:
+    if _modelled(grad) and inner > 1:
         return _log_softmax_backward_columns(ctx, grad, output, d, inner)
     return apply("sub", grad, apply("mul", apply("exp", output), _reduce_keep("reduce_sum", grad, d)))
 

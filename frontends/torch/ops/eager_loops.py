@@ -189,7 +189,11 @@ def scalar_tail(out_shape, dtype: torch.dtype, operands, device, run: int | None
     ``out_shape``, or None when not modelled (probe unclear). ``run``: the
     elements of the kernel's vector step where it is not the binary loops'
     (a kernel built for AVX512 too: ``ALSO_REGISTER_AVX512_DISPATCH``); ``grain``
-    the kernel's ``at::parallel_for`` grain where it passes its own."""
+    the kernel's ``at::parallel_for`` grain where it passes its own. None while
+    ``lazycore.export`` traces one program for every size (``TRACE.symbolic``):
+    the tail's place is the sizes'."""
+    if TRACE.symbolic:
+        return None
     strides = [_strides(t, out_shape) for t in operands]
     numel = 1
     for n in out_shape:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 
+from lazycore.ir.context import TRACE
 from lazycore.ir.memo import Memo
 
 from ..lowering import apply
@@ -34,8 +35,10 @@ into the program."""
 def lanes(dtype: torch.dtype, n: int) -> int | None:
     """The lanes of eager's vectors of ``dtype`` for rows of ``n`` elements, or
     None where these helpers do not apply (no vector loop, a half type, which
-    eager accumulates in float32, or too long a row)."""
-    if dtype not in (torch.float32, torch.float64) or n == 0:
+    eager accumulates in float32, or too long a row), nor while
+    ``lazycore.export`` traces one program for every size (``TRACE.symbolic``:
+    a row's vectors and tail are its length's)."""
+    if dtype not in (torch.float32, torch.float64) or n == 0 or TRACE.symbolic:
         return None
     count = eager_loops._lanes(dtype)
     if count is None or n // count > MAX_MOMENT_VECTORS:
