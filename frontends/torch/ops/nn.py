@@ -250,15 +250,27 @@ def _gelu_grain(ctx):
 
 
 def _gelu_by_onednn(ctx) -> bool:
-    """Eager's ``gelu`` 'none' of a contiguous float32/bfloat16/float16 tensor
-    of 2 or more elements runs oneDNN's eltwise ``gelu_erf`` (``Activation.cpp``,
-    ``use_mkldnn``; float16 and bfloat16 on a CPU that has them, as this Xeon,
-    in float32 rounded once), not ATen's kernel (33,764 of 49,152 of 2 * N(0,
-    1) differ between the two). Not read: the ``torch.backends.mkldnn`` switch
-    (with it off eager runs ATen's kernel for those too; a recorded lowering
-    would not see it change)."""
-    x = ctx.margs[0]
-    return x.is_contiguous() and x.numel() > 1
+    """Eager's ``gelu`` 'none' of the forward's input: :func:`_onednn_takes`."""
+    return _onednn_takes(ctx.margs[0])
+
+
+def _onednn_takes(x) -> bool:
+    """Eager's ``gelu`` 'none' (and its backward) of a contiguous tensor of 2 or
+    more elements runs oneDNN's eltwise ``gelu_erf`` (``Activation.cpp``,
+    ``use_mkldnn``), not ATen's kernel (33,764 of 49,152 float32 of 2 * N(0, 1)
+    differ between the two): float32 always, bfloat16 and float16 (in float32
+    rounded once) only on a CPU oneDNN has them for (``mkldnn_bf16_device_check``
+    / ``mkldnn_fp16_device_check``: an AMD EPYC without AVX512-FP16 runs float16
+    in ATen's kernel). Not read: the ``torch.backends.mkldnn`` switch (with it
+    off eager runs ATen's kernel for those too; a recorded lowering would not
+    see it change)."""
+    if not (x.is_contiguous() and x.numel() > 1):
+        return False
+    if x.dtype == torch.bfloat16:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    if x.dtype == torch.float16:
+        return bool(torch.ops.mkldnn._is_mkldnn_fp16_supported())
+    return x.dtype == torch.float32
 
 
 def _gelu_composite(x, approximate, k):
@@ -354,11 +366,18 @@ def _gelu_backward(ctx, grad, x, approximate="none"):
         cdf = apply("mul", k(0.5), apply("add", k(1), erf(apply("mul", x, k(0.70710678118654752440)))))
         pdf = apply("mul", k(1.12837916709551257390 * 0.70710678118654752440 * 0.5),
                     exp(apply("mul", apply("mul", x, x), k(-0.5))))
+        if ctx.dtype in ("f16", "bf16"):
+            # the reduced types' loop converts to Vectorized<float> and adds
+            # cdf + x * pdf unfused (fused: 6 of 49,152 float16 off near gelu' = 0)
+            return apply("add", cdf, apply("mul", x, pdf))
         return fused_multiply_add(x, pdf, cdf)
 
     inner = None
     x_meta = ctx.margs[1]
-    if dt == "f32" and not (x_meta.is_contiguous() and x_meta.numel() > 1):  # (else oneDNN's gelu_erf backward)
+    by_onednn = _onednn_takes(x_meta)
+    if dt == "f32" and by_onednn and gelu_onednn.backward_in_eager():
+        inner = gelu_onednn.gelu_erf_derivative(x)
+    elif dt == "f32" and not by_onednn:
         inner = _vector_or_tail(ctx, lambda: inner_of(_erf_vector, lambda v: apply("exp_sleef", v)),
                                 lambda: inner_of(lambda v: convert(apply("erf", convert(v, "f64")), "f32"), _tail_exp),
                                 grain=_gelu_grain(ctx), operands=2)
