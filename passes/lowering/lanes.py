@@ -28,6 +28,7 @@ from lazycore.dialect import TensorType, attr, tensor_type
 from lazycore.dialect.mlir import ir
 
 from . import hlo
+from .collectives import whole_along_last
 from .elementwise import _unseen_divisor
 from .elementwise import fused_multiply_add as _fma
 from .registry import lowering
@@ -307,8 +308,10 @@ def _cascade_sum(op, rewriter):
     sums are the first value and the in-order sums of the runs of ``step``
     after it, which make level ``j + 1``'s sequence, and what follows the
     last full run is level ``j``'s remainder. The remainders are added from
-    zero, level 0 first; a level receiving one value passes it up whole."""
-    x = op.operands[0]
+    zero, level 0 first; a level receiving one value passes it up whole.
+    Over a mesh the row is gathered whole first (:func:`.collectives.whole_along_last`):
+    the cuts cross the blocks of a row split by a batch axis."""
+    x = whole_along_last(op, op.operands[0])
     step, levels = int(attr(op, "step")), int(attr(op, "levels"))
     t = hlo.type_of(x)
     kept, last = t.shape[:-1], t.rank - 1

@@ -42,6 +42,12 @@ def with_mesh(declared: str | None, mesh) -> str:
     return "{" + (body + ", " if body else "") + f"{mesh_symbol(mesh)} = {mesh_text(mesh)}" + "}"
 
 
+def declared_meshes(declared: str) -> list[tuple[int, ...]]:
+    """The mesh shapes a :data:`MESHES` value declares, in order."""
+    return [tuple(int(n) for n in re.findall(r'"a\d+"=(\d+)', axes))
+            for axes in re.findall(r"#sdy\.mesh<\[([^\]]*)\]>", declared or "")]
+
+
 def _axis(axis: int, pre: int, size: int, whole: int) -> str:
     name = f'"{axis_name(axis)}"'
     return name if pre == 1 and size == whole else f"{name}:({pre}){size}"
