@@ -1,5 +1,6 @@
 """Helpers shared by tests: bit-for-bit comparison of float arrays (the exactness tests), index checks found in StableHLO text."""
 
+import functools
 import re
 
 import numpy
@@ -65,33 +66,31 @@ AMD EPYC (2026-12-02) eager's products sum in other orders, so those claims are
 made, and checked, on Intel CPUs."""
 
 
-def _eager_sqrt_is_ieee() -> bool:
+@functools.cache
+def eager_sqrt_is_ieee() -> bool:
+    """Whether eager's contiguous float32 ``sqrt`` here is correctly rounded. ATen
+    sends it to MKL's ``vsSqrt`` (VML_HA), which picks its code by CPU: on an AMD
+    EPYC (2026-12-04) about one value in five is 1 ulp off IEEE's root (within 0.75
+    ulp; the same bits as ``vmsSqrt`` called through ctypes), while lazycore's
+    ``sqrt`` is XLA's, correctly rounded as IEEE defines it. That kernel is not
+    modelled."""
     import torch
 
     x = torch.linspace(1e-3, 4, 4096)
     return bool(torch.equal(x.sqrt(), x.double().sqrt().float()))
 
 
-EAGER_SQRT_IS_IEEE = _eager_sqrt_is_ieee()
-"""Whether eager's contiguous float32 ``sqrt`` here is correctly rounded. ATen
-sends it to MKL's ``vsSqrt`` (VML_HA), which picks its code by CPU: on an AMD
-EPYC (2026-12-04) about one value in five is 1 ulp off IEEE's root (within 0.75
-ulp; the same bits as ``vmsSqrt`` called through ctypes), while lazycore's
-``sqrt`` is XLA's, correctly rounded as IEEE defines it. That kernel is not
-modelled."""
-
-
 def ieee_sqrt():
     """A context in which eager's float32 ``sqrt`` is IEEE's (the float64 root
     rounded once, which is the correctly rounded float32 root): the reference for
     tests that claim eager's bits through a ``sqrt`` (Adam's denominator) on a CPU
-    where :data:`EAGER_SQRT_IS_IEEE` is false; everything else is eager's."""
+    where :func:`eager_sqrt_is_ieee` is false; everything else is eager's."""
     import contextlib
 
     import torch
     from torch.overrides import TorchFunctionMode
 
-    if EAGER_SQRT_IS_IEEE:
+    if eager_sqrt_is_ieee():
         return contextlib.nullcontext()
 
     roots = {torch.sqrt, torch.Tensor.sqrt}

@@ -87,14 +87,25 @@ def module_of(op) -> ir.Operation:
 _FRONTEND = "mhlo.frontend_attributes"
 
 
+def _frontend(module: ir.Operation) -> dict:
+    """``module``'s frontend attributes, by name."""
+    attrs = module.attributes
+    if _FRONTEND not in attrs:
+        return {}
+    d = ir.DictAttr(attrs[_FRONTEND])
+    return {d[i].name: d[i].attr for i in range(len(d))}
+
+
+def _declared(frontend: dict) -> str | None:
+    """The :data:`shardy.MESHES` value in ``frontend``; None: no mesh declared."""
+    return ir.StringAttr(frontend[shardy.MESHES]).value if shardy.MESHES in frontend else None
+
+
 def declare_mesh(module: ir.Operation, mesh) -> str:
     """Declare the Shardy mesh of shape ``mesh`` on ``module`` (once); its symbol."""
     attrs = module.attributes
-    frontend = {}
-    if _FRONTEND in attrs:
-        d = ir.DictAttr(attrs[_FRONTEND])
-        frontend = {d[i].name: d[i].attr for i in range(len(d))}
-    declared = ir.StringAttr(frontend[shardy.MESHES]).value if shardy.MESHES in frontend else None
+    frontend = _frontend(module)
+    declared = _declared(frontend)
     now = shardy.with_mesh(declared, mesh)
     if now != declared:
         frontend[shardy.MESHES] = ir.StringAttr.get(now)
@@ -132,15 +143,10 @@ def whole_along_last(op, x: ir.Value) -> ir.Value:
     attrs = module.attributes
     if "mhlo.num_partitions" not in attrs or ir.IntegerAttr(attrs["mhlo.num_partitions"]).value <= 1:
         return x
-    frontend = ir.DictAttr(attrs[_FRONTEND]) if _FRONTEND in attrs else None
-    declared = ir.StringAttr(frontend[shardy.MESHES]).value if frontend is not None and shardy.MESHES in frontend else ""
-    meshes = shardy.declared_meshes(declared)
+    meshes = shardy.declared_meshes(_declared(_frontend(module)))
     if len(meshes) != 1:
         return x
-    mesh = meshes[0]
-    rank = hlo.type_of(x).rank
-    dims = ["{?}"] * (rank - 1) + ["{}"]
-    text = f"<@{shardy.mesh_symbol(mesh)}, [" + ", ".join(dims) + "]>"
+    text = shardy.whole_along_last(meshes[0], hlo.type_of(x).rank)
     return custom_call("Sharding", x, x.type, xla__sdy__sharding=shardy.per_value(text))
 
 

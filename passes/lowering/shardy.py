@@ -42,8 +42,8 @@ def with_mesh(declared: str | None, mesh) -> str:
     return "{" + (body + ", " if body else "") + f"{mesh_symbol(mesh)} = {mesh_text(mesh)}" + "}"
 
 
-def declared_meshes(declared: str) -> list[tuple[int, ...]]:
-    """The mesh shapes a :data:`MESHES` value declares, in order."""
+def declared_meshes(declared: str | None) -> list[tuple[int, ...]]:
+    """The mesh shapes a :data:`MESHES` value (None: none) declares, in order."""
     return [tuple(int(n) for n in re.findall(r'"a\d+"=(\d+)', axes))
             for axes in re.findall(r"#sdy\.mesh<\[([^\]]*)\]>", declared or "")]
 
@@ -60,6 +60,12 @@ def sharding(mesh, dims) -> str:
     its size)``, else the sub-axis ``"a0":(pre)size``)."""
     full = [[(a, pre, size, int(mesh[a])) for a, pre, size in d] for d in dims]
     return f"<@{mesh_symbol(mesh)}, [" + ", ".join("{" + ", ".join(_axis(*a) for a in d) + "}" for d in full) + "]>"
+
+
+def whole_along_last(mesh, rank: int) -> str:
+    """``<@mesh_2, [{?}, {}]>``: a value of rank ``rank`` whole along its last
+    dimension, its others open (the partitioner's to choose)."""
+    return f"<@{mesh_symbol(mesh)}, [" + ", ".join(["{?}"] * (rank - 1) + ["{}"]) + "]>"
 
 
 def of_spec(mesh, spec) -> str:

@@ -26,10 +26,12 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cases_hunt35 as cases  # noqa: E402
 from cases_hunt27 import check_outcome  # noqa: E402
 from test_hunt26_torch import full_only  # noqa: E402 (the shared harness)
+from _bits import ieee_sqrt  # noqa: E402
 
 _CI = ("autograd_functional_newton_logistic", "grad_scaler_overflow_accumulate_clip")  # 3-4 s each at load 2.7
 
@@ -96,9 +98,6 @@ def test_adam_beside_a_forward_ad_level_in_another_thread():
 
     import lazycore.torch as ltorch
 
-    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-    from _bits import ieee_sqrt
-
-    with ieee_sqrt():  # eager's Adam denominator as IEEE's root where MKL's here is not (_bits.EAGER_SQRT_IS_IEEE)
+    with ieee_sqrt():  # eager's Adam denominator as IEEE's root where MKL's here is not (_bits.eager_sqrt_is_ieee)
         want = cases.adam_beside_dual_level(torch.device("cpu"))
     assert torch.equal(cases.adam_beside_dual_level(ltorch.device()), want)

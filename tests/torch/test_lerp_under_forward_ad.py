@@ -33,7 +33,7 @@ def _adam_steps(device):
 
 
 def test_adam_under_a_dual_level_is_eagers():
-    with ieee_sqrt():  # eager's denominator as IEEE's root where MKL's here is not (_bits.EAGER_SQRT_IS_IEEE)
+    with ieee_sqrt():  # eager's denominator as IEEE's root where MKL's here is not (_bits.eager_sqrt_is_ieee)
         want = _adam_steps("cpu")
     assert torch.equal(_adam_steps(DEV), want)
 
