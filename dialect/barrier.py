@@ -20,7 +20,7 @@ from .types import ShapeError, TensorType
 MAX_OPERANDS = 16
 
 
-@op("optimization_barrier", ("operands*",), results=("results*",), padding="refused",
+@op("optimization_barrier", ("operands*",), results=("results*",), padding="own",
     summary="its operands unchanged, opaque to CSE and to code motion (stablehlo.optimization_barrier)")
 def _optimization_barrier(operands: list[TensorType]):
     """Between 1 and 16 operands, of any types; the results have the operands' types, one per operand."""

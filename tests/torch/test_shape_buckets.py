@@ -208,6 +208,37 @@ def test_convolutions_over_a_padded_batch(dev):
     assert compiled == 1
 
 
+def test_max_pooling_over_a_padded_batch(dev):
+    """Max pooling's window search and its backward's index reads over a padded batch."""
+    def cnn():
+        torch.manual_seed(5)
+        return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(3, 2, 1),
+                                   torch.nn.Flatten(), torch.nn.Linear(4 * 4 * 4, 3))
+
+    model, lazy = cnn(), cnn().to(dev)
+    compiled = 0
+    for n in (5, 6, 7):
+        compiled += both_steps(dev, model, lazy, cross_entropy, (torch.randn(n, 3, 8, 8), torch.randint(0, 3, (n,))), (0, 0))
+    assert compiled == 1
+
+
+def test_activation_checkpointing_over_a_padded_batch(dev):
+    """A checkpointed block's recomputation takes its inputs through an
+    optimization barrier, whose results are padded as its operands: one
+    program for the bucket (was one a size: the barrier refused padding)."""
+    from torch.utils.checkpoint import checkpoint
+
+    def block(model, x, y):
+        out = checkpoint(model, x, use_reentrant=False)
+        return torch.nn.functional.cross_entropy(out, y)
+
+    model, lazy = pair(dev, mlp, 0)
+    compiled = 0
+    for n in (11, 12, 13):  # (no size the model's widths share: 5 rows would make its 5 classes the symbol's)
+        compiled += both_steps(dev, model, lazy, block, (torch.randn(n, 10), torch.randint(0, 5, (n,))), (0, 0))
+    assert compiled == 1
+
+
 def test_device_loader_marks_the_batch_dimension(dev):
     """94 samples in batches of 32: the last batch of 30 runs the program of 32, uploaded padded (no copy back)."""
     torch.manual_seed(4)

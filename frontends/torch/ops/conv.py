@@ -270,9 +270,13 @@ class _Window:
                              strides=(1,) * len(lead) + tuple(self.stride))
 
     def scatter(self, per_offset):
-        """Sum over offsets of each offset's output-shaped values placed back at the input positions it read."""
+        """Sum over offsets of each offset's output-shaped values placed back at
+        the input positions it read, in eager's order: its pooling backward
+        kernels add into an input position output position by output position
+        (row-major), and a later output position reads it at an earlier kernel
+        offset, so the offsets are taken last first."""
         total = None
-        for off in self.offsets():
+        for off in reversed(list(self.offsets())):
             v = per_offset(off)
             low = [o * d - p for o, d, p in zip(off, self.dilation, self.padding)]
             high = [size - lo - (o - 1) * s - 1 for size, lo, o, s in zip(self.in_sp, low, self.out_sp, self.stride)]
@@ -408,13 +412,15 @@ def _avg_divisor(win, count_include_pad, divisor_override, dtype, dev, shape):
 def _avg_pool(ctx, x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
               divisor_override=None):
     n = _AVG_POOL_RANK[ctx.func]
-    x = convert(x, ctx.dtype)
+    # eager's kernels sum a float16/bfloat16 window in float32 and divide there, rounding once at the end
+    acc = "f32" if ctx.dtype in ("f16", "bf16") else ctx.dtype
+    x = convert(x, acc)
     win = _Window(x.shape[-n:], ctx.shape[-n:], *_pool_args(n, kernel_size, stride, padding))
     total = None
     for _, v in win.slices(x, 0):
         total = v if total is None else apply("add", total, v)
-    return apply("div", total, _avg_divisor(win, count_include_pad, divisor_override, ctx.dtype, ctx.device,
-                                            ctx.shape))
+    mean = apply("div", total, _avg_divisor(win, count_include_pad, divisor_override, acc, ctx.device, ctx.shape))
+    return convert(mean, ctx.dtype)
 
 
 @lowers(aten.avg_pool2d_backward.default, aten.avg_pool3d_backward.default)

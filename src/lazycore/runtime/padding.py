@@ -330,7 +330,7 @@ class Padded:
             refit = _refit(self, node, rule, operands, pads)
             if refit is not None:
                 made, padded, ruled = refit
-                self.new[id(node)] = (made, [padded])
+                self.new[id(node)] = (made, padded if type(padded) is list else [padded])
                 if op in ("reshape", "convert", "broadcast_in_dim") and id(ruled[0][0]) in self.counts:
                     self.counts[id(made)] = self.counts[id(ruled[0][0])]
                 return
@@ -738,6 +738,11 @@ def _made(state, node, operands, pads):
     if value.size == 0 or not (value == value.flat[0]).all():
         return node.attrs, operands, {}  # not constant along its dims: kept as it is
     return {"value": np.full(state.widened(value.shape, out), value.flat[0], value.dtype)}, operands, out
+
+
+def _barrier(state, node, operands, pads):
+    """An optimization barrier's results are its operands, each padded as its operand is."""
+    return node.attrs, operands, [dict(p) for p in pads]
 
 
 def _reshape(state, node, operands, pads):
@@ -1362,6 +1367,7 @@ OWN_RULES = {
     "lane_sum": _lanes,
     "lane_moments": _lanes,
     "cascade_sum": _cascade,
+    "optimization_barrier": _barrier,
 }
 _KIND_RULES = {"elementwise": _elementwise, "reduction": _reduce}
 
