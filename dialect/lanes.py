@@ -24,6 +24,17 @@ node; its lowering (``passes/lowering/lanes.py``) expands to the sequence.
   and cleared; the levels are added in order from zero. The flushes depend on
   an element's index, never on the row's length, so zeros appended to a row
   leave its sum as it is (shape-bucket padding masks a padded row with zeros).
+- ``vector_sum(operand)``: per row, ``torch.sum``'s CPU kernel (ATen's
+  ``cascade_sum``, ``SumKernel.cpp``): a row of ``lanes`` or more elements as
+  vectors of ``lanes`` (the rest, the tail, as scalars), the vectors taken four
+  at a time into four partial sums, each a cascade of levels flushed every
+  ``2**max(4, ceil(log2(groups)) / 4)`` groups, the vectors left over added
+  into the first, the four added in order, then the tail in order from zero
+  and the lanes in order after it; a shorter row as scalars four at a time
+  the same way. ``threads`` above 1 (a whole tensor summed to one number by
+  several threads, ``two_pass_reduction``): a row of ``GRAIN`` (32,768)
+  elements or more cut into ``at::parallel_for``'s chunks, each summed so,
+  the ``threads`` results (unused ones zero) summed so again.
 """
 
 from __future__ import annotations
@@ -77,4 +88,17 @@ def _cascade_sum(x: TensorType, *, step, levels):
     kept = _row(x, "operand")
     if step < 2 or levels < 1:
         raise ShapeError(f"step must be 2 or more and levels positive, got step {step}, levels {levels}")
+    return TensorType(kept, x.dtype)
+
+
+@op("vector_sum", ("operand",), attrs={"lanes": "i64", "threads": "i64"}, padding="own",
+    summary="per row of the last dimension, torch.sum's CPU cascade over vectors of lanes (SumKernel.cpp)")
+def _vector_sum(x: TensorType, *, lanes, threads):
+    """The operand has type f32 or f64 and rank 1 or more; ``lanes`` and
+    ``threads`` are positive. The result is the operand's shape without its
+    last dimension, of its type."""
+    kept = _row(x, "operand")
+    _lanes(lanes)
+    if threads < 1:
+        raise ShapeError(f"threads must be positive, got {threads}")
     return TensorType(kept, x.dtype)

@@ -618,6 +618,21 @@ def _cascade_sum(rng, operand):
     return cases + [Case([small(rng, (5,), operand)], dict(step=1, levels=8), refused=True)]
 
 
+def _vector_sum(rng, operand):
+    from lazycore.frontends.torch.ops.sum_kernel import reference  # (checked against eager's bits there)
+
+    def want(x, lanes):
+        rows = x.reshape(-1, x.shape[-1])
+        return (np.asarray([reference(r, lanes) for r in rows], x.dtype).reshape(x.shape[:-1]),)
+
+    # rows under one vector, of vectors and a tail, and of 1,100 (two runs of 16 groups of four vectors)
+    cases = [Case([x], dict(lanes=lanes, threads=1), want=lambda x=x, k=lanes: want(x, k))
+             for x in (small(rng, (3, 5), operand, -2, 2), small(rng, (17,), operand),
+                       small(rng, (2, 1100), operand, -2, 2))
+             for lanes in (8, 4)]
+    return cases + [Case([small(rng, (5,), operand)], dict(lanes=0, threads=1), refused=True)]
+
+
 # --- linalg ------------------------------------------------------------------------------
 
 
@@ -1060,6 +1075,7 @@ SAMPLES: dict[str, Sample] = {
     "lane_sum": Sample({"lhs": ("f32", "f64")}, _lane_sum),
     "lane_moments": Sample({"operand": ("f32", "f64")}, _lane_moments),
     "cascade_sum": Sample({"operand": ("f32", "f64")}, _cascade_sum),
+    "vector_sum": Sample({"operand": ("f32", "f64")}, _vector_sum),
     "dot_general": Sample({"lhs": ARITH}, _dot_general),
     "convolution": Sample({"input": NUMERIC}, _convolution),
     "gather": Sample({"operand": ANY, "start_indices": INT}, _gather),

@@ -59,3 +59,23 @@ func.func @lane_sum_loop(%a: tensor<2x4117xf32>, %b: tensor<2x4117xf32>) -> tens
   %0 = "lazy.lane_sum"(%a, %b) {fused = false, halving = true, lanes = 16 : i64} : (tensor<2x4117xf32>, tensor<2x4117xf32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+// lazy.vector_sum, torch.sum's CPU cascade, of rows of 1,100 in vectors of 8 lanes: 137 vectors, 34
+// groups of four into four partial sums (two runs of 16 groups summed across the row at once, then
+// the 2 groups after them), vector 136 into partial 0, the partials in order, then the tail of 4
+// and the 8 lanes from zero (a -0 result made +0, as 0 + x makes it).
+// CHECK-LABEL: func.func @vector_sum
+// CHECK: stablehlo.reshape %{{.*}} : (tensor<3x1096xf32>) -> tensor<3x137x8xf32>
+// CHECK: stablehlo.reshape %{{.*}} : (tensor<3x136x8xf32>) -> tensor<3x34x32xf32>
+// CHECK: stablehlo.reshape %{{.*}} : (tensor<3x32x32xf32>) -> tensor<3x2x16x32xf32>
+// CHECK-COUNT-15: stablehlo.add %{{.*}} : tensor<3x2x32xf32>
+// CHECK: stablehlo.add %{{.*}} : tensor<3x32xf32>
+// CHECK: stablehlo.compare EQ
+// CHECK: stablehlo.select
+// CHECK: return
+func.func @vector_sum(%x: tensor<3x1100xf32>) -> tensor<3xf32> {
+  %0 = "lazy.vector_sum"(%x) {lanes = 8 : i64, threads = 1 : i64} : (tensor<3x1100xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}

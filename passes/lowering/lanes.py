@@ -337,3 +337,136 @@ def _cascade_sum(op, rewriter):
             up = hlo.value("concatenate", [up, sums], vt, dimension=hlo.i64(last))
         level = up
     return total
+
+
+GRAIN = 32768
+"""``at::internal::GRAIN_SIZE``: a sum of fewer elements runs on one thread."""
+
+
+def _slab(x, lo: int, hi: int, dim: int):
+    """``x[lo:hi]`` along ``dim``."""
+    t = hlo.type_of(x)
+    start, limit = [0] * t.rank, list(t.shape)
+    start[dim], limit[dim] = lo, hi
+    shape = t.shape[:dim] + (hi - lo,) + t.shape[dim + 1:]
+    return hlo.value("slice", [x], TensorType(shape, t.dtype), start_indices=hlo.i64s(start),
+                     limit_indices=hlo.i64s(limit), strides=hlo.i64s([1] * t.rank))
+
+
+def _in_order(x, dim: int):
+    """The sum along ``dim`` (dropped) in index order, from its first element."""
+    acc = _at(x, 0, dim)
+    for i in range(1, hlo.type_of(x).shape[dim]):
+        acc = _add(acc, _at(x, i, dim))
+    return acc
+
+
+def _levels(rows):
+    """ATen's ``multi_row_sum`` over ``rows``' second-to-last dimension (``S``
+    rows of ``W`` columns; None for none): each run of ``step`` rows summed in
+    order into level 0 and flushed into level 1, level 1 into level 2 after
+    every ``step`` flushes, level 2 into level 3 likewise (level 3 keeps all);
+    the rows after the last whole run summed into level 0, which then takes
+    levels 1, 2 and 3 in order. The runs of one level are one chain across
+    all of them at once."""
+    t = hlo.type_of(rows)
+    size, width, lead = t.shape[-2], t.shape[-1], t.shape[:-2]
+    rows_dim = t.rank - 2
+    if size == 0:
+        return None
+    step = 1 << max(4, _ceil_log2(size) // 4)
+
+    def runs(values):
+        """(sums of ``values``' whole runs of ``step`` or None, sum of what follows them or None)."""
+        m = hlo.type_of(values).shape[-2]
+        whole = m // step * step
+        rest = _in_order(_slab(values, whole, m, rows_dim), rows_dim) if whole < m else None
+        if not whole:
+            return None, rest
+        grouped = _reshape(_slab(values, 0, whole, rows_dim), lead + (whole // step, step, width))
+        return _in_order(grouped, rows_dim + 1), rest
+
+    level, acc0 = runs(rows)
+    left = []
+    for _ in (1, 2):  # levels 1 and 2: their flushed sums go up, what is left stays
+        if level is None:
+            break
+        level, rest = runs(level)
+        left.append(rest)
+    top = _in_order(level, rows_dim) if level is not None else None
+    total = None
+    for part in [acc0, *left, top]:
+        if part is not None:
+            total = part if total is None else _add(total, part)
+    return total
+
+
+def _four_at_a_time(items):
+    """ATen's ``row_sum`` over ``items``' second-to-last dimension (``V`` items
+    of ``w`` elements, None for none): items ``4i + k`` into partial sum ``k``
+    (:func:`_levels` over the groups of four), the items after the last group
+    into partial 0, then partials 0 to 3 in order."""
+    t = hlo.type_of(items)
+    count, width, lead = t.shape[-2], t.shape[-1], t.shape[:-2]
+    groups = count // 4
+    partial = None
+    if groups:
+        grouped = _reshape(_slab(items, 0, 4 * groups, t.rank - 2), lead + (groups, 4 * width))
+        partial = _levels(grouped)
+    first = _cut(partial, 0, width) if partial is not None else None
+    for i in range(4 * groups, count):
+        item = _at(items, i, t.rank - 2)
+        first = item if first is None else _add(first, item)
+    if partial is not None:
+        for k in range(1, 4):
+            first = _add(first, _cut(partial, k * width, (k + 1) * width))
+    return first
+
+
+def _from_zero(total):
+    """``0 + total``, which eager's sums start from (its only effect: ``-0`` to ``+0``);
+    XLA folds the add itself away."""
+    zero = hlo.constant(0, hlo.type_of(total))
+    return hlo.select(hlo.compare(total, zero, "EQ"), zero, total)
+
+
+def _eager_row_sum(x, lanes: int):
+    """``cascade_sum``'s sum of each row of ``x`` (its last dimension) on one
+    thread: ``vectorized_inner_sum`` for a row of ``lanes`` or more, else
+    ``scalar_inner_sum``; the result stored into a zero (``+=``)."""
+    t = hlo.type_of(x)
+    n, kept = t.shape[-1], t.shape[:-1]
+    if n == 0:
+        return hlo.constant(0, TensorType(kept, t.dtype))
+    if n < lanes:
+        return _from_zero(_reshape(_four_at_a_time(_reshape(x, kept + (n, 1))), kept))
+    vectors = n // lanes
+    lanes_sum = _four_at_a_time(_reshape(_cut(x, 0, vectors * lanes), kept + (vectors, lanes)))
+    total = None
+    for k in range(vectors * lanes, n):  # the tail, from zero, then the lanes
+        total = _at(x, k, t.rank - 1) if total is None else _add(total, _at(x, k, t.rank - 1))
+    for lane in range(lanes):
+        value = _at(lanes_sum, lane, t.rank - 1)
+        total = value if total is None else _add(total, value)
+    return _from_zero(total)
+
+
+@lowering("vector_sum")
+def _vector_sum(op, rewriter):
+    """``torch.sum``'s CPU kernel per row (``aten/src/ATen/native/cpu/SumKernel.cpp``,
+    ``cascade_sum``; ``parallel_reduce``'s ``two_pass_reduction`` for ``threads``
+    above 1): every add a static slice-and-add, the runs of a level vectorized
+    across the row, so the program grows with the row's log, not its length."""
+    x = op.operands[0]
+    lanes, threads = int(attr(op, "lanes")), int(attr(op, "threads"))
+    t = hlo.type_of(x)
+    n, kept = t.shape[-1], t.shape[:-1]
+    if threads == 1 or n < GRAIN:
+        return _eager_row_sum(x, lanes)
+    used = min(threads, -(-n // GRAIN))  # at::parallel_for's chunks of the row
+    chunk = -(-n // used)
+    sums = [_reshape(_eager_row_sum(_cut(x, lo, min(n, lo + chunk)), lanes), kept + (1,))
+            for lo in range(0, n, chunk)]
+    sums += [hlo.constant(0, TensorType(kept + (1,), t.dtype))] * (threads - len(sums))
+    buffer = hlo.value("concatenate", sums, TensorType(kept + (threads,), t.dtype), dimension=hlo.i64(t.rank - 1))
+    return _eager_row_sum(buffer, lanes)

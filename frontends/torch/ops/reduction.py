@@ -8,8 +8,11 @@ from lazycore.dialect.types import is_float
 
 from lazycore.dialect.types import is_complex
 
+from lazycore.ir.context import TRACE
+
+from ..dtypes import lazy_dtype
 from ..lowering import apply, broadcast, const, convert, dims, lowers, reshape
-from . import eager_loops
+from . import eager_loops, sum_kernel
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -40,17 +43,36 @@ def _accumulating(x, dtype):
     return convert(x, "f32") if dtype in ("f16", "bf16") else x
 
 
+def _eager_sum(ctx, x, ds, shape):
+    """``x`` summed over ``ds`` as eager's CPU kernel adds (``lazy.vector_sum``:
+    :mod:`.sum_kernel`) where it is modelled: a contiguous float32 or float64
+    input summed in its own type over trailing dimensions; else ``lazy.reduce_sum``."""
+    source = ctx.margs[0]
+    rank = len(x.shape)
+    if (x.shape == () or not ds or sorted(ds) != list(range(rank - len(ds), rank)) or TRACE.symbolic
+            or lazy_dtype(source.dtype) != ctx.dtype or not source.is_contiguous()):
+        return _reduce("reduce_sum", x, ds, False, shape)
+    count = sum_kernel.lanes(source.dtype)
+    n, rows = _numel(x.shape[rank - len(ds):]), x.shape[:rank - len(ds)]
+    if count is None or n == 0 or n > sum_kernel.MAX_ROW:
+        return _reduce("reduce_sum", x, ds, False, shape)
+    # a whole tensor summed to one number is cut among eager's threads (two_pass_reduction)
+    threads = torch.get_num_threads() if _numel(rows) == 1 else 1
+    total = apply("vector_sum", reshape(x, rows + (n,)), lanes=count, threads=threads)
+    return reshape(total, shape)
+
+
 @lowers(aten.sum.dim_IntList, aten.sum.default)
 def _sum(ctx, x, dim=None, keepdim=False, dtype=None):
     x = _accumulating(x, ctx.dtype)
-    return convert(_reduce("reduce_sum", x, _dims_arg(x, dim), keepdim, ctx.shape), ctx.dtype)
+    return convert(_eager_sum(ctx, x, _dims_arg(x, dim), ctx.shape), ctx.dtype)
 
 
 @lowers(aten.mean.dim, aten.mean.default)
 def _mean(ctx, x, dim=None, keepdim=False, dtype=None):
     x = _accumulating(x, ctx.dtype)
     ds = _dims_arg(x, dim)
-    total = _reduce("reduce_sum", x, ds, keepdim, ctx.shape)
+    total = _eager_sum(ctx, x, ds, ctx.shape)
     count = 1
     for d in ds:
         count *= x.shape[d]

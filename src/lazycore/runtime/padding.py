@@ -347,7 +347,7 @@ class Padded:
         self.new[id(node)] = (made, padded if type(padded) is list else [padded])  # (a list: one a result)
         if padded and not any(pads) and op in WIDENED:
             self.fresh[id(made)] = node
-        if op == "reduce_sum":
+        if op in ("reduce_sum", "vector_sum"):
             count = self.count_of(node, pads[0])
             if count[1]:
                 self.counts[id(made)] = count
@@ -410,7 +410,7 @@ class Padded:
     def count_of(self, node: Node, pads: dict) -> tuple[int, tuple[int, ...]]:
         source = node.operands[0][0].types[node.operands[0][1]].shape
         k, syms = 1, []
-        for d in node.attrs["dims"]:
+        for d in node.attrs.get("dims", (len(source) - 1,)):  # (vector_sum: its rows)
             for n, sym in pads.get(d, ((source[d], None),)):
                 if sym is None:
                     k *= n
@@ -796,6 +796,16 @@ def _reduce(state, node, operands, pads):
     if masked:
         operands = [state.mask(operands[0], masked, spec_of(node.op).identity)]
     return node.attrs, operands, _kept(pads[0], dims)
+
+
+def _vector_sum(state, node, operands, pads):
+    """Rows are independent: padded leading dimensions stay padded. A row
+    padded along itself is masked with zeros and summed at its padded length
+    (its sum, in the cascade of that length rather than of the valid one)."""
+    last = len(node.operands[0][0].types[node.operands[0][1]].shape) - 1
+    if last in pads[0]:
+        operands = [state.mask(operands[0], {last: pads[0][last]}, "zero")]
+    return node.attrs, operands, _kept(pads[0], (last,))
 
 
 def _pair(node, pa, pb, lhs_dims, rhs_dims) -> dict[int, Factors]:
@@ -1368,6 +1378,7 @@ OWN_RULES = {
     "lane_moments": _lanes,
     "cascade_sum": _cascade,
     "optimization_barrier": _barrier,
+    "vector_sum": _vector_sum,
 }
 _KIND_RULES = {"elementwise": _elementwise, "reduction": _reduce}
 

@@ -1,0 +1,104 @@
+"""``torch.sum`` over trailing dimensions as eager's CPU kernel adds (``lazy.vector_sum``).
+
+Eager sums a float32 or float64 row with ATen's ``cascade_sum``
+(``aten/src/ATen/native/cpu/SumKernel.cpp``): vectors four at a time into
+four partial sums, each a cascade of levels, then the tail and the lanes in
+order (:mod:`lazycore.dialect.lanes` has the whole sequence). XLA's ``reduce``
+adds in an order of its own: 42 of 64 float32 row means of 64 x 100 differed
+from eager's. Which vectors the kernel runs is asked of eager once per type:
+its sums of a few fixed rows against this module's reference of the sequence
+at each candidate width (8 float32 lanes on an AVX2 and on an AVX512 build
+alike, where the kernel is compiled for AVX2's vectors). No width matching
+(another kernel), the reduction stays ``lazy.reduce_sum``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from lazycore.ir.memo import Memo
+
+GRAIN = 32768
+"""``at::internal::GRAIN_SIZE``: a whole tensor of this many elements or more is
+summed by several threads (``lazy.vector_sum``'s ``threads``)."""
+
+MAX_ROW = 1 << 23
+"""The longest row given to ``lazy.vector_sum``: its lowering's last level adds
+one value per 2**18 elements in sequence (32 at this length)."""
+
+_CANDIDATES = {torch.float32: (8, 16, 4), torch.float64: (4, 8, 2)}
+_LANES = Memo("torch.sum_kernel_lanes", 4)
+"""dtype -> the lanes of eager's sum kernel's vectors, 0 where none matched."""
+
+
+def _ceil_log2(x: int) -> int:
+    return 1 if x <= 2 else (x - 1).bit_length()
+
+
+def _levels(rows: list, zero):
+    """``multi_row_sum``'s cascade over ``rows`` (arrays of one shape)."""
+    size = len(rows)
+    power = max(4, _ceil_log2(size) // 4)
+    step, mask = 1 << power, (1 << power) - 1
+    acc = [zero.copy() for _ in range(4)]
+    i = 0
+    while i + step <= size:
+        for _ in range(step):
+            acc[0] = acc[0] + rows[i]
+            i += 1
+        for j in range(1, 4):
+            acc[j], acc[j - 1] = acc[j] + acc[j - 1], zero.copy()
+            if i & (mask << (j * power)):
+                break
+    for r in rows[i:]:
+        acc[0] = acc[0] + r
+    for j in range(1, 4):
+        acc[0] = acc[0] + acc[j]
+    return acc[0]
+
+
+def _four_at_a_time(items: list, zero):
+    groups = len(items) // 4
+    partial = _levels([np.stack(items[4 * g:4 * g + 4]) for g in range(groups)], np.stack([zero] * 4))
+    first = partial[0]
+    for item in items[4 * groups:]:
+        first = first + item
+    for k in range(1, 4):
+        first = first + partial[k]
+    return first
+
+
+def reference(row: np.ndarray, lanes: int):
+    """Eager's one-thread sum of a 1-d float ``row`` with vectors of ``lanes`` (NumPy scalars keep the type)."""
+    t = row.dtype.type
+    n = len(row)
+    if n < lanes:
+        return t(0) + _four_at_a_time([row[i:i + 1] for i in range(n)], np.zeros(1, row.dtype))[0]
+    vectors = n // lanes
+    sums = _four_at_a_time([row[v * lanes:(v + 1) * lanes] for v in range(vectors)], np.zeros(lanes, row.dtype))
+    total = t(0)
+    for value in row[vectors * lanes:]:
+        total = total + value
+    for value in sums:
+        total = total + value
+    return total
+
+
+def lanes(dtype: torch.dtype) -> int | None:
+    """The lanes of eager's ``cascade_sum`` vectors for ``dtype`` (float32, float64), or None."""
+    found = _LANES.get(dtype)
+    if found is None:
+        found = 0
+        if dtype in _CANDIDATES:
+            rng = np.random.default_rng(0)
+            rows = [(rng.standard_normal(n) * np.exp(3 * rng.standard_normal(n))).astype(
+                torch.empty((), dtype=dtype).numpy().dtype) for n in (13, 100, 1100, 4133)]
+            with torch.inference_mode():
+                want = [torch.from_numpy(r).sum().numpy()[()] for r in rows]
+            for count in _CANDIDATES[dtype]:
+                if all(reference(r, count) == w for r, w in zip(rows, want)):
+                    found = count
+                    break
+        _LANES.put(dtype, found)
+    return found or None

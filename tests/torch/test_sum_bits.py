@@ -1,0 +1,85 @@
+"""``torch.sum`` and ``torch.mean`` over trailing dimensions are eager's CPU kernel's bits (issue 39).
+
+Eager adds a float32 or float64 row in ATen's ``cascade_sum`` order
+(``lazy.vector_sum``; frontends/torch/ops/sum_kernel.py); XLA's ``reduce``
+adds in its own: 42 of 64 float32 row means of a 64 x 100 tensor and the
+whole tensor's sum differed. Rows below one vector, of whole vectors and a
+tail, long enough for the kernel's cascade to flush its levels (1,100; 4,133;
+70,000; 3,000,001 elements), and whole tensors summed by several threads (32,768
+elements or more: chunks of ``at::parallel_for``, then their sums) are eager's
+bits."""
+
+import pytest
+import torch
+
+from lazycore.frontends.torch.ops import sum_kernel
+
+SHAPES = [
+    ((64, 100), -1),
+    ((5, 7), -1),
+    ((4, 16), -1),
+    ((3, 1100), -1),
+    ((2, 3, 4133), (1, 2)),
+    ((2, 5, 6), (-1, -2)),
+    ((100,), None),
+    ((64, 100), None),
+    ((2, 70000), -1),
+    ((300000,), None),
+    ((3000001,), None),
+]
+
+
+def _data(shape, dtype):
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(shape, generator=g, dtype=dtype) * torch.exp(3 * torch.randn(shape, generator=g, dtype=dtype))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("shape,dim", SHAPES, ids=str)
+def test_sum_and_mean_are_eagers_bits(dev, no_fallback, dtype, shape, dim, threads):
+    if sum_kernel.lanes(dtype) is None:
+        pytest.skip("this build's sum kernel is not the one modelled")
+    if threads == 2 and len(shape) > 1 and dim is not None:
+        pytest.skip("rows are summed whole by one thread each")
+    x = _data(shape, dtype)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        for f in (lambda t: t.sum(dim) if dim is not None else t.sum(),
+                  lambda t: t.mean(dim) if dim is not None else t.mean(),
+                  lambda t: t.sum(dim, keepdim=True) if dim is not None else t.sum()):
+            want = f(x)
+            got = f(x.to(dev)).cpu()
+            assert got.shape == want.shape
+            off = (got != want).sum().item()
+            assert off == 0, f"{off} of {want.numel()} differ from eager's"
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("row", [20, 5])
+def test_signed_zeros_infinities_and_nan(dev, no_fallback, row):
+    """A row of -0.0 sums to +0.0 (eager adds into a zero), inf - inf is NaN, NaN stays."""
+    x = torch.stack([torch.full((row,), -0.0), torch.tensor([float("inf"), -float("inf")] + [1.0] * (row - 2)),
+                     torch.tensor([float("nan")] + [1.0] * (row - 1)), torch.full((row,), 3e38)])
+    want = x.sum(-1)
+    got = x.to(dev).sum(-1).cpu()
+    assert torch.equal(got.isnan(), want.isnan())
+    assert torch.equal(got.nan_to_num(), want.nan_to_num())
+    assert torch.equal(torch.signbit(got[~got.isnan()]), torch.signbit(want[~want.isnan()]))
+
+
+def test_a_padded_row_is_summed_at_its_bucket_size(dev):
+    """Shape buckets padding the summed dimension: one program for the bucket; the
+    padded row's sum is its sum (in the cascade of the bucket's length)."""
+    import lazycore.torch as ltorch
+    from lazycore.observe import metrics
+
+    before = metrics.counters()["compiles"]
+    for n in (40, 45, 50):
+        x = _data((3, n), torch.float32)
+        got = ltorch.dynamic(x.to(dev), 1).mean(-1)
+        ltorch.mark_step()
+        torch.testing.assert_close(got.cpu(), x.mean(-1), rtol=1e-6, atol=1e-6)
+    assert metrics.counters()["compiles"] - before == 1
