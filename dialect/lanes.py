@@ -35,6 +35,12 @@ node; its lowering (``passes/lowering/lanes.py``) expands to the sequence.
   several threads, ``two_pass_reduction``): a row of ``GRAIN`` (32,768)
   elements or more cut into ``at::parallel_for``'s chunks, each summed so,
   the ``threads`` results (unused ones zero) summed so again.
+- ``column_sum(operand)``: per column of the last dimension, the sum over the
+  second-to-last (the rows), as ``torch.sum``'s CPU kernel sums leading
+  dimensions (``vectorized_outer_sum``, ``scalar_outer_sum``): the first
+  columns in blocks of four vectors of ``lanes`` (four columns where there are
+  fewer than ``lanes``), each column one cascade of levels down its rows; the
+  columns after them each as ``row_sum`` takes a row, four rows at a time.
 """
 
 from __future__ import annotations
@@ -102,3 +108,16 @@ def _vector_sum(x: TensorType, *, lanes, threads):
     if threads < 1:
         raise ShapeError(f"threads must be positive, got {threads}")
     return TensorType(kept, x.dtype)
+
+
+@op("column_sum", ("operand",), attrs={"lanes": "i64"}, padding="own",
+    summary="per column of the last dimension, torch.sum's CPU cascade down the rows (SumKernel.cpp's outer sums)")
+def _column_sum(x: TensorType, *, lanes):
+    """The operand has type f32 or f64 and rank 2 or more; ``lanes`` is
+    positive. The result is the operand's shape without its second-to-last
+    dimension, of its type."""
+    _row(x, "operand")
+    if x.rank < 2:
+        raise ShapeError(f"operand needs rank 2 or more (rows, then columns), got {x}")
+    _lanes(lanes)
+    return TensorType(x.shape[:-2] + x.shape[-1:], x.dtype)

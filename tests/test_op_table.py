@@ -633,6 +633,33 @@ def _vector_sum(rng, operand):
     return cases + [Case([small(rng, (5,), operand)], dict(lanes=0, threads=1), refused=True)]
 
 
+def _column_sum(rng, operand):
+    from lazycore.frontends.torch.ops.sum_kernel import _four_at_a_time, _levels  # (eager's steps, checked there)
+
+    def want(x, lanes):
+        # eager's outer sum, column by column: whole blocks of 4 * lanes (4 under lanes columns)
+        # a cascade down the rows, the rest four rows at a time
+        flat = x.reshape(-1, *x.shape[-2:])
+        out = np.empty((flat.shape[0], x.shape[-1]), x.dtype)
+        width = x.shape[-1]
+        block = 4 * lanes if width >= lanes else 4
+        whole = width // block * block
+        for i, m in enumerate(flat):
+            rows = list(m)
+            if whole:
+                out[i, :whole] = _levels([r[:whole] for r in rows], np.zeros(whole, x.dtype))
+            if whole < width:
+                out[i, whole:] = _four_at_a_time([r[whole:] for r in rows], np.zeros(width - whole, x.dtype))
+        out = np.where(out == 0, x.dtype.type(0), out)
+        return (out.reshape(x.shape[:-2] + x.shape[-1:]),)
+
+    cases = [Case([x], dict(lanes=lanes), want=lambda x=x, k=lanes: want(x, k))
+             for x in (small(rng, (5, 3), operand, -2, 2), small(rng, (2, 40, 37), operand, -2, 2),
+                       small(rng, (300, 70), operand, -2, 2))
+             for lanes in (8, 4)]
+    return cases + [Case([small(rng, (5,), operand)], dict(lanes=8), refused=True)]
+
+
 # --- linalg ------------------------------------------------------------------------------
 
 
@@ -1076,6 +1103,7 @@ SAMPLES: dict[str, Sample] = {
     "lane_moments": Sample({"operand": ("f32", "f64")}, _lane_moments),
     "cascade_sum": Sample({"operand": ("f32", "f64")}, _cascade_sum),
     "vector_sum": Sample({"operand": ("f32", "f64")}, _vector_sum),
+    "column_sum": Sample({"operand": ("f32", "f64")}, _column_sum),
     "dot_general": Sample({"lhs": ARITH}, _dot_general),
     "convolution": Sample({"input": NUMERIC}, _convolution),
     "gather": Sample({"operand": ANY, "start_indices": INT}, _gather),

@@ -2,6 +2,10 @@
 # dimension is a reshape after it); it lowers to stablehlo.reduce with the
 # combining op in its body. What eager does at the edges comes along: the
 # max of floats is NaN where any element is NaN, NumPy sums int32 in int64.
+# torch's float sums are eager's CPU kernel's adds instead: lazy.vector_sum
+# (rows of the trailing dims; a whole tensor's sum is cut among eager's
+# threads as its kernel cuts it) and lazy.column_sum (leading dims), static
+# slices and adds in that kernel's order.
 # RUN: %PYTHON %s | FileCheck %s
 
 import numpy as np
@@ -16,28 +20,36 @@ dev = ltorch.device()
 x = torch.tensor([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]], device=dev)
 
 
+# Rows of 3, under one vector: added in order, then a -0 made +0 as eager's
+# 0 + sum makes it (XLA would fold an add of zero away).
 # CHECK-LABEL: TEST: torch_sum_keepdim
 # CHECK:      tensor({{\[}}[2.],
 # CHECK-NEXT:         [3.]])
-# CHECK:      %0 = "lazy.reduce_sum"(%arg0) {dims = array<i64: 1>} : (tensor<2x3xf32>) -> tensor<2xf32>
+# CHECK:      %0 = "lazy.vector_sum"(%arg0) {lanes = {{[0-9]+}} : i64, threads = 1 : i64} : (tensor<2x3xf32>) -> tensor<2xf32>
 # CHECK-NEXT: %1 = "lazy.reshape"(%0) : (tensor<2xf32>) -> tensor<2x1xf32>
 # CHECK:      ----- stablehlo -----
-# CHECK:      %[[ZERO:.*]] = stablehlo.constant dense<0.000000e+00> : tensor<f32>
-# CHECK:      stablehlo.reduce(%arg0 init: %[[ZERO]]) applies stablehlo.add across dimensions = [1]
+# CHECK-NOT:  stablehlo.reduce
+# CHECK:      %[[S:.*]] = stablehlo.add %{{.*}}, %{{.*}} : tensor<2x1xf32>
+# CHECK-NEXT: %{{.*}} = stablehlo.slice
+# CHECK-NEXT: %{{.*}} = stablehlo.reshape
+# CHECK-NEXT: %{{.*}} = stablehlo.add %[[S]], %{{.*}} : tensor<2x1xf32>
+# CHECK:      stablehlo.compare EQ
+# CHECK-NEXT: stablehlo.select
 @print_ir
 def torch_sum_keepdim():
     print(x.sum(1, keepdim=True).cpu())
 
 
-# Two reads, two programs: the mean (a sum over all dimensions, divided by
+# Two reads, two programs: the mean (a sum of the whole tensor, divided by
 # the count), then the column maxima: torch's amax is NaN where a column has
 # a NaN, so the lowering tests for one (x != x) and selects.
 # CHECK-LABEL: TEST: torch_mean_then_max
 # CHECK:      tensor(0.8333) tensor([4., 5., 3.])
 # CHECK:      ----- graph 0 -----
-# CHECK:        %0 = "lazy.reduce_sum"(%arg0) {dims = array<i64: 0, 1>} : (tensor<2x3xf32>) -> tensor<f32>
-# CHECK-NEXT:   %1 = "lazy.constant"() {value = dense<6.000000e+00> : tensor<f32>}
-# CHECK-NEXT:   %2 = "lazy.div"(%0, %1)
+# CHECK:        %0 = "lazy.reshape"(%arg0) : (tensor<2x3xf32>) -> tensor<6xf32>
+# CHECK-NEXT:   %1 = "lazy.vector_sum"(%0) {lanes = {{[0-9]+}} : i64, threads = {{[0-9]+}} : i64} : (tensor<6xf32>) -> tensor<f32>
+# CHECK-NEXT:   %2 = "lazy.constant"() {value = dense<6.000000e+00> : tensor<f32>}
+# CHECK-NEXT:   %3 = "lazy.div"(%1, %2)
 # CHECK:      ----- graph 1 -----
 # CHECK:        %[[NAN:.*]] = "lazy.compare"(%arg0, %arg0) {direction = "NE"}
 # CHECK-NEXT:   %[[ANY:.*]] = "lazy.reduce_max"(%[[NAN]]) {dims = array<i64: 0>} : (tensor<2x3xi1>) -> tensor<3xi1>

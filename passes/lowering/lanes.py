@@ -28,7 +28,7 @@ from lazycore.dialect import TensorType, attr, tensor_type
 from lazycore.dialect.mlir import ir
 
 from . import hlo
-from .collectives import whole_along_last
+from .collectives import partitioned, whole_along
 from .elementwise import _unseen_divisor
 from .elementwise import fused_multiply_add as _fma
 from .registry import lowering
@@ -309,9 +309,9 @@ def _cascade_sum(op, rewriter):
     after it, which make level ``j + 1``'s sequence, and what follows the
     last full run is level ``j``'s remainder. The remainders are added from
     zero, level 0 first; a level receiving one value passes it up whole.
-    Over a mesh the row is gathered whole first (:func:`.collectives.whole_along_last`):
+    Over a mesh the row is gathered whole first (:func:`.collectives.whole_along`):
     the cuts cross the blocks of a row split by a batch axis."""
-    x = whole_along_last(op, op.operands[0])
+    x = whole_along(op, op.operands[0])
     step, levels = int(attr(op, "step")), int(attr(op, "levels"))
     t = hlo.type_of(x)
     kept, last = t.shape[:-1], t.rank - 1
@@ -457,7 +457,7 @@ def _vector_sum(op, rewriter):
     ``cascade_sum``; ``parallel_reduce``'s ``two_pass_reduction`` for ``threads``
     above 1): every add a static slice-and-add, the runs of a level vectorized
     across the row, so the program grows with the row's log, not its length."""
-    x = op.operands[0]
+    x = whole_along(op, op.operands[0])  # (over a mesh, each cut would cross devices' blocks)
     lanes, threads = int(attr(op, "lanes")), int(attr(op, "threads"))
     t = hlo.type_of(x)
     n, kept = t.shape[-1], t.shape[:-1]
@@ -470,3 +470,37 @@ def _vector_sum(op, rewriter):
     sums += [hlo.constant(0, TensorType(kept + (1,), t.dtype))] * (threads - len(sums))
     buffer = hlo.value("concatenate", sums, TensorType(kept + (threads,), t.dtype), dimension=hlo.i64(t.rank - 1))
     return _eager_row_sum(buffer, lanes)
+
+
+@lowering("column_sum")
+def _column_sum(op, rewriter):
+    """``torch.sum``'s CPU kernel over leading dimensions (``SumKernel.cpp``,
+    ``vectorized_outer_sum`` for ``lanes`` columns or more, else
+    ``scalar_outer_sum``): the columns in whole blocks of four vectors (of four
+    columns) each a cascade of levels down the rows (:func:`_levels`), the
+    rest each the rows four at a time (:func:`_four_at_a_time`); all columns
+    of one form at once."""
+    x = op.operands[0]
+    lanes = int(attr(op, "lanes"))
+    t = hlo.type_of(x)
+    rows, width = t.shape[-2], t.shape[-1]
+    out = TensorType(t.shape[:-2] + (width,), t.dtype)
+    if rows == 0 or width == 0:
+        return hlo.constant(0, out)
+    if partitioned(op):
+        # over a mesh the rows are a batch split among devices (a Linear's bias
+        # gradient): eager's order would gather every row of every column to
+        # every device; XLA's reduce sums each block and all-reduces the sums,
+        # as its products' gradients are summed
+        scalar = TensorType((), t.dtype)
+        return hlo.with_body("reduce", [x, hlo.constant(0, scalar)], op.results[0].type, [scalar, scalar],
+                             lambda acc, v: [_add(acc, v)], dimensions=hlo.i64s([t.rank - 2])).result
+    block = 4 * lanes if width >= lanes else 4
+    whole = width // block * block
+    parts = []
+    if whole:
+        parts.append(_levels(_cut(x, 0, whole)))
+    if whole < width:
+        parts.append(_four_at_a_time(_cut(x, whole, width)))
+    total = parts[0] if len(parts) == 1 else hlo.value("concatenate", parts, out, dimension=hlo.i64(out.rank - 1))
+    return _from_zero(total)

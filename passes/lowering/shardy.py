@@ -62,10 +62,11 @@ def sharding(mesh, dims) -> str:
     return f"<@{mesh_symbol(mesh)}, [" + ", ".join("{" + ", ".join(_axis(*a) for a in d) + "}" for d in full) + "]>"
 
 
-def whole_along_last(mesh, rank: int) -> str:
-    """``<@mesh_2, [{?}, {}]>``: a value of rank ``rank`` whole along its last
-    dimension, its others open (the partitioner's to choose)."""
-    return f"<@{mesh_symbol(mesh)}, [" + ", ".join(["{?}"] * (rank - 1) + ["{}"]) + "]>"
+def whole_along(mesh, rank: int, dims) -> str:
+    """``<@mesh_2, [{?}, {}]>``: a value of rank ``rank`` whole along ``dims``
+    (here the last), its others open (the partitioner's to choose)."""
+    whole = {d % rank for d in dims}
+    return f"<@{mesh_symbol(mesh)}, [" + ", ".join("{}" if d in whole else "{?}" for d in range(rank)) + "]>"
 
 
 def of_spec(mesh, spec) -> str:

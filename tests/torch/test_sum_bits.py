@@ -1,9 +1,10 @@
-"""``torch.sum`` and ``torch.mean`` over trailing dimensions are eager's CPU kernel's bits (issue 39).
+"""``torch.sum`` and ``torch.mean`` over consecutive dimensions are eager's CPU kernel's bits (issue 39).
 
 Eager adds a float32 or float64 row in ATen's ``cascade_sum`` order
-(``lazy.vector_sum``; frontends/torch/ops/sum_kernel.py); XLA's ``reduce``
-adds in its own: 42 of 64 float32 row means of a 64 x 100 tensor and the
-whole tensor's sum differed. Rows below one vector, of whole vectors and a
+(``lazy.vector_sum``; frontends/torch/ops/sum_kernel.py), and sums leading
+dimensions column by column in its outer-sum order (``lazy.column_sum``);
+XLA's ``reduce`` adds in its own: 42 of 64 float32 row means of a 64 x 100
+tensor, the whole tensor's sum, and 60 of its 100 column sums differed. Rows below one vector, of whole vectors and a
 tail, long enough for the kernel's cascade to flush its levels (1,100; 4,133;
 70,000; 3,000,001 elements), and whole tensors summed by several threads (32,768
 elements or more: chunks of ``at::parallel_for``, then their sums) are eager's
@@ -56,6 +57,59 @@ def test_sum_and_mean_are_eagers_bits(dev, no_fallback, dtype, shape, dim, threa
             assert off == 0, f"{off} of {want.numel()} differ from eager's"
     finally:
         torch.set_num_threads(before)
+
+
+COLUMNS = [
+    ((64, 16), 0),
+    ((64, 100), 0),
+    ((5, 3), 0),
+    ((7, 37), 0),
+    ((300, 70), 0),
+    ((33, 1000), 0),
+    ((4096, 96), 0),
+    ((50000, 3), 0),
+    ((20, 3000), 0),
+    ((4, 30, 50), 1),
+    ((4, 30, 50), (0, 1)),
+    ((6, 5, 4, 3), (1, 2)),
+    ((3, 1, 7), 0),
+    ((64, 1), 0),
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("shape,dim", COLUMNS, ids=str)
+def test_sums_over_leading_and_middle_dims_are_eagers_bits(dev, no_fallback, dtype, shape, dim, threads):
+    """Columns in blocks of four vectors each one cascade down the rows, the rest four rows at a
+    time; eager's threads cut the columns at whole blocks, so 1 and 2 threads agree."""
+    count = sum_kernel.lanes(dtype)
+    if count is None or not sum_kernel.columns_alike(dtype, count):
+        pytest.skip("this build's sum kernel is not the one modelled")
+    x = _data(shape, dtype)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        for f in (lambda t: t.sum(dim), lambda t: t.mean(dim, keepdim=True)):
+            want = f(x)
+            got = f(x.to(dev)).cpu()
+            off = (got != want).sum().item()
+            assert off == 0, f"{off} of {want.numel()} differ from eager's"
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_bias_gradient_is_eagers_bits(dev, no_fallback):
+    """``Linear``'s bias gradient is its output gradient summed over the batch (``sum_to_size``)."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(20, 30)
+    lazy = torch.nn.Linear(20, 30).to(dev)
+    lazy.load_state_dict(lin.state_dict())
+    scale = _data((64, 30), torch.float32)
+    x = _data((64, 20), torch.float32)
+    (lin(x) * scale).sum().backward()
+    (lazy(x.to(dev)) * scale.to(dev)).sum().backward()
+    assert torch.equal(lazy.bias.grad.cpu(), lin.bias.grad)
 
 
 @pytest.mark.parametrize("row", [20, 5])

@@ -44,21 +44,27 @@ def _accumulating(x, dtype):
 
 
 def _eager_sum(ctx, x, ds, shape):
-    """``x`` summed over ``ds`` as eager's CPU kernel adds (``lazy.vector_sum``:
-    :mod:`.sum_kernel`) where it is modelled: a contiguous float32 or float64
-    input summed in its own type over trailing dimensions; else ``lazy.reduce_sum``."""
+    """``x`` summed over ``ds`` as eager's CPU kernel adds where it is modelled
+    (:mod:`.sum_kernel`): a contiguous float32 or float64 input summed in its
+    own type over consecutive dimensions, the trailing ones (``lazy.vector_sum``)
+    or with dimensions after them (``lazy.column_sum``); else ``lazy.reduce_sum``."""
     source = ctx.margs[0]
-    rank = len(x.shape)
-    if (x.shape == () or not ds or sorted(ds) != list(range(rank - len(ds), rank)) or TRACE.symbolic
+    ds = sorted(ds)
+    if (x.shape == () or not ds or ds != list(range(ds[0], ds[-1] + 1)) or TRACE.symbolic
             or lazy_dtype(source.dtype) != ctx.dtype or not source.is_contiguous()):
         return _reduce("reduce_sum", x, ds, False, shape)
     count = sum_kernel.lanes(source.dtype)
-    n, rows = _numel(x.shape[rank - len(ds):]), x.shape[:rank - len(ds)]
+    before, n, after = x.shape[:ds[0]], _numel(x.shape[ds[0]:ds[-1] + 1]), _numel(x.shape[ds[-1] + 1:])
     if count is None or n == 0 or n > sum_kernel.MAX_ROW:
         return _reduce("reduce_sum", x, ds, False, shape)
-    # a whole tensor summed to one number is cut among eager's threads (two_pass_reduction)
-    threads = torch.get_num_threads() if _numel(rows) == 1 else 1
-    total = apply("vector_sum", reshape(x, rows + (n,)), lanes=count, threads=threads)
+    if after == 1:  # (size-1 dims after the summed ones are no columns: eager drops them)
+        # a whole tensor summed to one number is cut among eager's threads (two_pass_reduction)
+        threads = torch.get_num_threads() if _numel(before) == 1 else 1
+        total = apply("vector_sum", reshape(x, before + (n,)), lanes=count, threads=threads)
+    elif sum_kernel.columns_alike(source.dtype, count):
+        total = apply("column_sum", reshape(x, (_numel(before), n, after)), lanes=count)
+    else:
+        return _reduce("reduce_sum", x, ds, False, shape)
     return reshape(total, shape)
 
 

@@ -1,4 +1,4 @@
-"""``torch.sum`` over trailing dimensions as eager's CPU kernel adds (``lazy.vector_sum``).
+"""``torch.sum`` as eager's CPU kernel adds (``lazy.vector_sum``, ``lazy.column_sum``).
 
 Eager sums a float32 or float64 row with ATen's ``cascade_sum``
 (``aten/src/ATen/native/cpu/SumKernel.cpp``): vectors four at a time into
@@ -102,3 +102,11 @@ def lanes(dtype: torch.dtype) -> int | None:
                     break
         _LANES.put(dtype, found)
     return found or None
+
+
+def columns_alike(dtype: torch.dtype, count: int) -> bool:
+    """Whether eager's threads sum leading dimensions' columns as one thread does:
+    ``parallel_dim_reduction`` cuts the columns at multiples of 128 bytes, which
+    are whole blocks of four vectors at ``count`` lanes only where those are 128
+    bytes (8 float32 or 4 float64 lanes; checked at 1 and 2 threads)."""
+    return 4 * count * torch.empty((), dtype=dtype).element_size() == 128

@@ -108,7 +108,7 @@ def evaluate(value, known: dict | None = None, floats: bool = True,
     return out, run.count
 
 
-_ROUNDED = frozenset(("add", "sub", "mul", "div", "reduce_sum", "reduce_prod", "scatter"))
+_ROUNDED = frozenset(("add", "sub", "mul", "div", "reduce_sum", "vector_sum", "column_sum", "reduce_prod", "scatter"))
 """Ops whose float results :func:`inputs` does not plan on: whether they are
 exact is known from the values only, after the reads."""
 
@@ -476,6 +476,21 @@ def _reduce(numpy_reduce, float_rule):
     return rule
 
 
+def _eager_sum(axis: int):
+    """``vector_sum`` (rows, ``axis`` -1) and ``column_sum`` (``axis`` -2): any
+    order's sum where every value and the sum are whole numbers the type holds."""
+    def rule(node, t, args):
+        (x,) = args
+        if x.shape[axis] == 0:
+            raise _Refused
+        _whole(t, x)
+        out = np.sum(x, axis=axis, dtype=x.dtype)
+        _whole(t, out)
+        return out + x.dtype.type(0)  # (eager's sums start from +0: no -0)
+
+    return rule
+
+
 def _refuse():
     raise _Refused
 
@@ -645,6 +660,8 @@ _EVAL = {
     "maximum": _ordered,
     "minimum": _ordered,
     "reduce_sum": _reduce(np.sum, _whole),
+    "vector_sum": _eager_sum(-1),
+    "column_sum": _eager_sum(-2),
     "reduce_prod": _reduce(np.prod, lambda t, x: _refuse()),
     "reduce_max": _reduce(np.max, _extreme),
     "reduce_min": _reduce(np.min, _extreme),

@@ -347,7 +347,7 @@ class Padded:
         self.new[id(node)] = (made, padded if type(padded) is list else [padded])  # (a list: one a result)
         if padded and not any(pads) and op in WIDENED:
             self.fresh[id(made)] = node
-        if op in ("reduce_sum", "vector_sum"):
+        if op in ("reduce_sum", "vector_sum", "column_sum"):
             count = self.count_of(node, pads[0])
             if count[1]:
                 self.counts[id(made)] = count
@@ -410,7 +410,8 @@ class Padded:
     def count_of(self, node: Node, pads: dict) -> tuple[int, tuple[int, ...]]:
         source = node.operands[0][0].types[node.operands[0][1]].shape
         k, syms = 1, []
-        for d in node.attrs.get("dims", (len(source) - 1,)):  # (vector_sum: its rows)
+        summed = {"vector_sum": (len(source) - 1,), "column_sum": (len(source) - 2,)}
+        for d in node.attrs["dims"] if "dims" in node.attrs else summed[node.op]:
             for n, sym in pads.get(d, ((source[d], None),)):
                 if sym is None:
                     k *= n
@@ -806,6 +807,15 @@ def _vector_sum(state, node, operands, pads):
     if last in pads[0]:
         operands = [state.mask(operands[0], {last: pads[0][last]}, "zero")]
     return node.attrs, operands, _kept(pads[0], (last,))
+
+
+def _column_sum(state, node, operands, pads):
+    """Columns are independent: padded columns and leading dimensions stay
+    padded. Rows padded are masked with zeros and summed at the bucket's count."""
+    rows = len(node.operands[0][0].types[node.operands[0][1]].shape) - 2
+    if rows in pads[0]:
+        operands = [state.mask(operands[0], {rows: pads[0][rows]}, "zero")]
+    return node.attrs, operands, _kept(pads[0], (rows,))
 
 
 def _pair(node, pa, pb, lhs_dims, rhs_dims) -> dict[int, Factors]:
@@ -1379,6 +1389,7 @@ OWN_RULES = {
     "cascade_sum": _cascade,
     "optimization_barrier": _barrier,
     "vector_sum": _vector_sum,
+    "column_sum": _column_sum,
 }
 _KIND_RULES = {"elementwise": _elementwise, "reduction": _reduce}
 
