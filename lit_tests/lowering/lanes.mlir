@@ -79,3 +79,24 @@ func.func @vector_sum(%x: tensor<3x1100xf32>) -> tensor<3xf32> {
   %0 = "lazy.vector_sum"(%x) {lanes = 8 : i64, threads = 1 : i64} : (tensor<3x1100xf32>) -> tensor<3xf32>
   return %0 : tensor<3xf32>
 }
+
+// -----
+
+// lazy.column_sum, torch.sum's CPU cascade over leading dims, of 40 rows x 70 columns in vectors of
+// 8 lanes: the first 64 columns (two blocks of four vectors) each a cascade down the rows (the two
+// runs of 16 rows summed across the row at once, the 8 rows after them into level 0, which then
+// takes level 1's two run sums), the last 6 columns four rows at a time, the two joined.
+// CHECK-LABEL: func.func @column_sum
+// CHECK: stablehlo.slice %arg0 [0:40, 0:64]
+// CHECK-COUNT-15: stablehlo.add %{{.*}} : tensor<2x64xf32>
+// CHECK: stablehlo.add %{{.*}} : tensor<64xf32>
+// CHECK: stablehlo.slice %arg0 [0:40, 64:70]
+// CHECK: stablehlo.reshape %{{.*}} : (tensor<40x6xf32>) -> tensor<10x24xf32>
+// CHECK: stablehlo.concatenate {{.*}} : (tensor<64xf32>, tensor<6xf32>) -> tensor<70xf32>
+// CHECK: stablehlo.compare EQ
+// CHECK: stablehlo.select
+// CHECK: return
+func.func @column_sum(%x: tensor<40x70xf32>) -> tensor<70xf32> {
+  %0 = "lazy.column_sum"(%x) {lanes = 8 : i64} : (tensor<40x70xf32>) -> tensor<70xf32>
+  return %0 : tensor<70xf32>
+}

@@ -101,6 +101,9 @@ def test_sums_over_leading_and_middle_dims_are_eagers_bits(dev, no_fallback, dty
 
 def test_a_bias_gradient_is_eagers_bits(dev, no_fallback):
     """``Linear``'s bias gradient is its output gradient summed over the batch (``sum_to_size``)."""
+    count = sum_kernel.lanes(torch.float32)
+    if count is None or not sum_kernel.columns_alike(torch.float32, count):
+        pytest.skip("this build's sum kernel is not the one modelled")
     torch.manual_seed(0)
     lin = torch.nn.Linear(20, 30)
     lazy = torch.nn.Linear(20, 30).to(dev)
