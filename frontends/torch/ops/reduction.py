@@ -51,7 +51,7 @@ def _eager_sum(ctx, x, ds, shape):
     source = ctx.margs[0]
     ds = sorted(ds)
     if (x.shape == () or not ds or ds != list(range(ds[0], ds[-1] + 1)) or TRACE.symbolic
-            or lazy_dtype(source.dtype) != ctx.dtype or not source.is_contiguous()):
+            or lazy_dtype(source.dtype) != ctx.dtype or not source.is_contiguous() or not sum_kernel.applies()):
         return _reduce("reduce_sum", x, ds, False, shape)
     count = sum_kernel.lanes(source.dtype)
     before, n, after = x.shape[:ds[0]], _numel(x.shape[ds[0]:ds[-1] + 1]), _numel(x.shape[ds[-1] + 1:])

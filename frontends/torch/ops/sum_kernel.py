@@ -14,8 +14,11 @@ alike, where the kernel is compiled for AVX2's vectors). No width matching
 
 from __future__ import annotations
 
+import contextvars
+
 import numpy as np
 import torch
+from torch._decomp import decomposition_table
 
 from lazycore.ir.memo import Memo
 
@@ -110,3 +113,34 @@ def columns_alike(dtype: torch.dtype, count: int) -> bool:
     are whole blocks of four vectors at ``count`` lanes only where those are 128
     bytes (8 float32 or 4 float64 lanes; checked at 1 and 2 threads)."""
     return 4 * count * torch.empty((), dtype=dtype).element_size() == 128
+
+
+_OTHER_KERNEL = contextvars.ContextVar("lazycore.torch.sum_kernel.other", default=False)
+_OTHERS = (torch.ops.aten.linalg_vector_norm.default,)
+"""Ops whose eager kernel is not the sum kernel but whose ``torch._decomp``
+decomposition sums: ``linalg_vector_norm`` (``clip_grad_norm_``'s norms) runs
+a kernel of its own (squares accumulated in 8 lanes, not modelled), so its
+decomposition's sum stays one ``lazy.reduce_sum``, as small as it was (benchmark
+7's GPT step: 18 norms a step took its program from 3,895 to 5,304 StableHLO ops)."""
+
+
+def applies() -> bool:
+    """Whether a sum traced now is eager's sum kernel's (not a piece of :data:`_OTHERS`' decompositions)."""
+    return not _OTHER_KERNEL.get()
+
+
+def decomposition(func):
+    """``torch._decomp``'s decomposition of ``func`` with :func:`applies` false
+    while it runs, for :data:`_OTHERS`; else None."""
+    if func not in _OTHERS:
+        return None
+    inner = decomposition_table[func]
+
+    def run(*args, **kwargs):
+        token = _OTHER_KERNEL.set(True)
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            _OTHER_KERNEL.reset(token)
+
+    return run
