@@ -19,6 +19,7 @@ import contextvars
 import numpy as np
 import torch
 from torch._decomp import decomposition_table
+from torch.utils._python_dispatch import _disable_current_modes
 
 from lazycore.ir.memo import Memo
 
@@ -31,6 +32,7 @@ MAX_ROW = 1 << 23
 one value per 2**18 elements in sequence (32 at this length)."""
 
 _CANDIDATES = {torch.float32: (8, 16, 4), torch.float64: (4, 8, 2)}
+_NUMPY = {torch.float32: np.float32, torch.float64: np.float64}
 _LANES = Memo("torch.sum_kernel_lanes", 4)
 """dtype -> the lanes of eager's sum kernel's vectors, 0 where none matched."""
 
@@ -95,9 +97,10 @@ def lanes(dtype: torch.dtype) -> int | None:
         found = 0
         if dtype in _CANDIDATES:
             rng = np.random.default_rng(0)
-            rows = [(rng.standard_normal(n) * np.exp(3 * rng.standard_normal(n))).astype(
-                torch.empty((), dtype=dtype).numpy().dtype) for n in (13, 100, 1100, 4133)]
-            with torch.inference_mode():
+            rows = [(rng.standard_normal(n) * np.exp(3 * rng.standard_normal(n))).astype(_NUMPY[dtype])
+                    for n in (13, 100, 1100, 4133)]
+            # (eager's own kernel, whatever dispatch modes the trace runs under: a fake tensor has no sum)
+            with _disable_current_modes(), torch.inference_mode():
                 want = [torch.from_numpy(r).sum().numpy()[()] for r in rows]
             for count in _CANDIDATES[dtype]:
                 if all(reference(r, count) == w for r, w in zip(rows, want)):
@@ -112,7 +115,7 @@ def columns_alike(dtype: torch.dtype, count: int) -> bool:
     ``parallel_dim_reduction`` cuts the columns at multiples of 128 bytes, which
     are whole blocks of four vectors at ``count`` lanes only where those are 128
     bytes (8 float32 or 4 float64 lanes; checked at 1 and 2 threads)."""
-    return 4 * count * torch.empty((), dtype=dtype).element_size() == 128
+    return 4 * count * dtype.itemsize == 128
 
 
 _OTHER_KERNEL = contextvars.ContextVar("lazycore.torch.sum_kernel.other", default=False)
