@@ -48,6 +48,21 @@ from __future__ import annotations
 from .spec import op
 from .types import ShapeError, TensorType
 
+GRAIN = 32768
+"""``at::internal::GRAIN_SIZE``: ``vector_sum``'s row of this many elements or
+more is cut among ``threads`` (fewer run on one thread)."""
+
+
+def ceil_log2(x: int) -> int:
+    """``at::native::utils::CeilLog2``."""
+    return 1 if x <= 2 else (x - 1).bit_length()
+
+
+def level_step(rows: int) -> int:
+    """``multi_row_sum``'s run length for ``rows`` rows (``vector_sum``, ``column_sum``):
+    each level is flushed into the next after this many values."""
+    return 1 << max(4, ceil_log2(rows) // 4)
+
 
 def _row(x: TensorType, what: str) -> tuple[int, ...]:
     if x.dtype not in ("f32", "f64"):  # (eager's half types accumulate in float32: their frontends convert)

@@ -25,27 +25,33 @@ from __future__ import annotations
 import numpy as np
 
 from lazycore.dialect import TensorType, attr, tensor_type
+from lazycore.dialect.lanes import GRAIN, ceil_log2, level_step
 from lazycore.dialect.mlir import ir
 
 from . import hlo
 from .collectives import partitioned, whole_along
 from .elementwise import _unseen_divisor
 from .elementwise import fused_multiply_add as _fma
+from .reduction import reduce
 from .registry import lowering
 
 CHUNK = 16
 """Vectors per Welford chunk (``kChunkSize`` of eager's ``moments_utils.h``)."""
 
 
-def _cut(x, lo: int, hi: int):
-    """``x[..., lo:hi]``."""
+def _slab(x, lo: int, hi: int, dim: int):
+    """``x[lo:hi]`` along ``dim``."""
     t = hlo.type_of(x)
-    start = [0] * t.rank
-    limit = list(t.shape)
-    start[-1], limit[-1] = lo, hi
-    shape = t.shape[:-1] + (hi - lo,)
+    start, limit = [0] * t.rank, list(t.shape)
+    start[dim], limit[dim] = lo, hi
+    shape = t.shape[:dim] + (hi - lo,) + t.shape[dim + 1:]
     return hlo.value("slice", [x], TensorType(shape, t.dtype), start_indices=hlo.i64s(start),
                      limit_indices=hlo.i64s(limit), strides=hlo.i64s([1] * t.rank))
+
+
+def _cut(x, lo: int, hi: int):
+    """``x[..., lo:hi]``."""
+    return _slab(x, lo, hi, hlo.type_of(x).rank - 1)
 
 
 def _reshape(x, shape):
@@ -206,10 +212,6 @@ def _merge(dtype, into, add, vector: bool):
     return count, _fma(c, delta, m1), _add(m2, _fma(square, _splat(t(m0), m1), m2_add))
 
 
-def _ceil_log2(x: int) -> int:
-    return 1 if x <= 2 else (x - 1).bit_length()  # at::native::utils::CeilLog2
-
-
 def _divide(a, b):
     """``a / b`` (``b`` a constant) correctly rounded: XLA would multiply by ``1 / b``."""
     t = hlo.type_of(b)
@@ -220,13 +222,8 @@ def _divide(a, b):
 
 def _at(x, i: int, dim: int):
     """``x`` at index ``i`` of ``dim``, that dimension dropped."""
-    t = hlo.type_of(x)
-    start, limit = [0] * t.rank, list(t.shape)
-    start[dim], limit[dim] = i, i + 1
-    shape = t.shape[:dim] + (1,) + t.shape[dim + 1:]
-    cut = hlo.value("slice", [x], TensorType(shape, t.dtype), start_indices=hlo.i64s(start),
-                    limit_indices=hlo.i64s(limit), strides=hlo.i64s([1] * t.rank))
-    return _reshape(cut, t.shape[:dim] + t.shape[dim + 1:])
+    shape = hlo.type_of(x).shape
+    return _reshape(_slab(x, i, i + 1, dim), shape[:dim] + shape[dim + 1:])
 
 
 @lowering("lane_moments")
@@ -241,7 +238,7 @@ def _lane_moments(op, rewriter):
     n = n_total // lanes
     m = -(-n // CHUNK)
     whole = n // CHUNK
-    depth = _ceil_log2(m)
+    depth = ceil_log2(m)
     weights = [t(1) / t(j + 1) for j in range(CHUNK)]
 
     def welford(vectors, count):
@@ -339,20 +336,6 @@ def _cascade_sum(op, rewriter):
     return total
 
 
-GRAIN = 32768
-"""``at::internal::GRAIN_SIZE``: a sum of fewer elements runs on one thread."""
-
-
-def _slab(x, lo: int, hi: int, dim: int):
-    """``x[lo:hi]`` along ``dim``."""
-    t = hlo.type_of(x)
-    start, limit = [0] * t.rank, list(t.shape)
-    start[dim], limit[dim] = lo, hi
-    shape = t.shape[:dim] + (hi - lo,) + t.shape[dim + 1:]
-    return hlo.value("slice", [x], TensorType(shape, t.dtype), start_indices=hlo.i64s(start),
-                     limit_indices=hlo.i64s(limit), strides=hlo.i64s([1] * t.rank))
-
-
 def _in_order(x, dim: int):
     """The sum along ``dim`` (dropped) in index order, from its first element."""
     acc = _at(x, 0, dim)
@@ -374,7 +357,7 @@ def _levels(rows):
     rows_dim = t.rank - 2
     if size == 0:
         return None
-    step = 1 << max(4, _ceil_log2(size) // 4)
+    step = level_step(size)
 
     def runs(values):
         """(sums of ``values``' whole runs of ``step`` or None, sum of what follows them or None)."""
@@ -492,9 +475,7 @@ def _column_sum(op, rewriter):
         # gradient): eager's order would gather every row of every column to
         # every device; XLA's reduce sums each block and all-reduces the sums,
         # as its products' gradients are summed
-        scalar = TensorType((), t.dtype)
-        return hlo.with_body("reduce", [x, hlo.constant(0, scalar)], op.results[0].type, [scalar, scalar],
-                             lambda acc, v: [_add(acc, v)], dimensions=hlo.i64s([t.rank - 2])).result
+        return reduce("reduce_sum", x, [t.rank - 2], op.results[0].type)
     block = 4 * lanes if width >= lanes else 4
     whole = width // block * block
     parts = []

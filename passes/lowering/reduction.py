@@ -21,11 +21,8 @@ REDUCERS = {
 }
 
 
-def _reduce(name: str, op, rewriter):
-    x = op.operands[0]
-    dims = list(attr(op, "dims"))
-    if not dims:
-        return x  # StableHLO would accept it, but there is nothing to compute
+def reduce(name: str, x, dims: list[int], result_type):
+    """``stablehlo.reduce`` of ``x`` over ``dims`` with ``lazy.<name>``'s combiner, from its identity."""
     t = hlo.type_of(x)
     combiner, bool_combiner = REDUCERS[name]
     if is_bool(t.dtype):
@@ -33,10 +30,18 @@ def _reduce(name: str, op, rewriter):
     scalar = TensorType((), t.dtype)
     init = hlo.constant(identity_value(spec_of(name).identity, t.dtype), scalar)
     return hlo.with_body(
-        "reduce", [x, init], op.results[0].type, [scalar, scalar],
+        "reduce", [x, init], result_type, [scalar, scalar],
         lambda acc, v: [hlo.binary(combiner, acc, v)],
         dimensions=hlo.i64s(dims),
     ).result
+
+
+def _reduce(name: str, op, rewriter):
+    x = op.operands[0]
+    dims = list(attr(op, "dims"))
+    if not dims:
+        return x  # StableHLO would accept it, but there is nothing to compute
+    return reduce(name, x, dims, op.results[0].type)
 
 
 for _name in REDUCERS:

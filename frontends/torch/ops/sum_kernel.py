@@ -21,11 +21,8 @@ import torch
 from torch._decomp import decomposition_table
 from torch.utils._python_dispatch import _disable_current_modes
 
+from lazycore.dialect.lanes import level_step
 from lazycore.ir.memo import Memo
-
-GRAIN = 32768
-"""``at::internal::GRAIN_SIZE``: a whole tensor of this many elements or more is
-summed by several threads (``lazy.vector_sum``'s ``threads``)."""
 
 MAX_ROW = 1 << 23
 """The longest row given to ``lazy.vector_sum``: its lowering's last level adds
@@ -37,15 +34,11 @@ _LANES = Memo("torch.sum_kernel_lanes", 4)
 """dtype -> the lanes of eager's sum kernel's vectors, 0 where none matched."""
 
 
-def _ceil_log2(x: int) -> int:
-    return 1 if x <= 2 else (x - 1).bit_length()
-
-
 def _levels(rows: list, zero):
     """``multi_row_sum``'s cascade over ``rows`` (arrays of one shape)."""
     size = len(rows)
-    power = max(4, _ceil_log2(size) // 4)
-    step, mask = 1 << power, (1 << power) - 1
+    step = level_step(size)
+    power, mask = step.bit_length() - 1, step - 1
     acc = [zero.copy() for _ in range(4)]
     i = 0
     while i + step <= size:

@@ -410,8 +410,7 @@ class Padded:
     def count_of(self, node: Node, pads: dict) -> tuple[int, tuple[int, ...]]:
         source = node.operands[0][0].types[node.operands[0][1]].shape
         k, syms = 1, []
-        summed = {"vector_sum": (len(source) - 1,), "column_sum": (len(source) - 2,)}
-        for d in node.attrs["dims"] if "dims" in node.attrs else summed[node.op]:
+        for d in _summed(node):
             for n, sym in pads.get(d, ((source[d], None),)):
                 if sym is None:
                     k *= n
@@ -799,23 +798,23 @@ def _reduce(state, node, operands, pads):
     return node.attrs, operands, _kept(pads[0], dims)
 
 
-def _vector_sum(state, node, operands, pads):
-    """Rows are independent: padded leading dimensions stay padded. A row
-    padded along itself is masked with zeros and summed at its padded length
-    (its sum, in the cascade of that length rather than of the valid one)."""
-    last = len(node.operands[0][0].types[node.operands[0][1]].shape) - 1
-    if last in pads[0]:
-        operands = [state.mask(operands[0], {last: pads[0][last]}, "zero")]
-    return node.attrs, operands, _kept(pads[0], (last,))
+def _summed(node: Node) -> tuple[int, ...]:
+    """The dims a sum reduces: its ``dims``, or ``vector_sum``'s rows (the last)
+    and ``column_sum``'s (the second-to-last)."""
+    if "dims" in node.attrs:
+        return tuple(node.attrs["dims"])
+    rank = len(node.operands[0][0].types[node.operands[0][1]].shape)
+    return (rank - 1,) if node.op == "vector_sum" else (rank - 2,)
 
 
-def _column_sum(state, node, operands, pads):
-    """Columns are independent: padded columns and leading dimensions stay
-    padded. Rows padded are masked with zeros and summed at the bucket's count."""
-    rows = len(node.operands[0][0].types[node.operands[0][1]].shape) - 2
-    if rows in pads[0]:
-        operands = [state.mask(operands[0], {rows: pads[0][rows]}, "zero")]
-    return node.attrs, operands, _kept(pads[0], (rows,))
+def _eager_sum(state, node, operands, pads):
+    """``vector_sum``, ``column_sum``: what is not summed is independent, padded
+    still. A padded summed dimension is masked with zeros and summed at the
+    bucket's length (its sum, in the sequence of that length, not the valid one's)."""
+    (summed,) = _summed(node)
+    if summed in pads[0]:
+        operands = [state.mask(operands[0], {summed: pads[0][summed]}, "zero")]
+    return node.attrs, operands, _kept(pads[0], (summed,))
 
 
 def _pair(node, pa, pb, lhs_dims, rhs_dims) -> dict[int, Factors]:
@@ -1388,8 +1387,8 @@ OWN_RULES = {
     "lane_moments": _lanes,
     "cascade_sum": _cascade,
     "optimization_barrier": _barrier,
-    "vector_sum": _vector_sum,
-    "column_sum": _column_sum,
+    "vector_sum": _eager_sum,
+    "column_sum": _eager_sum,
 }
 _KIND_RULES = {"elementwise": _elementwise, "reduction": _reduce}
 
