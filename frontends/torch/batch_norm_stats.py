@@ -127,17 +127,17 @@ _HALVES = (torch.bfloat16, torch.float16)
 _MUTATES = frozenset({aten.native_batch_norm.default, aten._native_batch_norm_legit.default,
                       aten._batch_norm_with_update.default})
 """The ops that write the new running statistics into their arguments."""
-_RESERVE = frozenset({aten._batch_norm_with_update.default, aten._batch_norm_with_update_functional.default})
+_RESERVE = frozenset({aten._batch_norm_with_update.default, aten._batch_norm_with_update_functional.default,
+                      aten._batch_norm_no_update.default})
 """The ops with a reserve result (empty bytes on the CPU) after the saved statistics."""
 
 
 def _eager_cpu(func, args, kwargs):
-    """``func``'s results in training on a CPU device with eager CPU's
-    roundings, or None where the decomposition answers: outside training, on
-    other platforms, and for an input eager's kernel takes through its
-    non-contiguous path (neither contiguous nor channels-last)."""
-    if not _training(func, args, kwargs):
-        return None
+    """``func``'s results on a CPU device with eager CPU's roundings, or None
+    where the decomposition answers: on other platforms, outside training
+    without running statistics, and for an input eager's kernel takes through
+    its non-contiguous path (neither contiguous nor channels-last)."""
+    training = _training(func, args, kwargs)
     x = _arg(func, args, kwargs, "input")
     if lc_device(x.device).platform != "cpu" or x.dim() < 2 or x.numel() == 0:
         return None
@@ -153,8 +153,18 @@ def _eager_cpu(func, args, kwargs):
     layout = _layout(x)
     if layout is None:
         return None
-    momentum = float(_arg(func, args, kwargs, "momentum"))
     eps = float(_arg(func, args, kwargs, "eps"))
+    if not training:
+        if rm is None or rv is None:
+            return None
+        empty = x.new_empty((0,), dtype=rm.dtype)
+        results = [_evaluated(x, w, b, rm, rv, eps), empty, empty]
+        if func in _RESERVE:
+            results.append(x.new_empty((0,), dtype=torch.uint8))
+        if func in _NEW_RUNNING:
+            results += [rm.clone(), rv.clone()]
+        return tuple(results)
+    momentum = float(_arg(func, args, kwargs, "momentum"))
     # float16's statistics are computed as eager's mixed type's (in float32) and rounded into
     # float16, which its output is then computed from (measured against eager: both bitwise)
     inner = torch.float32 if x.dtype == torch.float16 else param
@@ -175,6 +185,17 @@ def _eager_cpu(func, args, kwargs):
     if func in _NEW_RUNNING:
         results += [new_rm, new_rv]
     return tuple(results)
+
+
+def _evaluated(x, w, b, rm, rv, eps):
+    """Batch norm outside training (``batch_norm_cpu_collect_linear_and_constant_terms``
+    with ``train`` false): the inverse deviation ``1 / std::sqrt(running_var + eps)``
+    in ``opmath_t``, the running mean as the mean, then :func:`_transform`'s
+    ``x * alpha + beta``."""
+    opmath = torch.float32 if x.dtype in _HALVES else x.dtype
+    var = rv.to(opmath) + torch.full((), eps, dtype=opmath, device=x.device)
+    invstd = torch.ones_like(var) / torch.sqrt(var)
+    return _transform(x, w, b, rm, invstd)
 
 
 def _layout(x):
