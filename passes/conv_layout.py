@@ -52,8 +52,9 @@ network whose batch norm sees few numbers (tests/zoo's resnet18, 4 images of
 float64 sums on the CPU (``frontends/torch/ops/moments.py``, as eager's CPU
 kernel sums them), one rounding of a nearly exact sum: its forward is the
 same bits in either layout, and the two trainings end 2.0e-6 apart. Its
-backward's two sums are float64 sums rounded once too
-(``frontends/torch/ops/conv.py``'s ``native_batch_norm_backward``), so its
+backward's two sums are eager's per-image lane sums added into a float64, or
+float64 sums rounded once (``frontends/torch/ops/conv.py``'s
+``native_batch_norm_backward``), elementwise steps either way, so its
 gradients are the same bits in either layout as well.
 
 The pass is in the CPU's default pipeline (``CHANNELS_LAST_PIPELINE``, chosen

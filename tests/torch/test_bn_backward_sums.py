@@ -60,13 +60,33 @@ def test_the_gradients_are_the_same_bits_in_either_layout(dev, clean_runtime):
     assert metrics.counters().get("fallbacks", 0) == 0
 
 
-@pytest.mark.parametrize("shape", [(8, 32, 24, 24), (2, 3, 5, 7), (64, 10)])
+@pytest.mark.parametrize("shape", [(8, 32, 16, 16), (2, 3, 5, 7), (4, 8, 22, 23)])
+def test_a_contiguous_input_s_sums_are_eagers(dev, clean_runtime, shape):
+    """A contiguous input with images of more than one element: eager's
+    ``batch_norm_cpu_backward_contiguous_impl`` sums each image's plane in its
+    vector lanes in float32 and adds the planes into a double; the weight, bias
+    and input gradients are its bits."""
+    g = torch.Generator().manual_seed(7)
+    x, gy = torch.randn(shape, generator=g) * 2 + 0.5, torch.randn(shape, generator=g)
+    w = torch.rand(shape[1], generator=g) + 0.5
+    _, mean, invstd = aten.native_batch_norm(x, w, None, None, None, True, 0.1, 1e-5)
+    want = aten.native_batch_norm_backward(gy, x, w, None, None, mean, invstd, True, 1e-5, [True, True, True])
+    args = [t.to(dev) for t in (gy, x, w)]
+    got = aten.native_batch_norm_backward(*args, None, None, mean.to(dev), invstd.to(dev), True, 1e-5,
+                                          [True, True, True])
+    lazycore.mark_step()
+    for name, a, b in zip(("input", "weight", "bias"), got, want):
+        assert torch.equal(a.cpu(), b), (name, int((a.cpu() != b).sum()), b.numel())
+
+
+@pytest.mark.parametrize("shape", [(64, 10), (4, 16, 1, 1), (2, 3, 32, 32)])
 def test_the_sums_are_their_float64_value_rounded_once(dev, clean_runtime, shape):
-    """The bias's gradient is the float64 sum of the output gradient rounded once, the
-    weight's the float64 dot product (of float32 products, as eager's kernel multiplies)
-    times invstd rounded once: eager's acc_type<float, false>, without its float32
-    per-image partial sums (which give no one answer: contiguous and channels-last inputs
-    round otherwise)."""
+    """Where eager takes its channels-last kernel (one element an image), and
+    for planes of more than ``PLANE_VECTORS`` vectors (32 x 32): the
+    bias's gradient is the float64 sum of the output gradient rounded once, the
+    weight's the float64 dot product (of float32 products, as eager's kernel
+    multiplies) times invstd rounded once: eager's acc_type<float, false>,
+    without its float32 per-thread partial sums."""
     g = torch.Generator().manual_seed(7)
     x, gy = torch.randn(shape, generator=g) * 2 + 0.5, torch.randn(shape, generator=g)
     w = torch.rand(shape[1], generator=g) + 0.5

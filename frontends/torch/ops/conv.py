@@ -26,7 +26,7 @@ from lazycore.dialect.types import is_float
 
 from ..dtypes import lazy_dtype
 from ..lowering import apply, broadcast, const, convert, dims, fused_multiply_add, lowers, reshape, scalar
-from . import moments
+from . import lane_sums, moments
 
 aten = torch.ops.aten
 
@@ -570,22 +570,68 @@ def _var_mean(ctx, x, dim=None, *, correction=None, keepdim=False):
     return reshape(var, tuple(var_out.shape)), reshape(mean, tuple(mean_out.shape))
 
 
+def _plane_lanes(ctx, h, comp, acc):
+    """The vector lanes of ``batch_norm_cpu_backward_contiguous_impl``'s per-image
+    sums where eager takes that kernel and :mod:`.lane_sums` models it (a
+    contiguous float32/float64 input and output gradient on the CPU with more
+    than one element per channel and image), else None: its channels-last and
+    one-element-image kernels, half types, and planes past
+    :data:`PLANE_VECTORS` vectors keep the float64 sums."""
+    gy, x = ctx.margs[0], ctx.margs[1]
+    image = int(np.prod(h.shape[2:], dtype=np.int64))
+    if (ctx.device.platform != "cpu" or comp not in ("f32", "f64") or lazy_dtype(x.dtype) != comp or len(h.shape) < 3
+            or image == 1 or acc != "f64" or not x.is_contiguous() or not gy.is_contiguous()):
+        return None
+    lanes = lane_sums.lanes(x.dtype, image)
+    return None if lanes is None or image // lanes > PLANE_VECTORS else lanes
+
+
+PLANE_VECTORS = 64
+"""The most whole vectors an image's plane may have for :func:`_plane_sums`
+(512 float32s, 22 x 22); larger planes take the float64 sums, as the
+forward's statistics bound their row loops (``batch_norm_stats.ROW_LOOP_STEPS``).
+Each plane's lane sums are a sequence of slices and adds in the program:
+ResNet-50's first step at 4 x 3 x 128 x 128 (planes up to 64 x 64, one
+process, load 1.2-1.4) took 7.3-8.3 s with float64 sums everywhere, 9.3-10.1 s
+with this bound and 10.6-11.9 s without one; its later steps alike."""
+
+
+def _plane_sums(g, centered, lanes: int, acc: str):
+    """Per channel, ``sum(dy)`` and ``sum((x - mean) * dy)`` as eager's contiguous
+    kernel adds them: each image's plane by ``vec::reduce_all`` and
+    ``vec::map2_reduce_all`` in the input's type (:func:`.lane_sums.row_sum`),
+    the images' sums added into a double (eager adds them in order; XLA's
+    float64 reduce in its own, the same double unless the images' float32 sums
+    lie some 2**29 apart, and cheaper to compile than an ordered chain)."""
+    n, c = g.shape[0], g.shape[1]
+    planes = (n, c, int(np.prod(g.shape[2:], dtype=np.int64)))
+    dy, xm = reshape(g, planes), reshape(centered, planes)
+    per_image = (lane_sums.row_sum(dy, const(1, g.dtype, g.device, planes), lanes),
+                 lane_sums.row_sum(xm, dy, lanes))
+    return tuple(apply("reduce_sum", convert(v, acc), dims=(0,)) for v in per_image)
+
+
 @lowers(aten.native_batch_norm_backward.default)
 def _native_batch_norm_backward(ctx, gy, x, weight, running_mean, running_var, save_mean, save_invstd, train,
                                 eps, output_mask):
     """Batch norm's gradients as eager's CPU kernel computes them
     (``batch_norm_cpu_backward_contiguous_impl``): per channel the sum of the
     output gradient and its dot product with ``x - mean`` (products in the
-    computation type), summed in ``moments.accumulator``'s type (float64 for
-    float32 on the CPU: eager's ``acc_type<float, false>``, a double across the
-    images) and rounded once, so they are one rounding of a nearly exact sum
-    in whatever order XLA adds: the same bits in the channels-last programs
-    (``lazy-channels-last``) as in the N, C, H, W ones, where float32 sums
-    in each layout's order moved a channel's weight gradient by an ulp. Then
-    eager's arithmetic: ``k = float(dotp) * invstd * invstd / N``, the mean
-    gradient ``sum / N`` rounded once, ``dx = (dy - grad_mean - (x - mean) * k)
-    * invstd * w``; the weight's gradient ``dotp * invstd`` and the bias's
-    ``sum`` rounded once from the wide sums. Outside training ``invstd`` is
+    computation type). Where eager takes that kernel (:func:`_plane_lanes`),
+    as it adds them: each image's plane in float32 vector lanes, the planes
+    into a double in order (:func:`_plane_sums`), eager's bits. Elsewhere (its
+    channels-last and one-element-image kernels, whose per-thread float32
+    buffers are not modelled) summed in ``moments.accumulator``'s type (float64
+    for float32 on the CPU: eager's ``acc_type<float, false>``) and rounded
+    once, one rounding of a nearly exact sum in whatever order XLA adds. Either
+    is the same bits in the channels-last programs (``lazy-channels-last``) as
+    in the N, C, H, W ones, where float32 reduces in each layout's order moved
+    a channel's weight gradient by an ulp. Then eager's arithmetic: ``k =
+    float(dotp) * invstd * invstd / N``, the mean gradient ``sum / N`` rounded
+    once, ``dx = (dy - grad_mean - (x - mean) * k) * invstd * w`` (the product
+    contracted into the difference in the contiguous kernel); the weight's
+    gradient ``dotp * invstd`` and the bias's ``sum`` rounded once from the
+    wide sums. Outside training ``invstd`` is
     ``1 / sqrt(running_var + eps)`` in the wide type, rounded once, as
     eager's kernel takes it. Float16/bfloat16 compute in float32 (the
     decomposition's computation type)."""
@@ -612,8 +658,12 @@ def _native_batch_norm_backward(ctx, gy, x, weight, running_mean, running_var, s
         invstd = convert(apply("div", const(1, acc, dev, (c,)), root), comp)
     mean, invstd = per_channel_once([mean, invstd])
     centered = apply("sub", h, per_channel(mean))
-    total = apply("reduce_sum", convert(g, acc), dims=axes)
-    dotp = apply("reduce_sum", convert(apply("mul", centered, g), acc), dims=axes)
+    lanes = _plane_lanes(ctx, h, comp, acc)
+    if lanes is not None:
+        total, dotp = _plane_sums(g, centered, lanes, acc)
+    else:
+        total = apply("reduce_sum", convert(g, acc), dims=axes)
+        dotp = apply("reduce_sum", convert(apply("mul", centered, g), acc), dims=axes)
     gi = gw = gb = None
     if output_mask[0]:
         if train:
@@ -621,7 +671,10 @@ def _native_batch_norm_backward(ctx, gy, x, weight, running_mean, running_var, s
             k = apply("div", k, const(count, comp, dev, (c,)))
             grad_mean = convert(apply("div", total, const(count, acc, dev, (c,))), comp)
             grad_mean, k = per_channel_once([grad_mean, k])
-            gi = apply("sub", apply("sub", g, per_channel(grad_mean)), apply("mul", centered, per_channel(k)))
+            if lanes is not None:  # (the kernel's vector loop contracts the product into the difference)
+                gi = fused_multiply_add(apply("neg", centered), per_channel(k), apply("sub", g, per_channel(grad_mean)))
+            else:
+                gi = apply("sub", apply("sub", g, per_channel(grad_mean)), apply("mul", centered, per_channel(k)))
             gi = apply("mul", gi, per_channel(invstd))
         else:
             gi = apply("mul", g, per_channel(invstd))
