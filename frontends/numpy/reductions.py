@@ -91,6 +91,8 @@ def _finish(h, shape, axes, keepdims, dtype) -> ndarray:
 
 def _reduce(op, axes, h):
     if not axes or h.shape == ():
+        if op == "reduce_sum" and h.dtype.startswith(("f", "bf")):  # (a sum from zero: NumPy's -0 gives +0)
+            return apply(op, h, dims=())
         return h
     return apply(op, h, dims=axes)
 

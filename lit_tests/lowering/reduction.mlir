@@ -65,8 +65,27 @@ func.func @bool_any_all(%x: tensor<4xi1>) -> (tensor<i1>, tensor<i1>) {
 // CHECK-NOT: stablehlo.reduce
 // CHECK: return %arg0
 func.func @no_dims(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
-  %0 = "lazy.reduce_sum"(%x) {dims = array<i64>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %0 = "lazy.reduce_max"(%x) {dims = array<i64>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// A float sum that adds one element (no dims, or dims of size 1) is still
+// 0 + x: -0 becomes +0, as eager's and NumPy's sums from zero give. XLA would
+// fold the reduce into a reshape (and an add of 0 away), so it is a select.
+// CHECK-LABEL: func.func @sum_of_one_element
+// CHECK: %[[R:.*]] = stablehlo.reduce(%arg0 init: %{{.*}}) applies stablehlo.add across dimensions = [0]
+// CHECK: %[[ZERO:.*]] = stablehlo.constant dense<0.000000e+00> : tensor<3xf32>
+// CHECK: %[[EQ:.*]] = stablehlo.compare EQ, %[[R]], %[[ZERO]]
+// CHECK: stablehlo.select %[[EQ]], %[[ZERO]], %[[R]]
+// CHECK: %[[ZERO2:.*]] = stablehlo.constant dense<0.000000e+00> : tensor<2x3xf32>
+// CHECK: %[[EQ2:.*]] = stablehlo.compare EQ, %arg1, %[[ZERO2]]
+// CHECK: stablehlo.select %[[EQ2]], %[[ZERO2]], %arg1
+func.func @sum_of_one_element(%x: tensor<1x3xf32>, %y: tensor<2x3xf32>) -> (tensor<3xf32>, tensor<2x3xf32>) {
+  %0 = "lazy.reduce_sum"(%x) {dims = array<i64: 0>} : (tensor<1x3xf32>) -> tensor<3xf32>
+  %1 = "lazy.reduce_sum"(%y) {dims = array<i64>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %0, %1 : tensor<3xf32>, tensor<2x3xf32>
 }
 
 // -----

@@ -96,6 +96,14 @@ def select(pred: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
     return value("select", [pred, a, b], a.type)
 
 
+def plus_zero(v: ir.Value) -> ir.Value:
+    """``0 + v`` for a real float ``v``: ``v`` with ``-0`` made ``+0`` (what a sum
+    from zero gives), as a select: XLA's simplifier drops an add of a zero
+    constant, and folds a reduce that keeps the element count into a reshape."""
+    zero = splat_like(0, v)
+    return select(compare(v, zero, "EQ"), zero, v)
+
+
 def convert(v: ir.Value, dtype: str) -> ir.Value:
     t = type_of(v)
     if t.dtype == dtype:

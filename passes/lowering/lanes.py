@@ -406,13 +406,6 @@ def _four_at_a_time(items):
     return first
 
 
-def _from_zero(total):
-    """``0 + total``, which eager's sums start from (its only effect: ``-0`` to ``+0``);
-    XLA folds the add itself away."""
-    zero = hlo.constant(0, hlo.type_of(total))
-    return hlo.select(hlo.compare(total, zero, "EQ"), zero, total)
-
-
 def _eager_row_sum(x, lanes: int):
     """``cascade_sum``'s sum of each row of ``x`` (its last dimension) on one
     thread: ``vectorized_inner_sum`` for a row of ``lanes`` or more, else
@@ -422,7 +415,7 @@ def _eager_row_sum(x, lanes: int):
     if n == 0:
         return hlo.constant(0, TensorType(kept, t.dtype))
     if n < lanes:
-        return _from_zero(_reshape(_four_at_a_time(_reshape(x, kept + (n, 1))), kept))
+        return hlo.plus_zero(_reshape(_four_at_a_time(_reshape(x, kept + (n, 1))), kept))
     vectors = n // lanes
     lanes_sum = _four_at_a_time(_reshape(_cut(x, 0, vectors * lanes), kept + (vectors, lanes)))
     total = None
@@ -431,7 +424,7 @@ def _eager_row_sum(x, lanes: int):
     for lane in range(lanes):
         value = _at(lanes_sum, lane, t.rank - 1)
         total = value if total is None else _add(total, value)
-    return _from_zero(total)
+    return hlo.plus_zero(total)
 
 
 @lowering("vector_sum")
@@ -484,4 +477,4 @@ def _column_sum(op, rewriter):
     if whole < width:
         parts.append(_four_at_a_time(_cut(x, whole, width)))
     total = parts[0] if len(parts) == 1 else hlo.value("concatenate", parts, out, dimension=hlo.i64(out.rank - 1))
-    return _from_zero(total)
+    return hlo.plus_zero(total)

@@ -39,6 +39,11 @@ def reduce(name: str, x, dims: list[int], result_type):
 def _reduce(name: str, op, rewriter):
     x = op.operands[0]
     dims = list(attr(op, "dims"))
+    t = hlo.type_of(x)
+    if name == "reduce_sum" and is_float(t.dtype) and all(t.shape[d] == 1 for d in dims):
+        # a sum that adds one element to its zero: +0 for -0, as eager's and NumPy's
+        # (XLA would fold the reduce into a reshape, keeping -0)
+        return hlo.plus_zero(reduce(name, x, dims, op.results[0].type) if dims else x)
     if not dims:
         return x  # StableHLO would accept it, but there is nothing to compute
     return reduce(name, x, dims, op.results[0].type)

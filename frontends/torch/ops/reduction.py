@@ -20,6 +20,8 @@ prims = torch.ops.prims
 
 def _reduce(op, x, ds, keepdim, out_shape):
     if x.shape == () or not ds:
+        if op == "reduce_sum" and is_float(x.dtype):  # (a sum from zero: -0 gives +0, as eager's)
+            return reshape(apply(op, x, dims=()), out_shape)
         return reshape(x, out_shape)
     r = apply(op, x, dims=ds)
     return reshape(r, out_shape)

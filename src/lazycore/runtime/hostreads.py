@@ -461,8 +461,8 @@ def _reduce(numpy_reduce, float_rule):
         dims = tuple(node.attrs["dims"])
         if x.dtype.kind == "f":
             float_rule(t, x)
-        if not dims:
-            return x
+        if not dims:  # a sum over no dims still starts from zero (NumPy's: -0 gives +0)
+            return x + x.dtype.type(0) if numpy_reduce is np.sum and x.dtype.kind == "f" else x
         if x.size == 0:
             raise _Refused  # the identity: the backend's (infinities, extremes)
         if x.dtype == np.bool_ and numpy_reduce in (np.sum, np.prod):
