@@ -262,6 +262,8 @@ def _transform(x, w, b, mean, invstd):
     alpha = invstd.to(opmath) if w is None else invstd.to(opmath) * w.to(opmath)
     bias = torch.zeros_like(alpha) if b is None else b.to(opmath)
     beta = torch.addcmul(bias, mean.to(opmath), alpha, value=-1)
+    if b is None:  # (eager's 0 - mean * alpha: a zero mean gives +0, where XLA drops the fma's add of 0)
+        beta = beta + 0.0
     alpha, beta = _once(alpha, beta)
     shape = (1, c) + (1,) * (x.dim() - 2)
     return torch.addcmul(beta.reshape(shape), x.to(opmath), alpha.reshape(shape)).to(x.dtype)

@@ -3,7 +3,8 @@ it adds one element (issue 39: folds exact for signed zeros). XLA folds a
 reduce that keeps the element count into a reshape and drops an add of zero,
 so a sum over size-1 dims (float16's path, a non-contiguous input) or of a
 0-d tensor came out ``-0.0``; ``lazy.reduce_sum`` now lowers such a sum as
-``0 + x``."""
+``0 + x``. Average pooling's window sum and batch norm's constant term
+without a bias (``0 - mean * alpha``) start from zero as eager's loops do."""
 
 import pytest
 import torch
@@ -18,6 +19,13 @@ CASES = {
     "size-1 dim, mean": lambda z: z((1, 3)).mean(0),
     "whole tensor": lambda z: z((2, 3)).sum(),
     "columns": lambda z: z((4, 3)).sum(0),
+    # window sums and the norms' constant term start from zero too
+    "avg_pool2d": lambda z: torch.nn.functional.avg_pool2d(z((1, 1, 3, 3)), 3),
+    "avg_pool1d": lambda z: torch.nn.functional.avg_pool1d(z((1, 1, 4)), 2),
+    "avg_pool2d of size 1": lambda z: torch.nn.functional.avg_pool2d(z((1, 1, 2, 2)), 1),
+    "batch norm in eval(), no bias": lambda z: torch.nn.functional.batch_norm(
+        z((2, 3)), z((3,)) * 0, z((3,)) * 0 + 1),
+    "batch norm in training, no bias": lambda z: torch.nn.functional.batch_norm(z((2, 3)), None, None, training=True),
 }
 
 

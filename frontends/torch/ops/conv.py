@@ -417,8 +417,8 @@ def _avg_pool(ctx, x, kernel_size, stride=(), padding=0, ceil_mode=False, count_
     x = convert(x, acc)
     win = _Window(x.shape[-n:], ctx.shape[-n:], *_pool_args(n, kernel_size, stride, padding))
     total = None
-    for _, v in win.slices(x, 0):
-        total = v if total is None else apply("add", total, v)
+    for _, v in win.slices(x, 0):  # (from zero, as eager's loops sum: an all -0 window gives +0)
+        total = apply("add", const(0, acc, ctx.device, v.shape), v) if total is None else apply("add", total, v)
     mean = apply("div", total, _avg_divisor(win, count_include_pad, divisor_override, acc, ctx.device, ctx.shape))
     return convert(mean, ctx.dtype)
 
