@@ -22,6 +22,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from lazycore.dialect.folds import identity_value
 from lazycore.dialect.spec import spec_of
+from lazycore.dialect.types import is_float
 from lazycore.trace import core, recipes, scans
 
 from . import dtypes, minmax_loops
@@ -91,7 +92,7 @@ def _finish(h, shape, axes, keepdims, dtype) -> ndarray:
 
 def _reduce(op, axes, h):
     if not axes or h.shape == ():
-        if op == "reduce_sum" and h.dtype.startswith(("f", "bf")):  # (a sum from zero: NumPy's -0 gives +0)
+        if op == "reduce_sum" and is_float(h.dtype):  # (a sum from zero: NumPy's -0 gives +0)
             return apply(op, h, dims=())
         return h
     return apply(op, h, dims=axes)

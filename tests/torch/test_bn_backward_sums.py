@@ -1,9 +1,11 @@
 """Batch norm's backward sums as eager's CPU kernel sums them (issue 39).
 
 ``native_batch_norm_backward``'s two reductions per channel, the output
-gradient's sum and its dot product with ``x - mean``, are float64 sums of the
-float32 terms on the CPU (eager's ``acc_type<float, false>``) rounded once, so
-they no longer depend on the order XLA adds in: a convolution's weight
+gradient's sum and its dot product with ``x - mean``: for a contiguous input
+with images of 2 to 512 elements eager's own sums (each image in float32
+lanes, the images in a double), elsewhere float64 sums of the float32 terms
+on the CPU (eager's ``acc_type<float, false>``) rounded once. Neither depends
+on the order XLA adds in: a convolution's weight
 gradient behind batch norm is the same bits in the channels-last programs
 (``lazy-channels-last``) as in the N, C, H, W ones, where float32 sums in each
 layout's order could differ, and each is the float64 answer of its float32

@@ -4,7 +4,7 @@ from . import (conv, ctc, elementwise, embedding_bag, factories, fft, grouped_mm
                linalg, nn, random, reduction, scaled_mm, search, shape, slices, upsample)
 from . import max_pool1d  # noqa: F401,E402 - eager CPU's kernel choice
 from . import norm_backward  # noqa: F401,E402 - after nn: eager CPU's layer norm backward
-from . import group_norm  # noqa: F401,E402 - eager CPU's group norm forward
+from . import group_norm  # noqa: F401,E402 - eager CPU's group norm, forward and backward
 from . import embedding_renorm  # noqa: F401,E402
 from . import cross_entropy  # noqa: F401,E402 - log_softmax and its backward as eager's kernels
 from . import float8  # noqa: F401,E402 - last: it wraps lowerings of the modules above

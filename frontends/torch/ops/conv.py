@@ -570,6 +570,16 @@ def _var_mean(ctx, x, dim=None, *, correction=None, keepdim=False):
     return reshape(var, tuple(var_out.shape)), reshape(mean, tuple(mean_out.shape))
 
 
+PLANE_VECTORS = 64
+"""The most whole vectors an image's plane may have for :func:`_plane_sums`
+(512 float32s, 22 x 22); larger planes take the float64 sums, as the
+forward's statistics bound their row loops (``batch_norm_stats.ROW_LOOP_STEPS``).
+Each plane's lane sums are a sequence of slices and adds in the program:
+ResNet-50's first step at 4 x 3 x 128 x 128 (planes up to 64 x 64, one
+process, load 1.2-1.4) took 7.3-8.3 s with float64 sums everywhere, 9.3-10.1 s
+with this bound and 10.6-11.9 s without one; its later steps alike."""
+
+
 def _plane_lanes(ctx, h, comp, acc):
     """The vector lanes of ``batch_norm_cpu_backward_contiguous_impl``'s per-image
     sums where eager takes that kernel and :mod:`.lane_sums` models it (a
@@ -584,16 +594,6 @@ def _plane_lanes(ctx, h, comp, acc):
         return None
     lanes = lane_sums.lanes(x.dtype, image)
     return None if lanes is None or image // lanes > PLANE_VECTORS else lanes
-
-
-PLANE_VECTORS = 64
-"""The most whole vectors an image's plane may have for :func:`_plane_sums`
-(512 float32s, 22 x 22); larger planes take the float64 sums, as the
-forward's statistics bound their row loops (``batch_norm_stats.ROW_LOOP_STEPS``).
-Each plane's lane sums are a sequence of slices and adds in the program:
-ResNet-50's first step at 4 x 3 x 128 x 128 (planes up to 64 x 64, one
-process, load 1.2-1.4) took 7.3-8.3 s with float64 sums everywhere, 9.3-10.1 s
-with this bound and 10.6-11.9 s without one; its later steps alike."""
 
 
 def _plane_sums(g, centered, lanes: int, acc: str):
@@ -619,7 +619,7 @@ def _native_batch_norm_backward(ctx, gy, x, weight, running_mean, running_var, s
     output gradient and its dot product with ``x - mean`` (products in the
     computation type). Where eager takes that kernel (:func:`_plane_lanes`),
     as it adds them: each image's plane in float32 vector lanes, the planes
-    into a double in order (:func:`_plane_sums`), eager's bits. Elsewhere (its
+    into a double (:func:`_plane_sums`), eager's bits. Elsewhere (its
     channels-last and one-element-image kernels, whose per-thread float32
     buffers are not modelled) summed in ``moments.accumulator``'s type (float64
     for float32 on the CPU: eager's ``acc_type<float, false>``) and rounded

@@ -1,11 +1,13 @@
-"""Group norm's forward as eager's CPU kernel computes it, bit for bit in
-float32 and float64 (``aten/src/ATen/native/cpu/group_norm_kernel.cpp``,
+"""Group norm, forward and backward, as eager's CPU kernels compute it, bit
+for bit in float32 and float64 (``aten/src/ATen/native/cpu/group_norm_kernel.cpp``,
 its contiguous path), where the decomposition's formula (``rsqrt``, XLA's
 sums, ``((x - mean) * rstd) * w + b``) is off in about half the elements.
+The backward's steps are in :func:`_native_group_norm_backward`.
 
 Per group (a row of ``C / G`` channels times the image): mean and biased
 variance by ``RowwiseMoments`` (``lazy.lane_moments``, as layer norm's),
-``rstd = 1 / sqrt(max(var, 0) + eps)``; then without weight and bias
+``rstd = 1 / sqrt(max(var, 0) + eps)`` in double (the kernel's ``eps`` is a
+``double``, so the expression promotes); then without weight and bias
 ``y = (x - mean) * rstd``, else per channel ``scale = rstd * w`` (``w`` 1
 where absent) and ``bias = -scale * mean + b`` (one fused multiply-add; ``b``
 0 where absent), ``y = scale * x + bias`` (one fused multiply-add): eager's
