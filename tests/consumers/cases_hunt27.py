@@ -864,6 +864,7 @@ class Outcome:
     eager_loss_f64: float | None = None  # eager's / lazycore's losses' largest relative distance from float64's
     lazy_loss_f64: float | None = None
     error: str | None = None
+    branches: list | None = None  # the lazy run's host-read branch outcomes a step (HostBranches)
 
     def line(self):
         if self.error:
@@ -873,6 +874,38 @@ class Outcome:
         return (f"{self.name:40s} loss {self.loss_rel:.1e} state {self.state_diff:.1e} ({self.worst}) "
                 f"fallbacks {self.fallbacks} {dict(self.fallback_ops) if self.fallbacks else ''} "
                 f"compiles {self.compiles} programs {self.programs}{f64}")
+
+
+class HostBranches(torch.overrides.TorchFunctionMode):
+    """The outcomes of ``if tensor:`` a step: a loop that branches on values it reads
+    (timm's Kron picks a power-iteration side on ``value0 > value1``, SGDP/AdamP a
+    projection on a cosine) runs a new program only in a step whose outcomes are new."""
+
+    def __init__(self):
+        super().__init__()
+        self.steps = [[]]
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func is torch.Tensor.__bool__:
+            self.steps[-1].append(out)
+        return out
+
+    def mark(self):
+        self.steps.append([])
+
+
+def compiles_on_seen_branches(out: Outcome, warmup: int) -> list:
+    """Compiles after ``warmup`` in steps whose branch outcomes an earlier step after
+    the first took (none is right: the same outcomes run the same programs; the first
+    step's programs also make the optimizer's state, so its outcomes do not count)."""
+    seen = {tuple(b) for b in out.branches[1:warmup]}
+    late = []
+    for c, b in zip(out.compiles[warmup:], out.branches[warmup:]):
+        if tuple(b) in seen:
+            late.append(c)
+        seen.add(tuple(b))
+    return late
 
 
 def check_outcome(out: Outcome, bounds: dict, warmup: int) -> None:
@@ -937,11 +970,14 @@ def compare(name, referee=False, cases=None, elements=False):
     metrics.reset()
     marks = [_counts()]
 
+    branches = HostBranches()
+
     def each():
         ltorch.mark_step()
         marks.append(_counts())
+        branches.mark()
 
-    with capture() as lazy_cap:
+    with capture() as lazy_cap, branches:
         lazy_losses, lazy_state = loop(ltorch.device(), each)
         lazy_losses, lazy_state = [float(v.cpu()) for v in lazy_losses], _cpu_state(lazy_state)
         ltorch.mark_step(wait=True)
@@ -951,6 +987,7 @@ def compare(name, referee=False, cases=None, elements=False):
                   diff, worst, c.get("fallbacks", 0), metrics.fallbacks(),
                   [b[0] - a[0] for a, b in zip(marks, marks[1:])], [b[1] - a[1] for a, b in zip(marks, marks[1:])])
     out.lazy_state, out.eager_state = lazy_state, eager_state
+    out.branches = branches.steps[:len(out.compiles)]
     if referee:
         with capture(initial=True) as f64_cap:
             losses64, ref64 = loop(cpu, lambda: None, dtype=torch.float64)
