@@ -942,12 +942,14 @@ def _cpu_state(state):
     return {k: (v.detach().cpu() if torch.is_tensor(v) else torch.tensor(v)) for k, v in state.items()}
 
 
-def compare(name, referee=False, cases=None, elements=False):
+def compare(name, referee=False, cases=None, elements=False, branches=False):
     """Run loop ``name`` of ``cases`` (this file's by default) on eager CPU and
     on the lazy device: an :class:`Outcome`, with the two runs' final states
     (CPU tensors) as ``lazy_state`` and ``eager_state``. ``elements``: also
     the float64 run (``referee``), each run's first-step gradients, and
-    zoo_harness.referee's element-by-element findings as ``refereed``."""
+    zoo_harness.referee's element-by-element findings as ``refereed``.
+    ``branches``: the lazy run's ``if tensor:`` outcomes a step as ``branches``
+    (:class:`HostBranches`)."""
     import contextlib
 
     import lazycore.torch as ltorch
@@ -970,14 +972,15 @@ def compare(name, referee=False, cases=None, elements=False):
     metrics.reset()
     marks = [_counts()]
 
-    branches = HostBranches()
+    recorder = HostBranches() if branches else contextlib.nullcontext()
 
     def each():
         ltorch.mark_step()
         marks.append(_counts())
-        branches.mark()
+        if branches:
+            recorder.mark()
 
-    with capture() as lazy_cap, branches:
+    with capture() as lazy_cap, recorder:
         lazy_losses, lazy_state = loop(ltorch.device(), each)
         lazy_losses, lazy_state = [float(v.cpu()) for v in lazy_losses], _cpu_state(lazy_state)
         ltorch.mark_step(wait=True)
@@ -987,7 +990,8 @@ def compare(name, referee=False, cases=None, elements=False):
                   diff, worst, c.get("fallbacks", 0), metrics.fallbacks(),
                   [b[0] - a[0] for a, b in zip(marks, marks[1:])], [b[1] - a[1] for a, b in zip(marks, marks[1:])])
     out.lazy_state, out.eager_state = lazy_state, eager_state
-    out.branches = branches.steps[:len(out.compiles)]
+    if branches:
+        out.branches = recorder.steps[:len(out.compiles)]
     if referee:
         with capture(initial=True) as f64_cap:
             losses64, ref64 = loop(cpu, lambda: None, dtype=torch.float64)

@@ -166,7 +166,7 @@ def _loop_params():
 @pytest.mark.parametrize("name", list(_loop_params()))
 def test_users_loop_trains_as_eager(name):
     b = _BOUNDS.get(name, {})
-    _check(cases.compare(name, referee="referee" in b or "loss_referee" in b))
+    _check(cases.compare(name, referee="referee" in b or "loss_referee" in b, branches="new_branches" in b))
 
 
 @full_only
