@@ -50,6 +50,9 @@ _BOUNDS: dict = {
     # bias is only rounding (|k bias| <= 1.7e-5 after 4 steps, 1.7e-5 from the float64 run; lazycore 5.1e-6
     # from it, 1.2e-5 from eager); everything else is held to 1e-5 apart (_key_bias_apart)
     "tv_vit_one_layer_16px": dict(state=5e-5),
+    # the same key bias in its two layers (session 48, load 1: key thirds 1.7e-5 and 2.0e-6 from eager, query
+    # and value thirds 1.3e-7 at most, the loss eager's bits); the rest within 1e-5 (_key_bias_apart)
+    "tv_vit_tiny": dict(state=5e-5),
 }
 
 # name -> why the loop is a strict xfail (the fix shows as an XPASS)
@@ -71,8 +74,9 @@ _XFAIL: dict = {
 
 
 def _key_bias_apart(out):
-    """tv_vit_one_layer_16px: every state tensor within 1e-5 of eager's but the
-    key third of each attention's in_proj_bias (its query and value thirds: 1.3e-9)."""
+    """torchvision's ViTs: every state tensor within 1e-5 of eager's but the key
+    third of each attention's in_proj_bias (its query and value thirds: 1.3e-9
+    in tv_vit_one_layer_16px, 1.3e-7 in tv_vit_tiny)."""
     from zoo_harness import _max_diff
 
     for name, got in out.lazy_state.items():
@@ -88,7 +92,7 @@ def _key_bias_apart(out):
 def _check(name):
     out = cases.compare(name)
     check_outcome(out, _BOUNDS.get(name, {}), cases.WARMUP)
-    if name == "tv_vit_one_layer_16px":
+    if name in ("tv_vit_one_layer_16px", "tv_vit_tiny"):
         _key_bias_apart(out)
 
 
