@@ -41,7 +41,7 @@ from .dtypes import TO_TORCH
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
 from .meta_store import MISS, STORE
-from .ops import factories, sum_kernel
+from .ops import factories, norm_kernel
 from .recipe_store import ALIASED, STORE as RECORDINGS, StoredMemo
 from .tensor import (ENTRY, LayoutKey, Tensor, _new, layout_key, lc_device, meta_layout, meta_twin, read,
                      refresh_key, route_ops, torch_device, upload, view_of, wrap, wrap_layout, write)
@@ -128,7 +128,7 @@ def resolve(func):
         return own
     decomp = (multilabel_margin.decomposition(func) or real_code_ops.decomposition(func)
               or upsample_linear.decomposition(func) or resize_uint8.decomposition(func)
-              or sum_kernel.decomposition(func) or decomposition_table.get(func) or vision_ops.decomposition(func))
+              or norm_kernel.decomposition(func) or decomposition_table.get(func) or vision_ops.decomposition(func))
     if decomp is not None:
         if func in batch_norm_stats.TRAINING:
             decomp = batch_norm_stats.decomposition(func, decomp)

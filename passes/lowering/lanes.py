@@ -88,6 +88,13 @@ the unrolled sequence; the loop's cost is per iteration)."""
 BLOCK = 64
 """Vectors added in sequence per iteration of the loop form."""
 
+ONE_ROW_BLOCK = 8
+"""A single row (a whole tensor reduced: ``clip_grad_norm_``'s norms) has a vector
+per slice, which an unrolled sequence does not run faster: past this many
+vectors its sum is the loop form with blocks of this many. Ten norms of 8,192
+float32s compiled in 1.6 s unrolled in blocks of 64 and 0.75 s so, and ran as
+fast (600,000: 0.95 s against 0.58, 13.7 ms against 14.1)."""
+
 
 def _whole_vectors(lhs, rhs, lanes: int, k: int, fused: bool):
     """The lane-wise sums of the first ``k`` whole vectors: vector 0, then each
@@ -100,34 +107,36 @@ def _whole_vectors(lhs, rhs, lanes: int, k: int, fused: bool):
             return _add(acc, _mul(_cut(src_lhs, lo, hi), _cut(src_rhs, lo, hi)))
         return _add(acc, _cut(src_products, lo, hi))
 
-    if k <= UNROLL_VECTORS:
+    one_row = hlo.type_of(lhs).rank == 1
+    size = ONE_ROW_BLOCK if one_row else BLOCK
+    if k <= (ONE_ROW_BLOCK if one_row else UNROLL_VECTORS):
         products = _mul(lhs, rhs)
         acc = _cut(products, 0, lanes)
         for i in range(1, k):
             acc = step(acc, i * lanes, (i + 1) * lanes, lhs, rhs, products)
         return acc
     acc = _mul(_cut(lhs, 0, lanes), _cut(rhs, 0, lanes))
-    blocks = (k - 1) // BLOCK
-    acc = _loop(acc, [lhs, rhs] if fused else [_mul(lhs, rhs)], lanes, blocks,
-                lambda acc, block: _block(acc, block, lanes, step, fused))
-    for i in range(1 + blocks * BLOCK, k):
+    blocks = (k - 1) // size
+    acc = _loop(acc, [lhs, rhs] if fused else [_mul(lhs, rhs)], lanes, blocks, size,
+                lambda acc, block: _block(acc, block, lanes, size, step, fused))
+    for i in range(1 + blocks * size, k):
         acc = step(acc, i * lanes, (i + 1) * lanes, lhs, rhs, None)
     return acc
 
 
-def _block(acc, block, lanes, step, fused):
-    """``acc`` with the :data:`BLOCK` vectors of ``block`` (``[lhs, rhs]`` or
-    ``[products]`` slices of ``BLOCK * lanes`` elements) added in order."""
-    for b in range(BLOCK):
+def _block(acc, block, lanes, size, step, fused):
+    """``acc`` with the ``size`` vectors of ``block`` (``[lhs, rhs]`` or
+    ``[products]`` slices of ``size * lanes`` elements) added in order."""
+    for b in range(size):
         lo, hi = b * lanes, (b + 1) * lanes
         acc = step(acc, lo, hi, *((*block, None) if fused else (None, None, block[0])))
     return acc
 
 
-def _loop(acc, sources, lanes: int, blocks: int, body):
+def _loop(acc, sources, lanes: int, blocks: int, size: int, body):
     """``acc`` after ``blocks`` iterations of ``body(acc, block)``, iteration
-    ``j``'s ``block`` the ``sources``' elements ``[(1 + j * BLOCK) * lanes,
-    (1 + (j + 1) * BLOCK) * lanes)`` along the last dimension (a
+    ``j``'s ``block`` the ``sources``' elements ``[(1 + j * size) * lanes,
+    (1 + (j + 1) * size) * lanes)`` along the last dimension (a
     ``stablehlo.while``: the adds stay in their order, unlike a ``reduce``)."""
     at = hlo.type_of(acc)
     st = hlo.type_of(sources[0])
@@ -143,10 +152,10 @@ def _loop(acc, sources, lanes: int, blocks: int, body):
     region = loop.regions[1].blocks.append(*[tensor_type(c) for c in carried])
     with ir.InsertionPoint(region):
         j, acc_in, *srcs = region.arguments
-        offset = hlo.binary("add", hlo.binary("multiply", j, hlo.constant(np.array(BLOCK * lanes, np.int32))),
+        offset = hlo.binary("add", hlo.binary("multiply", j, hlo.constant(np.array(size * lanes, np.int32))),
                             hlo.constant(np.array(lanes, np.int32)))
         zero = hlo.constant(np.array(0, np.int32))
-        piece = TensorType(st.shape[:-1] + (BLOCK * lanes,), st.dtype)
+        piece = TensorType(st.shape[:-1] + (size * lanes,), st.dtype)
         block = [hlo.value("dynamic_slice", [v] + [zero] * (st.rank - 1) + [offset], piece,
                            slice_sizes=hlo.i64s(piece.shape)) for v in srcs]
         out = body(acc_in, block)

@@ -83,24 +83,31 @@ def reference(row: np.ndarray, lanes: int):
     return total
 
 
-def lanes(dtype: torch.dtype) -> int | None:
-    """The lanes of eager's ``cascade_sum`` vectors for ``dtype`` (float32, float64), or None."""
-    found = _LANES.get(dtype)
+def probed_lanes(memo: Memo, dtype: torch.dtype, shapes, eager, model) -> int | None:
+    """The lanes of an eager kernel's vectors for ``dtype`` (float32, float64), asked of
+    eager once (``memo`` keeps the answer, 0 where none matched): the first of the
+    candidate widths at which ``model(x, lanes)`` gives ``eager(tensor)``'s bits on
+    random arrays of each of ``shapes``, spread over many binades."""
+    found = memo.get(dtype)
     if found is None:
         found = 0
         if dtype in _CANDIDATES:
             rng = np.random.default_rng(0)
-            rows = [(rng.standard_normal(n) * np.exp(3 * rng.standard_normal(n))).astype(_NUMPY[dtype])
-                    for n in (13, 100, 1100, 4133)]
+            xs = [(rng.standard_normal(n) * np.exp(3 * rng.standard_normal(n))).astype(_NUMPY[dtype]) for n in shapes]
             # (eager's own kernel, whatever dispatch modes the trace runs under: a fake tensor has no sum)
             with _disable_current_modes(), torch.inference_mode():
-                want = [torch.from_numpy(r).sum().numpy()[()] for r in rows]
+                want = [eager(torch.from_numpy(x)).numpy() for x in xs]
             for count in _CANDIDATES[dtype]:
-                if all(reference(r, count) == w for r, w in zip(rows, want)):
+                if all(np.array_equal(model(x, count), w) for x, w in zip(xs, want)):
                     found = count
                     break
-        _LANES.put(dtype, found)
+        memo.put(dtype, found)
     return found or None
+
+
+def lanes(dtype: torch.dtype) -> int | None:
+    """The lanes of eager's ``cascade_sum`` vectors for ``dtype`` (float32, float64), or None."""
+    return probed_lanes(_LANES, dtype, (13, 100, 1100, 4133), torch.sum, reference)
 
 
 def columns_alike(dtype: torch.dtype, count: int) -> bool:
@@ -114,10 +121,12 @@ def columns_alike(dtype: torch.dtype, count: int) -> bool:
 _OTHER_KERNEL = contextvars.ContextVar("lazycore.torch.sum_kernel.other", default=False)
 _OTHERS = (torch.ops.aten.linalg_vector_norm.default,)
 """Ops whose eager kernel is not the sum kernel but whose ``torch._decomp``
-decomposition sums: ``linalg_vector_norm`` (``clip_grad_norm_``'s norms) runs
-a kernel of its own (squares accumulated in 8 lanes, not modelled), so its
-decomposition's sum stays one ``lazy.reduce_sum``, as small as it was (benchmark
-7's GPT step: 18 norms a step took its program from 3,895 to 5,304 StableHLO ops)."""
+decomposition sums: ``linalg_vector_norm`` runs a kernel of its own (its 2-norm
+of trailing dimensions is :mod:`.norm_kernel`'s; other orders and layouts reach
+eager's generic reduction, not modelled), so its decomposition's sum stays one
+``lazy.reduce_sum``, as small as it was (benchmark 7's GPT step: 18 norms a step
+summed by the sum kernel's sequence took its program from 3,895 to 5,304
+StableHLO ops)."""
 
 
 def applies() -> bool:
