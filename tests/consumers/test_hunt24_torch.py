@@ -187,4 +187,4 @@ def test_model_trains_as_eager(name):
 
     spec = {s.name: s for s in _specs()}[name]
     r = zoo_harness.train(spec)
-    r.check_as_eager()
+    r.check_as_eager(spec)

@@ -495,8 +495,9 @@ def test_transformers_gradient_checkpointing_as_eager():
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         return model
 
-    r = zoo_harness.train(dataclasses.replace(spec, build=build))
-    r.check_as_eager()
+    checkpointed = dataclasses.replace(spec, build=build)
+    r = zoo_harness.train(checkpointed)
+    r.check_as_eager(checkpointed)
     assert all(lazy and eager for lazy, eager in r.tied.values()), r.tied
 
 
@@ -564,7 +565,7 @@ def test_transformers_model_trains_as_eager(name):
 
     spec = {s.name: s for s in _hf_specs()}[name]
     r = zoo_harness.train(spec)
-    r.check_as_eager()
+    r.check_as_eager(spec)
     assert all(lazy and eager for lazy, eager in r.tied.values()), r.tied
 
 

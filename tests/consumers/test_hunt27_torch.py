@@ -199,5 +199,5 @@ def test_transformers_model_trains_as_eager(name):
 
     spec = {s.name: s for s in cases.hf_specs()}[name]
     r = zoo_harness.train(spec)
-    r.check_as_eager()
+    r.check_as_eager(spec)
     assert all(lazy and eager for lazy, eager in r.tied.values()), r.tied

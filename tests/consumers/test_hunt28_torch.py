@@ -216,5 +216,5 @@ def test_transformers_model_trains_as_eager(name):
             r.lazy_state.pop(key)
             r.eager_state.pop(key)
         r.param_diff, r.param_worst = zoo_harness._state_diff(r.lazy_state, r.eager_state)
-    r.check_as_eager()
+    r.check_as_eager(spec)
     assert all(lazy and eager for lazy, eager in r.tied.values()), r.tied

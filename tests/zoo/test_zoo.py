@@ -74,16 +74,7 @@ def test_losses_match_eager(name):
 
 @pytest.mark.parametrize("name", _params("parameters"))
 def test_parameters_and_buffers_match_eager_after_training(name):
-    r = result(name)
-    if r.param_diff <= 1e-4:
-        return
-    # further from eager than the bound: only where eager float32 itself ends
-    # further than the bound from the float64 answer, and lazycore no further
-    # from it than eager is (zoo_harness.float64_reference says when that happens)
-    exact = zoo_harness.float64_reference(zoo_models.BY_NAME[name], len(r.eager_losses))
-    eager_off, _ = zoo_harness._state_diff(r.eager_state, exact)
-    lazy_off, where = zoo_harness._state_diff(r.lazy_state, exact)
-    assert eager_off > 1e-4 and lazy_off <= eager_off, (r.param_diff, r.param_worst, eager_off, lazy_off, where)
+    result(name).check_parameters(zoo_models.BY_NAME[name])
 
 
 @pytest.mark.parametrize("name", _params("tied"))
