@@ -130,6 +130,9 @@ _BOUNDS = {
     # FTFF, FFFF, TTFF in one run), so a step compiles when its outcomes are new (compiles [5, 5, 3, 0]
     # for outcomes TFFT, FTFF, FFFT, FFFT) and never when an earlier step took them
     "timm_kron_cosine": dict(loss=1e-4, state=2e-3, programs=5, new_branches=True, referee=2.0),
+    # eager float32 drifts from float64 at the first layer's weight (2.4e-5 from it, lazycore 1.2e-7; session
+    # 48, load 1): held to float64, no further from it than eager
+    "timm_adafactorbv_cosine": dict(state=5e-5, referee=1.0),
 }
 
 _XFAIL = {

@@ -46,8 +46,9 @@ _CI = ("patchtst_forecast_std_scaler",)
 # name -> bounds other than (loss rtol 1e-5, state 1e-5, no compile after 2 steps, 1 program a step)
 _BOUNDS: dict = {
     # eager float32 itself ends 1.2e-5 from the float64 run in lm_head.dense.weight (lazycore 4.4e-6; another
-    # run of the tree that morning, 3.0e-5 from eager): AdamW's first steps over near-zero gradients
-    "esm_mlm_rotary_token_dropout": dict(state=3e-5),
+    # run of the tree that morning, 3.0e-5 from eager): AdamW's first steps over near-zero gradients. Session 48
+    # (load 1): 3.9e-5 from eager, eager 2.2e-5 from float64, lazycore 1.7e-5: held to float64 as near as eager
+    "esm_mlm_rotary_token_dropout": dict(state=5e-5, referee=1.0),
     # the model's own reads: each auto-correlation layer's `int(top_k_delays_index[i])` in training mode
     # (modeling_autoformer.py:565, a roll by a data-dependent delay) reads the top-k delays, so the step is
     # 3 read programs and the main one; each roll's shift is a number of the scalar policy (baked while it
@@ -83,7 +84,8 @@ _XFAIL = {
 
 
 def _check(name):
-    check_outcome(cases.compare(name), _BOUNDS.get(name, {}), cases.WARMUP)
+    bounds = _BOUNDS.get(name, {})
+    check_outcome(cases.compare(name, referee="referee" in bounds), bounds, cases.WARMUP)
 
 
 @pytest.mark.parametrize("name", _CI)
