@@ -546,16 +546,18 @@ def per_channel_once(values):
     return [reshape(apply("slice", once, start=[i, 0], limit=[i + 1, c], strides=[1, 1]), (c,)) for i in range(k)]
 
 
-@lowers(aten.var_mean.correction)
+@lowers(aten.var_mean.correction, aten.std_mean.correction)
 def _var_mean(ctx, x, dim=None, *, correction=None, keepdim=False):
-    """Batch norm's statistics (its decomposition asks for var_mean, whose own decomposition is prims)."""
+    """Batch norm's statistics (its decomposition asks for var_mean, whose own decomposition is
+    prims), and ``torch.std_mean`` (the root taken before the rounding, as eager's Welford)."""
     var_out, mean_out = ctx.out
     x = convert(x, lazy_dtype(mean_out.dtype))  # the mean keeps a complex type, the variance is real
     rank = len(x.shape)
     ds = dims(dim, rank) if rank else ()
     c = 1 if correction is None else correction
     if not x.dtype.startswith("complex"):
-        var, mean = moments.var_mean(x, ds, c, moments.accumulator(x.dtype, x.device.platform))
+        var, mean = moments.var_mean(x, ds, c, moments.accumulator(x.dtype, x.device.platform),
+                                     sqrt=ctx.func_name == "std_mean")
         return reshape(var, tuple(var_out.shape)), reshape(mean, tuple(mean_out.shape))
     count = int(np.prod([x.shape[d] for d in ds], dtype=np.int64))
     kept = tuple(1 if d in ds else n for d, n in enumerate(x.shape))
@@ -567,6 +569,8 @@ def _var_mean(ctx, x, dim=None, *, correction=None, keepdim=False):
     sq_sum = apply("reduce_sum", sq, dims=ds) if ds else sq
     denom = max(0, count - c)
     var = apply("div", sq_sum, const(denom, sq.dtype, x.device, sq_sum.shape))
+    if ctx.func_name == "std_mean":
+        var = apply("sqrt", var)
     return reshape(var, tuple(var_out.shape)), reshape(mean, tuple(mean_out.shape))
 
 

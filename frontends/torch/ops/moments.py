@@ -85,22 +85,29 @@ def accumulator(dtype: str, platform: str) -> str:
     return dtype
 
 
-def var_mean(x, ds, correction, acc):
+def var_mean(x, ds, correction, acc, sqrt: bool = False, mean=None):
     """``torch.var_mean`` of a real ``x`` over ``ds``, the mean with those dimensions kept
     (size 1): two passes summed in ``acc`` (see :func:`accumulator`), each result rounded
     once into ``x``'s type; the variance's divisor is the count less ``correction``, at
-    least 0."""
+    least 0. ``sqrt``: the standard deviation instead, its root taken in ``acc`` too
+    (eager's ``take_sqrt``). ``mean``: the deviations are from this mean (of ``x``'s
+    type, the reduced shape), not the one summed here."""
     h = convert(x, acc) if acc != x.dtype else x
     count = 1
     for d in ds:
         count *= h.shape[d]
     kept = tuple(1 if d in ds else n for d, n in enumerate(h.shape))
-    total = apply("reduce_sum", h, dims=ds) if ds else h
-    mean = apply("div", total, const(count, acc, h.device, total.shape))
+    if mean is None:
+        total = apply("reduce_sum", h, dims=ds) if ds else h
+        mean = apply("div", total, const(count, acc, h.device, total.shape))
+    elif acc != x.dtype:
+        mean = convert(mean, acc)
     centered = apply("sub", h, broadcast(reshape(mean, kept), h.shape))
     squares = apply("mul", centered, centered)
     sq_sum = apply("reduce_sum", squares, dims=ds) if ds else squares
     var = apply("div", sq_sum, const(max(0, count - correction), acc, h.device, sq_sum.shape))
+    if sqrt:
+        var = apply("sqrt", var)
     if acc != x.dtype:
         var, mean = convert(var, x.dtype), convert(mean, x.dtype)
     return var, mean
