@@ -43,8 +43,19 @@ _NAMES = Memo("trace.global_names", 4096)
 """Code object -> the global names its bytecode loads."""
 
 
-_INSTALLED = tuple({os.path.join(os.path.realpath(p), "") for k, p in sysconfig.get_paths().items()
-                    if k in ("stdlib", "platstdlib", "purelib", "platlib")})
+def _installed_folders() -> tuple[str, ...]:
+    """Where installed packages and the standard library live: this interpreter's
+    own folders, and every site folder on the path, which a venv made with
+    ``--system-site-packages``, ``pip install --user``, a distribution's
+    ``dist-packages`` or a ``.pth`` line adds (a library there is no user code:
+    transformers' KV cache reads guarded as the user's kept its tensors alive,
+    and capture never replayed a GPT-2 step)."""
+    folders = {p for k, p in sysconfig.get_paths().items() if k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    folders.update(p for p in sys.path if os.path.basename(os.path.normpath(p)) in ("site-packages", "dist-packages"))
+    return tuple({os.path.join(os.path.realpath(p), "") for p in folders if p})
+
+
+_INSTALLED = _installed_folders()
 _USER = Memo("trace.user_files", 4096)
 """File name -> whether it is user code (:func:`is_user_code`)."""
 
