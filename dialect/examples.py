@@ -89,6 +89,7 @@ EXAMPLES: dict[str, Example] = {
     "lane_moments": Example((t("4x20xf32"),), dict(lanes=8)),
     "cascade_sum": Example((t("40xf32"),), dict(step=16, levels=8)),
     "vector_sum": Example((t("3x40xf32"),), dict(lanes=8, threads=1)),
+    "norm_squares": Example((t("3x45xf32"),), dict(lanes=8, tail_group=4)),
     "column_sum": Example((t("2x40x3xf32"),), dict(lanes=8)),
     "argmin": Example((t("2x3xf32"),), dict(dim=1, dtype="i64")),
     # a matrix product: contract lhs dim 1 with rhs dim 0

@@ -35,6 +35,11 @@ node; its lowering (``passes/lowering/lanes.py``) expands to the sequence.
   several threads, ``two_pass_reduction``): a row of ``GRAIN`` (32,768)
   elements or more cut into ``at::parallel_for``'s chunks, each summed so,
   the ``threads`` results (unused ones zero) summed so again.
+- ``norm_squares(operand)``: per row, the sum of squares of eager's 2-norm kernel
+  (``norm_kernel_tensor_iterator_impl``): whole vectors of ``lanes`` squared
+  (rounded) and added lane by lane from zero, the lanes added in order, then
+  the tail: its whole groups of ``tail_group`` squares rounded and added in
+  order, the rest fused multiply-adds.
 - ``column_sum(operand)``: per column of the last dimension, the sum over the
   second-to-last (the rows), as ``torch.sum``'s CPU kernel sums leading
   dimensions (``vectorized_outer_sum``, ``scalar_outer_sum``): the first
@@ -109,6 +114,18 @@ def _cascade_sum(x: TensorType, *, step, levels):
     kept = _row(x, "operand")
     if step < 2 or levels < 1:
         raise ShapeError(f"step must be 2 or more and levels positive, got step {step}, levels {levels}")
+    return TensorType(kept, x.dtype)
+
+
+@op("norm_squares", ("operand",), attrs={"lanes": "i64", "tail_group": "i64"}, padding="own",
+    summary="per row of the last dimension, the sum of squares in eager's 2-norm kernel's order")
+def _norm_squares(x: TensorType, *, lanes, tail_group):
+    """The operand has type f32 or f64 and rank 1 or more; ``lanes`` and
+    ``tail_group`` are positive. The result is the operand's shape without its
+    last dimension, of its type."""
+    kept = _row(x, "operand")
+    _lanes(lanes)
+    _lanes(tail_group)
     return TensorType(kept, x.dtype)
 
 

@@ -633,6 +633,20 @@ def _vector_sum(rng, operand):
     return cases + [Case([small(rng, (5,), operand)], dict(lanes=0, threads=1), refused=True)]
 
 
+def _norm_squares(rng, operand):
+    from lazycore.frontends.torch.ops.norm_kernel import squares  # (checked against eager's bits there)
+
+    def want(x, lanes):
+        return (squares(x.reshape(-1, x.shape[-1]), lanes).reshape(x.shape[:-1]),)
+
+    # rows under one vector, of vectors and a tail of each size, and of 1,100
+    cases = [Case([x], dict(lanes=lanes, tail_group=4), want=lambda x=x, k=lanes: want(x, k))
+             for x in (small(rng, (3, 5), operand, -2, 2), small(rng, (17,), operand), small(rng, (4, 31), operand),
+                       small(rng, (2, 1100), operand, -2, 2))
+             for lanes in (8, 4)]
+    return cases + [Case([small(rng, (5,), operand)], dict(lanes=8, tail_group=0), refused=True)]
+
+
 def _column_sum(rng, operand):
     from lazycore.frontends.torch.ops.sum_kernel import _four_at_a_time, _levels  # (eager's steps, checked there)
 
@@ -1103,6 +1117,7 @@ SAMPLES: dict[str, Sample] = {
     "lane_moments": Sample({"operand": ("f32", "f64")}, _lane_moments),
     "cascade_sum": Sample({"operand": ("f32", "f64")}, _cascade_sum),
     "vector_sum": Sample({"operand": ("f32", "f64")}, _vector_sum),
+    "norm_squares": Sample({"operand": ("f32", "f64")}, _norm_squares),
     "column_sum": Sample({"operand": ("f32", "f64")}, _column_sum),
     "dot_general": Sample({"lhs": ARITH}, _dot_general),
     "convolution": Sample({"input": NUMERIC}, _convolution),

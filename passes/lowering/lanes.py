@@ -200,6 +200,32 @@ def _lane_sum(op, rewriter):
     return _reshape(total, kept)
 
 
+@lowering("norm_squares")
+def _norm_squares(op, rewriter):
+    """The 2-norm kernel's sum of squares per row (``ReduceOpsKernel.cpp``'s vectorized
+    ``norm_kernel_tensor_iterator_impl``; its tail loop, vectorized by the compiler in
+    groups of ``tail_group``, after the lanes)."""
+    x = op.operands[0]
+    lanes, group = int(attr(op, "lanes")), int(attr(op, "tail_group"))
+    n = hlo.type_of(x).shape[-1]
+    kept = hlo.type_of(op.results[0]).shape
+    whole = n - n % lanes
+    if whole:
+        vectors = x if whole == n else _cut(x, 0, whole)
+        acc = _whole_vectors(vectors, vectors, lanes, whole // lanes, False)
+        total = _cut(acc, 0, 1)
+        for j in range(1, lanes):
+            total = _add(total, _cut(acc, j, j + 1))
+        total = _reshape(total, kept)
+    else:
+        total = hlo.constant(0, hlo.type_of(op.results[0]))
+    grouped = whole + group * ((n - whole) // group)
+    for i in range(whole, n):
+        v = _reshape(_cut(x, i, i + 1), kept)
+        total = _add(total, _mul(v, v)) if i < grouped else _fma(v, v, total)
+    return total
+
+
 def _merge(dtype, into, add, vector: bool):
     """``AddMoments``/``AddMomentsVec``: ``add``'s moments ``(count, m1, m2)`` merged
     into ``into``'s. The counts are static, so the weight is a constant."""

@@ -70,8 +70,8 @@ def test_clip_grad_norm_scales_as_eager(dev, no_fallback):
         assert torch.equal(l.grad.cpu(), e.grad)
 
 
-def test_the_norm_is_one_lane_sum(dev):
-    """The 2-norm is one ``lazy.lane_sum`` and its tail, no ``lazy.reduce_sum``."""
+def test_the_norm_is_one_node(dev):
+    """The 2-norm is one ``lazy.norm_squares`` and its root, no ``lazy.reduce_sum``."""
     import lazycore
 
     x = _data((64, 100), torch.float32).to(dev)
@@ -80,7 +80,7 @@ def test_the_norm_is_one_lane_sum(dev):
         norm = torch.linalg.vector_norm(x)
         lazycore.mark_step()
     text = cap.text("lazy")
-    assert text.count('"lazy.lane_sum"') == 1 and '"lazy.reduce_sum"' not in text
+    assert text.count('"lazy.norm_squares"') == 1 and '"lazy.reduce_sum"' not in text
     assert torch.equal(norm.cpu(), torch.linalg.vector_norm(x.cpu()))
 
 
@@ -109,3 +109,22 @@ def test_the_reference_is_eagers_kernel(dtype):
     rows = _data((32, 517), dtype, seed=7).numpy()
     want = torch.linalg.vector_norm(torch.from_numpy(rows), dim=-1).numpy()
     assert np.array_equal(norm_kernel.reference(rows, count), want)
+
+
+def test_a_bucketed_row_compiles_once(dev, no_fallback):
+    """A row whose length varies (``lazycore.torch.dynamic``) is one ``lazy.norm_squares``
+    padded to its bucket: one program for the bucket (summed at the bucket's length, so
+    within float tolerance, not the valid length's bits), as ``torch.sum``'s rows."""
+    import lazycore.torch as ltorch
+    from lazycore.observe import metrics
+
+    ltorch.mark_step(wait=True)
+    before = metrics.counters()["compiles"]
+    for n in (40, 45, 50):
+        x = _data((3, n), torch.float32, seed=n)
+        rows = torch.linalg.vector_norm(ltorch.dynamic(x.to(dev), 1), dim=-1)
+        whole = torch.linalg.vector_norm(ltorch.dynamic(x.to(dev), 1))
+        ltorch.mark_step()
+        torch.testing.assert_close(rows.cpu(), torch.linalg.vector_norm(x, dim=-1), rtol=1e-6, atol=0)
+        torch.testing.assert_close(whole.cpu(), torch.linalg.vector_norm(x), rtol=1e-6, atol=0)
+    assert metrics.counters()["compiles"] - before == 1

@@ -9,7 +9,7 @@ contiguous float32 or float64 input reduced over its trailing dimensions row by
 row (``binary_kernel_reduce_lastdim``: one thread a row):
 
 - the row's whole vectors of ``lanes`` elements squared (rounded) and added lane
-  by lane from zero, the lanes then added in order;
+  by lane from zero, the lanes then added in order (``lazy.norm_squares``, one node);
 - the tail after the last whole vector, ``buffer[0] += x * x`` in a scalar loop,
   which the compiler vectorizes by :data:`TAIL_GROUP`: the first whole groups'
   squares rounded and added in order, the rest fused multiply-adds;
@@ -35,7 +35,7 @@ import torch
 from lazycore.ir.context import TRACE
 from lazycore.ir.memo import Memo
 
-from ..lowering import apply, const, fused_multiply_add, lowers, reshape
+from ..lowering import apply, lowers
 from . import sum_kernel
 
 aten = torch.ops.aten
@@ -60,6 +60,12 @@ def _fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 def reference(rows: np.ndarray, lanes: int) -> np.ndarray:
     """Eager's 2-norm of each row of the 2-d float ``rows`` with vectors of ``lanes``."""
+    return np.sqrt(squares(rows, lanes))
+
+
+def squares(rows: np.ndarray, lanes: int) -> np.ndarray:
+    """The sum of squares eager's 2-norm kernel roots, per row of the 2-d float ``rows``
+    (``lazy.norm_squares`` with ``lanes`` and :data:`TAIL_GROUP`)."""
     t = rows.dtype.type
     n = rows.shape[1]
     whole = n - n % lanes
@@ -74,7 +80,7 @@ def reference(rows: np.ndarray, lanes: int) -> np.ndarray:
     for i in range(whole, n):
         x = rows[:, i]
         total = total + x * x if i < grouped else _fma(x, x, total)
-    return np.sqrt(total)
+    return total
 
 
 def lanes(dtype: torch.dtype) -> int | None:
@@ -102,29 +108,12 @@ _LIB.impl("norm_two_rows", _rows_meta, "Meta")
 _LIB.impl("norm_two_rows", _rows_eager, "CPU")
 
 
-def _column(x, i: int):
-    rank = len(x.shape)
-    piece = apply("slice", x, start=(0,) * (rank - 1) + (i,), limit=tuple(x.shape[:-1]) + (i + 1,),
-                  strides=(1,) * rank)
-    return reshape(piece, x.shape[:-1])
-
-
 @lowers(torch.ops.lazycore.norm_two_rows.default)
 def _norm_two_rows(ctx, x):
+    # one node whatever the row's length: a dimension padded by shape buckets is summed
+    # at the bucket's length, one program for the bucket (as torch.sum's vector_sum)
     count = lanes(torch.float64 if ctx.dtype == "f64" else torch.float32)
-    n, kept, rank = x.shape[-1], tuple(x.shape[:-1]), len(x.shape)
-    whole = n - n % count
-    if whole:
-        vectors = x if whole == n else apply("slice", x, start=(0,) * rank, limit=kept + (whole,),
-                                             strides=(1,) * rank)
-        total = apply("lane_sum", vectors, vectors, lanes=count, halving=False, fused=False)
-    else:
-        total = const(0, x.dtype, ctx.device, kept)
-    grouped = whole + TAIL_GROUP * ((n - whole) // TAIL_GROUP)
-    for i in range(whole, n):
-        v = _column(x, i)
-        total = apply("add", total, apply("mul", v, v)) if i < grouped else fused_multiply_add(v, v, total)
-    return apply("sqrt", total)
+    return apply("sqrt", apply("norm_squares", x, lanes=count, tail_group=TAIL_GROUP))
 
 
 def _trailing(x, dim) -> int | None:

@@ -799,16 +799,16 @@ def _reduce(state, node, operands, pads):
 
 
 def _summed(node: Node) -> tuple[int, ...]:
-    """The dims a sum reduces: its ``dims``, or ``vector_sum``'s rows (the last)
+    """The dims a sum reduces: its ``dims``, or ``vector_sum``'s and ``norm_squares``' rows (the last)
     and ``column_sum``'s (the second-to-last)."""
     if "dims" in node.attrs:
         return tuple(node.attrs["dims"])
     rank = len(node.operands[0][0].types[node.operands[0][1]].shape)
-    return (rank - 1,) if node.op == "vector_sum" else (rank - 2,)
+    return (rank - 1,) if node.op in ("vector_sum", "norm_squares") else (rank - 2,)
 
 
 def _eager_sum(state, node, operands, pads):
-    """``vector_sum``, ``column_sum``: what is not summed is independent, padded
+    """``vector_sum``, ``column_sum``, ``norm_squares``: what is not summed is independent, padded
     still. A padded summed dimension is masked with zeros and summed at the
     bucket's length (its sum, in the sequence of that length, not the valid one's)."""
     (summed,) = _summed(node)
@@ -1388,6 +1388,7 @@ OWN_RULES = {
     "cascade_sum": _cascade,
     "optimization_barrier": _barrier,
     "vector_sum": _eager_sum,
+    "norm_squares": _eager_sum,
     "column_sum": _eager_sum,
 }
 _KIND_RULES = {"elementwise": _elementwise, "reduction": _reduce}
