@@ -107,9 +107,8 @@ def _whole_vectors(lhs, rhs, lanes: int, k: int, fused: bool):
             return _add(acc, _mul(_cut(src_lhs, lo, hi), _cut(src_rhs, lo, hi)))
         return _add(acc, _cut(src_products, lo, hi))
 
-    one_row = hlo.type_of(lhs).rank == 1
-    size = ONE_ROW_BLOCK if one_row else BLOCK
-    if k <= (ONE_ROW_BLOCK if one_row else UNROLL_VECTORS):
+    size, unrolled = (ONE_ROW_BLOCK, ONE_ROW_BLOCK) if hlo.type_of(lhs).rank == 1 else (BLOCK, UNROLL_VECTORS)
+    if k <= unrolled:
         products = _mul(lhs, rhs)
         acc = _cut(products, 0, lanes)
         for i in range(1, k):
@@ -194,10 +193,15 @@ def _lane_sum(op, rewriter):
             width //= 2
             acc = _add(_cut(acc, 0, width), _cut(acc, width, 2 * width))
         return _reshape(acc, kept)
+    return _reshape(_lanes_in_order(acc, lanes), kept)
+
+
+def _lanes_in_order(acc, lanes: int):
+    """``acc``'s ``lanes`` lanes (its last dimension) added in order, that dimension kept (size 1)."""
     total = _cut(acc, 0, 1)
     for j in range(1, lanes):
         total = _add(total, _cut(acc, j, j + 1))
-    return _reshape(total, kept)
+    return total
 
 
 @lowering("norm_squares")
@@ -212,11 +216,7 @@ def _norm_squares(op, rewriter):
     whole = n - n % lanes
     if whole:
         vectors = x if whole == n else _cut(x, 0, whole)
-        acc = _whole_vectors(vectors, vectors, lanes, whole // lanes, False)
-        total = _cut(acc, 0, 1)
-        for j in range(1, lanes):
-            total = _add(total, _cut(acc, j, j + 1))
-        total = _reshape(total, kept)
+        total = _reshape(_lanes_in_order(_whole_vectors(vectors, vectors, lanes, whole // lanes, False), lanes), kept)
     else:
         total = hlo.constant(0, hlo.type_of(op.results[0]))
     grouped = whole + group * ((n - whole) // group)

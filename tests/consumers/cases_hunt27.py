@@ -912,14 +912,22 @@ def check_outcome(out: Outcome, bounds: dict, warmup: int) -> None:
     """The hunts' bounds on one loop (tests/consumers/test_hunt3*_torch.py): losses and
     state within ``bounds``' ``loss`` / ``state`` (default 1e-5), no fallback, at most
     ``late`` compiles (0) and ``programs`` programs a step (1) after ``warmup`` steps;
-    with ``referee``, the state no further than that many times eager's from the
-    float64 run's (``out`` compared with ``referee=True``)."""
+    with ``referee`` / ``loss_referee``, the state / losses no further than that many
+    times eager's from the float64 run's (``out`` compared with ``referee=True``);
+    with ``new_branches``, a compile after the warm-up only in a step whose branch
+    outcomes are new (:func:`compiles_on_seen_branches`; ``branches=True``)."""
     assert out.loss_rel < bounds.get("loss", 1e-5), (out.eager_losses, out.lazy_losses)
     assert out.state_diff < bounds.get("state", 1e-5), (out.worst, out.state_diff)
     if "referee" in bounds:
         assert out.lazy_f64 <= bounds["referee"] * out.eager_f64, (out.lazy_f64, out.eager_f64)
+    if "loss_referee" in bounds:
+        assert out.lazy_loss_f64 <= bounds["loss_referee"] * out.eager_loss_f64, (out.lazy_loss_f64,
+                                                                                  out.eager_loss_f64)
     assert out.fallbacks == 0, out.fallback_ops
-    assert sum(out.compiles[warmup:]) <= bounds.get("late", 0), out.compiles
+    if bounds.get("new_branches"):
+        assert not any(compiles_on_seen_branches(out, warmup)), (out.compiles, out.branches)
+    else:
+        assert sum(out.compiles[warmup:]) <= bounds.get("late", 0), out.compiles
     assert max(out.programs[warmup:]) <= bounds.get("programs", 1), out.programs
 
 

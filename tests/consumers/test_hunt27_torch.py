@@ -143,19 +143,7 @@ _XFAIL = {
 
 
 def _check(out):
-    b = _BOUNDS.get(out.name, {})
-    assert out.loss_rel < b.get("loss", 1e-5), (out.eager_losses, out.lazy_losses)
-    assert out.state_diff < b.get("state", 1e-5), (out.worst, out.state_diff)
-    if "referee" in b:
-        assert out.lazy_f64 <= b["referee"] * out.eager_f64, (out.lazy_f64, out.eager_f64)
-    if "loss_referee" in b:
-        assert out.lazy_loss_f64 <= b["loss_referee"] * out.eager_loss_f64, (out.lazy_loss_f64, out.eager_loss_f64)
-    assert out.fallbacks == 0, out.fallback_ops
-    if b.get("new_branches"):
-        assert not any(cases.compiles_on_seen_branches(out, cases.WARMUP)), (out.compiles, out.branches)
-    else:
-        assert sum(out.compiles[cases.WARMUP:]) <= b.get("late", 0), out.compiles
-    assert max(out.programs[cases.WARMUP:]) <= b.get("programs", 1), out.programs
+    cases.check_outcome(out, _BOUNDS.get(out.name, {}), cases.WARMUP)
 
 
 def _loop_params():
