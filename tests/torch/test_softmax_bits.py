@@ -54,7 +54,7 @@ def test_softmax_still_differentiates(dev, no_fallback):
     torch.testing.assert_close(grads[1], grads[0])  # (the backward is not claimed bitwise)
 
 
-def test_softmax_over_a_padded_row_is_eagers_bits_with_one_program_per_bucket(dev, no_fallback, clean_runtime):
+def test_softmax_over_a_padded_row_is_eagers_bits_with_one_program_per_bucket(dev, clean_runtime, no_fallback):
     """Rows marked dynamic along the softmax's dim (attention over a growing
     sequence): every length of a bucket runs the bucket's one program, padded,
     and keeps eager's bits: rows under one 16-lane vector (summed in order in
@@ -132,7 +132,7 @@ def test_softmax_over_a_dim_with_elements_after_it_is_eagers_bits(dev, no_fallba
     assert _off(got, want) == 0
 
 
-def test_softmax_over_the_middle_dim_of_a_padded_batch(dev, no_fallback, clean_runtime):
+def test_softmax_over_the_middle_dim_of_a_padded_batch(dev, clean_runtime, no_fallback):
     """Split attention's softmax over its radix (dim 1) of a batch marked
     dynamic: eager's bits, one program for the bucket."""
     import lazycore.torch as ltorch
