@@ -117,7 +117,7 @@ def resolve(func):
     fn = lowering.lookup(func)
     if fn is not None:
         # an op with no tensor argument (a factory) may be sized by its floats' values (arange(15.0))
-        return _lowered(fn, _mutated_self(schema), sized_by_floats=not _takes_tensors(schema), draws=_draws(func))
+        return _lowered(fn, _mutated_self(schema), sized_by_floats=not _takes_tensors(schema), draws=_draws(func, fn))
     functional = _functional_of(func)
     if functional is not None:
         if functional[0] == "inplace" and _is_view(functional[1]._schema):
@@ -149,10 +149,12 @@ def _is_view(schema) -> bool:
     return info is not None and not info.is_write and not schema.is_mutable
 
 
-def _draws(func) -> bool:
+def _draws(func, fn=None) -> bool:
     """The op draws from the RNG: its lowering reads and advances the device's
-    generator state (a handle of no argument), which a recording cannot replay."""
-    return torch.Tag.nondeterministic_seeded in func.tags
+    generator state (a handle of no argument), which a recording cannot replay.
+    A lowering of a seeded op that never draws says so with ``fn.draws = False``
+    (eager's flash attention, taken only without dropout)."""
+    return torch.Tag.nondeterministic_seeded in func.tags and getattr(fn, "draws", True)
 
 
 def _takes_tensors(schema) -> bool:

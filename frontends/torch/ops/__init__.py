@@ -8,4 +8,5 @@ from . import group_norm  # noqa: F401,E402 - eager CPU's group norm, forward an
 from . import embedding_renorm  # noqa: F401,E402
 from . import cross_entropy  # noqa: F401,E402 - log_softmax and its backward as eager's kernels
 from . import norm_kernel  # noqa: F401,E402 - linalg_vector_norm's 2-norm as eager's kernel
+from . import attention  # noqa: F401,E402 - scaled_dot_product_attention as eager's flash kernel
 from . import float8  # noqa: F401,E402 - last: it wraps lowerings of the modules above
