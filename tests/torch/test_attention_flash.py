@@ -134,17 +134,13 @@ def test_one_op_each_way(dev, monkeypatch):
     assert len(names) <= 6, names  # the gradient's upload and detach, the op, three .grad accumulations
 
 
-@pytest.mark.parametrize("route", ["dropout", "math_only", "gqa"])
+@pytest.mark.parametrize("route", ["dropout", "math_only"])
 def test_eagers_other_choices_take_the_composite(dev, route):
     """Where eager's CPU does not take flash (dropout, ``sdpa_kernel(MATH)``)
-    the composite runs, as before; so it does for grouped heads (fewer key
-    heads than query heads), which eager's flash kernel takes and the
-    lowerings do not model."""
+    the composite runs, as before."""
     g = torch.Generator().manual_seed(2)
-    q = torch.randn(1, 4, 8, 16, generator=g)
-    k = torch.randn(1, 2 if route == "gqa" else 4, 8, 16, generator=g)
-    v = torch.randn(1, 2 if route == "gqa" else 4, 8, 16, generator=g)
-    kwargs = {"dropout_p": 0.5} if route == "dropout" else {"enable_gqa": True} if route == "gqa" else {}
+    q, k, v = (torch.randn(1, 4, 8, 16, generator=g) for _ in range(3))
+    kwargs = {"dropout_p": 0.5} if route == "dropout" else {}
 
     def run(device):
         torch.manual_seed(0)
@@ -156,6 +152,30 @@ def test_eagers_other_choices_take_the_composite(dev, route):
     assert out.grad_fn is None or "Flash" not in out.grad_fn.name()
     if route != "dropout":  # (the lazy device's generator draws its own mask)
         assert torch.allclose(out.cpu(), run("cpu"), atol=1e-6)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_grouped_query_heads_are_eagers_bits(dev, no_fallback, causal):
+    """Two query heads a key head (``enable_gqa``, Llama's and Mistral's
+    attention), two blocks of queries: eager's flash kernel reads each key head
+    for its group and adds the group's key and value gradients into one buffer
+    in order. Forward bits where the products are exact, the gradients within
+    float tolerance (as above)."""
+    q, k, v, do = _exact_inputs(2, 4, 40, 40, 64)
+    k, v = k[:, ::2].contiguous(), v[:, 1::2].contiguous()
+    out, lse = FLASH(q, k, v, is_causal=causal)[:2]
+    grads = aten._scaled_dot_product_flash_attention_for_cpu_backward(do, q, k, v, out, lse, 0.0, causal)
+    lout, llse = FLASH(q.to(dev), k.to(dev), v.to(dev), is_causal=causal)[:2]
+    lgrads = aten._scaled_dot_product_flash_attention_for_cpu_backward(
+        *(t.to(dev) for t in (do, q, k, v, out, lse)), 0.0, causal)
+    assert torch.equal(lout.cpu(), out) and torch.equal(llse.cpu(), lse)
+    for got, want in zip(lgrads, grads):
+        assert got.shape == want.shape
+        assert torch.allclose(got.cpu(), want, rtol=1e-5, atol=1e-6), (got.cpu() - want).abs().max()
+    qq, kk, vv = (t.to(dev).requires_grad_() for t in (q, k, v))
+    o = F.scaled_dot_product_attention(qq, kk, vv, is_causal=causal, enable_gqa=True)
+    assert o.grad_fn.name() == "ScaledDotProductFlashAttentionForCpuBackward0"
+    assert torch.equal(o.cpu(), F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True))
 
 
 def test_bad_input_raises_eagers_error(dev):

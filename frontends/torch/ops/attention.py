@@ -127,16 +127,34 @@ def _matmul(a, b, contract_a: int, contract_b: int):
     ``contract_b`` of ``b`` (each rank 4), the result ``(B, H, a's free, b's free)``.
 
     The kernel's GEMMs (MKL's ``sgemm``) add each product into the sum in
-    order from zero, fused; XLA's dot does that for some shapes only (of
-    ``(B, H, L, D) . (B, H, S, D)``: 64x64x16 yes, 16x16x32 and 8x37x16 no).
-    Written as that chain (:func:`.eager_loops.gemm_chain`'s form) both are
-    eager's bits in every case probed, but a GPT-2-small-sized attention step
-    compiled for 49 s and ran 780 ms (eager: 13 ms), so the dot stays."""
-    product = apply("dot_general", a, b, lhs_batch=(0, 1), rhs_batch=(0, 1), lhs_contract=(contract_a,),
-                    rhs_contract=(contract_b,))
+    order from zero, fused. XLA's CPU dot of an ``(M, K)`` by a ``(K, N)``
+    operand, both laid out so, does the same where ``N >= 32`` and ``N >= M``
+    (probed over M 8-64, K 16-64, N 8-64: 0 off there, 58-84% elsewhere). So
+    the product is computed as ``C`` or as ``(B.T @ A.T).T`` (the same fused
+    products in the same order), whichever has the wider right operand, each
+    operand made in its layout behind a barrier that keeps XLA from folding the
+    transpose back into the dot. Below 32 columns either way the order is XLA's.
+    (Written out as the fused chain the kernel's products are eager's bits at
+    every size, but a GPT-2-small attention step compiled 49 s and ran 780 ms;
+    eager 13 ms.)"""
+    m, n = a.shape[5 - contract_a], b.shape[5 - contract_b]
+    if m <= n:
+        lhs = a if contract_a == 3 else _made(apply("permute", a, dims=(0, 1, 3, 2)))
+        rhs = b if contract_b == 2 else _made(apply("permute", b, dims=(0, 1, 3, 2)))
+    else:  # (B.T @ A.T).T
+        lhs = b if contract_b == 3 else _made(apply("permute", b, dims=(0, 1, 3, 2)))
+        rhs = a if contract_a == 2 else _made(apply("permute", a, dims=(0, 1, 3, 2)))
+    product = apply("dot_general", lhs, rhs, lhs_batch=(0, 1), rhs_batch=(0, 1), lhs_contract=(3,),
+                    rhs_contract=(2,))
+    if m > n:
+        product = apply("permute", _made(product), dims=(0, 1, 3, 2))
     # XLA's simplifier moves a scalar factor of a dot's result into the smaller
     # operand (``dot(q, k) * scale`` to ``dot(q * scale, k)``): the kernel scales the sum
-    fenced = apply("optimization_barrier", [product])
+    return _made(product)
+
+
+def _made(x):
+    fenced = apply("optimization_barrier", [x])
     return fenced[0] if isinstance(fenced, (tuple, list)) else fenced
 
 
@@ -247,6 +265,7 @@ def _flash(ctx, query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=
     acc = _acc_type(dtype)
     q, k, v = convert(query, acc), convert(key, acc), convert(value, acc)
     b, h, length, head = q.shape
+    k, v = _shared_heads(k, h), _shared_heads(v, h)
     keys = k.shape[2]
     factor = const(_scale_value(scale, head, acc), acc, ctx.device)
     reduced = acc != dtype
@@ -310,6 +329,8 @@ def _flash_backward(ctx, grad_out, query, key, value, out, logsumexp, dropout_p,
     q, k, v = convert(query, acc), convert(key, acc), convert(value, acc)
     g, o = convert(grad_out, acc), convert(out, acc)
     b, h, length, head = q.shape
+    kv_heads = k.shape[1]
+    k, v = _shared_heads(k, h), _shared_heads(v, h)
     keys = k.shape[2]
     factor = const(_scale_value(scale, head, acc), acc, ctx.device)
     if _modelled(acc):
@@ -319,7 +340,7 @@ def _flash_backward(ctx, grad_out, query, key, value, out, logsumexp, dropout_p,
         dsum = apply("reduce_sum", apply("mul", g, o), dims=(3,))
     lse = convert(logsumexp, acc)
     split = q_split(length)
-    dq_blocks, dk, dv = [], None, None
+    dq_blocks, dk_blocks, dv_blocks = [], [], []
     for m_lo in range(0, max(length, 1), split):
         m_hi = min(m_lo + split, length)
         qm, gm = _rows(q, m_lo, m_hi, 2), _rows(g, m_lo, m_hi, 2)
@@ -349,11 +370,40 @@ def _flash_backward(ctx, grad_out, query, key, value, out, logsumexp, dropout_p,
             dk_row.append(dk_part)
             dv_row.append(dv_part)
         dq_blocks.append(dq)
-        dk_full, dv_full = _concat(dk_row, 2), _concat(dv_row, 2)
-        dk = dk_full if dk is None else apply("add", dk_full, dk)
-        dv = dv_full if dv is None else apply("add", dv_full, dv)
+        dk_blocks.append(_concat(dk_row, 2))
+        dv_blocks.append(_concat(dv_row, 2))
     dq = _concat(dq_blocks, 2)
+    dk, dv = _into_shared(dk_blocks, kv_heads), _into_shared(dv_blocks, kv_heads)
     return convert(dq, dtype), convert(dk, dtype), convert(dv, dtype)
+
+
+def _shared_heads(x, heads: int):
+    """Key or value heads ``(B, Hk, S, D)`` as the ``heads`` query heads read
+    them (grouped-query attention: head ``j`` reads ``j // (heads / Hk)``)."""
+    b, hk, n, d = x.shape
+    if hk == heads:
+        return x
+    group = heads // hk
+    wide = apply("broadcast_in_dim", x, dims=(0, 1, 3, 4), shape=(b, hk, group, n, d))
+    return reshape(wide, (b, heads, n, d))
+
+
+def _into_shared(blocks, kv_heads: int):
+    """The key or value gradient from each block of queries' ``(B, H, S, D)``
+    part: eager's kernel adds each part into its key head's buffer, query heads
+    in order and each head's blocks in order (``beta = 1``), probed against
+    eager with two query heads a key head and two blocks of queries."""
+    b, h, n, d = blocks[0].shape
+    group = h // kv_heads
+    parts = [reshape(x, (b, kv_heads, group, n, d)) for x in blocks]
+    total = None
+    for j in range(group):
+        for part in parts:
+            piece = reshape(apply("slice", part, start=(0, 0, j, 0, 0), limit=(b, kv_heads, j + 1, n, d),
+                                  strides=(1,) * 5), (b, kv_heads, n, d)) if group > 1 else reshape(
+                part, (b, kv_heads, n, d))
+            total = piece if total is None else apply("add", total, piece)
+    return total
 
 
 def _causal_keep_rows(shape, row_lo: int, col_lo: int, device):
@@ -409,11 +459,9 @@ def eager_takes_flash(query, key, value, attn_mask, dropout_p, is_causal, scale,
 
 def _attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """``aten::scaled_dot_product_attention`` for lazy tensors (its autograd
-    kernel): eager's flash kernel where eager's CPU takes it, else the composite.
-    Grouped-query heads (fewer key heads, ``enable_gqa``), which eager's flash
-    kernel takes too, keep the composite: the lowerings do not model them."""
+    kernel): eager's flash kernel where eager's CPU takes it (grouped-query
+    heads too: ``enable_gqa``), else the composite."""
     if (query.dim() == 4 and key.dim() == 4 and value.dim() == 4
-            and query.shape[1] == key.shape[1] == value.shape[1]  # (grouped heads: not modelled)
             and (attn_mask is None or isinstance(attn_mask, torch.Tensor))
             and eager_takes_flash(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)):
         if attn_mask is not None and attn_mask.dtype == torch.bool:  # sdp::convert_boolean_attn_mask
