@@ -43,6 +43,7 @@ from lazycore.ir.context import TRACE
 from lazycore.ir.memo import Memo
 
 from ..lowering import apply, broadcast, const, convert, fused_multiply_add, lowers, reshape
+from . import eager_loops
 from .lane_sums import kernel_lanes, row_sum
 from .nn import _tail_exp
 
@@ -127,26 +128,30 @@ def _matmul(a, b, contract_a: int, contract_b: int):
     ``contract_b`` of ``b`` (each rank 4), the result ``(B, H, a's free, b's free)``.
 
     The kernel's GEMMs (MKL's ``sgemm``) add each product into the sum in
-    order from zero, fused. XLA's CPU dot of an ``(M, K)`` by a ``(K, N)``
-    operand, both laid out so, does the same where ``N >= 32`` and ``N >= M``
-    (probed over M 8-64, K 16-64, N 8-64: 0 off there, 58-84% elsewhere). So
-    the product is computed as ``C`` or as ``(B.T @ A.T).T`` (the same fused
-    products in the same order), whichever has the wider right operand, each
-    operand made in its layout behind a barrier that keeps XLA from folding the
-    transpose back into the dot. Below 32 columns either way the order is XLA's.
+    order from zero, fused, as XLA's CPU dot does for the shapes and layouts
+    :func:`.eager_loops.xla_dot_chains` names (``(M, K)`` by ``(K, N)``). So the
+    product is computed as ``C`` or as ``(B.T @ A.T).T`` (the same fused
+    products in the same order), whichever XLA sums in order, each operand
+    made in its layout behind a barrier that keeps XLA from folding the
+    transpose back into the dot; neither: the dot as it comes, in XLA's order.
     (Written out as the fused chain the kernel's products are eager's bits at
     every size, but a GPT-2-small attention step compiled 49 s and ran 780 ms;
     eager 13 ms.)"""
-    m, n = a.shape[5 - contract_a], b.shape[5 - contract_b]
-    if m <= n:
+    m, k, n = a.shape[5 - contract_a], a.shape[contract_a], b.shape[5 - contract_b]
+    if eager_loops.xla_dot_chains(m, k, n) and eager_loops.eager_gemm_is_blocked_chain():
         lhs = a if contract_a == 3 else _made(apply("permute", a, dims=(0, 1, 3, 2)))
         rhs = b if contract_b == 2 else _made(apply("permute", b, dims=(0, 1, 3, 2)))
-    else:  # (B.T @ A.T).T
+        swap = False
+    elif eager_loops.xla_dot_chains(n, k, m) and eager_loops.eager_gemm_is_blocked_chain():  # (B.T @ A.T).T
         lhs = b if contract_b == 3 else _made(apply("permute", b, dims=(0, 1, 3, 2)))
         rhs = a if contract_a == 2 else _made(apply("permute", a, dims=(0, 1, 3, 2)))
+        swap = True
+    else:
+        return _made(apply("dot_general", a, b, lhs_batch=(0, 1), rhs_batch=(0, 1), lhs_contract=(contract_a,),
+                           rhs_contract=(contract_b,)))
     product = apply("dot_general", lhs, rhs, lhs_batch=(0, 1), rhs_batch=(0, 1), lhs_contract=(3,),
                     rhs_contract=(2,))
-    if m > n:
+    if swap:
         product = apply("permute", _made(product), dims=(0, 1, 3, 2))
     # XLA's simplifier moves a scalar factor of a dot's result into the smaller
     # operand (``dot(q, k) * scale`` to ``dot(q * scale, k)``): the kernel scales the sum

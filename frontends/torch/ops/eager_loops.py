@@ -55,6 +55,7 @@ import torch
 
 from lazycore.ir.context import TRACE
 from lazycore.ir.memo import Memo
+from lazycore.runtime import buckets
 
 from lazycore.trace import composites
 
@@ -487,3 +488,136 @@ def gemm_chain(a, b, fma, rhs):
         else:
             acc = fma(col, row, acc)
     return acc
+
+
+ORDERED_WORK = 1 << 22
+"""The most multiply-adds (M's and N's buckets times K) :func:`ordered_dot` takes.
+Its transposed copies, barriers and blocks of K cost XLA's CPU program time
+that grows with the product: ``linear`` 128 x 64 x 256 ran 0.25 ms a step
+against the plain dot's 0.37, but 1024 x 128 x 128 0.93 against 0.73, 1024 x
+128 x 512 2.8 against 1.7 and 1024 x 512 x 128 3.3 against 1.2 (one thread,
+mark_step included); benchmark 7's GPT (1024 tokens, width 128) had its
+program go from 38 to 65 ms. Below the bound are the per-op-bound tiny
+models (transformers' GPT-2, BERT, Llama tiny: at most 128 x 256 x 64)."""
+
+
+def gemm_blocks(k: int) -> list[tuple[int, int]]:
+    """The blocks of K eager's float32 GEMM (MKL) sums apart, each a chain, the
+    blocks' results then added in order: all of K up to 192, two halves (the
+    first rounded up) up to 384, else blocks of 192. Probed with 1 and 2
+    threads, M x N of 128 x 64, 64 x 256, 4 x 64 and 64 x 64, K 32 to 3072
+    (K 200, 250, 300: halves; 400, 450, 600, 1000, 1100: 192s)."""
+    if k <= 192:
+        return [(0, k)]
+    if k <= 384:
+        half = -(-k // 2)
+        return [(0, half), (half, k)]
+    return [(lo, min(lo + 192, k)) for lo in range(0, k, 192)]
+
+
+def xla_dot_chains(m: int, k: int, n: int) -> bool:
+    """Whether XLA's CPU dot of an ``(m, k)`` by a ``(k, n)`` operand, both laid
+    out so, sums each output as one fused multiply-add chain over K from zero
+    (eager's GEMM order): probed (this jaxlib, float32, 435 shapes of M 2-256,
+    K 16-512, N 8-2048) where ``n >= 32`` and ``n >= m``, and with ``m < 64``
+    the right operand of at most 32,768 elements, with ``m >= 64`` ``n`` a
+    multiple of 64. Elsewhere it sums otherwise (58-90% of outputs off)."""
+    if n < 32 or n < m:
+        return False
+    return n * k <= 32768 if m < 64 else n % 64 == 0
+
+
+def ordered_dot(a, b, bias=None):
+    """``a @ b`` (M x K by K x N, float32) in eager's GEMM order with XLA's own
+    dot, or None where that is not known: the product is that dot, or ``(b.T @
+    a.T).T`` (the same products in the same order), whichever
+    :func:`xla_dot_chains` says sums in order, each operand made in its layout
+    behind a barrier that keeps XLA from folding a transpose into the dot, per
+    block of :func:`gemm_blocks`; ``bias`` (an ``addmm``'s, ``M x N``) is added to
+    the first block's result, the later blocks to that (probed: ``linear`` of K
+    256, 768, 1000: 0 off; the bias added last, 35-52% off). The choice is made
+    at M's and N's buckets as configured (a padded step's program runs the dot
+    at those sizes, and the sizes of one bucket share that program), so a size
+    off its bucket may keep XLA's order. Not for ``lazycore.export``'s symbolic
+    sizes. (A K in blocks that a batch mark pads, a weight gradient's samples,
+    is sliced: the barrier compiles that graph at its own size, as for any op
+    padding refuses.)"""
+    (m, k), n = a.shape, b.shape[1]
+    bm, bn = _padded(m), _padded(n)
+    if a.dtype != "f32" or TRACE.symbolic or k < 2 or bm * bn * k > ORDERED_WORK:
+        return None
+    blocks = gemm_blocks(k)
+    widest = max(hi - lo for lo, hi in blocks)
+    if xla_dot_chains(bm, widest, bn):
+        swap = False
+    elif xla_dot_chains(bn, widest, bm):
+        swap = True
+    else:
+        return None
+    if not eager_gemm_is_blocked_chain():
+        return None
+    total = None
+    for lo, hi in blocks:
+        ab = a if hi - lo == k else apply("slice", a, start=(0, lo), limit=(m, hi), strides=(1, 1))
+        bb = b if hi - lo == k else apply("slice", b, start=(lo, 0), limit=(hi, n), strides=(1, 1))
+        if not swap:
+            part = _fenced(_dot2(_fenced(ab), _fenced(bb)))
+        else:
+            part = _fenced(apply("permute", _fenced(_dot2(_fenced(apply("permute", bb, dims=(1, 0))),
+                                                           _fenced(apply("permute", ab, dims=(1, 0))))),
+                                 dims=(1, 0)))
+        if total is None:
+            total = part if bias is None else apply("add", part, bias)
+        else:
+            total = apply("add", total, part)
+    return total
+
+
+_ASKED = Memo("torch.gemm_order", 1)
+"""Whether eager's float32 GEMM here sums as :func:`gemm_blocks` says (asked once)."""
+
+
+def eager_gemm_is_blocked_chain() -> bool:
+    """Whether eager's float32 ``mm`` and ``addmm`` here sum each output as
+    :func:`ordered_dot` assumes (a fused chain per block of :func:`gemm_blocks`,
+    the blocks and an ``addmm``'s bias added in order): asked of eager on 64 x
+    64 products of K 64, 300 (two halves) and 1000 (blocks of 192), against
+    that form in NumPy. MKL picks its code by CPU vendor: the form was probed
+    on an AMD EPYC; elsewhere the lowerings keep XLA's dot."""
+    known = _ASKED.get("mm")
+    if known is None:
+        import numpy as np
+
+        rng = np.random.default_rng(0)
+        known = True
+        for k in (64, 300, 1000):
+            a = rng.standard_normal((64, k)).astype(np.float32)
+            b = rng.standard_normal((k, 64)).astype(np.float32)
+            bias = rng.standard_normal(64).astype(np.float32)
+            want = torch.addmm(torch.from_numpy(bias), torch.from_numpy(a), torch.from_numpy(b)).numpy()
+            total = None
+            for lo, hi in gemm_blocks(k):
+                acc = np.zeros((64, 64), np.float32)
+                for i in range(lo, hi):  # fma as float64's exact product and one rounded sum
+                    acc = (a[:, i:i + 1].astype(np.float64) * b[i:i + 1, :] + acc).astype(np.float32)
+                total = acc + bias if total is None else total + acc
+            known = known and bool((want.view(np.int32) == total.view(np.int32)).all())
+        _ASKED.put("mm", known)
+    return known
+
+
+def _padded(n: int) -> int:
+    """The bucket a dimension of ``n`` pads to as configured (``LAZYCORE_BUCKETS``),
+    its power of two where no bucket holds it."""
+    return buckets.bucket(n) or _bucket(n)
+
+
+def _dot2(a, b):
+    return apply("dot_general", a, b, lhs_batch=(), rhs_batch=(), lhs_contract=(1,), rhs_contract=(0,))
+
+
+def _fenced(x):
+    """``x`` behind ``optimization_barrier``: XLA folds neither a transpose nor a
+    scalar factor across it into a dot."""
+    out = apply("optimization_barrier", [x])
+    return out[0] if isinstance(out, (tuple, list)) else out

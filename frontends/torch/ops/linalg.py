@@ -23,6 +23,8 @@ def _dot(lhs, rhs, lb, rb, lc, rc):
 def _mm(ctx, a, b):
     a, b = convert(a, ctx.dtype), convert(b, ctx.dtype)
     chain = eager_loops.gemm_chain(a, b, fused_multiply_add, ctx.margs[1])  # (eager's order)
+    if chain is None:
+        chain = eager_loops.ordered_dot(a, b)
     return _dot(a, b, (), (), (1,), (0,)) if chain is None else chain
 
 

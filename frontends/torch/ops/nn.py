@@ -49,6 +49,12 @@ def _addmm(ctx, bias, m1, m2, beta=1, alpha=1):
     prod = None  # eager's own order where it is known (alpha 1: its GEMM scales inside otherwise)
     if dt == ctx.dtype and alpha == 1 and beta in (0, 1):
         prod = eager_loops.gemm_chain(m1, m2, fused_multiply_add, ctx.margs[2])
+        if prod is None and beta == 1:  # the bias is added after the first block of K (eager_loops.gemm_blocks)
+            ordered = eager_loops.ordered_dot(m1, m2, operand(bias, dt, ctx.shape, ctx.device))
+            if ordered is not None:
+                return convert(ordered, ctx.dtype)
+        elif prod is None:
+            prod = eager_loops.ordered_dot(m1, m2)
     if prod is None:
         prod = apply("dot_general", m1, m2, lhs_batch=(), rhs_batch=(), lhs_contract=(1,), rhs_contract=(0,))
     if alpha != 1:

@@ -1,0 +1,87 @@
+"""Linear layers' and matrix products' float32 bits are eager's where XLA's
+own dot can sum in eager's order (issue 39; frontends/torch/ops/eager_loops.py
+``ordered_dot``).
+
+Eager's GEMM (MKL, as probed on this AMD EPYC) sums each output as one fused
+multiply-add chain over K, in blocks of K (all of it up to 192, two halves up
+to 384, else 192s) added in order, an ``addmm``'s bias after the first block.
+XLA's CPU dot is that chain for operands laid out ``(M, K)`` and ``(K, N)``
+at the sizes ``eager_loops.xla_dot_chains`` names; lazycore computes ``a @ b``
+or ``(b.T @ a.T).T`` accordingly, per block, choosing at the sizes' buckets
+(a padded program runs the dot there), so the shapes here are ones whose
+buckets and own sizes agree. Before, 73-93% of the outputs of these
+products were off eager's (every transformers model's first divergence after
+attention). Products too small (both sides under 32) or too large
+(:data:`~.eager_loops.ORDERED_WORK`) keep XLA's order: float tolerance."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from lazycore.frontends.torch.ops import eager_loops
+
+EAGER_CHAIN = pytest.mark.skipif(not eager_loops.eager_gemm_is_blocked_chain(),
+                                 reason="eager's MKL sums in another order on this CPU")
+
+SHAPES = [  # (M, K, N)
+    (128, 64, 256),  # a GPT-2-tiny MLP's first layer
+    (128, 256, 64),  # its second: M the wider side, K in two halves
+    (128, 64, 192),
+    (64, 64, 64),
+    (4, 64, 64),
+    (32, 768, 64),  # K in four blocks of 192
+    (64, 320, 64),  # two halves of 160
+    (32, 1024, 64),  # five blocks of 192 and one of 64
+    (40, 50, 33),
+]
+
+
+def _operands(m, k, n, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(m, k, generator=g), torch.randn(n, k, generator=g), torch.randn(n, generator=g),
+            torch.randn(m, n, generator=g))
+
+
+@EAGER_CHAIN
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_linear_and_mm_are_eagers_bits(dev, no_fallback, shape):
+    m, k, n = shape
+    x, w, b, gy = _operands(m, k, n)
+    cases = {
+        "linear": lambda t: F.linear(t(x), t(w), t(b)),
+        "linear, no bias": lambda t: F.linear(t(x), t(w)),
+        "mm, (K, N) rows": lambda t: t(x) @ t(w.t().contiguous()),
+        "addmm, Conv1D's": lambda t: torch.addmm(t(b), t(x), t(w.t().contiguous())),
+        "weight gradient": lambda t: t(gy).t() @ t(x),  # (N, M) by (M, K): over the samples
+    }
+    for name, fn in cases.items():
+        want = fn(lambda v: v)
+        got = fn(lambda v: v.to(dev)).cpu()
+        assert torch.equal(got, want), (name, (got != want).float().mean().item())
+
+
+@pytest.mark.parametrize("shape", [(16, 64, 16), (2048, 256, 512), (64, 300, 64), (32, 1000, 64)], ids=str)
+def test_other_sizes_keep_xlas_dot(dev, no_fallback, shape):
+    m, k, n = shape
+    x, w, b, _ = _operands(m, k, n, seed=1)
+    got = F.linear(x.to(dev), w.to(dev), b.to(dev)).cpu()
+    torch.testing.assert_close(got, F.linear(x, w, b), rtol=2e-5, atol=2e-5)
+
+
+@EAGER_CHAIN
+def test_a_training_step_of_an_mlp_is_eagers_bits(dev, no_fallback):
+    """Forward, backward (the weight gradients contract over the 128 samples)
+    and an SGD step: every parameter eager's bits."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 64))
+    lazy = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 64)).to(dev)
+    lazy.load_state_dict(model.state_dict())
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(128, 64, generator=g), torch.randn(128, 64, generator=g)
+    for m, dv in ((model, "cpu"), (lazy, dev)):
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        loss = ((m(x.to(dv)) - y.to(dv)) ** 2).sum()
+        loss.backward()
+        opt.step()
+    for (name, p), q in zip(model.named_parameters(), lazy.parameters()):
+        assert torch.equal(q.detach().cpu(), p.detach()), name
