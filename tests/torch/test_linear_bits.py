@@ -60,6 +60,19 @@ def test_linear_and_mm_are_eagers_bits(dev, no_fallback, shape):
         assert torch.equal(got, want), (name, (got != want).float().mean().item())
 
 
+@EAGER_CHAIN
+@pytest.mark.parametrize("shape", [(8, 32, 16, 32), (8, 32, 32, 16), (8, 128, 64, 128), (16, 32, 256, 32)], ids=str)
+def test_bmm_and_attention_scores_are_eagers_bits(dev, no_fallback, shape):
+    """``bmm`` (and ``matmul`` of 4-d tensors, which reshapes to it: T5's and
+    hand-written attention) sums per matrix as ``mm`` does."""
+    b, m, k, n = shape
+    g = torch.Generator().manual_seed(2)
+    x, y = torch.randn(b, m, k, generator=g), torch.randn(b, k, n, generator=g)
+    assert torch.equal(torch.bmm(x.to(dev), y.to(dev)).cpu(), torch.bmm(x, y))
+    q, kk = x.view(2, b // 2, m, k), y.transpose(1, 2).contiguous().view(2, b // 2, n, k)
+    assert torch.equal(torch.matmul(q.to(dev), kk.to(dev).transpose(-1, -2)).cpu(), torch.matmul(q, kk.transpose(-1, -2)))
+
+
 @pytest.mark.parametrize("shape", [(16, 64, 16), (2048, 256, 512), (64, 300, 64), (32, 1000, 64)], ids=str)
 def test_other_sizes_keep_xlas_dot(dev, no_fallback, shape):
     m, k, n = shape

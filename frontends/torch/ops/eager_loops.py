@@ -491,14 +491,15 @@ def gemm_chain(a, b, fma, rhs):
 
 
 ORDERED_WORK = 1 << 22
-"""The most multiply-adds (M's and N's buckets times K) :func:`ordered_dot` takes.
+"""The most multiply-adds (M's and N's buckets times K, times the batch) :func:`ordered_dot` takes.
 Its transposed copies, barriers and blocks of K cost XLA's CPU program time
 that grows with the product: ``linear`` 128 x 64 x 256 ran 0.25 ms a step
 against the plain dot's 0.37, but 1024 x 128 x 128 0.93 against 0.73, 1024 x
 128 x 512 2.8 against 1.7 and 1024 x 512 x 128 3.3 against 1.2 (one thread,
 mark_step included); benchmark 7's GPT (1024 tokens, width 128) had its
-program go from 38 to 65 ms. Below the bound are the per-op-bound tiny
-models (transformers' GPT-2, BERT, Llama tiny: at most 128 x 256 x 64)."""
+program go from 38 to 65 ms; ``bmm`` 48 x (128 x 128 x 64) 2.6 against 1.4 ms. Below
+the bound are the per-op-bound tiny models (transformers' GPT-2, BERT, Llama
+tiny: at most 128 x 256 x 64; T5's attention products 16 x (32 x 32 x 16))."""
 
 
 def gemm_blocks(k: int) -> list[tuple[int, int]]:
@@ -528,7 +529,8 @@ def xla_dot_chains(m: int, k: int, n: int) -> bool:
 
 
 def ordered_dot(a, b, bias=None):
-    """``a @ b`` (M x K by K x N, float32) in eager's GEMM order with XLA's own
+    """``a @ b`` (M x K by K x N, float32, with equal leading batch dimensions or
+    none) in eager's GEMM order with XLA's own
     dot, or None where that is not known: the product is that dot, or ``(b.T @
     a.T).T`` (the same products in the same order), whichever
     :func:`xla_dot_chains` says sums in order, each operand made in its layout
@@ -542,9 +544,13 @@ def ordered_dot(a, b, bias=None):
     sizes. (A K in blocks that a batch mark pads, a weight gradient's samples,
     is sliced: the barrier compiles that graph at its own size, as for any op
     padding refuses.)"""
-    (m, k), n = a.shape, b.shape[1]
+    *batch, m, k = a.shape
+    n = b.shape[-1]
     bm, bn = _padded(m), _padded(n)
-    if a.dtype != "f32" or TRACE.symbolic or k < 2 or bm * bn * k > ORDERED_WORK:
+    count = 1
+    for d in batch:
+        count *= d
+    if a.dtype != "f32" or TRACE.symbolic or k < 2 or count * bm * bn * k > ORDERED_WORK:
         return None
     blocks = gemm_blocks(k)
     widest = max(hi - lo for lo, hi in blocks)
@@ -557,15 +563,20 @@ def ordered_dot(a, b, bias=None):
     if not eager_gemm_is_blocked_chain():
         return None
     total = None
+    lead = len(batch)
+    flip = tuple(range(lead)) + (lead + 1, lead)
+    zeros, ones = (0,) * lead, (1,) * lead
     for lo, hi in blocks:
-        ab = a if hi - lo == k else apply("slice", a, start=(0, lo), limit=(m, hi), strides=(1, 1))
-        bb = b if hi - lo == k else apply("slice", b, start=(lo, 0), limit=(hi, n), strides=(1, 1))
+        ab = a if hi - lo == k else apply("slice", a, start=zeros + (0, lo), limit=tuple(batch) + (m, hi),
+                                          strides=ones + (1, 1))
+        bb = b if hi - lo == k else apply("slice", b, start=zeros + (lo, 0), limit=tuple(batch) + (hi, n),
+                                          strides=ones + (1, 1))
         if not swap:
             part = _fenced(_dot2(_fenced(ab), _fenced(bb)))
         else:
-            part = _fenced(apply("permute", _fenced(_dot2(_fenced(apply("permute", bb, dims=(1, 0))),
-                                                           _fenced(apply("permute", ab, dims=(1, 0))))),
-                                 dims=(1, 0)))
+            part = _fenced(apply("permute", _fenced(_dot2(_fenced(apply("permute", bb, dims=flip)),
+                                                           _fenced(apply("permute", ab, dims=flip)))),
+                                 dims=flip))
         if total is None:
             total = part if bias is None else apply("add", part, bias)
         else:
@@ -613,7 +624,9 @@ def _padded(n: int) -> int:
 
 
 def _dot2(a, b):
-    return apply("dot_general", a, b, lhs_batch=(), rhs_batch=(), lhs_contract=(1,), rhs_contract=(0,))
+    lead = tuple(range(len(a.shape) - 2))
+    return apply("dot_general", a, b, lhs_batch=lead, rhs_batch=lead, lhs_contract=(len(lead) + 1,),
+                 rhs_contract=(len(lead),))
 
 
 def _fenced(x):

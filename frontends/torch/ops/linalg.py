@@ -28,9 +28,17 @@ def _mm(ctx, a, b):
     return _dot(a, b, (), (), (1,), (0,)) if chain is None else chain
 
 
+_BMM_OWN_KERNEL = 400
+"""Eager's ``bmm`` runs its own loop (not its GEMM) below this many
+multiply-adds a matrix (``LinearAlgebra.cpp``, ``bmm_out_or_baddbmm_``)."""
+
+
 @lowers(aten.bmm.default)
 def _bmm(ctx, a, b):
-    return _dot(convert(a, ctx.dtype), convert(b, ctx.dtype), (0,), (0,), (2,), (1,))
+    a, b = convert(a, ctx.dtype), convert(b, ctx.dtype)
+    (_, m, k), n = a.shape, b.shape[2]
+    ordered = eager_loops.ordered_dot(a, b) if m * k * n >= _BMM_OWN_KERNEL else None  # (eager's GEMM order)
+    return _dot(a, b, (0,), (0,), (2,), (1,)) if ordered is None else ordered
 
 
 @lowers(aten.mv.default)
