@@ -224,15 +224,6 @@ def _count(shape) -> int:
     return n
 
 
-def _causal_keep(shape, lo: int, device):
-    """``(B, H, L, n)`` bools: key ``lo + j`` is at or before query ``i``."""
-    rows = apply("iota", dim=0, shape=shape[2:], dtype="i64", device=device)
-    cols = apply("add", apply("iota", dim=1, shape=shape[2:], dtype="i64", device=device),
-                 const(np.int64(lo), "i64", device, shape[2:]))
-    keep = apply("compare", cols, rows, direction="LE")
-    return apply("broadcast_in_dim", keep, dims=(2, 3), shape=shape)
-
-
 def _mask_block(mask, shape, lo: int, hi: int, acc: str):
     """The mask's columns ``lo:hi`` as ``(B, H, L, hi - lo)`` of ``acc`` (its dims
     of size 1 broadcast, as ``reshape_attn_mask_to_4d`` expands them)."""
@@ -283,7 +274,7 @@ def _flash(ctx, query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=
         shape = s.shape
         inf = const(-math.inf, acc, ctx.device, shape)
         if is_causal:
-            s = apply("select", _causal_keep(shape, lo, ctx.device), s, inf)
+            s = apply("select", _causal_keep_rows(shape, 0, lo, ctx.device), s, inf)
         if attn_mask is not None:
             s = _scaled_plus_mask(s, factor, _mask_block(attn_mask, shape, lo, hi, acc), acc)
         else:
@@ -413,8 +404,9 @@ def _into_shared(blocks, kv_heads: int):
 
 def _causal_keep_rows(shape, row_lo: int, col_lo: int, device):
     """``(B, H, rows, n)`` bools: key ``col_lo + j`` is at or before query ``row_lo + i``."""
-    rows = apply("add", apply("iota", dim=0, shape=shape[2:], dtype="i64", device=device),
-                 const(np.int64(row_lo), "i64", device, shape[2:]))
+    rows = apply("iota", dim=0, shape=shape[2:], dtype="i64", device=device)
+    if row_lo:
+        rows = apply("add", rows, const(np.int64(row_lo), "i64", device, shape[2:]))
     cols = apply("add", apply("iota", dim=1, shape=shape[2:], dtype="i64", device=device),
                  const(np.int64(col_lo), "i64", device, shape[2:]))
     keep = apply("compare", cols, rows, direction="LE")
