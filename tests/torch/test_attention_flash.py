@@ -5,8 +5,9 @@ recorded op forward and one backward, with the kernel's roundings.
 Before, the composite took the math path on the lazy device (about 60 ops a
 call, ~1.4 ms of tracing per attention forward and backward at 2x2x16x32, ~0.46
 ms now), in the math path's order of roundings, where every transformers model
-differs from eager first. The kernel's GEMMs are XLA's dots here (see
-``attention._matmul``), so bits are asked where the products are exact:
+differs from eager first. The kernel's GEMMs are XLA's dots in MKL's order where XLA's dot can sum so
+(``attention._matmul``; random inputs are checked bit for bit at such shapes);
+elsewhere bits are asked where the products are exact:
 integer queries and keys and one-hot values and gradients, which leave the
 kernel's own steps (scale, max, exp_u20 and glibc's expf, the lane sums and
 their tail, the reciprocal, logsumexp, SLEEF's exp in the backward) to decide
@@ -21,6 +22,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from lazycore.frontends.torch.ops import eager_loops
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _replay_counts import Dispatches  # noqa: E402
@@ -80,6 +83,35 @@ def test_a_mask_and_a_scale_are_eagers_bits(dev, no_fallback):
     got = FLASH(q.to(dev), k.to(dev), v.to(dev), attn_mask=mask.to(dev), scale=0.3)
     for g, w in zip(got[:2], want[:2]):
         assert torch.equal(g.cpu(), w), (g.cpu() - w).abs().max()
+
+
+ORDERED = [  # (batch, heads, queries, keys, head dim): shapes whose GEMMs XLA sums in MKL's order
+    (1, 2, 32, 256, 64),
+    (1, 2, 32, 300, 64),  # p @ v over 300 keys: MKL's two halves of K
+    (1, 1, 32, 450, 64),  # and blocks of 192 from 385
+    (1, 2, 16, 64, 256),  # q @ k.T over a head of 256: two halves
+]
+
+
+@pytest.mark.skipif(not eager_loops.eager_gemm_is_blocked_chain(), reason="eager's MKL sums in another order here")
+@pytest.mark.parametrize("shape", ORDERED, ids=str)
+def test_random_inputs_are_eagers_bits_where_the_gemms_are_in_order(dev, no_fallback, shape):
+    """Random float32 inputs, every output bit for bit: the kernel's GEMMs
+    (``attention._matmul``) in MKL's blocks of K through
+    ``eager_loops.ordered_dot`` (before: the keys summed as one chain, 85-91%
+    of the outputs and of dq off at 256-450 keys; a head of 256 93%)."""
+    b, h, length, keys, head = shape
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(b, h, n, head, generator=g) for n in (length, keys, keys))
+    out, lse = FLASH(q, k, v)[:2]
+    do = torch.randn(out.shape, generator=g)
+    grads = aten._scaled_dot_product_flash_attention_for_cpu_backward(do, q, k, v, out, lse, 0.0, False)
+    lout, llse = FLASH(q.to(dev), k.to(dev), v.to(dev))[:2]
+    lgrads = aten._scaled_dot_product_flash_attention_for_cpu_backward(
+        *(t.to(dev) for t in (do, q, k, v, out, lse)), 0.0, False)
+    for name, got, want in zip(("out", "lse", "dq", "dk", "dv"), (lout, llse, *lgrads), (out, lse, *grads)):
+        got = got.cpu()
+        assert torch.equal(got, want), (name, (got != want).float().mean().item())
 
 
 @pytest.mark.parametrize("dtype,tol", [(torch.float32, 2e-6), (torch.float64, 1e-13), (torch.bfloat16, 2e-2)],

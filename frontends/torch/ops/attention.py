@@ -123,44 +123,29 @@ def _concat(parts, d: int):
     return out
 
 
-def _matmul(a, b, contract_a: int, contract_b: int):
+def _matmul(a, b, contract_a: int, contract_b: int, into=None):
     """``a . b`` batched over (B, H), contracted on ``contract_a`` of ``a`` and
-    ``contract_b`` of ``b`` (each rank 4), the result ``(B, H, a's free, b's free)``.
+    ``contract_b`` of ``b`` (each rank 4), the result ``(B, H, a's free, b's
+    free)``; ``into``: a buffer the kernel's GEMM adds the product to
+    (``beta = 1``), as ``addmm`` adds its bias.
 
-    The kernel's GEMMs (MKL's ``sgemm``) add each product into the sum in
-    order from zero, fused, as XLA's CPU dot does for the shapes and layouts
-    :func:`.eager_loops.xla_dot_chains` names (``(M, K)`` by ``(K, N)``). So the
-    product is computed as ``C`` or as ``(B.T @ A.T).T`` (the same fused
-    products in the same order), whichever XLA sums in order, each operand
-    made in its layout behind a barrier that keeps XLA from folding the
-    transpose back into the dot; neither: the dot as it comes, in XLA's order.
-    (Written out as the fused chain the kernel's products are eager's bits at
-    every size, but a GPT-2-small attention step compiled 49 s and ran 780 ms;
-    eager 13 ms.)"""
-    m, k, n = a.shape[5 - contract_a], a.shape[contract_a], b.shape[5 - contract_b]
-    if eager_loops.xla_dot_chains(m, k, n) and eager_loops.eager_gemm_is_blocked_chain():
-        lhs = a if contract_a == 3 else _made(apply("permute", a, dims=(0, 1, 3, 2)))
-        rhs = b if contract_b == 2 else _made(apply("permute", b, dims=(0, 1, 3, 2)))
-        swap = False
-    elif eager_loops.xla_dot_chains(n, k, m) and eager_loops.eager_gemm_is_blocked_chain():  # (B.T @ A.T).T
-        lhs = b if contract_b == 3 else _made(apply("permute", b, dims=(0, 1, 3, 2)))
-        rhs = a if contract_a == 2 else _made(apply("permute", a, dims=(0, 1, 3, 2)))
-        swap = True
-    else:
-        return _made(apply("dot_general", a, b, lhs_batch=(0, 1), rhs_batch=(0, 1), lhs_contract=(contract_a,),
-                           rhs_contract=(contract_b,)))
-    product = apply("dot_general", lhs, rhs, lhs_batch=(0, 1), rhs_batch=(0, 1), lhs_contract=(3,),
-                    rhs_contract=(2,))
-    if swap:
-        product = apply("permute", _made(product), dims=(0, 1, 3, 2))
-    # XLA's simplifier moves a scalar factor of a dot's result into the smaller
-    # operand (``dot(q, k) * scale`` to ``dot(q * scale, k)``): the kernel scales the sum
-    return _made(product)
-
-
-def _made(x):
-    fenced = apply("optimization_barrier", [x])
-    return fenced[0] if isinstance(fenced, (tuple, list)) else fenced
+    The kernel's GEMMs are MKL's ``sgemm``, as ``mm``'s are: the operands are
+    laid out as ``(M, K)`` by ``(K, N)`` and the product summed in MKL's order
+    by :func:`.eager_loops.ordered_dot` where XLA's dot can, else XLA's dot as
+    it comes, behind a barrier either way (XLA's simplifier moves a scalar
+    factor of a dot's result into the smaller operand: ``dot(q, k) * scale`` to
+    ``dot(q * scale, k)``; the kernel scales the sum). (Written out as the
+    fused chain the kernel's products are eager's bits at every size, but a
+    GPT-2-small attention step compiled 49 s and ran 780 ms; eager 13 ms.)"""
+    flip = (0, 1, 3, 2)
+    lhs = a if contract_a == 3 else apply("permute", a, dims=flip)
+    rhs = b if contract_b == 2 else apply("permute", b, dims=flip)
+    product = eager_loops.ordered_dot(lhs, rhs, into)
+    if product is not None:
+        return product
+    product = eager_loops.fenced(apply("dot_general", a, b, lhs_batch=(0, 1), rhs_batch=(0, 1),
+                                       lhs_contract=(contract_a,), rhs_contract=(contract_b,)))
+    return product if into is None else apply("add", product, into)
 
 
 def _row_max(x):
@@ -299,7 +284,7 @@ def _flash(ctx, query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=
             total = apply("select", dead, total, fused_multiply_add(rescale, total, block_sum))
             dst = apply("mul", dst, _expand_rows(apply("select", dead, const(1.0, acc, ctx.device, rows), rescale),
                                                  dst.shape))
-            dst = apply("add", _matmul(p, vb, 3, 2), dst)
+            dst = _matmul(p, vb, 3, 2, into=dst)
             top = apply("select", dead, top, new_max)
     rows = total.shape
     top = apply("select", apply("compare", top, const(-math.inf, acc, ctx.device, rows), direction="EQ"),

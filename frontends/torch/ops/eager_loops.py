@@ -538,9 +538,9 @@ def ordered_dot(a, b, bias=None):
     block of :func:`gemm_blocks`; ``bias`` (an ``addmm``'s, ``M x N``) is added to
     the first block's result, the later blocks to that (probed: ``linear`` of K
     256, 768, 1000: 0 off; the bias added last, 35-52% off). The choice is made
-    at M's and N's buckets as configured (a padded step's program runs the dot
-    at those sizes, and the sizes of one bucket share that program), so a size
-    off its bucket may keep XLA's order. Not for ``lazycore.export``'s symbolic
+    by :func:`_orientation`: at M's and N's sizes and their buckets as configured
+    (a padded step's program runs the dot at the buckets' sizes, and the sizes
+    of one bucket share that program), so a padded step may keep XLA's order. Not for ``lazycore.export``'s symbolic
     sizes. (A K in blocks that a batch mark pads, a weight gradient's samples,
     is sliced: the barrier compiles that graph at its own size, as for any op
     padding refuses.)"""
@@ -554,11 +554,8 @@ def ordered_dot(a, b, bias=None):
         return None
     blocks = gemm_blocks(k)
     widest = max(hi - lo for lo, hi in blocks)
-    if xla_dot_chains(bm, widest, bn):
-        swap = False
-    elif xla_dot_chains(bn, widest, bm):
-        swap = True
-    else:
+    swap = _orientation(m, n, bm, bn, widest)
+    if swap is None:
         return None
     if not eager_gemm_is_blocked_chain():
         return None
@@ -572,16 +569,33 @@ def ordered_dot(a, b, bias=None):
         bb = b if hi - lo == k else apply("slice", b, start=zeros + (lo, 0), limit=tuple(batch) + (hi, n),
                                           strides=ones + (1, 1))
         if not swap:
-            part = _fenced(_dot2(_fenced(ab), _fenced(bb)))
+            part = fenced(_dot2(fenced(ab), fenced(bb)))
         else:
-            part = _fenced(apply("permute", _fenced(_dot2(_fenced(apply("permute", bb, dims=flip)),
-                                                           _fenced(apply("permute", ab, dims=flip)))),
+            part = fenced(apply("permute", fenced(_dot2(fenced(apply("permute", bb, dims=flip)),
+                                                           fenced(apply("permute", ab, dims=flip)))),
                                  dims=flip))
         if total is None:
             total = part if bias is None else apply("add", part, bias)
         else:
             total = apply("add", total, part)
     return total
+
+
+def _orientation(m: int, n: int, bm: int, bn: int, k: int) -> bool | None:
+    """Whether :func:`ordered_dot` takes ``(B.T @ A.T).T`` (True) or ``A @ B``
+    (False), or neither (None): the orientation XLA's dot sums in order at
+    both the sizes and their buckets, else at the sizes (a step that is not
+    padded runs the dot at those). Not one that chains at the buckets only:
+    XLA's dot as it comes kept eager's order at sizes where neither
+    orientation does by :func:`xla_dot_chains` (attention's ``ds.T @ q``, 300
+    keys by 32 queries by 64: 0 off as it comes, 75% as the bucket's
+    orientation)."""
+    at_size = [xla_dot_chains(m, k, n), xla_dot_chains(n, k, m)]
+    at_bucket = [xla_dot_chains(bm, k, bn), xla_dot_chains(bn, k, bm)]
+    for fits in ([s and b for s, b in zip(at_size, at_bucket)], at_size):
+        if any(fits):
+            return fits.index(True) == 1
+    return None
 
 
 _ASKED = Memo("torch.gemm_order", 1)
@@ -629,7 +643,7 @@ def _dot2(a, b):
                  rhs_contract=(len(lead),))
 
 
-def _fenced(x):
+def fenced(x):
     """``x`` behind ``optimization_barrier``: XLA folds neither a transpose nor a
     scalar factor across it into a dot."""
     out = apply("optimization_barrier", [x])
