@@ -37,7 +37,6 @@ import threading
 import types as _types
 
 import torch
-from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.overrides import TorchFunctionMode, redispatch_function
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_unflatten
@@ -179,11 +178,7 @@ def _record(func, leaves, spec, policy: str, dtype, autocast_on: bool):
     inputs = [mirrors[id(t)] for t in tensors]
     fargs, fkwargs = tree_unflatten([mirrors.get(id(x), x) if isinstance(x, torch.Tensor) else x for x in leaves], spec)
     rec = _Recording(inputs)
-    # scaled_dot_product_attention picks its kernel by device: on the CPU mirrors the
-    # flash kernel, whose backward has no lowering (eager's kernel, a fallback that
-    # failed on autocast's mixed float types); on the lazy device the math ops, as
-    # the torch.compile backend (dynamo.py) traces it
-    with _own_saved_tensors(), sdpa_kernel(SDPBackend.MATH), fake_mode, rec, \
+    with _own_saved_tensors(), fake_mode, rec, \
             torch.autocast(policy, dtype=dtype, enabled=autocast_on, cache_enabled=False):
         out = func(*fargs, **fkwargs)
     outs, out_spec = tree_flatten(out)

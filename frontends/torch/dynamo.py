@@ -116,13 +116,7 @@ _run_lazy_frames_as_written()
 def lazycore_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     """The dynamo backend (``torch_dynamo_backends`` entry point ``lazycore``):
     ``gm`` through AOTAutograd, each ATen graph a :class:`Program`."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    # AOTAutograd traces on host fake tensors, where scaled_dot_product_attention
-    # would pick the CPU flash kernel (its layout and its backward are the CPU's);
-    # on the lazy device it decomposes into the math ops, as per-op tracing does
-    with sdpa_kernel(SDPBackend.MATH):
-        return _aot()(gm, example_inputs, **kwargs)
+    return _aot()(gm, example_inputs, **kwargs)
 
 
 @functools.cache

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 import lazycore
 import lazycore.torch as ltorch
 from lazycore.frontends.torch import dynamo
+from lazycore.frontends.torch.ops import eager_loops
 from lazycore.observe import metrics
 
 
@@ -245,8 +246,8 @@ def test_backend_found_without_importing_lazycore():
 
 
 def test_sdpa_training_matches_eager():
-    """Attention traced on host fake tensors would pick the CPU flash kernel;
-    the backend traces it as the math ops the lazy device runs."""
+    """Attention traced on host fake tensors picks the CPU flash kernel, as
+    eager does, and its forward and backward ops run lowered (attention.py)."""
     torch.manual_seed(0)
     qkv = torch.nn.Linear(8, 24)
     ref = torch.nn.Linear(8, 24)
@@ -264,3 +265,26 @@ def test_sdpa_training_matches_eager():
     assert _fallbacks() == f0, metrics.fallbacks()
     _close(qkv.weight.grad, ref.weight.grad)
     _close(qkv.bias.grad, ref.bias.grad)
+
+
+@pytest.mark.skipif(not eager_loops.eager_gemm_is_blocked_chain(), reason="eager's MKL sums in another order here")
+def test_sdpa_is_eagers_bits():
+    """At a shape whose GEMMs XLA sums in MKL's order (test_attention_flash's
+    ORDERED), the compiled attention's output and gradients are eager's bits
+    (before: the backend pinned AOTAutograd's trace to the math ops, 1 ulp
+    off in the output and every gradient)."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(1, 2, 32, 64, generator=g, requires_grad=True)
+    k, v = (torch.randn(1, 2, 256, 64, generator=g, requires_grad=True) for _ in range(2))
+    do = torch.randn(1, 2, 32, 64, generator=g)
+
+    def f(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+
+    f0 = _fallbacks()
+    got = torch.compile(f, backend="lazycore")(q, k, v)
+    want = f(q, k, v)
+    assert torch.equal(got, want), (got - want).abs().max()
+    for a, b in zip(torch.autograd.grad(got, (q, k, v), do), torch.autograd.grad(want, (q, k, v), do)):
+        assert torch.equal(a, b), (a - b).abs().max()
+    assert _fallbacks() == f0, metrics.fallbacks()
