@@ -90,6 +90,7 @@ ORDERED = [  # (batch, heads, queries, keys, head dim): shapes whose GEMMs XLA s
     (1, 2, 32, 300, 64),  # p @ v over 300 keys: MKL's two halves of K
     (1, 1, 32, 450, 64),  # and blocks of 192 from 385
     (1, 2, 16, 64, 256),  # q @ k.T over a head of 256: two halves
+    (2, 4, 16, 16, 16),  # T5 tiny's decoder: each product padded to 32 columns (XLA's dot: neither orientation)
 ]
 
 

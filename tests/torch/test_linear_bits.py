@@ -9,10 +9,13 @@ XLA's CPU dot is that chain for operands laid out ``(M, K)`` and ``(K, N)``
 at the sizes ``eager_loops.xla_dot_chains`` names; lazycore computes ``a @ b``
 or ``(b.T @ a.T).T`` accordingly, per block, choosing at the sizes' buckets
 (a padded program runs the dot there), so the shapes here are ones whose
-buckets and own sizes agree. Before, 73-93% of the outputs of these
+buckets and own sizes agree; where it sums neither orientation so, the
+product's rows or columns are padded with zeros to a size where it does
+(``eager_loops._widened``). Before, 73-93% of the outputs of these
 products were off eager's (every transformers model's first divergence after
-attention). Products too small (both sides under 32) or too large
-(:data:`~.eager_loops.ORDERED_WORK`) keep XLA's order: float tolerance."""
+attention). Products MKL itself sums otherwise (fewer than 12 columns,
+``eager_loops.CHAIN_SIDE``) or too large (:data:`~.eager_loops.ORDERED_WORK`)
+keep XLA's order: float tolerance."""
 
 import pytest
 import torch
@@ -33,6 +36,9 @@ SHAPES = [  # (M, K, N)
     (64, 320, 64),  # two halves of 160
     (32, 1024, 64),  # five blocks of 192 and one of 64
     (40, 50, 33),
+    (16, 64, 16),  # neither orientation in order as XLA's dot: 16 zero columns more
+    (8, 32, 24),  # 8 columns more
+    (200, 48, 100),  # 28 columns more, to 128
 ]
 
 
@@ -61,7 +67,8 @@ def test_linear_and_mm_are_eagers_bits(dev, no_fallback, shape):
 
 
 @EAGER_CHAIN
-@pytest.mark.parametrize("shape", [(8, 32, 16, 32), (8, 32, 32, 16), (8, 128, 64, 128), (16, 32, 256, 32)], ids=str)
+@pytest.mark.parametrize("shape", [(8, 32, 16, 32), (8, 32, 32, 16), (8, 128, 64, 128), (16, 32, 256, 32), (16, 16, 16, 16)],
+                         ids=str)
 def test_bmm_and_attention_scores_are_eagers_bits(dev, no_fallback, shape):
     """``bmm`` (and ``matmul`` of 4-d tensors, which reshapes to it: T5's and
     hand-written attention) sums per matrix as ``mm`` does."""
@@ -73,7 +80,7 @@ def test_bmm_and_attention_scores_are_eagers_bits(dev, no_fallback, shape):
     assert torch.equal(torch.matmul(q.to(dev), kk.to(dev).transpose(-1, -2)).cpu(), torch.matmul(q, kk.transpose(-1, -2)))
 
 
-@pytest.mark.parametrize("shape", [(16, 64, 16), (2048, 256, 512), (64, 300, 64), (32, 1000, 64)], ids=str)
+@pytest.mark.parametrize("shape", [(32, 128, 8), (2048, 256, 512), (64, 300, 64), (32, 1000, 64)], ids=str)
 def test_other_sizes_keep_xlas_dot(dev, no_fallback, shape):
     m, k, n = shape
     x, w, b, _ = _operands(m, k, n, seed=1)

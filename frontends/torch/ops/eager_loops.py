@@ -502,6 +502,13 @@ the bound are the per-op-bound tiny models (transformers' GPT-2, BERT, Llama
 tiny: at most 128 x 256 x 64; T5's attention products 16 x (32 x 32 x 16))."""
 
 
+CHAIN_SIDE = 12
+"""The fewest columns (and, but for 4 and 8, rows) of a product whose outputs
+eager's MKL sums as :func:`gemm_blocks`' chains (probed, 64 x 64 by 64 x N: N
+1-11 67-89% of the outputs otherwise, N 12-19 none; M x 64 by 64 x 64: M 1-3,
+5-7 and 9-11 9-75% otherwise, 4, 8 and 12-19 none)."""
+
+
 def gemm_blocks(k: int) -> list[tuple[int, int]]:
     """The blocks of K eager's float32 GEMM (MKL) sums apart, each a chain, the
     blocks' results then added in order: all of K up to 192, two halves (the
@@ -550,23 +557,32 @@ def ordered_dot(a, b, bias=None):
     count = 1
     for d in batch:
         count *= d
-    if a.dtype != "f32" or TRACE.symbolic or k < 2 or count * bm * bn * k > ORDERED_WORK:
+    if a.dtype != "f32" or TRACE.symbolic or k < 2 or n < CHAIN_SIDE or (m < CHAIN_SIDE and m not in (4, 8)) or count * bm * bn * k > ORDERED_WORK:
         return None
     blocks = gemm_blocks(k)
     widest = max(hi - lo for lo, hi in blocks)
-    swap = _orientation(m, n, bm, bn, widest)
+    swap, wide_m, wide_n = _orientation(m, n, bm, bn, widest), m, n
     if swap is None:
-        return None
+        widened = _widened(m, n, widest)
+        if widened is None:
+            return None
+        swap, wide_m, wide_n = widened
     if not eager_gemm_is_blocked_chain():
         return None
     total = None
     lead = len(batch)
     flip = tuple(range(lead)) + (lead + 1, lead)
     zeros, ones = (0,) * lead, (1,) * lead
+    if wide_m > m:  # zero rows: outputs of their own, dropped
+        a = apply("pad", a, const(0.0, a.dtype, a.device), low=zeros + (0, 0), high=zeros + (wide_m - m, 0),
+                  interior=zeros + (0, 0))
+    if wide_n > n:
+        b = apply("pad", b, const(0.0, b.dtype, b.device), low=zeros + (0, 0), high=zeros + (0, wide_n - n),
+                  interior=zeros + (0, 0))
     for lo, hi in blocks:
-        ab = a if hi - lo == k else apply("slice", a, start=zeros + (0, lo), limit=tuple(batch) + (m, hi),
+        ab = a if hi - lo == k else apply("slice", a, start=zeros + (0, lo), limit=tuple(batch) + (wide_m, hi),
                                           strides=ones + (1, 1))
-        bb = b if hi - lo == k else apply("slice", b, start=zeros + (lo, 0), limit=tuple(batch) + (hi, n),
+        bb = b if hi - lo == k else apply("slice", b, start=zeros + (lo, 0), limit=tuple(batch) + (hi, wide_n),
                                           strides=ones + (1, 1))
         if not swap:
             part = fenced(_dot2(fenced(ab), fenced(bb)))
@@ -574,6 +590,8 @@ def ordered_dot(a, b, bias=None):
             part = fenced(apply("permute", fenced(_dot2(fenced(apply("permute", bb, dims=flip)),
                                                            fenced(apply("permute", ab, dims=flip)))),
                                  dims=flip))
+        if (wide_m, wide_n) != (m, n):
+            part = apply("slice", part, start=zeros + (0, 0), limit=tuple(batch) + (m, n), strides=ones + (1, 1))
         if total is None:
             total = part if bias is None else apply("add", part, bias)
         else:
@@ -596,6 +614,21 @@ def _orientation(m: int, n: int, bm: int, bn: int, k: int) -> bool | None:
         if any(fits):
             return fits.index(True) == 1
     return None
+
+
+def _widened(m: int, n: int, k: int) -> tuple[bool, int, int] | None:
+    """Where XLA's dot sums an ``(m, k)`` by ``(k, n)`` product out of order
+    in both orientations: ``(swap, m', n')``, the product's rows (swapped:
+    ``m'``) or columns (``n'``) padded with zeros to the fewest at which
+    :func:`xla_dot_chains` says it sums in order (T5's decoder attention,
+    16 queries by 16 keys by a head of 16: 65% of its outputs off eager's
+    as XLA's dot, 0 with 32 columns); None where no such size is in the rule."""
+    best = None
+    for swap, rows, cols in ((False, m, n), (True, n, m)):  # (swapped: the rows are n)
+        wide = max(cols, 32, rows) if rows < 64 else -(-cols // 64) * 64
+        if xla_dot_chains(rows, k, wide) and (best is None or rows * wide < best[0]):
+            best = (rows * wide, swap, (m, wide) if not swap else (wide, n))
+    return None if best is None else (best[1], *best[2])
 
 
 _ASKED = Memo("torch.gemm_order", 1)
