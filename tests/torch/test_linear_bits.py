@@ -10,8 +10,8 @@ at the sizes ``eager_loops.xla_dot_chains`` names; lazycore computes ``a @ b``
 or ``(b.T @ a.T).T`` accordingly, per block, choosing at the sizes' buckets
 (a padded program runs the dot there), so the shapes here are ones whose
 buckets and own sizes agree; where it sums neither orientation so, the
-product's rows or columns are padded with zeros to a size where it does
-(``eager_loops._widened``). Before, 73-93% of the outputs of these
+product's rows or columns are padded with zeros beyond the bucket to a size
+where it does (``eager_loops._widened``). Before, 73-93% of the outputs of these
 products were off eager's (every transformers model's first divergence after
 attention). Products MKL itself sums otherwise (fewer than 12 columns,
 ``eager_loops.CHAIN_SIDE``) or too large (:data:`~.eager_loops.ORDERED_WORK`)
@@ -36,9 +36,8 @@ SHAPES = [  # (M, K, N)
     (64, 320, 64),  # two halves of 160
     (32, 1024, 64),  # five blocks of 192 and one of 64
     (40, 50, 33),
-    (16, 64, 16),  # neither orientation in order as XLA's dot: 16 zero columns more
-    (8, 32, 24),  # 8 columns more
-    (200, 48, 100),  # 28 columns more, to 128
+    (16, 64, 16),  # neither orientation in order as XLA's dot at the buckets: 16 zero columns more
+    (8, 32, 24),  # 8 columns more (its bucket, 32)
 ]
 
 

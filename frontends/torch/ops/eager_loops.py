@@ -537,43 +537,52 @@ def xla_dot_chains(m: int, k: int, n: int) -> bool:
 
 def ordered_dot(a, b, bias=None):
     """``a @ b`` (M x K by K x N, float32, with equal leading batch dimensions or
-    none) in eager's GEMM order with XLA's own
-    dot, or None where that is not known: the product is that dot, or ``(b.T @
-    a.T).T`` (the same products in the same order), whichever
-    :func:`xla_dot_chains` says sums in order, each operand made in its layout
-    behind a barrier that keeps XLA from folding a transpose into the dot, per
-    block of :func:`gemm_blocks`; ``bias`` (an ``addmm``'s, ``M x N``) is added to
-    the first block's result, the later blocks to that (probed: ``linear`` of K
-    256, 768, 1000: 0 off; the bias added last, 35-52% off). The choice is made
-    by :func:`_orientation`: at M's and N's sizes and their buckets as configured
-    (a padded step's program runs the dot at the buckets' sizes, and the sizes
-    of one bucket share that program), so a padded step may keep XLA's order. Not for ``lazycore.export``'s symbolic
-    sizes. (A K in blocks that a batch mark pads, a weight gradient's samples,
-    is sliced: the barrier compiles that graph at its own size, as for any op
-    padding refuses.)"""
+    none) in eager's GEMM order with XLA's own dot, or None where that is not
+    known. It is that dot, or ``(b.T @ a.T).T`` (the same products in the same
+    order), whichever :func:`xla_dot_chains` says sums in order at M's and N's
+    buckets as configured (:func:`_padded`: a padded step's program runs the
+    dot there, and the sizes of one bucket make one graph, so a size off its
+    bucket may keep XLA's order); where neither does, the rows or columns are
+    padded with zeros beyond the bucket (:func:`_widened`; the result cut
+    back). Each operand is made
+    in its layout behind a barrier that keeps XLA from folding a transpose into
+    the dot, per block of :func:`gemm_blocks`; ``bias`` (an ``addmm``'s, ``M x
+    N``) is added to the first block's result, the later blocks to that
+    (probed: ``linear`` of K 256, 768, 1000: 0 off; the bias added last, 35-52%
+    off). Not for ``lazycore.export``'s symbolic sizes, nor where eager's MKL
+    sums otherwise (:data:`CHAIN_SIDE`). (A K in blocks that a batch mark pads,
+    a weight gradient's samples, is sliced: the barrier compiles that graph at
+    its own size, as for any op padding refuses.)"""
     *batch, m, k = a.shape
     n = b.shape[-1]
     bm, bn = _padded(m), _padded(n)
     count = 1
     for d in batch:
         count *= d
-    if a.dtype != "f32" or TRACE.symbolic or k < 2 or n < CHAIN_SIDE or (m < CHAIN_SIDE and m not in (4, 8)) or count * bm * bn * k > ORDERED_WORK:
+    if (a.dtype != "f32" or TRACE.symbolic or k < 2 or bn < CHAIN_SIDE or (bm < CHAIN_SIDE and bm not in (4, 8))
+            or count * bm * bn * k > ORDERED_WORK):
         return None
     blocks = gemm_blocks(k)
     widest = max(hi - lo for lo, hi in blocks)
-    swap, wide_m, wide_n = _orientation(m, n, bm, bn, widest), m, n
-    if swap is None:
-        widened = _widened(m, n, widest)
+    wide_m, wide_n = m, n
+    if xla_dot_chains(bm, widest, bn):
+        swap = False
+    elif xla_dot_chains(bn, widest, bm):
+        swap = True
+    else:
+        widened = _widened(bm, bn, widest)
         if widened is None:
             return None
-        swap, wide_m, wide_n = widened
+        swap, wm, wn = widened
+        # (wider than the bucket: a pad of every size of it, so one graph per bucket)
+        wide_m, wide_n = wm if wm > bm else m, wn if wn > bn else n
     if not eager_gemm_is_blocked_chain():
         return None
     total = None
     lead = len(batch)
     flip = tuple(range(lead)) + (lead + 1, lead)
     zeros, ones = (0,) * lead, (1,) * lead
-    if wide_m > m:  # zero rows: outputs of their own, dropped
+    if wide_m > m:  # zero rows and columns: outputs of their own, cut off
         a = apply("pad", a, const(0.0, a.dtype, a.device), low=zeros + (0, 0), high=zeros + (wide_m - m, 0),
                   interior=zeros + (0, 0))
     if wide_n > n:
@@ -597,23 +606,6 @@ def ordered_dot(a, b, bias=None):
         else:
             total = apply("add", total, part)
     return total
-
-
-def _orientation(m: int, n: int, bm: int, bn: int, k: int) -> bool | None:
-    """Whether :func:`ordered_dot` takes ``(B.T @ A.T).T`` (True) or ``A @ B``
-    (False), or neither (None): the orientation XLA's dot sums in order at
-    both the sizes and their buckets, else at the sizes (a step that is not
-    padded runs the dot at those). Not one that chains at the buckets only:
-    XLA's dot as it comes kept eager's order at sizes where neither
-    orientation does by :func:`xla_dot_chains` (attention's ``ds.T @ q``, 300
-    keys by 32 queries by 64: 0 off as it comes, 75% as the bucket's
-    orientation)."""
-    at_size = [xla_dot_chains(m, k, n), xla_dot_chains(n, k, m)]
-    at_bucket = [xla_dot_chains(bm, k, bn), xla_dot_chains(bn, k, bm)]
-    for fits in ([s and b for s, b in zip(at_size, at_bucket)], at_size):
-        if any(fits):
-            return fits.index(True) == 1
-    return None
 
 
 def _widened(m: int, n: int, k: int) -> tuple[bool, int, int] | None:
