@@ -137,12 +137,12 @@ def _matmul(a, b, contract_a: int, contract_b: int, into=None):
     ``dot(q * scale, k)``; the kernel scales the sum). (Written out as the
     fused chain the kernel's products are eager's bits at every size, but a
     GPT-2-small attention step compiled 49 s and ran 780 ms; eager 13 ms.)"""
-    flip = (0, 1, 3, 2)
-    lhs = a if contract_a == 3 else apply("permute", a, dims=flip)
-    rhs = b if contract_b == 2 else apply("permute", b, dims=flip)
-    product = eager_loops.ordered_dot(lhs, rhs, into)
-    if product is not None:
-        return product
+    m, k, n = a.shape[5 - contract_a], a.shape[contract_a], b.shape[5 - contract_b]
+    if eager_loops.ordered_plan(a.dtype, a.shape[0] * a.shape[1], m, k, n) is not None:
+        flip = (0, 1, 3, 2)
+        lhs = a if contract_a == 3 else apply("permute", a, dims=flip)
+        rhs = b if contract_b == 2 else apply("permute", b, dims=flip)
+        return eager_loops.ordered_dot(lhs, rhs, into)
     product = eager_loops.fenced(apply("dot_general", a, b, lhs_batch=(0, 1), rhs_batch=(0, 1),
                                        lhs_contract=(contract_a,), rhs_contract=(contract_b,)))
     return product if into is None else apply("add", product, into)

@@ -555,29 +555,10 @@ def ordered_dot(a, b, bias=None):
     its own size, as for any op padding refuses.)"""
     *batch, m, k = a.shape
     n = b.shape[-1]
-    bm, bn = _padded(m), _padded(n)
-    count = 1
-    for d in batch:
-        count *= d
-    if (a.dtype != "f32" or TRACE.symbolic or k < 2 or bn < CHAIN_SIDE or (bm < CHAIN_SIDE and bm not in (4, 8))
-            or count * bm * bn * k > ORDERED_WORK):
+    plan = ordered_plan(a.dtype, _numel(batch), m, k, n)
+    if plan is None:
         return None
-    blocks = gemm_blocks(k)
-    widest = max(hi - lo for lo, hi in blocks)
-    wide_m, wide_n = m, n
-    if xla_dot_chains(bm, widest, bn):
-        swap = False
-    elif xla_dot_chains(bn, widest, bm):
-        swap = True
-    else:
-        widened = _widened(bm, bn, widest)
-        if widened is None:
-            return None
-        swap, wm, wn = widened
-        # (wider than the bucket: a pad of every size of it, so one graph per bucket)
-        wide_m, wide_n = wm if wm > bm else m, wn if wn > bn else n
-    if not eager_gemm_is_blocked_chain():
-        return None
+    blocks, swap, wide_m, wide_n = plan
     total = None
     lead = len(batch)
     flip = tuple(range(lead)) + (lead + 1, lead)
@@ -606,6 +587,34 @@ def ordered_dot(a, b, bias=None):
         else:
             total = apply("add", total, part)
     return total
+
+
+def ordered_plan(dtype: str, count: int, m: int, k: int, n: int):
+    """How :func:`ordered_dot` computes ``count`` products of ``(m, k)`` by ``(k, n)``
+    of ``dtype`` (the blocks of K, whether swapped, the rows and columns it
+    computes), or None where it does not: asked by shapes alone, so a caller
+    lays its operands out only for a product that is ordered."""
+    bm, bn = _padded(m), _padded(n)
+    if (dtype != "f32" or TRACE.symbolic or k < 2 or bn < CHAIN_SIDE or (bm < CHAIN_SIDE and bm not in (4, 8))
+            or count * bm * bn * k > ORDERED_WORK):
+        return None
+    blocks = gemm_blocks(k)
+    widest = max(hi - lo for lo, hi in blocks)
+    wide_m, wide_n = m, n
+    if xla_dot_chains(bm, widest, bn):
+        swap = False
+    elif xla_dot_chains(bn, widest, bm):
+        swap = True
+    else:
+        widened = _widened(bm, bn, widest)
+        if widened is None:
+            return None
+        swap, wm, wn = widened
+        # (wider than the bucket: a pad of every size of it, so one graph per bucket)
+        wide_m, wide_n = wm if wm > bm else m, wn if wn > bn else n
+    if not eager_gemm_is_blocked_chain():
+        return None
+    return blocks, swap, wide_m, wide_n
 
 
 def _widened(m: int, n: int, k: int) -> tuple[bool, int, int] | None:
