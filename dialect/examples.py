@@ -91,6 +91,7 @@ EXAMPLES: dict[str, Example] = {
     "vector_sum": Example((t("3x40xf32"),), dict(lanes=8, threads=1)),
     "norm_squares": Example((t("3x45xf32"),), dict(lanes=8, tail_group=4)),
     "column_sum": Example((t("2x40x3xf32"),), dict(lanes=8)),
+    "buffer_sum": Example((t("6x4xf32"), t("2x6x4xf32"), t("6xi64")), dict(threads=2)),
     "argmin": Example((t("2x3xf32"),), dict(dim=1, dtype="i64")),
     # a matrix product: contract lhs dim 1 with rhs dim 0
     "dot_general": Example(

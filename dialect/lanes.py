@@ -46,6 +46,12 @@ node; its lowering (``passes/lowering/lanes.py``) expands to the sequence.
   columns in blocks of four vectors of ``lanes`` (four columns where there are
   fewer than ``lanes``), each column one cascade of levels down its rows; the
   columns after them each as ``row_sum`` takes a row, four rows at a time.
+- ``buffer_sum(lhs, rhs, owner)``: per column, the sum over the rows as eager's
+  kernels that give each thread a buffer (layer norm's weight and bias
+  gradients): ``threads`` buffers from ``+0``, row ``r``'s products
+  ``lhs[r] * rhs[..., r, :]`` fused into buffer ``owner[r]`` in row order
+  (``buf = fma(lhs, rhs, buf)``), then the buffers added to ``+0`` in
+  thread order. An owner outside ``[0, threads)`` takes its row nowhere.
 """
 
 from __future__ import annotations
@@ -153,3 +159,23 @@ def _column_sum(x: TensorType, *, lanes):
         raise ShapeError(f"operand needs rank 2 or more (rows, then columns), got {x}")
     _lanes(lanes)
     return TensorType(x.shape[:-2] + x.shape[-1:], x.dtype)
+
+
+@op("buffer_sum", ("lhs", "rhs", "owner"), attrs={"threads": "i64"}, padding="own",
+    summary="per column, the rows' products chained into per-thread buffers by owner, added in thread order")
+def _buffer_sum(lhs: TensorType, rhs: TensorType, owner: TensorType, *, threads):
+    """``lhs`` has type f32 or f64 and rank 2 (rows, columns); ``rhs`` its
+    element type, rank 2 or more, and ``lhs``'s shape as its last two
+    dimensions; ``owner`` is a rank-1 integer tensor of one element per row;
+    ``threads`` is positive. The result is ``rhs``'s shape without its
+    second-to-last dimension, of its type."""
+    _row(lhs, "lhs")
+    if lhs.rank != 2:
+        raise ShapeError(f"lhs must have rank 2 (rows, columns), got {lhs}")
+    if rhs.dtype != lhs.dtype or rhs.rank < 2 or rhs.shape[-2:] != lhs.shape:
+        raise ShapeError(f"rhs must have lhs's element type and end in its shape, got {lhs} and {rhs}")
+    if owner.rank != 1 or owner.shape[0] != lhs.shape[0] or owner.dtype not in ("i32", "i64"):
+        raise ShapeError(f"owner must be an i32 or i64 vector of one element per row, got {owner} for {lhs}")
+    if threads < 1:
+        raise ShapeError(f"threads must be positive, got {threads}")
+    return TensorType(rhs.shape[:-2] + rhs.shape[-1:], rhs.dtype)

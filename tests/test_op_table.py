@@ -586,6 +586,43 @@ def _lane_sum(rng, lhs):
                  refused=True)]
 
 
+def _buffer_sum_reference(a, b, owner, threads):
+    """Eager's per-thread buffers from +0: row r's products fused into buffer owner[r]
+    (float32 in float64, its product exact; float64 exact in fractions), then the
+    buffers added in thread order."""
+    from fractions import Fraction
+
+    def fma(x, y, z):
+        if a.dtype == np.float32:
+            return np.float32(np.float64(x) * np.float64(y) + np.float64(z))
+        return np.float64(float(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))))
+
+    buf = np.zeros(b.shape[:-2] + (threads, b.shape[-1]), a.dtype)
+    for r, t in enumerate(owner):
+        if 0 <= t < threads:
+            for i in np.ndindex(*buf.shape[:-2], buf.shape[-1]):
+                *lead, j = i
+                buf[(*lead, t, j)] = fma(a[r, j], b[(*lead, r, j)], buf[(*lead, t, j)])
+    total = np.zeros(b.shape[:-2] + b.shape[-1:], a.dtype)
+    for t in range(threads):
+        total = total + buf[..., t, :]
+    return (total,)
+
+
+def _buffer_sum(rng, lhs):
+    a = small(rng, (7, 5), lhs, -2, 2)
+    b = small(rng, (2, 7, 5), lhs, -2, 2)
+    if lhs not in ("f32", "f64"):
+        return [Case([a, b, np.zeros(7, np.int64)], dict(threads=1))]
+    split = np.array([0, 0, 0, 0, 1, 1, 1], np.int64)
+    nowhere = np.array([1, 0, 5, 1, 0, 0, -1], np.int64)  # (rows 2 and 6 owned by no thread)
+    return [Case([a, b, owner], dict(threads=threads), want=lambda o=owner, k=threads: _buffer_sum_reference(a, b, o, k))
+            for owner, threads in ((split, 2), (nowhere, 2), (np.zeros(7, np.int64), 1), (split, 3))] + [
+        Case([a, b[0].T.copy(), split], dict(threads=2), refused=True),  # rhs not ending in lhs's shape
+        Case([a, b, split[:6]], dict(threads=2), refused=True),  # an owner per row
+        Case([a, b, split], dict(threads=0), refused=True)]
+
+
 def _lane_moments(rng, operand):
     x = _lane_rows(rng, operand)
     return [Case([x], dict(lanes=8), want=lambda: (x.mean(1), x.var(1)), exact=False)]
@@ -1119,6 +1156,7 @@ SAMPLES: dict[str, Sample] = {
     "vector_sum": Sample({"operand": ("f32", "f64")}, _vector_sum),
     "norm_squares": Sample({"operand": ("f32", "f64")}, _norm_squares),
     "column_sum": Sample({"operand": ("f32", "f64")}, _column_sum),
+    "buffer_sum": Sample({"lhs": ("f32", "f64")}, _buffer_sum),
     "dot_general": Sample({"lhs": ARITH}, _dot_general),
     "convolution": Sample({"input": NUMERIC}, _convolution),
     "gather": Sample({"operand": ANY, "start_indices": INT}, _gather),

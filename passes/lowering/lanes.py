@@ -132,35 +132,43 @@ def _block(acc, block, lanes, size, step, fused):
     return acc
 
 
+def _counted(count: int, values: list, body) -> list:
+    """``values`` after iterations ``0 .. count - 1`` of ``body(i, values)`` (``i``
+    an i32 scalar; it returns the new values, of the same types): a
+    ``stablehlo.while``, whose iterations run in order, unlike a ``reduce``'s."""
+    types = [TensorType((), "i32")] + [hlo.type_of(v) for v in values]
+    loop = ir.Operation.create("stablehlo.while", results=[tensor_type(c) for c in types],
+                               operands=[hlo.constant(np.array(0, np.int32))] + list(values), regions=2)
+    cond = loop.regions[0].blocks.append(*[tensor_type(c) for c in types])
+    with ir.InsertionPoint(cond):
+        more = hlo.compare(cond.arguments[0], hlo.constant(np.array(count, np.int32)), "LT")
+        ir.Operation.create("stablehlo.return", operands=[more])
+    region = loop.regions[1].blocks.append(*[tensor_type(c) for c in types])
+    with ir.InsertionPoint(region):
+        i, *carried = region.arguments
+        out = body(i, carried)
+        ir.Operation.create("stablehlo.return",
+                            operands=[hlo.binary("add", i, hlo.constant(np.array(1, np.int32))), *out])
+    return list(loop.results)[1:]
+
+
 def _loop(acc, sources, lanes: int, blocks: int, size: int, body):
     """``acc`` after ``blocks`` iterations of ``body(acc, block)``, iteration
     ``j``'s ``block`` the ``sources``' elements ``[(1 + j * size) * lanes,
-    (1 + (j + 1) * size) * lanes)`` along the last dimension (a
-    ``stablehlo.while``: the adds stay in their order, unlike a ``reduce``)."""
-    at = hlo.type_of(acc)
+    (1 + (j + 1) * size) * lanes)`` along the last dimension (in order, unlike a ``reduce``)."""
     st = hlo.type_of(sources[0])
-    scalar = TensorType((), "i32")
-    carried = [scalar, at] + [st] * len(sources)
-    start = [hlo.constant(np.array(0, np.int32)), acc] + list(sources)
-    loop = ir.Operation.create("stablehlo.while", results=[tensor_type(c) for c in carried], operands=start,
-                               regions=2)
-    cond = loop.regions[0].blocks.append(*[tensor_type(c) for c in carried])
-    with ir.InsertionPoint(cond):
-        more = hlo.compare(cond.arguments[0], hlo.constant(np.array(blocks, np.int32)), "LT")
-        ir.Operation.create("stablehlo.return", operands=[more])
-    region = loop.regions[1].blocks.append(*[tensor_type(c) for c in carried])
-    with ir.InsertionPoint(region):
-        j, acc_in, *srcs = region.arguments
+
+    def step(j, carried):
+        acc_in, *srcs = carried
         offset = hlo.binary("add", hlo.binary("multiply", j, hlo.constant(np.array(size * lanes, np.int32))),
                             hlo.constant(np.array(lanes, np.int32)))
         zero = hlo.constant(np.array(0, np.int32))
         piece = TensorType(st.shape[:-1] + (size * lanes,), st.dtype)
         block = [hlo.value("dynamic_slice", [v] + [zero] * (st.rank - 1) + [offset], piece,
                            slice_sizes=hlo.i64s(piece.shape)) for v in srcs]
-        out = body(acc_in, block)
-        ir.Operation.create("stablehlo.return",
-                            operands=[hlo.binary("add", j, hlo.constant(np.array(1, np.int32))), out, *srcs])
-    return loop.results[1]
+        return [body(acc_in, block), *srcs]
+
+    return _counted(blocks, [acc] + list(sources), step)[0]
 
 
 @lowering("lane_sum")
@@ -512,4 +520,49 @@ def _column_sum(op, rewriter):
     if whole < width:
         parts.append(_four_at_a_time(_cut(x, whole, width)))
     total = parts[0] if len(parts) == 1 else hlo.value("concatenate", parts, out, dimension=hlo.i64(out.rank - 1))
+    return hlo.plus_zero(total)
+
+
+@lowering("buffer_sum")
+def _buffer_sum(op, rewriter):
+    """Eager's per-thread buffers (``layer_norm_kernel.cpp``'s weight and bias
+    gradients): a ``stablehlo.while`` over the rows, each iteration fusing row
+    ``r``'s products into buffer ``owner[r]`` (a select among the buffers,
+    so one program whatever the split), then the buffers added in thread
+    order. Over a mesh the rows are a batch split among devices: XLA's
+    reduce of the products, as :func:`_column_sum` (not eager's order)."""
+    lhs, rhs, owner = op.operands
+    threads = int(attr(op, "threads"))
+    t, ot = hlo.type_of(rhs), hlo.type_of(owner)
+    lead, (rows, width) = t.shape[:-2], t.shape[-2:]
+    out = TensorType(lead + (width,), t.dtype)
+    if rows == 0 or width == 0:
+        return hlo.constant(0, out)
+    if partitioned(op):
+        wide = hlo.value("broadcast_in_dim", [lhs], t, broadcast_dimensions=hlo.i64s([t.rank - 2, t.rank - 1]))
+        return reduce("reduce_sum", _mul(wide, rhs), [t.rank - 2], op.results[0].type)
+    buffers = TensorType(lead + (threads, width), t.dtype)
+    k = len(lead)
+
+    def step(r, carried):
+        acc, a, b, who = carried
+        zero = hlo.constant(np.array(0, np.int32))
+        row_a = TensorType((1, width), t.dtype)
+        row_b = TensorType(lead + (1, width), t.dtype)
+        pa = hlo.value("dynamic_slice", [a, r, zero], row_a, slice_sizes=hlo.i64s(row_a.shape))
+        pb = hlo.value("dynamic_slice", [b] + [zero] * k + [r, zero], row_b, slice_sizes=hlo.i64s(row_b.shape))
+        mine = hlo.value("dynamic_slice", [who, r], TensorType((1,), ot.dtype), slice_sizes=hlo.i64s((1,)))
+        # row r against every buffer: (..., threads, width), the threads' dimension where the row's was
+        pa = hlo.value("broadcast_in_dim", [pa], buffers, broadcast_dimensions=hlo.i64s([k, k + 1]))
+        pb = hlo.value("broadcast_in_dim", [pb], buffers, broadcast_dimensions=hlo.i64s(list(range(k + 2))))
+        which = hlo.value("iota", [], TensorType(buffers.shape, ot.dtype), iota_dimension=hlo.i64(k))
+        mine = hlo.value("broadcast_in_dim", [mine], TensorType(buffers.shape, ot.dtype),
+                         broadcast_dimensions=hlo.i64s([k]))
+        return [hlo.select(hlo.compare(which, mine, "EQ"), _fma(pa, pb, acc), acc), a, b, who]
+
+    acc = _counted(rows, [hlo.constant(0, buffers), lhs, rhs, owner], step)[0]
+    total = None
+    for i in range(threads):
+        part = _reshape(_slab(acc, i, i + 1, k), out.shape)
+        total = part if total is None else _add(total, part)
     return hlo.plus_zero(total)

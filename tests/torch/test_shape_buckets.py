@@ -265,3 +265,34 @@ def test_device_loader_marks_the_batch_dimension(dev):
     check_grads(lazy, model)  # the last batch's gradients
     for x, _ in ltorch.DeviceLoader(loader, dev, dynamic=0):
         assert ltorch.dynamic(x, 0) is x  # marked already
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_layer_norm_parameter_gradients_over_padded_rows_are_eagers_bits(dev, threads):
+    # eager's per-thread buffers (lazy.buffer_sum) over the rows of a (batch, seq) pair padded in
+    # both: the padded rows' products are identities wherever they stand, and each thread's rows
+    # are the valid sizes' split, so every size of the bucket is one program and eager's bits
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        torch.manual_seed(0)
+        model = torch.nn.LayerNorm(16)
+        with torch.no_grad():
+            model.weight.normal_()
+            model.bias.normal_()
+        lazy = torch.nn.LayerNorm(16).to(dev)
+        lazy.load_state_dict(model.state_dict())
+        compiled = 0
+        for b, t in ((5, 40), (6, 53), (7, 64), (5, 33)):
+            x, g = torch.randn(b, t, 16), torch.randn(b, t, 16)
+            model.zero_grad()
+            model(x).backward(g)
+            lazy.zero_grad()
+            xl = ltorch.dynamic(ltorch.dynamic(x.to(dev), 0), 1)
+            lazy(xl).backward(ltorch.dynamic(ltorch.dynamic(g.to(dev), 0), 1))
+            compiled += step_compiles(ltorch.mark_step)
+            for p, q in zip(lazy.parameters(), model.parameters()):
+                assert torch.equal(p.grad.cpu(), q.grad), ((b, t), int((p.grad.cpu() != q.grad).sum()))
+        assert compiled == 1
+    finally:
+        torch.set_num_threads(before)

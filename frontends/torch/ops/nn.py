@@ -217,8 +217,9 @@ def _gelu(ctx, x, approximate="none"):
     16,384 elements) places the threads' tails. Before: torch._decomp's form
     with XLA's erf, 22,686 of 49,152 float32 of 2 * N(0, 1) off ATen's kernel.
     Where eager runs oneDNN instead (:func:`_gelu_by_onednn`: contiguous float32,
-    the usual case), oneDNN's minimax form (:mod:`.gelu_onednn`); for 'tanh'
-    and float64 the decomposition's form stays."""
+    the usual case), oneDNN's form (:mod:`.gelu_onednn`: its minimax polynomial on
+    AVX512, Abramowitz-Stegun's on AVX2); for 'tanh' and float64 the
+    decomposition's form stays."""
     x = operand(x, ctx.dtype, ctx.shape, ctx.device)
     if ctx.dtype not in ("f32", "f16", "bf16", "f64"):
         return NotImplemented
@@ -229,8 +230,9 @@ def _gelu(ctx, x, approximate="none"):
         return const(v, dt, ctx.device, ctx.shape)
 
     by_onednn = _gelu_by_onednn(ctx)
-    if approximate == "none" and dt == "f32" and by_onednn and gelu_onednn.in_eager():
-        return convert(gelu_onednn.gelu_erf(wide), ctx.dtype)
+    form = gelu_onednn.forward_form() if approximate == "none" and dt == "f32" and by_onednn else None
+    if form is not None:
+        return convert(form(wide), ctx.dtype)
     if approximate == "tanh" or dt == "f64" or by_onednn:
         return convert(_gelu_composite(wide, approximate, k), ctx.dtype)
     half = apply("mul", wide, k(0.5))

@@ -1274,10 +1274,13 @@ def _lane_sum_row(state, node, operands, out, row: Factors, kept):
     without ``fused`` that needs exact products (``rhs`` all ones, a softmax's
     or cross-entropy's sum). A row under one vector (``n < lanes <= N``),
     which eager adds in order, is the in-order sum of the first ``lanes``
-    products, chosen per bucket size by a select; an empty row is ``+0``."""
+    products, chosen per bucket size by a select; an empty row is ``+0``.
+    With one lane the sum is a chain in order, which the masked products
+    leave as it was wherever they stand: a row padded inside too (the rows of
+    a ``(batch, seq)`` pair, padded in both)."""
     a = node.attrs
     lanes, last = a["lanes"], len(node.types[0].shape)
-    if any(sym is not None for _, sym in row[1:]):
+    if lanes > 1 and any(sym is not None for _, sym in row[1:]):
         raise Refused(f"{_where(node)} sums rows padded inside, not at their end")
     if lanes > 1 and not a["fused"] and not _all_ones(node.operands[1]):
         raise Refused(f"{_where(node)} sums a padded row's products in eager's vector lanes")
@@ -1290,10 +1293,10 @@ def _lane_sum_row(state, node, operands, out, row: Factors, kept):
     rhs = state.mask(rhs, {last: row}, "one")
     total = state.value("lane_sum", (lhs, rhs), a)
     shape = total.type.shape
-    (_, sym), rest = row[0], int(np.prod([n for n, _ in row[1:]], dtype=np.int64))
-    valid = Value(state.valid[sym], 0)
-    if rest > 1:
-        valid = state.value("mul", (valid, state.index_scalar(rest)), {})
+    valid = None
+    for n, sym in row:
+        size = state.index_scalar(n) if sym is None else Value(state.valid[sym], 0)
+        valid = size if valid is None else state.value("mul", (valid, size), {})
     if t.shape[last] >= lanes > 1:  # a valid row under one vector: eager adds it in order
         start, limit = [0] * t.rank, list(t.shape)
         limit[last] = lanes
@@ -1305,6 +1308,45 @@ def _lane_sum_row(state, node, operands, out, row: Factors, kept):
     empty = state.value("compare", (valid, state.index_scalar(0)), {"direction": "EQ"})
     zero = state.splat(state.value("constant", (), {"value": fill_value("zero", t.dtype)}), shape)
     return {}, [state.splat(empty, shape), zero, total], kept, "select"
+
+
+def _buffer_rows(state, node, operands, pads):
+    """``buffer_sum``'s rows (``lhs``'s first dimension, ``rhs``'s second to
+    last, ``owner``'s) padded anywhere, a flattened ``(batch, seq)`` pair
+    too: the padded rows' products made ``-0 * 1``, which leaves whichever
+    buffer takes them as it was (their owners as they come). The columns and
+    ``rhs``'s leading dimensions are independent, padded still."""
+    pl, pr, po = pads
+    lhs, rhs, owner = operands
+    r = rhs.type.rank
+    rows = _union(node, [{0: f} for f in (pl.get(0), pr.get(r - 2), po.get(0)) if f]).get(0)
+    cols = _union(node, [{0: f} for f in (pl.get(1), pr.get(r - 1)) if f]).get(0)
+    on = lambda pairs: {d: f for d, f in pairs if f}  # noqa: E731
+    want = [on(((0, rows), (1, cols))), {**{d: f for d, f in pr.items() if d < r - 2}, **on(((r - 2, rows), (r - 1, cols)))},
+            on(((0, rows),))]
+    made = []
+    for v, have, wanted in zip(operands, pads, want):
+        v = v if have == wanted else _stretched(state, v, have, wanted)
+        if v.type.shape != state.widened(_shape_of(node, len(made)), wanted):
+            raise Refused(f"{_where(node)} sums rows of values padded in different layouts")
+        made.append(v)
+    lhs, rhs, owner = made
+    if rows:
+        t = lhs.type
+        negative_zero = state.splat(state.value("constant", (), {"value": np.asarray(-0.0, to_numpy_dtype(t.dtype))}),
+                                    t.shape)
+        lhs = state.value("select", (state.inside(t.shape, 0, rows), lhs, negative_zero), {})
+        rhs = state.mask(rhs, {r - 2: rows}, "one")
+    out = {d: f for d, f in want[1].items() if d < r - 2}
+    if cols:
+        out[r - 2] = cols
+    return node.attrs, [lhs, rhs, owner], out
+
+
+def _shape_of(node, i: int) -> tuple:
+    """The unpadded shape of ``node``'s operand ``i``."""
+    v = node.operands[i]
+    return v[0].types[v[1]].shape
 
 
 def _all_ones(v: Value) -> bool:
@@ -1390,6 +1432,7 @@ OWN_RULES = {
     "vector_sum": _eager_sum,
     "norm_squares": _eager_sum,
     "column_sum": _eager_sum,
+    "buffer_sum": _buffer_rows,
 }
 _KIND_RULES = {"elementwise": _elementwise, "reduction": _reduce}
 
