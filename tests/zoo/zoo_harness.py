@@ -55,6 +55,19 @@ class Result:
         assert eager_off > 1e-4 and lazy_off <= eager_off, (self.param_diff, self.param_worst, eager_off, lazy_off,
                                                             where)
 
+    def check_losses(self, spec) -> None:
+        """Losses within 1e-4 of eager's at every step; further only where eager
+        float32's own losses end further than that from the float64 run's
+        (:func:`float64_losses`) and lazycore's no further from them than
+        eager's (ResNet-18 on an AMD Zen 3: eager 5.0e-3 from float64 at step
+        4, lazycore 9e-7)."""
+        if self.loss_rel <= 1e-4:
+            return
+        exact = float64_losses(spec, len(self.eager_losses))
+        eager_off = max(_rel(a, b) for a, b in zip(self.eager_losses, exact))
+        lazy_off = max(_rel(a, b) for a, b in zip(self.lazy_losses, exact))
+        assert eager_off > 1e-4 and lazy_off <= eager_off, (self.lazy_losses, self.eager_losses, exact)
+
     @property
     def loss_rel(self) -> float:
         return max(_rel(a, b) for a, b in zip(self.lazy_losses, self.eager_losses))
@@ -72,7 +85,7 @@ class Result:
         """Issue 39's bounds for model ``spec`` trained against its eager copy:
         losses within 1e-4, parameters too (:meth:`check_parameters`), no
         fallback, no compile after the warm-up, one program a step."""
-        assert self.loss_rel < 1e-4, (self.eager_losses, self.lazy_losses)
+        self.check_losses(spec)
         self.check_parameters(spec)
         assert self.fallbacks == 0, self.fallback_ops
         assert self.compiles_after_warmup == 0, self.compiles
@@ -231,6 +244,15 @@ def float64_reference(spec, steps: int = 4) -> dict:
     from it than the zoo's bound (batch norm over few numbers, a ReLU input
     of -6e-7 in float32 and +4e-7 in float64: the next gradients differ by
     percents), lazycore is held to eager's distance from it instead."""
+    return _float64_run(spec, steps)[1]
+
+
+def float64_losses(spec, steps: int = 4) -> list:
+    """The losses of :func:`float64_reference`'s run, step by step."""
+    return _float64_run(spec, steps)[0]
+
+
+def _float64_run(spec, steps: int) -> tuple[list, dict]:
     torch.manual_seed(0)
     model = spec.build()
     model.train()
@@ -239,9 +261,8 @@ def float64_reference(spec, steps: int = 4) -> dict:
     batches = [{k: v.double() if v.is_floating_point() else v for k, v in spec.batch(g).items()}
                for _ in range(steps)]
     opt, sched, clip = _optimizer(spec, model, steps)
-    for batch in batches:
-        _step(spec, model, opt, sched, clip, batch)
-    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+    losses = [float(_step(spec, model, opt, sched, clip, batch)) for batch in batches]
+    return losses, {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
 def generate(spec, new_tokens: int = 4):
