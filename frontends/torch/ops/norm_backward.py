@@ -139,7 +139,7 @@ def _native_layer_norm_backward(ctx, grad, x, normalized_shape, mean, rstd, weig
         sums.append((1, fused_multiply_add(wide(a), X, wide(shift))))
     if output_mask[2] and ctx.out[2] is not None:
         sums.append((2, None))
-    if sums and _buffered(lead, n):
+    if sums and _buffered(lead):
         for (i, _), total in zip(sums, _thread_sums(DY, [q for _, q in sums], lead, n)):
             outs[i] = total
     else:  # XLA's sums over the rows (its padding rule masks padded ones)
@@ -149,22 +149,21 @@ def _native_layer_norm_backward(ctx, grad, x, normalized_shape, mean, rstd, weig
                  for o, g in zip(ctx.out, outs))
 
 
-BUFFER_WORK = 1 << 20
-"""The most rows times columns (the rows at their buckets) whose weight and
-bias gradients :func:`_thread_sums` makes in eager's order; larger ones are
-XLA's sums. The buffers are a loop over the rows, a row an iteration, which
-costs XLA's CPU program 2 to 4 microseconds an iteration: a layer norm's
-forward and backward step 9.2 -> 11.2 ms at 4 x 128 x 768 (GPT-2 small's
-batch: 25 of them, +1.5% of its 3.2 s step), 17.6 -> 23.8 ms at 16 x 197 x 384
-(above the bound; two threads, the machine loaded)."""
+BUFFER_ROWS = 512
+"""The most rows (at their buckets) whose weight and bias gradients
+:func:`_thread_sums` makes in eager's order; more are XLA's sums. The buffers
+are a loop over the rows, a row an iteration, which costs XLA's CPU program
+2 to 4 microseconds an iteration whatever the row's width: a layer norm's
+forward and backward 9.2 -> 11.2 ms at 4 x 128 x 768 (GPT-2 small's batch:
+25 of them, +1.5% of its 3.2 s step; loaded machine), but benchmark 7's GPT
+(1,024 rows of 128, 9 layer norms) had its program 7% slower, so it keeps
+XLA's sums. The per-op-bound tiny models (at most 128 rows) take eager's."""
 
 
-def _buffered(lead, n: int) -> bool:
-    """Whether the rows ``lead`` of ``n`` columns take eager's buffers: by the
-    rows' buckets (:func:`.eager_loops._padded`), so that every size of a
-    bucket decides alike."""
-    rows = int(np.prod([eager_loops._padded(d) for d in lead], dtype=np.int64))
-    return rows * n <= BUFFER_WORK
+def _buffered(lead) -> bool:
+    """Whether the rows ``lead`` take eager's buffers: by the rows' buckets
+    (:func:`.eager_loops._padded`), so that every size of a bucket decides alike."""
+    return int(np.prod([eager_loops._padded(d) for d in lead], dtype=np.int64)) <= BUFFER_ROWS
 
 
 def _thread_sums(p, qs, lead, n):
