@@ -45,13 +45,24 @@ def check_reductions(stablehlo: str) -> list[tuple[str, str]]:
     return found
 
 
-def cpu_vendor() -> str:
+def _cpuinfo_field(name: str) -> str:
+    """The first ``name : value`` line of /proc/cpuinfo's value ("" if none)."""
     try:
         with open("/proc/cpuinfo") as f:
-            found = re.search(r"^vendor_id\s*:\s*(\S+)", f.read(), re.M)
+            found = re.search(rf"^{name}\s*:\s*(.*)$", f.read(), re.M)
     except OSError:
         return ""
-    return found.group(1) if found else ""
+    return found.group(1).strip() if found else ""
+
+
+def cpu_vendor() -> str:
+    return _cpuinfo_field("vendor_id").split(" ")[0]
+
+
+def cpu_has_avx512() -> bool:
+    """Whether the CPU has AVX-512 (``avx512f``): eager's and NumPy's kernels pick
+    other code without it (oneDNN's gelu, softmax's 16 lanes, NumPy's SIMD loops)."""
+    return "avx512f" in _cpuinfo_field("flags").split()
 
 
 _VENDOR = cpu_vendor()

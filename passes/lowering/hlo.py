@@ -149,6 +149,26 @@ def with_body(
     return new
 
 
+def counted_loop(count: int, values: list, body) -> list:
+    """``values`` after iterations ``0 .. count - 1`` of ``body(i, values)`` (``i``
+    an i32 scalar; it returns the new values, of the same types): a
+    ``stablehlo.while``, whose iterations run in order, unlike a ``reduce``'s."""
+    types = [TensorType((), "i32")] + [type_of(v) for v in values]
+    loop = ir.Operation.create("stablehlo.while", results=[tensor_type(c) for c in types],
+                               operands=[constant(np.array(0, np.int32))] + list(values), regions=2)
+    cond = loop.regions[0].blocks.append(*[tensor_type(c) for c in types])
+    with ir.InsertionPoint(cond):
+        more = compare(cond.arguments[0], constant(np.array(count, np.int32)), "LT")
+        ir.Operation.create("stablehlo.return", operands=[more])
+    region = loop.regions[1].blocks.append(*[tensor_type(c) for c in types])
+    with ir.InsertionPoint(region):
+        i, *carried = region.arguments
+        out = body(i, carried)
+        ir.Operation.create("stablehlo.return",
+                            operands=[binary("add", i, constant(np.array(1, np.int32))), *out])
+    return list(loop.results)[1:]
+
+
 def dimension_numbers(builder, op, fields: dict[str, str]):
     """``builder.get(field=<the op's attribute>, ...)``: StableHLO dimension
     numbers from a lazy op's attributes (``fields``: field -> attribute name)."""

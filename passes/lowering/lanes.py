@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lazycore.dialect import TensorType, attr, tensor_type
+from lazycore.dialect import TensorType, attr
 from lazycore.dialect.lanes import GRAIN, ceil_log2, level_step
-from lazycore.dialect.mlir import ir
 
 from . import hlo
 from .collectives import partitioned, whole_along
@@ -132,26 +131,6 @@ def _block(acc, block, lanes, size, step, fused):
     return acc
 
 
-def _counted(count: int, values: list, body) -> list:
-    """``values`` after iterations ``0 .. count - 1`` of ``body(i, values)`` (``i``
-    an i32 scalar; it returns the new values, of the same types): a
-    ``stablehlo.while``, whose iterations run in order, unlike a ``reduce``'s."""
-    types = [TensorType((), "i32")] + [hlo.type_of(v) for v in values]
-    loop = ir.Operation.create("stablehlo.while", results=[tensor_type(c) for c in types],
-                               operands=[hlo.constant(np.array(0, np.int32))] + list(values), regions=2)
-    cond = loop.regions[0].blocks.append(*[tensor_type(c) for c in types])
-    with ir.InsertionPoint(cond):
-        more = hlo.compare(cond.arguments[0], hlo.constant(np.array(count, np.int32)), "LT")
-        ir.Operation.create("stablehlo.return", operands=[more])
-    region = loop.regions[1].blocks.append(*[tensor_type(c) for c in types])
-    with ir.InsertionPoint(region):
-        i, *carried = region.arguments
-        out = body(i, carried)
-        ir.Operation.create("stablehlo.return",
-                            operands=[hlo.binary("add", i, hlo.constant(np.array(1, np.int32))), *out])
-    return list(loop.results)[1:]
-
-
 def _loop(acc, sources, lanes: int, blocks: int, size: int, body):
     """``acc`` after ``blocks`` iterations of ``body(acc, block)``, iteration
     ``j``'s ``block`` the ``sources``' elements ``[(1 + j * size) * lanes,
@@ -168,7 +147,7 @@ def _loop(acc, sources, lanes: int, blocks: int, size: int, body):
                            slice_sizes=hlo.i64s(piece.shape)) for v in srcs]
         return [body(acc_in, block), *srcs]
 
-    return _counted(blocks, [acc] + list(sources), step)[0]
+    return hlo.counted_loop(blocks, [acc] + list(sources), step)[0]
 
 
 @lowering("lane_sum")
@@ -560,7 +539,7 @@ def _buffer_sum(op, rewriter):
                          broadcast_dimensions=hlo.i64s([k]))
         return [hlo.select(hlo.compare(which, mine, "EQ"), _fma(pa, pb, acc), acc), a, b, who]
 
-    acc = _counted(rows, [hlo.constant(0, buffers), lhs, rhs, owner], step)[0]
+    acc = hlo.counted_loop(rows, [hlo.constant(0, buffers), lhs, rhs, owner], step)[0]
     total = None
     for i in range(threads):
         part = _reshape(_slab(acc, i, i + 1, k), out.shape)

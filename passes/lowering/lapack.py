@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lazycore.dialect import TensorType, attr, tensor_type
+from lazycore.dialect import TensorType, attr
 from lazycore.dialect.factorizations import LAPACK_PLATFORMS
 from lazycore.dialect.mlir import ir, stablehlo
 from lazycore.dialect.types import is_complex
@@ -142,17 +142,9 @@ def _pivots_to_permutation(op, rewriter):
     swaps, each a select over the batch's rows."""
     pivots, perm_t = op.operands[0], hlo.type_of(op.results[0])
     rank, k = perm_t.rank, hlo.type_of(pivots).shape[-1]
-    scalar = TensorType((), "i32")
-    carried = [scalar, perm_t, hlo.type_of(pivots)]
-    start = [hlo.constant(np.array(0, np.int32)), _iota(perm_t), pivots]
-    loop = ir.Operation.create("stablehlo.while", results=[tensor_type(c) for c in carried], operands=start, regions=2)
-    cond = loop.regions[0].blocks.append(*[tensor_type(c) for c in carried])
-    with ir.InsertionPoint(cond):
-        more = hlo.compare(cond.arguments[0], hlo.constant(np.array(k, np.int32)), "LT")
-        ir.Operation.create("stablehlo.return", operands=[more])
-    body = loop.regions[1].blocks.append(*[tensor_type(c) for c in carried])
-    with ir.InsertionPoint(body):
-        i, perm, piv = body.arguments
+
+    def swap(i, carried):
+        perm, piv = carried
         zero = hlo.constant(np.array(0, np.int32))
         column = TensorType(perm_t.shape[:-1] + (1,), "i32")
         j = hlo.value("dynamic_slice", [piv] + [zero] * (rank - 1) + [i], column, slice_sizes=hlo.i64s(column.shape))
@@ -160,9 +152,9 @@ def _pivots_to_permutation(op, rewriter):
         at_i = hlo.compare(rows, _spread(i, perm_t, ()), "EQ")
         at_j = hlo.compare(rows, _spread(j, perm_t, range(rank)), "EQ")
         row_i, row_j = (_spread(_pick(at, perm), perm_t, range(rank - 1)) for at in (at_i, at_j))
-        swapped = hlo.select(at_i, row_j, hlo.select(at_j, row_i, perm))
-        ir.Operation.create("stablehlo.return", operands=[hlo.binary("add", i, hlo.splat_like(1, i)), swapped, piv])
-    return loop.results[1]
+        return [hlo.select(at_i, row_j, hlo.select(at_j, row_i, perm)), piv]
+
+    return hlo.counted_loop(k, [_iota(perm_t), pivots], swap)[0]
 
 
 def _iota(t: TensorType) -> ir.Value:

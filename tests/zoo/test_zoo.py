@@ -34,9 +34,9 @@ KNOWN: dict = {}
 one fails its entry until it is removed)."""
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _bits import cpu_vendor  # noqa: E402
+from _bits import cpu_has_avx512, cpu_vendor  # noqa: E402
 
-if cpu_vendor() == "AuthenticAMD" and torch.backends.cpu.get_cpu_capability() == "AVX512":
+if cpu_vendor() == "AuthenticAMD" and cpu_has_avx512():
     KNOWN[("resnet18", "parameters")] = (
         "on an AMD EPYC with AVX-512 (2026-12-02) lazycore's ResNet-18 ends 4.4e-4 from the float64 run at "
         "conv1.weight after training while eager ends 2.1e-6 from it (an Intel CPU: within 1e-4 of eager; an AMD "

@@ -182,15 +182,15 @@ def _thread_sums(p, qs, lead, n):
     rows = tuple(lead) + (n,)
     q = [reshape(const(1, dt, device, rows) if v is None else v, (1, m, n)) for v in qs]
     q = q[0] if k == 1 else apply("concatenate", *q, dim=0)
-    owner = _thread_of_rows(lead, count, device) if count > 1 else const(np.int64(0), "i64", device, (m,))
+    owner = _thread_of_rows(lead, m, count, device) if count > 1 else const(np.int64(0), "i64", device, (m,))
     total = apply("buffer_sum", reshape(p, (m, n)), q, owner, threads=count)  # (k, n)
     if k == 1:
         return [reshape(total, (n,))]
     return [reshape(apply("slice", total, start=(i, 0), limit=(i + 1, n), strides=(1, 1)), (n,)) for i in range(k)]
 
 
-def _thread_of_rows(lead, count: int, device):
-    """``(rows,)``: the thread that takes each row, ``r // chunk`` for row ``r``
+def _thread_of_rows(lead, m: int, count: int, device):
+    """``(m,)``: the thread that takes each of the ``m`` rows, ``r // chunk`` for row ``r``
     (its number among the valid rows, flat over ``lead``) and ``chunk =
     ceil(rows / min(count, rows)) = ceil(rows / count)`` (rows >= 1). The
     sizes are constants, which a padded dimension's padding reads as its
@@ -204,5 +204,4 @@ def _thread_of_rows(lead, count: int, device):
         row = index if row is None else apply("add", apply("mul", row, broadcast(length, lead)), index)
         total = length if total is None else apply("mul", total, length)
     chunk = apply("div", apply("add", total, size(count - 1)), size(count))
-    m = int(np.prod(lead, dtype=np.int64))
     return apply("div", reshape(row, (m,)), broadcast(chunk, (m,)))

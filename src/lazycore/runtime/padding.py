@@ -1284,13 +1284,8 @@ def _lane_sum_row(state, node, operands, out, row: Factors, kept):
         raise Refused(f"{_where(node)} sums rows padded inside, not at their end")
     if lanes > 1 and not a["fused"] and not _all_ones(node.operands[1]):
         raise Refused(f"{_where(node)} sums a padded row's products in eager's vector lanes")
-    lhs, rhs = operands
+    lhs, rhs = _identity_products(state, *operands, last, last, row)
     t = lhs.type
-    pred = state.inside(t.shape, last, row)
-    negative_zero = state.splat(state.value("constant", (), {"value": np.asarray(-0.0, to_numpy_dtype(t.dtype))}),
-                                t.shape)
-    lhs = state.value("select", (pred, lhs, negative_zero), {})
-    rhs = state.mask(rhs, {last: row}, "one")
     total = state.value("lane_sum", (lhs, rhs), a)
     shape = total.type.shape
     valid = None
@@ -1332,15 +1327,23 @@ def _buffer_rows(state, node, operands, pads):
         made.append(v)
     lhs, rhs, owner = made
     if rows:
-        t = lhs.type
-        negative_zero = state.splat(state.value("constant", (), {"value": np.asarray(-0.0, to_numpy_dtype(t.dtype))}),
-                                    t.shape)
-        lhs = state.value("select", (state.inside(t.shape, 0, rows), lhs, negative_zero), {})
-        rhs = state.mask(rhs, {r - 2: rows}, "one")
+        lhs, rhs = _identity_products(state, lhs, rhs, 0, r - 2, rows)
     out = {d: f for d, f in want[1].items() if d < r - 2}
     if cols:
         out[r - 2] = cols
     return node.attrs, [lhs, rhs, owner], out
+
+
+def _identity_products(state, lhs: Value, rhs: Value, ldim: int, rdim: int, factors: Factors):
+    """``(lhs, rhs)`` with the padding of ``lhs``'s dimension ``ldim`` and ``rhs``'s
+    ``rdim`` (``factors``) made ``-0.0`` and ``1``: their product ``-0.0``, the
+    exact additive identity (signed zeros included), which leaves any sum or
+    fused chain that takes it as it was."""
+    t = lhs.type
+    negative_zero = state.splat(state.value("constant", (), {"value": np.asarray(-0.0, to_numpy_dtype(t.dtype))}),
+                                t.shape)
+    lhs = state.value("select", (state.inside(t.shape, ldim, factors), lhs, negative_zero), {})
+    return lhs, state.mask(rhs, {rdim: factors}, "one")
 
 
 def _shape_of(node, i: int) -> tuple:
