@@ -235,3 +235,28 @@ func.func @plain_divides(%a: tensor<8xf64>, %b: tensor<8xf64>) -> tensor<8xf64> 
   %2 = stablehlo.multiply %1, %b : tensor<8xf64>
   return %2 : tensor<8xf64>
 }
+
+// -----
+
+// A scatter-add an add takes is fenced for that add: XLA's simplifier would
+// fold `a + scatter(b, i, u)` into `scatter(a + b, i, u)`, adding `a` before
+// the updates (a tied embedding's gradient: the head's product plus the
+// lookup's scatter into zeros); eager adds the updates' sum. The scatter the
+// function returns keeps its unfenced value.
+// CHECK-LABEL: func.func @scatter_then_add
+// CHECK: %[[S:.*]] = "stablehlo.scatter"
+// CHECK: %[[B:.*]] = stablehlo.bitcast_convert %[[S]] : (tensor<6x2xf32>) -> tensor<6x2xi32>
+// CHECK: %[[X:.*]] = stablehlo.xor %[[B]], %{{.*}} : tensor<6x2xi32>
+// CHECK: %[[F:.*]] = stablehlo.bitcast_convert %[[X]] : (tensor<6x2xi32>) -> tensor<6x2xf32>
+// CHECK: %[[A:.*]] = stablehlo.add %arg2, %[[F]] : tensor<6x2xf32>
+// CHECK: return %[[A]], %[[S]]
+func.func @scatter_then_add(%i: tensor<3x1xi64>, %u: tensor<3x2xf32>, %a: tensor<6x2xf32>) -> (tensor<6x2xf32>, tensor<6x2xf32>) {
+  %z = stablehlo.constant dense<0.0> : tensor<6x2xf32>
+  %s = "stablehlo.scatter"(%z, %i, %u) <{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
+  ^bb0(%p: tensor<f32>, %q: tensor<f32>):
+    %t = stablehlo.add %p, %q : tensor<f32>
+    stablehlo.return %t : tensor<f32>
+  }) : (tensor<6x2xf32>, tensor<3x1xi64>, tensor<3x2xf32>) -> tensor<6x2xf32>
+  %r = stablehlo.add %a, %s : tensor<6x2xf32>
+  return %r, %s : tensor<6x2xf32>, tensor<6x2xf32>
+}

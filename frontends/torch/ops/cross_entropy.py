@@ -31,7 +31,7 @@ from lazycore.ir.memo import Memo
 
 from ..lowering import apply, const, convert, fused_multiply_add, lowers, reshape
 from . import eager_loops, lane_sums
-from .lane_sums import kernel_lanes
+from .lane_sums import kernel_lanes, softmax_backward_tail_fused
 from .conv import per_channel_once
 from .nn import _REDUCTIONS, _dim, _keep, _nll_parts, _reduce_keep
 
@@ -178,9 +178,11 @@ def _column_tails(outer: int, n: int, inner: int, lanes: int, threads: int) -> n
 def _softmax_backward(ctx, grad, output, dim, input_dtype):
     """``output * (grad - s)``; float32 over the last dim, ``s`` is eager's
     ``vec::map2_reduce_all`` of ``grad * output`` in the softmax kernels'
-    lanes (``_vec_host_softmax_backward_lastdim``): every product rounded
-    (none fused into the sum, the short tail's neither: probed, 8-76 of 75
-    off at rows of 19..31 with the tail fused as layer norm's kernel does),
+    lanes (``_vec_host_softmax_backward_lastdim``): the whole vectors'
+    products rounded, the short tail's as eager's build computes them
+    (rounded in its threads: 8-76 of 75 rows of 19..31 off with it fused;
+    fused where the AVX2 build runs it in the calling thread:
+    :func:`.lane_sums.softmax_backward_tail_fused`),
     the lanes added by halving. Over a dim with elements after it
     (``_vec_softmax_backward``), each column's products are fused into its
     in-order sum from zero."""
@@ -189,7 +191,13 @@ def _softmax_backward(ctx, grad, output, dim, input_dtype):
     if _eager_kernel(grad, d) and len(grad.shape) - 1 == d:
         shape = grad.shape
         rows = (_count(shape[:d]), shape[d])
-        total = lane_sum(reshape(apply("mul", grad, output), rows), 1, kernel_lanes(torch.float32))
+        lanes = kernel_lanes(torch.float32)
+        if softmax_backward_tail_fused(torch.float32, rows[0]) and rows[1] // lanes <= lane_sums.MAX_VECTORS:
+            # (lane_sum contracts a partial vector's lhs * rhs into its lanes)
+            total = apply("lane_sum", reshape(grad, rows), reshape(output, rows), lanes=lanes, halving=True,
+                          fused=False)
+        else:
+            total = lane_sum(reshape(apply("mul", grad, output), rows), 1, lanes)
         inner = _keep(_row_once(reshape(total, shape[:d])), d, shape)
     elif _modelled(grad) and _count(grad.shape[d + 1:]) > 1:
         shape, columns = grad.shape, _count(grad.shape[d + 1:])

@@ -89,3 +89,34 @@ def kernel_lanes(dtype: torch.dtype) -> int:
                 break
         _LANES.put(dtype, lanes)
     return lanes
+
+
+
+_TAIL_FUSED = Memo("torch.softmax_backward_tail_fused", 8)
+"""(dtype, whether the kernel runs in threads) -> whether eager's softmax backward
+contracts a row's partial vector (asked of eager once each)."""
+
+
+def softmax_backward_tail_fused(dtype: torch.dtype, rows: int) -> bool:
+    """Whether ``_vec_host_softmax_backward_lastdim``'s ``vec::map2_reduce_all``
+    contracts the row's last partial vector's products into the lanes
+    (``Vec::set(acc, acc + x * y, r)``) for a call over ``rows`` rows. It
+    depends on where the kernel's loop runs (probed on a Zen 3, AVX2 build,
+    rows of 12, 21 and 100): called in the calling thread (one thread, or one
+    row) the compiler's inlined copy fuses them; in ``at::parallel_for``'s
+    threads (two rows or more on two threads) they are rounded, as in the
+    AVX512 build's threads. Asked of eager: a row of ``L + 1`` with ``-a * b``
+    first and ``a * b`` last (``a = b = 1 + 2**-12``, whose product rounds
+    off ``2**-24``) sums to that ``2**-24`` fused, to 0 rounded; a zero
+    gradient with output 1 reads the sum back as ``-sum``."""
+    threaded = rows > 1 and torch.get_num_threads() > 1
+    fused = _TAIL_FUSED.get((dtype, threaded))
+    if fused is None:
+        n = kernel_lanes(dtype)
+        a = 1.0 + 2.0**-12
+        g = torch.zeros(2 if threaded else 1, n + 1, dtype=dtype)
+        y = torch.zeros(2 if threaded else 1, n + 1, dtype=dtype)
+        g[:, 0], y[:, 0], g[:, n], y[:, n], y[:, 1] = -a, a, a, a, 1.0
+        sums = torch.ops.aten._softmax_backward_data(g, y, 1, dtype)[:, 1]
+        fused = _TAIL_FUSED.put((dtype, threaded), bool((sums != 0.0).all()))
+    return fused
