@@ -1272,7 +1272,8 @@ def _lane_sum_row(state, node, operands, out, row: Factors, kept):
     valid tail (``n % lanes`` elements) lands in a vector that is whole at
     ``N``, added as a rounded product where eager fuses it into the sum, so
     without ``fused`` that needs exact products (``rhs`` all ones, a softmax's
-    or cross-entropy's sum). A row under one vector (``n < lanes <= N``),
+    or cross-entropy's sum); other products are rounded first, the valid
+    tail's too. A row under one vector (``n < lanes <= N``),
     which eager adds in order, is the in-order sum of the first ``lanes``
     products, chosen per bucket size by a select; an empty row is ``+0``.
     With one lane the sum is a chain in order, which the masked products
@@ -1283,7 +1284,12 @@ def _lane_sum_row(state, node, operands, out, row: Factors, kept):
     if lanes > 1 and any(sym is not None for _, sym in row[1:]):
         raise Refused(f"{_where(node)} sums rows padded inside, not at their end")
     if lanes > 1 and not a["fused"] and not _all_ones(node.operands[1]):
-        raise Refused(f"{_where(node)} sums a padded row's products in eager's vector lanes")
+        # (the products rounded first, the valid tail's too: eager's bits where
+        # its kernel rounds the tail, softmax's gradient in parallel_for's
+        # threads; one program a bucket where it fuses it, in the calling thread)
+        lhs, rhs = operands
+        ones = state.value("constant", (), {"value": fill_value("one", rhs.type.dtype)})
+        operands = [state.value("mul", (lhs, rhs), {}), state.splat(ones, tuple(rhs.type.shape))]
     lhs, rhs = _identity_products(state, *operands, last, last, row)
     t = lhs.type
     total = state.value("lane_sum", (lhs, rhs), a)
