@@ -5,6 +5,8 @@ of a row of 1000). Eager's kernel (``SoftMaxKernel.cpp``,
 exp (a row's tail as a short vector), ``s`` the 16-lane vector sum of ``e``,
 then ``e * (1 / s)``. Other dims and types are not claimed."""
 
+import contextlib
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -94,18 +96,24 @@ def test_softmax_backward_last_dim_is_eagers_bits(dev, no_fallback, shape):
     assert _off(got, want) == 0
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 def test_softmax_gradient_over_a_padded_row_is_eagers_bits_with_one_program_per_bucket(dev, no_fallback,
-                                                                                     clean_runtime):
+                                                                                     clean_runtime, threads):
     """Attention's backward over a growing sequence: the gradient of a padded
-    row's softmax keeps eager's bits (the valid tail's products fused into the
-    sum, the whole vectors' rounded apart) in the bucket's one program."""
+    row's softmax keeps eager's bits (the whole vectors' products rounded
+    apart, the valid tail's as eager's build takes them: fused into the sum in
+    the calling thread on AVX2, one torch thread here, where the padded row is
+    summed fused with the products before the tail rounded first) in the
+    bucket's one program."""
     import lazycore.torch as ltorch
     from lazycore.ir.config import override
     from lazycore.observe import metrics
 
     g = torch.Generator().manual_seed(4)
-    before = metrics.counters()["compiles"]
-    with override(buckets="16,48"):
+    before, was = metrics.counters()["compiles"], torch.get_num_threads()
+    torch.set_num_threads(threads)
+    with override(buckets="16,48"), contextlib.ExitStack() as restore:
+        restore.callback(torch.set_num_threads, was)
         for n in range(2, 49):
             x = torch.randn(3, 5, n, generator=g) * 4
             w = torch.randn(3, 5, n, generator=g)

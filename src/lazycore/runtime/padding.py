@@ -1270,10 +1270,11 @@ def _lane_sum_row(state, node, operands, out, row: Factors, kept):
     exact additive identity, signed zeros included). Summed at ``N``, the
     whole vectors below ``n`` and the lanes' combination are eager's; the
     valid tail (``n % lanes`` elements) lands in a vector that is whole at
-    ``N``, added as a rounded product where eager fuses it into the sum, so
-    without ``fused`` that needs exact products (``rhs`` all ones, a softmax's
-    or cross-entropy's sum); other products are rounded first, the valid
-    tail's too. A row under one vector (``n < lanes <= N``),
+    ``N``, where eager fuses its products into the sum (without ``fused``):
+    unless they are exact (``rhs`` all ones, a softmax's or cross-entropy's
+    sum), the row is summed fused throughout, the products below ``n``'s
+    whole vectors rounded first and multiplied by one (:func:`_fused_from_tail`).
+    A row under one vector (``n < lanes <= N``),
     which eager adds in order, is the in-order sum of the first ``lanes``
     products, chosen per bucket size by a select; an empty row is ``+0``.
     With one lane the sum is a chain in order, which the masked products
@@ -1283,21 +1284,16 @@ def _lane_sum_row(state, node, operands, out, row: Factors, kept):
     lanes, last = a["lanes"], len(node.types[0].shape)
     if lanes > 1 and any(sym is not None for _, sym in row[1:]):
         raise Refused(f"{_where(node)} sums rows padded inside, not at their end")
-    if lanes > 1 and not a["fused"] and not _all_ones(node.operands[1]):
-        # (the products rounded first, the valid tail's too: eager's bits where
-        # its kernel rounds the tail, softmax's gradient in parallel_for's
-        # threads; one program a bucket where it fuses it, in the calling thread)
-        lhs, rhs = operands
-        ones = state.value("constant", (), {"value": fill_value("one", rhs.type.dtype)})
-        operands = [state.value("mul", (lhs, rhs), {}), state.splat(ones, tuple(rhs.type.shape))]
-    lhs, rhs = _identity_products(state, *operands, last, last, row)
-    t = lhs.type
-    total = state.value("lane_sum", (lhs, rhs), a)
-    shape = total.type.shape
     valid = None
     for n, sym in row:
         size = state.index_scalar(n) if sym is None else Value(state.valid[sym], 0)
         valid = size if valid is None else state.value("mul", (valid, size), {})
+    if lanes > 1 and not a["fused"] and not _all_ones(node.operands[1]):
+        operands, a = _fused_from_tail(state, *operands, valid, lanes), {**a, "fused": True}
+    lhs, rhs = _identity_products(state, *operands, last, last, row)
+    t = lhs.type
+    total = state.value("lane_sum", (lhs, rhs), a)
+    shape = total.type.shape
     if t.shape[last] >= lanes > 1:  # a valid row under one vector: eager adds it in order
         start, limit = [0] * t.rank, list(t.shape)
         limit[last] = lanes
@@ -1309,6 +1305,21 @@ def _lane_sum_row(state, node, operands, out, row: Factors, kept):
     empty = state.value("compare", (valid, state.index_scalar(0)), {"direction": "EQ"})
     zero = state.splat(state.value("constant", (), {"value": fill_value("zero", t.dtype)}), shape)
     return {}, [state.splat(empty, shape), zero, total], kept, "select"
+
+
+def _fused_from_tail(state, lhs: Value, rhs: Value, valid: Value, lanes: int) -> list[Value]:
+    """``(lhs, rhs)`` for a ``fused`` sum of rows of ``valid`` elements that
+    is eager's unfused one: ``fma(round(x * y), 1, acc)`` is the rounded
+    product's rounded add, so below the valid rows' whole vectors the
+    products are taken rounded against ones; from there on (the valid tail,
+    which eager contracts, then padding) ``x`` and ``y`` as they are."""
+    shape = tuple(lhs.type.shape)
+    whole = state.value("sub", (valid, state.value("rem", (valid, state.index_scalar(lanes)), {})), {})
+    column = state.value("iota", (), {"dim": len(shape) - 1, "shape": shape, "dtype": "i32"})
+    rounded = state.value("compare", (column, state.splat(whole, shape)), {"direction": "LT"})
+    ones = state.splat(state.value("constant", (), {"value": fill_value("one", rhs.type.dtype)}), shape)
+    return [state.value("select", (rounded, state.value("mul", (lhs, rhs), {}), lhs), {}),
+            state.value("select", (rounded, ones, rhs), {})]
 
 
 def _buffer_rows(state, node, operands, pads):
