@@ -96,6 +96,47 @@ def test_cache_is_lru_and_bounded_by_the_setting(rng):
         assert metrics.counters()["compiles"] == 4
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="memory mappings are read from Linux's /proc")
+def test_cache_gives_programs_back_as_the_process_nears_its_mapping_limit(rng, monkeypatch):
+    # XLA's CPU executables keep their kernels' code in mappings of their own:
+    # 256 programs of a real model's size passed the kernel's limit and the next
+    # compile crashed. Here the limit is made 40 mappings past what the process
+    # holds now, and every program takes some: the cache keeps the process under.
+    from lazycore.runtime import cache as runtime_cache
+
+    budget = runtime_cache._mappings() + 40
+    monkeypatch.setattr(runtime_cache.CACHE, "mapping_limit", int(budget / runtime_cache.MAPPINGS_SHARE) + 1)
+    xs = [rng.standard_normal((n, 3)).astype(np.float32) for n in range(2, 26)]
+    for x in xs:
+        np.testing.assert_allclose(step(x, 2.0), np.tanh(x * np.float32(2.0) + x), rtol=1e-6)
+        assert runtime_cache._mappings() <= budget + 40  # (at most the program just made past it)
+    c = metrics.counters()
+    assert c["programs_given_back"] > 0 and 1 <= lc.cache.size() < len(xs)
+    np.testing.assert_allclose(step(xs[-1], 2.0), np.tanh(xs[-1] * np.float32(2.0) + xs[-1]), rtol=1e-6)
+    assert metrics.counters()["cache_hits"] == 1  # the newest program was kept
+    np.testing.assert_allclose(step(xs[0], 2.0), np.tanh(xs[0] * np.float32(2.0) + xs[0]), rtol=1e-6)
+    assert metrics.counters()["compiles"] == len(xs) + 1  # a program given back compiles again
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="memory mappings are read from Linux's /proc")
+def test_programs_held_elsewhere_are_not_given_back_in_vain(rng, monkeypatch):
+    # the mappings are over the limit but not the cache's (here: the process's
+    # own, the limit below them): a quarter of the programs dropped frees none,
+    # and the cache stops there instead of dropping every program at each insert
+    from lazycore.runtime import cache as runtime_cache
+
+    xs = [rng.standard_normal((n,)).astype(np.float32) for n in range(2, 11)]
+    for x in xs:
+        step(x, 2.0)
+    assert lc.cache.size() == len(xs)
+    monkeypatch.setattr(runtime_cache.CACHE, "mapping_limit", 2)
+    held = list(runtime_cache.CACHE._entries.values())  # (alive elsewhere: dropping them frees nothing)
+    step(rng.standard_normal((11,)).astype(np.float32), 2.0)
+    assert lc.cache.size() == len(xs) + 1 - len(xs) // 4
+    assert metrics.counters()["programs_given_back"] == len(xs) // 4
+    del held
+
+
 def test_cache_size_comes_from_the_environment():
     env = dict(os.environ, LAZYCORE_CACHE_SIZE="7")
     code = "from lazycore.ir.config import settings; print(settings.cache_size)"

@@ -58,6 +58,9 @@ COUNTERS = (
     # (lazycore.runtime.stacks), not the user's graphs
     "stack_compiles",
     "cache_hits",
+    # programs the compile cache dropped before its bound, the process nearing
+    # its limit on memory mappings (lazycore.runtime.cache.MAPPINGS_SHARE)
+    "programs_given_back",
     "executions",
     "stack_executions",  # runs of those programs
     "fallbacks",  # ops a frontend ran outside lazycore (it bumps this itself)

@@ -2,7 +2,9 @@
 
 - :data:`CACHE`: compiled programs by key (:func:`lazycore.runtime.programs.make_key`
   says what a key covers, and why a hit needs no structural comparison); at
-  most ``settings.cache_size`` programs, the least recently used dropped first.
+  most ``settings.cache_size`` programs, the least recently used dropped first,
+  and fewer where the process nears the kernel's limit on memory mappings
+  (:data:`MAPPINGS_SHARE`).
 - :data:`PACKS`: device copies of recent scalar packs.
 - on disk, the persistent compile cache shared by processes
   (:mod:`lazycore.runtime.diskcache`, which owns it; ``clear(disk=True)`` empties it).
@@ -28,14 +30,42 @@ from lazycore.runtime import pjrt
 from lazycore.runtime.diskcache import DISK
 
 
+MAPPINGS_SHARE = 0.5
+"""The share of the kernel's limit on a process's memory mappings
+(``vm.max_map_count``, 65,530 by default) past which :data:`CACHE` gives back
+its least recently used programs. XLA's CPU executables hold their kernels'
+JIT-compiled code in memory mappings of their own, three per object file (a
+transformers model's training step: 500 to 800), so 256 such programs pass
+the limit, and the next mapping XLA or LLVM asks for fails: the process
+crashed inside a compile (test workers that had trained some 50 models)."""
+
+
+def _mapping_limit() -> int | None:
+    try:
+        with open("/proc/sys/vm/max_map_count", "rb") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None  # (no such limit to read: not Linux)
+
+
+def _mappings() -> int:
+    with open("/proc/self/maps", "rb") as f:
+        return f.read().count(b"\n")
+
+
 class CompileCache:
     """LRU map from key to compiled program; safe from any thread (a lookup
     and its move to the recent end, or an insert and its evictions, are one
-    step under the cache's own lock)."""
+    step under the cache's own lock). Besides its bound on programs, an
+    insert that finds the process past :data:`MAPPINGS_SHARE` of its mapping
+    limit drops the least recently used quarter of the programs until the
+    process is below it, or until a quarter dropped frees none (the mappings
+    are then not the cache's: programs held elsewhere, the user's own)."""
 
     def __init__(self):
         self._entries: OrderedDict[bytes, object] = OrderedDict()
         self._lock = threading.Lock()
+        self.mapping_limit = _mapping_limit()
 
     def get(self, key: bytes):
         with self._lock:
@@ -52,6 +82,18 @@ class CompileCache:
             self._entries.move_to_end(key)
             while len(self._entries) > settings.cache_size:
                 self._entries.popitem(last=False)
+            if self.mapping_limit is not None:
+                self._give_back_mappings(int(self.mapping_limit * MAPPINGS_SHARE))
+
+    def _give_back_mappings(self, budget: int) -> None:
+        mappings = _mappings()
+        while mappings > budget and len(self._entries) > 1:
+            for _ in range(max(1, (len(self._entries) - 1) // 4)):
+                self._entries.popitem(last=False)
+                events.bump("programs_given_back")
+            before, mappings = mappings, _mappings()
+            if mappings >= before:
+                return
 
     def __contains__(self, key: bytes) -> bool:
         return key in self._entries
