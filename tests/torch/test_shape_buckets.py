@@ -296,3 +296,41 @@ def test_layer_norm_parameter_gradients_over_padded_rows_are_eagers_bits(dev, th
         assert compiled == 1
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_batch_norm_over_padded_images_is_eagers_bits_in_one_program(dev, threads):
+    # images of several heights padded to one bucket: each image's plane is a
+    # lane_sum row padded at its end, whose valid tail eager fuses into its dot
+    # product (the padded row summed fused, the products before the tail
+    # rounded first), and the backward divides by the element count passed as
+    # a number, not baked: one program (after the step that learns the running
+    # statistics' counter is a number) and eager's bits, running statistics too
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        torch.manual_seed(0)
+        model = torch.nn.BatchNorm2d(3)
+        with torch.no_grad():
+            model.weight.normal_()
+            model.bias.normal_()
+        lazy = torch.nn.BatchNorm2d(3).to(dev)
+        lazy.load_state_dict(model.state_dict())
+        compiled = 0
+        with override(buckets="16"):
+            for h in (9, 12, 13, 16, 11):
+                x, g = torch.randn(2, 3, h, 7) * 3, torch.randn(2, 3, h, 7)
+                xe = x.clone().requires_grad_()
+                model.zero_grad()
+                model(xe).backward(g)
+                xl = ltorch.dynamic(x.to(dev), 2).requires_grad_()
+                lazy.zero_grad()
+                lazy(xl).backward(ltorch.dynamic(g.to(dev), 2))
+                compiled += step_compiles(ltorch.mark_step)
+                pairs = [(xl.grad, xe.grad), (lazy.weight.grad, model.weight.grad), (lazy.bias.grad, model.bias.grad),
+                         (lazy.running_mean, model.running_mean), (lazy.running_var, model.running_var)]
+                for got, want in pairs:
+                    assert torch.equal(got.cpu(), want), (h, int((got.cpu() != want).sum()))
+        assert compiled == 2
+    finally:
+        torch.set_num_threads(before)

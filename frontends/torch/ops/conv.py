@@ -671,9 +671,10 @@ def _native_batch_norm_backward(ctx, gy, x, weight, running_mean, running_var, s
     gi = gw = gb = None
     if output_mask[0]:
         if train:
+            # (N a number passed in, not baked: images padded to a shape bucket share one program)
             k = apply("mul", apply("mul", convert(dotp, comp), invstd), invstd)
-            k = apply("div", k, const(count, comp, dev, (c,)))
-            grad_mean = convert(apply("div", total, const(count, acc, dev, (c,))), comp)
+            k = apply("div", k, scalar(count, comp, dev, (c,)))
+            grad_mean = convert(apply("div", total, scalar(count, acc, dev, (c,))), comp)
             grad_mean, k = per_channel_once([grad_mean, k])
             if lanes is not None:  # (the kernel's vector loop contracts the product into the difference)
                 gi = fused_multiply_add(apply("neg", centered), per_channel(k), apply("sub", g, per_channel(grad_mean)))
