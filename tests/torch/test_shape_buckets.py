@@ -24,6 +24,27 @@ def step_compiles(fn) -> int:
     return metrics.counters()["compiles"] - before
 
 
+@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
+def threads(request):
+    """torch's thread count for the test (eager's kernels split rows by it)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    yield request.param
+    torch.set_num_threads(before)
+
+
+def affine_pair(cls, *args, dev):
+    """A norm layer with random affine parameters, and its copy on ``dev``."""
+    torch.manual_seed(0)
+    model = cls(*args)
+    with torch.no_grad():
+        model.weight.normal_()
+        model.bias.normal_()
+    lazy = cls(*args).to(dev)
+    lazy.load_state_dict(model.state_dict())
+    return model, lazy
+
+
 def check_grads(lazy_model, model):
     for a, b in zip(lazy_model.parameters(), model.parameters()):
         torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=1e-5, atol=1e-6)
@@ -267,38 +288,25 @@ def test_device_loader_marks_the_batch_dimension(dev):
         assert ltorch.dynamic(x, 0) is x  # marked already
 
 
-@pytest.mark.parametrize("threads", [1, 2])
 def test_layer_norm_parameter_gradients_over_padded_rows_are_eagers_bits(dev, threads):
     # eager's per-thread buffers (lazy.buffer_sum) over the rows of a (batch, seq) pair padded in
     # both: the padded rows' products are identities wherever they stand, and each thread's rows
     # are the valid sizes' split, so every size of the bucket is one program and eager's bits
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        torch.manual_seed(0)
-        model = torch.nn.LayerNorm(16)
-        with torch.no_grad():
-            model.weight.normal_()
-            model.bias.normal_()
-        lazy = torch.nn.LayerNorm(16).to(dev)
-        lazy.load_state_dict(model.state_dict())
-        compiled = 0
-        for b, t in ((5, 40), (6, 53), (7, 64), (5, 33)):
-            x, g = torch.randn(b, t, 16), torch.randn(b, t, 16)
-            model.zero_grad()
-            model(x).backward(g)
-            lazy.zero_grad()
-            xl = ltorch.dynamic(ltorch.dynamic(x.to(dev), 0), 1)
-            lazy(xl).backward(ltorch.dynamic(ltorch.dynamic(g.to(dev), 0), 1))
-            compiled += step_compiles(ltorch.mark_step)
-            for p, q in zip(lazy.parameters(), model.parameters()):
-                assert torch.equal(p.grad.cpu(), q.grad), ((b, t), int((p.grad.cpu() != q.grad).sum()))
-        assert compiled == 1
-    finally:
-        torch.set_num_threads(before)
+    model, lazy = affine_pair(torch.nn.LayerNorm, 16, dev=dev)
+    compiled = 0
+    for b, t in ((5, 40), (6, 53), (7, 64), (5, 33)):
+        x, g = torch.randn(b, t, 16), torch.randn(b, t, 16)
+        model.zero_grad()
+        model(x).backward(g)
+        lazy.zero_grad()
+        xl = ltorch.dynamic(ltorch.dynamic(x.to(dev), 0), 1)
+        lazy(xl).backward(ltorch.dynamic(ltorch.dynamic(g.to(dev), 0), 1))
+        compiled += step_compiles(ltorch.mark_step)
+        for p, q in zip(lazy.parameters(), model.parameters()):
+            assert torch.equal(p.grad.cpu(), q.grad), ((b, t), int((p.grad.cpu() != q.grad).sum()))
+    assert compiled == 1
 
 
-@pytest.mark.parametrize("threads", [1, 2])
 def test_batch_norm_over_padded_images_is_eagers_bits_in_one_program(dev, threads):
     # images of several heights padded to one bucket: each image's plane is a
     # lane_sum row padded at its end, whose valid tail eager fuses into its dot
@@ -306,31 +314,20 @@ def test_batch_norm_over_padded_images_is_eagers_bits_in_one_program(dev, thread
     # rounded first), and the backward divides by the element count passed as
     # a number, not baked: one program (after the step that learns the running
     # statistics' counter is a number) and eager's bits, running statistics too
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        torch.manual_seed(0)
-        model = torch.nn.BatchNorm2d(3)
-        with torch.no_grad():
-            model.weight.normal_()
-            model.bias.normal_()
-        lazy = torch.nn.BatchNorm2d(3).to(dev)
-        lazy.load_state_dict(model.state_dict())
-        compiled = 0
-        with override(buckets="16"):
-            for h in (9, 12, 13, 16, 11):
-                x, g = torch.randn(2, 3, h, 7) * 3, torch.randn(2, 3, h, 7)
-                xe = x.clone().requires_grad_()
-                model.zero_grad()
-                model(xe).backward(g)
-                xl = ltorch.dynamic(x.to(dev), 2).requires_grad_()
-                lazy.zero_grad()
-                lazy(xl).backward(ltorch.dynamic(g.to(dev), 2))
-                compiled += step_compiles(ltorch.mark_step)
-                pairs = [(xl.grad, xe.grad), (lazy.weight.grad, model.weight.grad), (lazy.bias.grad, model.bias.grad),
-                         (lazy.running_mean, model.running_mean), (lazy.running_var, model.running_var)]
-                for got, want in pairs:
-                    assert torch.equal(got.cpu(), want), (h, int((got.cpu() != want).sum()))
-        assert compiled == 2
-    finally:
-        torch.set_num_threads(before)
+    model, lazy = affine_pair(torch.nn.BatchNorm2d, 3, dev=dev)
+    compiled = 0
+    with override(buckets="16"):
+        for h in (9, 12, 13, 16, 11):
+            x, g = torch.randn(2, 3, h, 7) * 3, torch.randn(2, 3, h, 7)
+            xe = x.clone().requires_grad_()
+            model.zero_grad()
+            model(xe).backward(g)
+            xl = ltorch.dynamic(x.to(dev), 2).requires_grad_()
+            lazy.zero_grad()
+            lazy(xl).backward(ltorch.dynamic(g.to(dev), 2))
+            compiled += step_compiles(ltorch.mark_step)
+            pairs = [(xl.grad, xe.grad), (lazy.weight.grad, model.weight.grad), (lazy.bias.grad, model.bias.grad),
+                     (lazy.running_mean, model.running_mean), (lazy.running_var, model.running_var)]
+            for got, want in pairs:
+                assert torch.equal(got.cpu(), want), (h, int((got.cpu() != want).sum()))
+    assert compiled == 2
