@@ -26,7 +26,7 @@ import numpy as np
 from lazycore.ir import events, memo
 from lazycore.ir.context import LOCK
 from lazycore.ir.config import settings
-from lazycore.runtime import pjrt
+from lazycore.runtime import hostmem, pjrt
 from lazycore.runtime.diskcache import DISK
 
 
@@ -86,14 +86,17 @@ class CompileCache:
                 self._give_back_mappings(int(self.mapping_limit * MAPPINGS_SHARE))
 
     def _give_back_mappings(self, budget: int) -> None:
-        mappings = _mappings()
+        mappings = first = _mappings()
+        if mappings <= budget:
+            return
         while mappings > budget and len(self._entries) > 1:
             for _ in range(max(1, (len(self._entries) - 1) // 4)):
                 self._entries.popitem(last=False)
                 events.bump("programs_given_back")
             before, mappings = mappings, _mappings()
             if mappings >= before:
-                return
+                break
+        hostmem.give_back_freed(first - mappings)  # what the dropped programs held
 
     def __contains__(self, key: bytes) -> bool:
         return key in self._entries
@@ -102,8 +105,11 @@ class CompileCache:
         return len(self._entries)
 
     def clear(self) -> None:
+        before = _mappings() if self.mapping_limit is not None else 0
         with self._lock:
             self._entries.clear()
+        if self.mapping_limit is not None:
+            hostmem.give_back_freed(max(0, before - _mappings()))
 
 
 CACHE = CompileCache()

@@ -743,6 +743,7 @@ def compile_artifact(
     device = device or default_device()
     _lapack_before(artifact)
     loaded = device.client.compile_and_load(artifact, _device_list(device), _compile_options(device))
+    hostmem.give_back_freed()
     return Executable(loaded, device, tuple(input_types), tuple(output_types))
 
 
@@ -808,4 +809,5 @@ def deserialize(
     device = device or default_device()
     _lapack_before(blob)
     loaded = device.client.deserialize_executable(blob, _device_list(device), _compile_options(device))
+    hostmem.give_back_freed()
     return Executable(loaded, device, tuple(input_types), tuple(output_types), *plan)
