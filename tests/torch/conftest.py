@@ -25,3 +25,15 @@ def device_values(monkeypatch):
     from lazycore.runtime import hostreads
 
     monkeypatch.setattr(hostreads, "KEPT_BYTES", 0)
+
+
+@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
+def threads(request):
+    """torch's thread count for the test: eager's kernels split rows by it, and
+    a loop run in the calling thread can be compiled apart from its threads'."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    yield request.param
+    torch.set_num_threads(before)

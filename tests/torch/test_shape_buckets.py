@@ -24,15 +24,6 @@ def step_compiles(fn) -> int:
     return metrics.counters()["compiles"] - before
 
 
-@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
-def threads(request):
-    """torch's thread count for the test (eager's kernels split rows by it)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(request.param)
-    yield request.param
-    torch.set_num_threads(before)
-
-
 def affine_pair(cls, *args, dev):
     """A norm layer with random affine parameters, and its copy on ``dev``."""
     torch.manual_seed(0)

@@ -101,8 +101,9 @@ def _native_group_norm_backward(ctx, grad, x, mean, rstd, weight, n, c, image, g
     outs = [None, None, None]
     if output_mask[0]:
         one = const(1, dt, device, split)
-        ds_g = _channel_sum(reshape(ds, split), one if w is None else w, lanes)
-        db_g = _channel_sum(reshape(db, split), one if w is None else w, lanes)
+        tail = lane_sums.group_norm_tail_group(source.dtype, n * groups)
+        ds_g = _channel_sum(reshape(ds, split), one if w is None else w, lanes, tail)
+        db_g = _channel_sum(reshape(db, split), one if w is None else w, lanes, tail)
         s = apply("div", const(1, dt, device, (n, groups)), const(per * image, dt, device, (n, groups)))
         c2 = fused_multiply_add(db_g, mu, apply("neg", ds_g))
         for factor in (a, a, a, s):
@@ -128,10 +129,12 @@ def _native_group_norm_backward(ctx, grad, x, mean, rstd, weight, n, c, image, g
                  for o, g in zip(ctx.out, outs))
 
 
-def _channel_sum(p, q, lanes: int):
+def _channel_sum(p, q, lanes: int, tail: int):
     """``CalcDsDb``'s sum of ``p * q`` over the last dimension (a group's
     channels): whole vectors of ``lanes``, each lane a fused chain, the lanes
-    added in order; then each channel after them fused in order."""
+    added in order; then the channels after them in order, the first whole
+    groups of ``tail`` channels' products rounded and added, the rest fused
+    (:func:`.lane_sums.group_norm_tail_group`)."""
     per = p.shape[-1]
     whole = per // lanes * lanes
     kept = tuple(p.shape[:-1])
@@ -140,7 +143,13 @@ def _channel_sum(p, q, lanes: int):
     total = None
     if whole:
         total = apply("lane_sum", cut(p, 0, whole), cut(q, 0, whole), lanes=lanes, halving=False, fused=True)
+    rounded = whole + (per - whole) // tail * tail if tail > 1 else whole
     for j in range(whole, per):
         pj, qj = reshape(cut(p, j, j + 1), kept), reshape(cut(q, j, j + 1), kept)
-        total = apply("mul", pj, qj) if total is None else fused_multiply_add(pj, qj, total)
+        if total is None:
+            total = apply("mul", pj, qj)
+        elif j < rounded:
+            total = apply("add", total, apply("mul", pj, qj))
+        else:
+            total = fused_multiply_add(pj, qj, total)
     return total
