@@ -32,8 +32,10 @@ far more than a step uses, and dropped programs free their code and
 constants; kept in the threads' arena heaps, such memory is never used again
 by a steady step, and a process that trains many models grew without
 bound: 29 transformers models trained one after another in one process held
-3.8 GB resident, of which 2.7 GB was free memory kept in arenas (1.0 GB
-after glibc's ``malloc_trim``, with the compile cache emptied or not). So
+3.85 GB resident; emptying the compile cache left 3.77 GB, and glibc's
+``malloc_trim`` then 1.03 GB (the rest of the 3.85 GB was the cached
+programs: an XLA CPU executable of a small transformer's training step
+holds some 37 MB). So
 after every compile or load, and when the compile cache drops programs,
 :func:`give_back_freed` hands the free pages back to the kernel once the
 process's resident memory has grown by :data:`GIVE_BACK_STEP` since it last
