@@ -92,6 +92,12 @@ def kernel_lanes(dtype: torch.dtype) -> int:
 
 
 
+def _in_threads(rows: int) -> bool:
+    """Whether a kernel's ``at::parallel_for`` over ``rows`` runs in its threads
+    (else in the calling thread, whose inlined copy the compiler built apart)."""
+    return rows > 1 and torch.get_num_threads() > 1
+
+
 _TAIL_FUSED = Memo("torch.softmax_backward_tail_fused", 8)
 """(dtype, whether the kernel runs in threads) -> whether eager's softmax backward
 contracts a row's partial vector (asked of eager once each)."""
@@ -109,7 +115,7 @@ def softmax_backward_tail_fused(dtype: torch.dtype, rows: int) -> bool:
     first and ``a * b`` last (``a = b = 1 + 2**-12``, whose product rounds
     off ``2**-24``) sums to that ``2**-24`` fused, to 0 rounded; a zero
     gradient with output 1 reads the sum back as ``-sum``."""
-    threaded = rows > 1 and torch.get_num_threads() > 1
+    threaded = _in_threads(rows)
     fused = _TAIL_FUSED.get((dtype, threaded))
     if fused is None:
         n = kernel_lanes(dtype)
@@ -144,7 +150,7 @@ def group_norm_tail_group(dtype: torch.dtype, rows: int) -> int:
     (a, 1.., a, 1)`` with ``a * a`` inexact: ``ds`` and ``db`` are ``a * a``'s
     rounding error fused and 0 rounded, and the last channel (``dy = 0``)
     reads ``-(ds + db) / (g + 1)``."""
-    threaded = rows > 1 and torch.get_num_threads() > 1
+    threaded = _in_threads(rows)
     group = _GROUP_TAIL.get((dtype, threaded))
     if group is None:
         g = 16 // torch.empty((), dtype=dtype).element_size()

@@ -61,8 +61,8 @@ COUNTERS = (
     # programs the compile cache dropped before its bound, the process nearing
     # its limit on memory mappings (lazycore.runtime.cache.MAPPINGS_SHARE)
     "programs_given_back",
-    # bytes of freed host memory handed back to the kernel after compiles
-    # (lazycore.runtime.hostmem.give_back_freed)
+    # bytes of freed host memory handed back to the kernel after compiles and
+    # dropped programs (lazycore.runtime.hostmem.give_back_freed)
     "host_memory_given_back",
     "executions",
     "stack_executions",  # runs of those programs

@@ -116,12 +116,12 @@ def _apply() -> str:
     return "applied"
 
 
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
 def _resident() -> int:
     with open("/proc/self/statm", "rb") as f:
         return int(f.read().split()[1]) * _PAGE
-
-
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def give_back_freed(dropped_mappings: int = 0) -> bool:
