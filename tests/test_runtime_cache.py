@@ -134,7 +134,40 @@ def test_programs_held_elsewhere_are_not_given_back_in_vain(rng, monkeypatch):
     step(rng.standard_normal((11,)).astype(np.float32), 2.0)
     assert lc.cache.size() == len(xs) + 1 - len(xs) // 4
     assert metrics.counters()["programs_given_back"] == len(xs) // 4
+    # nor at the inserts after it: a loop's own programs are not dropped a quarter a compile
+    for x in xs[:3]:
+        step(x, 3.0)
+    assert metrics.counters()["programs_given_back"] == len(xs) // 4
     del held
+
+
+def test_a_vain_give_back_is_tried_again_once_the_process_grows(monkeypatch):
+    from lazycore.runtime import cache as runtime_cache
+
+    maps = [30_000]
+    monkeypatch.setattr(runtime_cache, "_mappings", lambda: maps[0])
+    cache = runtime_cache.CompileCache()
+    cache.mapping_limit = 65_536  # (budget 32,768, hold step 1,024)
+    held = [object() for _ in range(10)]  # (alive here: dropping them frees nothing)
+    for i in range(9):
+        cache.put(bytes([i]), held[i])
+    maps[0] = 100_000
+    cache.put(b"\x09", held[9])
+    assert len(cache) == 8  # a quarter of the 9 older ones dropped, in vain
+    for i in range(2, 6):
+        cache.get(bytes([i]))  # (a loop's own programs, used again)
+    maps[0] += 1_023
+    cache.put(b"x", object())
+    assert len(cache) == 9  # grown by less than the step: nothing dropped
+    maps[0] += 1
+    cache.put(b"y", object())
+    assert len(cache) == 8  # a quarter of the 9 older ones, in vain again: the least recently used
+    assert [bytes([i]) in cache for i in range(10)] == [False] * 2 + [True] * 4 + [False] * 2 + [True] * 2
+    maps[0] = 32_000  # back under the budget: the next time past it gives back at once
+    cache.put(b"z", object())
+    maps[0] = 40_000
+    cache.put(b"w", object())
+    assert len(cache) == 8
 
 
 def test_cache_size_comes_from_the_environment():

@@ -39,6 +39,15 @@ transformers model's training step: 500 to 800), so 256 such programs pass
 the limit, and the next mapping XLA or LLVM asks for fails: the process
 crashed inside a compile (test workers that had trained some 50 models)."""
 
+HOLD_STEP = 1024
+"""After a give-back that freed nothing (the mappings are held elsewhere), the
+least number of mappings the process must grow by before the next insert
+gives programs back again (or a 64th of the kernel's limit, where that is
+more: some two programs of a transformers training step). Without it each
+insert dropped another quarter in vain: a process past the share with
+mappings not the cache's drained its cache a quarter per compile, and a
+training loop's own programs recompiled at every step."""
+
 
 def _mapping_limit() -> int | None:
     try:
@@ -60,12 +69,14 @@ class CompileCache:
     insert that finds the process past :data:`MAPPINGS_SHARE` of its mapping
     limit drops the least recently used quarter of the programs until the
     process is below it, or until a quarter dropped frees none (the mappings
-    are then not the cache's: programs held elsewhere, the user's own)."""
+    are then not the cache's: programs held elsewhere, the user's own); it
+    then gives none back until the process has grown by :data:`HOLD_STEP`."""
 
     def __init__(self):
         self._entries: OrderedDict[bytes, object] = OrderedDict()
         self._lock = threading.Lock()
         self.mapping_limit = _mapping_limit()
+        self._held_at: int | None = None  # (mappings when a give-back last freed nothing)
 
     def get(self, key: bytes):
         with self._lock:
@@ -88,13 +99,18 @@ class CompileCache:
     def _give_back_mappings(self, budget: int) -> None:
         mappings = first = _mappings()
         if mappings <= budget:
+            self._held_at = None
             return
+        if self._held_at is not None and mappings < self._held_at + max(HOLD_STEP, self.mapping_limit // 64):
+            return
+        self._held_at = None
         while mappings > budget and len(self._entries) > 1:
             for _ in range(max(1, (len(self._entries) - 1) // 4)):
                 self._entries.popitem(last=False)
                 events.bump("programs_given_back")
             before, mappings = mappings, _mappings()
             if mappings >= before:
+                self._held_at = mappings
                 break
         hostmem.give_back_freed(first - mappings)  # what the dropped programs held
 
@@ -108,6 +124,7 @@ class CompileCache:
         before = _mappings() if self.mapping_limit is not None else 0
         with self._lock:
             self._entries.clear()
+            self._held_at = None
         if self.mapping_limit is not None:
             hostmem.give_back_freed(max(0, before - _mappings()))
 
