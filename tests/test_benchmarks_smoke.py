@@ -8,6 +8,12 @@ skipped here (its compile alone takes tens of seconds on CI machines); a full
 ``python benchmarks/run.py`` includes it. XLA compiles at LLVM optimisation
 level 0: compiling is most of the smoke run's time, level 0 halves it, and
 nothing here is timed.
+
+The README's test command leaves out the four whose subjects other tests
+cover (8: meshes, tests/torch/test_sharding.py; 11: rolled layers,
+tests/torch/test_rolling_training.py; 12: index checks,
+tests/test_index_check_cost.py; 13: transformers steps, tests/zoo), which
+are 40% of the smoke's time; ``LAZYCORE_TEST_FULL=1`` runs every benchmark.
 """
 
 import json
@@ -17,12 +23,16 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
+ALL = {"1", "2", "2d", "3", "4", "5", "6", "7", "7b", "7c", "7d", "8", "8d", "9", "10", "11", "12", "13", "14", "15", "16"}
+FULL_ONLY = {"8", "8d", "11", "12", "13"}
 
 
 def test_benchmark_suite_quick(tmp_path):
     out = tmp_path / "bench.json"
+    only = [] if FULL else ["--only", ",".join(sorted({b.rstrip("bcd") for b in ALL - FULL_ONLY}, key=int))]
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--no-torch-compile", "--json", str(out)],
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--no-torch-compile", "--json", str(out), *only],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
         env=dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()),
     )
@@ -31,8 +41,7 @@ def test_benchmark_suite_quick(tmp_path):
     res = json.loads(out.read_text())
     assert res["failures"] == []
     benches = {r["bench"].split()[0] for r in res["rows"]}
-    assert benches == {"1", "2", "2d", "3", "4", "5", "6", "7", "7b", "7c", "7d", "8", "8d", "9", "10", "11", "12",
-                       "13", "14", "15", "16"}, benches
+    assert benches == (ALL if FULL else ALL - FULL_ONLY), benches
     for r in res["rows"]:
         assert r.get("agrees", True), r
     # benchmark 5's compile counts are exact, not timings: check them too
@@ -58,8 +67,8 @@ def test_benchmark_suite_quick(tmp_path):
     assert 0 < tc["first_call_compiles"] and tc["compiles"] <= tc["first_call_compiles"] + 1, tc
     # benchmark 8: jax.jit and lazycore on meshes of 1, 2 and 4 forced devices, checked against eager torch
     mesh = [r for r in res["rows"] if r["bench"].startswith("8 ")]
-    assert {r["bench"] for r in mesh} == {f"8 data-parallel GPT step, {n} (ms)" for n in
-                                          ("1 device", "2 devices", "4 devices")}, mesh
+    assert {r["bench"] for r in mesh} == ({f"8 data-parallel GPT step, {n} (ms)" for n in
+                                           ("1 device", "2 devices", "4 devices")} if FULL else set()), mesh
     for r in mesh:
         assert r["max_abs_diff"] is not None and r["agrees"], r
     # one program for the traced steady step (and the first step's and the optimizer's first),
@@ -67,15 +76,15 @@ def test_benchmark_suite_quick(tmp_path):
     assert all(r["value"]["compiles"] <= 4 for r in mesh if "compiles" in r.get("value", {})), mesh
     # benchmarks 13-15: transformers, torchvision models' training steps, each lazy row checked against eager's
     real = [r for r in res["rows"] if r["bench"].split()[0] in ("13", "14", "15")]
-    assert {r["variant"] for r in real if r["bench"].startswith("13 ")} == {
+    assert {r["variant"] for r in real if r["bench"].startswith("13 ")} == ({
         "eager torch", "torchax under jax.jit", "lazycore.torch, mark_step() (pipelined)",
-        "lazycore.torch.capture, mark_step()"}, real
+        "lazycore.torch.capture, mark_step()"} if FULL else set()), real
     for r in real:
         assert r["max_abs_diff"] is not None and r["agrees"] and r["value"]["first_step_ms"] > 0, r
     # GPT-2 tiny's traced steps compile the first step's program and the steady step's, nothing after
-    traced = next(r for r in real if r["bench"].startswith("13 ") and r["variant"].startswith("lazycore.torch,"))
-    assert 1 <= traced["value"]["first_step_compiles"] and traced["value"]["compiles"] <= \
-        traced["value"]["first_step_compiles"] + 1, traced
+    for traced in [r for r in real if r["bench"].startswith("13 ") and r["variant"].startswith("lazycore.torch,")]:
+        assert 1 <= traced["value"]["first_step_compiles"] and traced["value"]["compiles"] <= \
+            traced["value"]["first_step_compiles"] + 1, traced
     # benchmark 16: generate()'s tokens are eager's, and the warm calls compile nothing
     gen = [r for r in res["rows"] if r["bench"].startswith("16 ")]
     lazy_gen = [r for r in gen if r["variant"] == "lazycore.torch"]
