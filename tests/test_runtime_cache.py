@@ -148,11 +148,10 @@ def test_a_vain_give_back_is_tried_again_once_the_process_grows(monkeypatch):
     monkeypatch.setattr(runtime_cache, "_mappings", lambda: maps[0])
     cache = runtime_cache.CompileCache()
     cache.mapping_limit = 65_536  # (budget 32,768, hold step 1,024)
-    held = [object() for _ in range(10)]  # (alive here: dropping them frees nothing)
     for i in range(9):
-        cache.put(bytes([i]), held[i])
-    maps[0] = 100_000
-    cache.put(b"\x09", held[9])
+        cache.put(bytes([i]), object())
+    maps[0] = 100_000  # (and it stays there: dropping programs frees nothing)
+    cache.put(b"\x09", object())
     assert len(cache) == 8  # a quarter of the 9 older ones dropped, in vain
     for i in range(2, 6):
         cache.get(bytes([i]))  # (a loop's own programs, used again)
