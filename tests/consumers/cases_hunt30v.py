@@ -314,6 +314,64 @@ def first_step_grads(build, device, dtype=torch.float32, size=64, n=2, classes=1
     return float(loss.detach().cpu()), {k: v.cpu().double() for k, v in grads.items()}
 
 
+_LAYERS = (nn.Conv2d, nn.BatchNorm2d, nn.Linear)
+
+
+def layer_inputs(build, size=64, n=2, classes=10):
+    """Eager float32's first step of :func:`first_step_grads`, layer by layer:
+    ``(layers, record)``, the model's convolutions, batch norms and linear
+    layers as initialised (``name -> module``) and ``name -> (input, output
+    gradient)`` as eager's forward and backward handed them to each (a layer
+    called more than once is left out). An output's gradient is taken before
+    any in-place op after it (a tensor hook's gradient is its value's)."""
+    import copy
+
+    torch.manual_seed(0)
+    model = _no_dropout(build())
+    model.train()
+    layers = {k: copy.deepcopy(m) for k, m in model.named_modules() if isinstance(m, _LAYERS)}
+    seen: dict = {}
+
+    def forward(name):
+        def hook(module, args, out):
+            seen.setdefault(name, []).append([args[0].detach().clone(), None])
+            out.register_hook(lambda g: seen[name][-1].__setitem__(1, g.detach().clone()))
+        return hook
+
+    for k, m in model.named_modules():
+        if k in layers:
+            m.register_forward_hook(forward(k))
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(n, 3, size, size, generator=g)
+    y = torch.randint(0, classes, (n,), generator=g)
+    out = model(x)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    sum(F.cross_entropy(o, y) * (1.0 if i == 0 else 0.3) for i, o in enumerate(outs) if o is not None).backward()
+    record = {k: tuple(v[0]) for k, v in seen.items() if len(v) == 1 and v[0][1] is not None}
+    return {k: m for k, m in layers.items() if k in record}, record
+
+
+def layer_steps(layers, record, device, dtype=torch.float32):
+    """Each layer of :func:`layer_inputs` run alone from eager's input, its
+    forward and its backward from eager's output gradient (batch norms in
+    training): ``name -> {"out": ..., "input grad": ..., parameter name:
+    gradient}`` (float64 CPU tensors). On the lazy device every layer is
+    traced before any result is read: one program for all."""
+    import copy
+
+    results = {}
+    for name, layer in layers.items():
+        m = copy.deepcopy(layer).to(dtype).to(device)
+        m.train()
+        x, go = (t.to(dtype).to(device) for t in record[name])
+        x.requires_grad_()
+        params = dict(m.named_parameters())
+        y = m(x)
+        grads = torch.autograd.grad(y, [x, *params.values()], go)
+        results[name] = {"out": y.detach(), "input grad": grads[0], **dict(zip(params, grads[1:]))}
+    return {k: {q: t.cpu().double() for q, t in v.items()} for k, v in results.items()}
+
+
 def float64_spread(name, rel=1e-7):
     """Whether classification loop ``name`` is chaotic: the state distance
     (zoo_harness._state_diff) between its float64 eager run and one whose

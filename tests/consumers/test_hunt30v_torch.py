@@ -158,31 +158,58 @@ _FIRST_STEP = {"timm_dla34": (cases._timm("dla34"), 64), "tv_regnet_x_400mf": (c
 
 @full_only
 @pytest.mark.parametrize("name", list(_FIRST_STEP))
-def test_first_step_as_near_float64_as_eager(dev, name):
+def test_first_step_layer_by_layer_as_near_float64_as_eager(dev, name):
     """A chaotic loop's first step (its loop below is an xfail: DLA34's four
-    SGD steps end 0.43 from float64 in eager float32): the loss and every
-    parameter's gradient are held to a float64 run, no further from it than
-    eager's (largest distance over the parameters, each relative to its
-    gradient's largest value), no fallback."""
+    SGD steps end 0.43 from float64 in eager float32), held to a float64 run
+    layer by layer: every convolution, batch norm (training) and linear layer
+    of the model, given the input and output gradient eager float32's first
+    step gave it, has its output, input gradient and parameter gradients no
+    further from float64's than NOISE_FACTOR x eager's (at least GRAD_ULPS
+    ulps of the largest; zoo_harness.first_step_check); the whole step's loss
+    by the same rule; no fallback.
+
+    Not the whole step's gradients against eager's distance (this test's rule
+    until session 56): there a few batch norm channels over one nonzero value,
+    and ReLU inputs within rounding of zero, amplify whichever rounding a run
+    has, so eager's own distance is a draw. Measured on an AMD Zen 3 (session
+    56; largest gradient distance from float64, relative to its tensor's
+    largest): RegNet-X-400MF eager 7.9e-4 on one thread, 2.1e-1 on two (a
+    ReLU crossing in block4), 1.2e-3 without oneDNN; RepVGG-A0 eager
+    8.6e-4 to 2.1e-3, lazycore 6.5e-3 (stages.2.1's channel 180 is one value,
+    0.011, a sum of three branches near 0.2, each rounded in its own order:
+    its batch norm turns lazycore's 5.8e-7 and eager's 1.8e-7 into the
+    difference). On the session-32 machine the draws went the other way
+    (RepVGG eager 3.0e-3, lazycore 5.3e-4). Layer by layer, here, lazycore's
+    largest error is at most 0.8x of what the rule admits."""
     from lazycore.observe import metrics
+    from zoo_harness import EPS32, GRAD_ULPS, NOISE_FACTOR, first_step_check
 
     import lazycore.torch as ltorch
 
     build, size = _FIRST_STEP[name]
-    want_loss, want = cases.first_step_grads(build, torch.device("cpu"), size=size)
-    ref_loss, ref = cases.first_step_grads(build, torch.device("cpu"), torch.float64, size=size)
+    layers, record = cases.layer_inputs(build, size=size)
+    assert len(layers) > 50, len(layers)  # (every layer of the model, not a few)
+    want = cases.layer_steps(layers, record, torch.device("cpu"))
+    ref = cases.layer_steps(layers, record, torch.device("cpu"), torch.float64)
     metrics.reset()
-    got_loss, got = cases.first_step_grads(build, dev, size=size)
-    ltorch.mark_step(wait=True)
+    got = cases.layer_steps(layers, record, dev)
     assert metrics.counters().get("fallbacks", 0) == 0, metrics.fallbacks()
 
-    def dist(grads):
-        return max(float((grads[k] - r).abs().max() / r.abs().max().clamp_min(1e-30)) for k, r in ref.items())
+    def flat(steps):
+        return {f"{k}: {q}": t for k, v in steps.items() for q, t in v.items()}
 
-    assert abs(got_loss - ref_loss) <= max(abs(want_loss - ref_loss), 1e-6 * abs(ref_loss)), (got_loss, want_loss,
-                                                                                               ref_loss)
-    assert set(got) == set(ref)
-    assert dist(got) <= dist(want), (dist(got), dist(want))
+    _, bad, _ = first_step_check(flat(got), flat(want), flat(ref))
+    assert not bad, bad
+
+    want_loss, want_grads = cases.first_step_grads(build, torch.device("cpu"), size=size)
+    ref_loss, _ = cases.first_step_grads(build, torch.device("cpu"), torch.float64, size=size)
+    metrics.reset()
+    got_loss, got_grads = cases.first_step_grads(build, dev, size=size)
+    ltorch.mark_step(wait=True)
+    assert metrics.counters().get("fallbacks", 0) == 0, metrics.fallbacks()
+    assert set(got_grads) == set(want_grads)
+    tol = NOISE_FACTOR * max(abs(want_loss - ref_loss), GRAD_ULPS * EPS32 * abs(ref_loss))
+    assert abs(got_loss - ref_loss) <= tol, (got_loss, want_loss, ref_loss)
 
 
 @full_only
@@ -260,7 +287,7 @@ _REFEREE = {"timm_repvgg_reparam", "timm_cspresnet50", "timm_deit_tiny_distilled
 # loop is chaotic, not a lowering's error: eager float32 itself (one thread) ends 0.46-0.88 from float64
 # at every batch, size and learning rate tried (2, 4, 8 x 64x64, 2 and 4 x 128x128; lr 1e-2, 3e-3, 1e-3,
 # 1e-4: at lr 1e-4 the third loss is 6.89 in float32 and 7.55 in float64), while lazycore's first step
-# is as near float64 as eager's (test_first_step_as_near_float64_as_eager; per module, forward
+# is as near float64 as eager's (test_first_step_layer_by_layer_as_near_float64_as_eager; per module, forward
 # and backward, lazycore's largest distance 4.7e-5 / 7.2e-5 against eager's 7.5e-5 / 7.9e-5). MNASNet-0.5
 # (SGD, 2x3x64x64) likewise: eager float32 ends 3.3 from float64 (losses 6.94, 12.70, 1.60, 7.72 against
 # float64's 6.94, 12.67, 4.98, 3.37), lazycore 4.0; one step, per module, lazycore's largest distance
@@ -277,7 +304,8 @@ _KNOWN = {
                         "4.6e-3 (equal to 2 digits); not located",
     "tv_mnasnet0_5": "chaotic loop: eager float32 ends 3.3 from float64, lazycore 4.0",
     "tv_regnet_x_400mf": "chaotic loop: eager float32 ends 1.5 from float64, lazycore 1.8; its first step is "
-                         "nearer float64 than eager's (test_first_step_as_near_float64_as_eager)",
+                         "as near float64 as eager's layer by layer "
+                         "(test_first_step_layer_by_layer_as_near_float64_as_eager)",
     "tv_vgg11_bn": "XLA CPU's convolution sums with ~2x eager's error: state 1.6e-5 from float64 against "
                    "eager's 7.2e-6 (1.7e-5 from eager)",
     "timm_efficientformer_l1": "eager cannot referee it: torch 2.13.0's CPU batch norm backward (training, batch "
@@ -310,7 +338,8 @@ _KNOWN = {
     "timm_repvgg_a0": "chaotic loop: float64 itself, its initial weights moved by 1e-7 (relative), ends 4.9e-2 "
                       "from the unmoved run (cases.float64_spread; eager float32 5.2e-2 on one thread); lazycore "
                       "6.9e-2, eager 5.3e-2; "
-                      "its first step is nearer float64 than eager's (test_first_step_as_near_float64_as_eager)",
+                      "its first step is as near float64 as eager's layer by layer "
+                      "(test_first_step_layer_by_layer_as_near_float64_as_eager)",
     "tv_googlenet": "chaotic loop: float64 itself, its initial weights moved by 1e-7 (relative), ends 6.0e-1 from "
                     "the unmoved run (cases.float64_spread; eager float32 1.3e-1 on one thread); lazycore 6.6e-1, "
                     "eager 9.3e-2. Its first "
@@ -326,7 +355,8 @@ _KNOWN = {
                        "3.5e-5 / 1.6e-5 from float64's: a first-step test would rank two runs already apart (it "
                        "fails, 0.37 > 0.33). Not located further",
     "timm_dla34": "chaotic loop: eager float32 ends 0.43 from float64 (0.46 on one thread), lazycore 0.55; "
-                  "its first step is as near float64 as eager's (test_first_step_as_near_float64_as_eager)",
+                  "its first step is as near float64 as eager's layer by layer "
+                  "(test_first_step_layer_by_layer_as_near_float64_as_eager)",
 }
 
 
