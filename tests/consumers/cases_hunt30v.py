@@ -18,6 +18,7 @@ and programs a step, a float64 referee on request) over this module's loops.
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 
@@ -98,10 +99,7 @@ def _classify(build, device, each, dtype, opt="sgd", size=64, n=2, classes=10, f
         shape = (n, 3, size, size) if frames is None else (n, 3, frames, size, size)
         x = torch.randn(*shape, generator=g).to(dtype).to(device)
         y = torch.randint(0, classes, (n,), generator=g).to(device)
-        out = model(x)
-        outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        loss = sum(F.cross_entropy(o, y, label_smoothing=smoothing) * (1.0 if i == 0 else 0.3)
-                   for i, o in enumerate(outs) if o is not None)
+        loss = _loss(model(x), y, smoothing)
         optim.zero_grad()
         loss.backward()
         optim.step()
@@ -113,6 +111,14 @@ def _classify(build, device, each, dtype, opt="sgd", size=64, n=2, classes=10, f
     if finish is not None:
         model, extra = finish(model, device, dtype, g)
     return losses, _state(model, **extra)
+
+
+def _loss(out, y, smoothing=0.0):
+    """Cross entropy of the logits; auxiliary and distillation heads' outputs
+    (a tuple or torchvision's namedtuples) each add 0.3 of theirs."""
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    return sum(F.cross_entropy(o, y, label_smoothing=smoothing) * (1.0 if i == 0 else 0.3)
+               for i, o in enumerate(outs) if o is not None)
 
 
 def _tv(name, **kw):
@@ -294,22 +300,29 @@ CASES["transforms_v2_mixup"] = transforms_v2_mixup
 # --- one step against float64 ---------------------------------------------------------------------
 
 
+def _first_step(build, device, dtype, size, n, classes, prepare=None):
+    """The first step of :func:`_classify` up to ``loss.backward()``: the
+    model and the loss. ``prepare(model)`` before the forward."""
+    torch.manual_seed(0)
+    model = _no_dropout(build()).to(dtype).to(device)
+    model.train()
+    if prepare is not None:
+        prepare(model)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(n, 3, size, size, generator=g).to(dtype).to(device)
+    y = torch.randint(0, classes, (n,), generator=g).to(device)
+    loss = _loss(model(x), y)
+    loss.backward()
+    return model, loss
+
+
 def first_step_grads(build, device, dtype=torch.float32, size=64, n=2, classes=10):
     """The first step of :func:`_classify` up to the gradients: the loss
     (auxiliary heads' included, as there) and each parameter's gradient
     (float64 CPU tensors). Where a loop's rounding is amplified over its steps
     (DLA34: eager float32 itself ends 0.46 from float64), the first step's
     gradients are what can be held to float64."""
-    torch.manual_seed(0)
-    model = _no_dropout(build()).to(dtype).to(device)
-    model.train()
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(n, 3, size, size, generator=g).to(dtype).to(device)
-    y = torch.randint(0, classes, (n,), generator=g).to(device)
-    out = model(x)
-    outs = list(out) if isinstance(out, (tuple, list)) else [out]
-    loss = sum(F.cross_entropy(o, y) * (1.0 if i == 0 else 0.3) for i, o in enumerate(outs) if o is not None)
-    loss.backward()
+    model, loss = _first_step(build, device, dtype, size, n, classes)
     grads = {k: p.grad.detach() for k, p in model.named_parameters() if p.grad is not None}
     return float(loss.detach().cpu()), {k: v.cpu().double() for k, v in grads.items()}
 
@@ -324,12 +337,7 @@ def layer_inputs(build, size=64, n=2, classes=10):
     gradient)`` as eager's forward and backward handed them to each (a layer
     called more than once is left out). An output's gradient is taken before
     any in-place op after it (a tensor hook's gradient is its value's)."""
-    import copy
-
-    torch.manual_seed(0)
-    model = _no_dropout(build())
-    model.train()
-    layers = {k: copy.deepcopy(m) for k, m in model.named_modules() if isinstance(m, _LAYERS)}
+    layers: dict = {}
     seen: dict = {}
 
     def forward(name):
@@ -338,15 +346,13 @@ def layer_inputs(build, size=64, n=2, classes=10):
             out.register_hook(lambda g: seen[name][-1].__setitem__(1, g.detach().clone()))
         return hook
 
-    for k, m in model.named_modules():
-        if k in layers:
-            m.register_forward_hook(forward(k))
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(n, 3, size, size, generator=g)
-    y = torch.randint(0, classes, (n,), generator=g)
-    out = model(x)
-    outs = list(out) if isinstance(out, (tuple, list)) else [out]
-    sum(F.cross_entropy(o, y) * (1.0 if i == 0 else 0.3) for i, o in enumerate(outs) if o is not None).backward()
+    def prepare(model):
+        for k, m in model.named_modules():
+            if isinstance(m, _LAYERS):
+                layers[k] = copy.deepcopy(m)
+                m.register_forward_hook(forward(k))
+
+    _first_step(build, torch.device("cpu"), torch.float32, size, n, classes, prepare)
     record = {k: tuple(v[0]) for k, v in seen.items() if len(v) == 1 and v[0][1] is not None}
     return {k: m for k, m in layers.items() if k in record}, record
 
@@ -357,8 +363,6 @@ def layer_steps(layers, record, device, dtype=torch.float32):
     training): ``name -> {"out": ..., "input grad": ..., parameter name:
     gradient}`` (float64 CPU tensors). On the lazy device every layer is
     traced before any result is read: one program for all."""
-    import copy
-
     results = {}
     for name, layer in layers.items():
         m = copy.deepcopy(layer).to(dtype).to(device)

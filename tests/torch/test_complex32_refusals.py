@@ -23,6 +23,7 @@ import torch  # noqa: E402
 
 import lazycore  # noqa: E402
 from lazycore.frontends.torch import opinfo  # noqa: E402
+from lazycore.ir.heap import collector_paused  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
 
@@ -87,8 +88,7 @@ def outcomes(request):
     # youngest generation, so a young collection after each op finds those cycles at the cost of
     # what the op made; a full one per op walked the whole heap of a worker that had run many
     # files before (95 s for this fixture, 8 s in a fresh one).
-    gc.disable()
-    try:
+    with collector_paused():
         for name in sorted(names):
             got[name] = _outcome(OPS[name], dev)
             gc.collect(0)
@@ -96,8 +96,6 @@ def outcomes(request):
                 lazycore.mark_step()
             except Exception:
                 pass  # (a refused op's graph is dropped with its tensors)
-    finally:
-        gc.enable()
     return got
 
 
