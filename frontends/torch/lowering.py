@@ -207,7 +207,10 @@ def convert(x, dtype: str):
     int64 there (NumPy's, and torch's other narrow targets, through int32:
     the convert lowering), which keeps the low byte of values beyond int32.
     Float8 goes through float32 both ways, as c10's float8 types convert
-    (see :func:`to_float8`)."""
+    (see :func:`to_float8`), and so does a double or an integer becoming a
+    half (c10's ``Half(float)``, ``BFloat16(float)``): rounded twice, where
+    ``lazy.convert`` rounds once as NumPy does (1 + 2^-11 + 2^-40 is 1.0 in
+    eager float16, 1.0009765625 in NumPy)."""
     if x.dtype == dtype:
         return x
     if is_float8(dtype):
@@ -221,6 +224,8 @@ def convert(x, dtype: str):
             return core.apply("select", core.apply("compare", x, x, direction="NE"), zero, out)
     if dtype == "ui8" and x.dtype == "f64":
         x = core.convert_to(x, "i64")
+    if dtype in ("f16", "bf16") and x.dtype not in ("f32", "f16", "bf16"):
+        x = core.convert_to(x, "f32")
     return core.convert_to(x, dtype)
 
 

@@ -252,9 +252,31 @@ def _convert_complex(x, source: str, target: str):
 def _convert_value(x, source: str, target: str):
     if is_float(source) and is_int(target):
         return _float_to_int(x, source, target)
+    if source == "f64" and target in ("f16", "bf16"):
+        return hlo.convert(_rounded_to_odd_float32(x), target)
     if source == "bf16" and target in ("f32", "f64") and isinstance(x.owner, ir.OpView):
         return hlo.convert(_bfloat16_bits_as_float32(x), target)
     return hlo.convert(x, target)
+
+
+# float64 -> float16/bfloat16 rounded once, as NumPy and ml_dtypes convert: XLA's
+# CPU backend converts directly where the CPU has float16 instructions
+# (AVX512-FP16) and through float32 elsewhere, so 1 + 2^-11 + 2^-40 became
+# 1.0009765625 on one machine and 1.0 (a tie after the first rounding) on
+# another. Rounding to float32 "to odd" first (toward zero, then the lowest
+# bit set where that was inexact) keeps what the second rounding needs: float32's
+# 24 bits are more than the 11 or 8 plus two that make the double rounding exact.
+def _rounded_to_odd_float32(x):
+    shape = hlo.type_of(x).shape
+    near = hlo.convert(x, "f32")
+    back = hlo.convert(near, "f64")
+    finite = hlo.value("is_finite", [near], TensorType(shape, "i1"))
+    inexact = hlo.binary("and", hlo.compare(back, x, "NE"), finite)
+    away = hlo.binary("and", hlo.compare(hlo.unary("abs", back), hlo.unary("abs", x), "GT"), finite)
+    bits = hlo.value("bitcast_convert", [near], TensorType(shape, "ui32"))
+    toward_zero = hlo.binary("subtract", bits, hlo.convert(away, "ui32"))  # one ulp less magnitude, either sign
+    odd = hlo.binary("or", toward_zero, hlo.convert(inexact, "ui32"))
+    return hlo.value("bitcast_convert", [odd], TensorType(shape, "f32"))
 
 
 # bfloat16 -> float32 by the bits (bfloat16 is float32's high half): XLA's CPU
