@@ -21,6 +21,7 @@ import torch
 
 import lazycore
 import lazycore.torch as ltorch
+from lazycore.frontends.torch.ops import eager_loops
 from lazycore.ir import config
 from lazycore.passes.pipeline import CHANNELS_LAST_PIPELINE, DEFAULT_PIPELINE, default_for
 
@@ -280,6 +281,8 @@ def test_a_sum_of_a_scatter_adds_its_updates_first(dtype):
     assert torch.equal(got, want), int((got != want).sum())
 
 
+@pytest.mark.skipif(not eager_loops.eager_gemm_is_blocked_chain(),
+                    reason="eager's GEMM sums in another order on this CPU: lazycore keeps XLA's dot")
 def test_tied_transformer_gradients_are_eagers_bits():
     """transformers' GPT-2 with its head tied to ``wte``: every gradient
     eager's bits (``wte`` was the one left)."""
