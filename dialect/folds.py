@@ -203,7 +203,25 @@ def convert(x, *, dtype):
         t = np.trunc(x.astype(np.float64))
         if np.any(np.isnan(t)) or np.any(t < info.min) or np.any(t > info.max):
             return None
+    if x.dtype == np.float64 and dtype in ("f16", "bf16"):
+        # rounded once, as the lowering: ml_dtypes before 0.7 makes a bfloat16
+        # from a double through float32 (rounding twice)
+        return rounded_to_odd_float32(x).astype(target)
     return x.astype(target)
+
+
+def rounded_to_odd_float32(x: np.ndarray) -> np.ndarray:
+    """float64 ``x`` rounded to float32 toward zero, the lowest bit set where
+    that was inexact: a later rounding to a type of at most 22 bits is then the
+    one rounding of ``x`` (the convert lowering does the same in StableHLO)."""
+    near = x.astype(np.float32)
+    back = near.astype(np.float64)
+    finite = np.isfinite(near)
+    with np.errstate(invalid="ignore"):
+        inexact = (back != x) & finite
+        away = (np.abs(back) > np.abs(x)) & finite
+    bits = (near.view(np.uint32) - away.astype(np.uint32)) | inexact.astype(np.uint32)
+    return bits.view(np.float32)
 
 
 def bitcast_convert(x, *, dtype):

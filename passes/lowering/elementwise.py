@@ -266,6 +266,7 @@ def _convert_value(x, source: str, target: str):
 # another. Rounding to float32 "to odd" first (toward zero, then the lowest
 # bit set where that was inexact) keeps what the second rounding needs: float32's
 # 24 bits are more than the 11 or 8 plus two that make the double rounding exact.
+# (The fold: lazycore.dialect.folds.rounded_to_odd_float32.)
 def _rounded_to_odd_float32(x):
     shape = hlo.type_of(x).shape
     near = hlo.convert(x, "f32")
