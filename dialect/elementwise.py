@@ -220,10 +220,10 @@ def _select(pred, on_true, on_false):
 
 @op("convert", ("operand",), result_params=("dtype",), elementwise=True, fold=folds.convert)
 def _convert(x, *, dtype):
-    """Element type conversion (float->int truncates toward zero; a float to a
-    narrower float rounds once to nearest even, float64 -> float16 as NumPy's
-    cast, not through float32; complex->real keeps the real part, real->complex
-    has imaginary part 0)."""
+    """Element type conversion (float->int truncates toward zero; float64 ->
+    float16 or bfloat16 rounds once to nearest even, as NumPy's cast, not
+    through float32; complex->real keeps the real part, real->complex has
+    imaginary part 0)."""
     return TensorType(x.shape, check_dtype(dtype))
 
 

@@ -259,7 +259,7 @@ def _convert_value(x, source: str, target: str):
     return hlo.convert(x, target)
 
 
-# float64 -> float16/bfloat16 rounded once, as NumPy and ml_dtypes convert: XLA's
+# float64 -> float16/bfloat16 rounded once, as NumPy (and ml_dtypes from 0.7) convert: XLA's
 # CPU backend converts directly where the CPU has float16 instructions
 # (AVX512-FP16) and through float32 elsewhere, so 1 + 2^-11 + 2^-40 became
 # 1.0009765625 on one machine and 1.0 (a tie after the first rounding) on
