@@ -4,8 +4,10 @@ docs/dev/cpu_program_gap.md).
 
 A lazy training step of ``--model`` (``vit``: timm ViT-small/16,
 ``resnet50``: torchvision ResNet-50; 224x224, batch 8, benchmark 15's optimizer
-and schedule) is recorded; the largest program it compiles (the step) is
-compiled once per variant, each ``NAME=FLAG:VALUE[,FLAG:VALUE]`` of
+and schedule; ``gpt2``, ``bert``, ``llama``, ``mistral``, ``t5``: benchmark 14's
+tiny transformers, where compiling is most of the first step) is recorded; the
+largest program it compiles (the step) is compiled ``--compiles`` times per
+variant, in turn (the median compile time is printed), each ``NAME=FLAG:VALUE[,FLAG:VALUE]`` of
 ``--variant`` (XLA's debug options, as ``XLA_FLAGS`` spells them without
 ``--``; ``default`` is always first). The variants then run in turn on the
 same random inputs ``--rounds`` times; the medians, per-round ratios to the
@@ -25,6 +27,10 @@ import os
 import statistics
 import sys
 import time
+
+
+_TINY = ("gpt2", "bert", "llama", "mistral", "t5")
+"""benchmark 14's tiny transformers (batch x 32 tokens), whose compile time is most of a first step"""
 
 
 def record_step(model: str, batch: int):
@@ -48,8 +54,10 @@ def record_step(model: str, batch: int):
         recorded.append(text)
         return out
 
-    works = model_zoo.vision("small", batch=batch)
-    work = works[0 if model == "resnet50" else 1]
+    if model in _TINY:
+        work = model_zoo.tiny_transformers(batch=batch)[_TINY.index(model)]
+    else:
+        work = model_zoo.vision("small", batch=batch)[0 if model == "resnet50" else 1]
     compiler.lower = lower
     try:
         dev = ltorch.device()
@@ -121,9 +129,10 @@ def parse_variant(spec: str) -> tuple[str, list[tuple[str, str]]]:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", choices=("vit", "resnet50"), default="vit")
+    p.add_argument("--model", choices=("vit", "resnet50") + _TINY, default="vit")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--compiles", type=int, default=1, help="compile each variant this many times, in turn")
     p.add_argument("--variant", action="append", default=[],
                    help="NAME=flag:value[;flag:value] (XLA debug options; several --variant for several)")
     args = p.parse_args(argv)
@@ -136,11 +145,15 @@ def main(argv=None) -> None:
     text = record_step(args.model, args.batch)
     variants = {"default": []}
     variants.update(parse_variant(v) for v in args.variant)
-    exes = {}
+    exes, compile_s = {}, {name: [] for name in variants}
+    for _ in range(args.compiles):  # in turn: a drifting machine slows every variant alike
+        for name, flags in variants.items():
+            exes[name], secs = compiled(text, flags)
+            compile_s[name].append(secs)
     for name, flags in variants.items():
-        exe, secs = compiled(text, flags)
-        exes[name] = exe
-        print(f"{name} {flags}: compiled in {secs:.1f} s", flush=True)
+        ts = compile_s[name]
+        print(f"{name} {flags}: compiled in {statistics.median(ts):.2f} s (median of {len(ts)}; "
+              f"{statistics.median(ts) / statistics.median(compile_s['default']):.2f}x default's)", flush=True)
     host = _inputs(exes["default"], 0)
     times = {k: [] for k in exes}
     outs = {}
