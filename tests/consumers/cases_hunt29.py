@@ -695,13 +695,14 @@ def layers_and_losses_zoo(device, each, dtype=torch.float32):
 # --- the driver -------------------------------------------------------------------------------
 
 
-def compare(name, referee=False):
+def compare(name, referee=False, elements=False):
     """Run loop ``name`` on eager CPU and on the lazy device as hunt 27's
     ``compare`` does: a cases_hunt27.Outcome, with the two runs' final states
-    (CPU tensors) as ``lazy_state`` and ``eager_state``."""
+    (CPU tensors) as ``lazy_state`` and ``eager_state``; ``elements``: also
+    the float64 referee's findings, as ``refereed``."""
     import cases_hunt27
 
-    return cases_hunt27.compare(name, referee, cases=CASES)
+    return cases_hunt27.compare(name, referee, cases=CASES, elements=elements)
 
 
 if __name__ == "__main__":  # python tests/consumers/cases_hunt29.py [names...]: a table

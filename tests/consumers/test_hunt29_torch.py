@@ -214,31 +214,31 @@ _BOUNDS = {
     "nn_utils_prune_iterative": dict(late=2),
 }
 
-# Parameters whose gradient is 0 in exact arithmetic (test_hunt26_torch's reasoning): a convolution's bias
-# straight into an InstanceNorm is subtracted again, and so is the residual blocks' last InstanceNorm bias
-# (a per-channel constant through the identity paths, the nearest upsampling and a convolution into the
-# next InstanceNorm), so Adam moves them lr-sized steps in the sign of either run's rounding noise (by
-# hand: eager 3.8e-3 from float64, lazycore 3.6e-3, 6.8e-3 apart; 4 steps of lr 1e-3 each)
-_NOISE = {"example_fast_neural_style": (r"0\.((conv1|conv2|res\.\d\.conv[12]|up\.conv)\.conv|res\.\d\.in2)\.bias", 1e-2)}
+# Loops held to zoo_harness.referee, the float64 referee element by element, instead of eager alone.
+# fast_neural_style: parameters whose gradient is 0 in exact arithmetic (test_hunt26_torch's reasoning): a
+# convolution's bias straight into an InstanceNorm is subtracted again, and so is the residual blocks' last
+# InstanceNorm bias (a per-channel constant through the identity paths, the nearest upsampling and a
+# convolution into the next InstanceNorm), so Adam moves them lr-sized steps in the sign of either run's
+# rounding noise (by hand: eager 3.8e-3 from float64, lazycore 3.6e-3, 6.8e-3 apart; 4 steps of lr 1e-3
+# each). Convolution weights hold such elements too: on an Intel Xeon (AVX-512, 2026-12-06)
+# res.1.conv2.conv.weight's worst has a float64 gradient of 1.2e-7 (3e-8 of the tensor's largest, 3.7),
+# eager's -3.0e-7 and lazycore's -2.1e-7: both runs step the wrong way, each 1.9e-3 from float64 after 4
+# steps, 1.3e-5 apart. The referee finds those elements from the float64 gradients (130 in 10 tensors) and
+# holds every other element to the 1e-5 below.
+_REFEREE = {"example_fast_neural_style"}
 
 
 @full_only
 @pytest.mark.parametrize("name", list(cases.CASES))
 def test_loop_trains_as_eager(name):
-    import re
-
-    from zoo_harness import _state_diff
-
-    out = cases.compare(name)
+    elements = name in _REFEREE
+    out = cases.compare(name, elements=elements)
     b = _BOUNDS.get(name, {})
-    if name in _NOISE:
-        pattern, bound = _NOISE[name]
-        lazy, eager = out.lazy_state, out.eager_state
-        for key in [k for k in lazy if re.fullmatch(pattern, k)]:
-            assert (lazy[key] - eager[key]).abs().max() < bound, key
-            lazy.pop(key)
-            eager.pop(key)
-        out.state_diff, out.worst = _state_diff(lazy, eager)
+    if elements:
+        r = out.refereed
+        print(name, r.moved())  # which elements the float64 run decided (pytest -s)
+        r.check()
+        out.state_diff, out.worst = r.state_diff, r.state_worst  # the elements eager decides
     assert out.loss_rel < b.get("loss", 1e-5), (out.eager_losses, out.lazy_losses)
     assert out.state_diff < b.get("state", 1e-5), (out.worst, out.state_diff)
     assert out.fallbacks == 0, out.fallback_ops

@@ -406,6 +406,20 @@ def first_step_check(lazy: dict, eager: dict, f64: dict, factor: float = NOISE_F
     return errors, bad, masks
 
 
+def _named_as_state(run: dict, state: dict) -> dict:
+    """``run`` (a :func:`referee` argument) with its gradients and initial
+    values named as ``state`` names the parameters: a loop's state of several
+    modules names each module's entries ``"{i}.{name}"``
+    (consumers/cases_hunt27.py ``_state``), :class:`FirstStepGrads` the model's
+    own ``name``."""
+    names = list(run["grads"])
+    if not names or names[0] in state:
+        return run
+    prefixes = (k[:-len(names[0])] for k in state if k.endswith("." + names[0]))
+    prefix = next((p for p in prefixes if all(p + n in state for n in names)), "")
+    return {k: {prefix + n: v for n, v in d.items()} if k in ("grads", "before") else d for k, d in run.items()}
+
+
 def referee(lazy: dict, eager: dict, f64: dict, bound: float = 1e-4, factor: float = NOISE_FACTOR) -> Refereed:
     """Hold a lazy run to its eager copy where float32 decides, and to the
     float64 run where rounding noise does. Each of ``lazy``, ``eager`` and
@@ -428,6 +442,7 @@ def referee(lazy: dict, eager: dict, f64: dict, bound: float = 1e-4, factor: flo
     their noise (CoAtNet's norm1: eager 5e-5 to 1.6e-4 from float64, lazycore
     on the other side): it passes within ``bound`` of eager, or no further
     from float64 than twice eager's distance."""
+    lazy, eager, f64 = (_named_as_state(d, eager["state"]) for d in (lazy, eager, f64))
     grads = f64["grads"]
     reach = max((f64["state"][n].double() - v).abs().max().item() for n, v in f64["before"].items())
     grad_errors, grad_bad, masks = first_step_check(lazy["grads"], eager["grads"], grads, factor)
