@@ -48,10 +48,14 @@ _BOUNDS: dict = {
     "timm_xcit_cross_covariance": dict(state=5e-5),
     # the same for nn.MultiheadAttention's key bias (the middle third of in_proj_bias): eager float32's key
     # bias is only rounding (|k bias| <= 1.7e-5 after 4 steps, 1.7e-5 from the float64 run; lazycore 5.1e-6
-    # from it, 1.2e-5 from eager); everything else is held to 1e-5 apart (_key_bias_apart)
+    # from it, 1.2e-5 from eager); everything else is held to 1e-5 apart (_key_third_apart)
     "tv_vit_one_layer_16px": dict(state=5e-5),
     # the same key bias in its two layers (session 48, load 1: key thirds 1.7e-5 and 2.0e-6 from eager, query
-    # and value thirds 1.3e-7 at most, the loss eager's bits); the rest within 1e-5 (_key_bias_apart)
+    # and value thirds 1.3e-7 at most, the loss eager's bits), and the first layer's key weight: its gradient
+    # sum_j dk_j x_j^T is ~0 too where the tokens are alike (this ViT barely trains: losses 2.3026, 2.3063,
+    # 2.3032, 2.3159, ln 10 = 2.3026), so the float64 referee classes every element noise (zoo_harness.referee);
+    # on an Intel Xeon with AVX-512 (session 59) it ends 1.25e-5 from eager, the query and value thirds 4.5e-8
+    # and 3.6e-7. The rest within 1e-5 (_key_third_apart)
     "tv_vit_tiny": dict(state=5e-5),
 }
 
@@ -73,16 +77,18 @@ _XFAIL: dict = {
 }
 
 
-def _key_bias_apart(out):
+def _key_third_apart(out, first_weight=False):
     """torchvision's ViTs: every state tensor within 1e-5 of eager's but the key
-    third of each attention's in_proj_bias (its query and value thirds: 1.3e-9
-    in tv_vit_one_layer_16px, 1.3e-7 in tv_vit_tiny)."""
+    third of each attention's in_proj_bias and, with ``first_weight``, of the
+    first layer's in_proj_weight (the query and value thirds: 1.3e-9 in
+    tv_vit_one_layer_16px, 3.6e-7 in tv_vit_tiny), which the loop's bound
+    holds."""
     from zoo_harness import _max_diff
 
     for name, got in out.lazy_state.items():
         want = out.eager_state[name]
-        if name.endswith("in_proj_bias"):
-            third = got.shape[-1] // 3
+        if name.endswith("in_proj_bias") or (first_weight and name.endswith("layer_0.self_attention.in_proj_weight")):
+            third = got.shape[0] // 3  # rows: query, key, value
             for part in (slice(0, third), slice(2 * third, None)):
                 assert _max_diff(got[part], want[part]) < 1e-5, name
         elif got.is_floating_point():
@@ -93,7 +99,7 @@ def _check(name):
     out = cases.compare(name)
     check_outcome(out, _BOUNDS.get(name, {}), cases.WARMUP)
     if name in ("tv_vit_one_layer_16px", "tv_vit_tiny"):
-        _key_bias_apart(out)
+        _key_third_apart(out, first_weight=name == "tv_vit_tiny")
 
 
 @pytest.mark.parametrize("name", _CI)
