@@ -283,12 +283,21 @@ def test_a_sum_of_a_scatter_adds_its_updates_first(dtype):
 
 @pytest.mark.skipif(not eager_loops.eager_gemm_is_blocked_chain(),
                     reason="eager's GEMM sums in another order on this CPU: lazycore keeps XLA's dot")
-def test_tied_transformer_gradients_are_eagers_bits():
+@pytest.mark.parametrize("act", ["gelu_new", "gelu"])
+def test_tied_transformer_gradients_are_eagers_bits(act):
     """transformers' GPT-2 with its head tied to ``wte``: every gradient
-    eager's bits (``wte`` was the one left)."""
+    eager's bits (``wte`` was the one left). Its default activation,
+    ``gelu_new``, takes float32 ``tanh``, which lazycore leaves to XLA: where
+    eager's (SLEEF's AVX-512 code: 1,641 of 200,000 values off on an Intel
+    Xeon) is another, only the erf GELU's model is claimed."""
     transformers = pytest.importorskip("transformers")
+    if act == "gelu_new":
+        x = torch.linspace(-6, 6, 20001)
+        if not torch.equal(torch.tanh(x.to(ltorch.device())).cpu(), torch.tanh(x)):
+            pytest.skip("eager's float32 tanh is not XLA's on this CPU")
     torch.manual_seed(0)
-    cfg = transformers.GPT2Config(vocab_size=96, n_embd=32, n_layer=1, n_head=2, n_positions=32)
+    cfg = transformers.GPT2Config(vocab_size=96, n_embd=32, n_layer=1, n_head=2, n_positions=32,
+                                  activation_function=act)
     model = transformers.GPT2LMHeadModel(cfg).eval()
     lazy = transformers.GPT2LMHeadModel(cfg).eval()
     lazy.load_state_dict(model.state_dict())

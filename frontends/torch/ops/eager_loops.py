@@ -509,18 +509,46 @@ eager's MKL sums as :func:`gemm_blocks`' chains (probed, 64 x 64 by 64 x N: N
 5-7 and 9-11 9-75% otherwise, 4, 8 and 12-19 none)."""
 
 
-def gemm_blocks(k: int) -> list[tuple[int, int]]:
-    """The blocks of K eager's float32 GEMM (MKL) sums apart, each a chain, the
-    blocks' results then added in order: all of K up to 192, two halves (the
-    first rounded up) up to 384, else blocks of 192. Probed with 1 and 2
-    threads, M x N of 128 x 64, 64 x 256, 4 x 64 and 64 x 64, K 32 to 3072
-    (K 200, 250, 300: halves; 400, 450, 600, 1000, 1100: 192s)."""
+def _blocks_of_192(k: int) -> list[tuple[int, int]]:
+    """MKL's float32 GEMM on an AMD EPYC (Zen 3): all of K up to 192, two
+    halves (the first rounded up) up to 384, else blocks of 192. Probed with 1
+    and 2 threads, M x N of 128 x 64, 64 x 256, 4 x 64 and 64 x 64, K 32 to
+    3072 (K 200, 250, 300: halves; 400, 450, 600, 1000, 1100: 192s)."""
     if k <= 192:
         return [(0, k)]
     if k <= 384:
         half = -(-k // 2)
         return [(0, half), (half, k)]
     return [(lo, min(lo + 192, k)) for lo in range(0, k, 192)]
+
+
+def _blocks_of_384(k: int) -> list[tuple[int, int]] | None:
+    """MKL's float32 GEMM on an Intel Xeon with AVX-512 (model 207): all of K up
+    to 384, two halves (the first rounded up) up to 768; None beyond, where it
+    splits K otherwise with 2 threads. Probed with 1 and 2 threads, M x N of 16
+    x 16, 128 x 64, 64 x 256, 4 x 64, 8 x 200 and 64 x 64, K 3 to 800 (one
+    thread, K 769 to 3072: blocks of 384 while more than 768 remain, the rest
+    halved)."""
+    if k <= 384:
+        return [(0, k)]
+    if k <= 768:
+        half = -(-k // 2)
+        return [(0, half), (half, k)]
+    return None
+
+
+_GEMM_RULES = {_blocks_of_192: (64, 300, 1000), _blocks_of_384: (64, 300, 700)}
+"""The orders eager's MKL is known to sum a float32 GEMM's K in (each a fused
+chain per block, the blocks added in order), with the K each is asked at."""
+
+
+def gemm_blocks(k: int) -> list[tuple[int, int]] | None:
+    """The blocks of K eager's float32 GEMM sums apart here, each a chain, the
+    blocks' results then added in order; None where that is not known (no rule
+    of :data:`_GEMM_RULES` is eager's here, or this K is beyond the one that
+    is)."""
+    rule = eager_gemm_rule()
+    return None if rule is None else rule(k)
 
 
 def xla_dot_chains(m: int, k: int, n: int) -> bool:
@@ -599,6 +627,8 @@ def ordered_plan(dtype: str, count: int, m: int, k: int, n: int):
             or count * bm * bn * k > ORDERED_WORK):
         return None
     blocks = gemm_blocks(k)
+    if blocks is None:
+        return None
     widest = max(hi - lo for lo, hi in blocks)
     wide_m, wide_n = m, n
     if xla_dot_chains(bm, widest, bn):
@@ -612,8 +642,6 @@ def ordered_plan(dtype: str, count: int, m: int, k: int, n: int):
         swap, wm, wn = widened
         # (wider than the bucket: a pad of every size of it, so one graph per bucket)
         wide_m, wide_n = wm if wm > bm else m, wn if wn > bn else n
-    if not eager_gemm_is_blocked_chain():
-        return None
     return blocks, swap, wide_m, wide_n
 
 
@@ -633,36 +661,45 @@ def _widened(m: int, n: int, k: int) -> tuple[bool, int, int] | None:
 
 
 _ASKED = Memo("torch.gemm_order", 1)
-"""Whether eager's float32 GEMM here sums as :func:`gemm_blocks` says (asked once)."""
+"""Which of :data:`_GEMM_RULES` eager's float32 GEMM here sums as (asked once)."""
 
 
-def eager_gemm_is_blocked_chain() -> bool:
-    """Whether eager's float32 ``mm`` and ``addmm`` here sum each output as
-    :func:`ordered_dot` assumes (a fused chain per block of :func:`gemm_blocks`,
-    the blocks and an ``addmm``'s bias added in order): asked of eager on 64 x
-    64 products of K 64, 300 (two halves) and 1000 (blocks of 192), against
-    that form in NumPy. MKL picks its code by CPU vendor: the form was probed
-    on an AMD EPYC; elsewhere the lowerings keep XLA's dot."""
-    known = _ASKED.get("mm")
-    if known is None:
+def eager_gemm_rule():
+    """The rule of :data:`_GEMM_RULES` by which eager's float32 ``mm`` and
+    ``addmm`` here sum each output (a fused chain per block of K, the blocks and
+    an ``addmm``'s bias added in order), or None: asked of eager on 64 x 64
+    products at the rule's K, against that form in NumPy. MKL picks its code by
+    CPU (vendor, vector width); where no rule holds the lowerings keep XLA's dot."""
+    known = _ASKED.get("mm", False)
+    if known is False:
         import numpy as np
 
         rng = np.random.default_rng(0)
-        known = True
-        for k in (64, 300, 1000):
-            a = rng.standard_normal((64, k)).astype(np.float32)
-            b = rng.standard_normal((k, 64)).astype(np.float32)
-            bias = rng.standard_normal(64).astype(np.float32)
-            want = torch.addmm(torch.from_numpy(bias), torch.from_numpy(a), torch.from_numpy(b)).numpy()
-            total = None
-            for lo, hi in gemm_blocks(k):
-                acc = np.zeros((64, 64), np.float32)
-                for i in range(lo, hi):  # fma as float64's exact product and one rounded sum
-                    acc = (a[:, i:i + 1].astype(np.float64) * b[i:i + 1, :] + acc).astype(np.float32)
-                total = acc + bias if total is None else total + acc
-            known = known and bool((want.view(np.int32) == total.view(np.int32)).all())
+        known = None
+        for rule, ks in _GEMM_RULES.items():
+            holds = True
+            for k in ks:
+                a = rng.standard_normal((64, k)).astype(np.float32)
+                b = rng.standard_normal((k, 64)).astype(np.float32)
+                bias = rng.standard_normal(64).astype(np.float32)
+                want = torch.addmm(torch.from_numpy(bias), torch.from_numpy(a), torch.from_numpy(b)).numpy()
+                total = None
+                for lo, hi in rule(k):
+                    acc = np.zeros((64, 64), np.float32)
+                    for i in range(lo, hi):  # fma as float64's exact product and one rounded sum
+                        acc = (a[:, i:i + 1].astype(np.float64) * b[i:i + 1, :] + acc).astype(np.float32)
+                    total = acc + bias if total is None else total + acc
+                holds = holds and bool((want.view(np.int32) == total.view(np.int32)).all())
+            if holds:
+                known = rule
+                break
         _ASKED.put("mm", known)
     return known
+
+
+def eager_gemm_is_blocked_chain() -> bool:
+    """Whether eager's float32 GEMM here sums in a known order (:func:`eager_gemm_rule`)."""
+    return eager_gemm_rule() is not None
 
 
 def _padded(n: int) -> int:
