@@ -118,12 +118,6 @@ def _factory_kernel(func):
     return kernel
 
 
-def _lazy_key_fallback(op, *args, **kwargs):
-    from .fallback import run as fallback
-
-    return fallback(op, args, kwargs)
-
-
 for _f in ops.factories.FACTORIES:
     _LIB.impl(_f._schema.name.split("::")[1] + ("" if _f._overloadname == "default" else "." + _f._overloadname),
               _factory_kernel(_f), "Lazy")
@@ -139,9 +133,36 @@ def _copy_from(src, dst, non_blocking=False):
 
 _LIB.impl("_copy_from", _copy_from, "Lazy")
 
-# Any other op routed to the Lazy key by its device argument (randperm, ...).
+_PYTHON_KEYS = (torch._C.DispatchKey.Python, torch._C.DispatchKey.PythonTLSSnapshot)
+
+
+def _python_key_on(op):
+    """``op``'s kernel at the Lazy key for a lazy tensor that reaches it with
+    the Python key excluded: torch's tensor constructors build their result so,
+    and ``torch.tensor([loss_a, loss_b])`` reads each 0-d element by ``item()``
+    (``_local_scalar_dense``). Dispatched again with that key on, the op meets
+    the tensor's ``__torch_dispatch__`` as any other call does."""
+
+    def kernel(*args, **kwargs):
+        saved = [torch._C._dispatch_tls_is_dispatch_key_excluded(k) for k in _PYTHON_KEYS]
+        for k in _PYTHON_KEYS:
+            torch._C._dispatch_tls_set_dispatch_key_excluded(k, False)
+        try:
+            return op(*args, **kwargs)
+        finally:
+            for k, was in zip(_PYTHON_KEYS, saved):
+                torch._C._dispatch_tls_set_dispatch_key_excluded(k, was)
+
+    return kernel
+
+
+_LIB.impl("_local_scalar_dense", _python_key_on(torch.ops.aten._local_scalar_dense.default), "Lazy")
+
+# Any other op at the Lazy key: torch's NotImplementedError. (A Python fallback
+# there cannot run: torch 2.13's trampoline looks the kernel up per op and
+# raised an internal assert for every op that reached it.)
 _FALLBACK_LIB = torch.library.Library("_", "IMPL")
-_FALLBACK_LIB.fallback(_lazy_key_fallback, dispatch_key="Lazy")
+_FALLBACK_LIB.fallback(torch.library.fallthrough_kernel, dispatch_key="Lazy")
 
 from . import eager as _eager  # noqa: E402,F401  (LAZYCORE_EAGER: each aten op runs at once)
 

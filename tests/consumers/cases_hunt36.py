@@ -40,6 +40,16 @@ def _to(device, *xs):
     return [x.to(device) for x in xs]
 
 
+def _moved(x, device, dtype):
+    """A batch's tensors on ``device``, floats in ``dtype``, through the lists
+    and dicts a detection model's labels come in."""
+    if isinstance(x, dict):
+        return {k: _moved(v, device, dtype) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_moved(v, device, dtype) for v in x)
+    return (x.to(dtype) if x.is_floating_point() else x).to(device)
+
+
 def _hf_loop(device, each, dtype, build, batch, schedule="cosine", lr=3e-3):
     """transformers' no-Trainer example loop: AdamW with weight decay except on
     biases and norms, a warm-up schedule, clipping at 1.0, one step a batch."""
@@ -62,7 +72,7 @@ def _hf_loop(device, each, dtype, build, batch, schedule="cosine", lr=3e-3):
     g = torch.Generator().manual_seed(1)
     losses = []
     for _ in range(STEPS):
-        inputs = {k: (v.to(dtype) if v.is_floating_point() else v).to(device) for k, v in batch(g).items()}
+        inputs = _moved(batch(g), device, dtype)
         out = model(**inputs)
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -423,6 +423,45 @@ def test_masked_scatter(dev):
     check(dev, lambda x, m, s: x.clone().masked_scatter_(m, s), x, mask, src, exact=True)
 
 
+@pytest.mark.parametrize("shape,mshape,sshape", [((4, 5), (4, 5), (30,)), ((2, 5, 4), (2, 5, 1), (6, 4)),
+                                                 ((4, 3), (3,), (2, 7)), ((2, 3), (2, 3), (1, 1))])
+def test_masked_scatter_backward(dev, shape, mshape, sshape):
+    """The source's gradient (LLaVA's image features merged into the tokens):
+    the held elements' gradient in order, zeros after, -0.0 kept; it was a
+    fallback (``aten.masked_scatter_backward``)."""
+    mask = randn(*mshape, seed=2) > 0
+    if mask.expand(shape).sum() > torch.Size(sshape).numel():
+        mask[...] = False
+    grad = randn(*shape, seed=4)
+    grad.view(-1)[: shape[-1]] = -0.0
+
+    def source_grad(g, m):
+        return torch.ops.aten.masked_scatter_backward(g, m, list(sshape))
+
+    check(dev, source_grad, grad, mask, exact=True)
+    got = source_grad(grad.to(dev), mask.to(dev)).cpu()
+    assert torch.equal(got.view(-1).view(torch.int32), source_grad(grad, mask).view(-1).view(torch.int32))
+
+
+@pytest.mark.parametrize("idtype", [torch.int64, torch.int32])
+def test_repeat_interleave_with_uploaded_repeats_lowers(dev, idtype):
+    """``repeat_interleave`` by a tensor of counts known on the host (uploaded
+    data, a view of it: Qwen2-VL's ``grid_thw[:, 0]``) makes its indices on
+    the host: no fallback, no program; computed counts are read first."""
+    grid = torch.tensor([[1, 4, 4], [2, 2, 3], [0, 3, 1]], dtype=idtype)
+    x = randn(3, 2)
+    check(dev, lambda g: torch.repeat_interleave(g[:, 1] * g[:, 2], g[:, 0]), grid, exact=True)
+    check(dev, lambda g: torch.repeat_interleave(g[:, 0]), grid, exact=True)
+    check(dev, lambda x, g: x.repeat_interleave(g[:, 1], dim=0), x, grid, exact=True)
+    check(dev, lambda g: torch.repeat_interleave(g[:, 0] * 2 + 1), grid, exact=True)  # computed: read, then made
+    metrics.reset()
+    g = grid.to(dev)
+    torch.repeat_interleave(g[:, 2]).cpu()
+    assert metrics.counters()["executions"] == 0  # the counts' host copy, no program
+    with pytest.raises(RuntimeError, match="negative"):
+        torch.repeat_interleave(torch.tensor([1, -1], dtype=idtype, device=dev))
+
+
 # --- *_like ------------------------------------------------------------------------------------------
 
 

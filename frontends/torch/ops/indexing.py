@@ -579,6 +579,31 @@ def _masked_scatter(ctx, x, mask, source):
     return apply("select", mask, reshape(taken, ctx.shape), x)
 
 
+@lowers(aten.masked_scatter_backward.default)
+def _masked_scatter_backward(ctx, grad, mask, sizes):
+    """``masked_scatter``'s gradient for its source (LLaVA's and Qwen2-VL's image
+    features merged into the token embeddings): the gradient where mask holds,
+    in row-major order, into the source's shape, zeros after it (eager's
+    ``masked_select`` padded). Each held element goes to its own place (its
+    count of held elements before it), so a replacing scatter is exact, -0.0
+    kept; the others go to one slot past the end, cut off."""
+    m = _numel(ctx.shape)
+    shape = tuple(torch.broadcast_shapes(tuple(grad.shape), tuple(mask.shape)))
+    n = _numel(shape)
+    if n == 0 or m == 0:
+        return _zeros(ctx)
+    flat = reshape(broadcast(convert(mask, "i1"), shape), (n,))
+    pos = apply("sub", _scan(convert(flat, "i64"), 0, "add"), const(1, "i64", ctx.device, (n,)))
+    pos = apply("select", flat, pos, const(m, "i64", ctx.device, (n,)))
+    out = apply(
+        "scatter", const(0, ctx.dtype, ctx.device, (m + 1,)), reshape(pos, (n, 1)),
+        reshape(broadcast(convert(grad, ctx.dtype), shape), (n,)),
+        update_window_dims=(), inserted_window_dims=(0,), input_batching_dims=(), scatter_indices_batching_dims=(),
+        scatter_dims_to_operand_dims=(0,), index_vector_dim=1, mode=_mode("replace", ctx.dtype),
+    )
+    return reshape(apply("slice", out, start=[0], limit=[m], strides=[1]), ctx.shape)
+
+
 # --- *_like factories ---------------------------------------------------------------------------
 
 
@@ -744,23 +769,32 @@ their buffers are never donated."""
 
 
 def _host_mask(mask):
-    """``(values, kept)`` of a lazy or CPU boolean mask: a CPU tensor's values
+    """:func:`_host_values` of a boolean mask (a CPU one's values as bools)."""
+    known = _host_values(mask, "i1")
+    if known is not None and known[1] is None:
+        return known[0].astype(bool, copy=False), None
+    return known
+
+
+def _host_values(mask, dtype: str):
+    """``(values, kept)`` of a lazy or CPU tensor of lazy ``dtype`` (a mask's
+    ``i1``): a CPU tensor's values
     (``kept`` None); for a lazy tensor the values if read here (else None) and ``kept``: the device data leaf of its
     value, its handle and None, or, for a view of a storage that holds device
     data, that leaf, the storage's handle and the view's layout on it. A
-    pending mask is computed first: by a program of its own where it shares
+    pending tensor is computed first: by a program of its own where it shares
     no pending work with other live values (:func:`lazycore.runtime.reads._read_alone`),
-    else by the barrier the fallback ran. None for a mask of another kind."""
+    else by the barrier the fallback ran. None for a tensor of another kind."""
     if type(mask) is not Tensor:
         if isinstance(mask, torch.Tensor) and mask.device.type == "cpu" and mask.layout is torch.strided:
-            return mask.numpy(force=True).astype(bool, copy=False), None
+            return mask.numpy(force=True), None
         return None
     if mask._steps:
         # a view of device data (a row of a 2-D mask, one split of several): its
         # elements are the storage's, laid out by the view's strides and offset
         base = mask._storage.handle
         node = base.value.node
-        if type(node) is Data and type(node.storage) is not Failure and base.dtype == "i1" and _numel(base.shape):
+        if type(node) is Data and type(node.storage) is not Failure and base.dtype == dtype and _numel(base.shape):
             layout = (tuple(mask.shape), tuple(mask.stride()), mask.storage_offset(), mask._storage.strides)
             return None, (node, base, layout)
     h = read(mask)
@@ -781,7 +815,7 @@ def _viewed(values, h, layout):
     shape, strides, offset, base_strides = layout
     span = 1 + sum((n - 1) * st for n, st in zip(h.shape, base_strides))
     memory = torch.zeros(max(span, offset + 1 + sum((n - 1) * st for n, st in zip(shape, strides) if n)),
-                         dtype=torch.bool)
+                         dtype=torch.from_numpy(values[:0]).dtype)
     memory.as_strided(h.shape, base_strides).copy_(torch.from_numpy(values))
     return memory.as_strided(shape, strides, offset).numpy()
 
@@ -909,7 +943,33 @@ def _nonzero(func, args, kwargs):
     return aten.stack.default(cols, 1)  # (n, rank), as eager's: the columns side by side, on the device
 
 
+def _repeat_interleave(func, args, kwargs):
+    """``repeat_interleave(repeats)``, the indices ``x.repeat_interleave(repeats,
+    dim)`` selects (Qwen2-VL's vision tower repeats each image's patch count
+    by its frames), with the repeats' values known on the host: index ``i``
+    ``repeats[i]`` times, made on the host and uploaded. Other cases (an
+    ``output_size``, a negative count: eager's error) go on to the fallback."""
+    b = _bound(func, args, kwargs)
+    repeats = b["repeats"]
+    dtype = {torch.int64: "i64", torch.int32: "i32"}.get(repeats.dtype)
+    if type(repeats) is not Tensor or dtype is None or repeats.dim() != 1 or b.get("output_size") is not None:
+        return NotImplemented
+    known = _host_values(repeats, dtype)
+    if known is None:
+        return NotImplemented
+    TRACE.taint()  # what follows depends on the repeats' values: a recording of it cannot be replayed
+    values, (node, h, layout) = known
+    if values is None:
+        values = core.to_numpy(h)
+    values = _viewed(values, h, layout)
+    if (values < 0).any():
+        return NotImplemented
+    out = np.repeat(np.arange(len(values), dtype=values.dtype), values)
+    return wrap(upload(torch.from_numpy(out), lc_device(repeats.device), scalar=False))
+
+
 _MASKED = {
+    aten.repeat_interleave.Tensor: _repeat_interleave,
     aten.index.Tensor: _masked_index,
     aten.index_put.default: _masked_index_put,
     aten.index_put_.default: _masked_index_put,
