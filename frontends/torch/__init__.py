@@ -118,6 +118,12 @@ def _factory_kernel(func):
     return kernel
 
 
+def _lazy_key_fallback(op, *args, **kwargs):
+    from .fallback import run as fallback
+
+    return fallback(op, args, kwargs)
+
+
 for _f in ops.factories.FACTORIES:
     _LIB.impl(_f._schema.name.split("::")[1] + ("" if _f._overloadname == "default" else "." + _f._overloadname),
               _factory_kernel(_f), "Lazy")
@@ -158,11 +164,12 @@ def _python_key_on(op):
 
 _LIB.impl("_local_scalar_dense", _python_key_on(torch.ops.aten._local_scalar_dense.default), "Lazy")
 
-# Any other op at the Lazy key: torch's NotImplementedError. (A Python fallback
-# there cannot run: torch 2.13's trampoline looks the kernel up per op and
-# raised an internal assert for every op that reached it.)
+# Any other op routed to the Lazy key by its device argument (tril_indices, ...).
+# (Reached with the Python key excluded, as a tensor constructor's item() is,
+# torch 2.13 fails this Python fallback with an internal assert, func != nullptr:
+# an op that arrives so needs a kernel of its own here, as _local_scalar_dense has.)
 _FALLBACK_LIB = torch.library.Library("_", "IMPL")
-_FALLBACK_LIB.fallback(torch.library.fallthrough_kernel, dispatch_key="Lazy")
+_FALLBACK_LIB.fallback(_lazy_key_fallback, dispatch_key="Lazy")
 
 from . import eager as _eager  # noqa: E402,F401  (LAZYCORE_EAGER: each aten op runs at once)
 

@@ -941,6 +941,17 @@ def check_outcome(out: Outcome, bounds: dict, warmup: int) -> None:
     assert max(out.programs[warmup:]) <= bounds.get("programs", 1), out.programs
 
 
+def check_refereed_outcome(out: Outcome, bounds: dict, warmup: int) -> None:
+    """:func:`check_outcome` for a loop compared with ``elements=True``: its
+    state held element by element to the float64 run (``out.refereed``)
+    instead of to eager's at ``bounds``' ``state``; its losses within
+    ``loss_bound`` (eager's own spread across thread counts allowed)."""
+    print(out.name, out.refereed.moved())  # pytest -s
+    assert out.loss_rel < out.loss_bound(bounds.get("loss", 1e-5)), (out.eager_losses, out.lazy_losses)
+    out.refereed.check()
+    check_outcome(out, dict(bounds, state=float("inf")), warmup)
+
+
 def print_table(compare_one, cases, names) -> None:
     """A hunt's table by hand (``python tests/consumers/cases_huntNN.py [names...]``):
     a line per loop of ``cases`` whose name holds one of ``names`` (all without),

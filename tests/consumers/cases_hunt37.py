@@ -203,6 +203,17 @@ def upernet_convnext_segmentation_cosine(device, each, dtype=torch.float32):
     return _hf_loop(device, each, dtype, build, batch)
 
 
+def detection_batch(g):
+    """Two 64-pixel images with 2 and 3 boxes of 3 classes (centre, size;
+    normalised), as DETR-family models take their labels."""
+    labels = []
+    for n in (2, 3):
+        centre = 0.25 + 0.5 * torch.rand(n, 2, generator=g)
+        size = 0.1 + 0.3 * torch.rand(n, 2, generator=g)
+        labels.append({"class_labels": torch.randint(0, 3, (n,), generator=g), "boxes": torch.cat([centre, size], 1)})
+    return {"pixel_values": torch.randn(2, 3, 64, 64, generator=g), "labels": labels}
+
+
 @case
 def rt_detr_detection_linear(device, each, dtype=torch.float32):
     """RT-DETR: a ResNet backbone, a hybrid encoder, deformable attention in the
@@ -222,16 +233,7 @@ def rt_detr_detection_linear(device, each, dtype=torch.float32):
                                         decoder_n_points=2, anchor_image_size=[64, 64], eval_size=None)
         return transformers.RTDetrForObjectDetection(cfg)
 
-    def batch(g):
-        labels = []
-        for n in (2, 3):
-            centre = 0.25 + 0.5 * torch.rand(n, 2, generator=g)
-            size = 0.1 + 0.3 * torch.rand(n, 2, generator=g)
-            labels.append({"class_labels": torch.randint(0, 3, (n,), generator=g),
-                           "boxes": torch.cat([centre, size], 1)})
-        return {"pixel_values": torch.randn(2, 3, 64, 64, generator=g), "labels": labels}
-
-    return _hf_loop(device, each, dtype, build, batch, schedule="linear", lr=1e-3)
+    return _hf_loop(device, each, dtype, build, detection_batch, schedule="linear", lr=1e-3)
 
 
 def compare(name, referee=False, elements=False):

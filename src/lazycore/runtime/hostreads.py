@@ -624,6 +624,16 @@ def _dynamic_slice(node, t, args):
     return x[tuple(slice(b, b + k) for b, k in zip(begin, sizes))]
 
 
+def _dynamic_update_slice(node, t, args):
+    """``update`` written into a copy of ``x`` at the start indices clamped so
+    that it fits (StableHLO's rule; a row of Qwen2-VL's vision position ids)."""
+    x, update, *starts = args
+    begin = [int(min(max(int(s), 0), n - k)) for s, n, k in zip(starts, x.shape, update.shape)]
+    out = x.copy()
+    out[tuple(slice(b, b + k) for b, k in zip(begin, update.shape))] = update
+    return out
+
+
 def move(node, host: np.ndarray) -> np.ndarray:
     """``node`` (a reshape, permute, slice or reverse) applied to its operand's host value."""
     return _EVAL[node.op](node, node.types[0], [host])
@@ -640,6 +650,7 @@ _EVAL = {
     "reverse": _reverse,
     "pad": _pad,
     "dynamic_slice": _dynamic_slice,
+    "dynamic_update_slice": _dynamic_update_slice,
     "convert": _convert,
     "bitcast_convert": _bitcast,
     "compare": _exact,
