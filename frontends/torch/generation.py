@@ -140,7 +140,8 @@ _GREEDY_LOOP = True
 """Greedy decoding with a captured step makes each token in one replay
 (:func:`_greedy`); False: transformers' ``_sample`` (0.4-0.6x eager's
 thread time per token for the tiny GPT-2 on, 1.25x off)."""
-_GROWING = ("attention_mask", "decoder_attention_mask", "position_ids", "decoder_position_ids", "token_type_ids")
+_GROWING = ("attention_mask", "decoder_attention_mask", "position_ids", "decoder_position_ids", "token_type_ids",
+            "mm_token_type_ids")
 
 
 def _mark(t, dim: int) -> None:
@@ -155,10 +156,18 @@ def _mark(t, dim: int) -> None:
         _buckets.mark(node, d)
 
 
+_GROWN_LAYERS = ("DynamicLayer", "LinearAttentionAndFullAttentionLayer")
+"""Cache layers whose keys and values grow by ``torch.cat`` each token
+(``DynamicLayer.update``): the default's, and a hybrid model's attention
+beside its Mamba or linear-attention state (Zamba2, Falcon-H1), whose
+fixed-size states are left as they are. A static layer has a fixed size; a
+sliding window drops its front."""
+
+
 def _mark_cache(cache) -> None:
     for layer in getattr(cache, "layers", ()) or ():
-        if type(layer).__name__ != "DynamicLayer":
-            continue  # a static layer has a fixed size; a sliding window drops its front
+        if type(layer).__name__ not in _GROWN_LAYERS:
+            continue
         for name in ("keys", "values"):
             _mark(getattr(layer, name, None), -2)
     inner = getattr(cache, "self_attention_cache", None)  # an EncoderDecoderCache's decoder half
