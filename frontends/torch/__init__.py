@@ -164,6 +164,18 @@ def _python_key_on(op):
 
 _LIB.impl("_local_scalar_dense", _python_key_on(torch.ops.aten._local_scalar_dense.default), "Lazy")
 
+
+def _kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
+                   pin_memory=None):
+    # torch's kernel is a CPU/CUDA DispatchStub ("unsupported device type lazy"):
+    # eager's window made on the CPU, a constant of no inputs, then uploaded
+    window = torch.ops.aten.kaiser_window.beta(window_length, periodic, beta, dtype=dtype, layout=layout)
+    return window.to(device if device is not None else torch.device("lazy", 0))
+
+
+for _overload in ("default", "periodic", "beta"):
+    _LIB.impl("kaiser_window" + ("" if _overload == "default" else "." + _overload), _kaiser_window, "Lazy")
+
 # Any other op routed to the Lazy key by its device argument (tril_indices, ...).
 # (Reached with the Python key excluded, as a tensor constructor's item() is,
 # torch 2.13 fails this Python fallback with an internal assert, func != nullptr:

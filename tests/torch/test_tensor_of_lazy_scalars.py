@@ -56,3 +56,4 @@ def test_tensor_of_lazy_scalars_is_eagers(name):
     assert got.device.type == ("lazy" if name in _ON_THE_DEVICE else "cpu")  # (eager: the CPU, where its inputs are)
     assert got.dtype == want.dtype and got.shape == want.shape
     assert torch.equal(got.cpu(), want)
+
