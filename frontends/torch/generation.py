@@ -1470,6 +1470,14 @@ _SLICED = ("input_ids", "position_ids", "token_type_ids")
 position (``[..., -1:]``) for a decoding step."""
 
 
+def _dropped_after_prefill() -> tuple:
+    """The keywords transformers' ``prepare_inputs_for_generation`` hands the
+    model only in the prefill, with a cache (a vision-language model's
+    ``mm_encoder_outputs``, its pixels): not a decoding step's inputs."""
+    utils = sys.modules.get("transformers.generation.utils")
+    return tuple(getattr(utils, "MULTIMODAL_INPUTS_TO_DROP_OUTSIDE_PREFILL", ()))
+
+
 def _prepare_deferred(input_ids, kwargs) -> bool:
     """Make only the next decoding step's inputs that grow with the ids, for
     a decoding step that makes the rest in its replayed call; False (nothing
@@ -1505,6 +1513,8 @@ def _prepare_deferred(input_ids, kwargs) -> bool:
         if encoder is None:
             return False
     mask = kwargs.get("attention_mask") if encoder is None else None
+    dropped = _dropped_after_prefill()
+    kwargs = {k: v for k, v in kwargs.items() if k not in dropped}
     for name, value in kwargs.items():
         if name in ("attention_mask", cache_name) or name in _SLICED:
             if name == "attention_mask" and value is not None and (not isinstance(value, Tensor) or value.dim() != 2):
