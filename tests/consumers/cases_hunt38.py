@@ -16,7 +16,8 @@ upsampled decoder), BigBird (block-sparse attention with random blocks),
 PatchTSMixer classification, DPT depth estimation under a scale-invariant
 loss, DINOv3's ViT (2-d rotary, register tokens) under a linear probe, SAM's
 mask decoder fine-tuned from box prompts (dice + binary cross entropy),
-Deformable DETR (multi-scale deformable attention, the Hungarian matcher).
+Deformable DETR (multi-scale deformable attention, the Hungarian matcher),
+T5Gemma, Idefics3 (SmolVLM) and GLM-4-MoE.
 ``python tests/consumers/cases_hunt38.py [names]`` prints the table.
 """
 
@@ -307,6 +308,62 @@ def deformable_detr_detection_linear(device, each, dtype=torch.float32):
         return transformers.DeformableDetrForObjectDetection(cfg)
 
     return _hf_loop(device, each, dtype, build, detection_batch, schedule="linear", lr=1e-3)
+
+
+@case
+def t5gemma_seq2seq_linear(device, each, dtype=torch.float32):
+    """T5Gemma: Gemma-2 layers (alternating sliding and full attention) as an
+    encoder and a decoder with cross attention, seq2seq cross entropy."""
+    import transformers
+
+    def build():
+        enc = dict(**_TEXT, head_dim=8, sliding_window=8, layer_types=["sliding_attention", "full_attention"])
+        cfg = transformers.T5GemmaConfig(encoder=enc, decoder=dict(enc), vocab_size=VOCAB, pad_token_id=0,
+                                         bos_token_id=1, eos_token_id=2, dropout_rate=0.0, attention_dropout=0.0)
+        return transformers.T5GemmaForConditionalGeneration(cfg)
+
+    def batch(g):
+        ids = torch.randint(3, VOCAB, (2, 12), generator=g)
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+                "labels": torch.randint(3, VOCAB, (2, 8), generator=g)}
+
+    return _hf_loop(device, each, dtype, build, batch, schedule="linear")
+
+
+@case
+def idefics3_image_text_cosine(device, each, dtype=torch.float32):
+    """Idefics3 (SmolVLM): a SigLIP tower's patches pixel-shuffled by 2 into a
+    Llama's image tokens, images as (batch, images, channels, height, width)."""
+    import transformers
+
+    image_token = 40
+
+    def build():
+        cfg = transformers.Idefics3Config(
+            vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+                               image_size=16, patch_size=4),
+            text_config=dict(model_type="llama", **_TEXT), image_token_id=image_token, scale_factor=2,
+            vocab_size=VOCAB)
+        return transformers.Idefics3ForConditionalGeneration(cfg)
+
+    def batch(g):
+        ids = torch.randint(3, 40, (2, 10), generator=g)
+        ids[:, 1:5] = image_token  # 16 patches, pixel shuffle by 2: 4 tokens
+        labels = ids.masked_fill(ids == image_token, -100)
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels,
+                "pixel_values": torch.randn(2, 1, 3, 16, 16, generator=g)}
+
+    return _hf_loop(device, each, dtype, build, batch)
+
+
+@case
+def glm4_moe_causal_lm_cosine(device, each, dtype=torch.float32):
+    """GLM-4-MoE: a dense first layer, then grouped top-2 of 4 routed experts
+    beside a shared one, q/k norms, partial rotary."""
+    build = _hf("Glm4MoeConfig", "Glm4MoeForCausalLM", **_TEXT, head_dim=8, moe_intermediate_size=32,
+                n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1, n_group=1,
+                topk_group=1, partial_rotary_factor=0.5, use_qk_norm=True)
+    return _hf_loop(device, each, dtype, build, _causal_batch)
 
 
 def compare(name, referee=False, elements=False):

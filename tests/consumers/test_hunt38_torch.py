@@ -3,7 +3,7 @@ CPU (issue 39, hunt 38): cases_hunt38.py lists the loops (PaliGemma's prefix
 LM, Falcon-H1, Jamba, RecurrentGemma, DiffLlama, DBRX, Funnel, BigBird's
 block-sparse attention, PatchTSMixer, DPT depth under a user's loss, DINOv3's
 ViT under a linear probe, SAM's mask decoder from box prompts, Deformable
-DETR), each trained as transformers' no-Trainer examples or its tutorials do.
+DETR, T5Gemma, Idefics3, GLM-4-MoE), each trained as transformers' no-Trainer examples or its tutorials do.
 The comparison is hunt 27's (losses, state, fallbacks, compiles after the 2
 warm-up steps, programs a step); ``python tests/consumers/cases_hunt38.py
 [names]`` prints the table.
@@ -17,7 +17,7 @@ biases under softmax, convolution biases under group norm, Deformable DETR's
 zero-initialised sampling offsets), held element by element to the float64
 run (``_ELEMENTS``).
 
-All loops run with ``LAZYCORE_TEST_FULL=1`` (about 9 minutes); none in CI.
+All loops run with ``LAZYCORE_TEST_FULL=1`` (about 10 minutes); none in CI.
 """
 
 import os
