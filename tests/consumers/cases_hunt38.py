@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "zoo"))
 
 from cases_hunt27 import _state, registry  # noqa: E402 (after the path)
-from cases_hunt36 import _causal_batch, _hf, _hf_loop  # noqa: E402
+from cases_hunt36 import _causal_batch, _hf, _hf_loop, _moved  # noqa: E402
 from cases_hunt37 import _TEXT, VOCAB, detection_batch  # noqa: E402
 
 STEPS = 4
@@ -187,7 +187,7 @@ def _user_loop(device, each, dtype, model, loss_fn, batch, lr=1e-3):
     g = torch.Generator().manual_seed(1)
     losses = []
     for _ in range(STEPS):
-        inputs = [(x.to(dtype) if x.is_floating_point() else x).to(device) for x in batch(g)]
+        inputs = _moved(batch(g), device, dtype)
         loss = loss_fn(model, *inputs)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

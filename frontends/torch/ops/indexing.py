@@ -808,6 +808,13 @@ def _host_values(mask, dtype: str):
     return values, (node, h, None)
 
 
+def _host_array(values, h, layout):
+    """A lazy tensor's elements from :func:`_host_values`' answer: the values
+    read (or, where none were, those of the storage ``h``), laid out by the
+    view ``layout`` on it."""
+    return _viewed(core.to_numpy(h) if values is None else values, h, layout)
+
+
 def _viewed(values, h, layout):
     """The view ``layout`` of the storage whose value (``h``'s) is ``values``."""
     if layout is None:
@@ -837,9 +844,7 @@ def _mask_indices(mask, shape):
     hit = _HOST_INDICES.get(key)
     if hit is not None and hit[0] is node:
         return [core.LazyTensor(c.value, c.device) for c in hit[2]]
-    if values is None:
-        values = core.to_numpy(h)
-    values = _viewed(values.astype(bool, copy=False), h, layout)
+    values = _host_array(values, h, layout).astype(bool, copy=False)
     where = np.argwhere(np.broadcast_to(values, shape))
     columns = counts.columns(where, h.device, len(shape), math.prod(shape))  # (in a bucket once the count varies)
     _HOST_INDICES.put(key, (node, where, columns))
@@ -958,10 +963,8 @@ def _repeat_interleave(func, args, kwargs):
     if known is None:
         return NotImplemented
     TRACE.taint()  # what follows depends on the repeats' values: a recording of it cannot be replayed
-    values, (node, h, layout) = known
-    if values is None:
-        values = core.to_numpy(h)
-    values = _viewed(values, h, layout)
+    values, (_, h, layout) = known
+    values = _host_array(values, h, layout)
     if (values < 0).any():
         return NotImplemented
     out = np.repeat(np.arange(len(values), dtype=values.dtype), values)

@@ -617,20 +617,23 @@ def _scatter(node, t, args):
     return out
 
 
+def _window(starts, shape, sizes) -> tuple:
+    """The slices of a ``sizes`` window of ``shape`` at ``starts`` clamped so
+    that it fits (StableHLO's rule for dynamic_slice and dynamic_update_slice)."""
+    begin = [int(min(max(int(s), 0), n - k)) for s, n, k in zip(starts, shape, sizes)]
+    return tuple(slice(b, b + k) for b, k in zip(begin, sizes))
+
+
 def _dynamic_slice(node, t, args):
     x, *starts = args
-    sizes = node.attrs["sizes"]
-    begin = [int(min(max(int(s), 0), n - k)) for s, n, k in zip(starts, x.shape, sizes)]
-    return x[tuple(slice(b, b + k) for b, k in zip(begin, sizes))]
+    return x[_window(starts, x.shape, node.attrs["sizes"])]
 
 
 def _dynamic_update_slice(node, t, args):
-    """``update`` written into a copy of ``x`` at the start indices clamped so
-    that it fits (StableHLO's rule; a row of Qwen2-VL's vision position ids)."""
+    """``update`` written into a copy of ``x`` (a row of Qwen2-VL's vision position ids)."""
     x, update, *starts = args
-    begin = [int(min(max(int(s), 0), n - k)) for s, n, k in zip(starts, x.shape, update.shape)]
     out = x.copy()
-    out[tuple(slice(b, b + k) for b, k in zip(begin, update.shape))] = update
+    out[_window(starts, x.shape, update.shape)] = update
     return out
 
 
