@@ -307,7 +307,12 @@ def _lane_moments(op, rewriter):
     for lane in range(lanes):
         count, m1, m2 = _merge(dtype, (count, m1, m2), (n, _at(lane_m1, lane, len(batch)), _at(lane_m2, lane, len(batch))),
                                False)
-    return m1, _divide(m2, _splat(t(n_total), m2))
+    # The mean leaves through an exact divide by one: XLA counts a divide expensive and does not
+    # copy it (and the unrolled chain behind it) into a consumer that reads each element many
+    # times, a broadcast over the row (Swin's window pad after its layer norm). Copied, the
+    # chain was invariant in that loop and LLVM's loop vectorizer walked it along every path
+    # (no memo; exponential in its shared steps): rows of 16 vectors never finished compiling.
+    return _divide(m1, _splat(t(1), m1)), _divide(m2, _splat(t(n_total), m2))
 
 
 def _chain(x):

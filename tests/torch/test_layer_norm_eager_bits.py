@@ -146,3 +146,47 @@ def test_nodes_do_not_grow_with_the_row(dev):
     # a float64 sum, 6 nodes where lazy.fma is 1); the buffers' row owners and the bias's ones are 15
     wide, narrow = _nodes(dev, 768), _nodes(dev, 64)
     assert wide == narrow and wide <= 80, (wide, narrow)
+
+
+_PADDED_WINDOWS = """
+import torch, lazycore.torch as ltorch
+F = torch.nn.functional
+torch.manual_seed(0)
+ln = torch.nn.LayerNorm(128)
+x = torch.randn(2, 16, 128, requires_grad=True)
+def step(ln, x):  # Swin's window padding after its layer norm (transformers' SwinLayer.maybe_pad)
+    y = F.pad(ln(x).view(2, 4, 4, 128), (0, 0, 0, 1, 0, 1))
+    (y * y).sum().backward()
+    return y
+want = step(ln, x)
+lazy_ln = torch.nn.LayerNorm(128).to(ltorch.device())
+lazy_ln.load_state_dict(ln.state_dict())
+lazy_x = x.detach().to(ltorch.device()).requires_grad_()
+got = step(lazy_ln, lazy_x)
+ltorch.mark_step(wait=True)
+pairs = [(got, want), (lazy_x.grad, x.grad)] + [(a.grad, b.grad) for a, b in zip(lazy_ln.parameters(), ln.parameters())]
+print([torch.equal(g.cpu(), e) for g, e in pairs])
+"""
+
+
+def test_padded_rows_of_sixteen_vectors_compile(tmp_path):
+    """A layer norm's mean over rows of 16 vectors (one Welford chunk), padded (Swin's windows,
+    Mask2Former's backbone) compiles in about a second. XLA had copied the mean's unrolled
+    chain, a row's value, into the pad's loop over the row's elements; LLVM's loop
+    vectorizer then walked that loop-invariant chain along every path
+    (``vputils::isUniformAcrossVFsAndUFs``, no memo: exponential in the chain's shared
+    steps) and the compile never ended (killed after 10 minutes; Mask2Former's first
+    step after 20). The mean leaves its lowering through an exact divide by one, which
+    XLA does not copy into a broadcast's loop. In a child process: a hang fails the test
+    instead of the suite."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, LAZYCORE_CACHE_DIR="off")
+    try:
+        run = subprocess.run([sys.executable, "-c", _PADDED_WINDOWS], env=env, capture_output=True, text=True,
+                             timeout=240, cwd=tmp_path)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the padded layer norm's program did not compile in 4 minutes")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split("\n")[-2] == "[True, True, True, True]", run.stdout
