@@ -73,7 +73,7 @@ from lazycore.dialect.types import to_numpy_dtype
 from lazycore.dialect.spec import spec_of
 from lazycore.ir.graph import LOG, Node, Scalar, Value, constant_only, map_operands, node_prefix, operand_values
 from lazycore.ir.regions import Arg, RegionNode, region_prefix
-from lazycore.ir.sourceloc import caller, is_library, known_library
+from lazycore.ir.sourceloc import INTERPOSERS, caller, is_library, known_user_frame
 from lazycore.ir.tensor import LazyTensor
 from lazycore.ir.walk import encode
 from lazycore.runtime import autostep  # noqa: F401  (gives TRACE its cutter, read per replay)
@@ -407,7 +407,7 @@ def _user_call(_getframe=sys._getframe):
     f = _getframe(1)
     while f is not None and f.f_globals.get("__name__", "").startswith(_OWN):
         f = f.f_back
-    if f is None or is_library(f.f_code.co_filename):
+    if f is None or is_library(f.f_code.co_filename) or f.f_code.co_name in INTERPOSERS:
         return None
     return (f.f_code, f.f_lasti)
 
@@ -486,7 +486,7 @@ class Recipe:
             cutter = TRACE.cutter
             if cutter.due or len(LOG.nodes) >= settings.auto_barrier_nodes:
                 cutter.cut(inputs)  # a step ended: before the inputs are read (lazycore.runtime.autostep)
-            if start is not None and known_library(start.f_code.co_filename) is False:
+            if start is not None and known_user_frame(start):
                 loc = (start.f_code, start.f_lasti)  # (caller's answer for a user's frame, without the call)
             else:
                 loc = caller(start=start)
@@ -1151,7 +1151,7 @@ def replayed(fn):
                 # already): the replay's location without a caller() walk, which
                 # finds that frame (with the attempt's frame, ~10% of benchmark 1's op)
                 f = _getframe(1)
-                return recipe.replay(handles, floats, f if known_library(f.f_code.co_filename) is False else None)
+                return recipe.replay(handles, floats, f if known_user_frame(f) else None)
         vkey = None
         if floats and not kept:
             vclass = value_class(floats)

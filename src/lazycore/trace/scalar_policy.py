@@ -100,7 +100,7 @@ from __future__ import annotations
 from lazycore.ir import events
 from lazycore.ir.graph import LOG
 from lazycore.ir.memo import Memo
-from lazycore.ir.sourceloc import caller, format_location, known_library
+from lazycore.ir.sourceloc import caller, format_location, known_user_frame
 
 PLACES_KEPT = 4096
 """Places the policy remembers (emptied whole when full, as every memo)."""
@@ -269,7 +269,7 @@ class ScalarPolicy:
         frame that called into the frontend, where the search for the line
         starts (a user's frame is the line itself: no walk, as a replay's
         location, :meth:`lazycore.trace.recipes.Recipe.replay`)."""
-        if start is not None and known_library(start.f_code.co_filename) is False:
+        if start is not None and known_user_frame(start):
             code = start.f_code
             line = ("start", of, id(code), start.f_lasti)
         else:

@@ -1,0 +1,44 @@
+"""transformers code nobody here ran, unchanged on the lazy device against eager
+CPU (issue 39, hunt 39): cases_hunt39.py lists the loops (Mask2Former on a Swin
+backbone). The comparison is hunt 27's (losses, state, fallbacks, compiles
+after the 2 warm-up steps, programs a step); ``python
+tests/consumers/cases_hunt39.py [names]`` prints the table.
+
+Found: Mask2Former's first step never finished compiling (XLA copied a layer
+norm's unrolled mean into Swin's window-pad loop, where LLVM's vectorizer
+walked it along every path; fixed in lane_moments' lowering,
+tests/torch/test_layer_norm_eager_bits.py). Its state holds the pixel
+decoder's input projections, convolutions under group norm, whose biases'
+gradients are zero in exact arithmetic: held element by element to the
+float64 run (``_ELEMENTS``).
+
+All loops run with ``LAZYCORE_TEST_FULL=1`` (about 3 minutes); none in CI.
+"""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import cases_hunt39 as cases  # noqa: E402
+from cases_hunt27 import check_outcome, check_refereed_outcome  # noqa: E402
+from test_hunt26_torch import full_only  # noqa: E402 (the shared harness)
+
+# name -> bounds other than (loss rtol 1e-5, state 1e-5, no compile after 2 steps, 1 program a step)
+_BOUNDS: dict = {
+    # the Hungarian matcher's cost matrices on the host, one per image for the last decoder layer and
+    # each auxiliary one (modeling_mask2former.py:483, linear_sum_assignment(cost_matrix.cpu())), and
+    # the mask loss's num_masks: 6 programs a step (measured [6, 6, 6, 6])
+    "mask2former_swin_linear": dict(programs=6),
+}
+
+_ELEMENTS = ("mask2former_swin_linear",)
+
+
+@full_only
+@pytest.mark.parametrize("name", list(cases.CASES))
+def test_loop_trains_as_eager(name):
+    out = cases.compare(name, elements=name in _ELEMENTS)
+    (check_refereed_outcome if name in _ELEMENTS else check_outcome)(out, _BOUNDS.get(name, {}), cases.WARMUP)
