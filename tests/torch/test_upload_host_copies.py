@@ -295,6 +295,7 @@ def test_exact_float_functions_of_uploads_match_eager(dev):
             lambda a: torch.maximum(a, -a).amax(0),
             lambda a: torch.where(a > 1, a, -a).neg().abs(),
             lambda a: (a[:, :2] <= a[:, 2:]).any(1),
+            lambda a: torch.ceil(a / 4), lambda a: torch.floor(a / 8), lambda a: torch.round(a * 0.5),
         ]
         for i, f in enumerate(exact):
             e0 = _c("executions")
@@ -311,6 +312,29 @@ def test_exact_float_functions_of_uploads_match_eager(dev):
             e0 = _c("executions")
             f(lazy).cpu()
             assert _c("executions") == e0 + 1, (dtype, i)  # the device rounds, not the host
+
+
+def test_conv_padding_of_uploaded_buffers_runs_no_program(dev):
+    """transformers' Encodec works out each convolution's padding from its
+    uploaded int64 buffers every call (``EncodecConv1d._get_extra_padding_for_conv1d``:
+    ``ceil((length - kernel + padding) / stride + 1)``, then ``max(left, right + extra)``
+    in Python): the quotient and its ceiling are exact, so no program runs. The
+    ceiling had no host rule: 17 programs a training step of a tiny Encodec."""
+    q = _pending_float_work(dev)
+    for stride in (1, 2, 3):
+        e0 = _c("executions")
+        bufs = [torch.tensor(v, dtype=torch.int64) for v in (7, stride)]
+        for kernel, step in (bufs, [b.to(dev) for b in bufs]):
+            total = kernel - step
+            frames = torch.ceil((255 - kernel + total) / step + 1).to(torch.int64) - 1
+            extra = frames * step + kernel - total - 255
+            right = total // 2
+            got = max(total - right, right + extra)
+            if kernel.device.type == "cpu":
+                want = got
+        assert int(got) == int(want), stride
+        assert _c("executions") == e0, stride
+    del q
 
 
 def test_orders_of_signed_zeros_and_nan_are_the_devices(dev, monkeypatch):

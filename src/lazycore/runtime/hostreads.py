@@ -275,7 +275,7 @@ def _int_only(node, t, args):
 
 
 def _exact(node, t, args):
-    """An elementwise op no float rounding touches (compare, select, neg, abs, not)."""
+    """An elementwise op no float rounding touches (compare, select, neg, abs, ceil, floor, round)."""
     return _fold(node, t, args)
 
 
@@ -660,6 +660,9 @@ _EVAL = {
     "select": _exact,
     "neg": _exact,
     "abs": _exact,
+    "ceil": _exact,
+    "floor": _exact,
+    "round": _exact,
     "not": _int_only,
     "sign": _int_only,
     "and": _int_only,
