@@ -199,6 +199,14 @@ def _user_loop(device, each, dtype, model, loss_fn, batch, lr=1e-3):
     return losses, _state(model)
 
 
+def silog(model, x, depth):
+    """The scale-invariant log loss users write for a depth model's map
+    (transformers computes none)."""
+    pred = model(pixel_values=x).predicted_depth
+    d = torch.log(pred.clamp(min=1e-3)) - torch.log(depth)
+    return torch.sqrt((d ** 2).mean() - 0.85 * d.mean() ** 2)
+
+
 @case
 def dpt_depth_silog(device, each, dtype=torch.float32):
     """DPT depth estimation: a ViT's reassembled features fused at four scales,
@@ -212,11 +220,6 @@ def dpt_depth_silog(device, each, dtype=torch.float32):
                                  neck_hidden_sizes=[8, 16, 16, 32], fusion_hidden_size=16, head_in_index=-1,
                                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     model = transformers.DPTForDepthEstimation(cfg)
-
-    def silog(model, x, depth):
-        pred = model(pixel_values=x).predicted_depth
-        d = torch.log(pred.clamp(min=1e-3)) - torch.log(depth)
-        return torch.sqrt((d ** 2).mean() - 0.85 * d.mean() ** 2)
 
     def batch(g):
         return torch.randn(2, 3, 32, 32, generator=g), 0.5 + torch.rand(2, 64, 64, generator=g)  # (2x the input)

@@ -8,6 +8,10 @@ masked attention in the transformer decoder, the Hungarian matcher on points
 sampled at random, the uncertainty-sampled mask losses). Its first step never
 finished compiling before (LLVM's vectorizer on a layer norm's mean copied
 into the window pad's loop; tests/torch/test_layer_norm_eager_bits.py).
+Swin2SR super-resolution (Swin-v2 windows, pixel shuffle) under an L1 loss,
+Conditional DETR (conditional spatial queries, the Hungarian matcher), GIT
+(image-conditioned captioning) and Depth Anything (a DINOv2 backbone's
+reassembled features, the scale-invariant log loss users write for it).
 ``python tests/consumers/cases_hunt39.py [names]`` prints the table.
 """
 
@@ -24,6 +28,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "zoo"))
 
 from cases_hunt27 import registry  # noqa: E402 (after the path)
 from cases_hunt36 import _hf_loop  # noqa: E402
+from cases_hunt37 import VOCAB, detection_batch  # noqa: E402
+from cases_hunt38 import _user_loop, silog  # noqa: E402
 
 STEPS = 4
 WARMUP = 2
@@ -89,6 +95,93 @@ def mask2former_swin_linear(device, each, dtype=torch.float32):
 
     with cpu_draws(dtype):
         return _hf_loop(device, each, dtype, build, _masks_batch, schedule="linear", lr=1e-3)
+
+
+@case
+def swin2sr_upscale_l1(device, each, dtype=torch.float32):
+    """Swin2SR x2 super-resolution: Swin-v2 blocks (scaled cosine attention,
+    log-spaced relative positions) over 16 x 16 windows of 4, pixel shuffle;
+    the L1 loss to a bicubic upscale, as its tutorials train it."""
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.Swin2SRConfig(image_size=16, patch_size=1, embed_dim=16, depths=[1, 1], num_heads=[2, 2],
+                                     window_size=4, upscale=2, upsampler="pixelshuffle", drop_path_rate=0.0)
+    model = transformers.Swin2SRForImageSuperResolution(cfg)
+
+    def l1(model, x, target):
+        return torch.nn.functional.l1_loss(model(pixel_values=x).reconstruction, target)
+
+    def batch(g):
+        x = torch.rand(2, 3, 16, 16, generator=g)
+        return x, torch.nn.functional.interpolate(x, scale_factor=2, mode="bicubic", align_corners=False)
+
+    return _user_loop(device, each, dtype, model, l1, batch)
+
+
+@case
+def conditional_detr_linear(device, each, dtype=torch.float32):
+    """Conditional DETR: a ResNet backbone, conditional spatial queries in two
+    decoder layers with auxiliary losses, the Hungarian matcher (scipy on the
+    host), focal, L1 and GIoU losses."""
+    import transformers
+
+    def build():
+        backbone = transformers.ResNetConfig(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic",
+                                             out_features=["stage2"])
+        cfg = transformers.ConditionalDetrConfig(backbone_config=backbone, use_timm_backbone=False,
+                                                 use_pretrained_backbone=False, d_model=32, encoder_layers=1,
+                                                 decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+                                                 encoder_ffn_dim=64, decoder_ffn_dim=64, num_queries=10, num_labels=3,
+                                                 dropout=0.0, auxiliary_loss=True)
+        return transformers.ConditionalDetrForObjectDetection(cfg)
+
+    return _hf_loop(device, each, dtype, build, detection_batch, schedule="linear", lr=1e-3)
+
+
+@case
+def git_caption_cosine(device, each, dtype=torch.float32):
+    """GIT: a CLIP-style vision tower's patches before the caption's tokens in
+    one BERT-style decoder (image tokens bidirectional, text causal)."""
+    import transformers
+
+    def build():
+        vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4, image_size=16,
+                      patch_size=4)
+        cfg = transformers.GitConfig(vision_config=vision, vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=64, hidden_dropout_prob=0.0,
+                                     attention_probs_dropout_prob=0.0, max_position_embeddings=64, pad_token_id=0,
+                                     bos_token_id=1, eos_token_id=2)
+        return transformers.GitForCausalLM(cfg)
+
+    def batch(g):
+        ids = torch.randint(3, VOCAB, (2, 10), generator=g)
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": ids,
+                "pixel_values": torch.randn(2, 3, 16, 16, generator=g)}
+
+    return _hf_loop(device, each, dtype, build, batch)
+
+
+@case
+def depth_anything_silog(device, each, dtype=torch.float32):
+    """Depth Anything: a DINOv2 backbone's four stages reassembled and fused,
+    the relative-depth head, under the scale-invariant log loss."""
+    import transformers
+
+    torch.manual_seed(0)
+    backbone = transformers.Dinov2Config(image_size=28, patch_size=14, hidden_size=32, num_hidden_layers=4,
+                                         num_attention_heads=4, intermediate_size=64,
+                                         out_features=["stage1", "stage2", "stage3", "stage4"],
+                                         reshape_hidden_states=False)
+    cfg = transformers.DepthAnythingConfig(backbone_config=backbone, reassemble_hidden_size=32,
+                                           neck_hidden_sizes=[8, 16, 32, 32], fusion_hidden_size=16, head_hidden_size=8,
+                                           patch_size=14)
+    model = transformers.DepthAnythingForDepthEstimation(cfg)
+
+    def batch(g):
+        return torch.randn(2, 3, 28, 28, generator=g), 0.5 + torch.rand(2, 28, 28, generator=g)
+
+    return _user_loop(device, each, dtype, model, silog, batch)
 
 
 def compare(name, referee=False, elements=False):
