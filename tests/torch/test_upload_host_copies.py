@@ -337,6 +337,41 @@ def test_conv_padding_of_uploaded_buffers_runs_no_program(dev):
     del q
 
 
+def test_int_buffers_stay_known_to_the_host_across_steps(dev):
+    """Encodec's convolutions keep stride, kernel size and padding as 0-d int64
+    buffers (scalar parameters once moved) and read functions of them every
+    call. A barrier's program returned them as device data without a host
+    copy, and so did a read of one (``F.pad`` takes ``int(padding_total)``):
+    each later call's reads ran a program of their own (1 a forward from its
+    second step; 18 a step of a tiny Encodec). Now none."""
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.encodec.modeling_encodec import EncodecConv1d
+
+    cfg = transformers.EncodecConfig(sampling_rate=800, audio_channels=1, hidden_size=16, num_filters=4)
+    torch.manual_seed(0)
+    eager = EncodecConv1d(cfg, 4, 4, kernel_size=7, stride=2)
+    lazy = copy.deepcopy(eager).to(dev)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.01) for m in (eager, lazy)]
+    import lazycore.torch as ltorch
+
+    programs = []
+    for _ in range(3):
+        x = torch.randn(2, 4, 61)
+        outs = []
+        for m, opt, d in ((eager, opts[0], "cpu"), (lazy, opts[1], dev)):
+            e0 = _c("executions")
+            y = m(x.to(d) * 1.5)  # (pending work before the reads: mid-step)
+            if d == dev:
+                programs.append(_c("executions") - e0)
+            y.mean().backward()
+            opt.step()
+            opt.zero_grad()
+            outs.append(y.detach().cpu())
+        ltorch.mark_step()
+        torch.testing.assert_close(outs[1], outs[0], rtol=1e-5, atol=1e-5)  # (XLA sums the convolution in its order)
+    assert programs == [0, 0, 0], programs
+
+
 def test_orders_of_signed_zeros_and_nan_are_the_devices(dev, monkeypatch):
     """Orders of -0.0 and +0.0 and of NaN computed on the host are the
     device's bits (its lowering's compares and selects); an addition of

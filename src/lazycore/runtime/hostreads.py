@@ -76,6 +76,21 @@ def keep(host: np.ndarray) -> np.ndarray | None:
     return copy
 
 
+def keep_number(leaf, was) -> None:
+    """Device data ``leaf`` that replaced a handle's value that ``was`` an
+    integer or boolean scalar parameter keeps that number as its host copy. A
+    module's 0-d int buffer (transformers' Encodec keeps each convolution's
+    stride, kernel size and padding so) is such a parameter until a barrier's
+    program returns it, or a read of it (``int(buffer)``) answers it, as device
+    data; functions of it read later (Encodec's padding, every call) are then
+    still computed on the host instead of each running a program."""
+    node = was[0]
+    if type(node) is Scalar and type(leaf) is Data and leaf.sharding is None and leaf.row is None:
+        t = node.types[0]
+        if is_int(t.dtype) or is_bool(t.dtype):
+            leaf.host = keep(np.asarray(node.value, dtype=to_numpy_dtype(t.dtype)))
+
+
 def evaluate(value, known: dict | None = None, floats: bool = True,
              alone: bool = False) -> tuple[np.ndarray, int] | None:
     """The value of ``value`` (a graph :class:`~lazycore.ir.graph.Value`)

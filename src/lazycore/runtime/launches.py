@@ -21,7 +21,7 @@ from lazycore.ir.context import LOCK
 from lazycore.ir.failure import Failure
 from lazycore.ir.graph import LOG
 from lazycore.ir.walk import Walk
-from lazycore.runtime import checks, failures, stacks
+from lazycore.runtime import checks, failures, hostreads, stacks
 from lazycore.runtime.containment import laid_out, on_failure
 from lazycore.runtime.failures import ProgramError
 from lazycore.runtime.standalone import arguments
@@ -135,6 +135,7 @@ def launch(step, transforms) -> None:
         values = [None] * len(leaves)
         for t, k in zip(step.pending, step.slots):
             values[k] = t._value
+            hostreads.keep_number(leaves[k], t._value)
             t.take(value(k, leaves[k]))  # (a padded result's region is no device data: Arena.pending)
             t._held = id(leaves[k])
         # At most one program runs while Python traces the next step: the

@@ -178,9 +178,11 @@ def _read_on_host(t: LazyTensor) -> bool:
         # where _read_alone ran a program of its own for it. As that program's result,
         # it is the runtime's own device value: no upload announced, no host copy kept
         # (a captured step that reads it still replays: the value is its recording's constant)
-        got = hostreads.evaluate(t._value, floats=floats, alone=True)
+        was = t._value
+        got = hostreads.evaluate(was, floats=floats, alone=True)
         if got is not None:
             _answer(t, got, constant=True)
+            hostreads.keep_number(t._value[0], was)
             return True
     if got is None:
         if not _apart(t):
