@@ -11,7 +11,8 @@ into the window pad's loop; tests/torch/test_layer_norm_eager_bits.py).
 Swin2SR super-resolution (Swin-v2 windows, pixel shuffle) under an L1 loss,
 Conditional DETR (conditional spatial queries, the Hungarian matcher), GIT
 (image-conditioned captioning) and Depth Anything (a DINOv2 backbone's
-reassembled features, the scale-invariant log loss users write for it).
+reassembled features, the scale-invariant log loss users write for it),
+MaskFormer and Encodec.
 ``python tests/consumers/cases_hunt39.py [names]`` prints the table.
 """
 
@@ -95,6 +96,28 @@ def mask2former_swin_linear(device, each, dtype=torch.float32):
 
     with cpu_draws(dtype):
         return _hf_loop(device, each, dtype, build, _masks_batch, schedule="linear", lr=1e-3)
+
+
+@case
+def maskformer_swin_linear(device, each, dtype=torch.float32):
+    """MaskFormer on the same Swin: a DETR decoder's 8 queries over an FPN's
+    mask features, the Hungarian matcher on the whole masks (no sampled
+    points), dice and focal mask losses. (Its auxiliary losses are off:
+    transformers' MaskFormer raises with them on and this decoder config.)"""
+    import transformers
+
+    def build():
+        backbone = transformers.SwinConfig(image_size=64, patch_size=4, embed_dim=16, depths=[1, 1, 1, 1],
+                                           num_heads=[1, 2, 2, 4], window_size=4, drop_path_rate=0.0,
+                                           out_features=["stage1", "stage2", "stage3", "stage4"])
+        decoder = transformers.DetrConfig(d_model=32, encoder_layers=1, decoder_layers=2, encoder_attention_heads=4,
+                                          decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                                          num_queries=8, dropout=0.0)
+        cfg = transformers.MaskFormerConfig(backbone_config=backbone, decoder_config=decoder, fpn_feature_size=32,
+                                            mask_feature_size=32, num_labels=3, num_queries=8, use_auxiliary_loss=False)
+        return transformers.MaskFormerForInstanceSegmentation(cfg)
+
+    return _hf_loop(device, each, dtype, build, _masks_batch, schedule="linear", lr=1e-3)
 
 
 @case
@@ -182,6 +205,31 @@ def depth_anything_silog(device, each, dtype=torch.float32):
         return torch.randn(2, 3, 28, 28, generator=g), 0.5 + torch.rand(2, 28, 28, generator=g)
 
     return _user_loop(device, each, dtype, model, silog, batch)
+
+
+@case
+def encodec_reconstruct_l1(device, each, dtype=torch.float32):
+    """Encodec (weight-normed causal convolutions, an LSTM, a residual vector
+    quantizer with its straight-through estimator) trained to reconstruct
+    its input under L1, AdamW. Its convolutions work out their padding from
+    0-d int64 buffers every call (tests/torch/test_upload_host_copies.py):
+    17-19 programs a step before, one now. Each step's program takes 1.5-3
+    minutes of XLA's here (the LSTM unrolled over its frames)."""
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.EncodecConfig(target_bandwidths=[1.5], sampling_rate=800, audio_channels=1, hidden_size=16,
+                                     num_filters=4, num_residual_layers=1, upsampling_ratios=[4, 2], codebook_size=32,
+                                     codebook_dim=16, num_lstm_layers=1)
+    model = transformers.EncodecModel(cfg)
+
+    def l1(model, x):
+        return torch.nn.functional.l1_loss(model(input_values=x).audio_values[..., :x.shape[-1]], x)
+
+    def batch(g):
+        return (torch.randn(2, 1, 256, generator=g),)
+
+    return _user_loop(device, each, dtype, model, l1, batch)
 
 
 def compare(name, referee=False, elements=False):
