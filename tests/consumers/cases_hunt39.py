@@ -12,7 +12,7 @@ Swin2SR super-resolution (Swin-v2 windows, pixel shuffle) under an L1 loss,
 Conditional DETR (conditional spatial queries, the Hungarian matcher), GIT
 (image-conditioned captioning) and Depth Anything (a DINOv2 backbone's
 reassembled features, the scale-invariant log loss users write for it),
-MaskFormer and Encodec.
+MaskFormer, Encodec, ViTPose and ViTMatte.
 ``python tests/consumers/cases_hunt39.py [names]`` prints the table.
 """
 
@@ -228,6 +228,49 @@ def encodec_reconstruct_l1(device, each, dtype=torch.float32):
 
     def batch(g):
         return (torch.randn(2, 1, 256, generator=g),)
+
+    return _user_loop(device, each, dtype, model, l1, batch)
+
+
+@case
+def vitpose_heatmaps_mse(device, each, dtype=torch.float32):
+    """ViTPose: a plain ViT over 32 x 24 crops, its simple decoder's keypoint
+    heatmaps under the mean squared error to target heatmaps."""
+    import transformers
+
+    torch.manual_seed(0)
+    backbone = transformers.VitPoseBackboneConfig(image_size=[32, 24], patch_size=[8, 8], hidden_size=32,
+                                                  num_hidden_layers=2, num_attention_heads=4, mlp_ratio=2, out_indices=[2])
+    model = transformers.VitPoseForPoseEstimation(transformers.VitPoseConfig(backbone_config=backbone, num_labels=5))
+
+    def mse(model, x, target):
+        return torch.nn.functional.mse_loss(model(pixel_values=x).heatmaps, target)
+
+    def batch(g):
+        return torch.randn(2, 3, 32, 24, generator=g), torch.rand(2, 5, 16, 12, generator=g)
+
+    return _user_loop(device, each, dtype, model, mse, batch)
+
+
+@case
+def vitmatte_alpha_l1(device, each, dtype=torch.float32):
+    """ViTMatte: a ViTDet backbone over image and trimap (4 channels), the
+    detail-capture decoder's conv stream and fusion blocks (convolutions under
+    batch norm), the alpha matte under L1."""
+    import transformers
+
+    torch.manual_seed(0)
+    backbone = transformers.VitDetConfig(image_size=64, patch_size=16, num_channels=4, hidden_size=32,
+                                         num_hidden_layers=2, num_attention_heads=4, mlp_ratio=2, out_features=["stage2"])
+    cfg = transformers.VitMatteConfig(backbone_config=backbone, hidden_size=32, convstream_hidden_sizes=[8, 16, 32],
+                                      fusion_hidden_sizes=[32, 16, 8, 8])
+    model = transformers.VitMatteForImageMatting(cfg)
+
+    def l1(model, x, alpha):
+        return torch.nn.functional.l1_loss(model(pixel_values=x).alphas, alpha)
+
+    def batch(g):
+        return torch.randn(2, 4, 64, 64, generator=g), torch.rand(2, 1, 64, 64, generator=g)
 
     return _user_loop(device, each, dtype, model, l1, batch)
 

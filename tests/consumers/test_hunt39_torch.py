@@ -1,6 +1,7 @@
 """transformers code nobody here ran, unchanged on the lazy device against eager
 CPU (issue 39, hunt 39): cases_hunt39.py lists the loops (Mask2Former on a Swin
-backbone, Swin2SR, Conditional DETR, GIT, Depth Anything, MaskFormer, Encodec). The comparison is hunt 27's (losses, state, fallbacks, compiles
+backbone, Swin2SR, Conditional DETR, GIT, Depth Anything, MaskFormer, Encodec, ViTPose,
+ViTMatte). The comparison is hunt 27's (losses, state, fallbacks, compiles
 after the 2 warm-up steps, programs a step); ``python
 tests/consumers/cases_hunt39.py [names]`` prints the table.
 
@@ -10,7 +11,10 @@ walked it along every path; fixed in lane_moments' lowering,
 tests/torch/test_layer_norm_eager_bits.py). Its state holds the pixel
 decoder's input projections, convolutions under group norm, whose biases'
 gradients are zero in exact arithmetic: held element by element to the
-float64 run (``_ELEMENTS``).
+float64 run (``_ELEMENTS``), as are ViTMatte's convolutions under batch norm.
+Encodec ran 17-19 programs a step (its convolutions' padding, worked out from
+0-d int buffers each call: host rules for ceil/floor/round, and such buffers
+kept known to the host; tests/torch/test_upload_host_copies.py): one now.
 
 All loops run with ``LAZYCORE_TEST_FULL=1`` (about 12 minutes, Encodec's compiles half of it); none in CI.
 """
@@ -40,7 +44,8 @@ _BOUNDS: dict = {
     "maskformer_swin_linear": dict(programs=3),
 }
 
-_ELEMENTS = ("mask2former_swin_linear",)
+# ViTMatte's decoder convolutions sit under batch norm (their biases' gradients zero in exact arithmetic)
+_ELEMENTS = ("mask2former_swin_linear", "vitmatte_alpha_l1")
 
 
 @full_only
