@@ -12,7 +12,7 @@ Swin2SR super-resolution (Swin-v2 windows, pixel shuffle) under an L1 loss,
 Conditional DETR (conditional spatial queries, the Hungarian matcher), GIT
 (image-conditioned captioning) and Depth Anything (a DINOv2 backbone's
 reassembled features, the scale-invariant log loss users write for it),
-MaskFormer, Encodec, ViTPose and ViTMatte.
+MaskFormer, Encodec, ViTPose, ViTMatte, Pix2Struct and OWLv2.
 ``python tests/consumers/cases_hunt39.py [names]`` prints the table.
 """
 
@@ -273,6 +273,58 @@ def vitmatte_alpha_l1(device, each, dtype=torch.float32):
         return torch.randn(2, 4, 64, 64, generator=g), torch.rand(2, 1, 64, 64, generator=g)
 
     return _user_loop(device, each, dtype, model, l1, batch)
+
+
+@case
+def pix2struct_caption_cosine(device, each, dtype=torch.float32):
+    """Pix2Struct: variable-resolution patches (their row and column ids in
+    the first two features) into a T5-style encoder-decoder, seq2seq cross
+    entropy."""
+    import transformers
+
+    def build():
+        vision = dict(hidden_size=32, patch_embed_hidden_size=16 * 16 * 3, d_ff=64, d_kv=8, num_attention_heads=4,
+                      num_hidden_layers=1, seq_len=16, dropout_rate=0.0, attention_dropout=0.0)
+        text = dict(vocab_size=VOCAB, hidden_size=32, d_ff=64, d_kv=8, num_heads=4, num_layers=2, dropout_rate=0.0,
+                    attention_dropout=0.0, pad_token_id=0, decoder_start_token_id=0)
+        return transformers.Pix2StructForConditionalGeneration(transformers.Pix2StructConfig(vision_config=vision,
+                                                                                             text_config=text))
+
+    def batch(g):
+        patches = torch.randn(2, 16, 2 + 16 * 16 * 3, generator=g)
+        patches[:, :, 0] = torch.arange(16).div(4, rounding_mode="floor").float() + 1  # rows
+        patches[:, :, 1] = torch.arange(16).remainder(4).float() + 1  # columns
+        return {"flattened_patches": patches, "attention_mask": torch.ones(2, 16),
+                "labels": torch.randint(3, VOCAB, (2, 8), generator=g)}
+
+    return _hf_loop(device, each, dtype, build, batch)
+
+
+@case
+def owlv2_open_vocabulary_detection(device, each, dtype=torch.float32):
+    """OWLv2: CLIP towers, per-patch boxes and class embeddings matched to
+    text queries; a user's loss (binary cross entropy of the query logits to
+    targets, plus the boxes' mean size) as open-vocabulary fine-tuning does."""
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.Owlv2Config(
+        text_config=dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=4, max_position_embeddings=16),
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+                           image_size=32, patch_size=8),
+        projection_dim=32)
+    model = transformers.Owlv2ForObjectDetection(cfg)
+
+    def loss(model, ids, mask, x, target):
+        out = model(input_ids=ids, attention_mask=mask, pixel_values=x)
+        return torch.nn.functional.binary_cross_entropy_with_logits(out.logits, target) + out.pred_boxes.abs().mean()
+
+    def batch(g):  # one image, two text queries; 16 patches
+        ids = torch.randint(3, VOCAB, (2, 6), generator=g)
+        return ids, torch.ones_like(ids), torch.randn(1, 3, 32, 32, generator=g), torch.rand(1, 16, 2, generator=g).round()
+
+    return _user_loop(device, each, dtype, model, loss, batch)
 
 
 def compare(name, referee=False, elements=False):

@@ -1,7 +1,7 @@
 """transformers code nobody here ran, unchanged on the lazy device against eager
 CPU (issue 39, hunt 39): cases_hunt39.py lists the loops (Mask2Former on a Swin
 backbone, Swin2SR, Conditional DETR, GIT, Depth Anything, MaskFormer, Encodec, ViTPose,
-ViTMatte). The comparison is hunt 27's (losses, state, fallbacks, compiles
+ViTMatte, Pix2Struct, OWLv2). The comparison is hunt 27's (losses, state, fallbacks, compiles
 after the 2 warm-up steps, programs a step); ``python
 tests/consumers/cases_hunt39.py [names]`` prints the table.
 
@@ -11,7 +11,8 @@ walked it along every path; fixed in lane_moments' lowering,
 tests/torch/test_layer_norm_eager_bits.py). Its state holds the pixel
 decoder's input projections, convolutions under group norm, whose biases'
 gradients are zero in exact arithmetic: held element by element to the
-float64 run (``_ELEMENTS``), as are ViTMatte's convolutions under batch norm.
+float64 run (``_ELEMENTS``), as are ViTMatte's convolutions under batch norm
+and OWLv2's key biases.
 Encodec ran 17-19 programs a step (its convolutions' padding, worked out from
 0-d int buffers each call: host rules for ceil/floor/round, and such buffers
 kept known to the host; tests/torch/test_upload_host_copies.py): one now.
@@ -44,8 +45,9 @@ _BOUNDS: dict = {
     "maskformer_swin_linear": dict(programs=3),
 }
 
-# ViTMatte's decoder convolutions sit under batch norm (their biases' gradients zero in exact arithmetic)
-_ELEMENTS = ("mask2former_swin_linear", "vitmatte_alpha_l1")
+# ViTMatte's decoder convolutions sit under batch norm, OWLv2's key biases under softmax (their gradients
+# zero in exact arithmetic)
+_ELEMENTS = ("mask2former_swin_linear", "vitmatte_alpha_l1", "owlv2_open_vocabulary_detection")
 
 
 @full_only
