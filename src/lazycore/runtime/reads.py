@@ -177,12 +177,11 @@ def _read_on_host(t: LazyTensor) -> bool:
         # fast_all of a torch.ones mask, BioGPT's first training step): computed here,
         # where _read_alone ran a program of its own for it. As that program's result,
         # it is the runtime's own device value: no upload announced, no host copy kept
-        # (a captured step that reads it still replays: the value is its recording's constant)
-        was = t._value
-        got = hostreads.evaluate(was, floats=floats, alone=True)
+        # but a bare integer parameter's number (a captured step that reads it still
+        # replays: the value is its recording's constant)
+        got = hostreads.evaluate(t._value, floats=floats, alone=True)
         if got is not None:
             _answer(t, got, constant=True)
-            hostreads.keep_number(t._value[0], was)
             return True
     if got is None:
         if not _apart(t):
@@ -210,7 +209,8 @@ def _mid_step(t: LazyTensor) -> bool:
 def _answer(t: LazyTensor, got: tuple, constant: bool = False) -> None:
     """``t`` becomes device data uploaded from its value computed on the host
     (:func:`lazycore.runtime.hostreads.evaluate`'s answer), which keeps it;
-    ``constant``: a value of constants alone, kept on the device only."""
+    ``constant``: a value of constants alone, kept on the device only (but a
+    bare integer parameter's number: :func:`~lazycore.runtime.hostreads.keep_number`)."""
     host, nodes = got
     events.emit("read_on_host", t.type, nodes)
     kept = np.array(host, copy=True, order="C")  # (at most hostreads.KEPT_BYTES)
@@ -224,6 +224,8 @@ def _answer(t: LazyTensor, got: tuple, constant: bool = False) -> None:
     leaf = Data(buffer, t.type, owned=True)
     if not constant:
         leaf.host = kept
+    else:
+        hostreads.keep_number(leaf, t._value)
     t._value = Value(leaf, 0)
 
 

@@ -73,7 +73,7 @@ from lazycore.dialect.types import to_numpy_dtype
 from lazycore.dialect.spec import spec_of
 from lazycore.ir.graph import LOG, Node, Scalar, Value, constant_only, map_operands, node_prefix, operand_values
 from lazycore.ir.regions import Arg, RegionNode, region_prefix
-from lazycore.ir.sourceloc import INTERPOSERS, caller, is_library, known_user_frame
+from lazycore.ir.sourceloc import caller, known_user_frame, user_frame
 from lazycore.ir.tensor import LazyTensor
 from lazycore.ir.walk import encode
 from lazycore.runtime import autostep  # noqa: F401  (gives TRACE its cutter, read per replay)
@@ -407,7 +407,7 @@ def _user_call(_getframe=sys._getframe):
     f = _getframe(1)
     while f is not None and f.f_globals.get("__name__", "").startswith(_OWN):
         f = f.f_back
-    if f is None or is_library(f.f_code.co_filename) or f.f_code.co_name in INTERPOSERS:
+    if f is None or not user_frame(f):
         return None
     return (f.f_code, f.f_lasti)
 
