@@ -1,5 +1,5 @@
 """Ops under a user's torch mode keep their own lines
-(``sourceloc._INTERPOSERS``): the ``__torch_function__`` that passes an op on
+(``sourceloc.INTERPOSERS``): the ``__torch_function__`` that passes an op on
 is not the op's line, its caller is.
 
 Before, every op under a user's ``TorchFunctionMode`` (hunt 39's mode drawing

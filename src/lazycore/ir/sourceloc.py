@@ -46,7 +46,7 @@ def skip(module, *, folder: bool = True) -> None:
         _LIBRARY.clear()  # decided again against the new prefixes
 
 
-_INTERPOSERS = frozenset({"__torch_function__", "__torch_dispatch__", "__array_function__", "__array_ufunc__"})
+INTERPOSERS = frozenset({"__torch_function__", "__torch_dispatch__", "__array_function__", "__array_ufunc__"})
 """Methods that pass an array op on (a user's torch mode or tensor subclass,
 NumPy's protocols): never the op's line, which is their caller's. Taken for
 one, every op under a mode had one line, so the scalar policy saw one place
@@ -55,11 +55,17 @@ points on the CPU: 40 "took 2.0 then 4.0" parameters and a compile at its
 third step)."""
 
 
+known_library = _LIBRARY.get
+"""``known_library(filename)``: True or False where :func:`is_library` has
+decided for ``filename`` already, else None (:func:`known_user_frame`, inline
+on the per-op path)."""
+
+
 def user_frame(f) -> bool:
     """Whether frame ``f`` is a user's: outside the libraries and not a method
-    passing an op on (:data:`_INTERPOSERS`)."""
+    passing an op on (:data:`INTERPOSERS`)."""
     code = f.f_code
-    return not is_library(code.co_filename) and code.co_name not in _INTERPOSERS
+    return not is_library(code.co_filename) and code.co_name not in INTERPOSERS
 
 
 def known_user_frame(f) -> bool:
@@ -68,7 +74,7 @@ def known_user_frame(f) -> bool:
     user's own most often, and takes that frame's location, without a
     :func:`caller` call."""
     code = f.f_code
-    return _LIBRARY.get(code.co_filename) is False and code.co_name not in _INTERPOSERS
+    return _LIBRARY.get(code.co_filename) is False and code.co_name not in INTERPOSERS
 
 
 def is_library(filename: str) -> bool:
@@ -108,7 +114,7 @@ def caller(depth: int = 1, start=None, _getframe=sys._getframe, _get=_LIBRARY.ge
     while f is not None:
         code = f.f_code
         lib = _get(code.co_filename)
-        if not lib and (lib is not None or not _is_library(code.co_filename)) and code.co_name not in _INTERPOSERS:
+        if not lib and (lib is not None or not _is_library(code.co_filename)) and code.co_name not in INTERPOSERS:
             found = (code, f.f_lasti)
             break
         f = f.f_back

@@ -73,7 +73,7 @@ from lazycore.dialect.types import to_numpy_dtype
 from lazycore.dialect.spec import spec_of
 from lazycore.ir.graph import LOG, Node, Scalar, Value, constant_only, map_operands, node_prefix, operand_values
 from lazycore.ir.regions import Arg, RegionNode, region_prefix
-from lazycore.ir.sourceloc import caller, known_user_frame, user_frame
+from lazycore.ir.sourceloc import INTERPOSERS, caller, known_library, user_frame
 from lazycore.ir.tensor import LazyTensor
 from lazycore.ir.walk import encode
 from lazycore.runtime import autostep  # noqa: F401  (gives TRACE its cutter, read per replay)
@@ -486,8 +486,11 @@ class Recipe:
             cutter = TRACE.cutter
             if cutter.due or len(LOG.nodes) >= settings.auto_barrier_nodes:
                 cutter.cut(inputs)  # a step ended: before the inputs are read (lazycore.runtime.autostep)
-            if start is not None and known_user_frame(start):
-                loc = (start.f_code, start.f_lasti)  # (caller's answer for a user's frame, without the call)
+            code = None if start is None else start.f_code
+            if code is not None and known_library(code.co_filename) is False and code.co_name not in INTERPOSERS:
+                # (sourceloc.known_user_frame, inline: the per-op path) the caller's answer for a
+                # user's frame, without the call
+                loc = (code, start.f_lasti)
             else:
                 loc = caller(start=start)
             if self.fresh:
@@ -1151,7 +1154,9 @@ def replayed(fn):
                 # already): the replay's location without a caller() walk, which
                 # finds that frame (with the attempt's frame, ~10% of benchmark 1's op)
                 f = _getframe(1)
-                return recipe.replay(handles, floats, f if known_user_frame(f) else None)
+                code = f.f_code  # (sourceloc.known_user_frame, inline)
+                user = known_library(code.co_filename) is False and code.co_name not in INTERPOSERS
+                return recipe.replay(handles, floats, f if user else None)
         vkey = None
         if floats and not kept:
             vclass = value_class(floats)
