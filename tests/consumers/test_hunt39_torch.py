@@ -17,7 +17,8 @@ Encodec ran 17-19 programs a step (its convolutions' padding, worked out from
 0-d int buffers each call: host rules for ceil/floor/round, and such buffers
 kept known to the host; tests/torch/test_upload_host_copies.py): one now.
 
-All loops run with ``LAZYCORE_TEST_FULL=1`` (about 12 minutes, Encodec's compiles half of it); none in CI.
+All loops run with ``LAZYCORE_TEST_FULL=1`` (about 12 minutes before Encodec's products became
+dots, when its compiles were half of it); none in CI.
 """
 
 import os

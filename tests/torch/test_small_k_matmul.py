@@ -5,7 +5,8 @@ M or N of 16 or more as one fused multiply-add per k, in k order from +0 (an ``a
 added after); XLA's float32 dot sums otherwise: a policy network's first layer (REINFORCE's
 16 x 6 observations through ``Linear(6, 32)``) was off eager in 219-286 of 512 outputs.
 Where K is 2 to 16 and the right operand's contiguous dimension (a linear layer's
-``weight.t()``), float32's lowering is that chain, chosen by M's and N's buckets; elsewhere,
+``weight.t()``), float32's lowering is that chain, chosen by M's and N's buckets, or XLA's
+dot of the operands laid out and fenced where that sums in the same order; elsewhere,
 in float64 (where XLA's dot gives eager's bits) and in a symbolic export, the dot.
 """
 
@@ -94,8 +95,23 @@ def test_outside_the_established_orders_the_product_is_one_dot(m, n, k):
     torch.testing.assert_close(got.cpu(), F.linear(x, w, bias))
 
 
-def test_in_the_established_orders_there_is_no_dot():
-    x, w, bias = _operands(16, 32, 6, torch.float32, 0)
+@INTEL_KERNELS
+def test_where_xlas_dot_sums_in_that_order_it_is_one_fenced_dot():
+    """16 x 6 by 6 x 32 (the REINFORCE layer) and an LSTM step's 2 x 16 by 16 x 64: XLA's dot of
+    the weight laid out K by N sums as eager's chain, one op instead of K slices and
+    multiply-adds (an unrolled LSTM's program compiled 6x faster)."""
+    for m, n, k in [(16, 32, 6), (2, 64, 16), (64, 2, 8)]:
+        x, w, bias = _operands(m, n, k, torch.float32, 0)
+        got, text = _stablehlo(lambda: F.linear(x.to(DEV), w.to(DEV), bias.to(DEV)))
+        assert text.count("stablehlo.dot_general") == 1 and "stablehlo.slice" not in text, text
+        assert torch.equal(got.cpu(), F.linear(x, w, bias))
+
+
+@INTEL_KERNELS
+def test_where_it_does_not_the_product_is_eagers_chain():
+    """16 x 6 by 6 x 16: XLA's dot sums otherwise in either orientation (N and M below 32), so
+    the chain: no dot, eager's bits."""
+    x, w, bias = _operands(16, 16, 6, torch.float32, 0)
     got, text = _stablehlo(lambda: F.linear(x.to(DEV), w.to(DEV), bias.to(DEV)))
     assert "stablehlo.dot_general" not in text
     assert torch.equal(got.cpu(), F.linear(x, w, bias))
@@ -140,13 +156,13 @@ def test_a_symbolic_export_keeps_the_dot_and_no_recording_crosses():
     28): a chain's structure would change with the batch, so the export's products are dots
     (TRACE.symbolic), recorded apart from the chains the same signatures take outside it."""
     torch.manual_seed(2)
-    lin = torch.nn.Linear(6, 32).to(DEV)
-    x20 = torch.randn(20, 6)
-    outside, text = _stablehlo(lambda: lin(x20.to(DEV)))  # a chain recorded at batch 20 first
+    lin = torch.nn.Linear(6, 16).to(DEV)  # (16 columns: a chain, XLA's dot sums otherwise there)
+    x12 = torch.randn(12, 6)
+    outside, text = _stablehlo(lambda: lin(x12.to(DEV)))  # a chain recorded at batch 12 first
     assert "stablehlo.dot_general" not in text
     exported = lazycore.export(lambda x: lin(x), torch.randn(4, 6).to(DEV), dynamic={0: {0: "b"}})
     assert exported.mlir_text.count("stablehlo.dot_general") == 1
-    got = exported.call(x20.numpy())[0]
+    got = exported.call(x12.numpy())[0]
     np.testing.assert_allclose(got, outside.detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
-    again, text = _stablehlo(lambda: lin(x20.to(DEV)))  # after it: the chain again
+    again, text = _stablehlo(lambda: lin(x12.to(DEV)))  # after it: the chain again
     assert "stablehlo.dot_general" not in text and torch.equal(again.cpu(), outside.cpu())

@@ -44,9 +44,13 @@ output of a float32/float64 ``mm``/``addmm`` of a small K with M or N of 16 or m
 as one sequential fused multiply-add over k in order from +0 (:data:`GEMM_CHAIN_MIN`
 says where exactly; an ``addmm``'s bias added after, rounded once more). XLA's
 float64 dot gives the same bits there (every probed shape); its float32 dot sums
-otherwise (219-286 of 512 outputs of a 16 x 6 by 6 x 32 product), so float32's is
-the chain, chosen by M's and N's buckets (padded steps share a program) and never
-for ``lazycore.export``'s symbolic sizes (:func:`takes_chain`).
+otherwise where it reads a linear layer's weight transposed (219-286 of 512 outputs of
+a 16 x 6 by 6 x 32 product; 0 with the weight laid out K by N behind a fence), so float32's is the chain, chosen by M's and N's buckets
+(padded steps share a program) and never for ``lazycore.export``'s symbolic sizes
+(:func:`takes_chain`); but where the fenced dot sums in that order (:func:`xla_dot_chains`),
+that dot: K slices and multiply-adds a product cost XLA's compile and run (a tiny
+Encodec's LSTM, unrolled over 32 frames: a training step's program compiled in 159 s as
+chains, 26 s as dots).
 """
 
 from __future__ import annotations
@@ -473,10 +477,17 @@ def gemm_chain(a, b, fma, rhs):
     """``a @ b`` (M x K and K x N, float32; ``rhs``: ``b`` as eager lays it
     out, a meta tensor) as eager's CPU GEMM sums it: ``acc = fma(a[:, k], b[k, :], acc)``
     for k in order from +0 (``fma``: the frontend's once-rounded ``x * y + z``),
-    or None where :func:`takes_chain` says the dot."""
+    or None where :func:`takes_chain` says the dot. Where XLA's fenced dot sums so
+    at M's and N's buckets (:func:`xla_dot_chains`, either orientation), that dot:
+    one op against K elementwise steps (an LSTM's step of 2 x 16 by 16 x 64, trained:
+    34 ms a step against 55 as chains; a 16 x 6 by 6 x 32 layer 1.6 ms against 2.6)."""
     (m, k), n = a.shape, b.shape[1]
     if a.dtype != "f32" or not takes_chain(m, n, k, rhs):
         return None
+    bm, bn = _padded(m), _padded(n)
+    for swap, rows, cols in ((False, bm, bn), (True, bn, bm)):
+        if xla_dot_chains(rows, k, cols):
+            return _fenced_dot(a, b, swap)
     acc = None
     for i in range(k):
         col = broadcast(apply("slice", a, start=(0, i), limit=(m, i + 1), strides=(1, 1)), (m, n))
@@ -557,7 +568,7 @@ def xla_dot_chains(m: int, k: int, n: int) -> bool:
     """Whether XLA's CPU dot of an ``(m, k)`` by a ``(k, n)`` operand, both laid
     out so, sums each output as one fused multiply-add chain over K from zero
     (eager's GEMM order): probed (this jaxlib, float32, 435 shapes of M 2-256,
-    K 16-512, N 8-2048) where ``n >= 32`` and ``n >= m``, and with ``m < 64``
+    K 16-512, N 8-2048, and 2,520 of M 2-128, K 2-16, N 2-256) where ``n >= 32`` and ``n >= m``, and with ``m < 64``
     the right operand of at most 32,768 elements, with ``m >= 64`` ``n`` a
     multiple of 64. Elsewhere it sums otherwise (58-90% of outputs off)."""
     if n < 32 or n < m:
@@ -591,7 +602,6 @@ def ordered_dot(a, b, bias=None):
     blocks, swap, wide_m, wide_n = plan
     total = None
     lead = len(batch)
-    flip = tuple(range(lead)) + (lead + 1, lead)
     zeros, ones = (0,) * lead, (1,) * lead
     if wide_m > m:  # zero rows and columns: outputs of their own, cut off
         a = apply("pad", a, const(0.0, a.dtype, a.device), low=zeros + (0, 0), high=zeros + (wide_m - m, 0),
@@ -604,12 +614,7 @@ def ordered_dot(a, b, bias=None):
                                           strides=ones + (1, 1))
         bb = b if hi - lo == k else apply("slice", b, start=zeros + (lo, 0), limit=tuple(batch) + (hi, wide_n),
                                           strides=ones + (1, 1))
-        if not swap:
-            part = fenced(_dot2(fenced(ab), fenced(bb)))
-        else:
-            part = fenced(apply("permute", fenced(_dot2(fenced(apply("permute", bb, dims=flip)),
-                                                           fenced(apply("permute", ab, dims=flip)))),
-                                 dims=flip))
+        part = _fenced_dot(ab, bb, swap)
         if (wide_m, wide_n) != (m, n):
             part = apply("slice", part, start=zeros + (0, 0), limit=tuple(batch) + (m, n), strides=ones + (1, 1))
         if total is None:
@@ -617,6 +622,17 @@ def ordered_dot(a, b, bias=None):
         else:
             total = apply("add", total, part)
     return total
+
+
+def _fenced_dot(a, b, swap: bool):
+    """``a @ b`` (leading batch dimensions alike) as XLA's dot of the operands as laid out, or
+    ``(b.T @ a.T).T`` (``swap``), each operand and the product behind :func:`fenced`."""
+    lead = len(a.shape) - 2
+    if not swap:
+        return fenced(_dot2(fenced(a), fenced(b)))
+    flip = tuple(range(lead)) + (lead + 1, lead)
+    return fenced(apply("permute", fenced(_dot2(fenced(apply("permute", b, dims=flip)),
+                                                 fenced(apply("permute", a, dims=flip)))), dims=flip))
 
 
 def ordered_plan(dtype: str, count: int, m: int, k: int, n: int):
