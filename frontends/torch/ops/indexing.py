@@ -705,6 +705,45 @@ def _logcumsumexp(ctx, x, dim):
     return _cumulative(ctx, x, dim, "logaddexp", -math.inf)
 
 
+
+@lowers(aten.cummax.default, aten.cummin.default)
+def _cummax_cummin(ctx, x, dim):
+    """The running maximum (minimum) along ``dim`` and the index it was taken at,
+    as eager CPU's loop (``cummax_cummin_helper``) takes them: an element
+    replaces the running one where it is NaN, or where the running one is not
+    NaN and the element is ``>=`` it (``<=``): an equal element's later index
+    and its value (a signed zero's sign), a NaN kept until the next NaN. That
+    choice between an earlier and a later pair is associative, so a
+    Hillis-Steele scan of (value, index) pairs gives the loop's answers,
+    exactly (Grounding DINO's text masks take them of positions)."""
+    if x.dtype.startswith("complex"):
+        return NotImplemented
+    if x.shape == () or not _numel(x.shape):
+        return x, const(0, "i64", x.device, x.shape)
+    d = wrap_dim(dim, len(x.shape))
+    v = convert(x, "i8") if x.dtype == "i1" else x
+    most = ctx.func_name == "cummax"
+    if is_float(v.dtype):
+        fill = -math.inf if most else math.inf
+    else:
+        info = np.iinfo(to_numpy_dtype(v.dtype))
+        fill = int(info.min if most else info.max)
+    i = apply("iota", dim=d, shape=x.shape, dtype="i64", device=x.device)
+    rank, n, k = len(x.shape), x.shape[d], 1
+    while k < n:
+        low, high = [0] * rank, [0] * rank
+        low[d], high[d] = k, -k
+        pad = dict(low=low, high=high, interior=[0] * rank)
+        earlier_v = apply("pad", v, const(fill, v.dtype, v.device), **pad)
+        earlier_i = apply("pad", i, const(-1, "i64", i.device), **pad)
+        later = apply("compare", v, earlier_v, direction="GE" if most else "LE")
+        if is_float(v.dtype):
+            nan, earlier_nan = (apply("compare", t, t, direction="NE") for t in (v, earlier_v))
+            later = apply("or", nan, apply("and", apply("not", earlier_nan), later))
+        v, i = apply("select", later, v, earlier_v), apply("select", later, i, earlier_i)
+        k *= 2
+    return convert(v, x.dtype), i
+
 # --- one_hot --------------------------------------------------------------------------------------
 # one_hot is composite (never reaches dispatch as itself) and, for a device
 # other than CPU and CUDA, skips eager's checks of the values (they would read
