@@ -1,0 +1,65 @@
+"""transformers code nobody here ran, unchanged on the lazy device against eager
+CPU (issue 39, hunt 40): cases_hunt40.py lists the loops (LayoutLMv3, CLAP, X-CLIP,
+DAB-DETR, MGP-STR, ZoeDepth, OneFormer, DonutSwin under a BERT decoder, FLAVA,
+BridgeTower, UDOP, DAC, Grounding DINO). The comparison is hunt 27's (losses, state,
+fallbacks, compiles after the 2 warm-up steps, programs a step); ``python
+tests/consumers/cases_hunt40.py [names]`` prints the table.
+
+Found: Grounding DINO's text masks (``torch.cummax`` / ``cummin`` of positions) fell
+back to eager, 8 fallbacks a step (lowered now; tests/torch/test_cummax_cummin.py).
+FLAVA compiles again at step 4, where its masked-patch count (8) equals its bucket:
+the padded walk widens an 8-row embedding index that only shares the size and keeps
+the old checks beside the re-made ones, so padding is refused ("its value checks
+changed order", runtime/buckets.py) and the step compiles at its own sizes: an
+expected failure until padding re-makes such nodes consistently. UDOP selects each
+image's patches by a data-dependent count and reshapes the padded dimension (padding
+refuses the split): a compile a step, also an expected failure.
+
+All loops run with ``LAZYCORE_TEST_FULL=1`` (35 s to 5 minutes each); none in CI.
+"""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import cases_hunt40 as cases  # noqa: E402
+from cases_hunt27 import check_outcome, check_refereed_outcome  # noqa: E402
+from test_hunt26_torch import full_only  # noqa: E402 (the shared harness)
+
+# name -> bounds other than (loss rtol 1e-5, state 1e-5, no compile after 2 steps, 1 program a step)
+_BOUNDS: dict = {
+    # the Hungarian matcher's cost matrices on the host (the last decoder layer and the auxiliary
+    # ones) and num_boxes: measured [4, 5, 4, 4]
+    "dab_detr_detection_linear": dict(programs=5),
+    # the matcher, the isfinite check (modeling_oneformer.py:1122) and the text mask's
+    # torch.where (:1881) read on the host: measured [10, 10, 10, 10]; the count of fully
+    # masked rows changes the shapes until step 4 (36, 0, 64, 64 rows): compiles [8, 3, 2, 0]
+    "oneformer_swin_linear": dict(programs=10, late=2),
+}
+
+# gradients zero in exact arithmetic under softmax or normalisation (attention key biases, CLAP's,
+# BridgeTower's and OneFormer's; ZoeDepth's metric head under its bins' normalisation): held
+# element by element to the float64 run
+_ELEMENTS = ("clap_contrastive_cosine", "zoedepth_metric_l1", "oneformer_swin_linear",
+             "bridgetower_contrastive_cosine")
+
+_KNOWN = {
+    "flava_pretraining_linear": "a compile at step 4: padding refused where the count equals its bucket",
+    "udop_document_seq2seq_linear": "a compile a step: padding refuses the reshape of the padded patches",
+    "xclip_video_text_linear": "float64 referee: a text key weight's first gradient 5.8x eager's distance",
+}
+
+# not yet refereed after its fallbacks were mended (state 3.7e-3 at a zero-initialised sampling offset,
+# losses 4.6e-5 by step 4, both growing from 1e-7 at step 2): run by hand, left out of the parametrization
+_UNSETTLED = ("grounding_dino_detection_linear",)
+
+
+@full_only
+@pytest.mark.parametrize("name", [n if n not in _KNOWN else pytest.param(n, marks=pytest.mark.xfail(
+    reason=_KNOWN[n], strict=True)) for n in cases.CASES if n not in _UNSETTLED])
+def test_loop_trains_as_eager(name):
+    out = cases.compare(name, elements=name in _ELEMENTS)
+    (check_refereed_outcome if name in _ELEMENTS else check_outcome)(out, _BOUNDS.get(name, {}), cases.WARMUP)
