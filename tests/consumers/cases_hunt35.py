@@ -347,16 +347,29 @@ def threads(names=THREADED):
     eager = {k: f(torch.device("cpu"), lambda: None) for k, f in loops.items()}
     lazy, errors = {}, []
 
-    def work(k):
+    def work(k, stepped):
+        def each():
+            ltorch.mark_step()
+            stepped.set()
+
         try:
-            losses, state = loops[k](ltorch.device(), ltorch.mark_step)
+            losses, state = loops[k](ltorch.device(), each)
             lazy[k] = [float(v.cpu()) for v in losses], cases_hunt27._cpu_state(state)
         except Exception:  # noqa: BLE001 (reported with its thread)
             errors.append((k, traceback.format_exc()))
+        finally:
+            stepped.set()
 
-    running = [threading.Thread(target=work, args=(k,)) for k in loops]
-    for t in running:
-        t.start()
+    # Each loop seeds torch's global generator and initialises its model from it, which is the
+    # process's, not the thread's (in eager too): two set-ups at once drew each other's numbers
+    # (a third of runs ended 0.2-0.8 from eager's losses). So a loop starts once the one before has
+    # stepped; the rest of their steps run at once.
+    running = []
+    for k in loops:
+        stepped = threading.Event()
+        running.append(threading.Thread(target=work, args=(k, stepped)))
+        running[-1].start()
+        stepped.wait(timeout=600)
     for t in running:
         t.join()
     out = {}
