@@ -52,8 +52,10 @@ _KNOWN = {
     "xclip_video_text_linear": "float64 referee: a text key weight's first gradient 5.8x eager's distance",
 }
 
-# not yet refereed after its fallbacks were mended (state 3.7e-3 at a zero-initialised sampling offset,
-# losses 4.6e-5 by step 4, both growing from 1e-7 at step 2): run by hand, left out of the parametrization
+# Grounding DINO, its fallbacks mended: the state passes the element referee (48,440 elements held to the
+# float64 run, noise mean lazy 2.35e-5 / eager 2.38e-5), but its losses part from eager's (1e-7 at step 2,
+# 4.6e-5 at step 4) past check_refereed_outcome's bound, while the float64 run is 1.0e-3 from lazycore's
+# losses and 1.1e-3 from eager's: undecided whether that is float32's noise only; left out until it is
 _UNSETTLED = ("grounding_dino_detection_linear",)
 
 
