@@ -11,6 +11,7 @@ import lazycore.torch as ltorch
 from lazycore.observe import metrics
 
 DEV = "lazy"
+_BITS = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def _values(dtype, shape, seed):
@@ -42,12 +43,10 @@ def test_values_and_indices_are_eagers(op, dtype):
     for (got_v, got_i), (want_v, want_i) in pending:
         assert got_v.dtype == want_v.dtype and got_i.dtype == want_i.dtype
         assert torch.equal(got_i.cpu(), want_i)
-        got_v, want_v = got_v.cpu(), want_v
+        got_v = got_v.cpu()
         if dtype.is_floating_point:  # bitwise: NaN where eager's, a signed zero's sign
-            assert torch.equal(got_v.view(torch.int16 if dtype.itemsize == 2 else
-                                          {4: torch.int32, 8: torch.int64}[dtype.itemsize]),
-                               want_v.view(torch.int16 if dtype.itemsize == 2 else
-                                           {4: torch.int32, 8: torch.int64}[dtype.itemsize]))
+            bits = _BITS[dtype.itemsize]
+            assert torch.equal(got_v.view(bits), want_v.view(bits))
         else:
             assert torch.equal(got_v, want_v)
     assert metrics.fallbacks() == {}

@@ -45,12 +45,12 @@ as one sequential fused multiply-add over k in order from +0 (:data:`GEMM_CHAIN_
 says where exactly; an ``addmm``'s bias added after, rounded once more). XLA's
 float64 dot gives the same bits there (every probed shape); its float32 dot sums
 otherwise where it reads a linear layer's weight transposed (219-286 of 512 outputs of
-a 16 x 6 by 6 x 32 product; 0 with the weight laid out K by N behind a fence), so float32's is the chain, chosen by M's and N's buckets
-(padded steps share a program) and never for ``lazycore.export``'s symbolic sizes
-(:func:`takes_chain`); but where the fenced dot sums in that order (:func:`xla_dot_chains`),
-that dot: K slices and multiply-adds a product cost XLA's compile and run (a tiny
-Encodec's LSTM, unrolled over 32 frames: a training step's program compiled in 159 s as
-chains, 26 s as dots).
+a 16 x 6 by 6 x 32 product; 0 with the weight laid out K by N behind a fence), so
+float32's is the chain, chosen by M's and N's buckets (padded steps share a program)
+and never for ``lazycore.export``'s symbolic sizes (:func:`takes_chain`); but where
+the fenced dot sums in that order (:func:`xla_dot_chains`), that dot: K slices and
+multiply-adds a product cost XLA's compile and run (a tiny Encodec's LSTM, unrolled
+over 32 frames: a training step's program compiled in 159 s as chains, 26 s as dots).
 """
 
 from __future__ import annotations
@@ -484,10 +484,9 @@ def gemm_chain(a, b, fma, rhs):
     (m, k), n = a.shape, b.shape[1]
     if a.dtype != "f32" or not takes_chain(m, n, k, rhs):
         return None
-    bm, bn = _padded(m), _padded(n)
-    for swap, rows, cols in ((False, bm, bn), (True, bn, bm)):
-        if xla_dot_chains(rows, k, cols):
-            return _fenced_dot(a, b, swap)
+    swap = _chaining_orientation(_padded(m), k, _padded(n))
+    if swap is not None:
+        return _fenced_dot(a, b, swap)
     acc = None
     for i in range(k):
         col = broadcast(apply("slice", a, start=(0, i), limit=(m, i + 1), strides=(1, 1)), (m, n))
@@ -568,12 +567,22 @@ def xla_dot_chains(m: int, k: int, n: int) -> bool:
     """Whether XLA's CPU dot of an ``(m, k)`` by a ``(k, n)`` operand, both laid
     out so, sums each output as one fused multiply-add chain over K from zero
     (eager's GEMM order): probed (this jaxlib, float32, 435 shapes of M 2-256,
-    K 16-512, N 8-2048, and 2,520 of M 2-128, K 2-16, N 2-256) where ``n >= 32`` and ``n >= m``, and with ``m < 64``
-    the right operand of at most 32,768 elements, with ``m >= 64`` ``n`` a
-    multiple of 64. Elsewhere it sums otherwise (58-90% of outputs off)."""
+    K 16-512, N 8-2048, and 2,520 of M 2-128, K 2-16, N 2-256) where ``n >= 32``
+    and ``n >= m``, and with ``m < 64`` the right operand of at most 32,768
+    elements, with ``m >= 64`` ``n`` a multiple of 64. Elsewhere it sums
+    otherwise (58-90% of outputs off)."""
     if n < 32 or n < m:
         return False
     return n * k <= 32768 if m < 64 else n % 64 == 0
+
+
+def _chaining_orientation(m: int, k: int, n: int) -> bool | None:
+    """Which orientation of an ``(m, k)`` by ``(k, n)`` product :func:`xla_dot_chains`
+    says sums in eager's order: False (as it is), True (``(b.T @ a.T).T``), or
+    None (neither)."""
+    if xla_dot_chains(m, k, n):
+        return False
+    return True if xla_dot_chains(n, k, m) else None
 
 
 def ordered_dot(a, b, bias=None):
@@ -649,11 +658,8 @@ def ordered_plan(dtype: str, count: int, m: int, k: int, n: int):
         return None
     widest = max(hi - lo for lo, hi in blocks)
     wide_m, wide_n = m, n
-    if xla_dot_chains(bm, widest, bn):
-        swap = False
-    elif xla_dot_chains(bn, widest, bm):
-        swap = True
-    else:
+    swap = _chaining_orientation(bm, widest, bn)
+    if swap is None:
         widened = _widened(bm, bn, widest)
         if widened is None:
             return None

@@ -640,18 +640,25 @@ def _empty_like(ctx, x, dtype=None, layout=None, device=None, pin_memory=None, m
 def _scan(h, d: int, combine: str, identity=None):
     """Inclusive scan of ``h`` along ``d`` (Hillis-Steele: shift by 1, 2, 4, ... and combine)."""
     n = h.shape[d]
-    rank = len(h.shape)
     if identity is None:
         identity = {"add": 0, "mul": 1}[combine]
     fill = const(identity, h.dtype, h.device)
     k = 1
     while k < n:
-        low, high = [0] * rank, [0] * rank
-        low[d], high[d] = k, -k
-        shifted = apply("pad", h, fill, low=low, high=high, interior=[0] * rank)
+        shifted = _shifted(h, d, k, fill)
         h = _logaddexp(h, shifted) if combine == "logaddexp" else apply(combine, h, shifted)
         k *= 2
     return h
+
+
+def _shifted(h, d: int, k: int, fill):
+    """``h`` moved ``k`` places on along ``d``, ``fill`` (a 0-d value of its type)
+    in the first ``k``: each position's operand ``k`` places earlier in a
+    Hillis-Steele scan's step."""
+    rank = len(h.shape)
+    low, high = [0] * rank, [0] * rank
+    low[d], high[d] = k, -k
+    return apply("pad", h, fill, low=low, high=high, interior=[0] * rank)
 
 
 def _logaddexp(a, b):
@@ -705,7 +712,6 @@ def _logcumsumexp(ctx, x, dim):
     return _cumulative(ctx, x, dim, "logaddexp", -math.inf)
 
 
-
 @lowers(aten.cummax.default, aten.cummin.default)
 def _cummax_cummin(ctx, x, dim):
     """The running maximum (minimum) along ``dim`` and the index it was taken at,
@@ -729,13 +735,10 @@ def _cummax_cummin(ctx, x, dim):
         info = np.iinfo(to_numpy_dtype(v.dtype))
         fill = int(info.min if most else info.max)
     i = apply("iota", dim=d, shape=x.shape, dtype="i64", device=x.device)
-    rank, n, k = len(x.shape), x.shape[d], 1
-    while k < n:
-        low, high = [0] * rank, [0] * rank
-        low[d], high[d] = k, -k
-        pad = dict(low=low, high=high, interior=[0] * rank)
-        earlier_v = apply("pad", v, const(fill, v.dtype, v.device), **pad)
-        earlier_i = apply("pad", i, const(-1, "i64", i.device), **pad)
+    fill_v, fill_i = const(fill, v.dtype, v.device), const(-1, "i64", x.device)
+    k = 1
+    while k < x.shape[d]:
+        earlier_v, earlier_i = _shifted(v, d, k, fill_v), _shifted(i, d, k, fill_i)
         later = apply("compare", v, earlier_v, direction="GE" if most else "LE")
         if is_float(v.dtype):
             nan, earlier_nan = (apply("compare", t, t, direction="NE") for t in (v, earlier_v))
@@ -743,6 +746,7 @@ def _cummax_cummin(ctx, x, dim):
         v, i = apply("select", later, v, earlier_v), apply("select", later, i, earlier_i)
         k *= 2
     return convert(v, x.dtype), i
+
 
 # --- one_hot --------------------------------------------------------------------------------------
 # one_hot is composite (never reaches dispatch as itself) and, for a device
