@@ -7,11 +7,11 @@ tests/consumers/cases_hunt40.py [names]`` prints the table.
 
 Found: Grounding DINO's text masks (``torch.cummax`` / ``cummin`` of positions) fell
 back to eager, 8 fallbacks a step (lowered now; tests/torch/test_cummax_cummin.py).
-FLAVA compiles again at step 4, where its masked-patch count (8) equals its bucket:
-the padded walk widens an 8-row embedding index that only shares the size and keeps
-the old checks beside the re-made ones, so padding is refused ("its value checks
-changed order", runtime/buckets.py) and the step compiles at its own sizes: an
-expected failure until padding re-makes such nodes consistently. UDOP selects each
+FLAVA compiled again at step 4, where its masked-patch count (8) equals its bucket
+and its text length: the padded walk widened the text's values made at 8 positions
+and refused the padding (the embedding gradient's scatter kept as it was brought
+back the old checks); values made at a count's size are now read as the walks at
+other counts read them (runtime/padding.py ``READINGS``): one program. UDOP selects each
 image's patches by a data-dependent count and reshapes the padded dimension (padding
 refuses the split): a compile a step, also an expected failure.
 
@@ -42,7 +42,6 @@ _BOUNDS: dict = {
 _ELEMENTS = ("clap_contrastive_cosine", "zoedepth_metric_l1", "bridgetower_contrastive_cosine")
 
 _KNOWN = {
-    "flava_pretraining_linear": "a compile at step 4: padding refused where the count equals its bucket",
     "udop_document_seq2seq_linear": "a compile a step: padding refuses the reshape of the padded patches",
     "xclip_video_text_linear": "float64 referee: a text key weight's first gradient 5.8x eager's distance",
 }

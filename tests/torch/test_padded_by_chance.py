@@ -142,3 +142,36 @@ def test_scatter_at_positives_whose_count_is_a_coordinates_size(dev, device_valu
         torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
         compiles.append(_compiles() - before)
     assert compiles == [1, 0, 1, 0, 0, 0], compiles
+
+
+def _beside_eight(x, idx):
+    """A marked count's rows beside 8 rows made without inputs (FLAVA's 8 text
+    positions beside its masked patches), each looked up at ``idx`` (a bounds
+    check and wrap with an integer constant of their size) and beside ones
+    of their size summed, by one instruction each."""
+    out = x.sum(0)
+    eight = torch.ones(8, 4, device=x.device, dtype=x.dtype).mul(0.5).exp()
+    for rows, cols, index in ((x, 3, idx), (eight, 5, idx.int())):  # (values that differ at a count of 8 too)
+        out = out + rows[index].sum(0) + torch.ones(rows.shape[0], cols, device=x.device, dtype=x.dtype).sum(0).mean()
+    return out
+
+
+def test_a_count_at_its_buckets_size_equal_to_a_fixed_size(dev, device_values):
+    """A count of 7, 6, 8, then 5 (the bucket of 8) beside values made at
+    fixed sizes of 8 and 5: at the count of 8 (or 5) that size was the
+    symbol's too, so those values were widened and their sums masked, and
+    the bound 8 read as the count's: a program of its own for each
+    ([1, 0, 1, 1]). Both readings are exact; the walks of 7 and 6 recorded
+    which values were the count's, and the walks of 8 and 5 read them so
+    (runtime/padding.py ``as_read``): one program."""
+    idx = torch.tensor([0, 2, -1, 3])
+    compiles = []
+    for n in (7, 6, 8, 5):
+        x = torch.randn(n, 4, generator=torch.Generator().manual_seed(n))
+        want = _beside_eight(x, idx)
+        before = _compiles()
+        got = _beside_eight(ltorch.dynamic(x.to(dev), 0), idx.to(dev))
+        ltorch.mark_step()
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+        compiles.append(_compiles() - before)
+    assert compiles == [1, 0, 0, 0], compiles

@@ -60,6 +60,10 @@ sampled; its 8 x 8 feature maps where 8 boxes were positive), the graph is
 walked again with those dimensions of those values made as they are
 (:func:`_by_chance`), and a rule that refuses an operand widened along two
 dimensions is tried with one of them made again unwidened (:func:`_refit`).
+Where nothing refuses, such a coincidence would still make a program of its
+own (the values widened, their sums masked): a value made without inputs,
+a constant or a check's numbers are read as the last walk at other sizes
+read them at the same place (:data:`READINGS`, :meth:`Padded.as_read`).
 
 Which rule an op gets is its row's ``padding`` trait in the op table
 (:data:`lazycore.dialect.spec.PADDING_KINDS`): the elementwise rule, the
@@ -94,6 +98,11 @@ LITERALS = Memo("runtime.size_literals", 1024)
 (a constant, or a number in a check's message) recorded at that instruction
 while ``n`` was no symbol's size, so ``n`` is a number there, not a count's
 size (:meth:`Padded.size_constant`)."""
+
+
+READINGS = Memo("runtime.size_readings", 8192)
+"""``((user's instruction, ordinal), kind)`` -> how the last padded walk read
+the value made without inputs, constant or check there (:meth:`Padded.as_read`)."""
 
 
 class Refused(Exception):
@@ -140,6 +149,17 @@ class Padded:
         a refused op showed (:func:`pad_graph`, :func:`_by_chance`)."""
         self.at: Node | None = None
         """The original node the walk is at."""
+        self.place: tuple | None = None
+        """Where the node the walk is at was made, for a value made without
+        inputs or a check: (its instruction, how many such nodes the walk
+        met there before) (:meth:`as_read`)."""
+        self.places: dict = {}
+        """Instruction -> how many values made without inputs and checks the walk met there."""
+        self.readings: dict = {}
+        """(place, kind) -> this walk's reading there (:meth:`as_read`)."""
+        self.recalled: list | None = []
+        """The places where a reading recalled from another walk changed this
+        walk's (None: none recalled, the readings the sizes give)."""
         self.valid: dict[int, Scalar] = {n: Scalar(np.asarray(n, np.int32), "i32") for n in symbols}
         """Symbol -> the scalar parameter holding it (the valid size)."""
         self.new: dict[int, tuple[Node, list[dict[int, Factors]]]] = {}
@@ -255,12 +275,47 @@ class Padded:
         if not self.widen:
             return {}
         kept = self.as_made.get(id(self.at), ()) if self.at is not None else ()
-        return {j: ((s, s),) for j, s in enumerate(shape) if s in self.symbols and j not in kept}
+        return self.as_read("dims", {j: ((s, s),) for j, s in enumerate(shape) if s in self.symbols and j not in kept},
+                            shape)
+
+    def as_read(self, kind, reading, sizes):
+        """``reading`` of the node the walk is at (a value made without
+        inputs: its widened dimensions; a constant or a check's message:
+        whether a number is a size) where one of its ``sizes`` is a symbol's,
+        as the last walk read it at other sizes. A size equal to a symbol's
+        may be the count's or another dimension's by chance (FLAVA's 8 text
+        positions beside 8 masked patches; 5 columns beside 5 patches), and
+        reading it as the count's makes that coincidence a program of its
+        own; read as at other sizes, the step is their program. Exact either
+        way: a number kept is the step's, and a count's value made at its own
+        size beside padded ones refuses the op that meets them (at its
+        bucket's size the two are one value). Kept by place: the user's
+        instruction and how many such nodes the walk met there before."""
+        place = self.place
+        if place is None:
+            return reading
+        symbols = self.symbols
+        if self.recalled is not None and any(n in symbols for n in sizes):
+            before = READINGS.get((place, kind))
+            if before is not None:
+                recalled = {j: f for j, f in reading.items() if j in before} if kind == "dims" else before
+                if recalled != reading:
+                    self.recalled.append(place)
+                    reading = recalled
+        buckets = self.bucket_of
+        if any(n in symbols or (buckets is not None and buckets(n) in symbols.values()) for n in sizes):
+            self.readings[(place, kind)] = frozenset(reading) if kind == "dims" else reading
+        return reading
 
     # --- the walk ------------------------------------------------------------------
 
     def node(self, node: Node, marks: dict[int, Factors] | None) -> None:
         self.at = node
+        self.place = None
+        if (node.op in WIDENED or node.op == "check") and node.loc is not None:
+            k = self.places.get(node.loc, 0)
+            self.places[node.loc] = k + 1
+            self.place = (node.loc, k)
         if marks or (not node.is_leaf and any(id(v[0]) in self.marked for v in operand_values(node))):
             self.marked.add(id(node))
         if marks and not node.is_leaf:  # a padded result's valid region: that result, padded
@@ -367,7 +422,7 @@ class Padded:
         if not (value == v).all():
             return None
         sym = abs(v)
-        if not self.sized(node.loc, sym):
+        if not self.as_read("size", self.sized(node.loc, sym), (sym,)):
             return None
         self.dependent[id(node)] = (sym,)
         n = self.value("convert", (Value(self.valid[sym], 0),), {"dtype": node.types[0].dtype})
@@ -402,10 +457,12 @@ class Padded:
         return (loc, n) not in LITERALS
 
     def learned(self) -> None:
-        """Record the numbers met while no symbol's size (:meth:`sized`)."""
+        """Record the numbers met while no symbol's size (:meth:`sized`) and the readings (:meth:`as_read`)."""
         for key in self.numbers:
             if key not in LITERALS:
                 LITERALS.put(key, True)
+        for key, reading in self.readings.items():
+            READINGS.put(key, reading)
 
     def count_of(self, node: Node, pads: dict) -> tuple[int, tuple[int, ...]]:
         source = node.operands[0][0].types[node.operands[0][1]].shape
@@ -434,10 +491,32 @@ def pad_graph(walk, marks: dict[int, dict[int, Factors]], symbols: dict[int, int
     to ``symbols``' buckets: the :class:`Padded` state, the new output values,
     and per output its padded dims. Raises :class:`Refused`. ``symbols`` gains
     the symbols appends make (``bucket_of`` gives their buckets)."""
+    recalled: list = []
+    try:
+        state = _walked(walk, marks, symbols, bucket_of, widen, recalled)
+    except Refused:
+        if not recalled:
+            raise
+        # a reading recalled from other sizes refused an op (a count's value
+        # and another size's are one node at equal sizes: Faster R-CNN's
+        # arange of its 12 anchors and of 12 sampled boxes): read as the sizes say
+        state = _walked(walk, marks, symbols, bucket_of, widen, None)
+    symbols.update(state.symbols)
+    state.learned()
+    outputs, out_pads = [], []
+    for v in walk.outputs:
+        new, padded = state.new[id(v[0])]
+        outputs.append(Value(new, v[1]))
+        out_pads.append(padded[v[1]])
+    return state, outputs, out_pads
+
+
+def _walked(walk, marks, symbols, bucket_of, widen, recalled) -> Padded:
+    """The walks of :func:`pad_graph`: the last one's state."""
     as_made: dict[int, frozenset[int]] = {}
     for _ in range(_ROUNDS):
         state = Padded(dict(symbols), bucket_of)
-        state.widen, state.as_made = widen, dict(as_made)
+        state.widen, state.as_made, state.recalled = widen, dict(as_made), recalled
         more: dict[int, frozenset[int]] = {}
         for node in walk.order:
             try:
@@ -460,14 +539,7 @@ def pad_graph(walk, marks: dict[int, dict[int, Factors]], symbols: dict[int, int
             as_made[k] = as_made.get(k, frozenset()) | dims
     else:
         raise Refused(f"values made at a symbol's size by chance still refused after {_ROUNDS} walks")
-    symbols.update(state.symbols)
-    state.learned()
-    outputs, out_pads = [], []
-    for v in walk.outputs:
-        new, padded = state.new[id(v[0])]
-        outputs.append(Value(new, v[1]))
-        out_pads.append(padded[v[1]])
-    return state, outputs, out_pads
+    return state
 
 
 def _refit(state, node, rule, operands, pads):
@@ -710,8 +782,13 @@ def _check(state, node, operands, pads):
 
 def _message(state, node) -> str:
     """A check's message with the sizes that are a symbol's left out."""
-    return _SIZE.sub(lambda m: "{size}" if state.sized(node.loc, int(m.group())) else m.group(),
-                     node.attrs["message"])
+    numbers = iter(range(1 << 30))
+
+    def read(m):
+        n = int(m.group())
+        return "{size}" if state.as_read(("size", next(numbers)), state.sized(node.loc, n), (n,)) else m.group()
+
+    return _SIZE.sub(read, node.attrs["message"])
 
 
 _SIZE = re.compile(r"(?<![\w.{])(?<!dimension )\d+(?![\w.}])")
