@@ -34,7 +34,7 @@ pytest.importorskip("timm")
 pytest.importorskip("torchvision")
 
 import cases_hunt34 as cases  # noqa: E402
-from cases_hunt27 import check_outcome  # noqa: E402
+from cases_hunt27 import check_outcome, check_refereed_outcome  # noqa: E402
 from test_hunt26_torch import full_only  # noqa: E402 (the shared harness)
 
 _CI = ("tv_vit_one_layer_16px",)  # 2 compiles of ~1,900 nodes: 82 s at load 8.6 on the 2 cores, 24-30 s XLA each
@@ -58,6 +58,10 @@ _BOUNDS: dict = {
     # and 3.6e-7. The rest within 1e-5 (_key_third_apart)
     "tv_vit_tiny": dict(state=5e-5),
 }
+
+# held element by element to the float64 run: PVT-v2's second-stage MLP weight ends 1.2e-5 from eager on an
+# Intel Xeon with AVX-512 (session 63), where eager float32 itself is 1.2e-5 from float64 and lazycore 2.1e-6
+_ELEMENTS = ("timm_pvt_v2_spatial_reduction",)
 
 # name -> why the loop is a strict xfail (the fix shows as an XPASS)
 _XFAIL: dict = {
@@ -96,8 +100,8 @@ def _key_third_apart(out, first_weight=False):
 
 
 def _check(name):
-    out = cases.compare(name)
-    check_outcome(out, _BOUNDS.get(name, {}), cases.WARMUP)
+    out = cases.compare(name, elements=name in _ELEMENTS)
+    (check_refereed_outcome if name in _ELEMENTS else check_outcome)(out, _BOUNDS.get(name, {}), cases.WARMUP)
     if name in ("tv_vit_one_layer_16px", "tv_vit_tiny"):
         _key_third_apart(out, first_weight=name == "tv_vit_tiny")
 
