@@ -12,8 +12,13 @@ and its text length: the padded walk widened the text's values made at 8 positio
 and refused the padding (the embedding gradient's scatter kept as it was brought
 back the old checks); values made at a count's size are now read as the walks at
 other counts read them (runtime/padding.py ``READINGS``): one program. UDOP selects each
-image's patches by a data-dependent count and reshapes the padded dimension (padding
-refuses the split): a compile a step, also an expected failure.
+image's patches by a data-dependent count and makes them up to 16 with copies of a
+filler (``torch.stack([filler] * m)``), then stacks the images: padding refused
+the split of the joined patches (PyTorch's ``stack`` joins along the old dimension);
+``stack`` now joins along the new one and the filler is selected past the count
+(tests/torch/test_padded_to_length.py), but the two images' counts are symbols by
+value (one symbol where they are equal, two where not) and a count equal to the
+text's 10 widens the text: a program per combination, an expected failure.
 
 All loops run with ``LAZYCORE_TEST_FULL=1`` (35 s to 5 minutes each); none in CI.
 """
@@ -42,7 +47,7 @@ _BOUNDS: dict = {
 _ELEMENTS = ("clap_contrastive_cosine", "zoedepth_metric_l1", "bridgetower_contrastive_cosine")
 
 _KNOWN = {
-    "udop_document_seq2seq_linear": "a compile a step: padding refuses the reshape of the padded patches",
+    "udop_document_seq2seq_linear": "a compile a step: a program per combination of the two images' counts",
     "xclip_video_text_linear": "float64 referee: a text key weight's first gradient 5.8x eager's distance",
 }
 

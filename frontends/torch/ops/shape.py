@@ -23,10 +23,37 @@ def _cat(ctx, tensors, dim=0):
     parts = [p for p in parts if p.shape[d] != 0] or parts[:1]
     if not parts:
         return const(0, ctx.dtype, ctx.device, ctx.shape)
+    return reshape(_joined(parts, d), ctx.shape)
+
+
+@lowers(aten.stack.default)
+def _stack(ctx, tensors, dim=0):
+    # each with its new dimension, joined along it (PyTorch's reference joins
+    # along the old dimension and splits it again: a split padding refuses
+    # where the tensors are padded counts, UDOP's patches made up to a length)
+    d = dim % len(ctx.shape)
+    parts = [convert(t, ctx.dtype) for t in tensors]
+    if all(p is parts[0] for p in parts):
+        return _copies(parts[0], len(parts), d)
+    return _joined([reshape(p, (*p.shape[:d], 1, *p.shape[d:])) for p in parts], d)
+
+
+def _joined(parts, d):
     out = parts[0]
+    if len(parts) > 1 and all(p is out for p in parts):
+        return reshape(_copies(out, len(parts), d), (*out.shape[:d], len(parts) * out.shape[d], *out.shape[d + 1:]))
     for p in parts[1:]:
         out = apply("concatenate", out, p, dim=d)
-    return reshape(out, ctx.shape)
+    return out
+
+
+def _copies(x, k: int, d: int):
+    """``k`` copies of ``x`` side by side along a new dimension ``d``: one
+    broadcast, whose rows padding can make at any length (runtime/padding.py
+    ``_rows``: ``torch.stack([filler] * m)``, transformers' UDOP making a
+    sequence up to a length)."""
+    shape = (*x.shape[:d], k, *x.shape[d:])
+    return apply("broadcast_in_dim", x, dims=tuple(j for j in range(len(shape)) if j != d), shape=shape)
 
 
 @lowers(aten.flip.default)

@@ -1129,11 +1129,38 @@ def _append(state, node, operands, pads):
         shape[d] = width - have
         zero = state.splat(state.value("constant", (), {"value": fill_value("zero", x.type.dtype)}), tuple(shape))
         x = state.value("concatenate", (x, zero), {"dim": d})
-    update = operands[1]
-    starts = tuple(Value(state.valid[sym], 0) if j == d else state.index_scalar(0) for j in range(x.type.rank))
     out = dict(others[0])
     out[d] = ((total, total),)
+    rows = _rows(state, operands[1], d, width) if len(operands) == 2 else None
+    if rows is not None:
+        # rows all alike (a sequence padded to a fixed length with copies of a
+        # filler, UDOP's ``pad_sequence``): the filler past the valid size, at
+        # any length, so every split of the fixed length is one program
+        return {}, [state.inside(x.type.shape, d, first), x, rows], out, "select"
+    update = operands[1]
+    starts = tuple(Value(state.valid[sym], 0) if j == d else state.index_scalar(0) for j in range(x.type.rank))
     return {}, [x, update, starts], out, "dynamic_update_slice"
+
+
+def _rows(state, v: Value, d: int, width: int) -> Value | None:
+    """``v`` made again ``width`` long along ``d`` where its rows along ``d``
+    are all one value (a broadcast along ``d``, seen through converts and
+    reshapes that come back to its shape); None where they may differ."""
+    shape = v.type.shape
+    node, converts = v[0], []
+    while not (node.op == "broadcast_in_dim" and node.types[0].shape == shape) \
+            and node.op in ("convert", "reshape") and not node.is_leaf:
+        if node.op == "convert":
+            converts.append(node.attrs["dtype"])
+        node = node.operands[0][0]
+    if node.is_leaf or node.op != "broadcast_in_dim" or node.types[0].shape != shape or d in node.attrs["dims"]:
+        return None
+    wide = list(shape)
+    wide[d] = width
+    out = state.value("broadcast_in_dim", (node.operands[0],), {"dims": node.attrs["dims"], "shape": tuple(wide)})
+    for dtype in reversed(converts):
+        out = state.value("convert", (out,), {"dtype": dtype})
+    return out
 
 
 def _pad(state, node, operands, pads):
