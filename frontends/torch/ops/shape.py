@@ -33,6 +33,8 @@ def _stack(ctx, tensors, dim=0):
     # where the tensors are padded counts, UDOP's patches made up to a length)
     d = dim % len(ctx.shape)
     parts = [convert(t, ctx.dtype) for t in tensors]
+    if len(parts) == 1:
+        return reshape(parts[0], ctx.shape)
     if all(p is parts[0] for p in parts):
         return _copies(parts[0], len(parts), d)
     return _joined([reshape(p, (*p.shape[:d], 1, *p.shape[d:])) for p in parts], d)
