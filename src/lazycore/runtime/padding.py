@@ -74,6 +74,7 @@ a reduction.
 
 from __future__ import annotations
 
+import itertools
 import re
 from operator import attrgetter
 
@@ -782,7 +783,7 @@ def _check(state, node, operands, pads):
 
 def _message(state, node) -> str:
     """A check's message with the sizes that are a symbol's left out."""
-    numbers = iter(range(1 << 30))
+    numbers = itertools.count()  # (each number's reading kept apart: "size", k)
 
     def read(m):
         n = int(m.group())
