@@ -5,9 +5,11 @@ mask: a count per image), then pads them to the number of patches with
 ``torch.cat([seq, torch.stack([filler] * m)])``, ``m`` the length less the
 count. The count is padded to its bucket (frontends/torch/counts.py), and the
 copies were ``m`` concatenations: a graph, and a program, for every count. The
-copies are now one broadcast (frontends/torch/ops/shape.py ``_cat``), and an
+copies are now one broadcast (frontends/torch/ops/shape.py ``_copies``), and an
 append of rows all alike selects the filler past the valid size
-(runtime/padding.py ``_rows``), whatever ``m``: one program.
+(runtime/padding.py ``_rows``), whatever ``m``: one program. ``torch.stack``
+joins along its new dimension (PyTorch's reference joins along the old one
+and splits it, which padding refuses for padded counts).
 """
 
 from __future__ import annotations
