@@ -71,3 +71,23 @@ def test_copies_of_one_value_joined_are_eagers(dev):
         torch.testing.assert_close(torch.cat([t.to(dev)] * 3, d).cpu(), torch.cat([t] * 3, d), rtol=0, atol=0)
     for d in range(4):
         torch.testing.assert_close(torch.stack([t.to(dev)] * 2, d).cpu(), torch.stack([t] * 2, d), rtol=0, atol=0)
+
+
+def test_two_counts_made_up_and_stacked_run_one_program(dev, device_values):
+    """Two images' rows (two counts, never equal in a step), each made up to
+    LENGTH and stacked, as UDOP stacks its images' patches: the stack joined
+    along the old dimension and split it again, a split padding refuses, so
+    every step compiled at its own sizes."""
+    compiles = []
+    for n, m in ((11, 9), (13, 10), (12, 9), (10, 13)):
+        a = torch.randn(n, 4, generator=torch.Generator().manual_seed(n))
+        b = torch.randn(m, 4, generator=torch.Generator().manual_seed(100 + m))
+        filler = torch.full((4,), 0.25)
+        want = torch.stack([_made_up(a, filler), _made_up(b, filler)]).softmax(1)
+        before = _compiles()
+        la, lb = ltorch.dynamic(a.to(dev), 0), ltorch.dynamic(b.to(dev), 0)
+        got = torch.stack([_made_up(la, filler.to(dev)), _made_up(lb, filler.to(dev))]).softmax(1)
+        ltorch.mark_step()
+        torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0)
+        compiles.append(_compiles() - before)
+    assert compiles[1:] == [0, 0, 0], compiles
