@@ -28,22 +28,22 @@ def _cat(ctx, tensors, dim=0):
 
 @lowers(aten.stack.default)
 def _stack(ctx, tensors, dim=0):
-    # each with its new dimension, joined along it (PyTorch's reference joins
-    # along the old dimension and splits it again: a split padding refuses
-    # where the tensors are padded counts, UDOP's patches made up to a length)
-    d = dim % len(ctx.shape)
-    parts = [convert(t, ctx.dtype) for t in tensors]
-    if len(parts) == 1:
-        return reshape(parts[0], ctx.shape)
-    if all(p is parts[0] for p in parts):
-        return _copies(parts[0], len(parts), d)
-    return _joined([reshape(p, (*p.shape[:d], 1, *p.shape[d:])) for p in parts], d)
+    # joined along the new dimension (PyTorch's reference joins along the old
+    # one and splits it again: a split padding refuses where the tensors are
+    # padded counts, UDOP's patches made up to a length)
+    return _joined([convert(t, ctx.dtype) for t in tensors], dim % len(ctx.shape), new=True)
 
 
-def _joined(parts, d):
+def _joined(parts, d: int, new: bool = False):
+    """``parts`` side by side along ``d`` (``new``: a new dimension ``d``);
+    copies of one value are one broadcast (:func:`_copies`)."""
+    first = parts[0]
+    if len(parts) > 1 and all(p is first for p in parts):
+        out = _copies(first, len(parts), d)
+        return out if new else reshape(out, (*first.shape[:d], len(parts) * first.shape[d], *first.shape[d + 1:]))
+    if new:  # (one tensor: its reshape, as a count of none reads it, test_count_of_none)
+        parts = [reshape(p, (*p.shape[:d], 1, *p.shape[d:])) for p in parts]
     out = parts[0]
-    if len(parts) > 1 and all(p is out for p in parts):
-        return reshape(_copies(out, len(parts), d), (*out.shape[:d], len(parts) * out.shape[d], *out.shape[d + 1:]))
     for p in parts[1:]:
         out = apply("concatenate", out, p, dim=d)
     return out
