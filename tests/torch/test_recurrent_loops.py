@@ -1,0 +1,140 @@
+"""LSTM, GRU and plain RNN layers on the lazy device run one loop per layer
+(frontends/torch/ops/recurrent.py) with eager CPU's values: outputs, final
+states and every gradient, for the layers' options (layers, directions,
+projections, no biases, ``batch_first``, given initial states that require
+grad), held to torch's CPU composite (oneDNN's LSTM off: the composite's is
+the algorithm the loops follow); dropout between layers as the composite on
+the lazy device draws it; and the program does not grow with the sequence."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from lazycore.observe import metrics
+from lazycore.observe.inspect_graph import ir_text
+
+aten = torch.ops.aten
+
+_CASES = {
+    "lstm": (torch.nn.LSTM, dict(num_layers=2)),
+    "lstm_bidirectional_batch_first": (torch.nn.LSTM, dict(bidirectional=True, batch_first=True)),
+    "lstm_projection_no_bias": (torch.nn.LSTM, dict(num_layers=2, proj_size=3, bias=False)),
+    "lstm_dropout": (torch.nn.LSTM, dict(num_layers=3, dropout=0.5)),
+    "gru": (torch.nn.GRU, dict(num_layers=2, bidirectional=True)),
+    "rnn_tanh": (torch.nn.RNN, dict(num_layers=2, batch_first=True)),
+    "rnn_relu_no_bias": (torch.nn.RNN, dict(nonlinearity="relu", bias=False)),
+}
+
+
+
+def _composite(module):
+    """``module``'s forward with torch's C++ composite (RNN.cpp: the cell per time step), not
+    torch._decomp's Python one that ``OpOverload.decompose`` would run."""
+    if isinstance(module, torch.nn.LSTM):
+        op = aten.lstm.input
+    elif isinstance(module, torch.nn.GRU):
+        op = aten.gru.input
+    else:
+        op = aten.rnn_tanh.input if module.nonlinearity == "tanh" else aten.rnn_relu.input
+
+    def forward(x, hx):
+        m = module
+        out = op._op_dk(torch._C.DispatchKey.CompositeImplicitAutograd, x, hx, m._flat_weights, m.bias, m.num_layers, m.dropout, m.training, m.bidirectional,
+                           m.batch_first)
+        return out[0], out[1:]
+
+    return forward
+
+
+def _results(module, forward, x, hx, seed):
+    """Output, final states and the gradients of a loss of them for the
+    input, the initial states and the parameters, on the CPU."""
+    torch.manual_seed(seed)
+    out, finals = forward(x, hx)
+    loss = out.square().sum() + sum(f.sin().sum() for f in finals)
+    inputs = [x, *(hx if isinstance(hx, tuple) else (hx,)), *module.parameters()]
+    return [t.detach().cpu() for t in (out, *finals, *torch.autograd.grad(loss, inputs))]
+
+
+def _inputs(module):
+    """An input and initial states for ``module``, on the CPU."""
+    dirs = 2 if module.bidirectional else 1
+    steps, batch = 6, 3
+    x = torch.randn((batch, steps, 5) if module.batch_first else (steps, batch, 5))
+    h0 = torch.randn(module.num_layers * dirs, batch, getattr(module, "proj_size", 0) or 4)
+    hx = (h0, torch.randn(module.num_layers * dirs, batch, 4)) if isinstance(module, torch.nn.LSTM) else h0
+    return x, hx
+
+
+def _on(device, x, hx):
+    """``x`` and ``hx`` on ``device``, as leaves that require grad."""
+    on = (lambda t: t.to(device).requires_grad_())
+    return on(x), (tuple(on(t) for t in hx) if isinstance(hx, tuple) else on(hx))
+
+
+def _module_forward(module):
+    def forward(x, hx):
+        out, finals = module(x, hx)
+        return out, finals if isinstance(finals, tuple) else (finals,)
+
+    return forward
+
+
+@pytest.mark.parametrize("name", [n for n in _CASES if n != "lstm_dropout"])
+def test_loops_give_eager_cpus_values(dev, name):
+    cls, kwargs = _CASES[name]
+    torch.manual_seed(0)
+    eager = cls(5, 4, **kwargs)
+    lazy = copy.deepcopy(eager).to(dev)
+    x, hx = _inputs(eager)
+    with torch.backends.mkldnn.flags(enabled=False):
+        want = _results(eager, _module_forward(eager), *_on("cpu", x, hx), seed=1)
+    x, hx = _on(dev, x, hx)
+    loops = ir_text([lazy(x, hx)[0]]).count("stablehlo.while")
+    assert loops == lazy.num_layers * (2 if lazy.bidirectional else 1)
+    before = metrics.counters().get("fallbacks", 0)
+    got = _results(lazy, _module_forward(lazy), x, hx, seed=1)
+    assert metrics.counters().get("fallbacks", 0) == before
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6, msg=lambda m: f"{name}, result {i}: {m}")
+
+
+def test_dropout_between_layers_draws_as_the_composite(dev):
+    cls, kwargs = _CASES["lstm_dropout"]
+    torch.manual_seed(0)
+    module = cls(5, 4, **kwargs).to(dev)
+    x, hx = _on(dev, *_inputs(module))
+    got = _results(module, _module_forward(module), x, hx, seed=1)
+    want = _results(module, _composite(module), x, hx, seed=1)
+    assert not torch.equal(got[0], _results(module, _module_forward(module), x, hx, seed=2)[0])
+    for i, (g, w) in enumerate(zip(got, want)):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6, msg=lambda m: f"result {i}: {m}")
+
+
+def test_the_program_does_not_grow_with_the_sequence(dev):
+    # (the input's one product per layer is lowered by its row count, as eager's
+    # GEMM orders it: the cells' activations tell an unrolled sequence apart)
+    torch.manual_seed(0)
+    module = torch.nn.LSTM(5, 4, num_layers=2).to(dev)
+    counts = []
+    for steps in (3, 12):
+        out, (h, c) = module(torch.randn(steps, 2, 5).to(dev))
+        text = ir_text([out, h, c])
+        counts.append((text.count('"lazy.tanh"'), text.count('"lazy.logistic"')))
+    assert counts == [(4, 6), (4, 6)], counts  # a tanh and three sigmoids a layer, and the cell state's tanh
+
+
+def test_arguments_the_loops_do_not_take_get_the_composites_error(dev):
+    module = torch.nn.LSTM(5, 4).to(dev)
+    x = torch.randn(3, 2, 5).to(dev)
+    bad = (torch.zeros(1, 2, 7).to(dev), torch.zeros(1, 2, 4).to(dev))
+    with pytest.raises(RuntimeError) as lazy:
+        torch.lstm(x, bad, module._flat_weights, True, 1, 0.0, False, False, False)
+    eager = torch.nn.LSTM(5, 4)
+    with pytest.raises(RuntimeError) as cpu:
+        torch.lstm(x.cpu(), tuple(t.cpu() for t in bad), eager._flat_weights, True, 1, 0.0, False, False, False)
+    assert type(lazy.value) is type(cpu.value)
