@@ -38,9 +38,11 @@ import functools
 
 import torch
 import torch.utils._pytree as pytree
+from torch.utils import _python_dispatch
 
 from lazycore.trace import control
 
+from . import lowering
 from .tensor import Tensor
 
 
@@ -125,6 +127,32 @@ def _checked(what: str, fn):
     return traced
 
 
+def pure_step(fn):
+    """Mark ``fn``, a scan step its caller keeps and hands to every call
+    (``scan_op(fn, ...)``), as a function of its arguments alone: its loop
+    bodies, forward and backward, are traced once and serve every later
+    call with arguments of the same types (:data:`lazycore.trace.control.BODIES`);
+    a traced LSTM layer otherwise traces its cell four times a call. Not for
+    a step that reads anything else (a module's attributes, a closed-over
+    tensor: those would be the first call's)."""
+    fn.lazycore_pure_step = True
+    return fn
+
+
+def _key(fn, *parts):
+    """The key under which a scan's bodies for ``fn`` are kept (with ``parts``,
+    what else they depend on), or None where they are traced at every call:
+    ``fn`` not a :func:`pure_step`, or a mode that could change its ops active."""
+    if isinstance(fn, _FlatStep):
+        if fn.eager:
+            return None
+        fn = fn.combine_fn
+    if (not getattr(fn, "lazycore_pure_step", False) or torch._C._is_torch_function_mode_enabled()
+            or _python_dispatch._get_current_dispatch_mode() is not None):
+        return None
+    return (fn, *parts, torch.is_grad_enabled(), CALLER.grad, repr(CALLER.include), repr(CALLER.exclude))
+
+
 def _as_runtime_error(call):
     """Run ``call()``; lazycore's TypeError for mismatched bodies is torch's RuntimeError."""
     try:
@@ -200,11 +228,13 @@ def _scan_op(combine_fn, init, xs, additional_inputs):
     flat = _FlatStep(combine_fn)
 
     def step(carry, x):
-        out = flat(*carry, *x, *additional_inputs)
-        return list(out[:n]), list(out[n:])
+        c, a = carry[:n], carry[n:]
+        out = flat(*c, *x, *a)
+        return list(out[:n]) + list(a), list(out[n:])
 
-    carry, ys = _as_runtime_error(lambda: control.scan(_checked("torch.scan", step), list(init), list(xs)))
-    return flat.result(list(carry) + list(ys), n)
+    carry, ys = _as_runtime_error(lambda: control.scan(_checked("torch.scan", step), list(init) + list(additional_inputs),
+                                                       list(xs), key=_key(flat, "no grad", n, len(xs))))
+    return flat.result(list(carry[:n]) + list(ys), n)
 
 
 def _hop_compile_and_call(fn, args, kwargs=None):
@@ -246,11 +276,15 @@ class _ScanGrad(torch.autograd.Function):
     def forward(ctx, combine_fn, n_init, n_xs, *flat):
         init, xs, add = flat[:n_init], flat[n_init:n_init + n_xs], flat[n_init + n_xs:]
 
-        def step(carry, x):
-            out = combine_fn(*carry, *x, *add)
-            return list(out[:n_init]), list(out[n_init:]) + list(carry)
+        def step(carry, x):  # (the additional inputs carried, not closed over: see _key)
+            c, a = carry[:n_init], carry[n_init:]
+            out = combine_fn(*c, *x, *a)
+            return list(out[:n_init]) + list(a), list(out[n_init:]) + list(c)
 
-        carry, stacked = _as_runtime_error(lambda: control.scan(_checked("torch.scan", step), list(init), list(xs)))
+        key = _key(combine_fn, "forward", n_init, n_xs)
+        carry, stacked = _as_runtime_error(lambda: control.scan(_checked("torch.scan", step), list(init) + list(add),
+                                                                list(xs), key=key))
+        carry = carry[:n_init]
         n_y = len(stacked) - n_init
         ys, starts = stacked[:n_y], stacked[n_y:]
         ctx.save_for_backward(*xs, *add, *starts)
@@ -271,7 +305,7 @@ class _ScanGrad(torch.autograd.Function):
         combine_fn = ctx.combine_fn
 
         def step(carry, x):
-            g_c, g_add = carry[:n_init], carry[n_init:]
+            g_c, g_add, add = carry[:n_init], carry[n_init:n_init + n_add], carry[n_init + n_add:]
             x_t, c_t, g_y = x[:n_xs], x[n_xs:n_xs + n_init], x[n_xs + n_init:]
             with torch.enable_grad():
                 ins = [t.detach().requires_grad_(t.is_floating_point()) for t in (*c_t, *x_t, *add)]
@@ -283,11 +317,12 @@ class _ScanGrad(torch.autograd.Function):
             g_in = [next(found) if t.requires_grad else None for t in ins]
             g_in = [g if g is not None else _zeros_like(t) for g, t in zip(g_in, ins)]
             g_c_prev, g_x, g_a = g_in[:n_init], g_in[n_init:n_init + n_xs], g_in[n_init + n_xs:]
-            return list(g_c_prev) + [a + b for a, b in zip(g_add, g_a)], list(g_x)
+            return list(g_c_prev) + [a + b for a, b in zip(g_add, g_a)] + list(add), list(g_x)
 
-        carry, g_xs = control.scan(step, g_carry + [_zeros_like(a) for a in add],
-                                   list(xs) + list(starts) + g_ys, reverse=True)
-        grads_init, grads_add = carry[:n_init], carry[n_init:]
+        carry, g_xs = control.scan(step, g_carry + [_zeros_like(a) for a in add] + list(add),
+                                   list(xs) + list(starts) + g_ys, reverse=True,
+                                   key=_key(combine_fn, "backward", n_init, n_xs, n_add))
+        grads_init, grads_add = carry[:n_init], carry[n_init:n_init + n_add]
 
         # only what autograd asks for: a gradient handed back and dropped stays
         # pending (a program output) until it is collected
@@ -516,3 +551,5 @@ def install() -> None:
         key = torch._C.DispatchKey.Autograd
         op.py_kernels[key] = _autograd_rule(op.name(), what, op.py_kernels[key])
         op._dispatch_cache.clear()
+    # (bodies traced through lowerings that changed: traced again)
+    lowering.when_changed(lambda op: control.BODIES.clear())

@@ -138,3 +138,26 @@ def test_arguments_the_loops_do_not_take_get_the_composites_error(dev):
     with pytest.raises(RuntimeError) as cpu:
         torch.lstm(x.cpu(), tuple(t.cpu() for t in bad), eager._flat_weights, True, 1, 0.0, False, False, False)
     assert type(lazy.value) is type(cpu.value)
+
+
+def test_a_layers_loop_bodies_are_traced_once(dev, monkeypatch):
+    # (each call traced the cell twice, and twice more with its backward)
+    from lazycore.trace import control
+
+    control.BODIES.clear()  # (other tests' layers of these types)
+    torch.manual_seed(0)
+    module = torch.nn.GRU(5, 4, num_layers=2).to(dev)
+    traces = []
+    original = control._traced
+    monkeypatch.setattr(control, "_traced", lambda *a, **k: traces.append(a[1]) or original(*a, **k))
+    sums = []
+    for step in range(3):
+        before = len(traces)
+        out, h = module(torch.randn(6, 3, 5).to(dev))
+        (out.square().sum() + h.sum()).backward()
+        sums.append(len(traces) - before)
+        with torch.no_grad():
+            for p in module.parameters():
+                p -= 0.1 * p.grad
+                p.grad = None
+    assert sums[0] > 0 and sums[1:] == [0, 0], sums

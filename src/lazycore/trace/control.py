@@ -33,7 +33,8 @@ import numpy as np
 from lazycore.dialect.types import TensorType, to_numpy_dtype
 from lazycore.ir.context import LOCK, TRACE
 from lazycore.ir.failure import Failure
-from lazycore.ir.graph import LOG, Data, Value, operand_values
+from lazycore.ir.graph import LOG, Data, Value, constant_only, operand_values
+from lazycore.ir.memo import Memo
 from lazycore.ir.regions import Arg, Body, RegionNode
 from lazycore.ir.sourceloc import caller as _user_frame
 from lazycore.ir.tensor import Arena, LazyTensor
@@ -321,8 +322,40 @@ def _guarded(results: list, checks: list, flags: list) -> list:
     return out
 
 
-def _trace(fn: Callable, what: str, arg_types: list[TensorType], device, make_args: Callable) -> _Traced:
-    """Call ``fn`` on placeholders of ``arg_types``: ``make_args(handles)`` gives its arguments."""
+BODIES = Memo("trace.loop_bodies", 256)
+"""``(key, what, placeholder types, device)`` -> a body traced for a caller
+that named its body function with ``key`` (:func:`scan`'s): the same body
+for every call, instead of tracing it again (a recurrent layer's step,
+traced twice a call and twice more for its backward, was most of a traced
+LSTM step's time). Kept only where the body reads no outer value but
+constants and scalar parameters (a weight it closed over would be the first
+call's) and has no value checks; a frontend drops them all where the
+lowerings they were traced through change (``lowering.when_changed``)."""
+
+
+def _reusable(traced: _Traced) -> bool:
+    memo: dict = {}
+    return not traced.checks and all(constant_only(v[0], memo) for v in traced.captured)
+
+
+def _trace(fn: Callable, what: str, arg_types: list[TensorType], device, make_args: Callable, key=None) -> _Traced:
+    """Call ``fn`` on placeholders of ``arg_types``: ``make_args(handles)``
+    gives its arguments. With ``key`` (what ``fn`` computes, for a pure ``fn``),
+    a body traced before for that key is taken from :data:`BODIES`."""
+    if key is not None:
+        key = (key, what, tuple(arg_types), device.name)
+        known = BODIES.get(key)
+        if known is not None:
+            if TRACE.recorder is not None:
+                TRACE.recorder.taint()  # (as a trace would: see below)
+            return known
+    traced = _traced(fn, what, arg_types, device, make_args)
+    if key is not None and _reusable(traced):
+        BODIES.put(key, traced)
+    return traced
+
+
+def _traced(fn: Callable, what: str, arg_types: list[TensorType], device, make_args: Callable) -> _Traced:
     args = [Arg(i, t) for i, t in enumerate(arg_types)]
     outer, TRACE.recorder = TRACE.recorder, None
     if outer is not None:
@@ -415,19 +448,19 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     return unflatten(tree, _while(cond_fun, body_fun, init, tree, "while_loop"))
 
 
-def _while(cond_fun, body_fun, init: _Leaves, tree: _Tree, what: str) -> list:
+def _while(cond_fun, body_fun, init: _Leaves, tree: _Tree, what: str, key=None) -> list:
     device, types = init.device, init.types
 
     def args(handles):
         return (unflatten(tree, init.wrap(handles)),)
 
-    cond = _trace(cond_fun, f"{what}'s cond_fun", types, device, args)
+    cond = _trace(cond_fun, f"{what}'s cond_fun", types, device, args, key)
     if len(cond.outs) != 1 or cond.out_tree.kind != "leaf" or cond.out_types[0].shape != ():
         raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) "
                         f"{_types_text(cond.out_tree, cond.out_types)}")
     if cond.out_types[0].dtype != "i1":
         raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) {cond.out_types[0]}")
-    body = _trace(body_fun, f"{what}'s body_fun", types, device, args)
+    body = _trace(body_fun, f"{what}'s body_fun", types, device, args, key)
     if body.out_tree != tree or body.out_types != types:
         raise TypeError(
             f"body_fun output and input must have identical types, got\n  input:  {_types_text(tree, types)}\n"
@@ -564,10 +597,12 @@ def _case(index: LazyTensor, branches, ops: _Leaves, tree: _Tree, device, what: 
 
 
 @_locked
-def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False):
+def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False, *, key=None):
     """``jax.lax.scan``: ``carry, y = f(carry, x)`` for each ``x`` along the
     leading axis of ``xs`` (a pytree), as one loop in the program; returns
-    the last carry and the ``y`` stacked along a new leading axis."""
+    the last carry and the ``y`` stacked along a new leading axis. ``key``
+    (hashable, for a frontend): ``f`` is a function of its arguments alone
+    and ``key`` says which, so its traced body serves every call (:data:`BODIES`)."""
     init_leaves, carry_tree = flatten(init)
     carry = _Leaves("scan init", init_leaves)
     device = carry.device
@@ -598,7 +633,9 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
             raise TypeError(f"scan body output must be a pair (carry, y), got {type(out).__name__}")
         return out[0], out[1]  # a plain pair: a named tuple would give another structure
 
-    probe = _trace(lambda *a: split(f(*a)), "scan's f", carry.types + x_types, device, probe_args)
+    if key is not None:  # (what the traced bodies also depend on)
+        key = (key, repr(carry_tree), repr(x_tree), tuple(type(ex) for ex in x_examples), bool(reverse))
+    probe = _trace(lambda *a: split(f(*a)), "scan's f", carry.types + x_types, device, probe_args, key)
     c_leaves_n = len(carry.types)
     c_tree_out = probe.out_tree.children[0]
     y_tree = probe.out_tree.children[1]
@@ -661,7 +698,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
         nxt = core.apply("add", i, _one(i64, device))
         return [nxt, lim] + c_h + new_ys + list(xs_now)
 
-    out = _while(cond_fun, body_fun, state, flat, "scan")
+    out = _while(cond_fun, body_fun, state, flat, "scan", key)
     c_out = carry.wrap(out[2:2 + n_c])
     y_out = [h if ex is None else wrap_like(ex, h) for ex, h in zip(y_examples, out[2 + n_c:2 + n_c + n_y])]
     return unflatten(carry_tree, c_out), unflatten(y_tree, y_out)
