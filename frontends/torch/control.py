@@ -232,8 +232,9 @@ def _scan_op(combine_fn, init, xs, additional_inputs):
         out = flat(*c, *x, *a)
         return list(out[:n]) + list(a), list(out[n:])
 
-    carry, ys = _as_runtime_error(lambda: control.scan(_checked("torch.scan", step), list(init) + list(additional_inputs),
-                                                       list(xs), key=_key(flat, "no grad", n, len(xs))))
+    key = _key(flat, "no grad", n, len(xs))
+    carried = list(init) + list(additional_inputs)
+    carry, ys = _as_runtime_error(lambda: control.scan(_checked("torch.scan", step), carried, list(xs), key=key))
     return flat.result(list(carry[:n]) + list(ys), n)
 
 

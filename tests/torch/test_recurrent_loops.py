@@ -42,8 +42,8 @@ def _composite(module):
 
     def forward(x, hx):
         m = module
-        out = op._op_dk(torch._C.DispatchKey.CompositeImplicitAutograd, x, hx, m._flat_weights, m.bias, m.num_layers, m.dropout, m.training, m.bidirectional,
-                           m.batch_first)
+        out = op._op_dk(torch._C.DispatchKey.CompositeImplicitAutograd, x, hx, m._flat_weights, m.bias, m.num_layers,
+                        m.dropout, m.training, m.bidirectional, m.batch_first)
         return out[0], out[1:]
 
     return forward

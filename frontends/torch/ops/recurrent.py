@@ -36,6 +36,7 @@ import functools
 
 import torch
 import torch.nn.functional as F
+from torch._higher_order_ops.scan import scan_op
 
 from lazycore.ir.memo import Memo
 
@@ -115,8 +116,6 @@ def _layer(step, states: list, x, weights: list, reverse: bool):
     once (RNN.cpp's ``FullLayer`` on the CPU: one GEMM), then ``step``
     scanned over its first dimension; the outputs in time order and the
     final states."""
-    from torch._higher_order_ops.scan import scan_op
-
     w_ih, w_hh, b_ih, b_hh, w_hr = weights
     x = F.linear(x, w_ih, b_ih)
     weights = [w for w in (w_hh, b_hh, w_hr) if w is not None]
@@ -195,27 +194,28 @@ def _stack(step_of, input, states, params, num_layers, dropout, train, bidirecti
 
 
 def _lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    args = (input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
     dirs = 2 if bidirectional else 1
     states, params = list(hx), list(params)
     found = _covered(input, states, params, num_layers, dirs) if len(states) == 2 else None
-    if found is None or not _shapes_fit(input, states, params, num_layers, dirs, 4, found[0], batch_first) \
-            or found[1][2] != bool(has_biases):
-        return aten.lstm.input._op_dk(_COMPOSITE, input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
-                                         batch_first)
+    if (found is None or found[1][2] != bool(has_biases)
+            or not _shapes_fit(input, states, params, num_layers, dirs, 4, found[0], batch_first)):
+        return aten.lstm.input._op_dk(_COMPOSITE, *args)
     per, layout = found
-    out, (h, c) = _stack(_step(_lstm_cell, (True, layout[3], layout[4])), input, states, params, num_layers, dropout, train,
-                         bidirectional, batch_first, per)
+    out, (h, c) = _stack(_step(_lstm_cell, (True, layout[3], layout[4])), input, states, params, num_layers,
+                         dropout, train, bidirectional, batch_first, per)
     return out, h, c
 
 
 def _one_state(op, cell, gates):
     def run(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+        args = (input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
         dirs = 2 if bidirectional else 1
         params = list(params)
         found = _covered(input, [hx], params, num_layers, dirs)
         if (found is None or found[1][4] or found[1][2] != bool(has_biases)
                 or not _shapes_fit(input, [hx], params, num_layers, dirs, gates, found[0], batch_first)):
-            return op._op_dk(_COMPOSITE, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+            return op._op_dk(_COMPOSITE, *args)
         per, layout = found
         out, (h,) = _stack(_step(cell, (True, layout[3])), input, [hx], params, num_layers,
                            dropout, train, bidirectional, batch_first, per)
