@@ -324,8 +324,9 @@ def _guarded(results: list, checks: list, flags: list) -> list:
 
 BODIES = Memo("trace.loop_bodies", 256)
 """``(key, what, placeholder types, device)`` -> a body traced for a caller
-that named its body function with ``key`` (:func:`scan`'s): the same body
-for every call, instead of tracing it again (a recurrent layer's step,
+that named its body function with ``key`` (:func:`scan`'s, with the user's
+line, which the body's nodes name): the same body for every call from that
+line, instead of tracing it again (a recurrent layer's step,
 traced twice a call and twice more for its backward, was most of a traced
 LSTM step's time). Kept only where the body reads no outer value but
 constants and scalar parameters (a weight it closed over would be the first
@@ -633,8 +634,9 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
             raise TypeError(f"scan body output must be a pair (carry, y), got {type(out).__name__}")
         return out[0], out[1]  # a plain pair: a named tuple would give another structure
 
-    if key is not None:  # (what the traced bodies also depend on)
-        key = (key, repr(carry_tree), repr(x_tree), tuple(type(ex) for ex in x_examples), bool(reverse))
+    if key is not None:  # (what the traced bodies also depend on; the user's line: the one its nodes name)
+        key = (key, _user_frame(), repr(carry_tree), repr(x_tree), tuple(type(ex) for ex in x_examples),
+               bool(reverse))
     probe = _trace(lambda *a: split(f(*a)), "scan's f", carry.types + x_types, device, probe_args, key)
     c_leaves_n = len(carry.types)
     c_tree_out = probe.out_tree.children[0]
