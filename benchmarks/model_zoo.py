@@ -240,3 +240,94 @@ def vision(size: str, batch: int | None = None, quick: bool = False) -> list[Wor
                      f"{image}x{image}, batch {b}, {classes} classes; {what}")
             for name, build, opt, what in models]
 
+
+
+# --- benchmark 17: recurrent layers ----------------------------------------------------------------
+
+
+def word_lm(vocab, width, layers):
+    """PyTorch's examples/word_language_model ``RNNModel`` with an LSTM: an
+    embedding, ``layers`` LSTM layers, a linear decoder (sequence-first)."""
+    import torch
+
+    class RNNModel(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = torch.nn.Embedding(vocab, width)
+            self.rnn = torch.nn.LSTM(width, width, layers)
+            self.decoder = torch.nn.Linear(width, vocab)
+
+        def forward(self, ids):
+            out, _ = self.rnn(self.encoder(ids))
+            return self.decoder(out)
+
+    return RNNModel().train()
+
+
+def examples_sgd(lr, clip):
+    """The examples' word language model: plain SGD at ``lr``, gradients clipped at ``clip``."""
+
+    def make(model, total):
+        import torch
+
+        return torch.optim.SGD(model.parameters(), lr=lr), (lambda: None), clip
+
+    return make
+
+
+def plain_adam(model, total):
+    import torch
+
+    return torch.optim.Adam(model.parameters(), lr=1e-3), (lambda: None), None
+
+
+def recurrent(quick: bool = False) -> list[Workload]:
+    """Benchmark 17: recurrent layers trained as users write them (issue 40).
+    The word language model of PyTorch's examples (sequence-first, 35 steps
+    of batch 20, its lr 20 and clipping at 0.25; dropout 0 so that every
+    variant draws nothing) and a bidirectional GRU tagger (batch-first,
+    Adam). ``quick``: 2 layers of width 16 over 8 steps."""
+    vocab, width, bptt, batch = (50, 16, 8, 4) if quick else (1000, 128, 35, 20)
+
+    def lm_batches(g, k):
+        import torch
+
+        return [{"ids": torch.randint(0, vocab, (bptt + 1, batch), generator=g)} for _ in range(k)]
+
+    def lm_loss(model, b):
+        import torch.nn.functional as F
+
+        ids = b["ids"]
+        return F.cross_entropy(model(ids[:-1]).reshape(-1, vocab), ids[1:].reshape(-1))
+
+    def tagger():
+        import torch
+
+        class Tagger(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = torch.nn.Embedding(vocab, width)
+                self.rnn = torch.nn.GRU(width, width, batch_first=True, bidirectional=True)
+                self.out = torch.nn.Linear(2 * width, 9)
+
+            def forward(self, ids):
+                return self.out(self.rnn(self.embed(ids))[0])
+
+        return Tagger().train()
+
+    def tag_batches(g, k):
+        import torch
+
+        return [{"ids": torch.randint(0, vocab, (batch, bptt), generator=g),
+                 "tags": torch.randint(0, 9, (batch, bptt), generator=g)} for _ in range(k)]
+
+    def tag_loss(model, b):
+        import torch.nn.functional as F
+
+        return F.cross_entropy(model(b["ids"]).reshape(-1, 9), b["tags"].reshape(-1))
+
+    return [Workload(f"word LM, 2-layer LSTM {width}", lambda: word_lm(vocab, width, 2), lm_batches, lm_loss,
+                     examples_sgd(20.0, 0.25),
+                     f"{bptt} steps x batch {batch}, vocabulary {vocab}; SGD lr 20, clip 0.25"),
+            Workload(f"bidirectional GRU tagger {width}", tagger, tag_batches, tag_loss, plain_adam,
+                     f"batch {batch} x {bptt} tokens, 9 tags; Adam lr 1e-3")]

@@ -368,3 +368,12 @@ def bench_vision(args, kit):
     with torch_threads(args, kit, "15"):
         bench_workloads("15 {name} training step (ms)", works, args, kit, mirrored=size != "small",
                         lazy=("traced",) if args.quick else ("traced", "captured"), torchax=not args.quick)
+
+
+def bench_recurrent(args, kit):
+    import model_zoo
+
+    works = model_zoo.recurrent(quick=args.quick)
+    with torch_threads(args, kit, "17"):
+        bench_workloads("17 {name} training step (ms)", works, args, kit, mirrored=True,
+                        lazy=("traced",) if args.quick else ("traced", "captured"), torchax=False)

@@ -80,6 +80,10 @@ absolute difference from the baseline's numbers, which is checked.
 16. Greedy ``generate()`` of GPT-2 (``benchmarks/generation.py``): time to
    first token and per token, programs compiled, default and static cache,
    1 and 8 prompts, against eager torch and inductor.
+17. Recurrent layers (``benchmarks/real_models.py``, models in
+   ``model_zoo.py``): PyTorch's examples' word language model (a 2-layer
+   LSTM) and a bidirectional GRU tagger, training steps against eager torch
+   and inductor, traced and captured.
 
 The persistent compile cache is off in this process (benchmarks 4 and 5
 count compiles); benchmark 4 measures it in processes of its own.
@@ -977,7 +981,7 @@ def bench_heat(args):
                      "agrees": r["max_abs_diff"] <= 1e-5, "note": "medians over repeats of per-step means"})
 
 
-# --- 7-16: benchmarks in files of their own -----------------------------------------------------
+# --- 7-17: benchmarks in files of their own -----------------------------------------------------
 
 
 def _in_file(module: str, function: str = "bench"):
@@ -995,7 +999,8 @@ BENCHES = {1: bench_tracing, 2: bench_training, 3: bench_fusion, 4: bench_first_
            6: bench_heat, 7: _in_file("gpt"), 8: _in_file("scaleout"), 9: _in_file("autobarrier"),
            10: _in_file("buckets"), 11: _in_file("rolled_layers"), 12: _in_file("index_checks"),
            13: _in_file("real_models", "bench_gpt2"), 14: _in_file("real_models", "bench_tiny_family"),
-           15: _in_file("real_models", "bench_vision"), 16: _in_file("generation")}
+           15: _in_file("real_models", "bench_vision"), 16: _in_file("generation"),
+           17: _in_file("real_models", "bench_recurrent")}
 
 
 # --- output ----------------------------------------------------------------------------------------
@@ -1046,7 +1051,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="CI smoke: tiny sizes, few steps; checks runs + numerics only")
     p.add_argument("--json", type=pathlib.Path, default=HERE / "results.json", help="where to write the results")
-    p.add_argument("--only", default="", help="comma-separated benchmark numbers (1-16)")
+    p.add_argument("--only", default="", help="comma-separated benchmark numbers (1-17)")
     p.add_argument("--size", choices=["small", "tiny"], default=None,
                    help="benchmarks 13, 15 and 16: GPT-2 small, ResNet-50 and ViT-small at 224x224 (small), or the "
                         "2-layer width-64 GPT-2, ResNet-18 and a 2-block ViT at 64x64 (tiny); default small, "
