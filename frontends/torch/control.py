@@ -265,6 +265,27 @@ def _zeros_like(t):
     return torch.zeros(t.shape, dtype=t.dtype, device=t.device)
 
 
+def _unrolled_grads(ctx, init, xs, add, grads) -> list:
+    """The gradients of a scan's inputs as autograd differentiates its steps
+    unrolled, recomputed from the saved inputs: for a backward that is itself
+    differentiated (a gradient penalty through an LSTM), which the reverse
+    loop, recorded below autograd, is not (its gradients would be missing)."""
+    n_init = len(init)
+    with torch.enable_grad():
+        carry, ys = list(init), []
+        for t in range(xs[0].shape[0]):
+            out = ctx.combine_fn(*carry, *[x[t] for x in xs], *add)
+            carry, y = list(out[:n_init]), list(out[n_init:])
+            ys.append(y)
+        outs = carry + [torch.stack([y[k] for y in ys]) for k in range(len(ys[0]))] if ys else carry
+        pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+        inputs = [*init, *xs, *add]
+        wanted = [t for t, want in zip(inputs, ctx.needs_input_grad[3:]) if want]
+        found = iter(torch.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs], create_graph=True,
+                                         allow_unused=True) if pairs and wanted else [])
+    return [next(found) if want else None for want in ctx.needs_input_grad[3:]]
+
+
 class _ScanGrad(torch.autograd.Function):
     """A scan over lazy tensors that autograd differentiates: the forward
     loop also stacks the carry each step started from; the backward is one
@@ -288,7 +309,7 @@ class _ScanGrad(torch.autograd.Function):
         carry = carry[:n_init]
         n_y = len(stacked) - n_init
         ys, starts = stacked[:n_y], stacked[n_y:]
-        ctx.save_for_backward(*xs, *add, *starts)
+        ctx.save_for_backward(*xs, *add, *starts, *init)
         ctx.combine_fn = combine_fn
         ctx.counts = (n_init, n_xs, len(add))
         ctx.y_types = [(y.shape, y.dtype) for y in ys]
@@ -298,7 +319,9 @@ class _ScanGrad(torch.autograd.Function):
     def backward(ctx, *grads):
         n_init, n_xs, n_add = ctx.counts
         saved = ctx.saved_tensors
-        xs, add, starts = saved[:n_xs], saved[n_xs:n_xs + n_add], saved[n_xs + n_add:]
+        xs, add, starts = saved[:n_xs], saved[n_xs:n_xs + n_add], saved[n_xs + n_add:n_xs + n_add + n_init]
+        if torch.is_grad_enabled():  # a backward that is itself differentiated (create_graph=True)
+            return (None, None, None, *_unrolled_grads(ctx, saved[n_xs + n_add + n_init:], xs, add, grads))
         device = starts[0].device if starts else xs[0].device
         g_carry = [g if g is not None else _zeros_like(s[0]) for g, s in zip(grads[:n_init], starts)]
         g_ys = [g if g is not None else torch.zeros(shape, dtype=dtype, device=device)

@@ -161,3 +161,24 @@ def test_a_layers_loop_bodies_are_traced_once(dev, monkeypatch):
                 p -= 0.1 * p.grad
                 p.grad = None
     assert sums[0] > 0 and sums[1:] == [0, 0], sums
+
+
+def test_a_gradient_of_a_gradient_through_the_loops(dev):
+    # (a gradient penalty: the backward is itself differentiated; the reverse
+    # loop is not, so such a backward is taken from the steps unrolled)
+    torch.manual_seed(0)
+    eager = torch.nn.LSTM(3, 4, num_layers=2)
+    lazy = copy.deepcopy(eager).to(dev)
+    x = torch.randn(5, 2, 3)
+
+    def penalised(module, x):
+        x = x.clone().requires_grad_()
+        out, _ = module(x)
+        g, = torch.autograd.grad(out.sum(), x, create_graph=True)
+        g.square().sum().backward()
+        return [p.grad.detach().cpu() for p in module.parameters()]
+
+    want = penalised(eager, x)
+    got = penalised(lazy, x.to(dev))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
