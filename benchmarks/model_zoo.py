@@ -241,7 +241,6 @@ def vision(size: str, batch: int | None = None, quick: bool = False) -> list[Wor
             for name, build, opt, what in models]
 
 
-
 # --- benchmark 17: recurrent layers ----------------------------------------------------------------
 
 

@@ -29,21 +29,14 @@ _CASES = {
 }
 
 
-
-def _composite(module):
-    """``module``'s forward with torch's C++ composite (RNN.cpp: the cell per time step), not
+def _lstm_composite(module):
+    """An LSTM ``module``'s forward with torch's C++ composite (RNN.cpp: the cell per time step), not
     torch._decomp's Python one that ``OpOverload.decompose`` would run."""
-    if isinstance(module, torch.nn.LSTM):
-        op = aten.lstm.input
-    elif isinstance(module, torch.nn.GRU):
-        op = aten.gru.input
-    else:
-        op = aten.rnn_tanh.input if module.nonlinearity == "tanh" else aten.rnn_relu.input
 
     def forward(x, hx):
         m = module
-        out = op._op_dk(torch._C.DispatchKey.CompositeImplicitAutograd, x, hx, m._flat_weights, m.bias, m.num_layers,
-                        m.dropout, m.training, m.bidirectional, m.batch_first)
+        out = aten.lstm.input._op_dk(torch._C.DispatchKey.CompositeImplicitAutograd, x, hx, m._flat_weights, m.bias,
+                                     m.num_layers, m.dropout, m.training, m.bidirectional, m.batch_first)
         return out[0], out[1:]
 
     return forward
@@ -109,7 +102,7 @@ def test_dropout_between_layers_draws_as_the_composite(dev):
     module = cls(5, 4, **kwargs).to(dev)
     x, hx = _on(dev, *_inputs(module))
     got = _results(module, _module_forward(module), x, hx, seed=1)
-    want = _results(module, _composite(module), x, hx, seed=1)
+    want = _results(module, _lstm_composite(module), x, hx, seed=1)
     assert not torch.equal(got[0], _results(module, _module_forward(module), x, hx, seed=2)[0])
     for i, (g, w) in enumerate(zip(got, want)):
         torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6, msg=lambda m: f"result {i}: {m}")

@@ -125,17 +125,22 @@ def _layer(step, states: list, x, weights: list, reverse: bool):
     return (ys.flip(0) if reverse else ys), final
 
 
-def _covered(input, states: list, params: list, num_layers: int, dirs: int):
-    """The parameters per layer and direction and which of ``(w_ih, w_hh,
-    b_ih, b_hh, w_hr)`` they hold, when the loops cover this call; None where
-    the composite runs."""
+def _layout(per: int) -> tuple[bool, bool]:
+    """Whether a layer's ``per`` parameters (``w_ih, w_hh[, b_ih, b_hh][, w_hr]``)
+    hold biases and a projection."""
+    return per >= 4, per in (3, 5)
+
+
+def _covered(input, states: list, params: list, num_layers: int, dirs: int) -> int | None:
+    """The parameters per layer and direction, when the loops cover this
+    call; None where the composite runs."""
     tensors = [input, *states, *params]
     if not all(isinstance(t, Tensor) for t in tensors) or len({t.device for t in tensors}) != 1:
         return None
     if input.dim() != 3 or input.numel() == 0 or num_layers < 1 or len(params) % (num_layers * dirs):
         return None
     per = len(params) // (num_layers * dirs)
-    return per, (True, True, per >= 4, per >= 4, per in (3, 5))
+    return per if 2 <= per <= 5 else None
 
 
 def _shapes_fit(input, states, params, num_layers, dirs, gates, per, batch_first) -> bool:
@@ -145,14 +150,14 @@ def _shapes_fit(input, states, params, num_layers, dirs, gates, per, batch_first
     if params[1].dim() != 2 or params[1].shape[0] % gates:
         return False
     hidden = params[1].shape[0] // gates
-    proj = per in (3, 5)
+    biases, proj = _layout(per)
     out = params[per - 1].shape[0] if proj and params[per - 1].dim() == 2 else hidden
     width = input.shape[2]
     for layer in range(num_layers):
         for d in range(dirs):
             w = params[(layer * dirs + d) * per:(layer * dirs + d + 1) * per]
             want = [(gates * hidden, width), (gates * hidden, out)]
-            if per >= 4:
+            if biases:
                 want += [(gates * hidden,), (gates * hidden,)]
             if proj:
                 want.append((out, hidden))
@@ -165,11 +170,9 @@ def _shapes_fit(input, states, params, num_layers, dirs, gates, per, batch_first
 
 
 def _weights(p) -> list:
-    """``w_ih, w_hh, b_ih, b_hh, w_hr`` (None where absent) of one layer's
-    parameters (2 to 5, in that order without the absent ones)."""
-    per = len(p)
-    biases = per >= 4
-    return [p[0], p[1], p[2] if biases else None, p[3] if biases else None, p[-1] if per in (3, 5) else None]
+    """``w_ih, w_hh, b_ih, b_hh, w_hr`` (None where absent) of one layer's parameters."""
+    biases, proj = _layout(len(p))
+    return [p[0], p[1], p[2] if biases else None, p[3] if biases else None, p[-1] if proj else None]
 
 
 def _stack(step_of, input, states, params, num_layers, dropout, train, bidirectional, batch_first, per):
@@ -193,41 +196,33 @@ def _stack(step_of, input, states, params, num_layers, dropout, train, bidirecti
     return (x.transpose(0, 1) if batch_first else x), [torch.stack(f, 0) for f in finals]
 
 
-def _lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-    args = (input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-    dirs = 2 if bidirectional else 1
-    states, params = list(hx), list(params)
-    found = _covered(input, states, params, num_layers, dirs) if len(states) == 2 else None
-    if (found is None or found[1][2] != bool(has_biases)
-            or not _shapes_fit(input, states, params, num_layers, dirs, 4, found[0], batch_first)):
-        return aten.lstm.input._op_dk(_COMPOSITE, *args)
-    per, layout = found
-    out, (h, c) = _stack(_step(_lstm_cell, (True, layout[3], layout[4])), input, states, params, num_layers,
-                         dropout, train, bidirectional, batch_first, per)
-    return out, h, c
+def _kernel(op, cell, gates: int):
+    """``op``'s kernel above autograd: the loops where :func:`_covered` and
+    :func:`_shapes_fit` take the call (an LSTM's two states and projection,
+    the other cells' one state), else the composite."""
+    lstm = cell is _lstm_cell
 
-
-def _one_state(op, cell, gates):
     def run(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-        args = (input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
         dirs = 2 if bidirectional else 1
-        params = list(params)
-        found = _covered(input, [hx], params, num_layers, dirs)
-        if (found is None or found[1][4] or found[1][2] != bool(has_biases)
-                or not _shapes_fit(input, [hx], params, num_layers, dirs, gates, found[0], batch_first)):
-            return op._op_dk(_COMPOSITE, *args)
-        per, layout = found
-        out, (h,) = _stack(_step(cell, (True, layout[3])), input, [hx], params, num_layers,
-                           dropout, train, bidirectional, batch_first, per)
-        return out, h
+        states, weights = (list(hx) if lstm else [hx]), list(params)
+        per = _covered(input, states, weights, num_layers, dirs) if len(states) == (2 if lstm else 1) else None
+        biases, proj = _layout(per) if per is not None else (None, None)
+        if (per is None or biases != bool(has_biases) or (proj and not lstm)
+                or not _shapes_fit(input, states, weights, num_layers, dirs, gates, per, batch_first)):
+            return op._op_dk(_COMPOSITE, input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                             batch_first)
+        step = _step(cell, (True, biases, proj) if lstm else (True, biases))
+        out, finals = _stack(step, input, states, weights, num_layers, dropout, train, bidirectional, batch_first,
+                             per)
+        return (out, *finals)
 
     return run
 
 
 _LIB = torch.library.Library("aten", "IMPL")
-_LIB.impl("lstm.input", _lstm, "AutogradLazy")
-_TANH_CELL = functools.partial(_simple_cell, torch.tanh)
-_RELU_CELL = functools.partial(_simple_cell, torch.relu)
-_LIB.impl("gru.input", _one_state(aten.gru.input, _gru_cell, 3), "AutogradLazy")
-_LIB.impl("rnn_tanh.input", _one_state(aten.rnn_tanh.input, _TANH_CELL, 1), "AutogradLazy")
-_LIB.impl("rnn_relu.input", _one_state(aten.rnn_relu.input, _RELU_CELL, 1), "AutogradLazy")
+_LIB.impl("lstm.input", _kernel(aten.lstm.input, _lstm_cell, 4), "AutogradLazy")
+_LIB.impl("gru.input", _kernel(aten.gru.input, _gru_cell, 3), "AutogradLazy")
+_LIB.impl("rnn_tanh.input", _kernel(aten.rnn_tanh.input, functools.partial(_simple_cell, torch.tanh), 1),
+          "AutogradLazy")
+_LIB.impl("rnn_relu.input", _kernel(aten.rnn_relu.input, functools.partial(_simple_cell, torch.relu), 1),
+          "AutogradLazy")
