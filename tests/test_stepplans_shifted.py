@@ -106,3 +106,46 @@ def test_a_value_of_a_fixed_size_equal_to_the_length_is_walked(walks):
     for (x, sums, _), (wx, wsums) in zip(got, expected(6)):
         np.testing.assert_array_equal(x, wx)
     assert late > 0
+
+
+def test_a_mean_over_the_length_is_recalled(walks):
+    # the mean's divisor, a constant equal to the length, is read from the
+    # valid size: a step one longer has the same program (it was walked for
+    # its divisor's new value)
+    def extra(x, k):
+        n = lc.apply("constant", value=np.asarray(float(k + 4), np.float32))
+        return [lc.apply("div", lc.apply("reduce_sum", x, dims=(1,)),
+                         lc.apply("broadcast_in_dim", n, dims=(), shape=(2,)))]
+
+    got, late = grow(8, extra, walks)
+    for (x, _, (means,)), (wx, _) in zip(got, expected(8)):
+        np.testing.assert_allclose(means, wx.mean(axis=1), rtol=1e-6)
+    assert late == 0
+
+
+def test_rows_looked_up_whole_along_the_length_are_recalled(walks):
+    # (a gather's window sizes hold the length, as its result's type does)
+    def extra(x, k):
+        rows = lc.from_numpy(np.array([1, 0], np.int64))
+        n = 3 + k + 1
+        return [lc.apply("gather", x, rows, offset_dims=(1,), collapsed_slice_dims=(0,), operand_batching_dims=(),
+                         start_indices_batching_dims=(), start_index_map=(0,), index_vector_dim=1,
+                         slice_sizes=(1, n), indices_are_sorted=False)]
+
+    got, late = grow(8, extra, walks)
+    for (x, _, (swapped,)), (wx, _) in zip(got, expected(8)):
+        np.testing.assert_array_equal(swapped, wx[::-1])
+    assert late == 0
+
+
+def test_a_dropped_value_of_the_length_does_not_walk(walks):
+    # (a value made from the sequence and dropped, as an LSTM's final cell
+    # state nobody reads: in the step's log, outside its program)
+    def extra(x, k):
+        lc.apply("mul", x, x)
+        return []
+
+    got, late = grow(8, extra, walks)
+    for (x, sums, _), (wx, wsums) in zip(got, expected(8)):
+        np.testing.assert_array_equal(x, wx)
+    assert late == 0

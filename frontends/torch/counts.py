@@ -123,6 +123,30 @@ def columns(where: np.ndarray, device, rank: int, size: int) -> list:
     return out
 
 
+def rows(host: np.ndarray, tdev, kind, bound: int | None = None):
+    """``host``, whose first dimension is a count ``n`` (a packed sequence's
+    elements, the longest of its sequences), as a tensor on the lazy device
+    ``tdev``: padded along it to :func:`width` (``kind``'s, at most
+    ``bound``'s bucket) and handed out as its valid region once ``n`` has
+    varied at the user's line; else as it is (:func:`columns`' policy). The
+    width given to ``n`` is kept: another array of the same count at another
+    line takes it (a layer's packed output, as :func:`permutation` does)."""
+    n = host.shape[0]
+    b = None
+    if n >= 2 and POLICY.varies(("rows", kind, host.shape[1:], host.dtype.str), (n,)):
+        b = _GIVEN.get(n)
+        if b is None:
+            b = width(n, kind)
+            cap = buckets.bucket(bound) if bound is not None else None
+            b = min(b, cap) if cap is not None and cap >= n else b
+            _GIVEN.put(n, b)
+    if b is None:
+        return from_host(torch.from_numpy(np.ascontiguousarray(host)), tdev)
+    padded = np.pad(host, [(0, b - n)] + [(0, 0)] * (host.ndim - 1))
+    handle = upload(torch.from_numpy(padded), lc_device(tdev), scalar=False)
+    return wrap(core.LazyTensor(buckets.cut(handle.value.node, host.shape, 0), handle.device))
+
+
 def permutation(host: torch.Tensor, tdev):
     """A fallback's 1-d result ``host`` (``randperm(n)``'s draws) as a tensor
     on the lazy device ``tdev``: uploaded padded to ``n``'s bucket, handed out

@@ -9,12 +9,17 @@ the lazy device draws it; and the program does not grow with the sequence."""
 from __future__ import annotations
 
 import copy
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from lazycore.observe import metrics
 from lazycore.observe.inspect_graph import ir_text
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _recurrent_inputs import inputs as _inputs, on as _on  # noqa: E402
 
 aten = torch.ops.aten
 
@@ -50,22 +55,6 @@ def _results(module, forward, x, hx, seed):
     loss = out.square().sum() + sum(f.sin().sum() for f in finals)
     inputs = [x, *(hx if isinstance(hx, tuple) else (hx,)), *module.parameters()]
     return [t.detach().cpu() for t in (out, *finals, *torch.autograd.grad(loss, inputs))]
-
-
-def _inputs(module):
-    """An input and initial states for ``module``, on the CPU."""
-    dirs = 2 if module.bidirectional else 1
-    steps, batch = 6, 3
-    x = torch.randn((batch, steps, 5) if module.batch_first else (steps, batch, 5))
-    h0 = torch.randn(module.num_layers * dirs, batch, getattr(module, "proj_size", 0) or 4)
-    hx = (h0, torch.randn(module.num_layers * dirs, batch, 4)) if isinstance(module, torch.nn.LSTM) else h0
-    return x, hx
-
-
-def _on(device, x, hx):
-    """``x`` and ``hx`` on ``device``, as leaves that require grad."""
-    on = (lambda t: t.to(device).requires_grad_())
-    return on(x), (tuple(on(t) for t in hx) if isinstance(hx, tuple) else on(hx))
 
 
 def _module_forward(module):

@@ -320,8 +320,8 @@ class Template:
     padded result's valid region: its leaf's layout says its sizes), ``inner``
     (a node inside a region's cut: checked with it), ``node`` (op and
     attributes equal, types equal but along padded dimensions; ``attrs``
-    is then :func:`~lazycore.ir.graph.attrs_key`'s, the digest's reading
-    of them), ``slice`` (a slice's bounds: along a padded dimension, sizes).
+    is then :func:`_attrs`'s, the digest's reading of them but for a
+    result's own shape), ``slice`` (a slice's bounds: along a padded dimension, sizes).
 
     A node is matched by what it is, never by its digest with numbers put
     in: an integer equal to a size that padding did not read as that size
@@ -345,6 +345,10 @@ class Template:
             return True  # (its region's cut checks its digest)
         if node.op != op or len(node.types) != len(types):
             return False
+        if kind == "count":  # (its value: :meth:`sizes`, once every symbol is bound)
+            value = node.attrs.get("value")
+            return (value is not None and value.size and (value == value.flat[0]).all() and node.types == types
+                    and attrs_key({k: v for k, v in node.attrs.items() if k != "value"}) == attrs)
         if kind == "slice":
             if not _slice_at(node.attrs, attrs, extra, sigma):
                 return False
@@ -367,7 +371,7 @@ class Template:
                         b = sizes.get(new)
                         if b is None or sigma.setdefault(sym, new) != new or regions.setdefault(new, b) != b:
                             return False
-        elif kind == "node" and attrs_key(node.attrs) != attrs:
+        elif kind == "node" and _attrs(node) != attrs:
             return False
         if type(node) is Data and (node.sharding is not None or type(node.storage) is Failure):
             return False
@@ -395,10 +399,18 @@ class Template:
             b = self.buckets[s]
             if n < 2 or (regions[n] if n in regions else bucket(n)) != b:
                 return False
-        for (_, (_, _, types, pads, kind, dependent, _)), node in zip(self.touched, nodes):
+        for (_, (_, _, types, pads, kind, dependent, extra)), node in zip(self.touched, nodes):
             if any(sigma[s] != s for s in dependent):
                 return False  # a constant read as a size, unchanged: that size must be too
             if kind == "inner":
+                continue
+            if kind == "count":
+                syms, factor = extra
+                if any(s not in sigma for s in syms):
+                    return False
+                want = factor * float(np.prod([float(sigma[s]) for s in syms]))
+                if float(node.attrs["value"].flat[0]) != want:
+                    return False
                 continue
             for t, p in zip(node.types, pads):
                 for d, f in p.items():
@@ -409,6 +421,28 @@ class Template:
                         if t.shape[d] != n:
                             return False
         return True
+
+
+def _attrs(node) -> str:
+    """A touched node's attributes as :meth:`Template.match` compares them:
+    sizes that its result type states (a reshape's, a broadcast's or an
+    iota's ``shape``, a gather's windows: the packed count of a gradient's
+    zeros, a padded batch's rows looked up) are left to the type's check,
+    which lets padded dimensions take their symbols' sizes."""
+    a = node.attrs
+    if len(node.types) != 1:
+        return attrs_key(a)
+    out = node.types[0].shape
+    shape = a.get("shape")
+    if shape is not None and tuple(shape) == out:
+        return attrs_key({k: v for k, v in a.items() if k != "shape"}) + " (its shape)"
+    if node.op == "gather":
+        sizes = a["slice_sizes"]
+        whole = set(a["collapsed_slice_dims"]) | set(a["operand_batching_dims"])
+        windows = [d for d in range(len(sizes)) if d not in whole]
+        if all(sizes[d] == 1 for d in whole) and [sizes[d] for d in windows] == [out[o] for o in a["offset_dims"]]:
+            return attrs_key({k: v for k, v in a.items() if k != "slice_sizes"}) + " (its windows)"
+    return attrs_key(a)
 
 
 def _slice_at(a: dict, old: dict, pads: dict, sigma: dict[int, int]) -> bool:
@@ -442,6 +476,7 @@ def _template(walk, marks: dict, state, symbols: dict[int, int]) -> Template | N
     for node in reversed(order):  # (users first: a region's cut names its inner nodes)
         if (id(node) in inner or (not node.is_leaf and id(node) in marks)) and not node.operands[0][0].is_leaf:
             inner.add(id(node.operands[0][0]))
+    counts = _counts(order, state)
     touched = []
     reached: set[int] = set()  # the nodes a symbol reaches: touched ones
     for i, node in enumerate(order):
@@ -451,6 +486,17 @@ def _template(walk, marks: dict, state, symbols: dict[int, int]) -> Template | N
             touched.append((i, (node.op, None, node.types, pads, "inner", dependent, None)))
             reached.add(id(node))
             continue
+        count = counts.get(id(node))
+        if count is not None:  # (a number that is its symbols' count: checked as one, see _counts)
+            if count[1] is not None:
+                attrs = attrs_key({k: v for k, v in node.attrs.items() if k != "value"})
+                touched.append((i, (node.op, attrs, node.types, pads, "count", (), count)))
+            else:
+                touched.append((i, (node.op, _attrs(node), node.types, pads, "node", (), None)))
+            reached.add(id(node))
+            continue
+        if node.op == "div" and dependent and id(node.operands[1][0]) in counts:
+            dependent = ()  # (its count is its constant's, checked there)
         region = not node.is_leaf and id(node) in marks
         operands = operand_values(node)
         if not (any(pads) or dependent or region or any(id(v[0]) in reached for v in operands)
@@ -467,8 +513,38 @@ def _template(walk, marks: dict, state, symbols: dict[int, int]) -> Template | N
             v = node.operands[0]
             touched.append((i, (node.op, node.attrs, node.types, pads, "slice", dependent, new[id(v[0])][1][v[1]])))
         else:
-            touched.append((i, (node.op, attrs_key(node.attrs), node.types, pads, "node", dependent, None)))
+            touched.append((i, (node.op, _attrs(node), node.types, pads, "node", dependent, None)))
     return Template(touched, dict(symbols))
+
+
+def _counts(order: list, state) -> dict[int, tuple]:
+    """The constants the padded walk read as counts of its symbols: an
+    integer equal to a size or its negation (``size_constant``), a mean's
+    divisor (its element count, ``_mean_count``), by id -> ``(symbols,
+    factor)``: at other sizes each must be ``factor`` times their product,
+    which the program reads from the valid sizes (the broadcast of a mean's
+    divisor: ``(symbols, None)``, its digest changed with it)."""
+    found: dict[int, tuple] = {}
+    dependent = state.dependent
+    for node in order:
+        syms = dependent.get(id(node))
+        if not syms:
+            continue
+        if node.op == "constant":
+            found[id(node)] = (syms, 1 if int(node.attrs["value"].flat[0]) > 0 else -1)
+        elif node.op == "div":
+            c = node.operands[1][0]
+            spread = c if c.op == "broadcast_in_dim" else None
+            if spread is not None:
+                c = c.operands[0][0]
+            value = float(c.attrs["value"].flat[0]) if c.op == "constant" else None
+            size = float(np.prod([float(n) for n in syms]))
+            if value is None or not size:
+                continue
+            found[id(c)] = (syms, value / size)
+            if spread is not None:
+                found[id(spread)] = (syms, None)
+    return found
 
 
 PLANS = Replayer("runtime.bucket_plans", 64)

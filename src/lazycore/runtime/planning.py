@@ -46,8 +46,9 @@ def remember_padded(step) -> None:
     start, order = LOG.start, walked.order
     positions = [order[i].seq - start for i, _ in template.touched]
     if positions and min(positions) >= 0:
+        walked = frozenset(node.seq - start for node in order)
         stepplans.keep_shifted(step.fp, stepplans.Shifted(plan, step.fp[1], template, positions, bucket_plan,
-                                                          keys))
+                                                          keys, walked))
 
 
 def walk(step) -> None:

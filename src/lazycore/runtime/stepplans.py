@@ -161,12 +161,18 @@ class Shifted:
     """A padded step's plan, for the steps wired as it whose nodes differ
     from its own in their padded sizes alone (the token after, one longer)."""
 
-    __slots__ = ("plan", "digests", "template", "positions", "bucket_plan", "keys")
+    __slots__ = ("plan", "digests", "template", "positions", "bucket_plan", "keys", "walked")
 
-    def __init__(self, plan: Plan, digests: tuple, template, positions: list, bucket_plan, keys: dict):
+    def __init__(self, plan: Plan, digests: tuple, template, positions: list, bucket_plan, keys: dict,
+                 walked: frozenset):
         self.plan = plan
         self.digests = digests
         """The padded step's node digests (its fingerprint's)."""
+        self.walked = walked
+        """The log positions of the nodes its program computes from: a node
+        outside them (a result nobody kept, the final cell state of an LSTM
+        whose output alone is used) may differ in its sizes (its digest):
+        the same wiring leaves it outside, as the program does."""
         self.template = template
         """The bucket plan's :class:`~lazycore.runtime.buckets.Template`."""
         self.positions = positions
@@ -183,10 +189,10 @@ class Shifted:
         fp = step.fp
         if not settings.donation:  # (a kept variant is keyed by the unpadded encoding)
             return GUARDED
-        touched = set(self.positions)
+        touched, walked = set(self.positions), self.walked
         new = fp[1]
         for i, d in enumerate(self.digests):
-            if d != new[i] and i not in touched:
+            if d != new[i] and i not in touched and i in walked:
                 return GUARDED  # (a node no size reaches differs)
         nodes = LOG.nodes
         template = self.template
@@ -209,7 +215,7 @@ class Shifted:
         plan = Plan(None, base.params, base.data, base.packs, base.slots, None, base.counts)
         plan.padded[marks] = (shifted, self.keys)
         if PLANS.keep(fp, plan) is not None:
-            keep_shifted(fp, Shifted(plan, new, template, self.positions, self.bucket_plan, self.keys))
+            keep_shifted(fp, Shifted(plan, new, template, self.positions, self.bucket_plan, self.keys, walked))
         return True
 
 
