@@ -112,7 +112,7 @@ def resolve(func):
     if (torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd")
             and func not in _KERNEL_LOWERED):
         return _composite  # reached below autograd (inside a decomposition): its own pieces come here
-    if _is_view(schema):
+    if _is_view(schema) or func in _UNSAFE_VIEWS:
         return _identity_view if func in _IDENTITY_VIEWS else _view
     fn = lowering.lookup(func)
     if fn is not None:
@@ -136,6 +136,13 @@ def resolve(func):
     if foreach.is_foreach(func):
         return _decomposed(foreach.per_element(func))
     return fallback.run
+
+
+# Splits whose parts share their input's memory, as eager's do, though their
+# schema says nothing of it (autograd does not track them as views: ``unsafe``):
+# RNN.cpp's cells add into the chunks of a gate's product, and a user's
+# ``a.unsafe_chunk(2)[0].zero_()`` writes ``a``. Copies, they wrote nothing back.
+_UNSAFE_VIEWS = frozenset((aten.unsafe_split.Tensor, aten.unsafe_split_with_sizes.default))
 
 
 # --- schema questions -------------------------------------------------------------------

@@ -8,6 +8,7 @@ import torch
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.ir.sourceloc import release as release_frame
 from lazycore.trace import core
+from lazycore.trace.views import memory
 
 from . import boxes, dtypes, grad_scaler, step_checks
 from .lowering import broadcast, convert
@@ -143,13 +144,14 @@ def pack_padded_sequence(func, args, kwargs):
 def _storage_numel(x) -> int:
     """Elements of ``x``'s type its storage holds, as eager counts them
     (``storage().nbytes() / itemsize``): a lazy view's storage is its base's
-    value, where torch's wrapper of the view counts only the view's extent."""
+    memory (:func:`~lazycore.trace.views.memory`), where torch's wrapper of
+    the view counts only the view's extent."""
     if not isinstance(x, Tensor):
         return x.untyped_storage().nbytes() // x.element_size()
-    stored = x._storage.handle
-    n = int(np.prod(stored.shape))
-    if stored.dtype != dtypes.lazy_dtype(x.dtype):  # a view(dtype) of its storage
-        n = n * np.dtype(to_numpy_dtype(stored.dtype)).itemsize // x.element_size()
+    stored = x._storage
+    n = memory(stored)
+    if stored.handle.dtype != dtypes.lazy_dtype(x.dtype):  # a view(dtype) of its storage
+        n = n * np.dtype(to_numpy_dtype(stored.handle.dtype)).itemsize // x.element_size()
     return n
 
 

@@ -8,10 +8,12 @@ from eager's sizes, strides and offset, so every torch view op is covered.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
+from lazycore.dialect.types import to_numpy_dtype
 from lazycore.trace.views import (PART_STEPS, AsComplex, AsReal, Bitcast, Conj, Convert, Expand, Permute, Reshape,
-                                  Slice, Strided)
+                                  Slice, Strided, memory)
 
 from .dtypes import lazy_dtype
 
@@ -163,6 +165,8 @@ VIEW_STEPS = {
     aten.select.int: _select,
     aten.split.Tensor: _split,
     aten.split_with_sizes.default: _split_with_sizes,
+    aten.unsafe_split.Tensor: _split,
+    aten.unsafe_split_with_sizes.default: _split_with_sizes,
     aten.unbind.int: _unbind,
     aten.view_as_real.default: _view_as_real,
     aten.view_as_complex.default: _view_as_complex,
@@ -187,9 +191,24 @@ def view_steps(func, t, out, args, kwargs):
     multi = isinstance(out, (list, tuple))
     outs = out if multi else [out]
     stored = t._storage.handle.dtype  # the storage's element type (a bitcast view's base differs)
+    _in_bounds(outs, memory(t._storage) * np.dtype(to_numpy_dtype(stored)).itemsize)
     made = [(Strided(o.shape, o.stride(), o.storage_offset()),)
             + (() if lazy_dtype(o.dtype) == stored else (Bitcast(lazy_dtype(o.dtype)),)) for o in outs]
     return False, made if multi else made[0]
+
+
+def _in_bounds(outs, have: int) -> None:
+    """Eager's check of a view that indexes its storage directly
+    (``as_strided``): every element within the storage's ``have`` bytes (its
+    meta twin's storage is the view's own extent, and checks nothing)."""
+    for o in outs:
+        if o.numel() == 0:
+            continue
+        need = (o.storage_offset() + sum((n - 1) * s for n, s in zip(o.shape, o.stride())) + 1) * o.element_size()
+        if need > have:
+            raise RuntimeError(f"setStorage: sizes {list(o.shape)}, strides {list(o.stride())}, storage offset "
+                               f"{o.storage_offset()}, and itemsize {o.element_size()} requiring a storage size of "
+                               f"{need} are out of bounds for storage of size {have}")
 
 
 def on_base(t, out, made):

@@ -44,6 +44,7 @@ from __future__ import annotations
 import functools
 
 import torch
+import torch.autograd.forward_ad as fwAD
 import torch.nn.functional as F
 from torch._higher_order_ops.scan import scan_op
 
@@ -180,9 +181,12 @@ def _layout(per: int) -> tuple[bool, bool]:
 
 def _covered(input, states: list, params: list, num_layers: int, dirs: int, rank: int) -> int | None:
     """The parameters per layer and direction, when the loops cover this
-    call (an input of ``rank`` dimensions); None where the composite runs."""
+    call (an input of ``rank`` dimensions); None where the composite runs
+    (forward-mode AD included: a loop's autograd has no forward formula)."""
     tensors = [input, *states, *params]
     if not all(isinstance(t, Tensor) for t in tensors) or len({t.device for t in tensors}) != 1:
+        return None
+    if fwAD._current_level >= 0 and any(fwAD.unpack_dual(t).tangent is not None for t in tensors):
         return None
     if input.dim() != rank or input.numel() == 0 or num_layers < 1 or len(params) % (num_layers * dirs):
         return None

@@ -43,6 +43,16 @@ class Storage:
         the type)."""
 
 
+def memory(storage: Storage) -> int:
+    """How many elements (of its handle's type) ``storage``'s memory holds:
+    its handle laid out by its strides reaches that far (a split's part's
+    views share it, and may be strided past their own elements)."""
+    shape = storage.handle.shape
+    if 0 in shape:
+        return 0
+    return 1 + sum((n - 1) * s for n, s in zip(shape, storage.strides))
+
+
 class _Key(tuple):
     """A value hashed by identity (one object per value, :func:`storage_key`),
     compared as a tuple: a key made again after its table was emptied hashes
