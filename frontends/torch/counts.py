@@ -123,18 +123,19 @@ def columns(where: np.ndarray, device, rank: int, size: int) -> list:
     return out
 
 
-def rows(host: np.ndarray, tdev, kind, bound: int | None = None):
+def rows(host: np.ndarray, tdev, kind, bound: int | None = None, given: int | None = None):
     """``host``, whose first dimension is a count ``n`` (a packed sequence's
     elements, the longest of its sequences), as a tensor on the lazy device
     ``tdev``: padded along it to :func:`width` (``kind``'s, at most
     ``bound``'s bucket) and handed out as its valid region once ``n`` has
     varied at the user's line; else as it is (:func:`columns`' policy). The
     width given to ``n`` is kept: another array of the same count at another
-    line takes it (a layer's packed output, as :func:`permutation` does)."""
+    line takes it (a layer's packed output, as :func:`permutation` does);
+    ``given``: the width an input of that count has already (its bucket)."""
     n = host.shape[0]
     b = None
     if n >= 2 and POLICY.varies(("rows", kind, host.shape[1:], host.dtype.str), (n,)):
-        b = _GIVEN.get(n)
+        b = given or _GIVEN.get(n)
         if b is None:
             b = width(n, kind)
             cap = buckets.bucket(bound) if bound is not None else None

@@ -22,11 +22,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from lazycore.ir.graph import Data, operand_values
+from lazycore.runtime import buckets
 from lazycore.trace.scalar_policy import POLICY
 
 from .. import counts
 from ..lowering import apply, const, lowers
-from ..tensor import Tensor, from_host
+from ..tensor import Tensor, from_host, read
 
 
 # Rows at positions the host laid out (in range by construction): a lookup
@@ -162,12 +164,66 @@ def _pad(data, batch_sizes, batch_first, padding_value, total_length):
     # eager's checks and lengths
     _, lengths = torch._pad_packed_sequence(torch.zeros(data.shape[0], 1), batch_sizes, batch_first, 0.0,
                                             total_length)
+    counted(data)
     span = max(total_length, steps.steps)
     where = counts.rows(steps.positions(span), data.device, "padded steps")
     rest = tuple(data.shape[1:])
     out = take_rows(data, where.clamp(min=0).reshape(-1)).reshape(span, steps.batch, *rest)
     out = out.masked_fill(where.lt(0).reshape(span, steps.batch, *(1 for _ in rest)), padding_value)
     return (out.transpose(0, 1) if batch_first else out), lengths
+
+
+def counted(data) -> int | None:
+    """The bucket an uploaded packed batch's element count is padded to: a
+    ``PackedSequence`` packed on the CPU and moved to the device (a
+    collate function's), whose data, or the tokens its data was looked up
+    from (:func:`_count_inputs`), are inputs of that count. Marked dynamic
+    once the count varies at the user's line, the barrier pads them as a
+    loader's batch (:func:`lazycore.torch.dynamic`); None for data packed on
+    the device (packing there buckets it, :func:`..counts.rows`) or a count
+    that has not varied."""
+    n = data.shape[0]
+    if n < 2 or data._steps:
+        return None
+    leaves = _count_inputs(read(data)._value, n)
+    if not leaves:
+        return None
+    if not any(leaf.dynamic for leaf in leaves) \
+            and not POLICY.varies(("packed data", tuple(data.shape[1:]), data.dtype), (n,)):
+        return None
+    for leaf in leaves:
+        if 0 not in leaf.dynamic:
+            buckets.mark(leaf, 0)
+    return buckets.bucket(n)
+
+
+def _count_inputs(value, n: int, depth: int = 8) -> list:
+    """The inputs (device data) whose rows are ``value``'s ``n`` rows: ``value``
+    itself, or the inputs it was computed from row by row within ``depth``
+    ops (an embedding of packed tokens: a lookup's indices, a product's
+    rows, elementwise operands of its shape), never a table looked up or a
+    weight (whose first dimension may be ``n`` by chance)."""
+    found, seen, stack = [], set(), [(value[0], depth)]
+    while stack:
+        node, left = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if type(node) is Data:
+            if node.types[0].shape[:1] == (n,) and node.sharding is None:
+                found.append(node)
+            continue
+        if left == 0 or node.op not in _ROW_OPS or node.types[0].shape[:1] != (n,):
+            continue
+        for i, v in enumerate(operand_values(node)):
+            if i in _ROW_OPS[node.op] and v[0].types[v[1]].shape[:1] == (n,):
+                stack.append((v[0], left - 1))
+    return found
+
+
+_ROW_OPS = {"gather": (1,), "dot_general": (0,), "reshape": (0,), "convert": (0,), "add": (0, 1), "mul": (0, 1),
+            "sub": (0, 1), "div": (0, 1), "check": (0,), "clamp": (1,), "select": (1, 2)}
+"""The ops whose result's rows are their operands' (those listed) row for row."""
 
 
 def unpacking(steps: Steps, span: int, device):
@@ -180,10 +236,11 @@ def unpacking(steps: Steps, span: int, device):
     return index, live
 
 
-def packed_rows(steps: Steps, device):
+def packed_rows(steps: Steps, device, given: int | None = None):
     """Where each packed element sits in a ``(steps, batch)`` layout, on
-    ``device`` (in the count's bucket once it varies, as packing puts it)."""
-    return counts.rows(steps.packing(), device, "packed")
+    ``device`` (in the count's bucket once it varies, as packing puts it, or
+    as ``given``: :func:`counted`'s)."""
+    return counts.rows(steps.packing(), device, "packed", given=given)
 
 
 _LIB = torch.library.Library("aten", "IMPL")

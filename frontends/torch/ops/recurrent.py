@@ -272,7 +272,8 @@ def _kernel(op, cell, gates: int, packed: bool):
         step = _step(cell, (True, biases, proj) if lstm else (True, biases), packed)
         if packed:
             dev = input.device
-            layout = (*_packed.unpacking(steps, _packed.span(steps), dev), _packed.packed_rows(steps, dev))
+            given = _packed.counted(input)
+            layout = (*_packed.unpacking(steps, _packed.span(steps), dev), _packed.packed_rows(steps, dev, given))
             out, finals = _stack(functools.partial(_packed_layer, step, layout=layout), input, states, weights,
                                  num_layers, dropout, train, dirs, per)
         else:
