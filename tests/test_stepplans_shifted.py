@@ -149,3 +149,19 @@ def test_a_dropped_value_of_the_length_does_not_walk(walks):
     for (x, sums, _), (wx, wsums) in zip(got, expected(8)):
         np.testing.assert_array_equal(x, wx)
     assert late == 0
+
+
+def test_a_mean_divisor_another_op_reads_as_a_number_is_walked(walks):
+    # (the divisor read from the valid size where the mean uses it, the same
+    # constant node baked where a product uses it: a step one longer must
+    # not reuse that program, whose product would still be by the old length)
+    def extra(x, k):
+        n = lc.apply("constant", value=np.asarray(float(k + 4), np.float32))
+        spread = lc.apply("broadcast_in_dim", n, dims=(), shape=(2,))
+        sums = lc.apply("reduce_sum", x, dims=(1,))
+        return [lc.apply("div", sums, spread), lc.apply("mul", sums, spread)]
+
+    got, late = grow(8, extra, walks)
+    for k, ((x, _, (means, scaled)), (wx, _)) in enumerate(zip(got, expected(8))):
+        np.testing.assert_allclose(means, wx.mean(axis=1), rtol=1e-6)
+        np.testing.assert_allclose(scaled, wx.sum(axis=1) * (k + 4), rtol=1e-6)

@@ -526,6 +526,11 @@ def _counts(order: list, state) -> dict[int, tuple]:
     divisor: ``(symbols, None)``, its digest changed with it)."""
     found: dict[int, tuple] = {}
     dependent = state.dependent
+    users: dict[int, int] = {}
+    for node in order:
+        if not node.is_leaf:
+            for v in operand_values(node):
+                users[id(v[0])] = users.get(id(v[0]), 0) + 1
     for node in order:
         syms = dependent.get(id(node))
         if not syms:
@@ -539,8 +544,9 @@ def _counts(order: list, state) -> dict[int, tuple]:
                 c = c.operands[0][0]
             value = float(c.attrs["value"].flat[0]) if c.op == "constant" else None
             size = float(np.prod([float(n) for n in syms]))
-            if value is None or not size:
-                continue
+            shared = users.get(id(c)) != 1 or (spread is not None and users.get(id(spread)) != 1)
+            if value is None or not size or shared:
+                continue  # (a number another op reads as a number too: at other sizes it would be read wrong)
             found[id(c)] = (syms, value / size)
             if spread is not None:
                 found[id(spread)] = (syms, None)
