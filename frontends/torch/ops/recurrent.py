@@ -256,7 +256,8 @@ def _kernel(op, cell, gates: int, packed: bool):
         if packed:
             input, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional = args
             steps = _packed.host_steps(batch_sizes)
-            span, batch = (steps.steps, steps.batch) if steps is not None else (0, 0)
+            fits = steps is not None and input.dim() >= 1 and input.shape[0] == steps.count
+            span, batch = (steps.steps, steps.batch) if fits else (0, 0)  # (else the composite, its error)
         else:
             input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first = args
             span, batch = (input.shape[1], input.shape[0]) if batch_first else input.shape[:2]
