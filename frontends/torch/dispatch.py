@@ -41,7 +41,7 @@ from .dtypes import TO_TORCH
 from .dtypes import lazy_dtype as _lazy_dtype
 from .lowering import convert as _convert
 from .meta_store import MISS, STORE
-from .ops import factories, norm_kernel
+from .ops import factories, norm_kernel, packed, recurrent
 from .recipe_store import ALIASED, STORE as RECORDINGS, StoredMemo
 from .tensor import (ENTRY, LayoutKey, Tensor, _new, layout_key, lc_device, meta_layout, meta_twin, read,
                      refresh_key, route_ops, torch_device, upload, view_of, wrap, wrap_layout, write)
@@ -109,6 +109,9 @@ def resolve(func):
     if func in special.SPECIAL:
         return special.SPECIAL[func]
     schema = func._schema
+    own = _OWN_KERNELS.get(func)
+    if own is not None:
+        return own
     if (torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd")
             and func not in _KERNEL_LOWERED):
         return _composite  # reached below autograd (inside a decomposition): its own pieces come here
@@ -595,6 +598,24 @@ def _check_eager_kernel(func, margs, mkwargs, cut=True):
 
 
 # --- handlers ------------------------------------------------------------------------------
+
+
+def _own_kernel(kernel):
+    """A handler running ``kernel``, the lazy device's own kernel of an op
+    registered above autograd, for the op reached below it: under
+    ``torch.inference_mode`` autograd's keys are skipped (the recurrent
+    layers' loops, packing: the composite would unroll every step)."""
+
+    def run(func, args, kwargs):
+        try:
+            return kernel(*args, **kwargs)
+        finally:
+            release_frame(ENTRY.frame)  # (as a decomposition's)
+
+    return run
+
+
+_OWN_KERNELS = {op: _own_kernel(k) for op, k in (*recurrent.KERNELS.items(), *packed.KERNELS.items())}
 
 
 def _composite(func, args, kwargs):

@@ -130,17 +130,6 @@ def equal(func, args, kwargs):
     return bool(torch.equal(to_host(a) if isinstance(a, Tensor) else a, to_host(b) if isinstance(b, Tensor) else b))
 
 
-def pack_padded_sequence(func, args, kwargs):
-    """Eager's kernel, device-generic ATen (CompositeExplicitAutograd), run on the
-    lazy input: the data's slices stay lazy, and ``batch_sizes``, which it makes
-    from the CPU lengths, stays on the CPU, as for a CUDA input; moved to the
-    device (a fallback's results are), ``PackedSequence`` refuses it."""
-    try:
-        return func._op_dk(torch._C.DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
-    finally:
-        release_frame(ENTRY.frame)  # (as a decomposition's)
-
-
 def _storage_numel(x) -> int:
     """Elements of ``x``'s type its storage holds, as eager counts them
     (``storage().nbytes() / itemsize``): a lazy view's storage is its base's
@@ -190,7 +179,6 @@ SPECIAL = {
     aten._new_zeros_with_same_feature_meta.default: new_zeros_with_same_feature_meta,
     aten._amp_foreach_non_finite_check_and_unscale_.default: grad_scaler.non_finite_check_and_unscale_,
     aten._amp_update_scale_.default: grad_scaler.update_scale_,
-    aten._pack_padded_sequence.default: pack_padded_sequence,
     aten.copy_.default: copy_,
     aten._to_copy.default: to_copy,
     aten._local_scalar_dense.default: local_scalar_dense,

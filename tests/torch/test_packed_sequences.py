@@ -269,3 +269,18 @@ def test_a_packed_bidirectional_gru_trains_as_eager(dev, no_fallback):
     torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-5, atol=1e-6)
     for (name, p), q in zip(lazy.named_parameters(), eager.parameters()):
         torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_under_inference_mode_the_layers_run_as_loops(dev):
+    # (autograd's keys are skipped there, and the kernels registered at them:
+    # the composite unrolled every step, 33 s of compile for this model)
+    torch.manual_seed(0)
+    eager = torch.nn.LSTM(5, 4, num_layers=2, bidirectional=True).eval()
+    lazy = copy.deepcopy(eager).to(dev)
+    x, lengths = torch.randn(6, 3, 5), torch.tensor([6, 4, 2])
+    with torch.inference_mode(), torch.backends.mkldnn.flags(enabled=False):
+        want = [eager(x)[0], pad_packed_sequence(eager(pack_padded_sequence(x, lengths))[0])[0]]
+        outs = [lazy(x.to(dev))[0], pad_packed_sequence(lazy(pack_padded_sequence(x.to(dev), lengths))[0])[0]]
+        assert ir_text(outs).count("stablehlo.while") == 8
+    for g, w in zip(outs, want):
+        torch.testing.assert_close(g.cpu(), w, rtol=1e-5, atol=1e-6)

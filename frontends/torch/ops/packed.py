@@ -243,6 +243,10 @@ def packed_rows(steps: Steps, device, given: int | None = None):
     return counts.rows(steps.packing(), device, "packed", given=given)
 
 
+KERNELS = {torch.ops.aten._pack_padded_sequence.default: _pack, torch.ops.aten._pad_packed_sequence.default: _pad}
+"""Each op's kernel here (above autograd; the dispatcher's too, for the op
+reached below autograd, as under ``torch.inference_mode``)."""
+
 _LIB = torch.library.Library("aten", "IMPL")
 _LIB.impl("_pack_padded_sequence", _pack, "AutogradLazy")
 _LIB.impl("_pad_packed_sequence", _pad, "AutogradLazy")
