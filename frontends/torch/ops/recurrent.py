@@ -36,7 +36,8 @@ Anything the loops do not cover runs the composite as before: arguments not
 all lazy tensors of one device, an input that is not 3-d (2-d packed) or is
 empty, shapes or types the composite would refuse (its error, at the user's
 call). Under ``torch.inference_mode`` autograd's keys are skipped, and these
-kernels with them: the composite runs.
+kernels with them: the dispatcher runs them for the ops reached below
+autograd (:data:`KERNELS`).
 """
 
 from __future__ import annotations
