@@ -181,7 +181,10 @@ def _exp_and_sum(shifted, acc: str):
                 shape=shape)
     # the whole vectors' end, n - n % lanes, from n itself: a padded n is its size's parameter
     length = const(np.int64(n), "i64", device)
-    whole = apply("sub", length, apply("rem", length, const(np.int64(lanes), "i64", device)))
+    # (the lanes a float made an integer: padding reads an integer constant equal to a
+    # padded size as that size, and a kv length of 8 is AVX2's 8 lanes by chance)
+    width = apply("convert", const(np.float32(lanes), "f32", device), dtype="i64")
+    whole = apply("sub", length, apply("rem", length, width))
     whole = apply("broadcast_in_dim", whole, dims=(), shape=shape)
     zero = const(0.0, "f32", device, shape)
     in_vectors = apply("compare", col, whole, direction="LT")
