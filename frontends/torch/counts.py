@@ -69,16 +69,17 @@ def width(n: int, kind=None) -> int:
     return max(b, _WIDTHS.get(b, b))
 
 
-def _bounded(n: int, size: int, rank: int) -> int:
-    """:func:`width` of a count ``n`` of a mask of ``size`` elements, never
-    wider than ``size``'s bucket: the count never exceeds ``size``, so a
-    width another line needed beyond it (Faster R-CNN's 265 sampled
-    negatives of 270 anchors widening bucket 256 to 512) serves none of
-    this mask's counts, and would only make a program of the step it first
-    reached them (the sampler's 129 negatives of 135 anchors, padded to 256,
-    then 512). Recorded per ``n`` for the :func:`permutation` of this count."""
-    cap = buckets.bucket(size)
-    w = width(n, ("nonzero", rank, cap))
+def _bounded(n: int, size: int | None, kind: tuple) -> int:
+    """:func:`width` of a count ``n`` (``kind``'s) of at most ``size``
+    elements (a mask's), never wider than ``size``'s bucket: the count never
+    exceeds ``size``, so a width another line needed beyond it (Faster
+    R-CNN's 265 sampled negatives of 270 anchors widening bucket 256 to
+    512) serves none of this mask's counts, and would only make a program of
+    the step it first reached them (the sampler's 129 negatives of 135
+    anchors, padded to 256, then 512). Recorded per ``n`` for the
+    :func:`permutation` of this count."""
+    cap = buckets.bucket(size) if size is not None else None
+    w = width(n, (*kind, cap))
     if cap is not None and cap < w:
         w = cap
     _GIVEN.put(n, w)
@@ -111,7 +112,7 @@ def columns(where: np.ndarray, device, rank: int, size: int) -> list:
         b = _empty(size, rank)
     else:
         varies = n >= 2 and POLICY.varies(("nonzero", rank), (n,))
-        b = _bounded(n, size, rank) if varies else None
+        b = _bounded(n, size, ("nonzero", rank)) if varies else None
     out = []
     for d in range(where.shape[1]):
         column = np.ascontiguousarray(where[:, d])
@@ -135,17 +136,10 @@ def rows(host: np.ndarray, tdev, kind, bound: int | None = None, given: int | No
     n = host.shape[0]
     b = None
     if n >= 2 and POLICY.varies(("rows", kind, host.shape[1:], host.dtype.str), (n,)):
-        b = given or _GIVEN.get(n)
-        if b is None:
-            b = width(n, kind)
-            cap = buckets.bucket(bound) if bound is not None else None
-            b = min(b, cap) if cap is not None and cap >= n else b
-            _GIVEN.put(n, b)
+        b = given or _GIVEN.get(n) or _bounded(n, bound, (kind,))
     if b is None:
         return from_host(torch.from_numpy(np.ascontiguousarray(host)), tdev)
-    padded = np.pad(host, [(0, b - n)] + [(0, 0)] * (host.ndim - 1))
-    handle = upload(torch.from_numpy(padded), lc_device(tdev), scalar=False)
-    return wrap(core.LazyTensor(buckets.cut(handle.value.node, host.shape, 0), handle.device))
+    return _region(host, b, tdev)
 
 
 def permutation(host: torch.Tensor, tdev):
@@ -159,9 +153,15 @@ def permutation(host: torch.Tensor, tdev):
     b = (_GIVEN.get(n) or width(n)) if n >= 2 and POLICY.varies(("randperm", host.dtype), (n,)) else None
     if b is None:
         return from_host(host, tdev)
-    dev = lc_device(tdev)
-    handle = upload(torch.from_numpy(np.pad(host.numpy(), (0, b - n))), dev, scalar=False)
-    return wrap(core.LazyTensor(buckets.cut(handle.value.node, (n,), 0), handle.device))
+    return _region(host.numpy(), b, tdev)
+
+
+def _region(host: np.ndarray, b: int, tdev):
+    """``host`` uploaded to ``tdev`` padded with zeros along its first
+    dimension to ``b``, handed out as its valid region (:func:`lazycore.runtime.buckets.cut`)."""
+    padded = np.pad(host, [(0, b - host.shape[0])] + [(0, 0)] * (host.ndim - 1))
+    handle = upload(torch.from_numpy(padded), lc_device(tdev), scalar=False)
+    return wrap(core.LazyTensor(buckets.cut(handle.value.node, host.shape, 0), handle.device))
 
 
 def padded(node) -> bool:

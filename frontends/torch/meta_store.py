@@ -37,6 +37,7 @@ import torch
 from lazycore.ir import events
 from lazycore.ir.config import settings
 from lazycore.runtime.diskcache import DISK
+from lazycore.trace.views import extent
 
 _FORMAT = 3
 """The layout of a stored entry, and what a hit stands for; part of the key
@@ -100,8 +101,8 @@ def _made(desc, margs):
     kind = desc[0]
     if kind == "t":
         _, shape, strides, offset, dtype = desc
-        span = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
-        return torch.empty(offset + span, dtype=dtype, device="meta").as_strided(shape, strides, offset)
+        return torch.empty(extent(shape, strides, offset), dtype=dtype, device="meta").as_strided(shape, strides,
+                                                                                                   offset)
     if kind == "a":
         return margs[desc[1]]
     if kind == "v":

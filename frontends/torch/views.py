@@ -13,7 +13,7 @@ import torch
 
 from lazycore.dialect.types import to_numpy_dtype
 from lazycore.trace.views import (PART_STEPS, AsComplex, AsReal, Bitcast, Conj, Convert, Expand, Permute, Reshape,
-                                  Slice, Strided, memory)
+                                  Slice, Strided, extent, memory)
 
 from .dtypes import lazy_dtype
 
@@ -204,7 +204,7 @@ def _in_bounds(outs, have: int) -> None:
     for o in outs:
         if o.numel() == 0:
             continue
-        need = (o.storage_offset() + sum((n - 1) * s for n, s in zip(o.shape, o.stride())) + 1) * o.element_size()
+        need = extent(o.shape, o.stride(), o.storage_offset()) * o.element_size()
         if need > have:
             raise RuntimeError(f"setStorage: sizes {list(o.shape)}, strides {list(o.stride())}, storage offset "
                                f"{o.storage_offset()}, and itemsize {o.element_size()} requiring a storage size of "

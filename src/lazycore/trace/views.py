@@ -43,14 +43,19 @@ class Storage:
         the type)."""
 
 
+def extent(shape, strides, offset: int = 0) -> int:
+    """How many elements of memory an array of ``shape`` laid out by
+    ``strides`` from ``offset`` reaches (``offset`` alone for no element)."""
+    if 0 in tuple(shape):
+        return offset
+    return offset + 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+
+
 def memory(storage: Storage) -> int:
     """How many elements (of its handle's type) ``storage``'s memory holds:
     its handle laid out by its strides reaches that far (a split's part's
     views share it, and may be strided past their own elements)."""
-    shape = storage.handle.shape
-    if 0 in shape:
-        return 0
-    return 1 + sum((n - 1) * s for n, s in zip(shape, storage.strides))
+    return extent(storage.handle.shape, storage.strides)
 
 
 class _Key(tuple):
