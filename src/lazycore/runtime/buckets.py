@@ -348,7 +348,7 @@ class Template:
         if kind == "count":  # (its value: :meth:`sizes`, once every symbol is bound)
             value = node.attrs.get("value")
             return (value is not None and value.size and (value == value.flat[0]).all() and node.types == types
-                    and attrs_key({k: v for k, v in node.attrs.items() if k != "value"}) == attrs)
+                    and _without(node.attrs, "value") == attrs)
         if kind == "slice":
             if not _slice_at(node.attrs, attrs, extra, sigma):
                 return False
@@ -435,14 +435,19 @@ def _attrs(node) -> str:
     out = node.types[0].shape
     shape = a.get("shape")
     if shape is not None and tuple(shape) == out:
-        return attrs_key({k: v for k, v in a.items() if k != "shape"}) + " (its shape)"
+        return _without(a, "shape") + " (its shape)"
     if node.op == "gather":
         sizes = a["slice_sizes"]
         whole = set(a["collapsed_slice_dims"]) | set(a["operand_batching_dims"])
         windows = [d for d in range(len(sizes)) if d not in whole]
         if all(sizes[d] == 1 for d in whole) and [sizes[d] for d in windows] == [out[o] for o in a["offset_dims"]]:
-            return attrs_key({k: v for k, v in a.items() if k != "slice_sizes"}) + " (its windows)"
+            return _without(a, "slice_sizes") + " (its windows)"
     return attrs_key(a)
+
+
+def _without(attrs: dict, name: str) -> str:
+    """:func:`~lazycore.ir.graph.attrs_key` of ``attrs`` but ``name``."""
+    return attrs_key({k: v for k, v in attrs.items() if k != name})
 
 
 def _slice_at(a: dict, old: dict, pads: dict, sigma: dict[int, int]) -> bool:
@@ -489,8 +494,7 @@ def _template(walk, marks: dict, state, symbols: dict[int, int]) -> Template | N
         count = counts.get(id(node))
         if count is not None:  # (a number that is its symbols' count: checked as one, see _counts)
             if count[1] is not None:
-                attrs = attrs_key({k: v for k, v in node.attrs.items() if k != "value"})
-                touched.append((i, (node.op, attrs, node.types, pads, "count", (), count)))
+                touched.append((i, (node.op, _without(node.attrs, "value"), node.types, pads, "count", (), count)))
             else:
                 touched.append((i, (node.op, _attrs(node), node.types, pads, "node", (), None)))
             reached.add(id(node))
