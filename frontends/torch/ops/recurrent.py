@@ -288,15 +288,12 @@ def _kernel(op, cell, gates: int, packed: bool):
     return run
 
 
-KERNELS = {}
+_CELLS = (("lstm", _lstm_cell, 4), ("gru", _gru_cell, 3), ("rnn_tanh", functools.partial(_simple_cell, torch.tanh), 1),
+          ("rnn_relu", functools.partial(_simple_cell, torch.relu), 1))
+KERNELS = {op: _kernel(op, cell, gates, form == "data") for name, cell, gates in _CELLS for form in ("input", "data")
+           for op in (getattr(getattr(aten, name), form),)}
 """Each op's kernel here (above autograd; the dispatcher's too, for the op
 reached below autograd, as under ``torch.inference_mode``)."""
-for _name, _cell, _gates in (("lstm", _lstm_cell, 4), ("gru", _gru_cell, 3),
-                             ("rnn_tanh", functools.partial(_simple_cell, torch.tanh), 1),
-                             ("rnn_relu", functools.partial(_simple_cell, torch.relu), 1)):
-    for _form in ("input", "data"):
-        _op = getattr(getattr(aten, _name), _form)
-        KERNELS[_op] = _kernel(_op, _cell, _gates, _form == "data")
 
 _LIB = torch.library.Library("aten", "IMPL")
 for _op, _run in KERNELS.items():
