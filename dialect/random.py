@@ -23,10 +23,15 @@ RNG_ALGORITHMS = {"three_fry": (2,), "philox": (2, 3), "default": (2, 3)}
     results=("new_state", "bits"),
     result_params=("shape", "dtype"),
     params_from="bits",
-    padding="refused",  # bits at bucket sizes would be other bits at the valid positions
+    padding="own",  # the valid sizes' bits: lazycore.runtime.padding._random_bits
 )
 def _rng_bit_generator(state, *, algorithm, shape, dtype):
-    """Uniformly random ``bits`` of the given shape and state after drawing them."""
+    """Uniformly random ``bits`` of the given shape and state after drawing them.
+
+    The bits are the algorithm's stream from ``state`` in row-major order,
+    whatever the shape: a draw's bits are the first of any longer draw's
+    (the lowering draws flat: XLA lays a draw of several dimensions out by
+    its shape)."""
     if algorithm not in RNG_ALGORITHMS:
         raise ShapeError(f"algorithm must be one of {', '.join(RNG_ALGORITHMS)}, got '{algorithm}'")
     sizes = RNG_ALGORITHMS[algorithm]

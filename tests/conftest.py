@@ -76,6 +76,28 @@ def rolling_on():
         yield
 
 
+@pytest.fixture
+def counted(monkeypatch):
+    """Counts of walked barriers and of graphs padded to their buckets
+    (a step plan recalled walks nothing; a bucket plan recalled pads nothing)."""
+    from lazycore.runtime import buckets, planning
+
+    counts = {"walks": 0, "padded": 0}
+    walk, pad = planning.walk, buckets.pad_graph
+
+    def walked(step):
+        counts["walks"] += 1
+        return walk(step)
+
+    def padded(*args, **kwargs):
+        counts["padded"] += 1
+        return pad(*args, **kwargs)
+
+    monkeypatch.setattr(planning, "walk", walked)
+    monkeypatch.setattr(buckets, "pad_graph", padded)
+    return counts
+
+
 def pytest_collection_modifyitems(config, items):
     """In CI's xdist workers (``--dist loadfile --no-loadscope-reorder``, scripts/dev): the files
     tests/ci_durations.json lists run first, longest first, then the rest as collected. xdist's

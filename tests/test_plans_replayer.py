@@ -11,28 +11,9 @@ import lazycore.numpy as lnp
 from lazycore.ir import memo
 from lazycore.ir.memo import MEMOS
 from lazycore.ir.replayer import Replayer
-from lazycore.runtime import buckets, planning, stepplans
+from lazycore.runtime import stepplans
 
 pytestmark = pytest.mark.usefixtures("clean_runtime")
-
-
-@pytest.fixture
-def counted(monkeypatch):
-    """Counts of walked barriers and of graphs padded to their buckets."""
-    counts = {"walks": 0, "padded": 0}
-    walk, pad = planning.walk, buckets.pad_graph
-
-    def walked(step):
-        counts["walks"] += 1
-        return walk(step)
-
-    def padded(*args, **kwargs):
-        counts["padded"] += 1
-        return pad(*args, **kwargs)
-
-    monkeypatch.setattr(planning, "walk", walked)
-    monkeypatch.setattr(buckets, "pad_graph", padded)
-    return counts
 
 
 def _step(h):

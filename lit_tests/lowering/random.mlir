@@ -1,9 +1,13 @@
 // lazy.rng_bit_generator lowers to stablehlo.rng_bit_generator; the algorithm
 // name maps onto StableHLO's RngAlgorithm enum and both results carry over.
+// The bits are drawn flat and reshaped: a value's bits are the stream's first
+// ones in row-major order, whatever its shape (XLA lays out a draw of several
+// dimensions by its shape).
 // RUN: lazy-opt --split-input-file --lazy-to-stablehlo %s | filecheck %s
 
 // CHECK-LABEL: func.func @three_fry
-// CHECK: %[[STATE:.*]], %[[BITS:.*]] = stablehlo.rng_bit_generator %arg0, algorithm = THREE_FRY : (tensor<2xui64>) -> (tensor<2xui64>, tensor<3x4xui32>)
+// CHECK: %[[STATE:.*]], %[[FLAT:.*]] = stablehlo.rng_bit_generator %arg0, algorithm = THREE_FRY : (tensor<2xui64>) -> (tensor<2xui64>, tensor<12xui32>)
+// CHECK: %[[BITS:.*]] = stablehlo.reshape %[[FLAT]] : (tensor<12xui32>) -> tensor<3x4xui32>
 // CHECK: return %[[STATE]], %[[BITS]]
 func.func @three_fry(%s: tensor<2xui64>) -> (tensor<2xui64>, tensor<3x4xui32>) {
   %0:2 = "lazy.rng_bit_generator"(%s) {algorithm = "three_fry"} : (tensor<2xui64>) -> (tensor<2xui64>, tensor<3x4xui32>)

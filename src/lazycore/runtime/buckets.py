@@ -39,7 +39,7 @@ from array import array
 
 import numpy as np
 
-from lazycore.dialect.spec import spec_of
+from lazycore.dialect.spec import OPS, spec_of
 from lazycore.dialect.types import TensorType
 from lazycore.ir import events
 from lazycore.ir.config import settings
@@ -428,11 +428,13 @@ def _attrs(node) -> str:
     sizes that its result type states (a reshape's, a broadcast's or an
     iota's ``shape``, a gather's windows: the packed count of a gradient's
     zeros, a padded batch's rows looked up) are left to the type's check,
-    which lets padded dimensions take their symbols' sizes."""
+    which lets padded dimensions take their symbols' sizes (a random draw's
+    ``shape``: its bits' type)."""
     a = node.attrs
-    if len(node.types) != 1:
+    spec = OPS.get(f"lazy.{node.op}")
+    if len(node.types) != 1 and (spec is None or spec.params_from is None):
         return attrs_key(a)
-    out = node.types[0].shape
+    out = node.types[spec.results.index(spec.params_from) if len(node.types) != 1 else 0].shape  # (a draw's bits)
     shape = a.get("shape")
     if shape is not None and tuple(shape) == out:
         return _without(a, "shape") + " (its shape)"

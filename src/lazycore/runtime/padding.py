@@ -25,7 +25,10 @@ widened too: autograd's ``expand`` of a mean's gradient to the batch shape is
 one; so is the first ``n`` of a longer dimension (``causal[:t, :t]``), whose
 first ``b`` keep those ``n`` in front (where such a value meets one unpadded
 at that size, the size was another dimension's, and the value is made again
-without widening it there). Lookups at padded indices (``gather``:
+without widening it there). A random draw of a symbol's size (dropout's bits
+over a padded batch) is widened too and reads, at each valid position, the
+bit the draw at the valid sizes gives there (:func:`_random_bits`): a padded
+step draws the unpadded step's numbers. Lookups at padded indices (``gather``:
 an embedding of padded tokens) are kept; lookups into a padded dimension
 (a padding mask read at every key position) have their indices clamped to
 the valid size, as XLA clamps them to the unpadded one; updates at padded
@@ -49,7 +52,7 @@ split's first part) reads the same positions of the padded value and is
 unpadded; a symbol's part may start at 0, at a symbol's size or at a plain
 size. Any other op on a padded value (another slice of part of the dimension, a
 reshape that splits a padded factor, a gather of windows along it, a cumulative op,
-``reverse``, random bits) raises :class:`Refused`, and the barrier compiles
+``reverse``) raises :class:`Refused`, and the barrier compiles
 the graph as it is: never a wrong value. Where the refused op is one that no
 marked input reaches (a value made without inputs at a size that was a
 symbol's by chance), that op alone is kept as it is (:attr:`Padded.marked`).
@@ -90,8 +93,9 @@ from lazycore.ir.sourceloc import resolve
 
 _TYPE = attrgetter("type")
 
-WIDENED = frozenset({"broadcast_in_dim", "iota", "constant", "slice"})
-"""Ops that make values of their own whose dimensions of a symbol's size are widened."""
+WIDENED = frozenset({"broadcast_in_dim", "iota", "constant", "slice", "rng_bit_generator"})
+"""Ops that make values of their own whose dimensions of a symbol's size are
+widened (a random draw's bits: its last result)."""
 
 
 LITERALS = Memo("runtime.size_literals", 1024)
@@ -357,7 +361,7 @@ class Padded:
         if values is not node.operands:  # variadic groups: each in its place
             operands = list(map_operands(node.operands, self.moved))
         op = node.op
-        if not any(pads) and (op not in WIDENED or not self.fresh_dims(node.types[0].shape)) \
+        if not any(pads) and (op not in WIDENED or not self.fresh_dims(node.types[-1].shape)) \
                 and (op != "check" or _message(self, node) == node.attrs["message"]):
             # (a check of unpadded values still leaves sizes out of its message: its rule)
             if same:
@@ -401,8 +405,8 @@ class Padded:
             self.new[id(node)] = (self.make(op, tuple(narrowed), node.attrs, node.loc), [{} for _ in node.types])
             return
         self.new[id(node)] = (made, padded if type(padded) is list else [padded])  # (a list: one a result)
-        if padded and not any(pads) and op in WIDENED:
-            self.fresh[id(made)] = node
+        if padded and not any(pads) and op in WIDENED and type(padded) is not list:
+            self.fresh[id(made)] = node  # (a draw, of two results, is made again unwidened by another walk)
         if op in ("reduce_sum", "vector_sum", "column_sum"):
             count = self.count_of(node, pads[0])
             if count[1]:
@@ -816,6 +820,84 @@ def _made(state, node, operands, pads):
     if value.size == 0 or not (value == value.flat[0]).all():
         return node.attrs, operands, {}  # not constant along its dims: kept as it is
     return {"value": np.full(state.widened(value.shape, out), value.flat[0], value.dtype)}, operands, out
+
+
+def _random_bits(state, node, operands, pads):
+    """Random bits widened along a symbol's size (dropout's over a padded
+    batch or sequence) as the draw at the valid sizes gives them, and the
+    state after that draw: a padded step draws the unpadded step's numbers.
+    A counter-based (``three_fry``) draw of ``n`` elements is the first ``n``
+    of any longer draw from its state and moves its counter, the state's
+    second word, by ``n`` (64-bit bits) or ``n / 2`` rounded up (tests/
+    test_random_padding.py holds XLA to it): so the bits are drawn flat at
+    the padded count and each valid position reads its unpadded flat index
+    (the padded value itself where that is the same: the first dimension's
+    padding), and the counter moves by the valid count. The padded
+    positions read bits of the draw too, which nothing valid reads."""
+    shape, dtype = tuple(node.attrs["shape"]), node.attrs["dtype"]
+    if node.attrs["algorithm"] != "three_fry":
+        raise Refused(f"{_where(node)} draws {node.attrs['algorithm']} bits along a padded dimension")
+    out = state.fresh_dims(shape)
+    wide = state.widened(shape, out)
+    total = int(np.prod(wide, dtype=np.int64))
+    drawn = state.make(node.op, tuple(operands), {**node.attrs, "shape": (total,)}, node.loc)
+    bits = Value(drawn, 1)
+    dims = [out.get(j, ((n, None),)) for j, n in enumerate(shape)]
+    factors = [f for fs in dims for f in fs]
+    first = next(k for k, (_, sym) in enumerate(factors) if sym is not None)
+    if all(state.size((f,)) == 1 for f in factors[:first]) and all(sym is None for _, sym in factors[first + 1:]):
+        bits = state.value("reshape", (bits,), {"shape": wide})  # the valid positions come first
+    else:
+        bits = state.value("gather", (bits, _unpadded_index(state, wide, dims, total)), dict(
+            offset_dims=(), collapsed_slice_dims=(0,), operand_batching_dims=(), start_indices_batching_dims=(),
+            start_index_map=(0,), index_vector_dim=len(wide), slice_sizes=(1,), indices_are_sorted=False))
+    count = None
+    for n, sym in factors:
+        size = state.index_scalar(n) if sym is None else Value(state.valid[sym], 0)
+        size = state.value("convert", (size,), {"dtype": "ui64"})
+        count = size if count is None else state.value("mul", (count, size), {})
+    if to_numpy_dtype(dtype).itemsize < 8:  # two 32-bit words per counter
+        one, two = (state.value("constant", (), {"value": np.asarray(k, np.uint64)}) for k in (1, 2))
+        count = state.value("div", (state.value("add", (count, one), {}), two), {})
+    zero = state.value("constant", (), {"value": np.zeros(1, np.uint64)})
+    moved = state.value("concatenate", (zero, state.value("reshape", (count,), {"shape": (1,)})), {"dim": 0})
+    after = state.value("add", (operands[0], moved), {})
+    return {}, ((after, bits),), [{}, out], "optimization_barrier"
+
+
+def _unpadded_index(state, wide: tuple, dims: list, total: int) -> Value:
+    """Per position of ``wide`` (and a trailing index vector of one), its
+    flat index in the value at the valid sizes. ``dims``: each dimension's
+    factors, outermost first; the padded positions' indices stay below
+    ``total``, the padded count."""
+    itype = "i32" if total < 2**31 else "i64"
+    shape = wide + (1,)
+    index, stride = None, None
+    for j in range(len(dims) - 1, -1, -1):
+        sizes = [state.size((f,)) for f in dims[j]]
+        flat = state.value("iota", (), {"dim": j, "shape": shape, "dtype": itype})
+        for at in range(len(dims[j]) - 1, -1, -1):
+            n, sym = dims[j][at]
+            one, inner = flat, int(np.prod(sizes[at + 1:], dtype=np.int64))
+            if inner > 1:  # the factor's index out of the dimension's
+                one = state.value("div", (one, state.splat(_integer(state, inner, itype), shape)), {})
+            if at > 0:
+                one = state.value("rem", (one, state.splat(_integer(state, sizes[at], itype), shape)), {})
+            if stride is not None:
+                one = state.value("mul", (one, state.splat(stride, shape)), {})
+            index = one if index is None else state.value("add", (index, one), {})
+            size = _integer(state, n, itype) if sym is None else _converted(state, state.valid[sym], itype)
+            stride = size if stride is None else state.value("mul", (stride, size), {})
+    return index
+
+
+def _integer(state, n: int, itype: str) -> Value:
+    return state.value("constant", (), {"value": np.asarray(n, to_numpy_dtype(itype))})
+
+
+def _converted(state, valid, itype: str) -> Value:
+    v = Value(valid, 0)
+    return v if itype == "i32" else state.value("convert", (v,), {"dtype": itype})
 
 
 def _barrier(state, node, operands, pads):
@@ -1554,6 +1636,7 @@ OWN_RULES = {
     "lane_moments": _lanes,
     "cascade_sum": _cascade,
     "optimization_barrier": _barrier,
+    "rng_bit_generator": _random_bits,
     "vector_sum": _eager_sum,
     "norm_squares": _eager_sum,
     "column_sum": _eager_sum,
