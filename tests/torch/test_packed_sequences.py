@@ -14,6 +14,7 @@ always be on CPU`` at the user's ``pack_padded_sequence`` call)."""
 from __future__ import annotations
 
 import copy
+import math
 import sys
 from pathlib import Path
 
@@ -226,6 +227,25 @@ def test_a_training_loop_over_other_lengths_runs_a_bounded_number_of_programs(de
     got, compiles = _train(lazy, dev, batches, lazycore.mark_step)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     assert sum(compiles) <= 8 and compiles[-3:] == [0, 0, 0], compiles  # (14 before: one a batch)
+
+
+def test_dropout_between_packed_layers_runs_a_bounded_number_of_programs(dev):
+    """A two-layer tagger with dropout between its layers: dropout's bits over
+    the packed count are padded with it (one program a batch before: 11-13 s
+    a step; tests/torch/test_random_under_buckets.py checks that a padded
+    draw gives the unpadded draw's numbers)."""
+    g = torch.Generator().manual_seed(3)
+    batches = []
+    for n in (20, 7, 17, 12, 20, 9, 15, 11, 19):
+        lengths = torch.randint(2, n + 1, (6,), generator=g)
+        lengths[0] = n
+        batches.append((torch.randint(0, 50, (6, 20), generator=g), lengths, torch.randint(0, 3, (6,), generator=g)))
+    torch.manual_seed(0)
+    model = _Tagger()
+    model.rnn = torch.nn.LSTM(8, 8, num_layers=2, dropout=0.3, batch_first=True, bidirectional=True)
+    losses, compiles = _train(model.to(dev), dev, batches, lazycore.mark_step)
+    assert all(math.isfinite(v) for v in losses)
+    assert sum(compiles) <= 4 and compiles[-4:] == [0, 0, 0, 0], compiles
 
 
 def _batch():
