@@ -218,7 +218,8 @@ class Padded:
         try:
             result = spec.infer(*types, **attrs)
         except ShapeError as e:
-            raise Refused(f"lazy.{op} does not fit the bucket sizes ({e})") from None
+            where = _where(self.at) if self.at is not None else f"lazy.{op}"
+            raise Refused(f"{where} does not fit the bucket sizes (lazy.{op}: {e})") from None
         return make_node(spec, tuple(operands), attrs, result, loc)
 
     def value(self, op: str, operands: tuple, attrs: dict) -> Value:
@@ -519,6 +520,7 @@ def pad_graph(walk, marks: dict[int, dict[int, Factors]], symbols: dict[int, int
 def _walked(walk, marks, symbols, bucket_of, widen, recalled) -> Padded:
     """The walks of :func:`pad_graph`: the last one's state."""
     as_made: dict[int, frozenset[int]] = {}
+    first = None  # the first walk's first refusal
     for _ in range(_ROUNDS):
         state = Padded(dict(symbols), bucket_of)
         state.widen, state.as_made, state.recalled = widen, dict(as_made), recalled
@@ -526,10 +528,14 @@ def _walked(walk, marks, symbols, bucket_of, widen, recalled) -> Padded:
         for node in walk.order:
             try:
                 state.node(node, marks.get(id(node)))
-            except Refused:
+            except Refused as e:
+                first = str(e) if first is None else first
                 found = {k: dims for k, dims in _by_chance(state, node).items()
                          if not dims <= as_made.get(k, frozenset())}
                 if not found and not more:
+                    if as_made and str(e) != first:  # (the values made as they are may have caused this one)
+                        raise Refused(f"{first} (then, with values made at a symbol's size as they are: {e})") \
+                            from None
                     raise
                 # walked on with the node as it is, to find every such value in
                 # one walk (this walk's graph is not the one kept; a refusal
