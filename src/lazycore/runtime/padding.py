@@ -834,8 +834,8 @@ def _random_bits(state, node, operands, pads):
     state after that draw: a padded step draws the unpadded step's numbers.
     A counter-based (``three_fry``) draw of ``n`` elements is the first ``n``
     of any longer draw from its state and moves its counter, the state's
-    second word, by ``n`` (64-bit bits) or ``n / 2`` rounded up (tests/
-    test_random_padding.py holds XLA to it): so the bits are drawn flat at
+    second word, by ``n`` (64-bit bits) or ``n / 2`` rounded up (tests/torch/
+    test_random_under_buckets.py holds XLA to it): so the bits are drawn flat at
     the padded count and each valid position reads its unpadded flat index
     (the padded value itself where that is the same: the first dimension's
     padding), and the counter moves by the valid count. The padded
