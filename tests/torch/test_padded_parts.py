@@ -121,3 +121,25 @@ def test_a_made_value_at_a_counts_size_by_chance_is_not_refused(dev, device_valu
         torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
         compiles.append(_compiles() - before)
     assert compiles[1:] == [0, 0, 0], compiles
+
+
+def test_labels_shifted_by_a_pad_and_a_slice_stay_padded(dev):
+    """transformers' causal-LM loss shifts its labels left with
+    ``pad(labels, (0, 1), value=-100)[..., 1:]``: the slice of the padded
+    value from 1 on is the padded labels shifted, -100 from the valid
+    length - 1 on, so a marked sequence length runs one program (one per
+    length before: the pad was made at its own size) with eager's values."""
+    before = metrics.counters()["compiles"]
+    for t in (30, 31, 29, 32):
+        g = torch.Generator().manual_seed(t)
+        labels, logits = torch.randint(0, 9, (2, t), generator=g), torch.randn(2, t, 9, generator=g)
+
+        def loss(labels, logits):
+            shifted = torch.nn.functional.pad(labels, (0, 1), value=-100)[..., 1:].contiguous()
+            return shifted, torch.nn.functional.cross_entropy(logits.reshape(-1, 9), shifted.view(-1))
+
+        got = loss(ltorch.dynamic(labels.to(dev), 1), ltorch.dynamic(logits.to(dev), 1))
+        want = loss(labels, logits)
+        torch.testing.assert_close(got[0].cpu(), want[0], rtol=0, atol=0)
+        torch.testing.assert_close(got[1].cpu(), want[1], rtol=0, atol=0)
+    assert metrics.counters()["compiles"] - before == 1

@@ -1015,6 +1015,9 @@ def _dot(state, node, operands, pads):
 
 
 def _slice(state, node, operands, pads):
+    shifted = _shifted(state, node)
+    if shifted is not None:
+        return shifted
     a = node.attrs
     source = node.operands[0][0].types[node.operands[0][1]].shape
     parts = _parts(state, a, pads[0], source, operands[0].type.shape)
@@ -1042,6 +1045,51 @@ def _slice(state, node, operands, pads):
             out[d] = f
             limit[d] = b
     return {**a, "limit": tuple(limit)}, operands, out
+
+
+def _shifted(state, node):
+    """A slice that takes a value padded at the end of a padded dimension
+    by ``k`` from a start ``s <= k`` on, as long as the value (transformers'
+    causal-LM labels: ``pad(labels, (0, 1), value=-100)[..., 1:]``, the
+    labels shifted left): the padded value shifted left by ``s``, with the
+    padding value from ``valid - s`` on; padded as the value is. None where
+    the slice is another (``_pad`` then made the padded value at its own
+    size, a fixed length's)."""
+    source = node.operands[0][0]
+    if source.is_leaf or source.op != "pad" or type(node.operands[0]) is not Value:
+        return None
+    x, value = source.operands
+    xpads = state.new[id(x[0])][1][x[1]]
+    xshape = x[0].types[x[1]].shape
+    a, p = node.attrs, source.attrs
+    shifts = {}
+    for d, n in enumerate(source.types[0].shape):
+        s, limit = a["start"][d], a["limit"][d]
+        if a["strides"][d] != 1 or p["interior"][d]:
+            return None
+        f = xpads.get(d)
+        if f is not None and len(f) == 1 and f[0][1] is not None and not p["low"][d] \
+                and 0 < s <= p["high"][d] and limit - s == xshape[d]:
+            shifts[d] = s
+        elif s or limit != n or p["low"][d] or p["high"][d]:
+            return None
+    if not shifts:
+        return None
+    x, value = state.moved(x), state.moved(value)
+    wide = x.type.shape
+    zeros = (0,) * len(wide)
+    at = tuple(shifts.get(d, 0) for d in range(len(wide)))
+    moved = state.value("pad", (x, value), {"low": zeros, "high": at, "interior": zeros})
+    moved = state.value("slice", (moved,), {"start": at, "limit": tuple(s + n for s, n in zip(at, wide)),
+                                            "strides": (1,) * len(wide)})
+    pred = None
+    for d, s in shifts.items():
+        index = state.value("iota", (), {"dim": d, "shape": wide, "dtype": "i32"})
+        index = state.value("add", (index, state.splat(state.index_scalar(s), wide)), {})
+        valid = state.splat(Value(state.valid[xpads[d][0][1]], 0), wide)
+        below = state.value("compare", (index, valid), {"direction": "LT"})
+        pred = below if pred is None else state.value("and", (pred, below), {})
+    return {}, [pred, moved, state.splat(value, wide)], dict(xpads), "select"
 
 
 def _tail(a, d: int, factors: Factors, source: tuple) -> bool:
