@@ -431,10 +431,12 @@ def _attrs(node) -> str:
     which lets padded dimensions take their symbols' sizes (a random draw's
     ``shape``: its bits' type)."""
     a = node.attrs
-    spec = OPS.get(f"lazy.{node.op}")
-    if len(node.types) != 1 and (spec is None or spec.params_from is None):
-        return attrs_key(a)
-    out = node.types[spec.results.index(spec.params_from) if len(node.types) != 1 else 0].shape  # (a draw's bits)
+    out = node.types[0].shape
+    if len(node.types) != 1:  # (a draw: the result its shape describes, its bits)
+        spec = OPS.get(f"lazy.{node.op}")
+        if spec is None or spec.params_from is None:
+            return attrs_key(a)
+        out = node.types[spec.results.index(spec.params_from)].shape
     shape = a.get("shape")
     if shape is not None and tuple(shape) == out:
         return _without(a, "shape") + " (its shape)"

@@ -232,8 +232,8 @@ class Padded:
             out *= n if sym is None else self.symbols[sym]
         return out
 
-    def index_scalar(self, value: int) -> Value:
-        return self.value("constant", (), {"value": np.asarray(value, np.int32)})
+    def index_scalar(self, value: int, dtype: str = "i32") -> Value:
+        return self.value("constant", (), {"value": np.asarray(value, to_numpy_dtype(dtype))})
 
     def splat(self, v: Value, shape: tuple) -> Value:
         return self.value("broadcast_in_dim", (v,), {"dims": (), "shape": shape})
@@ -886,19 +886,15 @@ def _unpadded_index(state, wide: tuple, dims: list, total: int) -> Value:
             n, sym = dims[j][at]
             one, inner = flat, int(np.prod(sizes[at + 1:], dtype=np.int64))
             if inner > 1:  # the factor's index out of the dimension's
-                one = state.value("div", (one, state.splat(_integer(state, inner, itype), shape)), {})
+                one = state.value("div", (one, state.splat(state.index_scalar(inner, itype), shape)), {})
             if at > 0:
-                one = state.value("rem", (one, state.splat(_integer(state, sizes[at], itype), shape)), {})
+                one = state.value("rem", (one, state.splat(state.index_scalar(sizes[at], itype), shape)), {})
             if stride is not None:
                 one = state.value("mul", (one, state.splat(stride, shape)), {})
             index = one if index is None else state.value("add", (index, one), {})
-            size = _integer(state, n, itype) if sym is None else _converted(state, state.valid[sym], itype)
+            size = state.index_scalar(n, itype) if sym is None else _converted(state, state.valid[sym], itype)
             stride = size if stride is None else state.value("mul", (stride, size), {})
     return index
-
-
-def _integer(state, n: int, itype: str) -> Value:
-    return state.value("constant", (), {"value": np.asarray(n, to_numpy_dtype(itype))})
 
 
 def _converted(state, valid, itype: str) -> Value:
