@@ -1,10 +1,20 @@
-"""Helpers shared by tests: bit-for-bit comparison of float arrays (the exactness tests), index checks found in StableHLO text."""
+"""Helpers shared by tests: bit-for-bit comparison of float arrays (the exactness tests), index checks found in
+StableHLO text, the variants CI leaves to the by-hand run."""
 
 import functools
+import os
 import re
 
 import numpy
 import pytest
+
+
+FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
+BY_HAND = pytest.mark.skipif(not FULL, reason="a variant whose path CI runs in another (the suite's 40 minutes): "
+                                              "LAZYCORE_TEST_FULL=1")
+"""The mark of a parametrized variant CI leaves out, where a variant CI keeps takes the same path
+(one prompt and a batch of them, one optimizer of a family): the by-hand run (``LAZYCORE_TEST_FULL=1``)
+runs it, as it runs the model families' other members."""
 
 
 def bits_equal(got, want):

@@ -1,11 +1,16 @@
 """The tiny GPT-2 and left-padded prompts the generation tests share."""
 
+import pytest
 import torch
 
 import lazycore
+from _bits import BY_HAND
 
 VOCAB = 128
 LENGTHS = (3, 5, 8, 10, 12, 13, 15, 16)  # left-padded to 16
+ONE_AND_MANY = [pytest.param((8,), id="1-prompt", marks=BY_HAND), pytest.param(LENGTHS, id="8-prompts")]
+"""One prompt and a left-padded batch: CI runs the batch, whose decoding is one prompt's
+with a padded mask besides."""
 
 
 def programs() -> int:

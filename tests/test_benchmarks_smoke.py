@@ -9,12 +9,15 @@ skipped here (its compile alone takes tens of seconds on CI machines); a full
 level 0: compiling is most of the smoke run's time, level 0 halves it, and
 nothing here is timed.
 
-The README's test command leaves out the four whose subjects other tests
-cover (8: meshes, tests/torch/test_sharding.py; 11: rolled layers,
+The README's test command leaves out those whose subjects other tests
+cover (4: first steps and a second process loading from disk, tests/test_disk_cache.py;
+8: meshes, tests/torch/test_sharding.py; 10: shape buckets, tests/test_buckets.py and
+tests/torch/test_shape_buckets.py; 11: rolled layers,
 tests/torch/test_rolling_training.py; 12: index checks,
 tests/test_index_check_cost.py; 13: transformers steps, tests/zoo; 17:
 recurrent layers, tests/torch/test_recurrent_loops.py), which
-are half of the smoke's time (150 of 314 s alone); ``LAZYCORE_TEST_FULL=1`` runs every benchmark.
+are more than half of the smoke's time (4 and 10: 34 of 153 s alone on an AMD EPYC);
+``LAZYCORE_TEST_FULL=1`` runs every benchmark.
 """
 
 import json
@@ -26,7 +29,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 ALL = {"1", "2", "2d", "3", "4", "5", "6", "7", "7b", "7c", "7d", "8", "8d", "9", "10", "11", "12", "13", "14", "15", "16", "17"}
-FULL_ONLY = {"8", "8d", "11", "12", "13", "17"}
+FULL_ONLY = {"4", "8", "8d", "10", "11", "12", "13", "17"}
 
 
 def test_benchmark_suite_quick(tmp_path):

@@ -18,7 +18,8 @@ float32 runs were as far from float64 (last stage 6.0e-5 eager, 8.0e-5 lazycore:
 norm over 4 values of 1x1 maps); the loop runs 64 pixels and 8 images (loss 2.0e-6,
 state 5.5e-6; float64: eager 6.8e-6, lazycore 5.9e-6).
 
-CI runs two loops (see ``_CI``); the others run with ``LAZYCORE_TEST_FULL=1``.
+CI runs one loop (see ``_CI``; Helium, Llama-shaped, left it to keep CI under its 40 minutes); the others run
+with ``LAZYCORE_TEST_FULL=1``.
 """
 
 import os
@@ -32,7 +33,7 @@ import cases_hunt36 as cases  # noqa: E402
 from cases_hunt27 import check_outcome  # noqa: E402
 from test_hunt26_torch import full_only  # noqa: E402 (the shared harness)
 
-_CI = ("nemotron_causal_lm_cosine", "helium_causal_lm_linear")  # one layer each
+_CI = ("nemotron_causal_lm_cosine",)  # one layer
 
 # name -> bounds other than (loss rtol 1e-5, state 1e-5, no compile after 2 steps, 1 program a step)
 _BOUNDS: dict = {

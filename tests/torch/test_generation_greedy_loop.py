@@ -21,6 +21,7 @@ from lazycore.ir import events
 
 transformers = pytest.importorskip("transformers")
 
+from _bits import BY_HAND  # noqa: E402
 from _generation_models import LENGTHS, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402
 from _replay_counts import Dispatches  # noqa: E402
 
@@ -38,8 +39,11 @@ def _generate(model, ids, mask, n, cache="static", **kw):
         return model.generate(ids, attention_mask=mask, max_new_tokens=n, do_sample=False, **kw)
 
 
-@pytest.mark.parametrize("lengths", [(8,), LENGTHS], ids=["1-prompt", "8-prompts"])
-@pytest.mark.parametrize("cache", ["static", "dynamic"])
+@pytest.mark.parametrize("cache,lengths", [
+    pytest.param("static", (8,), id="static-1-prompt"),
+    pytest.param("static", LENGTHS, id="static-8-prompts", marks=BY_HAND),
+    pytest.param("dynamic", (8,), id="dynamic-1-prompt", marks=BY_HAND),
+    pytest.param("dynamic", LENGTHS, id="dynamic-8-prompts")])
 def test_a_later_token_dispatches_no_op(clean_runtime, monkeypatch, lengths, cache):
     eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
     ids, mask = _prompts(lengths)
@@ -77,8 +81,8 @@ def test_sixty_four_tokens_programs(clean_runtime):
     assert _programs() - before <= 2 + 2
 
 
-@pytest.mark.parametrize("kw", [dict(repetition_penalty=1.5), dict(min_new_tokens=3)],
-                         ids=["logits-processor", "min-new-tokens"])
+@pytest.mark.parametrize("kw", [pytest.param(dict(repetition_penalty=1.5), id="logits-processor"),
+                                pytest.param(dict(min_new_tokens=3), id="min-new-tokens", marks=BY_HAND)])
 def test_processors_decode_through_transformers_loop(clean_runtime, kw):
     # a logits processor reads the ids: transformers' own loop, as before
     eager, lazy = _gpt2(), _gpt2().to(ltorch.device())

@@ -18,7 +18,8 @@ import lazycore.torch as ltorch
 
 transformers = pytest.importorskip("transformers")
 
-from _generation_models import LENGTHS, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402
+from _generation_models import (  # noqa: E402
+    ONE_AND_MANY, gpt2 as _gpt2, programs as _programs, prompts as _prompts)
 
 
 def _generate(model, ids, mask, n, **kw):
@@ -35,7 +36,7 @@ def _reads(model, ids, mask, n, **kw):
     return out.cpu(), reads, programs
 
 
-@pytest.mark.parametrize("lengths", [(8,), LENGTHS], ids=["1-prompt", "8-prompts"])
+@pytest.mark.parametrize("lengths", ONE_AND_MANY)
 def test_max_length_decoding_reads_nothing_per_token(clean_runtime, lengths):
     eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
     ids, mask = _prompts(lengths)

@@ -20,7 +20,7 @@ from lazycore.runtime import pjrt
 
 transformers = pytest.importorskip("transformers")
 
-from _generation_models import LENGTHS, gpt2, prompts  # noqa: E402
+from _generation_models import ONE_AND_MANY, gpt2, prompts  # noqa: E402
 
 
 def _generate(model, ids, mask, n):
@@ -33,7 +33,7 @@ def _executions() -> int:
     return lazycore.metrics.counters()["executions"]
 
 
-@pytest.mark.parametrize("lengths", [(8,), LENGTHS], ids=["1-prompt", "8-prompts"])
+@pytest.mark.parametrize("lengths", ONE_AND_MANY)
 def test_one_launch_per_warm_token(clean_runtime, lengths):
     dev = ltorch.device()
     eager, lazy = gpt2(), gpt2().to(dev)

@@ -31,7 +31,9 @@ import lazycore.torch as ltorch
 
 transformers = pytest.importorskip("transformers")
 
-from _generation_models import LENGTHS, VOCAB, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402,F401
+from _bits import BY_HAND  # noqa: E402
+from _generation_models import (  # noqa: E402,F401
+    LENGTHS, ONE_AND_MANY, VOCAB, gpt2 as _gpt2, programs as _programs, prompts as _prompts)
 
 
 def _programs_of_call(make, lengths, n, cache, masked=True) -> int:
@@ -84,7 +86,7 @@ def test_left_padded_prompts_default_cache(clean_runtime, static_for_default):
     assert _programs_of_call(_gpt2, LENGTHS, 16, "dynamic") <= 5
 
 
-@pytest.mark.parametrize("lengths", [(8,), LENGTHS], ids=["1-prompt", "8-prompts"])
+@pytest.mark.parametrize("lengths", ONE_AND_MANY)
 def test_static_cache(clean_runtime, lengths):
     # the setup's small reads (2 for one prompt, 3 for a batch of 8), the
     # prompt, and one program for every later token; the prompt's check of
@@ -102,7 +104,7 @@ def _t5():
     return model
 
 
-@pytest.mark.parametrize("cache", ["dynamic", "static"])
+@pytest.mark.parametrize("cache", [pytest.param("dynamic", marks=BY_HAND), "static"])
 def test_encoder_decoder(clean_runtime, cache):
     # one prompt, no attention mask (generate()'s setup then reads nothing):
     # the encoder, the decoder's first token, then decoding: one program with
@@ -112,7 +114,7 @@ def test_encoder_decoder(clean_runtime, cache):
     assert _programs_of_call(_t5, (8,), 16, cache, masked=False) <= (5 if cache == "dynamic" else 3)
 
 
-@pytest.mark.parametrize("cache", ["static", "dynamic"])
+@pytest.mark.parametrize("cache", ["static", pytest.param("dynamic", marks=BY_HAND)])
 def test_other_prompt_length_decodes_with_programs_made(clean_runtime, cache):
     # transformers keeps a static cache as long as the longest call's before
     # it; the growing sequence is padded to that length, not each call's own

@@ -25,7 +25,9 @@ transformers = pytest.importorskip("transformers")
 
 FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 
-from _generation_models import LENGTHS, VOCAB, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402,F401
+from _bits import BY_HAND  # noqa: E402
+from _generation_models import (  # noqa: E402,F401
+    LENGTHS, ONE_AND_MANY, VOCAB, gpt2 as _gpt2, programs as _programs, prompts as _prompts)
 
 
 @pytest.fixture
@@ -55,7 +57,7 @@ def _counts(model):
     return generation.decoding_steps(model)  # (a step's own calls and greedy decoding's whole tokens)
 
 
-@pytest.mark.parametrize("lengths", [(8,), LENGTHS], ids=["1-prompt", "8-prompts"])
+@pytest.mark.parametrize("lengths", ONE_AND_MANY)
 def test_static_decoding_replays(clean_runtime, lengths):
     n = 12
     eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
@@ -159,12 +161,8 @@ def test_default_cache_kept_where_seen_or_off(clean_runtime, monkeypatch):
     assert lazy not in generation._DECODERS
 
 
-@pytest.mark.parametrize("lengths", [
-    # CI runs the batch of prompts of several lengths, whose left-padded mask the step grows as one
-    # prompt's: one prompt's run (30 s: its programs with the inputs made op by op are compiled for
-    # this test alone) adds no case
-    pytest.param((8,), marks=pytest.mark.skipif(not FULL, reason="one prompt: LAZYCORE_TEST_FULL=1")),
-    LENGTHS], ids=["1-prompt", "8-prompts"])
+@BY_HAND  # its programs with the inputs made op by op are compiled for this test alone: 38 s of a CI worker
+@pytest.mark.parametrize("lengths", ONE_AND_MANY)
 def test_mask_made_in_the_replayed_step(clean_runtime, monkeypatch, lengths):
     # the decoding step's inputs but the new ids and positions are made in its
     # replayed call (transformers' 4-D attention mask from the filled length
@@ -225,7 +223,7 @@ def test_eager_model_unchanged():
     assert model not in generation._DECODERS
 
 
-@pytest.mark.parametrize("lengths", [(8,), LENGTHS], ids=["1-prompt", "8-prompts"])
+@pytest.mark.parametrize("lengths", ONE_AND_MANY)
 def test_a_token_recalls_the_plan_of_the_token_before(clean_runtime, monkeypatch, lengths):
     # a decoding barrier's ids and mask are one longer than the token
     # before's, so every digest over them differs and no step plan of an

@@ -27,6 +27,7 @@ from lazycore.observe import metrics
 from lazycore.observe.inspect_graph import ir_text
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _bits import BY_HAND  # noqa: E402
 from _recurrent_inputs import inputs as _inputs, on as _on  # noqa: E402
 
 aten = torch.ops.aten
@@ -203,7 +204,7 @@ def _train(model, device, batches, step_end=None):
     return losses, compiles
 
 
-@pytest.mark.parametrize("where", ["device", "loader"])
+@pytest.mark.parametrize("where", ["device", pytest.param("loader", marks=BY_HAND)])
 def test_a_training_loop_over_other_lengths_runs_a_bounded_number_of_programs(dev, tmp_path, monkeypatch, where):
     # (every batch of other lengths compiled its own program: 3-11 s a step;
     # "loader": a collate function packs on the CPU and the loop moves the

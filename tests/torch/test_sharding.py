@@ -20,6 +20,7 @@ import lazycore as lc
 import lazycore.torch as ltorch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _bits import BY_HAND  # noqa: E402
 from isolated import FOUR_DEVICES, run_isolated  # noqa: E402
 
 STEPS = 10
@@ -221,5 +222,6 @@ def test_data_parallel_transformer_matches_eager():
     run_isolated(__file__, "_transformer_data_parallel", env=FOUR_DEVICES)
 
 
+@BY_HAND  # data parallel: the transformer above; a second axis: the MLP's parameters above (24 s of a CI worker)
 def test_transformer_with_weights_split_on_a_second_axis_matches_eager():
     run_isolated(__file__, "_transformer_two_axes", env=FOUR_DEVICES)
