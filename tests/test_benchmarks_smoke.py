@@ -14,9 +14,9 @@ cover (4: first steps and a second process loading from disk, tests/test_disk_ca
 8: meshes, tests/torch/test_sharding.py; 10: shape buckets, tests/test_buckets.py and
 tests/torch/test_shape_buckets.py; 11: rolled layers,
 tests/torch/test_rolling_training.py; 12: index checks,
-tests/test_index_check_cost.py; 13: transformers steps, tests/zoo; 17:
+tests/test_index_check_cost.py; 13-15: transformers, torchvision and timm steps, tests/zoo; 17:
 recurrent layers, tests/torch/test_recurrent_loops.py), which
-are more than half of the smoke's time (4 and 10: 34 of 153 s alone on an AMD EPYC);
+are more than half of the smoke's time (4, 10, 14 and 15: 56 of 153 s alone on an AMD EPYC);
 ``LAZYCORE_TEST_FULL=1`` runs every benchmark.
 """
 
@@ -29,7 +29,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 ALL = {"1", "2", "2d", "3", "4", "5", "6", "7", "7b", "7c", "7d", "8", "8d", "9", "10", "11", "12", "13", "14", "15", "16", "17"}
-FULL_ONLY = {"4", "8", "8d", "10", "11", "12", "13", "17"}
+FULL_ONLY = {"4", "8", "8d", "10", "11", "12", "13", "14", "15", "17"}
 
 
 def test_benchmark_suite_quick(tmp_path):
