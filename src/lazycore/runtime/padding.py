@@ -247,16 +247,21 @@ class Padded:
         for k, (_, sym) in enumerate(factors):
             if sym is None:
                 continue
-            inner = int(np.prod(sizes[k + 1:], dtype=np.int64))
-            index = flat
-            if inner > 1:  # the factor's index out of the flat one
-                index = self.value("div", (index, self.splat(self.index_scalar(inner), shape)), {})
-            if k > 0:
-                index = self.value("rem", (index, self.splat(self.index_scalar(sizes[k]), shape)), {})
             valid = self.splat(Value(self.valid[sym], 0), shape)
-            below = self.value("compare", (index, valid), {"direction": "LT"})
+            below = self.value("compare", (self.factor_index(flat, sizes, k), valid), {"direction": "LT"})
             pred = below if pred is None else self.value("and", (pred, below), {})
         return pred
+
+    def factor_index(self, flat: Value, sizes: list[int], k: int, dtype: str = "i32") -> Value:
+        """Per element of ``flat`` (indices along a dimension whose padded
+        factors have ``sizes``, outermost first), the index of factor ``k``."""
+        shape, index = flat.type.shape, flat
+        inner = int(np.prod(sizes[k + 1:], dtype=np.int64))
+        if inner > 1:
+            index = self.value("div", (index, self.splat(self.index_scalar(inner, dtype), shape)), {})
+        if k > 0:
+            index = self.value("rem", (index, self.splat(self.index_scalar(sizes[k], dtype), shape)), {})
+        return index
 
     def mask(self, v: Value, dims: dict[int, Factors], kind: str) -> Value:
         """``v`` with the positions past the valid sizes of ``dims`` replaced by the ``kind`` fill."""
@@ -884,11 +889,7 @@ def _unpadded_index(state, wide: tuple, dims: list, total: int) -> Value:
         flat = state.value("iota", (), {"dim": j, "shape": shape, "dtype": itype})
         for at in range(len(dims[j]) - 1, -1, -1):
             n, sym = dims[j][at]
-            one, inner = flat, int(np.prod(sizes[at + 1:], dtype=np.int64))
-            if inner > 1:  # the factor's index out of the dimension's
-                one = state.value("div", (one, state.splat(state.index_scalar(inner, itype), shape)), {})
-            if at > 0:
-                one = state.value("rem", (one, state.splat(state.index_scalar(sizes[at], itype), shape)), {})
+            one = state.factor_index(flat, sizes, at, itype)
             if stride is not None:
                 one = state.value("mul", (one, state.splat(stride, shape)), {})
             index = one if index is None else state.value("add", (index, one), {})
