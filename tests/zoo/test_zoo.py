@@ -10,8 +10,9 @@ batch-norm models do on some CPUs, no further from it than eager), tied weights 
 after the warm-up steps, at most one program per step. Greedy ``generate()``
 gives eager's tokens.
 
-CI runs the models marked ``ci`` in tests/zoo/zoo_models.py (one or two per
-library); ``LAZYCORE_TEST_FULL=1`` (the suite's by-hand flag) runs every model, and
+CI runs the models marked ``ci`` in tests/zoo/zoo_models.py (GPT-2 and ResNet-18:
+Llama and a timm ViT train in CI in other files, as that file says);
+``LAZYCORE_TEST_FULL=1`` (the suite's by-hand flag) runs every model, and
 ``.venv/bin/python tests/zoo/table.py`` prints the table by hand (as the
 differential fuzzer's large budget runs by hand)."""
 
