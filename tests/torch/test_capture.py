@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 import lazycore
 import lazycore.torch as ltorch
-from _bits import BY_HAND  # noqa: E402 (tests/ is on the path)
+from _bits import BY_HAND  # (tests/ is on the path)
 from lazycore.observe import metrics
 from lazycore.trace.capture import CaptureWarning
 

@@ -9,8 +9,6 @@ generate() calls, with tokens equal to eager's and the programs bounded as
 before. These tests count traces, replays and programs, never time.
 """
 
-import os
-
 import pytest
 import torch
 
@@ -22,8 +20,6 @@ from lazycore.runtime import planning
 from lazycore.ir.config import settings
 
 transformers = pytest.importorskip("transformers")
-
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 
 from _bits import BY_HAND  # noqa: E402
 from _generation_models import (  # noqa: E402,F401

@@ -9,7 +9,7 @@ import torch
 
 import lazycore
 import lazycore.torch as ltorch
-from _bits import BY_HAND  # noqa: E402 (tests/ is on the path)
+from _bits import BY_HAND  # (tests/ is on the path)
 from lazycore.ir.config import override
 from lazycore.frontends.torch import optim_replay
 from lazycore.observe import metrics

@@ -6,7 +6,7 @@ from torch import nn
 
 import lazycore
 import lazycore.torch as ltorch
-from _bits import BY_HAND  # noqa: E402 (tests/ is on the path)
+from _bits import BY_HAND  # (tests/ is on the path)
 from lazycore.observe import metrics
 
 
