@@ -117,13 +117,16 @@ def _inputs(exe, seed: int):
     return out
 
 
-def parse_variant(spec: str) -> tuple[str, list[tuple[str, str]]]:
+def parse_variant(spec: str) -> tuple[str, list[tuple[str, str | bool]]]:
     name, _, flags = spec.partition("=")
     pairs = []
     for item in flags.split(";"):
         if item:
             flag, _, value = item.partition(":")
-            pairs.append((flag.strip().lstrip("-"), value.strip()))
+            value = value.strip()
+            # XLA takes a boolean option only as a bool, not the string XLA_FLAGS spells
+            value = {"true": True, "false": False}.get(value.lower(), value)
+            pairs.append((flag.strip().lstrip("-"), value))
     return name, pairs
 
 

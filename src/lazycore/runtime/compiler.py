@@ -9,6 +9,7 @@ loaded from the persistent compile cache, or lowered and compiled here.
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Sequence
 
 import numpy as np
@@ -121,7 +122,17 @@ def _scalar_broadcasts_per_use(op) -> None:
 def compile_stablehlo(module: ir.Module, device=None) -> pjrt.Executable:
     """Serialize a StableHLO module for jaxlib and compile it with PJRT."""
     artifact, inputs, outputs = stablehlo_artifact(module)
-    return pjrt.compile_artifact(artifact, inputs, outputs, device)
+    return pjrt.compile_artifact(artifact, inputs, outputs, device, fusion_emitters=_fusion_emitters(module, artifact))
+
+
+_FLOAT8 = re.compile(r"[<x]f8E")
+
+
+def _fusion_emitters(module: ir.Module, artifact: bytes) -> bool:
+    """Whether XLA emits the program's kernels with its MLIR fusion emitters:
+    a large program, or one computing with float8 (:data:`lazycore.runtime.pjrt.SMALL_PROGRAM_BYTES`).
+    A small program's text is short: printing it is a millisecond of a compile's 30-300."""
+    return len(artifact) >= pjrt.SMALL_PROGRAM_BYTES or bool(_FLOAT8.search(module.operation.get_asm()))
 
 
 def for_platform(pipeline: str, platform: str | None) -> str:
