@@ -1,5 +1,5 @@
 """Helpers shared by tests: bit-for-bit comparison of float arrays (the exactness tests), index checks found in
-StableHLO text, the variants CI leaves to the by-hand run."""
+StableHLO text, the variants and model runs CI leaves to the by-hand run."""
 
 import functools
 import os
@@ -15,6 +15,9 @@ BY_HAND = pytest.mark.skipif(not FULL, reason="a variant whose path CI runs in a
 """The mark of a parametrized variant CI leaves out, where a variant CI keeps takes the same path
 (one prompt and a batch of them, one optimizer of a family): the by-hand run (``LAZYCORE_TEST_FULL=1``)
 runs it, as it runs the model families' other members."""
+
+MODEL_RUN = pytest.mark.skipif(not FULL, reason="a model run: LAZYCORE_TEST_FULL=1")
+"""The mark of a whole model's run CI leaves to the by-hand run: ``LAZYCORE_TEST_FULL=1`` runs it."""
 
 
 def bits_equal(got, want):

@@ -26,8 +26,9 @@ import pathlib
 import subprocess
 import sys
 
+from _bits import FULL  # (tests/ is on the path)
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 ALL = {"1", "2", "2d", "3", "4", "5", "6", "7", "7b", "7c", "7d", "8", "8d", "9", "10", "11", "12", "13", "14", "15", "16", "17"}
 FULL_ONLY = {"4", "8", "8d", "10", "11", "12", "13", "14", "15", "17"}
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from _bits import FULL  # (tests/ is on the path)
+
 HERE = Path(__file__).parent
 
 RUN_EXAMPLES = """
@@ -81,9 +83,6 @@ def test_mesh_programs_with_constraints_and_collectives_write_no_native_log_line
     run = _run(MESH_PROGRAMS, "--xla_force_host_platform_device_count=4")
     assert run.returncode == 0 and run.stdout.rstrip().endswith("mesh: ok"), run.stdout[-3000:] + run.stderr[-3000:]
     assert _foreign_lines(run.stderr) == [], run.stderr[-3000:]
-
-
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 
 
 @pytest.mark.skipif(not FULL, reason="two processes under torchrun (a minute): LAZYCORE_TEST_FULL=1")

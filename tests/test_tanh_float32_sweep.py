@@ -9,16 +9,14 @@ decided by mpmath where it lies within 2**-45 (relative) of a rounding midpoint.
 XLA's float32 tanh is 4.6 ulp off; eager's within an ulp (torch's is off the
 correctly rounded value in half of them)."""
 
-import os
-
 import mpmath
 import numpy
 import pytest
 import torch
 
 import lazycore.torch as lt
+from _bits import FULL  # (tests/ is on the path)
 
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 CHUNK = 1 << 22
 
 

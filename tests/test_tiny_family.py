@@ -10,19 +10,14 @@ no fallback, and captured calls replaying from the third.
 """
 
 import copy
-import os
 import pathlib
 import sys
-
-import pytest
 
 BENCH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 import model_zoo  # noqa: E402
-
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
-full_only = pytest.mark.skipif(not FULL, reason="a model run: LAZYCORE_TEST_FULL=1")
+from _bits import MODEL_RUN  # noqa: E402 (tests/ is on the path)
 
 
 def _mistral():
@@ -34,7 +29,7 @@ def test_family_is_issue_40s_table():
     assert names == ["GPT-2", "BERT", "Llama", "Mistral", "T5"], names
 
 
-@full_only
+@MODEL_RUN
 def test_mistral_trains_as_eager_traced_and_captured():
     import torch
 

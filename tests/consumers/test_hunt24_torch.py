@@ -24,8 +24,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
-full_only = pytest.mark.skipif(not FULL, reason="a model run: LAZYCORE_TEST_FULL=1")
+from _bits import MODEL_RUN  # (tests/ is on the path)
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +178,7 @@ _NAMES = ["falcon-alibi-gqa", "bloom", "gptj", "deberta-v2", "mamba", "swin", "p
           "vitmae"]
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", _NAMES)
 def test_model_trains_as_eager(name):
     pytest.importorskip("transformers")

@@ -44,8 +44,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
-full_only = pytest.mark.skipif(not FULL, reason="a model run: LAZYCORE_TEST_FULL=1")
+from _bits import BY_HAND, MODEL_RUN  # (tests/ is on the path)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "zoo"))
 
@@ -227,8 +226,8 @@ _MULTILABEL = (torch.tensor([[3, 0, -1, 1, 2], [1, -1, 0, 0, 0], [4, 2, 1, -1, 0
                torch.tensor([2, 2, 0, -1, 4]))
 
 
-@pytest.mark.parametrize("reduction", ["mean", pytest.param("sum", marks=full_only),
-                                       pytest.param("none", marks=full_only)])
+@pytest.mark.parametrize("reduction", ["mean", pytest.param("sum", marks=BY_HAND),
+                                       pytest.param("none", marks=BY_HAND)])
 def test_multilabel_margin_loss_and_its_gradient_as_eager(dev, reduction):
     """torch._decomp's forward let the slots after a row's first -1 add their
     hinges (as class 0: mean 3.45 for eager's 0.85); its backward ran eager's
@@ -316,7 +315,7 @@ _LOOPS = {
 }
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", list(_LOOPS))
 def test_user_loop_trains_as_eager(dev, name):
     build, step = _LOOPS[name]
@@ -369,7 +368,7 @@ def _padding(n, length, pad=2):
     return kpm
 
 
-@full_only
+@MODEL_RUN
 def test_multihead_attention_with_masks_as_eager(dev):
     g = torch.Generator().manual_seed(1)
     batches = [[torch.randn(4, 6, 16, generator=g), _padding(4, 6), torch.randint(0, 4, (4,), generator=g)]
@@ -377,7 +376,7 @@ def test_multihead_attention_with_masks_as_eager(dev):
     _assert_as_eager(_train_both(_Attn, batches, _attn_step, dev, lambda m: torch.optim.SGD(m.parameters(), lr=0.1)))
 
 
-@full_only
+@MODEL_RUN
 def test_nn_transformer_with_masks_as_eager(dev):
     g = torch.Generator().manual_seed(1)
     batches = [[torch.randn(2, 6, 16, generator=g), torch.randn(2, 5, 16, generator=g), _padding(2, 6),
@@ -388,7 +387,7 @@ def test_nn_transformer_with_masks_as_eager(dev):
     _assert_as_eager((got, want, lazy, eager, compiles, programs, fallbacks))
 
 
-@full_only
+@MODEL_RUN
 def test_transformer_encoder_fast_path_as_eager(dev):
     """Inference with a padding mask takes PyTorch's fast path (nested tensors
     from the mask, ``_transformer_encoder_layer_fwd``)."""
@@ -430,7 +429,7 @@ def _distributions_step(m, opt, b):
     return loss.detach()
 
 
-@full_only
+@MODEL_RUN
 def test_distributions_losses_as_eager(dev):
     g = torch.Generator().manual_seed(1)
     batches = [[torch.randn(8, 16, generator=g), torch.randn(8, 4, generator=g), torch.randint(0, 4, (8,), generator=g)]
@@ -439,7 +438,7 @@ def test_distributions_losses_as_eager(dev):
                                  lambda m: torch.optim.AdamW(m.parameters(), lr=1e-2)))
 
 
-@full_only
+@MODEL_RUN
 def test_dataloader_pinned_memory_as_eager(dev):
     import lazycore.torch as ltorch
     from torch.utils.data import DataLoader, TensorDataset
@@ -471,14 +470,14 @@ class _Checkpointed(nn.Module):
         return self.o(checkpoint(self.a, x, use_reentrant=self.reentrant))
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("reentrant", [False, True])
 def test_activation_checkpointing_as_eager(dev, reentrant):
     _assert_as_eager(_train_both(lambda: _Checkpointed(reentrant), _cls_batches(), _xent_step, dev,
                                  lambda m: torch.optim.SGD(m.parameters(), lr=0.1)))
 
 
-@full_only
+@MODEL_RUN
 def test_transformers_gradient_checkpointing_as_eager():
     """``model.gradient_checkpointing_enable()`` on the zoo's GPT-2 (its blocks
     recomputed in the backward)."""
@@ -557,7 +556,7 @@ def _hf_specs():
 _HF = ["qwen2-moe", "gemma", "gemma2", "phi", "phi3", "gpt-neox", "opt", "albert", "clip"]
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", _HF)
 def test_transformers_model_trains_as_eager(name):
     pytest.importorskip("transformers")
@@ -592,7 +591,7 @@ def _generate(name, calls=2, **kw):
     return got, want
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name,kw", [
     ("bart", dict(num_beams=2, do_sample=False)),
     ("gpt2", dict(num_beams=2, do_sample=False)),
@@ -606,7 +605,7 @@ def test_generate_as_eager(name, kw):
         torch.testing.assert_close(tokens, want, rtol=0, atol=0)
 
 
-@full_only
+@MODEL_RUN
 def test_sampling_is_reproducible_under_manual_seed():
     """``do_sample=True, top_k=5`` draws from the lazy device's generator (as a
     CUDA model draws from CUDA's): the tokens are not eager's, but one seed
@@ -670,7 +669,7 @@ _TIMM = {
 }
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", list(_TIMM))
 def test_timm_recipe_trains_as_eager(dev, name):
     """timm's train.py pieces: optimizer factory, per-update cosine schedule

@@ -41,10 +41,9 @@ import numpy
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 
 sys.path.insert(0, str(HERE.parent))
-from _bits import cpu_has_avx512  # noqa: E402
+from _bits import FULL, cpu_has_avx512  # noqa: E402
 
 CI = ["confusion_matrix(labels,sw)", "signal.sosfilt", "stats.pearsonr(greater)",
       "differentiate.jacobian", "Nystroem(laplacian)"]  # (two float32 rows a float64 referee judges)

@@ -50,10 +50,10 @@ import sys
 import pytest
 import torch
 
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
-full_only = pytest.mark.skipif(not FULL, reason="a model run: LAZYCORE_TEST_FULL=1")
-
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "zoo"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))  # (_bits, for cases_hunt*.py run as scripts)
+
+from _bits import MODEL_RUN  # noqa: E402
 
 pytest.importorskip("transformers")
 
@@ -220,7 +220,7 @@ _HF = ["electra", "funnel", "longformer", "bigbird", "segformer", "convnextv2", 
        "hf-convnext", "wav2vec2-ctc"]
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", _HF)
 def test_transformers_model_trains_as_eager(name):
     import zoo_harness
@@ -268,7 +268,7 @@ def _detr_run(model, batches, device, each):
     return [float(v.cpu()) for v in losses], compiles, programs
 
 
-@full_only
+@MODEL_RUN
 def test_detr_trains_as_eager(dev):
     import lazycore.torch as ltorch
     from lazycore.observe import metrics
@@ -364,7 +364,7 @@ def _timm_run(model, batches, device, opt_name, each):
     return [float(v.cpu()) for v in losses], compiles, programs
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", list(_TIMM))
 def test_timm_model_trains_as_eager(dev, name):
     timm = pytest.importorskip("timm")

@@ -33,9 +33,9 @@ import pytest
 
 import lazycore.numpy as lnp
 from lazycore.observe import metrics
+from _bits import FULL  # (tests/ is on the path)
 
 HERE = pathlib.Path(__file__).resolve().parent
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 
 # plain NumPy scripts run here, each with the fallbacks it may still record (documented ones:
 # ``add.at``, ``partition``'s NumPy order, ``histogram`` with edges from the values)

@@ -35,7 +35,8 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 
 import cases_hunt27 as cases  # noqa: E402
-from test_hunt26_torch import FULL, dev, full_only  # noqa: E402, F401 (the shared harness; dev is a fixture)
+from _bits import BY_HAND, MODEL_RUN  # noqa: E402 (tests/ is on the path)
+from test_hunt26_torch import dev  # noqa: E402, F401 (the shared harness; dev is a fixture)
 
 # --- CI: the matrix exponential ------------------------------------------------------------------
 
@@ -53,7 +54,7 @@ def _matrices(dtype):
     return [torch.stack(out), out[6]]  # one batch, every interval; a single matrix
 
 
-@pytest.mark.parametrize("dtype", [torch.float32] + [pytest.param(d, marks=full_only)
+@pytest.mark.parametrize("dtype", [torch.float32] + [pytest.param(d, marks=BY_HAND)
                                                      for d in (torch.float64, torch.complex64)])
 def test_matrix_exp_as_eager(dev, dtype):
     from lazycore.observe import metrics
@@ -67,7 +68,7 @@ def test_matrix_exp_as_eager(dev, dtype):
     assert metrics.counters().get("fallbacks", 0) == 0, metrics.fallbacks()
 
 
-@full_only
+@MODEL_RUN
 def test_matrix_exp_nonfinite_and_gradient_as_eager(dev):
     from lazycore.observe import metrics
 
@@ -148,7 +149,7 @@ def _check(out):
 
 def _loop_params():
     for name in cases.CASES:
-        marks = [full_only]
+        marks = [MODEL_RUN]
         if name in _XFAIL:
             marks.append(pytest.mark.xfail(reason=_XFAIL[name], raises=RuntimeError, strict=True))
         yield pytest.param(name, marks=marks)
@@ -160,7 +161,7 @@ def test_users_loop_trains_as_eager(name):
     _check(cases.compare(name, referee="referee" in b or "loss_referee" in b, branches="new_branches" in b))
 
 
-@full_only
+@MODEL_RUN
 def test_logits_processors_as_eager(dev):
     """transformers' samplers' warpers (temperature, top-k/p, min-p, typical,
     epsilon, eta, top-h) and processors (repetition penalties, min length,
@@ -181,7 +182,7 @@ def test_logits_processors_as_eager(dev):
 # --- transformers models (LAZYCORE_TEST_FULL=1) -----------------------------------------------------
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", ["marian", "beit", "dinov2", "perceiver", "mpt", "gpt-bigcode", "starcoder2",
                                   "olmo", "time-series-transformer"])
 def test_transformers_model_trains_as_eager(name):

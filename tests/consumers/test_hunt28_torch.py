@@ -42,7 +42,7 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 
 import cases_hunt28 as cases  # noqa: E402
-from test_hunt26_torch import full_only  # noqa: E402 (the shared harness)
+from _bits import BY_HAND, MODEL_RUN  # noqa: E402 (tests/ is on the path)
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +118,8 @@ def _deform_run(device, x, offset, mask, weight, bias, **kw):
 
 
 @pytest.mark.parametrize("dtype,groups,mask,stride", [
-    (torch.float32, 2, True, 2), pytest.param(torch.float32, 1, False, 1, marks=full_only),
-    pytest.param(torch.float64, 1, True, 1, marks=full_only)])
+    (torch.float32, 2, True, 2), pytest.param(torch.float32, 1, False, 1, marks=BY_HAND),
+    pytest.param(torch.float64, 1, True, 1, marks=BY_HAND)])
 def test_deform_conv2d_and_its_backward_as_eager(dev, dtype, groups, mask, stride):
     """``torchvision.ops.deform_conv2d`` (DCNv1 without a mask, DCNv2 with one)
     and its backward ran eager's kernel: 2 counted fallbacks a training step,
@@ -179,7 +179,7 @@ _BOUNDS = {
 }
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", list(cases.CASES))
 def test_case_as_eager(name):
     bound, fallbacks = _BOUNDS.get(name, (1e-5, 0))
@@ -198,7 +198,7 @@ def test_case_as_eager(name):
 _NOISE = {"siglip": (r".*self_attn\.k_proj\.bias", 4e-3)}
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", ["modernbert", "qwen3", "gemma3", "olmoe", "hubert", "wavlm", "siglip", "rwkv",
                                   "mamba2"])
 def test_transformers_model_trains_as_eager(name):

@@ -47,7 +47,8 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(__file__))
 
 import cases_hunt29 as cases  # noqa: E402
-from test_hunt26_torch import FULL, dev, full_only  # noqa: E402, F401 (the shared harness; dev is a fixture)
+from _bits import FULL, BY_HAND, MODEL_RUN  # noqa: E402 (tests/ is on the path)
+from test_hunt26_torch import dev  # noqa: E402, F401 (the shared harness; dev is a fixture)
 
 
 def _grads(device, fn, *xs):
@@ -77,7 +78,7 @@ def _as_eager(dev, fn, *xs, tol=None):
 # --- CI: the ops the hunt found running eager's kernels --------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, pytest.param(torch.float64, marks=full_only)])
+@pytest.mark.parametrize("dtype", [torch.float32, pytest.param(torch.float64, marks=BY_HAND)])
 def test_bilinear_trains_without_fallback(dev, dtype):
     """``F.bilinear`` (``aten._trilinear``) with and without a bias, on 2-d and
     3-d inputs, and its gradients (``_trilinear`` again, other expansions and
@@ -102,7 +103,7 @@ def test_trilinear_expansions_as_eager(dev):
 
 
 @pytest.mark.parametrize("p,reduction", [(1, "none")] + [
-    pytest.param(p, r, marks=full_only) for p, r in ((2, "mean"), (2, "none"), (1, "mean"), (1, "sum"), (2, "sum"))])
+    pytest.param(p, r, marks=BY_HAND) for p, r in ((2, "mean"), (2, "none"), (1, "mean"), (1, "sum"), (2, "sum"))])
 def test_multi_margin_loss_gradient_without_fallback(dev, p, reduction):
     """``nn.MultiMarginLoss``'s gradient (``aten.multi_margin_loss_backward``:
     a fallback a step before) with class weights, and on a single vector."""
@@ -113,7 +114,7 @@ def test_multi_margin_loss_gradient_without_fallback(dev, p, reduction):
     _as_eager(dev, lambda x: F.multi_margin_loss(x, t[0].to(x.device), p=p, reduction=reduction), x[0])
 
 
-@full_only  # (CI: test_adaptive_max_pool_of_any_size_as_eager's gradient)
+@MODEL_RUN  # (CI: test_adaptive_max_pool_of_any_size_as_eager's gradient)
 @pytest.mark.parametrize("shape,out", [((2, 3, 8, 9), (4, 3)), ((2, 3, 12), 4), ((3, 8, 6), (2, 3)),
                                        ((1, 2, 4, 6, 4), (2, 3, 2))])
 def test_adaptive_max_pool_gradient_without_fallback(dev, shape, out):
@@ -128,7 +129,7 @@ def test_adaptive_max_pool_gradient_without_fallback(dev, shape, out):
 
 
 @pytest.mark.parametrize("shape,out", [((2, 3, 7, 9), (3, 4)), ((2, 2, 4, 4), 1)] + [
-    pytest.param(s, o, marks=full_only) for s, o in (((3, 5, 5), (6, 7)), ((2, 3, 10), 4), ((1, 2, 5, 6, 7), (2, 3, 4)),
+    pytest.param(s, o, marks=BY_HAND) for s, o in (((3, 5, 5), (6, 7)), ((2, 3, 10), 4), ((1, 2, 5, 6, 7), (2, 3, 4)),
                                                      ((2, 4, 4, 4), 1))])
 def test_adaptive_max_pool_of_any_size_as_eager(dev, shape, out):
     """``nn.AdaptiveMaxPool1d/2d/3d`` whose windows do not tile the input (they
@@ -155,7 +156,7 @@ def test_adaptive_max_pool_of_any_size_as_eager(dev, shape, out):
 
 
 @pytest.mark.parametrize("padding,align,dtype", [("zeros", False, torch.float32)] + [
-    pytest.param(p, a, d, marks=full_only) for p, a, d in (("zeros", True, torch.float32),
+    pytest.param(p, a, d, marks=BY_HAND) for p, a, d in (("zeros", True, torch.float32),
                                                            ("border", False, torch.float32),
                                                            ("border", True, torch.float64))])
 def test_grid_sample_gradient_without_fallback(dev, padding, align, dtype):
@@ -228,7 +229,7 @@ _BOUNDS = {
 _REFEREE = {"example_fast_neural_style"}
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", list(cases.CASES))
 def test_loop_trains_as_eager(name):
     elements = name in _REFEREE

@@ -47,13 +47,14 @@ sys.path.insert(0, os.path.dirname(__file__))
 pytest.importorskip("transformers")
 
 import cases_hunt30 as cases  # noqa: E402
-from test_hunt26_torch import FULL, dev, full_only  # noqa: E402, F401 (the shared harness; dev is a fixture)
+from _bits import MODEL_RUN  # noqa: E402 (tests/ is on the path)
+from test_hunt26_torch import dev  # noqa: E402, F401 (the shared harness; dev is a fixture)
 
 
 # --- the models (LAZYCORE_TEST_FULL=1) --------------------------------------------------------------
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", list(cases.by_name()))
 def test_model_trains_as_eager(name):
     import zoo_harness
@@ -69,7 +70,7 @@ def test_model_trains_as_eager(name):
     assert all(lazy and eager for lazy, eager in r.tied.values()), r.tied
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", list(cases.GENERATE))
 def test_generate_as_eager(name):
     got, want, compiles, programs, fallbacks = cases.generate_case(name)

@@ -65,8 +65,8 @@ pytest.importorskip("torchvision")
 pytest.importorskip("timm")
 
 import cases_hunt30v as cases  # noqa: E402
-from _bits import cpu_has_avx512, cpu_vendor  # noqa: E402
-from test_hunt26_torch import FULL, dev, full_only  # noqa: E402, F401 (the shared harness; dev is a fixture)
+from _bits import BY_HAND, MODEL_RUN, cpu_has_avx512, cpu_vendor  # noqa: E402
+from test_hunt26_torch import dev  # noqa: E402, F401 (the shared harness; dev is a fixture)
 
 
 def test_transforms_v2_on_lazy_images_as_eager(dev):
@@ -98,7 +98,7 @@ def test_transforms_v2_on_lazy_images_as_eager(dev):
 
 
 @pytest.mark.parametrize("opt", ["lamb"] + [
-    pytest.param(o, marks=full_only) for o in ("lion", "lars", "adabelief", "nadamw", "madgrad", "rmsproptf")])
+    pytest.param(o, marks=BY_HAND) for o in ("lion", "lars", "adabelief", "nadamw", "madgrad", "rmsproptf")])
 def test_timm_optimizers_with_schedule_as_eager(dev, opt):
     """timm's ``create_optimizer_v2`` optimizers with ``create_scheduler_v2``'s
     cosine schedule and warm-up (``step_update`` each step, as timm's
@@ -157,7 +157,7 @@ _FIRST_STEP = {"timm_dla34": (cases._timm("dla34"), 64), "tv_regnet_x_400mf": (c
                "timm_repvgg_a0": (cases._timm("repvgg_a0"), 64)}
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", list(_FIRST_STEP))
 def test_first_step_layer_by_layer_as_near_float64_as_eager(dev, name):
     """A chaotic loop's first step (its loop below is an xfail: DLA34's four
@@ -213,7 +213,7 @@ def test_first_step_layer_by_layer_as_near_float64_as_eager(dev, name):
     assert abs(got_loss - ref_loss) <= tol, (got_loss, want_loss, ref_loss)
 
 
-@full_only
+@MODEL_RUN
 def test_efficientnet_v2_s_first_step_gradients_per_parameter(dev):
     """EfficientNet-V2-S's loop (AdamW) amplifies its first update's noise
     past any first-step rule (_KNOWN), so its lowering is held at the first
@@ -392,7 +392,7 @@ _ELEMENTS = {
 }
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", [
     pytest.param(n, marks=pytest.mark.xfail(reason=_KNOWN[n], strict=True)) if n in _KNOWN else n
     for n in cases.CASES])

@@ -37,9 +37,9 @@ import numpy
 import pytest
 
 import lazycore.numpy as lnp
+from _bits import FULL  # (tests/ is on the path)
 
 HERE = pathlib.Path(__file__).resolve().parent
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 
 # the fallbacks each case may record: NumPy functions with no lazy version yet (counted,
 # NumPy's values), Boost's incomplete beta and gamma functions in SciPy's special

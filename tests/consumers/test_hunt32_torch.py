@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import cases_hunt32 as cases  # noqa: E402
 from cases_hunt27 import check_outcome  # noqa: E402
-from test_hunt26_torch import full_only  # noqa: E402 (the shared harness)
+from _bits import MODEL_RUN  # noqa: E402 (tests/ is on the path)
 
 _CI = ("parametrize_symmetric_cached_sgd",)
 
@@ -63,13 +63,13 @@ def test_cheap_loop_trains_as_eager(name):
     _check(name)
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", [n for n in cases.CASES if n not in _CI])
 def test_loop_trains_as_eager(name):
     _check(name)
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", list(cases.GENERATE))
 def test_generate_as_eager(name):
     """Greedy prompt lookup / assisted decoding: eager's tokens on three calls,

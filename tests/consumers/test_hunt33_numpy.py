@@ -13,8 +13,9 @@ import sys
 
 import pytest
 
+from _bits import FULL  # (tests/ is on the path)
+
 HERE = pathlib.Path(__file__).resolve().parent
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 
 
 def _child(*args, timeout):

@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import cases_hunt33 as cases  # noqa: E402
 from cases_hunt27 import check_outcome  # noqa: E402
-from test_hunt26_torch import full_only  # noqa: E402 (the shared harness)
+from _bits import MODEL_RUN  # noqa: E402 (tests/ is on the path)
 
 _CI = ("patchtst_forecast_std_scaler",)
 
@@ -94,7 +94,7 @@ def test_cheap_loop_trains_as_eager(name):
     _check(name)
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=_XFAIL[n])) if n in _XFAIL
                                   else n for n in cases.CASES if n not in _CI])
 def test_loop_trains_as_eager(name):

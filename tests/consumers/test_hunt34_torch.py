@@ -35,7 +35,7 @@ pytest.importorskip("torchvision")
 
 import cases_hunt34 as cases  # noqa: E402
 from cases_hunt27 import check_outcome, check_refereed_outcome  # noqa: E402
-from test_hunt26_torch import full_only  # noqa: E402 (the shared harness)
+from _bits import MODEL_RUN  # noqa: E402 (tests/ is on the path)
 
 _CI = ("tv_vit_one_layer_16px",)  # 2 compiles of ~1,900 nodes: 82 s at load 8.6 on the 2 cores, 24-30 s XLA each
 
@@ -111,7 +111,7 @@ def test_cheap_loop_trains_as_eager(name):
     _check(name)
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=_XFAIL[n])) if n in _XFAIL
                                   else n for n in cases.CASES if n not in _CI])
 def test_loop_trains_as_eager(name):

@@ -30,8 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cases_hunt35 as cases  # noqa: E402
 from cases_hunt27 import check_outcome  # noqa: E402
-from test_hunt26_torch import full_only  # noqa: E402 (the shared harness)
-from _bits import ieee_sqrt  # noqa: E402
+from _bits import MODEL_RUN, ieee_sqrt  # noqa: E402
 
 _CI = ("autograd_functional_newton_logistic", "grad_scaler_overflow_accumulate_clip")  # 3-4 s each at load 2.7
 
@@ -71,7 +70,7 @@ def test_cheap_loop_trains_as_eager(name):
     _check(name)
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=_XFAIL[n])) if n in _XFAIL
                                   else n for n in cases.CASES if n not in _CI])
 def test_loop_trains_as_eager(name):
@@ -79,7 +78,7 @@ def test_loop_trains_as_eager(name):
 
 
 
-@full_only
+@MODEL_RUN
 def test_two_loops_in_threads_train_as_eager():
     """autograd.functional's hvp penalty and hunt 27's bfloat16 autocast/GradScaler loop,
     each in its own thread at once on separate lazy tensors (the "two threads crash the

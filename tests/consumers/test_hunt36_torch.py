@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import cases_hunt36 as cases  # noqa: E402
 from cases_hunt27 import check_outcome  # noqa: E402
-from test_hunt26_torch import full_only  # noqa: E402 (the shared harness)
+from _bits import MODEL_RUN  # noqa: E402 (tests/ is on the path)
 
 _CI = ("nemotron_causal_lm_cosine",)  # one layer
 
@@ -78,7 +78,7 @@ def test_cheap_loop_trains_as_eager(name):
     _check(name)
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", [n for n in cases.CASES if n not in _CI])
 def test_loop_trains_as_eager(name):
     _check(name)

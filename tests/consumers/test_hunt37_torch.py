@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import cases_hunt37 as cases  # noqa: E402
 from cases_hunt27 import check_outcome, check_refereed_outcome  # noqa: E402
-from test_hunt26_torch import full_only  # noqa: E402 (the shared harness)
+from _bits import MODEL_RUN  # noqa: E402 (tests/ is on the path)
 
 # name -> bounds other than (loss rtol 1e-5, state 1e-5, no compile after 2 steps, 1 program a step)
 _BOUNDS: dict = {
@@ -63,7 +63,7 @@ def _check(name):
     (check_refereed_outcome if name in _ELEMENTS else check_outcome)(out, _BOUNDS.get(name, {}), cases.WARMUP)
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", list(cases.CASES))
 def test_loop_trains_as_eager(name):
     _check(name)

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import cases_hunt38 as cases  # noqa: E402
 from cases_hunt27 import check_outcome, check_refereed_outcome  # noqa: E402
-from test_hunt26_torch import full_only  # noqa: E402 (the shared harness)
+from _bits import MODEL_RUN  # noqa: E402 (tests/ is on the path)
 
 # name -> bounds other than (loss rtol 1e-5, state 1e-5, no compile after 2 steps, 1 program a step)
 _BOUNDS: dict = {
@@ -48,7 +48,7 @@ _BOUNDS: dict = {
 _ELEMENTS = ("funnel_masked_lm_cosine", "deformable_detr_detection_linear")
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("name", list(cases.CASES))
 def test_loop_trains_as_eager(name):
     out = cases.compare(name, elements=name in _ELEMENTS)

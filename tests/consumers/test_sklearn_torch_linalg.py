@@ -25,7 +25,9 @@ import sys
 import pytest
 
 HERE = pathlib.Path(__file__).resolve()
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
+
+sys.path.insert(0, str(HERE.parents[1]))  # (also run as a script)
+from _bits import FULL  # noqa: E402
 
 
 def _cases():

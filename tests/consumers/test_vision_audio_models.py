@@ -26,8 +26,7 @@ import torch
 
 torchvision = pytest.importorskip("torchvision")
 
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
-full_only = pytest.mark.skipif(not FULL, reason="a model run: LAZYCORE_TEST_FULL=1")
+from _bits import MODEL_RUN  # noqa: E402 (tests/ is on the path)
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +211,7 @@ def _no_dropout(model):
     return model
 
 
-@full_only
+@MODEL_RUN
 def test_lraspp_mobilenet_v3_trains_as_eager():
     import torch.nn.functional as F
     from torchvision.models.segmentation import lraspp_mobilenet_v3_large
@@ -229,7 +228,7 @@ def test_lraspp_mobilenet_v3_trains_as_eager():
     assert fallbacks == (0, {})
 
 
-@full_only
+@MODEL_RUN
 def test_fasterrcnn_mobilenet_trains_without_roi_align_fallback():
     from torchvision.models.detection import fasterrcnn_mobilenet_v3_large_fpn
 
@@ -253,7 +252,7 @@ def test_fasterrcnn_mobilenet_trains_without_roi_align_fallback():
     assert not any("roi_align" in k for k in ops), ops
 
 
-@full_only
+@MODEL_RUN
 def test_clip_contrastive_trains_as_eager():
     transformers = pytest.importorskip("transformers")
     cfg = transformers.CLIPConfig(
@@ -287,7 +286,7 @@ def _features(i):
     return torch.randn(2, 16, 40, generator=torch.Generator().manual_seed(i))
 
 
-@full_only
+@MODEL_RUN
 def test_whisper_trains_as_eager():
     transformers = pytest.importorskip("transformers")
     cfg = _whisper_config(transformers)
@@ -304,7 +303,7 @@ def test_whisper_trains_as_eager():
     assert fallbacks == (0, {})
 
 
-@full_only
+@MODEL_RUN
 def test_whisper_greedy_generate_gives_eager_tokens(dev):
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
@@ -318,7 +317,7 @@ def test_whisper_greedy_generate_gives_eager_tokens(dev):
     assert torch.equal(got.cpu(), want)
 
 
-@full_only
+@MODEL_RUN
 def test_wav2vec2_ctc_trains_as_eager():
     transformers = pytest.importorskip("transformers")
     cfg = transformers.Wav2Vec2Config(

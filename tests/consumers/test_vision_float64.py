@@ -28,8 +28,8 @@ pytest.importorskip("torchvision")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "zoo"))
 
 import float64_table as ft  # noqa: E402
+from _bits import MODEL_RUN  # noqa: E402 (tests/ is on the path)
 
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 WARMUP = 2  # steps that may compile: the model, then the optimizer's state
 
 
@@ -43,11 +43,10 @@ def _no_further_from_float64_than_eager(d, k=1.0):
             assert sl <= k * se, (step, "state", wx, se, we, sl, wl)
 
 
-full_only = pytest.mark.skipif(not FULL, reason="a model run: LAZYCORE_TEST_FULL=1")
 CASES = {c.name: c for c in ft.CASES}
 
 
-@full_only
+@MODEL_RUN
 def test_deeplabv3_as_eager_or_no_further_from_float64():
     d = ft.case_distances(CASES["deeplabv3_mobilenet_v3_large-sgd"])
     _no_further_from_float64_than_eager(d)
@@ -55,7 +54,7 @@ def test_deeplabv3_as_eager_or_no_further_from_float64():
     assert sum(c[2] for c in d["counts"]) == 0, d["counts"]
 
 
-@full_only
+@MODEL_RUN
 def test_fasterrcnn_no_further_from_float64_than_a_relu_kink_takes_it():
     """Faster R-CNN (MobileNetV3-large FPN, 2 images of 64x64, 2 boxes each,
     3 classes). Step 1's gradients part at one ReLU: the box head's fc7

@@ -12,18 +12,16 @@ resolution of SciPy's ufunc. CI checks each grid in one program per dtype; with
 ``LAZYCORE_TEST_FULL=1`` the random part of each grid is larger.
 """
 
-import os
-
 import numpy
 import pytest
 
 import lazycore
 import lazycore.numpy as np
 from lazycore.observe import metrics
+from _bits import FULL  # (tests/ is on the path)
 
 sp = pytest.importorskip("scipy.special")
 mpmath = pytest.importorskip("mpmath")
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 N = 2000 if FULL else 40
 
 inf, nan = numpy.inf, numpy.nan

@@ -14,17 +14,16 @@ Step 3 compiled once more, for two reasons, both fixed:
   of its own now (lazycore.runtime.planning.walk;
   tests/test_runtime_barrier.py::test_handles_sharing_a_value_get_an_output_each)."""
 
-import os
-
 import pytest
 import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 import lazycore as lc
 from lazycore.observe import metrics
+from _bits import FULL  # (tests/ is on the path)
 
 pytestmark = pytest.mark.usefixtures("clean_runtime")
-full_only = pytest.mark.skipif(os.environ.get("LAZYCORE_TEST_FULL") != "1", reason="a training loop: LAZYCORE_TEST_FULL=1")
+full_only = pytest.mark.skipif(not FULL, reason="a training loop: LAZYCORE_TEST_FULL=1")
 
 
 def _programs() -> int:

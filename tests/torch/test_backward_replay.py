@@ -5,8 +5,6 @@ engine runs instead for every graph a replay cannot see into (hooks, Python
 autograd Functions, retain_grad, create_graph, another set of leaves), and a
 replayed graph is freed as the engine frees it."""
 
-import os
-
 import pytest
 import torch
 
@@ -14,8 +12,7 @@ import lazycore
 import lazycore.torch as ltorch
 from lazycore.frontends.torch import backward_replay as br
 from lazycore.observe import metrics
-
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
+from _bits import FULL  # (tests/ is on the path)
 
 
 @pytest.fixture

@@ -12,16 +12,14 @@ the elements of the output, saved mean and invstd, and new running statistics
 that differ from eager's: none may, but where eager's sums take an order only a
 loop over every element could follow (:data:`NEAR`)."""
 
-import os
-
 import pytest
 import torch
 import torch.nn.functional as F
 
 import lazycore
+from _bits import FULL  # (tests/ is on the path)
 
 aten = torch.ops.aten
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 
 CL, CL3 = torch.channels_last, torch.channels_last_3d
 # id -> (shape, memory format, input dtype, parameters' dtype)

@@ -12,15 +12,15 @@ in eager; stepped after it, it replays (tests/torch/test_capture.py,
 tests/torch/test_optim_schedulers_replay.py)."""
 
 import copy
-import os
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 import lazycore.torch as ltorch
+from _bits import FULL  # (tests/ is on the path)
 
-pytestmark = pytest.mark.skipif(os.environ.get("LAZYCORE_TEST_FULL") != "1", reason="real models: full mode only")
+pytestmark = pytest.mark.skipif(not FULL, reason="real models: full mode only")
 
 S = torch.optim.lr_scheduler
 CALLS = 10

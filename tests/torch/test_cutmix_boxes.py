@@ -7,7 +7,6 @@ for bit (frontends/torch/boxes.py, ScalarPolicy.varies).
 
 The timm run (Mixup with CutMix on a tiny DeiT) is LAZYCORE_TEST_FULL=1 only."""
 
-import os
 import random
 
 import numpy as np
@@ -17,10 +16,9 @@ import torch
 import lazycore as lc
 from lazycore.observe import metrics
 from lazycore.observe.inspect_graph import ir_text
+from _bits import FULL  # (tests/ is on the path)
 
 pytestmark = pytest.mark.usefixtures("clean_runtime")
-
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 
 # (y0, y1, x0, x1): sizes 2x3, 1x1, 3x4, 4x2, 2x2, 3x3, none spanning a whole dimension
 BOXES = [(1, 3, 2, 5), (0, 1, 0, 1), (4, 7, 3, 7), (2, 6, 5, 7), (5, 7, 1, 3), (3, 6, 4, 7)]

@@ -25,16 +25,14 @@ float64): 3,308 of 19,324 binary elements, 774 of 2,412 leading-dim results and 
 (2,385-2,809 elements each; so too with only the thread count taken out of capture's
 guard)."""
 
-import os
-
 import pytest
 import torch
 import torch.nn.functional as F
 
 import lazycore
 import lazycore.torch as ltorch
+from _bits import FULL  # (tests/ is on the path)
 
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 DTYPES = [torch.float32, torch.float64] if FULL else [torch.float32]
 """CI runs float32 and two threads (each a program of its own); ``LAZYCORE_TEST_FULL=1`` all."""
 

@@ -12,11 +12,11 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _bits import INTEL_KERNELS  # noqa: E402
+from _bits import FULL, INTEL_KERNELS  # noqa: E402
 
 # widths under one vector, one vector and a tail of 4 or more, several vectors and a short tail;
 # the whole sweep (the tail rules of float32 and float64 at each size) with LAZYCORE_TEST_FULL=1
-WIDTHS = [3, 5, 8, 13, 16, 50, 100] if os.environ.get("LAZYCORE_TEST_FULL") == "1" else [5, 13, 50]
+WIDTHS = [3, 5, 8, 13, 16, 50, 100] if FULL else [5, 13, 50]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -16,8 +16,6 @@ bookkeeping with the length on the device, the cache's reorder; the stop
 is a flag on the device, read every 8 tokens where an end token can stop
 it early."""
 
-import os
-
 import pytest
 import torch
 
@@ -26,10 +24,8 @@ import lazycore.torch as ltorch
 
 transformers = pytest.importorskip("transformers")
 
+from _bits import BY_HAND, MODEL_RUN  # noqa: E402
 from _generation_models import VOCAB, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402
-
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
-full_only = pytest.mark.skipif(not FULL, reason="a model run: LAZYCORE_TEST_FULL=1")
 
 
 def _cold_and_warm(make, ids, mask, n, beams, **extra):
@@ -64,7 +60,7 @@ def test_two_beams_default_cache(clean_runtime):
     assert steps == (2, 9 + 11), steps
 
 
-@full_only
+@MODEL_RUN
 def test_static_cache_beams(clean_runtime):
     # the static cache asked for: the same two programs decode (the prompt's, the step's)
     ids, mask = _prompts((5, 8))
@@ -81,8 +77,8 @@ def _eos_of(model, ids, mask, n, beams, at):
     return int(out[0, ids.shape[1] + at])
 
 
-@pytest.mark.parametrize("early, penalty", [(False, 1.0), pytest.param(True, 1.0, marks=full_only),
-                                            pytest.param("never", 0.7, marks=full_only)],
+@pytest.mark.parametrize("early, penalty", [(False, 1.0), pytest.param(True, 1.0, marks=BY_HAND),
+                                            pytest.param("never", 0.7, marks=BY_HAND)],
                          ids=["default", "early", "never-penalty"])
 def test_end_token_ends_beams(clean_runtime, early, penalty):
     # some beams end at an end token (finished beams kept by their
@@ -97,14 +93,14 @@ def test_end_token_ends_beams(clean_runtime, early, penalty):
     assert steps[1] > 0, steps  # (decoded by the captured step, not transformers' loop)
 
 
-@full_only
+@MODEL_RUN
 def test_returned_sequences(clean_runtime):
     ids, mask = _prompts((5, 8))
     cold, warm, _ = _cold_and_warm(_gpt2, ids, mask, 6, 3, num_return_sequences=2)
     assert warm == 0
 
 
-@full_only
+@MODEL_RUN
 def test_decoding_step_replays(clean_runtime):
     # every token after the first two (recorded) replays the captured step
     from lazycore.frontends.torch.generation import decoding_steps
@@ -120,7 +116,7 @@ def test_decoding_step_replays(clean_runtime):
     assert traced == 2 and replayed == 9, (traced, replayed)
 
 
-@full_only
+@MODEL_RUN
 def test_beam_sampling_bounded(clean_runtime):
     # beam sampling (the draws are the lazy device's own generator's, not
     # eager's) wrote the sampled token at the length baked in until the
@@ -145,7 +141,7 @@ def test_beam_sampling_bounded(clean_runtime):
     assert sample(24) == 0
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("n", [32, 64])
 def test_four_beams_long(clean_runtime, n):
     ids, mask = _prompts((5, 8))
@@ -162,7 +158,7 @@ def _t5():
     return transformers.T5ForConditionalGeneration(cfg).eval()
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("beams", [2, 4])
 def test_encoder_decoder_beams(clean_runtime, beams):
     # tiny T5, 16 tokens: 21 programs for 12 tokens before (2 beams), then

@@ -13,8 +13,6 @@ transformers reorders it); beam sampling's draws are made in the captured
 step, the generator's state a live tensor the step reads and updates.
 These tests count programs, reads and replays, never time."""
 
-import os
-
 import pytest
 import torch
 
@@ -23,10 +21,8 @@ import lazycore.torch as ltorch
 
 transformers = pytest.importorskip("transformers")
 
+from _bits import MODEL_RUN  # noqa: E402
 from _generation_models import VOCAB, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402
-
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
-full_only = pytest.mark.skipif(not FULL, reason="a model run: LAZYCORE_TEST_FULL=1")
 
 
 def _t5():
@@ -69,7 +65,7 @@ def _cold_and_warm(make, n, beams, **extra):
     return (*counts, decoding_steps(lazy))
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("beams, n", [(2, 64), (4, 64)])
 def test_t5_beams_long(clean_runtime, beams, n):
     # 16 tokens: test_generation_beams.py's test_encoder_decoder_beams (6 cold programs before, 3 now)
@@ -79,7 +75,7 @@ def test_t5_beams_long(clean_runtime, beams, n):
     assert steps == (2, 2 * n - 4), steps
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("beams", [2, 4])
 def test_bart_beams(clean_runtime, beams):
     cold, warm, steps = _cold_and_warm(_bart, 16, beams)
@@ -88,7 +84,7 @@ def test_bart_beams(clean_runtime, beams):
     assert steps == (2, 28), steps
 
 
-@full_only
+@MODEL_RUN
 def test_t5_end_token(clean_runtime):
     # an end token some beams make: finished beams, pads, eager's length
     ids, mask = _prompts((5, 8))
@@ -123,7 +119,7 @@ def _sampled(lazy, n, beams, loop: bool, seed: int = 0, **extra):
     return out, counts, after
 
 
-@full_only
+@MODEL_RUN
 def test_beam_sampling_replays(clean_runtime):
     # the draws transformers' loop makes on the lazy device, in one replay
     # per token: before, a read (a wait and a copy) every token
@@ -142,7 +138,7 @@ def test_beam_sampling_replays(clean_runtime):
     assert reads <= 3, reads  # (setup reads and the result: no read per token; 14 before)
 
 
-@full_only
+@MODEL_RUN
 def test_beam_sampling_end_token(clean_runtime):
     # beams end at an end token: the step's draws after beam search stopped
     # (read every 8 tokens) leave the generator's state as it was

@@ -11,8 +11,6 @@ replayed from the second) and that read costs no program. These tests count
 module calls, op dispatches, replays, barriers and programs, never time.
 """
 
-import os
-
 import pytest
 import torch
 
@@ -24,10 +22,10 @@ from lazycore.runtime import buckets
 
 transformers = pytest.importorskip("transformers")
 
+from _bits import FULL  # noqa: E402
 from _generation_models import LENGTHS, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402
 from _replay_counts import Dispatches  # noqa: E402
 
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 full_only = pytest.mark.skipif(not FULL, reason="more generate() runs: LAZYCORE_TEST_FULL=1")
 
 

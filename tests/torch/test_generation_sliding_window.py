@@ -31,8 +31,6 @@ it as the ids' size parameter. Padding now learns such a number where it
 meets it (tests/torch/test_size_literal_before_append.py has it in small).
 """
 
-import os
-
 import pytest
 import torch
 
@@ -41,6 +39,7 @@ import lazycore.torch as ltorch
 
 transformers = pytest.importorskip("transformers")
 
+from _bits import FULL  # noqa: E402
 from _generation_models import VOCAB, programs as _programs, prompts as _prompts  # noqa: E402
 
 _TOKENS = dict(bos_token_id=0, eos_token_id=None, pad_token_id=0)
@@ -74,8 +73,7 @@ def _gpt_oss(window):
 _N = 12
 
 
-_FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
-_LONG = pytest.mark.skipif(not _FULL, reason="~1 min a case: LAZYCORE_TEST_FULL=1 (CI runs mistral-static)")
+_LONG = pytest.mark.skipif(not FULL, reason="~1 min a case: LAZYCORE_TEST_FULL=1 (CI runs mistral-static)")
 
 
 @pytest.mark.parametrize("window, prompt", [(4, 3), pytest.param(8, 6, marks=_LONG)], ids=["w4p3", "w8p6"])

@@ -22,10 +22,10 @@ import torch
 import lazycore.torch as ltorch
 from lazycore.frontends.torch.ops import eager_loops
 from lazycore.ir.graph import LOG
+from _bits import FULL  # (tests/ is on the path)
 
 aten = torch.ops.aten
 F = torch.nn.functional
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,6 @@ product (every optimizer with every boundary, gradient kind and mode).
 
 import inspect
 import math
-import os
 
 import pytest
 import torch
@@ -22,8 +21,8 @@ import torch.nn.functional as F
 
 import lazycore.torch as ltorch
 from lazycore.observe import metrics
+from _bits import FULL  # (tests/ is on the path)
 
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 O = torch.optim
 STEPS = 4
 

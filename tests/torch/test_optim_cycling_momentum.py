@@ -20,8 +20,8 @@ import lazycore.torch as ltorch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _cycling  # noqa: E402
+from _bits import FULL  # noqa: E402 (tests/ is on the path)
 
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 O = torch.optim
 STEPS = 10
 

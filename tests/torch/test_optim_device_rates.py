@@ -5,7 +5,6 @@ again; either way the values are eager's, step by step, from a warm-up that
 starts at lr 0 (and at lr 0 throughout, with a NaN and an infinite gradient)."""
 
 import math
-import os
 
 import pytest
 import torch
@@ -14,8 +13,8 @@ import torch.nn.functional as F
 import lazycore
 import lazycore.torch as ltorch
 from lazycore.observe import metrics
+from _bits import FULL  # (tests/ is on the path)
 
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 O = torch.optim
 STEPS = 8
 

@@ -18,8 +18,6 @@ CI runs each scheduler with one of the optimizers in turn;
 ``LAZYCORE_TEST_FULL=1`` runs the whole cross product.
 """
 
-import os
-
 import numpy as np
 import pytest
 import torch
@@ -27,8 +25,8 @@ import torch.nn.functional as F
 
 import lazycore.torch as ltorch
 from lazycore.observe import metrics
+from _bits import FULL  # (tests/ is on the path)
 
-FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 O = torch.optim
 S = torch.optim.lr_scheduler
 STEPS = 10

@@ -25,17 +25,16 @@ import torch
 import zoo_harness
 import zoo_models
 
-ALL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
-NAMES = [s.name for s in zoo_models.SPECS if ALL or s.ci]
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _bits import FULL, cpu_has_avx512, cpu_vendor  # noqa: E402
+
+NAMES = [s.name for s in zoo_models.SPECS if FULL or s.ci]
 GENERATE_CI = ("gpt2", "t5")  # a decoder and an encoder-decoder
-GENERATE = [s.name for s in zoo_models.SPECS if s.generate and (ALL or s.name in GENERATE_CI)]
+GENERATE = [s.name for s in zoo_models.SPECS if s.generate and (FULL or s.name in GENERATE_CI)]
 
 KNOWN: dict = {}
 """(model, test) -> reason: the failures known today, strict xfails (fixing
 one fails its entry until it is removed)."""
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _bits import cpu_has_avx512, cpu_vendor  # noqa: E402
 
 if cpu_vendor() == "AuthenticAMD" and cpu_has_avx512():
     KNOWN[("resnet18", "parameters")] = (

@@ -9,19 +9,17 @@ tensor every forward: 78c69dd); the other, T5 (an encoder-decoder with relative
 position buckets, 98 s of a loaded CI worker), and the rest of the family with
 ``LAZYCORE_TEST_FULL=1``."""
 
-import os
-
 import pytest
 import torch
 
 import lazycore.torch as ltorch
 import zoo_harness
 import zoo_models
+from _bits import FULL  # (tests/ is on the path)
 
 CALLS = 5
-ALL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 NAMES = [s.name for s in zoo_models.SPECS
-         if s.library == "transformers" and (ALL or s.name == "llama")]
+         if s.library == "transformers" and (FULL or s.name == "llama")]
 KNOWN: dict[str, str] = {}
 """name -> reason: strict xfails, as tests/zoo/test_zoo.py's."""
 
