@@ -20,10 +20,9 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 import lazycore as lc
 from lazycore.observe import metrics
-from _bits import FULL  # (tests/ is on the path)
+from _bits import MODEL_RUN  # (tests/ is on the path)
 
 pytestmark = pytest.mark.usefixtures("clean_runtime")
-full_only = pytest.mark.skipif(not FULL, reason="a training loop: LAZYCORE_TEST_FULL=1")
 
 
 def _programs() -> int:
@@ -61,7 +60,7 @@ def _train(device, steps, **averaging):
             programs, int(average.n_averaged))
 
 
-@full_only
+@MODEL_RUN
 @pytest.mark.parametrize("averaging", [
     {"multi_avg_fn": get_ema_multi_avg_fn(0.9)},  # EMA (torch._foreach_lerp_)
     {},  # SWA's running mean (the default: _foreach_addcdiv_ by n_averaged + 1, a tensor)

@@ -22,11 +22,10 @@ from lazycore.runtime import buckets
 
 transformers = pytest.importorskip("transformers")
 
-from _bits import FULL  # noqa: E402
+from _bits import BY_HAND, MODEL_RUN  # noqa: E402
 from _generation_models import LENGTHS, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402
 from _replay_counts import Dispatches  # noqa: E402
 
-full_only = pytest.mark.skipif(not FULL, reason="more generate() runs: LAZYCORE_TEST_FULL=1")
 
 
 def _generate(model, ids, mask, n, cache="static"):
@@ -76,9 +75,9 @@ def test_a_read_of_device_results_in_the_loop_is_still_a_barrier(clean_runtime):
 
 @pytest.mark.parametrize("cache, lengths, n", [
     ("dynamic", (8,), 1),  # the first token alone: the prompt's program (a few seconds)
-    pytest.param("dynamic", LENGTHS, 4, marks=full_only),
-    pytest.param("static", (8,), 4, marks=full_only),
-    pytest.param("static", LENGTHS, 4, marks=full_only),
+    pytest.param("dynamic", LENGTHS, 4, marks=BY_HAND),
+    pytest.param("static", (8,), 4, marks=BY_HAND),
+    pytest.param("static", LENGTHS, 4, marks=BY_HAND),
 ], ids=["first-token", "dynamic-8-prompts", "static-1-prompt", "static-8-prompts"])
 def test_second_call_replays_the_prompt(clean_runtime, cache, lengths, n):
     eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
@@ -101,7 +100,7 @@ def test_second_call_replays_the_prompt(clean_runtime, cache, lengths, n):
     assert prompt_step.prompt_steps(lazy) == (2, 2)
 
 
-@full_only
+@MODEL_RUN
 def test_first_token_call_dispatches_few_ops(clean_runtime, monkeypatch):
     # generate(max_new_tokens=1), warm: the prompt's forward is one replay;
     # what is left is transformers' setup and the prompt's inputs
@@ -119,7 +118,7 @@ def test_first_token_call_dispatches_few_ops(clean_runtime, monkeypatch):
     assert counts[True] * 4 < counts[False], counts
 
 
-@full_only
+@MODEL_RUN
 def test_off_traces_the_prompt(clean_runtime, monkeypatch):
     monkeypatch.setattr(prompt_step, "PROMPT_REPLAY", False)
     eager, lazy = _gpt2(), _gpt2().to(ltorch.device())
