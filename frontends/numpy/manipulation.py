@@ -913,6 +913,10 @@ def clip(a, a_min=_NoValue, a_max=_NoValue, out=None, *, min=_NoValue, max=_NoVa
         a_max = None if max is _NoValue else max
     elif a_min is _NoValue:
         raise TypeError("clip() missing 1 required positional argument: 'a_min'")
+    elif a_max is _NoValue and min is _NoValue and max is _NoValue:
+        # the Array API standard's clip(x, min): SciPy's array-API code passes the lower bound alone
+        # (xp.clip(p, 0.) in stats.cramervonmises_2samp); NumPy's own clip wants both
+        a_max = None
     elif a_max is _NoValue:
         raise TypeError("clip() missing 1 required positional argument: 'a_max'")
     elif min is not _NoValue or max is not _NoValue:

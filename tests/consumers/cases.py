@@ -240,6 +240,9 @@ def _scipy_cases():
     two(lambda x, y: st.ttest_ind(x, y, axis=-1), name="stats.ttest_ind")
     two(lambda x, y: st.ttest_rel(x, y, axis=-1), name="stats.ttest_rel")
     two(lambda x, y: st.ttest_1samp(x, 0.1, axis=-1), name="stats.ttest_1samp")
+    # (its p-value is xp.clip(p, 0.): the Array API's clip with one bound)
+    two(lambda x, y: (lambda r: (r.statistic, r.pvalue))(st.cramervonmises_2samp(x, y, axis=-1)),
+        name="stats.cramervonmises_2samp")
     two(lambda x, y: st.skew(x, axis=-1), name="stats.skew")
     two(lambda x, y: st.kurtosis(x, axis=-1), name="stats.kurtosis")
     two(lambda x, y: st.zscore(x, axis=-1), name="stats.zscore")
