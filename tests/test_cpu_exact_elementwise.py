@@ -187,3 +187,38 @@ def test_rsqrt_folded_as_eager():
     }}'''
     (folded,) = compiler.run_module(text, [])
     bits_equal(folded, torch.rsqrt(torch.from_numpy(x)).numpy())
+
+
+# --- hypot: glibc's hypotf in float32, correctly rounded in float64 --------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_hypot_as_eager_and_numpy(dtype):
+    # float32: sqrt(x*x + y*y) in float64, rounded once (glibc's hypotf, eager's and NumPy's); the half
+    # types are float32's, rounded once more, as eager computes them
+    x, y = samples(20_000).clamp(-6e4, 6e4).to(dtype), samples(20_000, seed=1).clamp(-6e4, 6e4).to(dtype)
+    bits_equal(host(lazy(lambda a: torch.hypot(a, y.to(lt.device())), x)), host(torch.hypot(x, y)))
+    if dtype == torch.float32:
+        want = numpy.hypot(x.numpy(), y.numpy())
+        bits_equal(numpy.asarray(lnp.hypot(lnp.asarray(x.numpy()), lnp.asarray(y.numpy()))), want)
+    edges = torch.cartesian_prod(SPECIAL, SPECIAL).to(dtype)  # an infinite side wins over a NaN one
+    bits_equal(host(lazy(lambda e: torch.hypot(e[:, 0], e[:, 1]), edges)), host(torch.hypot(edges[:, 0], edges[:, 1])))
+
+
+def test_hypot_float64_correctly_rounded():
+    # eager's bits; NumPy's (glibc's hypot) is off the correctly rounded value in about 0.6% of values
+    x, y = samples().double() * 3, samples(seed=1).double()
+    got = lazy(lambda a: torch.hypot(a, y.to(lt.device())), x).numpy()
+    bits_equal(got, torch.hypot(x, y).numpy())
+    from fractions import Fraction
+
+    xn, yn = x.numpy(), y.numpy()
+    theirs_all = numpy.hypot(xn, yn)
+    off = numpy.nonzero(got != theirs_all)[0]
+    assert len(off) > 0  # (this sample has values where glibc's is not the correctly rounded one)
+    for i in off[:50]:
+        # the exact root is nearer to lazycore's value than to NumPy's: compare the squares exactly
+        a, b = Fraction(float(xn[i])), Fraction(float(yn[i]))
+        exact2, mine, theirs = a * a + b * b, Fraction(float(got[i])), Fraction(float(theirs_all[i]))
+        mid = (mine + theirs) / 2
+        assert (exact2 < mid * mid) == (mine < theirs), i

@@ -242,16 +242,17 @@ def atanh(x):
 
 @rounded_once
 def hypot(a, b):
-    """``m sqrt(1 + (n/m)^2)`` with m = max(|a|, |b|), n = min: no overflow from squaring;
-    an infinite side wins over a NaN one, as C's hypot."""
-    a, b = apply("abs", a), apply("abs", b)
-    m, n = apply("maximum", a, b), apply("minimum", a, b)
-    r = apply("div", n, m)
-    h = apply("mul", m, apply("sqrt", apply("add", full_like(m, 1), apply("mul", r, r))))
-    h = apply("select", apply("compare", m, full_like(m, 0), direction="EQ"), full_like(m, 0), h)
-    inf = apply("or", apply("compare", a, full_like(a, math.inf), direction="EQ"),
-                apply("compare", b, full_like(b, math.inf), direction="EQ"))
-    return apply("select", inf, full_like(m, math.inf), h)
+    """``|a + bi|``: the complex ``abs`` lowering's ``hypot`` (passes/lowering/complex_exact.py), so
+    float32 rounds ``sqrt(a*a + b*b)`` computed in float64 once, as glibc's ``hypotf`` does (NumPy's
+    and eager torch's float32 ``hypot``), and float64 is correctly rounded (eager torch's bits; NumPy's
+    glibc ``hypot`` is off in about 0.6% of values, each time farther from the true value); float16
+    and bfloat16 are float32's, rounded to the type. An infinite side wins over a NaN one, as in C.
+    (The quotient form ``max * sqrt(1 + (min/max)^2)`` this replaced was off an ulp in a third of them.)"""
+    dtype = a.dtype
+    if dtype not in ("f32", "f64"):
+        a, b = convert_to(a, "f32"), convert_to(b, "f32")
+    h = apply("abs", apply("complex", a, b))
+    return convert_to(h, dtype)
 
 
 # --- rounding and division ------------------------------------------------------------
