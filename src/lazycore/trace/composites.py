@@ -246,13 +246,10 @@ def hypot(a, b):
     float32 rounds ``sqrt(a*a + b*b)`` computed in float64 once, as glibc's ``hypotf`` does (NumPy's
     and eager torch's float32 ``hypot``), and float64 is correctly rounded (eager torch's bits; NumPy's
     glibc ``hypot`` is off in about 0.6% of values, each time farther from the true value); float16
-    and bfloat16 are float32's, rounded to the type. An infinite side wins over a NaN one, as in C.
-    (The quotient form ``max * sqrt(1 + (min/max)^2)`` this replaced was off an ulp in a third of them.)"""
-    dtype = a.dtype
-    if dtype not in ("f32", "f64"):
-        a, b = convert_to(a, "f32"), convert_to(b, "f32")
-    h = apply("abs", apply("complex", a, b))
-    return convert_to(h, dtype)
+    and bfloat16 are float32's, rounded to the type (:func:`rounded_once`). An infinite side wins over
+    a NaN one, as in C. (The quotient form ``max * sqrt(1 + (min/max)^2)`` this replaced was off an ulp
+    in a third of them.)"""
+    return apply("abs", apply("complex", a, b))
 
 
 # --- rounding and division ------------------------------------------------------------
