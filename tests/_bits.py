@@ -12,9 +12,9 @@ import pytest
 FULL = os.environ.get("LAZYCORE_TEST_FULL") == "1"
 BY_HAND = pytest.mark.skipif(not FULL, reason="a variant whose path CI runs in another (the suite's 40 minutes): "
                                               "LAZYCORE_TEST_FULL=1")
-"""The mark of a parametrized variant CI leaves out, where a variant CI keeps takes the same path
-(one prompt and a batch of them, one optimizer of a family): the by-hand run (``LAZYCORE_TEST_FULL=1``)
-runs it, as it runs the model families' other members."""
+"""The mark of a test or parametrized variant CI leaves out, where a test CI keeps takes the same path
+(one prompt and a batch of them, one optimizer of a family; a comment above it names the test that
+keeps it): the by-hand run (``LAZYCORE_TEST_FULL=1``) runs it, as it runs the model families' other members."""
 
 MODEL_RUN = pytest.mark.skipif(not FULL, reason="a model run: LAZYCORE_TEST_FULL=1")
 """The mark of a whole model's run CI leaves to the by-hand run: ``LAZYCORE_TEST_FULL=1`` runs it."""

@@ -14,10 +14,11 @@ cover (4: first steps and a second process loading from disk, tests/test_disk_ca
 8: meshes, tests/torch/test_sharding.py; 10: shape buckets, tests/test_buckets.py and
 tests/torch/test_shape_buckets.py; 11: rolled layers,
 tests/torch/test_rolling_training.py; 12: index checks,
-tests/test_index_check_cost.py; 13-15: transformers, torchvision and timm steps, tests/zoo; 17:
-recurrent layers, tests/torch/test_recurrent_loops.py), which
-are more than half of the smoke's time (4, 10, 14 and 15: 56 of 153 s alone on an AMD EPYC);
-``LAZYCORE_TEST_FULL=1`` runs every benchmark.
+tests/test_index_check_cost.py; 13-15: transformers, torchvision and timm steps, tests/zoo; 16:
+generation, the tests/torch/test_generation_*.py files; 17: recurrent layers,
+tests/torch/test_recurrent_loops.py; 7: the GPT step's systems side by side, whose lazycore paths
+tests/torch/test_capture.py, test_dynamo_backend.py and test_training.py take), which are most of the
+smoke's time (7 alone: about 120 of 158 s on an AMD EPYC); ``LAZYCORE_TEST_FULL=1`` runs every benchmark.
 """
 
 import json
@@ -30,7 +31,7 @@ from _bits import FULL  # (tests/ is on the path)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ALL = {"1", "2", "2d", "3", "4", "5", "6", "7", "7b", "7c", "7d", "8", "8d", "9", "10", "11", "12", "13", "14", "15", "16", "17"}
-FULL_ONLY = {"4", "8", "8d", "10", "11", "12", "13", "14", "15", "17"}
+FULL_ONLY = {"4", "7", "7b", "7c", "7d", "8", "8d", "10", "11", "12", "13", "14", "15", "16", "17"}
 
 
 def test_benchmark_suite_quick(tmp_path):
@@ -57,19 +58,21 @@ def test_benchmark_suite_quick(tmp_path):
     assert len(counts) == 7 and all(c["compiles"] == c["expected"] for c in counts), counts
     # benchmark 7: every system's row, each checked against eager torch above
     gpt = {r["variant"]: r for r in res["rows"] if r["bench"].startswith("7 ")}
-    assert {"jax.jit (donated params and state)", "eager torch", "lazycore.torch, mark_step(wait=True)",
-            "lazycore.torch, mark_step() (pipelined)", "lazycore.torch.capture",
-            'torch.compile(step, backend="lazycore")'} <= set(gpt), sorted(gpt)
-    assert {"jax.jit + the do-nothing subclass's step (pipelined per-op floor)",
-            "do-nothing subclass's step alone (Python floor)"} <= set(gpt), sorted(gpt)
+    assert bool(gpt) == FULL, sorted(gpt)
+    systems = {"jax.jit (donated params and state)", "eager torch", "lazycore.torch, mark_step(wait=True)",
+               "lazycore.torch, mark_step() (pipelined)", "lazycore.torch.capture",
+               'torch.compile(step, backend="lazycore")', "jax.jit + the do-nothing subclass's step "
+               "(pipelined per-op floor)", "do-nothing subclass's step alone (Python floor)"}
+    assert not FULL or systems <= set(gpt), sorted(gpt)
     for r in gpt.values():
         if r["value"].get("computes_values", True):  # the floor alone traces shapes, no values
             assert r["max_abs_diff"] is not None and r["agrees"], r
         assert r["value"]["first_call_ms"] > 0, r
     # the lazycore backend compiles each of its graphs once (forward, backward,
     # clipping, optimizer; the optimizer's first step is a graph of its own)
-    tc = gpt['torch.compile(step, backend="lazycore")']["value"]
-    assert 0 < tc["first_call_compiles"] and tc["compiles"] <= tc["first_call_compiles"] + 1, tc
+    if FULL:
+        tc = gpt['torch.compile(step, backend="lazycore")']["value"]
+        assert 0 < tc["first_call_compiles"] and tc["compiles"] <= tc["first_call_compiles"] + 1, tc
     # benchmark 8: jax.jit and lazycore on meshes of 1, 2 and 4 forced devices, checked against eager torch
     mesh = [r for r in res["rows"] if r["bench"].startswith("8 ")]
     assert {r["bench"] for r in mesh} == ({f"8 data-parallel GPT step, {n} (ms)" for n in
@@ -93,4 +96,4 @@ def test_benchmark_suite_quick(tmp_path):
     # benchmark 16: generate()'s tokens are eager's, and the warm calls compile nothing
     gen = [r for r in res["rows"] if r["bench"].startswith("16 ")]
     lazy_gen = [r for r in gen if r["variant"] == "lazycore.torch"]
-    assert lazy_gen and all(r["agrees"] and r["value"]["warm_programs"] == 0 for r in lazy_gen), gen
+    assert bool(lazy_gen) == FULL and all(r["agrees"] and r["value"]["warm_programs"] == 0 for r in lazy_gen), gen

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 
+from _bits import BY_HAND  # (tests/ is on the path)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 60
@@ -147,6 +148,9 @@ def test_a_survivor_raises_peerlost_naming_the_dead_process_and_exits_with_statu
     assert "Gloo" in line  # jax's error, in the message
 
 
+# CI: test_three_processes_one_killed_both_survivors_exit_cleanly takes the same path (its process 2 catches PeerLost
+# and exits with status 0)
+@BY_HAND
 def test_a_survivor_that_catches_peerlost_exits_with_status_0():
     (code, stdout, stderr), dead = _group(2, die=1, catch=(0,))
     _killed(dead, 1)
@@ -175,6 +179,9 @@ def test_a_survivor_stuck_in_a_collective_exits_with_the_message_and_status_1():
     assert time.monotonic() - start < TIMEOUT
 
 
+# CI: test_two_processes_process_0_killed (process 0 dies, the service stays, the survivor exits cleanly) and
+# test_three_processes_one_killed_both_survivors_exit_cleanly (three processes, one catching) take the same path
+@BY_HAND
 def test_when_process_0_is_killed_the_coordination_service_stays_and_the_others_exit_cleanly():
     # jax runs the service inside process 0; lazycore runs it in a process of its own (runtime/coordinator.py)
     dead, (code1, _, err1), (code2, out2, err2) = _group(3, die=0, catch=(2,))

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import lazycore as lc
+from _bits import BY_HAND  # (tests/ is on the path)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 300
@@ -135,6 +136,8 @@ def test_two_processes_train_as_one():
         assert code == 0 and f"process {rank}: ok" in text, text[-4000:]
 
 
+# CI: test_clean_exits.py::test_a_survivor_raises_peerlost_naming_the_dead_process_and_exits_with_status_1
+@BY_HAND
 def test_a_dead_process_fails_the_other_within_the_heartbeat_timeout():
     (code0, text0, seconds), (code1, text1, _) = _two_processes(DIE="1", HEARTBEAT="10")
     assert code1 == 3 and "process 1 exits" in text1, text1[-2000:]

@@ -10,6 +10,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from _bits import BY_HAND  # (tests/ is on the path)
 from test_native_log_lines import _foreign_lines, _run
 from test_readme import FENCE, README, section
 
@@ -43,6 +44,9 @@ def test_the_lazy_opt_example_writes_nothing_to_stderr():
     assert run.stderr == ""
 
 
+# CI: test_native_log_lines::test_the_readme_examples_write_no_native_log_lines (a child's stderr over the README's
+# traced and captured torch training steps) and tests/torch/test_demo.py (the demo itself) take the same path
+@BY_HAND
 def test_the_demo_writes_only_lazycores_lines():
     """``bash scripts/dev demo`` runs examples/train_mlp.py once the environment is set up (a short run here)."""
     assert re.search(r'^\s*"\$VENV/bin/python" examples/train_mlp\.py "\$@"', (ROOT / "scripts" / "dev").read_text(), re.M)

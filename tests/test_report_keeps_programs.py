@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tor
 from test_rolling_training import _Run, _row  # noqa: E402
 
 import lazycore.torch as ltorch  # noqa: E402
+from _bits import BY_HAND  # noqa: E402 (tests/ is on the path)
 
 COUNTED = ("compiles", "stack_compiles", "executions", "stack_executions")
 
@@ -40,6 +41,9 @@ def _rows_unsliced(run):
     return all(leaf._buffer is None for leaf in leaves)
 
 
+# CI: test_memory_counts_a_stack_once_without_slicing_its_rows takes the same memory walk (report() reads memory
+# only through placement.memory) and checks the rows stay unsliced
+@BY_HAND
 def test_report_between_rolled_steps_compiles_and_runs_nothing_more(clean_runtime):
     quiet, _ = _steps(lambda: None)
     reports = []

@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _bits import BY_HAND  # noqa: E402 (tests/ is on the path)
 from _threads_child import in_child, run_threads  # noqa: E402
 
 CI_STEPS = 40
@@ -360,6 +361,8 @@ def test_contexts_and_compiles_from_eight_threads():
     in_child(__file__, "_contexts_and_compiles", timeout=300)
 
 
+# CI: test_torch_eight_threads_stress_equals_eager takes the same path (the same stress, more threads, fewer steps)
+@BY_HAND
 def test_torch_four_threads_stress_equals_eager():
     in_child(__file__, "_torch_4_threads", timeout=600)
 

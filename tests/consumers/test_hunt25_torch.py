@@ -121,7 +121,9 @@ def _mlp():
 # --- CI: two cheap user loops ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("replay", [False, True], ids=["engine", "replay"])
+# CI: [engine] (two threads training their own models) and test_recording_steps_leaves_process_wide_hooks_alone (the
+# hook race [replay] found, made deterministic)
+@pytest.mark.parametrize("replay", [False, pytest.param(True, marks=BY_HAND)], ids=["engine", "replay"])
 def test_two_threads_train_their_own_models(dev, replay, monkeypatch):
     """Two threads, each training its own model on the lazy device and cutting
     its own steps, never crash and each ends at its eager copy's weights. With

@@ -88,6 +88,8 @@ def _check(name):
     check_outcome(cases.compare(name, referee="referee" in bounds), bounds, cases.WARMUP)
 
 
+# CI: tests/zoo/test_zoo.py::test_losses_match_eager[gpt2] trains a transformers model with AdamW (resnet18: batch norm)
+@MODEL_RUN
 @pytest.mark.parametrize("name", _CI)
 def test_cheap_loop_trains_as_eager(name):
     pytest.importorskip("transformers")

@@ -73,6 +73,8 @@ def _check(name):
         _persimmon_zero_gradient_half(out)
 
 
+# CI: tests/zoo/test_zoo.py::test_losses_match_eager[gpt2] and test_zoo_capture.py[llama] train transformers causal LMs
+@MODEL_RUN
 @pytest.mark.parametrize("name", _CI)
 def test_cheap_loop_trains_as_eager(name):
     _check(name)

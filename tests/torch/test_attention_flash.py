@@ -27,6 +27,7 @@ from lazycore.frontends.torch.ops import eager_loops
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _replay_counts import Dispatches  # noqa: E402
+from _bits import BY_HAND  # noqa: E402 (tests/ is on the path)
 
 aten = torch.ops.aten
 FLASH = aten._scaled_dot_product_flash_attention_for_cpu
@@ -115,9 +116,12 @@ def test_random_inputs_are_eagers_bits_where_the_gemms_are_in_order(dev, no_fall
         assert torch.equal(got, want), (name, (got != want).float().mean().item())
 
 
-@pytest.mark.parametrize("dtype,tol", [(torch.float32, 2e-6), (torch.float64, 1e-13), (torch.bfloat16, 2e-2)],
-                         ids=str)
-@pytest.mark.parametrize("case", ["causal", "mask", "bool_mask", "long"])
+# CI: [long-torch.float32-2e-06] (later key blocks, float32 accumulators) and the other bfloat16 variants keep the path
+@pytest.mark.parametrize("case,dtype,tol", [
+    pytest.param(case, dtype, tol, id=f"{case}-{dtype}-{tol}",
+                 marks=BY_HAND if (case, dtype) == ("long", torch.bfloat16) else ())
+    for case in ["causal", "mask", "bool_mask", "long"]
+    for dtype, tol in [(torch.float32, 2e-6), (torch.float64, 1e-13), (torch.bfloat16, 2e-2)]])
 def test_random_inputs_match_eager(dev, no_fallback, dtype, tol, case):
     """Random data (XLA's dots round their own way: float tolerance), every
     route into the kernel: causal, an additive mask, a boolean mask (turned

@@ -96,6 +96,8 @@ def test_a_replay_dispatches_no_op(dev, monkeypatch):
     assert model_out["loss"].requires_grad is False  # a replayed result has no autograd history
 
 
+# CI: test_real_optimizers_replay_...[sgd-nesterov] takes the same path (SGD's buffers made at the first call, then replays)
+@BY_HAND
 def test_optimizer_state_made_on_the_first_step_then_replays(dev):
     mom = lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9)  # noqa: E731
     traced, captured = _train(dev, False, make_opt=mom), _train(dev, True, make_opt=mom)

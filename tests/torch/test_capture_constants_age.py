@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 import lazycore
 import lazycore.torch as ltorch
+from _bits import BY_HAND  # (tests/ is on the path)
 
 
 def _fn(x):
@@ -99,6 +100,8 @@ def _train(dev, captured, clear_at=None, steps=10):
     return losses, [p.detach().cpu().numpy() for p in model.parameters()], fn
 
 
+# CI: test_a_cleared_cache_costs_no_refused_recording takes the same path (two traced calls after a clear, then replays)
+@BY_HAND
 def test_a_training_step_after_a_cleared_cache_records_in_two_calls_with_eagers_values(dev):
     eager = _train(torch.device("cpu"), False)
     got = _train(dev, True, clear_at=5)

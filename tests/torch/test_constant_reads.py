@@ -19,6 +19,7 @@ import torch
 
 import lazycore
 import lazycore.torch as ltorch
+from _bits import MODEL_RUN  # (tests/ is on the path)
 from lazycore.frontends.torch.tensor import read
 from lazycore.observe.guards import GuardError, guard
 
@@ -195,6 +196,8 @@ def test_a_kept_value_handed_out_as_a_buffer_is_no_longer_shared(clean_runtime):
     torch.testing.assert_close(y.cpu(), w.cpu() * 2 + 1)
 
 
+# CI: test_zoo_capture.py[llama] trains Llama; test_a_read_of_constants_leaves_the_step_whole_... takes the read's path
+@MODEL_RUN
 def test_transformers_without_the_cache_trains_one_program_a_step(clean_runtime):
     # use_cache=False (fine-tuning's setting): the packed-sequence check reads
     # a value made from an arange in the middle of every step

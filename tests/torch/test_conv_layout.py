@@ -16,6 +16,7 @@ import lazycore
 from lazycore import config
 from lazycore.observe import metrics
 from lazycore.passes.pipeline import CHANNELS_LAST_PIPELINE
+from _bits import BY_HAND  # (tests/ is on the path)
 
 TOL = dict(rtol=1e-4, atol=1e-5)
 
@@ -76,6 +77,8 @@ def test_values_are_eagers(ldev, name, fn, xs, ws):
     check(fn, [torch.randn(xs), torch.randn(ws) * 0.3], ldev)
 
 
+# CI: test_conv_cpu_forms.py::test_resnet_last_stage_block_at_small_images trains conv+BN in this (the CPU's) pipeline
+@BY_HAND
 def test_a_resnet_block_trains_as_eager(ldev):
     import copy
 

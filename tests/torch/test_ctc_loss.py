@@ -9,6 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from _bits import BY_HAND  # (tests/ is on the path)
+
 T, N, C = 14, 4, 6
 INPUT_LENGTHS = [14, 11, 9, 6]
 TARGET_LENGTHS = [5, 3, 0, 2]
@@ -111,6 +113,8 @@ def test_long_sequences_in_float32(dev, no_fallback):
     _compare(dev, logits, _padded(rows), [200, 150, 90], [60, 31, 1], dict(rtol=2e-5, atol=2e-6))
 
 
+# CI: test_every_reduction, test_blanks_layouts_and_types (CTC's losses, gradients); test_recurrent_loops[gru] (the GRU)
+@BY_HAND
 def test_a_speech_models_training_steps(dev, no_fallback):
     """A GRU and a linear layer trained with CTC for three Adam steps: every
     loss and parameter is eager's."""

@@ -5,6 +5,8 @@ import pathlib
 import subprocess
 import sys
 
+from _bits import BY_HAND  # (tests/ is on the path)
+
 EXAMPLE = pathlib.Path(__file__).parents[2] / "examples" / "debug_recompiles.py"
 
 
@@ -22,6 +24,8 @@ def test_growing_history_recompiles_and_names_the_cat_line():
     assert "debug_recompiles.py:31" in stderr and "warning: 3 of the last" in stderr
 
 
+# CI: test_growing_history_recompiles_and_names_the_cat_line runs the example; test_debug.py checks the cache hits' lines
+@BY_HAND
 def test_fixed_shapes_hit_the_cache():
     stdout, stderr = run("--fixed")
     assert "3 compiles" in stdout and stderr.count("cache hit") == 3

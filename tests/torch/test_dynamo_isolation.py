@@ -11,6 +11,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 
+from _bits import BY_HAND
 from isolated import run_isolated
 
 
@@ -84,6 +85,8 @@ def traced_steps_after_the_dynamo_backend():
     assert compiles[2:] == [0] * 6, compiles
 
 
+# CI: test_registering_a_lowering_no_call_reached_keeps_the_recorded_ones checks the fix itself
+@BY_HAND
 def test_the_dynamo_backend_leaves_traced_and_captured_steps_replaying():
     run_isolated(__file__, "traced_steps_after_the_dynamo_backend", timeout=900)
 

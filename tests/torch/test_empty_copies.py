@@ -11,6 +11,7 @@ import torch
 
 import lazycore.torch as ltorch
 from lazycore.ir.graph import LOG
+from _bits import MODEL_RUN  # (tests/ is on the path)
 
 
 def _nodes(f) -> int:
@@ -74,6 +75,8 @@ def test_a_bad_copy_into_an_empty_tensor_is_eagers_error(dev):
     assert str(got.value) == str(want.value)
 
 
+# CI: test_keep_roundings.py::test_tied_transformer_gradients_are_eagers_bits[gelu] runs GPT-2's forward and loss
+@MODEL_RUN
 def test_the_empty_cache_of_a_transformers_forward_gives_eagers_loss(dev):
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)

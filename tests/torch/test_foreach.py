@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from lazycore.observe import metrics
+from _bits import BY_HAND  # (tests/ is on the path)
 
 
 def _lists(dev, n=3):
@@ -55,6 +56,8 @@ def test_inplace_foreach_matches_eager(dev):
     _close(lys, ys)
 
 
+# CI: test_optim_corners.py's adamw_amsgrad_foreach variants and test_clip_grad_foreach.py[norm] take the same path
+@BY_HAND
 def test_foreach_optimizer_trains_as_eager(dev):
     def run(device):
         torch.manual_seed(0)

@@ -12,6 +12,8 @@ from lazycore.ir.config import settings
 
 transformers = pytest.importorskip("transformers")
 
+from _bits import BY_HAND  # noqa: E402
+
 
 def _programs():
     c = lazycore.metrics.counters()
@@ -85,6 +87,8 @@ def test_greedy_one_prompt_eager_tokens_few_programs(make, cache):
     assert programs <= 10, programs
 
 
+# CI: test_static_cache[8-prompts] (gpt2), test_llama_decoding_replays (llama) take the same path
+@BY_HAND
 @pytest.mark.parametrize("make", [_gpt2, _llama], ids=["gpt2", "llama"])
 def test_greedy_two_prompts_left_padded_eager_tokens(make):
     torch.manual_seed(2)
@@ -96,6 +100,8 @@ def test_greedy_two_prompts_left_padded_eager_tokens(make):
     assert programs <= 10, programs
 
 
+# CI: test_left_padded_prompts_default_cache[default-cache], test_default_cache_decodes_with_a_static_one take the path
+@BY_HAND
 def test_greedy_two_prompts_left_padded_default_cache_eager_tokens():
     """A default cache with left-padded prompts: the padding mask's lookup at
     every key position (a gather along the padded length, its index clamped

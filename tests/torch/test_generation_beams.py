@@ -48,6 +48,8 @@ def _cold_and_warm(make, ids, mask, n, beams, **extra):
     return (*counts, decoding_steps(lazy))
 
 
+# CI: test_end_token_ends_beams[default] (these prompts, 2 beams, cold and warm), llava-beams (a cold call's programs)
+@BY_HAND
 def test_two_beams_default_cache(clean_runtime):
     # two setup reads, the prompt with the first token, one decoding step
     # for every later token. A program per token before (8 tokens: 14);

@@ -20,6 +20,7 @@ from lazycore.frontends.torch import generation
 
 transformers = pytest.importorskip("transformers")
 
+from _bits import BY_HAND  # noqa: E402
 from _generation_models import LENGTHS, gpt2 as _gpt2, programs as _programs, prompts as _prompts  # noqa: E402
 
 N = 12
@@ -62,6 +63,8 @@ def tokens():
     return ids, mask, free[:, ids.shape[1]:]
 
 
+# CI: test_end_token_and_pad_given_as_lists takes the same path (row 0 ends at its first token, padded in the step)
+@BY_HAND
 def test_some_rows_end(clean_runtime, tokens):
     # the rows that make the end token are padded from the next token on;
     # the others run to max_new_tokens: eager's full length

@@ -58,7 +58,8 @@ def _programs_of_call(make, lengths, n, cache, masked=True) -> int:
     return programs
 
 
-@pytest.fixture(params=[True, False], ids=["default-as-static", "default-cache"])
+# CI: test_static_cache[8-prompts], test_sixty_four_tokens_programs take default-as-static's path (a static cache)
+@pytest.fixture(params=[pytest.param(True, marks=BY_HAND), False], ids=["default-as-static", "default-cache"])
 def static_for_default(request, monkeypatch):
     """Both ways of asking for the default cache: a static one where nobody
     sees the cache (frontends/torch/generation.py), and the default cache
@@ -141,6 +142,8 @@ def test_other_prompt_length_decodes_with_programs_made(clean_runtime, cache):
     assert _programs() == before
 
 
+# CI: test_sampled_tokens_are_eagers (its second sampling call compiles nothing) takes the same path
+@BY_HAND
 def test_a_second_sampling_call_compiles_nothing(clean_runtime):
     # the lazy device's random state is a handle that the first draw made;
     # made at the first call's first token it came after that call's own

@@ -11,6 +11,8 @@ truncates to 0)."""
 import pytest
 import torch
 
+from _bits import BY_HAND  # (tests/ is on the path)
+
 ENDS = [(4.3, -3), (-2.7, 9.9), (50, 1), (1, 50), (3, 100), (-7.5, -7.5), (0, 6), (1e3 + 0.5, -1e3)]
 STEPS = [1, 2, 7, 16, 50, 101]
 
@@ -21,8 +23,12 @@ def _ends(start, end, which, dev):
             "tensor end": (start, t(end))}[which]
 
 
-@pytest.mark.parametrize("which", ["numbers", "tensors", "tensor start", "tensor end"])
-@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
+# CI: int64's variants (dtype0-*) take int32's path for each kind of end (dtype1-tensors, under 3 s, stays)
+@pytest.mark.parametrize("dtype,which", [
+    pytest.param(dtype, which, id=f"dtype{i}-{which}",
+                 marks=BY_HAND if dtype is torch.int32 and which != "tensors" else ())
+    for i, dtype in enumerate([torch.int64, torch.int32, torch.uint8])
+    for which in ["numbers", "tensors", "tensor start", "tensor end"]])
 def test_linspace_is_eagers_bit_for_bit(dev, dtype, which, no_fallback):
     for start, end in ENDS:
         if dtype is torch.uint8 and min(start, end) < 0:

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 import lazycore
+from _bits import BY_HAND  # (tests/ is on the path)
 from lazycore.observe import metrics
 
 VOCAB, WIDTH, BATCH, SEQ, STEPS, WARMUP = 20, 8, 2, 5, 5, 2
@@ -49,6 +50,8 @@ def _train(model, batches, device, counts=None):
     return [float(v.cpu()) for v in losses]
 
 
+# CI: test_recurrent_loops[lstm] (2 layers' loops, gradients), test_packed_sequences' [device] loop (an LSTM tagger trained)
+@BY_HAND
 def test_an_lstm_language_model_trains_as_eager(dev):
     g = torch.Generator().manual_seed(0)
     batches = [torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=g) for _ in range(STEPS)]

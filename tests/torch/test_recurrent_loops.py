@@ -19,6 +19,7 @@ from lazycore.observe import metrics
 from lazycore.observe.inspect_graph import ir_text
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _bits import BY_HAND  # noqa: E402
 from _recurrent_inputs import inputs as _inputs, on as _on  # noqa: E402
 
 aten = torch.ops.aten
@@ -85,6 +86,8 @@ def test_loops_give_eager_cpus_values(dev, name):
         torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6, msg=lambda m: f"{name}, result {i}: {m}")
 
 
+# CI: test_packed_sequences.py::test_dropout_between_packed_layers_draws_as_the_composite (the same _stack dropout)
+@BY_HAND
 def test_dropout_between_layers_draws_as_the_composite(dev):
     cls, kwargs = _CASES["lstm_dropout"]
     torch.manual_seed(0)
@@ -166,7 +169,8 @@ def test_a_gradient_of_a_gradient_through_the_loops(dev):
         torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("cls", [torch.nn.GRU, torch.nn.LSTM])
+# CI: [GRU] takes the same path (forward AD runs the composite; its tangents through the chunks of a gate product)
+@pytest.mark.parametrize("cls", [torch.nn.GRU, pytest.param(torch.nn.LSTM, marks=BY_HAND)])
 def test_forward_mode_ad_through_the_layers_gives_eagers_tangents(dev, cls):
     # (a loop's autograd has no forward formula: the composite runs, whose
     # cells add into chunks of a product; those chunks were copies, and a

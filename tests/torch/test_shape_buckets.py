@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import lazycore.torch as ltorch
+from _bits import BY_HAND  # (tests/ is on the path)
 from lazycore.ir.config import override
 from lazycore.observe import metrics
 
@@ -118,6 +119,8 @@ class Block(torch.nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
+# CI: test_token_model_embeddings_... (causal softmax over padded lengths), test_layer_norm_parameter_gradients_over_padded_rows_...
+@BY_HAND
 def test_transformer_block_over_sequence_lengths_40_to_64(dev):
     model, lazy = pair(dev, Block, 1)
     compiled = 0

@@ -26,6 +26,7 @@ import torch
 
 from lazycore.observe import metrics
 from lazycore.runtime import transfer
+from _bits import BY_HAND  # (tests/ is on the path)
 
 pytestmark = pytest.mark.usefixtures("clean_runtime")
 
@@ -126,6 +127,8 @@ def test_ctc_step_is_one_program(dev):
     assert _c("fallbacks") == 0
 
 
+# CI: test_inverse_permutation_on_the_host, test_host_known_masks.py::test_pad_packed_sequence_does_not_cut_the_step
+@BY_HAND
 def test_packed_lstm_step_is_one_program(dev):
     torch.manual_seed(0)
     want, got, programs = _train(dev, _Packed(), [_packed_batch(i) for i in range(3)],

@@ -26,11 +26,10 @@ import zoo_harness
 import zoo_models
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _bits import FULL, cpu_has_avx512, cpu_vendor  # noqa: E402
+from _bits import FULL, MODEL_RUN, cpu_has_avx512, cpu_vendor  # noqa: E402
 
 NAMES = [s.name for s in zoo_models.SPECS if FULL or s.ci]
-GENERATE_CI = ("gpt2", "t5")  # a decoder and an encoder-decoder
-GENERATE = [s.name for s in zoo_models.SPECS if s.generate and (FULL or s.name in GENERATE_CI)]
+GENERATE = [s.name for s in zoo_models.SPECS if s.generate]
 
 KNOWN: dict = {}
 """(model, test) -> reason: the failures known today, strict xfails (fixing
@@ -101,6 +100,8 @@ def test_at_most_one_program_per_step_after_the_warm_up(name):
     assert r.programs_after_warmup <= 1, r.programs
 
 
+# CI: test_generation.py::test_greedy_one_prompt_eager_tokens_few_programs (GPT-2), test_encoder_decoder[static] (T5)
+@MODEL_RUN
 @pytest.mark.parametrize("name", GENERATE)
 def test_greedy_generate_gives_eagers_tokens(name):
     got, want = zoo_harness.generate(zoo_models.BY_NAME[name])
