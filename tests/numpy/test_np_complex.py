@@ -11,6 +11,8 @@ import lazycore
 import lazycore.numpy as np
 from lazycore.observe import metrics
 
+from _bits import BY_HAND  # (tests/ is on the path)
+
 F32 = (numpy.complex64, numpy.float32)
 
 
@@ -129,7 +131,9 @@ def _input(name, dtype, shape=(4, 6, 5)):
 
 @pytest.mark.parametrize("dtype", [numpy.complex128, numpy.complex64])
 @pytest.mark.parametrize("norm", NORMS)
-@pytest.mark.parametrize("n", [None, 3, 4, 7, 10])
+# CI: n=None (no resize), 3 (a crop, odd: c2r's odd output) and 10 (a pad, even; c2r's only pad) take every
+# _resize branch of every function and dtype; 4 (a crop) and 7 (a pad, or c2r's crop) repeat them
+@pytest.mark.parametrize("n", [None, 3, pytest.param(4, marks=BY_HAND), pytest.param(7, marks=BY_HAND), 10])
 @pytest.mark.parametrize("name", ONE)
 def test_fft_1d(name, n, norm, dtype, no_fallback, every_norm):
     x = _input(name, dtype)
@@ -152,9 +156,15 @@ def test_fft_result_dtypes_are_numpys(dtype, no_fallback):
 
 
 @pytest.mark.parametrize("dtype", [numpy.complex128, numpy.complex64])
-@pytest.mark.parametrize("norm", NORMS)
-@pytest.mark.parametrize("s, axes", [(None, None), ((3, 4), None), ((5, 8), (0, 2)), (None, (2, 0)),
-                                     ((7, 2), (1, 0)), (None, (1, -1))])
+# CI: None (backward's program: no scale, norm_scale's 1/n for the inverse) and "ortho" (the scale's multiply,
+# norm_scale's ortho branch) take every branch; "backward" is None's program, "forward" None's branches with ortho's
+# multiply (test_fft_1d's shared program still checks every norm in CI)
+@pytest.mark.parametrize("norm", [None, pytest.param("backward", marks=BY_HAND), "ortho",
+                                  pytest.param("forward", marks=BY_HAND)])
+# CI: ((7, 2), (1, 0)) takes the axes in reversed order (the halved axis not last) and (None, (1, -1)) axes without s:
+# (None, (2, 0)) repeats both
+@pytest.mark.parametrize("s, axes", [(None, None), ((3, 4), None), ((5, 8), (0, 2)),
+                                     pytest.param(None, (2, 0), marks=BY_HAND), ((7, 2), (1, 0)), (None, (1, -1))])
 @pytest.mark.parametrize("name", ["fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn"])
 def test_fft_nd(name, s, axes, norm, dtype, no_fallback):
     x = _input(name, dtype)

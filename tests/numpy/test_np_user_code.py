@@ -7,6 +7,7 @@ import pytest
 
 import lazycore.numpy as np
 from lazycore.observe import metrics
+from _bits import BY_HAND  # (tests/ is on the path)
 from npcheck import same
 
 
@@ -145,7 +146,9 @@ _P[2, 2], _Q[2, 2] = -numpy.inf, numpy.inf
 _I = numpy.arange(12).reshape(3, 4)
 
 
-@pytest.mark.parametrize("args", [(_P, _Q), (_P, _Q, 1e-3), (_P, _Q, 1e-5, 1e-8, True), (_I, _I + 1, 0, 1), (_I, 3),
+# CI: (_P, _Q) takes (_P, _Q, 1e-3)'s path (rtol is only the value of a constant)
+@pytest.mark.parametrize("args", [(_P, _Q), pytest.param((_P, _Q, 1e-3), marks=BY_HAND), (_P, _Q, 1e-5, 1e-8, True),
+                                  (_I, _I + 1, 0, 1), (_I, 3),
                                   (_P.astype(numpy.float32), _Q), (_P[0], _Q), (2.0, _Q), (_P[0, 1], _Q[0, 1]),
                                   (_P.astype(complex), _Q)], ids=str)
 def test_isclose_and_allclose_are_numpys(args, clean_runtime):
@@ -174,7 +177,8 @@ _R = numpy.random.default_rng(5)
 @pytest.mark.parametrize("x", [_R.normal(size=(4, 5)), _R.normal(size=(2, 3, 3)), numpy.arange(4), _R.normal(size=(5, 2)) > 0,
                                numpy.arange(6, dtype=numpy.int8).reshape(2, 3), numpy.zeros((0, 3))],
                          ids=["2d", "batched", "1d", "bool", "int8", "empty"])
-@pytest.mark.parametrize("k", [0, 1, -1, 3, -7])
+# CI: k = 0, 1 and -7 (below every row) take -1's and 3's path (k is only the value of the mask's constant)
+@pytest.mark.parametrize("k", [0, 1, pytest.param(-1, marks=BY_HAND), pytest.param(3, marks=BY_HAND), -7])
 def test_tril_triu_are_lazy(x, k, clean_runtime):
     for fn in ("tril", "triu"):
         same(getattr(np, fn)(np.asarray(x), k), getattr(numpy, fn)(x, k))
@@ -184,7 +188,8 @@ def test_tril_triu_are_lazy(x, k, clean_runtime):
 
 @pytest.mark.parametrize("v", [numpy.arange(1, 4.0), numpy.array([True, False]), numpy.arange(3, dtype=numpy.int32),
                                _R.normal(size=(3, 4)), numpy.zeros(0)], ids=["f64", "bool", "i32", "2d", "empty"])
-@pytest.mark.parametrize("k", [0, 1, -2, 5])
+# CI: k = 0 and 5 take 1's branches (k >= 0: the 1-d input spread along rows, the 2-d diagonal's start at k; 5: none)
+@pytest.mark.parametrize("k", [0, pytest.param(1, marks=BY_HAND), -2, 5])
 def test_diag_is_lazy(v, k, clean_runtime):
     same(np.diag(np.asarray(v), k), numpy.diag(v, k))
     assert metrics.fallbacks() == {}
@@ -215,7 +220,11 @@ def test_nextafter_is_numpys_bit_for_bit(dtype, clean_runtime):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
-@pytest.mark.parametrize("shape,axis", [((200,), None), ((5, 7), 0), ((5, 7), 1), ((3, 4, 6), 1), ((3, 4), None), ((0, 3), 0)])
+# CI: ((5, 7), 1) takes ((3, 4, 6), 1)'s path (a scan along a dim other than 0: permuted there and back) and
+# ((200,), None) takes ((3, 4), None)'s (axis None: flattened, scanned along dim 0)
+@pytest.mark.parametrize("shape,axis", [((200,), None), ((5, 7), 0), ((5, 7), 1),
+                                        pytest.param((3, 4, 6), 1, marks=BY_HAND),
+                                        pytest.param((3, 4), None, marks=BY_HAND), ((0, 3), 0)])
 def test_float_scans_are_numpys_bit_for_bit(dtype, shape, axis, clean_runtime):
     rng = numpy.random.default_rng(6)
     x = (rng.uniform(size=shape) * (rng.uniform(size=shape) > 0.5)).astype(dtype)  # zeros among the terms
@@ -252,7 +261,9 @@ def test_a_float_scan_exports_with_a_symbolic_length():
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
-@pytest.mark.parametrize("kw", [{}, {"nan": -1.0}, {"posinf": 9.0, "neginf": -9.0}, {"nan": 3}], ids=str)
+# CI: {} (nan=0.0) takes {"nan": -1.0}'s and {"nan": 3}'s path (the fill is only the value of a constant)
+@pytest.mark.parametrize("kw", [{}, pytest.param({"nan": -1.0}, marks=BY_HAND), {"posinf": 9.0, "neginf": -9.0},
+                                pytest.param({"nan": 3}, marks=BY_HAND)], ids=str)
 def test_nan_to_num_is_lazy(dtype, kw, clean_runtime):
     x = numpy.array([1.0, numpy.nan, numpy.inf, -numpy.inf, -2.5, 0.0], dtype=dtype)
     same(np.nan_to_num(np.asarray(x), **kw), numpy.nan_to_num(x, **kw))

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import lazycore
+from _bits import BY_HAND  # (tests/ is on the path)
 
 F = torch.fft
 CDTYPES = [torch.complex64, torch.complex128]
@@ -143,7 +144,9 @@ def _same_over_dims(every_norm, key, fn, x, dims, norm, dev, **size):
 
 @pytest.mark.parametrize("dtype", CDTYPES)
 @pytest.mark.parametrize("norm", NORMS)
-@pytest.mark.parametrize("n", [None, 3, 4, 7, 10])
+# CI: test_fft_1d[*-3-*] and [*-10-*] keep n's paths (ATen's crop and pad before the kernel; an odd and an even
+# c2r length) and n=None the input's own: n=4 (a crop, even c2r length) and n=7 (a pad) repeat them
+@pytest.mark.parametrize("n", [None, 3, pytest.param(4, marks=BY_HAND), pytest.param(7, marks=BY_HAND), 10])
 @pytest.mark.parametrize("name", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"])
 def test_fft_1d(name, n, norm, dtype, dev, no_fallback, every_norm):
     x = cx((4, 6, 5), dtype)
@@ -160,7 +163,10 @@ def test_fft_of_real_input_gives_full_spectrum(dev, no_fallback):
 
 @pytest.mark.parametrize("dtype", CDTYPES)
 @pytest.mark.parametrize("norm", NORMS)
-@pytest.mark.parametrize("s", [None, (3, 4), (5, 8)])
+# CI: test_fft_2d[*-s2-*] ((5, 8): a crop and a pad, every dims pair) keeps the path of s=(3, 4) (crops) and of
+# s=None (the same transforms of the input as it is; ATen resizes to s before the kernel the lowering takes, which
+# does not branch on it; the input's own sizes stay in test_fft_1d[*-None-*] and test_fft_nd's dims given alone)
+@pytest.mark.parametrize("s", [pytest.param(None, marks=BY_HAND), pytest.param((3, 4), marks=BY_HAND), (5, 8)])
 @pytest.mark.parametrize("name", ["fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2"])
 def test_fft_2d(name, s, norm, dtype, dev, no_fallback, every_norm):
     x = cx((4, 6, 5), dtype)
@@ -172,8 +178,14 @@ def test_fft_2d(name, s, norm, dtype, dev, no_fallback, every_norm):
 
 @pytest.mark.parametrize("dtype", CDTYPES)
 @pytest.mark.parametrize("norm", NORMS)
-@pytest.mark.parametrize("dim, s", [(None, None), ((2, 0, 1), None), ((1, 2), (7, 3)), ((0,), (6,)),
-                                    ((4, 0, 2, 1), None), ((3, 1, 0, 2, 4), (2, 3, 2, 4, 5))])
+# CI: the 3-, 4- and 5-dim variants keep the n-d paths (one pass, two passes, sizes given); test_fft_1d's and
+# test_fft_2d's padded variants keep ((1, 2), (7, 3))'s and ((0,), (6,))'s (one or two dims padded, moved innermost);
+# ((3, 1, 0, 2, 4), s) keeps (None, None)'s five dims in two passes, the 1-d and 2-d variants over the last dims its
+# transforms in place (no permute), ((2, 0, 1), None) and ((4, 0, 2, 1), None) the input's own sizes
+@pytest.mark.parametrize("dim, s", [pytest.param(None, None, marks=BY_HAND), ((2, 0, 1), None),
+                                    pytest.param((1, 2), (7, 3), marks=BY_HAND),
+                                    pytest.param((0,), (6,), marks=BY_HAND), ((4, 0, 2, 1), None),
+                                    ((3, 1, 0, 2, 4), (2, 3, 2, 4, 5))])
 @pytest.mark.parametrize("name", ["fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn"])
 def test_fft_nd(name, dim, s, norm, dtype, dev, no_fallback, every_norm):
     x = cx((2, 3, 2, 4, 3), dtype)

@@ -9,6 +9,7 @@ import torch
 import lazycore
 import lazycore.torch as ltorch
 from lazycore.observe import metrics
+from _bits import BY_HAND  # (tests/ is on the path)
 
 DEV = "lazy"
 _BITS = {2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -30,8 +31,12 @@ def _values(dtype, shape, seed):
 
 
 @pytest.mark.parametrize("op", [torch.cummax, torch.cummin])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
-                                   torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool])
+# CI: float16 keeps bfloat16's path (the float branch: NaN kept, an infinite fill), int64 int32's, int16's and
+# int8's (the integers' branch, the type's own extreme as the fill; uint8's, 0 for cummax, runs too); bool has its own
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16,
+                                   pytest.param(torch.bfloat16, marks=BY_HAND), torch.int64,
+                                   pytest.param(torch.int32, marks=BY_HAND), pytest.param(torch.int16, marks=BY_HAND),
+                                   pytest.param(torch.int8, marks=BY_HAND), torch.uint8, torch.bool])
 def test_values_and_indices_are_eagers(op, dtype):
     metrics.reset()
     pending = []

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from lazycore.frontends.torch.ops import norm_kernel
+from _bits import BY_HAND  # (tests/ is on the path)
 
 CASES = [
     ((64, 100), None),
@@ -33,9 +34,12 @@ def _data(shape, dtype, seed=0):
     return torch.randn(shape, generator=g, dtype=dtype) * torch.exp(2 * torch.randn(shape, generator=g, dtype=dtype))
 
 
-@pytest.mark.parametrize("keepdim", [False, True])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
-@pytest.mark.parametrize("shape,dim", CASES, ids=str)
+# CI: every case with keepdim=False, and keepdim=True over (64, 100) (every dim) and (2, 3, 31) (two of three): the
+# lowering keeps dims by a reshape of its result alone (norm_kernel's ``norm``), which the other cases repeat
+@pytest.mark.parametrize("shape,dim,dtype,keepdim", [
+    pytest.param(shape, dim, dtype, keepdim, id=f"{shape}-{dim}-{dtype}-{keepdim}",
+                 marks=BY_HAND if keepdim and shape not in ((64, 100), (2, 3, 31)) else ())
+    for keepdim in (False, True) for dtype in (torch.float32, torch.float64) for shape, dim in CASES])
 def test_two_norm_is_eagers_bits(dev, no_fallback, dtype, shape, dim, keepdim):
     x = _data(shape, dtype)
     want = torch.linalg.vector_norm(x, dim=dim, keepdim=keepdim)
@@ -44,7 +48,8 @@ def test_two_norm_is_eagers_bits(dev, no_fallback, dtype, shape, dim, keepdim):
     assert torch.equal(got, want), (got - want).abs().max()
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+# CI: test_every_tail[torch.float32] takes the same lowering (float64 rows: test_two_norm_is_eagers_bits)
+@pytest.mark.parametrize("dtype", [torch.float32, pytest.param(torch.float64, marks=BY_HAND)], ids=str)
 def test_every_tail(dev, no_fallback, dtype):
     """Rows of 1 to 40 elements: every tail (0 to 7 float32s past 0 to 5 vectors),
     64 rows each, so that a fused square where eager rounds one shows."""

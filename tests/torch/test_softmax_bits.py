@@ -11,6 +11,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from _bits import BY_HAND  # (tests/ is on the path)
+
 # Not values that put a row's exps between 2**-149 and 2**-126 (88 among N(0, 9)):
 # eager's are subnormal there, which XLA's CPU loops flush to 0.
 _SPECIAL = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), -100.0, 1e4, -1e4, 3e38, -3e38, 20.0, -20.0]
@@ -21,8 +23,9 @@ def _off(got, want):
     return int((~same).sum())
 
 
-@pytest.mark.parametrize("shape", [(64, 768), (3, 1000), (7, 17), (5, 33), (4, 3), (1, 1), (2, 50257),
-                                   (2, 3, 130), (40000,)])
+# CI: (7, 17) and (3, 1000) (whole vectors and a tail) keep (5, 33)'s path
+@pytest.mark.parametrize("shape", [(64, 768), (3, 1000), (7, 17), pytest.param((5, 33), marks=BY_HAND), (4, 3), (1, 1),
+                                   (2, 50257), (2, 3, 130), (40000,)])
 def test_softmax_last_dim_is_eagers_bits(dev, no_fallback, shape):
     n = 1
     for s in shape:
@@ -79,7 +82,9 @@ def test_softmax_over_a_padded_row_is_eagers_bits_with_one_program_per_bucket(de
     assert metrics.counters()["compiles"] - before == 3
 
 
-@pytest.mark.parametrize("shape", [(64, 768), (3, 1000), (7, 17), (5, 33), (4, 3), (1, 1), (2, 3, 130), (40000,),
+# CI: (300, 21) and (64, 37) (one and two whole vectors and a tail, over many rows) keep (7, 17)'s and (5, 33)'s paths
+@pytest.mark.parametrize("shape", [(64, 768), (3, 1000), pytest.param((7, 17), marks=BY_HAND),
+                                   pytest.param((5, 33), marks=BY_HAND), (4, 3), (1, 1), (2, 3, 130), (40000,),
                                    (2, 50257), (300, 12), (300, 21), (64, 37)])
 def test_softmax_backward_last_dim_is_eagers_bits(dev, no_fallback, shape):
     """``_vec_host_softmax_backward_lastdim``: ``(g - s) * y`` with ``s`` the
@@ -127,8 +132,11 @@ def test_softmax_gradient_over_a_padded_row_is_eagers_bits_with_one_program_per_
     assert metrics.counters()["compiles"] - before == 2
 
 
-@pytest.mark.parametrize("shape, dim", [((4, 10, 5), 1), ((2, 3, 40), 1), ((8, 2, 64), 1), ((64, 12, 33), 1),
-                                        ((512, 64), 0), ((5, 2), 0), ((6, 16, 256), 0)])
+# CI: ((64, 12, 33), 1) (vectors of columns and a scalar tail) keeps ((2, 3, 40), 1)'s path, ((4, 10, 5), 1) (every
+# column scalar) ((5, 2), 0)'s
+@pytest.mark.parametrize("shape, dim", [((4, 10, 5), 1), pytest.param((2, 3, 40), 1, marks=BY_HAND), ((8, 2, 64), 1),
+                                        ((64, 12, 33), 1), ((512, 64), 0), pytest.param((5, 2), 0, marks=BY_HAND),
+                                        ((6, 16, 256), 0)])
 def test_softmax_over_a_dim_with_elements_after_it_is_eagers_bits(dev, no_fallback, shape, dim):
     """``_vec_softmax``: 16 columns at a time, SLEEF's exp (glibc's expf in
     the kernel's scalar columns: a row's last ``inner % 16``, a thread
@@ -161,8 +169,9 @@ def test_softmax_over_the_middle_dim_of_a_padded_batch(dev, clean_runtime, no_fa
     assert metrics.counters()["compiles"] - before == 1
 
 
-@pytest.mark.parametrize("shape, dim", [((4, 10, 5), 1), ((2, 3, 40), 1), ((64, 12, 33), 1), ((3, 7, 17, 19), 1),
-                                        ((512, 64), 0), ((2, 300, 200), 1), ((6, 16, 256), 0)])
+# CI: ((64, 12, 33), 1) and ((2, 300, 200), 1) (vectors of columns and a scalar tail) keep ((2, 3, 40), 1)'s path
+@pytest.mark.parametrize("shape, dim", [((4, 10, 5), 1), pytest.param((2, 3, 40), 1, marks=BY_HAND), ((64, 12, 33), 1),
+                                        ((3, 7, 17, 19), 1), ((512, 64), 0), ((2, 300, 200), 1), ((6, 16, 256), 0)])
 def test_log_softmax_over_a_dim_with_elements_after_it_is_eagers_bits(dev, no_fallback, shape, dim):
     """``_vec_logsoftmax`` (3-d cross-entropy's first half): each column's
     in-order sum of exps (SLEEF's, glibc's in a row's last ``inner % 16``
@@ -175,8 +184,9 @@ def test_log_softmax_over_a_dim_with_elements_after_it_is_eagers_bits(dev, no_fa
     assert _off(got, want) == 0
 
 
-@pytest.mark.parametrize("shape, dim", [((4, 10, 5), 1), ((2, 3, 40), 1), ((64, 12, 33), 1), ((512, 64), 0),
-                                        ((2, 300, 200), 1), ((6, 16, 256), 0)])
+# CI: ((64, 12, 33), 1) and ((2, 300, 200), 1) (vectors of columns and a scalar tail) keep ((2, 3, 40), 1)'s path
+@pytest.mark.parametrize("shape, dim", [((4, 10, 5), 1), pytest.param((2, 3, 40), 1, marks=BY_HAND), ((64, 12, 33), 1),
+                                        ((512, 64), 0), ((2, 300, 200), 1), ((6, 16, 256), 0)])
 def test_log_softmax_backward_over_a_dim_with_elements_after_it_is_eagers_bits(dev, no_fallback, shape, dim):
     """``_vec_log_softmax_backward``: per column the in-order sum ``s`` of the
     gradient, then ``g - exp(out) * s`` fused (before: 1,581 of 32,768 off at
@@ -206,8 +216,10 @@ def test_cross_entropy_with_the_class_dim_not_last_is_eagers_bits(dev, no_fallba
     assert _off(res[1][1], res[0][1]) == 0
 
 
-@pytest.mark.parametrize("shape, dim", [((2, 3, 40), 1), ((64, 12, 33), 1), ((512, 64), 0), ((2, 300, 200), 1),
-                                        ((6, 16, 256), 0)])
+# CI: ((64, 12, 33), 1) (a column's unrolled fused sum) and ((512, 64), 0) (its loop form, past 256 rows) keep
+# ((2, 3, 40), 1)'s and ((2, 300, 200), 1)'s paths: the lowering does not branch on the columns' tails here
+@pytest.mark.parametrize("shape, dim", [pytest.param((2, 3, 40), 1, marks=BY_HAND), ((64, 12, 33), 1), ((512, 64), 0),
+                                        pytest.param((2, 300, 200), 1, marks=BY_HAND), ((6, 16, 256), 0)])
 def test_softmax_backward_over_a_dim_with_elements_after_it_is_eagers_bits(dev, no_fallback, shape, dim):
     """``_vec_softmax_backward``: each column's ``g * y`` fused into its
     in-order sum from zero, then ``y * (g - s)`` (before: 21,781 of 32,768
