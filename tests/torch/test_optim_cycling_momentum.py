@@ -7,7 +7,8 @@ the momentum in Python whether to take its momentum branch (SGD
 answer, so a momentum that reaches 0 or starts there traces once more and runs
 eager's branch (no buffer made, the one there left untouched), and a
 recording is kept for each answer. CI runs each optimizer under one of the
-two schedules; ``LAZYCORE_TEST_FULL=1`` under both."""
+two schedules, or, for two of them, only where the momentum crosses zero;
+``LAZYCORE_TEST_FULL=1`` under both."""
 
 import os
 import sys
