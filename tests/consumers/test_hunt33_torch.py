@@ -25,9 +25,9 @@ the shifted labels, which transformers' SDPA mask check reads (a small
 second program), and LED's encoder reads ``.any().item()`` of a float mask
 made on the device (the same).
 
-Every loop runs with ``LAZYCORE_TEST_FULL=1`` only (``_CI``'s, PatchTST, is marked
-``MODEL_RUN`` since the zoo trains transformers models in CI); the others compile step
-programs of 2,000-7,600 nodes (a minute to several each under load).
+Every loop runs with ``LAZYCORE_TEST_FULL=1`` only (``MODEL_RUN``): they compile step programs
+of 2,000-7,600 nodes (a minute to several each under load), and the zoo trains transformers
+models in CI (tests/zoo/test_zoo.py::test_losses_match_eager[gpt2]; [resnet18]: batch norm).
 """
 
 import os
@@ -40,8 +40,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 import cases_hunt33 as cases  # noqa: E402
 from cases_hunt27 import check_outcome  # noqa: E402
 from _bits import MODEL_RUN  # noqa: E402 (tests/ is on the path)
-
-_CI = ("patchtst_forecast_std_scaler",)
 
 # name -> bounds other than (loss rtol 1e-5, state 1e-5, no compile after 2 steps, 1 program a step)
 _BOUNDS: dict = {
@@ -88,17 +86,9 @@ def _check(name):
     check_outcome(cases.compare(name, referee="referee" in bounds), bounds, cases.WARMUP)
 
 
-# CI: tests/zoo/test_zoo.py::test_losses_match_eager[gpt2] trains a transformers model with AdamW (resnet18: batch norm)
-@MODEL_RUN
-@pytest.mark.parametrize("name", _CI)
-def test_cheap_loop_trains_as_eager(name):
-    pytest.importorskip("transformers")
-    _check(name)
-
-
 @MODEL_RUN
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=_XFAIL[n])) if n in _XFAIL
-                                  else n for n in cases.CASES if n not in _CI])
+                                  else n for n in cases.CASES])
 def test_loop_trains_as_eager(name):
     pytest.importorskip("transformers")
     _check(name)

@@ -18,8 +18,8 @@ float32 runs were as far from float64 (last stage 6.0e-5 eager, 8.0e-5 lazycore:
 norm over 4 values of 1x1 maps); the loop runs 64 pixels and 8 images (loss 2.0e-6,
 state 5.5e-6; float64: eager 6.8e-6, lazycore 5.9e-6).
 
-Every loop runs with ``LAZYCORE_TEST_FULL=1`` only (``_CI``'s, Nemotron, is marked ``MODEL_RUN`` since the
-zoo trains and captures transformers causal LMs in CI).
+Every loop runs with ``LAZYCORE_TEST_FULL=1`` only (``MODEL_RUN``): the zoo trains and captures
+transformers causal LMs in CI (tests/zoo/test_zoo.py::test_losses_match_eager[gpt2], test_zoo_capture.py[llama]).
 """
 
 import os
@@ -32,8 +32,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 import cases_hunt36 as cases  # noqa: E402
 from cases_hunt27 import check_outcome  # noqa: E402
 from _bits import MODEL_RUN  # noqa: E402 (tests/ is on the path)
-
-_CI = ("nemotron_causal_lm_cosine",)  # one layer
 
 # name -> bounds other than (loss rtol 1e-5, state 1e-5, no compile after 2 steps, 1 program a step)
 _BOUNDS: dict = {
@@ -73,14 +71,7 @@ def _check(name):
         _persimmon_zero_gradient_half(out)
 
 
-# CI: tests/zoo/test_zoo.py::test_losses_match_eager[gpt2] and test_zoo_capture.py[llama] train transformers causal LMs
 @MODEL_RUN
-@pytest.mark.parametrize("name", _CI)
-def test_cheap_loop_trains_as_eager(name):
-    _check(name)
-
-
-@MODEL_RUN
-@pytest.mark.parametrize("name", [n for n in cases.CASES if n not in _CI])
+@pytest.mark.parametrize("name", cases.CASES)
 def test_loop_trains_as_eager(name):
     _check(name)
