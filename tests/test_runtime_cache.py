@@ -169,6 +169,37 @@ def test_a_vain_give_back_is_tried_again_once_the_process_grows(monkeypatch):
     assert len(cache) == 8
 
 
+def test_mappings_are_read_only_within_an_inserts_reach_of_the_budget(monkeypatch):
+    # reading /proc/self/maps costs about 0.35 ms per thousand mappings: far
+    # under the budget an insert skips it; within MAPPINGS_PER_INSERT per
+    # insert since the last reading of it, every insert reads
+    from lazycore.runtime import cache as runtime_cache
+
+    maps, reads = [10_000], []
+    monkeypatch.setattr(runtime_cache, "_mappings", lambda: reads.append(maps[0]) or maps[0])
+    cache = runtime_cache.CompileCache()
+    cache.mapping_limit = 65_536  # (budget 32,768)
+    step = runtime_cache.MAPPINGS_PER_INSERT
+    for i in range(40):
+        cache.put(bytes([i]), object())
+    # read at the first insert, then once the inserts since could have reached the budget
+    assert len(reads) == 2 and len(cache) == 40
+    maps[0] = 32_768 - step // 2
+    reads.clear()
+    cache = runtime_cache.CompileCache()
+    cache.mapping_limit = 65_536
+    for i in range(5):
+        cache.put(bytes([i]), object())
+    assert len(reads) == 5  # (within one insert's reach of the budget: each reads)
+    maps[0] = 40_000
+    cache.put(b"x", object())
+    assert metrics.counters()["programs_given_back"] > 0  # past the budget at once
+    reads.clear()
+    lc.cache.clear()
+    runtime_cache.CompileCache().clear()  # an empty cache gives nothing back: nothing read
+    assert reads == []
+
+
 def test_cache_size_comes_from_the_environment():
     env = dict(os.environ, LAZYCORE_CACHE_SIZE="7")
     code = "from lazycore.ir.config import settings; print(settings.cache_size)"
