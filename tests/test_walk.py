@@ -45,3 +45,32 @@ def test_a_bodys_outer_values_are_referred_to_by_position_not_walked():
     assert swapped.encoding != same.encoding
     order, leaves, encoding = encode(same.results, same.boundary)
     assert (order, leaves, encoding) == (same.order, [], same.encoding)
+
+
+def test_equal_ops_on_one_scalar_encode_as_one_node_shared():
+    # which steps share a broadcast of a constant depends on how they were
+    # traced (a recording's replays share its own; a replay of another step's
+    # recording brings that one's): the encoding, the compile key, must not
+    # (nn.MultiheadAttention over shape buckets compiled twice per bucket)
+    x = data()
+    zero = lc.scalar(0.0)
+    def select(a, fill):
+        return lc.apply("select", lc.apply("compare", a, a, direction="NE"), a, fill)
+
+    one = lc.apply("broadcast_in_dim", zero, shape=(2, 3), dims=())
+    shared = Walk([select(x, one).value, select(lc.apply("add", x, x), one).value])
+    apart = Walk([select(x, lc.apply("broadcast_in_dim", zero, shape=(2, 3), dims=())).value,
+                  select(lc.apply("add", x, x), lc.apply("broadcast_in_dim", zero, shape=(2, 3), dims=())).value])
+    assert shared.encoding == apart.encoding and shared.params == apart.params
+    assert [n.op for n in apart.order].count("broadcast_in_dim") == 2  # both still built (cse merges them)
+    assert [n.op for n in shared.order].count("broadcast_in_dim") == 1
+    # two scalar parameters of one type: their broadcasts differ, as the parameters may
+    other = lc.scalar(0.0, fold=False)
+    two = Walk([select(x, lc.apply("broadcast_in_dim", lc.scalar(0.0, fold=False), shape=(2, 3), dims=())).value,
+                select(lc.apply("add", x, x), lc.apply("broadcast_in_dim", other, shape=(2, 3), dims=())).value])
+    assert two.encoding != shared.encoding and len(two.params) == len(shared.params) + 2
+    # an op on device data is the program's to merge (cse), not the encoding's
+    y = data(3.0)
+    dup = Walk([lc.apply("neg", y).value, lc.apply("neg", y).value])
+    once = lc.apply("neg", y)
+    assert dup.encoding != Walk([once.value, once.value]).encoding

@@ -131,6 +131,26 @@ def test_transformer_block_over_sequence_lengths_40_to_64(dev):
     assert compiled == 1
 
 
+class Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mha, self.head = torch.nn.MultiheadAttention(16, 2, batch_first=True), torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(self.mha(x, x, x)[0])
+
+
+def test_multihead_attention_over_sequence_lengths_compiles_once_per_bucket(dev):
+    # its in-projection's backward selects with broadcasts of one zero: a
+    # replay of another step's recording brought that recording's broadcast
+    # beside the one the step traced, a second program per bucket (6 compiles)
+    model, lazy = pair(dev, Attention, 0)
+    compiled = [both_steps(dev, model, lazy, lambda m, x: m(x).pow(2).mean(), (torch.randn(3, t, 16),), (1,),
+                           grads=t in (9, 16)) for t in (5, 9, 7, 12, 3, 16, 6)]
+    # buckets of 8, 16 and 4; the first step's program also loads the state dict, so 8 compiles twice
+    assert compiled == [1, 1, 1, 0, 1, 0, 0]
+
+
 def test_dynamic_needs_a_lazy_input(dev):
     with pytest.raises(TypeError):
         ltorch.dynamic(torch.ones(3), 0)

@@ -43,6 +43,18 @@ in Python) before an explicit stack takes over (any depth)."""
 
 _DIGEST = attrgetter("digest")
 
+_REPEATABLE = frozenset({"scalar", "constant"})
+"""The leaves whose one-operand users the encoding takes once per walk: two
+equal ops (a broadcast, a convert) on the same scalar parameter or constant
+encode as one node used twice. Which steps share such a node depends on how
+they were traced: a recorded lowering's replays share the broadcasts of its
+constants, and a replay of a recording another step made brings that
+recording's own, beside those the step traced (an ``nn.MultiheadAttention``
+over sequence lengths in shape buckets compiled a program twice per bucket,
+differing in one ``broadcast_in_dim`` of a zero). Both nodes stay in the
+walk's order and in the program, whose ``cse`` merges them: the encoding
+says what the program computes, not how the trace shared it."""
+
 
 def encode(outputs, boundary: dict | None = None) -> tuple[list[Node], list[Node], bytes]:
     """``(order, leaves, encoding)`` of the graph behind ``outputs`` (values):
@@ -69,6 +81,22 @@ def _encode(outputs, boundary):
     place = order.append
     V = Value
     mark = object()  # this walk's: a node whose mark it is is placed (or, at -1, a boundary value's)
+    encoded: list[Node] = []  # the nodes the encoding counts: order less the repeated scalar nodes
+    count = encoded.append
+    repeats: dict[tuple, Node] = {}  # (digest, operand position, result) -> the first such node
+
+    def repeated(node, n, i) -> bool:
+        """``node``, one op on the scalar or constant ``n``'s result ``i``,
+        repeats one placed before: it takes that node's position, so the
+        encoding is that of a graph sharing it (:data:`_REPEATABLE`)."""
+        first = repeats.setdefault((node.digest, n.at, i), node)
+        if first is node:
+            return False
+        del edges[-2:]  # (its operand's reference)
+        node.mark = mark
+        node.at = first.at
+        place(node)
+        return True
 
     def visit(node, d):
         """Place ``node`` after its operands (recursing ``d`` more levels)."""
@@ -95,9 +123,13 @@ def _encode(outputs, boundary):
                     put(v[1])
                 put(GROUP)
                 put(len(o))
+        if len(operands) == 1 and not n.operands and n.op in _REPEATABLE and type(operands[0]) is V \
+                and repeated(node, n, operands[0][1]):
+            return
         node.mark = mark
-        node.at = len(order)
+        node.at = len(encoded)
         place(node)
+        count(node)
         if operands:
             put(NODE - len(operands))
         elif node.is_leaf:
@@ -143,9 +175,19 @@ def _encode(outputs, boundary):
                     it = chain(o, (len(o),), it)
                     break
             else:
+                ops = node.operands
+                if len(ops) == 1 and type(ops[0]) is V:
+                    n = ops[0][0]
+                    if n.at >= 0 and not n.operands and n.op in _REPEATABLE and repeated(node, n, ops[0][1]):
+                        if not stack:
+                            return
+                        node, it, o = stack.pop()
+                        ref(o)
+                        continue
                 node.mark = mark
-                node.at = len(order)
+                node.at = len(encoded)
                 place(node)
+                count(node)
                 k = len(node.operands)
                 if k:
                     put(NODE - k)
@@ -176,7 +218,7 @@ def _encode(outputs, boundary):
     for out in outputs:
         ref(out)
     # (struct packs a list of integers ~5x faster than array does)
-    return order, leaves, (len(order).to_bytes(8, "little") + b"".join(map(_DIGEST, order))
+    return order, leaves, (len(encoded).to_bytes(8, "little") + b"".join(map(_DIGEST, encoded))
                            + struct.pack(f"{len(edges)}q", *edges))
 
 

@@ -827,7 +827,7 @@ def _place(walk) -> bytes:
     and the user's lines that recorded its ops."""
     h = hashlib.blake2b(digest_size=16)
     h.update("|".join(node.op for node in walk.order).encode())
-    h.update(walk.encoding[8 + 16 * len(walk.order):])
+    h.update(walk.encoding[8 + 16 * int.from_bytes(walk.encoding[:8], "little"):])  # (its edges)
     h.update(repr([(leaf.types[0].rank, leaf.types[0].dtype) for leaf in walk.data]).encode())
     h.update(array("q", [hash(node.loc) for node in walk.order]).tobytes())
     return h.digest()
