@@ -571,7 +571,7 @@ def _sort(rng, operand, indices):
     x = with_extremes(small(rng, (3, 5), operand, -2, 2))  # ties in most rows
     if is_float(operand):
         x[1, 2] = x[1, 4] = np.nan
-    cases = []
+
     def want(d, descending):  # (only if the case runs: complex numbers have no order)
         values, idx = _stable_sort_reference(x, d, descending)
         return values, idx.astype(np_dtype(indices))

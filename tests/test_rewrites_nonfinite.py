@@ -24,7 +24,7 @@ import torch
 
 import lazycore.numpy as lnp
 import lazycore.torch as ltorch
-from lazycore.dialect.types import TensorType, type_of
+from lazycore.dialect.types import type_of
 from lazycore.passes.pipeline import run_pipeline
 from lazycore.runtime import compiler
 

@@ -358,7 +358,7 @@ def test_an_index_naming_one_element_gives_a_copy_as_numpys_scalar():
     ref[1] += 1
     same(lazy, ref)
     # a 0-d array: ``a[()]`` is the element, ``a[...]`` and ``a[0, ...]`` views
-    zero, rzero = np.asarray(numpy.array(5.0)), numpy.array(5.0)
+    zero = np.asarray(numpy.array(5.0))
     s = zero[()]
     s += 1
     assert float(zero) == 5.0 and float(s) == 6.0

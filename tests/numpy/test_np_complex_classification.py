@@ -6,7 +6,6 @@ element were finite and a number (the shared classification took complex types
 for integers); ``sign`` of a complex infinity was NaN where NumPy gives the
 infinite part's sign, and ``abs`` NaN where C's ``hypot`` gives inf."""
 
-import itertools
 import os
 import subprocess
 import sys
