@@ -918,6 +918,15 @@ def compiles_on_seen_branches(out: Outcome, warmup: int) -> list:
     return late
 
 
+def case_params(cases: dict, known: dict):
+    """The names of ``cases`` as pytest parameters, those in ``known`` (name ->
+    why it fails) strict expected failures: a hunt's known limits."""
+    import pytest
+
+    return [pytest.param(name, marks=[pytest.mark.xfail(reason=known[name], strict=True)] if name in known else [])
+            for name in cases]
+
+
 def check_outcome(out: Outcome, bounds: dict, warmup: int) -> None:
     """The hunts' bounds on one loop (tests/consumers/test_hunt3*_torch.py): losses and
     state within ``bounds``' ``loss`` / ``state`` (default 1e-5), no fallback, at most

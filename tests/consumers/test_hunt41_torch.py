@@ -32,7 +32,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 import cases_hunt41 as cases  # noqa: E402
-from cases_hunt27 import check_outcome  # noqa: E402
+from cases_hunt27 import case_params, check_outcome  # noqa: E402
 from _bits import MODEL_RUN  # noqa: E402 (tests/ is on the path)
 
 _TIES = {
@@ -42,13 +42,7 @@ _TIES = {
 }
 
 
-def _params():
-    for name in cases.CASES:
-        marks = [pytest.mark.xfail(reason=_TIES[name], strict=True)] if name in _TIES else []
-        yield pytest.param(name, marks=marks)
-
-
 @MODEL_RUN
-@pytest.mark.parametrize("name", list(_params()))
+@pytest.mark.parametrize("name", case_params(cases.CASES, _TIES))
 def test_loop_trains_as_eager(name):
     check_outcome(cases.compare(name), {}, cases.WARMUP)
