@@ -74,3 +74,20 @@ def test_equal_ops_on_one_scalar_encode_as_one_node_shared():
     dup = Walk([lc.apply("neg", y).value, lc.apply("neg", y).value])
     once = lc.apply("neg", y)
     assert dup.encoding != Walk([once.value, once.value]).encoding
+
+
+def test_equal_ops_on_one_scalar_encode_as_shared_past_the_recursion_depth():
+    # (past walk.DEPTH nested operands the walk keeps its own stack)
+    from lazycore.ir import walk as walk_module
+
+    x, zero = data(), lc.scalar(0.5, fold=False)
+    def chain(shared):
+        y, b = x, lc.apply("broadcast_in_dim", zero, shape=(2, 3), dims=())
+        for _ in range(walk_module.DEPTH + 100):
+            y = lc.apply("add", y, b if shared else lc.apply("broadcast_in_dim", zero, shape=(2, 3), dims=()))
+        return Walk([y.value])
+
+    shared, apart = chain(True), chain(False)
+    assert shared.encoding == apart.encoding and shared.params == apart.params
+    n = walk_module.DEPTH + 100
+    assert len(shared.order) == 3 + n and len(apart.order) == 2 + 2 * n  # (every broadcast still in the order)
