@@ -85,11 +85,17 @@ def _encode(outputs, boundary):
     count = encoded.append
     repeats: dict[tuple, Node] = {}  # (digest, operand position, result) -> the first such node
 
-    def repeated(node, n, i) -> bool:
-        """``node``, one op on the scalar or constant ``n``'s result ``i``,
-        repeats one placed before: it takes that node's position, so the
+    def repeated(node) -> bool:
+        """``node``, an op on one operand, is an op on a scalar or constant
+        that repeats one placed before: it takes that node's position, so the
         encoding is that of a graph sharing it (:data:`_REPEATABLE`)."""
-        first = repeats.setdefault((node.digest, n.at, i), node)
+        o = node.operands[0]
+        if type(o) is not V:
+            return False
+        n = o[0]
+        if n.at < 0 or n.operands or n.op not in _REPEATABLE:  # (at -1: a boundary value)
+            return False
+        first = repeats.setdefault((node.digest, n.at, o[1]), node)
         if first is node:
             return False
         del edges[-2:]  # (its operand's reference)
@@ -123,8 +129,7 @@ def _encode(outputs, boundary):
                     put(v[1])
                 put(GROUP)
                 put(len(o))
-        if len(operands) == 1 and not n.operands and n.op in _REPEATABLE and type(operands[0]) is V \
-                and repeated(node, n, operands[0][1]):
+        if len(operands) == 1 and repeated(node):
             return
         node.mark = mark
         node.at = len(encoded)
@@ -175,15 +180,12 @@ def _encode(outputs, boundary):
                     it = chain(o, (len(o),), it)
                     break
             else:
-                ops = node.operands
-                if len(ops) == 1 and type(ops[0]) is V:
-                    n = ops[0][0]
-                    if n.at >= 0 and not n.operands and n.op in _REPEATABLE and repeated(node, n, ops[0][1]):
-                        if not stack:
-                            return
-                        node, it, o = stack.pop()
-                        ref(o)
-                        continue
+                if len(node.operands) == 1 and repeated(node):
+                    if not stack:
+                        return
+                    node, it, o = stack.pop()
+                    ref(o)
+                    continue
                 node.mark = mark
                 node.at = len(encoded)
                 place(node)
