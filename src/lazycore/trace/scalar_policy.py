@@ -118,8 +118,13 @@ promoted a step later: a compile more per place after every promotion)."""
 class ScalarPolicy:
     """Per place (position, dtype, preceding op, line): the first value seen,
     or promoted (a parameter from then on); per position, dtype and
-    preceding op, the last value seen there, its line and the answer, so a
-    repeated number needs no walk for its line; per slice start's line
+    preceding op and its instruction, the last value seen there, its line
+    and the answer, so a repeated number needs no walk for its line (the
+    preceding node's instruction, which it records, tells apart the numbers
+    of two lines that meet at one position in two steps: the first step's
+    log also holds what ran before the loop, and another line's 0.0 there
+    gave a loop's 0.0 that line's answer, a constant, and a step later its
+    own, a parameter, with a compile); per slice start's line
     (:meth:`start_varies`), the step it last counted in, its count there and
     the value (or promoted) per count."""
 
@@ -168,7 +173,12 @@ class ScalarPolicy:
             return folds
         nodes = LOG.nodes
         n = len(nodes)
-        at = (n, dtype, _SAME.get(nodes[-1].op, nodes[-1].op) if n else None)
+        if n:
+            before = nodes[-1]
+            loc = before.loc
+            at = (n, dtype, _SAME.get(before.op, before.op), None if loc is None else (id(loc[0]), loc[1]))
+        else:
+            at = (n, dtype, None, None)
         places = self.places
         last = places.get(at)
         if last is not None and last[0] == value:
