@@ -91,3 +91,37 @@ def test_equal_ops_on_one_scalar_encode_as_shared_past_the_recursion_depth():
     assert shared.encoding == apart.encoding and shared.params == apart.params
     n = walk_module.DEPTH + 100
     assert len(shared.order) == 3 + n and len(apart.order) == 2 + 2 * n  # (every broadcast still in the order)
+
+
+def test_equal_constants_encode_as_one_node_shared():
+    # a recording's replays share its constants, a traced call makes its own:
+    # the encoding, the compile key, must not tell them apart
+    from lazycore.ir.graph import constant
+
+    x = data()
+    def const(value, dtype=np.float32):
+        return lc.LazyTensor(Value(constant(np.asarray(value, dtype)), 0), lc.default_device())
+
+    def fill(a, c):
+        return lc.apply("select", lc.apply("compare", a, a, direction="NE"), a,
+                        lc.apply("broadcast_in_dim", c, shape=(2, 3), dims=()))
+
+    zero = const(0.0)
+    shared = Walk([fill(x, zero).value, fill(lc.apply("add", x, x), zero).value])
+    apart = Walk([fill(x, const(0.0)).value, fill(lc.apply("add", x, x), const(0.0)).value])
+    assert shared.encoding == apart.encoding and shared.params == apart.params
+    assert [n.op for n in apart.order].count("constant") == 2  # both still built (cse merges them)
+    # a constant's value, sign of zero and type tell it apart
+    for other in (const(1.0), const(-0.0), lc.apply("convert", const(0.0, np.float16), dtype="f32")):
+        differs = Walk([fill(x, const(0.0)).value, fill(lc.apply("add", x, x), other).value])
+        assert differs.encoding != shared.encoding
+    # and a shared constant is one whether its users are found by recursion or by the walk's own stack
+    from lazycore.ir import walk as walk_module
+
+    def chain(shared):
+        y, c = x, const(0.5)
+        for _ in range(walk_module.DEPTH + 100):
+            y = lc.apply("add", y, lc.apply("broadcast_in_dim", c if shared else const(0.5), shape=(2, 3), dims=()))
+        return Walk([y.value])
+
+    assert chain(True).encoding == chain(False).encoding

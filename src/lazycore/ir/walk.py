@@ -46,14 +46,16 @@ _DIGEST = attrgetter("digest")
 _REPEATABLE = frozenset({"scalar", "constant"})
 """The leaves whose one-operand users the encoding takes once per walk: two
 equal ops (a broadcast, a convert) on the same scalar parameter or constant
-encode as one node used twice. Which steps share such a node depends on how
-they were traced: a recorded lowering's replays share the broadcasts of its
-constants, and a replay of a recording another step made brings that
-recording's own, beside those the step traced (an ``nn.MultiheadAttention``
-over sequence lengths in shape buckets compiled a program twice per bucket,
-differing in one ``broadcast_in_dim`` of a zero). Both nodes stay in the
-walk's order and in the program, whose ``cse`` merges them: the encoding
-says what the program computes, not how the trace shared it."""
+encode as one node used twice, as do two equal constants. Which steps share
+such a node depends on how they were traced: a recorded lowering's replays
+share its constants and their broadcasts, and a replay of a recording
+another step made brings that recording's own, beside those the step traced
+(an ``nn.MultiheadAttention`` over sequence lengths in shape buckets
+compiled a program twice per bucket, differing in one ``broadcast_in_dim``
+of a zero; a replay brings its recording's constants in the same way).
+Both nodes stay in the walk's order and in the program, whose ``cse``
+merges them: the encoding says what the program computes, not how the
+trace shared it."""
 
 
 def encode(outputs, boundary: dict | None = None) -> tuple[list[Node], list[Node], bytes]:
@@ -86,19 +88,27 @@ def _encode(outputs, boundary):
     repeats: dict[tuple, Node] = {}  # (digest, operand position, result) -> the first such node
 
     def repeated(node) -> bool:
-        """``node``, an op on one operand, is an op on a scalar or constant
-        that repeats one placed before: it takes that node's position, so the
-        encoding is that of a graph sharing it (:data:`_REPEATABLE`)."""
-        o = node.operands[0]
-        if type(o) is not V:
+        """``node``, a constant or an op on one operand, repeats one placed
+        before: an equal constant, or an equal op on the same scalar or
+        constant. It takes that node's position, so the encoding is that of
+        a graph sharing it (:data:`_REPEATABLE`)."""
+        if node.operands:
+            o = node.operands[0]
+            if type(o) is not V:
+                return False
+            n = o[0]
+            if n.at < 0 or n.operands or n.op not in _REPEATABLE:  # (at -1: a boundary value)
+                return False
+            first = repeats.setdefault((node.digest, n.at, o[1]), node)
+            if first is node:
+                return False
+            del edges[-2:]  # (its operand's reference)
+        elif node.op == "constant":  # (its digest holds its value)
+            first = repeats.setdefault(node.digest, node)
+            if first is node:
+                return False
+        else:
             return False
-        n = o[0]
-        if n.at < 0 or n.operands or n.op not in _REPEATABLE:  # (at -1: a boundary value)
-            return False
-        first = repeats.setdefault((node.digest, n.at, o[1]), node)
-        if first is node:
-            return False
-        del edges[-2:]  # (its operand's reference)
         node.mark = mark
         node.at = first.at
         place(node)
@@ -129,7 +139,7 @@ def _encode(outputs, boundary):
                     put(v[1])
                 put(GROUP)
                 put(len(o))
-        if len(operands) == 1 and repeated(node):
+        if len(operands) <= 1 and repeated(node):
             return
         node.mark = mark
         node.at = len(encoded)
@@ -180,7 +190,7 @@ def _encode(outputs, boundary):
                     it = chain(o, (len(o),), it)
                     break
             else:
-                if len(node.operands) == 1 and repeated(node):
+                if len(node.operands) <= 1 and repeated(node):
                     if not stack:
                         return
                     node, it, o = stack.pop()
