@@ -85,7 +85,7 @@ def _encode(outputs, boundary):
     mark = object()  # this walk's: a node whose mark it is is placed (or, at -1, a boundary value's)
     encoded: list[Node] = []  # the nodes the encoding counts: order less the repeated scalar nodes
     count = encoded.append
-    repeats: dict[tuple, Node] = {}  # (digest, operand position, result) -> the first such node
+    repeats: dict = {}  # (digest, operand position, result), or a constant's digest -> the first such node
 
     def repeated(node) -> bool:
         """``node``, a constant or an op on one operand, repeats one placed

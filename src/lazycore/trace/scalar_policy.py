@@ -178,7 +178,7 @@ class ScalarPolicy:
             loc = before.loc
             at = (n, dtype, _SAME.get(before.op, before.op), None if loc is None else (id(loc[0]), loc[1]))
         else:
-            at = (n, dtype, None, None)
+            loc, at = None, (n, dtype, None, None)
         places = self.places
         last = places.get(at)
         if last is not None and last[0] == value:
@@ -202,7 +202,7 @@ class ScalarPolicy:
             if where is not None:  # (its line too: see _line_varied)
                 places[("line",) + at[1:] + (where,)] = _PROMOTED
             bake = False
-        places.put(at, (value, where, bake))
+        places.put(at, (value, where, bake, loc))  # (loc: its code, whose id ``at`` holds, lives as long)
         return bake
 
     def _line_varied(self, value, line) -> bool:
